@@ -1,0 +1,90 @@
+//! Block devices: the bottom layer of fslab.
+//!
+//! This crate owns the bytes on a device and nothing else. It offers the
+//! [`BlockDevice`] trait and its contract, [`FileDisk`] (an image file or a
+//! block device) and [`MemDisk`] (a vector in memory). It knows no file-system
+//! structure: every caller speaks in byte offsets and lengths.
+
+mod file;
+mod mem;
+
+pub use file::FileDisk;
+pub use mem::MemDisk;
+
+use std::io;
+
+/// The size of a sector: the unit the device writes atomically.
+pub const SECTOR_SIZE: u64 = 512;
+
+/// A device that stores bytes at offsets.
+///
+/// # Contract
+///
+/// * **Atomicity.** A write of an aligned 512-byte sector either happens
+///   entirely or not at all, even across a power cut. A larger write may be torn
+///   at any sector boundary: after a crash any subset of its sectors may hold
+///   the new bytes.
+/// * **Ordering.** Writes issued before a [`flush`](BlockDevice::flush) are
+///   durable once `flush` returns. Writes not yet followed by a returned flush
+///   may be lost, or reach the medium in any order, if the power fails.
+/// * **Visibility.** A read always sees the latest write to the same bytes,
+///   whether or not it has been flushed.
+/// * **Bounds.** Reads and writes past [`size`](BlockDevice::size) fail with
+///   an error of kind `InvalidInput`; they never extend the device.
+///
+/// Implementations are shared between threads; each call is independent.
+pub trait BlockDevice: Send + Sync {
+    /// Reads `buf.len()` bytes starting at byte `offset`.
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()>;
+
+    /// Writes all of `buf` at byte `offset`. Not durable until a later flush.
+    fn write_at(&self, offset: u64, buf: &[u8]) -> io::Result<()>;
+
+    /// A flush barrier: every write that returned before this call is durable
+    /// when it returns.
+    fn flush(&self) -> io::Result<()>;
+
+    /// The device's size in bytes.
+    fn size(&self) -> u64;
+}
+
+/// Checks that `len` bytes at `offset` lie inside a device of `size` bytes.
+pub fn check_bounds(offset: u64, len: usize, size: u64) -> io::Result<()> {
+    match offset.checked_add(len as u64) {
+        Some(end) if end <= size => Ok(()),
+        _ => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("access of {len} bytes at offset {offset} is past the end of the device ({size} bytes)"),
+        )),
+    }
+}
+
+impl<T: BlockDevice + ?Sized> BlockDevice for std::sync::Arc<T> {
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        (**self).read_at(offset, buf)
+    }
+    fn write_at(&self, offset: u64, buf: &[u8]) -> io::Result<()> {
+        (**self).write_at(offset, buf)
+    }
+    fn flush(&self) -> io::Result<()> {
+        (**self).flush()
+    }
+    fn size(&self) -> u64 {
+        (**self).size()
+    }
+}
+
+impl<T: BlockDevice + ?Sized> BlockDevice for Box<T> {
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        (**self).read_at(offset, buf)
+    }
+    fn write_at(&self, offset: u64, buf: &[u8]) -> io::Result<()> {
+        (**self).write_at(offset, buf)
+    }
+    fn flush(&self) -> io::Result<()> {
+        (**self).flush()
+    }
+    fn size(&self) -> u64 {
+        (**self).size()
+    }
+}

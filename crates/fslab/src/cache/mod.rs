@@ -1,0 +1,1 @@
+//! The buffer cache.

@@ -1,0 +1,23 @@
+//! fslab: the 4.4BSD file-system family as a library.
+//!
+//! Layers, top to bottom (see `docs/DESIGN.md`):
+//!
+//! * [`ufs`] — the namespace: directories, names, links, rename, file I/O by
+//!   offset, attributes. Generic over a [`storage::StorageManager`].
+//! * [`storage`] — the boundary between namespace and layout: the operations of
+//!   Table 4 of the 1993 BSD-LFS paper (§4.1).
+//! * [`lfs`] — the log-structured storage manager.
+//! * [`cache`] — the buffer cache: dirty tracking, memory limit, thresholds.
+//! * [`format`] — pure vocabulary: numbers, codecs, checksums, on-disk inodes
+//!   and directory entries.
+//!
+//! Below all of them is the `disk` crate's `BlockDevice`.
+
+pub mod cache;
+pub mod error;
+pub mod format;
+pub mod lfs;
+pub mod storage;
+pub mod ufs;
+
+pub use error::{Error, Result};

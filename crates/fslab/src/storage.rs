@@ -1,0 +1,138 @@
+//! The boundary between the namespace (`ufs`) and a storage manager (LFS now,
+//! FFS later): the operations of Table 4 of the 1993 BSD-LFS paper (§4.1).
+//!
+//! | paper   | here                                   |
+//! |---------|----------------------------------------|
+//! | valloc  | [`StorageManager::valloc`]             |
+//! | vfree   | [`StorageManager::vfree`]              |
+//! | vget    | [`StorageManager::vget`]               |
+//! | update  | [`StorageManager::update`]             |
+//! | blkatoff / bmap | [`StorageManager::read_block`], [`StorageManager::next_data`] |
+//! | truncate | [`StorageManager::free_blocks`]       |
+//! | bwrite  | [`StorageManager::write_block`]        |
+//!
+//! The namespace never sees a disk address. It names blocks by inode number
+//! and logical block number (negative numbers are reserved for the storage
+//! manager's indirect blocks, except [`XATTR_LBN`]), and it owns the inode's
+//! attributes ([`InodeAttr`]) while the storage manager owns the block map.
+//!
+//! Directory operations — anything that changes more than one inode (create,
+//! link, unlink, rename, mkdir, rmdir, symlink, mknod) — are bracketed by
+//! [`StorageManager::begin_dirop`] / [`StorageManager::end_dirop`] so that
+//! LFS can write all of their blocks in one atomic batch (§4.3) and FFS can
+//! order them. Use [`dirop`], which always ends what it began.
+
+pub use crate::format::blockno::XATTR_LBN;
+use crate::format::inode::{Inode, InodeAttr};
+use crate::format::{Ino, Lbn};
+use crate::Result;
+
+/// What `statfs` reports, in blocks of [`StatFs::block_size`] bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct StatFs {
+    /// The block size.
+    pub block_size: u32,
+    /// Blocks the file system could ever hold data in.
+    pub total_blocks: u64,
+    /// Blocks a user can still write (what `df` shows as available).
+    pub free_blocks: u64,
+    /// Inodes in use plus those that could still be created.
+    pub total_inodes: u64,
+    /// Inodes that could still be created.
+    pub free_inodes: u64,
+    /// The longest name.
+    pub name_max: u32,
+}
+
+/// A storage manager: where blocks and inodes live on the device.
+///
+/// Every method may fail with `Error::Errno(ENOSPC)` when an accepted change
+/// could not be stored, and with `Error::Corrupt` or `Error::Io` when the
+/// device fails or holds bad bytes. A method that fails leaves the file system
+/// as it was before the call, except that `write_block` over several calls may
+/// have stored some blocks and not others.
+pub trait StorageManager: Send {
+    /// Bytes in a block.
+    fn block_size(&self) -> u32;
+
+    /// The largest file size this layout can represent, in bytes.
+    fn max_file_size(&self) -> u64;
+
+    /// Allocates an inode number and returns the new inode, zeroed but for its
+    /// number and a generation different from any earlier use of that number.
+    /// It is stored once `update` gives it attributes.
+    fn valloc(&mut self) -> Result<Inode>;
+
+    /// Frees inode `ino`, which must have no blocks left (see `free_blocks`).
+    fn vfree(&mut self, ino: Ino) -> Result<()>;
+
+    /// The current inode `ino`. Fails with ENOENT (as `Error::Errno`) for an
+    /// inode number that is not allocated.
+    fn vget(&mut self, ino: Ino) -> Result<Inode>;
+
+    /// Replaces the attributes of `ino`; its block map is left alone.
+    fn update(&mut self, ino: Ino, attr: &InodeAttr) -> Result<()>;
+
+    /// Reads block `lbn` of `ino` into `buf` (exactly one block long). A hole
+    /// reads as zeros.
+    fn read_block(&mut self, ino: Ino, lbn: Lbn, buf: &mut [u8]) -> Result<()>;
+
+    /// Stores `data` at byte `offset` inside block `lbn` of `ino`; the rest
+    /// of the block keeps its contents (zeros for a hole). Fails with ENOSPC
+    /// before changing anything if the block could not be stored.
+    fn write_block(&mut self, ino: Ino, lbn: Lbn, offset: usize, data: &[u8]) -> Result<()>;
+
+    /// The first data block at or after `lbn` that holds data, if any: how
+    /// SEEK_DATA and SEEK_HOLE find their way through sparse files.
+    fn next_data(&mut self, ino: Ino, lbn: u64) -> Result<Option<u64>>;
+
+    /// Frees data blocks `first ..= last` of `ino` (they become holes), along
+    /// with indirect blocks left with nothing to point at. Truncation is
+    /// `free_blocks(ino, first_gone, u64::MAX)`; punching a hole is a range.
+    fn free_blocks(&mut self, ino: Ino, first: u64, last: u64) -> Result<()>;
+
+    /// Frees the extended-attribute block of `ino`, if it has one.
+    fn free_xattr(&mut self, ino: Ino) -> Result<()>;
+
+    /// Guarantees that writing up to `blocks` new data blocks will not fail
+    /// for lack of space, or fails with ENOSPC: lets `fallocate` promise space.
+    fn reserve_blocks(&mut self, blocks: u64) -> Result<()>;
+
+    /// Starts a directory operation (see the module comment).
+    fn begin_dirop(&mut self);
+
+    /// Ends the directory operation begun last.
+    fn end_dirop(&mut self) -> Result<()>;
+
+    /// Makes the contents and attributes of `ino` durable (`datasync`: the
+    /// attributes only as far as needed to read the data back).
+    fn fsync(&mut self, ino: Ino, datasync: bool) -> Result<()>;
+
+    /// Makes everything durable.
+    fn sync(&mut self) -> Result<()>;
+
+    /// Work that must happen with time: periodic checkpoints. Called about
+    /// once a second by whoever drives the file system.
+    fn tick(&mut self) -> Result<()>;
+
+    /// Space and inode counts.
+    fn statfs(&mut self) -> Result<StatFs>;
+
+    /// Makes everything durable and leaves the image clean; the storage
+    /// manager must not be used afterwards.
+    fn unmount(&mut self) -> Result<()>;
+}
+
+/// Runs `body` as one directory operation: `begin_dirop` before, `end_dirop`
+/// after, even when `body` fails.
+pub fn dirop<S: StorageManager + ?Sized, T>(
+    storage: &mut S,
+    body: impl FnOnce(&mut S) -> Result<T>,
+) -> Result<T> {
+    storage.begin_dirop();
+    let result = body(storage);
+    let ended = storage.end_dirop();
+    let value = result?;
+    ended?;
+    Ok(value)
+}
