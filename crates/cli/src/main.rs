@@ -1,1 +1,123 @@
-fn main() {}
+//! The `fslab` command: one module per subcommand.
+//!
+//! * `mkfs` — writes a new file system to an image file or block device.
+//! * `mount` — mounts an image through FUSE (in the background unless `-f`).
+//! * `dump` — prints the superblock, checkpoint and segment usage.
+//! * `size` — sizes such as "64M" on the command line.
+//!
+//! Every failure is one line on stderr, `fslab: COMMAND: what went wrong`,
+//! and a non-zero exit status. No file-system logic lives here.
+
+mod dump;
+mod mkfs;
+mod mount;
+mod size;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// The 4.4BSD log-structured file system, in user space.
+#[derive(Parser)]
+#[command(name = "fslab", version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Make a new file system on an image file or block device.
+    Mkfs(mkfs::MkfsArgs),
+    /// Mount a file system on a directory (through FUSE).
+    Mount(mount::MountArgs),
+    /// Print the superblock, latest checkpoint and segment usage of an image.
+    Dump(dump::DumpArgs),
+}
+
+fn main() -> ExitCode {
+    // A bug shows as one line too, not a backtrace (RUST_BACKTRACE still works).
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if std::env::var_os("RUST_BACKTRACE").is_some() {
+            default_hook(info);
+            return;
+        }
+        let location = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
+        eprintln!("fslab: internal error: {}{location}", panic_message(info.payload()));
+    }));
+
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(e),
+    };
+    let (name, result) = match cli.command {
+        Command::Mkfs(args) => ("mkfs", mkfs::run(&args)),
+        Command::Mount(args) => ("mount", mount::run(&args)),
+        Command::Dump(args) => ("dump", dump::run(&args)),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("fslab: {name}: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Takes the lock that says "this image is in use by an fslab process"
+/// (an exclusive `flock`, held as long as the returned file is open), so an
+/// image is never mounted twice or made over while mounted.
+fn lock_image(image: &std::path::Path) -> Result<std::fs::File, String> {
+    use std::os::fd::AsRawFd;
+    let file = std::fs::File::open(image).map_err(|e| e.to_string())?;
+    // SAFETY: flock on a descriptor this function owns.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(match e.raw_os_error() {
+            Some(libc::EWOULDBLOCK) => "in use by another fslab process (is it mounted?)".to_string(),
+            _ => format!("cannot lock: {e}"),
+        });
+    }
+    Ok(file)
+}
+
+/// Help and version go to stdout with status 0; a usage error is one line
+/// on stderr (clap's own message, without its usage block) and status 2.
+fn usage_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let _ = e.print();
+            ExitCode::SUCCESS
+        }
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand | ErrorKind::MissingSubcommand => {
+            eprintln!("fslab: missing command (mkfs, mount or dump); try 'fslab --help'");
+            ExitCode::from(2)
+        }
+        _ => {
+            // clap's message is its first paragraph; the usage block follows.
+            let text = e.render().to_string();
+            let message: Vec<&str> = text
+                .lines()
+                .map(str::trim)
+                .skip_while(|l| l.is_empty())
+                .take_while(|l| !l.is_empty() && !l.starts_with("Usage:"))
+                .collect();
+            let message = message.join(" ");
+            let message = message.strip_prefix("error: ").unwrap_or(&message);
+            eprintln!("fslab: {message}; try 'fslab --help'");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// The text a panic was raised with.
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic".to_string()
+    }
+}

@@ -21,3 +21,17 @@ pub mod storage;
 pub mod ufs;
 
 pub use error::{Error, Result};
+
+/// Makes a new LFS on `dev` with an empty root directory owned by `creds`:
+/// the storage manager's mkfs, then the namespace's root.
+pub fn mkfs_lfs(
+    dev: std::sync::Arc<dyn disk::BlockDevice>,
+    options: &lfs::MkfsOptions,
+    creds: ufs::Creds,
+) -> Result<()> {
+    lfs::mkfs(dev.clone(), options)?;
+    let storage = lfs::Lfs::mount(dev, lfs::MountOptions::default())?;
+    let mut fs = ufs::FileSystem::new(storage);
+    fs.create_root(0o755, creds)?;
+    fs.unmount()
+}

@@ -1,1 +1,200 @@
-//! The FUSE adapter.
+//! The FUSE adapter: the only crate that names `fuser`.
+//!
+//! * [`mount`] — mounts a [`FileSystem`] on a directory and returns once the
+//!   kernel has accepted it ([`Mounted`]); [`Mounted::run`] serves requests
+//!   until the file system is unmounted, then writes the final checkpoint.
+//! * [`Unmounter`] — ends a running mount from another thread (a signal).
+//! * `adapter` — [`FuseAdapter`]: one kernel request, one `ufs` call, one reply.
+//! * `shared` — the one lock around the file system, and the tick thread.
+//! * `convert`, `reply` — inode numbers, attributes, times; replying once.
+//!
+//! Relies on `fslab::ufs` below; contains no file-system logic.
+
+#![warn(missing_docs)]
+
+mod adapter;
+mod convert;
+mod reply;
+mod shared;
+
+pub use adapter::FuseAdapter;
+
+use fslab::storage::StorageManager;
+use fslab::ufs::FileSystem;
+use fuser::{Config, MountOption, Session, SessionACL, SessionUnmounter};
+use shared::Shared;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+/// How to mount.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MountConfig {
+    /// Let users other than the one mounting use the file system
+    /// (`allow_other`; needs `user_allow_other` in /etc/fuse.conf for non-root).
+    pub allow_other: bool,
+    /// Threads reading kernel requests.
+    pub threads: usize,
+    /// Let the kernel cache writes and send them in large batches.
+    pub writeback_cache: bool,
+    /// How often the library's `tick` (periodic checkpoints) runs.
+    pub tick_interval: Duration,
+}
+
+impl Default for MountConfig {
+    fn default() -> Self {
+        MountConfig {
+            allow_other: false,
+            threads: 4,
+            writeback_cache: true,
+            tick_interval: Duration::from_secs(1),
+        }
+    }
+}
+
+/// A file system the kernel has mounted, not yet serving requests.
+///
+/// Lifecycle: [`mount`] → `Mounted` (the mount point exists; requests wait
+/// in the kernel) → [`Mounted::run`] (serves until unmounted, then writes
+/// the final checkpoint) → gone. Dropping a `Mounted` without running it
+/// unmounts and checkpoints as well.
+pub struct Mounted<S: StorageManager + 'static> {
+    session: Session<FuseAdapter<S>>,
+    shared: Arc<Shared<S>>,
+    unmounter: Unmounter,
+    tick_interval: Duration,
+}
+
+/// Ends a mount from any thread: unmounting makes the kernel end the
+/// session, which runs the final checkpoint in [`Mounted::run`].
+#[derive(Clone)]
+pub struct Unmounter {
+    session: Arc<Mutex<SessionUnmounter>>,
+    mountpoint: PathBuf,
+}
+
+/// Mounts `fs` on `mountpoint`, returning once the kernel has completed the
+/// FUSE handshake: from then on the mount point shows the file system
+/// (requests wait until [`Mounted::run`]).
+///
+/// On failure the file system is unmounted cleanly before the error returns.
+pub fn mount<S: StorageManager + 'static>(
+    fs: FileSystem<S>,
+    mountpoint: &Path,
+    config: &MountConfig,
+) -> io::Result<Mounted<S>> {
+    let shared = Arc::new(Shared::new(fs));
+    let result = mount_shared(&shared, mountpoint, config);
+    if result.is_err() {
+        let _ = shared.shutdown();
+    }
+    result
+}
+
+fn mount_shared<S: StorageManager + 'static>(
+    shared: &Arc<Shared<S>>,
+    mountpoint: &Path,
+    config: &MountConfig,
+) -> io::Result<Mounted<S>> {
+    let mountpoint = mountpoint
+        .canonicalize()
+        .map_err(|e| io::Error::new(e.kind(), format!("mount point {}: {e}", mountpoint.display())))?;
+    if !mountpoint.is_dir() {
+        let why = format!("mount point {} is not a directory", mountpoint.display());
+        return Err(io::Error::new(io::ErrorKind::NotADirectory, why));
+    }
+    let mut fuse_config = Config::default();
+    fuse_config.mount_options = vec![
+        MountOption::FSName("fslab".to_string()),
+        MountOption::Subtype("lfs".to_string()),
+        MountOption::DefaultPermissions,
+    ];
+    fuse_config.acl = if config.allow_other { SessionACL::All } else { SessionACL::Owner };
+    fuse_config.n_threads = Some(config.threads.max(1));
+    let adapter = FuseAdapter::new(Arc::clone(shared), config.writeback_cache);
+    let mut session = Session::new(adapter, &mountpoint, &fuse_config).map_err(|e| {
+        io::Error::new(e.kind(), format!("cannot mount on {}: {}", mountpoint.display(), describe(&e)))
+    })?;
+    let unmounter = Unmounter {
+        session: Arc::new(Mutex::new(session.unmount_callable())),
+        mountpoint: mountpoint.clone(),
+    };
+    Ok(Mounted { session, shared: Arc::clone(shared), unmounter, tick_interval: config.tick_interval })
+}
+
+/// A mount error in words a user can act on.
+fn describe(e: &io::Error) -> String {
+    match e.raw_os_error() {
+        Some(libc::ENOENT) if !Path::new("/dev/fuse").exists() => {
+            "/dev/fuse is missing (is the fuse module loaded?)".to_string()
+        }
+        Some(libc::EACCES) | Some(libc::EPERM) => {
+            format!("{e} (is /dev/fuse accessible and fusermount3 installed?)")
+        }
+        _ => e.to_string(),
+    }
+}
+
+impl<S: StorageManager + 'static> Mounted<S> {
+    /// A handle that unmounts this file system from another thread.
+    pub fn unmounter(&self) -> Unmounter {
+        self.unmounter.clone()
+    }
+
+    /// Serves kernel requests until the file system is unmounted (`umount`,
+    /// `fusermount3 -u`, or an [`Unmounter`]), then writes the final
+    /// checkpoint (the library's `unmount`, exactly once) and returns. An
+    /// error means the session failed or the final checkpoint did.
+    pub fn run(self) -> io::Result<()> {
+        let Mounted { session, shared, unmounter: _, tick_interval } = self;
+        let ticker = shared.start_ticker(tick_interval)?;
+        let served = session.run();
+        // Normally `destroy` has already done it; this covers a session that
+        // ended without calling it.
+        let unmounted = shared.shutdown();
+        let _ = ticker.join();
+        served?;
+        unmounted.map_err(io::Error::other)
+    }
+}
+
+impl Unmounter {
+    /// Unmounts the file system. If it is busy (open files), detaches it
+    /// lazily instead: it vanishes from the namespace at once and the
+    /// session ends when the last file is closed.
+    pub fn unmount(&self) -> io::Result<()> {
+        let result = self.session.lock().unwrap_or_else(PoisonError::into_inner).unmount();
+        match result {
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => lazy_unmount(&self.mountpoint),
+            other => other,
+        }
+    }
+
+    /// The mount point (canonical path).
+    pub fn mountpoint(&self) -> &Path {
+        &self.mountpoint
+    }
+}
+
+fn lazy_unmount(mountpoint: &Path) -> io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(mountpoint.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "mount point holds a NUL byte"))?;
+    // SAFETY: `path` is a valid NUL-terminated string that outlives the call.
+    if unsafe { libc::umount2(path.as_ptr(), libc::MNT_DETACH) } == 0 {
+        return Ok(());
+    }
+    // Not root: the setuid helper may detach it for us.
+    let status = std::process::Command::new("fusermount3")
+        .args(["-u", "-z", "--"])
+        .arg(mountpoint)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(io::Error::other(format!("cannot unmount {}", mountpoint.display())))
+    }
+}

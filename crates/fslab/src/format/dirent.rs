@@ -1,1 +1,333 @@
-//! Directory blocks.
+//! Directory blocks: the BSD directory format, in 512-byte checksummed chunks.
+//!
+//! # Format
+//!
+//! A directory's data is a sequence of **chunks** of [`DIRBLKSIZ`] = 512 bytes.
+//! A file-system block of `B` bytes holds `B / 512` chunks, and a directory's
+//! size is always a multiple of `B`: a directory grows by whole blocks of
+//! empty chunks. No entry ever crosses a chunk boundary.
+//!
+//! Chunk layout (all integers little-endian):
+//!
+//! | bytes     | field                                                     |
+//! |-----------|-----------------------------------------------------------|
+//! | 0..504    | entries, tiling the 504 bytes exactly                     |
+//! | 504..508  | u32 CRC32C of bytes 0..504 of this chunk                  |
+//! | 508..512  | u32 magic [`CHUNK_MAGIC`] = 0x4449_5254 ("DIRT" read as a big-endian word) |
+//!
+//! Entry layout, at a 4-aligned offset inside the chunk:
+//!
+//! | bytes        | field                                                  |
+//! |--------------|--------------------------------------------------------|
+//! | 0..4         | u32 inode number; 0 = an unused slot                   |
+//! | 4..6         | u16 `reclen`: bytes from this entry to the next entry of the chunk (or to byte 504) |
+//! | 6            | u8 file type, a `DT_*` value (see [`dt`])              |
+//! | 7            | u8 `namelen`                                           |
+//! | 8..8+namelen | the name; then zero padding to a multiple of 4         |
+//!
+//! An entry needs [`entry_size`]`(namelen)` = 8 + namelen rounded up to 4
+//! bytes; any bytes of `reclen` beyond that are slack where a later entry may
+//! be inserted. Rules checked on every read ([`parse_chunk`]):
+//!
+//! * the tail's magic and CRC match;
+//! * every `reclen` is a multiple of 4, at least the entry's size, and keeps the
+//!   entry inside bytes 0..504; the records tile 0..504 exactly;
+//! * a live entry (`ino != 0`) has `1 <= namelen <= 255` and a name free of
+//!   `/` and NUL; an unused slot may have any `namelen` that fits its record
+//!   (writers store 0).
+//!
+//! An empty chunk is one unused slot with `reclen = 504`. The first chunk of
+//! a directory starts with `.` (reclen 12) and `..`, both real entries.
+//!
+//! Entries never move, so an entry's byte offset in the directory file is a
+//! stable `readdir` cookie: insertion splits the slack of an existing record
+//! or fills an unused slot; deletion merges the record into the previous
+//! entry of its chunk, or, for the first entry of a chunk, sets its inode
+//! number to 0. There is no compaction.
+
+use super::codec::{crc32c, Decoder, Encoder};
+use super::inode::kind;
+use super::{Ino, NAME_MAX};
+use crate::{Error, Result};
+
+/// Bytes of one directory chunk.
+pub const DIRBLKSIZ: usize = 512;
+/// Bytes of a chunk that hold entries; the rest is the tail.
+pub const ENTRY_BYTES: usize = DIRBLKSIZ - 8;
+/// The magic number in every chunk tail.
+pub const CHUNK_MAGIC: u32 = 0x4449_5254;
+/// Bytes of an entry before its name.
+pub const ENTRY_HEADER: usize = 8;
+
+/// The `DT_*` file-type values stored in entries (as in BSD `<dirent.h>`).
+pub mod dt {
+    /// Unknown type.
+    pub const UNKNOWN: u8 = 0;
+    /// FIFO.
+    pub const FIFO: u8 = 1;
+    /// Character device.
+    pub const CHR: u8 = 2;
+    /// Directory.
+    pub const DIR: u8 = 4;
+    /// Block device.
+    pub const BLK: u8 = 6;
+    /// Regular file.
+    pub const REG: u8 = 8;
+    /// Symbolic link.
+    pub const LNK: u8 = 10;
+    /// Socket.
+    pub const SOCK: u8 = 12;
+}
+
+/// The `DT_*` value for an inode `mode`.
+pub fn dt_from_mode(mode: u32) -> u8 {
+    match mode & kind::MASK {
+        kind::FIFO => dt::FIFO,
+        kind::CHR => dt::CHR,
+        kind::DIR => dt::DIR,
+        kind::BLK => dt::BLK,
+        kind::REG => dt::REG,
+        kind::LNK => dt::LNK,
+        kind::SOCK => dt::SOCK,
+        _ => dt::UNKNOWN,
+    }
+}
+
+/// The type bits (`format::inode::kind`) for a `DT_*` value; 0 if unknown.
+pub fn kind_from_dt(dtype: u8) -> u32 {
+    match dtype {
+        dt::FIFO => kind::FIFO,
+        dt::CHR => kind::CHR,
+        dt::DIR => kind::DIR,
+        dt::BLK => kind::BLK,
+        dt::REG => kind::REG,
+        dt::LNK => kind::LNK,
+        dt::SOCK => kind::SOCK,
+        _ => 0,
+    }
+}
+
+/// Bytes an entry with a `namelen`-byte name needs.
+pub fn entry_size(namelen: usize) -> usize {
+    ENTRY_HEADER + namelen.div_ceil(4) * 4
+}
+
+/// One entry of a chunk, borrowed from the chunk's bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Entry<'a> {
+    /// Byte offset of the entry inside its chunk.
+    pub offset: usize,
+    /// Inode number; 0 for an unused slot.
+    pub ino: Ino,
+    /// Bytes from this entry to the next.
+    pub reclen: usize,
+    /// `DT_*` type.
+    pub dtype: u8,
+    /// The name (empty for an unused slot written by fslab).
+    pub name: &'a [u8],
+}
+
+impl Entry<'_> {
+    /// Bytes of this record a new entry could use: the slack after a live
+    /// entry, or the whole record of an unused slot.
+    pub fn free_bytes(&self) -> usize {
+        if self.ino == 0 {
+            self.reclen
+        } else {
+            self.reclen - entry_size(self.name.len())
+        }
+    }
+}
+
+/// Whether `name` may be stored in a directory entry: 1..=255 bytes, no `/`, no NUL.
+pub fn valid_name(name: &[u8]) -> bool {
+    !name.is_empty() && name.len() <= NAME_MAX && !name.iter().any(|&b| b == b'/' || b == 0)
+}
+
+/// Decodes and validates one chunk. `ino` and `chunk_offset` (the chunk's
+/// byte offset in the directory) only name the chunk in errors.
+pub fn parse_chunk(chunk: &[u8], ino: Ino, chunk_offset: u64) -> Result<Vec<Entry<'_>>> {
+    let bad = |why: String| Error::corrupt("directory chunk", ino, format!("offset {chunk_offset}: {why}"));
+    let d = Decoder::new(chunk);
+    let magic = d.u32(ENTRY_BYTES + 4).map_err(|_| bad("chunk shorter than 512 bytes".into()))?;
+    if magic != CHUNK_MAGIC {
+        return Err(bad(format!("magic {magic:#010x}, expected {CHUNK_MAGIC:#010x}")));
+    }
+    let stored = d.u32(ENTRY_BYTES).map_err(|_| bad("no checksum".into()))?;
+    let computed = crc32c(&chunk[..ENTRY_BYTES]);
+    if stored != computed {
+        return Err(bad(format!("checksum {stored:#010x}, computed {computed:#010x}")));
+    }
+    // Entries are read only from bytes 0..504, so a record can never reach into the tail.
+    let d = Decoder::new(&chunk[..ENTRY_BYTES]);
+    let mut entries = Vec::new();
+    let mut at = 0usize;
+    while at < ENTRY_BYTES {
+        // The loop only reaches 4-aligned offsets below 504, so the header fits.
+        let field = |r: std::result::Result<u32, _>| r.map_err(|_| bad(format!("entry at {at} cut short")));
+        let entry_ino = field(d.u32(at))?;
+        let reclen = field(d.u16(at + 4).map(u32::from))? as usize;
+        let dtype = field(d.u8(at + 6).map(u32::from))? as u8;
+        let namelen = field(d.u8(at + 7).map(u32::from))? as usize;
+        let why = if !reclen.is_multiple_of(4) {
+            Some(format!("entry at {at}: reclen {reclen} not a multiple of 4"))
+        } else if reclen < entry_size(namelen) {
+            Some(format!("entry at {at}: reclen {reclen} shorter than its name needs"))
+        } else if at + reclen > ENTRY_BYTES {
+            Some(format!("entry at {at}: reclen {reclen} runs past the chunk"))
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            return Err(bad(why));
+        }
+        let name =
+            d.bytes(at + ENTRY_HEADER, namelen).map_err(|_| bad(format!("entry at {at}: name cut short")))?;
+        if entry_ino != 0 && !valid_name(name) {
+            return Err(bad(format!("entry at {at}: invalid name")));
+        }
+        entries.push(Entry { offset: at, ino: entry_ino as Ino, reclen, dtype, name });
+        at += reclen;
+    }
+    Ok(entries)
+}
+
+/// Writes an entry header and name at `offset` of `chunk` (no tail update).
+/// The caller has checked that `ino` fits in 32 bits and the name is valid.
+pub fn put_entry(chunk: &mut [u8], offset: usize, ino: Ino, reclen: usize, dtype: u8, name: &[u8]) {
+    let mut e = Encoder::new(chunk);
+    e.u32(offset, ino as u32);
+    e.u16(offset + 4, reclen as u16);
+    e.u8(offset + 6, dtype);
+    e.u8(offset + 7, name.len() as u8);
+    e.bytes(offset + ENTRY_HEADER, name);
+    let padded = entry_size(name.len());
+    chunk[offset + ENTRY_HEADER + name.len()..offset + padded].fill(0);
+}
+
+/// Changes the `reclen` of the entry at `offset`.
+pub fn set_reclen(chunk: &mut [u8], offset: usize, reclen: usize) {
+    Encoder::new(chunk).u16(offset + 4, reclen as u16);
+}
+
+/// Recomputes the tail (CRC and magic) of a chunk after its entries changed.
+pub fn seal_chunk(chunk: &mut [u8]) {
+    let crc = crc32c(&chunk[..ENTRY_BYTES]);
+    let mut e = Encoder::new(chunk);
+    e.u32(ENTRY_BYTES, crc);
+    e.u32(ENTRY_BYTES + 4, CHUNK_MAGIC);
+}
+
+/// Fills `chunk` with one unused slot spanning it, sealed.
+pub fn init_chunk(chunk: &mut [u8]) {
+    chunk[..DIRBLKSIZ].fill(0);
+    put_entry(chunk, 0, 0, ENTRY_BYTES, dt::UNKNOWN, b"");
+    seal_chunk(chunk);
+}
+
+/// A block of `block_size` bytes of empty chunks.
+pub fn empty_dir_block(block_size: usize) -> Vec<u8> {
+    let mut block = vec![0u8; block_size];
+    for chunk in block.chunks_exact_mut(DIRBLKSIZ) {
+        init_chunk(chunk);
+    }
+    block
+}
+
+/// The first block of a new directory `ino` whose parent is `parent`:
+/// `.` and `..` in the first chunk, the other chunks empty. This is how
+/// `mkdir` and `mkfs` (for the root, its own parent) make a directory.
+pub fn new_dir_block(block_size: usize, ino: Ino, parent: Ino) -> Vec<u8> {
+    let mut block = empty_dir_block(block_size);
+    let chunk = &mut block[..DIRBLKSIZ];
+    let dot = entry_size(1);
+    put_entry(chunk, 0, ino, dot, dt::DIR, b".");
+    put_entry(chunk, dot, parent, ENTRY_BYTES - dot, dt::DIR, b"..");
+    seal_chunk(chunk);
+    block
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_new_directory_block_holds_dot_and_dotdot() {
+        let block = new_dir_block(4096, 7, 2);
+        let entries = parse_chunk(&block[..512], 7, 0).expect("valid");
+        assert_eq!(entries.len(), 2);
+        assert_eq!((entries[0].ino, entries[0].name, entries[0].reclen), (7, &b"."[..], 12));
+        assert_eq!((entries[1].ino, entries[1].name, entries[1].reclen), (2, &b".."[..], 492));
+        for (i, chunk) in block.chunks(512).enumerate().skip(1) {
+            let e = parse_chunk(chunk, 7, i as u64 * 512).expect("valid");
+            assert_eq!((e.len(), e[0].ino, e[0].free_bytes()), (1, 0, 504));
+        }
+    }
+
+    #[test]
+    fn entries_round_trip_with_slack_split() {
+        let mut chunk = empty_dir_block(512);
+        put_entry(&mut chunk, 0, 5, 16, dt::REG, b"hello");
+        put_entry(&mut chunk, 16, 6, ENTRY_BYTES - 16, dt::LNK, b"a");
+        seal_chunk(&mut chunk);
+        let e = parse_chunk(&chunk, 1, 0).expect("valid");
+        assert_eq!(e[0], Entry { offset: 0, ino: 5, reclen: 16, dtype: dt::REG, name: b"hello" });
+        assert_eq!(e[1].free_bytes(), ENTRY_BYTES - 16 - 12);
+        assert_eq!(entry_size(255), 264);
+        assert_eq!(kind_from_dt(dt_from_mode(kind::SOCK | 0o644)), kind::SOCK);
+    }
+
+    fn corrupt_err(chunk: &[u8]) -> String {
+        match parse_chunk(chunk, 9, 1024) {
+            Err(Error::Corrupt { what, why, .. }) => format!("{what}: {why}"),
+            other => panic!("expected corruption, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_flipped_bit_bad_magic_or_short_chunk_is_corruption_not_panic() {
+        let good = new_dir_block(512, 3, 2);
+        let mut flipped = good.clone();
+        flipped[9] ^= 1;
+        assert!(corrupt_err(&flipped).contains("checksum"));
+        let mut magic = good.clone();
+        magic[511] = 0;
+        assert!(corrupt_err(&magic).contains("magic"));
+        assert!(corrupt_err(&good[..300]).contains("shorter"));
+    }
+
+    #[test]
+    fn bad_reclens_and_names_are_rejected_even_with_a_good_checksum() {
+        let cases: [(u32, u16, u8, &[u8], &str); 5] = [
+            (4, 14, 1, b"x", "multiple of 4"),
+            (4, 8, 5, b"abcde", "shorter"),
+            (4, 508, 1, b"x", "past the chunk"),
+            (4, 12, 1, b"/", "invalid name"),
+            (4, 0, 1, b"x", "shorter"),
+        ];
+        for (ino, reclen, namelen, name, expect) in cases {
+            let mut chunk = empty_dir_block(512);
+            let mut e = Encoder::new(&mut chunk);
+            e.u32(0, ino);
+            e.u16(4, reclen);
+            e.u8(7, namelen);
+            e.bytes(8, name);
+            seal_chunk(&mut chunk);
+            let why = corrupt_err(&chunk);
+            assert!(why.contains(expect), "{why} should mention {expect}");
+        }
+        // Records that do not reach byte 504 exactly: the last one is cut.
+        let mut chunk = empty_dir_block(512);
+        put_entry(&mut chunk, 0, 5, 500, dt::REG, b"a");
+        seal_chunk(&mut chunk);
+        assert!(corrupt_err(&chunk).contains("cut short"));
+    }
+
+    #[test]
+    fn a_live_entry_needs_a_name() {
+        let mut chunk = empty_dir_block(512);
+        put_entry(&mut chunk, 0, 5, ENTRY_BYTES, dt::REG, b"");
+        seal_chunk(&mut chunk);
+        assert!(corrupt_err(&chunk).contains("invalid name"));
+    }
+}

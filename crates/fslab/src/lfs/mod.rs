@@ -1,16 +1,38 @@
 //! The log-structured storage manager (BSD-LFS, 1993 paper).
 //!
-//! All writes go to the end of a log divided into segments; each partial
-//! segment starts with a summary that names every block in it. The ifile
-//! holds the inode map and the segment usage table. See `docs/FORMAT.md`.
+//! Every write goes to the end of a log divided into segments; each partial
+//! segment begins with a summary naming every block in it (§2.1, §3.3). The
+//! ifile holds the inode map and the segment usage table (§4.2); a checkpoint
+//! writes the ifile and then points a superblock at its inode (§4.5).
+//!
+//! Parts: [`layout`] (on-disk structures), [`ifile`] (the ifile's tables in
+//! memory), `bmap` (block map, reads, writes, frees), `writer` (the segment
+//! writer and checkpoints), `space` (the two kinds of block accounting of
+//! §3.2), `mount` (mkfs, mount, dump). Relies on the buffer cache below it
+//! and on `disk::BlockDevice`; knows nothing of directories or names.
 
+mod bmap;
+pub mod ifile;
+pub mod layout;
+mod mount;
+mod space;
+mod writer;
+
+pub use mount::{dump, mkfs, probe};
+
+use crate::cache::BufferCache;
+use crate::error::errno;
+use crate::format::blockno::Geometry;
 use crate::format::inode::{Inode, InodeAttr};
-use crate::format::{Ino, Lbn};
+use crate::format::{Daddr, Ino, Lbn, IFILE_INO};
 use crate::storage::{StatFs, StorageManager};
 use crate::Result;
 use disk::BlockDevice;
+use ifile::Tables;
+use layout::Superblock;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Choices fixed when the file system is made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,92 +64,329 @@ impl Default for MountOptions {
     }
 }
 
-/// Writes a new, empty file system (root directory only) to `dev`.
-pub fn mkfs(dev: Arc<dyn BlockDevice>, options: &MkfsOptions) -> Result<()> {
-    let _ = (dev, options);
-    todo!()
+/// Where the log continues: the segment being filled, the next block in it,
+/// the segment that follows, and the next summary serial number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct LogHead {
+    segment: u64,
+    offset: u64,
+    next_segment: u64,
+    next_serial: u64,
 }
 
-/// Whether `dev` holds an fslab LFS superblock (valid or not).
-pub fn probe(dev: &dyn BlockDevice) -> bool {
-    let _ = dev;
-    todo!()
+/// An inode held in memory; `dirty` until its current state is in the log.
+struct CachedInode {
+    inode: Inode,
+    dirty: bool,
 }
 
-/// A human-readable report of the superblock, the latest checkpoint, the
-/// segment usage table and the ifile summary (like `dumplfs`).
-pub fn dump(dev: Arc<dyn BlockDevice>) -> Result<String> {
-    let _ = dev;
-    todo!()
+/// Counters since mount, for `dump` and benchmarks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Partial segments written.
+    pub partial_segments: u64,
+    /// Blocks written, summaries included.
+    pub blocks_written: u64,
+    /// Device writes issued.
+    pub writes: u64,
+    /// Checkpoints written.
+    pub checkpoints: u64,
+    /// Segments made clean because nothing in them was live.
+    pub segments_reclaimed: u64,
 }
 
 /// A mounted LFS.
-pub struct Lfs {}
+///
+/// Lifecycle: [`Lfs::mount`] (or `mkfs`) → any [`StorageManager`] calls →
+/// [`StorageManager::unmount`]. One thread at a time (`&mut self`).
+///
+/// State and who changes it:
+/// * `inodes` — every inode touched since mount; dirty ones are written by
+///   the segment writer into inode blocks, which updates the inode map.
+/// * `cache` — data, indirect and xattr blocks by (inode, lbn). Dirtying a
+///   block also dirties every indirect block above it, because the segment
+///   writer will give the block a new address (no-overwrite).
+/// * `tables` — the ifile in memory; its changed blocks are written at every
+///   checkpoint and after every directory operation (§4.3).
+/// * `log` — advanced only by the segment writer.
+pub struct Lfs {
+    dev: Arc<dyn BlockDevice>,
+    sb: Superblock,
+    geometry: Geometry,
+    block_size: usize,
+    cache: BufferCache,
+    inodes: HashMap<Ino, CachedInode>,
+    tables: Tables,
+    /// The ifile's own inode (it is not in the inode map) and its address.
+    ifile: Inode,
+    ifile_daddr: Daddr,
+    log: LogHead,
+    dirop_depth: u32,
+    /// Inodes changed inside directory operations since the last segment write.
+    dirop_inodes: HashSet<Ino>,
+    options: MountOptions,
+    last_checkpoint: Instant,
+    stats: Stats,
+    unmounted: bool,
+    /// Inodes in `inodes` whose `dirty` is set.
+    dirty_inodes: u64,
+    /// (writable, reclaimable) blocks of segments; `None` after the segment
+    /// usage table changed.
+    segment_space: Option<(u64, u64)>,
+}
 
 impl Lfs {
-    /// Mounts the file system on `dev`.
+    /// Mounts the file system on `dev` from its newest valid checkpoint.
     pub fn mount(dev: Arc<dyn BlockDevice>, options: MountOptions) -> Result<Lfs> {
-        let _ = (dev, options);
-        todo!()
+        mount::mount(dev, options)
+    }
+
+    /// Counters since mount.
+    pub fn stats(&self) -> Stats {
+        self.stats
+    }
+
+    /// The superblock, with the latest checkpoint.
+    pub fn superblock(&self) -> &Superblock {
+        &self.sb
+    }
+
+    fn bytes_per_frag(&self) -> u64 {
+        self.block_size as u64 / 512
+    }
+
+    fn seg_of(&self, daddr: Daddr) -> u64 {
+        daddr / self.sb.blocks_per_segment()
+    }
+
+    fn total_disk_blocks(&self) -> u64 {
+        self.sb.nsegments * self.sb.blocks_per_segment()
+    }
+
+    /// The inode of `ino` as held in memory, loading it if needed.
+    fn cached_inode(&mut self, ino: Ino) -> Result<&mut CachedInode> {
+        if ino == IFILE_INO {
+            return Err(errno(libc::EPERM, "the ifile is not a namespace file"));
+        }
+        if !self.inodes.contains_key(&ino) {
+            let inode = self.read_inode(ino)?;
+            if self.inodes.len() >= 100_000 {
+                self.inodes.retain(|_, c| c.dirty);
+            }
+            self.inodes.insert(ino, CachedInode { inode, dirty: false });
+        }
+        self.inodes.get_mut(&ino).ok_or_else(|| errno(libc::ENOENT, "inode vanished from the cache"))
+    }
+
+    /// Reads inode `ino` from the block the inode map names.
+    fn read_inode(&mut self, ino: Ino) -> Result<Inode> {
+        let entry = *self.tables.entry(ino).ok_or_else(|| errno(libc::ENOENT, "no such inode number"))?;
+        if entry.daddr == 0 {
+            return Err(errno(libc::ENOENT, "inode is not allocated"));
+        }
+        self.find_inode_in_block(entry.daddr, ino)
+    }
+
+    /// Finds inode `ino` in the inode block at `daddr`.
+    fn find_inode_in_block(&self, daddr: Daddr, ino: Ino) -> Result<Inode> {
+        use crate::format::inode::INODE_SIZE;
+        let mut block = vec![0u8; self.block_size];
+        self.read_addr(daddr, &mut block)?;
+        for slot in block.chunks_exact(INODE_SIZE) {
+            if let Ok(inode) = Inode::decode(slot) {
+                if inode.ino == ino {
+                    return Ok(inode);
+                }
+            }
+        }
+        Err(crate::Error::corrupt(
+            "inode block",
+            daddr,
+            format!("inode {ino} is not in the block the inode map names"),
+        ))
+    }
+
+    /// Reads the block at disk address `daddr`, which must lie on the device
+    /// and outside the first block (a superblock).
+    fn read_addr(&self, daddr: Daddr, buf: &mut [u8]) -> Result<()> {
+        if daddr == 0 || daddr >= self.total_disk_blocks() {
+            return Err(crate::Error::corrupt("block pointer", daddr, "address outside the device"));
+        }
+        self.dev.read_at(daddr * self.block_size as u64, buf)?;
+        Ok(())
+    }
+
+    fn note_dirop(&mut self, ino: Ino) {
+        if self.dirop_depth > 0 {
+            self.dirop_inodes.insert(ino);
+        }
+    }
+
+    /// Starts a segment write if the cache asks for one and no directory
+    /// operation is open (a segment write must not split one, §4.3).
+    fn maybe_write(&mut self) -> Result<()> {
+        if self.dirop_depth == 0 && self.cache.should_start_write() {
+            self.write_segments(false)?;
+        }
+        Ok(())
+    }
+
+    fn dirty_inode_count(&self) -> u64 {
+        self.dirty_inodes
+    }
+
+    /// Marks inode `ino` as needing to be written.
+    fn mark_inode_dirty(&mut self, ino: Ino) -> Result<()> {
+        let cached = self.cached_inode(ino)?;
+        if !cached.dirty {
+            cached.dirty = true;
+            self.dirty_inodes += 1;
+        }
+        Ok(())
+    }
+
+    fn check_mounted(&self) -> Result<()> {
+        if self.unmounted {
+            return Err(errno(libc::EIO, "file system is unmounted"));
+        }
+        Ok(())
     }
 }
 
 impl StorageManager for Lfs {
     fn block_size(&self) -> u32 {
-        todo!()
+        self.block_size as u32
     }
+
     fn max_file_size(&self) -> u64 {
-        todo!()
+        self.geometry.max_blocks().saturating_mul(self.block_size as u64).min(i64::MAX as u64)
     }
+
     fn valloc(&mut self) -> Result<Inode> {
-        todo!()
+        self.check_mounted()?;
+        self.check_space(1)?;
+        let (ino, version) = self.tables.alloc_inode()?;
+        let inode = Inode { ino, generation: version, ..Inode::default() };
+        self.inodes.insert(ino, CachedInode { inode, dirty: true });
+        self.dirty_inodes += 1;
+        self.note_dirop(ino);
+        Ok(inode)
     }
-    fn vfree(&mut self, _ino: Ino) -> Result<()> {
-        todo!()
+
+    fn vfree(&mut self, ino: Ino) -> Result<()> {
+        self.check_mounted()?;
+        self.cached_inode(ino)?;
+        for key in self.cache.keys_in(ino, Lbn::MIN..=Lbn::MAX) {
+            self.cache.remove(key);
+        }
+        if self.inodes.remove(&ino).is_some_and(|c| c.dirty) {
+            self.dirty_inodes -= 1;
+        }
+        if let Some(entry) = self.tables.entry(ino).copied() {
+            if entry.daddr != 0 {
+                self.adjust_live(self.seg_of(entry.daddr), -(crate::format::inode::INODE_SIZE as i64));
+            }
+        }
+        self.tables.free_inode(ino);
+        self.note_dirop(ino);
+        Ok(())
     }
-    fn vget(&mut self, _ino: Ino) -> Result<Inode> {
-        todo!()
+
+    fn vget(&mut self, ino: Ino) -> Result<Inode> {
+        Ok(self.cached_inode(ino)?.inode)
     }
-    fn update(&mut self, _ino: Ino, _attr: &InodeAttr) -> Result<()> {
-        todo!()
+
+    fn update(&mut self, ino: Ino, attr: &InodeAttr) -> Result<()> {
+        self.check_mounted()?;
+        let was_dirty = self.cached_inode(ino)?.dirty;
+        if !was_dirty {
+            self.check_inode_space()?;
+        }
+        self.cached_inode(ino)?.inode.attr = *attr;
+        self.mark_inode_dirty(ino)?;
+        self.note_dirop(ino);
+        Ok(())
     }
-    fn read_block(&mut self, _ino: Ino, _lbn: Lbn, _buf: &mut [u8]) -> Result<()> {
-        todo!()
+
+    fn read_block(&mut self, ino: Ino, lbn: Lbn, buf: &mut [u8]) -> Result<()> {
+        self.cached_inode(ino)?;
+        self.read_file_block(ino, lbn, buf)
     }
-    fn write_block(&mut self, _ino: Ino, _lbn: Lbn, _offset: usize, _data: &[u8]) -> Result<()> {
-        todo!()
+
+    fn write_block(&mut self, ino: Ino, lbn: Lbn, offset: usize, data: &[u8]) -> Result<()> {
+        self.check_mounted()?;
+        self.write_file_block(ino, lbn, offset, data)?;
+        self.note_dirop(ino);
+        self.maybe_write()
     }
-    fn next_data(&mut self, _ino: Ino, _lbn: u64) -> Result<Option<u64>> {
-        todo!()
+
+    fn next_data(&mut self, ino: Ino, lbn: u64) -> Result<Option<u64>> {
+        self.find_next_data(ino, lbn)
     }
-    fn free_blocks(&mut self, _ino: Ino, _first: u64, _last: u64) -> Result<()> {
-        todo!()
+
+    fn free_blocks(&mut self, ino: Ino, first: u64, last: u64) -> Result<()> {
+        self.check_mounted()?;
+        self.free_range(ino, first, last)?;
+        self.note_dirop(ino);
+        Ok(())
     }
-    fn free_xattr(&mut self, _ino: Ino) -> Result<()> {
-        todo!()
+
+    fn free_xattr(&mut self, ino: Ino) -> Result<()> {
+        self.check_mounted()?;
+        self.cached_inode(ino)?;
+        self.free_one(ino, crate::format::blockno::XATTR_LBN)?;
+        self.note_dirop(ino);
+        Ok(())
     }
-    fn reserve_blocks(&mut self, _blocks: u64) -> Result<()> {
-        todo!()
+
+    fn reserve_blocks(&mut self, blocks: u64) -> Result<()> {
+        self.check_space(blocks)
     }
+
     fn begin_dirop(&mut self) {
-        todo!()
+        self.dirop_depth += 1;
     }
+
     fn end_dirop(&mut self) -> Result<()> {
-        todo!()
+        self.dirop_depth = self.dirop_depth.saturating_sub(1);
+        self.maybe_write()
     }
+
     fn fsync(&mut self, _ino: Ino, _datasync: bool) -> Result<()> {
-        todo!()
+        // Until roll-forward exists a checkpoint is the only durable point:
+        // everything written after the newest checkpoint is ignored at mount.
+        self.check_mounted()?;
+        self.checkpoint(false)
     }
+
     fn sync(&mut self) -> Result<()> {
-        todo!()
+        self.check_mounted()?;
+        self.checkpoint(false)
     }
+
     fn tick(&mut self) -> Result<()> {
-        todo!()
+        if self.unmounted {
+            return Ok(());
+        }
+        if self.last_checkpoint.elapsed() >= self.options.checkpoint_interval && self.has_changes() {
+            return self.checkpoint(false);
+        }
+        self.maybe_write()
     }
+
     fn statfs(&mut self) -> Result<StatFs> {
-        todo!()
+        Ok(self.space_report())
     }
+
     fn unmount(&mut self) -> Result<()> {
-        todo!()
+        if self.unmounted {
+            return Ok(());
+        }
+        self.checkpoint(true)?;
+        self.unmounted = true;
+        Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -6,11 +6,33 @@
 //! whole logical blocks through the storage manager and brackets every
 //! operation that changes more than one inode with a directory-operation
 //! guard ([`crate::storage::dirop`]).
+//!
+//! Parts: `names` (create, link, unlink, rmdir), `rename`, `dir` (entries in
+//! directory blocks and the per-directory index), `file` (read, write,
+//! truncate, fallocate, lseek, copy), `xattr` (the extended-attribute block).
+//! Permission checks are left to the kernel (`default_permissions`); atime is
+//! not updated by reads.
 
-use crate::format::inode::Inode;
-use crate::format::{Ino, TimeNs};
+mod dir;
+mod file;
+mod names;
+mod rename;
+#[cfg(test)]
+mod tests;
+mod xattr;
+
+use std::collections::{HashMap, HashSet};
+
+use crate::error::errno;
+use crate::format::inode::{Inode, InodeAttr};
+use crate::format::{now_ns, Ino, TimeNs, NAME_MAX};
 use crate::storage::{StatFs, StorageManager};
 use crate::Result;
+
+pub use xattr::{XATTR_MAGIC, XATTR_VALUE_MAX};
+
+/// The most links an inode may have (BSD `LINK_MAX`); past it, EMLINK.
+pub const LINK_MAX: u32 = 32767;
 
 /// A change of attributes (`setattr`): each `Some` field is set.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -83,14 +105,139 @@ pub struct DirEntry {
 ///
 /// Inodes whose link count reaches zero while pinned (an open file, or one the
 /// kernel still knows) are freed when the last pin goes: see [`FileSystem::pin`].
+/// An inode's life: allocated by a create (nlink ≥ 1) → linked and unlinked
+/// any number of times → nlink 0: freed at once if unpinned, else an
+/// *orphan* until its last unpin or unmount.
 pub struct FileSystem<S: StorageManager> {
     storage: S,
+    state: State,
+}
+
+/// The namespace's memory: nothing here is the truth about the disk except
+/// pins and orphans, which exist only in memory by nature.
+#[derive(Debug, Default)]
+pub(crate) struct State {
+    /// Directory indexes (may be dropped at any time).
+    dirs: dir::DirIndexes,
+    /// Users of each inode (kernel lookups, open files).
+    pins: HashMap<Ino, u64>,
+    /// Inodes with no links that are still pinned.
+    orphans: HashSet<Ino>,
+}
+
+/// One call's view of the file system: the storage manager (inside a
+/// directory operation, the one `dirop` hands over) and the namespace state.
+pub(crate) struct Ns<'a, S: StorageManager> {
+    s: &'a mut S,
+    st: &'a mut State,
+}
+
+/// Checks a name for use in a directory, as Linux's path walk would:
+/// empty → ENOENT, too long → ENAMETOOLONG, `/` or NUL → EINVAL.
+pub(crate) fn check_name(name: &[u8]) -> Result<()> {
+    if name.is_empty() {
+        Err(errno(libc::ENOENT, "empty name"))
+    } else if name.len() > NAME_MAX {
+        Err(errno(libc::ENAMETOOLONG, "name longer than 255 bytes"))
+    } else if name.iter().any(|&b| b == b'/' || b == 0) {
+        Err(errno(libc::EINVAL, "name contains '/' or NUL"))
+    } else {
+        Ok(())
+    }
+}
+
+/// Whether `name` is `.` or `..`.
+pub(crate) fn is_dot(name: &[u8]) -> bool {
+    name == b"." || name == b".."
+}
+
+impl<S: StorageManager> Ns<'_, S> {
+    /// Inode `ino`, which must be a directory (ENOTDIR otherwise).
+    fn dir_inode(&mut self, ino: Ino) -> Result<Inode> {
+        let inode = self.s.vget(ino)?;
+        if !inode.attr.is_dir() {
+            return Err(errno(libc::ENOTDIR, "not a directory"));
+        }
+        Ok(inode)
+    }
+
+    /// Reads, changes and writes back the attributes of `ino`.
+    fn modify(&mut self, ino: Ino, change: impl FnOnce(&mut InodeAttr)) -> Result<InodeAttr> {
+        let mut attr = self.s.vget(ino)?.attr;
+        change(&mut attr);
+        self.s.update(ino, &attr)?;
+        Ok(attr)
+    }
+
+    /// Sets mtime and ctime of directory `dir` to `now` and adds `links` to its link count.
+    fn touch_dir(&mut self, dir: Ino, now: TimeNs, links: i32) -> Result<()> {
+        self.modify(dir, |a| {
+            a.mtime = now;
+            a.ctime = now;
+            a.nlink = a.nlink.saturating_add_signed(links);
+        })?;
+        Ok(())
+    }
+
+    /// `ino` lost its last link: free it now, or at its last unpin.
+    fn release(&mut self, ino: Ino) -> Result<()> {
+        if self.st.pins.get(&ino).is_some_and(|&n| n > 0) {
+            self.st.orphans.insert(ino);
+            Ok(())
+        } else {
+            self.destroy(ino)
+        }
+    }
+
+    /// Frees an inode and everything it holds.
+    fn destroy(&mut self, ino: Ino) -> Result<()> {
+        self.st.orphans.remove(&ino);
+        self.st.dirs.forget(ino);
+        self.s.free_blocks(ino, 0, u64::MAX)?;
+        self.s.free_xattr(ino)?;
+        self.s.vfree(ino)
+    }
 }
 
 impl<S: StorageManager> FileSystem<S> {
     /// A namespace over `storage`.
     pub fn new(storage: S) -> FileSystem<S> {
-        FileSystem { storage }
+        FileSystem { storage, state: State::default() }
+    }
+
+    /// Creates the root directory of a new file system: the storage
+    /// manager must hand out [`ROOT_INO`](crate::format::ROOT_INO) as its
+    /// first inode. `mode` holds the permission bits.
+    pub fn create_root(&mut self, mode: u32, creds: Creds) -> Result<Inode> {
+        use crate::format::dirent::new_dir_block;
+        use crate::format::inode::{kind, InodeAttr};
+        use crate::format::{now_ns, ROOT_INO};
+        crate::storage::dirop(&mut self.storage, |s| {
+            let inode = s.valloc()?;
+            if inode.ino != ROOT_INO {
+                return Err(crate::Error::Foreign(format!(
+                    "the first inode of a new file system is {}, not the root's {ROOT_INO}",
+                    inode.ino
+                )));
+            }
+            let bs = s.block_size() as usize;
+            s.write_block(ROOT_INO, 0, 0, &new_dir_block(bs, ROOT_INO, ROOT_INO))?;
+            let now = now_ns();
+            let attr = InodeAttr {
+                mode: kind::DIR | (mode & 0o7777),
+                nlink: 2,
+                uid: creds.uid,
+                gid: creds.gid,
+                size: bs as u64,
+                atime: now,
+                mtime: now,
+                ctime: now,
+                btime: now,
+                ..InodeAttr::default()
+            };
+            s.update(ROOT_INO, &attr)?;
+            s.vget(ROOT_INO)
+        })
     }
 
     /// The storage manager underneath.
@@ -98,59 +245,64 @@ impl<S: StorageManager> FileSystem<S> {
         &mut self.storage
     }
 
+    fn ns(&mut self) -> Ns<'_, S> {
+        Ns { s: &mut self.storage, st: &mut self.state }
+    }
+
+    /// Runs `body` as one directory operation (STYLE.md item 11).
+    fn dirop<T>(&mut self, body: impl FnOnce(&mut Ns<'_, S>) -> Result<T>) -> Result<T> {
+        let st = &mut self.state;
+        crate::storage::dirop(&mut self.storage, |s| body(&mut Ns { s, st }))
+    }
+
     /// The attributes of the entry `name` in directory `parent`.
     pub fn lookup(&mut self, parent: Ino, name: &[u8]) -> Result<Inode> {
-        let _ = (parent, name);
-        todo!()
+        check_name(name)?;
+        let mut ns = self.ns();
+        ns.dir_inode(parent)?;
+        let slot = ns.dir_lookup(parent, name)?.ok_or(errno(libc::ENOENT, "no such entry"))?;
+        ns.s.vget(slot.ino)
     }
 
     /// The attributes of `ino`.
     pub fn getattr(&mut self, ino: Ino) -> Result<Inode> {
-        let _ = ino;
-        todo!()
+        self.storage.vget(ino)
     }
 
     /// Changes attributes; a size change truncates or extends.
     pub fn setattr(&mut self, ino: Ino, change: &SetAttr) -> Result<Inode> {
-        let _ = (ino, change);
-        todo!()
+        self.ns().setattr(ino, change)
     }
 
     /// Creates a node of any non-directory kind (`mode` holds type and
     /// permission bits; `rdev` is used for devices).
     pub fn mknod(&mut self, parent: Ino, name: &[u8], mode: u32, rdev: u64, creds: Creds) -> Result<Inode> {
-        let _ = (parent, name, mode, rdev, creds);
-        todo!()
+        self.dirop(|ns| ns.mknod(parent, name, mode, rdev, creds))
     }
 
     /// Creates a directory.
     pub fn mkdir(&mut self, parent: Ino, name: &[u8], mode: u32, creds: Creds) -> Result<Inode> {
-        let _ = (parent, name, mode, creds);
-        todo!()
+        self.dirop(|ns| ns.mkdir(parent, name, mode, creds))
     }
 
     /// Removes a non-directory entry.
     pub fn unlink(&mut self, parent: Ino, name: &[u8]) -> Result<()> {
-        let _ = (parent, name);
-        todo!()
+        self.dirop(|ns| ns.unlink(parent, name))
     }
 
     /// Removes an empty directory.
     pub fn rmdir(&mut self, parent: Ino, name: &[u8]) -> Result<()> {
-        let _ = (parent, name);
-        todo!()
+        self.dirop(|ns| ns.rmdir(parent, name))
     }
 
     /// Creates a symbolic link holding `target`.
     pub fn symlink(&mut self, parent: Ino, name: &[u8], target: &[u8], creds: Creds) -> Result<Inode> {
-        let _ = (parent, name, target, creds);
-        todo!()
+        self.dirop(|ns| ns.symlink(parent, name, target, creds))
     }
 
     /// The target of a symbolic link.
     pub fn readlink(&mut self, ino: Ino) -> Result<Vec<u8>> {
-        let _ = ino;
-        todo!()
+        self.ns().readlink(ino)
     }
 
     /// Renames `parent/name` to `new_parent/new_name`.
@@ -162,38 +314,32 @@ impl<S: StorageManager> FileSystem<S> {
         new_name: &[u8],
         flags: RenameFlags,
     ) -> Result<()> {
-        let _ = (parent, name, new_parent, new_name, flags);
-        todo!()
+        self.dirop(|ns| ns.rename(parent, name, new_parent, new_name, flags))
     }
 
     /// Adds the name `new_parent/new_name` for `ino`.
     pub fn link(&mut self, ino: Ino, new_parent: Ino, new_name: &[u8]) -> Result<Inode> {
-        let _ = (ino, new_parent, new_name);
-        todo!()
+        self.dirop(|ns| ns.link(ino, new_parent, new_name))
     }
 
     /// Reads up to `len` bytes at `offset`; fewer at end of file.
     pub fn read(&mut self, ino: Ino, offset: u64, len: usize) -> Result<Vec<u8>> {
-        let _ = (ino, offset, len);
-        todo!()
+        self.ns().read(ino, offset, len)
     }
 
     /// Writes `data` at `offset`; returns the bytes written.
     pub fn write(&mut self, ino: Ino, offset: u64, data: &[u8]) -> Result<usize> {
-        let _ = (ino, offset, data);
-        todo!()
+        self.ns().write(ino, offset, data)
     }
 
     /// `fallocate(2)`: `mode` holds the `FALLOC_FL_*` flags.
     pub fn fallocate(&mut self, ino: Ino, offset: u64, len: u64, mode: i32) -> Result<()> {
-        let _ = (ino, offset, len, mode);
-        todo!()
+        self.ns().fallocate(ino, offset, len, mode)
     }
 
     /// `lseek(2)` for SEEK_DATA and SEEK_HOLE (`whence` as in libc).
     pub fn lseek(&mut self, ino: Ino, offset: u64, whence: i32) -> Result<u64> {
-        let _ = (ino, offset, whence);
-        todo!()
+        self.ns().lseek(ino, offset, whence)
     }
 
     /// `copy_file_range(2)`: returns the bytes copied.
@@ -205,14 +351,14 @@ impl<S: StorageManager> FileSystem<S> {
         to_offset: u64,
         len: u64,
     ) -> Result<u64> {
-        let _ = (from, from_offset, to, to_offset, len);
-        todo!()
+        self.ns().copy_file_range(from, from_offset, to, to_offset, len)
     }
 
     /// Entries of directory `ino` from `offset` (0 = the start), at most `max`.
     pub fn readdir(&mut self, ino: Ino, offset: u64, max: usize) -> Result<Vec<DirEntry>> {
-        let _ = (ino, offset, max);
-        todo!()
+        let mut ns = self.ns();
+        ns.dir_inode(ino)?;
+        ns.dir_read(ino, offset, max)
     }
 
     /// Makes `ino` durable.
@@ -232,38 +378,64 @@ impl<S: StorageManager> FileSystem<S> {
 
     /// Sets extended attribute `name` (`flags`: XATTR_CREATE / XATTR_REPLACE).
     pub fn setxattr(&mut self, ino: Ino, name: &[u8], value: &[u8], flags: i32) -> Result<()> {
-        let _ = (ino, name, value, flags);
-        todo!()
+        self.ns().setxattr(ino, name, value, flags)
     }
 
     /// The value of extended attribute `name`.
     pub fn getxattr(&mut self, ino: Ino, name: &[u8]) -> Result<Vec<u8>> {
-        let _ = (ino, name);
-        todo!()
+        self.ns().getxattr(ino, name)
     }
 
     /// The names of all extended attributes, each followed by a NUL byte.
     pub fn listxattr(&mut self, ino: Ino) -> Result<Vec<u8>> {
-        let _ = ino;
-        todo!()
+        self.ns().listxattr(ino)
     }
 
     /// Removes extended attribute `name`.
     pub fn removexattr(&mut self, ino: Ino, name: &[u8]) -> Result<()> {
-        let _ = (ino, name);
-        todo!()
+        self.ns().removexattr(ino, name)
     }
 
     /// Notes one more user of `ino` (a kernel lookup, an open file).
     pub fn pin(&mut self, ino: Ino) {
-        let _ = ino;
-        todo!()
+        *self.state.pins.entry(ino).or_insert(0) += 1;
     }
 
     /// Drops `count` users of `ino`; frees it if it has no links and no users.
     pub fn unpin(&mut self, ino: Ino, count: u64) -> Result<()> {
-        let _ = (ino, count);
-        todo!()
+        let left = match self.state.pins.get_mut(&ino) {
+            Some(n) => {
+                *n = n.saturating_sub(count);
+                *n
+            }
+            None => 0,
+        };
+        if left == 0 {
+            self.state.pins.remove(&ino);
+            if self.state.orphans.contains(&ino) {
+                self.dirop(|ns| ns.destroy(ino))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Inodes with no links kept alive by pins, in no particular order.
+    pub fn orphans(&self) -> Vec<Ino> {
+        self.state.orphans.iter().copied().collect()
+    }
+
+    /// Drops every directory index; lookups rebuild them from the blocks.
+    pub fn drop_dir_indexes(&mut self) {
+        self.state.dirs.clear();
+    }
+
+    /// Whether the in-memory index of directory `dir`, if it has one, agrees
+    /// with a fresh scan of the directory's blocks (a consistency check for
+    /// tests and fsck-style tools).
+    pub fn dir_index_matches(&mut self, dir: Ino) -> Result<bool> {
+        let mut ns = self.ns();
+        ns.dir_inode(dir)?;
+        ns.dir_index_matches(dir)
     }
 
     /// Periodic work (checkpoints); call about once a second.
@@ -274,6 +446,17 @@ impl<S: StorageManager> FileSystem<S> {
     /// Frees unlinked inodes still pinned, makes everything durable and
     /// leaves a clean image.
     pub fn unmount(&mut self) -> Result<()> {
+        let mut orphans: Vec<Ino> = self.state.orphans.iter().copied().collect();
+        orphans.sort_unstable();
+        for ino in orphans {
+            self.state.pins.remove(&ino);
+            self.dirop(|ns| ns.destroy(ino))?;
+        }
         self.storage.unmount()
     }
+}
+
+/// The current time, for timestamps.
+pub(crate) fn now() -> TimeNs {
+    now_ns()
 }

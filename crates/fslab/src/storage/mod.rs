@@ -22,10 +22,13 @@
 //! LFS can write all of their blocks in one atomic batch (§4.3) and FFS can
 //! order them. Use [`dirop`], which always ends what it began.
 
+pub mod mem;
+
 pub use crate::format::blockno::XATTR_LBN;
 use crate::format::inode::{Inode, InodeAttr};
 use crate::format::{Ino, Lbn};
 use crate::Result;
+pub use mem::MemStorage;
 
 /// What `statfs` reports, in blocks of [`StatFs::block_size`] bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

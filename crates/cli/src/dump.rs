@@ -1,0 +1,25 @@
+//! `fslab dump IMAGE`: the library's report of an image, read-only.
+
+use clap::Args;
+use disk::FileDisk;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Arguments of `fslab dump`.
+#[derive(Args)]
+pub struct DumpArgs {
+    /// The image file or block device to read.
+    image: PathBuf,
+}
+
+/// Prints the report; the image is opened read-only.
+pub fn run(args: &DumpArgs) -> Result<(), String> {
+    let name = args.image.display();
+    let disk = FileDisk::open_read_only(&args.image).map_err(|e| format!("{name}: {e}"))?;
+    let report = fslab::lfs::dump(Arc::new(disk)).map_err(|e| format!("{name}: {e}"))?;
+    print!("{report}");
+    if !report.ends_with('\n') {
+        println!();
+    }
+    Ok(())
+}

@@ -1,0 +1,252 @@
+//! `fslab mount IMAGE DIR [-o OPTIONS] [-f]`.
+//!
+//! Foreground (`-f`): mount, serve until unmounted, write the final
+//! checkpoint, exit.
+//!
+//! Background (the default): fork. The child starts a new session, mounts,
+//! and only once the kernel has accepted the mount writes "ready" into a pipe
+//! (or the error that stopped it), points its standard streams at
+//! /dev/null and serves. The parent waits on the pipe and exits 0 only after
+//! "ready", so the command returns exactly when the mount is usable.
+//!
+//! Shutdown: `umount`/`fusermount3 -u` ends the FUSE session; SIGTERM,
+//! SIGINT and SIGHUP make a dedicated thread unmount the directory, which
+//! ends it the same way. Either way the final checkpoint is written once, by
+//! `fslab_fuse::Mounted::run`, before the process exits.
+
+use crate::size::parse_size;
+use clap::Args;
+use disk::FileDisk;
+use fslab::lfs::{Lfs, MountOptions};
+use fslab::ufs::FileSystem;
+use fslab_fuse::{MountConfig, Mounted};
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Arguments of `fslab mount`.
+#[derive(Args)]
+pub struct MountArgs {
+    /// The image file or block device holding the file system.
+    image: PathBuf,
+    /// The directory to mount it on.
+    dir: PathBuf,
+    /// Comma-separated options: allow_other, cache=SIZE (e.g. 256M), checkpoint=SECONDS.
+    #[arg(short = 'o', value_name = "OPTIONS")]
+    options: Vec<String>,
+    /// Stay in the foreground until unmounted.
+    #[arg(short = 'f', long = "foreground")]
+    foreground: bool,
+}
+
+/// Everything the options say.
+#[derive(Debug, PartialEq)]
+struct Options {
+    allow_other: bool,
+    storage: MountOptions,
+}
+
+fn parse_options(lists: &[String]) -> Result<Options, String> {
+    let mut options = Options { allow_other: false, storage: MountOptions::default() };
+    for option in lists.iter().flat_map(|list| list.split(',')).filter(|o| !o.is_empty()) {
+        let (key, value) = match option.split_once('=') {
+            Some((key, value)) => (key, Some(value)),
+            None => (option, None),
+        };
+        match (key, value) {
+            ("allow_other", None) => options.allow_other = true,
+            ("rw", None) => {}
+            ("ro", None) => return Err("read-only mounts are not supported yet (option 'ro')".to_string()),
+            ("cache", Some(size)) => {
+                options.storage.cache_bytes = parse_size(size).map_err(|e| format!("option cache: {e}"))?
+            }
+            ("checkpoint", Some(seconds)) => {
+                let seconds: u64 = seconds.parse().ok().filter(|&s| s > 0).ok_or_else(|| {
+                    format!("option checkpoint: '{seconds}' is not a positive number of seconds")
+                })?;
+                options.storage.checkpoint_interval = Duration::from_secs(seconds);
+            }
+            ("cache" | "checkpoint", None) => return Err(format!("option {key} needs a value ({key}=...)")),
+            ("allow_other" | "rw" | "ro", Some(_)) => return Err(format!("option {key} takes no value")),
+            _ => return Err(format!("unknown mount option '{option}'")),
+        }
+    }
+    Ok(options)
+}
+
+/// Mounts, in the foreground or the background.
+pub fn run(args: &MountArgs) -> Result<(), String> {
+    let options = parse_options(&args.options)?;
+    // Canonical paths: the background process changes directory to "/".
+    let image = args.image.canonicalize().map_err(|e| format!("{}: {e}", args.image.display()))?;
+    let dir = args.dir.canonicalize().map_err(|e| format!("mount point {}: {e}", args.dir.display()))?;
+    if !dir.is_dir() {
+        return Err(format!("mount point {} is not a directory", dir.display()));
+    }
+    if args.foreground {
+        let signals = block_signals();
+        let (mounted, lock) = mount(&image, &dir, &options)?;
+        let served = serve(mounted, signals);
+        drop(lock);
+        served
+    } else {
+        background(&image, &dir, &options)
+    }
+}
+
+/// Locks the image, mounts the storage manager and the FUSE session.
+/// The returned file holds the lock: keep it until `run` has returned.
+fn mount(image: &Path, dir: &Path, options: &Options) -> Result<(Mounted<Lfs>, File), String> {
+    let name = image.display();
+    let lock = crate::lock_image(image).map_err(|e| format!("{name}: {e}"))?;
+    let disk = FileDisk::open(image).map_err(|e| format!("{name}: {e}"))?;
+    let lfs = Lfs::mount(Arc::new(disk), options.storage).map_err(|e| format!("{name}: {e}"))?;
+    let config = MountConfig { allow_other: options.allow_other, ..MountConfig::default() };
+    let mounted = fslab_fuse::mount(FileSystem::new(lfs), dir, &config).map_err(|e| e.to_string())?;
+    Ok((mounted, lock))
+}
+
+/// Serves until unmounted; a signal thread unmounts on SIGTERM/SIGINT/SIGHUP.
+fn serve(mounted: Mounted<Lfs>, signals: libc::sigset_t) -> Result<(), String> {
+    let unmounter = mounted.unmounter();
+    std::thread::Builder::new()
+        .name("fslab-signals".to_string())
+        .spawn(move || loop {
+            let mut signal = 0;
+            // SAFETY: `signals` is an initialized set; `signal` outlives the call.
+            if unsafe { libc::sigwait(&signals, &mut signal) } != 0 {
+                return;
+            }
+            if let Err(e) = unmounter.unmount() {
+                eprintln!("fslab: mount: cannot unmount {}: {e}", unmounter.mountpoint().display());
+            }
+        })
+        .map_err(|e| format!("cannot start the signal thread: {e}"))?;
+    mounted.run().map_err(|e| e.to_string())
+}
+
+/// Blocks the shutdown signals in this thread and every thread it starts
+/// later, so that only the signal thread's `sigwait` receives them.
+fn block_signals() -> libc::sigset_t {
+    // SAFETY: sigset_t is plain data that sigemptyset initializes; the
+    // calls only read and write the set and this thread's mask.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for signal in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
+            libc::sigaddset(&mut set, signal);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        set
+    }
+}
+
+const READY: &str = "ready";
+
+/// Forks; returns in the parent once the child reports "ready" or an error.
+fn background(image: &Path, dir: &Path, options: &Options) -> Result<(), String> {
+    let (mut from_child, to_parent) = pipe().map_err(|e| format!("cannot create a pipe: {e}"))?;
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    // SAFETY: this process has started no threads yet, so the child is a
+    // faithful single-threaded copy.
+    match unsafe { libc::fork() } {
+        -1 => Err(format!("cannot fork: {}", std::io::Error::last_os_error())),
+        0 => {
+            drop(from_child);
+            std::process::exit(child(to_parent, image, dir, options))
+        }
+        child_pid => {
+            drop(to_parent);
+            let mut message = String::new();
+            let _ = from_child.read_to_string(&mut message);
+            match message.trim_end() {
+                READY => Ok(()),
+                "" => {
+                    let mut status = 0;
+                    // SAFETY: waits for our own child; `status` outlives the call.
+                    unsafe { libc::waitpid(child_pid, &mut status, 0) };
+                    Err("the file-system process died before the mount was ready".to_string())
+                }
+                error => Err(error.to_string()),
+            }
+        }
+    }
+}
+
+/// The background process: mount, report, serve. Returns the exit status.
+fn child(mut to_parent: File, image: &Path, dir: &Path, options: &Options) -> i32 {
+    // SAFETY: plain system calls with no memory arguments.
+    unsafe { libc::setsid() };
+    let _ = std::env::set_current_dir("/");
+    let signals = block_signals();
+    let mounted = std::panic::catch_unwind(|| mount(image, dir, options));
+    let (mounted, lock) = match mounted {
+        Ok(Ok(mounted)) => mounted,
+        Ok(Err(message)) => {
+            let _ = to_parent.write_all(message.as_bytes());
+            return 1;
+        }
+        Err(panic) => {
+            let message = format!("internal error: {}", crate::panic_message(panic.as_ref()));
+            let _ = to_parent.write_all(message.as_bytes());
+            return 1;
+        }
+    };
+    // Nobody reads our output any more; and a caller capturing it must see
+    // end-of-file when the parent exits.
+    detach_stdio();
+    let _ = to_parent.write_all(READY.as_bytes());
+    drop(to_parent);
+    let served = serve(mounted, signals);
+    drop(lock);
+    match served {
+        Ok(()) => 0,
+        Err(_) => 1,
+    }
+}
+
+/// A pipe whose ends are closed on exec (no helper program inherits them).
+fn pipe() -> std::io::Result<(File, File)> {
+    let mut fds = [0; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe2 writes.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: pipe2 succeeded, so both descriptors are open and ours alone.
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    Ok((File::from(read), File::from(write)))
+}
+
+/// Points standard input, output and error at /dev/null.
+fn detach_stdio() {
+    use std::os::fd::AsRawFd;
+    if let Ok(null) = std::fs::OpenOptions::new().read(true).write(true).open("/dev/null") {
+        for fd in 0..=2 {
+            // SAFETY: both descriptors are open; dup2 replaces `fd` atomically.
+            unsafe { libc::dup2(null.as_raw_fd(), fd) };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_parse_and_unknown_ones_are_refused() {
+        let parsed = parse_options(&["allow_other,cache=64M".to_string(), "checkpoint=5".to_string()]);
+        let expected = Options {
+            allow_other: true,
+            storage: MountOptions { cache_bytes: 64 << 20, checkpoint_interval: Duration::from_secs(5) },
+        };
+        assert_eq!(parsed, Ok(expected));
+        assert_eq!(parse_options(&[]).map(|o| o.allow_other), Ok(false));
+        for bad in ["bogus", "cache", "cache=lots", "checkpoint=0", "checkpoint=-1", "allow_other=1", "ro"] {
+            assert!(parse_options(&[bad.to_string()]).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,558 @@
+//! POSIX behaviour through real system calls on a mounted fslab image: errno
+//! values, rename semantics (plain, RENAME_NOREPLACE, RENAME_EXCHANGE),
+//! fallocate modes, SEEK_DATA/SEEK_HOLE, fsync, large directories, unlinked
+//! open files and statfs.
+
+mod common;
+
+use common::{errno, errno_name, mkfs, Mode, Mount, Rng};
+use std::ffi::CString;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{FileExt, MetadataExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// A fresh image mounted in the foreground; both live as long as the value.
+struct Fixture {
+    m: Option<Mount>,
+    _tmp: tempfile::TempDir,
+}
+
+impl Fixture {
+    fn new() -> Option<Fixture> {
+        if !common::fuse_or_skip() {
+            return None;
+        }
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let image = tmp.path().join("fs.img");
+        mkfs(&image, "256M", &[]);
+        let m = Mount::new(&image, &tmp.path().join("mnt"), Mode::Foreground, &[]);
+        Some(Fixture { m: Some(m), _tmp: tmp })
+    }
+
+    fn dir(&self) -> PathBuf {
+        self.m.as_ref().expect("mounted").dir.clone()
+    }
+
+    fn p(&self, rel: &str) -> PathBuf {
+        self.dir().join(rel)
+    }
+
+    /// Unmounts cleanly (the daemon must exit 0) and mounts again.
+    fn remount(&mut self) {
+        let m = self.m.take().expect("mounted");
+        let (image, dir) = (m.image.clone(), m.dir.clone());
+        m.unmount().expect("clean unmount");
+        self.m = Some(Mount::new(&image, &dir, Mode::Foreground, &[]));
+    }
+
+    fn finish(mut self) {
+        self.m.take().expect("mounted").unmount().expect("clean unmount");
+    }
+}
+
+fn cpath(p: &Path) -> CString {
+    CString::new(p.as_os_str().as_bytes()).expect("path without NUL")
+}
+
+fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
+
+#[track_caller]
+fn expect_errno<T: std::fmt::Debug>(r: io::Result<T>, want: i32, what: &str) {
+    match r {
+        Ok(v) => panic!("{what}: succeeded ({v:?}), expected {}", errno_name(want)),
+        Err(e) => assert_eq!(errno(&e), want, "{what}: got {e}, expected {}", errno_name(want)),
+    }
+}
+
+fn renameat2(from: &Path, to: &Path, flags: libc::c_uint) -> io::Result<libc::c_int> {
+    let (a, b) = (cpath(from), cpath(to));
+    // SAFETY: both strings are valid NUL-terminated paths that outlive the call.
+    let r = unsafe {
+        libc::syscall(libc::SYS_renameat2, libc::AT_FDCWD, a.as_ptr(), libc::AT_FDCWD, b.as_ptr(), flags)
+    };
+    check(r as libc::c_int)
+}
+
+fn fallocate(f: &File, mode: libc::c_int, off: i64, len: i64) -> io::Result<libc::c_int> {
+    // SAFETY: fallocate(2) on an open descriptor; no memory is passed.
+    check(unsafe { libc::fallocate(f.as_raw_fd(), mode, off, len) })
+}
+
+fn lseek(f: &File, off: i64, whence: libc::c_int) -> io::Result<i64> {
+    // SAFETY: lseek(2) on an open descriptor.
+    let r = unsafe { libc::lseek(f.as_raw_fd(), off, whence) };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r)
+    }
+}
+
+fn statvfs(p: &Path) -> libc::statvfs {
+    let c = cpath(p);
+    // SAFETY: statvfs(2) fills the zeroed struct we pass; the path is valid.
+    let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
+    check(unsafe { libc::statvfs(c.as_ptr(), &mut s) }).expect("statvfs");
+    s
+}
+
+#[test]
+fn names_longer_than_255_bytes_are_rejected() {
+    let Some(fx) = Fixture::new() else { return };
+    let long = "n".repeat(256);
+    expect_errno(File::create(fx.p(&long)), libc::ENAMETOOLONG, "create 256-byte name");
+    expect_errno(fs::create_dir(fx.p(&long)), libc::ENAMETOOLONG, "mkdir 256-byte name");
+    expect_errno(fs::metadata(fx.p(&long)), libc::ENAMETOOLONG, "stat 256-byte name");
+    File::create(fx.p("f")).expect("create f");
+    expect_errno(fs::rename(fx.p("f"), fx.p(&long)), libc::ENAMETOOLONG, "rename to 256-byte name");
+    expect_errno(fs::hard_link(fx.p("f"), fx.p(&long)), libc::ENAMETOOLONG, "link to 256-byte name");
+    expect_errno(std::os::unix::fs::symlink("f", fx.p(&long)), libc::ENAMETOOLONG, "symlink 256-byte name");
+    // Exactly 255 bytes is allowed, and found again.
+    let max = "m".repeat(255);
+    File::create(fx.p(&max)).expect("create 255-byte name").write_all(b"x").expect("write");
+    let names: Vec<_> = fs::read_dir(fx.dir()).expect("readdir").flatten().map(|e| e.file_name()).collect();
+    assert!(names.iter().any(|n| n.as_bytes() == max.as_bytes()), "255-byte name listed");
+    assert_eq!(fs::read(fx.p(&max)).expect("read 255-byte name"), b"x");
+    fx.finish();
+}
+
+#[test]
+fn errno_values_of_namespace_operations() {
+    let Some(fx) = Fixture::new() else { return };
+    fs::create_dir(fx.p("d")).expect("mkdir d");
+    File::create(fx.p("d/f")).expect("create d/f");
+    File::create(fx.p("file")).expect("create file");
+    fs::create_dir(fx.p("empty")).expect("mkdir empty");
+
+    expect_errno(fs::remove_dir(fx.p("d")), libc::ENOTEMPTY, "rmdir non-empty");
+    expect_errno(fs::rename(fx.p("empty"), fx.p("d")), libc::ENOTEMPTY, "rename dir over non-empty dir");
+
+    expect_errno(fs::create_dir(fx.p("d")), libc::EEXIST, "mkdir existing dir");
+    expect_errno(fs::create_dir(fx.p("file")), libc::EEXIST, "mkdir over file");
+    expect_errno(
+        OpenOptions::new().write(true).create_new(true).open(fx.p("file")),
+        libc::EEXIST,
+        "O_CREAT|O_EXCL existing",
+    );
+    expect_errno(fs::hard_link(fx.p("file"), fx.p("d/f")), libc::EEXIST, "link onto existing name");
+    expect_errno(std::os::unix::fs::symlink("x", fx.p("file")), libc::EEXIST, "symlink onto existing name");
+
+    expect_errno(File::open(fx.p("missing")), libc::ENOENT, "open missing");
+    expect_errno(fs::remove_file(fx.p("missing")), libc::ENOENT, "unlink missing");
+    expect_errno(fs::remove_dir(fx.p("missing")), libc::ENOENT, "rmdir missing");
+    expect_errno(fs::metadata(fx.p("missing/x")), libc::ENOENT, "stat under missing dir");
+    expect_errno(fs::rename(fx.p("missing"), fx.p("x")), libc::ENOENT, "rename missing");
+    expect_errno(File::create(fx.p("missing/x")), libc::ENOENT, "create under missing dir");
+
+    expect_errno(File::open(fx.p("file/x")), libc::ENOTDIR, "open file/x");
+    expect_errno(fs::create_dir(fx.p("file/x")), libc::ENOTDIR, "mkdir file/x");
+    expect_errno(fs::remove_dir(fx.p("file")), libc::ENOTDIR, "rmdir file");
+    expect_errno(fs::read_dir(fx.p("file")), libc::ENOTDIR, "opendir file");
+    expect_errno(fs::rename(fx.p("d"), fx.p("file")), libc::ENOTDIR, "rename dir over file");
+
+    expect_errno(OpenOptions::new().write(true).open(fx.p("d")), libc::EISDIR, "open dir for writing");
+    expect_errno(fs::remove_file(fx.p("d")), libc::EISDIR, "unlink dir");
+    expect_errno(fs::rename(fx.p("file"), fx.p("empty")), libc::EISDIR, "rename file over dir");
+
+    expect_errno(fs::rename(fx.p("d"), fx.p("d/sub")), libc::EINVAL, "rename dir into itself");
+    // After all those failures nothing changed.
+    assert!(fx.p("d/f").is_file() && fx.p("file").is_file() && fx.p("empty").is_dir());
+    assert_eq!(fs::read_dir(fx.dir()).expect("readdir").count(), 3);
+    fx.finish();
+}
+
+#[test]
+fn rename_over_an_existing_file_is_atomic() {
+    let Some(fx) = Fixture::new() else { return };
+    let target = fx.p("target");
+    fs::write(&target, b"version-0").expect("write target");
+    let stop = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let (stop, target) = (stop.clone(), target.clone());
+        std::thread::spawn(move || -> Result<u64, String> {
+            let mut reads = 0u64;
+            while !stop.load(Ordering::SeqCst) {
+                let mut s = String::new();
+                match File::open(&target) {
+                    Ok(mut f) => {
+                        f.read_to_string(&mut s).map_err(|e| format!("read: {e}"))?;
+                    }
+                    Err(e) => return Err(format!("open of target failed during renames: {e}")),
+                }
+                if !s.starts_with("version-") || s.len() < 9 {
+                    return Err(format!("reader saw a partial file: {s:?}"));
+                }
+                reads += 1;
+            }
+            Ok(reads)
+        })
+    };
+    for i in 1..=300 {
+        let tmp = fx.p(&format!("tmp{}", i % 7));
+        fs::write(&tmp, format!("version-{i}")).expect("write tmp");
+        fs::rename(&tmp, &target).expect("rename over target");
+        assert!(!tmp.exists(), "source name still exists after rename");
+    }
+    stop.store(true, Ordering::SeqCst);
+    let reads = reader.join().expect("reader thread").expect("reader never saw a missing or partial target");
+    assert!(reads > 0, "the reader ran");
+    assert_eq!(fs::read_to_string(&target).expect("read target"), "version-300");
+    assert_eq!(fs::read_dir(fx.dir()).expect("readdir").count(), 1, "only the target is left");
+    // The replaced inode's blocks are released and the result survives remount.
+    let mut fx = fx;
+    fx.remount();
+    assert_eq!(fs::read_to_string(fx.p("target")).expect("read target"), "version-300");
+    fx.finish();
+}
+
+#[test]
+fn renameat2_noreplace_and_exchange() {
+    let Some(mut fx) = Fixture::new() else { return };
+    fs::write(fx.p("a"), b"A").expect("write a");
+    fs::write(fx.p("b"), b"B").expect("write b");
+    fs::create_dir(fx.p("dir")).expect("mkdir dir");
+    fs::write(fx.p("dir/inner"), b"I").expect("write dir/inner");
+
+    expect_errno(
+        renameat2(&fx.p("a"), &fx.p("b"), libc::RENAME_NOREPLACE),
+        libc::EEXIST,
+        "NOREPLACE onto existing",
+    );
+    assert_eq!(fs::read(fx.p("b")).expect("read b"), b"B", "NOREPLACE failure left b alone");
+    renameat2(&fx.p("a"), &fx.p("c"), libc::RENAME_NOREPLACE).expect("NOREPLACE onto a free name");
+    assert!(!fx.p("a").exists());
+    assert_eq!(fs::read(fx.p("c")).expect("read c"), b"A");
+
+    renameat2(&fx.p("b"), &fx.p("c"), libc::RENAME_EXCHANGE).expect("EXCHANGE two files");
+    assert_eq!(fs::read(fx.p("b")).expect("read b"), b"A");
+    assert_eq!(fs::read(fx.p("c")).expect("read c"), b"B");
+
+    renameat2(&fx.p("b"), &fx.p("dir"), libc::RENAME_EXCHANGE).expect("EXCHANGE file and dir");
+    assert!(fx.p("b").is_dir() && fx.p("dir").is_file());
+    assert_eq!(fs::read(fx.p("b/inner")).expect("read b/inner"), b"I");
+    assert_eq!(fs::read(fx.p("dir")).expect("read dir"), b"A");
+    expect_errno(
+        renameat2(&fx.p("b"), &fx.p("nothing"), libc::RENAME_EXCHANGE),
+        libc::ENOENT,
+        "EXCHANGE with missing",
+    );
+
+    // Exchange across directories keeps `..` right.
+    fs::create_dir(fx.p("p1")).expect("mkdir p1");
+    fs::create_dir(fx.p("p1/sub")).expect("mkdir p1/sub");
+    fs::write(fx.p("p1/sub/x"), b"X").expect("write x");
+    renameat2(&fx.p("p1/sub"), &fx.p("b"), libc::RENAME_EXCHANGE).expect("EXCHANGE dirs across parents");
+    assert_eq!(fs::read(fx.p("b/x")).expect("read b/x"), b"X");
+    assert_eq!(fs::read(fx.p("p1/sub/inner")).expect("read p1/sub/inner"), b"I");
+    let root_ino = fs::metadata(fx.dir()).expect("stat root").ino();
+    assert_eq!(fs::metadata(fx.p("b/..")).expect("stat b/..").ino(), root_ino, "b/.. is the root");
+    assert_eq!(
+        fs::metadata(fx.p("p1/sub/..")).expect("stat p1/sub/..").ino(),
+        fs::metadata(fx.p("p1")).expect("stat p1").ino()
+    );
+
+    fx.remount();
+    assert_eq!(fs::read(fx.p("c")).expect("read c"), b"B");
+    assert_eq!(fs::read(fx.p("dir")).expect("read dir"), b"A");
+    assert_eq!(fs::read(fx.p("b/x")).expect("read b/x"), b"X");
+    assert_eq!(fs::read(fx.p("p1/sub/inner")).expect("read p1/sub/inner"), b"I");
+    assert_eq!(
+        fs::metadata(fx.dir()).expect("stat root").nlink(),
+        2 + 2,
+        "root: . and .. plus b/.. and p1/.."
+    );
+    fx.finish();
+}
+
+#[test]
+fn fallocate_modes_succeed_or_say_eopnotsupp() {
+    let Some(fx) = Fixture::new() else { return };
+    let path = fx.p("f");
+    let data = Rng::new(1).bytes(1 << 20);
+    fs::write(&path, &data).expect("write 1 MiB");
+    let f = OpenOptions::new().read(true).write(true).open(&path).expect("open f");
+    const K64: i64 = 65536;
+
+    // Plain allocation past EOF: supported (file grows) or EOPNOTSUPP.
+    match fallocate(&f, 0, 1 << 20, 4 * K64) {
+        Ok(_) => {
+            assert_eq!(
+                f.metadata().expect("fstat").len(),
+                (1 << 20) + 4 * K64 as u64,
+                "mode 0 extends the size"
+            );
+            let mut buf = vec![1u8; 4 * K64 as usize];
+            f.read_exact_at(&mut buf, 1 << 20).expect("read allocated range");
+            assert!(buf.iter().all(|&b| b == 0), "allocated range reads as zeros");
+            f.set_len(1 << 20).expect("truncate back");
+        }
+        Err(e) => assert_eq!(errno(&e), libc::EOPNOTSUPP, "fallocate mode 0: {e}"),
+    }
+    // KEEP_SIZE allocation beyond EOF must not change the size.
+    match fallocate(&f, libc::FALLOC_FL_KEEP_SIZE, 1 << 20, K64) {
+        Ok(_) => assert_eq!(f.metadata().expect("fstat").len(), 1 << 20, "KEEP_SIZE keeps the size"),
+        Err(e) => assert_eq!(errno(&e), libc::EOPNOTSUPP, "fallocate KEEP_SIZE: {e}"),
+    }
+    // Punching a hole: zeros in the range, size unchanged.
+    match fallocate(&f, libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE, K64, 2 * K64) {
+        Ok(_) => {
+            let mut buf = vec![1u8; 4 * K64 as usize];
+            f.read_exact_at(&mut buf, 0).expect("read");
+            assert_eq!(&buf[..K64 as usize], &data[..K64 as usize], "before the hole unchanged");
+            assert!(buf[K64 as usize..3 * K64 as usize].iter().all(|&b| b == 0), "hole reads zeros");
+            assert_eq!(
+                &buf[3 * K64 as usize..],
+                &data[3 * K64 as usize..4 * K64 as usize],
+                "after the hole unchanged"
+            );
+            assert_eq!(f.metadata().expect("fstat").len(), 1 << 20);
+        }
+        Err(e) => assert_eq!(errno(&e), libc::EOPNOTSUPP, "fallocate PUNCH_HOLE: {e}"),
+    }
+    match fallocate(&f, libc::FALLOC_FL_ZERO_RANGE, 5 * K64, K64) {
+        Ok(_) => {
+            let mut buf = vec![1u8; K64 as usize];
+            f.read_exact_at(&mut buf, 5 * K64 as u64).expect("read");
+            assert!(buf.iter().all(|&b| b == 0), "zeroed range reads zeros");
+        }
+        Err(e) => assert_eq!(errno(&e), libc::EOPNOTSUPP, "fallocate ZERO_RANGE: {e}"),
+    }
+    for (mode, name) in
+        [(libc::FALLOC_FL_COLLAPSE_RANGE, "COLLAPSE_RANGE"), (libc::FALLOC_FL_INSERT_RANGE, "INSERT_RANGE")]
+    {
+        match fallocate(&f, mode, K64, K64) {
+            Ok(_) => {}
+            Err(e) => assert_eq!(errno(&e), libc::EOPNOTSUPP, "fallocate {name}: {e}"),
+        }
+    }
+    // Unsupported combination of flags that the kernel passes to the file system.
+    match fallocate(
+        &f,
+        libc::FALLOC_FL_ZERO_RANGE | libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+        0,
+        K64,
+    ) {
+        Ok(_) => panic!("ZERO_RANGE|PUNCH_HOLE is not a valid mode, yet fallocate succeeded"),
+        Err(e) => assert!(
+            [libc::EOPNOTSUPP, libc::EINVAL].contains(&errno(&e)),
+            "fallocate ZERO_RANGE|PUNCH_HOLE: {e}"
+        ),
+    }
+    drop(f);
+    fx.finish();
+}
+
+#[test]
+fn seek_data_and_seek_hole_find_the_holes() {
+    let Some(fx) = Fixture::new() else { return };
+    const MIB: i64 = 1 << 20;
+    let path = fx.p("sparse");
+    {
+        let f = File::create(&path).expect("create");
+        f.set_len(8 * MIB as u64).expect("truncate to 8 MiB");
+        f.write_all_at(&[7u8; 4096], MIB as u64).expect("write at 1 MiB");
+        f.write_all_at(&[9u8; 4096], 5 * MIB as u64).expect("write at 5 MiB");
+        f.sync_all().expect("fsync");
+    }
+    let f = File::open(&path).expect("open");
+    let size = 8 * MIB;
+    let d0 = lseek(&f, 0, libc::SEEK_DATA).expect("SEEK_DATA from 0");
+    assert!(d0 > 0 && d0 <= MIB, "SEEK_DATA(0) = {d0}: the first MiB is a hole, data starts at 1 MiB");
+    let h1 = lseek(&f, MIB, libc::SEEK_HOLE).expect("SEEK_HOLE from 1 MiB");
+    assert!((MIB + 4096..=5 * MIB).contains(&h1), "SEEK_HOLE(1 MiB) = {h1}");
+    let d2 = lseek(&f, h1, libc::SEEK_DATA).expect("SEEK_DATA after the first extent");
+    assert!(d2 > h1 && d2 <= 5 * MIB, "SEEK_DATA({h1}) = {d2}");
+    let h2 = lseek(&f, 5 * MIB, libc::SEEK_HOLE).expect("SEEK_HOLE from 5 MiB");
+    assert!((5 * MIB + 4096..=size).contains(&h2), "SEEK_HOLE(5 MiB) = {h2}");
+    if h2 < size {
+        expect_errno(lseek(&f, h2, libc::SEEK_DATA), libc::ENXIO, "SEEK_DATA in the trailing hole");
+    }
+    // The last byte lies in the trailing hole if there is one; else the hole is EOF.
+    let want_last = if h2 < size { size - 1 } else { size };
+    assert_eq!(lseek(&f, size - 1, libc::SEEK_HOLE).expect("SEEK_HOLE at the last byte"), want_last);
+    expect_errno(lseek(&f, size, libc::SEEK_DATA), libc::ENXIO, "SEEK_DATA at EOF");
+    expect_errno(lseek(&f, size + 1, libc::SEEK_HOLE), libc::ENXIO, "SEEK_HOLE past EOF");
+    // Walking data extents with SEEK_DATA/SEEK_HOLE reads back exactly what was written.
+    let mut found = Vec::new();
+    let mut off = 0;
+    while let Ok(d) = lseek(&f, off, libc::SEEK_DATA) {
+        let h = lseek(&f, d, libc::SEEK_HOLE).expect("SEEK_HOLE after data");
+        assert!(h > d, "empty data extent at {d}");
+        let mut buf = vec![0u8; (h - d) as usize];
+        f.read_exact_at(&mut buf, d as u64).expect("read extent");
+        found.push((d, buf.iter().filter(|&&b| b != 0).count()));
+        off = h;
+        if off >= size {
+            break;
+        }
+    }
+    let nonzero: usize = found.iter().map(|x| x.1).sum();
+    assert_eq!(nonzero, 8192, "all written bytes lie inside data extents: {found:?}");
+    assert_eq!(found.len(), 2, "two data extents: {found:?}");
+    drop(f);
+    fx.finish();
+}
+
+#[test]
+fn fsync_and_fdatasync_succeed() {
+    let Some(mut fx) = Fixture::new() else { return };
+    let mut f = File::create(fx.p("f")).expect("create");
+    f.write_all(&Rng::new(3).bytes(300_000)).expect("write");
+    f.sync_data().expect("fdatasync");
+    f.write_all(b"tail").expect("write more");
+    f.sync_all().expect("fsync");
+    f.seek(SeekFrom::Start(0)).expect("seek");
+    drop(f);
+    let d = File::open(fx.dir()).expect("open root dir");
+    d.sync_all().expect("fsync of a directory");
+    drop(d);
+    // SAFETY: sync(2) takes no arguments.
+    unsafe { libc::sync() };
+    fx.remount();
+    let got = fs::read(fx.p("f")).expect("read back");
+    assert_eq!(got.len(), 300_004);
+    assert_eq!(&got[..300_000], &Rng::new(3).bytes(300_000)[..]);
+    assert_eq!(&got[300_000..], b"tail");
+    fx.finish();
+}
+
+#[test]
+fn readdir_of_3000_entries_lists_each_once() {
+    let Some(mut fx) = Fixture::new() else { return };
+    let dir = fx.p("big");
+    fs::create_dir(&dir).expect("mkdir big");
+    let mut want = std::collections::BTreeSet::new();
+    for i in 0..3000 {
+        let name = format!("entry-{i:05}-{}", "z".repeat(i % 40));
+        if i % 10 == 0 {
+            fs::create_dir(dir.join(&name)).expect("mkdir entry");
+        } else {
+            File::create(dir.join(&name)).expect("create entry");
+        }
+        want.insert(name);
+    }
+    let list = |dir: &Path| -> Vec<String> {
+        fs::read_dir(dir)
+            .expect("readdir")
+            .map(|e| e.expect("dirent").file_name().to_string_lossy().into_owned())
+            .collect()
+    };
+    let check = |got: Vec<String>, want: &std::collections::BTreeSet<String>, when: &str| {
+        let set: std::collections::BTreeSet<_> = got.iter().cloned().collect();
+        assert_eq!(
+            got.len(),
+            set.len(),
+            "{when}: duplicate entries in readdir ({} vs {})",
+            got.len(),
+            set.len()
+        );
+        assert_eq!(&set, want, "{when}: readdir set differs");
+    };
+    check(list(&dir), &want, "after create");
+    // Remove every third entry while a listing is open, then list again.
+    for (i, name) in want.clone().iter().enumerate() {
+        if i % 3 == 0 {
+            let p = dir.join(name);
+            if p.is_dir() {
+                fs::remove_dir(&p).expect("rmdir entry");
+            } else {
+                fs::remove_file(&p).expect("unlink entry");
+            }
+            want.remove(name);
+        }
+    }
+    check(list(&dir), &want, "after removing a third");
+    assert_eq!(
+        fs::metadata(&dir).expect("stat big").nlink() as usize,
+        2 + want.iter().filter(|n| dir.join(n).is_dir()).count()
+    );
+    fx.remount();
+    check(list(&fx.p("big")), &want, "after remount");
+    fx.finish();
+}
+
+#[test]
+fn unlinked_open_file_stays_readable_until_close() {
+    let Some(mut fx) = Fixture::new() else { return };
+    let path = fx.p("ghost");
+    let data = Rng::new(5).bytes(200_000);
+    fs::write(&path, &data).expect("write");
+    let mut f = OpenOptions::new().read(true).write(true).open(&path).expect("open");
+    fs::remove_file(&path).expect("unlink while open");
+    assert!(!path.exists(), "name gone after unlink");
+    assert_eq!(fs::read_dir(fx.dir()).expect("readdir").count(), 0);
+    let mut got = Vec::new();
+    f.read_to_end(&mut got).expect("read unlinked file");
+    assert_eq!(got, data, "unlinked file content");
+    f.write_all(b"more").expect("write to unlinked file");
+    f.sync_all().expect("fsync unlinked file");
+    let mut tail = [0u8; 4];
+    f.read_exact_at(&mut tail, data.len() as u64).expect("read back appended bytes");
+    assert_eq!(&tail, b"more");
+    assert_eq!(f.metadata().expect("fstat").nlink(), 0, "nlink 0 after unlink");
+    // A new file may reuse the name without disturbing the open one.
+    fs::write(&path, b"new").expect("create same name");
+    let mut first = [0u8; 16];
+    f.read_exact_at(&mut first, 0).expect("read again");
+    assert_eq!(&first, &data[..16]);
+    drop(f);
+    fx.remount();
+    assert_eq!(fs::read(fx.p("ghost")).expect("read new ghost"), b"new");
+    assert_eq!(fs::read_dir(fx.dir()).expect("readdir").count(), 1, "the unlinked file left nothing behind");
+    fx.finish();
+}
+
+#[test]
+fn statfs_numbers_are_sane_and_shrink_after_writing() {
+    let Some(fx) = Fixture::new() else { return };
+    let before = statvfs(&fx.dir());
+    let frsize = if before.f_frsize > 0 { before.f_frsize } else { before.f_bsize };
+    assert!(
+        frsize >= 512 && before.f_bsize > 0,
+        "block sizes: bsize {} frsize {}",
+        before.f_bsize,
+        before.f_frsize
+    );
+    assert!(before.f_blocks > 0, "f_blocks > 0");
+    assert!(before.f_bfree <= before.f_blocks, "f_bfree {} <= f_blocks {}", before.f_bfree, before.f_blocks);
+    assert!(before.f_bavail <= before.f_bfree, "f_bavail {} <= f_bfree {}", before.f_bavail, before.f_bfree);
+    let total = before.f_blocks * frsize;
+    assert!(total <= 256 << 20, "f_blocks * frsize = {total} exceeds the 256 MiB image");
+    assert!(total >= 128 << 20, "f_blocks * frsize = {total}: less than half of a 256 MiB image");
+    assert!(
+        before.f_bavail * frsize >= 100 << 20,
+        "a fresh 256 MiB file system has {} bytes available",
+        before.f_bavail * frsize
+    );
+    assert!(before.f_ffree <= before.f_files, "f_ffree {} <= f_files {}", before.f_ffree, before.f_files);
+    assert!(before.f_namemax >= 255, "f_namemax {}", before.f_namemax);
+
+    let mut f = File::create(fx.p("ten")).expect("create");
+    let mut rng = Rng::new(11);
+    for _ in 0..10 {
+        f.write_all(&rng.bytes(1 << 20)).expect("write 1 MiB");
+    }
+    f.sync_all().expect("fsync");
+    drop(f);
+    let after = statvfs(&fx.dir());
+    assert!(after.f_bavail <= after.f_bfree && after.f_bfree <= after.f_blocks, "ordering after writing");
+    let used = (before.f_bfree.saturating_sub(after.f_bfree)) * frsize;
+    assert!(used >= 10 << 20, "writing 10 MiB reduced f_bfree by only {used} bytes");
+    assert!(used <= 40 << 20, "writing 10 MiB reduced f_bfree by {used} bytes");
+    let avail_used = (before.f_bavail.saturating_sub(after.f_bavail)) * frsize;
+    assert!(avail_used >= 10 << 20, "writing 10 MiB reduced f_bavail by only {avail_used} bytes");
+    let inodes_used = |s: &libc::statvfs| s.f_files.saturating_sub(s.f_ffree);
+    assert!(inodes_used(&after) > inodes_used(&before), "one more inode in use after creating a file");
+    fx.finish();
+}

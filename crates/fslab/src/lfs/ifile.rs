@@ -1,0 +1,293 @@
+//! The ifile's contents held in memory (1993 paper §4.2, Fig. 7): cleaner
+//! info, the segment usage table and the inode map, with the set of ifile
+//! blocks that changed since they were last written.
+//!
+//! Ifile layout by logical block: 0 = cleaner info; 1 ..= `segtab_blocks` =
+//! segment usage table; then the inode map, which grows a block at a time
+//! when the free-inode list runs dry (so the number of inodes grows with the
+//! ifile, §4.2).
+
+use super::layout::{
+    imap_entries_per_block, seal_ifile_block, segtab_entries_per_block, CleanerInfo, ImapEntry, SegUse,
+    IMAP_BYTES, SEGUSE_BYTES, SEGUSE_CLEAN, SEGUSE_DIRTY,
+};
+use crate::error::Error;
+use crate::format::{Daddr, Ino, IFILE_INO};
+use crate::Result;
+use std::collections::BTreeSet;
+
+/// The ifile's tables. Invariant: `imap.len() == cleaner.ninodes`, a
+/// multiple of the entries per block; every free inode other than 0, 1 is on
+/// the free list exactly once.
+pub struct Tables {
+    block_size: u32,
+    segtab_blocks: u64,
+    /// Totals and the free-list head.
+    pub cleaner: CleanerInfo,
+    /// One entry per segment.
+    pub seguse: Vec<SegUse>,
+    /// One entry per inode number.
+    pub imap: Vec<ImapEntry>,
+    dirty: BTreeSet<u64>,
+}
+
+impl Tables {
+    /// Tables of a new file system: every segment clean, one block of free
+    /// inodes starting at the root's number.
+    pub fn new(block_size: u32, nsegments: u64, segtab_blocks: u64) -> Tables {
+        let mut t = Tables {
+            block_size,
+            segtab_blocks,
+            cleaner: CleanerInfo::default(),
+            seguse: vec![SegUse { flags: SEGUSE_CLEAN, ..SegUse::default() }; nsegments as usize],
+            imap: Vec::new(),
+            dirty: BTreeSet::new(),
+        };
+        t.grow_imap();
+        // A new ifile is written whole.
+        t.dirty.extend(0..t.nblocks());
+        t
+    }
+
+    /// Logical block of the ifile holding segment `seg`'s usage entry.
+    pub fn seguse_lbn(&self, seg: u64) -> u64 {
+        1 + seg / segtab_entries_per_block(self.block_size) as u64
+    }
+
+    /// Logical block of the ifile holding inode `ino`'s map entry.
+    pub fn imap_lbn(&self, ino: Ino) -> u64 {
+        1 + self.segtab_blocks + ino / imap_entries_per_block(self.block_size) as u64
+    }
+
+    /// Blocks in the ifile.
+    pub fn nblocks(&self) -> u64 {
+        1 + self.segtab_blocks + self.imap.len() as u64 / imap_entries_per_block(self.block_size) as u64
+    }
+
+    /// Notes that segment `seg`'s entry changed.
+    pub fn touch_segment(&mut self, seg: u64) {
+        self.dirty.insert(self.seguse_lbn(seg));
+        self.dirty.insert(0);
+    }
+
+    /// Notes that inode `ino`'s map entry changed.
+    pub fn touch_inode(&mut self, ino: Ino) {
+        self.dirty.insert(self.imap_lbn(ino));
+    }
+
+    /// Ifile blocks changed since they were last taken.
+    pub fn dirty_blocks(&self) -> &BTreeSet<u64> {
+        &self.dirty
+    }
+
+    /// Marks ifile block `lbn` changed.
+    pub fn mark_dirty(&mut self, lbn: u64) {
+        self.dirty.insert(lbn);
+    }
+
+    /// Forgets the changed set (its blocks are being written).
+    pub fn take_dirty(&mut self) -> BTreeSet<u64> {
+        std::mem::take(&mut self.dirty)
+    }
+
+    /// Adds one block of inode numbers to the map and the free list.
+    fn grow_imap(&mut self) {
+        let per = imap_entries_per_block(self.block_size);
+        let first = self.imap.len();
+        self.imap.resize(first + per, ImapEntry::default());
+        // Push in reverse so the lowest new number comes off the list first.
+        for ino in (first..first + per).rev() {
+            if ino as Ino <= IFILE_INO {
+                continue;
+            }
+            self.imap[ino].next_free = self.cleaner.free_head as u32;
+            self.cleaner.free_head = ino as Ino;
+        }
+        self.cleaner.ninodes = self.imap.len() as u64;
+        self.dirty.insert(0);
+        for lbn in self.imap_lbn(first as Ino)..self.nblocks() {
+            self.dirty.insert(lbn);
+        }
+    }
+
+    /// Takes an inode number off the free list (§4.2), growing the map when
+    /// the list is empty. Returns the number and its new version.
+    pub fn alloc_inode(&mut self) -> Result<(Ino, u32)> {
+        if self.cleaner.free_head == 0 {
+            if self.imap.len() as u64 >= u32::MAX as u64 - imap_entries_per_block(self.block_size) as u64 {
+                return Err(crate::error::errno(libc::ENOSPC, "no inode numbers left"));
+            }
+            self.grow_imap();
+        }
+        let ino = self.cleaner.free_head;
+        let entry = self
+            .imap
+            .get_mut(ino as usize)
+            .ok_or_else(|| Error::corrupt("inode free list", ino, "points past the inode map"))?;
+        if entry.daddr != 0 {
+            return Err(Error::corrupt("inode free list", ino, "free inode has an address"));
+        }
+        self.cleaner.free_head = entry.next_free as Ino;
+        entry.next_free = 0;
+        let version = entry.version;
+        self.dirty.insert(0);
+        self.touch_inode(ino);
+        Ok((ino, version))
+    }
+
+    /// Returns `ino` to the free list, bumping its version so blocks of the
+    /// old file can be told dead.
+    pub fn free_inode(&mut self, ino: Ino) {
+        let head = self.cleaner.free_head;
+        if let Some(entry) = self.imap.get_mut(ino as usize) {
+            entry.daddr = 0;
+            entry.version = entry.version.wrapping_add(1);
+            entry.next_free = head as u32;
+            self.cleaner.free_head = ino;
+            self.dirty.insert(0);
+            self.touch_inode(ino);
+        }
+    }
+
+    /// Inode numbers in use.
+    pub fn inodes_in_use(&self) -> u64 {
+        self.imap.iter().filter(|e| e.daddr != 0).count() as u64
+    }
+
+    /// Encodes ifile block `lbn` from the tables (sealed with its trailer).
+    pub fn encode_block(&mut self, lbn: u64, out: &mut [u8]) {
+        out.fill(0);
+        if lbn == 0 {
+            let (clean, dirty) = self.count_segments();
+            self.cleaner.clean_segments = clean;
+            self.cleaner.dirty_segments = dirty;
+            self.cleaner.encode(out);
+            return;
+        }
+        if lbn <= self.segtab_blocks {
+            let per = segtab_entries_per_block(self.block_size);
+            let first = (lbn as usize - 1) * per;
+            for (i, s) in self.seguse.iter().skip(first).take(per).enumerate() {
+                s.encode(out, i * SEGUSE_BYTES);
+            }
+        } else {
+            let per = imap_entries_per_block(self.block_size);
+            let first = (lbn - 1 - self.segtab_blocks) as usize * per;
+            for (i, e) in self.imap.iter().skip(first).take(per).enumerate() {
+                e.encode(out, i * IMAP_BYTES);
+            }
+        }
+        seal_ifile_block(out);
+    }
+
+    fn count_segments(&self) -> (u64, u64) {
+        let clean = self.seguse.iter().filter(|s| s.flags & SEGUSE_CLEAN != 0).count() as u64;
+        let dirty = self.seguse.iter().filter(|s| s.flags & SEGUSE_DIRTY != 0).count() as u64;
+        (clean, dirty)
+    }
+
+    /// Rebuilds the tables from the ifile's blocks, validating each.
+    pub fn decode(block_size: u32, nsegments: u64, segtab_blocks: u64, blocks: &[Vec<u8>]) -> Result<Tables> {
+        let bad = |lbn: u64, why: &str| Error::corrupt("ifile", lbn, why.to_string());
+        let first = blocks.first().ok_or_else(|| bad(0, "ifile is empty"))?;
+        let cleaner = CleanerInfo::decode(first)?;
+        if (blocks.len() as u64) < 1 + segtab_blocks {
+            return Err(bad(0, "ifile shorter than its segment usage table"));
+        }
+        let mut t = Tables {
+            block_size,
+            segtab_blocks,
+            cleaner,
+            seguse: Vec::with_capacity(nsegments as usize),
+            imap: Vec::new(),
+            dirty: BTreeSet::new(),
+        };
+        let per_seg = segtab_entries_per_block(block_size);
+        for lbn in 1..=segtab_blocks {
+            let block = &blocks[lbn as usize];
+            super::layout::check_ifile_block(block, lbn)?;
+            for i in 0..per_seg {
+                if t.seguse.len() as u64 == nsegments {
+                    break;
+                }
+                t.seguse.push(SegUse::decode(block, i * SEGUSE_BYTES).ok_or_else(|| bad(lbn, "short"))?);
+            }
+        }
+        let per_ino = imap_entries_per_block(block_size);
+        for (i, block) in blocks.iter().enumerate().skip(1 + segtab_blocks as usize) {
+            super::layout::check_ifile_block(block, i as u64)?;
+            for j in 0..per_ino {
+                t.imap.push(ImapEntry::decode(block, j * IMAP_BYTES).ok_or_else(|| bad(i as u64, "short"))?);
+            }
+        }
+        if t.imap.len() as u64 != t.cleaner.ninodes {
+            return Err(bad(0, "inode count disagrees with the inode map's size"));
+        }
+        if t.cleaner.free_head != 0 && t.cleaner.free_head >= t.cleaner.ninodes {
+            return Err(bad(0, "free-inode list head is past the inode map"));
+        }
+        Ok(t)
+    }
+
+    /// The inode map entry of `ino`, if the number exists.
+    pub fn entry(&self, ino: Ino) -> Option<&ImapEntry> {
+        self.imap.get(ino as usize)
+    }
+
+    /// Sets the address of inode `ino`'s current copy.
+    pub fn set_inode_addr(&mut self, ino: Ino, daddr: Daddr) {
+        if let Some(e) = self.imap.get_mut(ino as usize) {
+            e.daddr = daddr;
+        }
+        self.touch_inode(ino);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn free_list_hands_out_root_first_and_grows_when_empty() {
+        let mut t = Tables::new(4096, 8, 1);
+        let per = imap_entries_per_block(4096);
+        let (first, _) = t.alloc_inode().expect("alloc");
+        assert_eq!(first, crate::format::ROOT_INO);
+        for _ in 0..per {
+            let (ino, _) = t.alloc_inode().expect("alloc");
+            t.set_inode_addr(ino, 100);
+        }
+        assert_eq!(t.imap.len(), 2 * per, "the map grew by one block");
+        assert_eq!(t.nblocks(), 4);
+    }
+
+    #[test]
+    fn freeing_bumps_the_version_and_reuses_the_number() {
+        let mut t = Tables::new(4096, 8, 1);
+        let (ino, v) = t.alloc_inode().expect("alloc");
+        t.set_inode_addr(ino, 50);
+        t.free_inode(ino);
+        let (again, v2) = t.alloc_inode().expect("alloc");
+        assert_eq!(again, ino);
+        assert_eq!(v2, v + 1);
+    }
+
+    #[test]
+    fn tables_round_trip_through_blocks() {
+        let mut t = Tables::new(4096, 300, 2);
+        t.seguse[299].live_bytes = 1234;
+        let (ino, _) = t.alloc_inode().expect("alloc");
+        t.set_inode_addr(ino, 77);
+        let blocks: Vec<Vec<u8>> = (0..t.nblocks())
+            .map(|lbn| {
+                let mut b = vec![0u8; 4096];
+                t.encode_block(lbn, &mut b);
+                b
+            })
+            .collect();
+        let back = Tables::decode(4096, 300, 2, &blocks).expect("decode");
+        assert_eq!(back.seguse[299].live_bytes, 1234);
+        assert_eq!(back.imap[ino as usize].daddr, 77);
+        assert_eq!(back.cleaner.free_head, t.cleaner.free_head);
+    }
+}

@@ -1,0 +1,383 @@
+//! Making, mounting and describing an LFS image.
+//!
+//! Mount reads every superblock copy it can find (1993 paper §4.5), takes
+//! the valid one with the newest checkpoint, reads the ifile inode the
+//! checkpoint names and rebuilds the ifile's tables from its blocks. Log
+//! written after that checkpoint is not replayed yet (no roll-forward), so a
+//! checkpoint is the only durable point.
+
+use super::ifile::Tables;
+use super::layout::{
+    segtab_entries_per_block, Checkpoint, Summary, Superblock, MAX_SUPERBLOCKS, SEGUSE_ACTIVE, SEGUSE_CLEAN,
+    SEGUSE_DIRTY, SEGUSE_SUPERBLOCK, SUPERBLOCK_BYTES,
+};
+use super::{Lfs, LogHead, MkfsOptions, MountOptions, Stats};
+use crate::cache::{BufferCache, CacheLimits};
+use crate::error::Error;
+use crate::format::blockno::Geometry;
+use crate::format::inode::{kind, Inode, InodeAttr};
+use crate::format::{crc32c, now_ns, IFILE_INO};
+use crate::Result;
+use disk::BlockDevice;
+use std::collections::{HashMap, HashSet};
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The segments holding superblock copies: spread over the device so that
+/// damage to one region leaves others readable.
+fn superblock_segments(nsegments: u64) -> ([u64; MAX_SUPERBLOCKS], u32) {
+    let mut segs = [0u64; MAX_SUPERBLOCKS];
+    let mut n = 0;
+    for s in [0, nsegments / 3, 2 * nsegments / 3, nsegments - 1] {
+        if !segs[..n].contains(&s) {
+            segs[n] = s;
+            n += 1;
+        }
+    }
+    (segs, n as u32)
+}
+
+/// A random 64-bit identity for a new file system.
+fn random_id() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_i64(now_ns());
+    h.write_u32(std::process::id());
+    h.finish()
+}
+
+fn check_options(options: &MkfsOptions, device_bytes: u64) -> Result<u64> {
+    let bs = options.block_size;
+    if !bs.is_power_of_two() || !(4096..=65536).contains(&bs) {
+        return Err(Error::Foreign(format!("block size {bs} must be a power of two from 4096 to 65536")));
+    }
+    let ss = options.segment_size;
+    if !ss.is_power_of_two() || ss < 16 * bs || ss > 1 << 30 {
+        return Err(Error::Foreign(format!(
+            "segment size {ss} must be a power of two of at least 16 blocks ({}) and at most 1 GiB",
+            16 * bs
+        )));
+    }
+    let nsegments = device_bytes / ss as u64;
+    if nsegments < 8 {
+        return Err(Error::Foreign(format!(
+            "device of {device_bytes} bytes is too small: it must hold at least 8 segments of {ss} bytes"
+        )));
+    }
+    if nsegments * (ss / bs) as u64 > u32::MAX as u64 {
+        return Err(Error::Foreign("device too large for 32-bit block addresses at this block size".into()));
+    }
+    Ok(nsegments)
+}
+
+/// Writes a new, empty file system to `dev`: the ifile, an empty inode map
+/// whose first free number is the root's, and every superblock copy. The
+/// namespace creates the root directory on top (see `crate::mkfs`).
+pub fn mkfs(dev: Arc<dyn BlockDevice>, options: &MkfsOptions) -> Result<()> {
+    let nsegments = check_options(options, dev.size())?;
+    let bs = options.block_size;
+    let (sb_segments, ncopies) = superblock_segments(nsegments);
+    let segtab_blocks = nsegments.div_ceil(segtab_entries_per_block(bs) as u64);
+    let now = now_ns();
+    let sb = Superblock {
+        block_size: bs,
+        segment_size: options.segment_size,
+        nsegments,
+        fs_id: random_id(),
+        created: now,
+        sb_segments,
+        ncopies,
+        segtab_blocks: segtab_blocks as u32,
+        checkpoint: Checkpoint::default(),
+    };
+    let mut tables = Tables::new(bs, nsegments, segtab_blocks);
+    for &s in &sb_segments[..ncopies as usize] {
+        tables.seguse[s as usize].flags |= SEGUSE_SUPERBLOCK;
+    }
+    tables.seguse[0].flags = SEGUSE_SUPERBLOCK | SEGUSE_DIRTY | SEGUSE_ACTIVE;
+    let ifile = Inode {
+        ino: IFILE_INO,
+        attr: InodeAttr {
+            mode: kind::REG | 0o400,
+            nlink: 1,
+            atime: now,
+            mtime: now,
+            ctime: now,
+            btime: now,
+            ..InodeAttr::default()
+        },
+        ..Inode::default()
+    };
+    let log = LogHead { segment: 0, offset: 1, next_segment: 1, next_serial: 1 };
+    let mut lfs = assemble(dev, sb, tables, ifile, 0, log, MountOptions::default());
+    lfs.log.next_segment = lfs.clean_after(0).unwrap_or(0);
+    lfs.checkpoint(true)
+}
+
+fn assemble(
+    dev: Arc<dyn BlockDevice>,
+    sb: Superblock,
+    tables: Tables,
+    ifile: Inode,
+    ifile_daddr: u64,
+    log: LogHead,
+    options: MountOptions,
+) -> Lfs {
+    Lfs {
+        dev,
+        geometry: Geometry::new(sb.block_size),
+        block_size: sb.block_size as usize,
+        cache: BufferCache::new(sb.block_size, CacheLimits::for_memory(options.cache_bytes)),
+        inodes: HashMap::new(),
+        tables,
+        ifile,
+        ifile_daddr,
+        log,
+        dirop_depth: 0,
+        dirop_inodes: HashSet::new(),
+        options,
+        last_checkpoint: Instant::now(),
+        stats: Stats::default(),
+        unmounted: false,
+        dirty_inodes: 0,
+        segment_space: None,
+        sb,
+    }
+}
+
+/// Whether `dev` holds an fslab LFS superblock at its start (valid or not).
+pub fn probe(dev: &dyn BlockDevice) -> bool {
+    let mut buf = vec![0u8; SUPERBLOCK_BYTES];
+    dev.size() >= SUPERBLOCK_BYTES as u64 && dev.read_at(0, &mut buf).is_ok() && Superblock::has_magic(&buf)
+}
+
+fn read_superblock(dev: &dyn BlockDevice, offset: u64) -> Result<Superblock> {
+    let mut buf = vec![0u8; SUPERBLOCK_BYTES];
+    if offset + SUPERBLOCK_BYTES as u64 > dev.size() {
+        return Err(Error::corrupt("superblock", offset, "past the end of the device"));
+    }
+    dev.read_at(offset, &mut buf)?;
+    Superblock::decode(&buf, offset)
+}
+
+/// Every valid superblock copy of the file system on `dev`, newest
+/// checkpoint first. When the first copy is unreadable, the other copies are
+/// looked for where each possible segment size would have put them.
+fn find_superblocks(dev: &dyn BlockDevice) -> Result<Vec<Superblock>> {
+    let mut found = Vec::new();
+    let mut first_error = None;
+    match read_superblock(dev, 0) {
+        Ok(sb) => found.push(sb),
+        Err(e @ Error::Foreign(_)) => return Err(e),
+        Err(e) => first_error = Some(e),
+    }
+    let mut candidates: Vec<u64> = Vec::new();
+    if let Some(sb) = found.first() {
+        candidates.extend((1..sb.ncopies as usize).map(|i| sb.copy_offset(i)));
+    } else {
+        for shift in 16..=30 {
+            let ss = 1u64 << shift;
+            let n = dev.size() / ss;
+            if n >= 8 {
+                let (segs, count) = superblock_segments(n);
+                candidates.extend(segs[1..count as usize].iter().map(|s| s * ss));
+            }
+        }
+    }
+    for offset in candidates {
+        if let Ok(sb) = read_superblock(dev, offset) {
+            found.push(sb);
+        }
+    }
+    if found.is_empty() {
+        return Err(match first_error {
+            Some(Error::Corrupt { why, .. }) if why == "no fslab magic" => {
+                Error::Foreign("the device does not hold an fslab file system (no superblock found)".into())
+            }
+            Some(e) => e,
+            None => Error::Foreign("no valid superblock copy found".into()),
+        });
+    }
+    let best_fs = found.iter().max_by_key(|s| s.checkpoint.serial).map(|s| s.fs_id);
+    found.retain(|s| Some(s.fs_id) == best_fs);
+    found.sort_by_key(|s| std::cmp::Reverse(s.checkpoint.serial));
+    Ok(found)
+}
+
+/// Mounts the file system on `dev` (see the module comment).
+pub fn mount(dev: Arc<dyn BlockDevice>, options: MountOptions) -> Result<Lfs> {
+    let superblocks = find_superblocks(dev.as_ref())?;
+    let mut last_error = None;
+    // A checkpoint whose ifile cannot be read falls back to an older copy.
+    for sb in superblocks {
+        match mount_checkpoint(dev.clone(), sb, options) {
+            Ok(lfs) => return Ok(lfs),
+            Err(e) => last_error = Some(e),
+        }
+    }
+    Err(last_error.unwrap_or_else(|| Error::Foreign("no usable checkpoint".into())))
+}
+
+fn mount_checkpoint(dev: Arc<dyn BlockDevice>, sb: Superblock, options: MountOptions) -> Result<Lfs> {
+    if sb.nsegments * sb.segment_size as u64 > dev.size() {
+        return Err(Error::Foreign(format!(
+            "the file system is {} bytes but the device holds only {}",
+            sb.nsegments * sb.segment_size as u64,
+            dev.size()
+        )));
+    }
+    let c = sb.checkpoint;
+    let segtab_blocks = sb.segtab_blocks as u64;
+    let placeholder = Tables::new(sb.block_size, sb.nsegments, segtab_blocks);
+    let log = LogHead {
+        segment: c.log_segment,
+        offset: c.log_offset,
+        next_segment: c.next_segment,
+        next_serial: c.next_summary_serial,
+    };
+    let mut lfs = assemble(dev, sb, placeholder, Inode::default(), c.ifile_daddr, log, options);
+    lfs.ifile = lfs.find_inode_in_block(c.ifile_daddr, IFILE_INO)?;
+    let bs = sb.block_size as u64;
+    let size = lfs.ifile.attr.size;
+    let max_blocks = 1 + segtab_blocks + (u32::MAX as u64 / 16);
+    if !size.is_multiple_of(bs) || size / bs < 1 + segtab_blocks || size / bs > max_blocks {
+        return Err(Error::corrupt("ifile inode", c.ifile_daddr, format!("impossible ifile size {size}")));
+    }
+    let mut blocks = Vec::with_capacity((size / bs) as usize);
+    for lbn in 0..size / bs {
+        let mut buf = vec![0u8; bs as usize];
+        lfs.read_file_block(IFILE_INO, lbn as i64, &mut buf)?;
+        blocks.push(buf);
+    }
+    lfs.tables = Tables::decode(sb.block_size, sb.nsegments, segtab_blocks, &blocks)?;
+    // The ifile's blocks were only needed to build the tables.
+    for key in lfs.cache.keys_in(IFILE_INO, 0..=i64::MAX) {
+        lfs.cache.remove(key);
+    }
+    let head = lfs.log.segment as usize;
+    match lfs.tables.seguse.get_mut(head) {
+        Some(s) => s.flags = (s.flags & SEGUSE_SUPERBLOCK) | SEGUSE_DIRTY | SEGUSE_ACTIVE,
+        None => return Err(Error::corrupt("checkpoint", 0, "log segment out of range")),
+    }
+    let next_ok = lfs
+        .tables
+        .seguse
+        .get(lfs.log.next_segment as usize)
+        .is_some_and(|s| s.flags & SEGUSE_CLEAN != 0 && lfs.log.next_segment != lfs.log.segment);
+    if !next_ok {
+        lfs.log.next_segment = lfs.clean_after(lfs.log.segment).unwrap_or(lfs.log.segment);
+    }
+    Ok(lfs)
+}
+
+fn flags_text(flags: u32) -> String {
+    let names = [
+        (SEGUSE_ACTIVE, "active"),
+        (SEGUSE_DIRTY, "dirty"),
+        (SEGUSE_SUPERBLOCK, "sb"),
+        (SEGUSE_CLEAN, "clean"),
+    ];
+    let parts: Vec<&str> = names.iter().filter(|(f, _)| flags & f != 0).map(|(_, n)| *n).collect();
+    if parts.is_empty() {
+        "-".into()
+    } else {
+        parts.join(",")
+    }
+}
+
+/// A human-readable report of the superblock, the latest checkpoint, the
+/// ifile's cleaner info and inode map, the segment usage table, and the
+/// partial segments of the segment at the log head (like `dumplfs`).
+pub fn dump(dev: Arc<dyn BlockDevice>) -> Result<String> {
+    let lfs = mount(dev, MountOptions { cache_bytes: 16 << 20, ..MountOptions::default() })?;
+    let sb = &lfs.sb;
+    let c = &sb.checkpoint;
+    let mut out = String::new();
+    let w = &mut out;
+    let _ = writeln!(w, "superblock (format version {})", super::layout::FORMAT_VERSION);
+    let _ = writeln!(w, "  block size        {}", sb.block_size);
+    let _ = writeln!(w, "  segment size      {} ({} blocks)", sb.segment_size, sb.blocks_per_segment());
+    let _ = writeln!(w, "  segments          {}", sb.nsegments);
+    let _ = writeln!(w, "  file system id    {:016x}", sb.fs_id);
+    let _ = writeln!(w, "  created (ns)      {}", sb.created);
+    let _ = writeln!(w, "  superblock copies in segments {:?}", &sb.sb_segments[..sb.ncopies as usize]);
+    let _ = writeln!(w, "  segment table     {} ifile blocks", sb.segtab_blocks);
+    let _ = writeln!(w, "checkpoint");
+    let _ = writeln!(w, "  serial            {}", c.serial);
+    let _ = writeln!(w, "  time (ns)         {}", c.time);
+    let _ = writeln!(w, "  ifile inode at    block {}", c.ifile_daddr);
+    let _ = writeln!(w, "  log head          segment {} block {}", c.log_segment, c.log_offset);
+    let _ = writeln!(w, "  next segment      {}", c.next_segment);
+    let _ = writeln!(w, "  next summary      serial {}", c.next_summary_serial);
+    let _ = writeln!(w, "  unmounted cleanly {}", c.flags & super::layout::SB_CLEAN != 0);
+    let t = &lfs.tables;
+    let _ = writeln!(w, "ifile");
+    let _ = writeln!(w, "  size              {} bytes ({} blocks)", lfs.ifile.attr.size, t.nblocks());
+    let _ = writeln!(w, "  clean segments    {}", t.cleaner.clean_segments);
+    let _ = writeln!(w, "  dirty segments    {}", t.cleaner.dirty_segments);
+    let _ = writeln!(w, "  inode numbers     {} ({} in use)", t.cleaner.ninodes, t.inodes_in_use());
+    let _ = writeln!(w, "  free-list head    {}", t.cleaner.free_head);
+    let _ = writeln!(w, "segment usage table (clean segments without a superblock omitted)");
+    let _ = writeln!(
+        w,
+        "  {:>8}  {:<18} {:>10} {:>6} {:>6}  lastmod (ns)",
+        "segment", "flags", "live bytes", "sums", "inos"
+    );
+    let mut omitted = 0;
+    for (i, s) in t.seguse.iter().enumerate() {
+        if s.flags == SEGUSE_CLEAN {
+            omitted += 1;
+            continue;
+        }
+        let _ = writeln!(
+            w,
+            "  {:>8}  {:<18} {:>10} {:>6} {:>6}  {}",
+            i,
+            flags_text(s.flags),
+            s.live_bytes,
+            s.nsums,
+            s.ninos,
+            s.lastmod
+        );
+    }
+    let _ = writeln!(w, "  ({omitted} clean segments omitted)");
+    let _ = writeln!(w, "partial segments in log-head segment {}", c.log_segment);
+    dump_partials(&lfs, c.log_segment, w);
+    Ok(out)
+}
+
+/// Lists the valid partial segments at the start of segment `seg`.
+fn dump_partials(lfs: &Lfs, seg: u64, w: &mut String) {
+    let bs = lfs.block_size;
+    let bps = lfs.sb.blocks_per_segment();
+    let mut offset =
+        u64::from(lfs.tables.seguse.get(seg as usize).is_some_and(|s| s.flags & SEGUSE_SUPERBLOCK != 0));
+    while offset + 1 < bps {
+        let daddr = seg * bps + offset;
+        let mut block = vec![0u8; bs];
+        if lfs.dev.read_at(daddr * bs as u64, &mut block).is_err() {
+            break;
+        }
+        let Ok(s) = Summary::decode(&block, daddr) else { break };
+        if s.fs_id != lfs.sb.fs_id || offset + 1 + s.nblocks as u64 > bps {
+            break;
+        }
+        let mut data = vec![0u8; s.nblocks as usize * bs];
+        let crc_ok =
+            lfs.dev.read_at((daddr + 1) * bs as u64, &mut data).is_ok() && crc32c(&data) == s.data_crc;
+        let _ = writeln!(
+            w,
+            "  block {:>8}: serial {:>6} flags {:#x} blocks {:>4} (inode blocks {}) files {:>3} next seg {} data crc {}",
+            daddr,
+            s.serial,
+            s.flags,
+            s.nblocks,
+            s.ninoblocks,
+            s.finfos.len(),
+            s.next_segment,
+            if crc_ok { "ok" } else { "BAD" }
+        );
+        offset += 1 + s.nblocks as u64;
+    }
+}

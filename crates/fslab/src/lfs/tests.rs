@@ -1,0 +1,309 @@
+//! Tests of the storage manager alone, on a memory disk.
+
+use super::*;
+use crate::format::inode::kind;
+use disk::MemDisk;
+
+fn fresh(size: u64, options: MkfsOptions) -> Arc<MemDisk> {
+    let disk = Arc::new(MemDisk::new(size));
+    mkfs(disk.clone(), &options).expect("mkfs");
+    disk
+}
+
+fn small_options() -> MkfsOptions {
+    MkfsOptions { block_size: 4096, segment_size: 64 << 10 }
+}
+
+fn mount_mem(disk: &Arc<MemDisk>) -> Lfs {
+    Lfs::mount(disk.clone(), MountOptions { cache_bytes: 4 << 20, ..MountOptions::default() }).expect("mount")
+}
+
+fn new_file(lfs: &mut Lfs) -> Ino {
+    let inode = lfs.valloc().expect("valloc");
+    let attr = InodeAttr { mode: kind::REG | 0o644, nlink: 1, ..InodeAttr::default() };
+    lfs.update(inode.ino, &attr).expect("update");
+    inode.ino
+}
+
+fn pattern(ino: Ino, lbn: Lbn, len: usize) -> Vec<u8> {
+    (0..len).map(|i| (ino as usize * 31 + lbn as usize * 7 + i) as u8).collect()
+}
+
+#[test]
+fn blocks_survive_checkpoint_and_remount() {
+    let disk = fresh(8 << 20, small_options());
+    let mut lfs = mount_mem(&disk);
+    let ino = new_file(&mut lfs);
+    assert_eq!(ino, crate::format::ROOT_INO, "the first inode handed out is the root's number");
+    for lbn in [0i64, 1, 11, 12, 13, 2000] {
+        lfs.write_block(ino, lbn, 0, &pattern(ino, lbn, 4096)).expect("write");
+    }
+    let mut attr = lfs.vget(ino).expect("vget").attr;
+    attr.size = 2001 * 4096;
+    lfs.update(ino, &attr).expect("update");
+    lfs.unmount().expect("unmount");
+
+    let mut lfs = mount_mem(&disk);
+    let inode = lfs.vget(ino).expect("vget after remount");
+    assert_eq!(inode.attr.size, 2001 * 4096);
+    assert_eq!(
+        inode.blocks,
+        (6 + 3) * 8,
+        "six data blocks, a single indirect block, and a double with one single below it"
+    );
+    let mut buf = vec![0u8; 4096];
+    for lbn in [0i64, 1, 11, 12, 13, 2000] {
+        lfs.read_block(ino, lbn, &mut buf).expect("read");
+        assert_eq!(buf, pattern(ino, lbn, 4096), "block {lbn}");
+    }
+    lfs.read_block(ino, 500, &mut buf).expect("read hole");
+    assert!(buf.iter().all(|&b| b == 0), "a hole reads as zeros");
+    assert_eq!(lfs.next_data(ino, 14).expect("next_data"), Some(2000));
+    assert_eq!(lfs.next_data(ino, 2001).expect("next_data"), None);
+}
+
+#[test]
+fn writes_spanning_many_segments_read_back_after_remount() {
+    let disk = fresh(16 << 20, small_options());
+    let mut lfs = mount_mem(&disk);
+    let files: Vec<Ino> = (0..5).map(|_| new_file(&mut lfs)).collect();
+    for round in 0..3 {
+        for &ino in &files {
+            for lbn in 0..100 {
+                let mut data = pattern(ino, lbn, 4096);
+                data[0] = round;
+                lfs.write_block(ino, lbn, 0, &data).expect("write");
+            }
+        }
+        lfs.sync().expect("sync");
+    }
+    for &ino in &files {
+        let mut attr = lfs.vget(ino).expect("vget").attr;
+        attr.size = 100 * 4096;
+        lfs.update(ino, &attr).expect("update");
+    }
+    lfs.unmount().expect("unmount");
+    let mut lfs = mount_mem(&disk);
+    let mut buf = vec![0u8; 4096];
+    for &ino in &files {
+        for lbn in 0..100 {
+            lfs.read_block(ino, lbn, &mut buf).expect("read");
+            let mut want = pattern(ino, lbn, 4096);
+            want[0] = 2;
+            assert_eq!(buf, want, "file {ino} block {lbn}");
+        }
+    }
+}
+
+#[test]
+fn live_bytes_match_what_the_inode_map_and_files_reference() {
+    let disk = fresh(8 << 20, small_options());
+    let mut lfs = mount_mem(&disk);
+    let a = new_file(&mut lfs);
+    let b = new_file(&mut lfs);
+    for lbn in 0..40 {
+        lfs.write_block(a, lbn, 0, &pattern(a, lbn, 4096)).expect("write");
+        lfs.write_block(b, lbn, 0, &pattern(b, lbn, 4096)).expect("write");
+    }
+    lfs.sync().expect("sync");
+    for lbn in 0..40 {
+        lfs.write_block(a, lbn, 0, &pattern(b, lbn, 4096)).expect("overwrite");
+    }
+    lfs.free_blocks(b, 0, u64::MAX).expect("free");
+    lfs.vfree(b).expect("vfree");
+    lfs.sync().expect("sync");
+    let live: u64 = lfs.tables.seguse.iter().map(|s| s.live_bytes as u64).sum();
+    // a: 40 data + 1 indirect block; inodes: a and the ifile; the ifile's blocks.
+    let ifile_blocks = lfs.ifile.blocks / 8;
+    let expected = (41 + ifile_blocks) * 4096 + 2 * 256;
+    assert_eq!(live, expected);
+}
+
+#[test]
+fn a_full_log_refuses_writes_with_enospc_and_keeps_what_it_accepted() {
+    let disk = fresh(4 << 20, small_options());
+    let mut lfs = mount_mem(&disk);
+    let ino = new_file(&mut lfs);
+    let mut accepted = 0i64;
+    let err = loop {
+        match lfs.write_block(ino, accepted, 0, &pattern(ino, accepted, 4096)) {
+            Ok(()) => accepted += 1,
+            Err(e) => break e,
+        }
+        assert!(accepted < 2000, "a 4 MiB disk cannot take 8 MiB");
+    };
+    assert_eq!(err.errno(), libc::ENOSPC);
+    assert!(accepted > 500, "most of the disk is usable: accepted {accepted} blocks");
+    let mut attr = lfs.vget(ino).expect("vget").attr;
+    attr.size = accepted as u64 * 4096;
+    lfs.update(ino, &attr).expect("update");
+    lfs.unmount().expect("every accepted block must fit");
+    let mut lfs = mount_mem(&disk);
+    let mut buf = vec![0u8; 4096];
+    for lbn in 0..accepted {
+        lfs.read_block(ino, lbn, &mut buf).expect("read");
+        assert_eq!(buf, pattern(ino, lbn, 4096));
+    }
+    // Deleting the file makes its segments reclaimable: space comes back.
+    lfs.free_blocks(ino, 0, u64::MAX).expect("free");
+    lfs.vfree(ino).expect("vfree");
+    let other = new_file(&mut lfs);
+    for lbn in 0..accepted / 2 {
+        lfs.write_block(other, lbn, 0, &pattern(other, lbn, 4096)).expect("space was reclaimed");
+    }
+    lfs.unmount().expect("unmount");
+}
+
+#[test]
+fn mount_rejects_foreign_and_damaged_images() {
+    let random = Arc::new(MemDisk::from_bytes(
+        (0..(4u32 << 20)).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect(),
+    ));
+    assert!(matches!(Lfs::mount(random, MountOptions::default()), Err(crate::Error::Foreign(_))));
+    let disk = fresh(8 << 20, small_options());
+    let mut bytes = disk.snapshot();
+    bytes[200] ^= 0xff;
+    // With the first copy damaged, another copy still mounts.
+    let damaged = Arc::new(MemDisk::from_bytes(bytes.clone()));
+    assert!(Lfs::mount(damaged, MountOptions::default()).is_ok());
+    // With every copy damaged, mount fails cleanly.
+    let sb = mount_mem(&disk).sb;
+    for i in 0..sb.ncopies as usize {
+        bytes[sb.copy_offset(i) as usize + 130] ^= 0xff;
+    }
+    assert!(Lfs::mount(Arc::new(MemDisk::from_bytes(bytes)), MountOptions::default()).is_err());
+}
+
+#[test]
+fn truncate_frees_indirect_trees() {
+    let disk = fresh(16 << 20, small_options());
+    let mut lfs = mount_mem(&disk);
+    let ino = new_file(&mut lfs);
+    let far = 12 + 1024 + 5; // under the double indirect block
+    for lbn in [0, 12, far] {
+        lfs.write_block(ino, lbn, 0, &pattern(ino, lbn, 4096)).expect("write");
+    }
+    lfs.sync().expect("sync");
+    assert_eq!(lfs.vget(ino).expect("vget").blocks, (3 + 1 + 2) * 8);
+    lfs.free_blocks(ino, 1, u64::MAX).expect("truncate");
+    let inode = lfs.vget(ino).expect("vget");
+    assert_eq!(inode.blocks, 8, "only block 0 is left");
+    assert_eq!(inode.indirect, [0, 0, 0]);
+    lfs.sync().expect("sync");
+    let mut buf = vec![0u8; 4096];
+    lfs.read_block(ino, far as Lbn, &mut buf).expect("read");
+    assert!(buf.iter().all(|&b| b == 0));
+}
+
+/// Random block writes, frees, file deletions, syncs and remounts, checked
+/// against a map of what each block should hold; the live-byte total is
+/// checked against a recount after every sync.
+#[test]
+fn random_block_operations_match_a_model_across_remounts() {
+    use rand::{Rng, SeedableRng};
+    use std::collections::BTreeMap;
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
+    let disk = fresh(32 << 20, small_options());
+    let mut lfs = mount_mem(&disk);
+    let mut model: BTreeMap<Ino, BTreeMap<Lbn, u8>> = BTreeMap::new();
+    let lbn_choices = [0i64, 1, 5, 11, 12, 13, 100, 1035, 1036, 1037, 5000, 1049612, 1049613];
+    for step in 0..3000 {
+        match rng.gen_range(0..100) {
+            0..=59 => {
+                let ino = if model.is_empty() || rng.gen_bool(0.05) {
+                    let ino = new_file(&mut lfs);
+                    model.insert(ino, BTreeMap::new());
+                    ino
+                } else {
+                    *model.keys().nth(rng.gen_range(0..model.len())).expect("nonempty")
+                };
+                let lbn = lbn_choices[rng.gen_range(0..lbn_choices.len())] + rng.gen_range(0..3);
+                let byte: u8 = rng.gen();
+                lfs.write_block(ino, lbn, 0, &[byte; 4096]).expect("write");
+                model.entry(ino).or_default().insert(lbn, byte);
+            }
+            60..=69 if !model.is_empty() => {
+                let ino = *model.keys().nth(rng.gen_range(0..model.len())).expect("nonempty");
+                let first: u64 = lbn_choices[rng.gen_range(0..lbn_choices.len())] as u64;
+                lfs.free_blocks(ino, first, u64::MAX).expect("truncate");
+                model.entry(ino).or_default().retain(|&l, _| (l as u64) < first);
+            }
+            70..=74 if !model.is_empty() => {
+                let ino = *model.keys().nth(rng.gen_range(0..model.len())).expect("nonempty");
+                lfs.free_blocks(ino, 0, u64::MAX).expect("free");
+                lfs.vfree(ino).expect("vfree");
+                model.remove(&ino);
+            }
+            75..=79 => {
+                lfs.sync().expect("sync");
+                assert_live_bytes_are_exact(&mut lfs);
+            }
+            80..=81 => {
+                lfs.unmount().expect("unmount");
+                lfs = mount_mem(&disk);
+            }
+            _ => {}
+        }
+        if step % 50 == 0 {
+            let mut buf = vec![0u8; 4096];
+            for (&ino, blocks) in &model {
+                for (&lbn, &byte) in blocks {
+                    lfs.read_block(ino, lbn, &mut buf).expect("read");
+                    assert!(buf.iter().all(|&b| b == byte), "step {step}: inode {ino} block {lbn}");
+                }
+                let inode = lfs.vget(ino).expect("vget");
+                assert!(inode.blocks >= blocks.len() as u64 * 8, "blocks count covers the data");
+            }
+        }
+    }
+}
+
+/// Recounts every live block and inode by walking the inode map and each
+/// file's block tree, and compares with the segment usage table.
+fn assert_live_bytes_are_exact(lfs: &mut Lfs) {
+    use crate::format::blockno::{Geometry, NDADDR};
+    let mut live = vec![0u64; lfs.sb.nsegments as usize];
+    let bps = lfs.sb.blocks_per_segment();
+    let count = |live: &mut Vec<u64>, daddr: Daddr, bytes: u64| {
+        if daddr != 0 {
+            live[(daddr / bps) as usize] += bytes;
+        }
+    };
+    let inos: Vec<Ino> =
+        (0..lfs.tables.imap.len() as Ino).filter(|&i| lfs.tables.imap[i as usize].daddr != 0).collect();
+    count(&mut live, lfs.ifile_daddr, 256);
+    for &ino in &inos {
+        count(&mut live, lfs.tables.imap[ino as usize].daddr, 256);
+    }
+    for ino in std::iter::once(crate::format::IFILE_INO).chain(inos) {
+        let mut names: Vec<Lbn> = (0..NDADDR as Lbn).collect();
+        names.push(crate::format::blockno::XATTR_LBN);
+        let n = lfs.geometry.nindir;
+        let starts = [NDADDR as u64, NDADDR as u64 + n, NDADDR as u64 + n + n * n];
+        // Walk each tree breadth first: (level, first data block).
+        let mut metas: Vec<(usize, u64)> = (1..=3).map(|l| (l, starts[l - 1])).collect();
+        while let Some((level, first)) = metas.pop() {
+            let name = Geometry::meta_lbn(level, first);
+            if lfs.pointer(ino, name).expect("pointer") == 0 {
+                continue;
+            }
+            names.push(name);
+            let span = n.pow(level as u32 - 1);
+            for i in 0..n {
+                let child_first = first + i * span;
+                if level == 1 {
+                    names.push(child_first as Lbn);
+                } else {
+                    metas.push((level - 1, child_first));
+                }
+            }
+        }
+        for name in names {
+            let daddr = lfs.pointer(ino, name).expect("pointer");
+            count(&mut live, daddr, 4096);
+        }
+    }
+    for (seg, s) in lfs.tables.seguse.iter().enumerate() {
+        assert_eq!(s.live_bytes as u64, live[seg], "segment {seg} live bytes");
+    }
+}

@@ -1,0 +1,533 @@
+//! The segment writer and checkpoints (1993 paper §2.1, §3.3, §4.3).
+//!
+//! A segment write gathers dirty blocks, sorts each file's blocks by logical
+//! block number, assigns them addresses at the head of the log, updates the
+//! indirect blocks and inodes that point at them, packs dirty inodes into
+//! inode blocks, updates the inode map, and writes each partial segment —
+//! summary first, built front to back — with one device write.
+//!
+//! Order inside a write: (1) files not touched by a directory operation,
+//! then their inodes; (2) files touched by directory operations, then their
+//! inodes, in partial segments flagged SS_DIROP; (3) when a directory
+//! operation happened or a checkpoint is asked for, the ifile and its inode
+//! (§4.3: "the next segment write will append all dirty blocks from the
+//! ifile"). All partial segments of step 2 and 3 but the last carry SS_CONT.
+//!
+//! A checkpoint is a segment write with the ifile, a flush barrier, the
+//! superblock pointing at the new ifile inode, and a second barrier.
+
+use super::layout::{
+    Checkpoint, Finfo, Summary, FINFO_HEADER, SB_CLEAN, SEGUSE_ACTIVE, SEGUSE_CLEAN, SEGUSE_DIRTY,
+    SEGUSE_SUPERBLOCK, SS_CONT, SS_DIROP, SS_IFILE,
+};
+use super::Lfs;
+use crate::error::errno;
+use crate::format::inode::INODE_SIZE;
+use crate::format::{crc32c, now_ns, Daddr, Ino, Lbn, IFILE_INO};
+use crate::Result;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// A partial segment being assembled: a summary block's room followed by
+/// the blocks, in one buffer so it leaves with one write.
+struct Partial {
+    start: Daddr,
+    summary: Summary,
+    /// Summary block (placeholder until written) followed by the blocks.
+    buf: Vec<u8>,
+    /// Blocks after the summary this partial may still take.
+    capacity: u64,
+}
+
+impl Partial {
+    fn nblocks(&self, block_size: usize) -> u64 {
+        (self.buf.len() / block_size) as u64 - 1
+    }
+}
+
+/// The partial segments of one segment write.
+#[derive(Default)]
+struct Batch {
+    done: Vec<Partial>,
+    open: Option<Partial>,
+    /// Flags given to partial segments opened from now on.
+    flags: u16,
+}
+
+impl Lfs {
+    /// Whether anything waits to be written.
+    pub(super) fn has_changes(&self) -> bool {
+        self.cache.dirty_count() > 0 || self.dirty_inodes > 0 || !self.tables.dirty_blocks().is_empty()
+    }
+
+    /// The first clean segment after `seg`, going round the disk.
+    pub(super) fn clean_after(&self, seg: u64) -> Option<u64> {
+        let n = self.sb.nsegments;
+        (1..n).map(|i| (seg + i) % n).find(|&s| {
+            s != self.log.segment
+                && self.tables.seguse.get(s as usize).is_some_and(|u| u.flags & SEGUSE_CLEAN != 0)
+        })
+    }
+
+    /// Moves the log head into the next segment and chooses the one after.
+    fn advance_segment(&mut self) -> Result<()> {
+        let old = self.log.segment;
+        let new = self.log.next_segment;
+        if new == old {
+            return Err(errno(libc::ENOSPC, "the log has no clean segment to continue in"));
+        }
+        let now = now_ns();
+        if let Some(s) = self.tables.seguse.get_mut(old as usize) {
+            s.flags &= !SEGUSE_ACTIVE;
+        }
+        self.tables.touch_segment(old);
+        let has_sb = match self.tables.seguse.get_mut(new as usize) {
+            Some(s) => {
+                s.flags = (s.flags & SEGUSE_SUPERBLOCK) | SEGUSE_DIRTY | SEGUSE_ACTIVE;
+                s.lastmod = now;
+                s.flags & SEGUSE_SUPERBLOCK != 0
+            }
+            None => {
+                return Err(crate::Error::corrupt("segment usage table", new, "next segment out of range"))
+            }
+        };
+        self.tables.touch_segment(new);
+        self.log.segment = new;
+        self.log.offset = u64::from(has_sb);
+        self.log.next_segment = self.clean_after(new).unwrap_or(new);
+        self.segment_space = None;
+        Ok(())
+    }
+
+    /// Opens a partial segment at the log head.
+    fn open_partial(&mut self, batch: &mut Batch) -> Result<()> {
+        let bps = self.sb.blocks_per_segment();
+        if bps - self.log.offset < 2 {
+            self.advance_segment()?;
+        }
+        let start = self.log.segment * bps + self.log.offset;
+        batch.open = Some(Partial {
+            start,
+            summary: Summary {
+                fs_id: self.sb.fs_id,
+                serial: 0,
+                time: 0,
+                next_segment: 0,
+                flags: batch.flags,
+                nblocks: 0,
+                ninoblocks: 0,
+                data_crc: 0,
+                finfos: Vec::new(),
+            },
+            buf: vec![0u8; self.block_size],
+            capacity: bps - self.log.offset - 1,
+        });
+        Ok(())
+    }
+
+    /// Closes the open partial segment: fixes its summary fields and moves
+    /// the log head past it. An empty partial is dropped.
+    fn close_partial(&mut self, batch: &mut Batch) {
+        let Some(mut p) = batch.open.take() else { return };
+        let n = p.nblocks(self.block_size);
+        if n == 0 {
+            return;
+        }
+        p.summary.nblocks = n as u32;
+        p.summary.serial = self.log.next_serial;
+        p.summary.time = now_ns();
+        p.summary.next_segment = self.log.next_segment;
+        self.log.next_serial += 1;
+        self.log.offset += 1 + n;
+        let seg = self.log.segment;
+        if let Some(s) = self.tables.seguse.get_mut(seg as usize) {
+            s.nsums += 1;
+            s.ninos += p.summary.ninoblocks;
+            s.lastmod = p.summary.time;
+        }
+        self.tables.touch_segment(seg);
+        self.segment_space = None;
+        batch.done.push(p);
+    }
+
+    /// Reserves the next slot of the log for block `lbn` of `ino` (version
+    /// `version`) and returns its address; the caller fills it.
+    fn reserve_slot(&mut self, batch: &mut Batch, ino: Ino, version: u32, lbn: Lbn) -> Result<Daddr> {
+        let bs = self.block_size;
+        loop {
+            if batch.open.is_none() {
+                self.open_partial(batch)?;
+            }
+            let p = batch.open.as_mut().ok_or_else(|| errno(libc::EIO, "no open partial segment"))?;
+            let same_file = p.summary.finfos.last().is_some_and(|f| f.ino == ino && f.version == version);
+            let grows = if same_file { 8 } else { FINFO_HEADER + 8 };
+            let fits = p.nblocks(bs) < p.capacity
+                && p.summary.ninoblocks == 0
+                && p.summary.encoded_len() + grows <= bs;
+            if !fits {
+                self.close_partial(batch);
+                continue;
+            }
+            if !same_file {
+                p.summary.finfos.push(Finfo { ino, version, last_length: bs as u32, lbns: Vec::new() });
+            }
+            if let Some(f) = p.summary.finfos.last_mut() {
+                f.lbns.push(lbn);
+            }
+            let daddr = p.start + 1 + p.nblocks(bs);
+            p.buf.resize(p.buf.len() + bs, 0);
+            return Ok(daddr);
+        }
+    }
+
+    /// Appends an inode block to the open partial segment; inode blocks are
+    /// its last blocks.
+    fn place_inode_block(&mut self, batch: &mut Batch, block: &[u8]) -> Result<Daddr> {
+        let bs = self.block_size;
+        loop {
+            if batch.open.is_none() {
+                self.open_partial(batch)?;
+            }
+            let p = batch.open.as_mut().ok_or_else(|| errno(libc::EIO, "no open partial segment"))?;
+            if p.nblocks(bs) >= p.capacity {
+                self.close_partial(batch);
+                continue;
+            }
+            let daddr = p.start + 1 + p.nblocks(bs);
+            p.buf.extend_from_slice(block);
+            p.summary.ninoblocks += 1;
+            return Ok(daddr);
+        }
+    }
+
+    /// Copies `data` into the slot at `daddr` of a partial not yet written.
+    fn fill(&self, batch: &mut Batch, daddr: Daddr, data: &[u8]) -> Result<()> {
+        let bs = self.block_size;
+        let p = batch
+            .done
+            .iter_mut()
+            .chain(batch.open.iter_mut())
+            .find(|p| daddr > p.start && daddr <= p.start + p.nblocks(bs))
+            .ok_or_else(|| errno(libc::EIO, "slot is not in an unwritten partial segment"))?;
+        let at = (daddr - p.start) as usize * bs;
+        p.buf[at..at + bs].copy_from_slice(data);
+        Ok(())
+    }
+
+    /// Writes the closed partial segments. A non-final flush happens in the
+    /// middle of a write, so its directory-operation partials all continue.
+    fn flush_partials(&mut self, batch: &mut Batch, last: bool) -> Result<()> {
+        let bs = self.block_size;
+        let count = batch.done.len();
+        let last_dirop =
+            if last { batch.done.iter().rposition(|p| p.summary.flags & SS_DIROP != 0) } else { None };
+        for (i, mut p) in std::mem::take(&mut batch.done).into_iter().enumerate() {
+            if p.summary.flags & SS_DIROP != 0 && Some(i) != last_dirop {
+                p.summary.flags |= SS_CONT;
+            }
+            p.summary.data_crc = crc32c(&p.buf[bs..]);
+            let summary = p.summary.encode(bs);
+            p.buf[..bs].copy_from_slice(&summary);
+            self.dev.write_at(p.start * bs as u64, &p.buf)?;
+            self.stats.partial_segments += 1;
+            self.stats.blocks_written += (p.buf.len() / bs) as u64;
+            self.stats.writes += 1;
+        }
+        debug_assert!(count == 0 || batch.done.is_empty());
+        Ok(())
+    }
+
+    /// Gives block `lbn` of `ino` a new address at the log head, with
+    /// `contents` (or a placeholder to be filled later when `None`).
+    fn place_block(
+        &mut self,
+        batch: &mut Batch,
+        ino: Ino,
+        version: u32,
+        lbn: Lbn,
+        fill: bool,
+    ) -> Result<Daddr> {
+        let daddr = self.reserve_slot(batch, ino, version, lbn)?;
+        if fill {
+            let data =
+                self.cache.get((ino, lbn)).ok_or_else(|| errno(libc::EIO, "dirty block left the cache"))?;
+            let bs = self.block_size;
+            let p = batch.open.as_mut().ok_or_else(|| errno(libc::EIO, "no open partial segment"))?;
+            let at = p.buf.len() - bs;
+            p.buf[at..].copy_from_slice(data);
+        }
+        let old = self.pointer(ino, lbn)?;
+        self.set_pointer(ino, lbn, daddr)?;
+        if old != 0 {
+            self.adjust_live(self.seg_of(old), -(self.block_size as i64));
+        } else if ino == IFILE_INO {
+            self.ifile.blocks += self.bytes_per_frag();
+        }
+        self.adjust_live(self.seg_of(daddr), self.block_size as i64);
+        self.cache.mark_clean((ino, lbn));
+        Ok(daddr)
+    }
+
+    /// Places the dirty indirect blocks of `ino`, deepest level first, so
+    /// each is written after the blocks it points at have their addresses.
+    fn place_metas(&mut self, batch: &mut Batch, ino: Ino, version: u32) -> Result<()> {
+        for level in 1..=3 {
+            let mut metas: Vec<(u64, Lbn)> = self
+                .cache
+                .keys_in(ino, Lbn::MIN..=-2)
+                .into_iter()
+                .filter(|&k| self.cache.is_dirty(k))
+                .filter_map(|(_, lbn)| match self.geometry.meta_level(lbn) {
+                    Some((l, first)) if l == level => Some((first, lbn)),
+                    _ => None,
+                })
+                .collect();
+            metas.sort_unstable();
+            for (_, lbn) in metas {
+                self.place_block(batch, ino, version, lbn, true)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Places the dirty blocks of each file in `inos`, then their inodes.
+    fn write_files(&mut self, batch: &mut Batch, inos: &[Ino]) -> Result<()> {
+        for &ino in inos {
+            let version = self.tables.entry(ino).map_or(0, |e| e.version);
+            let data: Vec<Lbn> = self
+                .cache
+                .keys_in(ino, -1..=Lbn::MAX)
+                .into_iter()
+                .filter(|&k| self.cache.is_dirty(k))
+                .map(|(_, lbn)| lbn)
+                .collect();
+            for lbn in data {
+                self.place_block(batch, ino, version, lbn, true)?;
+            }
+            self.place_metas(batch, ino, version)?;
+            if batch.done.len() >= 4 {
+                self.flush_partials(batch, false)?;
+            }
+        }
+        let per_block = self.block_size / INODE_SIZE;
+        let dirty: Vec<Ino> =
+            inos.iter().copied().filter(|ino| self.inodes.get(ino).is_some_and(|c| c.dirty)).collect();
+        for group in dirty.chunks(per_block) {
+            let mut block = vec![0u8; self.block_size];
+            for (slot, ino) in group.iter().enumerate() {
+                if let Some(c) = self.inodes.get(ino) {
+                    c.inode.encode(&mut block[slot * INODE_SIZE..]);
+                }
+            }
+            let daddr = self.place_inode_block(batch, &block)?;
+            for &ino in group {
+                if let Some(old) = self.tables.entry(ino).map(|e| e.daddr) {
+                    if old != 0 {
+                        self.adjust_live(self.seg_of(old), -(INODE_SIZE as i64));
+                    }
+                }
+                self.tables.set_inode_addr(ino, daddr);
+                self.adjust_live(self.seg_of(daddr), INODE_SIZE as i64);
+                if let Some(c) = self.inodes.get_mut(&ino) {
+                    c.dirty = false;
+                    self.dirty_inodes -= 1;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The segments a write of about `blocks` blocks will touch: the current
+    /// one and those the log will advance into, chosen as `advance_segment`
+    /// will choose them.
+    fn segments_for(&self, blocks: u64) -> Vec<u64> {
+        let bps = self.sb.blocks_per_segment();
+        let mut segs = vec![self.log.segment];
+        let mut room = bps - self.log.offset;
+        let mut need = blocks + 2;
+        let mut next = self.log.next_segment;
+        while room < need + 1 && segs.len() < self.sb.nsegments as usize {
+            need = need.saturating_sub(room.saturating_sub(1));
+            if next == *segs.last().unwrap_or(&next) {
+                break;
+            }
+            segs.push(next);
+            room = self.usable_blocks(next);
+            need += 1;
+            next = (1..self.sb.nsegments)
+                .map(|i| (next + i) % self.sb.nsegments)
+                .find(|s| {
+                    !segs.contains(s)
+                        && self.tables.seguse.get(*s as usize).is_some_and(|u| u.flags & SEGUSE_CLEAN != 0)
+                })
+                .unwrap_or(next);
+        }
+        segs
+    }
+
+    /// Writes the ifile's changed blocks and the ifile inode (§4.2, §4.3).
+    ///
+    /// Writing the ifile changes the segment usage table it holds (new
+    /// blocks are live, old ones die), so the set of blocks to write is
+    /// closed first: every usage block that this write can change joins it.
+    /// Blocks get their addresses with placeholder contents, and are encoded
+    /// from the tables only after all accounting is done.
+    fn write_ifile(&mut self, batch: &mut Batch) -> Result<()> {
+        self.close_partial(batch);
+        let mut lbns: BTreeSet<u64> = self.tables.take_dirty();
+        lbns.insert(0);
+        let nblocks = self.tables.nblocks();
+        loop {
+            let mut more: BTreeSet<u64> = BTreeSet::new();
+            let estimate = lbns.len() as u64 * 2 + 4;
+            for seg in self.segments_for(estimate) {
+                more.insert(self.tables.seguse_lbn(seg));
+            }
+            more.insert(self.tables.seguse_lbn(self.seg_of(self.ifile_daddr)));
+            for &lbn in &lbns {
+                let mut names = vec![lbn as Lbn];
+                if let Some(path) = self.geometry.path(lbn) {
+                    names.extend_from_slice(&path.metas[..path.levels]);
+                }
+                for name in names {
+                    let old = self.pointer(IFILE_INO, name)?;
+                    if old != 0 {
+                        more.insert(self.tables.seguse_lbn(self.seg_of(old)));
+                    }
+                }
+            }
+            if more.is_subset(&lbns) {
+                break;
+            }
+            lbns.extend(more);
+        }
+        // Dirty the ifile's indirect blocks above every block to be written.
+        for &lbn in &lbns {
+            if let Some(path) = self.geometry.path(lbn) {
+                for &meta in &path.metas[..path.levels] {
+                    if !self.ensure_cached(IFILE_INO, meta)? {
+                        let zero = vec![0u8; self.block_size].into_boxed_slice();
+                        self.cache.insert((IFILE_INO, meta), zero, true);
+                        self.ifile.blocks += self.bytes_per_frag();
+                    }
+                    self.cache.mark_dirty((IFILE_INO, meta));
+                }
+            }
+        }
+        let mut placed: BTreeMap<u64, Daddr> = BTreeMap::new();
+        for &lbn in &lbns {
+            let daddr = self.place_block(batch, IFILE_INO, 0, lbn as Lbn, false)?;
+            placed.insert(lbn, daddr);
+        }
+        self.place_metas(batch, IFILE_INO, 0)?;
+        self.ifile.attr.size = nblocks * self.block_size as u64;
+        self.ifile.attr.mtime = now_ns();
+        self.ifile.attr.ctime = self.ifile.attr.mtime;
+        let mut block = vec![0u8; self.block_size];
+        self.ifile.encode(&mut block);
+        let daddr = self.place_inode_block(batch, &block)?;
+        if self.ifile_daddr != 0 {
+            self.adjust_live(self.seg_of(self.ifile_daddr), -(INODE_SIZE as i64));
+        }
+        self.ifile_daddr = daddr;
+        self.adjust_live(self.seg_of(daddr), INODE_SIZE as i64);
+        if let Some(p) = batch.open.as_mut() {
+            p.summary.flags |= SS_IFILE;
+        }
+        self.close_partial(batch);
+        // Every change this write made must fall inside the closed set.
+        let escaped: Vec<u64> = self.tables.take_dirty().difference(&lbns).copied().collect();
+        debug_assert!(escaped.is_empty(), "ifile blocks changed outside the closed set: {escaped:?}");
+        for lbn in escaped {
+            self.tables.mark_dirty(lbn);
+        }
+        let mut buf = vec![0u8; self.block_size];
+        for (&lbn, &daddr) in &placed {
+            self.tables.encode_block(lbn, &mut buf);
+            self.fill(batch, daddr, &buf)?;
+        }
+        Ok(())
+    }
+
+    /// Writes every dirty block and inode to the log; with `with_ifile`, or
+    /// when a directory operation happened since the last write, the ifile
+    /// too.
+    pub(super) fn write_segments(&mut self, with_ifile: bool) -> Result<()> {
+        let dirops = std::mem::take(&mut self.dirop_inodes);
+        let mut files: BTreeSet<Ino> = self.cache.dirty_keys().into_iter().map(|(ino, _)| ino).collect();
+        files.extend(self.inodes.iter().filter(|(_, c)| c.dirty).map(|(&ino, _)| ino));
+        files.remove(&IFILE_INO);
+        let (in_dirop, plain): (Vec<Ino>, Vec<Ino>) = files.into_iter().partition(|ino| dirops.contains(ino));
+        let mut batch = Batch::default();
+        self.write_files(&mut batch, &plain)?;
+        if !dirops.is_empty() {
+            self.close_partial(&mut batch);
+            batch.flags |= SS_DIROP;
+            self.write_files(&mut batch, &in_dirop)?;
+        }
+        if with_ifile || !dirops.is_empty() {
+            self.write_ifile(&mut batch)?;
+        }
+        self.close_partial(&mut batch);
+        self.flush_partials(&mut batch, true)
+    }
+
+    /// Writes a checkpoint: everything, the ifile, a barrier, the superblock,
+    /// a barrier. Then segments left with nothing live become clean: the
+    /// checkpoint just written no longer needs them. `clean` marks an
+    /// unmount and writes every superblock copy.
+    pub(super) fn checkpoint(&mut self, clean: bool) -> Result<()> {
+        self.write_segments(true)?;
+        // Barrier: the log the superblock will point at is durable first.
+        self.dev.flush()?;
+        let c = &self.sb.checkpoint;
+        self.sb.checkpoint = Checkpoint {
+            serial: c.serial + 1,
+            time: now_ns(),
+            ifile_daddr: self.ifile_daddr,
+            log_segment: self.log.segment,
+            log_offset: self.log.offset,
+            next_segment: self.log.next_segment,
+            next_summary_serial: self.log.next_serial,
+            flags: if clean { SB_CLEAN } else { 0 },
+        };
+        let bytes = self.sb.encode();
+        let copies = self.sb.ncopies as usize;
+        if clean {
+            for i in 0..copies {
+                self.dev.write_at(self.sb.copy_offset(i), &bytes)?;
+            }
+        } else {
+            // Alternate between the first two copies, so a torn superblock
+            // write always leaves the previous checkpoint intact.
+            let i = (self.sb.checkpoint.serial % copies.min(2) as u64) as usize;
+            self.dev.write_at(self.sb.copy_offset(i), &bytes)?;
+        }
+        // Barrier: the checkpoint is durable when this returns.
+        self.dev.flush()?;
+        self.stats.checkpoints += 1;
+        self.last_checkpoint = std::time::Instant::now();
+        self.reclaim_empty_segments();
+        Ok(())
+    }
+
+    /// Marks clean every dirty segment with no live bytes outside the log head.
+    fn reclaim_empty_segments(&mut self) {
+        for seg in 0..self.sb.nsegments {
+            if seg == self.log.segment || seg == self.log.next_segment {
+                continue;
+            }
+            let Some(s) = self.tables.seguse.get_mut(seg as usize) else { continue };
+            if s.flags & SEGUSE_DIRTY != 0 && s.live_bytes == 0 {
+                s.flags = (s.flags & SEGUSE_SUPERBLOCK) | SEGUSE_CLEAN;
+                s.nsums = 0;
+                s.ninos = 0;
+                self.tables.touch_segment(seg);
+                self.stats.segments_reclaimed += 1;
+            }
+        }
+        if self.log.next_segment == self.log.segment {
+            self.log.next_segment = self.clean_after(self.log.segment).unwrap_or(self.log.segment);
+        }
+        self.segment_space = None;
+    }
+}

@@ -1,0 +1,352 @@
+//! `MemStorage`: a storage manager that keeps inodes and blocks in memory.
+//!
+//! It exists so that the namespace can be tested without a layout (unit and
+//! model tests). Blocks are named by (inode, logical block number) exactly as
+//! the namespace names them; there are no disk addresses. It honours ENOSPC
+//! against a configurable block limit, keeps `reserve_blocks` promises, and
+//! counts directory operations so tests can check the bracketing.
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::{StatFs, StorageManager, XATTR_LBN};
+use crate::error::errno;
+use crate::format::blockno::Geometry;
+use crate::format::dirent::new_dir_block;
+use crate::format::inode::{kind, Inode, InodeAttr};
+use crate::format::{now_ns, Ino, Lbn, NAME_MAX, ROOT_INO};
+use crate::Result;
+
+/// Inode numbers `MemStorage` reports as its capacity.
+const TOTAL_INODES: u64 = 1 << 32;
+
+/// An in-memory [`StorageManager`].
+///
+/// Invariants: every key of `blocks` names an inode in `inodes`; `used`
+/// equals `blocks.len()`; `used + reserved <= limit` when a limit is set.
+#[derive(Debug)]
+pub struct MemStorage {
+    block_size: u32,
+    max_file_size: u64,
+    block_limit: Option<u64>,
+    inodes: HashMap<Ino, Inode>,
+    blocks: BTreeMap<(Ino, Lbn), Vec<u8>>,
+    reserved: u64,
+    free_inos: Vec<Ino>,
+    next_ino: Ino,
+    generations: HashMap<Ino, u32>,
+    dirop_depth: u32,
+    dirops_begun: u64,
+    dirops_ended: u64,
+    block_reads: u64,
+    unmounted: bool,
+}
+
+impl MemStorage {
+    /// An empty file system of `block_size`-byte blocks (a multiple of 512)
+    /// holding only the root directory, with no block limit.
+    pub fn new(block_size: u32) -> MemStorage {
+        let geometry = Geometry::new(block_size);
+        let mut storage = MemStorage {
+            block_size,
+            max_file_size: geometry.max_blocks().saturating_mul(block_size as u64),
+            block_limit: None,
+            inodes: HashMap::new(),
+            blocks: BTreeMap::new(),
+            reserved: 0,
+            free_inos: Vec::new(),
+            next_ino: ROOT_INO + 1,
+            generations: HashMap::new(),
+            dirop_depth: 0,
+            dirops_begun: 0,
+            dirops_ended: 0,
+            block_reads: 0,
+            unmounted: false,
+        };
+        let now = now_ns();
+        let attr = InodeAttr {
+            mode: kind::DIR | 0o755,
+            nlink: 2,
+            size: block_size as u64,
+            atime: now,
+            mtime: now,
+            ctime: now,
+            btime: now,
+            ..InodeAttr::default()
+        };
+        storage.inodes.insert(ROOT_INO, Inode { ino: ROOT_INO, generation: 1, attr, ..Inode::default() });
+        storage.blocks.insert((ROOT_INO, 0), new_dir_block(block_size as usize, ROOT_INO, ROOT_INO));
+        storage.recount(ROOT_INO);
+        storage
+    }
+
+    /// Limits the blocks (data and xattr) that may be stored; `None` for no limit.
+    pub fn set_block_limit(&mut self, limit: Option<u64>) {
+        self.block_limit = limit;
+    }
+
+    /// Lowers the largest file size (to test EFBIG without huge offsets).
+    pub fn set_max_file_size(&mut self, bytes: u64) {
+        self.max_file_size = bytes;
+    }
+
+    /// Blocks stored now.
+    pub fn blocks_used(&self) -> u64 {
+        self.blocks.len() as u64
+    }
+
+    /// Inodes allocated now (the root included).
+    pub fn inodes_used(&self) -> u64 {
+        self.inodes.len() as u64
+    }
+
+    /// Directory operations begun and ended so far.
+    pub fn dirop_counts(&self) -> (u64, u64) {
+        (self.dirops_begun, self.dirops_ended)
+    }
+
+    /// Directory operations open now (0 between calls of the namespace).
+    pub fn dirop_depth(&self) -> u32 {
+        self.dirop_depth
+    }
+
+    /// `read_block` calls so far.
+    pub fn block_reads(&self) -> u64 {
+        self.block_reads
+    }
+
+    /// Whether `unmount` has been called.
+    pub fn is_unmounted(&self) -> bool {
+        self.unmounted
+    }
+
+    /// Whether block `lbn` of `ino` is stored (not a hole).
+    pub fn has_block(&self, ino: Ino, lbn: Lbn) -> bool {
+        self.blocks.contains_key(&(ino, lbn))
+    }
+
+    /// The stored bytes of a block, to let tests damage them.
+    pub fn block_mut(&mut self, ino: Ino, lbn: Lbn) -> Option<&mut [u8]> {
+        self.blocks.get_mut(&(ino, lbn)).map(|b| b.as_mut_slice())
+    }
+
+    fn free_now(&self) -> u64 {
+        match self.block_limit {
+            Some(limit) => limit.saturating_sub(self.blocks.len() as u64 + self.reserved),
+            None => u64::MAX / 2,
+        }
+    }
+
+    /// Sets the inode's `blocks` (512-byte units) and xattr pointer from what is stored.
+    fn recount(&mut self, ino: Ino) {
+        let count = self.blocks.range((ino, Lbn::MIN)..=(ino, Lbn::MAX)).count() as u64;
+        let has_xattr = self.blocks.contains_key(&(ino, XATTR_LBN));
+        if let Some(inode) = self.inodes.get_mut(&ino) {
+            inode.blocks = count * (self.block_size as u64 / 512);
+            // A fake but nonzero address, so that "has an xattr block" reads as it would on disk.
+            inode.xattr = u64::from(has_xattr);
+        }
+    }
+
+    fn check_lbn(&self, ino: Ino, lbn: Lbn) -> Result<()> {
+        if !self.inodes.contains_key(&ino) {
+            return Err(errno(libc::ENOENT, "no such inode"));
+        }
+        if lbn < 0 && lbn != XATTR_LBN {
+            return Err(errno(libc::EINVAL, "the namespace names no indirect block"));
+        }
+        if lbn >= 0 && (lbn as u64).saturating_mul(self.block_size as u64) >= self.max_file_size {
+            return Err(errno(libc::EFBIG, "block past the largest file"));
+        }
+        Ok(())
+    }
+}
+
+impl StorageManager for MemStorage {
+    fn block_size(&self) -> u32 {
+        self.block_size
+    }
+
+    fn max_file_size(&self) -> u64 {
+        self.max_file_size
+    }
+
+    fn valloc(&mut self) -> Result<Inode> {
+        let ino = match self.free_inos.pop() {
+            Some(ino) => ino,
+            None if self.next_ino < TOTAL_INODES => {
+                self.next_ino += 1;
+                self.next_ino - 1
+            }
+            None => return Err(errno(libc::ENOSPC, "no free inode")),
+        };
+        let generation = self.generations.entry(ino).or_insert(0);
+        *generation += 1;
+        let inode = Inode { ino, generation: *generation, ..Inode::default() };
+        self.inodes.insert(ino, inode);
+        Ok(inode)
+    }
+
+    fn vfree(&mut self, ino: Ino) -> Result<()> {
+        if self.blocks.range((ino, Lbn::MIN)..=(ino, Lbn::MAX)).next().is_some() {
+            return Err(errno(libc::EBUSY, "vfree of an inode that still has blocks"));
+        }
+        if ino == ROOT_INO || self.inodes.remove(&ino).is_none() {
+            return Err(errno(libc::EINVAL, "vfree of an inode not allocated"));
+        }
+        self.free_inos.push(ino);
+        Ok(())
+    }
+
+    fn vget(&mut self, ino: Ino) -> Result<Inode> {
+        self.inodes.get(&ino).copied().ok_or(errno(libc::ENOENT, "no such inode"))
+    }
+
+    fn update(&mut self, ino: Ino, attr: &InodeAttr) -> Result<()> {
+        let inode = self.inodes.get_mut(&ino).ok_or(errno(libc::ENOENT, "no such inode"))?;
+        inode.attr = *attr;
+        Ok(())
+    }
+
+    fn read_block(&mut self, ino: Ino, lbn: Lbn, buf: &mut [u8]) -> Result<()> {
+        self.check_lbn(ino, lbn)?;
+        if buf.len() != self.block_size as usize {
+            return Err(errno(libc::EINVAL, "read_block buffer is not one block"));
+        }
+        self.block_reads += 1;
+        match self.blocks.get(&(ino, lbn)) {
+            Some(block) => buf.copy_from_slice(block),
+            None => buf.fill(0),
+        }
+        Ok(())
+    }
+
+    fn write_block(&mut self, ino: Ino, lbn: Lbn, offset: usize, data: &[u8]) -> Result<()> {
+        self.check_lbn(ino, lbn)?;
+        let bs = self.block_size as usize;
+        if offset.checked_add(data.len()).is_none_or(|end| end > bs) {
+            return Err(errno(libc::EINVAL, "write_block past the end of the block"));
+        }
+        if !self.blocks.contains_key(&(ino, lbn)) {
+            if self.reserved > 0 {
+                self.reserved -= 1;
+            } else if self.free_now() == 0 {
+                return Err(errno(libc::ENOSPC, "block limit reached"));
+            }
+            self.blocks.insert((ino, lbn), vec![0; bs]);
+            self.recount(ino);
+        }
+        if let Some(block) = self.blocks.get_mut(&(ino, lbn)) {
+            block[offset..offset + data.len()].copy_from_slice(data);
+        }
+        Ok(())
+    }
+
+    fn next_data(&mut self, ino: Ino, lbn: u64) -> Result<Option<u64>> {
+        if !self.inodes.contains_key(&ino) {
+            return Err(errno(libc::ENOENT, "no such inode"));
+        }
+        let start = Lbn::try_from(lbn).unwrap_or(Lbn::MAX);
+        Ok(self.blocks.range((ino, start)..=(ino, Lbn::MAX)).next().map(|(&(_, l), _)| l as u64))
+    }
+
+    fn free_blocks(&mut self, ino: Ino, first: u64, last: u64) -> Result<()> {
+        if !self.inodes.contains_key(&ino) {
+            return Err(errno(libc::ENOENT, "no such inode"));
+        }
+        if first > last {
+            return Ok(());
+        }
+        let first = Lbn::try_from(first).unwrap_or(Lbn::MAX);
+        let last = Lbn::try_from(last).unwrap_or(Lbn::MAX);
+        let gone: Vec<_> = self.blocks.range((ino, first)..=(ino, last)).map(|(&k, _)| k).collect();
+        for key in gone {
+            self.blocks.remove(&key);
+        }
+        self.recount(ino);
+        Ok(())
+    }
+
+    fn free_xattr(&mut self, ino: Ino) -> Result<()> {
+        self.blocks.remove(&(ino, XATTR_LBN));
+        self.recount(ino);
+        Ok(())
+    }
+
+    fn reserve_blocks(&mut self, blocks: u64) -> Result<()> {
+        if blocks > self.free_now() {
+            return Err(errno(libc::ENOSPC, "cannot reserve that many blocks"));
+        }
+        self.reserved += blocks;
+        Ok(())
+    }
+
+    fn begin_dirop(&mut self) {
+        self.dirop_depth += 1;
+        self.dirops_begun += 1;
+    }
+
+    fn end_dirop(&mut self) -> Result<()> {
+        if self.dirop_depth == 0 {
+            return Err(errno(libc::EINVAL, "end_dirop without begin_dirop"));
+        }
+        self.dirop_depth -= 1;
+        self.dirops_ended += 1;
+        Ok(())
+    }
+
+    fn fsync(&mut self, ino: Ino, _datasync: bool) -> Result<()> {
+        self.vget(ino).map(|_| ())
+    }
+
+    fn sync(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    fn tick(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    fn statfs(&mut self) -> Result<StatFs> {
+        let used = self.blocks.len() as u64;
+        Ok(StatFs {
+            block_size: self.block_size,
+            total_blocks: self.block_limit.unwrap_or(used + self.free_now()),
+            free_blocks: self.free_now(),
+            total_inodes: TOTAL_INODES,
+            free_inodes: TOTAL_INODES - self.inodes.len() as u64,
+            name_max: NAME_MAX as u32,
+        })
+    }
+
+    fn unmount(&mut self) -> Result<()> {
+        self.unmounted = true;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_past_the_limit_fail_with_enospc_unless_reserved() {
+        let mut s = MemStorage::new(512);
+        let ino = s.valloc().expect("valloc").ino;
+        s.set_block_limit(Some(s.blocks_used() + 2));
+        s.write_block(ino, 0, 0, b"a").expect("first");
+        s.write_block(ino, 5, 0, b"b").expect("second");
+        assert_eq!(s.write_block(ino, 6, 0, b"c").map_err(|e| e.errno()), Err(libc::ENOSPC));
+        s.write_block(ino, 5, 1, b"overwrite").expect("an existing block needs no space");
+        assert_eq!(s.next_data(ino, 1).expect("next"), Some(5));
+        assert_eq!(s.vget(ino).expect("vget").blocks, 2);
+        s.free_blocks(ino, 0, 0).expect("free");
+        assert_eq!(s.reserve_blocks(2).map_err(|e| e.errno()), Err(libc::ENOSPC));
+        s.reserve_blocks(1).expect("reserve");
+        s.write_block(ino, 9, 0, b"d").expect("reserved block");
+        assert_eq!(s.vfree(ino).map_err(|e| e.errno()), Err(libc::EBUSY));
+        s.free_blocks(ino, 0, u64::MAX).expect("free all");
+        s.vfree(ino).expect("vfree");
+        let again = s.valloc().expect("valloc");
+        assert_eq!((again.ino, again.generation), (ino, 2));
+    }
+}

@@ -1,0 +1,374 @@
+//! File contents by byte offset: read, write, truncate (via setattr),
+//! fallocate, SEEK_DATA / SEEK_HOLE, copy_file_range, and symlink targets.
+//!
+//! Files are sparse: a hole is a block the storage manager has never stored
+//! and reads as zeros. Invariant kept by every operation here: every byte
+//! past a regular file's size reads as zero, so growing a file (truncate up,
+//! a write past the end) never exposes old data.
+
+use super::{now, Ns, SetAttr, TimeSet};
+use crate::error::errno;
+use crate::format::inode::{Inode, InodeAttr};
+use crate::format::{Ino, Lbn};
+use crate::storage::StorageManager;
+use crate::Result;
+
+/// `fallocate` modes this layer implements (Linux `FALLOC_FL_*`).
+const KEEP_SIZE: i32 = libc::FALLOC_FL_KEEP_SIZE;
+const PUNCH_HOLE: i32 = libc::FALLOC_FL_PUNCH_HOLE;
+const ZERO_RANGE: i32 = libc::FALLOC_FL_ZERO_RANGE;
+
+impl<S: StorageManager> Ns<'_, S> {
+    fn bs(&self) -> u64 {
+        self.s.block_size() as u64
+    }
+
+    /// Inode `ino`, which must be a regular file: EISDIR for a directory,
+    /// EINVAL for anything else.
+    fn regular(&mut self, ino: Ino) -> Result<Inode> {
+        let inode = self.s.vget(ino)?;
+        if inode.attr.is_dir() {
+            return Err(errno(libc::EISDIR, "is a directory"));
+        }
+        if !inode.attr.is_reg() {
+            return Err(errno(libc::EINVAL, "not a regular file"));
+        }
+        Ok(inode)
+    }
+
+    /// Whether data block `lbn` of `ino` is stored (is not a hole).
+    fn has_data(&mut self, ino: Ino, lbn: u64) -> Result<bool> {
+        Ok(self.s.next_data(ino, lbn)? == Some(lbn))
+    }
+
+    pub(super) fn setattr(&mut self, ino: Ino, change: &SetAttr) -> Result<Inode> {
+        let mut attr = self.s.vget(ino)?.attr;
+        let now = now();
+        if let Some(size) = change.size {
+            if attr.is_dir() {
+                return Err(errno(libc::EISDIR, "truncate of a directory"));
+            }
+            if !attr.is_reg() {
+                return Err(errno(libc::EINVAL, "truncate of a special file"));
+            }
+            self.truncate(ino, &mut attr, size)?;
+            attr.mtime = now;
+        }
+        if let Some(mode) = change.mode {
+            attr.mode = (attr.mode & crate::format::inode::kind::MASK) | (mode & 0o7777);
+        }
+        if let Some(uid) = change.uid {
+            attr.uid = uid;
+        }
+        if let Some(gid) = change.gid {
+            attr.gid = gid;
+        }
+        let resolve = |t: TimeSet| match t {
+            TimeSet::Now => now,
+            TimeSet::At(t) => t,
+        };
+        if let Some(t) = change.atime {
+            attr.atime = resolve(t);
+        }
+        if let Some(t) = change.mtime {
+            attr.mtime = resolve(t);
+        }
+        if let Some(t) = change.btime {
+            attr.btime = t;
+        }
+        if let Some(flags) = change.flags {
+            attr.flags = flags;
+        }
+        attr.ctime = change.ctime.unwrap_or(now);
+        self.s.update(ino, &attr)?;
+        self.s.vget(ino)
+    }
+
+    /// Sets the size of `ino` to `size` in `attr` (the caller stores it):
+    /// shrinking frees the blocks past the end and zeroes the tail of the
+    /// last partial block; growing leaves a hole.
+    fn truncate(&mut self, ino: Ino, attr: &mut InodeAttr, size: u64) -> Result<()> {
+        if size > self.s.max_file_size() {
+            return Err(errno(libc::EFBIG, "size past the largest file"));
+        }
+        let bs = self.bs();
+        if size < attr.size {
+            self.s.free_blocks(ino, size.div_ceil(bs), u64::MAX)?;
+            let tail = (size % bs) as usize;
+            if tail != 0 && self.has_data(ino, size / bs)? {
+                let zeros = vec![0u8; bs as usize - tail];
+                self.s.write_block(ino, (size / bs) as Lbn, tail, &zeros)?;
+            }
+        }
+        attr.size = size;
+        Ok(())
+    }
+
+    pub(super) fn readlink(&mut self, ino: Ino) -> Result<Vec<u8>> {
+        let attr = self.s.vget(ino)?.attr;
+        if !attr.is_symlink() {
+            return Err(errno(libc::EINVAL, "not a symbolic link"));
+        }
+        let mut block = vec![0u8; self.bs() as usize];
+        if attr.size > block.len() as u64 {
+            return Err(crate::Error::corrupt("symlink", ino, format!("size {} exceeds a block", attr.size)));
+        }
+        self.s.read_block(ino, 0, &mut block)?;
+        block.truncate(attr.size as usize);
+        Ok(block)
+    }
+
+    pub(super) fn read(&mut self, ino: Ino, offset: u64, len: usize) -> Result<Vec<u8>> {
+        let size = self.regular(ino)?.attr.size;
+        if offset >= size {
+            return Ok(Vec::new());
+        }
+        let end = size.min(offset.saturating_add(len as u64));
+        let bs = self.bs();
+        let mut out = Vec::with_capacity((end - offset) as usize);
+        let mut block = vec![0u8; bs as usize];
+        let mut at = offset;
+        while at < end {
+            let within = (at % bs) as usize;
+            let n = (bs - within as u64).min(end - at) as usize;
+            self.s.read_block(ino, (at / bs) as Lbn, &mut block)?;
+            out.extend_from_slice(&block[within..within + n]);
+            at += n as u64;
+        }
+        Ok(out)
+    }
+
+    /// Writes what it can: a failure after some bytes were stored returns
+    /// the short count, and the size covers only what was stored.
+    pub(super) fn write(&mut self, ino: Ino, offset: u64, data: &[u8]) -> Result<usize> {
+        let mut attr = self.regular(ino)?.attr;
+        if data.is_empty() {
+            return Ok(0);
+        }
+        let max = self.s.max_file_size();
+        if offset >= max {
+            return Err(errno(libc::EFBIG, "write past the largest file"));
+        }
+        let len = (data.len() as u64).min(max - offset) as usize;
+        let bs = self.bs();
+        let mut done = 0usize;
+        let mut failure = None;
+        while done < len {
+            let at = offset + done as u64;
+            let within = (at % bs) as usize;
+            let n = (bs as usize - within).min(len - done);
+            match self.s.write_block(ino, (at / bs) as Lbn, within, &data[done..done + n]) {
+                Ok(()) => done += n,
+                Err(e) => {
+                    failure = Some(e);
+                    break;
+                }
+            }
+        }
+        if done == 0 {
+            if let Some(e) = failure {
+                return Err(e);
+            }
+        }
+        let now = now();
+        attr.size = attr.size.max(offset + done as u64);
+        attr.mtime = now;
+        attr.ctime = now;
+        self.s.update(ino, &attr)?;
+        Ok(done)
+    }
+
+    pub(super) fn fallocate(&mut self, ino: Ino, offset: u64, len: u64, mode: i32) -> Result<()> {
+        let allocate = mode & !KEEP_SIZE == 0;
+        let punch = mode == PUNCH_HOLE | KEEP_SIZE;
+        let zero = mode & !KEEP_SIZE == ZERO_RANGE;
+        if !(allocate || punch || zero) {
+            return Err(errno(libc::EOPNOTSUPP, "fallocate mode not supported"));
+        }
+        let mut attr = self.regular(ino)?.attr;
+        if len == 0 {
+            return Err(errno(libc::EINVAL, "fallocate of zero bytes"));
+        }
+        let end = offset.checked_add(len).ok_or(errno(libc::EFBIG, "range overflows"))?;
+        if end > self.s.max_file_size() {
+            return Err(errno(libc::EFBIG, "range past the largest file"));
+        }
+        if punch || zero {
+            self.punch(ino, attr.size, offset, end)?;
+        }
+        if allocate || zero {
+            self.preallocate(ino, offset, end)?;
+        }
+        let now = now();
+        if !punch && mode & KEEP_SIZE == 0 && end > attr.size {
+            attr.size = end;
+        }
+        if punch || zero {
+            attr.mtime = now;
+        }
+        attr.ctime = now;
+        self.s.update(ino, &attr)
+    }
+
+    /// Stores zero blocks in the holes of `offset..end` after reserving room
+    /// for all of them, so the range can later be written without ENOSPC.
+    fn preallocate(&mut self, ino: Ino, offset: u64, end: u64) -> Result<()> {
+        let bs = self.bs();
+        let (first, last) = (offset / bs, (end - 1) / bs);
+        let mut holes = Vec::new();
+        let mut lbn = first;
+        while lbn <= last {
+            match self.s.next_data(ino, lbn)? {
+                Some(d) if d == lbn => lbn += 1,
+                Some(d) => {
+                    holes.extend(lbn..d.min(last + 1));
+                    lbn = d;
+                }
+                None => {
+                    holes.extend(lbn..=last);
+                    break;
+                }
+            }
+        }
+        self.s.reserve_blocks(holes.len() as u64)?;
+        let zeros = vec![0u8; bs as usize];
+        for lbn in holes {
+            self.s.write_block(ino, lbn as Lbn, 0, &zeros)?;
+        }
+        Ok(())
+    }
+
+    /// Makes `offset..end` read as zeros: whole blocks become holes, partial
+    /// blocks at the ends are zeroed where they hold data inside the file.
+    fn punch(&mut self, ino: Ino, size: u64, offset: u64, end: u64) -> Result<()> {
+        let bs = self.bs();
+        let first_whole = offset.div_ceil(bs);
+        let end_whole = end / bs;
+        if first_whole < end_whole {
+            self.s.free_blocks(ino, first_whole, end_whole - 1)?;
+        }
+        let partial = |ns: &mut Self, from: u64, to: u64| -> Result<()> {
+            let lbn = from / bs;
+            let to = to.min(size.max(from));
+            if to > from && ns.has_data(ino, lbn)? {
+                let zeros = vec![0u8; (to - from) as usize];
+                ns.s.write_block(ino, lbn as Lbn, (from % bs) as usize, &zeros)?;
+            }
+            Ok(())
+        };
+        if first_whole > end_whole {
+            // The range lies inside one block.
+            partial(self, offset, end)?;
+        } else {
+            if !offset.is_multiple_of(bs) {
+                partial(self, offset, first_whole * bs)?;
+            }
+            if !end.is_multiple_of(bs) && end_whole >= first_whole {
+                partial(self, end_whole * bs, end)?;
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn lseek(&mut self, ino: Ino, offset: u64, whence: i32) -> Result<u64> {
+        let size = self.s.vget(ino)?.attr.size;
+        if whence != libc::SEEK_DATA && whence != libc::SEEK_HOLE {
+            return Err(errno(libc::EINVAL, "lseek supports only SEEK_DATA and SEEK_HOLE here"));
+        }
+        if offset >= size {
+            return Err(errno(libc::ENXIO, "offset at or past the end of the file"));
+        }
+        let bs = self.bs();
+        if whence == libc::SEEK_DATA {
+            return match self.s.next_data(ino, offset / bs)? {
+                Some(lbn) if lbn.saturating_mul(bs) < size => Ok(offset.max(lbn * bs)),
+                _ => Err(errno(libc::ENXIO, "no data past the offset")),
+            };
+        }
+        // SEEK_HOLE: the first block at or after the offset that next_data skips.
+        let mut lbn = offset / bs;
+        while lbn * bs < size {
+            if !self.has_data(ino, lbn)? {
+                return Ok(offset.max(lbn * bs));
+            }
+            lbn += 1;
+        }
+        Ok(size)
+    }
+
+    /// Copies block by block; a hole in the source stays a hole (or zeros,
+    /// where the destination block is only partly covered).
+    pub(super) fn copy_file_range(
+        &mut self,
+        from: Ino,
+        from_offset: u64,
+        to: Ino,
+        to_offset: u64,
+        len: u64,
+    ) -> Result<u64> {
+        let src_size = self.regular(from)?.attr.size;
+        let mut dst_attr = self.regular(to)?.attr;
+        if from == to
+            && from_offset < to_offset.saturating_add(len)
+            && to_offset < from_offset.saturating_add(len)
+        {
+            return Err(errno(libc::EINVAL, "overlapping ranges in one file"));
+        }
+        let len = len.min(src_size.saturating_sub(from_offset));
+        if len == 0 {
+            return Ok(0);
+        }
+        let max = self.s.max_file_size();
+        if to_offset.checked_add(len).is_none_or(|end| end > max) {
+            return Err(errno(libc::EFBIG, "copy past the largest file"));
+        }
+        let bs = self.bs();
+        let mut block = vec![0u8; bs as usize];
+        let mut cached: Option<u64> = None;
+        let mut done = 0u64;
+        let mut failure = None;
+        while done < len {
+            let (src_at, dst_at) = (from_offset + done, to_offset + done);
+            let n = (bs - src_at % bs).min(bs - dst_at % bs).min(len - done);
+            let (src_lbn, dst_lbn) = (src_at / bs, dst_at / bs);
+            let step = (|| -> Result<()> {
+                if self.has_data(from, src_lbn)? {
+                    if cached != Some(src_lbn) {
+                        self.s.read_block(from, src_lbn as Lbn, &mut block)?;
+                        cached = Some(src_lbn);
+                    }
+                    let within = (src_at % bs) as usize;
+                    self.s.write_block(
+                        to,
+                        dst_lbn as Lbn,
+                        (dst_at % bs) as usize,
+                        &block[within..within + n as usize],
+                    )
+                } else if n == bs {
+                    self.s.free_blocks(to, dst_lbn, dst_lbn)
+                } else if self.has_data(to, dst_lbn)? {
+                    let zeros = vec![0u8; n as usize];
+                    self.s.write_block(to, dst_lbn as Lbn, (dst_at % bs) as usize, &zeros)
+                } else {
+                    Ok(())
+                }
+            })();
+            if let Err(e) = step {
+                failure = Some(e);
+                break;
+            }
+            done += n;
+        }
+        if done == 0 {
+            if let Some(e) = failure {
+                return Err(e);
+            }
+        }
+        let now = now();
+        dst_attr.size = dst_attr.size.max(to_offset + done);
+        dst_attr.mtime = now;
+        dst_attr.ctime = now;
+        self.s.update(to, &dst_attr)?;
+        Ok(done)
+    }
+}

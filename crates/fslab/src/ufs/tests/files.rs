@@ -1,0 +1,161 @@
+//! File contents: sparse files, truncate, seek, fallocate, copy, ENOSPC.
+
+use super::*;
+use crate::ufs::SetAttr;
+
+const BS: u64 = 4096;
+
+fn truncate(fs: &mut FileSystem<MemStorage>, ino: Ino, size: u64) {
+    fs.setattr(ino, &SetAttr { size: Some(size), ..SetAttr::default() }).expect("truncate");
+}
+
+#[test]
+fn writes_at_any_offset_leave_holes_that_read_as_zeros() {
+    let mut fs = fs();
+    let f = file(&mut fs, ROOT, "f").ino;
+    assert_eq!(fs.write(f, 10 * BS + 100, b"far").expect("write"), 3);
+    assert_eq!(fs.write(f, 5, b"near").expect("write"), 4);
+    assert_eq!(fs.getattr(f).expect("getattr").attr.size, 10 * BS + 103);
+    let all = fs.read(f, 0, 1 << 20).expect("read");
+    assert_eq!(all.len() as u64, 10 * BS + 103);
+    assert_eq!(&all[5..9], b"near");
+    assert!(all[9..(10 * BS + 100) as usize].iter().all(|&b| b == 0));
+    assert_eq!(&all[(10 * BS + 100) as usize..], b"far");
+    assert!(!fs.storage().has_block(f, 3), "the middle is a hole");
+    assert_eq!(fs.read(f, 10 * BS + 103, 10).expect("at eof"), b"");
+    // A write spanning a block boundary.
+    let data: Vec<u8> = (0..2 * BS as usize).map(|i| i as u8).collect();
+    assert_eq!(fs.write(f, BS - 10, &data).expect("write"), data.len());
+    assert_eq!(fs.read(f, BS - 10, data.len()).expect("read"), data);
+}
+
+#[test]
+fn writes_and_reads_refuse_directories_and_writes_past_the_largest_file_fail() {
+    let mut fs = fs();
+    fs.storage().set_max_file_size(10 * BS);
+    let f = file(&mut fs, ROOT, "f").ino;
+    assert_eq!(errno(fs.write(f, 10 * BS, b"x")), libc::EFBIG);
+    assert_eq!(fs.write(f, 10 * BS - 2, b"xyz").expect("short"), 2);
+    assert_eq!(errno(fs.read(ROOT, 0, 1)), libc::EISDIR);
+    assert_eq!(errno(fs.write(ROOT, 0, b"x")), libc::EISDIR);
+    let e = fs.setattr(f, &SetAttr { size: Some(10 * BS + 1), ..SetAttr::default() });
+    assert_eq!(errno(e), libc::EFBIG);
+}
+
+#[test]
+fn truncate_down_frees_blocks_and_zeroes_the_tail() {
+    let mut fs = fs();
+    let f = file(&mut fs, ROOT, "f").ino;
+    fs.write(f, 0, &vec![0xaa; 3 * BS as usize]).expect("write");
+    truncate(&mut fs, f, BS + 10);
+    assert!(!fs.storage().has_block(f, 2));
+    assert_eq!(fs.getattr(f).expect("getattr").attr.size, BS + 10);
+    truncate(&mut fs, f, 3 * BS);
+    let all = fs.read(f, 0, 3 * BS as usize).expect("read");
+    assert!(all[..(BS + 10) as usize].iter().all(|&b| b == 0xaa));
+    assert!(all[(BS + 10) as usize..].iter().all(|&b| b == 0), "no old data comes back");
+    assert!(!fs.storage().has_block(f, 2), "truncate up leaves a hole");
+    truncate(&mut fs, f, 0);
+    assert_eq!(fs.storage().blocks_used(), 1);
+}
+
+#[test]
+fn seek_data_and_seek_hole_walk_a_sparse_file() {
+    let mut fs = fs();
+    let f = file(&mut fs, ROOT, "f").ino;
+    fs.write(f, 2 * BS, &[1; 10]).expect("write");
+    fs.write(f, 3 * BS, &[1; 10]).expect("write");
+    truncate(&mut fs, f, 8 * BS);
+    assert_eq!(fs.lseek(f, 0, libc::SEEK_DATA).expect("data"), 2 * BS);
+    assert_eq!(fs.lseek(f, 2 * BS + 5, libc::SEEK_DATA).expect("data"), 2 * BS + 5);
+    assert_eq!(fs.lseek(f, 0, libc::SEEK_HOLE).expect("hole"), 0);
+    assert_eq!(fs.lseek(f, 2 * BS, libc::SEEK_HOLE).expect("hole"), 4 * BS);
+    assert_eq!(errno(fs.lseek(f, 4 * BS, libc::SEEK_DATA)), libc::ENXIO);
+    assert_eq!(errno(fs.lseek(f, 8 * BS, libc::SEEK_HOLE)), libc::ENXIO);
+    fs.write(f, 7 * BS, &[1; 10]).expect("write");
+    assert_eq!(fs.lseek(f, 7 * BS, libc::SEEK_HOLE).expect("hole at eof"), 8 * BS);
+}
+
+#[test]
+fn punch_hole_frees_whole_blocks_and_zeroes_partial_ends() {
+    let mut fs = fs();
+    let f = file(&mut fs, ROOT, "f").ino;
+    fs.write(f, 0, &vec![7; 4 * BS as usize]).expect("write");
+    let mode = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
+    fs.fallocate(f, BS / 2, 2 * BS, mode).expect("punch");
+    assert!(!fs.storage().has_block(f, 1));
+    let all = fs.read(f, 0, 4 * BS as usize).expect("read");
+    assert!(all[..(BS / 2) as usize].iter().all(|&b| b == 7));
+    assert!(all[(BS / 2) as usize..(2 * BS + BS / 2) as usize].iter().all(|&b| b == 0));
+    assert!(all[(2 * BS + BS / 2) as usize..].iter().all(|&b| b == 7));
+    assert_eq!(fs.getattr(f).expect("getattr").attr.size, 4 * BS);
+    fs.fallocate(f, 10, 20, mode).expect("punch inside one block");
+    assert_eq!(fs.read(f, 8, 24).expect("read"), [[7, 7].as_slice(), &[0; 20], &[7, 7]].concat());
+}
+
+#[test]
+fn fallocate_preallocates_extends_or_keeps_size_and_refuses_other_modes() {
+    let mut fs = fs();
+    let f = file(&mut fs, ROOT, "f").ino;
+    fs.write(f, BS, b"keep").expect("write");
+    fs.fallocate(f, 0, 3 * BS + 1, 0).expect("preallocate");
+    assert_eq!(fs.getattr(f).expect("getattr").attr.size, 3 * BS + 1);
+    assert!((0..4).all(|l| fs.storage().has_block(f, l)));
+    assert_eq!(fs.read(f, BS, 4).expect("read"), b"keep", "data in the range is kept");
+    fs.fallocate(f, 10 * BS, BS, libc::FALLOC_FL_KEEP_SIZE).expect("keep size");
+    assert_eq!(fs.getattr(f).expect("getattr").attr.size, 3 * BS + 1);
+    assert!(fs.storage().has_block(f, 10));
+    fs.fallocate(f, BS + 1, 2, libc::FALLOC_FL_ZERO_RANGE).expect("zero range");
+    assert_eq!(fs.read(f, BS, 4).expect("read"), b"k\0\0p");
+    for mode in
+        [libc::FALLOC_FL_PUNCH_HOLE, libc::FALLOC_FL_COLLAPSE_RANGE, libc::FALLOC_FL_INSERT_RANGE, 0x4000]
+    {
+        assert_eq!(errno(fs.fallocate(f, 0, BS, mode)), libc::EOPNOTSUPP, "mode {mode:#x}");
+    }
+    assert_eq!(errno(fs.fallocate(ROOT, 0, BS, 0)), libc::EISDIR);
+}
+
+#[test]
+fn fallocate_fails_whole_when_space_cannot_be_reserved() {
+    let mut fs = fs();
+    let f = file(&mut fs, ROOT, "f").ino;
+    let used = fs.storage().blocks_used();
+    fs.storage().set_block_limit(Some(used + 3));
+    assert_eq!(errno(fs.fallocate(f, 0, 4 * BS, 0)), libc::ENOSPC);
+    assert_eq!(fs.storage().blocks_used(), used, "nothing was allocated");
+    assert_eq!(fs.getattr(f).expect("getattr").attr.size, 0);
+    fs.fallocate(f, 0, 3 * BS, 0).expect("fits");
+}
+
+#[test]
+fn enospc_after_some_blocks_gives_a_short_write_and_a_matching_size() {
+    let mut fs = fs();
+    let f = file(&mut fs, ROOT, "f").ino;
+    let used = fs.storage().blocks_used();
+    fs.storage().set_block_limit(Some(used + 2));
+    let data = vec![9u8; 3 * BS as usize];
+    assert_eq!(fs.write(f, 100, &data).expect("short write"), 2 * BS as usize - 100);
+    assert_eq!(fs.getattr(f).expect("getattr").attr.size, 2 * BS);
+    assert_eq!(errno(fs.write(f, 2 * BS, b"more")), libc::ENOSPC);
+    assert_eq!(fs.getattr(f).expect("getattr").attr.size, 2 * BS);
+    assert_eq!(fs.write(f, 0, b"overwrite").expect("no new block needed"), 9);
+}
+
+#[test]
+fn copy_file_range_copies_data_and_keeps_holes() {
+    let mut fs = fs();
+    let a = file(&mut fs, ROOT, "a").ino;
+    let b = file(&mut fs, ROOT, "b").ino;
+    fs.write(a, 0, &[1; 100]).expect("write");
+    fs.write(a, 5 * BS, &[2; 100]).expect("write");
+    assert_eq!(fs.copy_file_range(a, 0, b, 0, 1 << 30).expect("copy"), 5 * BS + 100);
+    assert_eq!(fs.read(b, 0, 1 << 20).expect("read"), fs.read(a, 0, 1 << 20).expect("read"));
+    assert!(!fs.storage().has_block(b, 2), "a hole stays a hole");
+    assert_eq!(fs.copy_file_range(a, 50, b, BS * 9 + 7, 60).expect("unaligned"), 60);
+    assert_eq!(
+        fs.read(b, BS * 9 + 7, 60).expect("read"),
+        vec![1; 50].into_iter().chain([0; 10]).collect::<Vec<_>>()
+    );
+    assert_eq!(fs.copy_file_range(a, 1 << 30, b, 0, 10).expect("past eof"), 0);
+    assert_eq!(errno(fs.copy_file_range(a, 0, a, 50, 100)), libc::EINVAL);
+}

@@ -1,0 +1,457 @@
+//! [`FuseAdapter`]: each kernel request becomes one `ufs` call under the
+//! file-system lock, and one reply.
+//!
+//! Lookup counting: every reply that hands the kernel an entry (lookup,
+//! create, mknod, mkdir, symlink, link) pins the inode in the same locked
+//! call that produced it; `forget` unpins by the kernel's count. That is what
+//! keeps an open-but-unlinked file readable until the kernel lets it go.
+
+use crate::convert::{file_attr, file_type, from_fuse, time_ns, time_set, to_fuse};
+use crate::reply::{Answer, DirItem, Entry, XattrAnswer};
+use crate::shared::Shared;
+use fslab::error::errno;
+use fslab::format::inode::{kind, Inode};
+use fslab::format::Ino;
+use fslab::storage::StorageManager;
+use fslab::ufs::{Creds, FileSystem, RenameFlags as UfsRenameFlags, SetAttr};
+use fslab::Result;
+use fuser::{
+    AccessFlags, BsdFileFlags, CopyFileRangeFlags, FileAttr, FileHandle, Filesystem, FopenFlags, Generation,
+    INodeNo, InitFlags, KernelConfig, LockOwner, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
+    ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyLseek, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr,
+    Request, TimeOrNow, WriteFlags,
+};
+use std::ffi::OsStr;
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+/// The largest read or write the kernel sends in one request (1 MiB).
+const MAX_IO: u32 = 1 << 20;
+
+/// Directory entries fetched per `readdir` request; those that do not fit
+/// the kernel's buffer are fetched again by the next request.
+const READDIR_BATCH: usize = 256;
+
+/// The largest `copy_file_range` done in one request; the reply's count is
+/// 32 bits and a partial copy is allowed.
+const MAX_COPY: u64 = 1 << 30;
+
+/// The FUSE side of a mounted file system.
+///
+/// Holds the file system behind one lock ([`Shared`]); the library is
+/// single-threaded by design, so the kernel's worker threads take turns.
+/// File handles are stateless (always 0): every operation names its inode.
+pub struct FuseAdapter<S: StorageManager> {
+    shared: Arc<Shared<S>>,
+    writeback_cache: bool,
+}
+
+impl<S: StorageManager> FuseAdapter<S> {
+    /// An adapter over `shared`; `writeback_cache` asks the kernel to cache
+    /// writes (safe: the kernel is the only writer to this file system).
+    pub(crate) fn new(shared: Arc<Shared<S>>, writeback_cache: bool) -> FuseAdapter<S> {
+        FuseAdapter { shared, writeback_cache }
+    }
+
+    fn with<T>(&self, op: impl FnOnce(&mut FileSystem<S>) -> Result<T>) -> Result<T> {
+        self.shared.with(op)
+    }
+
+    /// The kernel's attributes of whatever inode `op` returns.
+    fn attr(&self, op: impl FnOnce(&mut FileSystem<S>) -> Result<Inode>) -> Result<FileAttr> {
+        self.with(|fs| {
+            let inode = op(fs)?;
+            file_attr(&inode, fs.storage().block_size())
+        })
+    }
+
+    /// An entry for the inode `op` returns, pinned for the kernel.
+    fn entry(&self, op: impl FnOnce(&mut FileSystem<S>) -> Result<Inode>) -> Result<Entry> {
+        self.with(|fs| {
+            let inode = op(fs)?;
+            let attr = file_attr(&inode, fs.storage().block_size())?;
+            fs.pin(inode.ino);
+            Ok(Entry { attr, generation: Generation(u64::from(inode.generation)) })
+        })
+    }
+
+    fn readdir_items(&self, ino: Ino, offset: u64) -> Result<Vec<DirItem>> {
+        let entries = self.with(|fs| fs.readdir(ino, offset, READDIR_BATCH))?;
+        entries
+            .into_iter()
+            .map(|e| {
+                Ok(DirItem {
+                    ino: to_fuse(e.ino),
+                    next_offset: e.next_offset,
+                    kind: file_type(e.kind)?,
+                    name: e.name,
+                })
+            })
+            .collect()
+    }
+}
+
+/// Who creates a node: the caller of the request.
+fn creds(req: &Request) -> Creds {
+    Creds { uid: req.uid(), gid: req.gid() }
+}
+
+/// `mode` with the permission bits `umask` removes taken out (the kernel
+/// usually has done it already; doing it twice changes nothing).
+fn masked(mode: u32, umask: u32) -> u32 {
+    mode & !(umask & 0o7777)
+}
+
+/// The size or the bytes of an xattr value or name list, as the caller's
+/// buffer size asks: 0 asks for the size, too small a buffer is ERANGE.
+fn xattr_answer(data: Vec<u8>, size: u32) -> Result<XattrAnswer> {
+    let len = u32::try_from(data.len()).map_err(|_| errno(libc::E2BIG, "extended attribute too large"))?;
+    match size {
+        0 => Ok(XattrAnswer::Size(len)),
+        s if len > s => Err(errno(libc::ERANGE, "buffer too small for the extended attribute")),
+        _ => Ok(XattrAnswer::Data(data)),
+    }
+}
+
+fn rename_flags(flags: RenameFlags) -> Result<UfsRenameFlags> {
+    if !(RenameFlags::RENAME_NOREPLACE | RenameFlags::RENAME_EXCHANGE).contains(flags) {
+        return Err(errno(libc::EINVAL, "unsupported rename flags"));
+    }
+    Ok(UfsRenameFlags {
+        noreplace: flags.contains(RenameFlags::RENAME_NOREPLACE),
+        exchange: flags.contains(RenameFlags::RENAME_EXCHANGE),
+    })
+}
+
+impl<S: StorageManager + 'static> Filesystem for FuseAdapter<S> {
+    fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> io::Result<()> {
+        // Each setter answers a refusal with the nearest value it accepts.
+        if let Err(nearest) = config.set_max_write(MAX_IO) {
+            let _ = config.set_max_write(nearest);
+        }
+        if let Err(nearest) = config.set_max_readahead(MAX_IO) {
+            let _ = config.set_max_readahead(nearest);
+        }
+        let _ = config.set_max_background(64);
+        let mut wanted = InitFlags::FUSE_ASYNC_READ
+            | InitFlags::FUSE_BIG_WRITES
+            | InitFlags::FUSE_MAX_PAGES
+            | InitFlags::FUSE_PARALLEL_DIROPS;
+        if self.writeback_cache {
+            wanted |= InitFlags::FUSE_WRITEBACK_CACHE;
+        }
+        // Ask only for what this kernel offers; an old kernel still mounts.
+        let _ = config.add_capabilities(wanted & config.capabilities());
+        Ok(())
+    }
+
+    fn destroy(&mut self) {
+        // The result is kept in `Shared` for whoever runs the session.
+        let _ = self.shared.shutdown();
+    }
+
+    fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        reply.answer(self.entry(|fs| fs.lookup(from_fuse(parent), name.as_bytes())));
+    }
+
+    fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
+        // No reply to carry an error; the library reports its own damage.
+        let _ = self.with(|fs| fs.unpin(from_fuse(ino), nlookup));
+    }
+
+    // `batch_forget` keeps fuser's default, which calls `forget` per inode
+    // (fuser 0.18 does not export the element type needed to override it).
+
+    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+        reply.answer(self.attr(|fs| fs.getattr(from_fuse(ino))));
+    }
+
+    fn setattr(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        mode: Option<u32>,
+        uid: Option<u32>,
+        gid: Option<u32>,
+        size: Option<u64>,
+        atime: Option<TimeOrNow>,
+        mtime: Option<TimeOrNow>,
+        ctime: Option<SystemTime>,
+        _fh: Option<FileHandle>,
+        crtime: Option<SystemTime>,
+        _chgtime: Option<SystemTime>,
+        _bkuptime: Option<SystemTime>,
+        flags: Option<BsdFileFlags>,
+        reply: ReplyAttr,
+    ) {
+        let change = SetAttr {
+            mode,
+            uid,
+            gid,
+            size,
+            atime: atime.map(time_set),
+            mtime: mtime.map(time_set),
+            ctime: ctime.map(time_ns),
+            btime: crtime.map(time_ns),
+            flags: flags.map(|f| f.bits()),
+        };
+        reply.answer(self.attr(|fs| fs.setattr(from_fuse(ino), &change)));
+    }
+
+    fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
+        reply.answer(self.with(|fs| fs.readlink(from_fuse(ino))));
+    }
+
+    fn mknod(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        rdev: u32,
+        reply: ReplyEntry,
+    ) {
+        let (mode, creds) = (masked(mode, umask), creds(req));
+        reply.answer(self.entry(|fs| fs.mknod(from_fuse(parent), name.as_bytes(), mode, rdev.into(), creds)));
+    }
+
+    fn mkdir(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, reply: ReplyEntry) {
+        let (mode, creds) = (masked(mode, umask), creds(req));
+        reply.answer(self.entry(|fs| fs.mkdir(from_fuse(parent), name.as_bytes(), mode, creds)));
+    }
+
+    fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        reply.answer(self.with(|fs| fs.unlink(from_fuse(parent), name.as_bytes())));
+    }
+
+    fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        reply.answer(self.with(|fs| fs.rmdir(from_fuse(parent), name.as_bytes())));
+    }
+
+    fn symlink(&self, req: &Request, parent: INodeNo, link_name: &OsStr, target: &Path, reply: ReplyEntry) {
+        let (target, creds) = (target.as_os_str().as_bytes(), creds(req));
+        reply.answer(self.entry(|fs| fs.symlink(from_fuse(parent), link_name.as_bytes(), target, creds)));
+    }
+
+    fn rename(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        newparent: INodeNo,
+        newname: &OsStr,
+        flags: RenameFlags,
+        reply: ReplyEmpty,
+    ) {
+        reply.answer(rename_flags(flags).and_then(|flags| {
+            self.with(|fs| {
+                fs.rename(from_fuse(parent), name.as_bytes(), from_fuse(newparent), newname.as_bytes(), flags)
+            })
+        }));
+    }
+
+    fn link(&self, _req: &Request, ino: INodeNo, newparent: INodeNo, newname: &OsStr, reply: ReplyEntry) {
+        reply.answer(self.entry(|fs| fs.link(from_fuse(ino), from_fuse(newparent), newname.as_bytes())));
+    }
+
+    fn open(&self, _req: &Request, _ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        // Stateless: O_TRUNC arrives as a separate setattr. The kernel's page
+        // cache stays valid across opens because all writes come through it.
+        reply.opened(FileHandle(0), FopenFlags::FOPEN_KEEP_CACHE);
+    }
+
+    fn read(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        size: u32,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyData,
+    ) {
+        reply.answer(self.with(|fs| fs.read(from_fuse(ino), offset, size as usize)));
+    }
+
+    fn write(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        data: &[u8],
+        _write_flags: WriteFlags,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyWrite,
+    ) {
+        // A write is at most MAX_IO bytes, so the count fits in 32 bits.
+        reply.answer(self.with(|fs| fs.write(from_fuse(ino), offset, data)).map(|n| n as u32));
+    }
+
+    fn flush(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _lock_owner: LockOwner,
+        reply: ReplyEmpty,
+    ) {
+        // close(2) promises nothing about durability; fsync does.
+        reply.ok();
+    }
+
+    fn fsync(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, datasync: bool, reply: ReplyEmpty) {
+        reply.answer(self.with(|fs| fs.fsync(from_fuse(ino), datasync)));
+    }
+
+    fn readdir(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, offset: u64, reply: ReplyDirectory) {
+        reply.answer(self.readdir_items(from_fuse(ino), offset));
+    }
+
+    fn fsyncdir(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, datasync: bool, reply: ReplyEmpty) {
+        reply.answer(self.with(|fs| fs.fsync(from_fuse(ino), datasync)));
+    }
+
+    fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
+        reply.answer(self.with(|fs| fs.statfs()));
+    }
+
+    fn setxattr(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        name: &OsStr,
+        value: &[u8],
+        flags: i32,
+        position: u32,
+        reply: ReplyEmpty,
+    ) {
+        reply.answer(match position {
+            0 => self.with(|fs| fs.setxattr(from_fuse(ino), name.as_bytes(), value, flags)),
+            _ => Err(errno(libc::EINVAL, "xattr position is macOS-only")),
+        });
+    }
+
+    fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
+        reply.answer(
+            self.with(|fs| fs.getxattr(from_fuse(ino), name.as_bytes())).and_then(|v| xattr_answer(v, size)),
+        );
+    }
+
+    fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
+        reply.answer(self.with(|fs| fs.listxattr(from_fuse(ino))).and_then(|v| xattr_answer(v, size)));
+    }
+
+    fn removexattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        reply.answer(self.with(|fs| fs.removexattr(from_fuse(ino), name.as_bytes())));
+    }
+
+    fn access(&self, _req: &Request, ino: INodeNo, _mask: AccessFlags, reply: ReplyEmpty) {
+        // Only reached without `default_permissions`: the inode must exist.
+        reply.answer(self.with(|fs| fs.getattr(from_fuse(ino)).map(|_| ())));
+    }
+
+    fn create(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        _flags: i32,
+        reply: ReplyCreate,
+    ) {
+        let (mode, creds) = (kind::REG | masked(mode & 0o7777, umask), creds(req));
+        reply.answer(self.entry(|fs| fs.mknod(from_fuse(parent), name.as_bytes(), mode, 0, creds)));
+    }
+
+    fn fallocate(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        length: u64,
+        mode: i32,
+        reply: ReplyEmpty,
+    ) {
+        reply.answer(self.with(|fs| fs.fallocate(from_fuse(ino), offset, length, mode)));
+    }
+
+    fn lseek(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: i64,
+        whence: i32,
+        reply: ReplyLseek,
+    ) {
+        reply.answer(
+            u64::try_from(offset)
+                .map_err(|_| errno(libc::EINVAL, "negative seek offset"))
+                .and_then(|offset| self.with(|fs| fs.lseek(from_fuse(ino), offset, whence)))
+                .map(|found| found as i64),
+        );
+    }
+
+    fn copy_file_range(
+        &self,
+        _req: &Request,
+        ino_in: INodeNo,
+        _fh_in: FileHandle,
+        offset_in: u64,
+        ino_out: INodeNo,
+        _fh_out: FileHandle,
+        offset_out: u64,
+        len: u64,
+        flags: CopyFileRangeFlags,
+        reply: ReplyWrite,
+    ) {
+        reply.answer(if flags.is_empty() {
+            self.with(|fs| {
+                fs.copy_file_range(
+                    from_fuse(ino_in),
+                    offset_in,
+                    from_fuse(ino_out),
+                    offset_out,
+                    len.min(MAX_COPY),
+                )
+            })
+            .map(|n| n.min(MAX_COPY) as u32)
+        } else {
+            Err(errno(libc::EINVAL, "unsupported copy_file_range flags"))
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn xattr_size_zero_asks_for_the_size_and_a_short_buffer_is_erange() {
+        assert!(matches!(xattr_answer(b"abc".to_vec(), 0), Ok(XattrAnswer::Size(3))));
+        assert!(matches!(xattr_answer(b"abc".to_vec(), 3), Ok(XattrAnswer::Data(_))));
+        assert_eq!(xattr_answer(b"abc".to_vec(), 2).err().map(|e| e.errno()), Some(libc::ERANGE));
+    }
+
+    #[test]
+    fn rename_accepts_noreplace_and_exchange_only() {
+        let both = RenameFlags::RENAME_NOREPLACE | RenameFlags::RENAME_EXCHANGE;
+        assert_eq!(rename_flags(both).ok(), Some(UfsRenameFlags { noreplace: true, exchange: true }));
+        assert_eq!(rename_flags(RenameFlags::empty()).ok(), Some(UfsRenameFlags::default()));
+        assert_eq!(rename_flags(RenameFlags::RENAME_WHITEOUT).err().map(|e| e.errno()), Some(libc::EINVAL));
+    }
+
+    #[test]
+    fn umask_removes_permission_bits_only() {
+        assert_eq!(masked(kind::REG | 0o666, 0o022), kind::REG | 0o644);
+    }
+}

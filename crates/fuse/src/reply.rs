@@ -1,0 +1,166 @@
+//! Replying once: each kind of kernel reply takes a `fslab::Result` and sends
+//! either the value or the error's errno (STYLE item 12).
+
+use fslab::storage::StatFs;
+use fslab::Result;
+use fuser::{
+    Errno, FileAttr, FileHandle, FileType, FopenFlags, Generation, INodeNo, ReplyAttr, ReplyCreate,
+    ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyLseek, ReplyStatfs, ReplyWrite, ReplyXattr,
+};
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::time::Duration;
+
+/// How long the kernel may cache attributes and names without asking again.
+/// Safe to be long because every change passes through this mount.
+pub const TTL: Duration = Duration::from_secs(1);
+
+/// A name the kernel may cache: the attributes of the inode it names.
+pub struct Entry {
+    /// The attributes.
+    pub attr: FileAttr,
+    /// The inode's generation (tells a reused inode number from the old one).
+    pub generation: Generation,
+}
+
+/// One directory entry ready for the kernel.
+pub struct DirItem {
+    /// Its kernel inode number.
+    pub ino: INodeNo,
+    /// The offset that continues the listing after it.
+    pub next_offset: u64,
+    /// Its type.
+    pub kind: FileType,
+    /// Its name.
+    pub name: Vec<u8>,
+}
+
+/// The answer to `getxattr` / `listxattr`: the size the caller must allow,
+/// or the bytes themselves.
+pub enum XattrAnswer {
+    /// The caller asked for the size only.
+    Size(u32),
+    /// The value (or the list of names).
+    Data(Vec<u8>),
+}
+
+/// A kernel reply that can be sent from a `Result`: the value, or the errno.
+pub trait Answer<T> {
+    /// Sends `result` to the kernel.
+    fn answer(self, result: Result<T>);
+}
+
+fn errno(e: &fslab::Error) -> Errno {
+    Errno::from_i32(e.errno())
+}
+
+impl Answer<Entry> for ReplyEntry {
+    fn answer(self, result: Result<Entry>) {
+        match result {
+            Ok(entry) => self.entry(&TTL, &entry.attr, entry.generation),
+            Err(e) => self.error(errno(&e)),
+        }
+    }
+}
+
+impl Answer<Entry> for ReplyCreate {
+    fn answer(self, result: Result<Entry>) {
+        match result {
+            Ok(entry) => {
+                self.created(&TTL, &entry.attr, entry.generation, FileHandle(0), FopenFlags::FOPEN_KEEP_CACHE)
+            }
+            Err(e) => self.error(errno(&e)),
+        }
+    }
+}
+
+impl Answer<FileAttr> for ReplyAttr {
+    fn answer(self, result: Result<FileAttr>) {
+        match result {
+            Ok(attr) => self.attr(&TTL, &attr),
+            Err(e) => self.error(errno(&e)),
+        }
+    }
+}
+
+impl Answer<()> for ReplyEmpty {
+    fn answer(self, result: Result<()>) {
+        match result {
+            Ok(()) => self.ok(),
+            Err(e) => self.error(errno(&e)),
+        }
+    }
+}
+
+impl Answer<Vec<u8>> for ReplyData {
+    fn answer(self, result: Result<Vec<u8>>) {
+        match result {
+            Ok(data) => self.data(&data),
+            Err(e) => self.error(errno(&e)),
+        }
+    }
+}
+
+impl Answer<u32> for ReplyWrite {
+    fn answer(self, result: Result<u32>) {
+        match result {
+            Ok(written) => self.written(written),
+            Err(e) => self.error(errno(&e)),
+        }
+    }
+}
+
+impl Answer<i64> for ReplyLseek {
+    fn answer(self, result: Result<i64>) {
+        match result {
+            Ok(offset) => self.offset(offset),
+            Err(e) => self.error(errno(&e)),
+        }
+    }
+}
+
+impl Answer<XattrAnswer> for ReplyXattr {
+    fn answer(self, result: Result<XattrAnswer>) {
+        match result {
+            Ok(XattrAnswer::Size(size)) => self.size(size),
+            Ok(XattrAnswer::Data(data)) => self.data(&data),
+            Err(e) => self.error(errno(&e)),
+        }
+    }
+}
+
+impl Answer<StatFs> for ReplyStatfs {
+    fn answer(self, result: Result<StatFs>) {
+        match result {
+            Ok(s) => self.statfs(
+                s.total_blocks,
+                s.free_blocks,
+                s.free_blocks,
+                s.total_inodes,
+                s.free_inodes,
+                s.block_size,
+                s.name_max,
+                s.block_size,
+            ),
+            Err(e) => self.error(errno(&e)),
+        }
+    }
+}
+
+impl Answer<Vec<DirItem>> for ReplyDirectory {
+    /// Adds entries until the kernel's buffer is full; the kernel asks again
+    /// from the last entry's offset for the ones that did not fit.
+    fn answer(mut self, result: Result<Vec<DirItem>>) {
+        match result {
+            Ok(items) => {
+                for item in items {
+                    if self.add(item.ino, item.next_offset, item.kind, OsStr::from_bytes(&item.name)) {
+                        break;
+                    }
+                }
+                self.ok()
+            }
+            Err(e) => self.error(errno(&e)),
+        }
+    }
+}

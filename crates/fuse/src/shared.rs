@@ -1,0 +1,129 @@
+//! The one lock around the file system, shared by the kernel-request threads,
+//! the tick thread and the shutdown path.
+
+use fslab::error::errno;
+use fslab::storage::StorageManager;
+use fslab::ufs::FileSystem;
+use fslab::Result;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// A mounted file system behind one lock.
+///
+/// Lifecycle: *serving* (the `FileSystem` is present; every call takes the
+/// lock, runs one library call and lets go) → *unmounted* (after
+/// [`Shared::shutdown`]; the `FileSystem` is gone and calls fail with EIO).
+/// A library call that panics moves the file system to *broken*: calls fail
+/// with EIO, ticks stop, and shutdown skips the final checkpoint so that the
+/// image stays at its last consistent checkpoint rather than recording
+/// whatever half-done state the panic left in memory.
+///
+/// Locking: `state` guards everything; `changed` is signalled when the
+/// state leaves *serving*, which wakes the tick thread so it can stop.
+pub struct Shared<S: StorageManager> {
+    state: Mutex<State<S>>,
+    changed: Condvar,
+}
+
+struct State<S: StorageManager> {
+    fs: Option<FileSystem<S>>,
+    broken: bool,
+    /// What the one and only unmount returned, once it has run.
+    unmounted: Option<std::result::Result<(), String>>,
+}
+
+impl<S: StorageManager> Shared<S> {
+    /// A serving file system.
+    pub fn new(fs: FileSystem<S>) -> Shared<S> {
+        Shared {
+            state: Mutex::new(State { fs: Some(fs), broken: false, unmounted: None }),
+            changed: Condvar::new(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State<S>> {
+        // A poisoned lock means our own code panicked while holding it (the
+        // library's panics are caught below): treat it as broken.
+        self.state.lock().unwrap_or_else(|poisoned| {
+            let mut state = poisoned.into_inner();
+            state.broken = true;
+            state
+        })
+    }
+
+    /// Runs one library call under the lock. Fails with EIO once the file
+    /// system is unmounted or broken; a panic in `op` becomes EIO and marks
+    /// the file system broken.
+    pub fn with<T>(&self, op: impl FnOnce(&mut FileSystem<S>) -> Result<T>) -> Result<T> {
+        let mut state = self.lock();
+        if state.broken {
+            return Err(errno(libc::EIO, "file system stopped after an internal error"));
+        }
+        let Some(fs) = state.fs.as_mut() else {
+            return Err(errno(libc::EIO, "file system is unmounted"));
+        };
+        match catch_unwind(AssertUnwindSafe(|| op(fs))) {
+            Ok(result) => result,
+            Err(_) => {
+                state.broken = true;
+                self.changed.notify_all();
+                Err(errno(libc::EIO, "internal error in the file system"))
+            }
+        }
+    }
+
+    /// Unmounts the file system: the final checkpoint. Runs the library's
+    /// `unmount` exactly once, however often and from whichever thread this
+    /// is called; later calls return the first call's result.
+    pub fn shutdown(&self) -> std::result::Result<(), String> {
+        let mut state = self.lock();
+        if let Some(done) = &state.unmounted {
+            return done.clone();
+        }
+        let result = match state.fs.take() {
+            None => Ok(()),
+            Some(_) if state.broken => Err("an internal error stopped the file system; the image is left \
+                 at its last checkpoint"
+                .to_string()),
+            Some(mut fs) => match catch_unwind(AssertUnwindSafe(|| fs.unmount())) {
+                Ok(Ok(())) => Ok(()),
+                Ok(Err(e)) => Err(format!("final checkpoint failed: {e}")),
+                Err(_) => Err("internal error during the final checkpoint".to_string()),
+            },
+        };
+        state.unmounted = Some(result.clone());
+        self.changed.notify_all();
+        result
+    }
+
+    /// Starts a thread that calls the library's `tick` every `interval`
+    /// while the file system is serving, and ends when it stops serving.
+    pub fn start_ticker(self: &Arc<Self>, interval: Duration) -> std::io::Result<JoinHandle<()>>
+    where
+        S: 'static,
+    {
+        let shared = Arc::clone(self);
+        std::thread::Builder::new().name("fslab-tick".to_string()).spawn(move || shared.tick_loop(interval))
+    }
+
+    fn tick_loop(&self, interval: Duration) {
+        let mut state = self.lock();
+        loop {
+            state = self.changed.wait_timeout(state, interval).unwrap_or_else(PoisonError::into_inner).0;
+            if state.broken {
+                return;
+            }
+            let Some(fs) = state.fs.as_mut() else { return };
+            match catch_unwind(AssertUnwindSafe(|| fs.tick())) {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => eprintln!("fslab: periodic checkpoint failed: {e}"),
+                Err(_) => {
+                    state.broken = true;
+                    return;
+                }
+            }
+        }
+    }
+}

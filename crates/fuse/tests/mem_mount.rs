@@ -1,0 +1,171 @@
+//! The FUSE plumbing end to end over the in-memory storage manager: mount in
+//! a temporary directory, drive it with real system calls, unmount, and check
+//! that the final unmount reached the library exactly once.
+
+use fslab::storage::MemStorage;
+use fslab::ufs::FileSystem;
+use fslab_fuse::{mount, MountConfig};
+use std::fs;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::Path;
+
+fn fuse_available() -> bool {
+    let ok = Path::new("/dev/fuse").exists();
+    if !ok {
+        println!("skipped: no /dev/fuse");
+    }
+    ok
+}
+
+#[test]
+fn files_directories_links_and_xattrs_work_through_the_kernel() {
+    if !fuse_available() {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("mnt");
+    fs::create_dir(&dir).expect("mkdir");
+    let fs_ = FileSystem::new(MemStorage::new(4096));
+    let mounted = match mount(fs_, &dir, &MountConfig::default()) {
+        Ok(m) => m,
+        Err(e) => {
+            println!("skipped: cannot mount: {e}");
+            return;
+        }
+    };
+    let unmounter = mounted.unmounter();
+    let server = std::thread::spawn(move || mounted.run());
+
+    let result = std::panic::catch_unwind(|| exercise(&dir));
+    unmounter.unmount().expect("unmount");
+    let served = server.join().expect("server thread");
+    if let Err(panic) = result {
+        std::panic::resume_unwind(panic);
+    }
+    served.expect("clean unmount");
+}
+
+fn exercise(dir: &Path) {
+    // Root attributes come through the 1 <-> 2 inode map.
+    let root = fs::metadata(dir).expect("stat root");
+    assert!(root.is_dir());
+
+    // Create, write, read back (through the page cache and without it).
+    let file = dir.join("hello.txt");
+    fs::write(&file, b"hello, world\n").expect("write");
+    assert_eq!(fs::read(&file).expect("read"), b"hello, world\n");
+    let big: Vec<u8> = (0..3_000_000u32).map(|i| (i * 7 + i / 4096) as u8).collect();
+    fs::write(dir.join("big"), &big).expect("write big");
+    assert_eq!(fs::read(dir.join("big")).expect("read big"), big);
+    assert_eq!(fs::metadata(dir.join("big")).expect("stat big").len(), big.len() as u64);
+
+    // Truncate through O_TRUNC and set_len; chmod.
+    fs::write(&file, b"short").expect("rewrite");
+    assert_eq!(fs::read(&file).expect("read"), b"short");
+    let f = fs::OpenOptions::new().write(true).open(&file).expect("open");
+    f.set_len(2).expect("truncate");
+    drop(f);
+    assert_eq!(fs::read(&file).expect("read"), b"sh");
+    fs::set_permissions(&file, fs::Permissions::from_mode(0o600)).expect("chmod");
+    assert_eq!(fs::metadata(&file).expect("stat").mode() & 0o777, 0o600);
+
+    // Directories, readdir, rename, hard and symbolic links.
+    fs::create_dir(dir.join("sub")).expect("mkdir");
+    for i in 0..300 {
+        fs::write(dir.join("sub").join(format!("file-{i:04}")), i.to_string()).expect("create many");
+    }
+    let mut names: Vec<String> = fs::read_dir(dir.join("sub"))
+        .expect("readdir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), 300);
+    assert_eq!(names[0], "file-0000");
+    fs::rename(dir.join("sub/file-0001"), dir.join("moved")).expect("rename");
+    assert_eq!(fs::read(dir.join("moved")).expect("read moved"), b"1");
+    fs::hard_link(dir.join("moved"), dir.join("linked")).expect("link");
+    assert_eq!(fs::metadata(dir.join("moved")).expect("stat").nlink(), 2);
+    std::os::unix::fs::symlink("moved", dir.join("sym")).expect("symlink");
+    assert_eq!(fs::read_link(dir.join("sym")).expect("readlink"), Path::new("moved"));
+    assert_eq!(fs::read(dir.join("sym")).expect("read through symlink"), b"1");
+    assert!(fs::remove_dir(dir.join("sub")).is_err(), "rmdir of a non-empty directory");
+    fs::remove_file(dir.join("linked")).expect("unlink");
+
+    // An open, unlinked file stays readable until closed.
+    let ghost = dir.join("ghost");
+    fs::write(&ghost, b"still here").expect("write ghost");
+    let mut open = fs::File::open(&ghost).expect("open ghost");
+    fs::remove_file(&ghost).expect("unlink ghost");
+    assert!(!ghost.exists());
+    let mut back = Vec::new();
+    open.seek(SeekFrom::Start(0)).expect("seek");
+    open.read_to_end(&mut back).expect("read ghost");
+    assert_eq!(back, b"still here");
+    drop(open);
+
+    // Appending, fsync.
+    let mut log = fs::OpenOptions::new().create(true).append(true).open(dir.join("log")).expect("open log");
+    log.write_all(b"one\n").expect("append");
+    log.write_all(b"two\n").expect("append");
+    log.sync_all().expect("fsync");
+    drop(log);
+    assert_eq!(fs::read(dir.join("log")).expect("read log"), b"one\ntwo\n");
+
+    // Extended attributes (via the xattr system calls).
+    let path = std::ffi::CString::new(dir.join("log").as_os_str().as_encoded_bytes()).expect("path");
+    let name = c"user.colour";
+    // SAFETY: valid C strings and buffers that outlive each call.
+    unsafe {
+        assert_eq!(libc::setxattr(path.as_ptr(), name.as_ptr(), b"blue".as_ptr().cast(), 4, 0), 0);
+        assert_eq!(libc::getxattr(path.as_ptr(), name.as_ptr(), std::ptr::null_mut(), 0), 4);
+        let mut buf = [0u8; 16];
+        assert_eq!(libc::getxattr(path.as_ptr(), name.as_ptr(), buf.as_mut_ptr().cast(), buf.len()), 4);
+        assert_eq!(&buf[..4], b"blue");
+        let mut small = [0u8; 2];
+        assert_eq!(libc::getxattr(path.as_ptr(), name.as_ptr(), small.as_mut_ptr().cast(), 2), -1);
+        assert_eq!(std::io::Error::last_os_error().raw_os_error(), Some(libc::ERANGE));
+        let mut list = [0u8; 64];
+        let n = libc::listxattr(path.as_ptr(), list.as_mut_ptr().cast(), list.len());
+        assert_eq!(&list[..n as usize], b"user.colour\0");
+        assert_eq!(libc::removexattr(path.as_ptr(), name.as_ptr()), 0);
+    }
+
+    // statfs answers.
+    let cdir = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).expect("path");
+    // SAFETY: `st` is written by statvfs; the path is a valid C string.
+    unsafe {
+        let mut st: libc::statvfs = std::mem::zeroed();
+        assert_eq!(libc::statvfs(cdir.as_ptr(), &mut st), 0);
+        assert_eq!(st.f_bsize, 4096);
+    }
+}
+
+#[test]
+fn unmounting_a_busy_mount_detaches_it_and_the_session_ends_at_the_last_close() {
+    if !fuse_available() {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("mnt");
+    fs::create_dir(&dir).expect("mkdir");
+    let mounted = match mount(FileSystem::new(MemStorage::new(4096)), &dir, &MountConfig::default()) {
+        Ok(m) => m,
+        Err(e) => {
+            println!("skipped: cannot mount: {e}");
+            return;
+        }
+    };
+    let unmounter = mounted.unmounter();
+    let server = std::thread::spawn(move || mounted.run());
+    fs::write(dir.join("busy"), b"x").expect("write");
+    let open = fs::File::open(dir.join("busy")).expect("open");
+    unmounter.unmount().expect("unmount of a busy mount");
+    assert!(!dir.join("busy").exists(), "still visible after the unmount");
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert!(!server.is_finished(), "session ended while a file was open");
+    drop(open);
+    let served = server.join().expect("server thread");
+    served.expect("clean unmount");
+    unmounter.unmount().expect("a second unmount is harmless");
+}
