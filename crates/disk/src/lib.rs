@@ -40,6 +40,17 @@ pub trait BlockDevice: Send + Sync {
     /// Writes all of `buf` at byte `offset`. Not durable until a later flush.
     fn write_at(&self, offset: u64, buf: &[u8]) -> io::Result<()>;
 
+    /// Writes the buffers one after another starting at byte `offset`, as if
+    /// they were one buffer: one request to the device where it can be.
+    fn write_vectored_at(&self, offset: u64, bufs: &[&[u8]]) -> io::Result<()> {
+        let mut at = offset;
+        for buf in bufs {
+            self.write_at(at, buf)?;
+            at += buf.len() as u64;
+        }
+        Ok(())
+    }
+
     /// A flush barrier: every write that returned before this call is durable
     /// when it returns.
     fn flush(&self) -> io::Result<()>;
@@ -66,6 +77,9 @@ impl<T: BlockDevice + ?Sized> BlockDevice for std::sync::Arc<T> {
     fn write_at(&self, offset: u64, buf: &[u8]) -> io::Result<()> {
         (**self).write_at(offset, buf)
     }
+    fn write_vectored_at(&self, offset: u64, bufs: &[&[u8]]) -> io::Result<()> {
+        (**self).write_vectored_at(offset, bufs)
+    }
     fn flush(&self) -> io::Result<()> {
         (**self).flush()
     }
@@ -80,6 +94,9 @@ impl<T: BlockDevice + ?Sized> BlockDevice for Box<T> {
     }
     fn write_at(&self, offset: u64, buf: &[u8]) -> io::Result<()> {
         (**self).write_at(offset, buf)
+    }
+    fn write_vectored_at(&self, offset: u64, bufs: &[&[u8]]) -> io::Result<()> {
+        (**self).write_vectored_at(offset, bufs)
     }
     fn flush(&self) -> io::Result<()> {
         (**self).flush()

@@ -47,7 +47,7 @@ impl Default for MountConfig {
         MountConfig {
             allow_other: false,
             threads: 4,
-            writeback_cache: true,
+            writeback_cache: false,
             tick_interval: Duration::from_secs(1),
         }
     }

@@ -450,6 +450,20 @@ impl Mount {
         self.unmount_inner()
     }
 
+    /// For when something else unmounted the directory (umount, SIGTERM):
+    /// waits for the daemon to exit, successfully (foreground) and in time.
+    pub fn wait_exit(mut self) -> Result<(), String> {
+        self.disarm();
+        let r = self.wait_daemon(EXIT_TIMEOUT);
+        if r.is_ok() {
+            self.mounted = is_mounted(&self.dir);
+            if self.mounted {
+                return Err(format!("daemon exited but {} is still mounted", self.dir.display()));
+            }
+        }
+        r
+    }
+
     fn unmount_inner(&mut self) -> Result<(), String> {
         // "Device or resource busy" can linger for a moment after the last close.
         let start = Instant::now();
@@ -577,4 +591,24 @@ pub fn errno(e: &std::io::Error) -> i32 {
 pub fn errno_name(n: i32) -> String {
     let s = std::io::Error::from_raw_os_error(n);
     format!("{n} ({s})")
+}
+
+/// Asserts two multi-line texts are equal; on failure shows only the lines
+/// that differ (at most 20 of each side), not both texts in full.
+#[track_caller]
+pub fn assert_lines_eq(got: &str, want: &str, what: &str) {
+    if got == want {
+        return;
+    }
+    let g: std::collections::BTreeSet<&str> = got.lines().collect();
+    let w: std::collections::BTreeSet<&str> = want.lines().collect();
+    let extra: Vec<&&str> = g.difference(&w).take(20).collect();
+    let missing: Vec<&&str> = w.difference(&g).take(20).collect();
+    panic!(
+        "{what}: {} lines vs {} expected; {} unexpected, {} missing\nunexpected (first 20): {extra:#?}\nmissing (first 20): {missing:#?}",
+        got.lines().count(),
+        want.lines().count(),
+        g.difference(&w).count(),
+        w.difference(&g).count()
+    );
 }

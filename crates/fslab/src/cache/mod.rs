@@ -12,13 +12,19 @@
 //! buffers are never evicted. The cache decides nothing about disk addresses.
 
 use crate::format::{Ino, Lbn};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::Arc;
 
 /// A block's name in the cache.
 pub type BlockKey = (Ino, Lbn);
 
+/// A block's bytes. Shared with a segment write in flight, which holds a
+/// reference until the device has the bytes; changing a shared buffer copies
+/// it first, so the write goes out as it was when queued.
+pub type BlockData = Arc<[u8]>;
+
 struct Buffer {
-    data: Box<[u8]>,
+    data: BlockData,
     dirty: bool,
     /// Last use, for LRU eviction; matches the newest queue entry for this key.
     stamp: u64,
@@ -49,8 +55,8 @@ impl CacheLimits {
     }
 }
 
-/// The buffer cache. Invariant: `dirty_bytes` is the size of the buffers
-/// whose `dirty` flag is set; `lru` holds at least one entry per clean buffer
+/// The buffer cache. Invariant: `dirty` holds exactly the keys of the
+/// buffers whose `dirty` flag is set; `lru` holds at least one entry per clean buffer
 /// whose stamp matches it.
 pub struct BufferCache {
     block_size: usize,
@@ -58,7 +64,9 @@ pub struct BufferCache {
     buffers: BTreeMap<BlockKey, Buffer>,
     lru: VecDeque<(BlockKey, u64)>,
     clock: u64,
-    dirty_count: u64,
+    /// Keys of the dirty buffers, so the segment writer finds them without
+    /// walking the clean ones.
+    dirty: BTreeSet<BlockKey>,
 }
 
 impl BufferCache {
@@ -70,7 +78,7 @@ impl BufferCache {
             buffers: BTreeMap::new(),
             lru: VecDeque::new(),
             clock: 0,
-            dirty_count: 0,
+            dirty: BTreeSet::new(),
         }
     }
 
@@ -106,19 +114,27 @@ impl BufferCache {
     /// `None` if `key` is not cached.
     pub fn get_mut_dirty(&mut self, key: BlockKey) -> Option<&mut [u8]> {
         self.mark_dirty(key);
-        self.buffers.get_mut(&key).map(|b| &mut b.data[..])
+        self.buffers.get_mut(&key).map(|b| Arc::make_mut(&mut b.data))
+    }
+
+    /// A new reference to the contents of `key`, for a write in flight.
+    pub fn share(&self, key: BlockKey) -> Option<BlockData> {
+        self.buffers.get(&key).map(|b| b.data.clone())
+    }
+
+    /// A zero-filled block to fill and insert.
+    pub fn zeroed(&self) -> BlockData {
+        Arc::from(vec![0u8; self.block_size])
     }
 
     /// Caches `data` (one block) under `key`, replacing what was there.
-    pub fn insert(&mut self, key: BlockKey, data: Box<[u8]>, dirty: bool) {
+    pub fn insert(&mut self, key: BlockKey, data: BlockData, dirty: bool) {
         debug_assert_eq!(data.len(), self.block_size);
-        if let Some(old) = self.buffers.remove(&key) {
-            if old.dirty {
-                self.dirty_count -= 1;
-            }
+        if self.buffers.remove(&key).is_some_and(|old| old.dirty) && !dirty {
+            self.dirty.remove(&key);
         }
         if dirty {
-            self.dirty_count += 1;
+            self.dirty.insert(key);
         }
         self.buffers.insert(key, Buffer { data, dirty, stamp: 0 });
         self.touch(key);
@@ -130,7 +146,7 @@ impl BufferCache {
         match self.buffers.get_mut(&key) {
             Some(b) if !b.dirty => {
                 b.dirty = true;
-                self.dirty_count += 1;
+                self.dirty.insert(key);
                 true
             }
             _ => false,
@@ -142,17 +158,16 @@ impl BufferCache {
         if let Some(b) = self.buffers.get_mut(&key) {
             if b.dirty {
                 b.dirty = false;
-                self.dirty_count -= 1;
+                self.dirty.remove(&key);
             }
         }
-        self.touch(key);
     }
 
     /// Drops `key`; returns whether it was dirty.
     pub fn remove(&mut self, key: BlockKey) -> bool {
         match self.buffers.remove(&key) {
             Some(b) if b.dirty => {
-                self.dirty_count -= 1;
+                self.dirty.remove(&key);
                 true
             }
             _ => false,
@@ -166,17 +181,29 @@ impl BufferCache {
 
     /// Every dirty key, sorted by inode and logical block number.
     pub fn dirty_keys(&self) -> Vec<BlockKey> {
-        self.buffers.iter().filter(|(_, b)| b.dirty).map(|(k, _)| *k).collect()
+        self.dirty.iter().copied().collect()
+    }
+
+    /// Dirty keys of inode `ino` with logical block numbers in `lbns`, sorted.
+    pub fn dirty_keys_in(&self, ino: Ino, lbns: std::ops::RangeInclusive<Lbn>) -> Vec<BlockKey> {
+        self.dirty.range((ino, *lbns.start())..=(ino, *lbns.end())).copied().collect()
+    }
+
+    /// The inodes that have dirty blocks, in order.
+    pub fn dirty_inodes(&self) -> Vec<Ino> {
+        let mut inos: Vec<Ino> = self.dirty.iter().map(|&(ino, _)| ino).collect();
+        inos.dedup();
+        inos
     }
 
     /// Number of dirty buffers.
     pub fn dirty_count(&self) -> u64 {
-        self.dirty_count
+        self.dirty.len() as u64
     }
 
     /// Bytes held by dirty buffers.
     pub fn dirty_bytes(&self) -> u64 {
-        self.dirty_count * self.block_size as u64
+        self.dirty_count() * self.block_size as u64
     }
 
     /// Whether dirty data has reached the start-write threshold.
@@ -195,7 +222,12 @@ impl BufferCache {
         let limit = (self.limits.memory_bytes / self.block_size as u64).max(16) as usize;
         while self.buffers.len() > limit {
             let Some((key, stamp)) = self.lru.pop_front() else { break };
-            let evictable = self.buffers.get(&key).is_some_and(|b| b.stamp == stamp && !b.dirty);
+            // A buffer shared with a write in flight stays: a read must find
+            // it here until the device has it.
+            let evictable = self
+                .buffers
+                .get(&key)
+                .is_some_and(|b| b.stamp == stamp && !b.dirty && Arc::strong_count(&b.data) == 1);
             if evictable {
                 self.buffers.remove(&key);
             }
@@ -214,8 +246,8 @@ impl BufferCache {
 mod tests {
     use super::*;
 
-    fn block(byte: u8) -> Box<[u8]> {
-        vec![byte; 4096].into_boxed_slice()
+    fn block(byte: u8) -> BlockData {
+        Arc::from(vec![byte; 4096])
     }
 
     fn small_cache() -> BufferCache {
@@ -264,5 +296,19 @@ mod tests {
         cache.insert((2, -12), block(2), true);
         assert!(cache.remove((2, -12)));
         assert_eq!(cache.dirty_bytes(), 0);
+    }
+
+    #[test]
+    fn a_buffer_shared_with_a_write_in_flight_is_neither_evicted_nor_changed() {
+        let mut cache = small_cache();
+        cache.insert((3, 0), block(7), false);
+        let in_flight = cache.share((3, 0)).expect("cached");
+        for i in 1..40 {
+            cache.insert((3, i), block(0), false);
+        }
+        assert!(cache.contains((3, 0)), "shared buffer stays cached");
+        cache.get_mut_dirty((3, 0)).expect("cached")[0] = 9;
+        assert_eq!(in_flight[0], 7, "the write in flight keeps the bytes it was given");
+        assert_eq!(cache.get((3, 0)).expect("cached")[0], 9);
     }
 }

@@ -4,12 +4,14 @@
 //! Fig. 6); indirect blocks are read through the buffer cache like any
 //! other block.
 
+use super::space::SpaceFor;
 use super::Lfs;
 use crate::error::{errno, Error};
 use crate::format::blockno::{Geometry, Parent, NDADDR, NIADDR, POINTER_BYTES};
 use crate::format::codec::{Decoder, Encoder};
 use crate::format::{Daddr, Ino, Lbn, IFILE_INO};
 use crate::Result;
+use std::sync::Arc;
 
 impl Lfs {
     /// The inode of `ino`, the ifile included.
@@ -60,7 +62,7 @@ impl Lfs {
             Parent::Xattr => self.inode_of(ino)?.xattr = addr,
             Parent::Meta { meta, index } => {
                 if !self.ensure_cached(ino, meta)? {
-                    let zero = vec![0u8; self.block_size].into_boxed_slice();
+                    let zero = self.cache.zeroed();
                     self.cache.insert((ino, meta), zero, true);
                 }
                 let block = self
@@ -86,9 +88,9 @@ impl Lfs {
         if addr == 0 {
             return Ok(false);
         }
-        let mut buf = vec![0u8; self.block_size].into_boxed_slice();
+        let mut buf = vec![0u8; self.block_size];
         self.read_addr(addr, &mut buf)?;
-        self.cache.insert((ino, lbn), buf, false);
+        self.cache.insert((ino, lbn), buf.into(), false);
         Ok(true)
     }
 
@@ -107,7 +109,7 @@ impl Lfs {
             return Ok(());
         }
         self.read_addr(addr, buf)?;
-        self.cache.insert((ino, lbn), buf.to_vec().into_boxed_slice(), false);
+        self.cache.insert((ino, lbn), Arc::from(&buf[..]), false);
         Ok(())
     }
 
@@ -141,7 +143,8 @@ impl Lfs {
         let metas = self.ancestors(lbn);
         if !self.cache.is_dirty(key) {
             let newly_dirty = 1 + metas.iter().filter(|&&m| !self.cache.is_dirty((ino, m))).count() as u64;
-            self.check_space(newly_dirty)?;
+            let is_data = lbn >= 0 && self.inode_of(ino)?.attr.is_reg();
+            self.check_space(newly_dirty, if is_data { SpaceFor::Data } else { SpaceFor::Metadata })?;
         }
         // Indirect blocks first: a new one counts as allocated space.
         for &meta in &metas {
@@ -174,10 +177,11 @@ impl Lfs {
         }
         let addr = self.pointer(ino, lbn)?;
         match contents {
-            Some(data) => self.cache.insert(key, data.to_vec().into_boxed_slice(), true),
+            Some(data) => self.cache.insert(key, Arc::from(data), true),
             None => {
                 if !self.ensure_cached(ino, lbn)? {
-                    self.cache.insert(key, vec![0u8; self.block_size].into_boxed_slice(), true);
+                    let zero = self.cache.zeroed();
+                    self.cache.insert(key, zero, true);
                 }
                 self.cache.mark_dirty(key);
             }

@@ -13,6 +13,7 @@
 
 mod bmap;
 pub mod ifile;
+mod io;
 pub mod layout;
 mod mount;
 mod space;
@@ -127,6 +128,8 @@ pub struct Lfs {
     options: MountOptions,
     last_checkpoint: Instant,
     stats: Stats,
+    /// The thread that writes partial segments.
+    io: io::SegmentIo,
     unmounted: bool,
     /// Inodes in `inodes` whose `dirty` is set.
     dirty_inodes: u64,
@@ -212,6 +215,7 @@ impl Lfs {
         if daddr == 0 || daddr >= self.total_disk_blocks() {
             return Err(crate::Error::corrupt("block pointer", daddr, "address outside the device"));
         }
+        self.io.wait_for(daddr);
         self.dev.read_at(daddr * self.block_size as u64, buf)?;
         Ok(())
     }
@@ -264,7 +268,7 @@ impl StorageManager for Lfs {
 
     fn valloc(&mut self) -> Result<Inode> {
         self.check_mounted()?;
-        self.check_space(1)?;
+        self.check_space(1, space::SpaceFor::Metadata)?;
         let (ino, version) = self.tables.alloc_inode()?;
         let inode = Inode { ino, generation: version, ..Inode::default() };
         self.inodes.insert(ino, CachedInode { inode, dirty: true });
@@ -340,7 +344,7 @@ impl StorageManager for Lfs {
     }
 
     fn reserve_blocks(&mut self, blocks: u64) -> Result<()> {
-        self.check_space(blocks)
+        self.check_space(blocks, space::SpaceFor::Data)
     }
 
     fn begin_dirop(&mut self) {

@@ -124,11 +124,13 @@ fn assemble(
     log: LogHead,
     options: MountOptions,
 ) -> Lfs {
+    let limits = CacheLimits::for_memory(options.cache_bytes);
     Lfs {
+        io: super::io::SegmentIo::new(dev.clone(), sb.block_size, limits.stop_access_bytes),
         dev,
         geometry: Geometry::new(sb.block_size),
         block_size: sb.block_size as usize,
-        cache: BufferCache::new(sb.block_size, CacheLimits::for_memory(options.cache_bytes)),
+        cache: BufferCache::new(sb.block_size, limits),
         inodes: HashMap::new(),
         tables,
         ifile,

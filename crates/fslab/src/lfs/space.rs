@@ -14,6 +14,16 @@
 
 use super::layout::{SEGUSE_CLEAN, SEGUSE_DIRTY, SEGUSE_SUPERBLOCK};
 use super::Lfs;
+
+/// What a promise of space is for: file data must leave the metadata
+/// reserve untouched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum SpaceFor {
+    /// Blocks of regular files.
+    Data,
+    /// Directories, symbolic links, extended attributes, inodes.
+    Metadata,
+}
 use crate::error::errno;
 use crate::format::inode::INODE_SIZE;
 use crate::format::NAME_MAX;
@@ -91,30 +101,36 @@ impl Lfs {
         data + inode_blocks + summaries
     }
 
-    /// Blocks held back so a checkpoint can always be written: the whole
-    /// ifile with its indirect blocks and summaries, and one segment for the
-    /// space lost when partial segments end short of a segment boundary.
-    fn reserve(&self) -> u64 {
+    /// Blocks held back from file data: what a checkpoint needs (the whole
+    /// ifile with its indirect blocks and summaries), half a segment for
+    /// the space lost when partial segments end short of a segment
+    /// boundary, and half a segment that only metadata may use — so that
+    /// unlink, rmdir and rename still work on a disk full of data.
+    fn reserve(&self, use_of: SpaceFor) -> u64 {
         let ifile = self.tables.nblocks() + 2;
-        ifile + ifile / self.geometry.nindir + 8 + self.sb.blocks_per_segment()
+        let checkpoint = ifile + ifile / self.geometry.nindir + 8 + self.sb.blocks_per_segment() / 2;
+        match use_of {
+            SpaceFor::Data => checkpoint + self.sb.blocks_per_segment() / 2,
+            SpaceFor::Metadata => checkpoint,
+        }
     }
 
-    /// Blocks a user could still write.
-    fn available(&mut self, include_reclaimable: bool) -> u64 {
+    /// Blocks that could still be promised for `use_of`.
+    fn available(&mut self, include_reclaimable: bool, use_of: SpaceFor) -> u64 {
         let (writable, reclaimable) = self.segment_space();
         let have = writable + if include_reclaimable { reclaimable } else { 0 };
-        have.saturating_sub(self.promised_blocks() + self.reserve())
+        have.saturating_sub(self.promised_blocks() + self.reserve(use_of))
     }
 
     /// Promises space for `blocks` more dirty blocks, or fails with ENOSPC.
     /// Reclaims empty segments with a checkpoint when that would make room.
-    pub(super) fn check_space(&mut self, blocks: u64) -> Result<()> {
-        if self.available(false) >= blocks {
+    pub(super) fn check_space(&mut self, blocks: u64, use_of: SpaceFor) -> Result<()> {
+        if self.available(false, use_of) >= blocks {
             return Ok(());
         }
-        if self.available(true) >= blocks && self.dirop_depth == 0 {
+        if self.available(true, use_of) >= blocks && self.dirop_depth == 0 {
             self.checkpoint(false)?;
-            if self.available(false) >= blocks {
+            if self.available(false, use_of) >= blocks {
                 return Ok(());
             }
         }
@@ -126,7 +142,7 @@ impl Lfs {
     pub(super) fn check_inode_space(&mut self) -> Result<()> {
         let per = (self.block_size / INODE_SIZE) as u64;
         if self.dirty_inode_count().is_multiple_of(per) {
-            self.check_space(1)?;
+            self.check_space(1, SpaceFor::Metadata)?;
         }
         Ok(())
     }
@@ -134,13 +150,13 @@ impl Lfs {
     /// What `statfs` reports.
     pub(super) fn space_report(&mut self) -> StatFs {
         let usable: u64 = (0..self.sb.nsegments).map(|s| self.usable_blocks(s)).sum();
-        let free = self.available(true);
+        let free = self.available(true, SpaceFor::Data);
         let in_use = self.tables.inodes_in_use();
         let free_inodes = (self.tables.imap.len() as u64).saturating_sub(in_use + 2)
             + free * (self.block_size / INODE_SIZE) as u64;
         StatFs {
             block_size: self.block_size as u32,
-            total_blocks: usable.saturating_sub(self.reserve()),
+            total_blocks: usable.saturating_sub(self.reserve(SpaceFor::Data)),
             free_blocks: free,
             total_inodes: in_use + free_inodes,
             free_inodes,

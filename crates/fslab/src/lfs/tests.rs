@@ -134,6 +134,12 @@ fn a_full_log_refuses_writes_with_enospc_and_keeps_what_it_accepted() {
     };
     assert_eq!(err.errno(), libc::ENOSPC);
     assert!(accepted > 500, "most of the disk is usable: accepted {accepted} blocks");
+    // Metadata still fits on a disk full of data: a directory block and an
+    // inode update, as an unlink needs.
+    let dir = lfs.valloc().expect("valloc on a full disk");
+    let dir_attr = InodeAttr { mode: kind::DIR | 0o755, nlink: 2, size: 4096, ..InodeAttr::default() };
+    lfs.update(dir.ino, &dir_attr).expect("inode update on a full disk");
+    lfs.write_block(dir.ino, 0, 0, &[1u8; 4096]).expect("directory block on a full disk");
     let mut attr = lfs.vget(ino).expect("vget").attr;
     attr.size = accepted as u64 * 4096;
     lfs.update(ino, &attr).expect("update");

@@ -21,26 +21,28 @@ use super::layout::{
     SEGUSE_SUPERBLOCK, SS_CONT, SS_DIROP, SS_IFILE,
 };
 use super::Lfs;
+use crate::cache::BlockData;
 use crate::error::errno;
 use crate::format::inode::INODE_SIZE;
-use crate::format::{crc32c, now_ns, Daddr, Ino, Lbn, IFILE_INO};
+use crate::format::{now_ns, Daddr, Ino, Lbn, IFILE_INO};
 use crate::Result;
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
-/// A partial segment being assembled: a summary block's room followed by
-/// the blocks, in one buffer so it leaves with one write.
+/// A partial segment being assembled: its summary and its blocks, shared
+/// with the cache (no copy) and handed whole to the segment I/O thread.
 struct Partial {
     start: Daddr,
     summary: Summary,
-    /// Summary block (placeholder until written) followed by the blocks.
-    buf: Vec<u8>,
+    /// The blocks after the summary; an empty one is a slot still to fill.
+    blocks: Vec<BlockData>,
     /// Blocks after the summary this partial may still take.
     capacity: u64,
 }
 
 impl Partial {
-    fn nblocks(&self, block_size: usize) -> u64 {
-        (self.buf.len() / block_size) as u64 - 1
+    fn nblocks(&self) -> u64 {
+        self.blocks.len() as u64
     }
 }
 
@@ -118,7 +120,7 @@ impl Lfs {
                 data_crc: 0,
                 finfos: Vec::new(),
             },
-            buf: vec![0u8; self.block_size],
+            blocks: Vec::with_capacity((bps - self.log.offset - 1) as usize),
             capacity: bps - self.log.offset - 1,
         });
         Ok(())
@@ -128,7 +130,7 @@ impl Lfs {
     /// the log head past it. An empty partial is dropped.
     fn close_partial(&mut self, batch: &mut Batch) {
         let Some(mut p) = batch.open.take() else { return };
-        let n = p.nblocks(self.block_size);
+        let n = p.nblocks();
         if n == 0 {
             return;
         }
@@ -149,9 +151,17 @@ impl Lfs {
         batch.done.push(p);
     }
 
-    /// Reserves the next slot of the log for block `lbn` of `ino` (version
-    /// `version`) and returns its address; the caller fills it.
-    fn reserve_slot(&mut self, batch: &mut Batch, ino: Ino, version: u32, lbn: Lbn) -> Result<Daddr> {
+    /// Puts `data` (an empty slot to fill later, if empty) into the next
+    /// slot of the log as block `lbn` of `ino` (version `version`) and
+    /// returns its address.
+    fn reserve_slot(
+        &mut self,
+        batch: &mut Batch,
+        ino: Ino,
+        version: u32,
+        lbn: Lbn,
+        data: BlockData,
+    ) -> Result<Daddr> {
         let bs = self.block_size;
         loop {
             if batch.open.is_none() {
@@ -160,7 +170,7 @@ impl Lfs {
             let p = batch.open.as_mut().ok_or_else(|| errno(libc::EIO, "no open partial segment"))?;
             let same_file = p.summary.finfos.last().is_some_and(|f| f.ino == ino && f.version == version);
             let grows = if same_file { 8 } else { FINFO_HEADER + 8 };
-            let fits = p.nblocks(bs) < p.capacity
+            let fits = p.nblocks() < p.capacity
                 && p.summary.ninoblocks == 0
                 && p.summary.encoded_len() + grows <= bs;
             if !fits {
@@ -173,66 +183,63 @@ impl Lfs {
             if let Some(f) = p.summary.finfos.last_mut() {
                 f.lbns.push(lbn);
             }
-            let daddr = p.start + 1 + p.nblocks(bs);
-            p.buf.resize(p.buf.len() + bs, 0);
+            let daddr = p.start + 1 + p.nblocks();
+            p.blocks.push(data);
             return Ok(daddr);
         }
     }
 
     /// Appends an inode block to the open partial segment; inode blocks are
     /// its last blocks.
-    fn place_inode_block(&mut self, batch: &mut Batch, block: &[u8]) -> Result<Daddr> {
-        let bs = self.block_size;
+    fn place_inode_block(&mut self, batch: &mut Batch, block: Vec<u8>) -> Result<Daddr> {
+        let block: BlockData = block.into();
         loop {
             if batch.open.is_none() {
                 self.open_partial(batch)?;
             }
             let p = batch.open.as_mut().ok_or_else(|| errno(libc::EIO, "no open partial segment"))?;
-            if p.nblocks(bs) >= p.capacity {
+            if p.nblocks() >= p.capacity {
                 self.close_partial(batch);
                 continue;
             }
-            let daddr = p.start + 1 + p.nblocks(bs);
-            p.buf.extend_from_slice(block);
+            let daddr = p.start + 1 + p.nblocks();
+            p.blocks.push(block);
             p.summary.ninoblocks += 1;
             return Ok(daddr);
         }
     }
 
-    /// Copies `data` into the slot at `daddr` of a partial not yet written.
-    fn fill(&self, batch: &mut Batch, daddr: Daddr, data: &[u8]) -> Result<()> {
-        let bs = self.block_size;
+    /// Puts `data` into the slot at `daddr` of a partial not yet written.
+    fn fill(&self, batch: &mut Batch, daddr: Daddr, data: BlockData) -> Result<()> {
         let p = batch
             .done
             .iter_mut()
             .chain(batch.open.iter_mut())
-            .find(|p| daddr > p.start && daddr <= p.start + p.nblocks(bs))
+            .find(|p| daddr > p.start && daddr <= p.start + p.nblocks())
             .ok_or_else(|| errno(libc::EIO, "slot is not in an unwritten partial segment"))?;
-        let at = (daddr - p.start) as usize * bs;
-        p.buf[at..at + bs].copy_from_slice(data);
+        p.blocks[(daddr - p.start - 1) as usize] = data;
         Ok(())
     }
 
-    /// Writes the closed partial segments. A non-final flush happens in the
-    /// middle of a write, so its directory-operation partials all continue.
+    /// Hands the closed partial segments to the segment I/O thread. A
+    /// non-final flush happens in the middle of a write, so its
+    /// directory-operation partials all continue.
     fn flush_partials(&mut self, batch: &mut Batch, last: bool) -> Result<()> {
         let bs = self.block_size;
-        let count = batch.done.len();
         let last_dirop =
             if last { batch.done.iter().rposition(|p| p.summary.flags & SS_DIROP != 0) } else { None };
         for (i, mut p) in std::mem::take(&mut batch.done).into_iter().enumerate() {
             if p.summary.flags & SS_DIROP != 0 && Some(i) != last_dirop {
                 p.summary.flags |= SS_CONT;
             }
-            p.summary.data_crc = crc32c(&p.buf[bs..]);
-            let summary = p.summary.encode(bs);
-            p.buf[..bs].copy_from_slice(&summary);
-            self.dev.write_at(p.start * bs as u64, &p.buf)?;
+            if p.blocks.iter().any(|b| b.len() != bs) {
+                return Err(errno(libc::EIO, "partial segment has an unfilled slot"));
+            }
             self.stats.partial_segments += 1;
-            self.stats.blocks_written += (p.buf.len() / bs) as u64;
+            self.stats.blocks_written += p.blocks.len() as u64 + 1;
             self.stats.writes += 1;
+            self.io.submit(p.start, p.summary, p.blocks)?;
         }
-        debug_assert!(count == 0 || batch.done.is_empty());
         Ok(())
     }
 
@@ -246,15 +253,12 @@ impl Lfs {
         lbn: Lbn,
         fill: bool,
     ) -> Result<Daddr> {
-        let daddr = self.reserve_slot(batch, ino, version, lbn)?;
-        if fill {
-            let data =
-                self.cache.get((ino, lbn)).ok_or_else(|| errno(libc::EIO, "dirty block left the cache"))?;
-            let bs = self.block_size;
-            let p = batch.open.as_mut().ok_or_else(|| errno(libc::EIO, "no open partial segment"))?;
-            let at = p.buf.len() - bs;
-            p.buf[at..].copy_from_slice(data);
-        }
+        let data = if fill {
+            self.cache.share((ino, lbn)).ok_or_else(|| errno(libc::EIO, "dirty block left the cache"))?
+        } else {
+            Arc::from(Vec::new())
+        };
+        let daddr = self.reserve_slot(batch, ino, version, lbn, data)?;
         let old = self.pointer(ino, lbn)?;
         self.set_pointer(ino, lbn, daddr)?;
         if old != 0 {
@@ -273,9 +277,8 @@ impl Lfs {
         for level in 1..=3 {
             let mut metas: Vec<(u64, Lbn)> = self
                 .cache
-                .keys_in(ino, Lbn::MIN..=-2)
+                .dirty_keys_in(ino, Lbn::MIN..=-2)
                 .into_iter()
-                .filter(|&k| self.cache.is_dirty(k))
                 .filter_map(|(_, lbn)| match self.geometry.meta_level(lbn) {
                     Some((l, first)) if l == level => Some((first, lbn)),
                     _ => None,
@@ -293,13 +296,8 @@ impl Lfs {
     fn write_files(&mut self, batch: &mut Batch, inos: &[Ino]) -> Result<()> {
         for &ino in inos {
             let version = self.tables.entry(ino).map_or(0, |e| e.version);
-            let data: Vec<Lbn> = self
-                .cache
-                .keys_in(ino, -1..=Lbn::MAX)
-                .into_iter()
-                .filter(|&k| self.cache.is_dirty(k))
-                .map(|(_, lbn)| lbn)
-                .collect();
+            let data: Vec<Lbn> =
+                self.cache.dirty_keys_in(ino, -1..=Lbn::MAX).into_iter().map(|(_, lbn)| lbn).collect();
             for lbn in data {
                 self.place_block(batch, ino, version, lbn, true)?;
             }
@@ -318,7 +316,7 @@ impl Lfs {
                     c.inode.encode(&mut block[slot * INODE_SIZE..]);
                 }
             }
-            let daddr = self.place_inode_block(batch, &block)?;
+            let daddr = self.place_inode_block(batch, block)?;
             for &ino in group {
                 if let Some(old) = self.tables.entry(ino).map(|e| e.daddr) {
                     if old != 0 {
@@ -405,7 +403,7 @@ impl Lfs {
             if let Some(path) = self.geometry.path(lbn) {
                 for &meta in &path.metas[..path.levels] {
                     if !self.ensure_cached(IFILE_INO, meta)? {
-                        let zero = vec![0u8; self.block_size].into_boxed_slice();
+                        let zero = self.cache.zeroed();
                         self.cache.insert((IFILE_INO, meta), zero, true);
                         self.ifile.blocks += self.bytes_per_frag();
                     }
@@ -424,7 +422,7 @@ impl Lfs {
         self.ifile.attr.ctime = self.ifile.attr.mtime;
         let mut block = vec![0u8; self.block_size];
         self.ifile.encode(&mut block);
-        let daddr = self.place_inode_block(batch, &block)?;
+        let daddr = self.place_inode_block(batch, block)?;
         if self.ifile_daddr != 0 {
             self.adjust_live(self.seg_of(self.ifile_daddr), -(INODE_SIZE as i64));
         }
@@ -440,10 +438,10 @@ impl Lfs {
         for lbn in escaped {
             self.tables.mark_dirty(lbn);
         }
-        let mut buf = vec![0u8; self.block_size];
         for (&lbn, &daddr) in &placed {
+            let mut buf = vec![0u8; self.block_size];
             self.tables.encode_block(lbn, &mut buf);
-            self.fill(batch, daddr, &buf)?;
+            self.fill(batch, daddr, buf.into())?;
         }
         Ok(())
     }
@@ -453,7 +451,7 @@ impl Lfs {
     /// too.
     pub(super) fn write_segments(&mut self, with_ifile: bool) -> Result<()> {
         let dirops = std::mem::take(&mut self.dirop_inodes);
-        let mut files: BTreeSet<Ino> = self.cache.dirty_keys().into_iter().map(|(ino, _)| ino).collect();
+        let mut files: BTreeSet<Ino> = self.cache.dirty_inodes().into_iter().collect();
         files.extend(self.inodes.iter().filter(|(_, c)| c.dirty).map(|(&ino, _)| ino));
         files.remove(&IFILE_INO);
         let (in_dirop, plain): (Vec<Ino>, Vec<Ino>) = files.into_iter().partition(|ino| dirops.contains(ino));
@@ -478,6 +476,7 @@ impl Lfs {
     pub(super) fn checkpoint(&mut self, clean: bool) -> Result<()> {
         self.write_segments(true)?;
         // Barrier: the log the superblock will point at is durable first.
+        self.io.wait_idle()?;
         self.dev.flush()?;
         let c = &self.sb.checkpoint;
         self.sb.checkpoint = Checkpoint {

@@ -13,8 +13,8 @@
 //! | 16..    | entries, back to back, no padding; zeros after `used`         |
 //!
 //! Entry: u8 `name_len` (1..=255), u32 `value_len` (0..=65536), then the
-//! full name (with its namespace prefix: `user.`, `trusted.`, `security.`
-//! or `system.`), then the value. Entries are in insertion order; names
+//! full name (with its namespace prefix: `user.`, `trusted.` or
+//! `security.`), then the value. Entries are in insertion order; names
 //! are unique. A block of all zeros (a hole) means "no attributes"; when the
 //! last attribute goes, the block is freed with `free_xattr`.
 
@@ -32,7 +32,11 @@ pub const XATTR_VALUE_MAX: usize = 65536;
 const HEADER: usize = 16;
 const ENTRY_HEADER: usize = 5;
 const CRC_OFFSET: usize = 4;
-const NAMESPACES: [&[u8]; 4] = [b"user.", b"trusted.", b"security.", b"system."];
+// `system.` names are not stored: they stand for file-system features
+// (POSIX ACLs) that fslab does not have, and storing
+// `system.posix_acl_access` as plain bytes would let `cp -a` believe it had
+// set a mode that was never applied. EOPNOTSUPP makes it fall back to chmod.
+const NAMESPACES: [&[u8]; 3] = [b"user.", b"trusted.", b"security."];
 
 type Attrs = Vec<(Vec<u8>, Vec<u8>)>;
 

@@ -1,0 +1,178 @@
+//! The life of a mount: the background mount is usable as soon as the command
+//! returns; `umount`, `fusermount3 -u` and SIGTERM all end it with a clean
+//! checkpoint; mount options are honoured; and data that fsync or a periodic
+//! checkpoint made durable survives the daemon being killed (a crash).
+
+mod common;
+
+use common::{image_users, is_mounted, is_zombie, mkfs, run, Mode, Mount, Rng};
+use std::ffi::OsStr;
+use std::fs::{self, File};
+use std::io::Write;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+const T: Duration = Duration::from_secs(30);
+
+fn wait_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    done()
+}
+
+/// The pid of the daemon serving `image`.
+fn daemon_pid(image: &Path) -> i32 {
+    let pids = image_users(image);
+    assert_eq!(pids.len(), 1, "exactly one process holds the image: {pids:?}");
+    pids[0]
+}
+
+fn signal(pid: i32, sig: libc::c_int) {
+    // SAFETY: kill(2) on the daemon this test started.
+    let r = unsafe { libc::kill(pid, sig) };
+    assert_eq!(r, 0, "kill({pid}, {sig})");
+}
+
+/// After the daemon is gone (killed or exited), detach whatever is left.
+fn detach(dir: &Path) {
+    if is_mounted(dir) {
+        let _ = run("fusermount3", &[OsStr::new("-uz"), dir.as_os_str()], T);
+    }
+}
+
+#[test]
+fn background_mount_is_ready_when_the_command_returns_and_sigterm_checkpoints() {
+    if !common::fuse_or_skip() {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let image = tmp.path().join("fs.img");
+    let dir = tmp.path().join("mnt");
+    mkfs(&image, "64M", &[]);
+    fs::create_dir(&dir).expect("mkdir mnt");
+    let r = common::fslab_run(&[OsStr::new("mount"), image.as_os_str(), dir.as_os_str()], T);
+    assert!(r.success(), "fslab mount: {}", r.describe());
+    // Usable at once: no sleep between the command returning and the first use.
+    assert!(is_mounted(&dir), "not mounted when `fslab mount` returned");
+    fs::write(dir.join("a"), b"written before SIGTERM").expect("write on a fresh mount");
+    fs::create_dir(dir.join("d")).expect("mkdir");
+    let pid = daemon_pid(&image);
+    signal(pid, libc::SIGTERM);
+    assert!(wait_until(Duration::from_secs(60), || is_zombie(pid)), "daemon did not exit after SIGTERM");
+    assert!(!is_mounted(&dir), "SIGTERM left the mount in place");
+    assert!(image_users(&image).is_empty());
+
+    let m = Mount::new(&image, &dir, Mode::Foreground, &[]);
+    assert_eq!(fs::read(m.dir.join("a")).expect("read a"), b"written before SIGTERM");
+    assert!(m.dir.join("d").is_dir());
+    m.unmount().expect("clean unmount");
+}
+
+#[test]
+fn umount_ends_the_daemon_with_a_clean_checkpoint() {
+    if !common::fuse_or_skip() {
+        return;
+    }
+    // SAFETY: geteuid(2) has no arguments and cannot fail.
+    if unsafe { libc::geteuid() } != 0 || !common::have("umount") {
+        println!("skipped: umount(8) of a FUSE mount needs root");
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let image = tmp.path().join("fs.img");
+    mkfs(&image, "64M", &[]);
+    let m = Mount::new(&image, &tmp.path().join("mnt"), Mode::Foreground, &[]);
+    let dir = m.dir.clone();
+    let data = Rng::new(4).bytes(3 << 20);
+    fs::write(dir.join("three"), &data).expect("write 3 MiB");
+    let r = run("umount", &[dir.as_os_str()], T);
+    assert!(r.success(), "umount: {}", r.describe());
+    m.wait_exit().expect("daemon exits cleanly after umount");
+    assert!(image_users(&image).is_empty(), "daemon still holds the image");
+    let m = Mount::new(&image, &dir, Mode::Foreground, &[]);
+    assert!(fs::read(dir.join("three")).expect("read back") == data, "content after umount + mount");
+    m.unmount().expect("clean unmount");
+}
+
+#[test]
+fn mount_options_are_accepted_and_a_small_cache_still_works() {
+    if !common::fuse_or_skip() {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let image = tmp.path().join("fs.img");
+    mkfs(&image, "128M", &[]);
+    let m = Mount::new(&image, &tmp.path().join("mnt"), Mode::Foreground, &["-o", "cache=4M,checkpoint=2"]);
+    // Far more data than the cache holds, written and read back.
+    let mut rng = Rng::new(8);
+    let mut f = File::create(m.dir.join("big")).expect("create");
+    let mut all = Vec::new();
+    for _ in 0..24 {
+        let chunk = rng.bytes(1 << 20);
+        f.write_all(&chunk).expect("write");
+        all.extend_from_slice(&chunk);
+    }
+    drop(f);
+    for i in 0..500 {
+        fs::write(m.dir.join(format!("s{i}")), format!("small {i}")).expect("small file");
+    }
+    assert!(fs::read(m.dir.join("big")).expect("read big") == all, "24 MiB through a 4 MiB cache");
+    assert_eq!(fs::read_to_string(m.dir.join("s499")).expect("read s499"), "small 499");
+    m.unmount().expect("clean unmount");
+    let m = Mount::new(&image, &tmp.path().join("mnt"), Mode::Foreground, &["-o", "cache=4M"]);
+    assert!(fs::read(m.dir.join("big")).expect("read big") == all, "24 MiB after remount");
+    assert_eq!(fs::read_dir(&m.dir).expect("readdir").count(), 501);
+    m.unmount().expect("clean unmount");
+}
+
+#[test]
+fn fsynced_and_checkpointed_data_survive_a_killed_daemon() {
+    if !common::fuse_or_skip() {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let image = tmp.path().join("fs.img");
+    let dir = tmp.path().join("mnt");
+    mkfs(&image, "64M", &[]);
+    let m = Mount::new(&image, &dir, Mode::Foreground, &["-o", "checkpoint=1"]);
+    let pid = m.pid().expect("foreground daemon pid");
+
+    // Made durable by a periodic checkpoint (plenty of time for one).
+    fs::create_dir(m.dir.join("dir")).expect("mkdir");
+    fs::write(m.dir.join("dir/checkpointed"), b"by the checkpoint").expect("write");
+    std::thread::sleep(Duration::from_secs(4));
+
+    // Made durable by fsync, immediately before the crash.
+    let data = Rng::new(12).bytes(700_000);
+    let mut f = File::create(m.dir.join("fsynced")).expect("create");
+    f.write_all(&data).expect("write");
+    f.sync_all().expect("fsync");
+    drop(f);
+    let d = File::open(&m.dir).expect("open root");
+    d.sync_all().expect("fsync root directory");
+    drop(d);
+
+    signal(pid, libc::SIGKILL);
+    drop(m); // reaps the killed daemon and detaches the mount
+    detach(&dir);
+    assert!(image_users(&image).is_empty());
+
+    let m = Mount::new(&image, &dir, Mode::Foreground, &[]);
+    assert_eq!(
+        fs::read(m.dir.join("dir/checkpointed")).expect("checkpointed file after a crash"),
+        b"by the checkpoint"
+    );
+    let got = fs::read(m.dir.join("fsynced")).expect("fsynced file after a crash");
+    assert!(got == data, "fsynced file content after a crash ({} bytes, want {})", got.len(), data.len());
+    // The recovered file system keeps working and unmounts cleanly.
+    fs::write(m.dir.join("after"), b"after recovery").expect("write after recovery");
+    m.unmount().expect("clean unmount after recovery");
+    let m = Mount::new(&image, &dir, Mode::Foreground, &[]);
+    assert_eq!(fs::read(m.dir.join("after")).expect("read after"), b"after recovery");
+    m.unmount().expect("clean unmount");
+}
