@@ -16,10 +16,10 @@ use fslab::storage::StorageManager;
 use fslab::ufs::{Creds, FileSystem, RenameFlags as UfsRenameFlags, SetAttr};
 use fslab::Result;
 use fuser::{
-    AccessFlags, BsdFileFlags, CopyFileRangeFlags, FileAttr, FileHandle, Filesystem, FopenFlags, Generation,
-    INodeNo, InitFlags, KernelConfig, LockOwner, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
-    ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyLseek, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr,
-    Request, TimeOrNow, WriteFlags,
+    AccessFlags, BsdFileFlags, CopyFileRangeFlags, Errno, FileAttr, FileHandle, Filesystem, FopenFlags,
+    Generation, INodeNo, InitFlags, KernelConfig, LockOwner, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate,
+    ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyLseek, ReplyOpen, ReplyStatfs, ReplyWrite,
+    ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 use std::ffi::OsStr;
 use std::io;
@@ -47,13 +47,17 @@ const MAX_COPY: u64 = 1 << 30;
 pub struct FuseAdapter<S: StorageManager> {
     shared: Arc<Shared<S>>,
     writeback_cache: bool,
+    /// The kernel can open files and directories without asking (answering
+    /// ENOSYS to the first open tells it to stop sending OPEN and RELEASE).
+    zero_message_open: bool,
+    zero_message_opendir: bool,
 }
 
 impl<S: StorageManager> FuseAdapter<S> {
     /// An adapter over `shared`; `writeback_cache` asks the kernel to cache
     /// writes (safe: the kernel is the only writer to this file system).
     pub(crate) fn new(shared: Arc<Shared<S>>, writeback_cache: bool) -> FuseAdapter<S> {
-        FuseAdapter { shared, writeback_cache }
+        FuseAdapter { shared, writeback_cache, zero_message_open: false, zero_message_opendir: false }
     }
 
     fn with<T>(&self, op: impl FnOnce(&mut FileSystem<S>) -> Result<T>) -> Result<T> {
@@ -139,12 +143,21 @@ impl<S: StorageManager + 'static> Filesystem for FuseAdapter<S> {
         let mut wanted = InitFlags::FUSE_ASYNC_READ
             | InitFlags::FUSE_BIG_WRITES
             | InitFlags::FUSE_MAX_PAGES
-            | InitFlags::FUSE_PARALLEL_DIROPS;
+            | InitFlags::FUSE_PARALLEL_DIROPS
+            // ufs clears set-user-ID and set-group-ID on write, truncate and
+            // chown itself, so the kernel need not ask for
+            // security.capability before every write.
+            | InitFlags::FUSE_HANDLE_KILLPRIV;
         if self.writeback_cache {
             wanted |= InitFlags::FUSE_WRITEBACK_CACHE;
         }
         // Ask only for what this kernel offers; an old kernel still mounts.
         let _ = config.add_capabilities(wanted & config.capabilities());
+        // Handles are stateless, so OPEN, OPENDIR and their releases carry
+        // nothing: where the kernel can skip them, a small-file create or
+        // read saves two round trips each.
+        self.zero_message_open = config.capabilities().contains(InitFlags::FUSE_NO_OPEN_SUPPORT);
+        self.zero_message_opendir = config.capabilities().contains(InitFlags::FUSE_NO_OPENDIR_SUPPORT);
         Ok(())
     }
 
@@ -259,9 +272,21 @@ impl<S: StorageManager + 'static> Filesystem for FuseAdapter<S> {
     }
 
     fn open(&self, _req: &Request, _ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        if self.zero_message_open {
+            reply.error(Errno::ENOSYS);
+            return;
+        }
         // Stateless: O_TRUNC arrives as a separate setattr. The kernel's page
         // cache stays valid across opens because all writes come through it.
         reply.opened(FileHandle(0), FopenFlags::FOPEN_KEEP_CACHE);
+    }
+
+    fn opendir(&self, _req: &Request, _ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        if self.zero_message_opendir {
+            reply.error(Errno::ENOSYS);
+            return;
+        }
+        reply.opened(FileHandle(0), FopenFlags::empty());
     }
 
     fn read(
@@ -302,8 +327,9 @@ impl<S: StorageManager + 'static> Filesystem for FuseAdapter<S> {
         _lock_owner: LockOwner,
         reply: ReplyEmpty,
     ) {
-        // close(2) promises nothing about durability; fsync does.
-        reply.ok();
+        // close(2) promises nothing about durability; fsync does. ENOSYS
+        // tells the kernel to stop sending FLUSH at every close.
+        reply.error(Errno::ENOSYS);
     }
 
     fn fsync(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, datasync: bool, reply: ReplyEmpty) {

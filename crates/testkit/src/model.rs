@@ -549,12 +549,25 @@ impl Model {
         Ok(data[start..end].to_vec())
     }
 
+    /// Clears set-user-ID, and set-group-ID when group-execute is set, as
+    /// POSIX asks when a file is written or truncated.
+    fn kill_privileges(&mut self, id: NodeId) -> Res<()> {
+        let node = self.get_mut(id)?;
+        node.perm &= !libc::S_ISUID;
+        if node.perm & libc::S_IXGRP != 0 {
+            node.perm &= !libc::S_ISGID;
+        }
+        Ok(())
+    }
+
     /// Writes `bytes` at `offset`; returns the count.
     pub fn write(&mut self, id: NodeId, offset: u64, bytes: &[u8]) -> Res<usize> {
-        let data = self.file_mut(id)?;
+        self.file(id)?;
         if bytes.is_empty() {
             return Ok(0);
         }
+        self.kill_privileges(id)?;
+        let data = self.file_mut(id)?;
         let end = offset as usize + bytes.len();
         if data.len() < end {
             data.resize(end, 0);
@@ -566,7 +579,7 @@ impl Model {
     /// Sets the size of a regular file.
     pub fn truncate(&mut self, id: NodeId, size: u64) -> Res<()> {
         self.file_mut(id)?.resize(size as usize, 0);
-        Ok(())
+        self.kill_privileges(id)
     }
 
     /// Sets the permission bits.

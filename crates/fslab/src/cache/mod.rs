@@ -128,17 +128,18 @@ impl BufferCache {
     }
 
     /// Caches `data` (one block) under `key`, replacing what was there.
+    /// Room is made first, so the block just inserted is never the one
+    /// evicted: a caller may use it right away.
     pub fn insert(&mut self, key: BlockKey, data: BlockData, dirty: bool) {
-        debug_assert_eq!(data.len(), self.block_size);
         if self.buffers.remove(&key).is_some_and(|old| old.dirty) && !dirty {
             self.dirty.remove(&key);
         }
+        self.evict_to(self.capacity().saturating_sub(1));
         if dirty {
             self.dirty.insert(key);
         }
         self.buffers.insert(key, Buffer { data, dirty, stamp: 0 });
         self.touch(key);
-        self.evict();
     }
 
     /// Marks a cached block dirty; returns whether it was clean before.
@@ -161,6 +162,9 @@ impl BufferCache {
                 self.dirty.remove(&key);
             }
         }
+        // A buffer's queue entry may have been dropped while it was dirty;
+        // a clean buffer needs one to be evictable.
+        self.touch(key);
     }
 
     /// Drops `key`; returns whether it was dirty.
@@ -216,10 +220,18 @@ impl BufferCache {
         self.dirty_bytes() >= self.limits.stop_access_bytes
     }
 
+    /// Buffers the memory limit allows.
+    fn capacity(&self) -> usize {
+        (self.limits.memory_bytes / self.block_size as u64).max(16) as usize
+    }
+
     /// Evicts clean buffers, least recently used first, until the cache fits
     /// its memory limit or holds only dirty buffers.
     pub fn evict(&mut self) {
-        let limit = (self.limits.memory_bytes / self.block_size as u64).max(16) as usize;
+        self.evict_to(self.capacity());
+    }
+
+    fn evict_to(&mut self, limit: usize) {
         while self.buffers.len() > limit {
             let Some((key, stamp)) = self.lru.pop_front() else { break };
             // A buffer shared with a write in flight stays: a read must find

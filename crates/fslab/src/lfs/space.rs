@@ -151,7 +151,12 @@ impl Lfs {
     pub(super) fn space_report(&mut self) -> StatFs {
         let usable: u64 = (0..self.sb.nsegments).map(|s| self.usable_blocks(s)).sum();
         let free = self.available(true, SpaceFor::Data);
-        let in_use = self.tables.inodes_in_use();
+        // An inode allocated since the last segment write has no address in
+        // the inode map yet, but it is in use.
+        let unwritten =
+            self.inodes.keys().filter(|&&ino| self.tables.entry(ino).is_some_and(|e| e.daddr == 0)).count()
+                as u64;
+        let in_use = self.tables.inodes_in_use() + unwritten;
         let free_inodes = (self.tables.imap.len() as u64).saturating_sub(in_use + 2)
             + free * (self.block_size / INODE_SIZE) as u64;
         StatFs {

@@ -53,6 +53,12 @@ impl<S: StorageManager> Ns<'_, S> {
             }
             self.truncate(ino, &mut attr, size)?;
             attr.mtime = now;
+            kill_privileges(&mut attr);
+        }
+        if (change.uid.is_some_and(|u| u != attr.uid) || change.gid.is_some_and(|g| g != attr.gid))
+            && !attr.is_dir()
+        {
+            kill_privileges(&mut attr);
         }
         if let Some(mode) = change.mode {
             attr.mode = (attr.mode & crate::format::inode::kind::MASK) | (mode & 0o7777);
@@ -174,6 +180,7 @@ impl<S: StorageManager> Ns<'_, S> {
         attr.size = attr.size.max(offset + done as u64);
         attr.mtime = now;
         attr.ctime = now;
+        kill_privileges(&mut attr);
         self.s.update(ino, &attr)?;
         Ok(done)
     }
@@ -370,5 +377,17 @@ impl<S: StorageManager> Ns<'_, S> {
         dst_attr.ctime = now;
         self.s.update(to, &dst_attr)?;
         Ok(done)
+    }
+}
+
+/// Clears set-user-ID, and set-group-ID where it means "run as group" (the
+/// group-execute bit is set; without it the bit marks mandatory locking),
+/// as POSIX asks when a file is written, truncated or changes owner. The
+/// FUSE adapter tells the kernel fslab does this, which spares a
+/// `getxattr("security.capability")` round trip on every write.
+fn kill_privileges(attr: &mut InodeAttr) {
+    attr.mode &= !libc::S_ISUID;
+    if attr.mode & libc::S_IXGRP != 0 {
+        attr.mode &= !libc::S_ISGID;
     }
 }

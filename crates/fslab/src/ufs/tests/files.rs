@@ -159,3 +159,25 @@ fn copy_file_range_copies_data_and_keeps_holes() {
     assert_eq!(fs.copy_file_range(a, 1 << 30, b, 0, 10).expect("past eof"), 0);
     assert_eq!(errno(fs.copy_file_range(a, 0, a, 50, 100)), libc::EINVAL);
 }
+
+#[test]
+fn writing_truncating_or_chowning_clears_set_user_id_and_set_group_id() {
+    let mut fs = fs();
+    let f = file(&mut fs, ROOT, "f").ino;
+    let set_mode = |fs: &mut FileSystem<MemStorage>, mode: u32| {
+        fs.setattr(f, &SetAttr { mode: Some(mode), ..SetAttr::default() }).expect("chmod");
+    };
+    set_mode(&mut fs, 0o6755);
+    fs.write(f, 0, b"x").expect("write");
+    assert_eq!(fs.getattr(f).expect("getattr").attr.mode & 0o7777, 0o755);
+    set_mode(&mut fs, 0o6750);
+    truncate(&mut fs, f, 0);
+    assert_eq!(fs.getattr(f).expect("getattr").attr.mode & 0o7777, 0o750);
+    // Set-group-ID without group execute marks mandatory locking: it stays.
+    set_mode(&mut fs, 0o2644);
+    fs.write(f, 0, b"x").expect("write");
+    assert_eq!(fs.getattr(f).expect("getattr").attr.mode & 0o7777, 0o2644);
+    set_mode(&mut fs, 0o4755);
+    fs.setattr(f, &SetAttr { uid: Some(1234), ..SetAttr::default() }).expect("chown");
+    assert_eq!(fs.getattr(f).expect("getattr").attr.mode & 0o7777, 0o755);
+}
