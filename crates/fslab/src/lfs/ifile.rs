@@ -149,6 +149,40 @@ impl Tables {
         }
     }
 
+    /// Grows the inode map until it covers `ino` (roll-forward found an
+    /// inode allocated after the checkpoint). The free list must be rebuilt
+    /// afterwards.
+    pub fn ensure_inode(&mut self, ino: Ino) {
+        while (self.imap.len() as u64) <= ino {
+            self.grow_imap();
+        }
+    }
+
+    /// Records that inode `ino`, of version `version`, lives in the block at
+    /// `daddr`. The free list must be rebuilt afterwards.
+    pub fn install_inode(&mut self, ino: Ino, version: u32, daddr: Daddr) {
+        if let Some(e) = self.imap.get_mut(ino as usize) {
+            *e = ImapEntry { version, next_free: 0, daddr };
+        }
+        self.touch_inode(ino);
+    }
+
+    /// Threads every free inode number onto the free list, lowest first.
+    pub fn rebuild_free_list(&mut self) {
+        let mut head = 0u32;
+        for ino in (IFILE_INO as usize + 1..self.imap.len()).rev() {
+            if self.imap[ino].daddr == 0 {
+                if self.imap[ino].next_free != head {
+                    self.imap[ino].next_free = head;
+                    self.touch_inode(ino as Ino);
+                }
+                head = ino as u32;
+            }
+        }
+        self.cleaner.free_head = head as Ino;
+        self.dirty.insert(0);
+    }
+
     /// Inode numbers in use.
     pub fn inodes_in_use(&self) -> u64 {
         self.imap.iter().filter(|e| e.daddr != 0).count() as u64

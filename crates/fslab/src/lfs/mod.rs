@@ -13,13 +13,16 @@
 
 mod bmap;
 pub mod ifile;
+pub mod inspect;
 mod io;
 pub mod layout;
 mod mount;
+mod rollforward;
 mod space;
 mod writer;
 
 pub use mount::{dump, mkfs, probe};
+pub use rollforward::Recovery;
 
 use crate::cache::BufferCache;
 use crate::error::errno;
@@ -130,6 +133,8 @@ pub struct Lfs {
     stats: Stats,
     /// The thread that writes partial segments.
     io: io::SegmentIo,
+    /// What roll-forward did at mount.
+    recovery: Recovery,
     unmounted: bool,
     /// Inodes in `inodes` whose `dirty` is set.
     dirty_inodes: u64,
@@ -139,9 +144,21 @@ pub struct Lfs {
 }
 
 impl Lfs {
-    /// Mounts the file system on `dev` from its newest valid checkpoint.
+    /// Mounts the file system on `dev`: the newest valid checkpoint, then
+    /// roll-forward through the log written after it, then a checkpoint if
+    /// anything was recovered.
     pub fn mount(dev: Arc<dyn BlockDevice>, options: MountOptions) -> Result<Lfs> {
-        mount::mount(dev, options)
+        let mut lfs = mount::mount(dev, options)?;
+        lfs.recovery = lfs.roll_forward()?;
+        if lfs.recovery.applied > 0 {
+            lfs.checkpoint(false)?;
+        }
+        Ok(lfs)
+    }
+
+    /// What roll-forward recovered at mount.
+    pub fn recovery(&self) -> Recovery {
+        self.recovery
     }
 
     /// Counters since mount.
@@ -356,11 +373,21 @@ impl StorageManager for Lfs {
         self.maybe_write()
     }
 
-    fn fsync(&mut self, _ino: Ino, _datasync: bool) -> Result<()> {
-        // Until roll-forward exists a checkpoint is the only durable point:
-        // everything written after the newest checkpoint is ignored at mount.
+    fn fsync(&mut self, ino: Ino, _datasync: bool) -> Result<()> {
+        // Roll-forward makes a partial segment durable on its own, so fsync
+        // writes the file's blocks and inode and a barrier — not the ifile.
+        // A pending directory operation may be what names this file (or is
+        // this directory's change): then the whole batch goes, with the
+        // ifile that commits it (§4.3).
         self.check_mounted()?;
-        self.checkpoint(false)
+        if self.dirop_inodes.is_empty() {
+            self.write_file_now(ino)?;
+        } else {
+            self.write_segments(false)?;
+        }
+        self.io.wait_idle()?;
+        self.dev.flush()?;
+        Ok(())
     }
 
     fn sync(&mut self) -> Result<()> {

@@ -2,9 +2,9 @@
 //!
 //! Mount reads every superblock copy it can find (1993 paper §4.5), takes
 //! the valid one with the newest checkpoint, reads the ifile inode the
-//! checkpoint names and rebuilds the ifile's tables from its blocks. Log
-//! written after that checkpoint is not replayed yet (no roll-forward), so a
-//! checkpoint is the only durable point.
+//! checkpoint names and rebuilds the ifile's tables from its blocks. The log
+//! written after that checkpoint is replayed by `rollforward`, which
+//! `Lfs::mount` runs next; `dump` looks at the checkpoint alone.
 
 use super::ifile::Tables;
 use super::layout::{
@@ -144,6 +144,7 @@ fn assemble(
         unmounted: false,
         dirty_inodes: 0,
         segment_space: None,
+        recovery: super::Recovery::default(),
         sb,
     }
 }
@@ -239,24 +240,7 @@ fn mount_checkpoint(dev: Arc<dyn BlockDevice>, sb: Superblock, options: MountOpt
         next_serial: c.next_summary_serial,
     };
     let mut lfs = assemble(dev, sb, placeholder, Inode::default(), c.ifile_daddr, log, options);
-    lfs.ifile = lfs.find_inode_in_block(c.ifile_daddr, IFILE_INO)?;
-    let bs = sb.block_size as u64;
-    let size = lfs.ifile.attr.size;
-    let max_blocks = 1 + segtab_blocks + (u32::MAX as u64 / 16);
-    if !size.is_multiple_of(bs) || size / bs < 1 + segtab_blocks || size / bs > max_blocks {
-        return Err(Error::corrupt("ifile inode", c.ifile_daddr, format!("impossible ifile size {size}")));
-    }
-    let mut blocks = Vec::with_capacity((size / bs) as usize);
-    for lbn in 0..size / bs {
-        let mut buf = vec![0u8; bs as usize];
-        lfs.read_file_block(IFILE_INO, lbn as i64, &mut buf)?;
-        blocks.push(buf);
-    }
-    lfs.tables = Tables::decode(sb.block_size, sb.nsegments, segtab_blocks, &blocks)?;
-    // The ifile's blocks were only needed to build the tables.
-    for key in lfs.cache.keys_in(IFILE_INO, 0..=i64::MAX) {
-        lfs.cache.remove(key);
-    }
+    lfs.load_ifile(c.ifile_daddr)?;
     let head = lfs.log.segment as usize;
     match lfs.tables.seguse.get_mut(head) {
         Some(s) => s.flags = (s.flags & SEGUSE_SUPERBLOCK) | SEGUSE_DIRTY | SEGUSE_ACTIVE,
@@ -271,6 +255,51 @@ fn mount_checkpoint(dev: Arc<dyn BlockDevice>, sb: Superblock, options: MountOpt
         lfs.log.next_segment = lfs.clean_after(lfs.log.segment).unwrap_or(lfs.log.segment);
     }
     Ok(lfs)
+}
+
+impl Lfs {
+    /// Makes the ifile whose inode is in the block at `daddr` the current
+    /// one: reads its inode and every block, and rebuilds the tables.
+    pub(super) fn load_ifile(&mut self, daddr: u64) -> Result<()> {
+        let ifile = self.find_inode_in_block(daddr, IFILE_INO)?;
+        let bs = self.block_size as u64;
+        let segtab_blocks = self.sb.segtab_blocks as u64;
+        let size = ifile.attr.size;
+        let max_blocks = (1 + segtab_blocks + (u32::MAX as u64 / 16)).min(self.total_disk_blocks());
+        if !size.is_multiple_of(bs) || size / bs < 1 + segtab_blocks || size / bs > max_blocks {
+            return Err(Error::corrupt("ifile inode", daddr, format!("impossible ifile size {size}")));
+        }
+        let previous = std::mem::replace(&mut self.ifile, ifile);
+        for key in self.cache.keys_in(IFILE_INO, i64::MIN..=i64::MAX) {
+            self.cache.remove(key);
+        }
+        let mut blocks = Vec::with_capacity((size / bs) as usize);
+        for lbn in 0..size / bs {
+            let mut buf = vec![0u8; bs as usize];
+            if let Err(e) = self.read_file_block(IFILE_INO, lbn as i64, &mut buf) {
+                self.ifile = previous;
+                return Err(e);
+            }
+            blocks.push(buf);
+        }
+        let tables = Tables::decode(self.sb.block_size, self.sb.nsegments, segtab_blocks, &blocks);
+        // The ifile's blocks were only needed to build the tables.
+        for key in self.cache.keys_in(IFILE_INO, i64::MIN..=i64::MAX) {
+            self.cache.remove(key);
+        }
+        match tables {
+            Ok(t) => {
+                self.tables = t;
+                self.ifile_daddr = daddr;
+                self.segment_space = None;
+                Ok(())
+            }
+            Err(e) => {
+                self.ifile = previous;
+                Err(e)
+            }
+        }
+    }
 }
 
 fn flags_text(flags: u32) -> String {
@@ -344,6 +373,11 @@ pub fn dump(dev: Arc<dyn BlockDevice>) -> Result<String> {
         );
     }
     let _ = writeln!(w, "  ({omitted} clean segments omitted)");
+    let _ = writeln!(
+        w,
+        "log after the checkpoint: {} valid partial segments (roll-forward applies them at mount)",
+        lfs.log_after_checkpoint()
+    );
     let _ = writeln!(w, "partial segments in log-head segment {}", c.log_segment);
     dump_partials(&lfs, c.log_segment, w);
     Ok(out)

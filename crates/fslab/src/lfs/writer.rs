@@ -446,6 +446,14 @@ impl Lfs {
         Ok(())
     }
 
+    /// Writes the dirty blocks and the inode of `ino` alone (for fsync).
+    pub(super) fn write_file_now(&mut self, ino: Ino) -> Result<()> {
+        let mut batch = Batch::default();
+        self.write_files(&mut batch, &[ino])?;
+        self.close_partial(&mut batch);
+        self.flush_partials(&mut batch, true)
+    }
+
     /// Writes every dirty block and inode to the log; with `with_ifile`, or
     /// when a directory operation happened since the last write, the ifile
     /// too.

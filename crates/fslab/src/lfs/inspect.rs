@@ -1,0 +1,108 @@
+//! Read-only access for tools that check an image without mounting it
+//! (`fslab fsck`), plus the one repair fsck cannot make through the
+//! namespace: setting a segment's live-byte count.
+//!
+//! * [`superblock_copies`] — every superblock copy where the file system puts
+//!   them, each with its validation result (mount keeps only the good ones).
+//! * [`superblock_segments`] — where mkfs puts the copies for a segment count.
+//! * [`Lfs::repair_set_live_bytes`] — overwrite one segment usage entry's live
+//!   bytes; the next checkpoint writes it.
+
+use super::layout::{Superblock, MAX_SUPERBLOCKS, SUPERBLOCK_BYTES};
+use super::Lfs;
+use crate::error::Error;
+use crate::Result;
+use disk::BlockDevice;
+
+/// One place a superblock copy should be, and what was found there.
+#[derive(Debug)]
+pub struct SuperblockCopy {
+    /// Byte offset on the device.
+    pub offset: u64,
+    /// The decoded copy, or why it is unusable.
+    pub result: Result<Superblock>,
+}
+
+/// The segments whose first block holds a superblock copy on a file system
+/// of `nsegments` segments: `0, N/3, 2N/3, N−1`, duplicates dropped (the
+/// rule mkfs follows, `docs/FORMAT.md` "Superblock").
+pub fn superblock_segments(nsegments: u64) -> Vec<u64> {
+    let mut segs = Vec::with_capacity(MAX_SUPERBLOCKS);
+    for s in [0, nsegments / 3, 2 * nsegments / 3, nsegments.saturating_sub(1)] {
+        if !segs.contains(&s) {
+            segs.push(s);
+        }
+    }
+    segs
+}
+
+fn read_copy(dev: &dyn BlockDevice, offset: u64) -> Result<Superblock> {
+    if offset.checked_add(SUPERBLOCK_BYTES as u64).is_none_or(|end| end > dev.size()) {
+        return Err(Error::corrupt("superblock", offset, "past the end of the device"));
+    }
+    let mut buf = vec![0u8; SUPERBLOCK_BYTES];
+    dev.read_at(offset, &mut buf)?;
+    Superblock::decode(&buf, offset)
+}
+
+/// Every place a superblock copy should be, with what is there. The first
+/// entry is always offset 0. When copy 0 is valid, the others are the ones it
+/// lists; otherwise they are looked for where each possible segment size
+/// (64 KiB … 1 GiB) would have put them, and only places holding the
+/// superblock magic are returned (the others are just data).
+pub fn superblock_copies(dev: &dyn BlockDevice) -> Vec<SuperblockCopy> {
+    let mut copies = vec![SuperblockCopy { offset: 0, result: read_copy(dev, 0) }];
+    let listed: Option<Vec<u64>> = match &copies[0].result {
+        Ok(sb) => Some((1..sb.ncopies as usize).map(|i| sb.copy_offset(i)).collect()),
+        Err(_) => None,
+    };
+    match listed {
+        Some(offsets) => {
+            for offset in offsets {
+                copies.push(SuperblockCopy { offset, result: read_copy(dev, offset) });
+            }
+        }
+        None => {
+            let mut seen = vec![0u64];
+            for shift in 16..=30u32 {
+                let ss = 1u64 << shift;
+                let n = dev.size() / ss;
+                if n < 8 {
+                    continue;
+                }
+                for seg in superblock_segments(n).into_iter().skip(1) {
+                    let offset = seg * ss;
+                    if seen.contains(&offset) {
+                        continue;
+                    }
+                    seen.push(offset);
+                    let mut head = [0u8; 8];
+                    let has_magic = dev.read_at(offset, &mut head).is_ok() && Superblock::has_magic(&head);
+                    if has_magic {
+                        copies.push(SuperblockCopy { offset, result: read_copy(dev, offset) });
+                    }
+                }
+            }
+        }
+    }
+    copies
+}
+
+impl Lfs {
+    /// fsck's repair of the segment usage table: sets segment `seg`'s live
+    /// bytes to `bytes`, as counted by walking every live inode and block.
+    /// Later writes adjust it as usual; the next checkpoint makes it durable.
+    /// Call right after mount, before anything is written, so that the
+    /// count describes the state it was computed from.
+    pub fn repair_set_live_bytes(&mut self, seg: u64, bytes: u32) -> Result<()> {
+        let entry = self
+            .tables
+            .seguse
+            .get_mut(seg as usize)
+            .ok_or_else(|| Error::corrupt("segment usage table", seg, "no such segment"))?;
+        entry.live_bytes = bytes;
+        self.tables.touch_segment(seg);
+        self.segment_space = None;
+        Ok(())
+    }
+}

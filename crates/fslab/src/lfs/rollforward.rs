@@ -1,0 +1,273 @@
+//! Roll-forward: recovering what was written after the newest checkpoint
+//! (1993 paper §2.2 and §4.3).
+//!
+//! From the checkpoint's log head, follow the log: partial segments front to
+//! back within a segment, then the segment each summary names as next. A
+//! partial segment counts only if its summary checksum, file-system id,
+//! serial number (one more than the last) and data CRC32C are all valid; the
+//! first one that is not ends the log.
+//!
+//! Directory-operation batching: a run of partial segments flagged
+//! SS_DIROP|SS_CONT is applied only if the partial segment that ends it
+//! (SS_DIROP without SS_CONT) is valid; otherwise the run and everything
+//! after it are discarded.
+//!
+//! Applying a partial segment: one that ends with the ifile's inode (SS_IFILE)
+//! carries a complete, consistent ifile — it becomes the state, as a
+//! checkpoint would. Otherwise each inode in its inode blocks is installed in
+//! the inode map, and the blocks the log wrote for that inode since its last
+//! inode block move the segment usage table's live bytes from their old
+//! addresses to their new ones. Blocks whose inode never reached the log are
+//! ignored: nothing points at them.
+//!
+//! Live bytes may be overestimated after roll-forward (blocks a truncate freed
+//! after the checkpoint still count), never underestimated: the cost is space
+//! that the cleaner or fsck recovers, never a live block overwritten.
+
+use super::layout::{
+    Summary, SEGUSE_ACTIVE, SEGUSE_CLEAN, SEGUSE_DIRTY, SEGUSE_SUPERBLOCK, SS_CONT, SS_DIROP, SS_IFILE,
+};
+use super::{CachedInode, Lfs};
+use crate::format::inode::{Inode, INODE_SIZE};
+use crate::format::{crc32c, Daddr, Ino, Lbn, IFILE_INO};
+use crate::Result;
+use std::collections::HashMap;
+
+/// A valid partial segment found after the checkpoint.
+struct Found {
+    /// Address of its summary block.
+    start: Daddr,
+    summary: Summary,
+    /// Its inode blocks (the last `ninoblocks` blocks).
+    inode_blocks: Vec<Vec<u8>>,
+}
+
+/// What roll-forward did, for tests and `dump`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Recovery {
+    /// Partial segments applied.
+    pub applied: u64,
+    /// Valid partial segments discarded (an unfinished directory operation).
+    pub discarded: u64,
+    /// Inodes installed from inode blocks.
+    pub inodes: u64,
+}
+
+impl Lfs {
+    /// The first block of segment `seg` that can hold log.
+    fn log_start(&self, seg: u64) -> u64 {
+        u64::from(self.sb.sb_segments[..self.sb.ncopies as usize].contains(&seg))
+    }
+
+    /// Reads and validates the partial segment at block `offset` of `seg`,
+    /// which must carry serial number `serial`.
+    fn read_partial(&self, seg: u64, offset: u64, serial: u64) -> Option<Found> {
+        let bs = self.block_size;
+        let bps = self.sb.blocks_per_segment();
+        if seg >= self.sb.nsegments || offset + 1 >= bps {
+            return None;
+        }
+        let start = seg * bps + offset;
+        let mut block = vec![0u8; bs];
+        self.dev.read_at(start * bs as u64, &mut block).ok()?;
+        let summary = Summary::decode(&block, start).ok()?;
+        if summary.fs_id != self.sb.fs_id || summary.serial != serial || summary.nblocks == 0 {
+            return None;
+        }
+        let n = summary.nblocks as u64;
+        if offset + 1 + n > bps || summary.ninoblocks as u64 > n || summary.next_segment >= self.sb.nsegments {
+            return None;
+        }
+        let mut data = vec![0u8; n as usize * bs];
+        self.dev.read_at((start + 1) * bs as u64, &mut data).ok()?;
+        if crc32c(&data) != summary.data_crc {
+            return None;
+        }
+        let first_inode_block = (n - summary.ninoblocks as u64) as usize;
+        let inode_blocks = data[first_inode_block * bs..].chunks_exact(bs).map(|b| b.to_vec()).collect();
+        Some(Found { start, summary, inode_blocks })
+    }
+
+    /// How many valid partial segments follow the checkpoint.
+    pub(super) fn log_after_checkpoint(&self) -> usize {
+        self.scan_log().len()
+    }
+
+    /// Every valid partial segment after the checkpoint, in log order.
+    fn scan_log(&self) -> Vec<Found> {
+        let mut found = Vec::new();
+        let (mut seg, mut offset, mut serial) = (self.log.segment, self.log.offset, self.log.next_serial);
+        let mut next = self.log.next_segment;
+        let limit = self.sb.nsegments * self.sb.blocks_per_segment();
+        while (found.len() as u64) < limit {
+            let partial = match self.read_partial(seg, offset, serial) {
+                Some(p) => Some(p),
+                // The writer moves on to the next segment when a partial
+                // segment no longer fits: look there before giving up.
+                None if next != seg => {
+                    let start = self.log_start(next);
+                    let p = self.read_partial(next, start, serial);
+                    if p.is_some() {
+                        seg = next;
+                        offset = start;
+                    }
+                    p
+                }
+                None => None,
+            };
+            let Some(p) = partial else { break };
+            offset += 1 + p.summary.nblocks as u64;
+            serial += 1;
+            next = p.summary.next_segment;
+            found.push(p);
+        }
+        found
+    }
+
+    /// Rolls the log forward from the checkpoint (see the module comment).
+    /// The caller writes a checkpoint afterwards if anything was applied.
+    pub(super) fn roll_forward(&mut self) -> Result<Recovery> {
+        let found = self.scan_log();
+        let mut recovery = Recovery::default();
+        let mut accepted: Vec<Found> = Vec::new();
+        let mut run: Vec<Found> = Vec::new();
+        let total = found.len() as u64;
+        for p in found {
+            let flags = p.summary.flags;
+            if flags & SS_DIROP != 0 && flags & SS_CONT != 0 {
+                run.push(p);
+            } else if flags & SS_DIROP != 0 {
+                accepted.append(&mut run);
+                accepted.push(p);
+            } else if run.is_empty() {
+                accepted.push(p);
+            } else {
+                // A plain partial segment after an unfinished directory
+                // operation: the operation never completed.
+                break;
+            }
+        }
+        recovery.discarded = total - accepted.len() as u64;
+        let mut written: HashMap<Ino, Vec<(Lbn, Daddr)>> = HashMap::new();
+        let bps = self.sb.blocks_per_segment();
+        for p in &accepted {
+            if p.summary.flags & SS_IFILE != 0 {
+                // The ifile inode is alone in the last inode block; the ifile
+                // was encoded after this partial segment was accounted for.
+                let daddr = p.start + p.summary.nblocks as u64;
+                self.load_ifile(daddr)?;
+                self.inodes.clear();
+                self.dirty_inodes = 0;
+                written.clear();
+            } else {
+                self.mark_written(p);
+                let mut at = p.start + 1;
+                for f in &p.summary.finfos {
+                    for &lbn in &f.lbns {
+                        if f.ino != IFILE_INO {
+                            written.entry(f.ino).or_default().push((lbn, at));
+                        }
+                        at += 1;
+                    }
+                }
+                let first_inode_block = p.start + 1 + (p.summary.nblocks - p.summary.ninoblocks) as u64;
+                for (k, block) in p.inode_blocks.iter().enumerate() {
+                    let daddr = first_inode_block + k as u64;
+                    for slot in block.chunks_exact(INODE_SIZE) {
+                        let Ok(inode) = Inode::decode(slot) else { continue };
+                        if inode.ino <= IFILE_INO || inode.ino > u32::MAX as u64 {
+                            continue;
+                        }
+                        let blocks = written.remove(&inode.ino).unwrap_or_default();
+                        self.replay_inode(inode, daddr, &blocks)?;
+                        recovery.inodes += 1;
+                    }
+                }
+            }
+            recovery.applied += 1;
+            self.log.segment = p.start / bps;
+            self.log.offset = p.start % bps + 1 + p.summary.nblocks as u64;
+            self.log.next_segment = p.summary.next_segment;
+            self.log.next_serial = p.summary.serial + 1;
+        }
+        if recovery.inodes > 0 {
+            self.tables.rebuild_free_list();
+        }
+        if recovery.applied > 0 {
+            self.settle_log_head();
+        }
+        Ok(recovery)
+    }
+
+    /// Notes in the usage table that partial segment `p` was written.
+    fn mark_written(&mut self, p: &Found) {
+        let seg = p.start / self.sb.blocks_per_segment();
+        if let Some(s) = self.tables.seguse.get_mut(seg as usize) {
+            if s.flags & SEGUSE_CLEAN != 0 {
+                s.nsums = 0;
+                s.ninos = 0;
+            }
+            s.flags = (s.flags & SEGUSE_SUPERBLOCK) | SEGUSE_DIRTY;
+            s.nsums += 1;
+            s.ninos += p.summary.ninoblocks;
+            s.lastmod = p.summary.time;
+        }
+        self.tables.touch_segment(seg);
+        self.segment_space = None;
+    }
+
+    /// Installs `inode`, found in the inode block at `daddr`, with the
+    /// `blocks` the log wrote for it since its previous inode block.
+    fn replay_inode(&mut self, inode: Inode, daddr: Daddr, blocks: &[(Lbn, Daddr)]) -> Result<()> {
+        let ino = inode.ino;
+        self.tables.ensure_inode(ino);
+        let old = self.tables.entry(ino).copied().unwrap_or_default();
+        let same_file = old.daddr != 0 && old.version == inode.generation;
+        let bs = self.block_size as i64;
+        for &(lbn, new) in blocks {
+            if same_file {
+                // The old inode and its indirect blocks are still intact on
+                // disk: the log never overwrites a block live at the checkpoint.
+                let before = self.pointer(ino, lbn).unwrap_or(0);
+                if before != 0 {
+                    self.adjust_live(self.seg_of(before), -bs);
+                }
+            }
+            self.adjust_live(self.seg_of(new), bs);
+        }
+        if old.daddr != 0 {
+            self.adjust_live(self.seg_of(old.daddr), -(INODE_SIZE as i64));
+        }
+        self.adjust_live(self.seg_of(daddr), INODE_SIZE as i64);
+        self.tables.install_inode(ino, inode.generation, daddr);
+        for key in self.cache.keys_in(ino, Lbn::MIN..=Lbn::MAX) {
+            self.cache.remove(key);
+        }
+        self.inodes.insert(ino, CachedInode { inode, dirty: false });
+        Ok(())
+    }
+
+    /// After roll-forward: the segment at the log head is active, the next
+    /// one is clean.
+    fn settle_log_head(&mut self) {
+        for (seg, s) in self.tables.seguse.iter_mut().enumerate() {
+            if s.flags & SEGUSE_ACTIVE != 0 && seg as u64 != self.log.segment {
+                s.flags &= !SEGUSE_ACTIVE;
+            }
+        }
+        let head = self.log.segment;
+        if let Some(s) = self.tables.seguse.get_mut(head as usize) {
+            s.flags = (s.flags & SEGUSE_SUPERBLOCK) | SEGUSE_DIRTY | SEGUSE_ACTIVE;
+        }
+        self.tables.touch_segment(head);
+        let next_ok = self
+            .tables
+            .seguse
+            .get(self.log.next_segment as usize)
+            .is_some_and(|s| s.flags & SEGUSE_CLEAN != 0 && self.log.next_segment != head);
+        if !next_ok {
+            self.log.next_segment = self.clean_after(head).unwrap_or(head);
+        }
+        self.segment_space = None;
+    }
+}
