@@ -3,12 +3,14 @@
 //! * `mkfs` — writes a new file system to an image file or block device.
 //! * `mount` — mounts an image through FUSE (in the background unless `-f`).
 //! * `dump` — prints the superblock, checkpoint and segment usage.
+//! * `fsck` — checks an unmounted image and repairs it (own exit statuses).
 //! * `size` — sizes such as "64M" on the command line.
 //!
 //! Every failure is one line on stderr, `fslab: COMMAND: what went wrong`,
 //! and a non-zero exit status. No file-system logic lives here.
 
 mod dump;
+mod fsck;
 mod mkfs;
 mod mount;
 mod size;
@@ -21,6 +23,25 @@ use std::process::ExitCode;
 // trimming on every segment (mprotect and page faults dominated a profile).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// mimalloc's `mi_option_purge_delay` (the same position in its v2 and v3
+/// option lists).
+const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+
+/// Keeps freed memory instead of returning it to the kernel after 10 ms:
+/// block buffers are freed and allocated again at a steady rate, and handing
+/// the pages back made the kernel zero fresh pages for every segment (a
+/// third more throughput on sequential writes without it). The memory held
+/// is bounded by the buffer cache's limit.
+fn keep_freed_memory() {
+    // SAFETY: reading and setting an allocator option has no memory effects;
+    // the default of 10 confirms the position names the purge delay.
+    unsafe {
+        if libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY) == 10 {
+            libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, -1);
+        }
+    }
+}
 
 /// The 4.4BSD log-structured file system, in user space.
 #[derive(Parser)]
@@ -38,9 +59,12 @@ enum Command {
     Mount(mount::MountArgs),
     /// Print the superblock, latest checkpoint and segment usage of an image.
     Dump(dump::DumpArgs),
+    /// Check an unmounted image and repair what can be repaired (-n: only check).
+    Fsck(fsck::FsckArgs),
 }
 
 fn main() -> ExitCode {
+    keep_freed_memory();
     // A bug shows as one line too, not a backtrace (RUST_BACKTRACE still works).
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
@@ -60,6 +84,7 @@ fn main() -> ExitCode {
         Command::Mkfs(args) => ("mkfs", mkfs::run(&args)),
         Command::Mount(args) => ("mount", mount::run(&args)),
         Command::Dump(args) => ("dump", dump::run(&args)),
+        Command::Fsck(args) => return fsck::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

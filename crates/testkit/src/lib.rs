@@ -2,9 +2,12 @@
 //! harness that runs random operation sequences against it and fslab.
 //!
 //! Map: [`model`] (what the answers should be), [`ops`] (the operations and
-//! their seeded generator), [`harness`] (apply, compare, report). The tests
-//! in `tests/` run it over `MemStorage` and over `Lfs` on a memory disk.
+//! their seeded generator), [`harness`] (apply, compare, report), [`crash`]
+//! (ACE-style crash exploration: workloads with persistence points, every
+//! crash image mounted and checked). The tests in `tests/` run them over
+//! `MemStorage` and over `Lfs` on a memory disk.
 
+pub mod crash;
 pub mod harness;
 pub mod model;
 pub mod ops;

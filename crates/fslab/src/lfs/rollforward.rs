@@ -75,7 +75,8 @@ impl Lfs {
             return None;
         }
         let n = summary.nblocks as u64;
-        if offset + 1 + n > bps || summary.ninoblocks as u64 > n || summary.next_segment >= self.sb.nsegments {
+        if offset + 1 + n > bps || summary.ninoblocks as u64 > n || summary.next_segment >= self.sb.nsegments
+        {
             return None;
         }
         let mut data = vec![0u8; n as usize * bs];

@@ -403,9 +403,10 @@ impl Lfs {
             if let Some(path) = self.geometry.path(lbn) {
                 for &meta in &path.metas[..path.levels] {
                     if !self.ensure_cached(IFILE_INO, meta)? {
+                        // Counted in `blocks` when `place_block` gives it its
+                        // first address.
                         let zero = self.cache.zeroed();
                         self.cache.insert((IFILE_INO, meta), zero, true);
-                        self.ifile.blocks += self.bytes_per_frag();
                     }
                     self.cache.mark_dirty((IFILE_INO, meta));
                 }

@@ -17,6 +17,7 @@ mod dir;
 mod file;
 mod names;
 mod rename;
+mod repair;
 #[cfg(test)]
 mod tests;
 mod xattr;

@@ -1,0 +1,454 @@
+//! The checker's view of the image: phase 1 (superblock copies and the
+//! checkpoint), bounded block reads, and the segment-summary walk that tells
+//! which file block each disk address holds.
+//!
+//! The summary walk (per segment, cached): partial segments chain front to
+//! back — summary, its `nblocks` blocks, the next summary — from the
+//! segment's first block (its second if it holds a superblock copy). The
+//! walk stops at the first summary that does not decode, belongs to another
+//! file system, runs past the segment, or does not carry a higher serial
+//! than the one before it (an older partial left from before the segment was
+//! last made clean). Each address of a walked partial gets a [`Role`].
+
+use crate::{Counts, Fatal, Fix, Kind, Options, Report};
+use disk::BlockDevice;
+use fslab::format::blockno::Geometry;
+use fslab::format::codec::crc32c_append;
+use fslab::format::{Daddr, Ino, Lbn};
+use fslab::lfs::inspect::superblock_copies;
+use fslab::lfs::layout::{CleanerInfo, ImapEntry, SegUse, Summary, Superblock, SB_CLEAN};
+use fslab::Error;
+use std::collections::HashMap;
+use std::time::Instant;
+
+/// Summary-walk entries kept in memory before the cache is emptied.
+const MAX_CACHED_ROLES: usize = 1 << 22;
+/// Bytes read at once when checking a partial segment's data checksum.
+const CRC_READ_BYTES: usize = 4 << 20;
+
+/// What one disk address holds according to its segment summary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// Not in any walked partial segment.
+    Nothing,
+    /// A summary block.
+    Summary,
+    /// Block `lbn` of inode `ino` at version `version`.
+    Block { partial: u32, ino: u32, version: u32, lbn: Lbn },
+    /// An inode block.
+    Inodes { partial: u32 },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Crc {
+    Unchecked,
+    Good,
+    Bad,
+}
+
+/// One partial segment found by the walk.
+#[derive(Debug, Clone)]
+struct Partial {
+    start: Daddr,
+    nblocks: u32,
+    serial: u64,
+    data_crc: u32,
+    crc: Crc,
+}
+
+/// The walk of one segment.
+#[derive(Debug, Clone)]
+pub(crate) struct SegMap {
+    roles: Vec<Role>,
+    partials: Vec<Partial>,
+}
+
+/// Live data counted for one segment while walking inodes.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct SegCount {
+    /// Partial summaries of the checkpoint found in the segment.
+    pub nsums: u32,
+    /// Inode blocks in those partials.
+    pub ninos: u32,
+}
+
+/// An allocated inode as phase 3 left it for phases 4 and 5.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct InodeInfo {
+    pub mode: u32,
+    pub nlink: u32,
+    pub size: u64,
+    /// False if the inode could not be read: entries naming it are left alone.
+    pub readable: bool,
+}
+
+/// How opening went.
+pub(crate) enum Opened<'a> {
+    Ready(Box<Checker<'a>>),
+    /// No checkpoint can be checked; the report says why.
+    Unusable(Report),
+}
+
+/// Progress messages, at most one per interval.
+pub(crate) struct Progress<'a> {
+    sink: &'a mut dyn FnMut(&str),
+    every: std::time::Duration,
+    last: Instant,
+}
+
+impl Progress<'_> {
+    /// Reports `done` of `total` in `phase` if enough time passed.
+    pub fn tick(&mut self, phase: &str, done: u64, total: u64) {
+        if self.last.elapsed() >= self.every {
+            self.last = Instant::now();
+            let percent = done.saturating_mul(100).checked_div(total).unwrap_or(100);
+            (self.sink)(&format!("{phase}: {done} of {total} ({percent}%)"));
+        }
+    }
+}
+
+/// The whole state of one check (see the crate map for the phases).
+pub(crate) struct Checker<'a> {
+    pub dev: &'a dyn BlockDevice,
+    pub sb: Superblock,
+    pub bs: usize,
+    pub bps: u64,
+    pub total_blocks: u64,
+    pub geometry: Geometry,
+    pub report: Report,
+    pub progress: Progress<'a>,
+    segments: HashMap<u64, SegMap>,
+    cached_roles: usize,
+    /// Segments walked (for nsums / ninos checks), kept after eviction.
+    pub seg_counts: HashMap<u64, SegCount>,
+    /// One bit per block of each segment holding a claimed block.
+    claimed: HashMap<u64, Vec<u64>>,
+    /// Live bytes recounted per segment.
+    pub live: Vec<u64>,
+    /// Phase 2: the ifile's tables (`None` where a block was unreadable).
+    pub cleaner: Option<CleanerInfo>,
+    pub seguse: Vec<Option<SegUse>>,
+    pub imap: Vec<Option<ImapEntry>>,
+    /// Phase 3: allocated inodes, and directories' data blocks by lbn.
+    pub inodes: HashMap<Ino, InodeInfo>,
+    pub dir_blocks: HashMap<Ino, Vec<(u64, Daddr)>>,
+    /// A few inode blocks, by address (many inodes share one).
+    pub inode_blocks: HashMap<Daddr, Option<Vec<u8>>>,
+}
+
+impl<'a> Checker<'a> {
+    /// Phase 1, then phase 2's loading of the ifile from the newest
+    /// checkpoint whose ifile inode can be read.
+    pub fn open(
+        dev: &'a dyn BlockDevice,
+        options: &Options,
+        sink: &'a mut dyn FnMut(&str),
+    ) -> Result<Opened<'a>, Fatal> {
+        let mut report = Report::default();
+        let copies = superblock_copies(dev);
+        let mut valid: Vec<Superblock> = Vec::new();
+        let mut foreign = None;
+        let copy0_magic = fslab::lfs::probe(dev);
+        let mut any_magic = copy0_magic;
+        for copy in &copies {
+            match &copy.result {
+                Ok(sb) => {
+                    any_magic = true;
+                    valid.push(*sb);
+                }
+                Err(Error::Foreign(why)) => {
+                    any_magic = true;
+                    foreign.get_or_insert_with(|| why.clone());
+                }
+                Err(Error::Io(e)) if copy.offset == 0 => {
+                    return Err(Fatal::Io(std::io::Error::new(e.kind(), e.to_string())))
+                }
+                // Copy 0 without the magic: maybe not an fslab image at all.
+                Err(Error::Corrupt { .. }) if copy.offset == 0 && !copy0_magic => {}
+                Err(e) => {
+                    any_magic = true;
+                    report.push(
+                        Kind::Superblock,
+                        None,
+                        format!("superblock copy at byte {}: {e}", copy.offset),
+                        Some(Fix::RewriteSuperblocks),
+                    );
+                }
+            }
+        }
+        if valid.is_empty() {
+            if let Some(why) = foreign {
+                return Err(Fatal::Foreign(why));
+            }
+            if !any_magic {
+                return Err(Fatal::Foreign("not an fslab image (no superblock found)".into()));
+            }
+            for p in &mut report.problems {
+                p.fix = None;
+            }
+            report.push(Kind::Superblock, None, "no valid superblock copy: nothing to check".into(), None);
+            return Ok(Opened::Unusable(report));
+        }
+        // As mount does: the file system of the newest checkpoint.
+        valid.sort_by_key(|s| std::cmp::Reverse(s.checkpoint.serial));
+        let best = valid[0];
+        for sb in &valid[1..] {
+            let same = sb.fs_id == best.fs_id
+                && sb.block_size == best.block_size
+                && sb.segment_size == best.segment_size
+                && sb.nsegments == best.nsegments
+                && sb.created == best.created
+                && sb.ncopies == best.ncopies
+                && sb.sb_segments == best.sb_segments
+                && sb.segtab_blocks == best.segtab_blocks;
+            if !same {
+                report.push(
+                    Kind::Superblock,
+                    None,
+                    format!(
+                        "superblock copy of checkpoint {} disagrees with the newest copy about the file system's parameters",
+                        sb.checkpoint.serial
+                    ),
+                    Some(Fix::RewriteSuperblocks),
+                );
+            }
+        }
+        let fs_bytes = best.nsegments.saturating_mul(best.segment_size as u64);
+        if fs_bytes > dev.size() {
+            report.push(
+                Kind::Superblock,
+                None,
+                format!("the file system is {fs_bytes} bytes but the device holds only {}", dev.size()),
+                None,
+            );
+            return Ok(Opened::Unusable(report));
+        }
+        let bps = best.blocks_per_segment();
+        let mut checker = Box::new(Checker {
+            dev,
+            sb: best,
+            bs: best.block_size as usize,
+            bps,
+            total_blocks: best.nsegments * bps,
+            geometry: Geometry::new(best.block_size),
+            report,
+            progress: Progress { sink, every: options.progress_every, last: Instant::now() },
+            segments: HashMap::new(),
+            cached_roles: 0,
+            seg_counts: HashMap::new(),
+            claimed: HashMap::new(),
+            live: vec![0; best.nsegments as usize],
+            cleaner: None,
+            seguse: Vec::new(),
+            imap: Vec::new(),
+            inodes: HashMap::new(),
+            dir_blocks: HashMap::new(),
+            inode_blocks: HashMap::new(),
+        });
+        let mut serials: Vec<u64> = Vec::new();
+        for sb in valid.iter().filter(|s| s.fs_id == best.fs_id) {
+            if serials.contains(&sb.checkpoint.serial) {
+                continue;
+            }
+            serials.push(sb.checkpoint.serial);
+            checker.sb = *sb;
+            if checker.load_ifile() {
+                checker.report.checkpoint_serial = sb.checkpoint.serial;
+                checker.report.clean_unmount = sb.checkpoint.flags & SB_CLEAN != 0;
+                return Ok(Opened::Ready(checker));
+            }
+            checker.reset_walks();
+        }
+        let mut report = std::mem::take(&mut checker.report);
+        report.push(
+            Kind::Ifile,
+            None,
+            "no checkpoint has a readable ifile: nothing more to check".into(),
+            None,
+        );
+        Ok(Opened::Unusable(report))
+    }
+
+    fn reset_walks(&mut self) {
+        self.segments.clear();
+        self.cached_roles = 0;
+        self.seg_counts.clear();
+        self.claimed.clear();
+        self.live.iter_mut().for_each(|l| *l = 0);
+        self.inode_blocks.clear();
+    }
+
+    /// Runs phases 3 to 6 (phases 1 and 2 ran in `open`).
+    pub fn run(&mut self) {
+        self.check_inodes();
+        self.check_tree();
+        self.check_usage();
+        self.check_free_list();
+    }
+
+    /// The report, with the counts.
+    pub fn finish(mut self) -> Report {
+        let counts = Counts { segments_walked: self.seg_counts.len() as u64, ..self.report.counts };
+        self.report.counts = counts;
+        self.report
+    }
+
+    /// Records a problem.
+    pub fn problem(&mut self, kind: Kind, ino: Option<Ino>, message: String, fix: Option<Fix>) {
+        self.report.push(kind, ino, message, fix);
+    }
+
+    /// Reads block `daddr`, which the caller has checked is on the file system.
+    pub fn read_block(&self, daddr: Daddr) -> std::io::Result<Vec<u8>> {
+        let mut buf = vec![0u8; self.bs];
+        self.dev.read_at(daddr * self.bs as u64, &mut buf)?;
+        Ok(buf)
+    }
+
+    /// Whether `daddr` is the first block of a segment holding a superblock copy.
+    pub fn is_superblock_block(&self, daddr: Daddr) -> bool {
+        daddr.is_multiple_of(self.bps) && self.superblock_segment(daddr / self.bps)
+    }
+
+    /// Whether segment `seg` holds a superblock copy.
+    pub fn superblock_segment(&self, seg: u64) -> bool {
+        self.sb.sb_segments[..self.sb.ncopies as usize].contains(&seg)
+    }
+
+    /// Why `daddr` cannot be a block of a file, if it cannot.
+    pub fn bad_address(&self, daddr: Daddr) -> Option<&'static str> {
+        if daddr >= self.total_blocks {
+            Some("past the end of the file system")
+        } else if self.is_superblock_block(daddr) {
+            Some("into a superblock copy")
+        } else {
+            None
+        }
+    }
+
+    /// Notes that `daddr` is claimed; returns false if it already was.
+    pub fn claim(&mut self, daddr: Daddr) -> bool {
+        let seg = daddr / self.bps;
+        let bit = (daddr % self.bps) as usize;
+        let words = (self.bps as usize).div_ceil(64);
+        let map = self.claimed.entry(seg).or_insert_with(|| vec![0; words]);
+        let (word, mask) = (bit / 64, 1u64 << (bit % 64));
+        let fresh = map[word] & mask == 0;
+        map[word] |= mask;
+        fresh
+    }
+
+    /// Adds `bytes` to the recounted live bytes of `daddr`'s segment.
+    pub fn add_live(&mut self, daddr: Daddr, bytes: u64) {
+        if let Some(l) = self.live.get_mut((daddr / self.bps) as usize) {
+            *l += bytes;
+        }
+    }
+
+    /// The role of `daddr` by its segment's summaries, and whether its partial
+    /// segment belongs to the checkpoint (serial below the next one).
+    /// Checks the partial's data checksum the first time it is used.
+    pub fn role(&mut self, daddr: Daddr) -> (Role, bool) {
+        let seg = daddr / self.bps;
+        if !self.segments.contains_key(&seg) {
+            let map = self.walk_segment(seg);
+            if self.cached_roles + map.roles.len() > MAX_CACHED_ROLES {
+                self.segments.clear();
+                self.cached_roles = 0;
+            }
+            self.cached_roles += map.roles.len();
+            self.segments.insert(seg, map);
+        }
+        let next_serial = self.sb.checkpoint.next_summary_serial;
+        let Some(map) = self.segments.get(&seg) else { return (Role::Nothing, false) };
+        let role = map.roles.get((daddr % self.bps) as usize).copied().unwrap_or(Role::Nothing);
+        let partial = match role {
+            Role::Block { partial, .. } | Role::Inodes { partial } => partial as usize,
+            _ => return (role, false),
+        };
+        let Some(p) = map.partials.get(partial) else { return (role, false) };
+        let in_checkpoint = p.serial < next_serial;
+        if p.crc == Crc::Unchecked {
+            let (start, nblocks, expected) = (p.start, p.nblocks, p.data_crc);
+            let good = self.data_crc(start, nblocks) == Some(expected);
+            if let Some(p) = self.segments.get_mut(&seg).and_then(|m| m.partials.get_mut(partial)) {
+                p.crc = if good { Crc::Good } else { Crc::Bad };
+            }
+            if !good {
+                self.problem(
+                    Kind::Summary,
+                    None,
+                    format!(
+                        "partial segment at block {start}: the data checksum does not match its {nblocks} blocks (some are damaged)"
+                    ),
+                    None,
+                );
+            }
+        }
+        (role, in_checkpoint)
+    }
+
+    /// CRC32C of the `nblocks` blocks after the summary at `start`, read a
+    /// few megabytes at a time; `None` if they cannot be read.
+    fn data_crc(&self, start: Daddr, nblocks: u32) -> Option<u32> {
+        let per_read = (CRC_READ_BYTES / self.bs).max(1) as u64;
+        let mut crc = 0;
+        let mut at = start + 1;
+        let end = start + 1 + nblocks as u64;
+        let mut buf = Vec::new();
+        while at < end {
+            let n = per_read.min(end - at);
+            buf.resize(n as usize * self.bs, 0);
+            self.dev.read_at(at * self.bs as u64, &mut buf).ok()?;
+            crc = crc32c_append(crc, &buf);
+            at += n;
+        }
+        Some(crc)
+    }
+
+    /// Walks the partial segments of segment `seg` (see the module comment).
+    fn walk_segment(&mut self, seg: u64) -> SegMap {
+        let bps = self.bps;
+        let mut map = SegMap { roles: vec![Role::Nothing; bps as usize], partials: Vec::new() };
+        let mut count = SegCount::default();
+        let mut offset = u64::from(self.superblock_segment(seg));
+        let mut last_serial = None;
+        while offset + 1 < bps {
+            let daddr = seg * bps + offset;
+            let Ok(block) = self.read_block(daddr) else { break };
+            let Ok(summary) = Summary::decode(&block, daddr) else { break };
+            let fits = summary.nblocks >= 1 && offset + 1 + summary.nblocks as u64 <= bps;
+            if summary.fs_id != self.sb.fs_id || !fits || last_serial.is_some_and(|s| summary.serial <= s) {
+                break;
+            }
+            last_serial = Some(summary.serial);
+            let partial = map.partials.len() as u32;
+            map.roles[offset as usize] = Role::Summary;
+            let mut at = offset as usize + 1;
+            for f in &summary.finfos {
+                for &lbn in &f.lbns {
+                    map.roles[at] = Role::Block { partial, ino: f.ino as u32, version: f.version, lbn };
+                    at += 1;
+                }
+            }
+            for _ in 0..summary.ninoblocks {
+                map.roles[at] = Role::Inodes { partial };
+                at += 1;
+            }
+            if summary.serial < self.sb.checkpoint.next_summary_serial {
+                count.nsums += 1;
+                count.ninos += summary.ninoblocks;
+            }
+            map.partials.push(Partial {
+                start: daddr,
+                nblocks: summary.nblocks,
+                serial: summary.serial,
+                data_crc: summary.data_crc,
+                crc: Crc::Unchecked,
+            });
+            offset += 1 + summary.nblocks as u64;
+        }
+        self.seg_counts.insert(seg, count);
+        map
+    }
+}

@@ -1,0 +1,433 @@
+//! Phases 2 and 3: the ifile, then every allocated inode and its block tree.
+//!
+//! A file's blocks are found from its inode: 12 direct pointers, the single,
+//! double and triple indirect trees (an indirect block at level `L` whose
+//! first data block is `d` is logical block `-d - (L - 1)`, 1993 paper
+//! Fig. 6), and the extended-attribute block (logical block −1). Each
+//! pointer must lie on the file system, outside the superblock copies, be
+//! claimed once, and be confirmed by its partial segment's summary: a FINFO
+//! naming this inode, this logical block and the inode map's current version.
+//! An indirect block is only followed when confirmed, so a wild pointer costs
+//! one report, not a tree of garbage.
+
+use crate::image::{Checker, InodeInfo, Role};
+use crate::{Fix, Kind};
+use fslab::format::blockno::{Geometry, NDADDR, NIADDR, POINTER_BYTES, XATTR_LBN};
+use fslab::format::codec::Decoder;
+use fslab::format::dirent::{dt, dt_from_mode};
+use fslab::format::inode::{kind, Inode, InodeError, INODE_SIZE};
+use fslab::format::{Daddr, Ino, Lbn, IFILE_INO};
+use fslab::lfs::layout::{
+    check_ifile_block, imap_entries_per_block, segtab_entries_per_block, CleanerInfo, ImapEntry, SegUse,
+    IMAP_BYTES, SEGUSE_BYTES,
+};
+
+/// Problems reported for one inode before the rest are only counted.
+const MAX_PROBLEMS_PER_INODE: u32 = 16;
+/// Inode blocks kept decoded at once.
+const INODE_BLOCK_CACHE: usize = 256;
+
+/// The blocks of one file, as found by [`Checker::walk_file`].
+struct FileWalk {
+    ino: Ino,
+    version: u32,
+    /// Data blocks (lbn, address), if asked for.
+    data: Option<Vec<(u64, Daddr)>>,
+    /// Pointers found (data, indirect, xattr), confirmed or not.
+    held: u64,
+    problems: u32,
+}
+
+impl Checker<'_> {
+    /// Phase 2: reads the ifile of the checkpoint in `self.sb`. Returns false
+    /// if this checkpoint's ifile cannot be used at all.
+    pub(crate) fn load_ifile(&mut self) -> bool {
+        let c = self.sb.checkpoint;
+        let serial = c.serial;
+        let at = c.ifile_daddr;
+        let (role, in_checkpoint) = self.role(at);
+        if !matches!(role, Role::Inodes { .. }) || !in_checkpoint {
+            self.problem(
+                Kind::Summary,
+                Some(IFILE_INO),
+                format!("checkpoint {serial}: block {at}, named as the ifile inode's, is not an inode block of the log"),
+                None,
+            );
+        }
+        let inode = match self.find_inode(at, IFILE_INO) {
+            Ok(inode) => inode,
+            Err(why) => {
+                self.problem(
+                    Kind::Ifile,
+                    Some(IFILE_INO),
+                    format!("checkpoint {serial}: ifile inode: {why}"),
+                    None,
+                );
+                return false;
+            }
+        };
+        self.add_live(at, INODE_SIZE as u64);
+        let bs = self.bs as u64;
+        let segtab = self.sb.segtab_blocks as u64;
+        let size = inode.attr.size;
+        let nblocks = size / bs;
+        if !size.is_multiple_of(bs) || nblocks < 1 + segtab || nblocks > self.total_blocks {
+            self.problem(
+                Kind::Ifile,
+                Some(IFILE_INO),
+                format!("checkpoint {serial}: impossible ifile size {size}"),
+                None,
+            );
+            return false;
+        }
+        let walk = self.walk_file(IFILE_INO, 0, &inode, true);
+        let data = walk.data.unwrap_or_default();
+        let mut by_lbn: Vec<Option<Daddr>> = Vec::new();
+        if data.len() as u64 >= nblocks {
+            by_lbn = vec![None; nblocks as usize];
+            for &(lbn, daddr) in &data {
+                if let Some(slot) = by_lbn.get_mut(lbn as usize) {
+                    *slot = Some(daddr);
+                }
+            }
+        }
+        if by_lbn.iter().filter(|d| d.is_some()).count() as u64 != nblocks {
+            self.problem(
+                Kind::Ifile,
+                Some(IFILE_INO),
+                format!("checkpoint {serial}: the ifile is {nblocks} blocks long but has holes"),
+                None,
+            );
+            return false;
+        }
+        self.check_held(IFILE_INO, &inode, walk.held);
+        self.decode_tables(&by_lbn);
+        true
+    }
+
+    /// Decodes the cleaner info, segment usage table and inode map block by
+    /// block; an unreadable block leaves its entries unknown (`None`).
+    fn decode_tables(&mut self, by_lbn: &[Option<Daddr>]) {
+        let segtab = self.sb.segtab_blocks as usize;
+        let nsegments = self.sb.nsegments as usize;
+        let per_seg = segtab_entries_per_block(self.sb.block_size);
+        let per_ino = imap_entries_per_block(self.sb.block_size);
+        for (lbn, daddr) in by_lbn.iter().enumerate() {
+            self.progress.tick("phase 2 (ifile)", lbn as u64, by_lbn.len() as u64);
+            let block = match daddr.map(|d| self.read_block(d)) {
+                Some(Ok(block)) => match check_ifile_block(&block, lbn as u64) {
+                    Ok(()) => Some(block),
+                    Err(e) => {
+                        self.problem(Kind::Ifile, Some(IFILE_INO), format!("ifile block {lbn}: {e}"), None);
+                        None
+                    }
+                },
+                _ => {
+                    self.problem(
+                        Kind::Ifile,
+                        Some(IFILE_INO),
+                        format!("ifile block {lbn} cannot be read"),
+                        None,
+                    );
+                    None
+                }
+            };
+            if lbn == 0 {
+                self.cleaner = block.as_deref().and_then(|b| CleanerInfo::decode(b).ok());
+            } else if lbn <= segtab {
+                for i in 0..per_seg {
+                    if self.seguse.len() == nsegments {
+                        break;
+                    }
+                    let entry = block.as_deref().and_then(|b| SegUse::decode(b, i * SEGUSE_BYTES));
+                    self.seguse.push(entry);
+                }
+            } else {
+                for j in 0..per_ino {
+                    let entry = block.as_deref().and_then(|b| ImapEntry::decode(b, j * IMAP_BYTES));
+                    self.imap.push(entry);
+                }
+            }
+        }
+        if let Some(cleaner) = self.cleaner {
+            if cleaner.ninodes != self.imap.len() as u64 {
+                self.problem(
+                    Kind::Ifile,
+                    None,
+                    format!(
+                        "cleaner info counts {} inode numbers but the inode map holds {}",
+                        cleaner.ninodes,
+                        self.imap.len()
+                    ),
+                    None,
+                );
+            }
+        }
+    }
+
+    /// Finds inode `ino` in the inode block at `daddr`: the slot holding that
+    /// number with a valid checksum.
+    pub(crate) fn find_inode(&mut self, daddr: Daddr, ino: Ino) -> Result<Inode, String> {
+        if let Some(why) = self.bad_address(daddr) {
+            return Err(format!("its block address {daddr} points {why}"));
+        }
+        if !self.inode_blocks.contains_key(&daddr) {
+            if self.inode_blocks.len() >= INODE_BLOCK_CACHE {
+                self.inode_blocks.clear();
+            }
+            let block = self.read_block(daddr).ok();
+            self.inode_blocks.insert(daddr, block);
+        }
+        let Some(Some(block)) = self.inode_blocks.get(&daddr) else {
+            return Err(format!("inode block {daddr} cannot be read"));
+        };
+        let mut damaged = false;
+        for slot in block.chunks_exact(INODE_SIZE) {
+            let number = Decoder::new(slot).u64(0).unwrap_or(0);
+            if number != ino {
+                continue;
+            }
+            match Inode::decode(slot) {
+                Ok(inode) => return Ok(inode),
+                Err(InodeError::Checksum) | Err(InodeError::Truncated) => damaged = true,
+            }
+        }
+        Err(if damaged {
+            format!("inode block {daddr}: the inode's checksum does not match")
+        } else {
+            format!("inode block {daddr} does not hold it")
+        })
+    }
+
+    /// Phase 3 (see the module comment).
+    pub(crate) fn check_inodes(&mut self) {
+        for ino in 0..self.imap.len().min(2) {
+            if self.imap[ino].is_some_and(|e| e.daddr != 0) {
+                self.problem(
+                    Kind::Ifile,
+                    None,
+                    format!("inode map entry {ino} (not an inode) has an address"),
+                    None,
+                );
+            }
+        }
+        let n = self.imap.len() as u64;
+        for ino in 2..n {
+            self.progress.tick("phase 3 (inodes and blocks)", ino, n);
+            let Some(entry) = self.imap[ino as usize] else { continue };
+            if entry.daddr == 0 {
+                continue;
+            }
+            self.report.counts.inodes += 1;
+            self.check_inode(ino, entry);
+        }
+    }
+
+    fn check_inode(&mut self, ino: Ino, entry: ImapEntry) {
+        let unreadable = InodeInfo { mode: 0, nlink: 0, size: 0, readable: false };
+        let (role, in_checkpoint) = if self.bad_address(entry.daddr).is_none() {
+            self.role(entry.daddr)
+        } else {
+            (Role::Nothing, true)
+        };
+        if !matches!(role, Role::Inodes { .. }) || !in_checkpoint {
+            let at = entry.daddr;
+            self.problem(
+                Kind::Summary,
+                Some(ino),
+                format!("inode {ino}: block {at}, named by the inode map, is not an inode block of the log"),
+                None,
+            );
+        }
+        let inode = match self.find_inode(entry.daddr, ino) {
+            Ok(inode) => inode,
+            Err(why) => {
+                self.problem(Kind::Inode, Some(ino), format!("inode {ino}: {why}"), None);
+                self.inodes.insert(ino, unreadable);
+                return;
+            }
+        };
+        self.add_live(entry.daddr, INODE_SIZE as u64);
+        let a = inode.attr;
+        if inode.generation != entry.version {
+            self.problem(
+                Kind::Inode,
+                Some(ino),
+                format!(
+                    "inode {ino}: generation {} differs from the inode map's version {}",
+                    inode.generation, entry.version
+                ),
+                None,
+            );
+        }
+        if dt_from_mode(a.mode) == dt::UNKNOWN {
+            self.problem(
+                Kind::Inode,
+                Some(ino),
+                format!("inode {ino}: mode {:#o} names no file type", a.mode),
+                None,
+            );
+            self.inodes.insert(ino, unreadable);
+            return;
+        }
+        let bs = self.bs as u64;
+        let max_size = self.geometry.max_blocks().saturating_mul(bs);
+        let bad_size = match a.kind() {
+            kind::DIR => a.size == 0 || !a.size.is_multiple_of(bs),
+            kind::LNK => a.size == 0 || a.size > bs,
+            _ => a.size > max_size,
+        };
+        if bad_size {
+            self.problem(
+                Kind::Inode,
+                Some(ino),
+                format!("inode {ino}: impossible size {} for its type", a.size),
+                None,
+            );
+        }
+        let walk = self.walk_file(ino, entry.version, &inode, a.is_dir());
+        self.check_held(ino, &inode, walk.held);
+        if let Some(data) = walk.data {
+            self.report.counts.directories += 1;
+            self.dir_blocks.insert(ino, data);
+        }
+        self.inodes.insert(ino, InodeInfo { mode: a.mode, nlink: a.nlink, size: a.size, readable: true });
+    }
+
+    /// Compares the inode's count of blocks held with the pointers found.
+    fn check_held(&mut self, ino: Ino, inode: &Inode, held: u64) {
+        let units = held * (self.bs as u64 / 512);
+        if inode.blocks != units {
+            self.problem(
+                Kind::Inode,
+                Some(ino),
+                format!(
+                    "inode {ino}: records {} blocks of 512 bytes but holds {held} blocks ({units})",
+                    inode.blocks
+                ),
+                None,
+            );
+        }
+    }
+
+    /// Walks every block pointer of `inode` (see the module comment).
+    fn walk_file(&mut self, ino: Ino, version: u32, inode: &Inode, want_data: bool) -> FileWalk {
+        let mut w = FileWalk { ino, version, data: want_data.then(Vec::new), held: 0, problems: 0 };
+        for (lbn, &daddr) in inode.direct.iter().enumerate() {
+            if daddr != 0 && self.visit(&mut w, lbn as Lbn, daddr) {
+                if let Some(data) = w.data.as_mut() {
+                    data.push((lbn as u64, daddr));
+                }
+            }
+        }
+        let n = self.geometry.nindir;
+        let starts: [u64; NIADDR] = [NDADDR as u64, NDADDR as u64 + n, NDADDR as u64 + n + n * n];
+        for (i, &daddr) in inode.indirect.iter().enumerate() {
+            if daddr != 0 {
+                self.visit_indirect(&mut w, i + 1, starts[i], daddr);
+            }
+        }
+        if inode.xattr != 0 {
+            self.visit(&mut w, XATTR_LBN, inode.xattr);
+        }
+        if w.problems > MAX_PROBLEMS_PER_INODE {
+            let more = w.problems - MAX_PROBLEMS_PER_INODE;
+            self.problem(
+                Kind::BlockPointer,
+                Some(ino),
+                format!("inode {ino}: {more} more bad block pointers"),
+                None,
+            );
+        }
+        w
+    }
+
+    /// Checks the indirect block at `level` covering data from `first`, then
+    /// what it points at.
+    fn visit_indirect(&mut self, w: &mut FileWalk, level: usize, first: u64, daddr: Daddr) {
+        if !self.visit(w, Geometry::meta_lbn(level, first), daddr) {
+            return;
+        }
+        let Ok(block) = self.read_block(daddr) else {
+            self.walk_problem(w, Kind::BlockPointer, format!("indirect block at {daddr} cannot be read"));
+            return;
+        };
+        let child_span = self.geometry.nindir.pow(level as u32 - 1);
+        let d = Decoder::new(&block);
+        for i in 0..self.geometry.nindir {
+            let child = d.u32(i as usize * POINTER_BYTES).unwrap_or(0) as Daddr;
+            if child == 0 {
+                continue;
+            }
+            let child_first = first + i * child_span;
+            if level == 1 {
+                if self.visit(w, child_first as Lbn, child) {
+                    if let Some(data) = w.data.as_mut() {
+                        data.push((child_first, child));
+                    }
+                }
+            } else {
+                self.visit_indirect(w, level - 1, child_first, child);
+            }
+        }
+    }
+
+    fn walk_problem(&mut self, w: &mut FileWalk, kind: Kind, what: String) {
+        w.problems += 1;
+        if w.problems <= MAX_PROBLEMS_PER_INODE {
+            let ino = w.ino;
+            self.problem(kind, Some(ino), format!("inode {ino}: {what}"), None);
+        }
+    }
+
+    /// Checks one pointer: block `lbn` of the walked file at `daddr`. Returns
+    /// whether the block is the file's (in range and confirmed), so that
+    /// it may be read and followed.
+    fn visit(&mut self, w: &mut FileWalk, lbn: Lbn, daddr: Daddr) -> bool {
+        w.held += 1;
+        if let Some(why) = self.bad_address(daddr) {
+            self.walk_problem(w, Kind::BlockPointer, format!("block {lbn} at {daddr} points {why}"));
+            return false;
+        }
+        self.report.counts.blocks += 1;
+        if !self.claim(daddr) {
+            self.walk_problem(
+                w,
+                Kind::DuplicateBlock,
+                format!("block {lbn} at {daddr} is also claimed by another pointer"),
+            );
+        }
+        let (role, in_checkpoint) = self.role(daddr);
+        let ok = match role {
+            Role::Block { ino, version, lbn: l, .. } => {
+                ino as Ino == w.ino && version == w.version && l == lbn && in_checkpoint
+            }
+            _ => false,
+        };
+        if ok {
+            self.add_live(daddr, self.bs as u64);
+            return true;
+        }
+        let found = match role {
+            Role::Nothing => "no partial segment holds it".to_string(),
+            Role::Summary => "it is a segment summary".to_string(),
+            Role::Inodes { .. } => "it is an inode block".to_string(),
+            Role::Block { ino, version, lbn, .. } if in_checkpoint => {
+                format!("the summary names inode {ino} version {version} block {lbn}")
+            }
+            Role::Block { .. } => "its partial segment was written after the checkpoint".to_string(),
+        };
+        let expected = w.version;
+        self.walk_problem(
+            w,
+            Kind::Summary,
+            format!("block {lbn} at {daddr} is not confirmed by its segment summary (version {expected} expected; {found})"),
+        );
+        false
+    }
+}
+
+/// The repair for a link count found wrong (used by the tree phase).
+pub(crate) fn nlink_fix(ino: Ino, nlink: u64) -> Option<Fix> {
+    u32::try_from(nlink).ok().map(|nlink| Fix::SetNlink { ino, nlink })
+}

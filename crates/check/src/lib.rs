@@ -1,0 +1,255 @@
+//! fsck for fslab images (1993 BSD-LFS paper §3.4, Table 2): verify an
+//! unmounted image from its newest valid checkpoint and repair what can be
+//! repaired safely through the library.
+//!
+//! Map:
+//! * [`check`] — read-only verification in six phases, returning a [`Report`]:
+//!   1. superblock copies and checkpoint (`image`);
+//!   2. the ifile: trailers, segment usage table, inode map (`inodes`);
+//!   3. every allocated inode and its block tree, each block confirmed by the
+//!      segment summary of its partial segment, none claimed twice (`inodes`);
+//!   4. the directory tree: chunks, `.`/`..`, entry types, reachability, link
+//!      counts (`tree`);
+//!   5. segment usage: live bytes recounted, flags (`usage`);
+//!   6. the free-inode list (`usage`).
+//! * [`fsck`] — check, then (unless read-only) apply the problems' [`Fix`]es
+//!   through `Lfs` + `ufs::FileSystem` and check again, a few rounds at most
+//!   (`repair`).
+//!
+//! Relies on `fslab`'s public decoders for every on-disk structure and on
+//! `disk::BlockDevice`; never shares state with a mounted instance (the
+//! caller makes sure the image is not mounted). Work and memory grow with the
+//! data on the image (inodes, blocks, directory entries), not with its size:
+//! segments are visited only where live blocks lie.
+
+mod image;
+mod inodes;
+mod repair;
+mod tree;
+mod usage;
+
+use disk::BlockDevice;
+use fslab::format::Ino;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use repair::fsck;
+
+/// Problems kept in a report; past this they are only counted.
+pub const MAX_PROBLEMS: usize = 10_000;
+
+/// What kind of structure a problem is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// A superblock copy is unreadable, invalid or disagrees with the others.
+    Superblock,
+    /// The ifile: its inode, a block's trailer, its tables' sizes.
+    Ifile,
+    /// An inode: unreadable, wrong number, bad mode or size, wrong block count.
+    Inode,
+    /// A block pointer out of range or into a superblock.
+    BlockPointer,
+    /// A block not confirmed by its segment summary, or a damaged summary.
+    Summary,
+    /// A block claimed twice.
+    DuplicateBlock,
+    /// A directory chunk that does not parse, or a bad `.` / `..`.
+    Directory,
+    /// A directory entry naming a free or impossible inode, or of the wrong type.
+    DirEntry,
+    /// An allocated inode no directory reaches from the root.
+    Unreachable,
+    /// A link count that disagrees with the entries naming the inode.
+    LinkCount,
+    /// A segment usage entry or the cleaner info totals.
+    SegmentUsage,
+    /// The free-inode list.
+    FreeList,
+}
+
+/// A repair the library can make (see `repair`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fix {
+    /// Set the link count of `ino` to `nlink`.
+    SetNlink { ino: Ino, nlink: u32 },
+    /// Remove entry `name` of directory `dir` (it names a free inode).
+    RemoveEntry { dir: Ino, name: Vec<u8> },
+    /// Point entry `name` of `dir` at `ino`, with `ino`'s type.
+    RetargetEntry { dir: Ino, name: Vec<u8>, ino: Ino },
+    /// Replace the unreadable chunk at byte `offset` of `dir` (`.`/`..` naming
+    /// `parent` for the first chunk).
+    ResetChunk { dir: Ino, offset: u64, parent: Ino },
+    /// Name the unreachable inode `ino` in `/lost+found`.
+    Reconnect { ino: Ino },
+    /// Free the unreachable inode `ino`, which has no links and no entries.
+    FreeOrphan { ino: Ino },
+    /// Set segment `segment`'s live bytes to `bytes`.
+    SetLiveBytes { segment: u64, bytes: u32 },
+    /// Write every superblock copy again (a clean unmount does).
+    RewriteSuperblocks,
+}
+
+/// One thing found wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// What it is about.
+    pub kind: Kind,
+    /// The inode concerned, if any.
+    pub ino: Option<Ino>,
+    /// One line for a person.
+    pub message: String,
+    /// How repair would fix it; `None` if it cannot.
+    pub fix: Option<Fix>,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.message)?;
+        if self.fix.is_none() {
+            write!(f, " (cannot repair)")?;
+        }
+        Ok(())
+    }
+}
+
+/// Counts of what a check looked at.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Allocated inodes checked.
+    pub inodes: u64,
+    /// Blocks (data, indirect, xattr, ifile) checked.
+    pub blocks: u64,
+    /// Directories read.
+    pub directories: u64,
+    /// Directory entries read.
+    pub entries: u64,
+    /// Segments whose summaries were walked.
+    pub segments_walked: u64,
+}
+
+/// What a check found.
+#[derive(Debug, Clone, Default)]
+pub struct Report {
+    /// The problems, in the order found (at most [`MAX_PROBLEMS`]).
+    pub problems: Vec<Problem>,
+    /// Problems found past [`MAX_PROBLEMS`].
+    pub omitted: u64,
+    /// The serial of the checkpoint checked.
+    pub checkpoint_serial: u64,
+    /// Whether that checkpoint says the file system was unmounted cleanly.
+    pub clean_unmount: bool,
+    /// What was looked at.
+    pub counts: Counts,
+}
+
+impl Report {
+    /// Whether nothing was found wrong.
+    pub fn is_clean(&self) -> bool {
+        self.problems.is_empty() && self.omitted == 0
+    }
+
+    /// Whether some problem is of kind `kind`.
+    pub fn has(&self, kind: Kind) -> bool {
+        self.problems.iter().any(|p| p.kind == kind)
+    }
+
+    fn push(&mut self, kind: Kind, ino: Option<Ino>, message: String, fix: Option<Fix>) {
+        if self.problems.len() < MAX_PROBLEMS {
+            self.problems.push(Problem { kind, ino, message, fix });
+        } else {
+            self.omitted += 1;
+        }
+    }
+}
+
+/// Why fsck could not run at all (exit status 8).
+#[derive(Debug)]
+pub enum Fatal {
+    /// The device failed.
+    Io(std::io::Error),
+    /// Not an fslab image, or of a version this build does not read.
+    Foreign(String),
+}
+
+impl fmt::Display for Fatal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Fatal::Io(e) => write!(f, "device error: {e}"),
+            Fatal::Foreign(why) => write!(f, "{why}"),
+        }
+    }
+}
+
+impl std::error::Error for Fatal {}
+
+/// How fsck runs.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    /// Repair what can be repaired (otherwise the image is only read).
+    pub repair: bool,
+    /// Least time between two progress messages.
+    pub progress_every: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { repair: false, progress_every: Duration::from_secs(2) }
+    }
+}
+
+/// What one repair did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Repaired {
+    /// The fix applied (`None` for a step that was not a fix, such as a
+    /// mount that rolled the log forward).
+    pub fix: Option<Fix>,
+    /// One line for a person.
+    pub message: String,
+}
+
+/// The end of an fsck run, with e2fsck's exit statuses.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// The first check's report.
+    pub first: Report,
+    /// The last check's report (the same as `first` when nothing was repaired).
+    pub last: Report,
+    /// Repairs made, in order.
+    pub repaired: Vec<Repaired>,
+    /// Repairs tried that failed, with why.
+    pub failed: Vec<String>,
+}
+
+impl Outcome {
+    /// 0 clean, 1 errors corrected, 4 errors left uncorrected.
+    pub fn exit_code(&self) -> u8 {
+        if self.first.is_clean() {
+            0
+        } else if self.last.is_clean() {
+            1
+        } else {
+            4
+        }
+    }
+}
+
+/// Checks the image on `dev` without changing it; `progress` receives a
+/// line now and then (at most every `options.progress_every`).
+pub fn check(
+    dev: &dyn BlockDevice,
+    options: &Options,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Report, Fatal> {
+    let mut checker = match image::Checker::open(dev, options, progress)? {
+        image::Opened::Ready(checker) => checker,
+        image::Opened::Unusable(report) => return Ok(report),
+    };
+    checker.run();
+    Ok(checker.finish())
+}
+
+/// [`check`] for an `Arc`ed device.
+pub fn check_arc(dev: &Arc<dyn BlockDevice>, options: &Options) -> Result<Report, Fatal> {
+    check(dev.as_ref(), options, &mut |_| {})
+}

@@ -1,0 +1,222 @@
+//! Repair: apply the [`Fix`]es a check planned, through the library (mount
+//! the image with `Lfs`, change it with `ufs::FileSystem`'s operations and
+//! its `repair_*` helpers, unmount with a clean checkpoint), then check again.
+//!
+//! Rounds, at most [`MAX_ROUNDS`]: check → apply → check. Within a round:
+//! 1. live-byte counts, right after mount and before anything is written, so
+//!    they describe the state they were counted from; if mounting rolled the
+//!    log forward (a new checkpoint), nothing is applied and the next round
+//!    checks the new state;
+//! 2. unreadable directory chunks, then entries (remove, retarget), then
+//!    orphans (free) and unreachable inodes (into `/lost+found`);
+//! 3. link counts — only in a round without step 2, since those steps change
+//!    the counts (the next round recounts them);
+//! 4. superblock copies are all rewritten by the unmount.
+//!
+//! What cannot be fixed here (damaged inodes, ifile blocks, summaries, the
+//! free list, flags) is left for the final report: exit status 4.
+
+use crate::{check, Fatal, Fix, Options, Outcome, Repaired};
+use disk::BlockDevice;
+use fslab::format::{Ino, ROOT_INO};
+use fslab::lfs::{Lfs, MountOptions};
+use fslab::storage::StorageManager;
+use fslab::ufs::{Creds, FileSystem};
+use std::sync::Arc;
+
+/// Check-and-repair rounds before giving up.
+pub const MAX_ROUNDS: usize = 4;
+
+const LOST_FOUND: &[u8] = b"lost+found";
+
+/// Checks the image on `dev`; with `options.repair`, repairs what can be
+/// repaired and checks again (see the module comment). `progress` receives
+/// a line now and then.
+pub fn fsck(
+    dev: Arc<dyn BlockDevice>,
+    options: &Options,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Outcome, Fatal> {
+    let first = check(dev.as_ref(), options, progress)?;
+    let mut outcome = Outcome { first: first.clone(), last: first, repaired: Vec::new(), failed: Vec::new() };
+    if !options.repair {
+        return Ok(outcome);
+    }
+    for round in 1..=MAX_ROUNDS {
+        if outcome.last.is_clean() {
+            break;
+        }
+        let mut fixes: Vec<Fix> = Vec::new();
+        for fix in outcome.last.problems.iter().filter_map(|p| p.fix.clone()) {
+            if !fixes.contains(&fix) {
+                fixes.push(fix);
+            }
+        }
+        if fixes.is_empty() {
+            break;
+        }
+        progress(&format!("repair round {round}: {} fixes", fixes.len()));
+        let serial = outcome.last.checkpoint_serial;
+        let done = apply(dev.clone(), serial, &fixes, &mut outcome);
+        outcome.last = check(dev.as_ref(), options, progress)?;
+        if done == 0 {
+            break;
+        }
+    }
+    Ok(outcome)
+}
+
+/// Applies `fixes` planned from a check of checkpoint `checked_serial`; returns how many steps were made.
+fn apply(dev: Arc<dyn BlockDevice>, checked_serial: u64, fixes: &[Fix], outcome: &mut Outcome) -> usize {
+    let options = MountOptions { cache_bytes: 64 << 20, ..MountOptions::default() };
+    let mut lfs = match Lfs::mount(dev, options) {
+        Ok(lfs) => lfs,
+        Err(e) => {
+            outcome.failed.push(format!("cannot mount the image to repair it: {e}"));
+            return 0;
+        }
+    };
+    let mut done = 0;
+    let note = |outcome: &mut Outcome, fix: Option<Fix>, message: String| {
+        outcome.repaired.push(Repaired { fix, message });
+    };
+    if lfs.superblock().checkpoint.serial != checked_serial {
+        note(outcome, None, "mounting rolled the log forward to a new checkpoint; checking again".into());
+        if let Err(e) = lfs.unmount() {
+            outcome.failed.push(format!("unmount after roll-forward: {e}"));
+        }
+        return 1;
+    }
+    for fix in fixes {
+        if let Fix::SetLiveBytes { segment, bytes } = *fix {
+            match lfs.repair_set_live_bytes(segment, bytes) {
+                Ok(()) => {
+                    done += 1;
+                    note(outcome, Some(fix.clone()), format!("segment {segment}: live bytes set to {bytes}"));
+                }
+                Err(e) => outcome.failed.push(format!("segment {segment}: {e}")),
+            }
+        }
+    }
+    let mut fs = FileSystem::new(lfs);
+    let structural = fixes
+        .iter()
+        .any(|f| !matches!(f, Fix::SetNlink { .. } | Fix::SetLiveBytes { .. } | Fix::RewriteSuperblocks));
+    let mut lost_found = None;
+    for pass in 0..3 {
+        for fix in fixes {
+            let in_pass = match fix {
+                Fix::ResetChunk { .. } => 0,
+                Fix::RemoveEntry { .. } | Fix::RetargetEntry { .. } => 1,
+                Fix::FreeOrphan { .. } | Fix::Reconnect { .. } => 2,
+                _ => 3,
+            };
+            if in_pass != pass {
+                continue;
+            }
+            match apply_one(&mut fs, fix, &mut lost_found) {
+                Ok(message) => {
+                    done += 1;
+                    note(outcome, Some(fix.clone()), message);
+                }
+                Err(e) => outcome.failed.push(e),
+            }
+        }
+    }
+    if !structural {
+        for fix in fixes {
+            if let Fix::SetNlink { ino, nlink } = *fix {
+                match fs.repair_set_nlink(ino, nlink) {
+                    Ok(()) => {
+                        done += 1;
+                        note(outcome, Some(fix.clone()), format!("inode {ino}: link count set to {nlink}"));
+                    }
+                    Err(e) => outcome.failed.push(format!("inode {ino}: setting the link count: {e}")),
+                }
+            }
+        }
+    }
+    match fs.unmount() {
+        Ok(()) => {
+            if fixes.contains(&Fix::RewriteSuperblocks) {
+                done += 1;
+                note(outcome, Some(Fix::RewriteSuperblocks), "every superblock copy rewritten".into());
+            }
+        }
+        Err(e) => outcome.failed.push(format!("unmount after repair: {e}")),
+    }
+    done
+}
+
+/// Applies one structural fix; the message says what was done.
+fn apply_one<S: StorageManager>(
+    fs: &mut FileSystem<S>,
+    fix: &Fix,
+    lost_found: &mut Option<Ino>,
+) -> Result<String, String> {
+    let shown = |name: &[u8]| String::from_utf8_lossy(name).into_owned();
+    match fix {
+        Fix::ResetChunk { dir, offset, parent } => fs
+            .repair_reset_chunk(*dir, *offset, *parent)
+            .map(|()| format!("directory {dir}: unreadable chunk at byte {offset} emptied"))
+            .map_err(|e| format!("directory {dir}: emptying the chunk at byte {offset}: {e}")),
+        Fix::RemoveEntry { dir, name } => fs
+            .repair_remove_entry(*dir, name)
+            .map(|()| format!("directory {dir}: entry '{}' removed", shown(name)))
+            .map_err(|e| format!("directory {dir}: removing entry '{}': {e}", shown(name))),
+        Fix::RetargetEntry { dir, name, ino } => fs
+            .repair_retarget_entry(*dir, name, *ino)
+            .map(|()| format!("directory {dir}: entry '{}' now names {ino}", shown(name)))
+            .map_err(|e| format!("directory {dir}: fixing entry '{}': {e}", shown(name))),
+        Fix::FreeOrphan { ino } => fs
+            .repair_free_inode(*ino)
+            .map(|()| format!("inode {ino}: orphan freed"))
+            .map_err(|e| format!("inode {ino}: freeing the orphan: {e}")),
+        Fix::Reconnect { ino } => {
+            let dir = match *lost_found {
+                Some(dir) => dir,
+                None => {
+                    let dir = find_lost_found(fs)?;
+                    *lost_found = Some(dir);
+                    dir
+                }
+            };
+            let name =
+                reconnect(fs, dir, *ino).map_err(|e| format!("inode {ino}: moving to /lost+found: {e}"))?;
+            Ok(format!("inode {ino}: moved to /lost+found/{name}"))
+        }
+        Fix::SetNlink { .. } | Fix::SetLiveBytes { .. } | Fix::RewriteSuperblocks => {
+            Err("internal: not a structural fix".into())
+        }
+    }
+}
+
+/// `/lost+found`, made if absent.
+fn find_lost_found<S: StorageManager>(fs: &mut FileSystem<S>) -> Result<Ino, String> {
+    match fs.lookup(ROOT_INO, LOST_FOUND) {
+        Ok(inode) if inode.attr.is_dir() => Ok(inode.ino),
+        Ok(_) => Err("/lost+found exists but is not a directory".into()),
+        Err(e) if e.errno() == libc::ENOENT => fs
+            .mkdir(ROOT_INO, LOST_FOUND, 0o700, Creds::default())
+            .map(|inode| inode.ino)
+            .map_err(|e| format!("cannot make /lost+found: {e}")),
+        Err(e) => Err(format!("cannot look up /lost+found: {e}")),
+    }
+}
+
+/// Names `ino` `#<ino>` in `dir` (with a suffix if taken); a directory's
+/// `..` is pointed at `dir`. Returns the name used.
+fn reconnect<S: StorageManager>(fs: &mut FileSystem<S>, dir: Ino, ino: Ino) -> fslab::Result<String> {
+    let mut name = format!("#{ino}");
+    for n in 1..100 {
+        match fs.repair_add_entry(dir, name.as_bytes(), ino) {
+            Ok(()) => break,
+            Err(e) if e.errno() == libc::EEXIST => name = format!("#{ino}.{n}"),
+            Err(e) => return Err(e),
+        }
+    }
+    if fs.getattr(ino)?.attr.is_dir() {
+        fs.repair_retarget_entry(ino, b"..", dir)?;
+    }
+    Ok(name)
+}

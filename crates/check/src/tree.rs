@@ -1,0 +1,392 @@
+//! Phase 4: the directory tree (fsck's phases 2–4 in Table 2 of the 1993
+//! paper): every directory's chunks parse; the first two entries are `.`
+//! (itself) and `..` (its parent); every entry names an allocated inode of
+//! the type the entry says; every inode is reachable from the root; every
+//! link count equals the entries naming the inode (for a directory: its
+//! name, its `.`, and its subdirectories' `..`, i.e. 2 + subdirectories).
+//!
+//! Unreachable inodes are planned for repair as fsck does: a detached
+//! directory tree is reconnected at its top (found by following `..` while
+//! the parent really names the child), an inode with no links that no entry
+//! names — unlinked while open, then a crash — is freed, and any other
+//! unreachable inode is reconnected into `/lost+found`.
+
+use crate::image::Checker;
+use crate::inodes::nlink_fix;
+use crate::{Fix, Kind};
+use fslab::format::dirent::{dt, dt_from_mode, parse_chunk, DIRBLKSIZ};
+use fslab::format::inode::kind;
+use fslab::format::{Ino, ROOT_INO};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+
+/// What the chunks of one directory hold.
+#[derive(Default)]
+struct DirData {
+    dot: Option<Ino>,
+    dotdot: Option<Ino>,
+    /// Inodes named by entries other than `.` and `..` (allocated ones only).
+    children: Vec<Ino>,
+    /// Chunks that do not parse: byte offset, why.
+    bad_chunks: Vec<(u64, String)>,
+}
+
+impl Checker<'_> {
+    fn is_dir(&self, ino: Ino) -> bool {
+        self.inodes.get(&ino).is_some_and(|i| i.readable && i.mode & kind::MASK == kind::DIR)
+    }
+
+    /// Phase 4 (see the module comment).
+    pub(crate) fn check_tree(&mut self) {
+        if !self.is_dir(ROOT_INO) {
+            self.problem(
+                Kind::Directory,
+                Some(ROOT_INO),
+                "the root inode is missing or not a directory".into(),
+                None,
+            );
+            return;
+        }
+        let mut refs: HashMap<Ino, u64> = HashMap::new();
+        let mut dirs: BTreeMap<Ino, DirData> = BTreeMap::new();
+        let mut list: Vec<Ino> = self.dir_blocks.keys().copied().collect();
+        list.sort_unstable();
+        let total = list.len() as u64;
+        for (i, &dir) in list.iter().enumerate() {
+            self.progress.tick("phase 4 (directories)", i as u64, total);
+            let data = self.read_dir(dir, &mut refs);
+            dirs.insert(dir, data);
+        }
+        // Walk down from the root; `parent` is where each directory was found.
+        let mut parent: HashMap<Ino, Ino> = HashMap::from([(ROOT_INO, ROOT_INO)]);
+        let mut reached: HashSet<Ino> = HashSet::from([ROOT_INO]);
+        self.reach(ROOT_INO, &dirs, &mut parent, &mut reached);
+        for (&dir, data) in &dirs {
+            let Some(&p) = parent.get(&dir) else { continue };
+            if data.dotdot.is_some_and(|dd| dd != p) {
+                let dd = data.dotdot.unwrap_or(0);
+                self.problem(
+                    Kind::Directory,
+                    Some(dir),
+                    format!("directory {dir}: '..' names {dd}, but the directory is in {p}"),
+                    Some(Fix::RetargetEntry { dir, name: b"..".to_vec(), ino: p }),
+                );
+            }
+        }
+        for (&dir, data) in &dirs {
+            let p = parent.get(&dir).copied().or(data.dotdot).unwrap_or(ROOT_INO);
+            for (offset, why) in &data.bad_chunks {
+                let offset = *offset;
+                let what = if offset == 0 { "'.' and '..' are rewritten" } else { "its entries are lost" };
+                self.problem(
+                    Kind::Directory,
+                    Some(dir),
+                    format!("directory {dir}: {why}; repair empties the chunk ({what})"),
+                    Some(Fix::ResetChunk { dir, offset, parent: p }),
+                );
+            }
+        }
+        let originally_reached = reached.clone();
+        self.plan_unreachable(&dirs, &refs, &mut parent, &mut reached);
+        let mut inos: Vec<Ino> = self.inodes.keys().copied().collect();
+        inos.sort_unstable();
+        for ino in inos {
+            let Some(info) = self.inodes.get(&ino).copied() else { continue };
+            if !info.readable || !originally_reached.contains(&ino) {
+                continue;
+            }
+            let expected = refs.get(&ino).copied().unwrap_or(0);
+            if info.nlink as u64 != expected {
+                self.problem(
+                    Kind::LinkCount,
+                    Some(ino),
+                    format!("inode {ino}: link count {} but {expected} entries name it", info.nlink),
+                    nlink_fix(ino, expected),
+                );
+            }
+        }
+    }
+
+    /// Marks everything reachable from `top` (a directory already in `parent`).
+    fn reach(
+        &mut self,
+        top: Ino,
+        dirs: &BTreeMap<Ino, DirData>,
+        parent: &mut HashMap<Ino, Ino>,
+        reached: &mut HashSet<Ino>,
+    ) {
+        let mut queue = VecDeque::from([top]);
+        while let Some(dir) = queue.pop_front() {
+            let Some(data) = dirs.get(&dir) else { continue };
+            for &child in &data.children {
+                if self.is_dir(child) && dirs.contains_key(&child) {
+                    if let Some(&first) = parent.get(&child) {
+                        if first != dir || child == ROOT_INO {
+                            self.problem(
+                                Kind::Directory,
+                                Some(child),
+                                format!("directory {child} has a second name, in directory {dir} (also in {first})"),
+                                None,
+                            );
+                        }
+                        continue;
+                    }
+                    parent.insert(child, dir);
+                    queue.push_back(child);
+                }
+                reached.insert(child);
+            }
+        }
+    }
+
+    /// Reports every unreachable inode with its planned repair.
+    fn plan_unreachable(
+        &mut self,
+        dirs: &BTreeMap<Ino, DirData>,
+        refs: &HashMap<Ino, u64>,
+        parent: &mut HashMap<Ino, Ino>,
+        reached: &mut HashSet<Ino>,
+    ) {
+        // Entries naming each inode from directories other than itself.
+        let named_by_others = |ino: Ino| {
+            let own_dot = u64::from(dirs.get(&ino).is_some_and(|d| d.dot == Some(ino)));
+            refs.get(&ino).copied().unwrap_or(0).saturating_sub(own_dot)
+        };
+        let unreachable_dirs: Vec<Ino> = dirs.keys().copied().filter(|d| !parent.contains_key(d)).collect();
+        for dir in unreachable_dirs {
+            if parent.contains_key(&dir) {
+                continue;
+            }
+            let nlink = self.inodes.get(&dir).map_or(0, |i| i.nlink);
+            if nlink == 0
+                && named_by_others(dir) == 0
+                && dirs.get(&dir).is_some_and(|d| d.children.is_empty())
+            {
+                self.problem(
+                    Kind::Unreachable,
+                    Some(dir),
+                    format!("directory {dir} has no links and no name (removed while in use, then a crash); repair frees it"),
+                    Some(Fix::FreeOrphan { ino: dir }),
+                );
+                parent.insert(dir, dir);
+                continue;
+            }
+            // Climb to the top of the detached tree.
+            let mut top = dir;
+            let mut seen = HashSet::from([dir]);
+            while let Some(up) = dirs.get(&top).and_then(|d| d.dotdot) {
+                let names_us = dirs.get(&up).is_some_and(|d| d.children.contains(&top));
+                if parent.contains_key(&up) || !names_us || !seen.insert(up) {
+                    break;
+                }
+                top = up;
+            }
+            self.problem(
+                Kind::Unreachable,
+                Some(top),
+                format!("directory {top} is not reachable from the root; repair moves it to /lost+found"),
+                Some(Fix::Reconnect { ino: top }),
+            );
+            parent.insert(top, top);
+            reached.insert(top);
+            self.reach(top, dirs, parent, reached);
+        }
+        let mut inos: Vec<Ino> = self.inodes.keys().copied().collect();
+        inos.sort_unstable();
+        for ino in inos {
+            let Some(info) = self.inodes.get(&ino).copied() else { continue };
+            if !info.readable || reached.contains(&ino) || parent.contains_key(&ino) {
+                continue;
+            }
+            if info.nlink == 0 && named_by_others(ino) == 0 {
+                self.problem(
+                    Kind::Unreachable,
+                    Some(ino),
+                    format!(
+                        "inode {ino} ({} bytes) has no links and no name (unlinked while open, then a crash); repair frees it",
+                        info.size
+                    ),
+                    Some(Fix::FreeOrphan { ino }),
+                );
+            } else {
+                self.problem(
+                    Kind::Unreachable,
+                    Some(ino),
+                    format!(
+                        "inode {ino} ({} bytes, {} links) is not reachable from the root; repair moves it to /lost+found",
+                        info.size, info.nlink
+                    ),
+                    Some(Fix::Reconnect { ino }),
+                );
+            }
+        }
+    }
+
+    /// Reads and checks every chunk of directory `dir`, counting in `refs`
+    /// the entries naming each allocated inode (`.` and `..` included).
+    fn read_dir(&mut self, dir: Ino, refs: &mut HashMap<Ino, u64>) -> DirData {
+        let mut data = DirData::default();
+        let bs = self.bs as u64;
+        let size = self.inodes.get(&dir).map_or(0, |i| i.size);
+        let nblocks = size / bs;
+        let mut blocks = self.dir_blocks.get(&dir).cloned().unwrap_or_default();
+        blocks.sort_unstable();
+        blocks.retain(|&(lbn, _)| lbn < nblocks);
+        if (blocks.len() as u64) < nblocks {
+            let missing = nblocks - blocks.len() as u64;
+            let first_missing = (0..nblocks)
+                .zip(blocks.iter())
+                .find(|(l, b)| *l != b.0)
+                .map_or(blocks.len() as u64, |(l, _)| l);
+            self.problem(
+                Kind::Directory,
+                Some(dir),
+                format!("directory {dir}: {missing} of its {nblocks} blocks are missing (the first is block {first_missing})"),
+                None,
+            );
+        }
+        for (lbn, daddr) in blocks {
+            let Ok(block) = self.read_block(daddr) else {
+                self.problem(
+                    Kind::Directory,
+                    Some(dir),
+                    format!("directory {dir}: block {lbn} cannot be read"),
+                    None,
+                );
+                continue;
+            };
+            for (i, chunk) in block.chunks_exact(DIRBLKSIZ).enumerate() {
+                let offset = lbn * bs + (i * DIRBLKSIZ) as u64;
+                match parse_chunk(chunk, dir, offset) {
+                    Ok(entries) => {
+                        for (k, e) in entries.iter().enumerate() {
+                            if e.ino == 0 && !(offset == 0 && k < 2) {
+                                continue;
+                            }
+                            self.check_entry(dir, offset, k, e.ino, e.dtype, e.name, refs, &mut data);
+                        }
+                        if offset == 0 && entries.len() < 2 {
+                            self.problem(
+                                Kind::Directory,
+                                Some(dir),
+                                format!("directory {dir}: no '..' entry"),
+                                None,
+                            );
+                        }
+                    }
+                    // Reported once parents are known, with the repair.
+                    Err(e) => data.bad_chunks.push((offset, e.to_string())),
+                }
+            }
+        }
+        data
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn check_entry(
+        &mut self,
+        dir: Ino,
+        offset: u64,
+        k: usize,
+        target: Ino,
+        dtype: u8,
+        name: &[u8],
+        refs: &mut HashMap<Ino, u64>,
+        data: &mut DirData,
+    ) {
+        self.report.counts.entries += 1;
+        let shown = String::from_utf8_lossy(name).into_owned();
+        let first_chunk = offset == 0;
+        if first_chunk && k == 0 {
+            if name != b"." {
+                self.problem(
+                    Kind::Directory,
+                    Some(dir),
+                    format!("directory {dir}: first entry is not '.'"),
+                    None,
+                );
+                return;
+            }
+            data.dot = Some(target);
+            if target != dir {
+                self.problem(
+                    Kind::Directory,
+                    Some(dir),
+                    format!("directory {dir}: '.' names {target}"),
+                    Some(Fix::RetargetEntry { dir, name: b".".to_vec(), ino: dir }),
+                );
+                return;
+            }
+            *refs.entry(dir).or_insert(0) += 1;
+            return;
+        }
+        if first_chunk && k == 1 {
+            if name != b".." {
+                self.problem(
+                    Kind::Directory,
+                    Some(dir),
+                    format!("directory {dir}: second entry is not '..'"),
+                    None,
+                );
+                return;
+            }
+            data.dotdot = Some(target);
+            if self.is_dir(target) {
+                *refs.entry(target).or_insert(0) += 1;
+            } else if self.inodes.get(&target).is_none_or(|i| i.readable) {
+                // Fixed against the parent found by the walk from the root.
+                self.problem(
+                    Kind::Directory,
+                    Some(dir),
+                    format!("directory {dir}: '..' names {target}, not a directory"),
+                    None,
+                );
+            }
+            return;
+        }
+        if name == b"." || name == b".." {
+            self.problem(
+                Kind::Directory,
+                Some(dir),
+                format!("directory {dir}: a second '{shown}' entry at byte {offset}"),
+                None,
+            );
+            return;
+        }
+        let known = self.imap.get(target as usize).copied();
+        let why_bad = if target < ROOT_INO || known.is_none() && target as usize >= self.imap.len() {
+            Some("an impossible inode number")
+        } else {
+            match known.flatten() {
+                None => return, // its inode map block is unreadable: nothing to say
+                Some(e) if e.daddr == 0 => Some("a free inode"),
+                Some(_) => None,
+            }
+        };
+        if let Some(why) = why_bad {
+            self.problem(
+                Kind::DirEntry,
+                Some(dir),
+                format!("directory {dir}: entry '{shown}' names {target}, {why}; repair removes the entry"),
+                Some(Fix::RemoveEntry { dir, name: name.to_vec() }),
+            );
+            return;
+        }
+        *refs.entry(target).or_insert(0) += 1;
+        data.children.push(target);
+        let Some(info) = self.inodes.get(&target).copied() else { return };
+        if !info.readable {
+            return;
+        }
+        let actual = if info.mode & kind::MASK == kind::DIR { dt::DIR } else { dt_from_mode(info.mode) };
+        if dtype != actual {
+            self.problem(
+                Kind::DirEntry,
+                Some(dir),
+                format!(
+                    "directory {dir}: entry '{shown}' has type {dtype} but inode {target} has type {actual}"
+                ),
+                Some(Fix::RetargetEntry { dir, name: name.to_vec(), ino: target }),
+            );
+        }
+    }
+}

@@ -1,0 +1,115 @@
+//! `fslab fsck IMAGE [--repair] [-n] [-v]`: check an unmounted image and
+//! repair what can be repaired safely (the `fslab-check` crate does the work).
+//!
+//! Repairs unless `-n` (then the image is opened read-only). Refuses an image
+//! another fslab process holds (a mount). Problems and repairs go to stdout,
+//! one per line; progress goes to stderr every few seconds when stderr is a
+//! terminal or with `--verbose`. Exit status as e2fsck: 0 clean, 1 errors
+//! corrected, 4 errors left uncorrected, 8 operational error.
+
+use clap::Args;
+use disk::{BlockDevice, FileDisk};
+use fslab_check::{fsck, Options, Outcome};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+/// Exit status when fsck could not run (e2fsck's "operational error").
+const OPERATIONAL_ERROR: u8 = 8;
+
+/// Arguments of `fslab fsck`.
+#[derive(Args)]
+pub struct FsckArgs {
+    /// The image file or block device to check (not mounted).
+    image: PathBuf,
+    /// Repair what can be repaired (without it, fsck only reports).
+    #[arg(long, conflicts_with = "no_change")]
+    repair: bool,
+    /// Change nothing: open the image read-only and only report (the
+    /// default; kept for e2fsck habits).
+    #[arg(short = 'n', id = "no_change")]
+    no_change: bool,
+    /// Show the checkpoint checked, counts, and progress on stderr.
+    #[arg(short = 'v', long)]
+    verbose: bool,
+}
+
+/// Runs fsck and returns its exit status; a failure to run is one line on
+/// stderr and status 8.
+pub fn run(args: &FsckArgs) -> ExitCode {
+    match check(args) {
+        Ok(code) => ExitCode::from(code),
+        Err(message) => {
+            eprintln!("fslab: fsck: {message}");
+            ExitCode::from(OPERATIONAL_ERROR)
+        }
+    }
+}
+
+fn check(args: &FsckArgs) -> Result<u8, String> {
+    let name = args.image.display().to_string();
+    let repair = args.repair;
+    let _lock = crate::lock_image(&args.image).map_err(|e| format!("{name}: {e}"))?;
+    let disk = if repair { FileDisk::open(&args.image) } else { FileDisk::open_read_only(&args.image) }
+        .map_err(|e| format!("{name}: {e}"))?;
+    let dev: Arc<dyn BlockDevice> = Arc::new(disk);
+    let show_progress = args.verbose || std::io::stderr().is_terminal();
+    let mut progress = |line: &str| {
+        if show_progress {
+            eprintln!("fslab: fsck: {name}: {line}");
+        }
+    };
+    let options = Options { repair, ..Options::default() };
+    let outcome = fsck(dev, &options, &mut progress).map_err(|e| format!("{name}: {e}"))?;
+    print_outcome(&name, &outcome, args.verbose);
+    Ok(outcome.exit_code())
+}
+
+fn print_outcome(name: &str, outcome: &Outcome, verbose: bool) {
+    let first = &outcome.first;
+    if verbose {
+        let how = if first.clean_unmount { "unmounted cleanly" } else { "not unmounted cleanly" };
+        println!("{name}: checkpoint {} ({how})", first.checkpoint_serial);
+    }
+    for p in &first.problems {
+        println!("{p}");
+    }
+    if first.omitted > 0 {
+        println!("... and {} more problems", first.omitted);
+    }
+    for r in &outcome.repaired {
+        println!("repaired: {}", r.message);
+    }
+    for f in &outcome.failed {
+        println!("repair failed: {f}");
+    }
+    let last = &outcome.last;
+    let c = last.counts;
+    match outcome.exit_code() {
+        0 => println!(
+            "{name}: clean: {} inodes, {} blocks, {} directories, {} entries",
+            c.inodes, c.blocks, c.directories, c.entries
+        ),
+        1 => println!(
+            "{name}: {} problems found and corrected; now clean",
+            first.problems.len() as u64 + first.omitted
+        ),
+        _ => {
+            if !std::ptr::eq(first, last) && !outcome.repaired.is_empty() {
+                for p in &last.problems {
+                    println!("left: {p}");
+                }
+            }
+            println!(
+                "{name}: {} problems left uncorrected{}",
+                last.problems.len() as u64 + last.omitted,
+                if outcome.first.problems.is_empty() || outcome.repaired.is_empty() {
+                    ""
+                } else {
+                    " after repair"
+                }
+            );
+        }
+    }
+}
