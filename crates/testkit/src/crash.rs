@@ -361,8 +361,12 @@ impl Tree {
         self.names.insert(to.to_string(), id);
         if from_dir {
             let prefix = format!("{from}/");
-            let moved: Vec<(String, NodeId)> =
-                self.names.iter().filter(|(p, _)| p.starts_with(&prefix)).map(|(p, &v)| (p.clone(), v)).collect();
+            let moved: Vec<(String, NodeId)> = self
+                .names
+                .iter()
+                .filter(|(p, _)| p.starts_with(&prefix))
+                .map(|(p, &v)| (p.clone(), v))
+                .collect();
             for (p, v) in moved {
                 self.names.remove(&p);
                 self.names.insert(format!("{to}/{}", &p[prefix.len()..]), v);
@@ -557,7 +561,8 @@ pub fn workloads(coverage: Coverage) -> Vec<Workload> {
             match coverage {
                 Coverage::Default => {
                     variants.extend(pb.iter().map(|q| (None, q.clone())));
-                    variants.push((Some(pa[rotation % pa.len()].clone()), pb[(rotation / 2) % pb.len()].clone()));
+                    variants
+                        .push((Some(pa[rotation % pa.len()].clone()), pb[(rotation / 2) % pb.len()].clone()));
                     rotation += 1;
                 }
                 Coverage::Full => {
@@ -690,6 +695,8 @@ pub struct Point {
 /// A workload's run: the model after each primitive operation and the
 /// persistence points with their event counts.
 pub struct Recorded {
+    /// The workload's steps.
+    pub steps: Vec<Step>,
     /// `states[0]` is the setup; `states[k]` is after the k-th operation.
     pub states: Vec<Tree>,
     /// The setup's sync (at event 0), then each persistence point in order.
@@ -732,10 +739,9 @@ pub fn record(workload: &Workload, image: &[u8], setup: &Tree) -> Recorded {
                     panic!("{workload}: {p} failed: {e}");
                 }
                 let node = match p {
-                    Persist::Fsync(path) | Persist::Fdatasync(path) => tree
-                        .node_at(path)
-                        .filter(|(_, n)| matches!(n.body, Body::File(_)))
-                        .map(|(id, _)| id),
+                    Persist::Fsync(path) | Persist::Fdatasync(path) => {
+                        tree.node_at(path).filter(|(_, n)| matches!(n.body, Body::File(_))).map(|(id, _)| id)
+                    }
                     _ => None,
                 };
                 points.push(Point {
@@ -750,7 +756,7 @@ pub fn record(workload: &Workload, image: &[u8], setup: &Tree) -> Recorded {
     }
     let events = crash.events();
     drop(fs);
-    Recorded { states, points, crash, events }
+    Recorded { steps: workload.steps.clone(), states, points, crash, events }
 }
 
 /// One broken promise, with everything needed to replay it.
@@ -896,7 +902,14 @@ fn walk(fs: &mut FileSystem<Lfs>) -> Result<Observed, String> {
     }
     seen.inodes.insert(
         ROOT_INO,
-        Seen { kind: kind::DIR, nlink: root.attr.nlink, size: root.attr.size, data: vec![], names: 1, subdirs: 0 },
+        Seen {
+            kind: kind::DIR,
+            nlink: root.attr.nlink,
+            size: root.attr.size,
+            data: vec![],
+            names: 1,
+            subdirs: 0,
+        },
     );
     let mut dirs_seen = BTreeSet::from([ROOT_INO]);
     let mut stack = vec![(String::new(), ROOT_INO, ROOT_INO)];
@@ -904,7 +917,8 @@ fn walk(fs: &mut FileSystem<Lfs>) -> Result<Observed, String> {
         let mut offset = 0;
         let mut entries = Vec::new();
         loop {
-            let page = fs.readdir(dir, offset, 16).map_err(|e| format!("readdir of /{path} (#{dir}): {e}"))?;
+            let page =
+                fs.readdir(dir, offset, 16).map_err(|e| format!("readdir of /{path} (#{dir}): {e}"))?;
             let Some(last) = page.last() else { break };
             offset = last.next_offset;
             entries.extend(page);
@@ -929,7 +943,10 @@ fn walk(fs: &mut FileSystem<Lfs>) -> Result<Observed, String> {
             }
             let child = if path.is_empty() { name.clone() } else { format!("{path}/{name}") };
             let inode = fs.getattr(entry.ino).map_err(|e| {
-                format!("entry /{child} names inode #{} that cannot be read: {e} (entry without inode)", entry.ino)
+                format!(
+                    "entry /{child} names inode #{} that cannot be read: {e} (entry without inode)",
+                    entry.ino
+                )
             })?;
             let k = inode.attr.mode & kind::MASK;
             if k != entry.kind {
@@ -1005,10 +1022,57 @@ pub fn check_state(rec: &Recorded, state: &CrashState) -> Result<fslab::lfs::Rec
     let mut fs = FileSystem::new(lfs);
     let seen = walk(&mut fs)?;
     drop(fs);
+    check_renames(rec, &seen)?;
     check_namespace(rec, state.cut, &seen)?;
     check_contents(rec, state.cut, &seen)?;
     check_fsck(dev.as_ref())?;
     Ok(recovery)
+}
+
+/// Rename atomicity, checked on its own for a clearer report (item 3
+/// implies it): after a rename of a name that existed at setup, when no later
+/// operation touches either name, the target names the old or the new inode,
+/// never nothing, and the renamed inode keeps one of its two names.
+fn check_renames(rec: &Recorded, seen: &Observed) -> Result<(), String> {
+    let ops: Vec<&Op> =
+        rec.steps.iter().filter_map(|s| if let Step::Op(op) = s { Some(op) } else { None }).collect();
+    for (i, op) in ops.iter().enumerate() {
+        let Op::Rename(from, to) = op else { continue };
+        let (before, after) = (&rec.states[i], &rec.states[i + 1]);
+        if !rec.states[0].names.contains_key(from.as_str()) && !rec.states[0].names.contains_key(to.as_str())
+        {
+            continue;
+        }
+        let touched = |p: &str| ops[i + 1..].iter().any(|later| later.to_string().contains(p));
+        if touched(from) || touched(to) {
+            continue;
+        }
+        let Some((_, moved)) = before.node_at(from) else { continue };
+        let old_target = before.node_at(to).map(|(_, n)| n.ino);
+        let new_target = after.node_at(to).map(|(_, n)| n.ino);
+        let found_to = seen.namespace.get(to.as_str()).map(|&(_, ino)| ino);
+        let found_from = seen.namespace.get(from.as_str()).map(|&(_, ino)| ino);
+        if old_target.is_some() && found_to.is_none() {
+            return Err(format!(
+                "{op} not atomic: {to} names nothing; expected the old inode #{} or the new #{}",
+                old_target.unwrap_or(0),
+                new_target.unwrap_or(0)
+            ));
+        }
+        if found_to.is_some() && found_to != old_target && found_to != new_target {
+            return Err(format!(
+                "{op} not atomic: {to} names #{}, expected {old_target:?} or {new_target:?}",
+                found_to.unwrap_or(0)
+            ));
+        }
+        if found_from != Some(moved.ino) && found_to != Some(moved.ino) {
+            return Err(format!(
+                "{op} not atomic: inode #{} lost both names ({from} names {found_from:?}, {to} names {found_to:?})",
+                moved.ino
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Item 3: the namespace is the one after some prefix of the operations,
@@ -1035,27 +1099,46 @@ fn check_namespace(rec: &Recorded, cut: usize, seen: &Observed) -> Result<(), St
 
 /// Items 4 and 5: contents of every file found, against the model.
 fn check_contents(rec: &Recorded, cut: usize, seen: &Observed) -> Result<(), String> {
-    // Which model node each inode is: the namespace matched some state, so
-    // look each path up in the newest state with the same namespace.
-    let Some(k) = rec.states.iter().rposition(|s| s.namespace() == seen.namespace) else {
+    // Which model node each inode is: the namespace matched some state; a
+    // freed inode number may be reused, so several states (with different
+    // nodes at one path) can match, and any of them may explain the file.
+    let matching: Vec<&Tree> = rec.states.iter().filter(|s| s.namespace() == seen.namespace).collect();
+    if matching.is_empty() {
         return Ok(()); // reported by check_namespace
-    };
-    let state = &rec.states[k];
+    }
     for (path, &(kd, ino)) in &seen.namespace {
-        let Some((id, node)) = state.node_at(path) else { continue };
         let Some(s) = seen.inodes.get(&ino) else { continue };
-        match (&node.body, kd) {
-            (Body::Symlink(target), kind::LNK) => {
-                if &s.data != target {
-                    return Err(format!(
-                        "symlink /{path} points at {:?}, made pointing at {:?}",
-                        String::from_utf8_lossy(&s.data),
-                        String::from_utf8_lossy(target)
-                    ));
+        let mut first_error = None;
+        let mut explained = false;
+        let mut ids = BTreeSet::new();
+        for state in matching.iter().rev() {
+            let Some((id, node)) = state.node_at(path) else { continue };
+            if !ids.insert(id) {
+                continue;
+            }
+            let result = match (&node.body, kd) {
+                (Body::Symlink(target), kind::LNK) if &s.data != target => Err(format!(
+                    "symlink /{path} points at {:?}, made pointing at {:?}",
+                    String::from_utf8_lossy(&s.data),
+                    String::from_utf8_lossy(target)
+                )),
+                (Body::File(_), kind::REG) => check_file(rec, cut, path, id, &s.data),
+                _ => Ok(()),
+            };
+            match result {
+                Ok(()) => {
+                    explained = true;
+                    break;
+                }
+                Err(e) => {
+                    first_error.get_or_insert(e);
                 }
             }
-            (Body::File(_), kind::REG) => check_file(rec, cut, path, id, &s.data)?,
-            _ => {}
+        }
+        if !explained {
+            if let Some(e) = first_error {
+                return Err(e);
+            }
         }
     }
     Ok(())
@@ -1138,12 +1221,8 @@ fn check_file(rec: &Recorded, cut: usize, path: &str, id: NodeId, data: &[u8]) -
 fn check_fsck(dev: &dyn BlockDevice) -> Result<(), String> {
     let report = fslab_check::check(dev, &fslab_check::Options::default(), &mut |_| {})
         .map_err(|e| format!("fsck could not run: {e}"))?;
-    let bad: Vec<String> = report
-        .problems
-        .iter()
-        .filter(|p| !acceptable(p))
-        .map(|p| format!("{:?}: {p}", p.kind))
-        .collect();
+    let bad: Vec<String> =
+        report.problems.iter().filter(|p| !acceptable(p)).map(|p| format!("{:?}: {p}", p.kind)).collect();
     if bad.is_empty() && report.omitted == 0 {
         Ok(())
     } else {

@@ -12,7 +12,11 @@
 //! * `FSLAB_CRASH_WORKLOAD=seq2-0042` runs one workload (to replay a
 //!   failure), `FSLAB_CRASH_SEED` changes the sample.
 
-use testkit::crash::{explore_all, workloads, Budget, Coverage, Outcome, Workload};
+use disk::{CrashChoice, CrashState, MemDisk};
+use testkit::crash::{
+    alphabet, build, check_state, explore_all, pattern, record, setup_image, workloads, Budget, Coverage, Op,
+    Outcome, Persist, Recorded, Workload,
+};
 use testkit::harness::env_or;
 
 /// Default crash states per workload.
@@ -21,7 +25,9 @@ const DEFAULT_MAX: u64 = 40;
 const EXHAUSTIVE_MAX: u64 = 100_000;
 
 fn threads() -> usize {
-    std::thread::available_parallelism().map_or(2, |n| n.get())
+    // Twice the cores: each mount waits on its segment I/O thread now and then.
+    let default = 2 * std::thread::available_parallelism().map_or(2, |n| n.get());
+    env_or("FSLAB_CRASH_THREADS", default as u64) as usize
 }
 
 fn run(exhaustive: bool) -> Outcome {
@@ -77,4 +83,82 @@ fn every_crash_state_of_every_ace_workload_keeps_what_was_acknowledged() {
 #[ignore = "long: every persistence combination and every crash state"]
 fn every_crash_state_of_every_ace_workload_keeps_what_was_acknowledged_exhaustive() {
     assert_clean(&run(true));
+}
+
+#[test]
+fn workloads_cover_every_core_operation_alone_and_in_pairs() {
+    let list = workloads(Coverage::Default);
+    let seq1 = list.iter().filter(|w| w.name.starts_with("seq1")).count();
+    let seq2 = list.len() - seq1;
+    eprintln!("{seq1} one-op and {seq2} two-op workloads ({} with every persistence combination)", {
+        workloads(Coverage::Full).len()
+    });
+    for (label, op) in alphabet() {
+        let alone = list.iter().filter(|w| {
+            w.name.starts_with("seq1") && w.steps.iter().any(|s| s.to_string() == op.to_string())
+        });
+        assert!(alone.count() >= 2, "{label} has fewer than two one-op workloads");
+    }
+    assert!(seq2 > 10 * seq1, "too few pairs: {seq2}");
+}
+
+/// The crash image before any workload write, for a recorded run.
+fn base_state(rec: &Recorded) -> CrashState {
+    let disk = rec.crash.crash_image(0, &CrashChoice::NonePersisted).expect("base image");
+    CrashState {
+        description: "self-test: the base image".into(),
+        cut: 0,
+        choice: CrashChoice::NonePersisted,
+        disk,
+    }
+}
+
+/// Runs `op` then `persist`, and claims the persistence point returned before
+/// the first write of the run: the base image then breaks its promise, and
+/// the checker must say so (it is not vacuous).
+fn pretend_acknowledged_early(op: Op, persist: Persist) -> String {
+    let (image, setup) = setup_image();
+    let workload = build("self-test".into(), &[(&op, Some(persist))]).expect("a valid workload");
+    let mut rec = record(&workload, &image, &setup);
+    assert!(rec.points[1].events > 0, "the persistence point wrote nothing");
+    rec.points[1].events = 0;
+    check_state(&rec, &base_state(&rec)).expect_err("the checker accepted a broken promise")
+}
+
+#[test]
+fn the_checker_reports_fsynced_data_that_is_missing() {
+    let err = pretend_acknowledged_early(
+        Op::Write { path: "A/foo".into(), offset: 3000, len: 4000, tag: 11 },
+        Persist::Fsync("A/foo".into()),
+    );
+    assert!(err.contains("lost data made durable by fsync(A/foo)"), "{err}");
+}
+
+#[test]
+fn the_checker_reports_a_directory_fsync_whose_names_are_missing() {
+    let err =
+        pretend_acknowledged_early(Op::Rename("A/foo".into(), "B/foo".into()), Persist::FsyncDir("B".into()));
+    assert!(err.contains("namespace went back"), "{err}");
+}
+
+#[test]
+fn the_checker_reports_data_a_file_was_never_given() {
+    let (image, setup) = setup_image();
+    // Replace the first block of A/foo (tag 1) with bytes of a tag never used.
+    let first = pattern(1, 0, 4096);
+    let at =
+        image.chunks(4096).position(|b| b == &first[..]).expect("A/foo's first block in the image") * 4096;
+    let mut bad = image.clone();
+    bad[at..at + 4096].copy_from_slice(&pattern(99, 0, 4096));
+    let workload =
+        build("self-test".into(), &[(&Op::Create("A/new".into()), Some(Persist::Sync))]).expect("valid");
+    let rec = record(&workload, &image, &setup);
+    let state = CrashState {
+        description: "self-test: A/foo's data replaced".into(),
+        cut: 0,
+        choice: CrashChoice::NonePersisted,
+        disk: MemDisk::from_bytes(bad),
+    };
+    let err = check_state(&rec, &state).expect_err("the checker accepted foreign data");
+    assert!(err.contains("that no write put there"), "{err}");
 }
