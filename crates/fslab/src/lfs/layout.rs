@@ -146,14 +146,16 @@ impl Superblock {
         }
         let d = Decoder::new(bytes);
         let field = |r: std::result::Result<u64, _>| r.map_err(|_| bad("field out of bounds".into()));
+        // The checksum first: a damaged copy must read as damaged (so mount
+        // tries the other copies), not as a file system of another version.
+        if field(d.u32(SB_CRC).map(u64::from))? as u32 != crc32c_skipping(bytes, SB_CRC) {
+            return Err(bad("checksum mismatch".into()));
+        }
         let version = field(d.u32(8).map(u64::from))? as u32;
         if version != FORMAT_VERSION {
             return Err(Error::Foreign(format!(
                 "fslab format version {version} is not supported (this build reads version {FORMAT_VERSION})"
             )));
-        }
-        if field(d.u32(SB_CRC).map(u64::from))? as u32 != crc32c_skipping(bytes, SB_CRC) {
-            return Err(bad("checksum mismatch".into()));
         }
         let mut sb = Superblock {
             block_size: field(d.u32(16).map(u64::from))? as u32,

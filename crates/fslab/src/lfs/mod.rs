@@ -38,6 +38,10 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// How far the summary serial numbers jump at each mount: more partial
+/// segments than any one mount can write.
+const SERIAL_EPOCH: u64 = 1 << 32;
+
 /// Choices fixed when the file system is made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MkfsOptions {
@@ -135,6 +139,10 @@ pub struct Lfs {
     io: io::SegmentIo,
     /// What roll-forward did at mount.
     recovery: Recovery,
+    /// Until the first checkpoint of this mount, the summary serial numbers
+    /// have not yet jumped past what an earlier mount may have left beyond
+    /// the end of the log (see `writer::ensure_new_serial_epoch`).
+    serial_epoch_pending: bool,
     unmounted: bool,
     /// Inodes in `inodes` whose `dirty` is set.
     dirty_inodes: u64,

@@ -145,6 +145,7 @@ fn assemble(
         dirty_inodes: 0,
         segment_space: None,
         recovery: super::Recovery::default(),
+        serial_epoch_pending: true,
         sb,
     }
 }

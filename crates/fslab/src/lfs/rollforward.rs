@@ -149,6 +149,14 @@ impl Lfs {
             }
         }
         recovery.discarded = total - accepted.len() as u64;
+        // The inode map grows a block at a time, only as inodes are created:
+        // no inode in the log can lie further past its end than the log has
+        // inode slots. A larger number is damage and must not size the map.
+        let slots: u64 = accepted.iter().map(|p| p.summary.ninoblocks as u64).sum::<u64>()
+            * (self.block_size / INODE_SIZE) as u64;
+        let inode_limit = self.tables.imap.len() as u64
+            + slots
+            + super::layout::imap_entries_per_block(self.block_size as u32) as u64;
         let mut written: HashMap<Ino, Vec<(Lbn, Daddr)>> = HashMap::new();
         let bps = self.sb.blocks_per_segment();
         for p in &accepted {
@@ -176,7 +184,7 @@ impl Lfs {
                     let daddr = first_inode_block + k as u64;
                     for slot in block.chunks_exact(INODE_SIZE) {
                         let Ok(inode) = Inode::decode(slot) else { continue };
-                        if inode.ino <= IFILE_INO || inode.ino > u32::MAX as u64 {
+                        if inode.ino <= IFILE_INO || inode.ino >= inode_limit {
                             continue;
                         }
                         let blocks = written.remove(&inode.ino).unwrap_or_default();

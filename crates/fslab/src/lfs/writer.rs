@@ -447,8 +447,23 @@ impl Lfs {
         Ok(())
     }
 
+    /// Partial segments written before a crash may lie beyond the end of
+    /// the log that roll-forward recovered (a lost write with later ones
+    /// kept), carrying exactly the serial numbers this mount would use next;
+    /// a later roll-forward would take them for new log. So before this
+    /// mount writes its first partial segment, the serial numbers jump past
+    /// anything one mount can have written, and a checkpoint makes the jump
+    /// durable before any other log is written.
+    fn ensure_new_serial_epoch(&mut self) -> Result<()> {
+        if self.serial_epoch_pending {
+            self.checkpoint(false)?;
+        }
+        Ok(())
+    }
+
     /// Writes the dirty blocks and the inode of `ino` alone (for fsync).
     pub(super) fn write_file_now(&mut self, ino: Ino) -> Result<()> {
+        self.ensure_new_serial_epoch()?;
         let mut batch = Batch::default();
         self.write_files(&mut batch, &[ino])?;
         self.close_partial(&mut batch);
@@ -459,6 +474,7 @@ impl Lfs {
     /// when a directory operation happened since the last write, the ifile
     /// too.
     pub(super) fn write_segments(&mut self, with_ifile: bool) -> Result<()> {
+        self.ensure_new_serial_epoch()?;
         let dirops = std::mem::take(&mut self.dirop_inodes);
         let mut files: BTreeSet<Ino> = self.cache.dirty_inodes().into_iter().collect();
         files.extend(self.inodes.iter().filter(|(_, c)| c.dirty).map(|(&ino, _)| ino));
@@ -483,6 +499,12 @@ impl Lfs {
     /// checkpoint just written no longer needs them. `clean` marks an
     /// unmount and writes every superblock copy.
     pub(super) fn checkpoint(&mut self, clean: bool) -> Result<()> {
+        if self.serial_epoch_pending {
+            // This checkpoint's superblock makes the jump durable; a crash
+            // before it loses only what this checkpoint itself writes.
+            self.serial_epoch_pending = false;
+            self.log.next_serial += super::SERIAL_EPOCH;
+        }
         self.write_segments(true)?;
         // Barrier: the log the superblock will point at is durable first.
         self.io.wait_idle()?;

@@ -101,6 +101,16 @@ impl<S: StorageManager> Ns<'_, S> {
                 format!("size {size} is not a multiple of the block size"),
             ));
         }
+        // A directory cannot hold more blocks than the file system has: a
+        // larger size is damage (and would make this scan run for ever).
+        let capacity = self.s.statfs()?.total_blocks;
+        if size / bs as u64 > capacity {
+            return Err(Error::corrupt(
+                "directory",
+                dir,
+                format!("size {size} is larger than the file system"),
+            ));
+        }
         let mut index = DirIndex::default();
         let mut block = vec![0u8; bs];
         for lbn in 0..size / bs as u64 {
@@ -111,7 +121,13 @@ impl<S: StorageManager> Ns<'_, S> {
                 index.free.push(max_free(&entries));
                 for e in entries.iter().filter(|e| e.ino != 0) {
                     let slot = Slot { offset: chunk_offset + e.offset as u64, ino: e.ino };
-                    index.names.entry(e.name.to_vec()).or_insert(slot);
+                    if index.names.insert(e.name.to_vec(), slot).is_some() {
+                        return Err(Error::corrupt(
+                            "directory",
+                            dir,
+                            format!("a name appears twice (again at offset {})", slot.offset),
+                        ));
+                    }
                 }
             }
         }
