@@ -7,9 +7,12 @@
 //!
 //! Parts: [`layout`] (on-disk structures), [`ifile`] (the ifile's tables in
 //! memory), `bmap` (block map, reads, writes, frees), `writer` (the segment
-//! writer and checkpoints), `space` (the two kinds of block accounting of
-//! §3.2), `mount` (mkfs, mount, dump). Relies on the buffer cache below it
-//! and on `disk::BlockDevice`; knows nothing of directories or names.
+//! writer and checkpoints), `io` (the thread that writes partial segments),
+//! `space` (the two kinds of block accounting of §3.2), `mount` (mkfs,
+//! mount, dump), `rollforward` (recovery of the log after the checkpoint,
+//! §2.2), `inspect` (read-only helpers for fsck). Relies on the buffer cache
+//! below it and on `disk::BlockDevice`; knows nothing of directories or
+//! names.
 
 mod bmap;
 pub mod ifile;
