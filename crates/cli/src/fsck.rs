@@ -1,7 +1,8 @@
-//! `fslab fsck IMAGE [--repair] [-n] [-v]`: check an unmounted image and
-//! repair what can be repaired safely (the `fslab-check` crate does the work).
+//! `fslab fsck IMAGE [--repair] [-n] [-v]`: check an unmounted image and,
+//! with `--repair`, repair what can be repaired safely (the `fslab-check`
+//! crate does the work).
 //!
-//! Repairs unless `-n` (then the image is opened read-only). Refuses an image
+//! Without `--repair` the image is opened read-only. Refuses an image
 //! another fslab process holds (a mount). Problems and repairs go to stdout,
 //! one per line; progress goes to stderr every few seconds when stderr is a
 //! terminal or with `--verbose`. Exit status as e2fsck: 0 clean, 1 errors

@@ -59,7 +59,7 @@ enum Command {
     Mount(mount::MountArgs),
     /// Print the superblock, latest checkpoint and segment usage of an image.
     Dump(dump::DumpArgs),
-    /// Check an unmounted image and repair what can be repaired (-n: only check).
+    /// Check an unmounted image; with --repair, repair what can be repaired.
     Fsck(fsck::FsckArgs),
 }
 
