@@ -72,38 +72,27 @@ pub fn check_bounds(offset: u64, len: usize, size: u64) -> io::Result<()> {
     }
 }
 
-impl<T: BlockDevice + ?Sized> BlockDevice for std::sync::Arc<T> {
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
-        (**self).read_at(offset, buf)
-    }
-    fn write_at(&self, offset: u64, buf: &[u8]) -> io::Result<()> {
-        (**self).write_at(offset, buf)
-    }
-    fn write_vectored_at(&self, offset: u64, bufs: &[&[u8]]) -> io::Result<()> {
-        (**self).write_vectored_at(offset, bufs)
-    }
-    fn flush(&self) -> io::Result<()> {
-        (**self).flush()
-    }
-    fn size(&self) -> u64 {
-        (**self).size()
-    }
+/// A shared or boxed device is a device: every call goes to the one inside.
+macro_rules! forward_block_device {
+    ($($wrapper:ty),*) => {$(
+        impl<T: BlockDevice + ?Sized> BlockDevice for $wrapper {
+            fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+                (**self).read_at(offset, buf)
+            }
+            fn write_at(&self, offset: u64, buf: &[u8]) -> io::Result<()> {
+                (**self).write_at(offset, buf)
+            }
+            fn write_vectored_at(&self, offset: u64, bufs: &[&[u8]]) -> io::Result<()> {
+                (**self).write_vectored_at(offset, bufs)
+            }
+            fn flush(&self) -> io::Result<()> {
+                (**self).flush()
+            }
+            fn size(&self) -> u64 {
+                (**self).size()
+            }
+        }
+    )*};
 }
 
-impl<T: BlockDevice + ?Sized> BlockDevice for Box<T> {
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
-        (**self).read_at(offset, buf)
-    }
-    fn write_at(&self, offset: u64, buf: &[u8]) -> io::Result<()> {
-        (**self).write_at(offset, buf)
-    }
-    fn write_vectored_at(&self, offset: u64, bufs: &[&[u8]]) -> io::Result<()> {
-        (**self).write_vectored_at(offset, bufs)
-    }
-    fn flush(&self) -> io::Result<()> {
-        (**self).flush()
-    }
-    fn size(&self) -> u64 {
-        (**self).size()
-    }
-}
+forward_block_device!(std::sync::Arc<T>, Box<T>);

@@ -242,19 +242,10 @@ fn mount_checkpoint(dev: Arc<dyn BlockDevice>, sb: Superblock, options: MountOpt
     };
     let mut lfs = assemble(dev, sb, placeholder, Inode::default(), c.ifile_daddr, log, options);
     lfs.load_ifile(c.ifile_daddr)?;
-    let head = lfs.log.segment as usize;
-    match lfs.tables.seguse.get_mut(head) {
-        Some(s) => s.flags = (s.flags & SEGUSE_SUPERBLOCK) | SEGUSE_DIRTY | SEGUSE_ACTIVE,
-        None => return Err(Error::corrupt("checkpoint", 0, "log segment out of range")),
+    if lfs.tables.seguse.get(lfs.log.segment as usize).is_none() {
+        return Err(Error::corrupt("checkpoint", 0, "log segment out of range"));
     }
-    let next_ok = lfs
-        .tables
-        .seguse
-        .get(lfs.log.next_segment as usize)
-        .is_some_and(|s| s.flags & SEGUSE_CLEAN != 0 && lfs.log.next_segment != lfs.log.segment);
-    if !next_ok {
-        lfs.log.next_segment = lfs.clean_after(lfs.log.segment).unwrap_or(lfs.log.segment);
-    }
+    lfs.settle_log_head();
     Ok(lfs)
 }
 

@@ -256,9 +256,10 @@ impl Lfs {
         Ok(())
     }
 
-    /// After roll-forward: the segment at the log head is active, the next
-    /// one is clean.
-    fn settle_log_head(&mut self) {
+    /// At mount and after roll-forward: the segment at the log head, and only
+    /// it, is active; the next one is clean. (Flags of segments roll-forward
+    /// wrote into were already noted as changed by `mark_written`.)
+    pub(super) fn settle_log_head(&mut self) {
         for (seg, s) in self.tables.seguse.iter_mut().enumerate() {
             if s.flags & SEGUSE_ACTIVE != 0 && seg as u64 != self.log.segment {
                 s.flags &= !SEGUSE_ACTIVE;
@@ -268,7 +269,6 @@ impl Lfs {
         if let Some(s) = self.tables.seguse.get_mut(head as usize) {
             s.flags = (s.flags & SEGUSE_SUPERBLOCK) | SEGUSE_DIRTY | SEGUSE_ACTIVE;
         }
-        self.tables.touch_segment(head);
         let next_ok = self
             .tables
             .seguse
