@@ -114,7 +114,7 @@ impl Lfs {
     }
 
     /// The indirect blocks above `lbn`, top first.
-    fn ancestors(&self, lbn: Lbn) -> Vec<Lbn> {
+    pub(super) fn ancestors(&self, lbn: Lbn) -> Vec<Lbn> {
         if lbn < 0 {
             return Vec::new();
         }

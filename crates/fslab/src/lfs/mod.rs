@@ -15,6 +15,7 @@
 //! names.
 
 mod bmap;
+pub mod clean;
 pub mod ifile;
 pub mod inspect;
 mod io;
@@ -149,9 +150,10 @@ pub struct Lfs {
     unmounted: bool,
     /// Inodes in `inodes` whose `dirty` is set.
     dirty_inodes: u64,
-    /// (writable, reclaimable) blocks of segments; `None` after the segment
-    /// usage table changed.
-    segment_space: Option<(u64, u64)>,
+    /// Space in segments; `None` after the segment usage table changed.
+    segment_space: Option<space::SegmentSpace>,
+    /// The cleaner mechanism's state and counters.
+    clean: clean::CleanState,
 }
 
 impl Lfs {
@@ -260,7 +262,7 @@ impl Lfs {
         if self.dirop_depth == 0 && self.cache.should_start_write() {
             self.write_segments(false)?;
         }
-        Ok(())
+        self.maybe_clean()
     }
 
     fn dirty_inode_count(&self) -> u64 {

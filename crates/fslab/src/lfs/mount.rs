@@ -144,6 +144,7 @@ fn assemble(
         unmounted: false,
         dirty_inodes: 0,
         segment_space: None,
+        clean: Default::default(),
         recovery: super::Recovery::default(),
         serial_epoch_pending: true,
         sb,

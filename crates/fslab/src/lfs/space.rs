@@ -24,6 +24,19 @@ pub(super) enum SpaceFor {
     /// Directories, symbolic links, extended attributes, inodes.
     Metadata,
 }
+/// What the segment usage table says about space, recounted when it changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct SegmentSpace {
+    /// Blocks the log can advance into without reclaiming anything.
+    pub writable: u64,
+    /// Blocks of empty dirty segments: writable after a checkpoint.
+    pub reclaimable: u64,
+    /// Segments clean or empty, outside the log head.
+    pub clean_segments: u64,
+    /// Blocks a cleaner could free in the other dirty segments.
+    pub dead: u64,
+}
+
 use crate::error::errno;
 use crate::format::inode::INODE_SIZE;
 use crate::format::NAME_MAX;
@@ -54,13 +67,67 @@ impl Lfs {
     /// Blocks of clean segments and of empty dirty ones, recounted only
     /// after the segment usage table changes (the scan is O(segments) and
     /// space is checked on every newly dirty block).
-    fn segment_space(&mut self) -> (u64, u64) {
+    pub(super) fn segment_space(&mut self) -> SegmentSpace {
         if let Some(space) = self.segment_space {
             return space;
         }
-        let space = (self.writable_blocks(), self.reclaimable_blocks());
+        let (clean_segments, dead) = self.clean_and_dead();
+        let space = SegmentSpace {
+            writable: self.writable_blocks(),
+            reclaimable: self.reclaimable_blocks(),
+            clean_segments,
+            dead,
+        };
         self.segment_space = Some(space);
         space
+    }
+
+    /// Segments clean or empty outside the log head, and the blocks a
+    /// cleaner could free in the others: each dirty segment's blocks less
+    /// what moving its live data takes.
+    fn clean_and_dead(&self) -> (u64, u64) {
+        let bs = self.block_size as u64;
+        let mut clean = 0;
+        let mut dead = 0;
+        for (seg, s) in self.tables.seguse.iter().enumerate() {
+            let seg = seg as u64;
+            if self.in_log_head(seg) {
+                continue;
+            }
+            if s.flags & SEGUSE_CLEAN != 0 || (s.flags & SEGUSE_DIRTY != 0 && s.live_bytes == 0) {
+                clean += 1;
+            } else if s.flags & SEGUSE_DIRTY != 0 {
+                // Moving the live blocks also writes inode blocks for their
+                // files (one per 16 blocks at worst) and summaries.
+                let live = (s.live_bytes as u64).div_ceil(bs);
+                let moved = live + live.div_ceil(16) + 2;
+                dead += self.usable_blocks(seg).saturating_sub(moved);
+            }
+        }
+        (clean, dead)
+    }
+
+    /// Clean segments normal writers leave to the cleaner (the paper
+    /// suspends writers at two, §3.5), so that it can always move a
+    /// segment's live data, hidden cost included, before it frees one.
+    pub(super) fn cleaner_reserve_segments(&self) -> u64 {
+        if self.sb.nsegments >= 16 {
+            2
+        } else {
+            1
+        }
+    }
+
+    fn cleaner_reserve(&self) -> u64 {
+        self.cleaner_reserve_segments() * self.sb.blocks_per_segment()
+    }
+
+    /// Clean-segment counts below which cleaning starts (low) and up to
+    /// which background cleaning goes (high).
+    pub(super) fn cleaning_thresholds(&self) -> (u64, u64) {
+        let step = (self.sb.nsegments / 32).max(2);
+        let low = self.cleaner_reserve_segments() + step;
+        (low, low + step)
     }
 
     /// Blocks the log can still advance into without reclaiming anything.
@@ -93,7 +160,7 @@ impl Lfs {
     }
 
     /// Blocks already promised to what the cache holds.
-    fn promised_blocks(&self) -> u64 {
+    pub(super) fn promised_blocks(&self) -> u64 {
         let inodes_per_block = (self.block_size / INODE_SIZE) as u64;
         let data = self.cache.dirty_count();
         let inode_blocks = self.dirty_inode_count().div_ceil(inodes_per_block);
@@ -106,7 +173,7 @@ impl Lfs {
     /// the space lost when partial segments end short of a segment
     /// boundary, and half a segment that only metadata may use — so that
     /// unlink, rmdir and rename still work on a disk full of data.
-    fn reserve(&self, use_of: SpaceFor) -> u64 {
+    pub(super) fn reserve(&self, use_of: SpaceFor) -> u64 {
         let ifile = self.tables.nblocks() + 2;
         let checkpoint = ifile + ifile / self.geometry.nindir + 8 + self.sb.blocks_per_segment() / 2;
         match use_of {
@@ -115,23 +182,44 @@ impl Lfs {
         }
     }
 
-    /// Blocks that could still be promised for `use_of`.
+    /// Blocks that could still be promised for `use_of` without cleaning.
     fn available(&mut self, include_reclaimable: bool, use_of: SpaceFor) -> u64 {
-        let (writable, reclaimable) = self.segment_space();
-        let have = writable + if include_reclaimable { reclaimable } else { 0 };
-        have.saturating_sub(self.promised_blocks() + self.reserve(use_of))
+        let space = self.segment_space();
+        let have = space.writable + if include_reclaimable { space.reclaimable } else { 0 };
+        have.saturating_sub(self.promised_blocks() + self.reserve(use_of) + self.cleaner_reserve())
+    }
+
+    /// Blocks that could still be promised for `use_of` once a cleaner has
+    /// compacted every dirty segment's live data.
+    fn available_after_cleaning(&mut self, use_of: SpaceFor) -> u64 {
+        let dead = self.segment_space().dead;
+        self.available(true, use_of) + dead
     }
 
     /// Promises space for `blocks` more dirty blocks, or fails with ENOSPC.
-    /// Reclaims empty segments with a checkpoint when that would make room.
+    /// Reclaims empty segments with a checkpoint when that would make room,
+    /// and runs the cleaner when it could: the writer waits while it cleans
+    /// (§3.2: ENOSPC only when live data and the reserve fill the disk).
     pub(super) fn check_space(&mut self, blocks: u64, use_of: SpaceFor) -> Result<()> {
         if self.available(false, use_of) >= blocks {
             return Ok(());
         }
-        if self.available(true, use_of) >= blocks && self.dirop_depth == 0 {
-            self.checkpoint(false)?;
-            if self.available(false, use_of) >= blocks {
-                return Ok(());
+        // A segment write must not split a directory operation (§4.3).
+        if self.dirop_depth > 0 {
+            return Err(errno(libc::ENOSPC, "no space left in the log"));
+        }
+        loop {
+            if self.available(true, use_of) >= blocks {
+                self.checkpoint(false)?;
+                if self.available(false, use_of) >= blocks {
+                    return Ok(());
+                }
+            }
+            if !self.has_cleaner() || self.available_after_cleaning(use_of) < blocks {
+                break;
+            }
+            if !self.run_cleaner(super::clean::Urgency::Need(blocks))? {
+                break;
             }
         }
         Err(errno(libc::ENOSPC, "no space left in the log"))
@@ -150,7 +238,11 @@ impl Lfs {
     /// What `statfs` reports.
     pub(super) fn space_report(&mut self) -> StatFs {
         let usable: u64 = (0..self.sb.nsegments).map(|s| self.usable_blocks(s)).sum();
-        let free = self.available(true, SpaceFor::Data);
+        let free = if self.has_cleaner() {
+            self.available_after_cleaning(SpaceFor::Data)
+        } else {
+            self.available(true, SpaceFor::Data)
+        };
         // An inode allocated since the last segment write has no address in
         // the inode map yet, but it is in use.
         let unwritten =
@@ -161,7 +253,7 @@ impl Lfs {
             + free * (self.block_size / INODE_SIZE) as u64;
         StatFs {
             block_size: self.block_size as u32,
-            total_blocks: usable.saturating_sub(self.reserve(SpaceFor::Data)),
+            total_blocks: usable.saturating_sub(self.reserve(SpaceFor::Data) + self.cleaner_reserve()),
             free_blocks: free,
             total_inodes: in_use + free_inodes,
             free_inodes,

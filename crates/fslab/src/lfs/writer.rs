@@ -24,7 +24,7 @@ use super::Lfs;
 use crate::cache::BlockData;
 use crate::error::errno;
 use crate::format::inode::INODE_SIZE;
-use crate::format::{now_ns, Daddr, Ino, Lbn, IFILE_INO};
+use crate::format::{now_ns, Daddr, Ino, Lbn, TimeNs, IFILE_INO};
 use crate::Result;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -48,11 +48,21 @@ impl Partial {
 
 /// The partial segments of one segment write.
 #[derive(Default)]
-struct Batch {
+pub(super) struct Batch {
     done: Vec<Partial>,
     open: Option<Partial>,
     /// Flags given to partial segments opened from now on.
     flags: u16,
+    /// The time summaries carry instead of now: the cleaner's rewrites keep
+    /// the age of the data they move (Rosenblum's segment age).
+    age: Option<TimeNs>,
+}
+
+impl Batch {
+    /// A batch whose summaries say their data was written at `age`.
+    pub(super) fn aged(age: TimeNs) -> Batch {
+        Batch { age: Some(age), ..Batch::default() }
+    }
 }
 
 impl Lfs {
@@ -97,6 +107,7 @@ impl Lfs {
         self.log.offset = u64::from(has_sb);
         self.log.next_segment = self.clean_after(new).unwrap_or(new);
         self.segment_space = None;
+        self.clean.entered_segment();
         Ok(())
     }
 
@@ -128,7 +139,7 @@ impl Lfs {
 
     /// Closes the open partial segment: fixes its summary fields and moves
     /// the log head past it. An empty partial is dropped.
-    fn close_partial(&mut self, batch: &mut Batch) {
+    pub(super) fn close_partial(&mut self, batch: &mut Batch) {
         let Some(mut p) = batch.open.take() else { return };
         let n = p.nblocks();
         if n == 0 {
@@ -136,7 +147,7 @@ impl Lfs {
         }
         p.summary.nblocks = n as u32;
         p.summary.serial = self.log.next_serial;
-        p.summary.time = now_ns();
+        p.summary.time = batch.age.unwrap_or_else(now_ns);
         p.summary.next_segment = self.log.next_segment;
         self.log.next_serial += 1;
         self.log.offset += 1 + n;
@@ -224,7 +235,7 @@ impl Lfs {
     /// Hands the closed partial segments to the segment I/O thread. A
     /// non-final flush happens in the middle of a write, so its
     /// directory-operation partials all continue.
-    fn flush_partials(&mut self, batch: &mut Batch, last: bool) -> Result<()> {
+    pub(super) fn flush_partials(&mut self, batch: &mut Batch, last: bool) -> Result<()> {
         let bs = self.block_size;
         let last_dirop =
             if last { batch.done.iter().rposition(|p| p.summary.flags & SS_DIROP != 0) } else { None };
@@ -238,6 +249,7 @@ impl Lfs {
             self.stats.partial_segments += 1;
             self.stats.blocks_written += p.blocks.len() as u64 + 1;
             self.stats.writes += 1;
+            self.clean.count_written(p.blocks.len() as u64 + 1, bs, 1);
             self.io.submit(p.start, p.summary, p.blocks)?;
         }
         Ok(())
@@ -293,7 +305,7 @@ impl Lfs {
     }
 
     /// Places the dirty blocks of each file in `inos`, then their inodes.
-    fn write_files(&mut self, batch: &mut Batch, inos: &[Ino]) -> Result<()> {
+    pub(super) fn write_files(&mut self, batch: &mut Batch, inos: &[Ino]) -> Result<()> {
         for &ino in inos {
             let version = self.tables.entry(ino).map_or(0, |e| e.version);
             let data: Vec<Lbn> =
@@ -369,7 +381,7 @@ impl Lfs {
     /// closed first: every usage block that this write can change joins it.
     /// Blocks get their addresses with placeholder contents, and are encoded
     /// from the tables only after all accounting is done.
-    fn write_ifile(&mut self, batch: &mut Batch) -> Result<()> {
+    pub(super) fn write_ifile(&mut self, batch: &mut Batch) -> Result<()> {
         self.close_partial(batch);
         let mut lbns: BTreeSet<u64> = self.tables.take_dirty();
         lbns.insert(0);
@@ -454,7 +466,7 @@ impl Lfs {
     /// mount writes its first partial segment, the serial numbers jump past
     /// anything one mount can have written, and a checkpoint makes the jump
     /// durable before any other log is written.
-    fn ensure_new_serial_epoch(&mut self) -> Result<()> {
+    pub(super) fn ensure_new_serial_epoch(&mut self) -> Result<()> {
         if self.serial_epoch_pending {
             self.checkpoint(false)?;
         }

@@ -1,0 +1,63 @@
+//! The in-process cleaner of a mount: a thread that wakes whenever a
+//! partial segment is written (`segwait`) and cleans while the clean
+//! segments are below the high-water mark, taking the file system's lock
+//! one mechanism call at a time so that requests are served in between.
+
+use crate::driver::Cleaner;
+use crate::mechanism::{LfsAccess, Locked, Mechanism};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// A running background cleaner. Dropping it stops the thread.
+pub struct Background {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Background {
+    /// Starts cleaning `access` with `cleaner`. The thread ends by itself
+    /// when the file system stops answering (it was unmounted).
+    pub fn spawn<A>(access: A, mut cleaner: Cleaner) -> std::io::Result<Background>
+    where
+        A: LfsAccess + Send + 'static,
+    {
+        let mut mechanism = Locked::new(access).map_err(|e| std::io::Error::other(e.to_string()))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopping = stop.clone();
+        let thread = std::thread::Builder::new().name("fslab-cleaner".into()).spawn(move || {
+            while !stopping.load(Ordering::Relaxed) {
+                let _ = mechanism.segwait(Duration::from_millis(500));
+                let Ok(table) = mechanism.segment_table() else { return };
+                if table.clean_segments >= table.high_water {
+                    continue;
+                }
+                match cleaner.pass(&mut mechanism) {
+                    Ok(_) => {}
+                    Err(e) if e.errno() == libc::EIO => return,
+                    Err(e) => eprintln!("fslab: cleaner ({}): {e}", cleaner.policy_name()),
+                }
+            }
+        })?;
+        Ok(Background { stop, thread: Some(thread) })
+    }
+
+    /// Stops the thread and waits for it.
+    pub fn stop(mut self) {
+        self.halt();
+    }
+
+    fn halt(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        self.halt();
+    }
+}

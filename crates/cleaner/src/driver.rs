@@ -1,0 +1,163 @@
+//! One cleaning pass (1993 paper §3.5): rank the segments by the policy,
+//! read the best ones, keep their live blocks, make sure moving them — with
+//! the indirect, inode and ifile blocks the move dirties (the hidden cost) —
+//! frees more than it consumes and fits in the space the cleaner may use,
+//! rewrite them in the policy's order, and mark the segments clean.
+
+use crate::mechanism::Mechanism;
+use crate::policy::Policy;
+use fslab::format::TimeNs;
+use fslab::lfs::clean::{parse_segment, BlockKind, BlockRef, MarkBlock, SpaceMaker, Urgency};
+use fslab::lfs::Lfs;
+use fslab::Result;
+use std::collections::HashMap;
+
+/// What one pass did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Pass {
+    /// Segments marked clean (writable after the next checkpoint).
+    pub cleaned: Vec<u64>,
+    /// Blocks and inodes rewritten.
+    pub moved: u64,
+    /// Segments read.
+    pub segments_read: u64,
+}
+
+/// A cleaner: a policy and the loop that applies it.
+pub struct Cleaner {
+    policy: Box<dyn Policy>,
+    max_segments_per_pass: usize,
+    /// Segments read and found not worth moving, with the live bytes and
+    /// time they had then: not read again until one of them changes.
+    rejected: HashMap<u64, (u64, TimeNs)>,
+}
+
+impl Cleaner {
+    /// A cleaner applying `policy`, cleaning up to 16 segments a pass (as
+    /// many as fit in the space the cleaner may use).
+    pub fn new(policy: Box<dyn Policy>) -> Cleaner {
+        Cleaner { policy, max_segments_per_pass: 16, rejected: HashMap::new() }
+    }
+
+    /// The policy's name.
+    pub fn policy_name(&self) -> &'static str {
+        self.policy.name()
+    }
+
+    /// Runs one pass. A pass that finds nothing worth cleaning, or no room
+    /// to move anything, cleans nothing and says so with an empty `cleaned`.
+    pub fn pass<M: Mechanism + ?Sized>(&mut self, m: &mut M) -> Result<Pass> {
+        let table = m.segment_table()?;
+        let bs = table.block_size as u64;
+        let bps = table.blocks_per_segment;
+        let mut candidates: Vec<(f64, u64)> = table
+            .segments
+            .iter()
+            .enumerate()
+            // A segment whose live data alone fills it cannot pay for itself.
+            .filter(|(_, s)| s.cleanable && !s.clean && s.live_bytes.div_ceil(bs) + 1 < s.usable_blocks)
+            .map(|(seg, s)| (self.policy.score(s, &table), seg as u64))
+            .collect();
+        candidates.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+
+        let mut pass = Pass::default();
+        let mut budget = table.budget_blocks;
+        let mut picked: Vec<u64> = Vec::new();
+        let mut blocks: Vec<MarkBlock> = Vec::new();
+        let max_reads = self.max_segments_per_pass * 2;
+        for (_, seg) in candidates {
+            if picked.len() >= self.max_segments_per_pass || pass.segments_read as usize >= max_reads {
+                break;
+            }
+            let state = table.segments[seg as usize];
+            // Do not read a segment whose move cannot fit: its live blocks,
+            // an inode block for every 16 of them, and summaries.
+            let live_blocks = state.live_bytes.div_ceil(bs);
+            if live_blocks + live_blocks / 16 + 4 > budget {
+                continue;
+            }
+            if self.rejected.get(&seg) == Some(&(state.live_bytes, state.lastmod)) {
+                continue;
+            }
+            let bytes = m.read_segment(seg)?;
+            pass.segments_read += 1;
+            let refs = parse_segment(&table, seg, &bytes);
+            let now = m.bmapv(&refs)?;
+            let live: Vec<BlockRef> = refs
+                .into_iter()
+                .zip(now)
+                .filter(|(r, at)| *at == r.daddr && *at != 0)
+                .map(|(r, _)| r)
+                .collect();
+            let cost = m.markv_cost(&live)?;
+            if cost >= state.usable_blocks {
+                self.rejected.insert(seg, (state.live_bytes, state.lastmod));
+                continue;
+            }
+            if cost > budget {
+                continue;
+            }
+            self.rejected.remove(&seg);
+            budget -= cost;
+            picked.push(seg);
+            for r in live {
+                let data = match r.kind {
+                    BlockKind::Block(_) => {
+                        let at = (r.daddr - seg * bps) as usize * bs as usize;
+                        bytes.get(at..at + bs as usize).map(<[u8]>::to_vec)
+                    }
+                    BlockKind::Inode => None,
+                };
+                blocks.push(MarkBlock { block: r, data });
+            }
+        }
+        if picked.is_empty() {
+            return Ok(pass);
+        }
+        self.policy.order(&mut blocks);
+        match m.markv(&blocks) {
+            Ok(report) => pass.moved = report.moved,
+            // The space changed under us (another cleaner, or writers):
+            // nothing was written; the next pass looks again.
+            Err(e) if e.errno() == libc::ENOSPC || e.errno() == libc::EBUSY => return Ok(pass),
+            Err(e) => return Err(e),
+        }
+        for seg in picked {
+            match m.segclean(seg) {
+                Ok(()) => pass.cleaned.push(seg),
+                // A block became live again in it (rewritten data is never
+                // put back, but a file being written may have been dirty):
+                // a later pass takes it.
+                Err(e) if e.errno() == libc::EBUSY => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(pass)
+    }
+
+    /// Cleans until the clean segments reach the high-water mark or a pass
+    /// cleans nothing. Returns whether anything was cleaned.
+    pub fn clean_to_high_water<M: Mechanism + ?Sized>(&mut self, m: &mut M) -> Result<bool> {
+        let mut any = false;
+        loop {
+            let table = m.segment_table()?;
+            if table.clean_segments >= table.high_water {
+                return Ok(any);
+            }
+            if self.pass(m)?.cleaned.is_empty() {
+                return Ok(any);
+            }
+            any = true;
+        }
+    }
+}
+
+/// The cleaner a writer runs when it is short of clean segments.
+impl SpaceMaker for Cleaner {
+    fn make_space(&mut self, lfs: &mut Lfs, urgency: Urgency) -> Result<bool> {
+        match urgency {
+            Urgency::Need(_) => Ok(!self.pass(lfs)?.cleaned.is_empty()),
+            Urgency::Background => self.clean_to_high_water(lfs),
+        }
+    }
+}

@@ -1,0 +1,108 @@
+//! The cleaner's view of a file system: the operations of the 1993 paper's
+//! Table 3 (`bmapv`, `markv`, `segclean`, `segwait`) plus reading the
+//! segment usage table and raw segments. Policies see nothing else.
+
+use fslab::format::Daddr;
+use fslab::lfs::clean::{BlockRef, MarkBlock, Markv, SegmentClock, SegmentTable};
+use fslab::lfs::Lfs;
+use fslab::Result;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What a cleaner may do to a mounted LFS.
+pub trait Mechanism {
+    /// The segment usage table, with the cleaner's budget and thresholds.
+    fn segment_table(&mut self) -> Result<SegmentTable>;
+    /// The raw bytes of segment `seg`.
+    fn read_segment(&mut self, seg: u64) -> Result<Vec<u8>>;
+    /// The current address of each block (0: gone).
+    fn bmapv(&mut self, blocks: &[BlockRef]) -> Result<Vec<Daddr>>;
+    /// Blocks a rewrite of `blocks` would consume, hidden cost included.
+    fn markv_cost(&mut self, blocks: &[BlockRef]) -> Result<u64>;
+    /// Rewrites the live ones among `blocks` at the head of the log.
+    fn markv(&mut self, blocks: &[MarkBlock]) -> Result<Markv>;
+    /// Declares segment `seg` empty (clean from the next checkpoint).
+    fn segclean(&mut self, seg: u64) -> Result<()>;
+    /// Sleeps until a partial segment is written or `timeout` passes.
+    fn segwait(&mut self, timeout: Duration) -> Result<()>;
+}
+
+/// A file system held directly: nothing else can write while the cleaner
+/// holds it, so `segwait` returns at once.
+impl Mechanism for Lfs {
+    fn segment_table(&mut self) -> Result<SegmentTable> {
+        Ok(Lfs::segment_table(self))
+    }
+    fn read_segment(&mut self, seg: u64) -> Result<Vec<u8>> {
+        Lfs::read_segment(self, seg)
+    }
+    fn bmapv(&mut self, blocks: &[BlockRef]) -> Result<Vec<Daddr>> {
+        Lfs::bmapv(self, blocks)
+    }
+    fn markv_cost(&mut self, blocks: &[BlockRef]) -> Result<u64> {
+        Lfs::markv_cost(self, blocks)
+    }
+    fn markv(&mut self, blocks: &[MarkBlock]) -> Result<Markv> {
+        Lfs::markv(self, blocks)
+    }
+    fn segclean(&mut self, seg: u64) -> Result<()> {
+        Lfs::segclean(self, seg)
+    }
+    fn segwait(&mut self, _timeout: Duration) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// Access to a file system that other threads share: runs one call with
+/// the file system locked. The FUSE mount implements it over its lock.
+pub trait LfsAccess {
+    /// Runs `op` on the file system under its lock.
+    fn with_lfs<R>(&self, op: impl FnOnce(&mut Lfs) -> Result<R>) -> Result<R>;
+}
+
+/// A [`Mechanism`] over shared access: each operation takes the lock for
+/// itself alone, so requests are served between a cleaner's steps (markv
+/// re-checks what changed meanwhile), and `segwait` sleeps unlocked.
+pub struct Locked<A: LfsAccess> {
+    access: A,
+    clock: Arc<SegmentClock>,
+}
+
+impl<A: LfsAccess> Locked<A> {
+    /// Wraps `access`.
+    pub fn new(access: A) -> Result<Locked<A>> {
+        let clock = access.with_lfs(|lfs| Ok(lfs.segment_clock()))?;
+        Ok(Locked { access, clock })
+    }
+
+    /// The access this wraps.
+    pub fn access(&self) -> &A {
+        &self.access
+    }
+}
+
+impl<A: LfsAccess> Mechanism for Locked<A> {
+    fn segment_table(&mut self) -> Result<SegmentTable> {
+        self.access.with_lfs(|lfs| Ok(lfs.segment_table()))
+    }
+    fn read_segment(&mut self, seg: u64) -> Result<Vec<u8>> {
+        self.access.with_lfs(|lfs| lfs.read_segment(seg))
+    }
+    fn bmapv(&mut self, blocks: &[BlockRef]) -> Result<Vec<Daddr>> {
+        self.access.with_lfs(|lfs| lfs.bmapv(blocks))
+    }
+    fn markv_cost(&mut self, blocks: &[BlockRef]) -> Result<u64> {
+        self.access.with_lfs(|lfs| lfs.markv_cost(blocks))
+    }
+    fn markv(&mut self, blocks: &[MarkBlock]) -> Result<Markv> {
+        self.access.with_lfs(|lfs| lfs.markv(blocks))
+    }
+    fn segclean(&mut self, seg: u64) -> Result<()> {
+        self.access.with_lfs(|lfs| lfs.segclean(seg))
+    }
+    fn segwait(&mut self, timeout: Duration) -> Result<()> {
+        let seen = self.clock.now();
+        self.clock.wait(seen, timeout);
+        Ok(())
+    }
+}
