@@ -27,15 +27,34 @@ impl Background {
         let stop = Arc::new(AtomicBool::new(false));
         let stopping = stop.clone();
         let thread = std::thread::Builder::new().name("fslab-cleaner".into()).spawn(move || {
+            // Users' bytes written when a pass last gained nothing: the
+            // cleaner's own writes wake `segwait` too, and must not make it
+            // clean the same full disk over and over.
+            let mut idle_at: Option<u64> = None;
             while !stopping.load(Ordering::Relaxed) {
                 let _ = mechanism.segwait(Duration::from_millis(500));
+                let Ok(written) =
+                    mechanism.access().with_lfs(|lfs| Ok(lfs.cleaner_report().total.user_bytes_written))
+                else {
+                    return;
+                };
+                if idle_at == Some(written) {
+                    continue;
+                }
                 let Ok(table) = mechanism.segment_table() else { return };
                 if table.clean_segments >= table.high_water {
                     continue;
                 }
                 match cleaner.pass(&mut mechanism) {
-                    Ok(_) => {}
-                    Err(e) if e.errno() == libc::EIO => return,
+                    Ok(pass) => {
+                        let gained =
+                            mechanism.segment_table().is_ok_and(|t| t.clean_segments > table.clean_segments);
+                        idle_at = if pass.cleaned.is_empty() || !gained { Some(written) } else { None };
+                    }
+                    Err(e) if e.errno() == libc::EIO => {
+                        eprintln!("fslab: cleaner ({}) stopped: {e}", cleaner.policy_name());
+                        return;
+                    }
                     Err(e) => eprintln!("fslab: cleaner ({}): {e}", cleaner.policy_name()),
                 }
             }

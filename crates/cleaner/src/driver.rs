@@ -23,13 +23,30 @@ pub struct Pass {
     pub segments_read: u64,
 }
 
+/// Why a segment was not worth cleaning when it was last read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Rejected {
+    live_bytes: u64,
+    lastmod: TimeNs,
+    excess_bytes: u64,
+}
+
+impl Rejected {
+    /// Whether `state` may have become worth reading again.
+    fn still(&self, live_bytes: u64, lastmod: TimeNs) -> bool {
+        lastmod == self.lastmod && live_bytes + self.excess_bytes > self.live_bytes
+    }
+}
+
 /// A cleaner: a policy and the loop that applies it.
 pub struct Cleaner {
     policy: Box<dyn Policy>,
     max_segments_per_pass: usize,
-    /// Segments read and found not worth moving, with the live bytes and
-    /// time they had then: not read again until one of them changes.
-    rejected: HashMap<u64, (u64, TimeNs)>,
+    /// Segments read and found not worth moving: the live bytes and time
+    /// they had then, and by how many blocks the move cost more than it
+    /// would free. Not read again until that many live bytes have died (or
+    /// the segment was written again).
+    rejected: HashMap<u64, Rejected>,
 }
 
 impl Cleaner {
@@ -70,13 +87,14 @@ impl Cleaner {
                 break;
             }
             let state = table.segments[seg as usize];
-            // Do not read a segment whose move cannot fit: its live blocks,
-            // an inode block for every 16 of them, and summaries.
+            // Do not read a segment whose move may not fit: its live blocks,
+            // an inode block for every 16 of them, indirect blocks and
+            // summaries (`markv_cost` gives the exact figure once read).
             let live_blocks = state.live_bytes.div_ceil(bs);
-            if live_blocks + live_blocks / 16 + 4 > budget {
+            if live_blocks + live_blocks / 8 + 8 > budget {
                 continue;
             }
-            if self.rejected.get(&seg) == Some(&(state.live_bytes, state.lastmod)) {
+            if self.rejected.get(&seg).is_some_and(|r| r.still(state.live_bytes, state.lastmod)) {
                 continue;
             }
             let bytes = m.read_segment(seg)?;
@@ -91,7 +109,9 @@ impl Cleaner {
                 .collect();
             let cost = m.markv_cost(&live)?;
             if cost >= state.usable_blocks {
-                self.rejected.insert(seg, (state.live_bytes, state.lastmod));
+                let excess_bytes = (cost + 1 - state.usable_blocks) * bs;
+                let why = Rejected { live_bytes: state.live_bytes, lastmod: state.lastmod, excess_bytes };
+                self.rejected.insert(seg, why);
                 continue;
             }
             if cost > budget {
@@ -135,19 +155,24 @@ impl Cleaner {
         Ok(pass)
     }
 
-    /// Cleans until the clean segments reach the high-water mark or a pass
-    /// cleans nothing. Returns whether anything was cleaned.
+    /// Cleans until the clean segments reach the high-water mark, or a pass
+    /// cleans nothing or gains no clean segment. Returns whether anything
+    /// was cleaned.
     pub fn clean_to_high_water<M: Mechanism + ?Sized>(&mut self, m: &mut M) -> Result<bool> {
         let mut any = false;
+        let mut table = m.segment_table()?;
         loop {
-            let table = m.segment_table()?;
-            if table.clean_segments >= table.high_water {
-                return Ok(any);
-            }
-            if self.pass(m)?.cleaned.is_empty() {
+            if table.clean_segments >= table.high_water || self.pass(m)?.cleaned.is_empty() {
                 return Ok(any);
             }
             any = true;
+            // A pass that left no more clean segments than it found (the
+            // disk is nearly full of live data) would be repeated forever.
+            let before = table.clean_segments;
+            table = m.segment_table()?;
+            if table.clean_segments <= before {
+                return Ok(any);
+            }
         }
     }
 }

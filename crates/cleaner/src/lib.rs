@@ -11,6 +11,8 @@
 //!   also the [`fslab::lfs::clean::SpaceMaker`] writers run when they are
 //!   short of space.
 //! * [`background`] — the thread that cleans while a mount serves requests.
+//! * [`control`] — the mount's control socket: the mechanism and the
+//!   cleaner report served to cleaners and `fslab stat` in other processes.
 //! * [`workload`] — the overwrite workload that tests and benchmarks clean under.
 //!
 //! A policy can never lose data: the mechanism re-checks every block it is
@@ -19,6 +21,7 @@
 #![warn(missing_docs)]
 
 pub mod background;
+pub mod control;
 mod driver;
 pub mod mechanism;
 pub mod policy;

@@ -21,6 +21,9 @@ pub trait Policy: Send {
 /// Every policy's name, for help texts and errors.
 pub const NAMES: &[&str] = &["greedy", "cost-benefit", "hot-cold"];
 
+/// The policy a mount's cleaner and `fslab clean` use unless told otherwise.
+pub const DEFAULT: &str = "hot-cold";
+
 /// The policy called `name`.
 pub fn by_name(name: &str) -> Option<Box<dyn Policy>> {
     match name {
@@ -88,7 +91,14 @@ impl Policy for HotCold {
         "hot-cold"
     }
     fn score(&self, seg: &SegmentState, table: &SegmentTable) -> f64 {
-        benefit_to_cost(seg, table)
+        let u = seg.utilization(table.block_size);
+        match std::env::var("HC_VARIANT").as_deref() {
+            Ok("greedy") => -u,
+            Ok("age2") => (1.0 - u) * age_seconds(seg, table).powi(2) / (1.0 + u),
+            Ok("sqrt") => (1.0 - u) * age_seconds(seg, table).sqrt() / (1.0 + u),
+            Ok("cost") => (1.0 - u) * age_seconds(seg, table) / (1.0 + 2.0 * u),
+            _ => benefit_to_cost(seg, table),
+        }
     }
     fn order(&self, blocks: &mut [MarkBlock]) {
         blocks.sort_by_key(|b| b.block.age);

@@ -88,7 +88,10 @@ impl Files {
     pub fn fill(fs: &mut FileSystem<Lfs>, spec: &Spec) -> Result<Files> {
         let st = fs.statfs()?;
         let bs = st.block_size as u64;
-        let per_file = spec.file_blocks * bs + fslab::format::inode::INODE_SIZE as u64 + 32;
+        // Data, the indirect blocks past the inode's 12 direct pointers, the
+        // inode and a directory entry.
+        let indirect = spec.file_blocks.saturating_sub(12).div_ceil(bs / 4);
+        let per_file = (spec.file_blocks + indirect) * bs + fslab::format::inode::INODE_SIZE as u64 + 32;
         let n = (spec.utilization * (st.total_blocks * bs) as f64 / per_file as f64) as u64;
         let mut files = Files {
             inos: Vec::with_capacity(n as usize),

@@ -4,16 +4,21 @@
 //! * `mount` — mounts an image through FUSE (in the background unless `-f`).
 //! * `dump` — prints the superblock, checkpoint and segment usage.
 //! * `fsck` — checks an unmounted image and repairs it (own exit statuses).
+//! * `clean` — runs cleaning passes on a mount from this process, through
+//!   the mount's control socket.
+//! * `stat` — prints a mount's cleaner report (write cost, segments cleaned).
 //! * `size` — sizes such as "64M" on the command line.
 //!
 //! Every failure is one line on stderr, `fslab: COMMAND: what went wrong`,
 //! and a non-zero exit status. No file-system logic lives here.
 
+mod clean;
 mod dump;
 mod fsck;
 mod mkfs;
 mod mount;
 mod size;
+mod stat;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -61,6 +66,10 @@ enum Command {
     Dump(dump::DumpArgs),
     /// Check an unmounted image; with --repair, repair what can be repaired.
     Fsck(fsck::FsckArgs),
+    /// Clean segments of a mounted file system from this process.
+    Clean(clean::CleanArgs),
+    /// Print the cleaner's report of a mounted file system (write cost, segments cleaned).
+    Stat(stat::StatArgs),
 }
 
 fn main() -> ExitCode {
@@ -85,6 +94,8 @@ fn main() -> ExitCode {
         Command::Mount(args) => ("mount", mount::run(&args)),
         Command::Dump(args) => ("dump", dump::run(&args)),
         Command::Fsck(args) => return fsck::run(&args),
+        Command::Clean(args) => ("clean", clean::run(&args)),
+        Command::Stat(args) => ("stat", stat::run(&args)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -122,7 +133,7 @@ fn usage_error(e: clap::Error) -> ExitCode {
             ExitCode::SUCCESS
         }
         ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand | ErrorKind::MissingSubcommand => {
-            eprintln!("fslab: missing command (mkfs, mount or dump); try 'fslab --help'");
+            eprintln!("fslab: missing command (mkfs, mount, dump, fsck, clean or stat); try 'fslab --help'");
             ExitCode::from(2)
         }
         _ => {

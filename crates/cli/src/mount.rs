@@ -9,6 +9,14 @@
 //! /dev/null and serves. The parent waits on the pipe and exits 0 only after
 //! "ready", so the command returns exactly when the mount is usable.
 //!
+//! Cleaning: unless `-o cleaner=off`, the file system gets a cleaner of the
+//! chosen policy twice over: one writers run themselves when they are short
+//! of clean segments, and a background thread that cleans towards the
+//! high-water mark between requests. The control socket
+//! (`fslab_cleaner::control`) serves `fslab clean` and `fslab stat`; it and
+//! the thread start before "ready", so both commands work as soon as the
+//! mount command returns.
+//!
 //! Shutdown: `umount`/`fusermount3 -u` ends the FUSE session; SIGTERM,
 //! SIGINT and SIGHUP make a dedicated thread unmount the directory, which
 //! ends it the same way. Either way the final checkpoint is written once, by
@@ -19,7 +27,11 @@ use clap::Args;
 use disk::FileDisk;
 use fslab::lfs::{Lfs, MountOptions};
 use fslab::ufs::FileSystem;
-use fslab_fuse::{MountConfig, Mounted};
+use fslab::Result as FsResult;
+use fslab_cleaner::background::Background;
+use fslab_cleaner::control::Server;
+use fslab_cleaner::{policy, Cleaner, LfsAccess};
+use fslab_fuse::{FsHandle, MountConfig, Mounted};
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::{FromRawFd, OwnedFd};
@@ -34,7 +46,8 @@ pub struct MountArgs {
     image: PathBuf,
     /// The directory to mount it on.
     dir: PathBuf,
-    /// Comma-separated options: allow_other, cache=SIZE (e.g. 256M), checkpoint=SECONDS.
+    /// Comma-separated options: allow_other, cache=SIZE (e.g. 256M), checkpoint=SECONDS,
+    /// cleaner=POLICY|off (greedy, cost-benefit or hot-cold; default hot-cold).
     #[arg(short = 'o', value_name = "OPTIONS")]
     options: Vec<String>,
     /// Stay in the foreground until unmounted.
@@ -47,10 +60,13 @@ pub struct MountArgs {
 struct Options {
     allow_other: bool,
     storage: MountOptions,
+    /// The cleaner's policy (one of `policy::NAMES`), or `None`: no cleaner.
+    cleaner: Option<&'static str>,
 }
 
 fn parse_options(lists: &[String]) -> Result<Options, String> {
-    let mut options = Options { allow_other: false, storage: MountOptions::default() };
+    let mut options =
+        Options { allow_other: false, storage: MountOptions::default(), cleaner: Some(policy::DEFAULT) };
     for option in lists.iter().flat_map(|list| list.split(',')).filter(|o| !o.is_empty()) {
         let (key, value) = match option.split_once('=') {
             Some((key, value)) => (key, Some(value)),
@@ -69,7 +85,19 @@ fn parse_options(lists: &[String]) -> Result<Options, String> {
                 })?;
                 options.storage.checkpoint_interval = Duration::from_secs(seconds);
             }
-            ("cache" | "checkpoint", None) => return Err(format!("option {key} needs a value ({key}=...)")),
+            ("cleaner", Some("off")) => options.cleaner = None,
+            ("cleaner", Some(name)) => {
+                options.cleaner =
+                    Some(policy::NAMES.iter().copied().find(|&n| n == name).ok_or_else(|| {
+                        format!(
+                            "option cleaner: unknown policy '{name}' (use {} or off)",
+                            policy::NAMES.join(", ")
+                        )
+                    })?)
+            }
+            ("cache" | "checkpoint" | "cleaner", None) => {
+                return Err(format!("option {key} needs a value ({key}=...)"))
+            }
             ("allow_other" | "rw" | "ro", Some(_)) => return Err(format!("option {key} takes no value")),
             _ => return Err(format!("unknown mount option '{option}'")),
         }
@@ -88,29 +116,83 @@ pub fn run(args: &MountArgs) -> Result<(), String> {
     }
     if args.foreground {
         let signals = block_signals();
-        let (mounted, lock) = mount(&image, &dir, &options)?;
-        let served = serve(mounted, signals);
-        drop(lock);
-        served
+        let mount = mount(&image, &dir, &options)?;
+        warn_without_control(&mount);
+        serve(mount, signals)
     } else {
         background(&image, &dir, &options)
     }
 }
 
-/// Locks the image, mounts the storage manager and the FUSE session.
-/// The returned file holds the lock: keep it until `run` has returned.
-fn mount(image: &Path, dir: &Path, options: &Options) -> Result<(Mounted<Lfs>, File), String> {
+/// A mount and what runs beside it, until it is unmounted.
+struct Mount {
+    mounted: Mounted<Lfs>,
+    /// The image's lock: held until the final checkpoint is written.
+    lock: File,
+    /// The control socket, if it could be made.
+    control: Result<Server, String>,
+    /// The background cleaner, unless `cleaner=off`.
+    background: Option<Background>,
+}
+
+/// The cleaner's way into the mounted file system: one call under the
+/// mount's lock, like one kernel request.
+#[derive(Clone)]
+struct MountAccess(FsHandle<Lfs>);
+
+impl LfsAccess for MountAccess {
+    fn with_lfs<R>(&self, op: impl FnOnce(&mut Lfs) -> FsResult<R>) -> FsResult<R> {
+        self.0.with(|fs| op(fs.storage()))
+    }
+}
+
+/// The cleaner of `policy_name`, a name `parse_options` accepted.
+fn cleaner(policy_name: &str) -> Result<Cleaner, String> {
+    policy::by_name(policy_name)
+        .map(Cleaner::new)
+        .ok_or_else(|| format!("option cleaner: unknown policy '{policy_name}'"))
+}
+
+/// Locks the image, mounts the storage manager and the FUSE session, then
+/// starts the control socket and the background cleaner.
+fn mount(image: &Path, dir: &Path, options: &Options) -> Result<Mount, String> {
     let name = image.display();
     let lock = crate::lock_image(image).map_err(|e| format!("{name}: {e}"))?;
     let disk = FileDisk::open(image).map_err(|e| format!("{name}: {e}"))?;
-    let lfs = Lfs::mount(Arc::new(disk), options.storage).map_err(|e| format!("{name}: {e}"))?;
+    let mut lfs = Lfs::mount(Arc::new(disk), options.storage).map_err(|e| format!("{name}: {e}"))?;
+    if let Some(policy_name) = options.cleaner {
+        lfs.set_cleaner(Some(Box::new(cleaner(policy_name)?)));
+    }
     let config = MountConfig { allow_other: options.allow_other, ..MountConfig::default() };
     let mounted = fslab_fuse::mount(FileSystem::new(lfs), dir, &config).map_err(|e| e.to_string())?;
-    Ok((mounted, lock))
+    let access = MountAccess(mounted.handle());
+    // Without the socket the mount still works; only `fslab clean` and
+    // `fslab stat` do not (the caller warns).
+    let control = Server::start(access.clone(), dir, options.cleaner.unwrap_or("off"))
+        .map_err(|e| format!("no control socket, so fslab clean and fslab stat will not work: {e}"));
+    let background = match options.cleaner {
+        Some(policy_name) => Some(
+            Background::spawn(access, cleaner(policy_name)?)
+                .map_err(|e| format!("cannot start the cleaner thread: {e}"))?,
+        ),
+        None => None,
+    };
+    Ok(Mount { mounted, lock, control, background })
+}
+
+/// Says on stderr (while a user still sees it) that the control socket is
+/// missing.
+fn warn_without_control(mount: &Mount) {
+    if let Err(why) = &mount.control {
+        eprintln!("fslab: mount: warning: {why}");
+    }
 }
 
 /// Serves until unmounted; a signal thread unmounts on SIGTERM/SIGINT/SIGHUP.
-fn serve(mounted: Mounted<Lfs>, signals: libc::sigset_t) -> Result<(), String> {
+/// Then the control socket goes, the cleaner thread stops (it found the
+/// file system gone already) and the image's lock is released.
+fn serve(mount: Mount, signals: libc::sigset_t) -> Result<(), String> {
+    let Mount { mounted, lock, control, background } = mount;
     let unmounter = mounted.unmounter();
     std::thread::Builder::new()
         .name("fslab-signals".to_string())
@@ -125,7 +207,13 @@ fn serve(mounted: Mounted<Lfs>, signals: libc::sigset_t) -> Result<(), String> {
             }
         })
         .map_err(|e| format!("cannot start the signal thread: {e}"))?;
-    mounted.run().map_err(|e| e.to_string())
+    let served = mounted.run().map_err(|e| e.to_string());
+    drop(control);
+    if let Some(background) = background {
+        background.stop();
+    }
+    drop(lock);
+    served
 }
 
 /// Blocks the shutdown signals in this thread and every thread it starts
@@ -184,8 +272,8 @@ fn child(mut to_parent: File, image: &Path, dir: &Path, options: &Options) -> i3
     let _ = std::env::set_current_dir("/");
     let signals = block_signals();
     let mounted = std::panic::catch_unwind(|| mount(image, dir, options));
-    let (mounted, lock) = match mounted {
-        Ok(Ok(mounted)) => mounted,
+    let mount = match mounted {
+        Ok(Ok(mount)) => mount,
         Ok(Err(message)) => {
             let _ = to_parent.write_all(message.as_bytes());
             return 1;
@@ -196,14 +284,13 @@ fn child(mut to_parent: File, image: &Path, dir: &Path, options: &Options) -> i3
             return 1;
         }
     };
+    warn_without_control(&mount);
     // Nobody reads our output any more; and a caller capturing it must see
     // end-of-file when the parent exits.
     detach_stdio();
     let _ = to_parent.write_all(READY.as_bytes());
     drop(to_parent);
-    let served = serve(mounted, signals);
-    drop(lock);
-    match served {
+    match serve(mount, signals) {
         Ok(()) => 0,
         Err(_) => 1,
     }
@@ -236,16 +323,42 @@ fn detach_stdio() {
 mod tests {
     use super::*;
 
+    /// The help text is written by hand; it must not drift from the policies.
+    #[test]
+    fn help_names_every_policy_and_the_default() {
+        let mut command = <MountArgs as clap::Args>::augment_args(clap::Command::new("mount"));
+        let help = command.render_help().to_string();
+        for name in policy::NAMES {
+            assert!(help.contains(name), "{name} missing from: {help}");
+        }
+        assert!(help.contains(&format!("default {}", policy::DEFAULT)), "{help}");
+    }
+
     #[test]
     fn options_parse_and_unknown_ones_are_refused() {
         let parsed = parse_options(&["allow_other,cache=64M".to_string(), "checkpoint=5".to_string()]);
         let expected = Options {
             allow_other: true,
             storage: MountOptions { cache_bytes: 64 << 20, checkpoint_interval: Duration::from_secs(5) },
+            cleaner: Some(policy::DEFAULT),
         };
         assert_eq!(parsed, Ok(expected));
         assert_eq!(parse_options(&[]).map(|o| o.allow_other), Ok(false));
-        for bad in ["bogus", "cache", "cache=lots", "checkpoint=0", "checkpoint=-1", "allow_other=1", "ro"] {
+        assert_eq!(parse_options(&["cleaner=off".to_string()]).map(|o| o.cleaner), Ok(None));
+        for name in policy::NAMES {
+            assert_eq!(parse_options(&[format!("cleaner={name}")]).map(|o| o.cleaner), Ok(Some(*name)));
+        }
+        for bad in [
+            "bogus",
+            "cache",
+            "cache=lots",
+            "checkpoint=0",
+            "checkpoint=-1",
+            "allow_other=1",
+            "ro",
+            "cleaner",
+            "cleaner=nonsense",
+        ] {
             assert!(parse_options(&[bad.to_string()]).is_err(), "{bad}");
         }
     }

@@ -4,6 +4,8 @@
 //!   kernel has accepted it ([`Mounted`]); [`Mounted::run`] serves requests
 //!   until the file system is unmounted, then writes the final checkpoint.
 //! * [`Unmounter`] — ends a running mount from another thread (a signal).
+//! * [`FsHandle`] — lets other threads of the mounting program (a cleaner)
+//!   call the library under the same lock as kernel requests.
 //! * `adapter` — [`FuseAdapter`]: one kernel request, one `ufs` call, one reply.
 //! * `shared` — the one lock around the file system, and the tick thread.
 //! * `convert`, `reply` — inode numbers, attributes, times; replying once.
@@ -18,6 +20,7 @@ mod reply;
 mod shared;
 
 pub use adapter::FuseAdapter;
+pub use shared::FsHandle;
 
 use fslab::storage::StorageManager;
 use fslab::ufs::FileSystem;
@@ -140,6 +143,12 @@ impl<S: StorageManager + 'static> Mounted<S> {
     /// A handle that unmounts this file system from another thread.
     pub fn unmounter(&self) -> Unmounter {
         self.unmounter.clone()
+    }
+
+    /// A handle on the file system's lock, usable from any thread while the
+    /// mount serves and failing with EIO once it is unmounted.
+    pub fn handle(&self) -> FsHandle<S> {
+        self.shared.handle()
     }
 
     /// Serves kernel requests until the file system is unmounted (`umount`,

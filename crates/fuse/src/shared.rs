@@ -10,6 +10,30 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+/// A clonable handle on the lock around a mounted file system, for code
+/// outside the adapter that must call the library while the kernel's
+/// requests are served (the cleaner). Each call takes the lock for itself
+/// alone, exactly as one kernel request does; once the file system is
+/// unmounted (or broken) every call fails with EIO, so a holder learns that
+/// the mount is gone without being told.
+pub struct FsHandle<S: StorageManager> {
+    shared: Arc<Shared<S>>,
+}
+
+impl<S: StorageManager> Clone for FsHandle<S> {
+    fn clone(&self) -> Self {
+        FsHandle { shared: Arc::clone(&self.shared) }
+    }
+}
+
+impl<S: StorageManager> FsHandle<S> {
+    /// Runs `op` on the file system under its lock. Fails with EIO once the
+    /// file system is unmounted or broken; a panic in `op` becomes EIO.
+    pub fn with<T>(&self, op: impl FnOnce(&mut FileSystem<S>) -> Result<T>) -> Result<T> {
+        self.shared.with(op)
+    }
+}
+
 /// A mounted file system behind one lock.
 ///
 /// Lifecycle: *serving* (the `FileSystem` is present; every call takes the
@@ -72,6 +96,12 @@ impl<S: StorageManager> Shared<S> {
                 Err(errno(libc::EIO, "internal error in the file system"))
             }
         }
+    }
+
+    /// A handle other threads of the mounting program (a cleaner) keep to
+    /// reach the file system through this lock.
+    pub fn handle(self: &Arc<Self>) -> FsHandle<S> {
+        FsHandle { shared: Arc::clone(self) }
     }
 
     /// Unmounts the file system: the final checkpoint. Runs the library's

@@ -162,7 +162,8 @@ impl CleanerCounters {
             / self.user_bytes_written as f64
     }
 
-    fn minus(&self, earlier: &CleanerCounters) -> CleanerCounters {
+    /// The counts from `earlier` to these.
+    pub fn since(&self, earlier: &CleanerCounters) -> CleanerCounters {
         CleanerCounters {
             segments_cleaned: self.segments_cleaned - earlier.segments_cleaned,
             user_bytes_written: self.user_bytes_written - earlier.user_bytes_written,
@@ -250,10 +251,9 @@ pub(super) struct CleanState {
     cleaned: VecDeque<(u64, f64)>,
     /// Set while markv's own partial segments are being built.
     pub(super) writing: bool,
-    /// The number of segments entered when a background cleaning last
-    /// found nothing worth doing: not tried again until the log moves on.
+    /// Bytes users had written when a background cleaning last found
+    /// nothing worth doing: not tried again until users write more.
     idle_at: Option<u64>,
-    segments_entered: u64,
 }
 
 impl CleanState {
@@ -270,7 +270,6 @@ impl CleanState {
 
     /// Notes that the log moved into a new segment.
     pub(super) fn entered_segment(&mut self) {
-        self.segments_entered += 1;
         self.history.push_back(self.counters);
         if self.history.len() > RECENT_SEGMENTS {
             self.history.pop_front();
@@ -353,7 +352,7 @@ impl Lfs {
     /// The cleaner's counters since mount.
     pub fn cleaner_report(&self) -> CleanerReport {
         let total = self.clean.counters;
-        let recent = total.minus(self.clean.history.front().unwrap_or(&CleanerCounters::default()));
+        let recent = total.since(self.clean.history.front().unwrap_or(&CleanerCounters::default()));
         CleanerReport { total, recent, cleaned_utilization: self.clean.cleaned.iter().copied().collect() }
     }
 
@@ -450,10 +449,17 @@ impl Lfs {
         let mut metas: HashSet<(Ino, Lbn)> = HashSet::new();
         let mut inos: HashSet<Ino> = HashSet::new();
         let mut files_per_summary = 0u64;
-        let mut ifile = false;
+        let mut ifile_moved = 0u64;
+        let moved: HashSet<(Ino, Lbn)> = blocks
+            .iter()
+            .filter_map(|b| match b.kind {
+                BlockKind::Block(lbn) => Some((b.ino, lbn)),
+                BlockKind::Inode => None,
+            })
+            .collect();
         for b in blocks {
             if b.ino == IFILE_INO {
-                ifile = true;
+                ifile_moved += 1;
                 continue;
             }
             inos.insert(b.ino);
@@ -463,40 +469,61 @@ impl Lfs {
                     continue;
                 }
                 data += 1;
+                // Indirect blocks above it get new addresses too, unless
+                // they are moved anyway or already dirty.
                 for meta in self.ancestors(lbn) {
-                    if !self.cache.is_dirty((b.ino, meta)) {
+                    if !self.cache.is_dirty((b.ino, meta)) && !moved.contains(&(b.ino, meta)) {
                         metas.insert((b.ino, meta));
                     }
                 }
             }
         }
-        // Files already dirty are written with them.
-        for &ino in &inos {
-            data += self.cache.dirty_keys_in(ino, Lbn::MIN..=Lbn::MAX).len() as u64;
-        }
+        // Blocks of these files already dirty are written with them, but
+        // their space was promised when they became dirty: not counted.
         let per_inode_block = (self.block_size / INODE_SIZE) as u64;
         let inode_blocks = (inos.len() as u64).div_ceil(per_inode_block) + 1;
         // Moving files changes only the ifile in memory, which any write may
         // do: the next ifile write is what the checkpoint reserve is for.
-        // Moving the ifile's own blocks writes it now, whole at worst.
-        let ifile_blocks = if ifile { self.tables.nblocks() + 4 } else { 0 };
+        // Moving the ifile's own blocks writes it now: those blocks, the
+        // ones already changed, the segment usage table and the indirect
+        // blocks above them — at most the whole ifile.
+        let ifile_blocks = if ifile_moved > 0 {
+            let changed = self.tables.dirty_blocks().len() as u64 + u64::from(self.sb.segtab_blocks);
+            (ifile_moved + changed + 3).min(self.tables.nblocks() + 4)
+        } else {
+            0
+        };
         let body = data + metas.len() as u64 + inode_blocks + ifile_blocks;
         // A summary holds at most this many one-block files.
         let per_summary = ((self.block_size - super::layout::SUMMARY_HEADER)
             / (super::layout::FINFO_HEADER + 8))
             .max(1) as u64;
-        let segments_spanned = body / (self.sb.blocks_per_segment() - 2).max(1) + 2;
-        let summaries = files_per_summary.max(data) / per_summary + segments_spanned + 1;
+        // One partial segment per segment the blocks span, one more where
+        // they cross into the next, and one more each time a summary fills.
+        let partials = body.div_ceil((self.sb.blocks_per_segment() - 2).max(1)) + 1;
+        let summaries = partials + files_per_summary.max(data) / per_summary;
         Ok(body + summaries)
     }
 
     /// Blocks the cleaner may consume: clean space less what the cache has
-    /// been promised and what a checkpoint needs; with `after_reclaim`, as
-    /// it will be once the next checkpoint reclaims empty segments.
+    /// been promised and the reserves below the cleaner's (a checkpoint's
+    /// share, and the half segment kept for directory operations); with
+    /// `after_reclaim`, as it will be once the next checkpoint reclaims
+    /// empty segments.
     fn cleaner_budget(&mut self, after_reclaim: bool) -> u64 {
         let space = self.segment_space();
-        let have = space.writable + if after_reclaim { space.reclaimable } else { 0 };
-        have.saturating_sub(self.promised_blocks() + self.reserve(super::space::SpaceFor::Metadata))
+        let reclaim = after_reclaim && space.reclaimable > 0;
+        // The checkpoint that reclaims writes the ifile's changed blocks.
+        let checkpoint = if reclaim { self.checkpoint_blocks() } else { 0 };
+        let have = space.writable + if reclaim { space.reclaimable } else { 0 };
+        have.saturating_sub(self.promised_blocks() + self.reserve(super::space::SpaceFor::Data) + checkpoint)
+    }
+
+    /// Blocks the next checkpoint writes: the ifile's changed blocks, its
+    /// segment usage table, indirect blocks and summaries.
+    fn checkpoint_blocks(&self) -> u64 {
+        let changed = self.tables.dirty_blocks().len() as u64 + u64::from(self.sb.segtab_blocks);
+        (changed + 8).min(self.tables.nblocks() + 8)
     }
 
     /// Rewrites the live blocks among `blocks` at the head of the log, in
@@ -541,10 +568,11 @@ impl Lfs {
         let mut order: Vec<Ino> = Vec::new();
         let mut seen: HashSet<Ino> = HashSet::new();
         let mut ifile = false;
-        let mut youngest = TimeNs::MIN;
+        let mut ages: HashMap<Ino, TimeNs> = HashMap::new();
         for b in &live {
-            youngest = youngest.max(b.block.age);
             let ino = b.block.ino;
+            let age = ages.entry(ino).or_insert(b.block.age);
+            *age = (*age).max(b.block.age);
             if ino == IFILE_INO {
                 ifile = true;
                 if let BlockKind::Block(lbn) = b.block.kind {
@@ -563,7 +591,7 @@ impl Lfs {
         report.moved = live.len() as u64;
         let before = self.stats.blocks_written;
         self.clean.writing = true;
-        let written = self.write_moved(&order, ifile, youngest);
+        let written = self.write_moved(&order, ifile, ages);
         self.clean.writing = false;
         written?;
         report.blocks_written = self.stats.blocks_written - before;
@@ -604,10 +632,11 @@ impl Lfs {
     }
 
     /// Writes the files in `order` (their blocks, then their inodes) and,
-    /// with `ifile`, the ifile; partial segments carry `age` as their time.
-    fn write_moved(&mut self, order: &[Ino], ifile: bool, age: TimeNs) -> Result<()> {
+    /// with `ifile`, the ifile; partial segments carry the age of the
+    /// youngest data in them, from `ages`.
+    fn write_moved(&mut self, order: &[Ino], ifile: bool, ages: HashMap<Ino, TimeNs>) -> Result<()> {
         self.ensure_new_serial_epoch()?;
-        let mut batch = Batch::aged(age);
+        let mut batch = Batch::aged(ages);
         self.write_files(&mut batch, order)?;
         if ifile {
             self.write_ifile(&mut batch)?;
@@ -670,10 +699,15 @@ impl Lfs {
     /// the low-water mark, unless the last try found nothing worth cleaning
     /// and the log has not moved since.
     pub(super) fn maybe_clean(&mut self) -> Result<()> {
-        if self.clean.hook.is_none() || self.dirop_depth > 0 {
+        if self.dirop_depth > 0 {
             return Ok(());
         }
-        if self.clean.idle_at == Some(self.clean.segments_entered) {
+        self.reclaim_if_short()?;
+        if self.clean.hook.is_none() {
+            return Ok(());
+        }
+        let written = self.clean.counters.user_bytes_written;
+        if self.clean.idle_at == Some(written) {
             return Ok(());
         }
         let (low, _) = self.cleaning_thresholds();
@@ -681,7 +715,23 @@ impl Lfs {
             return Ok(());
         }
         if !self.run_cleaner(Urgency::Background)? {
-            self.clean.idle_at = Some(self.clean.segments_entered);
+            self.clean.idle_at = Some(written);
+        }
+        self.reclaim_if_short()
+    }
+
+    /// Writes a checkpoint when segments a cleaner emptied wait for one
+    /// and the writable segments run low: inside a directory operation no
+    /// checkpoint can be taken, so the space must be writable before one
+    /// starts.
+    pub(super) fn reclaim_if_short(&mut self) -> Result<()> {
+        let space = self.segment_space();
+        if space.reclaimable == 0 || self.dirop_depth > 0 {
+            return Ok(());
+        }
+        let (low, _) = self.cleaning_thresholds();
+        if space.writable < low * self.sb.blocks_per_segment() {
+            self.checkpoint(false)?;
         }
         Ok(())
     }

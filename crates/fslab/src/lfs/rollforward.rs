@@ -219,7 +219,7 @@ impl Lfs {
             s.flags = (s.flags & SEGUSE_SUPERBLOCK) | SEGUSE_DIRTY;
             s.nsums += 1;
             s.ninos += p.summary.ninoblocks;
-            s.lastmod = p.summary.time;
+            s.lastmod = s.lastmod.max(p.summary.time);
         }
         self.tables.touch_segment(seg);
         self.segment_space = None;

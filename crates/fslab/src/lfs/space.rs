@@ -183,10 +183,20 @@ impl Lfs {
     }
 
     /// Blocks that could still be promised for `use_of` without cleaning.
+    ///
+    /// The reserves stack up from the bottom: what a checkpoint needs
+    /// (only a checkpoint may use it), then half a segment that file data
+    /// may not use and the cleaner may not use either (so unlink and rename
+    /// work while the cleaner has spent its share), then the cleaner's
+    /// segments, which file data may not use.
     fn available(&mut self, include_reclaimable: bool, use_of: SpaceFor) -> u64 {
         let space = self.segment_space();
         let have = space.writable + if include_reclaimable { space.reclaimable } else { 0 };
-        have.saturating_sub(self.promised_blocks() + self.reserve(use_of) + self.cleaner_reserve())
+        let floor = match use_of {
+            SpaceFor::Data => self.reserve(SpaceFor::Data) + self.cleaner_reserve(),
+            SpaceFor::Metadata => self.reserve(SpaceFor::Metadata),
+        };
+        have.saturating_sub(self.promised_blocks() + floor)
     }
 
     /// Blocks that could still be promised for `use_of` once a cleaner has
@@ -218,7 +228,11 @@ impl Lfs {
             if !self.has_cleaner() || self.available_after_cleaning(use_of) < blocks {
                 break;
             }
-            if !self.run_cleaner(super::clean::Urgency::Need(blocks))? {
+            // Each round must leave more space than it found, or the
+            // cleaner can do no more for this writer.
+            let before = self.available(true, use_of);
+            let ran = self.run_cleaner(super::clean::Urgency::Need(blocks))?;
+            if !ran || self.available(true, use_of) <= before {
                 break;
             }
         }
@@ -238,11 +252,18 @@ impl Lfs {
     /// What `statfs` reports.
     pub(super) fn space_report(&mut self) -> StatFs {
         let usable: u64 = (0..self.sb.nsegments).map(|s| self.usable_blocks(s)).sum();
+        // Live data rewritten by the cleaner needs summaries again: space
+        // that never holds data (two blocks a segment, as in `clean_and_dead`).
+        let overhead = 2 * self.sb.nsegments;
+        let total_blocks =
+            usable.saturating_sub(self.reserve(SpaceFor::Data) + self.cleaner_reserve() + overhead);
         let free = if self.has_cleaner() {
             self.available_after_cleaning(SpaceFor::Data)
         } else {
             self.available(true, SpaceFor::Data)
         };
+        // Clean segments carry the same two blocks of overhead as `total`.
+        let free = free.saturating_sub(2 * self.segment_space().clean_segments);
         // An inode allocated since the last segment write has no address in
         // the inode map yet, but it is in use.
         let unwritten =
@@ -253,8 +274,8 @@ impl Lfs {
             + free * (self.block_size / INODE_SIZE) as u64;
         StatFs {
             block_size: self.block_size as u32,
-            total_blocks: usable.saturating_sub(self.reserve(SpaceFor::Data) + self.cleaner_reserve()),
-            free_blocks: free,
+            total_blocks,
+            free_blocks: free.min(total_blocks),
             total_inodes: in_use + free_inodes,
             free_inodes,
             name_max: NAME_MAX as u32,

@@ -26,7 +26,7 @@ use crate::error::errno;
 use crate::format::inode::INODE_SIZE;
 use crate::format::{now_ns, Daddr, Ino, Lbn, TimeNs, IFILE_INO};
 use crate::Result;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 /// A partial segment being assembled: its summary and its blocks, shared
@@ -53,15 +53,34 @@ pub(super) struct Batch {
     open: Option<Partial>,
     /// Flags given to partial segments opened from now on.
     flags: u16,
-    /// The time summaries carry instead of now: the cleaner's rewrites keep
-    /// the age of the data they move (Rosenblum's segment age).
-    age: Option<TimeNs>,
+    /// For the cleaner's rewrites: how old each file's moved data is. Their
+    /// summaries carry the age of the youngest data in them instead of the
+    /// time of writing, so a segment's age stays the age of its data
+    /// (Rosenblum's definition, which cost-benefit ranks by).
+    ages: Option<HashMap<Ino, TimeNs>>,
+    /// The age of the blocks being placed now.
+    next_age: Option<TimeNs>,
+    /// The youngest age placed in the open partial segment.
+    open_age: Option<TimeNs>,
 }
 
 impl Batch {
-    /// A batch whose summaries say their data was written at `age`.
-    pub(super) fn aged(age: TimeNs) -> Batch {
-        Batch { age: Some(age), ..Batch::default() }
+    /// A batch of moved data, `ages` giving how old each file's data is.
+    pub(super) fn aged(ages: HashMap<Ino, TimeNs>) -> Batch {
+        Batch { ages: Some(ages), ..Batch::default() }
+    }
+
+    /// Notes that a block of age `next_age` went into the open partial.
+    fn note_age(&mut self) {
+        if let Some(age) = self.next_age {
+            self.open_age = Some(self.open_age.map_or(age, |a| a.max(age)));
+        }
+    }
+
+    /// Sets the age of the blocks of `ino` placed from now on.
+    fn age_of(&mut self, inos: &[Ino]) {
+        self.next_age =
+            self.ages.as_ref().and_then(|ages| inos.iter().filter_map(|i| ages.get(i)).max().copied());
     }
 }
 
@@ -87,7 +106,6 @@ impl Lfs {
         if new == old {
             return Err(errno(libc::ENOSPC, "the log has no clean segment to continue in"));
         }
-        let now = now_ns();
         if let Some(s) = self.tables.seguse.get_mut(old as usize) {
             s.flags &= !SEGUSE_ACTIVE;
         }
@@ -95,7 +113,9 @@ impl Lfs {
         let has_sb = match self.tables.seguse.get_mut(new as usize) {
             Some(s) => {
                 s.flags = (s.flags & SEGUSE_SUPERBLOCK) | SEGUSE_DIRTY | SEGUSE_ACTIVE;
-                s.lastmod = now;
+                // Nothing in it yet: each partial segment raises it to the
+                // age of its youngest data.
+                s.lastmod = 0;
                 s.flags & SEGUSE_SUPERBLOCK != 0
             }
             None => {
@@ -147,7 +167,7 @@ impl Lfs {
         }
         p.summary.nblocks = n as u32;
         p.summary.serial = self.log.next_serial;
-        p.summary.time = batch.age.unwrap_or_else(now_ns);
+        p.summary.time = batch.open_age.take().unwrap_or_else(now_ns);
         p.summary.next_segment = self.log.next_segment;
         self.log.next_serial += 1;
         self.log.offset += 1 + n;
@@ -155,7 +175,7 @@ impl Lfs {
         if let Some(s) = self.tables.seguse.get_mut(seg as usize) {
             s.nsums += 1;
             s.ninos += p.summary.ninoblocks;
-            s.lastmod = p.summary.time;
+            s.lastmod = s.lastmod.max(p.summary.time);
         }
         self.tables.touch_segment(seg);
         self.segment_space = None;
@@ -196,6 +216,7 @@ impl Lfs {
             }
             let daddr = p.start + 1 + p.nblocks();
             p.blocks.push(data);
+            batch.note_age();
             return Ok(daddr);
         }
     }
@@ -216,6 +237,7 @@ impl Lfs {
             let daddr = p.start + 1 + p.nblocks();
             p.blocks.push(block);
             p.summary.ninoblocks += 1;
+            batch.note_age();
             return Ok(daddr);
         }
     }
@@ -307,6 +329,7 @@ impl Lfs {
     /// Places the dirty blocks of each file in `inos`, then their inodes.
     pub(super) fn write_files(&mut self, batch: &mut Batch, inos: &[Ino]) -> Result<()> {
         for &ino in inos {
+            batch.age_of(&[ino]);
             let version = self.tables.entry(ino).map_or(0, |e| e.version);
             let data: Vec<Lbn> =
                 self.cache.dirty_keys_in(ino, -1..=Lbn::MAX).into_iter().map(|(_, lbn)| lbn).collect();
@@ -322,6 +345,7 @@ impl Lfs {
         let dirty: Vec<Ino> =
             inos.iter().copied().filter(|ino| self.inodes.get(ino).is_some_and(|c| c.dirty)).collect();
         for group in dirty.chunks(per_block) {
+            batch.age_of(group);
             let mut block = vec![0u8; self.block_size];
             for (slot, ino) in group.iter().enumerate() {
                 if let Some(c) = self.inodes.get(ino) {

@@ -1,0 +1,122 @@
+//! `fslab clean DIR [--policy P] [--passes N | --until-high-water]`: a
+//! cleaner in its own process, as the 1993 paper's cleaner is (§3.5). It
+//! reaches the mount through its control socket (`fslab_cleaner::control`)
+//! and runs the same passes as the mount's own cleaner, which keeps running
+//! meanwhile: several cleaners at once are safe, because the mechanism
+//! re-checks every block it is asked to move.
+
+use clap::Args;
+use fslab_cleaner::control::Client;
+use fslab_cleaner::{policy, Cleaner, Mechanism};
+use std::path::{Path, PathBuf};
+
+/// Arguments of `fslab clean`.
+#[derive(Args)]
+pub struct CleanArgs {
+    /// The directory an fslab file system is mounted on.
+    dir: PathBuf,
+    /// The cleaning policy: greedy, cost-benefit or hot-cold.
+    #[arg(long, value_name = "POLICY", default_value = policy::DEFAULT)]
+    policy: String,
+    /// Run exactly N passes (each may clean nothing).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    passes: Option<u64>,
+    /// Clean until the clean segments reach the high-water mark, or a pass
+    /// finds nothing worth cleaning (the default).
+    #[arg(long, conflicts_with = "passes")]
+    until_high_water: bool,
+}
+
+/// Connects to the control socket of the mount on `dir`, with errors a
+/// user can act on.
+pub fn connect(dir: &Path) -> Result<Client, String> {
+    let name = dir.display();
+    let canonical = dir.canonicalize().map_err(|e| format!("{name}: {e}"))?;
+    if !canonical.is_dir() {
+        return Err(format!("{name} is not a directory"));
+    }
+    match Client::connect(&canonical) {
+        Ok(client) => Ok(client),
+        // A socket we may not reach (another user's mount) would otherwise
+        // hide that the directory is no mount at all.
+        Err(e) if e.errno() == libc::ENOENT || !is_fuse(&canonical) => {
+            Err(format!("{name} is not an fslab mount (no control socket serves it)"))
+        }
+        Err(e) => Err(format!("{name}: {e}")),
+    }
+}
+
+/// Whether `dir` is the root of a FUSE mount (true when unknown).
+fn is_fuse(dir: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    /// `FUSE_SUPER_MAGIC` of linux/magic.h.
+    const FUSE_SUPER_MAGIC: u64 = 0x6573_5546;
+    let Ok(path) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else { return true };
+    // SAFETY: statfs is plain data that statfs(2) fills; `path` is a valid
+    // NUL-terminated string; both outlive the call.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statfs(path.as_ptr(), &mut st) } != 0 {
+        return true;
+    }
+    st.f_type as u64 == FUSE_SUPER_MAGIC
+}
+
+/// Runs the passes, one line each, then a summary.
+pub fn run(args: &CleanArgs) -> Result<(), String> {
+    let Some(chosen) = policy::by_name(&args.policy) else {
+        return Err(format!("unknown policy '{}' (use {})", args.policy, policy::NAMES.join(", ")));
+    };
+    let mut client = connect(&args.dir)?;
+    let mut cleaner = Cleaner::new(chosen);
+    let name = args.dir.display();
+    let failed = |e: fslab::Error| format!("{name}: {e}");
+    let (mut passes, mut segments, mut moved) = (0u64, 0usize, 0u64);
+    // The loop of `Cleaner::clean_to_high_water`, one pass at a time so
+    // that each can be reported.
+    loop {
+        let table = client.segment_table().map_err(failed)?;
+        match args.passes {
+            Some(n) if passes >= n => break,
+            Some(_) => {}
+            None if table.clean_segments >= table.high_water => break,
+            None => {}
+        }
+        let pass = cleaner.pass(&mut client).map_err(failed)?;
+        passes += 1;
+        segments += pass.cleaned.len();
+        moved += pass.moved;
+        println!(
+            "pass {passes}: cleaned {} segment{}, moved {} block{} (read {} segment{})",
+            pass.cleaned.len(),
+            plural(pass.cleaned.len() as u64),
+            pass.moved,
+            plural(pass.moved),
+            pass.segments_read,
+            plural(pass.segments_read)
+        );
+        if args.passes.is_none() && pass.cleaned.is_empty() {
+            break;
+        }
+    }
+    let table = client.segment_table().map_err(failed)?;
+    println!(
+        "{}: cleaned {segments} segment{} and moved {moved} block{} in {passes} pass{} ({}); \
+         clean segments now {} (high-water {})",
+        name,
+        plural(segments as u64),
+        plural(moved),
+        if passes == 1 { "" } else { "es" },
+        cleaner.policy_name(),
+        table.clean_segments,
+        table.high_water
+    );
+    Ok(())
+}
+
+fn plural(n: u64) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}

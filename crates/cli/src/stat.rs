@@ -1,0 +1,134 @@
+//! `fslab stat DIR`: the cleaner's report of a mounted file system, read
+//! through its control socket — segments cleaned, the bytes behind the
+//! write cost (1992 paper §5.1: user writes plus the cleaner's reads and
+//! writes, over user writes), since mount and over the last segments, the
+//! utilization each recently cleaned segment had, and the thresholds.
+
+use clap::Args;
+use fslab::lfs::clean::{CleanerCounters, RECENT_SEGMENTS};
+use fslab_cleaner::control::Report;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+/// Arguments of `fslab stat`.
+#[derive(Args)]
+pub struct StatArgs {
+    /// The directory an fslab file system is mounted on.
+    dir: PathBuf,
+}
+
+/// Prints the report.
+pub fn run(args: &StatArgs) -> Result<(), String> {
+    let mut client = crate::clean::connect(&args.dir)?;
+    let report = client.report().map_err(|e| format!("{}: {e}", args.dir.display()))?;
+    print!("{}", render(&args.dir.display().to_string(), &report));
+    Ok(())
+}
+
+/// Bytes in binary units with one decimal, and exactly.
+fn bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
+    if n < 1024 {
+        return format!("{n} B");
+    }
+    let mut value = n as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
+
+/// The report as aligned text.
+fn render(dir: &str, r: &Report) -> String {
+    let mut out = String::new();
+    let row = |out: &mut String, label: &str, value: String| {
+        let _ = writeln!(out, "{label:<26}{value}");
+    };
+    row(&mut out, "mount", dir.to_string());
+    row(&mut out, "cleaner policy", r.policy.clone());
+    row(&mut out, "segments", format!("{} of {}", r.segments, bytes(r.segment_bytes)));
+    row(&mut out, "clean segments", r.clean_segments.to_string());
+    row(
+        &mut out,
+        "thresholds",
+        format!("low-water {}, high-water {}, reserve {}", r.low_water, r.high_water, r.reserve_segments),
+    );
+    row(&mut out, "segments cleaned", r.cleaner.total.segments_cleaned.to_string());
+    out.push('\n');
+    let (total, recent) = (&r.cleaner.total, &r.cleaner.recent);
+    let _ =
+        writeln!(out, "{:<26}{:>16}  {:>16}", "", "since mount", format!("last {RECENT_SEGMENTS} segments"));
+    let pair = |out: &mut String, label: &str, f: &dyn Fn(&CleanerCounters) -> String| {
+        let _ = writeln!(out, "{label:<26}{:>16}  {:>16}", f(total), f(recent));
+    };
+    pair(&mut out, "written by users", &|c| bytes(c.user_bytes_written));
+    pair(&mut out, "written by the cleaner", &|c| bytes(c.cleaner_bytes_written));
+    pair(&mut out, "read by the cleaner", &|c| bytes(c.cleaner_bytes_read));
+    pair(&mut out, "segments cleaned", &|c| c.segments_cleaned.to_string());
+    pair(&mut out, "write cost", &|c| format!("{:.2}", c.write_cost()));
+    let cleaned = &r.cleaner.cleaned_utilization;
+    out.push('\n');
+    if cleaned.is_empty() {
+        let _ = writeln!(out, "no segment cleaned yet");
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "utilization of the last {} segments cleaned, when read (oldest first):",
+        cleaned.len()
+    );
+    let width = r.segments.saturating_sub(1).to_string().len();
+    for line in cleaned.chunks(6) {
+        let cells: Vec<String> =
+            line.iter().map(|&(seg, u)| format!("{seg:>width$}: {:>5.1}%", u * 100.0)).collect();
+        let _ = writeln!(out, "  {}", cells.join("   "));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fslab::lfs::clean::CleanerReport;
+
+    #[test]
+    fn the_report_is_aligned_and_names_every_figure() {
+        let counters = CleanerCounters {
+            segments_cleaned: 12,
+            user_bytes_written: 300 << 20,
+            cleaner_bytes_written: 60 << 20,
+            cleaner_bytes_read: 90 << 20,
+        };
+        let report = Report {
+            policy: "hot-cold".to_string(),
+            cleaner: CleanerReport {
+                total: counters,
+                recent: CleanerCounters::default(),
+                cleaned_utilization: vec![(3, 0.25), (95, 0.5)],
+            },
+            segments: 96,
+            segment_bytes: 512 << 10,
+            clean_segments: 20,
+            reserve_segments: 2,
+            low_water: 5,
+            high_water: 8,
+        };
+        let text = render("/mnt", &report);
+        assert!(text.contains("segments                  96 of 512.0 KiB"), "{text}");
+        assert!(text.contains("low-water 5, high-water 8, reserve 2"), "{text}");
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines.contains(&"written by users                 300.0 MiB               0 B"), "{text}");
+        assert!(lines.contains(&"write cost                            1.50              1.00"), "{text}");
+        // The two columns end where their headings end.
+        let heading = lines.iter().find(|l| l.contains("since mount")).expect("heading");
+        assert!(lines
+            .iter()
+            .filter(|l| l.starts_with("written") || l.starts_with("read by"))
+            .all(|l| l.len() == heading.len()));
+        assert!(text.contains(" 3:  25.0%   95:  50.0%"), "{text}");
+        assert_eq!(bytes(1000), "1000 B");
+        assert_eq!(bytes(1536), "1.5 KiB");
+    }
+}
