@@ -121,12 +121,12 @@ fn run_one(a: &Args, access: Access, util: f64, policy_name: &str) -> Result<Row
     let us = &report.cleaned_utilization;
     let mean_u = us.iter().map(|(_, u)| u).sum::<f64>() / us.len().max(1) as f64;
     files.verify(&mut fs)?;
+    if std::env::var_os("BENCH_DEBUG").is_some() {
+        eprintln!("{policy_name}: {:?} {:?}", after.since(&before), fs.storage().stats());
+    }
     fs.unmount().map_err(|e| e.to_string())?;
     drop(fs);
     let _ = std::fs::remove_file(&image);
-    if std::env::var_os("BENCH_DEBUG").is_some() {
-        eprintln!("{policy_name}: {:?}", after.since(&before));
-    }
     let user = (after.user_bytes_written - before.user_bytes_written) as f64;
     let other = (after.cleaner_bytes_written - before.cleaner_bytes_written + after.cleaner_bytes_read
         - before.cleaner_bytes_read) as f64;

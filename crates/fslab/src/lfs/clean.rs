@@ -296,9 +296,12 @@ pub fn parse_segment(table: &SegmentTable, seg: u64, bytes: &[u8]) -> Vec<BlockR
         if summary.fs_id != table.fs_id || n == 0 || offset + 1 + n > bps || summary.ninoblocks as u64 > n {
             break;
         }
+        let first_inode_block = start + 1 + n - summary.ninoblocks as u64;
         let mut daddr = start + 1;
+        // A summary naming more blocks than precede its inode blocks is not
+        // one this file system wrote: its extra names are ignored.
         for f in &summary.finfos {
-            for &lbn in &f.lbns {
+            for &lbn in f.lbns.iter().take(first_inode_block.saturating_sub(daddr) as usize) {
                 refs.push(BlockRef {
                     ino: f.ino,
                     version: f.version,
@@ -309,7 +312,6 @@ pub fn parse_segment(table: &SegmentTable, seg: u64, bytes: &[u8]) -> Vec<BlockR
                 daddr += 1;
             }
         }
-        let first_inode_block = start + 1 + n - summary.ninoblocks as u64;
         for daddr in first_inode_block..start + 1 + n {
             let at = (daddr - seg * bps) as usize * bs;
             let Some(block) = bytes.get(at..at + bs) else { break };

@@ -246,6 +246,10 @@ fn mount_checkpoint(dev: Arc<dyn BlockDevice>, sb: Superblock, options: MountOpt
     if lfs.tables.seguse.get(lfs.log.segment as usize).is_none() {
         return Err(Error::corrupt("checkpoint", 0, "log segment out of range"));
     }
+    // The writer made every segment this checkpoint left empty clean right
+    // after writing it, and may have written log into them since: start
+    // from the same table, so roll-forward finds them as the writer did.
+    lfs.reclaim_empty_segments();
     lfs.settle_log_head();
     Ok(lfs)
 }

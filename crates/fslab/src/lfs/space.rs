@@ -118,8 +118,14 @@ impl Lfs {
         }
     }
 
+    /// The cleaner's share in blocks: its segments, plus room for two
+    /// ifile writes. Space the cleaner frees becomes writable only at a
+    /// checkpoint, which writes the ifile's changed blocks; with a share
+    /// smaller than that, a pass could free less than the checkpoint that
+    /// makes its gain usable costs, and writers would wait on a cleaner that
+    /// loses ground (seen with 512 KiB segments and a 100-block ifile).
     fn cleaner_reserve(&self) -> u64 {
-        self.cleaner_reserve_segments() * self.sb.blocks_per_segment()
+        self.cleaner_reserve_segments() * self.sb.blocks_per_segment() + 2 * (self.tables.nblocks() + 8)
     }
 
     /// Clean-segment counts below which cleaning starts (low) and up to

@@ -167,7 +167,8 @@ impl Lfs {
         }
         p.summary.nblocks = n as u32;
         p.summary.serial = self.log.next_serial;
-        p.summary.time = batch.open_age.take().unwrap_or_else(now_ns);
+        let now = now_ns();
+        p.summary.time = batch.open_age.take().unwrap_or(now);
         p.summary.next_segment = self.log.next_segment;
         self.log.next_serial += 1;
         self.log.offset += 1 + n;
@@ -175,7 +176,11 @@ impl Lfs {
         if let Some(s) = self.tables.seguse.get_mut(seg as usize) {
             s.nsums += 1;
             s.ninos += p.summary.ninoblocks;
-            s.lastmod = s.lastmod.max(p.summary.time);
+            // When the segment was last written, not the age of what the
+            // cleaner moved into it: ranking cleaned segments by the age of
+            // their data made cost-benefit clean them too early (measured
+            // in `scripts/bench-cleaner`; docs/DESIGN.md).
+            s.lastmod = s.lastmod.max(now);
         }
         self.tables.touch_segment(seg);
         self.segment_space = None;
@@ -577,7 +582,7 @@ impl Lfs {
     }
 
     /// Marks clean every dirty segment with no live bytes outside the log head.
-    fn reclaim_empty_segments(&mut self) {
+    pub(super) fn reclaim_empty_segments(&mut self) {
         for seg in 0..self.sb.nsegments {
             if seg == self.log.segment || seg == self.log.next_segment {
                 continue;

@@ -1,0 +1,82 @@
+//! The control socket of a mount: the cleaner's
+//! [`Mechanism`](crate::Mechanism) and the cleaner report, served over a
+//! Unix socket so that a cleaner can run as its own process, as the 1993
+//! paper's cleaner does (§3.5), and several at once.
+//!
+//! Parts: `path` (where the socket lives), `wire` (framing, encoding and
+//! decoding, limits), `server`, `client`, `tests`.
+//!
+//! * [`socket_path_candidates`] / [`find_socket`] — where a mount's socket
+//!   lives, derived from the canonical mount point alone:
+//!   `/run/fslab/<FNV-1a-64 of the path, 16 hex digits>.sock`, or the same
+//!   name in `$TMPDIR/fslab-<uid>/` when /run is not writable.
+//! * [`Server`] — started by the mount daemon: one thread accepting, one
+//!   per connection; it reaches the file system only through
+//!   [`LfsAccess`](crate::mechanism::LfsAccess).
+//! * [`Client`] — a [`Mechanism`](crate::Mechanism) over the socket, so
+//!   `Cleaner::pass` runs unchanged in another process, plus
+//!   [`Client::report`].
+//!
+//! Protocol, version 1 (`wire`). Every integer is little-endian.
+//!
+//! ```text
+//! frame    = u32 length, then `length` bytes (requests ≤ 16 MiB, responses ≤ 1 GiB + 1 MiB)
+//! request  = u8 op, then its arguments
+//! response = u8 0, then the results | u8 1, i32 errno, u16 length, message (UTF-8)
+//! op 0 hello        "FSLC", u32 version        → "FSLC", u32 version   (first, once)
+//! op 1 segment_table                          → table (header, u32 count, count × segment)
+//! op 2 read_segment u64 seg                   → the segment's bytes (rest of the frame)
+//! op 3 bmapv        u32 count, count × ref    → u32 count, count × u64 daddr
+//! op 4 markv_cost   u32 count, count × ref    → u64 blocks
+//! op 5 markv        u32 count, count × ref    → u64 moved, u64 skipped, u64 blocks_written
+//! op 6 segclean     u64 seg                   → nothing
+//! op 7 segwait      u32 milliseconds (≤ 10 s) → nothing
+//! op 8 report                                 → policy, counters, cleaned segments, thresholds
+//! ref      = u64 ino, u32 version, u8 kind (0 block, 1 inode), i64 lbn, u64 daddr, i64 age
+//! ```
+//!
+//! `markv` carries no block contents: the file system reads each block
+//! itself, so a client can move blocks but never choose what they hold.
+//! Every length and count is checked against a cap and against the bytes
+//! actually received before anything is allocated for it; a malformed
+//! request gets an error response, an oversized frame an error and a closed
+//! connection, and neither can panic the server.
+//!
+//! Who may connect: the socket's directory is mode 0700 and owned by the
+//! user who mounted, so only that user (or root) reaches it.
+
+mod client;
+mod path;
+mod server;
+#[cfg(test)]
+mod tests;
+mod wire;
+
+use fslab::lfs::clean::CleanerReport;
+
+pub use client::Client;
+pub use path::{find_socket, socket_file_name, socket_path_candidates};
+pub use server::Server;
+pub use wire::{MAX_BLOCKS, MAX_CONNECTIONS, MAX_SEGWAIT};
+
+/// What `fslab stat` shows: the cleaner's counters and the segment table's
+/// thresholds, taken together under the lock.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Report {
+    /// The policy of the mount's own cleaner, or "off".
+    pub policy: String,
+    /// The cleaner's counters since mount.
+    pub cleaner: CleanerReport,
+    /// Segments in the file system.
+    pub segments: u64,
+    /// Bytes per segment.
+    pub segment_bytes: u64,
+    /// Clean segments now.
+    pub clean_segments: u64,
+    /// Clean segments kept for the cleaner.
+    pub reserve_segments: u64,
+    /// Cleaning starts below this many clean segments.
+    pub low_water: u64,
+    /// Background cleaning stops at this many.
+    pub high_water: u64,
+}

@@ -1,0 +1,305 @@
+//! The server side of the control socket: the accepting thread, one
+//! thread per connection, and the dispatch of each request to the
+//! [`Mechanism`] over the mount's lock ([`Locked`]).
+
+use super::path::{private_dir, socket_path_candidates};
+use super::wire::*;
+use super::Report;
+use crate::mechanism::{LfsAccess, Locked, Mechanism};
+use fslab::error::errno;
+use fslab::lfs::clean::MarkBlock;
+use fslab::Result;
+use std::collections::HashMap;
+use std::io::{self, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::MetadataExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// Open connections, so that stopping the server can close them; and the
+/// flag that stops new ones. One lock, so no connection slips in between
+/// the flag and the sweep.
+#[derive(Default)]
+struct Connections {
+    stopping: bool,
+    open: HashMap<u64, UnixStream>,
+}
+
+/// A running control socket.
+///
+/// Lifecycle: [`Server::start`] binds the socket and starts the accepting
+/// thread → each connection gets its own thread, which serves requests
+/// until the client closes → dropping the `Server` stops accepting, closes
+/// every connection and removes the socket file (only if it is still the
+/// one this server made). A connection thread in the middle of a request
+/// finishes it first (a `segwait` at most [`MAX_SEGWAIT`]); after the
+/// mount ends, requests fail with EIO from the access itself.
+pub struct Server {
+    path: PathBuf,
+    /// Device and inode of the socket file this server bound.
+    identity: (u64, u64),
+    listener: Arc<UnixListener>,
+    connections: Arc<Mutex<Connections>>,
+    acceptor: Option<JoinHandle<()>>,
+}
+
+impl Server {
+    /// Serves the mount on `canonical_mountpoint` at the first of
+    /// [`socket_path_candidates`] it can create. `policy` is what reports
+    /// name as the mount's own cleaner ("off" when there is none).
+    pub fn start<A>(access: A, canonical_mountpoint: &Path, policy: &str) -> io::Result<Server>
+    where
+        A: LfsAccess + Clone + Send + 'static,
+    {
+        let mut last = io::Error::new(io::ErrorKind::NotFound, "no directory for the control socket");
+        for path in socket_path_candidates(canonical_mountpoint) {
+            let Some(dir) = path.parent() else { continue };
+            match private_dir(dir).and_then(|()| Server::bind(access.clone(), &path, policy)) {
+                Ok(server) => return Ok(server),
+                Err(e) => last = io::Error::new(e.kind(), format!("{}: {e}", path.display())),
+            }
+        }
+        Err(last)
+    }
+
+    /// Serves at exactly `path`. A stale socket there (nobody answering)
+    /// is replaced; a live one is an error (AddrInUse).
+    pub fn bind<A>(access: A, path: &Path, policy: &str) -> io::Result<Server>
+    where
+        A: LfsAccess + Clone + Send + 'static,
+    {
+        if path.as_os_str().len() >= 108 {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "socket path too long"));
+        }
+        if std::fs::symlink_metadata(path).is_ok() {
+            if UnixStream::connect(path).is_ok() {
+                return Err(io::Error::new(io::ErrorKind::AddrInUse, "another mount serves this socket"));
+            }
+            std::fs::remove_file(path)?;
+        }
+        let listener = Arc::new(UnixListener::bind(path)?);
+        let meta = std::fs::symlink_metadata(path)?;
+        let connections = Arc::new(Mutex::new(Connections::default()));
+        let policy = truncate_utf8(policy, MAX_POLICY).to_string();
+        let acceptor = {
+            let listener = Arc::clone(&listener);
+            let connections = Arc::clone(&connections);
+            std::thread::Builder::new()
+                .name("fslab-control".to_string())
+                .spawn(move || accept_loop(&listener, &connections, access, &policy))?
+        };
+        Ok(Server {
+            path: path.to_path_buf(),
+            identity: (meta.dev(), meta.ino()),
+            listener,
+            connections,
+            acceptor: Some(acceptor),
+        })
+    }
+
+    /// The socket's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        {
+            let mut c = self.connections.lock().unwrap_or_else(PoisonError::into_inner);
+            c.stopping = true;
+            for stream in c.open.values() {
+                let _ = stream.shutdown(std::net::Shutdown::Both);
+            }
+        }
+        // On Linux, shutting a listening socket down wakes a blocked accept
+        // (with EINVAL); the loop then sees `stopping` and ends.
+        // SAFETY: the descriptor belongs to `self.listener`, alive here.
+        unsafe { libc::shutdown(self.listener.as_raw_fd(), libc::SHUT_RDWR) };
+        // Should that not wake it, a connection does.
+        let _ = UnixStream::connect(&self.path);
+        if let Some(acceptor) = self.acceptor.take() {
+            let _ = acceptor.join();
+        }
+        // Another mount may have replaced a socket it found dead; leave
+        // that one alone.
+        if let Ok(meta) = std::fs::symlink_metadata(&self.path) {
+            if (meta.dev(), meta.ino()) == self.identity {
+                let _ = std::fs::remove_file(&self.path);
+            }
+        }
+    }
+}
+
+fn accept_loop<A>(listener: &UnixListener, connections: &Arc<Mutex<Connections>>, access: A, policy: &str)
+where
+    A: LfsAccess + Clone + Send + 'static,
+{
+    let next_id = AtomicU64::new(0);
+    loop {
+        let accepted = listener.accept();
+        let mut c = connections.lock().unwrap_or_else(PoisonError::into_inner);
+        if c.stopping {
+            return;
+        }
+        let mut stream = match accepted {
+            Ok((stream, _)) => stream,
+            Err(_) => {
+                drop(c);
+                // Out of descriptors, or a connection that died in the
+                // queue: do not spin on it.
+                std::thread::sleep(Duration::from_millis(50));
+                continue;
+            }
+        };
+        if c.open.len() >= MAX_CONNECTIONS {
+            drop(c);
+            let _ = stream.write_all(&error_frame(&errno(libc::EAGAIN, "too many control connections")));
+            continue;
+        }
+        let Ok(kept) = stream.try_clone() else { continue };
+        let id = next_id.fetch_add(1, Ordering::Relaxed);
+        c.open.insert(id, kept);
+        drop(c);
+        let access = access.clone();
+        let policy = policy.to_string();
+        let connections_for_thread = Arc::clone(connections);
+        let spawned = std::thread::Builder::new().name("fslab-control-conn".to_string()).spawn(move || {
+            serve_connection(stream, access, &policy);
+            connections_for_thread.lock().unwrap_or_else(PoisonError::into_inner).open.remove(&id);
+        });
+        if spawned.is_err() {
+            connections.lock().unwrap_or_else(PoisonError::into_inner).open.remove(&id);
+        }
+    }
+}
+
+/// Serves one client until it closes the connection or breaks the framing.
+pub(super) fn serve_connection<A: LfsAccess>(mut stream: UnixStream, access: A, policy: &str) {
+    // A client that stops reading must not keep this thread forever.
+    let _ = stream.set_write_timeout(Some(Duration::from_secs(60)));
+    let mut mechanism = match Locked::new(access) {
+        Ok(m) => m,
+        Err(e) => {
+            let _ = stream.write_all(&error_frame(&e));
+            return;
+        }
+    };
+    let mut greeted = false;
+    loop {
+        let request = match read_frame(&mut stream, MAX_REQUEST) {
+            Ok(Some(request)) => request,
+            Ok(None) => return,
+            Err(e) => {
+                // The framing is lost: say why, then close.
+                if e.kind() == io::ErrorKind::InvalidData {
+                    let too_large = errno(libc::EMSGSIZE, "request too large for the control socket");
+                    let _ = stream.write_all(&error_frame(&too_large));
+                }
+                return;
+            }
+        };
+        let response = match serve(&mut mechanism, &request, policy, &mut greeted) {
+            Ok(frame) => frame,
+            Err(e) => error_frame(&e),
+        };
+        if stream.write_all(&response).is_err() {
+            return;
+        }
+    }
+}
+
+/// One request: decode, run, encode the response frame.
+fn serve<A: LfsAccess>(
+    m: &mut Locked<A>,
+    request: &[u8],
+    policy: &str,
+    greeted: &mut bool,
+) -> Result<Vec<u8>> {
+    let mut r = In(request);
+    let op = r.u8()?;
+    let mut out = Out::new(STATUS_OK);
+    if op != OP_HELLO && !*greeted {
+        return Err(errno(libc::EPROTO, "the first request on the control socket must be hello"));
+    }
+    match op {
+        OP_HELLO => {
+            if r.array::<4>()? != *MAGIC {
+                return Err(errno(libc::EPROTO, "not an fslab control client"));
+            }
+            if r.u32()? != VERSION {
+                return Err(errno(libc::EPROTO, "unsupported control protocol version"));
+            }
+            r.end()?;
+            *greeted = true;
+            out.bytes(MAGIC);
+            out.u32(VERSION);
+        }
+        OP_SEGMENT_TABLE => {
+            r.end()?;
+            encode_table(&mut out, &m.segment_table()?);
+        }
+        OP_READ_SEGMENT => {
+            let seg = r.u64()?;
+            r.end()?;
+            out.bytes(&m.read_segment(seg)?);
+        }
+        OP_BMAPV => {
+            let refs = r.block_refs()?;
+            r.end()?;
+            let now = m.bmapv(&refs)?;
+            out.count(now.len());
+            now.iter().for_each(|&d| out.u64(d));
+        }
+        OP_MARKV_COST => {
+            let refs = r.block_refs()?;
+            r.end()?;
+            out.u64(m.markv_cost(&refs)?);
+        }
+        OP_MARKV => {
+            let refs = r.block_refs()?;
+            r.end()?;
+            // No contents from the client: the file system reads each
+            // block itself, so nobody can write data through this socket.
+            let blocks: Vec<MarkBlock> =
+                refs.into_iter().map(|block| MarkBlock { block, data: None }).collect();
+            let done = m.markv(&blocks)?;
+            out.u64(done.moved);
+            out.u64(done.skipped);
+            out.u64(done.blocks_written);
+        }
+        OP_SEGCLEAN => {
+            let seg = r.u64()?;
+            r.end()?;
+            m.segclean(seg)?;
+        }
+        OP_SEGWAIT => {
+            let ms = r.u32()?;
+            r.end()?;
+            m.segwait(Duration::from_millis(u64::from(ms)).min(MAX_SEGWAIT))?;
+        }
+        OP_REPORT => {
+            r.end()?;
+            let report = m.access().with_lfs(|lfs| {
+                let table = lfs.segment_table();
+                Ok(Report {
+                    policy: policy.to_string(),
+                    cleaner: lfs.cleaner_report(),
+                    segments: table.segments.len() as u64,
+                    segment_bytes: table.blocks_per_segment * u64::from(table.block_size),
+                    clean_segments: table.clean_segments,
+                    reserve_segments: table.reserve_segments,
+                    low_water: table.low_water,
+                    high_water: table.high_water,
+                })
+            })?;
+            encode_report(&mut out, &report);
+        }
+        _ => return Err(errno(libc::EOPNOTSUPP, "unknown control request")),
+    }
+    out.finish(MAX_RESPONSE)
+}

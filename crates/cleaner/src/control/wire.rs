@@ -1,0 +1,386 @@
+//! The control protocol's bytes: the limits every frame and count is held
+//! to, frames, the encoders ([`Out`]) and the validating decoders ([`In`])
+//! of every request and response. The protocol itself is drawn in the
+//! module doc of `control`.
+
+use super::Report;
+use fslab::error::errno;
+use fslab::lfs::clean::{BlockKind, BlockRef, CleanerCounters, CleanerReport, SegmentState, SegmentTable};
+use fslab::{Error, Result};
+use std::io::{self, Read};
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+pub(super) const MAGIC: &[u8; 4] = b"FSLC";
+pub(super) const VERSION: u32 = 1;
+
+pub(super) const OP_HELLO: u8 = 0;
+pub(super) const OP_SEGMENT_TABLE: u8 = 1;
+pub(super) const OP_READ_SEGMENT: u8 = 2;
+pub(super) const OP_BMAPV: u8 = 3;
+pub(super) const OP_MARKV_COST: u8 = 4;
+pub(super) const OP_MARKV: u8 = 5;
+pub(super) const OP_SEGCLEAN: u8 = 6;
+pub(super) const OP_SEGWAIT: u8 = 7;
+pub(super) const OP_REPORT: u8 = 8;
+
+pub(super) const STATUS_OK: u8 = 0;
+pub(super) const STATUS_ERROR: u8 = 1;
+
+/// Largest request frame: a markv of [`MAX_BLOCKS`] references fits.
+pub(super) const MAX_REQUEST: usize = 16 << 20;
+/// Largest response frame: a whole segment (at most 1 GiB) and its header.
+pub(super) const MAX_RESPONSE: usize = (1 << 30) + (1 << 20);
+/// Most block references in one request (16 segments of 16 MiB in 4 KiB
+/// blocks is 65,536).
+pub const MAX_BLOCKS: usize = 1 << 18;
+/// Longest `segwait`: a waiting client must not hold a connection thread
+/// for long after the mount ends.
+pub const MAX_SEGWAIT: Duration = Duration::from_secs(10);
+/// Connections served at once; more are refused with an error.
+pub const MAX_CONNECTIONS: usize = 32;
+/// Longest error message and policy name sent.
+pub(super) const MAX_MESSAGE: usize = 1024;
+pub(super) const MAX_POLICY: usize = 64;
+/// Most recently cleaned segments in a report (the file system keeps 64).
+pub(super) const MAX_CLEANED: usize = 4096;
+
+pub(super) const REF_BYTES: usize = 8 + 4 + 1 + 8 + 8 + 8;
+pub(super) const SEGMENT_BYTES: usize = 8 + 8 + 8 + 8 + 1;
+
+/// A frame being built: four bytes for the length, patched by `finish`.
+pub(super) struct Out(Vec<u8>);
+
+impl Out {
+    pub(super) fn new(first: u8) -> Out {
+        let mut v = Vec::with_capacity(64);
+        v.extend_from_slice(&[0, 0, 0, 0, first]);
+        Out(v)
+    }
+    pub(super) fn u8(&mut self, v: u8) {
+        self.0.push(v);
+    }
+    pub(super) fn u16(&mut self, v: u16) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    pub(super) fn u32(&mut self, v: u32) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    pub(super) fn i32(&mut self, v: i32) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    pub(super) fn u64(&mut self, v: u64) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    pub(super) fn i64(&mut self, v: i64) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    pub(super) fn f64(&mut self, v: f64) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    pub(super) fn bytes(&mut self, v: &[u8]) {
+        self.0.extend_from_slice(v);
+    }
+    /// A count the decoder will check; callers never pass more than the
+    /// caps, all far below `u32::MAX`.
+    pub(super) fn count(&mut self, n: usize) {
+        self.u32(u32::try_from(n).unwrap_or(u32::MAX));
+    }
+    pub(super) fn block_ref(&mut self, r: &BlockRef) {
+        self.u64(r.ino);
+        self.u32(r.version);
+        let (kind, lbn) = match r.kind {
+            BlockKind::Block(lbn) => (0, lbn),
+            BlockKind::Inode => (1, 0),
+        };
+        self.u8(kind);
+        self.i64(lbn);
+        self.u64(r.daddr);
+        self.i64(r.age);
+    }
+    pub(super) fn counters(&mut self, c: &CleanerCounters) {
+        self.u64(c.segments_cleaned);
+        self.u64(c.user_bytes_written);
+        self.u64(c.cleaner_bytes_written);
+        self.u64(c.cleaner_bytes_read);
+    }
+    /// The frame, length filled in; fails if it exceeds `max`.
+    pub(super) fn finish(mut self, max: usize) -> Result<Vec<u8>> {
+        let len = self.0.len() - 4;
+        if len > max {
+            return Err(errno(libc::EMSGSIZE, "message too large for the control socket"));
+        }
+        self.0[..4].copy_from_slice(&(len as u32).to_le_bytes());
+        Ok(self.0)
+    }
+}
+
+pub(super) fn malformed() -> Error {
+    errno(libc::EPROTO, "malformed message on the control socket")
+}
+
+/// Decoding is validating: every read checks that the bytes are there.
+pub(super) struct In<'a>(pub(super) &'a [u8]);
+
+impl<'a> In<'a> {
+    pub(super) fn take(&mut self, n: usize) -> Result<&'a [u8]> {
+        if n > self.0.len() {
+            return Err(malformed());
+        }
+        let (head, rest) = self.0.split_at(n);
+        self.0 = rest;
+        Ok(head)
+    }
+    pub(super) fn array<const N: usize>(&mut self) -> Result<[u8; N]> {
+        let mut a = [0u8; N];
+        a.copy_from_slice(self.take(N)?);
+        Ok(a)
+    }
+    pub(super) fn u8(&mut self) -> Result<u8> {
+        Ok(self.array::<1>()?[0])
+    }
+    pub(super) fn u16(&mut self) -> Result<u16> {
+        Ok(u16::from_le_bytes(self.array()?))
+    }
+    pub(super) fn u32(&mut self) -> Result<u32> {
+        Ok(u32::from_le_bytes(self.array()?))
+    }
+    pub(super) fn i32(&mut self) -> Result<i32> {
+        Ok(i32::from_le_bytes(self.array()?))
+    }
+    pub(super) fn u64(&mut self) -> Result<u64> {
+        Ok(u64::from_le_bytes(self.array()?))
+    }
+    pub(super) fn i64(&mut self) -> Result<i64> {
+        Ok(i64::from_le_bytes(self.array()?))
+    }
+    pub(super) fn f64(&mut self) -> Result<f64> {
+        let v = f64::from_le_bytes(self.array()?);
+        if v.is_finite() {
+            Ok(v)
+        } else {
+            Err(malformed())
+        }
+    }
+    /// A count of items of `each` bytes: at most `max`, and no more than
+    /// the bytes left can hold, so a lying count allocates nothing.
+    pub(super) fn count(&mut self, each: usize, max: usize) -> Result<usize> {
+        let n = self.u32()? as usize;
+        if n > max || n.saturating_mul(each) > self.0.len() {
+            return Err(malformed());
+        }
+        Ok(n)
+    }
+    pub(super) fn rest(&mut self) -> &'a [u8] {
+        std::mem::take(&mut self.0)
+    }
+    pub(super) fn end(&self) -> Result<()> {
+        if self.0.is_empty() {
+            Ok(())
+        } else {
+            Err(malformed())
+        }
+    }
+    pub(super) fn block_ref(&mut self) -> Result<BlockRef> {
+        let ino = self.u64()?;
+        let version = self.u32()?;
+        let kind = self.u8()?;
+        let lbn = self.i64()?;
+        let kind = match (kind, lbn) {
+            (0, lbn) => BlockKind::Block(lbn),
+            (1, 0) => BlockKind::Inode,
+            _ => return Err(malformed()),
+        };
+        Ok(BlockRef { ino, version, kind, daddr: self.u64()?, age: self.i64()? })
+    }
+    pub(super) fn block_refs(&mut self) -> Result<Vec<BlockRef>> {
+        let n = self.count(REF_BYTES, MAX_BLOCKS)?;
+        (0..n).map(|_| self.block_ref()).collect()
+    }
+    pub(super) fn counters(&mut self) -> Result<CleanerCounters> {
+        Ok(CleanerCounters {
+            segments_cleaned: self.u64()?,
+            user_bytes_written: self.u64()?,
+            cleaner_bytes_written: self.u64()?,
+            cleaner_bytes_read: self.u64()?,
+        })
+    }
+    pub(super) fn text(&mut self, len: usize) -> Result<String> {
+        String::from_utf8(self.take(len)?.to_vec()).map_err(|_| malformed())
+    }
+}
+
+pub(super) fn encode_table(out: &mut Out, t: &SegmentTable) {
+    out.u32(t.block_size);
+    out.u64(t.blocks_per_segment);
+    out.u64(t.fs_id);
+    out.u64(t.clean_segments);
+    out.u64(t.reserve_segments);
+    out.u64(t.low_water);
+    out.u64(t.high_water);
+    out.u64(t.budget_blocks);
+    out.i64(t.now);
+    out.count(t.segments.len());
+    for s in &t.segments {
+        out.u64(s.live_bytes);
+        out.i64(s.lastmod);
+        out.u64(s.usable_blocks);
+        out.u64(s.first_log_block);
+        out.u8(u8::from(s.clean) | u8::from(s.cleanable) << 1);
+    }
+}
+
+pub(super) fn decode_table(r: &mut In) -> Result<SegmentTable> {
+    let block_size = r.u32()?;
+    let blocks_per_segment = r.u64()?;
+    let fs_id = r.u64()?;
+    let clean_segments = r.u64()?;
+    let reserve_segments = r.u64()?;
+    let low_water = r.u64()?;
+    let high_water = r.u64()?;
+    let budget_blocks = r.u64()?;
+    let now = r.i64()?;
+    let n = r.count(SEGMENT_BYTES, MAX_RESPONSE / SEGMENT_BYTES)?;
+    let mut segments = Vec::with_capacity(n);
+    for _ in 0..n {
+        let live_bytes = r.u64()?;
+        let lastmod = r.i64()?;
+        let usable_blocks = r.u64()?;
+        let first_log_block = r.u64()?;
+        let flags = r.u8()?;
+        if flags > 3 {
+            return Err(malformed());
+        }
+        segments.push(SegmentState {
+            live_bytes,
+            lastmod,
+            usable_blocks,
+            first_log_block,
+            clean: flags & 1 != 0,
+            cleanable: flags & 2 != 0,
+        });
+    }
+    Ok(SegmentTable {
+        block_size,
+        blocks_per_segment,
+        fs_id,
+        segments,
+        clean_segments,
+        reserve_segments,
+        low_water,
+        high_water,
+        budget_blocks,
+        now,
+    })
+}
+
+/// Reads one frame of at most `max` bytes. `Ok(None)`: the peer closed the
+/// connection between frames. The buffer grows only as bytes arrive, so a
+/// length that lies costs nothing.
+pub(super) fn read_frame(stream: &mut impl Read, max: usize) -> io::Result<Option<Vec<u8>>> {
+    let mut len = [0u8; 4];
+    let mut got = 0;
+    while got < 4 {
+        match stream.read(&mut len[got..]) {
+            Ok(0) if got == 0 => return Ok(None),
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let len = u32::from_le_bytes(len) as usize;
+    if len > max {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, "frame too large"));
+    }
+    let mut body = Vec::new();
+    stream.take(len as u64).read_to_end(&mut body)?;
+    if body.len() != len {
+        return Err(io::ErrorKind::UnexpectedEof.into());
+    }
+    Ok(Some(body))
+}
+
+/// The longest prefix of `s` of at most `max` bytes that ends on a
+/// character boundary.
+pub(super) fn truncate_utf8(s: &str, max: usize) -> &str {
+    let mut end = s.len().min(max);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+/// An error as a response frame: errno and the error's one line.
+pub(super) fn error_frame(e: &Error) -> Vec<u8> {
+    let text = match e {
+        Error::Errno(_, why) => (*why).to_string(),
+        other => other.to_string(),
+    };
+    let message = truncate_utf8(&text, MAX_MESSAGE);
+    let mut out = Out::new(STATUS_ERROR);
+    out.i32(e.errno());
+    out.u16(message.len() as u16);
+    out.bytes(message.as_bytes());
+    // Short by construction; the fallback is never taken.
+    out.finish(MAX_RESPONSE).unwrap_or_default()
+}
+
+/// An error that came over the socket, as the library's error type. Its
+/// message must be `'static`: distinct messages are kept (a few hundred
+/// bytes each, at most `MAX_KEPT_MESSAGES` of them) and reused, so a
+/// long-running cleaner's memory does not grow with its errors.
+pub(super) fn remote_error(code: i32, message: &str) -> Error {
+    static KEPT: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
+    const MAX_KEPT_MESSAGES: usize = 256;
+    let code = if code > 0 { code } else { libc::EIO };
+    let mut kept = KEPT.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(m) = kept.iter().find(|m| **m == message) {
+        return Error::Errno(code, m);
+    }
+    if kept.len() >= MAX_KEPT_MESSAGES {
+        return Error::Errno(code, "the mounted file system reported an error");
+    }
+    let leaked: &'static str = Box::leak(message.to_string().into_boxed_str());
+    kept.push(leaked);
+    Error::Errno(code, leaked)
+}
+
+pub(super) fn encode_report(out: &mut Out, r: &Report) {
+    let policy = truncate_utf8(&r.policy, MAX_POLICY);
+    out.u8(policy.len() as u8);
+    out.bytes(policy.as_bytes());
+    out.counters(&r.cleaner.total);
+    out.counters(&r.cleaner.recent);
+    let cleaned = &r.cleaner.cleaned_utilization[..r.cleaner.cleaned_utilization.len().min(MAX_CLEANED)];
+    out.count(cleaned.len());
+    for &(seg, u) in cleaned {
+        out.u64(seg);
+        out.f64(u);
+    }
+    for v in [r.segments, r.segment_bytes, r.clean_segments, r.reserve_segments, r.low_water, r.high_water] {
+        out.u64(v);
+    }
+}
+
+pub(super) fn decode_report(r: &mut In) -> Result<Report> {
+    let len = r.u8()? as usize;
+    if len > MAX_POLICY {
+        return Err(malformed());
+    }
+    let policy = r.text(len)?;
+    let total = r.counters()?;
+    let recent = r.counters()?;
+    let n = r.count(16, MAX_CLEANED)?;
+    let cleaned_utilization = (0..n).map(|_| Ok((r.u64()?, r.f64()?))).collect::<Result<Vec<_>>>()?;
+    Ok(Report {
+        policy,
+        cleaner: CleanerReport { total, recent, cleaned_utilization },
+        segments: r.u64()?,
+        segment_bytes: r.u64()?,
+        clean_segments: r.u64()?,
+        reserve_segments: r.u64()?,
+        low_water: r.u64()?,
+        high_water: r.u64()?,
+    })
+}

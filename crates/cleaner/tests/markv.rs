@@ -1,0 +1,286 @@
+//! The cleaner mechanism's promises, checked through the public calls a
+//! policy makes (1993 paper §3.5, Table 3):
+//!
+//! * `markv` moves live blocks and inodes and changes nothing a user can
+//!   see: contents and the atime, mtime, ctime and birth time of every
+//!   moved file are as they were, before and after a remount;
+//! * `markv` skips a block that died between `bmapv` and `markv`, and never
+//!   writes stale contents over a newer block (written, or still dirty);
+//! * `segclean` refuses (EBUSY) a segment that still holds a live block,
+//!   and accepts it once the last one has moved.
+//!
+//! Each test builds a small LFS on a memory disk with no cleaner installed,
+//! so nothing moves unless the test moves it.
+
+use disk::MemDisk;
+use fslab::format::inode::{kind, InodeAttr};
+use fslab::format::{Ino, TimeNs, ROOT_INO};
+use fslab::lfs::clean::{parse_segment, BlockKind, BlockRef, MarkBlock};
+use fslab::lfs::{Lfs, MkfsOptions, MountOptions};
+use fslab::ufs::{Creds, FileSystem, SetAttr, TimeSet};
+use std::sync::Arc;
+
+const BLOCK: usize = 4096;
+/// Blocks per test file: past the 12 direct blocks, so each file also has
+/// a single indirect block for markv to move.
+const FILE_BLOCKS: usize = 20;
+
+/// The times every test file is given: distinct, far from "now", so a move
+/// that stamped the current time would show.
+const ATIME: TimeNs = 1_000_000_000_111_111_111;
+const MTIME: TimeNs = 1_100_000_000_222_222_222;
+const CTIME: TimeNs = 1_200_000_000_333_333_333;
+const BTIME: TimeNs = 900_000_000_444_444_444;
+
+fn mount(disk: &Arc<MemDisk>) -> FileSystem<Lfs> {
+    let options = MountOptions { cache_bytes: 4 << 20, ..MountOptions::default() };
+    FileSystem::new(Lfs::mount(disk.clone(), options).expect("mount"))
+}
+
+/// The contents of block `block` of the file tagged `file`, version `tag`:
+/// different for every (file, tag, block), so a block read back tells
+/// which write it came from.
+fn pattern(file: u8, tag: u8, block: usize) -> Vec<u8> {
+    (0..BLOCK)
+        .map(|i| (i as u32 * 7 + u32::from(file) * 31 + u32::from(tag) * 101 + block as u32 * 13) as u8)
+        .collect()
+}
+
+/// A file system with three files `a`, `b`, `c` of [`FILE_BLOCKS`] blocks,
+/// each with the fixed times above, then a filler file that moves the log
+/// past their segments (so those segments are ones a cleaner may clean),
+/// all checkpointed.
+struct Setup {
+    disk: Arc<MemDisk>,
+    fs: FileSystem<Lfs>,
+    files: Vec<Ino>,
+}
+
+fn setup() -> Setup {
+    let disk = Arc::new(MemDisk::new(8 << 20));
+    let mkfs = MkfsOptions { block_size: BLOCK as u32, segment_size: 256 << 10 };
+    fslab::mkfs_lfs(disk.clone(), &mkfs, Creds::default()).expect("mkfs");
+    let mut fs = mount(&disk);
+    let mut files = Vec::new();
+    for (i, name) in [b"a", b"b", b"c"].iter().enumerate() {
+        let ino = fs.mknod(ROOT_INO, *name, kind::REG | 0o644, 0, Creds::default()).expect("create").ino;
+        for block in 0..FILE_BLOCKS {
+            fs.write(ino, (block * BLOCK) as u64, &pattern(i as u8, 0, block)).expect("write");
+        }
+        let times = SetAttr {
+            atime: Some(TimeSet::At(ATIME)),
+            mtime: Some(TimeSet::At(MTIME)),
+            ctime: Some(CTIME),
+            btime: Some(BTIME),
+            ..SetAttr::default()
+        };
+        fs.setattr(ino, &times).expect("set times");
+        files.push(ino);
+    }
+    let filler = fs.mknod(ROOT_INO, b"filler", kind::REG | 0o644, 0, Creds::default()).expect("create").ino;
+    for block in 0..200 {
+        fs.write(filler, (block * BLOCK) as u64, &pattern(9, 0, block)).expect("write filler");
+    }
+    fs.sync().expect("sync");
+    Setup { disk, fs, files }
+}
+
+/// The attributes a move must not change.
+fn times(attr: &InodeAttr) -> (TimeNs, TimeNs, TimeNs, TimeNs, u64) {
+    (attr.atime, attr.mtime, attr.ctime, attr.btime, attr.size)
+}
+
+/// Checks that file `i` (inode `ino`) holds version `tags[block]` of each
+/// block and the fixed times.
+fn check_file(fs: &mut FileSystem<Lfs>, i: usize, ino: Ino, tags: &[u8], when: &str) {
+    let attr = fs.getattr(ino).expect("getattr").attr;
+    assert_eq!(
+        times(&attr),
+        (ATIME, MTIME, CTIME, BTIME, (FILE_BLOCKS * BLOCK) as u64),
+        "{when}: times and size of file {i} (atime, mtime, ctime, btime, size)"
+    );
+    let data = fs.read(ino, 0, FILE_BLOCKS * BLOCK).expect("read");
+    for (block, &tag) in tags.iter().enumerate() {
+        assert!(
+            data[block * BLOCK..(block + 1) * BLOCK] == pattern(i as u8, tag, block)[..],
+            "{when}: file {i} block {block} should be version {tag}"
+        );
+    }
+}
+
+/// A segment a cleaner may clean that holds live blocks of `ino`, with
+/// its raw bytes and every live block and inode its summaries name.
+fn segment_with_live_blocks_of(lfs: &mut Lfs, ino: Ino) -> (u64, Vec<u8>, Vec<BlockRef>) {
+    let table = lfs.segment_table();
+    for seg in 0..table.segments.len() as u64 {
+        if !table.segments[seg as usize].cleanable {
+            continue;
+        }
+        let bytes = lfs.read_segment(seg).expect("read_segment");
+        let refs = parse_segment(&table, seg, &bytes);
+        let now = lfs.bmapv(&refs).expect("bmapv");
+        let live: Vec<BlockRef> =
+            refs.into_iter().zip(now).filter(|(r, at)| *at == r.daddr && *at != 0).map(|(r, _)| r).collect();
+        if live.iter().any(|r| r.ino == ino && matches!(r.kind, BlockKind::Block(_))) {
+            return (seg, bytes, live);
+        }
+    }
+    panic!("no cleanable segment holds a live block of inode {ino}");
+}
+
+/// `refs` with the contents the segment holds for each block (as the
+/// cleaner driver passes them); inodes carry none.
+fn with_contents(refs: &[BlockRef], seg: u64, bytes: &[u8], blocks_per_segment: u64) -> Vec<MarkBlock> {
+    refs.iter()
+        .map(|&block| {
+            let data = match block.kind {
+                BlockKind::Block(_) => {
+                    let at = (block.daddr - seg * blocks_per_segment) as usize * BLOCK;
+                    Some(bytes[at..at + BLOCK].to_vec())
+                }
+                BlockKind::Inode => None,
+            };
+            MarkBlock { block, data }
+        })
+        .collect()
+}
+
+#[test]
+fn markv_moves_live_blocks_and_keeps_contents_and_times_across_remount() {
+    let Setup { disk, mut fs, files } = setup();
+    let before: Vec<InodeAttr> = files.iter().map(|&ino| fs.getattr(ino).expect("getattr").attr).collect();
+    let lfs = fs.storage();
+    let bps = lfs.segment_table().blocks_per_segment;
+    let (seg, bytes, live) = segment_with_live_blocks_of(lfs, files[0]);
+    let ours = live.iter().filter(|r| files.contains(&r.ino)).count();
+    assert!(ours > 1, "the segment holds several blocks of the test files");
+
+    let report = lfs.markv(&with_contents(&live, seg, &bytes, bps)).expect("markv");
+    assert_eq!(report.moved, live.len() as u64, "every live block and inode moved: {report:?}");
+    assert_eq!(report.skipped, 0);
+    assert!(report.blocks_written >= live.len() as u64);
+    let now = lfs.bmapv(&live).expect("bmapv after markv");
+    for (r, at) in live.iter().zip(&now) {
+        assert!(*at != 0 && *at != r.daddr, "{r:?} has a new address (now {at})");
+        assert_ne!(at / bps, seg, "{r:?} moved out of segment {seg}");
+    }
+    lfs.segclean(seg).expect("segclean: nothing live is left");
+
+    for (i, &ino) in files.iter().enumerate() {
+        let after = fs.getattr(ino).expect("getattr").attr;
+        assert_eq!(after, before[i], "file {i}: every attribute as before the move");
+        check_file(&mut fs, i, ino, &[0; FILE_BLOCKS], "after markv");
+    }
+    fs.unmount().expect("unmount");
+
+    let mut fs = mount(&disk);
+    for (i, &ino) in files.iter().enumerate() {
+        check_file(&mut fs, i, ino, &[0; FILE_BLOCKS], "after remount");
+    }
+    let lfs = fs.storage();
+    assert_eq!(lfs.bmapv(&live).expect("bmapv after remount"), now, "the new addresses were checkpointed");
+    assert!(lfs.segment_table().segments[seg as usize].clean, "segment {seg} is clean after the checkpoint");
+}
+
+#[test]
+fn markv_skips_blocks_that_died_after_bmapv_and_never_writes_stale_contents() {
+    let Setup { disk, mut fs, files } = setup();
+    let a = files[0];
+    let lfs = fs.storage();
+    let bps = lfs.segment_table().blocks_per_segment;
+    let (seg, bytes, live) = segment_with_live_blocks_of(lfs, a);
+    let data_blocks: Vec<i64> = live
+        .iter()
+        .filter(|r| r.ino == a)
+        .filter_map(|r| match r.kind {
+            BlockKind::Block(lbn) if (0..FILE_BLOCKS as i64).contains(&lbn) => Some(lbn),
+            _ => None,
+        })
+        .collect();
+    assert!(data_blocks.len() >= 2, "the segment holds two data blocks of a: {data_blocks:?}");
+    let (written, dirty) = (data_blocks[0] as usize, data_blocks[1] as usize);
+
+    // Between bmapv and markv: one block is overwritten and written to the
+    // log (dead where the cleaner saw it), another overwritten and still
+    // only in the cache.
+    fs.write(a, (written * BLOCK) as u64, &pattern(0, 1, written)).expect("overwrite");
+    fs.fsync(a, false).expect("fsync");
+    fs.write(a, (dirty * BLOCK) as u64, &pattern(0, 2, dirty)).expect("overwrite, unsynced");
+    let lfs = fs.storage();
+    let now = lfs.bmapv(&live).expect("bmapv");
+    let dead = live.iter().zip(&now).filter(|(r, at)| **at != r.daddr).count() as u64;
+    let written_ref = live.iter().position(|r| r.ino == a && r.kind == BlockKind::Block(written as i64));
+    let written_ref = written_ref.expect("the overwritten block was named");
+    assert_ne!(now[written_ref], live[written_ref].daddr, "the fsynced overwrite moved the block");
+
+    // The stale contents go in with the request, as a cleaner read them.
+    let report = lfs.markv(&with_contents(&live, seg, &bytes, bps)).expect("markv");
+    assert_eq!(report.skipped, dead, "markv skipped exactly the dead ones: {report:?}");
+    assert_eq!(report.moved, live.len() as u64 - dead);
+    lfs.segclean(seg).expect("segclean after the move");
+
+    let mut tags = [0u8; FILE_BLOCKS];
+    tags[written] = 1;
+    tags[dirty] = 2;
+    let check = |fs: &mut FileSystem<Lfs>, when: &str| {
+        let data = fs.read(a, 0, FILE_BLOCKS * BLOCK).expect("read");
+        for (block, &tag) in tags.iter().enumerate() {
+            assert!(
+                data[block * BLOCK..(block + 1) * BLOCK] == pattern(0, tag, block)[..],
+                "{when}: block {block} of a should be version {tag}"
+            );
+        }
+    };
+    check(&mut fs, "after markv");
+    fs.sync().expect("sync");
+    check(&mut fs, "after sync");
+    fs.unmount().expect("unmount");
+    let mut fs = mount(&disk);
+    check(&mut fs, "after remount");
+    for (i, &ino) in files.iter().enumerate().skip(1) {
+        check_file(&mut fs, i, ino, &[0; FILE_BLOCKS], "other files after remount");
+    }
+}
+
+#[test]
+fn segclean_refuses_a_segment_that_still_holds_a_live_block() {
+    let Setup { disk, mut fs, files } = setup();
+    let a = files[0];
+    let lfs = fs.storage();
+    let bps = lfs.segment_table().blocks_per_segment;
+    let (seg, bytes, live) = segment_with_live_blocks_of(lfs, a);
+
+    let err = lfs.segclean(seg).expect_err("segclean of a segment full of live blocks");
+    assert_eq!(err.errno(), libc::EBUSY, "{err}");
+
+    // Move all but one data block of a: still refused.
+    let last = live
+        .iter()
+        .position(|r| r.ino == a && matches!(r.kind, BlockKind::Block(lbn) if lbn >= 0))
+        .expect("a data block of a");
+    let mut rest = live.clone();
+    let kept = rest.remove(last);
+    let report = lfs.markv(&with_contents(&rest, seg, &bytes, bps)).expect("markv all but one");
+    assert_eq!(report.moved, rest.len() as u64);
+    let err = lfs.segclean(seg).expect_err("segclean with one live block left");
+    assert_eq!(err.errno(), libc::EBUSY, "{err}");
+    assert_eq!(lfs.bmapv(&[kept]).expect("bmapv"), vec![kept.daddr], "the refusal moved nothing");
+    assert!(!lfs.segment_table().segments[seg as usize].clean, "a refused segment is not counted clean");
+
+    // A checkpoint must not reclaim it either.
+    fs.sync().expect("sync");
+    let lfs = fs.storage();
+    assert!(!lfs.segment_table().segments[seg as usize].clean, "still not clean after a checkpoint");
+
+    // The last block moved: accepted.
+    let report = lfs.markv(&with_contents(&[kept], seg, &bytes, bps)).expect("markv the last one");
+    assert_eq!(report.moved, 1);
+    lfs.segclean(seg).expect("segclean once nothing is live");
+    fs.unmount().expect("unmount");
+
+    let mut fs = mount(&disk);
+    for (i, &ino) in files.iter().enumerate() {
+        check_file(&mut fs, i, ino, &[0; FILE_BLOCKS], "after remount");
+    }
+    assert!(fs.storage().segment_table().segments[seg as usize].clean, "clean after the unmount checkpoint");
+}
