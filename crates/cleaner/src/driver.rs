@@ -29,12 +29,20 @@ struct Rejected {
     live_bytes: u64,
     lastmod: TimeNs,
     excess_bytes: u64,
+    /// The pass that rejected it: the cost also depends on what else is
+    /// dirty, so a rejection is forgotten after [`REJECTION_PASSES`].
+    pass: u64,
 }
+
+/// Passes after which a rejected segment is looked at again regardless.
+const REJECTION_PASSES: u64 = 64;
 
 impl Rejected {
     /// Whether `state` may have become worth reading again.
-    fn still(&self, live_bytes: u64, lastmod: TimeNs) -> bool {
-        lastmod == self.lastmod && live_bytes + self.excess_bytes > self.live_bytes
+    fn still(&self, live_bytes: u64, lastmod: TimeNs, pass: u64) -> bool {
+        lastmod == self.lastmod
+            && live_bytes + self.excess_bytes > self.live_bytes
+            && pass < self.pass + REJECTION_PASSES
     }
 }
 
@@ -47,13 +55,15 @@ pub struct Cleaner {
     /// would free. Not read again until that many live bytes have died (or
     /// the segment was written again).
     rejected: HashMap<u64, Rejected>,
+    /// Passes run so far.
+    passes: u64,
 }
 
 impl Cleaner {
     /// A cleaner applying `policy`, cleaning up to 16 segments a pass (as
     /// many as fit in the space the cleaner may use).
     pub fn new(policy: Box<dyn Policy>) -> Cleaner {
-        Cleaner { policy, max_segments_per_pass: 16, rejected: HashMap::new() }
+        Cleaner { policy, max_segments_per_pass: 16, rejected: HashMap::new(), passes: 0 }
     }
 
     /// The policy's name.
@@ -64,6 +74,7 @@ impl Cleaner {
     /// Runs one pass. A pass that finds nothing worth cleaning, or no room
     /// to move anything, cleans nothing and says so with an empty `cleaned`.
     pub fn pass<M: Mechanism + ?Sized>(&mut self, m: &mut M) -> Result<Pass> {
+        self.passes += 1;
         let table = m.segment_table()?;
         let bs = table.block_size as u64;
         let bps = table.blocks_per_segment;
@@ -94,7 +105,8 @@ impl Cleaner {
             if live_blocks + live_blocks / 8 + 8 > budget {
                 continue;
             }
-            if self.rejected.get(&seg).is_some_and(|r| r.still(state.live_bytes, state.lastmod)) {
+            if self.rejected.get(&seg).is_some_and(|r| r.still(state.live_bytes, state.lastmod, self.passes))
+            {
                 continue;
             }
             let bytes = m.read_segment(seg)?;
@@ -110,7 +122,12 @@ impl Cleaner {
             let cost = m.markv_cost(&live)?;
             if cost >= state.usable_blocks {
                 let excess_bytes = (cost + 1 - state.usable_blocks) * bs;
-                let why = Rejected { live_bytes: state.live_bytes, lastmod: state.lastmod, excess_bytes };
+                let why = Rejected {
+                    live_bytes: state.live_bytes,
+                    lastmod: state.lastmod,
+                    excess_bytes,
+                    pass: self.passes,
+                };
                 self.rejected.insert(seg, why);
                 continue;
             }

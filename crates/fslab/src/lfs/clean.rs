@@ -487,11 +487,11 @@ impl Lfs {
         // Moving files changes only the ifile in memory, which any write may
         // do: the next ifile write is what the checkpoint reserve is for.
         // Moving the ifile's own blocks writes it now: those blocks, the
-        // ones already changed, the segment usage table and the indirect
-        // blocks above them — at most the whole ifile.
+        // segment usage table and the indirect blocks above them. (Blocks
+        // already changed go with them, but the checkpoint reserve covers
+        // those, as for any ifile write.)
         let ifile_blocks = if ifile_moved > 0 {
-            let changed = self.tables.dirty_blocks().len() as u64 + u64::from(self.sb.segtab_blocks);
-            (ifile_moved + changed + 3).min(self.tables.nblocks() + 4)
+            (ifile_moved + u64::from(self.sb.segtab_blocks) + 3).min(self.tables.nblocks() + 4)
         } else {
             0
         };
