@@ -151,7 +151,7 @@ impl Cleaner {
         if picked.is_empty() {
             return Ok(pass);
         }
-        self.policy.order(&mut blocks);
+        self.policy.order(&mut blocks, &table);
         match m.markv(&blocks) {
             Ok(report) => pass.moved = report.moved,
             // The space changed under us (another cleaner, or writers):

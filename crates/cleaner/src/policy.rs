@@ -13,9 +13,10 @@ pub trait Policy: Send {
     /// first. Only segments a cleaner may clean are asked.
     fn score(&self, seg: &SegmentState, table: &SegmentTable) -> f64;
 
-    /// Puts the live blocks of one pass in the order they are rewritten.
-    /// The default keeps them as found: segment by segment, in log order.
-    fn order(&self, _blocks: &mut [MarkBlock]) {}
+    /// Puts the live blocks of one pass in the order they are rewritten
+    /// (`table` as the pass found it). The default keeps them as found:
+    /// segment by segment, in log order.
+    fn order(&self, _blocks: &mut [MarkBlock], _table: &SegmentTable) {}
 }
 
 /// Every policy's name, for help texts and errors.
@@ -79,10 +80,12 @@ impl Policy for CostBenefit {
 }
 
 /// Hot-cold: separates cold data from hot when it rewrites live blocks.
-/// A pass's live blocks are rewritten sorted by age, oldest first, so that
-/// cold data leaves together in segments of its own instead of sharing
-/// them with data about to die (Rosenblum and Ousterhout 1992 §5.4:
-/// age-sorting is what makes the segment distribution bimodal). Segments
+/// A pass's live blocks are rewritten sorted by age, so that cold data
+/// leaves together in segments of its own instead of sharing them with data
+/// about to die (Rosenblum and Ousterhout 1992 §5.4: age-sorting is what
+/// makes the segment distribution bimodal). The youngest blocks go first,
+/// into what is left of the segment users are writing (hot data beside hot
+/// data); the rest follow oldest first, from a segment boundary. Segments
 /// are chosen by benefit to cost with the age term damped to its square
 /// root, `(1 − u) × √age / (1 + u)`: with the full age the cleaner took
 /// cold segments while they were still mostly live (on the 90/10 workload
@@ -99,8 +102,15 @@ impl Policy for HotCold {
         let u = seg.utilization(table.block_size);
         (1.0 - u) * age_seconds(seg, table).sqrt() / (1.0 + u)
     }
-    fn order(&self, blocks: &mut [MarkBlock]) {
+    fn order(&self, blocks: &mut [MarkBlock], table: &SegmentTable) {
         blocks.sort_by_key(|b| b.block.age);
+        // The first blocks written go beside what users wrote last, which is
+        // mostly hot: give that room to the youngest blocks, so that the
+        // cold ones start a segment of their own (two blocks are left for
+        // the summary and an inode block).
+        let room = (table.log_room_blocks.saturating_sub(2) as usize).min(blocks.len());
+        blocks.rotate_right(room);
+        blocks[..room].reverse();
     }
 }
 
@@ -130,6 +140,7 @@ mod tests {
             low_water: 4,
             high_water: 6,
             budget_blocks: 0,
+            log_room_blocks: 0,
             now: 1_000_000_000_000,
         }
     }
@@ -148,6 +159,21 @@ mod tests {
         assert!((s - 60.0).abs() < 1e-9, "{s}");
         // An old, fuller segment beats a young, emptier one.
         assert!(CostBenefit.score(&seg(75, 10_000), &t) > CostBenefit.score(&seg(20, 10), &t));
+    }
+
+    #[test]
+    fn hot_cold_puts_the_youngest_beside_users_data_and_the_oldest_next() {
+        use fslab::lfs::clean::{BlockKind, BlockRef};
+        let block = |age: i64| MarkBlock {
+            block: BlockRef { ino: age as u64 + 2, version: 0, kind: BlockKind::Block(0), daddr: 1, age },
+            data: None,
+        };
+        let mut blocks: Vec<MarkBlock> = [5, 1, 9, 3, 7, 2].into_iter().map(block).collect();
+        let mut t = table();
+        t.log_room_blocks = 4; // room for two blocks after the summary's share
+        HotCold.order(&mut blocks, &t);
+        let ages: Vec<i64> = blocks.iter().map(|b| b.block.age).collect();
+        assert_eq!(ages, vec![9, 7, 1, 2, 3, 5]);
     }
 
     #[test]

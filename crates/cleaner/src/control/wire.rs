@@ -219,6 +219,7 @@ pub(super) fn encode_table(out: &mut Out, t: &SegmentTable) {
     out.u64(t.low_water);
     out.u64(t.high_water);
     out.u64(t.budget_blocks);
+    out.u64(t.log_room_blocks);
     out.i64(t.now);
     out.count(t.segments.len());
     for s in &t.segments {
@@ -239,6 +240,7 @@ pub(super) fn decode_table(r: &mut In) -> Result<SegmentTable> {
     let low_water = r.u64()?;
     let high_water = r.u64()?;
     let budget_blocks = r.u64()?;
+    let log_room_blocks = r.u64()?;
     let now = r.i64()?;
     let n = r.count(SEGMENT_BYTES, MAX_RESPONSE / SEGMENT_BYTES)?;
     let mut segments = Vec::with_capacity(n);
@@ -270,6 +272,7 @@ pub(super) fn decode_table(r: &mut In) -> Result<SegmentTable> {
         low_water,
         high_water,
         budget_blocks,
+        log_room_blocks,
         now,
     })
 }

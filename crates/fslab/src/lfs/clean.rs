@@ -88,6 +88,9 @@ pub struct SegmentTable {
     /// Blocks a rewrite by [`Lfs::markv`] may consume now (after the next
     /// checkpoint reclaims the segments already cleaned).
     pub budget_blocks: u64,
+    /// Blocks left in the segment the log is being written in: where the
+    /// first blocks a rewrite writes will go, beside what users wrote last.
+    pub log_room_blocks: u64,
     /// The time the table was taken, on the clock `lastmod` uses.
     pub now: TimeNs,
 }
@@ -397,6 +400,7 @@ impl Lfs {
             low_water,
             high_water,
             budget_blocks: self.cleaner_budget(true),
+            log_room_blocks: self.sb.blocks_per_segment().saturating_sub(self.log.offset),
             now: now_ns(),
         }
     }

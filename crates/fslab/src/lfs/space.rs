@@ -5,8 +5,11 @@
 //! still write is what is left of the current segment, the next one and every
 //! clean segment — plus segments whose live bytes have fallen to zero, which
 //! become clean at the next checkpoint — less what the cache has already
-//! promised (dirty blocks, inode blocks for dirty inodes, summaries) and a
-//! reserve that lets a checkpoint always complete.
+//! promised (dirty blocks, inode blocks for dirty inodes, summaries) and the
+//! reserves: one that lets a checkpoint always complete, half a segment for
+//! directory operations, and the cleaner's share. With a cleaner installed,
+//! a writer short of clean space runs it (`clean.rs`), and the dead space in
+//! dirty segments counts as free in `statfs`.
 //!
 //! Two counts, as in BSD-LFS: live bytes per segment (the segment usage
 //! table, changed as blocks are written and die), and space promised to dirty
@@ -14,6 +17,11 @@
 
 use super::layout::{SEGUSE_CLEAN, SEGUSE_DIRTY, SEGUSE_SUPERBLOCK};
 use super::Lfs;
+use crate::error::errno;
+use crate::format::inode::INODE_SIZE;
+use crate::format::NAME_MAX;
+use crate::storage::StatFs;
+use crate::Result;
 
 /// What a promise of space is for: file data must leave the metadata
 /// reserve untouched.
@@ -24,6 +32,7 @@ pub(super) enum SpaceFor {
     /// Directories, symbolic links, extended attributes, inodes.
     Metadata,
 }
+
 /// What the segment usage table says about space, recounted when it changes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct SegmentSpace {
@@ -36,12 +45,6 @@ pub(super) struct SegmentSpace {
     /// Blocks a cleaner could free in the other dirty segments.
     pub dead: u64,
 }
-
-use crate::error::errno;
-use crate::format::inode::INODE_SIZE;
-use crate::format::NAME_MAX;
-use crate::storage::StatFs;
-use crate::Result;
 
 impl Lfs {
     /// Blocks of segment `seg` that can hold log (all but a superblock copy).
