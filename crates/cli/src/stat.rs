@@ -4,6 +4,7 @@
 //! writes, over user writes), since mount and over the last segments, the
 //! utilization each recently cleaned segment had, and the thresholds.
 
+use crate::size::human;
 use clap::Args;
 use fslab::lfs::clean::{CleanerCounters, RECENT_SEGMENTS};
 use fslab_cleaner::control::Report;
@@ -25,21 +26,6 @@ pub fn run(args: &StatArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// Bytes in binary units with one decimal, and exactly.
-fn bytes(n: u64) -> String {
-    const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
-    if n < 1024 {
-        return format!("{n} B");
-    }
-    let mut value = n as f64 / 1024.0;
-    let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < UNITS.len() {
-        value /= 1024.0;
-        unit += 1;
-    }
-    format!("{value:.1} {}", UNITS[unit])
-}
-
 /// The report as aligned text.
 fn render(dir: &str, r: &Report) -> String {
     let mut out = String::new();
@@ -48,7 +34,7 @@ fn render(dir: &str, r: &Report) -> String {
     };
     row(&mut out, "mount", dir.to_string());
     row(&mut out, "cleaner policy", r.policy.clone());
-    row(&mut out, "segments", format!("{} of {}", r.segments, bytes(r.segment_bytes)));
+    row(&mut out, "segments", format!("{} of {}", r.segments, human(r.segment_bytes)));
     row(&mut out, "clean segments", r.clean_segments.to_string());
     row(
         &mut out,
@@ -63,9 +49,9 @@ fn render(dir: &str, r: &Report) -> String {
     let pair = |out: &mut String, label: &str, f: &dyn Fn(&CleanerCounters) -> String| {
         let _ = writeln!(out, "{label:<26}{:>16}  {:>16}", f(total), f(recent));
     };
-    pair(&mut out, "written by users", &|c| bytes(c.user_bytes_written));
-    pair(&mut out, "written by the cleaner", &|c| bytes(c.cleaner_bytes_written));
-    pair(&mut out, "read by the cleaner", &|c| bytes(c.cleaner_bytes_read));
+    pair(&mut out, "written by users", &|c| human(c.user_bytes_written));
+    pair(&mut out, "written by the cleaner", &|c| human(c.cleaner_bytes_written));
+    pair(&mut out, "read by the cleaner", &|c| human(c.cleaner_bytes_read));
     pair(&mut out, "segments cleaned", &|c| c.segments_cleaned.to_string());
     pair(&mut out, "write cost", &|c| format!("{:.2}", c.write_cost()));
     let cleaned = &r.cleaner.cleaned_utilization;
@@ -116,10 +102,10 @@ mod tests {
             high_water: 8,
         };
         let text = render("/mnt", &report);
-        assert!(text.contains("segments                  96 of 512.0 KiB"), "{text}");
+        assert!(text.contains("segments                  96 of 512 KiB"), "{text}");
         assert!(text.contains("low-water 5, high-water 8, reserve 2"), "{text}");
         let lines: Vec<&str> = text.lines().collect();
-        assert!(lines.contains(&"written by users                 300.0 MiB               0 B"), "{text}");
+        assert!(lines.contains(&"written by users                   300 MiB           0 bytes"), "{text}");
         assert!(lines.contains(&"write cost                            1.50              1.00"), "{text}");
         // The two columns end where their headings end.
         let heading = lines.iter().find(|l| l.contains("since mount")).expect("heading");
@@ -128,7 +114,5 @@ mod tests {
             .filter(|l| l.starts_with("written") || l.starts_with("read by"))
             .all(|l| l.len() == heading.len()));
         assert!(text.contains(" 3:  25.0%   95:  50.0%"), "{text}");
-        assert_eq!(bytes(1000), "1000 B");
-        assert_eq!(bytes(1536), "1.5 KiB");
     }
 }
