@@ -55,8 +55,8 @@ pub(super) struct Batch {
     flags: u16,
     /// For the cleaner's rewrites: how old each file's moved data is. Their
     /// summaries carry the age of the youngest data in them instead of the
-    /// time of writing, so a segment's age stays the age of its data
-    /// (Rosenblum's definition, which cost-benefit ranks by).
+    /// time of writing, so that data keeps its age through any number of
+    /// cleanings (a policy sorts moved blocks by it).
     ages: Option<HashMap<Ino, TimeNs>>,
     /// The age of the blocks being placed now.
     next_age: Option<TimeNs>,
@@ -113,8 +113,8 @@ impl Lfs {
         let has_sb = match self.tables.seguse.get_mut(new as usize) {
             Some(s) => {
                 s.flags = (s.flags & SEGUSE_SUPERBLOCK) | SEGUSE_DIRTY | SEGUSE_ACTIVE;
-                // Nothing in it yet: each partial segment raises it to the
-                // age of its youngest data.
+                // Nothing in it yet: each partial segment written into it
+                // sets it to the time of that write.
                 s.lastmod = 0;
                 s.flags & SEGUSE_SUPERBLOCK != 0
             }
