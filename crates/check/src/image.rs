@@ -413,6 +413,16 @@ impl<'a> Checker<'a> {
         let mut count = SegCount::default();
         let mut offset = u64::from(self.superblock_segment(seg));
         let mut last_serial = None;
+        // In a segment a log head is writing, the checkpoint's log ends at
+        // the head: a partial segment found past it is one roll-forward
+        // did not take (it followed a partial segment a crash lost, at the
+        // other head), and the next write there overwrites it.
+        let c = &self.sb.checkpoint;
+        let head_end = if seg == c.log_segment {
+            c.log_offset
+        } else {
+            c.cold.filter(|h| h.segment == seg).map_or(bps, |h| h.offset)
+        };
         while offset + 1 < bps {
             let daddr = seg * bps + offset;
             let Ok(block) = self.read_block(daddr) else { break };
@@ -435,7 +445,7 @@ impl<'a> Checker<'a> {
                 map.roles[at] = Role::Inodes { partial };
                 at += 1;
             }
-            if summary.serial < self.sb.checkpoint.next_summary_serial {
+            if summary.serial < self.sb.checkpoint.next_summary_serial && offset < head_end {
                 count.nsums += 1;
                 count.ninos += summary.ninoblocks;
             }

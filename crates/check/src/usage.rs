@@ -54,15 +54,19 @@ impl Checker<'_> {
             if (u.flags & SEGUSE_SUPERBLOCK != 0) != self.superblock_segment(seg) {
                 flag_problems.push("superblock flag disagrees with the superblock's list of copies".into());
             }
-            if (u.flags & SEGUSE_ACTIVE != 0) != (seg == c.log_segment) {
+            let cold = c.cold.map(|h| h.segment);
+            let is_head = seg == c.log_segment || Some(seg) == cold;
+            if (u.flags & SEGUSE_ACTIVE != 0) != is_head {
                 flag_problems
-                    .push("active flag set on a segment other than the log head (or missing there)".into());
+                    .push("active flag set on a segment other than a log head (or missing there)".into());
             }
-            if seg == c.log_segment && is_clean {
-                flag_problems.push("the log head's segment is marked clean".into());
+            if is_head && is_clean {
+                flag_problems.push("a log head's segment is marked clean".into());
             }
-            if seg == c.next_segment && seg != c.log_segment && !is_clean {
-                flag_problems.push("the segment the log moves to next is not clean".into());
+            let is_next = (seg == c.next_segment && seg != c.log_segment)
+                || c.cold.is_some_and(|h| seg == h.next_segment && seg != h.segment);
+            if is_next && !is_clean {
+                flag_problems.push("a segment a log head moves to next is not clean".into());
             }
             if let Some(found) = self.seg_counts.get(&seg).copied() {
                 if !is_clean && (found.nsums != u.nsums || found.ninos != u.ninos) {

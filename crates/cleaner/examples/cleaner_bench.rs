@@ -102,7 +102,7 @@ fn run_one(a: &Args, access: Access, util: f64, policy_name: &str) -> Result<Row
     let options = MountOptions { cache_bytes: 4 << 20, ..MountOptions::default() };
     let mut lfs = Lfs::mount(dev.clone(), options).map_err(|e| e.to_string())?;
     let policy = policy::by_name(policy_name).ok_or("policy")?;
-    lfs.set_cleaner(Some(Box::new(Cleaner::new(policy))));
+    Cleaner::new(policy).install(&mut lfs);
     let mut fs = FileSystem::new(lfs);
     let mut spec =
         Spec { utilization: util, file_blocks: a.file_blocks, write_multiple: 1.0, access, seed: 42 };

@@ -6,8 +6,8 @@
 
 use crate::mechanism::Mechanism;
 use crate::policy::Policy;
-use fslab::format::TimeNs;
-use fslab::lfs::clean::{parse_segment, BlockKind, BlockRef, MarkBlock, SpaceMaker, Urgency};
+use fslab::lfs::clean::{BlockRef, Destination, MarkBlock, SpaceMaker, Urgency};
+use fslab::lfs::layout::WriteClock;
 use fslab::lfs::Lfs;
 use fslab::Result;
 use std::collections::HashMap;
@@ -27,7 +27,7 @@ pub struct Pass {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Rejected {
     live_bytes: u64,
-    lastmod: TimeNs,
+    lastmod: WriteClock,
     excess_bytes: u64,
     /// The pass that rejected it: the cost also depends on what else is
     /// dirty, so a rejection is forgotten after [`REJECTION_PASSES`].
@@ -39,7 +39,7 @@ const REJECTION_PASSES: u64 = 64;
 
 impl Rejected {
     /// Whether `state` may have become worth reading again.
-    fn still(&self, live_bytes: u64, lastmod: TimeNs, pass: u64) -> bool {
+    fn still(&self, live_bytes: u64, lastmod: WriteClock, pass: u64) -> bool {
         lastmod == self.lastmod
             && live_bytes + self.excess_bytes > self.live_bytes
             && pass < self.pass + REJECTION_PASSES
@@ -71,13 +71,19 @@ impl Cleaner {
         self.policy.name()
     }
 
+    /// Makes this the cleaner `lfs`'s writers run when short of clean
+    /// segments, and places users' writes as the policy asks.
+    pub fn install(self, lfs: &mut Lfs) {
+        lfs.set_separation(self.policy.user_cold_after());
+        lfs.set_cleaner(Some(Box::new(self)));
+    }
+
     /// Runs one pass. A pass that finds nothing worth cleaning, or no room
     /// to move anything, cleans nothing and says so with an empty `cleaned`.
     pub fn pass<M: Mechanism + ?Sized>(&mut self, m: &mut M) -> Result<Pass> {
         self.passes += 1;
         let table = m.segment_table()?;
         let bs = table.block_size as u64;
-        let bps = table.blocks_per_segment;
         let mut candidates: Vec<(f64, u64)> = table
             .segments
             .iter()
@@ -109,9 +115,9 @@ impl Cleaner {
             {
                 continue;
             }
-            let bytes = m.read_segment(seg)?;
+            // Summaries and inode blocks only: markv reads the live blocks.
+            let refs = m.segment_refs(seg)?;
             pass.segments_read += 1;
-            let refs = parse_segment(&table, seg, &bytes);
             let now = m.bmapv(&refs)?;
             let live: Vec<BlockRef> = refs
                 .into_iter()
@@ -137,27 +143,30 @@ impl Cleaner {
             self.rejected.remove(&seg);
             budget -= cost;
             picked.push(seg);
-            for r in live {
-                let data = match r.kind {
-                    BlockKind::Block(_) => {
-                        let at = (r.daddr - seg * bps) as usize * bs as usize;
-                        bytes.get(at..at + bs as usize).map(<[u8]>::to_vec)
-                    }
-                    BlockKind::Inode => None,
-                };
-                blocks.push(MarkBlock { block: r, data });
-            }
+            blocks.extend(live.into_iter().map(|block| MarkBlock { block, data: None }));
         }
         if picked.is_empty() {
             return Ok(pass);
         }
         self.policy.order(&mut blocks, &table);
-        match m.markv(&blocks) {
-            Ok(report) => pass.moved = report.moved,
-            // The space changed under us (another cleaner, or writers):
-            // nothing was written; the next pass looks again.
-            Err(e) if e.errno() == libc::ENOSPC || e.errno() == libc::EBUSY => return Ok(pass),
-            Err(e) => return Err(e),
+        // Data older than the policy's line goes to the cold head, the rest
+        // to the users' head; markv takes the users' head itself when the
+        // cold one has no room.
+        let (cold, shared): (Vec<MarkBlock>, Vec<MarkBlock>) = match self.policy.cold_before(&table) {
+            Some(line) => blocks.into_iter().partition(|b| b.block.age < line),
+            None => (Vec::new(), blocks),
+        };
+        for (blocks, to) in [(shared, Destination::Shared), (cold, Destination::Cold)] {
+            if blocks.is_empty() {
+                continue;
+            }
+            match m.markv(&blocks, to) {
+                Ok(report) => pass.moved += report.moved,
+                // The space changed under us (another cleaner, or writers):
+                // nothing more was written; the next pass looks again.
+                Err(e) if e.errno() == libc::ENOSPC || e.errno() == libc::EBUSY => return Ok(pass),
+                Err(e) => return Err(e),
+            }
         }
         for seg in picked {
             match m.segclean(seg) {

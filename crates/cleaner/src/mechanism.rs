@@ -3,7 +3,7 @@
 //! segment usage table and raw segments. Policies see nothing else.
 
 use fslab::format::Daddr;
-use fslab::lfs::clean::{BlockRef, MarkBlock, Markv, SegmentClock, SegmentTable};
+use fslab::lfs::clean::{BlockRef, Destination, MarkBlock, Markv, SegmentClock, SegmentTable};
 use fslab::lfs::Lfs;
 use fslab::Result;
 use std::sync::Arc;
@@ -15,12 +15,15 @@ pub trait Mechanism {
     fn segment_table(&mut self) -> Result<SegmentTable>;
     /// The raw bytes of segment `seg`.
     fn read_segment(&mut self, seg: u64) -> Result<Vec<u8>>;
+    /// What the summaries of segment `seg` name, read without the data
+    /// blocks (live or dead: ask `bmapv`).
+    fn segment_refs(&mut self, seg: u64) -> Result<Vec<BlockRef>>;
     /// The current address of each block (0: gone).
     fn bmapv(&mut self, blocks: &[BlockRef]) -> Result<Vec<Daddr>>;
     /// Blocks a rewrite of `blocks` would consume, hidden cost included.
     fn markv_cost(&mut self, blocks: &[BlockRef]) -> Result<u64>;
-    /// Rewrites the live ones among `blocks` at the head of the log.
-    fn markv(&mut self, blocks: &[MarkBlock]) -> Result<Markv>;
+    /// Rewrites the live ones among `blocks` at the log head `to` names.
+    fn markv(&mut self, blocks: &[MarkBlock], to: Destination) -> Result<Markv>;
     /// Declares segment `seg` empty (clean from the next checkpoint).
     fn segclean(&mut self, seg: u64) -> Result<()>;
     /// Sleeps until a partial segment is written or `timeout` passes.
@@ -36,14 +39,17 @@ impl Mechanism for Lfs {
     fn read_segment(&mut self, seg: u64) -> Result<Vec<u8>> {
         Lfs::read_segment(self, seg)
     }
+    fn segment_refs(&mut self, seg: u64) -> Result<Vec<BlockRef>> {
+        Lfs::segment_refs(self, seg)
+    }
     fn bmapv(&mut self, blocks: &[BlockRef]) -> Result<Vec<Daddr>> {
         Lfs::bmapv(self, blocks)
     }
     fn markv_cost(&mut self, blocks: &[BlockRef]) -> Result<u64> {
         Lfs::markv_cost(self, blocks)
     }
-    fn markv(&mut self, blocks: &[MarkBlock]) -> Result<Markv> {
-        Lfs::markv(self, blocks)
+    fn markv(&mut self, blocks: &[MarkBlock], to: Destination) -> Result<Markv> {
+        Lfs::markv(self, blocks, to)
     }
     fn segclean(&mut self, seg: u64) -> Result<()> {
         Lfs::segclean(self, seg)
@@ -88,14 +94,17 @@ impl<A: LfsAccess> Mechanism for Locked<A> {
     fn read_segment(&mut self, seg: u64) -> Result<Vec<u8>> {
         self.access.with_lfs(|lfs| lfs.read_segment(seg))
     }
+    fn segment_refs(&mut self, seg: u64) -> Result<Vec<BlockRef>> {
+        self.access.with_lfs(|lfs| lfs.segment_refs(seg))
+    }
     fn bmapv(&mut self, blocks: &[BlockRef]) -> Result<Vec<Daddr>> {
         self.access.with_lfs(|lfs| lfs.bmapv(blocks))
     }
     fn markv_cost(&mut self, blocks: &[BlockRef]) -> Result<u64> {
         self.access.with_lfs(|lfs| lfs.markv_cost(blocks))
     }
-    fn markv(&mut self, blocks: &[MarkBlock]) -> Result<Markv> {
-        self.access.with_lfs(|lfs| lfs.markv(blocks))
+    fn markv(&mut self, blocks: &[MarkBlock], to: Destination) -> Result<Markv> {
+        self.access.with_lfs(|lfs| lfs.markv(blocks, to))
     }
     fn segclean(&mut self, seg: u64) -> Result<()> {
         self.access.with_lfs(|lfs| lfs.segclean(seg))

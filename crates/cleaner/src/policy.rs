@@ -3,6 +3,7 @@
 //! one needs only a type and a line in [`by_name`].
 
 use fslab::lfs::clean::{MarkBlock, SegmentState, SegmentTable};
+use fslab::lfs::layout::WriteClock;
 
 /// A cleaning policy.
 pub trait Policy: Send {
@@ -17,6 +18,22 @@ pub trait Policy: Send {
     /// (`table` as the pass found it). The default keeps them as found:
     /// segment by segment, in log order.
     fn order(&self, _blocks: &mut [MarkBlock], _table: &SegmentTable) {}
+
+    /// Data written before the time returned is cold: a pass rewrites
+    /// those blocks at the log's cold head, apart from users' new writes,
+    /// and the younger ones at the users' head. `None` (the default):
+    /// everything goes to the users' head, as in BSD-LFS.
+    fn cold_before(&self, _table: &SegmentTable) -> Option<WriteClock> {
+        None
+    }
+
+    /// For a mount's own cleaner: users' writes to a file not written while
+    /// users wrote this many times the live bytes go to the cold head
+    /// (`Lfs::set_separation`). `None` (the default): every
+    /// write goes to the users' head.
+    fn user_cold_after(&self) -> Option<f64> {
+        None
+    }
 }
 
 /// Every policy's name, for help texts and errors.
@@ -35,10 +52,11 @@ pub fn by_name(name: &str) -> Option<Box<dyn Policy>> {
     }
 }
 
-/// Seconds from `lastmod` to the table's time, at least a microsecond so
-/// that a segment written just now still ranks by utilization.
-fn age_seconds(seg: &SegmentState, table: &SegmentTable) -> f64 {
-    ((table.now - seg.lastmod) as f64 / 1e9).max(1e-6)
+/// The age of the segment's newest data on the write clock (bytes users
+/// wrote since), at least one so that a segment written just now still
+/// ranks by utilization.
+fn age(seg: &SegmentState, table: &SegmentTable) -> f64 {
+    ((table.now - seg.lastmod) as f64).max(1.0)
 }
 
 /// The 1993 paper's benefit-to-cost ratio (§3.5): reading the segment
@@ -47,7 +65,7 @@ fn age_seconds(seg: &SegmentState, table: &SegmentTable) -> f64 {
 /// age of the youngest data in the segment predicts.
 fn benefit_to_cost(seg: &SegmentState, table: &SegmentTable) -> f64 {
     let u = seg.utilization(table.block_size);
-    (1.0 - u) * age_seconds(seg, table) / (1.0 + u)
+    (1.0 - u) * age(seg, table) / (1.0 + u)
 }
 
 /// Greedy: the segment with the fewest live bytes first (Rosenblum and
@@ -79,18 +97,28 @@ impl Policy for CostBenefit {
     }
 }
 
-/// Hot-cold: separates cold data from hot when it rewrites live blocks.
-/// A pass's live blocks are rewritten sorted by age, so that cold data
-/// leaves together in segments of its own instead of sharing them with data
-/// about to die (Rosenblum and Ousterhout 1992 §5.4: age-sorting is what
-/// makes the segment distribution bimodal). The youngest blocks go first,
-/// into what is left of the segment users are writing (hot data beside hot
-/// data); the rest follow oldest first, from a segment boundary. Segments
-/// are chosen by benefit to cost with the age term damped to its square
-/// root, `(1 − u) × √age / (1 + u)`: with the full age the cleaner took
-/// cold segments while they were still mostly live (on the 90/10 workload
-/// at 80% the damped form cleaned segments at lower utilization and wrote
-/// less; `scripts/bench-cleaner` measures it).
+/// Hot-cold: keeps cold data apart from hot, F2FS-style, with the log's
+/// second head (Rosenblum and Ousterhout 1992 §5.4: cold data should not
+/// share segments with data about to die).
+///
+/// * Moved data not rewritten while users wrote [`MOVED_COLD_AFTER`] times
+///   the live bytes goes to the cold head, sorted oldest first; younger
+///   moved data goes back beside users' writes.
+/// * On a mount, users' writes to files not written while users wrote
+///   [`USER_COLD_AFTER`] times the live bytes go to the cold head too.
+/// * Segments are ranked by how little waiting would lower the cost of
+///   cleaning them. With only live blocks read, reclaiming a segment at
+///   utilization `u` costs `2u / (1 − u)` per byte freed; if its data dies
+///   at rate `λ`, waiting lowers that at `2λu / (1 − u)²`. The segment
+///   whose cost falls slowest goes first: score `(1 − u)² / (λ u)`, with
+///   `λ = ln(1/u) / age` (the segment was full when written; age on the
+///   write clock).
+///
+/// All of this pays only when age predicts survival
+/// ([`SegmentTable::ages_predict_survival`]). When it does not (uniform
+/// overwrites: older segments are emptier), the policy ranks greedily and
+/// separates nothing, since splitting data that dies at one rate gains
+/// nothing and ranking by age loses (`scripts/bench-cleaner`).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct HotCold;
 
@@ -100,28 +128,48 @@ impl Policy for HotCold {
     }
     fn score(&self, seg: &SegmentState, table: &SegmentTable) -> f64 {
         let u = seg.utilization(table.block_size);
-        (1.0 - u) * age_seconds(seg, table).sqrt() / (1.0 + u)
+        if !table.ages_predict_survival {
+            return -u;
+        }
+        let u = u.clamp(1e-6, 1.0 - 1e-6);
+        (1.0 - u).powi(2) * age(seg, table) / (u * (1.0 / u).ln())
     }
-    fn order(&self, blocks: &mut [MarkBlock], table: &SegmentTable) {
+    fn order(&self, blocks: &mut [MarkBlock], _table: &SegmentTable) {
         blocks.sort_by_key(|b| b.block.age);
-        // The first blocks written go beside what users wrote last, which is
-        // mostly hot: give that room to the youngest blocks, so that the
-        // cold ones start a segment of their own (two blocks are left for
-        // the summary and an inode block).
-        let room = (table.log_room_blocks.saturating_sub(2) as usize).min(blocks.len());
-        blocks.rotate_right(room);
-        blocks[..room].reverse();
+    }
+    fn cold_before(&self, table: &SegmentTable) -> Option<WriteClock> {
+        if !table.ages_predict_survival {
+            return None;
+        }
+        let live: u64 = table.segments.iter().map(|s| s.live_bytes).sum();
+        Some(table.now.saturating_sub((live as f64 * MOVED_COLD_AFTER) as i64))
+    }
+    fn user_cold_after(&self) -> Option<f64> {
+        Some(USER_COLD_AFTER)
     }
 }
+
+/// Moved data not rewritten while users wrote this many times the live
+/// bytes goes to the cold head.
+pub const MOVED_COLD_AFTER: f64 = 0.8;
+
+/// Users' writes to files not written while users wrote this many times
+/// the live bytes go to the cold head.
+pub const USER_COLD_AFTER: f64 = 0.8;
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn seg(live_blocks: u64, age_s: i64) -> SegmentState {
+    /// The write clock when [`table`] is taken.
+    const NOW: WriteClock = 1_000_000_000;
+
+    /// A segment of 100 blocks with `live_blocks` live, last written
+    /// `age` bytes of users' writes ago.
+    fn seg(live_blocks: u64, age: i64) -> SegmentState {
         SegmentState {
             live_bytes: live_blocks * 4096,
-            lastmod: 1_000_000_000_000 - age_s * 1_000_000_000,
+            lastmod: NOW - age,
             usable_blocks: 100,
             first_log_block: 0,
             clean: false,
@@ -129,32 +177,33 @@ mod tests {
         }
     }
 
-    fn table() -> SegmentTable {
+    fn table(segments: Vec<SegmentState>, ages_predict_survival: bool) -> SegmentTable {
         SegmentTable {
             block_size: 4096,
             blocks_per_segment: 100,
             fs_id: 1,
-            segments: Vec::new(),
+            segments,
             clean_segments: 0,
             reserve_segments: 2,
             low_water: 4,
             high_water: 6,
             budget_blocks: 0,
-            log_room_blocks: 0,
-            now: 1_000_000_000_000,
+            cold_budget_blocks: 0,
+            now: NOW,
+            ages_predict_survival,
         }
     }
 
     #[test]
     fn greedy_prefers_the_emptier_segment_whatever_its_age() {
-        let t = table();
+        let t = table(Vec::new(), true);
         assert!(Greedy.score(&seg(20, 1), &t) > Greedy.score(&seg(30, 1000), &t));
     }
 
     #[test]
     fn cost_benefit_is_the_papers_formula() {
-        let t = table();
-        // u = 0.25, age = 100 s: (0.75 × 100) / 1.25 = 60.
+        let t = table(Vec::new(), true);
+        // u = 0.25, age = 100: (0.75 × 100) / 1.25 = 60.
         let s = CostBenefit.score(&seg(25, 100), &t);
         assert!((s - 60.0).abs() < 1e-9, "{s}");
         // An old, fuller segment beats a young, emptier one.
@@ -162,18 +211,40 @@ mod tests {
     }
 
     #[test]
-    fn hot_cold_puts_the_youngest_beside_users_data_and_the_oldest_next() {
+    fn hot_cold_ranks_by_declining_cost_when_age_predicts_survival() {
+        let t = table(Vec::new(), true);
+        // u = 0.5, age = 1000: (0.5² × 1000) / (0.5 × ln 2).
+        let s = HotCold.score(&seg(50, 1000), &t);
+        assert!((s - 0.25 * 1000.0 / (0.5 * 2f64.ln())).abs() < 1e-6, "{s}");
+        // A cold segment (old, 80% live) goes before a hot one that is
+        // still dying fast (young, 40% live).
+        assert!(HotCold.score(&seg(80, 100_000), &t) > HotCold.score(&seg(40, 100), &t));
+    }
+
+    #[test]
+    fn hot_cold_is_greedy_and_separates_nothing_when_age_says_nothing() {
+        let t = table(vec![seg(50, 10)], false);
+        assert!(HotCold.score(&seg(20, 1), &t) > HotCold.score(&seg(30, 100_000), &t));
+        assert_eq!(HotCold.cold_before(&t), None);
+    }
+
+    #[test]
+    fn hot_cold_sends_data_older_than_its_line_to_the_cold_head() {
         use fslab::lfs::clean::{BlockKind, BlockRef};
         let block = |age: i64| MarkBlock {
             block: BlockRef { ino: age as u64 + 2, version: 0, kind: BlockKind::Block(0), daddr: 1, age },
             data: None,
         };
         let mut blocks: Vec<MarkBlock> = [5, 1, 9, 3, 7, 2].into_iter().map(block).collect();
-        let mut t = table();
-        t.log_room_blocks = 4; // room for two blocks after the summary's share
+        let t = table(vec![seg(50, 10), seg(50, 20)], true);
         HotCold.order(&mut blocks, &t);
         let ages: Vec<i64> = blocks.iter().map(|b| b.block.age).collect();
-        assert_eq!(ages, vec![9, 7, 1, 2, 3, 5]);
+        assert_eq!(ages, vec![1, 2, 3, 5, 7, 9], "oldest first");
+        // 100 live blocks: the line is 0.8 × 409,600 bytes of writes ago.
+        let line = HotCold.cold_before(&t).expect("a line");
+        assert_eq!(line, NOW - (100.0 * 4096.0 * MOVED_COLD_AFTER) as i64);
+        assert_eq!(HotCold.user_cold_after(), Some(USER_COLD_AFTER));
+        assert_eq!(CostBenefit.cold_before(&t), None, "cost-benefit keeps one head");
     }
 
     #[test]

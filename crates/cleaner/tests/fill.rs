@@ -17,7 +17,7 @@ fn mount(disk: &Arc<MemDisk>, policy: &str) -> FileSystem<Lfs> {
     let options = MountOptions { cache_bytes: 2 << 20, ..MountOptions::default() };
     let mut lfs = Lfs::mount(disk.clone(), options).expect("mount");
     let policy = policy::by_name(policy).expect("policy");
-    lfs.set_cleaner(Some(Box::new(Cleaner::new(policy))));
+    Cleaner::new(policy).install(&mut lfs);
     FileSystem::new(lfs)
 }
 

@@ -15,7 +15,7 @@
 use disk::MemDisk;
 use fslab::format::inode::{kind, InodeAttr};
 use fslab::format::{Ino, TimeNs, ROOT_INO};
-use fslab::lfs::clean::{parse_segment, BlockKind, BlockRef, MarkBlock};
+use fslab::lfs::clean::{parse_segment, BlockKind, BlockRef, Destination, MarkBlock};
 use fslab::lfs::{Lfs, MkfsOptions, MountOptions};
 use fslab::ufs::{Creds, FileSystem, SetAttr, TimeSet};
 use std::sync::Arc;
@@ -33,7 +33,11 @@ const CTIME: TimeNs = 1_200_000_000_333_333_333;
 const BTIME: TimeNs = 900_000_000_444_444_444;
 
 fn mount(disk: &Arc<MemDisk>) -> FileSystem<Lfs> {
-    let options = MountOptions { cache_bytes: 4 << 20, ..MountOptions::default() };
+    mount_with_cache(disk, 4 << 20)
+}
+
+fn mount_with_cache(disk: &Arc<MemDisk>, cache_bytes: u64) -> FileSystem<Lfs> {
+    let options = MountOptions { cache_bytes, ..MountOptions::default() };
     FileSystem::new(Lfs::mount(disk.clone(), options).expect("mount"))
 }
 
@@ -57,10 +61,14 @@ struct Setup {
 }
 
 fn setup() -> Setup {
+    setup_with_cache(4 << 20)
+}
+
+fn setup_with_cache(cache_bytes: u64) -> Setup {
     let disk = Arc::new(MemDisk::new(8 << 20));
     let mkfs = MkfsOptions { block_size: BLOCK as u32, segment_size: 256 << 10 };
     fslab::mkfs_lfs(disk.clone(), &mkfs, Creds::default()).expect("mkfs");
-    let mut fs = mount(&disk);
+    let mut fs = mount_with_cache(&disk, cache_bytes);
     let mut files = Vec::new();
     for (i, name) in [b"a", b"b", b"c"].iter().enumerate() {
         let ino = fs.mknod(ROOT_INO, *name, kind::REG | 0o644, 0, Creds::default()).expect("create").ino;
@@ -155,7 +163,7 @@ fn markv_moves_live_blocks_and_keeps_contents_and_times_across_remount() {
     let ours = live.iter().filter(|r| files.contains(&r.ino)).count();
     assert!(ours > 1, "the segment holds several blocks of the test files");
 
-    let report = lfs.markv(&with_contents(&live, seg, &bytes, bps)).expect("markv");
+    let report = lfs.markv(&with_contents(&live, seg, &bytes, bps), Destination::Shared).expect("markv");
     assert_eq!(report.moved, live.len() as u64, "every live block and inode moved: {report:?}");
     assert_eq!(report.skipped, 0);
     assert!(report.blocks_written >= live.len() as u64);
@@ -214,7 +222,7 @@ fn markv_skips_blocks_that_died_after_bmapv_and_never_writes_stale_contents() {
     assert_ne!(now[written_ref], live[written_ref].daddr, "the fsynced overwrite moved the block");
 
     // The stale contents go in with the request, as a cleaner read them.
-    let report = lfs.markv(&with_contents(&live, seg, &bytes, bps)).expect("markv");
+    let report = lfs.markv(&with_contents(&live, seg, &bytes, bps), Destination::Shared).expect("markv");
     assert_eq!(report.skipped, dead, "markv skipped exactly the dead ones: {report:?}");
     assert_eq!(report.moved, live.len() as u64 - dead);
     lfs.segclean(seg).expect("segclean after the move");
@@ -260,7 +268,8 @@ fn segclean_refuses_a_segment_that_still_holds_a_live_block() {
         .expect("a data block of a");
     let mut rest = live.clone();
     let kept = rest.remove(last);
-    let report = lfs.markv(&with_contents(&rest, seg, &bytes, bps)).expect("markv all but one");
+    let report =
+        lfs.markv(&with_contents(&rest, seg, &bytes, bps), Destination::Shared).expect("markv all but one");
     assert_eq!(report.moved, rest.len() as u64);
     let err = lfs.segclean(seg).expect_err("segclean with one live block left");
     assert_eq!(err.errno(), libc::EBUSY, "{err}");
@@ -273,7 +282,9 @@ fn segclean_refuses_a_segment_that_still_holds_a_live_block() {
     assert!(!lfs.segment_table().segments[seg as usize].clean, "still not clean after a checkpoint");
 
     // The last block moved: accepted.
-    let report = lfs.markv(&with_contents(&[kept], seg, &bytes, bps)).expect("markv the last one");
+    let report = lfs
+        .markv(&with_contents(&[kept], seg, &bytes, bps), Destination::Shared)
+        .expect("markv the last one");
     assert_eq!(report.moved, 1);
     lfs.segclean(seg).expect("segclean once nothing is live");
     fs.unmount().expect("unmount");
@@ -283,4 +294,61 @@ fn segclean_refuses_a_segment_that_still_holds_a_live_block() {
         check_file(&mut fs, i, ino, &[0; FILE_BLOCKS], "after remount");
     }
     assert!(fs.storage().segment_table().segments[seg as usize].clean, "clean after the unmount checkpoint");
+}
+
+/// Regression: markv used to decide what was live before writing out the
+/// directory operations that completed (which writes every dirty block),
+/// then moved a block that write had just replaced, reading its old copy
+/// (found at 90% utilization by `scripts/bench-cleaner`: a file read back
+/// an older version). With a cache too small to keep the replaced block,
+/// the old contents came back.
+#[test]
+fn markv_never_moves_a_block_its_own_flush_replaced() {
+    let Setup { disk, mut fs, files } = setup_with_cache(64 << 10);
+    let a = files[0];
+    let lfs = fs.storage();
+    let bps = lfs.segment_table().blocks_per_segment;
+    let (seg, bytes, live) = segment_with_live_blocks_of(lfs, a);
+    let lbns: Vec<usize> = live
+        .iter()
+        .filter(|r| r.ino == a)
+        .filter_map(|r| match r.kind {
+            BlockKind::Block(lbn) if (0..FILE_BLOCKS as i64).contains(&lbn) => Some(lbn as usize),
+            _ => None,
+        })
+        .collect();
+    assert!(!lbns.is_empty(), "the segment holds data blocks of a");
+    // Overwrite a's blocks there (only in the cache), then complete a
+    // directory operation, which markv must write out before it moves
+    // anything.
+    for &lbn in &lbns {
+        fs.write(a, (lbn * BLOCK) as u64, &pattern(0, 3, lbn)).expect("overwrite");
+    }
+    fs.mknod(ROOT_INO, b"d", kind::REG | 0o644, 0, Creds::default()).expect("create");
+    let lfs = fs.storage();
+    let report = lfs.markv(&with_contents(&live, seg, &bytes, bps), Destination::Shared).expect("markv");
+    let stale = live
+        .iter()
+        .filter(|r| {
+            r.ino == a && matches!(r.kind, BlockKind::Block(l) if (0..FILE_BLOCKS as i64).contains(&l))
+        })
+        .count() as u64;
+    assert!(report.skipped >= stale, "the overwritten blocks were skipped: {report:?}");
+    let mut tags = [0u8; FILE_BLOCKS];
+    for &lbn in &lbns {
+        tags[lbn] = 3;
+    }
+    fs.sync().expect("sync");
+    let data = fs.read(a, 0, FILE_BLOCKS * BLOCK).expect("read");
+    fs.unmount().expect("unmount");
+    let mut fs = mount(&disk);
+    let again = fs.read(a, 0, FILE_BLOCKS * BLOCK).expect("read after remount");
+    for (block, &tag) in tags.iter().enumerate() {
+        for (when, data) in [("after markv", &data), ("after remount", &again)] {
+            assert!(
+                data[block * BLOCK..(block + 1) * BLOCK] == pattern(0, tag, block)[..],
+                "{when}: block {block} of a should be version {tag}"
+            );
+        }
+    }
 }

@@ -161,7 +161,7 @@ fn mount(image: &Path, dir: &Path, options: &Options) -> Result<Mount, String> {
     let disk = FileDisk::open(image).map_err(|e| format!("{name}: {e}"))?;
     let mut lfs = Lfs::mount(Arc::new(disk), options.storage).map_err(|e| format!("{name}: {e}"))?;
     if let Some(policy_name) = options.cleaner {
-        lfs.set_cleaner(Some(Box::new(cleaner(policy_name)?)));
+        cleaner(policy_name)?.install(&mut lfs);
     }
     let config = MountConfig { allow_other: options.allow_other, ..MountConfig::default() };
     let mounted = fslab_fuse::mount(FileSystem::new(lfs), dir, &config).map_err(|e| e.to_string())?;

@@ -7,7 +7,7 @@ use super::Report;
 use crate::mechanism::Mechanism;
 use fslab::error::errno;
 use fslab::format::Daddr;
-use fslab::lfs::clean::{BlockRef, MarkBlock, Markv, SegmentTable};
+use fslab::lfs::clean::{BlockRef, Destination, MarkBlock, Markv, SegmentTable};
 use fslab::Result;
 use std::io::{self, Write};
 use std::os::unix::net::UnixStream;
@@ -141,6 +141,17 @@ impl Mechanism for Client {
         self.call(out)
     }
 
+    fn segment_refs(&mut self, seg: u64) -> Result<Vec<BlockRef>> {
+        let mut out = Out::new(OP_SEGMENT_REFS);
+        out.u64(seg);
+        let answer = self.call(out)?;
+        let mut r = In(&answer);
+        let n = r.count(REF_BYTES, usize::MAX)?;
+        let refs = (0..n).map(|_| r.block_ref()).collect::<Result<Vec<_>>>()?;
+        r.end()?;
+        Ok(refs)
+    }
+
     /// Asks in requests of at most [`MAX_BLOCKS`]: unlike markv, bmapv
     /// answers each block on its own, so splitting changes nothing.
     fn bmapv(&mut self, blocks: &[BlockRef]) -> Result<Vec<Daddr>> {
@@ -169,8 +180,10 @@ impl Mechanism for Client {
 
     /// Sends the block references only; any contents in `blocks` are
     /// dropped (the file system reads the blocks itself).
-    fn markv(&mut self, blocks: &[MarkBlock]) -> Result<Markv> {
-        let answer = self.call(Client::refs_request(OP_MARKV, blocks.iter().map(|b| b.block))?)?;
+    fn markv(&mut self, blocks: &[MarkBlock], to: Destination) -> Result<Markv> {
+        let mut request = Client::refs_request(OP_MARKV, blocks.iter().map(|b| b.block))?;
+        request.u8(destination_code(to));
+        let answer = self.call(request)?;
         let mut r = In(&answer);
         let done = Markv { moved: r.u64()?, skipped: r.u64()?, blocks_written: r.u64()? };
         r.end()?;

@@ -17,7 +17,7 @@
 //!   `Cleaner::pass` runs unchanged in another process, plus
 //!   [`Client::report`].
 //!
-//! Protocol, version 1 (`wire`). Every integer is little-endian.
+//! Protocol, version 2 (`wire`). Every integer is little-endian.
 //!
 //! ```text
 //! frame    = u32 length, then `length` bytes (requests ≤ 16 MiB, responses ≤ 1 GiB + 1 MiB)
@@ -28,10 +28,11 @@
 //! op 2 read_segment u64 seg                   → the segment's bytes (rest of the frame)
 //! op 3 bmapv        u32 count, count × ref    → u32 count, count × u64 daddr
 //! op 4 markv_cost   u32 count, count × ref    → u64 blocks
-//! op 5 markv        u32 count, count × ref    → u64 moved, u64 skipped, u64 blocks_written
+//! op 5 markv        u32 count, count × ref, u8 to (0 shared, 1 cold) → u64 moved, u64 skipped, u64 blocks_written
 //! op 6 segclean     u64 seg                   → nothing
 //! op 7 segwait      u32 milliseconds (≤ 10 s) → nothing
 //! op 8 report                                 → policy, counters, cleaned segments, thresholds
+//! op 9 segment_refs u64 seg                   → u32 count, count × ref (what the summaries name)
 //! ref      = u64 ino, u32 version, u8 kind (0 block, 1 inode), i64 lbn, u64 daddr, i64 age
 //! ```
 //!

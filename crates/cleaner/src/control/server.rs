@@ -248,6 +248,13 @@ fn serve<A: LfsAccess>(
             r.end()?;
             out.bytes(&m.read_segment(seg)?);
         }
+        OP_SEGMENT_REFS => {
+            let seg = r.u64()?;
+            r.end()?;
+            let refs = m.segment_refs(seg)?;
+            out.count(refs.len());
+            refs.iter().for_each(|b| out.block_ref(b));
+        }
         OP_BMAPV => {
             let refs = r.block_refs()?;
             r.end()?;
@@ -262,12 +269,13 @@ fn serve<A: LfsAccess>(
         }
         OP_MARKV => {
             let refs = r.block_refs()?;
+            let to = destination_from(r.u8()?)?;
             r.end()?;
             // No contents from the client: the file system reads each
             // block itself, so nobody can write data through this socket.
             let blocks: Vec<MarkBlock> =
                 refs.into_iter().map(|block| MarkBlock { block, data: None }).collect();
-            let done = m.markv(&blocks)?;
+            let done = m.markv(&blocks, to)?;
             out.u64(done.moved);
             out.u64(done.skipped);
             out.u64(done.blocks_written);

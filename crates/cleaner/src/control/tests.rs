@@ -10,7 +10,7 @@ use crate::mechanism::{LfsAccess, Mechanism};
 use crate::workload::{Access, Files, Spec};
 use crate::{policy, Cleaner};
 use disk::MemDisk;
-use fslab::lfs::clean::{BlockRef, MarkBlock};
+use fslab::lfs::clean::{BlockRef, Destination, MarkBlock};
 use fslab::lfs::{Lfs, MkfsOptions, MountOptions};
 use fslab::ufs::FileSystem;
 use fslab::Result;
@@ -88,7 +88,7 @@ fn every_request_round_trips_and_a_remote_cleaner_cleans() {
     // Contents sent by a client are never used: garbage here changes nothing.
     let blocks: Vec<MarkBlock> =
         live.iter().map(|&block| MarkBlock { block, data: Some(vec![0xAB; 4096]) }).collect();
-    let moved = client.markv(&blocks).expect("markv");
+    let moved = client.markv(&blocks, Destination::Cold).expect("markv");
     assert_eq!(moved.moved + moved.skipped, live.len() as u64);
     client.segclean(seg).expect("segclean");
     let err = client.segclean(u64::MAX).expect_err("no such segment");

@@ -5,14 +5,16 @@
 
 use super::Report;
 use fslab::error::errno;
-use fslab::lfs::clean::{BlockKind, BlockRef, CleanerCounters, CleanerReport, SegmentState, SegmentTable};
+use fslab::lfs::clean::{
+    BlockKind, BlockRef, CleanerCounters, CleanerReport, Destination, SegmentState, SegmentTable,
+};
 use fslab::{Error, Result};
 use std::io::{self, Read};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 pub(super) const MAGIC: &[u8; 4] = b"FSLC";
-pub(super) const VERSION: u32 = 1;
+pub(super) const VERSION: u32 = 2;
 
 pub(super) const OP_HELLO: u8 = 0;
 pub(super) const OP_SEGMENT_TABLE: u8 = 1;
@@ -23,6 +25,7 @@ pub(super) const OP_MARKV: u8 = 5;
 pub(super) const OP_SEGCLEAN: u8 = 6;
 pub(super) const OP_SEGWAIT: u8 = 7;
 pub(super) const OP_REPORT: u8 = 8;
+pub(super) const OP_SEGMENT_REFS: u8 = 9;
 
 pub(super) const STATUS_OK: u8 = 0;
 pub(super) const STATUS_ERROR: u8 = 1;
@@ -219,7 +222,8 @@ pub(super) fn encode_table(out: &mut Out, t: &SegmentTable) {
     out.u64(t.low_water);
     out.u64(t.high_water);
     out.u64(t.budget_blocks);
-    out.u64(t.log_room_blocks);
+    out.u64(t.cold_budget_blocks);
+    out.u8(u8::from(t.ages_predict_survival));
     out.i64(t.now);
     out.count(t.segments.len());
     for s in &t.segments {
@@ -240,7 +244,12 @@ pub(super) fn decode_table(r: &mut In) -> Result<SegmentTable> {
     let low_water = r.u64()?;
     let high_water = r.u64()?;
     let budget_blocks = r.u64()?;
-    let log_room_blocks = r.u64()?;
+    let cold_budget_blocks = r.u64()?;
+    let ages_predict_survival = match r.u8()? {
+        0 => false,
+        1 => true,
+        _ => return Err(malformed()),
+    };
     let now = r.i64()?;
     let n = r.count(SEGMENT_BYTES, MAX_RESPONSE / SEGMENT_BYTES)?;
     let mut segments = Vec::with_capacity(n);
@@ -272,7 +281,8 @@ pub(super) fn decode_table(r: &mut In) -> Result<SegmentTable> {
         low_water,
         high_water,
         budget_blocks,
-        log_room_blocks,
+        cold_budget_blocks,
+        ages_predict_survival,
         now,
     })
 }
@@ -386,4 +396,21 @@ pub(super) fn decode_report(r: &mut In) -> Result<Report> {
         low_water: r.u64()?,
         high_water: r.u64()?,
     })
+}
+
+/// The byte that names a markv destination on the wire.
+pub(super) fn destination_code(to: Destination) -> u8 {
+    match to {
+        Destination::Shared => 0,
+        Destination::Cold => 1,
+    }
+}
+
+/// The destination a markv request's byte names.
+pub(super) fn destination_from(code: u8) -> Result<Destination> {
+    match code {
+        0 => Ok(Destination::Shared),
+        1 => Ok(Destination::Cold),
+        _ => Err(errno(libc::EINVAL, "unknown markv destination")),
+    }
 }

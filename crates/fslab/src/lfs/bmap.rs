@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 impl Lfs {
     /// The inode of `ino`, the ifile included.
-    fn inode_of(&mut self, ino: Ino) -> Result<&mut crate::format::inode::Inode> {
+    pub(super) fn inode_of(&mut self, ino: Ino) -> Result<&mut crate::format::inode::Inode> {
         if ino == IFILE_INO {
             return Ok(&mut self.ifile);
         }

@@ -11,7 +11,13 @@ use crate::Result;
 /// Magic at byte 0 of every superblock copy.
 pub const SUPERBLOCK_MAGIC: &[u8; 8] = b"fslabLFS";
 /// The format version this code writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
+
+/// A reading of the write clock: the bytes users had caused to be written
+/// to the log over the file system's life. The cleaner measures the age of
+/// data in it (how much has been written since), so that ages do not depend
+/// on how fast or how often the disk was busy.
+pub type WriteClock = i64;
 /// Bytes of a superblock copy (it occupies one whole block).
 pub const SUPERBLOCK_BYTES: usize = 4096;
 /// Superblock copies kept (fewer on very small images).
@@ -42,6 +48,21 @@ pub const SEGUSE_CLEAN: u32 = 0x8;
 /// Superblock flag: the file system was unmounted cleanly after this checkpoint.
 pub const SB_CLEAN: u32 = 0x1;
 
+/// Superblock flag: the checkpoint records a cold log head.
+pub const SB_COLD_HEAD: u32 = 0x2;
+
+/// Where the log's cold head stood at a checkpoint (the head the cleaner
+/// writes moved data to when a policy keeps it apart from users' writes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ColdPosition {
+    /// The segment the cold head continues in.
+    pub segment: u64,
+    /// The block within `segment` where its next partial segment starts.
+    pub offset: u64,
+    /// The segment the cold head moves to after `segment`.
+    pub next_segment: u64,
+}
+
 /// Where the log stood at a checkpoint, and how to find the ifile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Checkpoint {
@@ -59,8 +80,12 @@ pub struct Checkpoint {
     pub next_segment: u64,
     /// The serial number the next partial segment summary will carry.
     pub next_summary_serial: u64,
-    /// `SB_CLEAN` or 0.
+    /// `SB_CLEAN` or 0 (`SB_COLD_HEAD` is derived from `cold`).
     pub flags: u32,
+    /// The cold head, if the log has one.
+    pub cold: Option<ColdPosition>,
+    /// The write clock at this checkpoint.
+    pub write_clock: WriteClock,
 }
 
 /// The superblock: parameters fixed at mkfs, plus the latest checkpoint.
@@ -123,7 +148,13 @@ impl Superblock {
         e.u64(160, c.log_offset);
         e.u64(168, c.next_segment);
         e.u64(176, c.next_summary_serial);
-        e.u32(184, c.flags);
+        e.u32(184, (c.flags & !SB_COLD_HEAD) | if c.cold.is_some() { SB_COLD_HEAD } else { 0 });
+        e.i64(216, c.write_clock);
+        if let Some(cold) = c.cold {
+            e.u64(192, cold.segment);
+            e.u64(200, cold.offset);
+            e.u64(208, cold.next_segment);
+        }
         let crc = crc32c_skipping(&out, SB_CRC);
         Encoder::new(&mut out).u32(SB_CRC, crc);
         out
@@ -175,8 +206,18 @@ impl Superblock {
                 next_segment: field(d.u64(168))?,
                 next_summary_serial: field(d.u64(176))?,
                 flags: field(d.u32(184).map(u64::from))? as u32,
+                cold: None,
+                write_clock: field(d.i64(216).map(|v| v as u64))? as i64,
             },
         };
+        if sb.checkpoint.flags & SB_COLD_HEAD != 0 {
+            sb.checkpoint.cold = Some(ColdPosition {
+                segment: field(d.u64(192))?,
+                offset: field(d.u64(200))?,
+                next_segment: field(d.u64(208))?,
+            });
+            sb.checkpoint.flags &= !SB_COLD_HEAD;
+        }
         for i in 0..MAX_SUPERBLOCKS {
             sb.sb_segments[i] = field(d.u64(56 + 8 * i))?;
         }
@@ -212,6 +253,15 @@ impl Superblock {
         if c.log_segment >= self.nsegments || c.next_segment >= self.nsegments || c.log_offset > bps {
             return Err("checkpoint log position is out of range".into());
         }
+        if let Some(cold) = c.cold {
+            if cold.segment >= self.nsegments
+                || cold.next_segment >= self.nsegments
+                || cold.offset > bps
+                || cold.segment == c.log_segment
+            {
+                return Err("checkpoint cold log position is out of range".into());
+            }
+        }
         if c.ifile_daddr == 0 || c.ifile_daddr >= self.nsegments * bps {
             return Err("checkpoint ifile address is out of range".into());
         }
@@ -244,8 +294,10 @@ pub struct Summary {
     pub fs_id: u64,
     /// Increases by one with every partial segment.
     pub serial: u64,
-    /// When it was written.
-    pub time: TimeNs,
+    /// The write clock when the youngest data in it was written: when the
+    /// partial segment was written, except for data the cleaner moved,
+    /// which keeps its age.
+    pub clock: WriteClock,
     /// The segment the log continues in after this one.
     pub next_segment: u64,
     /// `SS_*` flags.
@@ -280,7 +332,7 @@ impl Summary {
         e.u32(24, self.finfos.len() as u32);
         e.u64(32, self.fs_id);
         e.u64(40, self.serial);
-        e.i64(48, self.time);
+        e.i64(48, self.clock);
         e.u64(56, self.next_segment);
         let mut at = SUMMARY_HEADER;
         for f in &self.finfos {
@@ -318,7 +370,7 @@ impl Summary {
             ninoblocks: d.u32(20).map_err(oob)?,
             fs_id: d.u64(32).map_err(oob)?,
             serial: d.u64(40).map_err(oob)?,
-            time: d.i64(48).map_err(oob)?,
+            clock: d.i64(48).map_err(oob)?,
             next_segment: d.u64(56).map_err(oob)?,
             finfos: Vec::new(),
         };
@@ -370,8 +422,8 @@ pub struct SegUse {
     pub live_bytes: u32,
     /// `SEGUSE_*` flags.
     pub flags: u32,
-    /// When the segment was last written.
-    pub lastmod: TimeNs,
+    /// The write clock when the segment was last written.
+    pub lastmod: WriteClock,
     /// Partial segment summaries written into it.
     pub nsums: u32,
     /// Inode blocks written into it.
@@ -545,7 +597,7 @@ mod tests {
         let s = Summary {
             fs_id: 1,
             serial: 99,
-            time: 5,
+            clock: 5,
             next_segment: 4,
             flags: SS_DIROP | SS_CONT,
             nblocks: 4,

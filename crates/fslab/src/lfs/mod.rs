@@ -8,7 +8,8 @@
 //! Parts: [`layout`] (on-disk structures), [`ifile`] (the ifile's tables in
 //! memory), `bmap` (block map, reads, writes, frees), `writer` (the segment
 //! writer and checkpoints), `io` (the thread that writes partial segments),
-//! `space` (the two kinds of block accounting of §3.2), `mount` (mkfs,
+//! `space` (the two kinds of block accounting of §3.2), `placement` (which
+//! log head users' writes go to), `mount` (mkfs,
 //! mount, dump), `rollforward` (recovery of the log after the checkpoint,
 //! §2.2), `inspect` (read-only helpers for fsck). Relies on the buffer cache
 //! below it and on `disk::BlockDevice`; knows nothing of directories or
@@ -21,6 +22,7 @@ pub mod inspect;
 mod io;
 pub mod layout;
 mod mount;
+mod placement;
 mod rollforward;
 mod space;
 mod writer;
@@ -37,7 +39,7 @@ use crate::storage::{StatFs, StorageManager};
 use crate::Result;
 use disk::BlockDevice;
 use ifile::Tables;
-use layout::Superblock;
+use layout::{ColdPosition, Superblock};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -97,6 +99,8 @@ struct CachedInode {
 pub struct Stats {
     /// Partial segments written.
     pub partial_segments: u64,
+    /// Of those, the ones written at the cold head.
+    pub cold_partial_segments: u64,
     /// Blocks written, summaries included.
     pub blocks_written: u64,
     /// Device writes issued.
@@ -133,6 +137,20 @@ pub struct Lfs {
     ifile: Inode,
     ifile_daddr: Daddr,
     log: LogHead,
+    /// The log's second head, once something was written there: data kept
+    /// apart from users' new writes (cold data in segments of its own, as
+    /// F2FS's multiple logs do). Both heads draw serial numbers from
+    /// `log.next_serial`, so together they form one log in serial order,
+    /// which roll-forward merges. While a cold write runs, it and `log` are
+    /// exchanged (`at_cold_head`).
+    cold: Option<ColdPosition>,
+    /// Hot/cold separation of users' writes between the two heads.
+    separation: placement::Separation,
+    /// Checkpoints since a cleaner last asked to write at the cold head
+    /// (`None`: not since mount). The next checkpoint opens the head if
+    /// there is none; one after `COLD_HEAD_IDLE_CHECKPOINTS` more without
+    /// a request closes it.
+    checkpoints_since_cold_request: Option<u32>,
     dirop_depth: u32,
     /// Inodes changed inside directory operations since the last segment write.
     dirop_inodes: HashSet<Ino>,
@@ -349,6 +367,7 @@ impl StorageManager for Lfs {
 
     fn write_block(&mut self, ino: Ino, lbn: Lbn, offset: usize, data: &[u8]) -> Result<()> {
         self.check_mounted()?;
+        self.note_user_write(ino)?;
         self.write_file_block(ino, lbn, offset, data)?;
         self.note_dirop(ino);
         self.maybe_write()

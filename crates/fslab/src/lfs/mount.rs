@@ -136,6 +136,9 @@ fn assemble(
         ifile,
         ifile_daddr,
         log,
+        cold: None,
+        separation: Default::default(),
+        checkpoints_since_cold_request: None,
         dirop_depth: 0,
         dirop_inodes: HashSet::new(),
         options,
@@ -242,6 +245,8 @@ fn mount_checkpoint(dev: Arc<dyn BlockDevice>, sb: Superblock, options: MountOpt
         next_serial: c.next_summary_serial,
     };
     let mut lfs = assemble(dev, sb, placeholder, Inode::default(), c.ifile_daddr, log, options);
+    lfs.cold = c.cold;
+    lfs.clean.clock_base = c.write_clock;
     lfs.load_ifile(c.ifile_daddr)?;
     if lfs.tables.seguse.get(lfs.log.segment as usize).is_none() {
         return Err(Error::corrupt("checkpoint", 0, "log segment out of range"));
@@ -337,7 +342,20 @@ pub fn dump(dev: Arc<dyn BlockDevice>) -> Result<String> {
     let _ = writeln!(w, "  ifile inode at    block {}", c.ifile_daddr);
     let _ = writeln!(w, "  log head          segment {} block {}", c.log_segment, c.log_offset);
     let _ = writeln!(w, "  next segment      {}", c.next_segment);
+    match c.cold {
+        Some(h) => {
+            let _ = writeln!(
+                w,
+                "  cold head         segment {} block {}, next segment {}",
+                h.segment, h.offset, h.next_segment
+            );
+        }
+        None => {
+            let _ = writeln!(w, "  cold head         none");
+        }
+    }
     let _ = writeln!(w, "  next summary      serial {}", c.next_summary_serial);
+    let _ = writeln!(w, "  write clock       {} bytes", c.write_clock);
     let _ = writeln!(w, "  unmounted cleanly {}", c.flags & super::layout::SB_CLEAN != 0);
     let t = &lfs.tables;
     let _ = writeln!(w, "ifile");
@@ -349,7 +367,7 @@ pub fn dump(dev: Arc<dyn BlockDevice>) -> Result<String> {
     let _ = writeln!(w, "segment usage table (clean segments without a superblock omitted)");
     let _ = writeln!(
         w,
-        "  {:>8}  {:<18} {:>10} {:>6} {:>6}  lastmod (ns)",
+        "  {:>8}  {:<18} {:>10} {:>6} {:>6}  lastmod (write clock)",
         "segment", "flags", "live bytes", "sums", "inos"
     );
     let mut omitted = 0;

@@ -1,11 +1,14 @@
 //! Roll-forward: recovering what was written after the newest checkpoint
 //! (1993 paper §2.2 and §4.3).
 //!
-//! From the checkpoint's log head, follow the log: partial segments front to
-//! back within a segment, then the segment each summary names as next. A
-//! partial segment counts only if its summary checksum, file-system id,
-//! serial number (one more than the last) and data CRC32C are all valid; the
-//! first one that is not ends the log.
+//! From the checkpoint's log heads (the users' and, if the log has one, the
+//! cold head), follow the log: at each head, partial segments front to back
+//! within a segment, then the segment its summaries name as next. The heads
+//! share one serial counter, so the log is the merge of both in serial
+//! order: the next partial segment is the one, at either head, carrying the
+//! next serial number. A partial segment counts only if its summary
+//! checksum, file-system id, serial number (one more than the last) and data
+//! CRC32C are all valid; when neither head has one, the log ends.
 //!
 //! Directory-operation batching: a run of partial segments flagged
 //! SS_DIROP|SS_CONT is applied only if the partial segment that ends it
@@ -25,16 +28,28 @@
 //! that the cleaner or fsck recovers, never a live block overwritten.
 
 use super::layout::{
-    Summary, SEGUSE_ACTIVE, SEGUSE_CLEAN, SEGUSE_DIRTY, SEGUSE_SUPERBLOCK, SS_CONT, SS_DIROP, SS_IFILE,
+    ColdPosition, Summary, SEGUSE_ACTIVE, SEGUSE_CLEAN, SEGUSE_DIRTY, SEGUSE_SUPERBLOCK, SS_CONT, SS_DIROP,
+    SS_IFILE,
 };
-use super::{CachedInode, Lfs};
+use super::CachedInode;
+use super::Lfs;
 use crate::format::inode::{Inode, INODE_SIZE};
 use crate::format::{crc32c, Daddr, Ino, Lbn, IFILE_INO};
 use crate::Result;
 use std::collections::HashMap;
 
+/// Where one head of the log stands while the log is scanned.
+#[derive(Debug, Clone, Copy)]
+struct HeadCursor {
+    segment: u64,
+    offset: u64,
+    next_segment: u64,
+}
+
 /// A valid partial segment found after the checkpoint.
 struct Found {
+    /// Which head wrote it: 0 the users', 1 the cold one.
+    head: usize,
     /// Address of its summary block.
     start: Daddr,
     summary: Summary,
@@ -86,7 +101,7 @@ impl Lfs {
         }
         let first_inode_block = (n - summary.ninoblocks as u64) as usize;
         let inode_blocks = data[first_inode_block * bs..].chunks_exact(bs).map(|b| b.to_vec()).collect();
-        Some(Found { start, summary, inode_blocks })
+        Some(Found { head: 0, start, summary, inode_blocks })
     }
 
     /// How many valid partial segments follow the checkpoint.
@@ -95,34 +110,55 @@ impl Lfs {
     }
 
     /// Every valid partial segment after the checkpoint, in log order.
+    ///
+    /// The log has up to two heads (the users' and the cold one), which
+    /// draw serial numbers from one counter: the partial segment with the
+    /// next serial number is at one of them, either where that head stands
+    /// or at the start of the segment it names as next (the writer moves
+    /// on when a partial segment no longer fits). Serial numbers are never
+    /// reused (a new epoch at every mount), so a valid summary with the
+    /// expected number can only be the one the writer wrote.
     fn scan_log(&self) -> Vec<Found> {
         let mut found = Vec::new();
-        let (mut seg, mut offset, mut serial) = (self.log.segment, self.log.offset, self.log.next_serial);
-        let mut next = self.log.next_segment;
+        let mut heads: Vec<HeadCursor> = std::iter::once(HeadCursor {
+            segment: self.log.segment,
+            offset: self.log.offset,
+            next_segment: self.log.next_segment,
+        })
+        .chain(self.cold.map(|c| HeadCursor {
+            segment: c.segment,
+            offset: c.offset,
+            next_segment: c.next_segment,
+        }))
+        .collect();
+        let mut serial = self.log.next_serial;
         let limit = self.sb.nsegments * self.sb.blocks_per_segment();
         while (found.len() as u64) < limit {
-            let partial = match self.read_partial(seg, offset, serial) {
-                Some(p) => Some(p),
-                // The writer moves on to the next segment when a partial
-                // segment no longer fits: look there before giving up.
-                None if next != seg => {
-                    let start = self.log_start(next);
-                    let p = self.read_partial(next, start, serial);
-                    if p.is_some() {
-                        seg = next;
-                        offset = start;
-                    }
-                    p
-                }
-                None => None,
+            let Some((h, p)) =
+                heads.iter().enumerate().find_map(|(h, c)| self.next_partial(c, serial).map(|p| (h, p)))
+            else {
+                break;
             };
-            let Some(p) = partial else { break };
-            offset += 1 + p.summary.nblocks as u64;
+            let bps = self.sb.blocks_per_segment();
+            heads[h] = HeadCursor {
+                segment: p.start / bps,
+                offset: p.start % bps + 1 + p.summary.nblocks as u64,
+                next_segment: p.summary.next_segment,
+            };
             serial += 1;
-            next = p.summary.next_segment;
-            found.push(p);
+            found.push(Found { head: h, ..p });
         }
         found
+    }
+
+    /// The partial segment with serial number `serial` that continues the
+    /// head at `c`, if the log holds one.
+    fn next_partial(&self, c: &HeadCursor, serial: u64) -> Option<Found> {
+        self.read_partial(c.segment, c.offset, serial).or_else(|| {
+            (c.next_segment != c.segment)
+                .then(|| self.read_partial(c.next_segment, self.log_start(c.next_segment), serial))
+                .flatten()
+        })
     }
 
     /// Rolls the log forward from the checkpoint (see the module comment).
@@ -194,10 +230,17 @@ impl Lfs {
                 }
             }
             recovery.applied += 1;
-            self.log.segment = p.start / bps;
-            self.log.offset = p.start % bps + 1 + p.summary.nblocks as u64;
-            self.log.next_segment = p.summary.next_segment;
+            let (segment, offset) = (p.start / bps, p.start % bps + 1 + p.summary.nblocks as u64);
+            let next_segment = p.summary.next_segment;
+            if p.head == 0 {
+                self.log.segment = segment;
+                self.log.offset = offset;
+                self.log.next_segment = next_segment;
+            } else {
+                self.cold = Some(ColdPosition { segment, offset, next_segment });
+            }
             self.log.next_serial = p.summary.serial + 1;
+            self.clean.clock_base = self.clean.clock_base.max(p.summary.clock);
         }
         if recovery.inodes > 0 {
             self.tables.rebuild_free_list();
@@ -219,7 +262,7 @@ impl Lfs {
             s.flags = (s.flags & SEGUSE_SUPERBLOCK) | SEGUSE_DIRTY;
             s.nsums += 1;
             s.ninos += p.summary.ninoblocks;
-            s.lastmod = s.lastmod.max(p.summary.time);
+            s.lastmod = s.lastmod.max(p.summary.clock);
         }
         self.tables.touch_segment(seg);
         self.segment_space = None;
@@ -256,27 +299,40 @@ impl Lfs {
         Ok(())
     }
 
-    /// At mount and after roll-forward: the segment at the log head, and only
-    /// it, is active; the next one is clean. (Flags of segments roll-forward
-    /// wrote into were already noted as changed by `mark_written`.)
+    /// At mount and after roll-forward: the segments at the log's heads,
+    /// and only they, are active; the ones each head enters next are clean.
+    /// (Flags of segments roll-forward wrote into were already noted as
+    /// changed by `mark_written`.)
     pub(super) fn settle_log_head(&mut self) {
+        let cold = self.cold.map(|c| c.segment);
         for (seg, s) in self.tables.seguse.iter_mut().enumerate() {
-            if s.flags & SEGUSE_ACTIVE != 0 && seg as u64 != self.log.segment {
+            let seg = seg as u64;
+            if s.flags & SEGUSE_ACTIVE != 0 && seg != self.log.segment && Some(seg) != cold {
                 s.flags &= !SEGUSE_ACTIVE;
             }
         }
-        let head = self.log.segment;
-        if let Some(s) = self.tables.seguse.get_mut(head as usize) {
-            s.flags = (s.flags & SEGUSE_SUPERBLOCK) | SEGUSE_DIRTY | SEGUSE_ACTIVE;
+        for head in std::iter::once(self.log.segment).chain(cold) {
+            if let Some(s) = self.tables.seguse.get_mut(head as usize) {
+                s.flags = (s.flags & SEGUSE_SUPERBLOCK) | SEGUSE_DIRTY | SEGUSE_ACTIVE;
+            }
         }
-        let next_ok = self
-            .tables
-            .seguse
-            .get(self.log.next_segment as usize)
-            .is_some_and(|s| s.flags & SEGUSE_CLEAN != 0 && self.log.next_segment != head);
-        if !next_ok {
+        let head = self.log.segment;
+        if !self.next_is_clean(head, self.log.next_segment) {
+            self.log.next_segment = head;
             self.log.next_segment = self.clean_after(head).unwrap_or(head);
         }
+        if let Some(c) = self.cold {
+            if !self.next_is_clean(c.segment, c.next_segment) || c.next_segment == self.log.next_segment {
+                self.cold = Some(ColdPosition { next_segment: c.segment, ..c });
+                let next = self.clean_after(c.segment).unwrap_or(c.segment);
+                self.cold = Some(ColdPosition { next_segment: next, ..c });
+            }
+        }
         self.segment_space = None;
+    }
+
+    /// Whether `next` may follow `head` in the log: clean, and not `head`.
+    fn next_is_clean(&self, head: u64, next: u64) -> bool {
+        next != head && self.tables.seguse.get(next as usize).is_some_and(|s| s.flags & SEGUSE_CLEAN != 0)
     }
 }

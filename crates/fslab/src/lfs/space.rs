@@ -62,9 +62,17 @@ impl Lfs {
         }
     }
 
-    /// Whether `seg` is the segment being written or the one after it.
-    fn in_log_head(&self, seg: u64) -> bool {
-        seg == self.log.segment || seg == self.log.next_segment
+    /// What is left of the cold head's segment (0 without a cold head).
+    pub(super) fn cold_room(&self) -> u64 {
+        self.cold.map_or(0, |c| self.sb.blocks_per_segment().saturating_sub(c.offset))
+    }
+
+    /// Whether `seg` is a segment a log head is writing or will enter next
+    /// (the users' head or the cold head): never clean, never cleaned.
+    pub(super) fn in_log_head(&self, seg: u64) -> bool {
+        seg == self.log.segment
+            || seg == self.log.next_segment
+            || self.cold.is_some_and(|c| seg == c.segment || seg == c.next_segment)
     }
 
     /// Blocks of clean segments and of empty dirty ones, recounted only
@@ -129,6 +137,18 @@ impl Lfs {
     /// loses ground (seen with 512 KiB segments and a 100-block ifile).
     fn cleaner_reserve(&self) -> u64 {
         self.cleaner_reserve_segments() * self.sb.blocks_per_segment() + 2 * (self.tables.nblocks() + 8)
+    }
+
+    /// Blocks set aside for the cold head (two segments: the one it fills
+    /// and the next) on disks large enough to have one. Until the head
+    /// opens they are part of the cleaner's reserve; once open, it holds
+    /// them itself, outside the space users can write.
+    pub(super) fn cold_head_share(&self) -> u64 {
+        if self.sb.nsegments >= super::clean::MIN_SEGMENTS_FOR_COLD {
+            2 * self.sb.blocks_per_segment()
+        } else {
+            0
+        }
     }
 
     /// Clean-segment counts below which cleaning starts (low) and up to
@@ -201,11 +221,33 @@ impl Lfs {
     fn available(&mut self, include_reclaimable: bool, use_of: SpaceFor) -> u64 {
         let space = self.segment_space();
         let have = space.writable + if include_reclaimable { space.reclaimable } else { 0 };
-        let floor = match use_of {
-            SpaceFor::Data => self.reserve(SpaceFor::Data) + self.cleaner_reserve(),
+        have.saturating_sub(self.promised_blocks() + self.floor(use_of))
+    }
+
+    /// The blocks promises for `use_of` must leave: the reserves below it
+    /// (for file data, the cleaner's share too, and the cold head's two
+    /// segments while it is not open).
+    fn floor(&self, use_of: SpaceFor) -> u64 {
+        match use_of {
+            SpaceFor::Data => {
+                let unopened_cold = if self.cold.is_none() { self.cold_head_share() } else { 0 };
+                self.reserve(SpaceFor::Data) + self.cleaner_reserve() + unopened_cold
+            }
             SpaceFor::Metadata => self.reserve(SpaceFor::Metadata),
-        };
-        have.saturating_sub(self.promised_blocks() + floor)
+        }
+    }
+
+    /// How a cleaning round changed the space: what [`Lfs::available`]
+    /// with reclaimable space counts, signed (below zero when promises and
+    /// reserves exceed the space), plus what is left of the cold head's
+    /// segment. A round whose moves made the cold head enter its next
+    /// segment sets a whole clean segment aside as the one after; without
+    /// the room that opened up, such a round would look like no progress.
+    fn space_margin(&mut self, use_of: SpaceFor) -> i64 {
+        let space = self.segment_space();
+        let cold_room = self.cold_room();
+        (space.writable + space.reclaimable + cold_room) as i64
+            - (self.promised_blocks() + self.floor(use_of)) as i64
     }
 
     /// Blocks that could still be promised for `use_of` once a cleaner has
@@ -238,10 +280,12 @@ impl Lfs {
                 break;
             }
             // Each round must leave more space than it found, or the
-            // cleaner can do no more for this writer.
-            let before = self.available(true, use_of);
+            // cleaner can do no more for this writer. Measured without
+            // saturating: far below the reserves, a round's gain may not yet
+            // bring what can be promised above zero.
+            let before = self.space_margin(use_of);
             let ran = self.run_cleaner(super::clean::Urgency::Need(blocks))?;
-            if !ran || self.available(true, use_of) <= before {
+            if !ran || self.space_margin(use_of) <= before {
                 break;
             }
         }
@@ -264,8 +308,9 @@ impl Lfs {
         // Live data rewritten by the cleaner needs summaries again: space
         // that never holds data (two blocks a segment, as in `clean_and_dead`).
         let overhead = 2 * self.sb.nsegments;
-        let total_blocks =
-            usable.saturating_sub(self.reserve(SpaceFor::Data) + self.cleaner_reserve() + overhead);
+        let total_blocks = usable.saturating_sub(
+            self.reserve(SpaceFor::Data) + self.cleaner_reserve() + self.cold_head_share() + overhead,
+        );
         let free = if self.has_cleaner() {
             self.available_after_cleaning(SpaceFor::Data)
         } else {

@@ -17,17 +17,22 @@
 //! superblock pointing at the new ifile inode, and a second barrier.
 
 use super::layout::{
-    Checkpoint, Finfo, Summary, FINFO_HEADER, SB_CLEAN, SEGUSE_ACTIVE, SEGUSE_CLEAN, SEGUSE_DIRTY,
-    SEGUSE_SUPERBLOCK, SS_CONT, SS_DIROP, SS_IFILE,
+    Checkpoint, ColdPosition, Finfo, Summary, WriteClock, FINFO_HEADER, SB_CLEAN, SEGUSE_ACTIVE,
+    SEGUSE_CLEAN, SEGUSE_DIRTY, SEGUSE_SUPERBLOCK, SS_CONT, SS_DIROP, SS_IFILE,
 };
 use super::Lfs;
 use crate::cache::BlockData;
 use crate::error::errno;
 use crate::format::inode::INODE_SIZE;
-use crate::format::{now_ns, Daddr, Ino, Lbn, TimeNs, IFILE_INO};
+use crate::format::{now_ns, Daddr, Ino, Lbn, IFILE_INO};
 use crate::Result;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
+
+/// Checkpoints without a cleaner asking for the cold head after which a
+/// checkpoint closes it (cleaning comes in bursts; a head closed between
+/// two would cost a segment's tail each time).
+pub(super) const COLD_HEAD_IDLE_CHECKPOINTS: u32 = 16;
 
 /// A partial segment being assembled: its summary and its blocks, shared
 /// with the cache (no copy) and handed whole to the segment I/O thread.
@@ -57,16 +62,16 @@ pub(super) struct Batch {
     /// summaries carry the age of the youngest data in them instead of the
     /// time of writing, so that data keeps its age through any number of
     /// cleanings (a policy sorts moved blocks by it).
-    ages: Option<HashMap<Ino, TimeNs>>,
+    ages: Option<HashMap<Ino, WriteClock>>,
     /// The age of the blocks being placed now.
-    next_age: Option<TimeNs>,
+    next_age: Option<WriteClock>,
     /// The youngest age placed in the open partial segment.
-    open_age: Option<TimeNs>,
+    open_age: Option<WriteClock>,
 }
 
 impl Batch {
     /// A batch of moved data, `ages` giving how old each file's data is.
-    pub(super) fn aged(ages: HashMap<Ino, TimeNs>) -> Batch {
+    pub(super) fn aged(ages: HashMap<Ino, WriteClock>) -> Batch {
         Batch { ages: Some(ages), ..Batch::default() }
     }
 
@@ -94,7 +99,7 @@ impl Lfs {
     pub(super) fn clean_after(&self, seg: u64) -> Option<u64> {
         let n = self.sb.nsegments;
         (1..n).map(|i| (seg + i) % n).find(|&s| {
-            s != self.log.segment
+            !self.in_log_head(s)
                 && self.tables.seguse.get(s as usize).is_some_and(|u| u.flags & SEGUSE_CLEAN != 0)
         })
     }
@@ -110,6 +115,18 @@ impl Lfs {
             s.flags &= !SEGUSE_ACTIVE;
         }
         self.tables.touch_segment(old);
+        let offset = self.enter_segment(new)?;
+        self.log.segment = new;
+        self.log.offset = offset;
+        self.log.next_segment = self.clean_after(new).unwrap_or(new);
+        self.segment_space = None;
+        self.clean.entered_segment();
+        Ok(())
+    }
+
+    /// Marks clean segment `new` as the one a head writes into; returns the
+    /// first block of it that can hold log.
+    fn enter_segment(&mut self, new: u64) -> Result<u64> {
         let has_sb = match self.tables.seguse.get_mut(new as usize) {
             Some(s) => {
                 s.flags = (s.flags & SEGUSE_SUPERBLOCK) | SEGUSE_DIRTY | SEGUSE_ACTIVE;
@@ -123,12 +140,81 @@ impl Lfs {
             }
         };
         self.tables.touch_segment(new);
-        self.log.segment = new;
-        self.log.offset = u64::from(has_sb);
-        self.log.next_segment = self.clean_after(new).unwrap_or(new);
+        Ok(u64::from(has_sb))
+    }
+
+    /// Runs the segment write `write` at the cold head (at the users' head
+    /// if there is none). The writer's code serves both heads: the two are
+    /// exchanged for the write and exchanged back after it, whatever it
+    /// returns.
+    pub(super) fn at_cold_head<R>(&mut self, write: impl FnOnce(&mut Lfs) -> Result<R>) -> Result<R> {
+        let before = self.stats.partial_segments;
+        self.swap_heads();
+        let result = write(self);
+        self.swap_heads();
+        self.stats.cold_partial_segments += self.stats.partial_segments - before;
+        result
+    }
+
+    /// Opens the cold head in a clean segment when it is wanted (on a disk
+    /// large enough for one), and closes it when it is not. Only a
+    /// checkpoint does this, before it writes the ifile: roll-forward finds
+    /// the cold head's log only from a checkpoint that names it, so a head
+    /// opened later would hide everything the log wrote after its first
+    /// partial segment. A closed head's segment is an ordinary dirty one.
+    fn settle_cold_head(&mut self) -> Result<()> {
+        let requested = self.checkpoints_since_cold_request.is_some_and(|n| n <= COLD_HEAD_IDLE_CHECKPOINTS);
+        self.checkpoints_since_cold_request =
+            self.checkpoints_since_cold_request.map(|n| n.saturating_add(1));
+        let wanted = requested || self.separation_wanted();
+        if let Some(c) = self.cold.filter(|_| !wanted) {
+            // The log of this segment ends here. A partial segment may lie
+            // beyond it that a crash cut off from the log (one before it,
+            // at the other head, was lost); an open head would overwrite it,
+            // a closed one never will, so the block where it begins is
+            // cleared: no one walking the segment's summaries (fsck, a
+            // cleaner) takes it for log. The checkpoint's barrier orders
+            // this before the superblock that closes the head.
+            let bps = self.sb.blocks_per_segment();
+            if c.offset < bps {
+                let zeros = vec![0u8; self.block_size];
+                self.dev.write_at((c.segment * bps + c.offset) * self.block_size as u64, &zeros)?;
+            }
+            if let Some(s) = self.tables.seguse.get_mut(c.segment as usize) {
+                s.flags &= !SEGUSE_ACTIVE;
+            }
+            self.tables.touch_segment(c.segment);
+            self.cold = None;
+            self.segment_space = None;
+        }
+        if !wanted || self.cold.is_some() || self.cold_head_share() == 0 {
+            return Ok(());
+        }
+        // Statfs sets the head's two segments aside, but a cleaner may have
+        // used them meanwhile: open only where that leaves what the cache
+        // was promised and the reserves below the cleaner's.
+        let needed =
+            self.promised_blocks() + self.reserve(super::space::SpaceFor::Data) + self.cold_head_share();
+        if self.segment_space().writable < needed {
+            return Ok(());
+        }
+        let Some(seg) = self.clean_after(self.log.segment) else { return Ok(()) };
+        let offset = self.enter_segment(seg)?;
+        self.cold = Some(ColdPosition { segment: seg, offset, next_segment: seg });
+        let next = self.clean_after(seg).unwrap_or(seg);
+        self.cold = Some(ColdPosition { segment: seg, offset, next_segment: next });
         self.segment_space = None;
-        self.clean.entered_segment();
         Ok(())
+    }
+
+    /// Exchanges the users' head and the cold head.
+    fn swap_heads(&mut self) {
+        if let Some(c) = self.cold.as_mut() {
+            std::mem::swap(&mut self.log.segment, &mut c.segment);
+            std::mem::swap(&mut self.log.offset, &mut c.offset);
+            std::mem::swap(&mut self.log.next_segment, &mut c.next_segment);
+        }
+        self.segment_space = None;
     }
 
     /// Opens a partial segment at the log head.
@@ -143,7 +229,7 @@ impl Lfs {
             summary: Summary {
                 fs_id: self.sb.fs_id,
                 serial: 0,
-                time: 0,
+                clock: 0,
                 next_segment: 0,
                 flags: batch.flags,
                 nblocks: 0,
@@ -167,8 +253,8 @@ impl Lfs {
         }
         p.summary.nblocks = n as u32;
         p.summary.serial = self.log.next_serial;
-        let now = now_ns();
-        p.summary.time = batch.open_age.take().unwrap_or(now);
+        let now = self.clean.write_clock();
+        p.summary.clock = batch.open_age.take().unwrap_or(now);
         p.summary.next_segment = self.log.next_segment;
         self.log.next_serial += 1;
         self.log.offset += 1 + n;
@@ -396,6 +482,7 @@ impl Lfs {
                 .map(|i| (next + i) % self.sb.nsegments)
                 .find(|s| {
                     !segs.contains(s)
+                        && !self.in_log_head(*s)
                         && self.tables.seguse.get(*s as usize).is_some_and(|u| u.flags & SEGUSE_CLEAN != 0)
                 })
                 .unwrap_or(next);
@@ -521,6 +608,8 @@ impl Lfs {
         files.extend(self.inodes.iter().filter(|(_, c)| c.dirty).map(|(&ino, _)| ino));
         files.remove(&IFILE_INO);
         let (in_dirop, plain): (Vec<Ino>, Vec<Ino>) = files.into_iter().partition(|ino| dirops.contains(ino));
+        let (mut plain, cold) = self.split_cold(plain);
+        plain.extend(self.write_cold_files(cold)?);
         let mut batch = Batch::default();
         self.write_files(&mut batch, &plain)?;
         if !dirops.is_empty() {
@@ -546,6 +635,7 @@ impl Lfs {
             self.serial_epoch_pending = false;
             self.log.next_serial += super::SERIAL_EPOCH;
         }
+        self.settle_cold_head()?;
         self.write_segments(true)?;
         // Barrier: the log the superblock will point at is durable first.
         self.io.wait_idle()?;
@@ -560,6 +650,8 @@ impl Lfs {
             next_segment: self.log.next_segment,
             next_summary_serial: self.log.next_serial,
             flags: if clean { SB_CLEAN } else { 0 },
+            cold: self.cold,
+            write_clock: self.clean.write_clock(),
         };
         let bytes = self.sb.encode();
         let copies = self.sb.ncopies as usize;
@@ -584,7 +676,7 @@ impl Lfs {
     /// Marks clean every dirty segment with no live bytes outside the log head.
     pub(super) fn reclaim_empty_segments(&mut self) {
         for seg in 0..self.sb.nsegments {
-            if seg == self.log.segment || seg == self.log.next_segment {
+            if self.in_log_head(seg) {
                 continue;
             }
             let Some(s) = self.tables.seguse.get_mut(seg as usize) else { continue };
@@ -598,6 +690,10 @@ impl Lfs {
         }
         if self.log.next_segment == self.log.segment {
             self.log.next_segment = self.clean_after(self.log.segment).unwrap_or(self.log.segment);
+        }
+        if let Some(c) = self.cold.filter(|c| c.next_segment == c.segment) {
+            let next = self.clean_after(c.segment).unwrap_or(c.segment);
+            self.cold = Some(ColdPosition { next_segment: next, ..c });
         }
         self.segment_space = None;
     }

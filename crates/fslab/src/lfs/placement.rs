@@ -1,0 +1,129 @@
+//! Where users' writes go: with separation on, a file whose data was last
+//! written long ago — cold data, likely to stay — is written at the log's
+//! cold head instead of beside new, hot writes (the multiple logs of F2FS;
+//! Rosenblum and Ousterhout 1992 §5.4 on why cold data should not share
+//! segments with hot). The cleaner then finds segments that are either
+//! nearly empty (hot data died) or nearly full and stable (cold data).
+//!
+//! Only where age predicts survival (`Lfs::ages_predict_survival`): under
+//! uniform overwrites every file is as likely to be written next, and
+//! splitting them gains nothing.
+//!
+//! "Long ago" is on the write clock (bytes written) and relative to the
+//! disk: data is cold when, since it was last written, users have written
+//! more than a set multiple of the bytes the disk holds live (under uniform
+//! overwrites, data is on average rewritten once in that many bytes). A
+//! file's last write is its modification time when it was first dirtied
+//! since the previous segment write, read on the write clock.
+
+use super::layout::WriteClock;
+use super::writer::Batch;
+use super::Lfs;
+use crate::format::{Ino, TimeNs};
+use crate::Result;
+use std::collections::HashMap;
+
+/// Partial segments between recomputations of the line between hot and
+/// cold (the computation sums the segment usage table).
+const LINE_REFRESH_PARTIALS: u64 = 16;
+
+/// Hot/cold separation of users' writes, when on.
+#[derive(Default)]
+pub(super) struct Separation {
+    /// Data not written while users wrote this many times the live bytes
+    /// is cold.
+    cold_after: Option<f64>,
+    /// The current line on the write clock (`None`: no data is cold), and
+    /// the partial-segment count when it was drawn.
+    line: Option<(Option<WriteClock>, u64)>,
+    /// Each file dirtied since the last segment write: its modification
+    /// time before that.
+    last_written: HashMap<Ino, TimeNs>,
+}
+
+impl Lfs {
+    /// Turns separation of users' writes on or off (`None`): with it on, a
+    /// file not written while users wrote `cold_after` times the bytes the
+    /// disk holds live is written at the cold head. A disk too small for a
+    /// cold head keeps one head whatever this says.
+    pub fn set_separation(&mut self, cold_after: Option<f64>) {
+        self.separation = Separation {
+            cold_after: cold_after.filter(|m| m.is_finite() && *m >= 0.0),
+            ..Separation::default()
+        };
+    }
+
+    /// Notes that `ino` is about to be written by a user: the first time
+    /// since the last segment write, its modification time says when its
+    /// data was last written.
+    pub(super) fn note_user_write(&mut self, ino: Ino) -> Result<()> {
+        if self.separation.cold_after.is_none() || self.separation.last_written.contains_key(&ino) {
+            return Ok(());
+        }
+        let attr = self.inode_of(ino)?.attr;
+        if attr.is_reg() {
+            self.separation.last_written.insert(ino, attr.mtime);
+        }
+        Ok(())
+    }
+
+    /// Whether users' writes would use a cold head now: separation is on
+    /// and age predicts survival.
+    pub(super) fn separation_wanted(&self) -> bool {
+        self.separation.cold_after.is_some() && self.ages_predict_survival()
+    }
+
+    /// Splits `files` into those to write at the users' head and the cold
+    /// ones, and forgets what it noted about them.
+    pub(super) fn split_cold(&mut self, files: Vec<Ino>) -> (Vec<Ino>, Vec<Ino>) {
+        let last_written = std::mem::take(&mut self.separation.last_written);
+        let Some(line) = self.separation_line() else { return (files, Vec::new()) };
+        // A modification time older than this mount's samples of the clock
+        // is older than any line: cold.
+        files.into_iter().partition(|ino| {
+            last_written.get(ino).is_none_or(|&mtime| self.clean.clock_at(mtime).is_some_and(|c| c >= line))
+        })
+    }
+
+    /// Writes the dirty blocks and inodes of `files` at the cold head, if
+    /// it can take them all; otherwise leaves them for the users' head.
+    /// Returns the files it did not write.
+    pub(super) fn write_cold_files(&mut self, files: Vec<Ino>) -> Result<Vec<Ino>> {
+        // The write must fit in what is left of the cold head's segment:
+        // entering the next would set another clean segment aside, space
+        // these blocks were not promised, and a head that had to find one
+        // could find none and fail a write the users' head has room for.
+        // Everything dirty (with its inode blocks and summaries) bounds what
+        // these files hold.
+        if files.is_empty() || self.cold_room() < self.promised_blocks() + 2 {
+            return Ok(files);
+        }
+        self.at_cold_head(|lfs| {
+            let mut batch = Batch::default();
+            lfs.write_files(&mut batch, &files)?;
+            lfs.close_partial(&mut batch);
+            lfs.flush_partials(&mut batch, false)
+        })?;
+        Ok(Vec::new())
+    }
+
+    /// Data written before the returned time is cold; `None` when
+    /// separation is off or the disk has no room for a cold head.
+    fn separation_line(&mut self) -> Option<WriteClock> {
+        let multiple = self.separation.cold_after?;
+        self.cold?;
+        let now = self.stats.partial_segments;
+        if let Some((line, drawn)) = self.separation.line {
+            if now < drawn + LINE_REFRESH_PARTIALS {
+                return line;
+            }
+        }
+        // Where data dies at one rate, separating it gains nothing.
+        let line = self.ages_predict_survival().then(|| {
+            let live: u64 = self.tables.seguse.iter().map(|s| s.live_bytes as u64).sum();
+            self.clean.write_clock().saturating_sub((live as f64 * multiple) as i64)
+        });
+        self.separation.line = Some((line, now));
+        line
+    }
+}
