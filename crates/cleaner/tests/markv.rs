@@ -136,6 +136,17 @@ fn segment_with_live_blocks_of(lfs: &mut Lfs, ino: Ino) -> (u64, Vec<u8>, Vec<Bl
     panic!("no cleanable segment holds a live block of inode {ino}");
 }
 
+/// The data blocks of `ino` (not its indirect blocks) among `refs`.
+fn data_blocks_of(refs: &[BlockRef], ino: Ino) -> Vec<usize> {
+    refs.iter()
+        .filter(|r| r.ino == ino)
+        .filter_map(|r| match r.kind {
+            BlockKind::Block(lbn) if (0..FILE_BLOCKS as i64).contains(&lbn) => Some(lbn as usize),
+            _ => None,
+        })
+        .collect()
+}
+
 /// `refs` with the contents the segment holds for each block (as the
 /// cleaner driver passes them); inodes carry none.
 fn with_contents(refs: &[BlockRef], seg: u64, bytes: &[u8], blocks_per_segment: u64) -> Vec<MarkBlock> {
@@ -197,16 +208,9 @@ fn markv_skips_blocks_that_died_after_bmapv_and_never_writes_stale_contents() {
     let lfs = fs.storage();
     let bps = lfs.segment_table().blocks_per_segment;
     let (seg, bytes, live) = segment_with_live_blocks_of(lfs, a);
-    let data_blocks: Vec<i64> = live
-        .iter()
-        .filter(|r| r.ino == a)
-        .filter_map(|r| match r.kind {
-            BlockKind::Block(lbn) if (0..FILE_BLOCKS as i64).contains(&lbn) => Some(lbn),
-            _ => None,
-        })
-        .collect();
+    let data_blocks = data_blocks_of(&live, a);
     assert!(data_blocks.len() >= 2, "the segment holds two data blocks of a: {data_blocks:?}");
-    let (written, dirty) = (data_blocks[0] as usize, data_blocks[1] as usize);
+    let (written, dirty) = (data_blocks[0], data_blocks[1]);
 
     // Between bmapv and markv: one block is overwritten and written to the
     // log (dead where the cleaner saw it), another overwritten and still
@@ -309,14 +313,7 @@ fn markv_never_moves_a_block_its_own_flush_replaced() {
     let lfs = fs.storage();
     let bps = lfs.segment_table().blocks_per_segment;
     let (seg, bytes, live) = segment_with_live_blocks_of(lfs, a);
-    let lbns: Vec<usize> = live
-        .iter()
-        .filter(|r| r.ino == a)
-        .filter_map(|r| match r.kind {
-            BlockKind::Block(lbn) if (0..FILE_BLOCKS as i64).contains(&lbn) => Some(lbn as usize),
-            _ => None,
-        })
-        .collect();
+    let lbns = data_blocks_of(&live, a);
     assert!(!lbns.is_empty(), "the segment holds data blocks of a");
     // Overwrite a's blocks there (only in the cache), then complete a
     // directory operation, which markv must write out before it moves
@@ -327,13 +324,7 @@ fn markv_never_moves_a_block_its_own_flush_replaced() {
     fs.mknod(ROOT_INO, b"d", kind::REG | 0o644, 0, Creds::default()).expect("create");
     let lfs = fs.storage();
     let report = lfs.markv(&with_contents(&live, seg, &bytes, bps), Destination::Shared).expect("markv");
-    let stale = live
-        .iter()
-        .filter(|r| {
-            r.ino == a && matches!(r.kind, BlockKind::Block(l) if (0..FILE_BLOCKS as i64).contains(&l))
-        })
-        .count() as u64;
-    assert!(report.skipped >= stale, "the overwritten blocks were skipped: {report:?}");
+    assert!(report.skipped >= lbns.len() as u64, "the overwritten blocks were skipped: {report:?}");
     let mut tags = [0u8; FILE_BLOCKS];
     for &lbn in &lbns {
         tags[lbn] = 3;

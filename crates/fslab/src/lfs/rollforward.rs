@@ -318,12 +318,10 @@ impl Lfs {
         }
         let head = self.log.segment;
         if !self.next_is_clean(head, self.log.next_segment) {
-            self.log.next_segment = head;
             self.log.next_segment = self.clean_after(head).unwrap_or(head);
         }
         if let Some(c) = self.cold {
             if !self.next_is_clean(c.segment, c.next_segment) || c.next_segment == self.log.next_segment {
-                self.cold = Some(ColdPosition { next_segment: c.segment, ..c });
                 let next = self.clean_after(c.segment).unwrap_or(c.segment);
                 self.cold = Some(ColdPosition { next_segment: next, ..c });
             }

@@ -200,7 +200,6 @@ impl Lfs {
         }
         let Some(seg) = self.clean_after(self.log.segment) else { return Ok(()) };
         let offset = self.enter_segment(seg)?;
-        self.cold = Some(ColdPosition { segment: seg, offset, next_segment: seg });
         let next = self.clean_after(seg).unwrap_or(seg);
         self.cold = Some(ColdPosition { segment: seg, offset, next_segment: next });
         self.segment_space = None;
