@@ -151,6 +151,9 @@ pub struct Lfs {
     /// there is none; one after `COLD_HEAD_IDLE_CHECKPOINTS` more without
     /// a request closes it.
     checkpoints_since_cold_request: Option<u32>,
+    /// A writer short of space closed the cold head: the next checkpoint
+    /// closes it, and it opens again only with space to spare.
+    cold_starved: bool,
     dirop_depth: u32,
     /// Inodes changed inside directory operations since the last segment write.
     dirop_inodes: HashSet<Ino>,

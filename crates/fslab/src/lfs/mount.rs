@@ -109,7 +109,7 @@ pub fn mkfs(dev: Arc<dyn BlockDevice>, options: &MkfsOptions) -> Result<()> {
         },
         ..Inode::default()
     };
-    let log = LogHead { segment: 0, offset: 1, next_segment: 1, next_serial: 1 };
+    let log = LogHead { segment: 0, offset: 1, next_segment: 0, next_serial: 1 };
     let mut lfs = assemble(dev, sb, tables, ifile, 0, log, MountOptions::default());
     lfs.log.next_segment = lfs.clean_after(0).unwrap_or(0);
     lfs.checkpoint(true)
@@ -139,6 +139,7 @@ fn assemble(
         cold: None,
         separation: Default::default(),
         checkpoints_since_cold_request: None,
+        cold_starved: false,
         dirop_depth: 0,
         dirop_inodes: HashSet::new(),
         options,

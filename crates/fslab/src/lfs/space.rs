@@ -135,7 +135,7 @@ impl Lfs {
     /// smaller than that, a pass could free less than the checkpoint that
     /// makes its gain usable costs, and writers would wait on a cleaner that
     /// loses ground (seen with 512 KiB segments and a 100-block ifile).
-    fn cleaner_reserve(&self) -> u64 {
+    pub(super) fn cleaner_reserve(&self) -> u64 {
         self.cleaner_reserve_segments() * self.sb.blocks_per_segment() + 2 * (self.tables.nblocks() + 8)
     }
 
@@ -269,6 +269,7 @@ impl Lfs {
         if self.dirop_depth > 0 {
             return Err(errno(libc::ENOSPC, "no space left in the log"));
         }
+        let mut closed_cold = false;
         loop {
             if self.available(true, use_of) >= blocks {
                 self.checkpoint(false)?;
@@ -276,18 +277,27 @@ impl Lfs {
                     return Ok(());
                 }
             }
-            if !self.has_cleaner() || self.available_after_cleaning(use_of) < blocks {
+            let stuck = !self.has_cleaner() || self.available_after_cleaning(use_of) < blocks || {
+                // Each round must leave more space than it found, or the
+                // cleaner can do no more for this writer. Measured without
+                // saturating: far below the reserves, a round's gain may
+                // not yet bring what can be promised above zero.
+                let before = self.space_margin(use_of);
+                let ran = self.run_cleaner(super::clean::Urgency::Need(blocks))?;
+                !ran || self.space_margin(use_of) <= before
+            };
+            if !stuck {
+                continue;
+            }
+            // On a nearly full disk the cold head's two segments may be
+            // what the cleaner lacks: close it and try once more (it opens
+            // again only once space is plentiful).
+            if closed_cold || self.cold.is_none() || !self.has_cleaner() {
                 break;
             }
-            // Each round must leave more space than it found, or the
-            // cleaner can do no more for this writer. Measured without
-            // saturating: far below the reserves, a round's gain may not yet
-            // bring what can be promised above zero.
-            let before = self.space_margin(use_of);
-            let ran = self.run_cleaner(super::clean::Urgency::Need(blocks))?;
-            if !ran || self.space_margin(use_of) <= before {
-                break;
-            }
+            closed_cold = true;
+            self.cold_starved = true;
+            self.checkpoint(false)?;
         }
         Err(errno(libc::ENOSPC, "no space left in the log"))
     }

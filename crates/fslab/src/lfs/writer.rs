@@ -166,7 +166,7 @@ impl Lfs {
         let requested = self.checkpoints_since_cold_request.is_some_and(|n| n <= COLD_HEAD_IDLE_CHECKPOINTS);
         self.checkpoints_since_cold_request =
             self.checkpoints_since_cold_request.map(|n| n.saturating_add(1));
-        let wanted = requested || self.separation_wanted();
+        let wanted = (requested || self.separation_wanted()) && !(self.cold_starved && self.cold.is_some());
         if let Some(c) = self.cold.filter(|_| !wanted) {
             // The log of this segment ends here. A partial segment may lie
             // beyond it that a crash cut off from the log (one before it,
@@ -193,11 +193,17 @@ impl Lfs {
         // Statfs sets the head's two segments aside, but a cleaner may have
         // used them meanwhile: open only where that leaves what the cache
         // was promised and the reserves below the cleaner's.
-        let needed =
-            self.promised_blocks() + self.reserve(super::space::SpaceFor::Data) + self.cold_head_share();
+        // After the head was closed for want of space, it takes the
+        // cleaner's reserve more to open it again.
+        let starved = if self.cold_starved { self.cleaner_reserve() } else { 0 };
+        let needed = self.promised_blocks()
+            + self.reserve(super::space::SpaceFor::Data)
+            + self.cold_head_share()
+            + starved;
         if self.segment_space().writable < needed {
             return Ok(());
         }
+        self.cold_starved = false;
         let Some(seg) = self.clean_after(self.log.segment) else { return Ok(()) };
         let offset = self.enter_segment(seg)?;
         let next = self.clean_after(seg).unwrap_or(seg);
