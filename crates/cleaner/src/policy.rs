@@ -116,9 +116,10 @@ impl Policy for CostBenefit {
 ///
 /// All of this pays only when age predicts survival
 /// ([`SegmentTable::ages_predict_survival`]). When it does not (uniform
-/// overwrites: older segments are emptier), the policy ranks greedily and
-/// separates nothing, since splitting data that dies at one rate gains
-/// nothing and ranking by age loses (`scripts/bench-cleaner`).
+/// overwrites: what dies is as old as what lives), the policy is greedy: it ranks
+/// by utilization, rewrites live blocks as found and separates nothing,
+/// since splitting data that dies at one rate gains nothing and ranking by
+/// age loses (`scripts/bench-cleaner`).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct HotCold;
 
@@ -134,7 +135,10 @@ impl Policy for HotCold {
         let u = u.clamp(1e-6, 1.0 - 1e-6);
         (1.0 - u).powi(2) * age(seg, table) / (u * (1.0 / u).ln())
     }
-    fn order(&self, blocks: &mut [MarkBlock], _table: &SegmentTable) {
+    fn order(&self, blocks: &mut [MarkBlock], table: &SegmentTable) {
+        if !table.ages_predict_survival {
+            return;
+        }
         blocks.sort_by_key(|b| b.block.age);
     }
     fn cold_before(&self, table: &SegmentTable) -> Option<WriteClock> {
@@ -221,21 +225,28 @@ mod tests {
         assert!(HotCold.score(&seg(80, 100_000), &t) > HotCold.score(&seg(40, 100), &t));
     }
 
+    fn aged_block(age: i64) -> MarkBlock {
+        use fslab::lfs::clean::{BlockKind, BlockRef};
+        MarkBlock {
+            block: BlockRef { ino: age as u64 + 2, version: 0, kind: BlockKind::Block(0), daddr: 1, age },
+            data: None,
+        }
+    }
+
     #[test]
     fn hot_cold_is_greedy_and_separates_nothing_when_age_says_nothing() {
         let t = table(vec![seg(50, 10)], false);
         assert!(HotCold.score(&seg(20, 1), &t) > HotCold.score(&seg(30, 100_000), &t));
         assert_eq!(HotCold.cold_before(&t), None);
+        let mut blocks: Vec<MarkBlock> = [5, 1, 9].into_iter().map(aged_block).collect();
+        HotCold.order(&mut blocks, &t);
+        let ages: Vec<i64> = blocks.iter().map(|b| b.block.age).collect();
+        assert_eq!(ages, vec![5, 1, 9], "rewritten as found");
     }
 
     #[test]
     fn hot_cold_sends_data_older_than_its_line_to_the_cold_head() {
-        use fslab::lfs::clean::{BlockKind, BlockRef};
-        let block = |age: i64| MarkBlock {
-            block: BlockRef { ino: age as u64 + 2, version: 0, kind: BlockKind::Block(0), daddr: 1, age },
-            data: None,
-        };
-        let mut blocks: Vec<MarkBlock> = [5, 1, 9, 3, 7, 2].into_iter().map(block).collect();
+        let mut blocks: Vec<MarkBlock> = [5, 1, 9, 3, 7, 2].into_iter().map(aged_block).collect();
         let t = table(vec![seg(50, 10), seg(50, 20)], true);
         HotCold.order(&mut blocks, &t);
         let ages: Vec<i64> = blocks.iter().map(|b| b.block.age).collect();

@@ -203,6 +203,7 @@ impl Lfs {
         let was_dirty = self.cache.remove((ino, lbn));
         if addr != 0 {
             self.adjust_live(self.seg_of(addr), -(self.block_size as i64));
+            self.note_death(self.seg_of(addr), self.block_size as u64, ino);
             self.set_pointer(ino, lbn, 0)?;
         }
         if addr != 0 || was_dirty {

@@ -93,11 +93,10 @@ pub struct SegmentTable {
     pub cold_budget_blocks: u64,
     /// The write clock when the table was taken.
     pub now: WriteClock,
-    /// Whether data that has lived long is likely to live on: older
-    /// segments are fuller, as when some data is rewritten much more often
-    /// than the rest. Under uniform overwrites older segments are emptier
-    /// and age tells a cleaner nothing that utilization does not
-    /// ([`Lfs::ages_predict_survival`]).
+    /// Whether data that has lived long is likely to live on, as when some
+    /// data is rewritten much more often than the rest. Under uniform
+    /// overwrites it is not, and age tells a cleaner nothing that
+    /// utilization does not ([`Lfs::ages_predict_survival`]).
     pub ages_predict_survival: bool,
 }
 
@@ -152,10 +151,17 @@ pub enum Destination {
     Cold,
 }
 
-/// The correlation between segment age and utilization above which age is
-/// taken to predict survival (see [`Lfs::ages_predict_survival`]): halfway
-/// between what uniform and skewed overwrites show.
-pub const AGE_UTILIZATION_CORRELATION: f64 = -0.3;
+/// Age predicts survival ([`Lfs::ages_predict_survival`]) when the data
+/// users overwrite or delete was, on average, younger than this share of
+/// the live data's average age. Where every block is as likely to be
+/// overwritten next, whatever its age, the two averages are equal (1);
+/// on the 90/10 workload of `scripts/bench-cleaner` data dies at a tenth
+/// to a fifth of the live data's age.
+pub const DEATH_AGE_RATIO: f64 = 0.5;
+
+/// Deaths seen before [`Lfs::ages_predict_survival`] says anything, in
+/// segments' worth of bytes.
+const MIN_DEATHS_SEGMENTS: u64 = 8;
 
 /// Disks smaller than this keep one log head: a cold head holds two
 /// segments (the one it fills and the next), too much of a small disk.
@@ -291,6 +297,11 @@ pub(super) struct CleanState {
     /// When the log entered each of the last segments, and the write clock
     /// then: what the clock read at a given time, for modification times.
     write_times: VecDeque<(TimeNs, WriteClock)>,
+    /// Bytes users overwrote or deleted, and those bytes times their age
+    /// (on the write clock) when they died; both halved whenever the bytes
+    /// reach half the disk, so that recent deaths count most.
+    died_bytes: f64,
+    died_age_bytes: f64,
     /// Utilization of segments read by the cleaner, by segment.
     read_utilization: HashMap<u64, f64>,
     cleaned: VecDeque<(u64, f64)>,
@@ -546,35 +557,49 @@ impl Lfs {
         Ok(refs)
     }
 
-    /// Whether age predicts survival on this disk: the correlation between
-    /// the age of the dirty segments (on the write clock) and their
-    /// utilization, weighted by live bytes, is above
-    /// [`AGE_UTILIZATION_CORRELATION`]. It is strongly negative under
-    /// uniform overwrites (data decays at one rate, so older segments are
-    /// emptier: −0.6 to −0.8 at 80% in `scripts/bench-cleaner`) and near
-    /// zero or positive when cold data outlives hot (+0.1 on the 90/10
-    /// workload). Too few segments, or none that differ, say no.
+    /// Whether age predicts survival on this disk: whether the data users
+    /// overwrite or delete dies younger ([`DEATH_AGE_RATIO`]) than the live
+    /// data is old, on average — as when some data is rewritten much more
+    /// often than the rest. Under uniform overwrites a block's age says
+    /// nothing of when it dies: the data that dies is as old as the data
+    /// that lives. Ages are those of segments (their youngest data) on the
+    /// write clock. Says no until users have overwritten or deleted
+    /// [`MIN_DEATHS_SEGMENTS`] segments' worth in this mount.
     pub fn ages_predict_survival(&self) -> bool {
-        let now = self.clean.write_clock();
-        let capacity = |seg: u64| (self.usable_blocks(seg) * self.block_size as u64).max(1) as f64;
-        let points: Vec<(f64, f64, f64)> = (0..self.sb.nsegments)
-            .filter(|&seg| self.cleanable(seg) && self.tables.seguse[seg as usize].live_bytes > 0)
-            .map(|seg| {
-                let s = self.tables.seguse[seg as usize];
-                let live = s.live_bytes as f64;
-                ((now - s.lastmod) as f64, (live / capacity(seg)).min(1.0), live)
-            })
-            .collect();
-        if points.len() < 8 {
+        let segment_bytes = self.sb.blocks_per_segment() * self.block_size as u64;
+        if self.clean.died_bytes < (MIN_DEATHS_SEGMENTS * segment_bytes) as f64 {
             return false;
         }
-        let weight: f64 = points.iter().map(|p| p.2).sum();
-        let moment =
-            |f: &dyn Fn(&(f64, f64, f64)) -> f64| points.iter().map(|p| f(p) * p.2).sum::<f64>() / weight;
-        let (age, util) = (moment(&|p| p.0), moment(&|p| p.1));
-        let covariance = moment(&|p| (p.0 - age) * (p.1 - util));
-        let spread = (moment(&|p| (p.0 - age).powi(2)) * moment(&|p| (p.1 - util).powi(2))).sqrt();
-        spread > 0.0 && covariance / spread > AGE_UTILIZATION_CORRELATION
+        let now = self.clean.write_clock();
+        let (mut live, mut live_age) = (0.0, 0.0);
+        for (seg, s) in self.tables.seguse.iter().enumerate() {
+            if s.live_bytes > 0 && self.cleanable(seg as u64) {
+                live += s.live_bytes as f64;
+                live_age += s.live_bytes as f64 * (now - s.lastmod).max(0) as f64;
+            }
+        }
+        let died_age = self.clean.died_age_bytes / self.clean.died_bytes;
+        live > 0.0 && died_age < DEATH_AGE_RATIO * (live_age / live)
+    }
+
+    /// Notes that `bytes` of segment `seg` died. Counted when users caused
+    /// it (an overwrite, a truncation, a deletion), not the cleaner's moves
+    /// nor the ifile's own rewrites.
+    pub(super) fn note_death(&mut self, seg: u64, bytes: u64, ino: Ino) {
+        if self.clean.writing || ino == IFILE_INO {
+            return;
+        }
+        let Some(s) = self.tables.seguse.get(seg as usize) else { return };
+        let age = (self.clean.write_clock() - s.lastmod).max(0) as f64;
+        let half_disk =
+            (self.sb.nsegments * self.sb.blocks_per_segment() * self.block_size as u64 / 2) as f64;
+        let c = &mut self.clean;
+        c.died_bytes += bytes as f64;
+        c.died_age_bytes += bytes as f64 * age;
+        if c.died_bytes >= half_disk {
+            c.died_bytes /= 2.0;
+            c.died_age_bytes /= 2.0;
+        }
     }
 
     /// Notes the utilization of segment `seg` as a cleaner reads it.

@@ -17,6 +17,7 @@
 //! since the previous segment write, read on the write clock.
 
 use super::layout::WriteClock;
+use super::space::SpaceFor;
 use super::writer::Batch;
 use super::Lfs;
 use crate::format::{Ino, TimeNs};
@@ -89,13 +90,22 @@ impl Lfs {
     /// it can take them all; otherwise leaves them for the users' head.
     /// Returns the files it did not write.
     pub(super) fn write_cold_files(&mut self, files: Vec<Ino>) -> Result<Vec<Ino>> {
-        // The write must fit in what is left of the cold head's segment:
-        // entering the next would set another clean segment aside, space
-        // these blocks were not promised, and a head that had to find one
-        // could find none and fail a write the users' head has room for.
+        if files.is_empty() || self.cold.is_none() {
+            return Ok(files);
+        }
         // Everything dirty (with its inode blocks and summaries) bounds what
-        // these files hold.
-        if files.is_empty() || self.cold_room() < self.promised_blocks() + 2 {
+        // these files hold. It may fit in what is left of the cold head's
+        // segment. If not, the head moves on into clean segments, each of
+        // which it takes from the space users were promised: allowed only
+        // when, for every segment it could take, that space has a whole
+        // segment to spare beyond the promises and reserves. Otherwise a
+        // head that had to find a segment could find none, and fail a
+        // write the users' head has room for.
+        let promised = self.promised_blocks();
+        let bps = self.sb.blocks_per_segment();
+        let fits_in_segment = self.cold_room() >= promised + 2;
+        let may_take = (promised.div_ceil(bps) + 1) * bps;
+        if !fits_in_segment && self.available(false, SpaceFor::Data) < may_take {
             return Ok(files);
         }
         self.at_cold_head(|lfs| {

@@ -218,7 +218,7 @@ impl Lfs {
     /// may not use and the cleaner may not use either (so unlink and rename
     /// work while the cleaner has spent its share), then the cleaner's
     /// segments, which file data may not use.
-    fn available(&mut self, include_reclaimable: bool, use_of: SpaceFor) -> u64 {
+    pub(super) fn available(&mut self, include_reclaimable: bool, use_of: SpaceFor) -> u64 {
         let space = self.segment_space();
         let have = space.writable + if include_reclaimable { space.reclaimable } else { 0 };
         have.saturating_sub(self.promised_blocks() + self.floor(use_of))

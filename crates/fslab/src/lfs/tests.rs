@@ -412,3 +412,50 @@ fn random_writes_and_fsyncs_recover_every_fsynced_block_at_any_crash() {
         }
     }
 }
+
+/// One file written in order into `blocks` blocks, then synced: segments
+/// whose ages follow the file's block numbers.
+fn file_in_order(lfs: &mut Lfs, blocks: Lbn) -> Ino {
+    let ino = new_file(lfs);
+    for lbn in 0..blocks {
+        lfs.write_block(ino, lbn, 0, &pattern(ino, lbn, 4096)).expect("write");
+    }
+    lfs.sync().expect("sync");
+    ino
+}
+
+/// Overwrites the blocks of `ino` that `lbns` names, syncing after each
+/// 32.
+fn overwrite(lfs: &mut Lfs, ino: Ino, lbns: impl Iterator<Item = Lbn>) {
+    for (i, lbn) in lbns.enumerate() {
+        lfs.write_block(ino, lbn, 0, &pattern(ino + 1, lbn, 4096)).expect("overwrite");
+        if i % 32 == 31 {
+            lfs.sync().expect("sync");
+        }
+    }
+    lfs.sync().expect("sync");
+}
+
+#[test]
+fn ages_predict_survival_only_where_data_dies_young() {
+    // 128 segments of 16 blocks; the file fills about 60 of them.
+    let disk = fresh(8 << 20, small_options());
+    let mut lfs = mount_mem(&disk);
+    let ino = file_in_order(&mut lfs, 960);
+    assert!(!lfs.ages_predict_survival(), "nothing has died yet");
+    // Hot data: the same 32 blocks, overwritten ten times.
+    overwrite(&mut lfs, ino, (0..10).flat_map(|_| 0..32));
+    assert!(lfs.ages_predict_survival(), "what dies is young, what lives is old");
+
+    // Uniform overwrites: what dies is as old as what lives.
+    let disk = fresh(8 << 20, small_options());
+    let mut lfs = mount_mem(&disk);
+    let ino = file_in_order(&mut lfs, 960);
+    let mut x: u64 = 7;
+    let random = std::iter::repeat_with(move || {
+        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        ((x >> 33) % 960) as Lbn
+    });
+    overwrite(&mut lfs, ino, random.take(320));
+    assert!(!lfs.ages_predict_survival(), "blocks die at random, whatever their age");
+}

@@ -393,6 +393,7 @@ impl Lfs {
         self.set_pointer(ino, lbn, daddr)?;
         if old != 0 {
             self.adjust_live(self.seg_of(old), -(self.block_size as i64));
+            self.note_death(self.seg_of(old), self.block_size as u64, ino);
         } else if ino == IFILE_INO {
             self.ifile.blocks += self.bytes_per_frag();
         }
