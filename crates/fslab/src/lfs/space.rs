@@ -53,12 +53,22 @@ impl Lfs {
         self.sb.blocks_per_segment() - u64::from(sb_block)
     }
 
-    /// Adds `delta` bytes to segment `seg`'s live count.
+    /// Adds `delta` bytes to segment `seg`'s live count. The space counts
+    /// are brought up to date for this one segment rather than recounted:
+    /// every overwrite and deletion changes a live count, and a recount
+    /// scans every segment (on a 4 GiB disk it took most of an unlink's
+    /// time).
     pub(super) fn adjust_live(&mut self, seg: u64, delta: i64) {
-        if let Some(s) = self.tables.seguse.get_mut(seg as usize) {
-            s.live_bytes = (s.live_bytes as i64 + delta).clamp(0, u32::MAX as i64) as u32;
-            self.tables.touch_segment(seg);
-            self.segment_space = None;
+        let before = self.segment_terms(seg);
+        let Some(s) = self.tables.seguse.get_mut(seg as usize) else { return };
+        s.live_bytes = (s.live_bytes as i64 + delta).clamp(0, u32::MAX as i64) as u32;
+        self.tables.touch_segment(seg);
+        let after = self.segment_terms(seg);
+        if let Some(space) = self.segment_space.as_mut() {
+            space.writable = space.writable - before.writable + after.writable;
+            space.reclaimable = space.reclaimable - before.reclaimable + after.reclaimable;
+            space.clean_segments = space.clean_segments - before.clean_segments + after.clean_segments;
+            space.dead = space.dead - before.dead + after.dead;
         }
     }
 
@@ -76,46 +86,60 @@ impl Lfs {
     }
 
     /// Blocks of clean segments and of empty dirty ones, recounted only
-    /// after the segment usage table changes (the scan is O(segments) and
-    /// space is checked on every newly dirty block).
+    /// after the segment usage table changes other than in a live count
+    /// (the scan is O(segments) and space is checked on every newly dirty
+    /// block).
     pub(super) fn segment_space(&mut self) -> SegmentSpace {
         if let Some(space) = self.segment_space {
             return space;
         }
-        let (clean_segments, dead) = self.clean_and_dead();
-        let space = SegmentSpace {
-            writable: self.writable_blocks(),
-            reclaimable: self.reclaimable_blocks(),
-            clean_segments,
-            dead,
-        };
+        let mut space = self.head_space();
+        for seg in 0..self.sb.nsegments {
+            let t = self.segment_terms(seg);
+            space.writable += t.writable;
+            space.reclaimable += t.reclaimable;
+            space.clean_segments += t.clean_segments;
+            space.dead += t.dead;
+        }
         self.segment_space = Some(space);
         space
     }
 
-    /// Segments clean or empty outside the log head, and the blocks a
-    /// cleaner could free in the others: each dirty segment's blocks less
-    /// what moving its live data takes.
-    fn clean_and_dead(&self) -> (u64, u64) {
-        let bs = self.block_size as u64;
-        let mut clean = 0;
-        let mut dead = 0;
-        for (seg, s) in self.tables.seguse.iter().enumerate() {
-            let seg = seg as u64;
-            if self.in_log_head(seg) {
-                continue;
-            }
-            if s.flags & SEGUSE_CLEAN != 0 || (s.flags & SEGUSE_DIRTY != 0 && s.live_bytes == 0) {
-                clean += 1;
-            } else if s.flags & SEGUSE_DIRTY != 0 {
-                // Moving the live blocks also writes inode blocks for their
-                // files (one per 16 blocks at worst) and summaries.
-                let live = (s.live_bytes as u64).div_ceil(bs);
-                let moved = live + live.div_ceil(16) + 2;
-                dead += self.usable_blocks(seg).saturating_sub(moved);
-            }
+    /// What the users' log head adds to the space: what is left of its
+    /// segment, and the next segment it holds.
+    fn head_space(&self) -> SegmentSpace {
+        let bps = self.sb.blocks_per_segment();
+        let mut writable = bps.saturating_sub(self.log.offset);
+        if self.log.next_segment != self.log.segment {
+            writable += self.usable_blocks(self.log.next_segment);
         }
-        (clean, dead)
+        SegmentSpace { writable, reclaimable: 0, clean_segments: 0, dead: 0 }
+    }
+
+    /// What segment `seg` adds to the space, outside the log heads: a clean
+    /// segment is writable; an empty dirty one is reclaimable (writable
+    /// after a checkpoint); both count as clean segments. In any other
+    /// dirty segment a cleaner could free its blocks less what moving its
+    /// live data takes: the live blocks, an inode block for their files
+    /// (one per 16 blocks at worst) and summaries.
+    fn segment_terms(&self, seg: u64) -> SegmentSpace {
+        let mut t = SegmentSpace { writable: 0, reclaimable: 0, clean_segments: 0, dead: 0 };
+        let Some(s) = self.tables.seguse.get(seg as usize) else { return t };
+        if self.in_log_head(seg) {
+            return t;
+        }
+        if s.flags & SEGUSE_CLEAN != 0 {
+            t.writable = self.usable_blocks(seg);
+            t.clean_segments = 1;
+        } else if s.flags & SEGUSE_DIRTY != 0 && s.live_bytes == 0 {
+            t.reclaimable = self.usable_blocks(seg);
+            t.clean_segments = 1;
+        } else if s.flags & SEGUSE_DIRTY != 0 {
+            let live = (s.live_bytes as u64).div_ceil(self.block_size as u64);
+            let moved = live + live.div_ceil(16) + 2;
+            t.dead = self.usable_blocks(seg).saturating_sub(moved);
+        }
+        t
     }
 
     /// Clean segments normal writers leave to the cleaner (the paper
@@ -157,35 +181,6 @@ impl Lfs {
         let step = (self.sb.nsegments / 32).max(2);
         let low = self.cleaner_reserve_segments() + step;
         (low, low + step)
-    }
-
-    /// Blocks the log can still advance into without reclaiming anything.
-    fn writable_blocks(&self) -> u64 {
-        let bps = self.sb.blocks_per_segment();
-        let mut total = bps.saturating_sub(self.log.offset);
-        if self.log.next_segment != self.log.segment {
-            total += self.usable_blocks(self.log.next_segment);
-        }
-        for (seg, s) in self.tables.seguse.iter().enumerate() {
-            let seg = seg as u64;
-            if s.flags & SEGUSE_CLEAN != 0 && !self.in_log_head(seg) {
-                total += self.usable_blocks(seg);
-            }
-        }
-        total
-    }
-
-    /// Blocks in dirty segments with nothing live: clean after a checkpoint.
-    fn reclaimable_blocks(&self) -> u64 {
-        self.tables
-            .seguse
-            .iter()
-            .enumerate()
-            .filter(|(seg, s)| {
-                s.flags & SEGUSE_DIRTY != 0 && s.live_bytes == 0 && !self.in_log_head(*seg as u64)
-            })
-            .map(|(seg, _)| self.usable_blocks(seg as u64))
-            .sum()
     }
 
     /// Blocks already promised to what the cache holds.

@@ -250,6 +250,12 @@ fn random_block_operations_match_a_model_across_remounts() {
             }
             _ => {}
         }
+        if step % 10 == 0 {
+            // The space counts kept up to date block by block equal a recount.
+            let kept = lfs.segment_space();
+            lfs.segment_space = None;
+            assert_eq!(kept, lfs.segment_space(), "step {step}");
+        }
         if step % 50 == 0 {
             let mut buf = vec![0u8; 4096];
             for (&ino, blocks) in &model {
