@@ -2,10 +2,14 @@
 //! workload of `fslab_cleaner::workload`, uniform and hot-and-cold, at
 //! several utilizations, once per policy, each on a fresh image file. Prints
 //! the write cost and throughput of the measured phase, which follows a
-//! warm-up overwrite of the disk's size so that cleaning is in steady state.
+//! warm-up overwrite of the disk's size (or `--warmup` times it) so that
+//! cleaning is near steady state. Under hot-and-cold access the cold data
+//! is rewritten only every few disks' worth of writes, so the fill's
+//! segments are still being cleaned after one disk; `--warmup 8` gives
+//! steady-state figures.
 //!
 //! Usage: cleaner_bench [--dir DIR] [--disk-mib N] [--segment-kib N]
-//!        [--file-blocks N] [--multiple X] [--utils 0.5,0.7,..]
+//!        [--file-blocks N] [--multiple X] [--warmup X] [--utils 0.5,0.7,..]
 //!        [--policies a,b] [--access uniform,hot-cold] [--memory]
 
 use disk::{BlockDevice, FileDisk, MemDisk};
@@ -23,6 +27,7 @@ struct Args {
     segment_kib: u32,
     file_blocks: u64,
     multiple: f64,
+    warmup: f64,
     utils: Vec<f64>,
     policies: Vec<String>,
     access: Vec<String>,
@@ -36,6 +41,7 @@ fn parse() -> Result<Args, String> {
         segment_kib: 512,
         file_blocks: 1,
         multiple: 4.0,
+        warmup: 1.0,
         utils: vec![0.5, 0.7, 0.8, 0.9],
         policies: policy::NAMES.iter().map(|s| s.to_string()).collect(),
         access: vec!["uniform".into(), "hot-cold".into()],
@@ -51,6 +57,7 @@ fn parse() -> Result<Args, String> {
             "--segment-kib" => a.segment_kib = value()?.parse().map_err(|_| bad("segment-kib"))?,
             "--file-blocks" => a.file_blocks = value()?.parse().map_err(|_| bad("file-blocks"))?,
             "--multiple" => a.multiple = value()?.parse().map_err(|_| bad("multiple"))?,
+            "--warmup" => a.warmup = value()?.parse().map_err(|_| bad("warmup"))?,
             "--utils" => {
                 a.utils = value()?
                     .split(',')
@@ -63,12 +70,19 @@ fn parse() -> Result<Args, String> {
             "--help" | "-h" => {
                 println!(
                     "{}",
-                    include_str!("cleaner_bench.rs").lines().take(12).collect::<Vec<_>>().join("\n")
+                    include_str!("cleaner_bench.rs")
+                        .lines()
+                        .take_while(|l| l.starts_with("//!"))
+                        .collect::<Vec<_>>()
+                        .join("\n")
                 );
                 std::process::exit(0);
             }
             other => return Err(format!("unknown option {other}")),
         }
+    }
+    if !(a.multiple.is_finite() && a.multiple > 0.0 && a.warmup.is_finite() && a.warmup >= 0.0) {
+        return Err("--multiple must be above 0 and --warmup at least 0".into());
     }
     for p in &a.policies {
         if policy::by_name(p).is_none() {
@@ -105,7 +119,7 @@ fn run_one(a: &Args, access: Access, util: f64, policy_name: &str) -> Result<Row
     Cleaner::new(policy).install(&mut lfs);
     let mut fs = FileSystem::new(lfs);
     let mut spec =
-        Spec { utilization: util, file_blocks: a.file_blocks, write_multiple: 1.0, access, seed: 42 };
+        Spec { utilization: util, file_blocks: a.file_blocks, write_multiple: a.warmup, access, seed: 42 };
     let mut files = Files::fill(&mut fs, &spec).map_err(|e| format!("fill: {e}"))?;
     files.overwrite(&mut fs, &spec).map_err(|e| format!("warm-up: {e}"))?;
     fs.sync().map_err(|e| e.to_string())?;
@@ -148,12 +162,13 @@ fn main() {
         }
     };
     println!(
-        "# fslab cleaner benchmark: {} MiB {}, {} KiB segments, {}-block files, {}x the disk overwritten after a 1x warm-up",
+        "# fslab cleaner benchmark: {} MiB {}, {} KiB segments, {}-block files, {}x the disk overwritten after a {}x warm-up",
         a.disk_mib,
         if a.memory { "memory disk" } else { "image file" },
         a.segment_kib,
         a.file_blocks,
-        a.multiple
+        a.multiple,
+        a.warmup
     );
     println!(
         "{:<10} {:>5} {:<13} {:>10} {:>9} {:>9} {:>8} {:>7}",

@@ -74,7 +74,7 @@ impl Cleaner {
     /// Makes this the cleaner `lfs`'s writers run when short of clean
     /// segments, and places users' writes as the policy asks.
     pub fn install(self, lfs: &mut Lfs) {
-        lfs.set_separation(self.policy.user_cold_after());
+        lfs.set_separation(self.policy.user_separation());
         lfs.set_cleaner(Some(Box::new(self)));
     }
 

@@ -4,6 +4,7 @@
 
 use fslab::lfs::clean::{MarkBlock, SegmentState, SegmentTable};
 use fslab::lfs::layout::WriteClock;
+use fslab::lfs::UserSeparation;
 
 /// A cleaning policy.
 pub trait Policy: Send {
@@ -27,12 +28,11 @@ pub trait Policy: Send {
         None
     }
 
-    /// For a mount's own cleaner: users' writes to a file not written while
-    /// users wrote this many times the live bytes go to the cold head
-    /// (`Lfs::set_separation`). `None` (the default): every
-    /// write goes to the users' head.
-    fn user_cold_after(&self) -> Option<f64> {
-        None
+    /// For a mount's own cleaner: which users' writes go to the cold head
+    /// (`Lfs::set_separation`). The default: none, every write goes to
+    /// the users' head.
+    fn user_separation(&self) -> UserSeparation {
+        UserSeparation::Off
     }
 }
 
@@ -148,8 +148,8 @@ impl Policy for HotCold {
         let live: u64 = table.segments.iter().map(|s| s.live_bytes).sum();
         Some(table.now.saturating_sub((live as f64 * MOVED_COLD_AFTER) as i64))
     }
-    fn user_cold_after(&self) -> Option<f64> {
-        Some(USER_COLD_AFTER)
+    fn user_separation(&self) -> UserSeparation {
+        UserSeparation::WhereAgePredicts(USER_COLD_AFTER)
     }
 }
 
@@ -254,7 +254,7 @@ mod tests {
         // 100 live blocks: the line is 0.8 × 409,600 bytes of writes ago.
         let line = HotCold.cold_before(&t).expect("a line");
         assert_eq!(line, NOW - (100.0 * 4096.0 * MOVED_COLD_AFTER) as i64);
-        assert_eq!(HotCold.user_cold_after(), Some(USER_COLD_AFTER));
+        assert_eq!(HotCold.user_separation(), UserSeparation::WhereAgePredicts(USER_COLD_AFTER));
         assert_eq!(CostBenefit.cold_before(&t), None, "cost-benefit keeps one head");
     }
 

@@ -44,7 +44,7 @@ use fslab::format::inode::kind;
 use fslab::format::{Ino, ROOT_INO};
 use fslab::lfs::clean::{parse_segment, SegmentState, SegmentTable};
 use fslab::lfs::layout::WriteClock;
-use fslab::lfs::{Lfs, MkfsOptions, MountOptions};
+use fslab::lfs::{Lfs, MkfsOptions, MountOptions, UserSeparation};
 use fslab::ufs::{Creds, FileSystem};
 use fslab_cleaner::policy::Policy;
 use fslab_cleaner::{policy, Cleaner};
@@ -297,9 +297,10 @@ fn finish(d: Driver, crash: CrashDisk) -> Run {
     Run { files, points, crash, cold_partial_segments }
 }
 
-/// Greedy, with every moved block written at the cold head: on a disk this
-/// small `hot-cold` finds that age predicts nothing and keeps one head, and
-/// this test is about the second.
+/// Greedy, with every moved block written at the cold head, and users'
+/// writes to files written before too (where the clean space allows): on a
+/// disk this small `hot-cold` finds that age predicts nothing and keeps one
+/// head, and this test is about the second.
 struct AllCold;
 
 impl Policy for AllCold {
@@ -311,6 +312,9 @@ impl Policy for AllCold {
     }
     fn cold_before(&self, _table: &SegmentTable) -> Option<WriteClock> {
         Some(WriteClock::MAX)
+    }
+    fn user_separation(&self) -> UserSeparation {
+        UserSeparation::Always(0.0)
     }
 }
 

@@ -28,6 +28,7 @@ mod space;
 mod writer;
 
 pub use mount::{dump, mkfs, probe};
+pub use placement::UserSeparation;
 pub use rollforward::Recovery;
 
 use crate::cache::BufferCache;

@@ -28,12 +28,36 @@ use std::collections::HashMap;
 /// cold (the computation sums the segment usage table).
 const LINE_REFRESH_PARTIALS: u64 = 16;
 
+/// Which users' writes go to the cold head ([`Lfs::set_separation`]).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub enum UserSeparation {
+    /// None: every write goes to the users' head.
+    #[default]
+    Off,
+    /// Writes to files not written while users wrote this many times the
+    /// bytes the disk holds live, while age predicts survival
+    /// ([`Lfs::ages_predict_survival`]).
+    WhereAgePredicts(f64),
+    /// The same, whatever age predicts: for experiments, and for tests that
+    /// must see users' writes at the cold head.
+    Always(f64),
+}
+
+impl UserSeparation {
+    /// The multiple of the live bytes, when on.
+    fn cold_after(self) -> Option<f64> {
+        match self {
+            UserSeparation::Off => None,
+            UserSeparation::WhereAgePredicts(m) | UserSeparation::Always(m) => Some(m),
+        }
+    }
+}
+
 /// Hot/cold separation of users' writes, when on.
 #[derive(Default)]
 pub(super) struct Separation {
-    /// Data not written while users wrote this many times the live bytes
-    /// is cold.
-    cold_after: Option<f64>,
+    /// Which writes go to the cold head.
+    mode: UserSeparation,
     /// The current line on the write clock (`None`: no data is cold), and
     /// the partial-segment count when it was drawn.
     line: Option<(Option<WriteClock>, u64)>,
@@ -43,22 +67,32 @@ pub(super) struct Separation {
 }
 
 impl Lfs {
-    /// Turns separation of users' writes on or off (`None`): with it on, a
-    /// file not written while users wrote `cold_after` times the bytes the
-    /// disk holds live is written at the cold head. A disk too small for a
-    /// cold head keeps one head whatever this says.
-    pub fn set_separation(&mut self, cold_after: Option<f64>) {
-        self.separation = Separation {
-            cold_after: cold_after.filter(|m| m.is_finite() && *m >= 0.0),
-            ..Separation::default()
+    /// Sets which users' writes go to the cold head. A disk too small for
+    /// a cold head keeps one head whatever this says; a multiple that is
+    /// negative or not finite turns separation off.
+    pub fn set_separation(&mut self, mode: UserSeparation) {
+        let mode = match mode.cold_after() {
+            Some(m) if m.is_finite() && m >= 0.0 => mode,
+            _ => UserSeparation::Off,
         };
+        self.separation = Separation { mode, ..Separation::default() };
+    }
+
+    /// Whether age, as this mode reads it, says data that has lived long
+    /// will live on.
+    fn separation_applies(&self) -> bool {
+        match self.separation.mode {
+            UserSeparation::Off => false,
+            UserSeparation::WhereAgePredicts(_) => self.ages_predict_survival(),
+            UserSeparation::Always(_) => true,
+        }
     }
 
     /// Notes that `ino` is about to be written by a user: the first time
     /// since the last segment write, its modification time says when its
     /// data was last written.
     pub(super) fn note_user_write(&mut self, ino: Ino) -> Result<()> {
-        if self.separation.cold_after.is_none() || self.separation.last_written.contains_key(&ino) {
+        if self.separation.mode == UserSeparation::Off || self.separation.last_written.contains_key(&ino) {
             return Ok(());
         }
         let attr = self.inode_of(ino)?.attr;
@@ -68,16 +102,20 @@ impl Lfs {
         Ok(())
     }
 
-    /// Whether users' writes would use a cold head now: separation is on
-    /// and age predicts survival.
+    /// Whether users' writes would use a cold head now.
     pub(super) fn separation_wanted(&self) -> bool {
-        self.separation.cold_after.is_some() && self.ages_predict_survival()
+        self.separation_applies()
     }
 
     /// Splits `files` into those to write at the users' head and the cold
-    /// ones, and forgets what it noted about them.
-    pub(super) fn split_cold(&mut self, files: Vec<Ino>) -> (Vec<Ino>, Vec<Ino>) {
-        let last_written = std::mem::take(&mut self.separation.last_written);
+    /// ones, and forgets what it noted about them (with `all`, about every
+    /// file: everything dirty is being written).
+    pub(super) fn split_cold(&mut self, files: Vec<Ino>, all: bool) -> (Vec<Ino>, Vec<Ino>) {
+        let last_written: HashMap<Ino, TimeNs> = if all {
+            std::mem::take(&mut self.separation.last_written)
+        } else {
+            files.iter().filter_map(|&ino| Some((ino, self.separation.last_written.remove(&ino)?))).collect()
+        };
         let Some(line) = self.separation_line() else { return (files, Vec::new()) };
         // A modification time older than this mount's samples of the clock
         // is older than any line: cold.
@@ -120,7 +158,7 @@ impl Lfs {
     /// Data written before the returned time is cold; `None` when
     /// separation is off or the disk has no room for a cold head.
     fn separation_line(&mut self) -> Option<WriteClock> {
-        let multiple = self.separation.cold_after?;
+        let multiple = self.separation.mode.cold_after()?;
         self.cold?;
         let now = self.stats.partial_segments;
         if let Some((line, drawn)) = self.separation.line {
@@ -129,7 +167,7 @@ impl Lfs {
             }
         }
         // Where data dies at one rate, separating it gains nothing.
-        let line = self.ages_predict_survival().then(|| {
+        let line = self.separation_applies().then(|| {
             let live: u64 = self.tables.seguse.iter().map(|s| s.live_bytes as u64).sum();
             self.clean.write_clock().saturating_sub((live as f64 * multiple) as i64)
         });

@@ -595,11 +595,17 @@ impl Lfs {
         Ok(())
     }
 
-    /// Writes the dirty blocks and the inode of `ino` alone (for fsync).
+    /// Writes the dirty blocks and the inode of `ino` alone (for fsync), at
+    /// the cold head if it is cold data.
     pub(super) fn write_file_now(&mut self, ino: Ino) -> Result<()> {
         self.ensure_new_serial_epoch()?;
+        let (mut plain, cold) = self.split_cold(vec![ino], false);
+        plain.extend(self.write_cold_files(cold)?);
+        if plain.is_empty() {
+            return Ok(());
+        }
         let mut batch = Batch::default();
-        self.write_files(&mut batch, &[ino])?;
+        self.write_files(&mut batch, &plain)?;
         self.close_partial(&mut batch);
         self.flush_partials(&mut batch, true)
     }
@@ -614,7 +620,7 @@ impl Lfs {
         files.extend(self.inodes.iter().filter(|(_, c)| c.dirty).map(|(&ino, _)| ino));
         files.remove(&IFILE_INO);
         let (in_dirop, plain): (Vec<Ino>, Vec<Ino>) = files.into_iter().partition(|ino| dirops.contains(ino));
-        let (mut plain, cold) = self.split_cold(plain);
+        let (mut plain, cold) = self.split_cold(plain, true);
         plain.extend(self.write_cold_files(cold)?);
         let mut batch = Batch::default();
         self.write_files(&mut batch, &plain)?;
