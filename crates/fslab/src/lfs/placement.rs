@@ -78,9 +78,9 @@ impl Lfs {
         self.separation = Separation { mode, ..Separation::default() };
     }
 
-    /// Whether age, as this mode reads it, says data that has lived long
-    /// will live on.
-    fn separation_applies(&self) -> bool {
+    /// Whether users' writes would use a cold head now: whether age, as
+    /// this mode reads it, says data that has lived long will live on.
+    pub(super) fn separation_wanted(&self) -> bool {
         match self.separation.mode {
             UserSeparation::Off => false,
             UserSeparation::WhereAgePredicts(_) => self.ages_predict_survival(),
@@ -100,11 +100,6 @@ impl Lfs {
             self.separation.last_written.insert(ino, attr.mtime);
         }
         Ok(())
-    }
-
-    /// Whether users' writes would use a cold head now.
-    pub(super) fn separation_wanted(&self) -> bool {
-        self.separation_applies()
     }
 
     /// Splits `files` into those to write at the users' head and the cold
@@ -167,7 +162,7 @@ impl Lfs {
             }
         }
         // Where data dies at one rate, separating it gains nothing.
-        let line = self.separation_applies().then(|| {
+        let line = self.separation_wanted().then(|| {
             let live: u64 = self.tables.seguse.iter().map(|s| s.live_bytes as u64).sum();
             self.clean.write_clock().saturating_sub((live as f64 * multiple) as i64)
         });

@@ -65,10 +65,11 @@ impl Lfs {
         self.tables.touch_segment(seg);
         let after = self.segment_terms(seg);
         if let Some(space) = self.segment_space.as_mut() {
-            space.writable = space.writable - before.writable + after.writable;
-            space.reclaimable = space.reclaimable - before.reclaimable + after.reclaimable;
-            space.clean_segments = space.clean_segments - before.clean_segments + after.clean_segments;
-            space.dead = space.dead - before.dead + after.dead;
+            space.writable = (space.writable + after.writable).saturating_sub(before.writable);
+            space.reclaimable = (space.reclaimable + after.reclaimable).saturating_sub(before.reclaimable);
+            space.clean_segments =
+                (space.clean_segments + after.clean_segments).saturating_sub(before.clean_segments);
+            space.dead = (space.dead + after.dead).saturating_sub(before.dead);
         }
     }
 
