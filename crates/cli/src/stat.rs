@@ -42,6 +42,13 @@ fn render(dir: &str, r: &Report) -> String {
         format!("low-water {}, high-water {}, reserve {}", r.low_water, r.high_water, r.reserve_segments),
     );
     row(&mut out, "segments cleaned", r.cleaner.total.segments_cleaned.to_string());
+    let heads = if r.cold_head { "users' head and a cold head" } else { "users' head only" };
+    row(
+        &mut out,
+        "log heads",
+        format!("{heads}; {} partial segments at the cold head", r.cold_partial_segments),
+    );
+    row(&mut out, "age predicts survival", if r.ages_predict_survival { "yes" } else { "no" }.to_string());
     out.push('\n');
     let (total, recent) = (&r.cleaner.total, &r.cleaner.recent);
     let _ =
@@ -100,10 +107,18 @@ mod tests {
             reserve_segments: 2,
             low_water: 5,
             high_water: 8,
+            cold_head: true,
+            cold_partial_segments: 7,
+            ages_predict_survival: false,
         };
         let text = render("/mnt", &report);
         assert!(text.contains("segments                  96 of 512 KiB"), "{text}");
         assert!(text.contains("low-water 5, high-water 8, reserve 2"), "{text}");
+        assert!(
+            text.contains("log heads                 users' head and a cold head; 7 partial segments"),
+            "{text}"
+        );
+        assert!(text.contains("age predicts survival     no"), "{text}");
         let lines: Vec<&str> = text.lines().collect();
         assert!(lines.contains(&"written by users                   300 MiB           0 bytes"), "{text}");
         assert!(lines.contains(&"write cost                            1.50              1.00"), "{text}");

@@ -17,7 +17,7 @@
 //!   `Cleaner::pass` runs unchanged in another process, plus
 //!   [`Client::report`].
 //!
-//! Protocol, version 2 (`wire`). Every integer is little-endian.
+//! Protocol, version 3 (`wire`). Every integer is little-endian.
 //!
 //! ```text
 //! frame    = u32 length, then `length` bytes (requests ≤ 16 MiB, responses ≤ 1 GiB + 1 MiB)
@@ -31,7 +31,9 @@
 //! op 5 markv        u32 count, count × ref, u8 to (0 shared, 1 cold) → u64 moved, u64 skipped, u64 blocks_written
 //! op 6 segclean     u64 seg                   → nothing
 //! op 7 segwait      u32 milliseconds (≤ 10 s) → nothing
-//! op 8 report                                 → policy, counters, cleaned segments, thresholds
+//! op 8 report                                 → policy, counters, cleaned segments, thresholds,
+//!                                               u8 flags (1 cold head open, 2 age predicts survival),
+//!                                               u64 partial segments written at the cold head
 //! op 9 segment_refs u64 seg                   → u32 count, count × ref (what the summaries name)
 //! ref      = u64 ino, u32 version, u8 kind (0 block, 1 inode), i64 lbn, u64 daddr, i64 age
 //! ```
@@ -80,4 +82,10 @@ pub struct Report {
     pub low_water: u64,
     /// Background cleaning stops at this many.
     pub high_water: u64,
+    /// Whether the log has a cold head open.
+    pub cold_head: bool,
+    /// Partial segments written at the cold head since mount.
+    pub cold_partial_segments: u64,
+    /// Whether age predicts survival on this disk (what hot-cold goes by).
+    pub ages_predict_survival: bool,
 }

@@ -303,6 +303,9 @@ fn serve<A: LfsAccess>(
                     reserve_segments: table.reserve_segments,
                     low_water: table.low_water,
                     high_water: table.high_water,
+                    cold_head: lfs.has_cold_head(),
+                    cold_partial_segments: lfs.stats().cold_partial_segments,
+                    ages_predict_survival: table.ages_predict_survival,
                 })
             })?;
             encode_report(&mut out, &report);

@@ -103,6 +103,10 @@ fn every_request_round_trips_and_a_remote_cleaner_cleans() {
     assert_eq!(report.cleaner.cleaned_utilization.last().map(|c| c.0), Some(seg));
     assert_eq!(report.segments, local.segments.len() as u64);
     assert_eq!(report.high_water, local.high_water);
+    assert_eq!(report.ages_predict_survival, local.ages_predict_survival);
+    let (cold_head, cold_partials) =
+        shared.with_lfs(|lfs| Ok((lfs.has_cold_head(), lfs.stats().cold_partial_segments))).expect("local");
+    assert_eq!((report.cold_head, report.cold_partial_segments), (cold_head, cold_partials));
     let local_report = shared.with_lfs(|lfs| Ok(lfs.cleaner_report())).expect("local report");
     assert_eq!(report.cleaner, local_report);
 

@@ -14,7 +14,7 @@ use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 pub(super) const MAGIC: &[u8; 4] = b"FSLC";
-pub(super) const VERSION: u32 = 2;
+pub(super) const VERSION: u32 = 3;
 
 pub(super) const OP_HELLO: u8 = 0;
 pub(super) const OP_SEGMENT_TABLE: u8 = 1;
@@ -374,6 +374,8 @@ pub(super) fn encode_report(out: &mut Out, r: &Report) {
     for v in [r.segments, r.segment_bytes, r.clean_segments, r.reserve_segments, r.low_water, r.high_water] {
         out.u64(v);
     }
+    out.u8(u8::from(r.cold_head) | u8::from(r.ages_predict_survival) << 1);
+    out.u64(r.cold_partial_segments);
 }
 
 pub(super) fn decode_report(r: &mut In) -> Result<Report> {
@@ -386,15 +388,24 @@ pub(super) fn decode_report(r: &mut In) -> Result<Report> {
     let recent = r.counters()?;
     let n = r.count(16, MAX_CLEANED)?;
     let cleaned_utilization = (0..n).map(|_| Ok((r.u64()?, r.f64()?))).collect::<Result<Vec<_>>>()?;
+    let [segments, segment_bytes, clean_segments, reserve_segments, low_water, high_water] =
+        [r.u64()?, r.u64()?, r.u64()?, r.u64()?, r.u64()?, r.u64()?];
+    let flags = r.u8()?;
+    if flags > 3 {
+        return Err(malformed());
+    }
     Ok(Report {
         policy,
         cleaner: CleanerReport { total, recent, cleaned_utilization },
-        segments: r.u64()?,
-        segment_bytes: r.u64()?,
-        clean_segments: r.u64()?,
-        reserve_segments: r.u64()?,
-        low_water: r.u64()?,
-        high_water: r.u64()?,
+        segments,
+        segment_bytes,
+        clean_segments,
+        reserve_segments,
+        low_water,
+        high_water,
+        cold_head: flags & 1 != 0,
+        ages_predict_survival: flags & 2 != 0,
+        cold_partial_segments: r.u64()?,
     })
 }
 

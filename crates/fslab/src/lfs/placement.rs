@@ -78,6 +78,11 @@ impl Lfs {
         self.separation = Separation { mode, ..Separation::default() };
     }
 
+    /// Whether the log has a cold head open now.
+    pub fn has_cold_head(&self) -> bool {
+        self.cold.is_some()
+    }
+
     /// Whether users' writes would use a cold head now: whether age, as
     /// this mode reads it, says data that has lived long will live on.
     pub(super) fn separation_wanted(&self) -> bool {
