@@ -5,9 +5,10 @@
 //! segments with hot). The cleaner then finds segments that are either
 //! nearly empty (hot data died) or nearly full and stable (cold data).
 //!
-//! Only where age predicts survival (`Lfs::ages_predict_survival`): under
-//! uniform overwrites every file is as likely to be written next, and
-//! splitting them gains nothing.
+//! Only where age predicts survival (`Lfs::ages_predict_survival`), unless
+//! told to separate regardless (`UserSeparation::Always`): under uniform
+//! overwrites every file is as likely to be written next, and splitting
+//! them gains nothing.
 //!
 //! "Long ago" is on the write clock (bytes written) and relative to the
 //! disk: data is cold when, since it was last written, users have written
@@ -107,10 +108,19 @@ impl Lfs {
         Ok(())
     }
 
+    /// Writes the cold ones among `files` at the cold head, where it can
+    /// take them, and returns the rest, for the users' head. With
+    /// `everything`, `files` is everything dirty.
+    pub(super) fn write_cold_part(&mut self, files: Vec<Ino>, everything: bool) -> Result<Vec<Ino>> {
+        let (mut plain, cold) = self.split_cold(files, everything);
+        plain.extend(self.write_cold_files(cold)?);
+        Ok(plain)
+    }
+
     /// Splits `files` into those to write at the users' head and the cold
     /// ones, and forgets what it noted about them (with `all`, about every
     /// file: everything dirty is being written).
-    pub(super) fn split_cold(&mut self, files: Vec<Ino>, all: bool) -> (Vec<Ino>, Vec<Ino>) {
+    fn split_cold(&mut self, files: Vec<Ino>, all: bool) -> (Vec<Ino>, Vec<Ino>) {
         let last_written: HashMap<Ino, TimeNs> = if all {
             std::mem::take(&mut self.separation.last_written)
         } else {
@@ -127,7 +137,7 @@ impl Lfs {
     /// Writes the dirty blocks and inodes of `files` at the cold head, if
     /// it can take them all; otherwise leaves them for the users' head.
     /// Returns the files it did not write.
-    pub(super) fn write_cold_files(&mut self, files: Vec<Ino>) -> Result<Vec<Ino>> {
+    fn write_cold_files(&mut self, files: Vec<Ino>) -> Result<Vec<Ino>> {
         if files.is_empty() || self.cold.is_none() {
             return Ok(files);
         }

@@ -34,7 +34,7 @@ pub(super) enum SpaceFor {
 }
 
 /// What the segment usage table says about space, recounted when it changes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(super) struct SegmentSpace {
     /// Blocks the log can advance into without reclaiming anything.
     pub writable: u64,
@@ -44,6 +44,18 @@ pub(super) struct SegmentSpace {
     pub clean_segments: u64,
     /// Blocks a cleaner could free in the other dirty segments.
     pub dead: u64,
+}
+
+impl SegmentSpace {
+    /// Takes one segment's terms `before` out of the sums and puts `after`
+    /// in (saturating: a mismatch must not panic).
+    fn replace(&mut self, before: SegmentSpace, after: SegmentSpace) {
+        self.writable = (self.writable + after.writable).saturating_sub(before.writable);
+        self.reclaimable = (self.reclaimable + after.reclaimable).saturating_sub(before.reclaimable);
+        self.clean_segments =
+            (self.clean_segments + after.clean_segments).saturating_sub(before.clean_segments);
+        self.dead = (self.dead + after.dead).saturating_sub(before.dead);
+    }
 }
 
 impl Lfs {
@@ -59,17 +71,16 @@ impl Lfs {
     /// scans every segment (on a 4 GiB disk it took most of an unlink's
     /// time).
     pub(super) fn adjust_live(&mut self, seg: u64, delta: i64) {
-        let before = self.segment_terms(seg);
+        // Only sums already counted need bringing up to date.
+        let before = self.segment_space.is_some().then(|| self.segment_terms(seg));
         let Some(s) = self.tables.seguse.get_mut(seg as usize) else { return };
         s.live_bytes = (s.live_bytes as i64 + delta).clamp(0, u32::MAX as i64) as u32;
         self.tables.touch_segment(seg);
-        let after = self.segment_terms(seg);
-        if let Some(space) = self.segment_space.as_mut() {
-            space.writable = (space.writable + after.writable).saturating_sub(before.writable);
-            space.reclaimable = (space.reclaimable + after.reclaimable).saturating_sub(before.reclaimable);
-            space.clean_segments =
-                (space.clean_segments + after.clean_segments).saturating_sub(before.clean_segments);
-            space.dead = (space.dead + after.dead).saturating_sub(before.dead);
+        if let Some(before) = before {
+            let after = self.segment_terms(seg);
+            if let Some(space) = self.segment_space.as_mut() {
+                space.replace(before, after);
+            }
         }
     }
 
@@ -96,11 +107,7 @@ impl Lfs {
         }
         let mut space = self.head_space();
         for seg in 0..self.sb.nsegments {
-            let t = self.segment_terms(seg);
-            space.writable += t.writable;
-            space.reclaimable += t.reclaimable;
-            space.clean_segments += t.clean_segments;
-            space.dead += t.dead;
+            space.replace(SegmentSpace::default(), self.segment_terms(seg));
         }
         self.segment_space = Some(space);
         space
@@ -114,7 +121,7 @@ impl Lfs {
         if self.log.next_segment != self.log.segment {
             writable += self.usable_blocks(self.log.next_segment);
         }
-        SegmentSpace { writable, reclaimable: 0, clean_segments: 0, dead: 0 }
+        SegmentSpace { writable, ..SegmentSpace::default() }
     }
 
     /// What segment `seg` adds to the space, outside the log heads: a clean
@@ -124,7 +131,7 @@ impl Lfs {
     /// live data takes: the live blocks, an inode block for their files
     /// (one per 16 blocks at worst) and summaries.
     fn segment_terms(&self, seg: u64) -> SegmentSpace {
-        let mut t = SegmentSpace { writable: 0, reclaimable: 0, clean_segments: 0, dead: 0 };
+        let mut t = SegmentSpace::default();
         let Some(s) = self.tables.seguse.get(seg as usize) else { return t };
         if self.in_log_head(seg) {
             return t;

@@ -599,8 +599,7 @@ impl Lfs {
     /// the cold head if it is cold data.
     pub(super) fn write_file_now(&mut self, ino: Ino) -> Result<()> {
         self.ensure_new_serial_epoch()?;
-        let (mut plain, cold) = self.split_cold(vec![ino], false);
-        plain.extend(self.write_cold_files(cold)?);
+        let plain = self.write_cold_part(vec![ino], false)?;
         if plain.is_empty() {
             return Ok(());
         }
@@ -620,8 +619,7 @@ impl Lfs {
         files.extend(self.inodes.iter().filter(|(_, c)| c.dirty).map(|(&ino, _)| ino));
         files.remove(&IFILE_INO);
         let (in_dirop, plain): (Vec<Ino>, Vec<Ino>) = files.into_iter().partition(|ino| dirops.contains(ino));
-        let (mut plain, cold) = self.split_cold(plain, true);
-        plain.extend(self.write_cold_files(cold)?);
+        let plain = self.write_cold_part(plain, true)?;
         let mut batch = Batch::default();
         self.write_files(&mut batch, &plain)?;
         if !dirops.is_empty() {
