@@ -33,16 +33,19 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// option lists).
 const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
-/// Keeps freed memory instead of returning it to the kernel after 10 ms:
+/// The purge delay's default in mimalloc v2 and in v3, in milliseconds.
+const MI_DEFAULT_PURGE_DELAYS: [std::ffi::c_long; 2] = [10, 1000];
+
+/// Keeps freed memory instead of returning it to the kernel after a delay:
 /// block buffers are freed and allocated again at a steady rate, and handing
 /// the pages back made the kernel zero fresh pages for every segment (a
 /// third more throughput on sequential writes without it). The memory held
 /// is bounded by the buffer cache's limit.
 fn keep_freed_memory() {
     // SAFETY: reading and setting an allocator option has no memory effects;
-    // the default of 10 confirms the position names the purge delay.
+    // a known default confirms the position names the purge delay.
     unsafe {
-        if libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY) == 10 {
+        if MI_DEFAULT_PURGE_DELAYS.contains(&libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY)) {
             libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, -1);
         }
     }

@@ -482,6 +482,44 @@ fn readdir_of_3000_entries_lists_each_once() {
     fx.finish();
 }
 
+/// A file created write-only bypasses the kernel's page cache; readers that
+/// cache its pages, through read(2) or a mapping, must still see each write.
+#[test]
+fn readers_see_every_write_of_a_file_created_write_only() {
+    let Some(mut fx) = Fixture::new() else { return };
+    let path = fx.p("written");
+    let writer = OpenOptions::new().write(true).create_new(true).open(&path).expect("create write-only");
+    writer.write_all_at(&[b'A'; 8192], 0).expect("first write");
+    let reader = File::open(&path).expect("open for reading");
+    let mut head = [0u8; 4];
+    reader.read_exact_at(&mut head, 0).expect("read");
+    assert_eq!(&head, b"AAAA");
+    // SAFETY: a shared read-only mapping of a file this test owns, unmapped
+    // below; its pages are only read.
+    let map = unsafe {
+        libc::mmap(std::ptr::null_mut(), 8192, libc::PROT_READ, libc::MAP_SHARED, reader.as_raw_fd(), 0)
+    };
+    assert_ne!(map, libc::MAP_FAILED, "mmap: {}", io::Error::last_os_error());
+    // SAFETY: `map` is 8192 readable bytes until munmap.
+    let mapped = |at: usize| unsafe { *(map as *const u8).add(at) };
+    assert_eq!(mapped(4096), b'A');
+    writer.write_all_at(&[b'B'; 8192], 0).expect("overwrite");
+    reader.read_exact_at(&mut head, 4096).expect("read after overwrite");
+    assert_eq!(&head, b"BBBB", "read(2) sees the overwrite");
+    assert_eq!(mapped(0), b'B', "the mapping sees the overwrite");
+    writer.write_all_at(b"tail", 8192).expect("extend");
+    assert_eq!(reader.metadata().expect("fstat").len(), 8196, "the reader sees the new size");
+    // SAFETY: unmapping the mapping made above, no longer used.
+    assert_eq!(unsafe { libc::munmap(map, 8192) }, 0);
+    writer.sync_all().expect("fsync");
+    drop((writer, reader));
+    fx.remount();
+    let got = fs::read(&path).expect("read after remount");
+    assert_eq!(got.len(), 8196);
+    assert!(got[..8192].iter().all(|&b| b == b'B') && &got[8192..] == b"tail");
+    fx.finish();
+}
+
 #[test]
 fn unlinked_open_file_stays_readable_until_close() {
     let Some(mut fx) = Fixture::new() else { return };

@@ -7,7 +7,7 @@
 //! keeps an open-but-unlinked file readable until the kernel lets it go.
 
 use crate::convert::{file_attr, file_type, from_fuse, time_ns, time_set, to_fuse};
-use crate::reply::{Answer, DirItem, Entry, XattrAnswer};
+use crate::reply::{Answer, Created, DirItem, Entry, XattrAnswer};
 use crate::shared::Shared;
 use fslab::error::errno;
 use fslab::format::inode::{kind, Inode};
@@ -390,11 +390,19 @@ impl<S: StorageManager + 'static> Filesystem for FuseAdapter<S> {
         name: &OsStr,
         mode: u32,
         umask: u32,
-        _flags: i32,
+        flags: i32,
         reply: ReplyCreate,
     ) {
         let (mode, creds) = (kind::REG | masked(mode & 0o7777, umask), creds(req));
-        reply.answer(self.entry(|fs| fs.mknod(from_fuse(parent), name.as_bytes(), mode, 0, creds)));
+        // A handle that cannot read needs no page cache: its writes go
+        // straight from the writer's buffer to this process, a copy fewer
+        // (and no cache to fill and reclaim) for `dd`, `cp` and shell
+        // redirections writing a new file. It cannot be mmapped either, so
+        // nothing is given up; the kernel drops other handles' cached pages
+        // on each direct write, which keeps them coherent.
+        let direct_io = flags & libc::O_ACCMODE == libc::O_WRONLY;
+        let entry = self.entry(|fs| fs.mknod(from_fuse(parent), name.as_bytes(), mode, 0, creds));
+        reply.answer(entry.map(|entry| Created { entry, direct_io }));
     }
 
     fn fallocate(

@@ -63,11 +63,22 @@ impl Answer<Entry> for ReplyEntry {
     }
 }
 
-impl Answer<Entry> for ReplyCreate {
-    fn answer(self, result: Result<Entry>) {
+/// A file just created and opened: its entry and how the kernel is to do
+/// the handle's reads and writes.
+pub struct Created {
+    /// The new file's entry.
+    pub entry: Entry,
+    /// Whether the handle bypasses the kernel's page cache.
+    pub direct_io: bool,
+}
+
+impl Answer<Created> for ReplyCreate {
+    fn answer(self, result: Result<Created>) {
         match result {
-            Ok(entry) => {
-                self.created(&TTL, &entry.attr, entry.generation, FileHandle(0), FopenFlags::FOPEN_KEEP_CACHE)
+            Ok(Created { entry, direct_io }) => {
+                let flags =
+                    if direct_io { FopenFlags::FOPEN_DIRECT_IO } else { FopenFlags::FOPEN_KEEP_CACHE };
+                self.created(&TTL, &entry.attr, entry.generation, FileHandle(0), flags)
             }
             Err(e) => self.error(errno(&e)),
         }

@@ -7,12 +7,15 @@
 //! start-write threshold the owner should start a segment write
 //! ([`BufferCache::should_start_write`]); past the stop-access threshold a
 //! writer must not dirty more until a segment write has finished
-//! ([`BufferCache::must_stop_access`]). Clean buffers are evicted, least
-//! recently used first, whenever the cache is over its memory limit; dirty
-//! buffers are never evicted. The cache decides nothing about disk addresses.
+//! ([`BufferCache::must_stop_access`]). Clean buffers are evicted whenever
+//! the cache is over its memory limit, by the second-chance (CLOCK)
+//! approximation of least-recently-used: a use only sets a flag, so the hot
+//! path of a lookup costs no queue traffic. Dirty buffers are never evicted.
+//! The cache decides nothing about disk addresses.
 
 use crate::format::{Ino, Lbn};
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 /// A block's name in the cache.
@@ -26,9 +29,17 @@ pub type BlockData = Arc<[u8]>;
 struct Buffer {
     data: BlockData,
     dirty: bool,
-    /// Last use, for LRU eviction; matches the newest queue entry for this key.
-    stamp: u64,
+    /// Used since the eviction sweep last passed it: spared once more.
+    referenced: bool,
+    /// The number of this buffer's entry in the sweep queue, or
+    /// [`NOT_QUEUED`]. Entries of buffers since removed or re-inserted carry
+    /// other numbers and are skipped.
+    entry: u64,
 }
+
+/// [`Buffer::entry`] of a buffer with no queue entry (it is dirty; it gets
+/// one when it is written).
+const NOT_QUEUED: u64 = 0;
 
 /// Sizes that govern the cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,15 +66,20 @@ impl CacheLimits {
     }
 }
 
-/// The buffer cache. Invariant: `dirty` holds exactly the keys of the
-/// buffers whose `dirty` flag is set; `lru` holds at least one entry per clean buffer
-/// whose stamp matches it.
+/// The buffer cache. Invariants: `dirty` holds exactly the keys of the
+/// buffers whose `dirty` flag is set; every clean buffer has exactly one
+/// entry in `sweep` whose number matches its [`Buffer::entry`].
 pub struct BufferCache {
     block_size: usize,
     limits: CacheLimits,
-    buffers: BTreeMap<BlockKey, Buffer>,
-    lru: VecDeque<(BlockKey, u64)>,
-    clock: u64,
+    /// Lookups are the hot path (several per block written), so the
+    /// buffers are hashed; `keys` keeps them in order for per-file walks.
+    buffers: HashMap<BlockKey, Buffer, BuildHasherDefault<KeyHasher>>,
+    keys: BTreeSet<BlockKey>,
+    /// The CLOCK hand's path: the next buffer it looks at is at the front.
+    sweep: VecDeque<(BlockKey, u64)>,
+    /// Entry numbers handed out so far.
+    entries: u64,
     /// Keys of the dirty buffers, so the segment writer finds them without
     /// walking the clean ones.
     dirty: BTreeSet<BlockKey>,
@@ -75,29 +91,30 @@ impl BufferCache {
         BufferCache {
             block_size: block_size as usize,
             limits,
-            buffers: BTreeMap::new(),
-            lru: VecDeque::new(),
-            clock: 0,
+            buffers: HashMap::default(),
+            keys: BTreeSet::new(),
+            sweep: VecDeque::new(),
+            entries: NOT_QUEUED,
             dirty: BTreeSet::new(),
         }
     }
 
-    fn touch(&mut self, key: BlockKey) {
-        self.clock += 1;
-        let stamp = self.clock;
+    /// Puts `key` at the back of the sweep unless it is there already.
+    fn enqueue(&mut self, key: BlockKey) {
         if let Some(b) = self.buffers.get_mut(&key) {
-            b.stamp = stamp;
-            self.lru.push_back((key, stamp));
+            if b.entry == NOT_QUEUED {
+                self.entries += 1;
+                b.entry = self.entries;
+                self.sweep.push_back((key, self.entries));
+            }
         }
     }
 
     /// The contents of `key`, if cached.
     pub fn get(&mut self, key: BlockKey) -> Option<&[u8]> {
-        if !self.buffers.contains_key(&key) {
-            return None;
-        }
-        self.touch(key);
-        self.buffers.get(&key).map(|b| &b.data[..])
+        let b = self.buffers.get_mut(&key)?;
+        b.referenced = true;
+        Some(&b.data[..])
     }
 
     /// Whether `key` is cached.
@@ -131,15 +148,19 @@ impl BufferCache {
     /// Room is made first, so the block just inserted is never the one
     /// evicted: a caller may use it right away.
     pub fn insert(&mut self, key: BlockKey, data: BlockData, dirty: bool) {
-        if self.buffers.remove(&key).is_some_and(|old| old.dirty) && !dirty {
-            self.dirty.remove(&key);
+        if let Some(old) = self.buffers.remove(&key) {
+            self.keys.remove(&key);
+            if old.dirty && !dirty {
+                self.dirty.remove(&key);
+            }
         }
         self.evict_to(self.capacity().saturating_sub(1));
         if dirty {
             self.dirty.insert(key);
         }
-        self.buffers.insert(key, Buffer { data, dirty, stamp: 0 });
-        self.touch(key);
+        self.buffers.insert(key, Buffer { data, dirty, referenced: false, entry: NOT_QUEUED });
+        self.keys.insert(key);
+        self.enqueue(key);
     }
 
     /// Marks a cached block dirty; returns whether it was clean before.
@@ -162,14 +183,18 @@ impl BufferCache {
                 self.dirty.remove(&key);
             }
         }
-        // A buffer's queue entry may have been dropped while it was dirty;
-        // a clean buffer needs one to be evictable.
-        self.touch(key);
+        // The sweep dropped its entry while it was dirty; a clean buffer
+        // needs one to be evictable.
+        self.enqueue(key);
     }
 
     /// Drops `key`; returns whether it was dirty.
     pub fn remove(&mut self, key: BlockKey) -> bool {
-        match self.buffers.remove(&key) {
+        let removed = self.buffers.remove(&key);
+        if removed.is_some() {
+            self.keys.remove(&key);
+        }
+        match removed {
             Some(b) if b.dirty => {
                 self.dirty.remove(&key);
                 true
@@ -180,7 +205,7 @@ impl BufferCache {
 
     /// Cached keys of inode `ino` with logical block numbers in `lbns`.
     pub fn keys_in(&self, ino: Ino, lbns: std::ops::RangeInclusive<Lbn>) -> Vec<BlockKey> {
-        self.buffers.range((ino, *lbns.start())..=(ino, *lbns.end())).map(|(k, _)| *k).collect()
+        self.keys.range((ino, *lbns.start())..=(ino, *lbns.end())).copied().collect()
     }
 
     /// Every dirty key, sorted by inode and logical block number.
@@ -232,25 +257,72 @@ impl BufferCache {
     }
 
     fn evict_to(&mut self, limit: usize) {
-        while self.buffers.len() > limit {
-            let Some((key, stamp)) = self.lru.pop_front() else { break };
-            // A buffer shared with a write in flight stays: a read must find
-            // it here until the device has it.
-            let evictable = self
-                .buffers
-                .get(&key)
-                .is_some_and(|b| b.stamp == stamp && !b.dirty && Arc::strong_count(&b.data) == 1);
-            if evictable {
+        // Each entry is looked at most twice (once to clear its reference),
+        // so a cache whose clean buffers are all busy costs one bounded pass.
+        let mut looks = 2 * self.sweep.len();
+        while self.buffers.len() > limit && looks > 0 {
+            looks -= 1;
+            let Some((key, entry)) = self.sweep.pop_front() else { break };
+            let Some(b) = self.buffers.get_mut(&key) else { continue };
+            if b.entry != entry {
+                continue;
+            }
+            if b.dirty {
+                // Queued again when it is written.
+                b.entry = NOT_QUEUED;
+            } else if b.referenced || Arc::strong_count(&b.data) > 1 {
+                // Used since the last pass, or shared with a write in flight
+                // (a read must find it here until the device has it).
+                b.referenced = false;
+                self.sweep.push_back((key, entry));
+            } else {
                 self.buffers.remove(&key);
+                self.keys.remove(&key);
             }
         }
-        // Stale queue entries pile up for hot buffers; rebuild when the queue
-        // is much longer than the cache.
-        if self.lru.len() > 4 * self.buffers.len() + 1024 {
-            let mut live: Vec<(BlockKey, u64)> = self.buffers.iter().map(|(k, b)| (*k, b.stamp)).collect();
-            live.sort_by_key(|&(_, stamp)| stamp);
-            self.lru = live.into();
+        // Entries of removed buffers pile up under heavy unlinking; rebuild
+        // when the queue is much longer than the cache.
+        if self.sweep.len() > 4 * self.buffers.len() + 1024 {
+            let live = self.buffers.iter().filter(|(_, b)| b.entry != NOT_QUEUED).map(|(k, b)| (*k, b.entry));
+            let mut live: Vec<(BlockKey, u64)> = live.collect();
+            live.sort_by_key(|&(_, entry)| entry);
+            self.sweep = live.into();
         }
+    }
+}
+
+/// The hash of a block key: a multiply-rotate mix of its two words with a
+/// 64-bit finalizer (MurmurHash3's `fmix64`), so keys that differ only in
+/// high bits (the blocks of a sparse file) still spread over the table. The
+/// keys come from this process, not from an adversary, so a keyed hash is
+/// not needed.
+#[derive(Default)]
+struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(word));
+        }
+    }
+
+    fn write_u64(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(23) ^ word).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+
+    fn write_i64(&mut self, word: i64) {
+        self.write_u64(word as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        let mut h = self.0;
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+        h ^ (h >> 33)
     }
 }
 
@@ -294,6 +366,29 @@ mod tests {
         cache.insert((1, 100), block(0), false);
         assert!(cache.contains((1, 0)), "block 0 was used recently");
         assert!(!cache.contains((1, 1)), "block 1 was the least recently used");
+    }
+
+    #[test]
+    fn keys_in_lists_an_inodes_cached_blocks_in_order() {
+        let mut cache = small_cache();
+        for lbn in [7, -1, 3, 1 << 40, 0] {
+            cache.insert((4, lbn), block(0), true);
+        }
+        cache.insert((5, 2), block(0), true);
+        cache.insert((3, 9), block(0), true);
+        assert!(cache.remove((4, 3)));
+        assert_eq!(cache.keys_in(4, Lbn::MIN..=Lbn::MAX), vec![(4, -1), (4, 0), (4, 7), (4, 1 << 40)]);
+        assert_eq!(cache.keys_in(4, 0..=7), vec![(4, 0), (4, 7)]);
+        // Eviction keeps the index: clean buffers of inode 6 push inode 4's
+        // out once they are written.
+        for lbn in [-1, 0, 7, 1 << 40] {
+            cache.mark_clean((4, lbn));
+        }
+        for lbn in 0..16 {
+            cache.insert((6, lbn), block(0), false);
+        }
+        assert_eq!(cache.keys_in(4, Lbn::MIN..=Lbn::MAX), vec![]);
+        assert_eq!(cache.keys_in(5, Lbn::MIN..=Lbn::MAX), vec![(5, 2)]);
     }
 
     #[test]
