@@ -369,6 +369,28 @@ mod tests {
     }
 
     #[test]
+    fn buffers_in_flight_during_a_sweep_are_evicted_once_written() {
+        let mut cache = small_cache();
+        let in_flight: Vec<BlockData> = (0..16)
+            .map(|i| {
+                cache.insert((8, i), block(0), false);
+                cache.share((8, i)).expect("cached")
+            })
+            .collect();
+        for i in 16..32 {
+            cache.insert((8, i), block(0), false);
+        }
+        assert!((0..16).all(|i| cache.contains((8, i))), "buffers in flight stay");
+        drop(in_flight);
+        for i in 32..48 {
+            cache.insert((8, i), block(0), false);
+        }
+        let held = (0..48).filter(|&i| cache.contains((8, i))).count();
+        assert_eq!(held, 16, "once written, the buffers that were in flight are evictable again");
+        assert!((0..16).all(|i| !cache.contains((8, i))), "the oldest go first");
+    }
+
+    #[test]
     fn keys_in_lists_an_inodes_cached_blocks_in_order() {
         let mut cache = small_cache();
         for lbn in [7, -1, 3, 1 << 40, 0] {
