@@ -13,6 +13,9 @@ use crate::format::{Daddr, Ino, Lbn, IFILE_INO};
 use crate::Result;
 use std::sync::Arc;
 
+/// The most one clustered read asks of the device (the FUSE request size).
+const MAX_READ_RUN_BYTES: usize = 1 << 20;
+
 impl Lfs {
     /// The inode of `ino`, the ifile included.
     pub(super) fn inode_of(&mut self, ino: Ino) -> Result<&mut crate::format::inode::Inode> {
@@ -110,6 +113,44 @@ impl Lfs {
         }
         self.read_addr(addr, buf)?;
         self.cache.insert((ino, lbn), Arc::from(&buf[..]), false);
+        Ok(())
+    }
+
+    /// Reads blocks `first ..` of `ino` into `buf` (a whole number of
+    /// blocks). Blocks that are not cached and lie one after another on disk
+    /// — a file written in one go sits contiguous in the log — are read in
+    /// one device read of up to [`MAX_READ_RUN_BYTES`] (read clustering),
+    /// and cached.
+    pub(super) fn read_file_blocks(&mut self, ino: Ino, first: Lbn, buf: &mut [u8]) -> Result<()> {
+        let bs = self.block_size;
+        if !buf.len().is_multiple_of(bs) {
+            return Err(errno(libc::EINVAL, "read buffer is not whole blocks"));
+        }
+        let count = buf.len() / bs;
+        let mut i = 0;
+        while i < count {
+            let lbn = first + i as Lbn;
+            let addr = if self.cache.contains((ino, lbn)) { 0 } else { self.pointer(ino, lbn)? };
+            if addr == 0 {
+                self.read_file_block(ino, lbn, &mut buf[i * bs..(i + 1) * bs])?;
+                i += 1;
+                continue;
+            }
+            let mut run = 1;
+            while i + run < count && (run + 1) * bs <= MAX_READ_RUN_BYTES {
+                let next = lbn + run as Lbn;
+                if self.cache.contains((ino, next)) || self.pointer(ino, next)? != addr + run as u64 {
+                    break;
+                }
+                run += 1;
+            }
+            let bytes = &mut buf[i * bs..(i + run) * bs];
+            self.read_addr(addr, bytes)?;
+            if run == 1 {
+                self.cache.insert((ino, lbn), Arc::from(&bytes[..]), false);
+            }
+            i += run;
+        }
         Ok(())
     }
 

@@ -158,11 +158,15 @@ impl SegmentIo {
         Self::failed(&state)
     }
 
-    /// Waits until no write in flight covers block `daddr`.
-    pub(super) fn wait_for(&self, daddr: Daddr) {
+    /// Waits until no write in flight covers any of the `blocks` blocks from
+    /// `daddr` on.
+    pub(super) fn wait_for(&self, daddr: Daddr, blocks: u64) {
+        let end = daddr.saturating_add(blocks.max(1));
         let mut state = self.shared.lock();
         loop {
-            let covered = state.in_flight.range(..=daddr).next_back().is_some_and(|(&s, &n)| daddr < s + n);
+            // Writes in flight never overlap one another, so the last one
+            // starting before `end` is the only one that can reach `daddr`.
+            let covered = state.in_flight.range(..end).next_back().is_some_and(|(&s, &n)| daddr < s + n);
             if !covered {
                 return;
             }

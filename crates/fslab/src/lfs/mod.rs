@@ -261,13 +261,15 @@ impl Lfs {
         ))
     }
 
-    /// Reads the block at disk address `daddr`, which must lie on the device
-    /// and outside the first block (a superblock).
+    /// Reads the blocks from disk address `daddr` on into `buf` (a whole
+    /// number of blocks), which must lie on the device and outside the first
+    /// block (a superblock), once no write in flight covers them.
     fn read_addr(&self, daddr: Daddr, buf: &mut [u8]) -> Result<()> {
-        if daddr == 0 || daddr >= self.total_disk_blocks() {
+        let blocks = (buf.len() / self.block_size) as u64;
+        if daddr == 0 || daddr.saturating_add(blocks) > self.total_disk_blocks() {
             return Err(crate::Error::corrupt("block pointer", daddr, "address outside the device"));
         }
-        self.io.wait_for(daddr);
+        self.io.wait_for(daddr, blocks);
         self.dev.read_at(daddr * self.block_size as u64, buf)?;
         Ok(())
     }
@@ -367,6 +369,11 @@ impl StorageManager for Lfs {
     fn read_block(&mut self, ino: Ino, lbn: Lbn, buf: &mut [u8]) -> Result<()> {
         self.cached_inode(ino)?;
         self.read_file_block(ino, lbn, buf)
+    }
+
+    fn read_blocks(&mut self, ino: Ino, first: Lbn, buf: &mut [u8]) -> Result<()> {
+        self.cached_inode(ino)?;
+        self.read_file_blocks(ino, first, buf)
     }
 
     fn write_block(&mut self, ino: Ino, lbn: Lbn, offset: usize, data: &[u8]) -> Result<()> {

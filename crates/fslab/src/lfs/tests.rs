@@ -483,3 +483,72 @@ fn ages_predict_survival_only_where_data_dies_young() {
     overwrite(&mut lfs, ino, random.take(320));
     assert!(!lfs.ages_predict_survival(), "blocks die at random, whatever their age");
 }
+
+/// A memory disk that counts the reads it serves.
+struct CountingDisk {
+    inner: MemDisk,
+    reads: std::sync::atomic::AtomicU64,
+}
+
+impl disk::BlockDevice for CountingDisk {
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        self.reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.inner.read_at(offset, buf)
+    }
+    fn write_at(&self, offset: u64, buf: &[u8]) -> std::io::Result<()> {
+        self.inner.write_at(offset, buf)
+    }
+    fn flush(&self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+    fn size(&self) -> u64 {
+        self.inner.size()
+    }
+}
+
+#[test]
+fn clustered_reads_match_block_by_block_reads() {
+    let disk = fresh(16 << 20, small_options());
+    let mut lfs = mount_mem(&disk);
+    let ino = new_file(&mut lfs);
+    // 300 blocks written in one go lie contiguous in the log, except where
+    // segment boundaries and indirect blocks fall between them.
+    for lbn in 0..300 {
+        lfs.write_block(ino, lbn, 0, &pattern(ino, lbn, 4096)).expect("write");
+    }
+    let mut attr = lfs.vget(ino).expect("vget").attr;
+    attr.size = 300 * 4096;
+    lfs.update(ino, &attr).expect("update");
+    lfs.unmount().expect("unmount");
+
+    let counting = Arc::new(CountingDisk { inner: MemDisk::from_bytes(disk.snapshot()), reads: 0.into() });
+    let options = MountOptions { cache_bytes: 4 << 20, ..MountOptions::default() };
+    let mut lfs = Lfs::mount(counting.clone(), options).expect("mount");
+    let reads = || counting.reads.load(std::sync::atomic::Ordering::Relaxed);
+    let mut want: Vec<Vec<u8>> = (0..300).map(|lbn| pattern(ino, lbn, 4096)).collect();
+    // Dirty in the cache (newer than the disk), moved to a new address on
+    // disk, and a hole: each breaks a run.
+    want[10] = vec![0xaa; 4096];
+    lfs.write_block(ino, 10, 0, &want[10]).expect("overwrite, left dirty");
+    want[200] = vec![0xbb; 4096];
+    lfs.write_block(ino, 200, 0, &want[200]).expect("overwrite");
+    lfs.sync().expect("sync moves block 200");
+    lfs.free_blocks(ino, 100, 100).expect("punch block 100");
+    want[100] = vec![0; 4096];
+    lfs.write_block(ino, 150, 0, &want[150]).expect("rewrite block 150, left dirty");
+
+    let before = reads();
+    let mut all = vec![0u8; 300 * 4096];
+    lfs.read_blocks(ino, 0, &mut all).expect("clustered read");
+    let reads = reads() - before;
+    for (lbn, block) in all.chunks_exact(4096).enumerate() {
+        assert_eq!(block, &want[lbn][..], "block {lbn}");
+    }
+    assert!(reads < 40, "300 blocks in a few runs, not one read each: {reads} reads");
+    let mut part = vec![0u8; 7 * 4096];
+    lfs.read_blocks(ino, 97, &mut part).expect("read across the hole");
+    for (k, block) in part.chunks_exact(4096).enumerate() {
+        assert_eq!(block, &want[97 + k][..], "block {}", 97 + k);
+    }
+    assert!(lfs.read_blocks(ino, 0, &mut [0u8; 100]).is_err(), "a buffer of part of a block is refused");
+}

@@ -80,6 +80,22 @@ pub trait StorageManager: Send {
     /// reads as zeros.
     fn read_block(&mut self, ino: Ino, lbn: Lbn, buf: &mut [u8]) -> Result<()>;
 
+    /// Reads the consecutive blocks `first ..` of `ino` into `buf` (a whole
+    /// number of blocks). The default reads them one by one; a storage
+    /// manager that knows where they lie reads neighbours on disk in one I/O
+    /// (read clustering: LFS for data written together, FFS for its
+    /// clusters).
+    fn read_blocks(&mut self, ino: Ino, first: Lbn, buf: &mut [u8]) -> Result<()> {
+        let bs = self.block_size() as usize;
+        if bs == 0 || !buf.len().is_multiple_of(bs) {
+            return Err(crate::error::errno(libc::EINVAL, "read buffer is not whole blocks"));
+        }
+        for (i, block) in buf.chunks_exact_mut(bs).enumerate() {
+            self.read_block(ino, first + i as Lbn, block)?;
+        }
+        Ok(())
+    }
+
     /// Stores `data` at byte `offset` inside block `lbn` of `ino`; the rest
     /// of the block keeps its contents (zeros for a hole). Fails with ENOSPC
     /// before changing anything if the block could not be stored.

@@ -131,16 +131,15 @@ impl<S: StorageManager> Ns<'_, S> {
         }
         let end = size.min(offset.saturating_add(len as u64));
         let bs = self.bs();
-        let mut out = Vec::with_capacity((end - offset) as usize);
-        let mut block = vec![0u8; bs as usize];
-        let mut at = offset;
-        while at < end {
-            let within = (at % bs) as usize;
-            let n = (bs - within as u64).min(end - at) as usize;
-            self.s.read_block(ino, (at / bs) as Lbn, &mut block)?;
-            out.extend_from_slice(&block[within..within + n]);
-            at += n as u64;
-        }
+        // Whole blocks covering the range in one call, so the storage
+        // manager can read neighbours together; then the range is cut out.
+        let first = offset / bs;
+        let blocks = end.div_ceil(bs) - first;
+        let mut out = vec![0u8; (blocks * bs) as usize];
+        self.s.read_blocks(ino, first as Lbn, &mut out)?;
+        let within = (offset - first * bs) as usize;
+        out.truncate(within + (end - offset) as usize);
+        out.drain(..within);
         Ok(out)
     }
 
