@@ -293,9 +293,10 @@ impl BufferCache {
 
 /// The hash of a block key: a multiply-rotate mix of its two words with a
 /// 64-bit finalizer (MurmurHash3's `fmix64`), so keys that differ only in
-/// high bits (the blocks of a sparse file) still spread over the table. The
-/// keys come from this process, not from an adversary, so a keyed hash is
-/// not needed.
+/// high bits (the blocks of a sparse file) still spread over the table. It
+/// is not keyed: someone choosing file offsets to collide could slow the
+/// cache's lookups, never corrupt them, and the speed of an unkeyed hash is
+/// the point.
 #[derive(Default)]
 struct KeyHasher(u64);
 

@@ -119,8 +119,9 @@ impl Lfs {
     /// Reads blocks `first ..` of `ino` into `buf` (a whole number of
     /// blocks). Blocks that are not cached and lie one after another on disk
     /// — a file written in one go sits contiguous in the log — are read in
-    /// one device read of up to [`MAX_READ_RUN_BYTES`] (read clustering),
-    /// and cached.
+    /// one device read of up to [`MAX_READ_RUN_BYTES`] (read clustering).
+    /// Only blocks read alone are cached: a run is what a sequential reader
+    /// asks for, and the kernel's page cache keeps that already.
     pub(super) fn read_file_blocks(&mut self, ino: Ino, first: Lbn, buf: &mut [u8]) -> Result<()> {
         let bs = self.block_size;
         if !buf.len().is_multiple_of(bs) {
