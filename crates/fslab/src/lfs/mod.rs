@@ -452,6 +452,10 @@ impl StorageManager for Lfs {
         Ok(self.space_report())
     }
 
+    fn device_blocks(&mut self) -> Result<u64> {
+        Ok(self.total_disk_blocks())
+    }
+
     fn unmount(&mut self) -> Result<()> {
         if self.unmounted {
             return Ok(());

@@ -137,6 +137,13 @@ pub trait StorageManager: Send {
     /// Space and inode counts.
     fn statfs(&mut self) -> Result<StatFs>;
 
+    /// The blocks the device holds: a bound no file's size can pass, for
+    /// checks on sizes read from disk. Cheaper than `statfs`, which counts
+    /// free space (the default asks it).
+    fn device_blocks(&mut self) -> Result<u64> {
+        Ok(self.statfs()?.total_blocks)
+    }
+
     /// Makes everything durable and leaves the image clean; the storage
     /// manager must not be used afterwards.
     fn unmount(&mut self) -> Result<()>;

@@ -101,9 +101,9 @@ impl<S: StorageManager> Ns<'_, S> {
                 format!("size {size} is not a multiple of the block size"),
             ));
         }
-        // A directory cannot hold more blocks than the file system has: a
-        // larger size is damage (and would make this scan run for ever).
-        let capacity = self.s.statfs()?.total_blocks;
+        // A directory cannot hold more blocks than the device has: a larger
+        // size is damage (and would make this scan run for ever).
+        let capacity = self.s.device_blocks()?;
         if size / bs as u64 > capacity {
             return Err(Error::corrupt(
                 "directory",

@@ -118,3 +118,21 @@ fn ten_thousand_creates_in_one_directory_each_read_at_most_one_block() {
 }
 
 use crate::ufs::RenameFlags;
+
+#[test]
+fn a_directory_larger_than_the_device_is_damage_not_a_long_scan() {
+    use crate::storage::StorageManager;
+    let mut fs = fs();
+    fs.storage().set_block_limit(Some(1000));
+    let d = dir(&mut fs, ROOT, "d").ino;
+    file(&mut fs, d, "kept");
+    let device = fs.storage().device_blocks().expect("device blocks");
+    assert_eq!(device, 1000);
+    let mut attr = fs.storage().vget(d).expect("vget").attr;
+    attr.size = (device + 1) * u64::from(fs.storage().block_size());
+    fs.storage().update(d, &attr).expect("damage the size");
+    fs.drop_dir_indexes();
+    let err = fs.lookup(d, b"kept").expect_err("a lookup must refuse the directory");
+    assert_eq!(err.errno(), libc::EIO);
+    assert!(err.to_string().contains("larger than"), "says why: {err}");
+}
