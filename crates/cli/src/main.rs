@@ -19,6 +19,7 @@ mod mkfs;
 mod mount;
 mod size;
 mod stat;
+mod sync;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -73,6 +74,9 @@ enum Command {
     Clean(clean::CleanArgs),
     /// Print the cleaner's report of a mounted file system (write cost, segments cleaned).
     Stat(stat::StatArgs),
+    /// Make everything written to a mounted file system durable now (a checkpoint);
+    /// sync(1) does not reach FUSE file systems.
+    Sync(sync::SyncArgs),
 }
 
 fn main() -> ExitCode {
@@ -99,6 +103,7 @@ fn main() -> ExitCode {
         Command::Fsck(args) => return fsck::run(&args),
         Command::Clean(args) => ("clean", clean::run(&args)),
         Command::Stat(args) => ("stat", stat::run(&args)),
+        Command::Sync(args) => ("sync", sync::run(&args)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -176,3 +176,42 @@ fn fsynced_and_checkpointed_data_survive_a_killed_daemon() {
     assert_eq!(fs::read(m.dir.join("after")).expect("read after"), b"after recovery");
     m.unmount().expect("clean unmount");
 }
+
+/// sync(2) never reaches a FUSE file system; `fslab sync DIR` does, with a
+/// checkpoint: what was written before it survives a crash without fsync.
+#[test]
+fn fslab_sync_makes_plain_writes_survive_a_killed_daemon() {
+    if !common::fuse_or_skip() {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let image = tmp.path().join("fs.img");
+    let dir = tmp.path().join("mnt");
+    mkfs(&image, "64M", &[]);
+    let m = Mount::new(&image, &dir, Mode::Foreground, &[]);
+    let pid = m.pid().expect("foreground daemon pid");
+
+    let sync = || {
+        let r = common::fslab_run(&[OsStr::new("sync"), m.dir.as_os_str()], T);
+        assert!(r.success(), "fslab sync: {}", r.describe());
+    };
+    fs::create_dir(m.dir.join("sub")).expect("mkdir");
+    fs::write(m.dir.join("sub/plain"), b"first version").expect("create");
+    sync();
+    // Only data changes now, no directory operation: an fsync of the root
+    // directory alone would not write this file.
+    let data = Rng::new(31).bytes(300_000);
+    fs::write(m.dir.join("sub/plain"), &data).expect("overwrite, no fsync");
+    sync();
+    let r = common::fslab_run(&[OsStr::new("sync"), m.dir.join("sub").as_os_str()], T);
+    assert!(!r.success(), "a directory inside the mount is not its mount point");
+    assert!(r.describe().contains("not the mount point of an fslab file system"), "{}", r.describe());
+
+    signal(pid, libc::SIGKILL);
+    drop(m);
+    detach(&dir);
+    let m = Mount::new(&image, &dir, Mode::Foreground, &[]);
+    let got = fs::read(m.dir.join("sub/plain")).expect("file written before fslab sync, after a crash");
+    assert!(got == data, "content after a crash ({} bytes, want {})", got.len(), data.len());
+    m.unmount().expect("clean unmount");
+}

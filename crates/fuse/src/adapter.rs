@@ -11,7 +11,7 @@ use crate::reply::{Answer, Created, DirItem, Entry, XattrAnswer};
 use crate::shared::Shared;
 use fslab::error::errno;
 use fslab::format::inode::{kind, Inode};
-use fslab::format::Ino;
+use fslab::format::{Ino, ROOT_INO};
 use fslab::storage::StorageManager;
 use fslab::ufs::{Creds, FileSystem, RenameFlags as UfsRenameFlags, SetAttr};
 use fslab::Result;
@@ -341,7 +341,12 @@ impl<S: StorageManager + 'static> Filesystem for FuseAdapter<S> {
     }
 
     fn fsyncdir(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, datasync: bool, reply: ReplyEmpty) {
-        reply.answer(self.with(|fs| fs.fsync(from_fuse(ino), datasync)));
+        // Linux does not pass sync(2) or syncfs(2) on to a FUSE server, so
+        // fsync of the mount's root directory stands in for them (it is what
+        // `fslab sync` does): a checkpoint, everything durable — more than
+        // the directory's own entries, which fsync promises.
+        let ino = from_fuse(ino);
+        reply.answer(self.with(|fs| if ino == ROOT_INO { fs.sync() } else { fs.fsync(ino, datasync) }));
     }
 
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {

@@ -1,0 +1,101 @@
+//! `fslab sync DIR`: makes everything written to a mounted fslab durable
+//! now, with a checkpoint. Linux does not pass `sync(2)` or `syncfs(2)` on
+//! to a FUSE file system, so `sync` alone leaves fslab's buffer cache as it
+//! was; this command asks for the checkpoint through the one request that
+//! does reach the daemon, an fsync of the mount's root directory.
+
+use clap::Args;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+/// Arguments of `fslab sync`.
+#[derive(Args)]
+pub struct SyncArgs {
+    /// The directory an fslab file system is mounted on.
+    dir: PathBuf,
+}
+
+/// Writes the checkpoint; returns once it is on the disk.
+pub fn run(args: &SyncArgs) -> Result<(), String> {
+    let dir = args.dir.canonicalize().map_err(|e| format!("{}: {e}", args.dir.display()))?;
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo")
+        .map_err(|e| format!("cannot read /proc/self/mountinfo: {e}"))?;
+    if !is_fslab_mount_point(&mountinfo, &dir) {
+        return Err(format!("{} is not the mount point of an fslab file system", args.dir.display()));
+    }
+    let root = File::open(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    root.sync_all().map_err(|e| format!("{}: checkpoint failed: {e}", dir.display()))
+}
+
+/// Whether `/proc/self/mountinfo` (its text) has an fslab mount on `dir`:
+/// a FUSE mount (type `fuse`, or `fuse.lfs` where the subtype is kept)
+/// whose source is `fslab`, as `fslab mount` names it. The last mount on a
+/// directory is the one in effect.
+fn is_fslab_mount_point(mountinfo: &str, dir: &Path) -> bool {
+    let mut fslab = false;
+    for line in mountinfo.lines() {
+        // ID PARENT MAJ:MIN ROOT MOUNT-POINT OPTIONS [TAGS...] - TYPE SOURCE SUPER-OPTIONS
+        let Some((left, right)) = line.split_once(" - ") else { continue };
+        let Some(point) = left.split(' ').nth(4) else { continue };
+        if Path::new(&unescape(point)) != dir {
+            continue;
+        }
+        let mut fields = right.split(' ');
+        let fuse = fields.next().is_some_and(|kind| kind == "fuse" || kind.starts_with("fuse."));
+        fslab = fuse && fields.next() == Some("fslab");
+    }
+    fslab
+}
+
+/// A mountinfo path with its octal escapes (`\040` for a space) undone.
+fn unescape(field: &str) -> String {
+    let bytes = field.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let octal = bytes.get(i + 1..i + 4).filter(|d| d.iter().all(|b| (b'0'..=b'7').contains(b)));
+        match (bytes[i], octal) {
+            (b'\\', Some(d)) => {
+                let value = d.iter().fold(0u32, |v, b| v * 8 + u32::from(b - b'0'));
+                out.push(value as u8);
+                i += 4;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MOUNTINFO: &str = "\
+22 1 0:21 / /proc rw,nosuid - proc proc rw
+41 22 0:40 / /mnt/a\\040b rw,nosuid,nodev - fuse.lfs fslab rw,user_id=0,group_id=0
+42 22 0:41 / /mnt/other rw - fuse.fuse2fs /dev/loop0 rw
+43 22 0:42 / /mnt/over rw - fuse.lfs fslab rw
+44 43 0:43 / /mnt/over rw - ext4 /dev/loop1 rw
+45 22 0:44 / /mnt/plain rw,nosuid,nodev - fuse fslab rw,user_id=0
+46 22 0:45 / /mnt/named rw - ext4 fslab rw
+";
+
+    #[test]
+    fn only_fslab_mount_points_are_accepted() {
+        assert!(is_fslab_mount_point(MOUNTINFO, Path::new("/mnt/a b")), "escaped space");
+        assert!(!is_fslab_mount_point(MOUNTINFO, Path::new("/mnt/other")), "another FUSE file system");
+        assert!(!is_fslab_mount_point(MOUNTINFO, Path::new("/mnt")), "not a mount point");
+        assert!(!is_fslab_mount_point(MOUNTINFO, Path::new("/mnt/over")), "fslab mounted over");
+        assert!(is_fslab_mount_point(MOUNTINFO, Path::new("/mnt/plain")), "type fuse without the subtype");
+        assert!(!is_fslab_mount_point(MOUNTINFO, Path::new("/mnt/named")), "not FUSE, whatever its source");
+    }
+
+    #[test]
+    fn octal_escapes_are_undone_and_the_rest_kept() {
+        assert_eq!(unescape("/a\\040b\\011c\\134d"), "/a b\tc\\d");
+        assert_eq!(unescape("/x\\04"), "/x\\04", "a short escape stays as it is");
+    }
+}
