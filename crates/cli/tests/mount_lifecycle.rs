@@ -9,7 +9,7 @@ use common::{image_users, is_mounted, is_zombie, mkfs, run, Mode, Mount, Rng};
 use std::ffi::OsStr;
 use std::fs::{self, File};
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 const T: Duration = Duration::from_secs(30);
@@ -45,15 +45,28 @@ fn detach(dir: &Path) {
     }
 }
 
-#[test]
-fn background_mount_is_ready_when_the_command_returns_and_sigterm_checkpoints() {
+/// A fresh image in a temporary directory, and where to mount it.
+struct Scratch {
+    _tmp: tempfile::TempDir,
+    image: PathBuf,
+    dir: PathBuf,
+}
+
+/// A fresh fslab image of `size`; `None` (the test is skipped) where FUSE
+/// is not available.
+fn scratch(size: &str) -> Option<Scratch> {
     if !common::fuse_or_skip() {
-        return;
+        return None;
     }
     let tmp = tempfile::tempdir().expect("tempdir");
-    let image = tmp.path().join("fs.img");
-    let dir = tmp.path().join("mnt");
-    mkfs(&image, "64M", &[]);
+    let (image, dir) = (tmp.path().join("fs.img"), tmp.path().join("mnt"));
+    mkfs(&image, size, &[]);
+    Some(Scratch { _tmp: tmp, image, dir })
+}
+
+#[test]
+fn background_mount_is_ready_when_the_command_returns_and_sigterm_checkpoints() {
+    let Some(Scratch { _tmp, image, dir }) = scratch("64M") else { return };
     fs::create_dir(&dir).expect("mkdir mnt");
     let r = common::fslab_run(&[OsStr::new("mount"), image.as_os_str(), dir.as_os_str()], T);
     assert!(r.success(), "fslab mount: {}", r.describe());
@@ -75,18 +88,13 @@ fn background_mount_is_ready_when_the_command_returns_and_sigterm_checkpoints() 
 
 #[test]
 fn umount_ends_the_daemon_with_a_clean_checkpoint() {
-    if !common::fuse_or_skip() {
-        return;
-    }
     // SAFETY: geteuid(2) has no arguments and cannot fail.
     if unsafe { libc::geteuid() } != 0 || !common::have("umount") {
         println!("skipped: umount(8) of a FUSE mount needs root");
         return;
     }
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let image = tmp.path().join("fs.img");
-    mkfs(&image, "64M", &[]);
-    let m = Mount::new(&image, &tmp.path().join("mnt"), Mode::Foreground, &[]);
+    let Some(Scratch { _tmp, image, dir }) = scratch("64M") else { return };
+    let m = Mount::new(&image, &dir, Mode::Foreground, &[]);
     let dir = m.dir.clone();
     let data = Rng::new(4).bytes(3 << 20);
     fs::write(dir.join("three"), &data).expect("write 3 MiB");
@@ -101,13 +109,8 @@ fn umount_ends_the_daemon_with_a_clean_checkpoint() {
 
 #[test]
 fn mount_options_are_accepted_and_a_small_cache_still_works() {
-    if !common::fuse_or_skip() {
-        return;
-    }
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let image = tmp.path().join("fs.img");
-    mkfs(&image, "128M", &[]);
-    let m = Mount::new(&image, &tmp.path().join("mnt"), Mode::Foreground, &["-o", "cache=4M,checkpoint=2"]);
+    let Some(Scratch { _tmp, image, dir }) = scratch("128M") else { return };
+    let m = Mount::new(&image, &dir, Mode::Foreground, &["-o", "cache=4M,checkpoint=2"]);
     // Far more data than the cache holds, written and read back.
     let mut rng = Rng::new(8);
     let mut f = File::create(m.dir.join("big")).expect("create");
@@ -124,7 +127,7 @@ fn mount_options_are_accepted_and_a_small_cache_still_works() {
     assert!(fs::read(m.dir.join("big")).expect("read big") == all, "24 MiB through a 4 MiB cache");
     assert_eq!(fs::read_to_string(m.dir.join("s499")).expect("read s499"), "small 499");
     m.unmount().expect("clean unmount");
-    let m = Mount::new(&image, &tmp.path().join("mnt"), Mode::Foreground, &["-o", "cache=4M"]);
+    let m = Mount::new(&image, &dir, Mode::Foreground, &["-o", "cache=4M"]);
     assert!(fs::read(m.dir.join("big")).expect("read big") == all, "24 MiB after remount");
     assert_eq!(fs::read_dir(&m.dir).expect("readdir").count(), 501);
     m.unmount().expect("clean unmount");
@@ -132,13 +135,7 @@ fn mount_options_are_accepted_and_a_small_cache_still_works() {
 
 #[test]
 fn fsynced_and_checkpointed_data_survive_a_killed_daemon() {
-    if !common::fuse_or_skip() {
-        return;
-    }
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let image = tmp.path().join("fs.img");
-    let dir = tmp.path().join("mnt");
-    mkfs(&image, "64M", &[]);
+    let Some(Scratch { _tmp, image, dir }) = scratch("64M") else { return };
     let m = Mount::new(&image, &dir, Mode::Foreground, &["-o", "checkpoint=1"]);
     let pid = m.pid().expect("foreground daemon pid");
 
@@ -181,13 +178,7 @@ fn fsynced_and_checkpointed_data_survive_a_killed_daemon() {
 /// checkpoint: what was written before it survives a crash without fsync.
 #[test]
 fn fslab_sync_makes_plain_writes_survive_a_killed_daemon() {
-    if !common::fuse_or_skip() {
-        return;
-    }
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let image = tmp.path().join("fs.img");
-    let dir = tmp.path().join("mnt");
-    mkfs(&image, "64M", &[]);
+    let Some(Scratch { _tmp, image, dir }) = scratch("64M") else { return };
     let m = Mount::new(&image, &dir, Mode::Foreground, &[]);
     let pid = m.pid().expect("foreground daemon pid");
 
