@@ -41,7 +41,7 @@ use crate::Result;
 use disk::BlockDevice;
 use ifile::Tables;
 use layout::{ColdPosition, Superblock};
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -170,8 +170,9 @@ pub struct Lfs {
     /// the end of the log (see `writer::ensure_new_serial_epoch`).
     serial_epoch_pending: bool,
     unmounted: bool,
-    /// Inodes in `inodes` whose `dirty` is set.
-    dirty_inodes: u64,
+    /// Inodes in `inodes` whose `dirty` is set, so a segment write finds
+    /// them without walking every cached inode.
+    dirty_inodes: BTreeSet<Ino>,
     /// Space in segments; `None` after the segment usage table changed.
     segment_space: Option<space::SegmentSpace>,
     /// The cleaner mechanism's state and counters.
@@ -290,7 +291,7 @@ impl Lfs {
     }
 
     fn dirty_inode_count(&self) -> u64 {
-        self.dirty_inodes
+        self.dirty_inodes.len() as u64
     }
 
     /// Marks inode `ino` as needing to be written.
@@ -298,7 +299,7 @@ impl Lfs {
         let cached = self.cached_inode(ino)?;
         if !cached.dirty {
             cached.dirty = true;
-            self.dirty_inodes += 1;
+            self.dirty_inodes.insert(ino);
         }
         Ok(())
     }
@@ -326,7 +327,7 @@ impl StorageManager for Lfs {
         let (ino, version) = self.tables.alloc_inode()?;
         let inode = Inode { ino, generation: version, ..Inode::default() };
         self.inodes.insert(ino, CachedInode { inode, dirty: true });
-        self.dirty_inodes += 1;
+        self.dirty_inodes.insert(ino);
         self.note_dirop(ino);
         Ok(inode)
     }
@@ -337,9 +338,8 @@ impl StorageManager for Lfs {
         for key in self.cache.keys_in(ino, Lbn::MIN..=Lbn::MAX) {
             self.cache.remove(key);
         }
-        if self.inodes.remove(&ino).is_some_and(|c| c.dirty) {
-            self.dirty_inodes -= 1;
-        }
+        self.inodes.remove(&ino);
+        self.dirty_inodes.remove(&ino);
         if let Some(entry) = self.tables.entry(ino).copied() {
             if entry.daddr != 0 {
                 self.adjust_live(self.seg_of(entry.daddr), -(crate::format::inode::INODE_SIZE as i64));

@@ -146,7 +146,7 @@ fn assemble(
         last_checkpoint: Instant::now(),
         stats: Stats::default(),
         unmounted: false,
-        dirty_inodes: 0,
+        dirty_inodes: std::collections::BTreeSet::new(),
         segment_space: None,
         clean: Default::default(),
         recovery: super::Recovery::default(),

@@ -202,7 +202,7 @@ impl Lfs {
                 let daddr = p.start + p.summary.nblocks as u64;
                 self.load_ifile(daddr)?;
                 self.inodes.clear();
-                self.dirty_inodes = 0;
+                self.dirty_inodes.clear();
                 written.clear();
             } else {
                 self.mark_written(p);
@@ -296,6 +296,7 @@ impl Lfs {
             self.cache.remove(key);
         }
         self.inodes.insert(ino, CachedInode { inode, dirty: false });
+        self.dirty_inodes.remove(&ino);
         Ok(())
     }
 

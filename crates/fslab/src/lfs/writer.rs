@@ -92,7 +92,9 @@ impl Batch {
 impl Lfs {
     /// Whether anything waits to be written.
     pub(super) fn has_changes(&self) -> bool {
-        self.cache.dirty_count() > 0 || self.dirty_inodes > 0 || !self.tables.dirty_blocks().is_empty()
+        self.cache.dirty_count() > 0
+            || !self.dirty_inodes.is_empty()
+            || !self.tables.dirty_blocks().is_empty()
     }
 
     /// The first clean segment after `seg`, going round the disk.
@@ -460,7 +462,7 @@ impl Lfs {
                 self.adjust_live(self.seg_of(daddr), INODE_SIZE as i64);
                 if let Some(c) = self.inodes.get_mut(&ino) {
                     c.dirty = false;
-                    self.dirty_inodes -= 1;
+                    self.dirty_inodes.remove(&ino);
                 }
             }
         }
@@ -616,7 +618,7 @@ impl Lfs {
         self.ensure_new_serial_epoch()?;
         let dirops = std::mem::take(&mut self.dirop_inodes);
         let mut files: BTreeSet<Ino> = self.cache.dirty_inodes().into_iter().collect();
-        files.extend(self.inodes.iter().filter(|(_, c)| c.dirty).map(|(&ino, _)| ino));
+        files.extend(self.dirty_inodes.iter().copied());
         files.remove(&IFILE_INO);
         let (in_dirop, plain): (Vec<Ino>, Vec<Ino>) = files.into_iter().partition(|ino| dirops.contains(ino));
         let plain = self.write_cold_part(plain, true)?;
