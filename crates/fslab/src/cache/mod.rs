@@ -74,7 +74,7 @@ pub struct BufferCache {
     limits: CacheLimits,
     /// Lookups are the hot path (several per block written), so the
     /// buffers are hashed; `keys` keeps them in order for per-file walks.
-    buffers: HashMap<BlockKey, Buffer, BuildHasherDefault<KeyHasher>>,
+    buffers: IntMap<BlockKey, Buffer>,
     keys: BTreeSet<BlockKey>,
     /// The CLOCK hand's path: the next buffer it looks at is at the front.
     sweep: VecDeque<(BlockKey, u64)>,
@@ -291,16 +291,21 @@ impl BufferCache {
     }
 }
 
-/// The hash of a block key: a multiply-rotate mix of its two words with a
+/// A hash map for keys made of integers (inode and block numbers), hashed
+/// with [`IntHasher`]: the lookups of the block and inode caches are on
+/// every hot path, and the standard keyed hash was a visible share of them.
+pub(crate) type IntMap<K, V> = HashMap<K, V, BuildHasherDefault<IntHasher>>;
+
+/// The hash of integer keys: a multiply-rotate mix of their words with a
 /// 64-bit finalizer (MurmurHash3's `fmix64`), so keys that differ only in
 /// high bits (the blocks of a sparse file) still spread over the table. It
 /// is not keyed: someone choosing file offsets to collide could slow the
-/// cache's lookups, never corrupt them, and the speed of an unkeyed hash is
-/// the point.
+/// lookups, never corrupt them, and the speed of an unkeyed hash is the
+/// point.
 #[derive(Default)]
-struct KeyHasher(u64);
+pub(crate) struct IntHasher(u64);
 
-impl Hasher for KeyHasher {
+impl Hasher for IntHasher {
     fn write(&mut self, bytes: &[u8]) {
         for chunk in bytes.chunks(8) {
             let mut word = [0u8; 8];

@@ -41,7 +41,7 @@ use crate::Result;
 use disk::BlockDevice;
 use ifile::Tables;
 use layout::{ColdPosition, Superblock};
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -132,7 +132,7 @@ pub struct Lfs {
     geometry: Geometry,
     block_size: usize,
     cache: BufferCache,
-    inodes: HashMap<Ino, CachedInode>,
+    inodes: crate::cache::IntMap<Ino, CachedInode>,
     tables: Tables,
     /// The ifile's own inode (it is not in the inode map) and its address.
     ifile: Inode,

@@ -19,7 +19,7 @@ use crate::format::inode::{kind, Inode, InodeAttr};
 use crate::format::{crc32c, now_ns, IFILE_INO};
 use crate::Result;
 use disk::BlockDevice;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::Instant;
@@ -131,7 +131,7 @@ fn assemble(
         geometry: Geometry::new(sb.block_size),
         block_size: sb.block_size as usize,
         cache: BufferCache::new(sb.block_size, limits),
-        inodes: HashMap::new(),
+        inodes: Default::default(),
         tables,
         ifile,
         ifile_daddr,
