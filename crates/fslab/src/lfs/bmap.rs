@@ -131,9 +131,15 @@ impl Lfs {
         let mut i = 0;
         while i < count {
             let lbn = first + i as Lbn;
-            let addr = if self.cache.contains((ino, lbn)) { 0 } else { self.pointer(ino, lbn)? };
+            let block = &mut buf[i * bs..(i + 1) * bs];
+            if let Some(cached) = self.cache.get((ino, lbn)) {
+                block.copy_from_slice(cached);
+                i += 1;
+                continue;
+            }
+            let addr = self.pointer(ino, lbn)?;
             if addr == 0 {
-                self.read_file_block(ino, lbn, &mut buf[i * bs..(i + 1) * bs])?;
+                block.fill(0);
                 i += 1;
                 continue;
             }
