@@ -10,7 +10,11 @@
 //!
 //! Usage: cleaner_bench [--dir DIR] [--disk-mib N] [--segment-kib N]
 //!        [--file-blocks N] [--multiple X] [--warmup X] [--utils 0.5,0.7,..]
-//!        [--policies a,b] [--access uniform,hot-cold] [--memory]
+//!        [--policies a,b] [--access uniform,hot-cold] [--memory] [--seed N]
+//!
+//! `--seed` (default 42) seeds the warm-up's random choices; the measured
+//! phase uses the next seed. Other seeds show how much a figure owes to
+//! one sequence of choices.
 
 use disk::{BlockDevice, FileDisk, MemDisk};
 use fslab::lfs::{Lfs, MkfsOptions, MountOptions};
@@ -32,6 +36,7 @@ struct Args {
     policies: Vec<String>,
     access: Vec<String>,
     memory: bool,
+    seed: u64,
 }
 
 fn parse() -> Result<Args, String> {
@@ -46,6 +51,7 @@ fn parse() -> Result<Args, String> {
         policies: policy::NAMES.iter().map(|s| s.to_string()).collect(),
         access: vec!["uniform".into(), "hot-cold".into()],
         memory: false,
+        seed: 42,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -67,6 +73,7 @@ fn parse() -> Result<Args, String> {
             "--policies" => a.policies = value()?.split(',').map(String::from).collect(),
             "--access" => a.access = value()?.split(',').map(String::from).collect(),
             "--memory" => a.memory = true,
+            "--seed" => a.seed = value()?.parse().map_err(|_| bad("seed"))?,
             "--help" | "-h" => {
                 println!(
                     "{}",
@@ -118,14 +125,19 @@ fn run_one(a: &Args, access: Access, util: f64, policy_name: &str) -> Result<Row
     let policy = policy::by_name(policy_name).ok_or("policy")?;
     Cleaner::new(policy).install(&mut lfs);
     let mut fs = FileSystem::new(lfs);
-    let mut spec =
-        Spec { utilization: util, file_blocks: a.file_blocks, write_multiple: a.warmup, access, seed: 42 };
+    let mut spec = Spec {
+        utilization: util,
+        file_blocks: a.file_blocks,
+        write_multiple: a.warmup,
+        access,
+        seed: a.seed,
+    };
     let mut files = Files::fill(&mut fs, &spec).map_err(|e| format!("fill: {e}"))?;
     files.overwrite(&mut fs, &spec).map_err(|e| format!("warm-up: {e}"))?;
     fs.sync().map_err(|e| e.to_string())?;
     let before = fs.storage().cleaner_report().total;
     spec.write_multiple = a.multiple;
-    spec.seed = 43;
+    spec.seed = a.seed.wrapping_add(1);
     let start = Instant::now();
     let outcome = files.overwrite(&mut fs, &spec).map_err(|e| format!("overwrite: {e}"))?;
     fs.sync().map_err(|e| e.to_string())?;

@@ -65,6 +65,34 @@ pub(super) struct Separation {
     /// Each file dirtied since the last segment write: its modification
     /// time before that.
     last_written: HashMap<Ino, TimeNs>,
+    /// Files whose previous write came after a long quiet spell (one bit
+    /// per inode number): cold, even when written again soon after.
+    long_quiet: InoBits,
+}
+
+/// A set of inode numbers, one bit each.
+#[derive(Default)]
+struct InoBits(Vec<u64>);
+
+impl InoBits {
+    fn get(&self, ino: Ino) -> bool {
+        self.0.get((ino / 64) as usize).is_some_and(|w| w & (1 << (ino % 64)) != 0)
+    }
+
+    fn set(&mut self, ino: Ino, on: bool) {
+        let i = (ino / 64) as usize;
+        if i >= self.0.len() {
+            if !on {
+                return;
+            }
+            self.0.resize(i + 1, 0);
+        }
+        if on {
+            self.0[i] |= 1 << (ino % 64);
+        } else {
+            self.0[i] &= !(1 << (ino % 64));
+        }
+    }
 }
 
 impl Lfs {
@@ -128,10 +156,28 @@ impl Lfs {
         };
         let Some(line) = self.separation_line() else { return (files, Vec::new()) };
         // A modification time older than this mount's samples of the clock
-        // is older than any line: cold.
-        files.into_iter().partition(|ino| {
-            last_written.get(ino).is_none_or(|&mtime| self.clean.clock_at(mtime).is_some_and(|c| c >= line))
-        })
+        // is older than any line: cold. So is a file whose previous write,
+        // too, came after a quiet spell: cold data is sometimes rewritten
+        // soon by chance (under 90/10 hot-and-cold overwrites, one cold
+        // write in twelve), and at the users' head it would be moved among
+        // hot data until it grew old.
+        let mut plain = Vec::with_capacity(files.len());
+        let mut cold = Vec::new();
+        for ino in files {
+            let Some(&mtime) = last_written.get(&ino) else {
+                plain.push(ino);
+                continue;
+            };
+            let quiet = self.clean.clock_at(mtime).is_none_or(|c| c < line);
+            let was_quiet = self.separation.long_quiet.get(ino);
+            self.separation.long_quiet.set(ino, quiet);
+            if quiet || was_quiet {
+                cold.push(ino);
+            } else {
+                plain.push(ino);
+            }
+        }
+        (plain, cold)
     }
 
     /// Writes the dirty blocks and inodes of `files` at the cold head, if
@@ -143,16 +189,23 @@ impl Lfs {
         }
         // Everything dirty (with its inode blocks and summaries) bounds what
         // these files hold. It may fit in what is left of the cold head's
-        // segment. If not, the head moves on into clean segments, each of
-        // which it takes from the space users were promised: allowed only
-        // when, for every segment it could take, that space has a whole
-        // segment to spare beyond the promises and reserves. Otherwise a
-        // head that had to find a segment could find none, and fail a
-        // write the users' head has room for.
+        // segment. If not, the head moves on into clean segments. Their
+        // blocks were promised to these files already, but each segment
+        // the head enters sets another clean one aside as its next, outside
+        // the space users can write: a write that fills the rest of the
+        // head's segment and enters `k` more releases at least
+        // `(k - 1) × bps` blocks of promises, so it leaves at most one
+        // segment less for the promises and reserves than they had. It is
+        // allowed when that space has the segment and one more (for the
+        // summaries and inode blocks a second head adds) to spare, so the
+        // users' head always finds the segments it was promised. (Asking
+        // for a segment per segment the write could enter, as before,
+        // sent cold files to the users' head whenever the cache held much,
+        // and the cleaner then moved them again and again among hot data.)
         let promised = self.promised_blocks();
         let bps = self.sb.blocks_per_segment();
         let fits_in_segment = self.cold_room() >= promised + 2;
-        let may_take = (promised.div_ceil(bps) + 1) * bps;
+        let may_take = 2 * bps;
         if !fits_in_segment && self.available(false, SpaceFor::Data) < may_take {
             return Ok(files);
         }

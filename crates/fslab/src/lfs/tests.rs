@@ -552,3 +552,35 @@ fn clustered_reads_match_block_by_block_reads() {
     }
     assert!(lfs.read_blocks(ino, 0, &mut [0u8; 100]).is_err(), "a buffer of part of a block is refused");
 }
+
+#[test]
+fn inodes_share_a_segment_with_their_files_data() {
+    // 400 one-block files written at once span several 64-block segments.
+    // Placed after the whole batch, the inodes filled segments of their own;
+    // now each segment ends with the full inode blocks of the files whose
+    // data it holds, and only the odd inodes (fewer than a block's worth)
+    // wait for the next segment.
+    let disk = fresh(8 << 20, MkfsOptions { block_size: 4096, segment_size: 256 << 10 });
+    let mut lfs = mount_mem(&disk);
+    let files: Vec<Ino> = (0..400).map(|_| new_file(&mut lfs)).collect();
+    lfs.sync().expect("sync");
+    for &ino in &files {
+        lfs.write_block(ino, 0, 0, &pattern(ino, 0, 4096)).expect("write");
+    }
+    lfs.sync().expect("sync");
+    let mut together = 0;
+    for &ino in &files {
+        let data = lfs.pointer(ino, 0).expect("pointer");
+        let inode = lfs.tables.entry(ino).expect("an inode map entry").daddr;
+        assert!(data != 0 && inode != 0, "inode {ino} written");
+        if lfs.seg_of(data) == lfs.seg_of(inode) {
+            together += 1;
+        }
+    }
+    assert!(together * 10 >= files.len() * 7, "only {together} of {} inodes beside their data", files.len());
+    let mut buf = vec![0u8; 4096];
+    for &ino in &files {
+        lfs.read_block(ino, 0, &mut buf).expect("read");
+        assert_eq!(buf, pattern(ino, 0, 4096), "file {ino}");
+    }
+}

@@ -67,6 +67,9 @@ pub(super) struct Batch {
     next_age: Option<WriteClock>,
     /// The youngest age placed in the open partial segment.
     open_age: Option<WriteClock>,
+    /// Files whose blocks are placed and whose inodes are not yet: room for
+    /// their inode blocks is kept at the end of the open partial segment.
+    pending_inodes: Vec<Ino>,
 }
 
 impl Batch {
@@ -296,13 +299,26 @@ impl Lfs {
             if batch.open.is_none() {
                 self.open_partial(batch)?;
             }
+            // Room for the full inode blocks of the inodes held back, this
+            // file's among them (the ifile's inode is placed on its own,
+            // after all of them).
+            let this_one = ino != IFILE_INO && batch.pending_inodes.last() != Some(&ino);
+            let held = batch.pending_inodes.len() + usize::from(this_one);
+            let inode_blocks = (held / (bs / INODE_SIZE)) as u64;
             let p = batch.open.as_mut().ok_or_else(|| errno(libc::EIO, "no open partial segment"))?;
             let same_file = p.summary.finfos.last().is_some_and(|f| f.ino == ino && f.version == version);
             let grows = if same_file { 8 } else { FINFO_HEADER + 8 };
-            let fits = p.nblocks() < p.capacity
-                && p.summary.ninoblocks == 0
-                && p.summary.encoded_len() + grows <= bs;
+            // An empty partial takes the block regardless: it may be all
+            // that is left of the segment.
+            let room = p.nblocks() + inode_blocks < p.capacity || (p.nblocks() == 0 && p.capacity > 0);
+            let fits = room && p.summary.ninoblocks == 0 && p.summary.encoded_len() + grows <= bs;
             if !fits {
+                // The segment ends here: the full inode blocks go in before
+                // it does. (A full summary only starts another partial
+                // segment in the same segment.)
+                if !room {
+                    self.place_full_inode_blocks(batch)?;
+                }
                 self.close_partial(batch);
                 continue;
             }
@@ -426,6 +442,16 @@ impl Lfs {
     }
 
     /// Places the dirty blocks of each file in `inos`, then their inodes.
+    /// A partial segment that reaches the end of its segment first takes
+    /// the inodes of the files whose blocks are placed, as many as fill
+    /// whole inode blocks (`reserve_slot` keeps room for them), so most
+    /// inodes land in the segment that holds their file's data, or the last
+    /// of it, and a segment the cleaner
+    /// empties takes the inodes with the data. Placed after the whole
+    /// batch instead, the inodes of a large write (a cleaning pass moves a
+    /// thousand one-block files) filled segments of their own, which died
+    /// as fast as the cleaner moved those files, not as fast as users
+    /// rewrote them: half-full segments, costly to clean.
     pub(super) fn write_files(&mut self, batch: &mut Batch, inos: &[Ino]) -> Result<()> {
         for &ino in inos {
             batch.age_of(&[ino]);
@@ -436,34 +462,67 @@ impl Lfs {
                 self.place_block(batch, ino, version, lbn, true)?;
             }
             self.place_metas(batch, ino, version)?;
+            if self.inodes.get(&ino).is_some_and(|c| c.dirty) {
+                batch.pending_inodes.push(ino);
+            }
             if batch.done.len() >= 4 {
                 self.flush_partials(batch, false)?;
             }
         }
+        self.place_pending_inodes(batch)
+    }
+
+    /// Places the inodes `batch` holds back, in the open partial segment.
+    fn place_pending_inodes(&mut self, batch: &mut Batch) -> Result<()> {
+        let files = std::mem::take(&mut batch.pending_inodes);
+        self.place_inodes(batch, &files)
+    }
+
+    /// Places as many of the inodes `batch` holds back as fill whole inode
+    /// blocks, oldest first, and keeps the rest back: a part-filled block
+    /// at the end of every segment would cost space that, on a disk 90%
+    /// full, the cleaner feels (greedy's write cost on uniform overwrites
+    /// rose from 9.5 to 10.1).
+    fn place_full_inode_blocks(&mut self, batch: &mut Batch) -> Result<()> {
         let per_block = self.block_size / INODE_SIZE;
-        let dirty: Vec<Ino> =
-            inos.iter().copied().filter(|ino| self.inodes.get(ino).is_some_and(|c| c.dirty)).collect();
-        for group in dirty.chunks(per_block) {
-            batch.age_of(group);
-            let mut block = vec![0u8; self.block_size];
-            for (slot, ino) in group.iter().enumerate() {
-                if let Some(c) = self.inodes.get(ino) {
-                    c.inode.encode(&mut block[slot * INODE_SIZE..]);
+        let whole = batch.pending_inodes.len() / per_block * per_block;
+        if whole == 0 {
+            return Ok(());
+        }
+        let files: Vec<Ino> = batch.pending_inodes.drain(..whole).collect();
+        self.place_inodes(batch, &files)
+    }
+
+    /// Places the inode blocks holding the inodes of `files`.
+    fn place_inodes(&mut self, batch: &mut Batch, files: &[Ino]) -> Result<()> {
+        for group in files.chunks(self.block_size / INODE_SIZE) {
+            self.place_inode_group(batch, group)?;
+        }
+        Ok(())
+    }
+
+    /// Places one inode block holding the inodes of `group` (at most a
+    /// block's worth) and points the inode map at it.
+    fn place_inode_group(&mut self, batch: &mut Batch, group: &[Ino]) -> Result<()> {
+        batch.age_of(group);
+        let mut block = vec![0u8; self.block_size];
+        for (slot, ino) in group.iter().enumerate() {
+            if let Some(c) = self.inodes.get(ino) {
+                c.inode.encode(&mut block[slot * INODE_SIZE..]);
+            }
+        }
+        let daddr = self.place_inode_block(batch, block)?;
+        for &ino in group {
+            if let Some(old) = self.tables.entry(ino).map(|e| e.daddr) {
+                if old != 0 {
+                    self.adjust_live(self.seg_of(old), -(INODE_SIZE as i64));
                 }
             }
-            let daddr = self.place_inode_block(batch, block)?;
-            for &ino in group {
-                if let Some(old) = self.tables.entry(ino).map(|e| e.daddr) {
-                    if old != 0 {
-                        self.adjust_live(self.seg_of(old), -(INODE_SIZE as i64));
-                    }
-                }
-                self.tables.set_inode_addr(ino, daddr);
-                self.adjust_live(self.seg_of(daddr), INODE_SIZE as i64);
-                if let Some(c) = self.inodes.get_mut(&ino) {
-                    c.dirty = false;
-                    self.dirty_inodes.remove(&ino);
-                }
+            self.tables.set_inode_addr(ino, daddr);
+            self.adjust_live(self.seg_of(daddr), INODE_SIZE as i64);
+            if let Some(c) = self.inodes.get_mut(&ino) {
+                c.dirty = false;
+                self.dirty_inodes.remove(&ino);
             }
         }
         Ok(())
