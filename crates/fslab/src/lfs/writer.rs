@@ -446,12 +446,12 @@ impl Lfs {
     /// the inodes of the files whose blocks are placed, as many as fill
     /// whole inode blocks (`reserve_slot` keeps room for them), so most
     /// inodes land in the segment that holds their file's data, or the last
-    /// of it, and a segment the cleaner
-    /// empties takes the inodes with the data. Placed after the whole
-    /// batch instead, the inodes of a large write (a cleaning pass moves a
-    /// thousand one-block files) filled segments of their own, which died
-    /// as fast as the cleaner moved those files, not as fast as users
-    /// rewrote them: half-full segments, costly to clean.
+    /// of it, and a segment the cleaner empties takes the inodes with the
+    /// data. Placed after the whole batch instead, the inodes of a large
+    /// write (a cleaning pass moves a thousand one-block files) filled
+    /// segments of their own, which died as fast as the cleaner moved those
+    /// files, not as fast as users rewrote them: half-full segments, costly
+    /// to clean.
     pub(super) fn write_files(&mut self, batch: &mut Batch, inos: &[Ino]) -> Result<()> {
         for &ino in inos {
             batch.age_of(&[ino]);
