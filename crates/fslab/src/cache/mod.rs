@@ -11,7 +11,11 @@
 //! the cache is over its memory limit, by the second-chance (CLOCK)
 //! approximation of least-recently-used: a use only sets a flag, so the hot
 //! path of a lookup costs no queue traffic. Dirty buffers are never evicted.
-//! The cache decides nothing about disk addresses.
+//! Buffers written and then not used again wait apart, on probation, and
+//! only a start-write threshold's worth of them may stay: a stream of writes
+//! must not fill the cache with data nobody reads (nor make a fresh mount
+//! fault in the whole memory limit, which cost sequential writes a quarter
+//! of their speed). The cache decides nothing about disk addresses.
 
 use crate::format::{Ino, Lbn};
 use std::collections::{BTreeSet, HashMap, VecDeque};
@@ -31,11 +35,19 @@ struct Buffer {
     dirty: bool,
     /// Used since the eviction sweep last passed it: spared once more.
     referenced: bool,
-    /// The number of this buffer's entry in the sweep queue, or
+    /// The number of this buffer's entry in the sweep or probation queue, or
     /// [`NOT_QUEUED`]. Entries of buffers since removed or re-inserted carry
     /// other numbers and are skipped.
     entry: u64,
+    /// Its entry is in the probation queue, not the sweep.
+    on_probation: bool,
 }
+
+/// Buffers on probation that one trim passes over because they are still
+/// being written, before it gives up: they were queued in the order they
+/// are written, so the ones behind them are mostly in flight too, and a
+/// long segment write in flight must not make every insert walk it.
+const BUSY_LOOKS: usize = 64;
 
 /// [`Buffer::entry`] of a buffer with no queue entry (it is dirty; it gets
 /// one when it is written).
@@ -54,10 +66,12 @@ pub struct CacheLimits {
 
 impl CacheLimits {
     /// Thresholds derived from a memory limit: start writing at a quarter of
-    /// it (at most 64 MiB, so writes leave as whole segments without holding
-    /// too much unwritten data), stop access at a half.
+    /// it, at most 16 MiB — sixteen default segments, so writes leave as
+    /// whole segments; more only held unwritten data, and memory that a
+    /// fresh mount had to fault in (a 64 MiB cap cost sequential writes a
+    /// tenth, `scripts/bench-basic`) — and stop access at a half.
     pub fn for_memory(memory_bytes: u64) -> CacheLimits {
-        let start = (memory_bytes / 4).clamp(1 << 20, 64 << 20);
+        let start = (memory_bytes / 4).clamp(1 << 20, 16 << 20);
         CacheLimits {
             memory_bytes,
             start_write_bytes: start,
@@ -68,7 +82,9 @@ impl CacheLimits {
 
 /// The buffer cache. Invariants: `dirty` holds exactly the keys of the
 /// buffers whose `dirty` flag is set; every clean buffer has exactly one
-/// entry in `sweep` whose number matches its [`Buffer::entry`].
+/// entry whose number matches its [`Buffer::entry`], in `probation` if its
+/// `on_probation` is set and in `sweep` if not; `on_probation` counts those
+/// buffers.
 pub struct BufferCache {
     block_size: usize,
     limits: CacheLimits,
@@ -83,6 +99,11 @@ pub struct BufferCache {
     /// Keys of the dirty buffers, so the segment writer finds them without
     /// walking the clean ones.
     dirty: BTreeSet<BlockKey>,
+    /// Clean buffers that were written and not used since, oldest first:
+    /// they go before anything in the sweep, and only a few may stay.
+    probation: VecDeque<(BlockKey, u64)>,
+    /// Buffers whose entry is in `probation`.
+    on_probation: usize,
 }
 
 impl BufferCache {
@@ -96,17 +117,35 @@ impl BufferCache {
             sweep: VecDeque::new(),
             entries: NOT_QUEUED,
             dirty: BTreeSet::new(),
+            probation: VecDeque::new(),
+            on_probation: 0,
         }
     }
 
-    /// Puts `key` at the back of the sweep unless it is there already.
-    fn enqueue(&mut self, key: BlockKey) {
+    /// Queues a clean buffer that has no entry: at the back of the sweep,
+    /// or of the probation queue if `written` and not used since.
+    fn enqueue(&mut self, key: BlockKey, written: bool) {
         if let Some(b) = self.buffers.get_mut(&key) {
             if b.entry == NOT_QUEUED {
                 self.entries += 1;
                 b.entry = self.entries;
-                self.sweep.push_back((key, self.entries));
+                if b.referenced || !written {
+                    self.sweep.push_back((key, self.entries));
+                } else {
+                    b.on_probation = true;
+                    self.on_probation += 1;
+                    self.probation.push_back((key, self.entries));
+                }
             }
+        }
+    }
+
+    /// Forgets the entry of `b` if it is on probation.
+    fn leave_probation(b: &mut Buffer, on_probation: &mut usize) {
+        if b.on_probation {
+            b.on_probation = false;
+            b.entry = NOT_QUEUED;
+            *on_probation -= 1;
         }
     }
 
@@ -148,8 +187,9 @@ impl BufferCache {
     /// Room is made first, so the block just inserted is never the one
     /// evicted: a caller may use it right away.
     pub fn insert(&mut self, key: BlockKey, data: BlockData, dirty: bool) {
-        if let Some(old) = self.buffers.remove(&key) {
+        if let Some(mut old) = self.buffers.remove(&key) {
             self.keys.remove(&key);
+            Self::leave_probation(&mut old, &mut self.on_probation);
             if old.dirty && !dirty {
                 self.dirty.remove(&key);
             }
@@ -158,9 +198,13 @@ impl BufferCache {
         if dirty {
             self.dirty.insert(key);
         }
-        self.buffers.insert(key, Buffer { data, dirty, referenced: false, entry: NOT_QUEUED });
+        // A dirty buffer is queued when it is written out.
+        self.buffers
+            .insert(key, Buffer { data, dirty, referenced: false, entry: NOT_QUEUED, on_probation: false });
         self.keys.insert(key);
-        self.enqueue(key);
+        if !dirty {
+            self.enqueue(key, false);
+        }
     }
 
     /// Marks a cached block dirty; returns whether it was clean before.
@@ -168,6 +212,7 @@ impl BufferCache {
         match self.buffers.get_mut(&key) {
             Some(b) if !b.dirty => {
                 b.dirty = true;
+                Self::leave_probation(b, &mut self.on_probation);
                 self.dirty.insert(key);
                 true
             }
@@ -185,14 +230,16 @@ impl BufferCache {
         }
         // The sweep dropped its entry while it was dirty; a clean buffer
         // needs one to be evictable.
-        self.enqueue(key);
+        self.enqueue(key, true);
+        self.trim_probation(self.capacity());
     }
 
     /// Drops `key`; returns whether it was dirty.
     pub fn remove(&mut self, key: BlockKey) -> bool {
-        let removed = self.buffers.remove(&key);
-        if removed.is_some() {
+        let mut removed = self.buffers.remove(&key);
+        if let Some(b) = &mut removed {
             self.keys.remove(&key);
+            Self::leave_probation(b, &mut self.on_probation);
         }
         match removed {
             Some(b) if b.dirty => {
@@ -256,7 +303,49 @@ impl BufferCache {
         self.evict_to(self.capacity());
     }
 
+    /// Written buffers the probation queue may hold: a start-write
+    /// threshold's worth, the data of about the last segment write.
+    fn probation_capacity(&self) -> usize {
+        (self.limits.start_write_bytes / self.block_size as u64).max(16) as usize
+    }
+
+    /// Evicts buffers on probation, oldest first, while there are more
+    /// than their share or the cache is over `limit`. One used since it was
+    /// written joins the sweep instead.
+    fn trim_probation(&mut self, limit: usize) {
+        let share = self.probation_capacity();
+        let mut looks = self.probation.len();
+        let mut busy = 0;
+        while looks > 0 && busy < BUSY_LOOKS && (self.on_probation > share || self.buffers.len() > limit) {
+            looks -= 1;
+            let Some((key, entry)) = self.probation.pop_front() else { break };
+            let Some(b) = self.buffers.get_mut(&key) else { continue };
+            if b.entry != entry || !b.on_probation {
+                continue;
+            }
+            if b.referenced {
+                b.on_probation = false;
+                self.on_probation -= 1;
+                self.sweep.push_back((key, entry));
+            } else if Arc::strong_count(&b.data) > 1 {
+                // Still being written (a read must find it here).
+                self.probation.push_back((key, entry));
+                busy += 1;
+            } else {
+                self.on_probation -= 1;
+                self.buffers.remove(&key);
+                self.keys.remove(&key);
+            }
+        }
+        if self.probation.len() > 4 * self.on_probation + 1024 {
+            let buffers = &self.buffers;
+            self.probation
+                .retain(|(key, entry)| buffers.get(key).is_some_and(|b| b.on_probation && b.entry == *entry));
+        }
+    }
+
     fn evict_to(&mut self, limit: usize) {
+        self.trim_probation(limit);
         // Each entry is looked at most twice (once to clear its reference),
         // so a cache whose clean buffers are all busy costs one bounded pass.
         let mut looks = 2 * self.sweep.len();
@@ -283,7 +372,11 @@ impl BufferCache {
         // Entries of removed buffers pile up under heavy unlinking; rebuild
         // when the queue is much longer than the cache.
         if self.sweep.len() > 4 * self.buffers.len() + 1024 {
-            let live = self.buffers.iter().filter(|(_, b)| b.entry != NOT_QUEUED).map(|(k, b)| (*k, b.entry));
+            let live = self
+                .buffers
+                .iter()
+                .filter(|(_, b)| b.entry != NOT_QUEUED && !b.on_probation)
+                .map(|(k, b)| (*k, b.entry));
             let mut live: Vec<(BlockKey, u64)> = live.collect();
             live.sort_by_key(|&(_, entry)| entry);
             self.sweep = live.into();
@@ -445,5 +538,78 @@ mod tests {
         cache.get_mut_dirty((3, 0)).expect("cached")[0] = 9;
         assert_eq!(in_flight[0], 7, "the write in flight keeps the bytes it was given");
         assert_eq!(cache.get((3, 0)).expect("cached")[0], 9);
+    }
+
+    /// Writes `n` blocks of inode `ino` and marks them written, as a
+    /// segment write does.
+    fn write_and_clean(cache: &mut BufferCache, ino: Ino, n: i64) {
+        for i in 0..n {
+            cache.insert((ino, i), block(1), true);
+            cache.mark_clean((ino, i));
+        }
+    }
+
+    #[test]
+    fn written_blocks_nobody_reads_keep_to_their_share_and_go_first() {
+        // 64 buffers; a start-write threshold, and so a probation share, of 16.
+        let limits = CacheLimits {
+            memory_bytes: 64 * 4096,
+            start_write_bytes: 16 * 4096,
+            stop_access_bytes: 32 * 4096,
+        };
+        let mut cache = BufferCache::new(4096, limits);
+        for i in 0..10 {
+            cache.insert((1, i), block(0), false);
+        }
+        write_and_clean(&mut cache, 2, 40);
+        assert!((0..10).all(|i| cache.contains((1, i))), "blocks read from disk stay");
+        let written: Vec<i64> = (0..40).filter(|&i| cache.contains((2, i))).collect();
+        assert_eq!(written, (24..40).collect::<Vec<_>>(), "only the newest written blocks stay");
+        assert_eq!(cache.on_probation, 16);
+
+        // Over the memory limit, written blocks go before read ones even
+        // though the read ones were not used again.
+        for i in 10..48 {
+            cache.insert((1, i), block(0), false);
+        }
+        assert!((0..48).all(|i| cache.contains((1, i))), "read blocks evicted while written ones remained");
+        assert_eq!(cache.on_probation, 64 - 1 - 48 + 1);
+    }
+
+    #[test]
+    fn a_written_block_read_again_leaves_probation() {
+        let limits = CacheLimits {
+            memory_bytes: 64 * 4096,
+            start_write_bytes: 16 * 4096,
+            stop_access_bytes: 32 * 4096,
+        };
+        let mut cache = BufferCache::new(4096, limits);
+        write_and_clean(&mut cache, 2, 4);
+        assert!(cache.get((2, 1)).is_some());
+        // Rewritten while on probation: dirty buffers are never evicted.
+        cache.get_mut_dirty((2, 2)).expect("cached")[0] = 5;
+        write_and_clean(&mut cache, 3, 40);
+        assert!(cache.contains((2, 1)), "a written block read since is kept");
+        assert!(cache.contains((2, 2)) && cache.is_dirty((2, 2)));
+        assert!(!cache.contains((2, 0)) && !cache.contains((2, 3)));
+        assert_eq!(cache.on_probation, 16);
+    }
+
+    #[test]
+    fn written_blocks_still_in_flight_do_not_stop_the_others_leaving() {
+        let limits = CacheLimits {
+            memory_bytes: 64 * 4096,
+            start_write_bytes: 16 * 4096,
+            stop_access_bytes: 32 * 4096,
+        };
+        let mut cache = BufferCache::new(4096, limits);
+        write_and_clean(&mut cache, 2, 1);
+        let in_flight = cache.share((2, 0)).expect("cached");
+        write_and_clean(&mut cache, 3, 40);
+        assert!(cache.contains((2, 0)), "a block in flight stays");
+        assert_eq!((0..40).filter(|&i| cache.contains((3, i))).count(), 15);
+        drop(in_flight);
+        write_and_clean(&mut cache, 4, 16);
+        assert!(!cache.contains((2, 0)), "written, it leaves like the others");
     }
 }
