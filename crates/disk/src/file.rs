@@ -1,5 +1,6 @@
 //! A device backed by an image file or a block device.
 
+use crate::aligned::{all_aligned, AlignedBytes, DIRECT_ALIGN};
 use crate::{check_bounds, BlockDevice};
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -11,9 +12,10 @@ use std::path::Path;
 /// the device's volatile write cache.
 ///
 /// Large aligned vectored writes (whole partial segments) go through a second
-/// descriptor opened with `O_DIRECT`, copied once into an aligned bounce
-/// buffer: that skips the page cache, whose copy and later writeback cost
-/// more CPU than the copy here. Linux keeps buffered reads coherent with
+/// descriptor opened with `O_DIRECT`: straight from the caller's buffers when
+/// they are all aligned ([`AlignedBytes`]), else copied once into an aligned
+/// bounce buffer. That skips the page cache, whose copy and later writeback
+/// cost more CPU than even the bounce copy. Linux keeps buffered reads coherent with
 /// direct writes (it writes back and drops cached pages in the range). Where
 /// `O_DIRECT` is refused (tmpfs, say) every write is buffered.
 pub struct FileDisk {
@@ -22,79 +24,26 @@ pub struct FileDisk {
     size: u64,
 }
 
-/// The `O_DIRECT` descriptor and its bounce buffer.
+/// The `O_DIRECT` descriptor and its bounce buffer, for writes whose
+/// buffers are not all aligned.
 struct DirectWriter {
     file: File,
-    bounce: std::sync::Mutex<AlignedBuffer>,
-}
-
-/// Alignment of direct I/O buffers, offsets and lengths.
-const DIRECT_ALIGN: usize = 4096;
-
-/// A heap buffer aligned to [`DIRECT_ALIGN`].
-struct AlignedBuffer {
-    ptr: *mut u8,
-    len: usize,
-}
-
-// SAFETY: the buffer is plain memory owned by this value; access goes through
-// the Mutex around it.
-unsafe impl Send for AlignedBuffer {}
-
-impl AlignedBuffer {
-    const fn empty() -> AlignedBuffer {
-        AlignedBuffer { ptr: std::ptr::null_mut(), len: 0 }
-    }
-
-    /// The first `len` bytes, growing the buffer if needed.
-    fn slice(&mut self, len: usize) -> io::Result<&mut [u8]> {
-        if len > self.len {
-            self.release();
-            let layout = std::alloc::Layout::from_size_align(len, DIRECT_ALIGN)
-                .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "direct write too large"))?;
-            // SAFETY: the layout has a non-zero size (len > self.len >= 0).
-            let ptr = unsafe { std::alloc::alloc(layout) };
-            if ptr.is_null() {
-                return Err(io::Error::new(
-                    io::ErrorKind::OutOfMemory,
-                    "no memory for a direct write buffer",
-                ));
-            }
-            self.ptr = ptr;
-            self.len = len;
-        }
-        // SAFETY: ptr points to self.len >= len bytes owned by this buffer.
-        Ok(unsafe { std::slice::from_raw_parts_mut(self.ptr, len) })
-    }
-
-    fn release(&mut self) {
-        if !self.ptr.is_null() {
-            if let Ok(layout) = std::alloc::Layout::from_size_align(self.len, DIRECT_ALIGN) {
-                // SAFETY: ptr was allocated with exactly this layout.
-                unsafe { std::alloc::dealloc(self.ptr, layout) };
-            }
-            self.ptr = std::ptr::null_mut();
-            self.len = 0;
-        }
-    }
-}
-
-impl Drop for AlignedBuffer {
-    fn drop(&mut self) {
-        self.release();
-    }
+    bounce: std::sync::Mutex<AlignedBytes>,
 }
 
 impl DirectWriter {
     fn open(path: &Path) -> Option<DirectWriter> {
         use std::os::unix::fs::OpenOptionsExt;
         let file = OpenOptions::new().write(true).custom_flags(libc::O_DIRECT).open(path).ok()?;
-        Some(DirectWriter { file, bounce: std::sync::Mutex::new(AlignedBuffer::empty()) })
+        Some(DirectWriter { file, bounce: std::sync::Mutex::new(AlignedBytes::zeroed(0)) })
     }
 
     fn write(&self, offset: u64, bufs: &[&[u8]], total: usize) -> io::Result<()> {
         let mut bounce = self.bounce.lock().unwrap_or_else(|e| e.into_inner());
-        let buf = bounce.slice(total)?;
+        if bounce.len() < total {
+            *bounce = AlignedBytes::zeroed(total);
+        }
+        let buf = &mut bounce[..total];
         let mut at = 0;
         for b in bufs {
             buf[at..at + b.len()].copy_from_slice(b);
@@ -172,57 +121,20 @@ impl BlockDevice for FileDisk {
     }
 
     fn write_vectored_at(&self, offset: u64, bufs: &[&[u8]]) -> io::Result<()> {
-        use std::os::unix::io::AsRawFd;
         let total: usize = bufs.iter().map(|b| b.len()).sum();
         check_bounds(offset, total, self.size)?;
         if let Some(direct) = &self.direct {
             let aligned = offset.is_multiple_of(DIRECT_ALIGN as u64) && total.is_multiple_of(DIRECT_ALIGN);
             if aligned && total >= 64 * 1024 {
+                // A short direct write leaves the rest unaligned, which the
+                // kernel refuses: the bounced write then does it all again.
+                if all_aligned(bufs) && pwritev_all(&direct.file, offset, bufs, total).is_ok() {
+                    return Ok(());
+                }
                 return direct.write(offset, bufs, total);
             }
         }
-        // pwritev takes at most IOV_MAX buffers and may write short: go on
-        // from wherever it stopped.
-        const IOV_MAX: usize = 1024;
-        let mut done = 0usize;
-        while done < total {
-            let mut skip = done;
-            let mut iov: Vec<libc::iovec> = Vec::with_capacity(bufs.len().min(IOV_MAX));
-            for buf in bufs {
-                if skip >= buf.len() {
-                    skip -= buf.len();
-                    continue;
-                }
-                let rest = &buf[skip..];
-                skip = 0;
-                iov.push(libc::iovec { iov_base: rest.as_ptr() as *mut libc::c_void, iov_len: rest.len() });
-                if iov.len() == IOV_MAX {
-                    break;
-                }
-            }
-            // SAFETY: every iovec points into a live buffer borrowed for this
-            // call, with its true length; pwritev only reads them.
-            let n = unsafe {
-                libc::pwritev(
-                    self.file.as_raw_fd(),
-                    iov.as_ptr(),
-                    iov.len() as libc::c_int,
-                    (offset + done as u64) as libc::off_t,
-                )
-            };
-            if n < 0 {
-                let e = io::Error::last_os_error();
-                if e.kind() == io::ErrorKind::Interrupted {
-                    continue;
-                }
-                return Err(e);
-            }
-            if n == 0 {
-                return Err(io::Error::new(io::ErrorKind::WriteZero, "device accepted no bytes"));
-            }
-            done += n as usize;
-        }
-        Ok(())
+        pwritev_all(&self.file, offset, bufs, total)
     }
 
     fn flush(&self) -> io::Result<()> {
@@ -232,6 +144,53 @@ impl BlockDevice for FileDisk {
     fn size(&self) -> u64 {
         self.size
     }
+}
+
+/// Writes `bufs` (`total` bytes) one after another at `offset` of `file`.
+fn pwritev_all(file: &File, offset: u64, bufs: &[&[u8]], total: usize) -> io::Result<()> {
+    use std::os::unix::io::AsRawFd;
+    // pwritev takes at most IOV_MAX buffers and may write short: go on
+    // from wherever it stopped.
+    const IOV_MAX: usize = 1024;
+    let mut done = 0usize;
+    while done < total {
+        let mut skip = done;
+        let mut iov: Vec<libc::iovec> = Vec::with_capacity(bufs.len().min(IOV_MAX));
+        for buf in bufs {
+            if skip >= buf.len() {
+                skip -= buf.len();
+                continue;
+            }
+            let rest = &buf[skip..];
+            skip = 0;
+            iov.push(libc::iovec { iov_base: rest.as_ptr() as *mut libc::c_void, iov_len: rest.len() });
+            if iov.len() == IOV_MAX {
+                break;
+            }
+        }
+        // SAFETY: every iovec points into a live buffer borrowed for this
+        // call, with its true length; pwritev only reads them.
+        let n = unsafe {
+            libc::pwritev(
+                file.as_raw_fd(),
+                iov.as_ptr(),
+                iov.len() as libc::c_int,
+                (offset + done as u64) as libc::off_t,
+            )
+        };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        if n == 0 {
+            return Err(io::Error::new(io::ErrorKind::WriteZero, "device accepted no bytes"));
+        }
+        done += n as usize;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

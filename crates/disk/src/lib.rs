@@ -5,10 +5,12 @@
 //! block device) and [`MemDisk`] (a vector in memory). It knows no file-system
 //! structure: every caller speaks in byte offsets and lengths.
 
+mod aligned;
 mod crash;
 mod file;
 mod mem;
 
+pub use aligned::{all_aligned, AlignedBytes, DIRECT_ALIGN};
 pub use crash::{CrashChoice, CrashDisk, CrashState, CrashStates, Persist, RecordedWrite, EXHAUSTIVE_LIMIT};
 pub use file::FileDisk;
 pub use mem::MemDisk;

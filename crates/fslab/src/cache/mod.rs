@@ -18,6 +18,7 @@
 //! of their speed). The cache decides nothing about disk addresses.
 
 use crate::format::{Ino, Lbn};
+use disk::AlignedBytes;
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
@@ -27,8 +28,14 @@ pub type BlockKey = (Ino, Lbn);
 
 /// A block's bytes. Shared with a segment write in flight, which holds a
 /// reference until the device has the bytes; changing a shared buffer copies
-/// it first, so the write goes out as it was when queued.
-pub type BlockData = Arc<[u8]>;
+/// it first, so the write goes out as it was when queued. Aligned, so that
+/// the segment write reaches an `O_DIRECT` device without a bounce copy.
+pub type BlockData = Arc<AlignedBytes>;
+
+/// A block holding a copy of `bytes`.
+pub fn block_of(bytes: &[u8]) -> BlockData {
+    Arc::new(AlignedBytes::copy_of(bytes))
+}
 
 struct Buffer {
     data: BlockData,
@@ -170,7 +177,7 @@ impl BufferCache {
     /// `None` if `key` is not cached.
     pub fn get_mut_dirty(&mut self, key: BlockKey) -> Option<&mut [u8]> {
         self.mark_dirty(key);
-        self.buffers.get_mut(&key).map(|b| Arc::make_mut(&mut b.data))
+        self.buffers.get_mut(&key).map(|b| &mut Arc::make_mut(&mut b.data)[..])
     }
 
     /// A new reference to the contents of `key`, for a write in flight.
@@ -180,7 +187,7 @@ impl BufferCache {
 
     /// A zero-filled block to fill and insert.
     pub fn zeroed(&self) -> BlockData {
-        Arc::from(vec![0u8; self.block_size])
+        Arc::new(AlignedBytes::zeroed(self.block_size))
     }
 
     /// Caches `data` (one block) under `key`, replacing what was there.
@@ -430,7 +437,7 @@ mod tests {
     use super::*;
 
     fn block(byte: u8) -> BlockData {
-        Arc::from(vec![byte; 4096])
+        block_of(&[byte; 4096])
     }
 
     fn small_cache() -> BufferCache {

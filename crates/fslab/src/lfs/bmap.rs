@@ -6,11 +6,13 @@
 
 use super::space::SpaceFor;
 use super::Lfs;
+use crate::cache::block_of;
 use crate::error::{errno, Error};
 use crate::format::blockno::{Geometry, Parent, NDADDR, NIADDR, POINTER_BYTES};
 use crate::format::codec::{Decoder, Encoder};
 use crate::format::{Daddr, Ino, Lbn, IFILE_INO};
 use crate::Result;
+use disk::AlignedBytes;
 use std::sync::Arc;
 
 /// The most one clustered read asks of the device (the FUSE request size).
@@ -91,9 +93,9 @@ impl Lfs {
         if addr == 0 {
             return Ok(false);
         }
-        let mut buf = vec![0u8; self.block_size];
+        let mut buf = AlignedBytes::zeroed(self.block_size);
         self.read_addr(addr, &mut buf)?;
-        self.cache.insert((ino, lbn), buf.into(), false);
+        self.cache.insert((ino, lbn), Arc::new(buf), false);
         Ok(true)
     }
 
@@ -112,7 +114,7 @@ impl Lfs {
             return Ok(());
         }
         self.read_addr(addr, buf)?;
-        self.cache.insert((ino, lbn), Arc::from(&buf[..]), false);
+        self.cache.insert((ino, lbn), block_of(&buf[..]), false);
         Ok(())
     }
 
@@ -154,7 +156,7 @@ impl Lfs {
             let bytes = &mut buf[i * bs..(i + run) * bs];
             self.read_addr(addr, bytes)?;
             if run == 1 {
-                self.cache.insert((ino, lbn), Arc::from(&bytes[..]), false);
+                self.cache.insert((ino, lbn), block_of(&bytes[..]), false);
             }
             i += run;
         }
@@ -225,7 +227,7 @@ impl Lfs {
         }
         let addr = self.pointer(ino, lbn)?;
         match contents {
-            Some(data) => self.cache.insert(key, Arc::from(data), true),
+            Some(data) => self.cache.insert(key, block_of(data), true),
             None => {
                 if !self.ensure_cached(ino, lbn)? {
                     let zero = self.cache.zeroed();

@@ -28,10 +28,12 @@
 use super::layout::{Summary, WriteClock, SEGUSE_ACTIVE, SEGUSE_CLEAN, SEGUSE_DIRTY, SEGUSE_SUPERBLOCK};
 use super::writer::Batch;
 use super::Lfs;
+use crate::cache::block_of;
 use crate::error::errno;
 use crate::format::inode::{Inode, INODE_SIZE};
 use crate::format::{now_ns, Daddr, Ino, Lbn, TimeNs, IFILE_INO};
 use crate::Result;
+use disk::AlignedBytes;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
@@ -852,16 +854,16 @@ impl Lfs {
             self.cache.mark_dirty(key);
             return Ok(());
         }
-        let data: Vec<u8> = match &b.data {
-            Some(d) if d.len() == self.block_size => d.clone(),
+        let data = match &b.data {
+            Some(d) if d.len() == self.block_size => block_of(d),
             _ => {
-                let mut buf = vec![0u8; self.block_size];
+                let mut buf = AlignedBytes::zeroed(self.block_size);
                 self.read_addr(b.block.daddr, &mut buf)?;
                 self.clean.counters.cleaner_bytes_read += self.block_size as u64;
-                buf
+                Arc::new(buf)
             }
         };
-        self.cache.insert(key, data.into(), true);
+        self.cache.insert(key, data, true);
         Ok(())
     }
 

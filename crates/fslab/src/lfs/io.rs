@@ -12,7 +12,7 @@
 //! device read of those addresses wait for the write.
 
 use super::layout::Summary;
-use crate::cache::BlockData;
+use crate::cache::{block_of, BlockData};
 use crate::error::errno;
 use crate::format::Daddr;
 use crate::Result;
@@ -39,7 +39,7 @@ impl Job {
             crc = crate::format::codec::crc32c_append(crc, block);
         }
         self.summary.data_crc = crc;
-        BlockData::from(self.summary.encode(block_size))
+        block_of(&self.summary.encode(block_size))
     }
 }
 

@@ -21,11 +21,12 @@ use super::layout::{
     SEGUSE_CLEAN, SEGUSE_DIRTY, SEGUSE_SUPERBLOCK, SS_CONT, SS_DIROP, SS_IFILE,
 };
 use super::Lfs;
-use crate::cache::BlockData;
+use crate::cache::{block_of, BlockData};
 use crate::error::errno;
 use crate::format::inode::INODE_SIZE;
 use crate::format::{now_ns, Daddr, Ino, Lbn, IFILE_INO};
 use crate::Result;
+use disk::AlignedBytes;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
@@ -338,7 +339,7 @@ impl Lfs {
     /// Appends an inode block to the open partial segment; inode blocks are
     /// its last blocks.
     fn place_inode_block(&mut self, batch: &mut Batch, block: Vec<u8>) -> Result<Daddr> {
-        let block: BlockData = block.into();
+        let block = block_of(&block);
         loop {
             if batch.open.is_none() {
                 self.open_partial(batch)?;
@@ -404,7 +405,7 @@ impl Lfs {
         let data = if fill {
             self.cache.share((ino, lbn)).ok_or_else(|| errno(libc::EIO, "dirty block left the cache"))?
         } else {
-            Arc::from(Vec::new())
+            block_of(&[])
         };
         let daddr = self.reserve_slot(batch, ino, version, lbn, data)?;
         let old = self.pointer(ino, lbn)?;
@@ -635,9 +636,9 @@ impl Lfs {
             self.tables.mark_dirty(lbn);
         }
         for (&lbn, &daddr) in &placed {
-            let mut buf = vec![0u8; self.block_size];
+            let mut buf = AlignedBytes::zeroed(self.block_size);
             self.tables.encode_block(lbn, &mut buf);
-            self.fill(batch, daddr, buf.into())?;
+            self.fill(batch, daddr, Arc::new(buf))?;
         }
         Ok(())
     }
