@@ -158,11 +158,13 @@ impl<S: StorageManager + 'static> Mounted<S> {
     pub fn run(self) -> io::Result<()> {
         let Mounted { session, shared, unmounter: _, tick_interval } = self;
         let ticker = shared.start_ticker(tick_interval)?;
+        let write_behind = shared.start_write_behind()?;
         let served = session.run();
         // Normally `destroy` has already done it; this covers a session that
         // ended without calling it.
         let unmounted = shared.shutdown();
         let _ = ticker.join();
+        let _ = write_behind.join();
         served?;
         unmounted.map_err(io::Error::other)
     }

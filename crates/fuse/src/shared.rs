@@ -1,5 +1,5 @@
 //! The one lock around the file system, shared by the kernel-request threads,
-//! the tick thread and the shutdown path.
+//! the tick thread, the write-behind thread and the shutdown path.
 
 use fslab::error::errno;
 use fslab::storage::StorageManager;
@@ -45,11 +45,27 @@ impl<S: StorageManager> FsHandle<S> {
 /// whatever half-done state the panic left in memory.
 ///
 /// Locking: `state` guards everything; `changed` is signalled when the
-/// state leaves *serving*, which wakes the tick thread so it can stop.
+/// state leaves *serving*, which wakes the tick thread so it can stop;
+/// `written` when a request leaves data to write behind, or the state
+/// leaves *serving*, which wakes the write-behind thread.
 pub struct Shared<S: StorageManager> {
     state: Mutex<State<S>>,
     changed: Condvar,
+    written: Condvar,
 }
+
+/// The background threads, each woken by its own condition variable.
+#[derive(Clone, Copy)]
+enum Background {
+    /// Periodic work (`FileSystem::tick`), every tick interval.
+    Tick,
+    /// Writing out dirty data between requests (`FileSystem::write_behind`).
+    WriteBehind,
+}
+
+/// How long the write-behind thread sleeps unless woken: only a safety net,
+/// since requests wake it when there is work.
+const WRITE_BEHIND_POLL: Duration = Duration::from_secs(1);
 
 struct State<S: StorageManager> {
     fs: Option<FileSystem<S>>,
@@ -64,6 +80,7 @@ impl<S: StorageManager> Shared<S> {
         Shared {
             state: Mutex::new(State { fs: Some(fs), broken: false, unmounted: None }),
             changed: Condvar::new(),
+            written: Condvar::new(),
         }
     }
 
@@ -89,10 +106,18 @@ impl<S: StorageManager> Shared<S> {
             return Err(errno(libc::EIO, "file system is unmounted"));
         };
         match catch_unwind(AssertUnwindSafe(|| op(fs))) {
-            Ok(result) => result,
+            Ok(result) => {
+                // The segment write a writer would otherwise do itself, once
+                // the start-write threshold is reached, happens on another
+                // core while the next request is on its way.
+                if fs.write_behind_due() {
+                    self.written.notify_one();
+                }
+                result
+            }
             Err(_) => {
                 state.broken = true;
-                self.changed.notify_all();
+                self.stopped();
                 Err(errno(libc::EIO, "internal error in the file system"))
             }
         }
@@ -124,8 +149,15 @@ impl<S: StorageManager> Shared<S> {
             },
         };
         state.unmounted = Some(result.clone());
-        self.changed.notify_all();
+        self.stopped();
         result
+    }
+
+    /// Wakes the background threads so that they see the file system is no
+    /// longer serving.
+    fn stopped(&self) {
+        self.changed.notify_all();
+        self.written.notify_all();
     }
 
     /// Starts a thread that calls the library's `tick` every `interval`
@@ -134,23 +166,57 @@ impl<S: StorageManager> Shared<S> {
     where
         S: 'static,
     {
-        let shared = Arc::clone(self);
-        std::thread::Builder::new().name("fslab-tick".to_string()).spawn(move || shared.tick_loop(interval))
+        self.start(Background::Tick, interval)
     }
 
-    fn tick_loop(&self, interval: Duration) {
+    /// Starts a thread that writes dirty data out between requests whenever
+    /// one leaves enough waiting (`FileSystem::write_behind_due`), and ends
+    /// when the file system stops serving.
+    pub fn start_write_behind(self: &Arc<Self>) -> std::io::Result<JoinHandle<()>>
+    where
+        S: 'static,
+    {
+        self.start(Background::WriteBehind, WRITE_BEHIND_POLL)
+    }
+
+    fn start(self: &Arc<Self>, kind: Background, interval: Duration) -> std::io::Result<JoinHandle<()>>
+    where
+        S: 'static,
+    {
+        let shared = Arc::clone(self);
+        let name = match kind {
+            Background::Tick => "fslab-tick",
+            Background::WriteBehind => "fslab-write-behind",
+        };
+        std::thread::Builder::new()
+            .name(name.to_string())
+            .spawn(move || shared.background_loop(kind, interval))
+    }
+
+    fn background_loop(&self, kind: Background, interval: Duration) {
+        let (wake, what) = match kind {
+            Background::Tick => (&self.changed, "periodic checkpoint"),
+            Background::WriteBehind => (&self.written, "write-behind"),
+        };
         let mut state = self.lock();
         loop {
-            state = self.changed.wait_timeout(state, interval).unwrap_or_else(PoisonError::into_inner).0;
+            state = wake.wait_timeout(state, interval).unwrap_or_else(PoisonError::into_inner).0;
             if state.broken {
                 return;
             }
             let Some(fs) = state.fs.as_mut() else { return };
-            match catch_unwind(AssertUnwindSafe(|| fs.tick())) {
+            let work = || match kind {
+                Background::Tick => fs.tick(),
+                Background::WriteBehind => fs.write_behind(),
+            };
+            match catch_unwind(AssertUnwindSafe(work)) {
                 Ok(Ok(())) => {}
-                Ok(Err(e)) => eprintln!("fslab: periodic checkpoint failed: {e}"),
+                // The data stays dirty; the writers' own segment write, or
+                // the next fsync, meets the error again and reports it.
+                Ok(Err(e)) => eprintln!("fslab: {what} failed: {e}"),
                 Err(_) => {
                     state.broken = true;
+                    self.stopped();
                     return;
                 }
             }

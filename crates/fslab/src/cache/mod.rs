@@ -289,6 +289,11 @@ impl BufferCache {
         self.dirty_count() * self.block_size as u64
     }
 
+    /// The start-write threshold in bytes.
+    pub fn start_write_bytes(&self) -> u64 {
+        self.limits.start_write_bytes
+    }
+
     /// Whether dirty data has reached the start-write threshold.
     pub fn should_start_write(&self) -> bool {
         self.dirty_bytes() >= self.limits.start_write_bytes

@@ -584,3 +584,45 @@ fn inodes_share_a_segment_with_their_files_data() {
         assert_eq!(buf, pattern(ino, 0, 4096), "file {ino}");
     }
 }
+
+#[test]
+fn a_segment_of_file_data_is_written_behind_unless_a_directory_operation_waits() {
+    let disk = fresh(8 << 20, small_options());
+    let mut lfs = mount_mem(&disk);
+    let ino = new_file(&mut lfs);
+    lfs.sync().expect("sync");
+    // 64 KiB segments: sixteen blocks are a segment's worth; fourteen data
+    // blocks and the indirect block above the last two are fifteen.
+    for lbn in 0..14 {
+        lfs.write_block(ino, lbn, 0, &pattern(ino, lbn, 4096)).expect("write");
+    }
+    assert_eq!(lfs.cache.dirty_count(), 15);
+    assert!(!lfs.write_behind_due(), "less than a segment waits for more");
+    lfs.write_block(ino, 14, 0, &pattern(ino, 14, 4096)).expect("write");
+    assert!(lfs.write_behind_due());
+    let before = lfs.stats().partial_segments;
+    lfs.write_behind().expect("write behind");
+    assert_eq!(lfs.cache.dirty_count(), 0, "everything written");
+    assert!(lfs.stats().partial_segments > before);
+    assert!(!lfs.write_behind_due());
+
+    // A pending directory operation keeps the data for the writers' own
+    // segment write.
+    lfs.begin_dirop();
+    let other = new_file(&mut lfs);
+    lfs.end_dirop().expect("end dirop");
+    for lbn in 0..32 {
+        lfs.write_block(ino, lbn, 0, &pattern(other, lbn, 4096)).expect("write");
+    }
+    assert!(!lfs.write_behind_due(), "written behind with a directory operation pending");
+    lfs.write_behind().expect("nothing due is nothing done");
+    assert!(lfs.cache.dirty_count() >= 32);
+
+    lfs.unmount().expect("unmount");
+    let mut lfs = mount_mem(&disk);
+    let mut buf = vec![0u8; 4096];
+    for lbn in 0..32 {
+        lfs.read_block(ino, lbn, &mut buf).expect("read");
+        assert_eq!(buf, pattern(other, lbn, 4096), "block {lbn}");
+    }
+}

@@ -134,6 +134,24 @@ pub trait StorageManager: Send {
     /// once a second by whoever drives the file system.
     fn tick(&mut self) -> Result<()>;
 
+    /// Whether enough written data waits in memory that writing it now, on
+    /// a thread of its own, would spare the next request from writing it:
+    /// a driver with such a thread then calls [`write_behind`]. Cheap
+    /// enough to ask after every request. The default: never.
+    ///
+    /// [`write_behind`]: StorageManager::write_behind
+    fn write_behind_due(&self) -> bool {
+        false
+    }
+
+    /// Writes out the data [`write_behind_due`] found waiting; nothing if
+    /// nothing is due any more.
+    ///
+    /// [`write_behind_due`]: StorageManager::write_behind_due
+    fn write_behind(&mut self) -> Result<()> {
+        Ok(())
+    }
+
     /// Space and inode counts.
     fn statfs(&mut self) -> Result<StatFs>;
 

@@ -439,6 +439,17 @@ impl<S: StorageManager> FileSystem<S> {
         ns.dir_index_matches(dir)
     }
 
+    /// Whether the storage manager has data to write behind the writers'
+    /// backs (see [`StorageManager::write_behind_due`]).
+    pub fn write_behind_due(&self) -> bool {
+        self.storage.write_behind_due()
+    }
+
+    /// Writes what [`FileSystem::write_behind_due`] found waiting.
+    pub fn write_behind(&mut self) -> Result<()> {
+        self.storage.write_behind()
+    }
+
     /// Periodic work (checkpoints); call about once a second.
     pub fn tick(&mut self) -> Result<()> {
         self.storage.tick()
