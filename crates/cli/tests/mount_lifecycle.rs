@@ -1,7 +1,8 @@
 //! The life of a mount: the background mount is usable as soon as the command
 //! returns; `umount`, `fusermount3 -u` and SIGTERM all end it with a clean
-//! checkpoint; mount options are honoured; and data that fsync or a periodic
-//! checkpoint made durable survives the daemon being killed (a crash).
+//! checkpoint; mount options are honoured; data that fsync or a periodic
+//! checkpoint made durable survives the daemon being killed (a crash); and
+//! file data reaches the log behind the writer, without a sync.
 
 mod common;
 
@@ -204,5 +205,42 @@ fn fslab_sync_makes_plain_writes_survive_a_killed_daemon() {
     let m = Mount::new(&image, &dir, Mode::Foreground, &[]);
     let got = fs::read(m.dir.join("sub/plain")).expect("file written before fslab sync, after a crash");
     assert!(got == data, "content after a crash ({} bytes, want {})", got.len(), data.len());
+    m.unmount().expect("clean unmount");
+}
+
+/// The first figure on the `fslab stat` line starting with `label`, in MiB.
+fn stat_mib(dir: &Path, label: &str) -> f64 {
+    let r = common::fslab_run(&[OsStr::new("stat"), dir.as_os_str()], T);
+    assert!(r.success(), "fslab stat: {}", r.describe());
+    let line =
+        r.stdout.lines().find(|l| l.starts_with(label)).unwrap_or_else(|| panic!("{label}: {}", r.stdout));
+    let mut words = line[label.len()..].split_whitespace();
+    let value: f64 = words.next().and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("{line}"));
+    match words.next() {
+        Some("KiB") => value / 1024.0,
+        Some("MiB") => value,
+        Some("GiB") => value * 1024.0,
+        _ => 0.0,
+    }
+}
+
+#[test]
+fn file_data_is_written_behind_the_writer_without_a_sync() {
+    let Some(Scratch { _tmp, image, dir }) = scratch("128M") else { return };
+    let m = Mount::new(&image, &dir, Mode::Foreground, &[]);
+    // The first 16 MiB reach the start-write threshold, whose segment write
+    // also writes the file's creation; after that nothing but write-behind
+    // writes until a sync or the 30-second checkpoint.
+    let data = Rng::new(7).bytes(24 << 20);
+    let mut file = File::create(m.dir.join("big")).expect("create");
+    file.write_all(&data).expect("write, no fsync");
+    let written = || stat_mib(&m.dir, "written by users");
+    assert!(
+        wait_until(Duration::from_secs(10), || written() >= 22.0),
+        "only {:.1} MiB of 24 written to the log without a sync",
+        written()
+    );
+    drop(file);
+    assert!(fs::read(m.dir.join("big")).expect("read back") == data, "content");
     m.unmount().expect("clean unmount");
 }
