@@ -213,7 +213,18 @@ impl<S: StorageManager> Shared<S> {
                 Ok(Ok(())) => {}
                 // The data stays dirty; the writers' own segment write, or
                 // the next fsync, meets the error again and reports it.
-                Ok(Err(e)) => eprintln!("fslab: {what} failed: {e}"),
+                Ok(Err(e)) => {
+                    eprintln!("fslab: {what} failed: {e}");
+                    if let Background::WriteBehind = kind {
+                        // Every request would wake it to fail again: rest
+                        // for an interval, woken early only by a stop.
+                        state = self
+                            .changed
+                            .wait_timeout(state, interval)
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .0;
+                    }
+                }
                 Err(_) => {
                     state.broken = true;
                     self.stopped();

@@ -25,6 +25,16 @@ fn new_file(lfs: &mut Lfs) -> Ino {
     inode.ino
 }
 
+/// A fresh file system of `size` bytes, mounted, with one empty file made
+/// durable.
+fn one_synced_file(size: u64) -> (Arc<MemDisk>, Lfs, Ino) {
+    let disk = fresh(size, small_options());
+    let mut lfs = mount_mem(&disk);
+    let ino = new_file(&mut lfs);
+    lfs.sync().expect("sync");
+    (disk, lfs, ino)
+}
+
 fn pattern(ino: Ino, lbn: Lbn, len: usize) -> Vec<u8> {
     (0..len).map(|i| (ino as usize * 31 + lbn as usize * 7 + i) as u8).collect()
 }
@@ -328,10 +338,7 @@ fn crash_image(disk: &Arc<MemDisk>) -> Arc<MemDisk> {
 
 #[test]
 fn fsync_survives_a_crash_through_roll_forward_without_writing_a_checkpoint() {
-    let disk = fresh(16 << 20, small_options());
-    let mut lfs = mount_mem(&disk);
-    let ino = new_file(&mut lfs);
-    lfs.sync().expect("sync");
+    let (disk, mut lfs, ino) = one_synced_file(16 << 20);
     let checkpoints = lfs.stats().checkpoints;
     for lbn in 0..40 {
         lfs.write_block(ino, lbn, 0, &pattern(ino, lbn, 4096)).expect("write");
@@ -587,10 +594,7 @@ fn inodes_share_a_segment_with_their_files_data() {
 
 #[test]
 fn a_segment_of_file_data_is_written_behind_unless_a_directory_operation_waits() {
-    let disk = fresh(8 << 20, small_options());
-    let mut lfs = mount_mem(&disk);
-    let ino = new_file(&mut lfs);
-    lfs.sync().expect("sync");
+    let (disk, mut lfs, ino) = one_synced_file(8 << 20);
     // 64 KiB segments: sixteen blocks are a segment's worth; fourteen data
     // blocks and the indirect block above the last two are fifteen.
     for lbn in 0..14 {
