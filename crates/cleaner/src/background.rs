@@ -33,12 +33,13 @@ impl Background {
             let mut idle_at: Option<u64> = None;
             while !stopping.load(Ordering::Relaxed) {
                 let _ = mechanism.segwait(Duration::from_millis(500));
-                let Ok(written) =
-                    mechanism.access().with_lfs(|lfs| Ok(lfs.cleaner_report().total.user_bytes_written))
+                // Every partial segment wakes it: the common answer, no
+                // cleaning wanted, must cost the writers next to nothing.
+                let Ok((written, wanted)) = mechanism.access().with_lfs(|lfs| Ok(lfs.cleaning_wanted()))
                 else {
                     return;
                 };
-                if idle_at == Some(written) {
+                if idle_at == Some(written) || !wanted {
                     continue;
                 }
                 let Ok(table) = mechanism.segment_table() else { return };

@@ -466,6 +466,15 @@ impl Lfs {
         flags & SEGUSE_DIRTY != 0 && flags & SEGUSE_ACTIVE == 0 && !self.in_log_head(seg)
     }
 
+    /// Users' bytes written since mount, and whether the clean segments are
+    /// below the high-water mark: what a background cleaner asks each time
+    /// a partial segment is written, far cheaper than [`Lfs::segment_table`]
+    /// (which lists every segment).
+    pub fn cleaning_wanted(&mut self) -> (u64, bool) {
+        let (_, high_water) = self.cleaning_thresholds();
+        (self.clean.counters.user_bytes_written, self.segment_space().clean_segments < high_water)
+    }
+
     /// The segment usage table as a policy sees it.
     pub fn segment_table(&mut self) -> SegmentTable {
         let space = self.segment_space();
