@@ -7,7 +7,8 @@
 //! * [`FsHandle`] — lets other threads of the mounting program (a cleaner)
 //!   call the library under the same lock as kernel requests.
 //! * `adapter` — [`FuseAdapter`]: one kernel request, one `ufs` call, one reply.
-//! * `shared` — the one lock around the file system, and the tick thread.
+//! * `shared` — the one lock around the file system, the tick thread and the
+//!   write-behind thread.
 //! * `convert`, `reply` — inode numbers, attributes, times; replying once.
 //!
 //! Relies on `fslab::ufs` below; contains no file-system logic.
