@@ -338,8 +338,8 @@ impl Lfs {
 
     /// Appends an inode block to the open partial segment; inode blocks are
     /// its last blocks.
-    fn place_inode_block(&mut self, batch: &mut Batch, block: Vec<u8>) -> Result<Daddr> {
-        let block = block_of(&block);
+    fn place_inode_block(&mut self, batch: &mut Batch, block: AlignedBytes) -> Result<Daddr> {
+        let block = Arc::new(block);
         loop {
             if batch.open.is_none() {
                 self.open_partial(batch)?;
@@ -506,7 +506,7 @@ impl Lfs {
     /// block's worth) and points the inode map at it.
     fn place_inode_group(&mut self, batch: &mut Batch, group: &[Ino]) -> Result<()> {
         batch.age_of(group);
-        let mut block = vec![0u8; self.block_size];
+        let mut block = AlignedBytes::zeroed(self.block_size);
         for (slot, ino) in group.iter().enumerate() {
             if let Some(c) = self.inodes.get(ino) {
                 c.inode.encode(&mut block[slot * INODE_SIZE..]);
@@ -617,7 +617,7 @@ impl Lfs {
         self.ifile.attr.size = nblocks * self.block_size as u64;
         self.ifile.attr.mtime = now_ns();
         self.ifile.attr.ctime = self.ifile.attr.mtime;
-        let mut block = vec![0u8; self.block_size];
+        let mut block = AlignedBytes::zeroed(self.block_size);
         self.ifile.encode(&mut block);
         let daddr = self.place_inode_block(batch, block)?;
         if self.ifile_daddr != 0 {
