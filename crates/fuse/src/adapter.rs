@@ -13,7 +13,7 @@ use fslab::error::errno;
 use fslab::format::inode::{kind, Inode};
 use fslab::format::{Ino, ROOT_INO};
 use fslab::storage::StorageManager;
-use fslab::ufs::{Creds, FileSystem, RenameFlags as UfsRenameFlags, SetAttr};
+use fslab::ufs::{BlockCopies, Creds, FileSystem, RenameFlags as UfsRenameFlags, SetAttr};
 use fslab::Result;
 use fuser::{
     AccessFlags, BsdFileFlags, CopyFileRangeFlags, Errno, FileAttr, FileHandle, Filesystem, FopenFlags,
@@ -47,6 +47,9 @@ const MAX_COPY: u64 = 1 << 30;
 pub struct FuseAdapter<S: StorageManager> {
     shared: Arc<Shared<S>>,
     writeback_cache: bool,
+    /// The file system's block size, to copy a write's whole blocks before
+    /// taking the lock ([`BlockCopies`]).
+    block_size: u32,
     /// The kernel can open files and directories without asking (answering
     /// ENOSYS to the first open tells it to stop sending OPEN and RELEASE).
     zero_message_open: bool,
@@ -55,9 +58,16 @@ pub struct FuseAdapter<S: StorageManager> {
 
 impl<S: StorageManager> FuseAdapter<S> {
     /// An adapter over `shared`; `writeback_cache` asks the kernel to cache
-    /// writes (safe: the kernel is the only writer to this file system).
-    pub(crate) fn new(shared: Arc<Shared<S>>, writeback_cache: bool) -> FuseAdapter<S> {
-        FuseAdapter { shared, writeback_cache, zero_message_open: false, zero_message_opendir: false }
+    /// writes (safe: the kernel is the only writer to this file system);
+    /// `block_size` is the file system's.
+    pub(crate) fn new(shared: Arc<Shared<S>>, writeback_cache: bool, block_size: u32) -> FuseAdapter<S> {
+        FuseAdapter {
+            shared,
+            writeback_cache,
+            block_size,
+            zero_message_open: false,
+            zero_message_opendir: false,
+        }
     }
 
     fn with<T>(&self, op: impl FnOnce(&mut FileSystem<S>) -> Result<T>) -> Result<T> {
@@ -315,8 +325,12 @@ impl<S: StorageManager + 'static> Filesystem for FuseAdapter<S> {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
+        // Copying the data into block buffers is a good part of a large
+        // write's work; done here, it overlaps a segment being written
+        // behind under the lock.
+        let copies = BlockCopies::of(offset, data, self.block_size);
         // A write is at most MAX_IO bytes, so the count fits in 32 bits.
-        reply.answer(self.with(|fs| fs.write(from_fuse(ino), offset, data)).map(|n| n as u32));
+        reply.answer(self.with(|fs| fs.write_copied(from_fuse(ino), offset, data, copies)).map(|n| n as u32));
     }
 
     fn flush(

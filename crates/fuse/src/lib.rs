@@ -88,8 +88,9 @@ pub fn mount<S: StorageManager + 'static>(
     mountpoint: &Path,
     config: &MountConfig,
 ) -> io::Result<Mounted<S>> {
+    let block_size = fs.block_size();
     let shared = Arc::new(Shared::new(fs));
-    let result = mount_shared(&shared, mountpoint, config);
+    let result = mount_shared(&shared, mountpoint, config, block_size);
     if result.is_err() {
         let _ = shared.shutdown();
     }
@@ -100,6 +101,7 @@ fn mount_shared<S: StorageManager + 'static>(
     shared: &Arc<Shared<S>>,
     mountpoint: &Path,
     config: &MountConfig,
+    block_size: u32,
 ) -> io::Result<Mounted<S>> {
     let mountpoint = mountpoint
         .canonicalize()
@@ -116,7 +118,7 @@ fn mount_shared<S: StorageManager + 'static>(
     ];
     fuse_config.acl = if config.allow_other { SessionACL::All } else { SessionACL::Owner };
     fuse_config.n_threads = Some(config.threads.max(1));
-    let adapter = FuseAdapter::new(Arc::clone(shared), config.writeback_cache);
+    let adapter = FuseAdapter::new(Arc::clone(shared), config.writeback_cache, block_size);
     let mut session = Session::new(adapter, &mountpoint, &fuse_config).map_err(|e| {
         io::Error::new(e.kind(), format!("cannot mount on {}: {}", mountpoint.display(), describe(&e)))
     })?;

@@ -18,6 +18,22 @@ use std::sync::Arc;
 /// The most one clustered read asks of the device (the FUSE request size).
 const MAX_READ_RUN_BYTES: usize = 1 << 20;
 
+/// What a write puts into one block.
+pub(super) enum NewContents<'a> {
+    /// `data` at byte `offset`; the rest of the block keeps its contents.
+    Part { offset: usize, data: &'a [u8] },
+    /// A whole block, already in its own buffer.
+    Whole(AlignedBytes),
+}
+
+/// New contents for the whole of a block.
+enum Replacement<'a> {
+    /// To be copied into a buffer of the cache.
+    Bytes(&'a [u8]),
+    /// Kept as the cache's buffer.
+    Buffer(AlignedBytes),
+}
+
 impl Lfs {
     /// The inode of `ino`, the ifile included.
     pub(super) fn inode_of(&mut self, ino: Ino) -> Result<&mut crate::format::inode::Inode> {
@@ -178,8 +194,14 @@ impl Lfs {
     /// indirect block above it become dirty, since the segment writer will
     /// give them all new addresses. Checks space first (§3.2), so a write
     /// that is accepted can be stored.
-    pub(super) fn write_file_block(&mut self, ino: Ino, lbn: Lbn, offset: usize, data: &[u8]) -> Result<()> {
-        if offset.checked_add(data.len()).is_none_or(|end| end > self.block_size) {
+    pub(super) fn write_file_block(&mut self, ino: Ino, lbn: Lbn, contents: NewContents) -> Result<()> {
+        let fits = match &contents {
+            NewContents::Part { offset, data } => {
+                offset.checked_add(data.len()).is_some_and(|end| end <= self.block_size)
+            }
+            NewContents::Whole(block) => block.len() == self.block_size,
+        };
+        if !fits {
             return Err(errno(libc::EINVAL, "write does not fit in one block"));
         }
         if lbn < 0 && lbn != crate::format::blockno::XATTR_LBN {
@@ -200,34 +222,46 @@ impl Lfs {
         for &meta in &metas {
             self.dirty_block(ino, meta, None)?;
         }
-        let whole = offset == 0 && data.len() == self.block_size;
-        self.dirty_block(ino, lbn, if whole { Some(data) } else { None })?;
-        if !whole {
-            let block =
-                self.cache.get_mut_dirty(key).ok_or_else(|| errno(libc::EIO, "block evicted while dirty"))?;
-            block[offset..offset + data.len()].copy_from_slice(data);
+        match contents {
+            NewContents::Part { offset: 0, data } if data.len() == self.block_size => {
+                self.dirty_block(ino, lbn, Some(Replacement::Bytes(data)))
+            }
+            NewContents::Whole(block) => self.dirty_block(ino, lbn, Some(Replacement::Buffer(block))),
+            NewContents::Part { offset, data } => {
+                self.dirty_block(ino, lbn, None)?;
+                let block = self
+                    .cache
+                    .get_mut_dirty(key)
+                    .ok_or_else(|| errno(libc::EIO, "block evicted while dirty"))?;
+                block[offset..offset + data.len()].copy_from_slice(data);
+                Ok(())
+            }
         }
-        Ok(())
     }
 
     /// Makes block `lbn` of `ino` a dirty cached buffer, holding `contents`
     /// if given, else its current contents (zeros for a hole). Counts a hole
     /// that becomes a block in the inode's `blocks`.
-    fn dirty_block(&mut self, ino: Ino, lbn: Lbn, contents: Option<&[u8]>) -> Result<()> {
+    fn dirty_block(&mut self, ino: Ino, lbn: Lbn, contents: Option<Replacement>) -> Result<()> {
         let key = (ino, lbn);
         if self.cache.is_dirty(key) {
-            if let Some(data) = contents {
-                let block = self
-                    .cache
-                    .get_mut_dirty(key)
-                    .ok_or_else(|| errno(libc::EIO, "block evicted while dirty"))?;
-                block.copy_from_slice(data);
+            match contents {
+                Some(Replacement::Bytes(data)) => {
+                    let block = self
+                        .cache
+                        .get_mut_dirty(key)
+                        .ok_or_else(|| errno(libc::EIO, "block evicted while dirty"))?;
+                    block.copy_from_slice(data);
+                }
+                Some(Replacement::Buffer(block)) => self.cache.insert(key, Arc::new(block), true),
+                None => {}
             }
             return Ok(());
         }
         let addr = self.pointer(ino, lbn)?;
         match contents {
-            Some(data) => self.cache.insert(key, block_of(data), true),
+            Some(Replacement::Bytes(data)) => self.cache.insert(key, block_of(data), true),
+            Some(Replacement::Buffer(block)) => self.cache.insert(key, Arc::new(block), true),
             None => {
                 if !self.ensure_cached(ino, lbn)? {
                     let zero = self.cache.zeroed();

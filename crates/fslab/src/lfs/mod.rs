@@ -38,7 +38,8 @@ use crate::format::inode::{Inode, InodeAttr};
 use crate::format::{Daddr, Ino, Lbn, IFILE_INO};
 use crate::storage::{StatFs, StorageManager};
 use crate::Result;
-use disk::BlockDevice;
+use bmap::NewContents;
+use disk::{AlignedBytes, BlockDevice};
 use ifile::Tables;
 use layout::{ColdPosition, Superblock};
 use std::collections::{BTreeSet, HashSet};
@@ -275,6 +276,15 @@ impl Lfs {
         Ok(())
     }
 
+    /// A user's write into block `lbn` of `ino`.
+    fn store_user_block(&mut self, ino: Ino, lbn: Lbn, contents: NewContents) -> Result<()> {
+        self.check_mounted()?;
+        self.note_user_write(ino)?;
+        self.write_file_block(ino, lbn, contents)?;
+        self.note_dirop(ino);
+        self.maybe_write()
+    }
+
     fn note_dirop(&mut self, ino: Ino) {
         if self.dirop_depth > 0 {
             self.dirop_inodes.insert(ino);
@@ -386,11 +396,11 @@ impl StorageManager for Lfs {
     }
 
     fn write_block(&mut self, ino: Ino, lbn: Lbn, offset: usize, data: &[u8]) -> Result<()> {
-        self.check_mounted()?;
-        self.note_user_write(ino)?;
-        self.write_file_block(ino, lbn, offset, data)?;
-        self.note_dirop(ino);
-        self.maybe_write()
+        self.store_user_block(ino, lbn, NewContents::Part { offset, data })
+    }
+
+    fn write_whole_block(&mut self, ino: Ino, lbn: Lbn, block: AlignedBytes) -> Result<()> {
+        self.store_user_block(ino, lbn, NewContents::Whole(block))
     }
 
     fn next_data(&mut self, ino: Ino, lbn: u64) -> Result<Option<u64>> {

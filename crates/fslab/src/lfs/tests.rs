@@ -630,3 +630,53 @@ fn a_segment_of_file_data_is_written_behind_unless_a_directory_operation_waits()
         assert_eq!(buf, pattern(other, lbn, 4096), "block {lbn}");
     }
 }
+
+#[test]
+fn a_whole_block_buffer_is_stored_as_given_clean_or_dirty() {
+    let (disk, mut lfs, ino) = one_synced_file(8 << 20);
+    let copy = |data: &[u8]| disk::AlignedBytes::copy_of(data);
+    // Into a hole, over a dirty block, and over a clean one.
+    lfs.write_whole_block(ino, 0, copy(&pattern(ino, 0, 4096))).expect("into a hole");
+    lfs.write_block(ino, 1, 0, &pattern(ino, 9, 4096)).expect("write");
+    lfs.write_whole_block(ino, 1, copy(&pattern(ino, 1, 4096))).expect("over a dirty block");
+    lfs.write_block(ino, 2, 0, &pattern(ino, 9, 4096)).expect("write");
+    lfs.sync().expect("sync");
+    lfs.write_whole_block(ino, 2, copy(&pattern(ino, 2, 4096))).expect("over a clean block");
+    let err = lfs.write_whole_block(ino, 3, copy(&[1u8; 100])).expect_err("a short buffer");
+    assert_eq!(err.errno(), libc::EINVAL);
+    assert_eq!(lfs.vget(ino).expect("vget").blocks, 3 * 4096 / 512, "three blocks counted");
+    lfs.unmount().expect("unmount");
+    let mut lfs = mount_mem(&disk);
+    let mut buf = vec![0u8; 4096];
+    for lbn in 0..3 {
+        lfs.read_block(ino, lbn, &mut buf).expect("read");
+        assert_eq!(buf, pattern(ino, lbn, 4096), "block {lbn}");
+    }
+    lfs.read_block(ino, 3, &mut buf).expect("read");
+    assert!(buf.iter().all(|&b| b == 0), "the short buffer stored nothing");
+}
+
+#[test]
+fn the_segment_clock_tells_a_cleaner_what_cleaning_wanted_said() {
+    let (_disk, mut lfs, ino) = one_synced_file(8 << 20);
+    let clock = lfs.segment_clock();
+    let mut lbn = 0;
+    // Fill the disk a segment at a time until cleaning is wanted; after
+    // each write the clock agrees with the file system.
+    loop {
+        let seen = clock.now();
+        for _ in 0..16 {
+            lfs.write_block(ino, lbn, 0, &pattern(ino, lbn, 4096)).expect("write");
+            lbn += 1;
+        }
+        lfs.write_behind().expect("write behind");
+        lfs.sync().expect("sync");
+        assert!(clock.now() > seen, "partial segments move the clock");
+        let (written, wanted) = clock.cleaning_wanted();
+        assert_eq!((written, wanted), lfs.cleaning_wanted(), "after block {lbn}");
+        if wanted {
+            break;
+        }
+        assert!(lbn < 2048, "cleaning never wanted on an 8 MiB disk");
+    }
+}

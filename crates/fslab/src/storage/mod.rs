@@ -28,6 +28,7 @@ pub use crate::format::blockno::XATTR_LBN;
 use crate::format::inode::{Inode, InodeAttr};
 use crate::format::{Ino, Lbn};
 use crate::Result;
+use disk::AlignedBytes;
 pub use mem::MemStorage;
 
 /// What `statfs` reports, in blocks of [`StatFs::block_size`] bytes.
@@ -100,6 +101,15 @@ pub trait StorageManager: Send {
     /// of the block keeps its contents (zeros for a hole). Fails with ENOSPC
     /// before changing anything if the block could not be stored.
     fn write_block(&mut self, ino: Ino, lbn: Lbn, offset: usize, data: &[u8]) -> Result<()>;
+
+    /// Stores `block`, the whole new contents of block `lbn` of `ino`, as
+    /// [`StorageManager::write_block`] does. The caller copied it into its
+    /// own buffer, possibly before taking the lock around the file system,
+    /// and a storage manager that caches blocks keeps that buffer rather
+    /// than copying again.
+    fn write_whole_block(&mut self, ino: Ino, lbn: Lbn, block: AlignedBytes) -> Result<()> {
+        self.write_block(ino, lbn, 0, &block)
+    }
 
     /// The first data block at or after `lbn` that holds data, if any: how
     /// SEEK_DATA and SEEK_HOLE find their way through sparse files.

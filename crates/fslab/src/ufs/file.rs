@@ -12,6 +12,47 @@ use crate::format::inode::{Inode, InodeAttr};
 use crate::format::{Ino, Lbn};
 use crate::storage::StorageManager;
 use crate::Result;
+use disk::AlignedBytes;
+
+/// The whole blocks a write covers, each copied out of the write's data
+/// into a buffer of its own. A caller that keeps the file system behind a
+/// lock makes these copies before it takes the lock, so that copying a
+/// large write overlaps whatever holds the lock meanwhile (a segment being
+/// written behind); the storage manager then keeps the buffers instead of
+/// copying again ([`StorageManager::write_whole_block`]).
+#[derive(Debug, Default)]
+pub struct BlockCopies {
+    block_size: u64,
+    first_lbn: u64,
+    blocks: Vec<Option<AlignedBytes>>,
+}
+
+impl BlockCopies {
+    /// Copies of the whole `block_size`-byte blocks that `data`, written
+    /// at `offset`, covers.
+    pub fn of(offset: u64, data: &[u8], block_size: u32) -> BlockCopies {
+        let bs = u64::from(block_size);
+        let Some(first_lbn) = offset.checked_next_multiple_of(bs).map(|start| start / bs) else {
+            return BlockCopies::default();
+        };
+        let skip = usize::try_from(first_lbn * bs - offset).unwrap_or(usize::MAX);
+        let blocks = match data.get(skip..) {
+            Some(rest) => rest.chunks_exact(bs as usize).map(|b| Some(AlignedBytes::copy_of(b))).collect(),
+            None => Vec::new(),
+        };
+        BlockCopies { block_size: bs, first_lbn, blocks }
+    }
+
+    /// The copy of block `lbn` of a file with `block_size`-byte blocks,
+    /// if one was made.
+    pub(super) fn take(&mut self, lbn: u64, block_size: u64) -> Option<AlignedBytes> {
+        if block_size != self.block_size {
+            return None;
+        }
+        let i = usize::try_from(lbn.checked_sub(self.first_lbn)?).ok()?;
+        self.blocks.get_mut(i)?.take()
+    }
+}
 
 /// `fallocate` modes this layer implements (Linux `FALLOC_FL_*`).
 const KEEP_SIZE: i32 = libc::FALLOC_FL_KEEP_SIZE;
@@ -145,7 +186,13 @@ impl<S: StorageManager> Ns<'_, S> {
 
     /// Writes what it can: a failure after some bytes were stored returns
     /// the short count, and the size covers only what was stored.
-    pub(super) fn write(&mut self, ino: Ino, offset: u64, data: &[u8]) -> Result<usize> {
+    pub(super) fn write(
+        &mut self,
+        ino: Ino,
+        offset: u64,
+        data: &[u8],
+        mut copies: BlockCopies,
+    ) -> Result<usize> {
         let mut attr = self.regular(ino)?.attr;
         if data.is_empty() {
             return Ok(0);
@@ -162,7 +209,14 @@ impl<S: StorageManager> Ns<'_, S> {
             let at = offset + done as u64;
             let within = (at % bs) as usize;
             let n = (bs as usize - within).min(len - done);
-            match self.s.write_block(ino, (at / bs) as Lbn, within, &data[done..done + n]) {
+            let lbn = at / bs;
+            let stored = match copies.take(lbn, bs) {
+                Some(block) if within == 0 && n == bs as usize => {
+                    self.s.write_whole_block(ino, lbn as Lbn, block)
+                }
+                _ => self.s.write_block(ino, lbn as Lbn, within, &data[done..done + n]),
+            };
+            match stored {
                 Ok(()) => done += n,
                 Err(e) => {
                     failure = Some(e);

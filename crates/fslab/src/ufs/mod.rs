@@ -30,6 +30,7 @@ use crate::format::{now_ns, Ino, TimeNs, NAME_MAX};
 use crate::storage::{StatFs, StorageManager};
 use crate::Result;
 
+pub use file::BlockCopies;
 pub use xattr::{XATTR_MAGIC, XATTR_VALUE_MAX};
 
 /// The most links an inode may have (BSD `LINK_MAX`); past it, EMLINK.
@@ -330,7 +331,18 @@ impl<S: StorageManager> FileSystem<S> {
 
     /// Writes `data` at `offset`; returns the bytes written.
     pub fn write(&mut self, ino: Ino, offset: u64, data: &[u8]) -> Result<usize> {
-        self.ns().write(ino, offset, data)
+        self.ns().write(ino, offset, data, BlockCopies::default())
+    }
+
+    /// [`FileSystem::write`], with `copies` made from the same `offset`
+    /// and `data` ([`BlockCopies::of`]) beforehand.
+    pub fn write_copied(&mut self, ino: Ino, offset: u64, data: &[u8], copies: BlockCopies) -> Result<usize> {
+        self.ns().write(ino, offset, data, copies)
+    }
+
+    /// The file system's block size, which [`BlockCopies::of`] needs.
+    pub fn block_size(&self) -> u32 {
+        self.storage.block_size()
     }
 
     /// `fallocate(2)`: `mode` holds the `FALLOC_FL_*` flags.

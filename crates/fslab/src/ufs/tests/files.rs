@@ -181,3 +181,46 @@ fn writing_truncating_or_chowning_clears_set_user_id_and_set_group_id() {
     fs.setattr(f, &SetAttr { uid: Some(1234), ..SetAttr::default() }).expect("chown");
     assert_eq!(fs.getattr(f).expect("getattr").attr.mode & 0o7777, 0o755);
 }
+
+#[test]
+fn writes_with_blocks_copied_beforehand_store_what_the_bytes_say() {
+    use crate::ufs::BlockCopies;
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(11);
+    let mut fs = fs();
+    let f = file(&mut fs, ROOT, "f").ino;
+    let mut model: Vec<u8> = Vec::new();
+    for step in 0..200u32 {
+        let offset = rng.gen_range(0..12 * BS);
+        let len = rng.gen_range(1..5 * BS as usize);
+        let data: Vec<u8> = (0..len).map(|i| (i as u32 * 7 + step) as u8).collect();
+        // Now and then the copies are of another block size, and must be
+        // passed over for the bytes.
+        let block_size = if step % 7 == 0 { 8192 } else { BS as u32 };
+        let copies = BlockCopies::of(offset, &data, block_size);
+        assert_eq!(fs.write_copied(f, offset, &data, copies).expect("write"), len);
+        let end = offset as usize + len;
+        if model.len() < end {
+            model.resize(end, 0);
+        }
+        model[offset as usize..end].copy_from_slice(&data);
+    }
+    assert_eq!(fs.read(f, 0, model.len() + 1).expect("read"), model);
+}
+
+#[test]
+fn block_copies_cover_exactly_the_whole_blocks_of_a_write() {
+    use crate::ufs::BlockCopies;
+    let data: Vec<u8> = (0..3 * BS as usize).map(|i| (i / BS as usize) as u8).collect();
+    // From byte 100 of block 1: whole blocks 2 and 3 only.
+    let mut copies = BlockCopies::of(BS + 100, &data, BS as u32);
+    assert!(copies.take(1, BS).is_none());
+    let second = copies.take(2, BS).expect("block 2");
+    assert_eq!(second.len(), BS as usize);
+    assert_eq!(&second[..], &data[BS as usize - 100..2 * BS as usize - 100]);
+    assert!(copies.take(3, BS).is_some());
+    assert!(copies.take(2, BS).is_none(), "taken once");
+    assert!(copies.take(4, BS).is_none(), "block 4 is partly written");
+    assert!(BlockCopies::of(5, &data[..100], BS as u32).take(0, BS).is_none());
+    assert!(BlockCopies::of(u64::MAX - 10, &data, BS as u32).take(0, BS).is_none(), "no overflow");
+}
