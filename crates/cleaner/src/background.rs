@@ -32,11 +32,10 @@ impl Background {
             // clean the same full disk over and over.
             let mut idle_at: Option<u64> = None;
             while !stopping.load(Ordering::Relaxed) {
-                let _ = mechanism.segwait(Duration::from_millis(500));
                 // Every partial segment wakes it: the common answer, no
-                // cleaning wanted, must cost the writers next to nothing.
-                let Ok((written, wanted)) = mechanism.access().with_lfs(|lfs| Ok(lfs.cleaning_wanted()))
-                else {
+                // cleaning wanted, must cost the writers nothing, so it
+                // comes without the file system's lock.
+                let Ok((written, wanted)) = mechanism.wait_for_work(Duration::from_millis(500)) else {
                     return;
                 };
                 if idle_at == Some(written) || !wanted {

@@ -85,6 +85,19 @@ impl<A: LfsAccess> Locked<A> {
     pub fn access(&self) -> &A {
         &self.access
     }
+
+    /// Sleeps as `segwait` does, then returns what [`Lfs::cleaning_wanted`]
+    /// says: as the partial segments that woke it left it, read without
+    /// the file system's lock, or asked under the lock when none was
+    /// written before `timeout`.
+    pub fn wait_for_work(&mut self, timeout: Duration) -> Result<(u64, bool)> {
+        let seen = self.clock.now();
+        if self.clock.wait(seen, timeout) > seen {
+            Ok(self.clock.cleaning_wanted())
+        } else {
+            self.access.with_lfs(|lfs| Ok(lfs.cleaning_wanted()))
+        }
+    }
 }
 
 impl<A: LfsAccess> Mechanism for Locked<A> {

@@ -255,30 +255,57 @@ pub trait SpaceMaker: Send {
 }
 
 /// `segwait`: a counter of partial segments written, and a way to sleep
-/// until it moves, shared outside the file system's lock.
+/// until it moves, shared outside the file system's lock. With the count
+/// goes what [`Lfs::cleaning_wanted`] said as they were written, so that a
+/// background cleaner woken by every partial segment need not take the
+/// file system's lock to learn that there is nothing to do.
 #[derive(Debug, Default)]
 pub struct SegmentClock {
-    written: Mutex<u64>,
+    state: Mutex<ClockState>,
     moved: Condvar,
 }
 
+#[derive(Debug, Default)]
+struct ClockState {
+    partials: u64,
+    user_bytes_written: u64,
+    cleaning_wanted: bool,
+}
+
 impl SegmentClock {
+    fn lock(&self) -> std::sync::MutexGuard<'_, ClockState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// Partial segments written since mount.
     pub fn now(&self) -> u64 {
-        *self.written.lock().unwrap_or_else(|e| e.into_inner())
+        self.lock().partials
     }
 
     /// Sleeps until more than `seen` partial segments have been written, or
     /// `timeout` passes. Returns the count.
     pub fn wait(&self, seen: u64, timeout: Duration) -> u64 {
-        let guard = self.written.lock().unwrap_or_else(|e| e.into_inner());
-        let (guard, _) =
-            self.moved.wait_timeout_while(guard, timeout, |n| *n <= seen).unwrap_or_else(|e| e.into_inner());
-        *guard
+        let guard = self.lock();
+        let (guard, _) = self
+            .moved
+            .wait_timeout_while(guard, timeout, |s| s.partials <= seen)
+            .unwrap_or_else(|e| e.into_inner());
+        guard.partials
     }
 
-    fn advance(&self, partials: u64) {
-        *self.written.lock().unwrap_or_else(|e| e.into_inner()) += partials;
+    /// [`Lfs::cleaning_wanted`] as of the last partial segment written
+    /// (`(0, false)` before the first).
+    pub fn cleaning_wanted(&self) -> (u64, bool) {
+        let state = self.lock();
+        (state.user_bytes_written, state.cleaning_wanted)
+    }
+
+    fn advance(&self, partials: u64, (user_bytes_written, cleaning_wanted): (u64, bool)) {
+        let mut state = self.lock();
+        state.partials += partials;
+        state.user_bytes_written = user_bytes_written;
+        state.cleaning_wanted = cleaning_wanted;
+        drop(state);
         self.moved.notify_all();
     }
 }
@@ -315,15 +342,14 @@ pub(super) struct CleanState {
 }
 
 impl CleanState {
-    /// Counts the blocks of partial segments handed to the device.
-    pub(super) fn count_written(&mut self, blocks: u64, block_size: usize, partials: u64) {
+    /// Counts the blocks of a partial segment handed to the device.
+    pub(super) fn count_written(&mut self, blocks: u64, block_size: usize) {
         let bytes = blocks * block_size as u64;
         if self.writing {
             self.counters.cleaner_bytes_written += bytes;
         } else {
             self.counters.user_bytes_written += bytes;
         }
-        self.clock.advance(partials);
     }
 
     /// Notes that the log moved into a new segment.
@@ -473,6 +499,13 @@ impl Lfs {
     pub fn cleaning_wanted(&mut self) -> (u64, bool) {
         let (_, high_water) = self.cleaning_thresholds();
         (self.clean.counters.user_bytes_written, self.segment_space().clean_segments < high_water)
+    }
+
+    /// Moves the segment clock on by `partials` just handed to the device,
+    /// waking `segwait`.
+    pub(super) fn advance_segment_clock(&mut self, partials: u64) {
+        let wanted = self.cleaning_wanted();
+        self.clean.clock.advance(partials, wanted);
     }
 
     /// The segment usage table as a policy sees it.

@@ -376,6 +376,7 @@ impl Lfs {
         let bs = self.block_size;
         let last_dirop =
             if last { batch.done.iter().rposition(|p| p.summary.flags & SS_DIROP != 0) } else { None };
+        let partials = batch.done.len() as u64;
         for (i, mut p) in std::mem::take(&mut batch.done).into_iter().enumerate() {
             if p.summary.flags & SS_DIROP != 0 && Some(i) != last_dirop {
                 p.summary.flags |= SS_CONT;
@@ -386,8 +387,11 @@ impl Lfs {
             self.stats.partial_segments += 1;
             self.stats.blocks_written += p.blocks.len() as u64 + 1;
             self.stats.writes += 1;
-            self.clean.count_written(p.blocks.len() as u64 + 1, bs, 1);
+            self.clean.count_written(p.blocks.len() as u64 + 1, bs);
             self.io.submit(p.start, p.summary, p.blocks)?;
+        }
+        if partials > 0 {
+            self.advance_segment_clock(partials);
         }
         Ok(())
     }
