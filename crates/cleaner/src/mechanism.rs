@@ -89,10 +89,13 @@ impl<A: LfsAccess> Locked<A> {
     /// Sleeps as `segwait` does, then returns what [`Lfs::cleaning_wanted`]
     /// says: as the partial segments that woke it left it, read without
     /// the file system's lock, or asked under the lock when none was
-    /// written before `timeout`.
+    /// written before `timeout`. Fails once the file system is gone.
     pub fn wait_for_work(&mut self, timeout: Duration) -> Result<(u64, bool)> {
         let seen = self.clock.now();
-        if self.clock.wait(seen, timeout) > seen {
+        let now = self.clock.wait(seen, timeout);
+        if self.clock.is_closed() {
+            Err(fslab::error::errno(libc::EIO, "file system is unmounted"))
+        } else if now > seen {
             Ok(self.clock.cleaning_wanted())
         } else {
             self.access.with_lfs(|lfs| Ok(lfs.cleaning_wanted()))
@@ -125,6 +128,9 @@ impl<A: LfsAccess> Mechanism for Locked<A> {
     fn segwait(&mut self, timeout: Duration) -> Result<()> {
         let seen = self.clock.now();
         self.clock.wait(seen, timeout);
+        if self.clock.is_closed() {
+            return Err(fslab::error::errno(libc::EIO, "file system is unmounted"));
+        }
         Ok(())
     }
 }

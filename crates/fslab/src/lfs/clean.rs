@@ -270,6 +270,8 @@ struct ClockState {
     partials: u64,
     user_bytes_written: u64,
     cleaning_wanted: bool,
+    /// The file system is gone (unmounted or dropped).
+    closed: bool,
 }
 
 impl SegmentClock {
@@ -282,15 +284,26 @@ impl SegmentClock {
         self.lock().partials
     }
 
-    /// Sleeps until more than `seen` partial segments have been written, or
-    /// `timeout` passes. Returns the count.
+    /// Sleeps until more than `seen` partial segments have been written,
+    /// the file system is gone, or `timeout` passes. Returns the count.
     pub fn wait(&self, seen: u64, timeout: Duration) -> u64 {
         let guard = self.lock();
         let (guard, _) = self
             .moved
-            .wait_timeout_while(guard, timeout, |s| s.partials <= seen)
+            .wait_timeout_while(guard, timeout, |s| s.partials <= seen && !s.closed)
             .unwrap_or_else(|e| e.into_inner());
         guard.partials
+    }
+
+    /// Whether the file system this clock belonged to is gone: no segment
+    /// will be written any more.
+    pub fn is_closed(&self) -> bool {
+        self.lock().closed
+    }
+
+    fn close(&self) {
+        self.lock().closed = true;
+        self.moved.notify_all();
     }
 
     /// [`Lfs::cleaning_wanted`] as of the last partial segment written
@@ -339,6 +352,14 @@ pub(super) struct CleanState {
     /// Bytes users had written when a background cleaning last found
     /// nothing worth doing: not tried again until users write more.
     idle_at: Option<u64>,
+}
+
+/// A cleaner waiting on the clock learns at once that the file system is
+/// gone, instead of at its next timeout.
+impl Drop for CleanState {
+    fn drop(&mut self) {
+        self.clock.close();
+    }
 }
 
 impl CleanState {

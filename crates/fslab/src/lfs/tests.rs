@@ -679,4 +679,12 @@ fn the_segment_clock_tells_a_cleaner_what_cleaning_wanted_said() {
         }
         assert!(lbn < 2048, "cleaning never wanted on an 8 MiB disk");
     }
+    // Once the file system is gone, a waiting cleaner hears of it at once.
+    assert!(!clock.is_closed());
+    lfs.unmount().expect("unmount");
+    drop(lfs);
+    assert!(clock.is_closed());
+    let started = std::time::Instant::now();
+    clock.wait(clock.now(), std::time::Duration::from_secs(60));
+    assert!(started.elapsed() < std::time::Duration::from_secs(30), "a closed clock does not sleep");
 }
