@@ -92,10 +92,8 @@ impl<A: LfsAccess> Locked<A> {
     /// written before `timeout`. Fails once the file system is gone.
     pub fn wait_for_work(&mut self, timeout: Duration) -> Result<(u64, bool)> {
         let seen = self.clock.now();
-        let now = self.clock.wait(seen, timeout);
-        if self.clock.is_closed() {
-            Err(fslab::error::errno(libc::EIO, "file system is unmounted"))
-        } else if now > seen {
+        self.segwait(timeout)?;
+        if self.clock.now() > seen {
             Ok(self.clock.cleaning_wanted())
         } else {
             self.access.with_lfs(|lfs| Ok(lfs.cleaning_wanted()))

@@ -39,6 +39,20 @@ fn pattern(ino: Ino, lbn: Lbn, len: usize) -> Vec<u8> {
     (0..len).map(|i| (ino as usize * 31 + lbn as usize * 7 + i) as u8).collect()
 }
 
+/// Asserts that each block `lbn` of `ino` in `lbns` holds `want(lbn)`.
+fn assert_blocks(
+    lfs: &mut Lfs,
+    ino: Ino,
+    lbns: impl IntoIterator<Item = Lbn>,
+    want: impl Fn(Lbn) -> Vec<u8>,
+) {
+    let mut buf = vec![0u8; lfs.block_size];
+    for lbn in lbns {
+        lfs.read_block(ino, lbn, &mut buf).expect("read");
+        assert_eq!(buf, want(lbn), "block {lbn}");
+    }
+}
+
 #[test]
 fn blocks_survive_checkpoint_and_remount() {
     let disk = fresh(8 << 20, small_options());
@@ -61,13 +75,9 @@ fn blocks_survive_checkpoint_and_remount() {
         (6 + 3) * 8,
         "six data blocks, a single indirect block, and a double with one single below it"
     );
-    let mut buf = vec![0u8; 4096];
-    for lbn in [0i64, 1, 11, 12, 13, 2000] {
-        lfs.read_block(ino, lbn, &mut buf).expect("read");
-        assert_eq!(buf, pattern(ino, lbn, 4096), "block {lbn}");
-    }
-    lfs.read_block(ino, 500, &mut buf).expect("read hole");
-    assert!(buf.iter().all(|&b| b == 0), "a hole reads as zeros");
+    assert_blocks(&mut lfs, ino, [0, 1, 11, 12, 13, 2000], |lbn| pattern(ino, lbn, 4096));
+    // A hole reads as zeros.
+    assert_blocks(&mut lfs, ino, [500], |_| vec![0u8; 4096]);
     assert_eq!(lfs.next_data(ino, 14).expect("next_data"), Some(2000));
     assert_eq!(lfs.next_data(ino, 2001).expect("next_data"), None);
 }
@@ -155,11 +165,7 @@ fn a_full_log_refuses_writes_with_enospc_and_keeps_what_it_accepted() {
     lfs.update(ino, &attr).expect("update");
     lfs.unmount().expect("every accepted block must fit");
     let mut lfs = mount_mem(&disk);
-    let mut buf = vec![0u8; 4096];
-    for lbn in 0..accepted {
-        lfs.read_block(ino, lbn, &mut buf).expect("read");
-        assert_eq!(buf, pattern(ino, lbn, 4096));
-    }
+    assert_blocks(&mut lfs, ino, 0..accepted, |lbn| pattern(ino, lbn, 4096));
     // Deleting the file makes its segments reclaimable: space comes back.
     lfs.free_blocks(ino, 0, u64::MAX).expect("free");
     lfs.vfree(ino).expect("vfree");
@@ -352,18 +358,13 @@ fn fsync_survives_a_crash_through_roll_forward_without_writing_a_checkpoint() {
     let mut after = mount_mem(&crashed);
     assert!(after.recovery().applied > 0, "roll-forward found the fsynced partial segment");
     assert_eq!(after.vget(ino).expect("vget").attr.size, 40 * 4096);
-    let mut buf = vec![0u8; 4096];
-    for lbn in 0..40 {
-        after.read_block(ino, lbn, &mut buf).expect("read");
-        assert_eq!(buf, pattern(ino, lbn, 4096), "block {lbn}");
-    }
+    assert_blocks(&mut after, ino, 0..40, |lbn| pattern(ino, lbn, 4096));
     assert_live_bytes_are_exact(&mut after);
     // The recovered state was checkpointed: a second crash loses nothing.
     drop(after);
     let mut again = mount_mem(&crashed);
     assert_eq!(again.recovery().applied, 0, "nothing left to roll forward");
-    again.read_block(ino, 39, &mut buf).expect("read");
-    assert_eq!(buf, pattern(ino, 39, 4096));
+    assert_blocks(&mut again, ino, [39], |lbn| pattern(ino, lbn, 4096));
 }
 
 #[test]
@@ -624,11 +625,7 @@ fn a_segment_of_file_data_is_written_behind_unless_a_directory_operation_waits()
 
     lfs.unmount().expect("unmount");
     let mut lfs = mount_mem(&disk);
-    let mut buf = vec![0u8; 4096];
-    for lbn in 0..32 {
-        lfs.read_block(ino, lbn, &mut buf).expect("read");
-        assert_eq!(buf, pattern(other, lbn, 4096), "block {lbn}");
-    }
+    assert_blocks(&mut lfs, ino, 0..32, |lbn| pattern(other, lbn, 4096));
 }
 
 #[test]
@@ -647,13 +644,9 @@ fn a_whole_block_buffer_is_stored_as_given_clean_or_dirty() {
     assert_eq!(lfs.vget(ino).expect("vget").blocks, 3 * 4096 / 512, "three blocks counted");
     lfs.unmount().expect("unmount");
     let mut lfs = mount_mem(&disk);
-    let mut buf = vec![0u8; 4096];
-    for lbn in 0..3 {
-        lfs.read_block(ino, lbn, &mut buf).expect("read");
-        assert_eq!(buf, pattern(ino, lbn, 4096), "block {lbn}");
-    }
-    lfs.read_block(ino, 3, &mut buf).expect("read");
-    assert!(buf.iter().all(|&b| b == 0), "the short buffer stored nothing");
+    assert_blocks(&mut lfs, ino, 0..3, |lbn| pattern(ino, lbn, 4096));
+    // The short buffer stored nothing.
+    assert_blocks(&mut lfs, ino, [3], |_| vec![0u8; 4096]);
 }
 
 #[test]
