@@ -52,6 +52,20 @@ fn keep_freed_memory() {
     }
 }
 
+/// Turns transparent huge pages off for this process and its children.
+/// The allocator asks for them (`MADV_HUGEPAGE`), and where the kernel
+/// compacts memory for such a fault (the common `defrag=madvise` setting)
+/// every 2 MiB the daemon grew into stalled it: creating 10,000 small files
+/// ran a quarter faster without them, and sequential writes lost nothing.
+/// Failing is harmless (an old kernel): the pages stay as they were.
+fn no_huge_pages() {
+    // SAFETY: PR_SET_THP_DISABLE takes integer arguments and touches no
+    // memory of this process.
+    unsafe {
+        libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
+    }
+}
+
 /// The 4.4BSD log-structured file system, in user space.
 #[derive(Parser)]
 #[command(name = "fslab", version, about, propagate_version = true)]
@@ -81,6 +95,7 @@ enum Command {
 
 fn main() -> ExitCode {
     keep_freed_memory();
+    no_huge_pages();
     // A bug shows as one line too, not a backtrace (RUST_BACKTRACE still works).
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {

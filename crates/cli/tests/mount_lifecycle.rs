@@ -76,6 +76,11 @@ fn background_mount_is_ready_when_the_command_returns_and_sigterm_checkpoints() 
     fs::write(dir.join("a"), b"written before SIGTERM").expect("write on a fresh mount");
     fs::create_dir(dir.join("d")).expect("mkdir");
     let pid = daemon_pid(&image);
+    // Kernels since 6.x report the switch; older ones have nothing to check.
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).expect("daemon status");
+    if let Some(thp) = status.lines().find_map(|l| l.strip_prefix("THP_enabled:")) {
+        assert_eq!(thp.trim(), "0", "the daemon runs without transparent huge pages");
+    }
     signal(pid, libc::SIGTERM);
     assert!(wait_until(Duration::from_secs(60), || is_zombie(pid)), "daemon did not exit after SIGTERM");
     assert!(!is_mounted(&dir), "SIGTERM left the mount in place");
