@@ -11,7 +11,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{FileExt, MetadataExt};
+use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -169,6 +169,47 @@ fn errno_values_of_namespace_operations() {
     // After all those failures nothing changed.
     assert!(fx.p("d/f").is_file() && fx.p("file").is_file() && fx.p("empty").is_dir());
     assert_eq!(fs::read_dir(fx.dir()).expect("readdir").count(), 3);
+    fx.finish();
+}
+
+/// The kernel remembers missing names (LOOKUP answers them with node 0);
+/// every way of making a name must replace what it remembered.
+#[test]
+fn names_looked_up_while_missing_can_then_be_made_every_way() {
+    let Some(fx) = Fixture::new() else { return };
+    let missing = |name: &str| {
+        expect_errno(fs::symlink_metadata(fx.p(name)), libc::ENOENT, name);
+        expect_errno(fs::symlink_metadata(fx.p(name)), libc::ENOENT, name);
+    };
+    for name in ["created", "dir", "link", "hard", "renamed", "fifo"] {
+        missing(name);
+    }
+    fs::create_dir(fx.p("d2")).expect("mkdir d2");
+    missing("d2/inner");
+
+    fs::write(fx.p("created"), b"data").expect("create");
+    fs::create_dir(fx.p("dir")).expect("mkdir");
+    std::os::unix::fs::symlink("created", fx.p("link")).expect("symlink");
+    fs::hard_link(fx.p("created"), fx.p("hard")).expect("link");
+    File::create(fx.p("source")).expect("create source");
+    fs::rename(fx.p("source"), fx.p("renamed")).expect("rename onto a missing name");
+    // SAFETY: a NUL-terminated path and a mode; mkfifo touches nothing else.
+    check(unsafe { libc::mkfifo(cpath(&fx.p("fifo")).as_ptr(), 0o644) }).expect("mkfifo");
+    fs::write(fx.p("d2/inner"), b"x").expect("create in a subdirectory");
+
+    assert_eq!(fs::read(fx.p("created")).expect("read"), b"data");
+    assert!(fx.p("dir").is_dir());
+    assert_eq!(fs::read(fx.p("link")).expect("read through the symlink"), b"data");
+    assert_eq!(fs::metadata(fx.p("hard")).expect("stat hard").nlink(), 2);
+    assert!(fx.p("renamed").is_file() && !fx.p("source").exists());
+    assert!(fs::symlink_metadata(fx.p("fifo")).expect("stat fifo").file_type().is_fifo());
+    assert_eq!(fs::read(fx.p("d2/inner")).expect("read inner"), b"x");
+
+    // And removing a name makes it missing again, remembered or not.
+    fs::remove_file(fx.p("hard")).expect("unlink");
+    missing("hard");
+    fs::write(fx.p("hard"), b"again").expect("create again");
+    assert_eq!(fs::read(fx.p("hard")).expect("read again"), b"again");
     fx.finish();
 }
 

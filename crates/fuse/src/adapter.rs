@@ -7,7 +7,7 @@
 //! keeps an open-but-unlinked file readable until the kernel lets it go.
 
 use crate::convert::{file_attr, file_type, from_fuse, time_ns, time_set, to_fuse};
-use crate::reply::{Answer, Created, DirItem, Entry, XattrAnswer};
+use crate::reply::{lookup_answer, Answer, Created, DirItem, Entry, XattrAnswer};
 use crate::shared::Shared;
 use fslab::error::errno;
 use fslab::format::inode::{kind, Inode};
@@ -177,7 +177,7 @@ impl<S: StorageManager + 'static> Filesystem for FuseAdapter<S> {
     }
 
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        reply.answer(self.entry(|fs| fs.lookup(from_fuse(parent), name.as_bytes())));
+        lookup_answer(reply, self.entry(|fs| fs.lookup(from_fuse(parent), name.as_bytes())));
     }
 
     fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {

@@ -67,6 +67,38 @@ impl Answer<Entry> for ReplyEntry {
     }
 }
 
+/// The answer to a LOOKUP: the entry, or, for a name that is not there, an
+/// entry for node 0, which the kernel keeps as a negative entry for [`TTL`]
+/// (a plain ENOENT is forgotten at once). Programs look for the same missing
+/// names again and again — a search path, `.git` files, headers — and each
+/// look would be a round trip; a later create, rename or link of the name
+/// passes through the kernel, which replaces the negative entry.
+pub fn lookup_answer(reply: ReplyEntry, result: Result<Entry>) {
+    match result {
+        Err(e) if e.errno() == libc::ENOENT => {
+            let absent = FileAttr {
+                ino: INodeNo(0),
+                size: 0,
+                blocks: 0,
+                atime: std::time::UNIX_EPOCH,
+                mtime: std::time::UNIX_EPOCH,
+                ctime: std::time::UNIX_EPOCH,
+                crtime: std::time::UNIX_EPOCH,
+                kind: FileType::RegularFile,
+                perm: 0,
+                nlink: 0,
+                uid: 0,
+                gid: 0,
+                rdev: 0,
+                blksize: 0,
+                flags: 0,
+            };
+            reply.entry(&TTL, &absent, Generation(0));
+        }
+        result => reply.answer(result),
+    }
+}
+
 /// A file just created and opened: its entry and how the kernel is to do
 /// the handle's reads and writes.
 pub struct Created {
