@@ -1,7 +1,8 @@
-//! The in-process cleaner of a mount: a thread that wakes whenever a
-//! partial segment is written (`segwait`) and cleans while the clean
-//! segments are below the high-water mark, taking the file system's lock
-//! one mechanism call at a time so that requests are served in between.
+//! The in-process cleaner of a mount: a thread that wakes when a partial
+//! segment is written while cleaning is wanted (or after a quiet half
+//! second) and cleans while the clean segments are below the high-water
+//! mark, taking the file system's lock one mechanism call at a time so
+//! that requests are served in between.
 
 use crate::driver::Cleaner;
 use crate::mechanism::{LfsAccess, Locked, Mechanism};
@@ -32,9 +33,9 @@ impl Background {
             // clean the same full disk over and over.
             let mut idle_at: Option<u64> = None;
             while !stopping.load(Ordering::Relaxed) {
-                // Every partial segment wakes it: the common answer, no
-                // cleaning wanted, must cost the writers nothing, so it
-                // comes without the file system's lock.
+                // Partial segments written while no cleaning is wanted do
+                // not wake it, and the answer comes without the file
+                // system's lock: the common case must cost writers nothing.
                 let Ok((written, wanted)) = mechanism.wait_for_work(Duration::from_millis(500)) else {
                     return;
                 };

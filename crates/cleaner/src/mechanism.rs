@@ -86,13 +86,24 @@ impl<A: LfsAccess> Locked<A> {
         &self.access
     }
 
-    /// Sleeps as `segwait` does, then returns what [`Lfs::cleaning_wanted`]
-    /// says: as the partial segments that woke it left it, read without
-    /// the file system's lock, or asked under the lock when none was
-    /// written before `timeout`. Fails once the file system is gone.
+    /// Fails with EIO once the file system the clock belongs to is gone.
+    fn check_open(&self) -> Result<()> {
+        if self.clock.is_closed() {
+            return Err(fslab::error::errno(libc::EIO, "file system is unmounted"));
+        }
+        Ok(())
+    }
+
+    /// Sleeps until a partial segment is written while cleaning is wanted
+    /// (others do not wake it) or `timeout` passes, then returns what
+    /// [`Lfs::cleaning_wanted`] says: as the partial segments written
+    /// meanwhile left it, read without the file system's lock, or asked
+    /// under the lock when none was written. Fails once the file system is
+    /// gone.
     pub fn wait_for_work(&mut self, timeout: Duration) -> Result<(u64, bool)> {
         let seen = self.clock.now();
-        self.segwait(timeout)?;
+        self.clock.wait_until_wanted(seen, timeout);
+        self.check_open()?;
         if self.clock.now() > seen {
             Ok(self.clock.cleaning_wanted())
         } else {
@@ -126,9 +137,6 @@ impl<A: LfsAccess> Mechanism for Locked<A> {
     fn segwait(&mut self, timeout: Duration) -> Result<()> {
         let seen = self.clock.now();
         self.clock.wait(seen, timeout);
-        if self.clock.is_closed() {
-            return Err(fslab::error::errno(libc::EIO, "file system is unmounted"));
-        }
-        Ok(())
+        self.check_open()
     }
 }

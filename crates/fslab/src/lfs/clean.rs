@@ -257,12 +257,15 @@ pub trait SpaceMaker: Send {
 /// `segwait`: a counter of partial segments written, and a way to sleep
 /// until it moves, shared outside the file system's lock. With the count
 /// goes what [`Lfs::cleaning_wanted`] said as they were written, so that a
-/// background cleaner woken by every partial segment need not take the
-/// file system's lock to learn that there is nothing to do.
+/// background cleaner need not take the file system's lock to learn that
+/// there is nothing to do, nor even wake: it can sleep until a partial
+/// segment is written while cleaning is wanted.
 #[derive(Debug, Default)]
 pub struct SegmentClock {
     state: Mutex<ClockState>,
     moved: Condvar,
+    /// Notified only for partial segments written while cleaning was wanted.
+    wanted: Condvar,
 }
 
 #[derive(Debug, Default)]
@@ -295,6 +298,22 @@ impl SegmentClock {
         guard.partials
     }
 
+    /// Sleeps until more than `seen` partial segments have been written and
+    /// the last of them said cleaning was wanted, the file system is gone,
+    /// or `timeout` passes. Returns the count. Partial segments written
+    /// while no cleaning is wanted do not wake it: a stream of writes to a
+    /// disk with space to spare would otherwise wake the waiter on every
+    /// one, each wake-up a switch (and on a virtual machine a crossing to
+    /// another CPU) that the writers pay for.
+    pub fn wait_until_wanted(&self, seen: u64, timeout: Duration) -> u64 {
+        let guard = self.lock();
+        let (guard, _) = self
+            .wanted
+            .wait_timeout_while(guard, timeout, |s| !(s.closed || (s.partials > seen && s.cleaning_wanted)))
+            .unwrap_or_else(|e| e.into_inner());
+        guard.partials
+    }
+
     /// Whether the file system this clock belonged to is gone: no segment
     /// will be written any more.
     pub fn is_closed(&self) -> bool {
@@ -304,6 +323,7 @@ impl SegmentClock {
     fn close(&self) {
         self.lock().closed = true;
         self.moved.notify_all();
+        self.wanted.notify_all();
     }
 
     /// [`Lfs::cleaning_wanted`] as of the last partial segment written
@@ -320,6 +340,9 @@ impl SegmentClock {
         state.cleaning_wanted = cleaning_wanted;
         drop(state);
         self.moved.notify_all();
+        if cleaning_wanted {
+            self.wanted.notify_all();
+        }
     }
 }
 

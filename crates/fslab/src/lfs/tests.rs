@@ -653,6 +653,13 @@ fn a_whole_block_buffer_is_stored_as_given_clean_or_dirty() {
 fn the_segment_clock_tells_a_cleaner_what_cleaning_wanted_said() {
     let (_disk, mut lfs, ino) = one_synced_file(8 << 20);
     let clock = lfs.segment_clock();
+    // A cleaner waiting for work sleeps through the partial segments
+    // written while no cleaning is wanted.
+    let waiter = {
+        let (clock, seen) = (clock.clone(), clock.now());
+        std::thread::spawn(move || clock.wait_until_wanted(seen, std::time::Duration::from_secs(60)))
+    };
+    let mut quiet_rounds = 0;
     let mut lbn = 0;
     // Fill the disk a segment at a time until cleaning is wanted; after
     // each write the clock agrees with the file system.
@@ -670,8 +677,17 @@ fn the_segment_clock_tells_a_cleaner_what_cleaning_wanted_said() {
         if wanted {
             break;
         }
+        if quiet_rounds == 0 {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        assert!(!waiter.is_finished(), "woken by a partial segment while no cleaning was wanted");
+        quiet_rounds += 1;
         assert!(lbn < 2048, "cleaning never wanted on an 8 MiB disk");
     }
+    assert!(quiet_rounds > 0, "cleaning was wanted from the start");
+    let joined = std::time::Instant::now();
+    assert!(waiter.join().expect("waiter") > 0);
+    assert!(joined.elapsed() < std::time::Duration::from_secs(30), "not woken when cleaning was wanted");
     // Once the file system is gone, a waiting cleaner hears of it at once.
     assert!(!clock.is_closed());
     lfs.unmount().expect("unmount");
