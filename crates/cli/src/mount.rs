@@ -165,6 +165,11 @@ fn mount(image: &Path, dir: &Path, options: &Options) -> Result<Mount, String> {
     }
     let config = MountConfig { allow_other: options.allow_other, ..MountConfig::default() };
     let mounted = fslab_fuse::mount(FileSystem::new(lfs), dir, &config).map_err(|e| e.to_string())?;
+    // Without the mark (a file system without such locks) another command
+    // finding the image locked waits before it says so, instead of at once.
+    if let Ok(mark) = crate::mark_serving(image) {
+        mounted.keep_while_serving(mark);
+    }
     let access = MountAccess(mounted.handle());
     // Without the socket the mount still works; only `fslab clean` and
     // `fslab stat` do not (the caller warns).

@@ -10,6 +10,7 @@ use common::{image_users, is_mounted, is_zombie, mkfs, run, Mode, Mount, Rng};
 use std::ffi::OsStr;
 use std::fs::{self, File};
 use std::io::Write;
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -77,13 +78,13 @@ fn background_mount_is_ready_when_the_command_returns_and_sigterm_checkpoints() 
     fs::create_dir(dir.join("d")).expect("mkdir");
     let pid = daemon_pid(&image);
     // Kernels since 6.x report the switch; older ones have nothing to check.
-    let status = fs::read_to_string(format!("/proc/{pid}/status")).expect("daemon status");
-    if let Some(thp) = status.lines().find_map(|l| l.strip_prefix("THP_enabled:")) {
-        assert_eq!(thp.trim(), "0", "the daemon runs without transparent huge pages");
-    }
+    // Checked after SIGTERM, so that a failure leaves no mount behind.
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let thp = status.lines().find_map(|l| l.strip_prefix("THP_enabled:")).map(|v| v.trim().to_string());
     signal(pid, libc::SIGTERM);
     assert!(wait_until(Duration::from_secs(60), || is_zombie(pid)), "daemon did not exit after SIGTERM");
     assert!(!is_mounted(&dir), "SIGTERM left the mount in place");
+    assert_ne!(thp.as_deref(), Some("1"), "the daemon runs without transparent huge pages");
     assert!(image_users(&image).is_empty());
 
     let m = Mount::new(&image, &dir, Mode::Foreground, &[]);
@@ -111,6 +112,58 @@ fn umount_ends_the_daemon_with_a_clean_checkpoint() {
     let m = Mount::new(&image, &dir, Mode::Foreground, &[]);
     assert!(fs::read(dir.join("three")).expect("read back") == data, "content after umount + mount");
     m.unmount().expect("clean unmount");
+}
+
+#[test]
+fn a_mounted_image_is_refused_at_once_and_a_locked_one_is_waited_for() {
+    let Some(Scratch { _tmp, image, dir }) = scratch("256M") else { return };
+    let other = _tmp.path().join("other");
+    let first = Mount::new(&image, &dir, Mode::Foreground, &[]);
+    let started = Instant::now();
+    let refused = Mount::try_new(&image, &other, Mode::Foreground, &[]).err().expect("mounted twice");
+    assert!(refused.output.contains("is mounted"), "{refused}");
+    assert!(started.elapsed() < Duration::from_secs(10), "refused only after {:?}", started.elapsed());
+
+    // `fusermount3 -u` returns before the daemon has written its final
+    // checkpoint; a mount right away waits for it if it must.
+    let data = Rng::new(12).bytes(48 << 20);
+    fs::write(dir.join("data"), &data).expect("write");
+    let r = run("fusermount3", &[OsStr::new("-u"), dir.as_os_str()], T);
+    assert!(r.success(), "fusermount3 -u: {}", r.describe());
+    let second = Mount::new(&image, &other, Mode::Foreground, &[]);
+    first.wait_exit().expect("the first daemon finished cleanly");
+    assert!(fs::read(other.join("data")).expect("read back") == data, "data after unmount and mount");
+    second.unmount().expect("clean unmount");
+
+    // The same wait, made long: this process holds the image's lock as a
+    // finishing daemon (or an fsck) would, without the mark of a mount.
+    let held = File::open(&image).expect("open image");
+    // SAFETY: flock on a descriptor this test owns.
+    assert_eq!(unsafe { libc::flock(held.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) }, 0);
+    let log = _tmp.path().join("waiting.log");
+    let logf = File::create(&log).expect("log");
+    let mut waiting = std::process::Command::new(common::fslab())
+        .args([OsStr::new("mount"), image.as_os_str(), other.as_os_str(), OsStr::new("-f")])
+        .stdout(logf.try_clone().expect("dup"))
+        .stderr(logf)
+        .spawn()
+        .expect("spawn fslab mount");
+    std::thread::sleep(Duration::from_millis(1500));
+    let still_waiting = waiting.try_wait().expect("try_wait").is_none() && !is_mounted(&other);
+    drop(held);
+    let mounted = wait_until(Duration::from_secs(30), || is_mounted(&other));
+    let said = fs::read_to_string(&log).unwrap_or_default();
+    if mounted {
+        let r = run("fusermount3", &[OsStr::new("-u"), other.as_os_str()], T);
+        assert!(r.success(), "fusermount3 -u: {}", r.describe());
+    }
+    let exited = wait_until(Duration::from_secs(60), || waiting.try_wait().is_ok_and(|s| s.is_some()));
+    if !exited {
+        let _ = waiting.kill();
+    }
+    assert!(still_waiting, "the mount did not wait for the lock: {said}");
+    assert!(said.contains("waiting for another fslab process"), "{said}");
+    assert!(mounted && exited, "mounted once the lock was free: {said}");
 }
 
 #[test]

@@ -148,6 +148,14 @@ impl<S: StorageManager + 'static> Mounted<S> {
         self.unmounter.clone()
     }
 
+    /// Keeps `file` open while the mount serves requests and closes it as
+    /// soon as the kernel's mount is gone, before the final checkpoint: a
+    /// lock held through it tells other processes whether the file system
+    /// is still mounted or only finishing.
+    pub fn keep_while_serving(&self, file: std::fs::File) {
+        self.shared.keep_while_serving(file);
+    }
+
     /// A handle on the file system's lock, usable from any thread while the
     /// mount serves and failing with EIO once it is unmounted.
     pub fn handle(&self) -> FsHandle<S> {

@@ -52,6 +52,9 @@ pub struct Shared<S: StorageManager> {
     state: Mutex<State<S>>,
     changed: Condvar,
     written: Condvar,
+    /// Kept open while the kernel's mount serves, closed when it is gone,
+    /// before the final checkpoint ([`Shared::close_while_serving`]).
+    while_serving: Mutex<Option<std::fs::File>>,
 }
 
 /// The background threads, each woken by its own condition variable.
@@ -81,7 +84,18 @@ impl<S: StorageManager> Shared<S> {
             state: Mutex::new(State { fs: Some(fs), broken: false, unmounted: None }),
             changed: Condvar::new(),
             written: Condvar::new(),
+            while_serving: Mutex::new(None),
         }
+    }
+
+    /// Keeps `file` open until the mount stops serving requests.
+    pub fn keep_while_serving(&self, file: std::fs::File) {
+        *self.while_serving.lock().unwrap_or_else(PoisonError::into_inner) = Some(file);
+    }
+
+    /// Closes the file kept while serving (and so releases its locks).
+    fn close_while_serving(&self) {
+        drop(self.while_serving.lock().unwrap_or_else(PoisonError::into_inner).take());
     }
 
     fn lock(&self) -> MutexGuard<'_, State<S>> {
@@ -133,6 +147,9 @@ impl<S: StorageManager> Shared<S> {
     /// `unmount` exactly once, however often and from whichever thread this
     /// is called; later calls return the first call's result.
     pub fn shutdown(&self) -> std::result::Result<(), String> {
+        // No request can come any more; what waits for the mount to be gone
+        // need not wait for the checkpoint too.
+        self.close_while_serving();
         let mut state = self.lock();
         if let Some(done) = &state.unmounted {
             return done.clone();
