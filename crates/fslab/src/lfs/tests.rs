@@ -594,16 +594,17 @@ fn inodes_share_a_segment_with_their_files_data() {
 }
 
 #[test]
-fn a_segment_of_file_data_is_written_behind_unless_a_directory_operation_waits() {
+fn a_few_segments_of_file_data_are_written_behind_unless_a_directory_operation_waits() {
     let (disk, mut lfs, ino) = one_synced_file(8 << 20);
-    // 64 KiB segments: sixteen blocks are a segment's worth; fourteen data
-    // blocks and the indirect block above the last two are fifteen.
-    for lbn in 0..14 {
+    // 64 KiB segments: sixty-four blocks are WRITE_BEHIND_SEGMENTS' worth;
+    // sixty-two data blocks and the indirect block above the last fifty
+    // are sixty-three.
+    for lbn in 0..62 {
         lfs.write_block(ino, lbn, 0, &pattern(ino, lbn, 4096)).expect("write");
     }
-    assert_eq!(lfs.cache.dirty_count(), 15);
-    assert!(!lfs.write_behind_due(), "less than a segment waits for more");
-    lfs.write_block(ino, 14, 0, &pattern(ino, 14, 4096)).expect("write");
+    assert_eq!(lfs.cache.dirty_count(), 63);
+    assert!(!lfs.write_behind_due(), "less than four segments wait for more");
+    lfs.write_block(ino, 62, 0, &pattern(ino, 62, 4096)).expect("write");
     assert!(lfs.write_behind_due());
     let before = lfs.stats().partial_segments;
     lfs.write_behind().expect("write behind");
@@ -616,16 +617,16 @@ fn a_segment_of_file_data_is_written_behind_unless_a_directory_operation_waits()
     lfs.begin_dirop();
     let other = new_file(&mut lfs);
     lfs.end_dirop().expect("end dirop");
-    for lbn in 0..32 {
+    for lbn in 0..72 {
         lfs.write_block(ino, lbn, 0, &pattern(other, lbn, 4096)).expect("write");
     }
     assert!(!lfs.write_behind_due(), "written behind with a directory operation pending");
     lfs.write_behind().expect("nothing due is nothing done");
-    assert!(lfs.cache.dirty_count() >= 32);
+    assert!(lfs.cache.dirty_count() >= 72);
 
     lfs.unmount().expect("unmount");
     let mut lfs = mount_mem(&disk);
-    assert_blocks(&mut lfs, ino, 0..32, |lbn| pattern(other, lbn, 4096));
+    assert_blocks(&mut lfs, ino, 0..72, |lbn| pattern(other, lbn, 4096));
 }
 
 #[test]
