@@ -10,6 +10,7 @@
 //! * `shared` — the one lock around the file system, the tick thread and the
 //!   write-behind thread.
 //! * `convert`, `reply` — inode numbers, attributes, times; replying once.
+//! * `readahead` — raises the kernel's read-ahead for the mount.
 //!
 //! Relies on `fslab::ufs` below; contains no file-system logic.
 
@@ -17,6 +18,7 @@
 
 mod adapter;
 mod convert;
+mod readahead;
 mod reply;
 mod shared;
 
@@ -122,6 +124,9 @@ fn mount_shared<S: StorageManager + 'static>(
     let mut session = Session::new(adapter, &mountpoint, &fuse_config).map_err(|e| {
         io::Error::new(e.kind(), format!("cannot mount on {}: {}", mountpoint.display(), describe(&e)))
     })?;
+    // Best effort: without the right to (not root) the kernel's default
+    // read-ahead stays, and sequential reads are slower.
+    let _ = readahead::raise(&mountpoint);
     let unmounter = Unmounter {
         session: Arc::new(Mutex::new(session.unmount_callable())),
         mountpoint: mountpoint.clone(),
