@@ -51,7 +51,7 @@ pub fn run(args: &FsckArgs) -> ExitCode {
 fn check(args: &FsckArgs) -> Result<u8, String> {
     let name = args.image.display().to_string();
     let repair = args.repair;
-    let _lock = crate::lock_image(&args.image).map_err(|e| format!("{name}: {e}"))?;
+    let _lock = crate::image_lock::lock(&args.image).map_err(|e| format!("{name}: {e}"))?;
     let disk = if repair { FileDisk::open(&args.image) } else { FileDisk::open_read_only(&args.image) }
         .map_err(|e| format!("{name}: {e}"))?;
     let dev: Arc<dyn BlockDevice> = Arc::new(disk);

@@ -8,6 +8,8 @@
 //!   the mount's control socket.
 //! * `stat` — prints a mount's cleaner report (write cost, segments cleaned).
 //! * `size` — sizes such as "64M" on the command line.
+//! * `image_lock` — an image in use by one fslab process at a time, and
+//!   whether a mount of it is serving or only finishing.
 //!
 //! Every failure is one line on stderr, `fslab: COMMAND: what went wrong`,
 //! and a non-zero exit status. No file-system logic lives here.
@@ -15,6 +17,7 @@
 mod clean;
 mod dump;
 mod fsck;
+mod image_lock;
 mod mkfs;
 mod mount;
 mod size;
@@ -127,83 +130,6 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-/// How long a command waits for another fslab process to release an image
-/// it is not serving a mount of: a mount finishing its final checkpoint
-/// after `umount` (which returns at once), or an fsck.
-const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
-
-/// Takes the lock that says "this image is in use by an fslab process"
-/// (an exclusive `flock`, held as long as the returned file is open), so an
-/// image is never mounted twice or made over while mounted. If a mount of
-/// the image is serving requests (see [`mark_serving`]), fails at once;
-/// if another process holds the lock without serving, waits for it.
-fn lock_image(image: &std::path::Path) -> Result<std::fs::File, String> {
-    use std::os::fd::AsRawFd;
-    let file = std::fs::File::open(image).map_err(|e| e.to_string())?;
-    let started = std::time::Instant::now();
-    let mut told = false;
-    loop {
-        // SAFETY: flock on a descriptor this function owns.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
-            return Ok(file);
-        }
-        let e = std::io::Error::last_os_error();
-        if e.raw_os_error() != Some(libc::EWOULDBLOCK) {
-            return Err(format!("cannot lock: {e}"));
-        }
-        if is_served(&file) {
-            return Err("is mounted (unmount it first)".to_string());
-        }
-        if started.elapsed() >= LOCK_WAIT {
-            return Err("in use by another fslab process (an fsck, or a mount still writing its last \
-                 checkpoint); try again when it has finished"
-                .to_string());
-        }
-        if !told && started.elapsed() >= std::time::Duration::from_secs(1) {
-            eprintln!("fslab: waiting for another fslab process to release {}", image.display());
-            told = true;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-}
-
-/// A lock request on an image's first byte, the mark of a serving mount.
-fn serving_lock(l_type: libc::c_int) -> libc::flock {
-    // SAFETY: flock is plain data; every field that matters is set below.
-    let mut lock: libc::flock = unsafe { std::mem::zeroed() };
-    lock.l_type = l_type as libc::c_short;
-    lock.l_whence = libc::SEEK_SET as libc::c_short;
-    lock.l_start = 0;
-    lock.l_len = 1;
-    lock
-}
-
-/// Marks `image` as served by a mount: a write lock on its first byte,
-/// owned by the returned file's open file description (`F_OFD_SETLK`, which
-/// is independent of the `flock` of [`lock_image`]). The mount closes the
-/// file as soon as the kernel's mount is gone, so another command can tell
-/// a mounted image (fail at once) from one whose mount is only finishing
-/// (wait for it).
-pub(crate) fn mark_serving(image: &std::path::Path) -> std::io::Result<std::fs::File> {
-    use std::os::fd::AsRawFd;
-    let file = std::fs::OpenOptions::new().read(true).write(true).open(image)?;
-    let lock = serving_lock(libc::F_WRLCK);
-    // SAFETY: `lock` is an initialized flock that outlives the call.
-    if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_SETLK, &lock) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(file)
-}
-
-/// Whether some process holds the serving mark of the image open as `file`.
-fn is_served(file: &std::fs::File) -> bool {
-    use std::os::fd::AsRawFd;
-    let mut lock = serving_lock(libc::F_WRLCK);
-    // SAFETY: `lock` is an initialized flock that outlives the call.
-    let asked = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_GETLK, &mut lock) } == 0;
-    asked && lock.l_type != libc::F_UNLCK as libc::c_short
 }
 
 /// Help and version go to stdout with status 0; a usage error is one line

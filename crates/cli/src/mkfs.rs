@@ -60,7 +60,7 @@ pub fn run(args: &MkfsArgs) -> Result<(), String> {
             if !kind.is_file() && !kind.is_block_device() {
                 return Err(format!("{name} is not a regular file or a block device"));
             }
-            let lock = crate::lock_image(path).map_err(|e| format!("{name}: {e}"))?;
+            let lock = crate::image_lock::lock(path).map_err(|e| format!("{name}: {e}"))?;
             let disk = FileDisk::open_read_only(path).map_err(|e| format!("{name}: {e}"))?;
             if !args.force {
                 if let Some(what) = existing_contents(&disk).map_err(|e| format!("{name}: {e}"))? {

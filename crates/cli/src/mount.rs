@@ -157,7 +157,7 @@ fn cleaner(policy_name: &str) -> Result<Cleaner, String> {
 /// starts the control socket and the background cleaner.
 fn mount(image: &Path, dir: &Path, options: &Options) -> Result<Mount, String> {
     let name = image.display();
-    let lock = crate::lock_image(image).map_err(|e| format!("{name}: {e}"))?;
+    let lock = crate::image_lock::lock(image).map_err(|e| format!("{name}: {e}"))?;
     let disk = FileDisk::open(image).map_err(|e| format!("{name}: {e}"))?;
     let mut lfs = Lfs::mount(Arc::new(disk), options.storage).map_err(|e| format!("{name}: {e}"))?;
     if let Some(policy_name) = options.cleaner {
@@ -167,7 +167,7 @@ fn mount(image: &Path, dir: &Path, options: &Options) -> Result<Mount, String> {
     let mounted = fslab_fuse::mount(FileSystem::new(lfs), dir, &config).map_err(|e| e.to_string())?;
     // Without the mark (a file system without such locks) another command
     // finding the image locked waits before it says so, instead of at once.
-    if let Ok(mark) = crate::mark_serving(image) {
+    if let Ok(mark) = crate::image_lock::mark_serving(image) {
         mounted.keep_while_serving(mark);
     }
     let access = MountAccess(mounted.handle());
