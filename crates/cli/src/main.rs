@@ -7,6 +7,7 @@
 //! * `clean` — runs cleaning passes on a mount from this process, through
 //!   the mount's control socket.
 //! * `stat` — prints a mount's cleaner report (write cost, segments cleaned).
+//! * `sync` — makes everything written to a mount durable (a checkpoint).
 //! * `size` — sizes such as "64M" on the command line.
 //! * `image_lock` — an image in use by one fslab process at a time, and
 //!   whether a mount of it is serving or only finishing.
