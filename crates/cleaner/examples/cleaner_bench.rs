@@ -1,7 +1,10 @@
 //! The cleaner benchmark (run by `scripts/bench-cleaner`): the overwrite
 //! workload of `fslab_cleaner::workload`, uniform and hot-and-cold, at
 //! several utilizations, once per policy, each on a fresh image file. Prints
-//! the write cost and throughput of the measured phase, which follows a
+//! the write cost (`CleanerCounters::write_cost`), the log written for
+//! users per byte of their file data (`user-log`: inodes, summaries and the
+//! checkpoints' ifile blocks make it exceed 1) and the throughput of the
+//! measured phase, which follows a
 //! warm-up overwrite of the disk's size (or `--warmup` times it) so that
 //! cleaning is near steady state. Under hot-and-cold access the cold data
 //! is rewritten only every few disks' worth of writes, so the fill's
@@ -101,6 +104,8 @@ fn parse() -> Result<Args, String> {
 
 struct Row {
     write_cost: f64,
+    /// Log written for users (data and metadata) per byte of their data.
+    user_log: f64,
     mb_per_s: f64,
     cleaned: u64,
     mean_u: f64,
@@ -153,11 +158,10 @@ fn run_one(a: &Args, access: Access, util: f64, policy_name: &str) -> Result<Row
     fs.unmount().map_err(|e| e.to_string())?;
     drop(fs);
     let _ = std::fs::remove_file(&image);
-    let user = (after.user_bytes_written - before.user_bytes_written) as f64;
-    let other = (after.cleaner_bytes_written - before.cleaner_bytes_written + after.cleaner_bytes_read
-        - before.cleaner_bytes_read) as f64;
+    let measured = after.since(&before);
     Ok(Row {
-        write_cost: if user > 0.0 { (user + other) / user } else { 1.0 },
+        write_cost: measured.write_cost().unwrap_or(f64::NAN),
+        user_log: measured.user_bytes_written as f64 / measured.user_data_bytes_written.max(1) as f64,
         mb_per_s: outcome.bytes_overwritten as f64 / elapsed / 1e6,
         cleaned: after.segments_cleaned - before.segments_cleaned,
         mean_u,
@@ -183,8 +187,8 @@ fn main() {
         a.warmup
     );
     println!(
-        "{:<10} {:>5} {:<13} {:>10} {:>9} {:>9} {:>8} {:>7}",
-        "access", "util", "policy", "write-cost", "MB/s", "cleaned", "clean-u", "ENOSPC"
+        "{:<10} {:>5} {:<13} {:>10} {:>8} {:>9} {:>9} {:>8} {:>7}",
+        "access", "util", "policy", "write-cost", "user-log", "MB/s", "cleaned", "clean-u", "ENOSPC"
     );
     for access_name in &a.access {
         let access = match access_name.as_str() {
@@ -199,8 +203,16 @@ fn main() {
             for p in &a.policies {
                 match run_one(&a, access, util, p) {
                     Ok(r) => println!(
-                        "{:<10} {:>5.2} {:<13} {:>10.2} {:>9.1} {:>9} {:>8.2} {:>7}",
-                        access_name, util, p, r.write_cost, r.mb_per_s, r.cleaned, r.mean_u, r.enospc
+                        "{:<10} {:>5.2} {:<13} {:>10.2} {:>8.2} {:>9.1} {:>9} {:>8.2} {:>7}",
+                        access_name,
+                        util,
+                        p,
+                        r.write_cost,
+                        r.user_log,
+                        r.mb_per_s,
+                        r.cleaned,
+                        r.mean_u,
+                        r.enospc
                     ),
                     Err(e) => println!("{access_name:<10} {util:>5.2} {p:<13} failed: {e}"),
                 }

@@ -51,7 +51,7 @@ fn run_on(bytes: u64, utilization: f64, access: Access, policy: &str) -> u64 {
         outcome.files,
         outcome.bytes_overwritten >> 20,
         report.total.segments_cleaned,
-        report.total.write_cost(),
+        report.total.write_cost().unwrap_or(f64::NAN),
         cold_partials
     );
     cold_partials

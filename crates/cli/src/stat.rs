@@ -1,8 +1,9 @@
 //! `fslab stat DIR`: the cleaner's report of a mounted file system, read
 //! through its control socket — segments cleaned, the bytes behind the
-//! write cost (1992 paper §5.1: user writes plus the cleaner's reads and
-//! writes, over user writes), since mount and over the last segments, the
-//! utilization each recently cleaned segment had, and the thresholds.
+//! write cost (1992 paper §5.1: everything written to the log plus the
+//! cleaner's reads, over the file data users wrote), since mount and over
+//! the last segments, the utilization each recently cleaned segment had,
+//! and the thresholds.
 
 use crate::size::human;
 use clap::Args;
@@ -56,11 +57,12 @@ fn render(dir: &str, r: &Report) -> String {
     let pair = |out: &mut String, label: &str, f: &dyn Fn(&CleanerCounters) -> String| {
         let _ = writeln!(out, "{label:<26}{:>16}  {:>16}", f(total), f(recent));
     };
-    pair(&mut out, "written by users", &|c| human(c.user_bytes_written));
+    pair(&mut out, "file data from users", &|c| human(c.user_data_bytes_written));
+    pair(&mut out, "written for users", &|c| human(c.user_bytes_written));
     pair(&mut out, "written by the cleaner", &|c| human(c.cleaner_bytes_written));
     pair(&mut out, "read by the cleaner", &|c| human(c.cleaner_bytes_read));
     pair(&mut out, "segments cleaned", &|c| c.segments_cleaned.to_string());
-    pair(&mut out, "write cost", &|c| format!("{:.2}", c.write_cost()));
+    pair(&mut out, "write cost", &|c| c.write_cost().map_or("-".to_string(), |w| format!("{w:.2}")));
     let cleaned = &r.cleaner.cleaned_utilization;
     out.push('\n');
     if cleaned.is_empty() {
@@ -91,6 +93,7 @@ mod tests {
         let counters = CleanerCounters {
             segments_cleaned: 12,
             user_bytes_written: 300 << 20,
+            user_data_bytes_written: 250 << 20,
             cleaner_bytes_written: 60 << 20,
             cleaner_bytes_read: 90 << 20,
         };
@@ -120,13 +123,15 @@ mod tests {
         );
         assert!(text.contains("age predicts survival     no"), "{text}");
         let lines: Vec<&str> = text.lines().collect();
-        assert!(lines.contains(&"written by users                   300 MiB           0 bytes"), "{text}");
-        assert!(lines.contains(&"write cost                            1.50              1.00"), "{text}");
+        assert!(lines.contains(&"file data from users               250 MiB           0 bytes"), "{text}");
+        assert!(lines.contains(&"written for users                  300 MiB           0 bytes"), "{text}");
+        // (300 + 60 + 90) / 250; no data written recently, so no cost.
+        assert!(lines.contains(&"write cost                            1.80                 -"), "{text}");
         // The two columns end where their headings end.
         let heading = lines.iter().find(|l| l.contains("since mount")).expect("heading");
         assert!(lines
             .iter()
-            .filter(|l| l.starts_with("written") || l.starts_with("read by"))
+            .filter(|l| ["file data", "written", "read by", "write cost"].iter().any(|p| l.starts_with(p)))
             .all(|l| l.len() == heading.len()));
         assert!(text.contains(" 3:  25.0%   95:  50.0%"), "{text}");
     }

@@ -292,7 +292,7 @@ fn file_data_is_written_behind_the_writer_without_a_sync() {
     let data = Rng::new(7).bytes(24 << 20);
     let mut file = File::create(m.dir.join("big")).expect("create");
     file.write_all(&data).expect("write, no fsync");
-    let written = || stat_mib(&m.dir, "written by users");
+    let written = || stat_mib(&m.dir, "written for users");
     assert!(
         wait_until(Duration::from_secs(10), || written() >= 22.0),
         "only {:.1} MiB of 24 written to the log without a sync",

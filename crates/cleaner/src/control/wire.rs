@@ -14,7 +14,7 @@ use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 pub(super) const MAGIC: &[u8; 4] = b"FSLC";
-pub(super) const VERSION: u32 = 3;
+pub(super) const VERSION: u32 = 4;
 
 pub(super) const OP_HELLO: u8 = 0;
 pub(super) const OP_SEGMENT_TABLE: u8 = 1;
@@ -104,6 +104,7 @@ impl Out {
     pub(super) fn counters(&mut self, c: &CleanerCounters) {
         self.u64(c.segments_cleaned);
         self.u64(c.user_bytes_written);
+        self.u64(c.user_data_bytes_written);
         self.u64(c.cleaner_bytes_written);
         self.u64(c.cleaner_bytes_read);
     }
@@ -204,6 +205,7 @@ impl<'a> In<'a> {
         Ok(CleanerCounters {
             segments_cleaned: self.u64()?,
             user_bytes_written: self.u64()?,
+            user_data_bytes_written: self.u64()?,
             cleaner_bytes_written: self.u64()?,
             cleaner_bytes_read: self.u64()?,
         })

@@ -185,8 +185,12 @@ pub struct Markv {
 pub struct CleanerCounters {
     /// Segments declared empty by [`Lfs::segclean`].
     pub segments_cleaned: u64,
-    /// Bytes of log written for normal writes (data, metadata, summaries).
+    /// Bytes of log written for normal writes (data, metadata, summaries,
+    /// checkpoints' ifile blocks).
     pub user_bytes_written: u64,
+    /// Of those, the blocks of files' contents (logical blocks 0 and up of
+    /// every file but the ifile): the new data the write cost is per byte of.
+    pub user_data_bytes_written: u64,
     /// Bytes of log written by [`Lfs::markv`].
     pub cleaner_bytes_written: u64,
     /// Bytes read by the cleaner: segments and live blocks.
@@ -194,14 +198,20 @@ pub struct CleanerCounters {
 }
 
 impl CleanerCounters {
-    /// (user writes + cleaner writes + cleaner reads) / user writes: the
-    /// write cost of the 1992 and 1993 papers; 1.0 when nothing was cleaned.
-    pub fn write_cost(&self) -> f64 {
-        if self.user_bytes_written == 0 {
-            return 1.0;
+    /// The write cost of the 1992 paper (§5.1: the disk's work per byte of
+    /// new data, cleaning included): every byte of log written, for users
+    /// and by the cleaner, plus the bytes the cleaner read, over the bytes
+    /// of file data users wrote. Metadata written for users counts as work,
+    /// not as new data, so even with no cleaning the cost is a little above
+    /// 1. `None` while users have written no data.
+    pub fn write_cost(&self) -> Option<f64> {
+        if self.user_data_bytes_written == 0 {
+            return None;
         }
-        (self.user_bytes_written + self.cleaner_bytes_written + self.cleaner_bytes_read) as f64
-            / self.user_bytes_written as f64
+        Some(
+            (self.user_bytes_written + self.cleaner_bytes_written + self.cleaner_bytes_read) as f64
+                / self.user_data_bytes_written as f64,
+        )
     }
 
     /// The counts from `earlier` to these.
@@ -209,6 +219,7 @@ impl CleanerCounters {
         CleanerCounters {
             segments_cleaned: self.segments_cleaned - earlier.segments_cleaned,
             user_bytes_written: self.user_bytes_written - earlier.user_bytes_written,
+            user_data_bytes_written: self.user_data_bytes_written - earlier.user_data_bytes_written,
             cleaner_bytes_written: self.cleaner_bytes_written - earlier.cleaner_bytes_written,
             cleaner_bytes_read: self.cleaner_bytes_read - earlier.cleaner_bytes_read,
         }
@@ -386,13 +397,15 @@ impl Drop for CleanState {
 }
 
 impl CleanState {
-    /// Counts the blocks of a partial segment handed to the device.
-    pub(super) fn count_written(&mut self, blocks: u64, block_size: usize) {
+    /// Counts the blocks of a partial segment handed to the device, of
+    /// which `data_blocks` hold files' contents.
+    pub(super) fn count_written(&mut self, blocks: u64, data_blocks: u64, block_size: usize) {
         let bytes = blocks * block_size as u64;
         if self.writing {
             self.counters.cleaner_bytes_written += bytes;
         } else {
             self.counters.user_bytes_written += bytes;
+            self.counters.user_data_bytes_written += data_blocks * block_size as u64;
         }
     }
 

@@ -698,3 +698,20 @@ fn the_segment_clock_tells_a_cleaner_what_cleaning_wanted_said() {
     clock.wait(clock.now(), std::time::Duration::from_secs(60));
     assert!(started.elapsed() < std::time::Duration::from_secs(30), "a closed clock does not sleep");
 }
+
+#[test]
+fn the_write_cost_is_per_byte_of_file_data_with_the_metadata_as_work() {
+    let (_disk, mut lfs, _) = one_synced_file(8 << 20);
+    let before = lfs.cleaner_report().total;
+    assert_eq!(before.user_data_bytes_written, 0, "an empty file has no data");
+    assert_eq!(before.write_cost(), None, "no data, no cost");
+    // 20 blocks: beyond the direct pointers, so an indirect block goes too.
+    file_in_order(&mut lfs, 20);
+    let written = lfs.cleaner_report().total.since(&before);
+    assert_eq!(written.user_data_bytes_written, 20 * 4096);
+    // Summary, indirect block, inode block and the checkpoint's ifile.
+    assert!(written.user_bytes_written >= 24 * 4096, "{written:?}");
+    let cost = written.write_cost().expect("data was written");
+    let expected = written.user_bytes_written as f64 / (20.0 * 4096.0);
+    assert!((cost - expected).abs() < 1e-9, "nothing cleaned: the log per byte of data, {cost}");
+}

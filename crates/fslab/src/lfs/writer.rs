@@ -387,7 +387,14 @@ impl Lfs {
             self.stats.partial_segments += 1;
             self.stats.blocks_written += p.blocks.len() as u64 + 1;
             self.stats.writes += 1;
-            self.clean.count_written(p.blocks.len() as u64 + 1, bs);
+            let data_blocks: usize = p
+                .summary
+                .finfos
+                .iter()
+                .filter(|f| f.ino != IFILE_INO)
+                .map(|f| f.lbns.iter().filter(|&&lbn| lbn >= 0).count())
+                .sum();
+            self.clean.count_written(p.blocks.len() as u64 + 1, data_blocks as u64, bs);
             self.io.submit(p.start, p.summary, p.blocks)?;
         }
         if partials > 0 {
