@@ -25,7 +25,7 @@ mod size;
 mod stat;
 mod sync;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use std::process::ExitCode;
 
 // Blocks are allocated by the FUSE worker threads and freed by the segment
@@ -143,7 +143,12 @@ fn usage_error(e: clap::Error) -> ExitCode {
             ExitCode::SUCCESS
         }
         ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand | ErrorKind::MissingSubcommand => {
-            eprintln!("fslab: missing command (mkfs, mount, dump, fsck, clean or stat); try 'fslab --help'");
+            let commands: Vec<String> = Cli::command()
+                .get_subcommands()
+                .map(|c| c.get_name().to_string())
+                .filter(|n| n != "help")
+                .collect();
+            eprintln!("fslab: missing command ({}); try 'fslab --help'", commands.join(", "));
             ExitCode::from(2)
         }
         _ => {

@@ -550,7 +550,8 @@ impl Model {
     }
 
     /// Clears set-user-ID, and set-group-ID when group-execute is set, as
-    /// POSIX asks when a file is written or truncated.
+    /// POSIX asks when a file is written or truncated (and Linux on
+    /// fallocate).
     fn kill_privileges(&mut self, id: NodeId) -> Res<()> {
         let node = self.get_mut(id)?;
         node.perm &= !libc::S_ISUID;
@@ -612,7 +613,7 @@ impl Model {
         if !punch && mode & keep == 0 && end > data.len() {
             data.resize(end, 0);
         }
-        Ok(())
+        self.kill_privileges(id)
     }
 
     fn xattr_room(&self, attrs: &[(Vec<u8>, Vec<u8>)]) -> usize {

@@ -267,6 +267,9 @@ impl<S: StorageManager> Ns<'_, S> {
             attr.mtime = now;
         }
         attr.ctime = now;
+        // As Linux's file_modified() in fallocate(2): with FUSE's
+        // HANDLE_KILLPRIV the kernel leaves this to the file system.
+        kill_privileges(&mut attr);
         self.s.update(ino, &attr)
     }
 
@@ -428,6 +431,7 @@ impl<S: StorageManager> Ns<'_, S> {
         dst_attr.size = dst_attr.size.max(to_offset + done);
         dst_attr.mtime = now;
         dst_attr.ctime = now;
+        kill_privileges(&mut dst_attr);
         self.s.update(to, &dst_attr)?;
         Ok(done)
     }
@@ -435,7 +439,8 @@ impl<S: StorageManager> Ns<'_, S> {
 
 /// Clears set-user-ID, and set-group-ID where it means "run as group" (the
 /// group-execute bit is set; without it the bit marks mandatory locking),
-/// as POSIX asks when a file is written, truncated or changes owner. The
+/// as POSIX asks when a file is written, truncated or changes owner (and
+/// Linux when fallocate(2) or copy_file_range(2) changes it). The
 /// FUSE adapter tells the kernel fslab does this, which spares a
 /// `getxattr("security.capability")` round trip on every write.
 fn kill_privileges(attr: &mut InodeAttr) {

@@ -180,6 +180,15 @@ fn writing_truncating_or_chowning_clears_set_user_id_and_set_group_id() {
     set_mode(&mut fs, 0o4755);
     fs.setattr(f, &SetAttr { uid: Some(1234), ..SetAttr::default() }).expect("chown");
     assert_eq!(fs.getattr(f).expect("getattr").attr.mode & 0o7777, 0o755);
+    // fallocate(2) and copy_file_range(2) into the file change it too.
+    set_mode(&mut fs, 0o6755);
+    fs.fallocate(f, 0, BS, libc::FALLOC_FL_KEEP_SIZE).expect("fallocate");
+    assert_eq!(fs.getattr(f).expect("getattr").attr.mode & 0o7777, 0o755);
+    let g = file(&mut fs, ROOT, "g").ino;
+    fs.write(g, 0, b"data").expect("write");
+    set_mode(&mut fs, 0o4755);
+    assert_eq!(fs.copy_file_range(g, 0, f, 0, 4).expect("copy"), 4);
+    assert_eq!(fs.getattr(f).expect("getattr").attr.mode & 0o7777, 0o755);
 }
 
 #[test]
