@@ -12,7 +12,7 @@
 
 use crate::image::{Checker, InodeInfo, Role};
 use crate::{Fix, Kind};
-use fslab::format::blockno::{Geometry, NDADDR, NIADDR, POINTER_BYTES, XATTR_LBN};
+use fslab::format::blockno::{check_indirect, Geometry, NDADDR, NIADDR, POINTER_BYTES, XATTR_LBN};
 use fslab::format::codec::Decoder;
 use fslab::format::dirent::{dt, dt_from_mode};
 use fslab::format::inode::{kind, Inode, InodeError, INODE_SIZE};
@@ -345,13 +345,19 @@ impl Checker<'_> {
     /// Checks the indirect block at `level` covering data from `first`, then
     /// what it points at.
     fn visit_indirect(&mut self, w: &mut FileWalk, level: usize, first: u64, daddr: Daddr) {
-        if !self.visit(w, Geometry::meta_lbn(level, first), daddr) {
+        let lbn = Geometry::meta_lbn(level, first);
+        if !self.visit(w, lbn, daddr) {
             return;
         }
         let Ok(block) = self.read_block(daddr) else {
             self.walk_problem(w, Kind::BlockPointer, format!("indirect block at {daddr} cannot be read"));
             return;
         };
+        // Pointers read from a damaged block would send the walk anywhere.
+        if let Err(e) = check_indirect(&block, w.ino, lbn, daddr) {
+            self.walk_problem(w, Kind::BlockPointer, e.to_string());
+            return;
+        }
         let child_span = self.geometry.nindir.pow(level as u32 - 1);
         let d = Decoder::new(&block);
         for i in 0..self.geometry.nindir {

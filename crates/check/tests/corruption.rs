@@ -45,6 +45,7 @@
 //! combination (default 12).
 
 use disk::MemDisk;
+use fslab::format::blockno::seal_indirect;
 use fslab::format::codec::{crc32c_append, crc32c_skipping};
 use fslab::format::crc32c;
 use fslab::format::dirent::{seal_chunk, DIRBLKSIZ};
@@ -404,7 +405,8 @@ fn classify_tree(image: &[u8], inode: &Inode, kinds: &mut BTreeMap<Daddr, Struct
             return;
         }
         kinds.insert(daddr, Structure::Indirect);
-        let children: Vec<Daddr> = block(image, daddr)
+        let indirect = block(image, daddr);
+        let children: Vec<Daddr> = indirect[..indirect.len() - fslab::format::blockno::INDIRECT_TRAILER]
             .chunks_exact(4)
             .map(|p| u32::from_le_bytes([p[0], p[1], p[2], p[3]]) as Daddr)
             .filter(|&p| p != 0)
@@ -607,6 +609,13 @@ fn put_u32(bytes: &mut [u8], at: usize, value: u32) {
 /// passes validation.
 fn reseal(image: &mut [u8], kind: Structure, target: Target, survey: &Survey) {
     let d = target.daddr as usize;
+    // An indirect block's checksum names its file and block: the summary
+    // of its partial segment says which.
+    let owner = target.partial.and_then(|p| {
+        let summary = Summary::decode(block(image, p), p).ok()?;
+        let slot = (target.daddr - p - 1) as usize;
+        summary.finfos.iter().flat_map(|f| f.lbns.iter().map(move |&lbn| (f.ino, lbn))).nth(slot)
+    });
     let blk = &mut image[d * BS..(d + 1) * BS];
     match kind {
         Structure::Superblock => {
@@ -625,7 +634,12 @@ fn reseal(image: &mut [u8], kind: Structure, target: Target, survey: &Survey) {
         }
         Structure::CleanerInfo | Structure::SegmentUsage | Structure::InodeMap => seal_ifile_block(blk),
         Structure::Directory => blk.chunks_exact_mut(DIRBLKSIZ).for_each(seal_chunk),
-        Structure::Indirect | Structure::Data => {}
+        Structure::Indirect => {
+            if let Some((ino, lbn)) = owner {
+                seal_indirect(blk, ino, lbn);
+            }
+        }
+        Structure::Data => {}
     }
     if let Some(p) = target.partial {
         let n = survey.partial_blocks[&p] as usize;
@@ -812,7 +826,7 @@ fn execute(case: Case) -> Ran {
             let mut fs = FileSystem::new(lfs);
             let listing = walk(&mut fs);
             let _ = fs.unmount();
-            let checksummed = !matches!(case.kind, Structure::Data | Structure::Indirect);
+            let checksummed = case.kind != Structure::Data;
             if case.clean_image && !case.resealed && checksummed {
                 for (key, value) in &listing {
                     if fixture.listing.get(key) != Some(value) {

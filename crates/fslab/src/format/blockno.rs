@@ -7,8 +7,14 @@
 //! `L` (1 = single) whose first data block is `d` is named `-d - (L - 1)`.
 //! Because `d >= NDADDR`, the numbers -1 ..= -11 name no indirect block; -1
 //! names the extended-attribute block ([`XATTR_LBN`]).
+//!
+//! An indirect block is pointers followed by a trailer ([`seal_indirect`]):
+//! a CRC32C bound to the file and the block's name, and a magic number.
 
-use super::Lbn;
+use super::codec::{crc32c_append, Decoder, Encoder};
+use super::{Ino, Lbn};
+use crate::error::Error;
+use crate::Result;
 
 /// Direct block pointers in an inode.
 pub const NDADDR: usize = 12;
@@ -18,6 +24,50 @@ pub const NIADDR: usize = 3;
 pub const XATTR_LBN: Lbn = -1;
 /// Bytes of one block pointer on disk.
 pub const POINTER_BYTES: usize = 4;
+/// Bytes at the end of an indirect block that hold no pointers: the CRC32C,
+/// then [`INDIRECT_MAGIC`].
+pub const INDIRECT_TRAILER: usize = 8;
+/// The last four bytes of every indirect block ("INDR" in a hex dump).
+pub const INDIRECT_MAGIC: u32 = 0x5244_4E49;
+
+/// CRC32C of the file's inode number and the block's name (each 8 bytes,
+/// little-endian), then of the pointers: an intact indirect block of
+/// another file or position does not pass for this one.
+fn indirect_crc(block: &[u8], ino: Ino, lbn: Lbn) -> u32 {
+    let crc = crc32c_append(0, &ino.to_le_bytes());
+    let crc = crc32c_append(crc, &lbn.to_le_bytes());
+    crc32c_append(crc, &block[..block.len() - INDIRECT_TRAILER])
+}
+
+/// Writes the trailer of indirect block `lbn` of file `ino`.
+pub fn seal_indirect(block: &mut [u8], ino: Ino, lbn: Lbn) {
+    let n = block.len();
+    let crc = indirect_crc(block, ino, lbn);
+    let mut e = Encoder::new(block);
+    e.u32(n - INDIRECT_TRAILER, crc);
+    e.u32(n - 4, INDIRECT_MAGIC);
+}
+
+/// Checks the trailer of indirect block `lbn` of file `ino`, read from
+/// `daddr`.
+pub fn check_indirect(block: &[u8], ino: Ino, lbn: Lbn, daddr: u64) -> Result<()> {
+    let n = block.len();
+    let d = Decoder::new(block);
+    let bad = |why: String| Error::corrupt("indirect block", daddr, why);
+    if n <= INDIRECT_TRAILER || d.u32(n - 4).ok() != Some(INDIRECT_MAGIC) {
+        return Err(bad(format!("block {lbn} of inode {ino} has no indirect-block magic")));
+    }
+    if d.u32(n - INDIRECT_TRAILER).ok() != Some(indirect_crc(block, ino, lbn)) {
+        return Err(bad(format!("block {lbn} of inode {ino}: checksum mismatch")));
+    }
+    Ok(())
+}
+
+/// Whether `lbn` names an indirect block (rather than data or the
+/// extended-attribute block).
+pub fn is_indirect(lbn: Lbn) -> bool {
+    lbn < 0 && lbn != XATTR_LBN
+}
 
 /// The chain of indirect blocks above a data block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,7 +106,9 @@ pub struct Geometry {
 impl Geometry {
     /// The geometry of `block_size`-byte blocks.
     pub fn new(block_size: u32) -> Geometry {
-        Geometry { nindir: block_size as u64 / POINTER_BYTES as u64 }
+        Geometry {
+            nindir: (block_size as u64).saturating_sub(INDIRECT_TRAILER as u64) / POINTER_BYTES as u64,
+        }
     }
 
     /// First data block covered by the single, double and triple trees.
@@ -155,6 +207,21 @@ impl Geometry {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_indirect_block_passes_only_as_itself_and_undamaged() {
+        let mut block = vec![0u8; 4096];
+        block[..8].copy_from_slice(&[7, 0, 0, 0, 9, 0, 0, 0]);
+        assert!(check_indirect(&block, 5, -12, 1).is_err(), "unsealed");
+        seal_indirect(&mut block, 5, -12);
+        check_indirect(&block, 5, -12, 1).expect("sealed");
+        assert!(check_indirect(&block, 6, -12, 1).is_err(), "another file's");
+        assert!(check_indirect(&block, 5, -1036, 1).is_err(), "another position's");
+        block[4] ^= 1;
+        assert!(check_indirect(&block, 5, -12, 1).is_err(), "a flipped pointer bit");
+        assert_eq!(Geometry::new(4096).nindir, 1022, "the trailer holds no pointers");
+        assert!(is_indirect(-12) && !is_indirect(XATTR_LBN) && !is_indirect(0));
+    }
 
     #[test]
     fn numbering_follows_figure_6() {

@@ -8,7 +8,7 @@ use super::space::SpaceFor;
 use super::Lfs;
 use crate::cache::block_of;
 use crate::error::{errno, Error};
-use crate::format::blockno::{Geometry, Parent, NDADDR, NIADDR, POINTER_BYTES};
+use crate::format::blockno::{check_indirect, is_indirect, Geometry, Parent, NDADDR, NIADDR, POINTER_BYTES};
 use crate::format::codec::{Decoder, Encoder};
 use crate::format::{Daddr, Ino, Lbn, IFILE_INO};
 use crate::Result;
@@ -111,6 +111,9 @@ impl Lfs {
         }
         let mut buf = AlignedBytes::zeroed(self.block_size);
         self.read_addr(addr, &mut buf)?;
+        if is_indirect(lbn) {
+            check_indirect(&buf, ino, lbn, addr)?;
+        }
         self.cache.insert((ino, lbn), Arc::new(buf), false);
         Ok(true)
     }

@@ -11,7 +11,7 @@ use crate::Result;
 /// Magic at byte 0 of every superblock copy.
 pub const SUPERBLOCK_MAGIC: &[u8; 8] = b"fslabLFS";
 /// The format version this code writes and reads.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 
 /// A reading of the write clock: the bytes users had caused to be written
 /// to the log over the file system's life. The cleaner measures the age of

@@ -23,6 +23,7 @@ use super::layout::{
 use super::Lfs;
 use crate::cache::{block_of, BlockData};
 use crate::error::errno;
+use crate::format::blockno::{is_indirect, seal_indirect};
 use crate::format::inode::INODE_SIZE;
 use crate::format::{now_ns, Daddr, Ino, Lbn, IFILE_INO};
 use crate::Result;
@@ -384,6 +385,7 @@ impl Lfs {
             if p.blocks.iter().any(|b| b.len() != bs) {
                 return Err(errno(libc::EIO, "partial segment has an unfilled slot"));
             }
+            seal_indirect_blocks(&mut p);
             self.stats.partial_segments += 1;
             self.stats.blocks_written += p.blocks.len() as u64 + 1;
             self.stats.writes += 1;
@@ -779,5 +781,25 @@ impl Lfs {
             self.cold = Some(ColdPosition { next_segment: next, ..c });
         }
         self.segment_space = None;
+    }
+}
+
+/// Seals every indirect block of `p` (`blockno::seal_indirect`) now that
+/// its pointers are final. The cache keeps its unsealed copy: the trailer
+/// holds no pointers, and every write seals anew.
+fn seal_indirect_blocks(p: &mut Partial) {
+    let mut slot = 0;
+    for f in &p.summary.finfos {
+        for &lbn in &f.lbns {
+            if is_indirect(lbn) {
+                if let Some(block) = p.blocks.get_mut(slot) {
+                    let mut sealed = AlignedBytes::zeroed(block.len());
+                    sealed.copy_from_slice(block);
+                    seal_indirect(&mut sealed, f.ino, lbn);
+                    *block = Arc::new(sealed);
+                }
+            }
+            slot += 1;
+        }
     }
 }
