@@ -30,6 +30,7 @@ use super::writer::Batch;
 use super::Lfs;
 use crate::cache::block_of;
 use crate::error::errno;
+use crate::format::blockno::{check_indirect, is_indirect};
 use crate::format::inode::{Inode, INODE_SIZE};
 use crate::format::{now_ns, Daddr, Ino, Lbn, TimeNs, IFILE_INO};
 use crate::Result;
@@ -962,6 +963,11 @@ impl Lfs {
                 Arc::new(buf)
             }
         };
+        // The move reseals an indirect block: a damaged one must fail here,
+        // not come out of the cleaner with a valid checksum.
+        if is_indirect(lbn) {
+            check_indirect(&data, ino, lbn, b.block.daddr)?;
+        }
         self.cache.insert(key, data, true);
         Ok(())
     }

@@ -715,3 +715,27 @@ fn the_write_cost_is_per_byte_of_file_data_with_the_metadata_as_work() {
     let expected = written.user_bytes_written as f64 / (20.0 * 4096.0);
     assert!((cost - expected).abs() < 1e-9, "nothing cleaned: the log per byte of data, {cost}");
 }
+
+#[test]
+fn a_damaged_indirect_block_is_refused_by_reads_and_by_the_cleaner() {
+    use crate::lfs::clean::{BlockKind, BlockRef, Destination, MarkBlock};
+    let (disk, mut lfs, _) = one_synced_file(8 << 20);
+    let ino = file_in_order(&mut lfs, 20);
+    let daddr = lfs.pointer(ino, -12).expect("pointer");
+    assert_ne!(daddr, 0, "the file has a single indirect block");
+    let version = lfs.tables.imap[ino as usize].version;
+    lfs.unmount().expect("unmount");
+    let mut image = disk.snapshot();
+    // One flipped bit in the first pointer (data block 12's address).
+    image[daddr as usize * 4096] ^= 1;
+    let mut lfs = mount_mem(&Arc::new(MemDisk::from_bytes(image)));
+    let mut buf = vec![0u8; 4096];
+    let read = lfs.read_block(ino, 12, &mut buf);
+    assert_eq!(read.map_err(|e| e.errno()), Err(libc::EIO), "not another block's contents");
+    // The cleaner would reseal it on the move: it must refuse instead.
+    let block = BlockRef { ino, version, kind: BlockKind::Block(-12), daddr, age: 0 };
+    let moved = lfs.markv(&[MarkBlock { block, data: None }], Destination::Shared);
+    assert_eq!(moved.map(|m| m.moved).map_err(|e| e.errno()), Err(libc::EIO));
+    // The direct blocks are untouched.
+    assert_blocks(&mut lfs, ino, 0..12, |lbn| pattern(ino, lbn, 4096));
+}
