@@ -288,13 +288,15 @@ fn file_data_is_written_behind_the_writer_without_a_sync() {
     let m = Mount::new(&image, &dir, Mode::Foreground, &[]);
     // The first 16 MiB reach the start-write threshold, whose segment write
     // also writes the file's creation; after that nothing but write-behind
-    // writes until a sync or the 30-second checkpoint.
+    // writes until a sync or the 30-second checkpoint. Write-behind goes
+    // once four segments (4 MiB here) are dirty, so 20 MiB at least reach
+    // the log; up to 4 MiB more may wait for the next write or sync.
     let data = Rng::new(7).bytes(24 << 20);
     let mut file = File::create(m.dir.join("big")).expect("create");
     file.write_all(&data).expect("write, no fsync");
     let written = || stat_mib(&m.dir, "written for users");
     assert!(
-        wait_until(Duration::from_secs(10), || written() >= 22.0),
+        wait_until(Duration::from_secs(10), || written() >= 19.5),
         "only {:.1} MiB of 24 written to the log without a sync",
         written()
     );
