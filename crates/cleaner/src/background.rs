@@ -48,6 +48,13 @@ impl Background {
                 }
                 match cleaner.pass(&mut mechanism) {
                     Ok(pass) => {
+                        for seg in &pass.unreadable {
+                            eprintln!(
+                                "fslab: cleaner ({}): segment {seg} holds a block that cannot be read; \
+                                 it is left uncleaned (run fslab fsck on the unmounted image)",
+                                cleaner.policy_name()
+                            );
+                        }
                         let gained =
                             mechanism.segment_table().is_ok_and(|t| t.clean_segments > table.clean_segments);
                         idle_at = if pass.cleaned.is_empty() || !gained { Some(written) } else { None };

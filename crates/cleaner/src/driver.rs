@@ -10,7 +10,7 @@ use fslab::lfs::clean::{BlockRef, Destination, MarkBlock, SpaceMaker, Urgency};
 use fslab::lfs::layout::WriteClock;
 use fslab::lfs::Lfs;
 use fslab::Result;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// What one pass did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -21,6 +21,10 @@ pub struct Pass {
     pub moved: u64,
     /// Segments read.
     pub segments_read: u64,
+    /// Segments left as they were because a live block in them could not
+    /// be read or failed its checksum (EIO). This cleaner does not try
+    /// them again; fsck, on the unmounted image, says what is wrong.
+    pub unreadable: Vec<u64>,
 }
 
 /// Why a segment was not worth cleaning when it was last read.
@@ -57,13 +61,21 @@ pub struct Cleaner {
     rejected: HashMap<u64, Rejected>,
     /// Passes run so far.
     passes: u64,
+    /// Segments with a live block that could not be read ([`Pass::unreadable`]).
+    unreadable: HashSet<u64>,
 }
 
 impl Cleaner {
     /// A cleaner applying `policy`, cleaning up to 16 segments a pass (as
     /// many as fit in the space the cleaner may use).
     pub fn new(policy: Box<dyn Policy>) -> Cleaner {
-        Cleaner { policy, max_segments_per_pass: 16, rejected: HashMap::new(), passes: 0 }
+        Cleaner {
+            policy,
+            max_segments_per_pass: 16,
+            rejected: HashMap::new(),
+            passes: 0,
+            unreadable: HashSet::new(),
+        }
     }
 
     /// The policy's name.
@@ -89,7 +101,12 @@ impl Cleaner {
             .iter()
             .enumerate()
             // A segment whose live data alone fills it cannot pay for itself.
-            .filter(|(_, s)| s.cleanable && !s.clean && s.live_bytes.div_ceil(bs) + 1 < s.usable_blocks)
+            .filter(|(seg, s)| {
+                s.cleanable
+                    && !s.clean
+                    && s.live_bytes.div_ceil(bs) + 1 < s.usable_blocks
+                    && !self.unreadable.contains(&(*seg as u64))
+            })
             .map(|(seg, s)| (self.policy.score(s, &table), seg as u64))
             .collect();
         candidates.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
@@ -162,13 +179,18 @@ impl Cleaner {
             }
             match m.markv(&blocks, to) {
                 Ok(report) => pass.moved += report.moved,
+                Err(e) if e.errno() == libc::EIO => {
+                    if !self.move_by_segment(m, blocks, to, table.blocks_per_segment, &mut pass)? {
+                        return Ok(pass);
+                    }
+                }
                 // The space changed under us (another cleaner, or writers):
                 // nothing more was written; the next pass looks again.
-                Err(e) if e.errno() == libc::ENOSPC || e.errno() == libc::EBUSY => return Ok(pass),
+                Err(e) if space_changed(&e) => return Ok(pass),
                 Err(e) => return Err(e),
             }
         }
-        for seg in picked {
+        for seg in picked.into_iter().filter(|seg| !pass.unreadable.contains(seg)) {
             match m.segclean(seg) {
                 Ok(()) => pass.cleaned.push(seg),
                 // A block became live again in it (rewritten data is never
@@ -179,6 +201,41 @@ impl Cleaner {
             }
         }
         Ok(pass)
+    }
+
+    /// Moves `blocks` one segment's worth at a time, after a move of them
+    /// all failed on a block that cannot be read: one damaged block must
+    /// not stop the cleaning of every other segment. The segments whose
+    /// blocks fail are set aside ([`Pass::unreadable`]). Returns false when
+    /// the pass must end (the space changed under it).
+    fn move_by_segment<M: Mechanism + ?Sized>(
+        &mut self,
+        m: &mut M,
+        blocks: Vec<MarkBlock>,
+        to: Destination,
+        blocks_per_segment: u64,
+        pass: &mut Pass,
+    ) -> Result<bool> {
+        let mut by_segment: Vec<(u64, Vec<MarkBlock>)> = Vec::new();
+        for b in blocks {
+            let seg = b.block.daddr / blocks_per_segment.max(1);
+            match by_segment.iter_mut().find(|(s, _)| *s == seg) {
+                Some((_, group)) => group.push(b),
+                None => by_segment.push((seg, vec![b])),
+            }
+        }
+        for (seg, group) in by_segment {
+            match m.markv(&group, to) {
+                Ok(report) => pass.moved += report.moved,
+                Err(e) if e.errno() == libc::EIO => {
+                    self.unreadable.insert(seg);
+                    pass.unreadable.push(seg);
+                }
+                Err(e) if space_changed(&e) => return Ok(false),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(true)
     }
 
     /// Cleans until the clean segments reach the high-water mark, or a pass
@@ -211,4 +268,10 @@ impl SpaceMaker for Cleaner {
             Urgency::Background => self.clean_to_high_water(lfs),
         }
     }
+}
+
+/// Whether `e` says the space changed under a move (another cleaner, or
+/// writers): nothing was written, and the next pass looks again.
+fn space_changed(e: &fslab::Error) -> bool {
+    e.errno() == libc::ENOSPC || e.errno() == libc::EBUSY
 }

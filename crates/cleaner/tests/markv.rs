@@ -343,3 +343,84 @@ fn markv_never_moves_a_block_its_own_flush_replaced() {
         }
     }
 }
+
+/// Fails `markv` with EIO for any block in segment `bad`, as a damaged or
+/// unreadable block there would.
+struct OneBadSegment<'a> {
+    lfs: &'a mut Lfs,
+    bad: u64,
+    blocks_per_segment: u64,
+}
+
+impl fslab_cleaner::Mechanism for OneBadSegment<'_> {
+    fn segment_table(&mut self) -> fslab::Result<fslab::lfs::clean::SegmentTable> {
+        Ok(self.lfs.segment_table())
+    }
+    fn read_segment(&mut self, seg: u64) -> fslab::Result<Vec<u8>> {
+        self.lfs.read_segment(seg)
+    }
+    fn segment_refs(&mut self, seg: u64) -> fslab::Result<Vec<BlockRef>> {
+        self.lfs.segment_refs(seg)
+    }
+    fn bmapv(&mut self, blocks: &[BlockRef]) -> fslab::Result<Vec<fslab::format::Daddr>> {
+        self.lfs.bmapv(blocks)
+    }
+    fn markv_cost(&mut self, blocks: &[BlockRef]) -> fslab::Result<u64> {
+        self.lfs.markv_cost(blocks)
+    }
+    fn markv(&mut self, blocks: &[MarkBlock], to: Destination) -> fslab::Result<fslab::lfs::clean::Markv> {
+        if blocks.iter().any(|b| b.block.daddr / self.blocks_per_segment == self.bad) {
+            return Err(fslab::Error::corrupt("indirect block", self.bad, "checksum mismatch"));
+        }
+        self.lfs.markv(blocks, to)
+    }
+    fn segclean(&mut self, seg: u64) -> fslab::Result<()> {
+        self.lfs.segclean(seg)
+    }
+    fn segwait(&mut self, _timeout: std::time::Duration) -> fslab::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_segment_with_an_unreadable_block_is_set_aside_and_the_others_are_cleaned() {
+    let Setup { disk: _disk, mut fs, files } = setup();
+    // Rewrite every other block of each file: every segment they were in
+    // is then half dead, and worth cleaning.
+    for (i, &ino) in files.iter().enumerate() {
+        for block in (0..FILE_BLOCKS).step_by(2) {
+            fs.write(ino, (block * BLOCK) as u64, &pattern(i as u8, 1, block)).expect("rewrite");
+        }
+    }
+    fs.sync().expect("sync");
+    let lfs = fs.storage();
+    let table = lfs.segment_table();
+    let candidates: Vec<u64> = (0..table.segments.len() as u64)
+        .filter(|&s| {
+            let seg = &table.segments[s as usize];
+            seg.cleanable && !seg.clean && seg.live_bytes > 0
+        })
+        .collect();
+    assert!(candidates.len() >= 2, "segments to clean: {candidates:?}");
+    let bad = *candidates.iter().min_by_key(|&&s| table.segments[s as usize].live_bytes).expect("one");
+    let mut m = OneBadSegment { lfs, bad, blocks_per_segment: table.blocks_per_segment };
+    let mut cleaner = fslab_cleaner::Cleaner::new(fslab_cleaner::policy::by_name("greedy").expect("greedy"));
+    let pass = cleaner.pass(&mut m).expect("one bad segment does not fail the pass");
+    assert_eq!(pass.unreadable, vec![bad]);
+    assert!(!pass.cleaned.is_empty() && !pass.cleaned.contains(&bad), "{pass:?}");
+    let again = cleaner.pass(&mut m).expect("second pass");
+    assert!(again.unreadable.is_empty() && !again.cleaned.contains(&bad), "set aside for good: {again:?}");
+    fs.sync().expect("sync");
+    for (i, &ino) in files.iter().enumerate() {
+        let tags: Vec<u8> = (0..FILE_BLOCKS).map(|b| if b % 2 == 0 { 1 } else { 0 }).collect();
+        let attr = fs.getattr(ino).expect("getattr").attr;
+        assert_eq!(attr.size, (FILE_BLOCKS * BLOCK) as u64);
+        let data = fs.read(ino, 0, FILE_BLOCKS * BLOCK).expect("read");
+        for (block, &tag) in tags.iter().enumerate() {
+            assert!(
+                data[block * BLOCK..(block + 1) * BLOCK] == pattern(i as u8, tag, block)[..],
+                "file {i} block {block}"
+            );
+        }
+    }
+}

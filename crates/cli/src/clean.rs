@@ -94,6 +94,12 @@ pub fn run(args: &CleanArgs) -> Result<(), String> {
             pass.segments_read,
             plural(pass.segments_read)
         );
+        for seg in &pass.unreadable {
+            eprintln!(
+                "fslab: clean: segment {seg} holds a block that cannot be read; it is left uncleaned \
+                 (run fslab fsck on the unmounted image)"
+            );
+        }
         if args.passes.is_none() && pass.cleaned.is_empty() {
             break;
         }
