@@ -12,7 +12,7 @@ mod mem;
 
 pub use aligned::{all_aligned, AlignedBytes, DIRECT_ALIGN};
 pub use crash::{CrashChoice, CrashDisk, CrashState, CrashStates, Persist, RecordedWrite, EXHAUSTIVE_LIMIT};
-pub use file::FileDisk;
+pub use file::{FileDisk, DIRECT_READ_MIN};
 pub use mem::MemDisk;
 
 use std::io;
