@@ -27,25 +27,49 @@ use std::path::Path;
 /// buffered.
 pub struct FileDisk {
     file: File,
-    direct: Option<DirectWriter>,
+    direct: Option<DirectIo>,
     size: u64,
 }
 
 /// Reads at least this large (and aligned) bypass the page cache.
 pub const DIRECT_READ_MIN: usize = 64 * 1024;
 
-/// The `O_DIRECT` descriptor and its bounce buffer, for writes whose
-/// buffers are not all aligned.
-struct DirectWriter {
+/// The `O_DIRECT` descriptor and its bounce buffers: one for writes whose
+/// buffers are not all aligned, one for reads into an unaligned buffer
+/// (kept, so that a read neither allocates nor zeroes a megabyte).
+struct DirectIo {
     file: File,
     bounce: std::sync::Mutex<AlignedBytes>,
+    read_bounce: std::sync::Mutex<AlignedBytes>,
 }
 
-impl DirectWriter {
-    fn open(path: &Path) -> Option<DirectWriter> {
+impl DirectIo {
+    fn open(path: &Path) -> Option<DirectIo> {
         use std::os::unix::fs::OpenOptionsExt;
         let file = OpenOptions::new().read(true).write(true).custom_flags(libc::O_DIRECT).open(path).ok()?;
-        Some(DirectWriter { file, bounce: std::sync::Mutex::new(AlignedBytes::zeroed(0)) })
+        Some(DirectIo {
+            file,
+            bounce: std::sync::Mutex::new(AlignedBytes::zeroed(0)),
+            read_bounce: std::sync::Mutex::new(AlignedBytes::zeroed(0)),
+        })
+    }
+
+    /// Reads `buf.len()` bytes at `offset` (both aligned) past the page
+    /// cache; false if the device refused, for the caller to read buffered.
+    fn read(&self, offset: u64, buf: &mut [u8]) -> bool {
+        if (buf.as_ptr() as usize).is_multiple_of(DIRECT_ALIGN) {
+            return self.file.read_exact_at(buf, offset).is_ok();
+        }
+        let mut bounce = self.read_bounce.lock().unwrap_or_else(|e| e.into_inner());
+        if bounce.len() < buf.len() {
+            *bounce = AlignedBytes::zeroed(buf.len());
+        }
+        let part = &mut bounce[..buf.len()];
+        if self.file.read_exact_at(part, offset).is_err() {
+            return false;
+        }
+        buf.copy_from_slice(part);
+        true
     }
 
     fn write(&self, offset: u64, bufs: &[&[u8]], total: usize) -> io::Result<()> {
@@ -68,7 +92,7 @@ impl FileDisk {
     pub fn open(path: &Path) -> io::Result<FileDisk> {
         let file = OpenOptions::new().read(true).write(true).open(path)?;
         let mut disk = Self::from_file(file)?;
-        disk.direct = DirectWriter::open(path);
+        disk.direct = DirectIo::open(path);
         Ok(disk)
     }
 
@@ -89,7 +113,7 @@ impl FileDisk {
             file.set_len(size)?;
         }
         let mut disk = Self::from_file(file)?;
-        disk.direct = DirectWriter::open(path);
+        disk.direct = DirectIo::open(path);
         Ok(disk)
     }
 
@@ -125,18 +149,8 @@ impl BlockDevice for FileDisk {
         if let Some(direct) = &self.direct {
             let aligned =
                 offset.is_multiple_of(DIRECT_ALIGN as u64) && buf.len().is_multiple_of(DIRECT_ALIGN);
-            if aligned && buf.len() >= DIRECT_READ_MIN {
-                if (buf.as_ptr() as usize).is_multiple_of(DIRECT_ALIGN) {
-                    if direct.file.read_exact_at(buf, offset).is_ok() {
-                        return Ok(());
-                    }
-                } else {
-                    let mut bounce = AlignedBytes::zeroed(buf.len());
-                    if direct.file.read_exact_at(&mut bounce, offset).is_ok() {
-                        buf.copy_from_slice(&bounce);
-                        return Ok(());
-                    }
-                }
+            if aligned && buf.len() >= DIRECT_READ_MIN && direct.read(offset, buf) {
+                return Ok(());
             }
         }
         self.file.read_exact_at(buf, offset)
