@@ -5,9 +5,10 @@
 //!
 //! Background (the default): fork. The child starts a new session, mounts,
 //! and only once the kernel has accepted the mount writes "ready" into a pipe
-//! (or the error that stopped it), points its standard streams at
-//! /dev/null and serves. The parent waits on the pipe and exits 0 only after
-//! "ready", so the command returns exactly when the mount is usable.
+//! (or the error that stopped it), points standard input and output at
+//! /dev/null and standard error at the system log, and serves. The parent
+//! waits on the pipe and exits 0 only after "ready", so the command returns
+//! exactly when the mount is usable.
 //!
 //! Cleaning: unless `-o cleaner=off`, the file system gets a cleaner of the
 //! chosen policy twice over: one writers run themselves when they are short
@@ -291,8 +292,10 @@ fn child(mut to_parent: File, image: &Path, dir: &Path, options: &Options) -> i3
     };
     warn_without_control(&mount);
     // Nobody reads our output any more; and a caller capturing it must see
-    // end-of-file when the parent exits.
+    // end-of-file when the parent exits. What the process still has to say
+    // (a cleaner that stopped, say) goes to the system log.
     detach_stdio();
+    stderr_to_syslog();
     let _ = to_parent.write_all(READY.as_bytes());
     drop(to_parent);
     match serve(mount, signals) {
@@ -324,9 +327,76 @@ fn detach_stdio() {
     }
 }
 
+/// Points standard error at a pipe whose lines a thread passes to syslog
+/// (identity "fslab", facility daemon, level warning: `journalctl -t
+/// fslab`). Where there is no system log, they are lost, as they were on
+/// /dev/null.
+fn stderr_to_syslog() {
+    use std::os::fd::AsRawFd;
+    let Ok((read, write)) = pipe() else { return };
+    // openlog keeps the pointer: the identity must outlive every syslog call.
+    static IDENT: &[u8] = b"fslab\0";
+    // SAFETY: IDENT is NUL-terminated and 'static; dup2 replaces descriptor 2
+    // with the pipe's write end, both open.
+    unsafe {
+        libc::openlog(IDENT.as_ptr().cast(), libc::LOG_PID, libc::LOG_DAEMON);
+        libc::dup2(write.as_raw_fd(), 2);
+    }
+    drop(write);
+    let forwarding = std::thread::Builder::new().name("fslab-log".into()).spawn(move || {
+        forward_lines(read, |line| {
+            let Ok(line) = std::ffi::CString::new(line) else { return };
+            // SAFETY: both strings are NUL-terminated; "%s" takes one.
+            unsafe { libc::syslog(libc::LOG_WARNING, c"%s".as_ptr(), line.as_ptr()) };
+        })
+    });
+    if forwarding.is_err() {
+        // No reader: a write to the pipe would fail, and eprintln! panic.
+        detach_stdio();
+    }
+}
+
+/// Hands each line `from` yields to `sink`, without its newline or the
+/// "fslab: " that every message starts with (the log names the program),
+/// until end of file. It must not stop earlier: with the pipe's reader gone
+/// a write to standard error fails, and `eprintln!` panics.
+fn forward_lines(from: impl Read, mut sink: impl FnMut(&str)) {
+    use std::io::BufRead;
+    let mut reader = std::io::BufReader::new(from);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match reader.read_until(b'\n', &mut line) {
+            Ok(0) => return,
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => return,
+        }
+        let text = String::from_utf8_lossy(&line);
+        let text = text.trim_end_matches('\n');
+        let text = text.strip_prefix("fslab: ").unwrap_or(text);
+        if !text.is_empty() {
+            sink(text);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_line_of_standard_error_becomes_one_log_message() {
+        let said =
+            b"fslab: cleaner (greedy): segment 7 holds a block that cannot be read\n\nbad \xff byte\nlast";
+        let mut logged = Vec::new();
+        forward_lines(&said[..], |line| logged.push(line.to_string()));
+        assert_eq!(
+            logged,
+            ["cleaner (greedy): segment 7 holds a block that cannot be read", "bad \u{fffd} byte", "last"],
+            "a line that is not UTF-8 does not end the forwarding"
+        );
+    }
 
     /// The help text is written by hand; it must not drift from the policies.
     #[test]
