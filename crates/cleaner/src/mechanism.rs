@@ -3,7 +3,9 @@
 //! segment usage table and raw segments. Policies see nothing else.
 
 use fslab::format::Daddr;
-use fslab::lfs::clean::{BlockRef, Destination, MarkBlock, Markv, SegmentClock, SegmentTable};
+use fslab::lfs::clean::{
+    BlockRef, CleaningWanted, Destination, MarkBlock, Markv, SegmentClock, SegmentTable,
+};
 use fslab::lfs::Lfs;
 use fslab::Result;
 use std::sync::Arc;
@@ -100,7 +102,7 @@ impl<A: LfsAccess> Locked<A> {
     /// meanwhile left it, read without the file system's lock, or asked
     /// under the lock when none was written. Fails once the file system is
     /// gone.
-    pub fn wait_for_work(&mut self, timeout: Duration) -> Result<(u64, bool)> {
+    pub fn wait_for_work(&mut self, timeout: Duration) -> Result<CleaningWanted> {
         let seen = self.clock.now();
         self.clock.wait_until_wanted(seen, timeout);
         self.check_open()?;

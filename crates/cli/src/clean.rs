@@ -100,7 +100,15 @@ pub fn run(args: &CleanArgs) -> Result<(), String> {
                  (run fslab fsck on the unmounted image)"
             );
         }
-        if args.passes.is_none() && pass.cleaned.is_empty() {
+        // Without a count, stop where `Cleaner::clean_to_high_water` does:
+        // at a pass that cleaned nothing, or that left no more clean
+        // segments than it found (on a disk nearly full of live data each
+        // pass takes about what it frees, and the passes would go on for
+        // ever).
+        if args.passes.is_none()
+            && (pass.cleaned.is_empty()
+                || client.segment_table().map_err(failed)?.clean_segments <= table.clean_segments)
+        {
             break;
         }
     }

@@ -181,6 +181,19 @@ pub struct Markv {
     pub blocks_written: u64,
 }
 
+/// Whether cleaning is wanted, and what a background cleaner needs to
+/// tell a round worth starting from one that would gain nothing
+/// ([`Lfs::cleaning_wanted`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CleaningWanted {
+    /// [`Lfs::users_activity`].
+    pub users_activity: u64,
+    /// Clean segments, those waiting for a checkpoint included.
+    pub clean_segments: u64,
+    /// Whether the clean segments are below the high-water mark.
+    pub wanted: bool,
+}
+
 /// Every byte of the log, by who caused it (the write cost's terms).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CleanerCounters {
@@ -283,8 +296,7 @@ pub struct SegmentClock {
 #[derive(Debug, Default)]
 struct ClockState {
     partials: u64,
-    user_bytes_written: u64,
-    cleaning_wanted: bool,
+    wanted: CleaningWanted,
     /// The file system is gone (unmounted or dropped).
     closed: bool,
 }
@@ -321,7 +333,7 @@ impl SegmentClock {
         let guard = self.lock();
         let (guard, _) = self
             .wanted
-            .wait_timeout_while(guard, timeout, |s| !(s.closed || (s.partials > seen && s.cleaning_wanted)))
+            .wait_timeout_while(guard, timeout, |s| !(s.closed || (s.partials > seen && s.wanted.wanted)))
             .unwrap_or_else(|e| e.into_inner());
         guard.partials
     }
@@ -339,20 +351,18 @@ impl SegmentClock {
     }
 
     /// [`Lfs::cleaning_wanted`] as of the last partial segment written
-    /// (`(0, false)` before the first).
-    pub fn cleaning_wanted(&self) -> (u64, bool) {
-        let state = self.lock();
-        (state.user_bytes_written, state.cleaning_wanted)
+    /// (all zero and not wanted before the first).
+    pub fn cleaning_wanted(&self) -> CleaningWanted {
+        self.lock().wanted
     }
 
-    fn advance(&self, partials: u64, (user_bytes_written, cleaning_wanted): (u64, bool)) {
+    fn advance(&self, partials: u64, wanted: CleaningWanted) {
         let mut state = self.lock();
         state.partials += partials;
-        state.user_bytes_written = user_bytes_written;
-        state.cleaning_wanted = cleaning_wanted;
+        state.wanted = wanted;
         drop(state);
         self.moved.notify_all();
-        if cleaning_wanted {
+        if wanted.wanted {
             self.wanted.notify_all();
         }
     }
@@ -384,9 +394,12 @@ pub(super) struct CleanState {
     cleaned: VecDeque<(u64, f64)>,
     /// Set while markv's own partial segments are being built.
     pub(super) writing: bool,
-    /// Bytes users had written when a background cleaning last found
-    /// nothing worth doing: not tried again until users write more.
-    idle_at: Option<u64>,
+    /// Bytes of users' file data that died in this mount (overwritten,
+    /// truncated, deleted); never halved, unlike `died_bytes`.
+    users_deaths: u64,
+    /// [`Lfs::users_activity`] and the clean segments when a writer's
+    /// background cleaning last began (`maybe_clean`).
+    background_start: Option<(u64, u64)>,
 }
 
 /// A cleaner waiting on the clock learns at once that the file system is
@@ -550,13 +563,32 @@ impl Lfs {
         flags & SEGUSE_DIRTY != 0 && flags & SEGUSE_ACTIVE == 0 && !self.in_log_head(seg)
     }
 
-    /// Users' bytes written since mount, and whether the clean segments are
-    /// below the high-water mark: what a background cleaner asks each time
-    /// a partial segment is written, far cheaper than [`Lfs::segment_table`]
-    /// (which lists every segment).
-    pub fn cleaning_wanted(&mut self) -> (u64, bool) {
+    /// What a background cleaner asks each time a partial segment is
+    /// written, far cheaper than [`Lfs::segment_table`] (which lists every
+    /// segment).
+    pub fn cleaning_wanted(&mut self) -> CleaningWanted {
         let (_, high_water) = self.cleaning_thresholds();
-        (self.clean.counters.user_bytes_written, self.segment_space().clean_segments < high_water)
+        let clean_segments = self.segment_space().clean_segments;
+        CleaningWanted {
+            users_activity: self.users_activity(),
+            clean_segments,
+            wanted: clean_segments < high_water,
+        }
+    }
+
+    /// Bytes of file data users have written or killed (overwritten,
+    /// truncated, deleted) since mount: what can give a cleaner something
+    /// new to do. A cleaner's own moves do not count, nor the metadata they
+    /// dirty, nor the checkpoints that make cleaned segments writable.
+    ///
+    /// A background cleaner that ended a round no better off than it began
+    /// (the disk is nearly full of live data, and moving a segment's live
+    /// blocks takes about what it frees) must not begin another until this
+    /// changes: counting every byte written instead, the checkpoint that
+    /// followed each round started the next, and a full, idle disk was
+    /// cleaned round and round for as long as it stayed mounted.
+    pub fn users_activity(&self) -> u64 {
+        self.clean.counters.user_data_bytes_written + self.clean.users_deaths
     }
 
     /// Moves the segment clock on by `partials` just handed to the device,
@@ -696,6 +728,7 @@ impl Lfs {
         let half_disk =
             (self.sb.nsegments * self.sb.blocks_per_segment() * self.block_size as u64 / 2) as f64;
         let c = &mut self.clean;
+        c.users_deaths += bytes;
         c.died_bytes += bytes as f64;
         c.died_age_bytes += bytes as f64 * age;
         if c.died_bytes >= half_disk {
@@ -1047,8 +1080,9 @@ impl Lfs {
     }
 
     /// Cleans in the background of a writer when clean segments fall below
-    /// the low-water mark, unless the last try found nothing worth cleaning
-    /// and the log has not moved since.
+    /// the low-water mark, unless the last such cleaning ended with no more
+    /// clean segments than it began with and users have neither written
+    /// nor deleted data since ([`Lfs::users_activity`]).
     pub(super) fn maybe_clean(&mut self) -> Result<()> {
         if self.dirop_depth > 0 {
             return Ok(());
@@ -1057,17 +1091,17 @@ impl Lfs {
         if self.clean.hook.is_none() {
             return Ok(());
         }
-        let written = self.clean.counters.user_bytes_written;
-        if self.clean.idle_at == Some(written) {
-            return Ok(());
-        }
         let (low, _) = self.cleaning_thresholds();
-        if self.segment_space().clean_segments >= low {
+        let clean = self.segment_space().clean_segments;
+        if clean >= low {
             return Ok(());
         }
-        if !self.run_cleaner(Urgency::Background)? {
-            self.clean.idle_at = Some(written);
+        let activity = self.users_activity();
+        if self.clean.background_start.is_some_and(|(a, c)| a == activity && clean <= c) {
+            return Ok(());
         }
+        self.clean.background_start = Some((activity, clean));
+        self.run_cleaner(Urgency::Background)?;
         self.reclaim_if_short()
     }
 

@@ -273,6 +273,8 @@ impl Lfs {
             return Err(errno(libc::ENOSPC, "no space left in the log"));
         }
         let mut closed_cold = false;
+        // The margin when the last round began.
+        let mut margin_then: Option<i64> = None;
         loop {
             if self.available(true, use_of) >= blocks {
                 self.checkpoint(false)?;
@@ -280,15 +282,22 @@ impl Lfs {
                     return Ok(());
                 }
             }
-            let stuck = !self.has_cleaner() || self.available_after_cleaning(use_of) < blocks || {
-                // Each round must leave more space than it found, or the
-                // cleaner can do no more for this writer. Measured without
-                // saturating: far below the reserves, a round's gain may
-                // not yet bring what can be promised above zero.
-                let before = self.space_margin(use_of);
-                let ran = self.run_cleaner(super::clean::Urgency::Need(blocks))?;
-                !ran || self.space_margin(use_of) <= before
-            };
+            // Each round must leave more space than it found, or the
+            // cleaner can do no more for this writer. Measured without
+            // saturating: far below the reserves, a round's gain may not
+            // yet bring what can be promised above zero. And measured from
+            // one round's start to the next, after the checkpoint that made
+            // the round's space writable: that checkpoint writes the ifile
+            // blocks the round dirtied, and on a disk nearly full of live
+            // data it can take back all the round gained, round after round.
+            let margin = self.space_margin(use_of);
+            let progressed = margin_then.is_none_or(|then| margin > then);
+            margin_then = Some(margin);
+            let stuck =
+                !progressed || !self.has_cleaner() || self.available_after_cleaning(use_of) < blocks || {
+                    let ran = self.run_cleaner(super::clean::Urgency::Need(blocks))?;
+                    !ran || self.space_margin(use_of) <= margin
+                };
             if !stuck {
                 continue;
             }
@@ -301,6 +310,7 @@ impl Lfs {
             closed_cold = true;
             self.cold_starved = true;
             self.checkpoint(false)?;
+            margin_then = None;
         }
         Err(errno(libc::ENOSPC, "no space left in the log"))
     }
