@@ -12,7 +12,7 @@
 //! uses is implemented (lookup, getattr, mkdir, create, write, read,
 //! unlink, rmdir, readdir, fsync of a directory).
 
-use fslab_fuse::TTL;
+use fslab_fuse::{absent_attr, TTL};
 use fuser::{
     Config, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, InitFlags,
     KernelConfig, LockOwner, MountOption, OpenFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory,
@@ -157,7 +157,7 @@ impl Filesystem for Floor {
         match found {
             Ok(Some(attr)) => reply.entry(&TTL, &attr, Generation(0)),
             // A negative entry the kernel may keep, as fslab answers.
-            Ok(None) => reply.entry(&TTL, &absent(), Generation(0)),
+            Ok(None) => reply.entry(&TTL, &absent_attr(), Generation(0)),
             Err(e) => reply.error(e),
         }
     }
@@ -270,27 +270,6 @@ impl Filesystem for Floor {
 
     fn fsyncdir(&self, _req: &Request, _ino: INodeNo, _fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
         reply.ok();
-    }
-}
-
-/// Node 0: the answer that makes the kernel keep a negative entry.
-fn absent() -> FileAttr {
-    FileAttr {
-        ino: INodeNo(0),
-        size: 0,
-        blocks: 0,
-        atime: SystemTime::UNIX_EPOCH,
-        mtime: SystemTime::UNIX_EPOCH,
-        ctime: SystemTime::UNIX_EPOCH,
-        crtime: SystemTime::UNIX_EPOCH,
-        kind: FileType::RegularFile,
-        perm: 0,
-        nlink: 0,
-        uid: 0,
-        gid: 0,
-        rdev: 0,
-        blksize: 0,
-        flags: 0,
     }
 }
 

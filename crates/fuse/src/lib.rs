@@ -23,7 +23,7 @@ mod reply;
 mod shared;
 
 pub use adapter::FuseAdapter;
-pub use reply::TTL;
+pub use reply::{absent_attr, TTL};
 pub use shared::FsHandle;
 
 use fslab::storage::StorageManager;

@@ -75,27 +75,30 @@ impl Answer<Entry> for ReplyEntry {
 /// passes through the kernel, which replaces the negative entry.
 pub fn lookup_answer(reply: ReplyEntry, result: Result<Entry>) {
     match result {
-        Err(e) if e.errno() == libc::ENOENT => {
-            let absent = FileAttr {
-                ino: INodeNo(0),
-                size: 0,
-                blocks: 0,
-                atime: std::time::UNIX_EPOCH,
-                mtime: std::time::UNIX_EPOCH,
-                ctime: std::time::UNIX_EPOCH,
-                crtime: std::time::UNIX_EPOCH,
-                kind: FileType::RegularFile,
-                perm: 0,
-                nlink: 0,
-                uid: 0,
-                gid: 0,
-                rdev: 0,
-                blksize: 0,
-                flags: 0,
-            };
-            reply.entry(&TTL, &absent, Generation(0));
-        }
+        Err(e) if e.errno() == libc::ENOENT => reply.entry(&TTL, &absent_attr(), Generation(0)),
         result => reply.answer(result),
+    }
+}
+
+/// The attributes of node 0: a LOOKUP answered with them leaves the kernel
+/// a negative entry for the name, kept for [`TTL`].
+pub fn absent_attr() -> FileAttr {
+    FileAttr {
+        ino: INodeNo(0),
+        size: 0,
+        blocks: 0,
+        atime: std::time::UNIX_EPOCH,
+        mtime: std::time::UNIX_EPOCH,
+        ctime: std::time::UNIX_EPOCH,
+        crtime: std::time::UNIX_EPOCH,
+        kind: FileType::RegularFile,
+        perm: 0,
+        nlink: 0,
+        uid: 0,
+        gid: 0,
+        rdev: 0,
+        blksize: 0,
+        flags: 0,
     }
 }
 
