@@ -72,9 +72,10 @@ pub fn run(args: &CleanArgs) -> Result<(), String> {
     let failed = |e: fslab::Error| format!("{name}: {e}");
     let (mut passes, mut segments, mut moved) = (0u64, 0usize, 0u64);
     // The loop of `Cleaner::clean_to_high_water`, one pass at a time so
-    // that each can be reported.
+    // that each can be reported. The table is fetched once a pass: it
+    // lists every segment, and it crosses the socket.
+    let mut table = client.segment_table().map_err(failed)?;
     loop {
-        let table = client.segment_table().map_err(failed)?;
         match args.passes {
             Some(n) if passes >= n => break,
             Some(_) => {}
@@ -105,14 +106,12 @@ pub fn run(args: &CleanArgs) -> Result<(), String> {
         // segments than it found (on a disk nearly full of live data each
         // pass takes about what it frees, and the passes would go on for
         // ever).
-        if args.passes.is_none()
-            && (pass.cleaned.is_empty()
-                || client.segment_table().map_err(failed)?.clean_segments <= table.clean_segments)
-        {
+        let before = table.clean_segments;
+        table = client.segment_table().map_err(failed)?;
+        if args.passes.is_none() && (pass.cleaned.is_empty() || table.clean_segments <= before) {
             break;
         }
     }
-    let table = client.segment_table().map_err(failed)?;
     println!(
         "{}: cleaned {segments} segment{} and moved {moved} block{} in {passes} pass{} ({}); \
          clean segments now {} (high-water {})",
