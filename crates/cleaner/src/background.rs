@@ -28,13 +28,11 @@ impl Background {
         let stop = Arc::new(AtomicBool::new(false));
         let stopping = stop.clone();
         let thread = std::thread::Builder::new().name("fslab-cleaner".into()).spawn(move || {
-            // Users' activity (`Lfs::users_activity`) and the clean
-            // segments when the last pass began. A pass that left no more
-            // clean segments than that, with users idle since, is not
-            // repeated: the checkpoint after it wakes this thread too, and
-            // on a disk nearly full of live data each pass takes about what
-            // it frees.
-            let mut last_start: Option<(u64, u64)> = None;
+            // What `cleaning_wanted` said when the last pass began: the
+            // checkpoint after a pass wakes this thread too, and a pass that
+            // gained nothing is not repeated until users write or delete
+            // (`CleaningWanted::repeats`).
+            let mut last_start = None;
             while !stopping.load(Ordering::Relaxed) {
                 // Partial segments written while no cleaning is wanted do
                 // not wake it, and the answer comes without the file
@@ -42,11 +40,10 @@ impl Background {
                 let Ok(now) = mechanism.wait_for_work(Duration::from_millis(500)) else {
                     return;
                 };
-                let (activity, clean) = (now.users_activity, now.clean_segments);
-                if !now.wanted || last_start.is_some_and(|(a, c)| a == activity && clean <= c) {
+                if !now.wanted || now.repeats(last_start) {
                     continue;
                 }
-                last_start = Some((activity, clean));
+                last_start = Some(now);
                 match cleaner.pass(&mut mechanism) {
                     Ok(pass) => {
                         for seg in &pass.unreadable {

@@ -194,6 +194,19 @@ pub struct CleaningWanted {
     pub wanted: bool,
 }
 
+impl CleaningWanted {
+    /// Whether a background round would repeat, for nothing, the one that
+    /// began at `last`: users have neither written nor deleted file data
+    /// since, and it left no more clean segments than it found. (On a disk
+    /// nearly full of live data a round takes about what it frees, and
+    /// the checkpoint after it would start the next.)
+    pub fn repeats(&self, last: Option<CleaningWanted>) -> bool {
+        last.is_some_and(|l| {
+            l.users_activity == self.users_activity && self.clean_segments <= l.clean_segments
+        })
+    }
+}
+
 /// Every byte of the log, by who caused it (the write cost's terms).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CleanerCounters {
@@ -397,9 +410,9 @@ pub(super) struct CleanState {
     /// Bytes of users' file data that died in this mount (overwritten,
     /// truncated, deleted); never halved, unlike `died_bytes`.
     users_deaths: u64,
-    /// [`Lfs::users_activity`] and the clean segments when a writer's
-    /// background cleaning last began (`maybe_clean`).
-    background_start: Option<(u64, u64)>,
+    /// [`Lfs::cleaning_wanted`] when a writer's background cleaning last
+    /// began (`maybe_clean`).
+    background_start: Option<CleaningWanted>,
 }
 
 /// A cleaner waiting on the clock learns at once that the file system is
@@ -1092,15 +1105,11 @@ impl Lfs {
             return Ok(());
         }
         let (low, _) = self.cleaning_thresholds();
-        let clean = self.segment_space().clean_segments;
-        if clean >= low {
+        let now = self.cleaning_wanted();
+        if now.clean_segments >= low || now.repeats(self.clean.background_start) {
             return Ok(());
         }
-        let activity = self.users_activity();
-        if self.clean.background_start.is_some_and(|(a, c)| a == activity && clean <= c) {
-            return Ok(());
-        }
-        self.clean.background_start = Some((activity, clean));
+        self.clean.background_start = Some(now);
         self.run_cleaner(Urgency::Background)?;
         self.reclaim_if_short()
     }
