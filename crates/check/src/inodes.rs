@@ -202,7 +202,7 @@ impl Checker<'_> {
     /// Phase 3 (see the module comment).
     pub(crate) fn check_inodes(&mut self) {
         for ino in 0..self.imap.len().min(2) {
-            if self.imap[ino].is_some_and(|e| e.daddr != 0) {
+            if self.imap[ino].is_some_and(|e| e.daddr.is_some()) {
                 self.problem(
                     Kind::Ifile,
                     None,
@@ -215,7 +215,7 @@ impl Checker<'_> {
         for ino in 2..n {
             self.progress.tick("phase 3 (inodes and blocks)", ino, n);
             let Some(entry) = self.imap[ino as usize] else { continue };
-            if entry.daddr == 0 {
+            if entry.daddr.is_none() {
                 continue;
             }
             self.report.counts.inodes += 1;
@@ -314,7 +314,7 @@ impl Checker<'_> {
     fn walk_file(&mut self, ino: Ino, version: u32, inode: &Inode, want_data: bool) -> FileWalk {
         let mut w = FileWalk { ino, version, data: want_data.then(Vec::new), held: 0, problems: 0 };
         for (lbn, &daddr) in inode.direct.iter().enumerate() {
-            if daddr != 0 && self.visit(&mut w, lbn as Lbn, daddr) {
+            if daddr.is_some() && self.visit(&mut w, lbn as Lbn, daddr) {
                 if let Some(data) = w.data.as_mut() {
                     data.push((lbn as u64, daddr));
                 }
@@ -323,11 +323,11 @@ impl Checker<'_> {
         let n = self.geometry.nindir;
         let starts: [u64; NIADDR] = [NDADDR as u64, NDADDR as u64 + n, NDADDR as u64 + n + n * n];
         for (i, &daddr) in inode.indirect.iter().enumerate() {
-            if daddr != 0 {
+            if daddr.is_some() {
                 self.visit_indirect(&mut w, i + 1, starts[i], daddr);
             }
         }
-        if inode.xattr != 0 {
+        if inode.xattr.is_some() {
             self.visit(&mut w, XATTR_LBN, inode.xattr);
         }
         if w.problems > MAX_PROBLEMS_PER_INODE {
@@ -361,8 +361,8 @@ impl Checker<'_> {
         let child_span = self.geometry.nindir.pow(level as u32 - 1);
         let d = Decoder::new(&block);
         for i in 0..self.geometry.nindir {
-            let child = d.u32(i as usize * POINTER_BYTES).unwrap_or(0) as Daddr;
-            if child == 0 {
+            let child = Daddr::from_pointer(d.u32(i as usize * POINTER_BYTES).unwrap_or(0));
+            if child.is_none() {
                 continue;
             }
             let child_first = first + i * child_span;

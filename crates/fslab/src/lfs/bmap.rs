@@ -53,16 +53,18 @@ impl Lfs {
             Parent::Xattr => self.inode_of(ino)?.xattr,
             Parent::Meta { meta, index } => {
                 if !self.ensure_cached(ino, meta)? {
-                    return Ok(0);
+                    return Ok(Daddr::NONE);
                 }
                 let block =
                     self.cache.get((ino, meta)).ok_or_else(|| errno(libc::EIO, "indirect block evicted"))?;
-                Decoder::new(block)
-                    .u32(index * POINTER_BYTES)
-                    .map_err(|_| Error::corrupt("indirect block", 0, "short"))? as Daddr
+                Daddr::from_pointer(
+                    Decoder::new(block)
+                        .u32(index * POINTER_BYTES)
+                        .map_err(|_| Error::corrupt("indirect block", 0u64, "short"))?,
+                )
             }
         };
-        if addr >= self.total_disk_blocks() {
+        if addr.get() >= self.total_disk_blocks() {
             return Err(Error::corrupt(
                 "block pointer",
                 addr,
@@ -77,6 +79,7 @@ impl Lfs {
     pub(super) fn set_pointer(&mut self, ino: Ino, lbn: Lbn, addr: Daddr) -> Result<()> {
         let parent =
             self.geometry.parent(lbn).ok_or_else(|| errno(libc::EFBIG, "block number out of range"))?;
+        let pointer = addr.to_pointer()?;
         match parent {
             Parent::Direct(i) => self.inode_of(ino)?.direct[i] = addr,
             Parent::Indirect(i) => self.inode_of(ino)?.indirect[i] = addr,
@@ -90,7 +93,7 @@ impl Lfs {
                     .cache
                     .get_mut_dirty((ino, meta))
                     .ok_or_else(|| errno(libc::EIO, "indirect block evicted"))?;
-                Encoder::new(block).u32(index * POINTER_BYTES, addr as u32);
+                Encoder::new(block).u32(index * POINTER_BYTES, pointer);
             }
         }
         if ino != IFILE_INO {
@@ -106,7 +109,7 @@ impl Lfs {
             return Ok(true);
         }
         let addr = self.pointer(ino, lbn)?;
-        if addr == 0 {
+        if addr.is_none() {
             return Ok(false);
         }
         let mut buf = AlignedBytes::zeroed(self.block_size);
@@ -128,7 +131,7 @@ impl Lfs {
             return Ok(());
         }
         let addr = self.pointer(ino, lbn)?;
-        if addr == 0 {
+        if addr.is_none() {
             buf.fill(0);
             return Ok(());
         }
@@ -159,7 +162,7 @@ impl Lfs {
                 continue;
             }
             let addr = self.pointer(ino, lbn)?;
-            if addr == 0 {
+            if addr.is_none() {
                 block.fill(0);
                 i += 1;
                 continue;
@@ -273,7 +276,7 @@ impl Lfs {
                 self.cache.mark_dirty(key);
             }
         }
-        if addr == 0 {
+        if addr.is_none() {
             let frags = self.bytes_per_frag();
             self.inode_of(ino)?.blocks += frags;
         }
@@ -288,12 +291,12 @@ impl Lfs {
     pub(super) fn free_one(&mut self, ino: Ino, lbn: Lbn) -> Result<()> {
         let addr = self.pointer(ino, lbn)?;
         let was_dirty = self.cache.remove((ino, lbn));
-        if addr != 0 {
+        if addr.is_some() {
             self.adjust_live(self.seg_of(addr), -(self.block_size as i64));
             self.note_death(self.seg_of(addr), self.block_size as u64, ino);
-            self.set_pointer(ino, lbn, 0)?;
+            self.set_pointer(ino, lbn, Daddr::NONE)?;
         }
-        if addr != 0 || was_dirty {
+        if addr.is_some() || was_dirty {
             let frags = self.bytes_per_frag();
             let inode = self.inode_of(ino)?;
             inode.blocks = inode.blocks.saturating_sub(frags);
@@ -354,7 +357,7 @@ impl Lfs {
         for index in lo..=hi {
             let child_first = meta_first + index * child_span;
             if level == 1 {
-                if self.pointer(ino, child_first as Lbn)? != 0
+                if self.pointer(ino, child_first as Lbn)?.is_some()
                     || self.cache.contains((ino, child_first as Lbn))
                 {
                     self.free_one(ino, child_first as Lbn)?;
@@ -362,7 +365,7 @@ impl Lfs {
                 continue;
             }
             let child = Geometry::meta_lbn(level - 1, child_first);
-            if self.pointer(ino, child)? == 0 && !self.cache.contains((ino, child)) {
+            if self.pointer(ino, child)?.is_none() && !self.cache.contains((ino, child)) {
                 continue;
             }
             self.free_tree(ino, child, level - 1, child_first, first, last)?;
@@ -375,7 +378,7 @@ impl Lfs {
 
     /// Whether block `lbn` of `ino` holds data (on disk or dirty in cache).
     fn has_block(&mut self, ino: Ino, lbn: Lbn) -> Result<bool> {
-        Ok(self.cache.contains((ino, lbn)) || self.pointer(ino, lbn)? != 0)
+        Ok(self.cache.contains((ino, lbn)) || self.pointer(ino, lbn)?.is_some())
     }
 
     /// The first data block at or after `lbn` that holds data, below the

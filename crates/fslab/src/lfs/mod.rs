@@ -222,7 +222,7 @@ impl Lfs {
     }
 
     fn seg_of(&self, daddr: Daddr) -> u64 {
-        daddr / self.sb.blocks_per_segment()
+        daddr.get() / self.sb.blocks_per_segment()
     }
 
     fn total_disk_blocks(&self) -> u64 {
@@ -247,7 +247,7 @@ impl Lfs {
     /// Reads inode `ino` from the block the inode map names.
     fn read_inode(&mut self, ino: Ino) -> Result<Inode> {
         let entry = *self.tables.entry(ino).ok_or_else(|| errno(libc::ENOENT, "no such inode number"))?;
-        if entry.daddr == 0 {
+        if entry.daddr.is_none() {
             return Err(errno(libc::ENOENT, "inode is not allocated"));
         }
         self.find_inode_in_block(entry.daddr, ino)
@@ -277,11 +277,11 @@ impl Lfs {
     /// block (a superblock), once no write in flight covers them.
     fn read_addr(&self, daddr: Daddr, buf: &mut [u8]) -> Result<()> {
         let blocks = (buf.len() / self.block_size) as u64;
-        if daddr == 0 || daddr.saturating_add(blocks) > self.total_disk_blocks() {
+        if daddr.is_none() || daddr.get().saturating_add(blocks) > self.total_disk_blocks() {
             return Err(crate::Error::corrupt("block pointer", daddr, "address outside the device"));
         }
         self.io.wait_for(daddr, blocks);
-        self.dev.read_at(daddr * self.block_size as u64, buf)?;
+        self.dev.read_at(daddr.byte_offset(self.block_size as u64), buf)?;
         Ok(())
     }
 
@@ -370,7 +370,7 @@ impl StorageManager for Lfs {
         self.inodes.remove(&ino);
         self.dirty_inodes.remove(&ino);
         if let Some(entry) = self.tables.entry(ino).copied() {
-            if entry.daddr != 0 {
+            if entry.daddr.is_some() {
                 self.adjust_live(self.seg_of(entry.daddr), -(crate::format::inode::INODE_SIZE as i64));
             }
         }

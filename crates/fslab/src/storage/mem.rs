@@ -13,7 +13,7 @@ use crate::error::errno;
 use crate::format::blockno::Geometry;
 use crate::format::dirent::new_dir_block;
 use crate::format::inode::{kind, Inode, InodeAttr};
-use crate::format::{now_ns, Ino, Lbn, NAME_MAX, ROOT_INO};
+use crate::format::{now_ns, Daddr, Ino, Lbn, NAME_MAX, ROOT_INO};
 use crate::Result;
 
 /// Inode numbers `MemStorage` reports as its capacity.
@@ -143,7 +143,7 @@ impl MemStorage {
         if let Some(inode) = self.inodes.get_mut(&ino) {
             inode.blocks = count * (self.block_size as u64 / 512);
             // A fake but nonzero address, so that "has an xattr block" reads as it would on disk.
-            inode.xattr = u64::from(has_xattr);
+            inode.xattr = Daddr::new(u64::from(has_xattr));
         }
     }
 
