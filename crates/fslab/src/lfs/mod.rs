@@ -427,7 +427,7 @@ impl StorageManager for Lfs {
     fn free_xattr(&mut self, ino: Ino) -> Result<()> {
         self.check_mounted()?;
         self.cached_inode(ino)?;
-        self.free_one(ino, crate::format::blockno::XATTR_LBN)?;
+        crate::bmap::free_one(self, ino, crate::format::blockno::XATTR_LBN)?;
         self.note_dirop(ino);
         Ok(())
     }
