@@ -905,7 +905,7 @@ impl Lfs {
     /// when there is none makes the next checkpoint open one.
     pub fn markv(&mut self, blocks: &[MarkBlock], to: Destination) -> Result<Markv> {
         self.check_mounted()?;
-        if self.dirop_depth > 0 {
+        if self.in_dirop() {
             return Err(errno(libc::EBUSY, "a directory operation is in progress"));
         }
         // A segment write must not split a directory operation (§4.3):
@@ -1101,7 +1101,7 @@ impl Lfs {
     /// clean segments than it began with and users have neither written
     /// nor deleted data since ([`Lfs::users_activity`]).
     pub(super) fn maybe_clean(&mut self) -> Result<()> {
-        if self.dirop_depth > 0 {
+        if self.in_dirop() {
             return Ok(());
         }
         self.reclaim_if_short()?;
@@ -1124,7 +1124,7 @@ impl Lfs {
     /// starts.
     pub(super) fn reclaim_if_short(&mut self) -> Result<()> {
         let space = self.segment_space();
-        if space.reclaimable == 0 || self.dirop_depth > 0 {
+        if space.reclaimable == 0 || self.in_dirop() {
             return Ok(());
         }
         let (low, _) = self.cleaning_thresholds();

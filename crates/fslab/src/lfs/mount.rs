@@ -17,6 +17,7 @@ use crate::error::Error;
 use crate::format::blockno::Geometry;
 use crate::format::inode::{kind, Inode, InodeAttr};
 use crate::format::{crc32c, now_ns, Daddr, IFILE_INO};
+use crate::storage::TxLog;
 use crate::Result;
 use disk::BlockDevice;
 use std::collections::HashSet;
@@ -140,7 +141,7 @@ fn assemble(
         separation: Default::default(),
         checkpoints_since_cold_request: None,
         cold_starved: false,
-        dirop_depth: 0,
+        tx: TxLog::default(),
         dirop_inodes: HashSet::new(),
         options,
         last_checkpoint: Instant::now(),

@@ -269,7 +269,7 @@ impl Lfs {
             return Ok(());
         }
         // A segment write must not split a directory operation (§4.3).
-        if self.dirop_depth > 0 {
+        if self.in_dirop() {
             return Err(errno(libc::ENOSPC, "no space left in the log"));
         }
         let mut closed_cold = false;

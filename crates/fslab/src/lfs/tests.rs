@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::format::inode::kind;
+use crate::format::ROOT_INO;
 use disk::MemDisk;
 
 fn fresh(size: u64, options: MkfsOptions) -> Arc<MemDisk> {
@@ -19,7 +20,7 @@ fn mount_mem(disk: &Arc<MemDisk>) -> Lfs {
 }
 
 fn new_file(lfs: &mut Lfs) -> Ino {
-    let inode = lfs.valloc().expect("valloc");
+    let inode = lfs.valloc(ROOT_INO, kind::REG).expect("valloc");
     let attr = InodeAttr { mode: kind::REG | 0o644, nlink: 1, ..InodeAttr::default() };
     lfs.update(inode.ino, &attr).expect("update");
     inode.ino
@@ -156,7 +157,7 @@ fn a_full_log_refuses_writes_with_enospc_and_keeps_what_it_accepted() {
     assert!(accepted > 500, "most of the disk is usable: accepted {accepted} blocks");
     // Metadata still fits on a disk full of data: a directory block and an
     // inode update, as an unlink needs.
-    let dir = lfs.valloc().expect("valloc on a full disk");
+    let dir = lfs.valloc(ROOT_INO, kind::REG).expect("valloc on a full disk");
     let dir_attr = InodeAttr { mode: kind::DIR | 0o755, nlink: 2, size: 4096, ..InodeAttr::default() };
     lfs.update(dir.ino, &dir_attr).expect("inode update on a full disk");
     lfs.write_block(dir.ino, 0, 0, &[1u8; 4096]).expect("directory block on a full disk");
@@ -382,7 +383,7 @@ fn an_inode_allocated_after_the_checkpoint_is_recovered_with_a_consistent_free_l
     for ino in &inos {
         assert!(after.vget(*ino).is_ok());
     }
-    let fresh_ino = after.valloc().expect("valloc").ino;
+    let fresh_ino = after.valloc(ROOT_INO, kind::REG).expect("valloc").ino;
     assert!(!inos.contains(&fresh_ino) && fresh_ino != later, "the free list no longer holds live inodes");
 }
 
@@ -614,9 +615,9 @@ fn a_few_segments_of_file_data_are_written_behind_unless_a_directory_operation_w
 
     // A pending directory operation keeps the data for the writers' own
     // segment write.
-    lfs.begin_dirop();
+    lfs.begin(TxKind::Create).expect("begin");
     let other = new_file(&mut lfs);
-    lfs.end_dirop().expect("end dirop");
+    lfs.commit().expect("commit");
     for lbn in 0..72 {
         lfs.write_block(ino, lbn, 0, &pattern(other, lbn, 4096)).expect("write");
     }

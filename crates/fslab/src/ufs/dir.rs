@@ -167,8 +167,9 @@ impl<S: StorageManager> Ns<'_, S> {
     }
 
     /// Adds entry `name` → `ino` to directory `dir`, which must not hold
-    /// `name`. Grows the directory by a block if no chunk has room.
-    pub(crate) fn dir_add(&mut self, dir: Ino, name: &[u8], ino: Ino, dtype: u8) -> Result<()> {
+    /// `name`. Grows the directory by a block if no chunk has room. Returns
+    /// the entry's offset.
+    pub(crate) fn dir_add(&mut self, dir: Ino, name: &[u8], ino: Ino, dtype: u8) -> Result<u64> {
         if ino > u32::MAX as Ino {
             return Err(errno(libc::EOVERFLOW, "inode number does not fit a directory entry"));
         }
@@ -190,7 +191,7 @@ impl<S: StorageManager> Ns<'_, S> {
             }
             index.free[c] = free;
             index.names.insert(name.to_vec(), Slot { offset, ino });
-            Ok(())
+            Ok(offset)
         })
     }
 
@@ -304,8 +305,9 @@ impl<S: StorageManager> Ns<'_, S> {
     }
 
     /// Points the existing entry `name` of `dir` at `ino` (rename over a
-    /// target, exchange, or a moved directory's `..`).
-    pub(crate) fn dir_retarget(&mut self, dir: Ino, name: &[u8], ino: Ino, dtype: u8) -> Result<()> {
+    /// target, exchange, or a moved directory's `..`). Returns the entry as
+    /// it was.
+    pub(crate) fn dir_retarget(&mut self, dir: Ino, name: &[u8], ino: Ino, dtype: u8) -> Result<Slot> {
         let slot = self.dir_lookup(dir, name)?.ok_or(errno(libc::ENOENT, "no such entry"))?;
         self.changing(dir, |ns| {
             let (mut block, lbn, within, chunk_offset) = ns.read_chunk_of(dir, slot.offset)?;
@@ -324,7 +326,7 @@ impl<S: StorageManager> Ns<'_, S> {
             ns.s.write_block(dir, lbn, within, chunk)?;
             let index = ns.st.dirs.get_mut(dir).ok_or(stale(dir, "index vanished"))?;
             index.names.insert(name.to_vec(), Slot { offset: slot.offset, ino });
-            Ok(())
+            Ok(slot)
         })
     }
 

@@ -4,6 +4,7 @@
 
 mod dirs;
 mod files;
+mod hints;
 mod names;
 mod rename;
 mod xattrs;
