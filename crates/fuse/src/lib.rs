@@ -10,6 +10,8 @@
 //! * `shared` — the one lock around the file system, the tick thread and the
 //!   write-behind thread.
 //! * `convert`, `reply` — inode numbers, attributes, times; replying once.
+//! * `stale` — which cached attributes the kernel must be told to drop.
+//! * `damage` — reports of damage met while serving, rate-limited.
 //! * `readahead` — raises the kernel's read-ahead for the mount.
 //!
 //! Relies on `fslab::ufs` below; contains no file-system logic.
@@ -18,9 +20,11 @@
 
 mod adapter;
 mod convert;
+mod damage;
 mod readahead;
 mod reply;
 mod shared;
+mod stale;
 
 pub use adapter::FuseAdapter;
 pub use reply::{absent_attr, TTL};
@@ -32,7 +36,7 @@ use fuser::{Config, MountOption, Session, SessionACL, SessionUnmounter};
 use shared::Shared;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 /// How to mount.
@@ -121,10 +125,14 @@ fn mount_shared<S: StorageManager + 'static>(
     ];
     fuse_config.acl = if config.allow_other { SessionACL::All } else { SessionACL::Owner };
     fuse_config.n_threads = Some(config.threads.max(1));
-    let adapter = FuseAdapter::new(Arc::clone(shared), config.writeback_cache, block_size);
+    let notifier = Arc::new(OnceLock::new());
+    let adapter =
+        FuseAdapter::new(Arc::clone(shared), config.writeback_cache, block_size, Arc::clone(&notifier));
     let mut session = Session::new(adapter, &mountpoint, &fuse_config).map_err(|e| {
         io::Error::new(e.kind(), format!("cannot mount on {}: {}", mountpoint.display(), describe(&e)))
     })?;
+    // Requests wait until `run`, so none can need it before it is set.
+    let _ = notifier.set(session.notifier());
     // Best effort: without the right to (not root) the kernel's default
     // read-ahead stays, and sequential reads are slower.
     let _ = readahead::raise(&mountpoint);
