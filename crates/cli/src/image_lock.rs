@@ -19,6 +19,19 @@ const LOCK_WAIT: Duration = Duration::from_secs(60);
 /// the image is serving requests (see [`mark_serving`]), fails at once;
 /// if another process holds the lock without serving, waits for it.
 pub(crate) fn lock(image: &Path) -> Result<File, String> {
+    acquire(image, true)
+}
+
+/// Waits until no fslab process holds `image`'s lock: after an unmount,
+/// until its mount has written the final checkpoint and exited. Up to the
+/// same minute as [`lock`], saying so after a second.
+pub(crate) fn wait_released(image: &Path) -> Result<(), String> {
+    acquire(image, false).map(drop)
+}
+
+/// Takes the lock, waiting while another process holds it; if `refuse_served`,
+/// fails at once when a mount of the image is serving.
+fn acquire(image: &Path, refuse_served: bool) -> Result<File, String> {
     let file = File::open(image).map_err(|e| e.to_string())?;
     let started = Instant::now();
     let mut told = false;
@@ -31,7 +44,7 @@ pub(crate) fn lock(image: &Path) -> Result<File, String> {
         if e.raw_os_error() != Some(libc::EWOULDBLOCK) {
             return Err(format!("cannot lock: {e}"));
         }
-        if is_served(&file) {
+        if refuse_served && is_served(&file) {
             return Err("is mounted (unmount it first)".to_string());
         }
         if started.elapsed() >= LOCK_WAIT {

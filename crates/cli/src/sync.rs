@@ -27,9 +27,8 @@ pub fn run(args: &SyncArgs) -> Result<(), String> {
     root.sync_all().map_err(|e| format!("{}: checkpoint failed: {e}", dir.display()))
 }
 
-/// Whether `/proc/self/mountinfo` (its text) has an fslab mount on `dir`:
-/// a FUSE mount (type `fuse`, or `fuse.lfs` where the subtype is kept)
-/// whose source is `fslab`, as `fslab mount` names it. The last mount on a
+/// Whether `/proc/self/mountinfo` (its text) has an fslab mount on `dir`
+/// (`fslab_fuse::is_fslab_mount`: type `fuse.fslab`). The last mount on a
 /// directory is the one in effect.
 fn is_fslab_mount_point(mountinfo: &str, dir: &Path) -> bool {
     let mut fslab = false;
@@ -41,14 +40,14 @@ fn is_fslab_mount_point(mountinfo: &str, dir: &Path) -> bool {
             continue;
         }
         let mut fields = right.split(' ');
-        let fuse = fields.next().is_some_and(|kind| kind == "fuse" || kind.starts_with("fuse."));
-        fslab = fuse && fields.next() == Some("fslab");
+        let (kind, source) = (fields.next().unwrap_or(""), fields.next().unwrap_or(""));
+        fslab = fslab_fuse::is_fslab_mount(kind, source);
     }
     fslab
 }
 
 /// A mountinfo path with its octal escapes (`\040` for a space) undone.
-fn unescape(field: &str) -> String {
+pub(crate) fn unescape(field: &str) -> String {
     let bytes = field.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -81,6 +80,7 @@ mod tests {
 44 43 0:43 / /mnt/over rw - ext4 /dev/loop1 rw
 45 22 0:44 / /mnt/plain rw,nosuid,nodev - fuse fslab rw,user_id=0
 46 22 0:45 / /mnt/named rw - ext4 fslab rw
+47 22 0:46 / /mnt/image rw - fuse.fslab /var/tmp/fs.img rw
 ";
 
     #[test]
@@ -91,6 +91,7 @@ mod tests {
         assert!(!is_fslab_mount_point(MOUNTINFO, Path::new("/mnt/over")), "fslab mounted over");
         assert!(is_fslab_mount_point(MOUNTINFO, Path::new("/mnt/plain")), "type fuse without the subtype");
         assert!(!is_fslab_mount_point(MOUNTINFO, Path::new("/mnt/named")), "not FUSE, whatever its source");
+        assert!(is_fslab_mount_point(MOUNTINFO, Path::new("/mnt/image")), "type fuse.fslab, an image's name");
     }
 
     #[test]
