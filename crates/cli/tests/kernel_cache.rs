@@ -236,3 +236,28 @@ fn extended_attributes_that_take_or_free_a_block_show_in_the_block_count() {
     assert_eq!(blocks(&path), before, "the xattr block is gone");
     fx.finish();
 }
+
+/// "Permissions are checked by the kernel (`default_permissions`) against
+/// the mode, owner and group fslab stores", and a chmod takes effect at once.
+#[test]
+fn the_kernel_checks_permissions_against_the_stored_mode() {
+    let Some(fx) = Fixture::new() else { return };
+    let path = fx.p("private");
+    fs::write(&path, b"secret").expect("create");
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).expect("chmod 600");
+    let c = cpath(&path);
+    let open_for_reading = || {
+        as_nobody(|| {
+            // SAFETY: a valid path; a plain system call.
+            if unsafe { libc::open(c.as_ptr(), libc::O_RDONLY) } < 0 {
+                last_errno()
+            } else {
+                0
+            }
+        })
+    };
+    assert_eq!(open_for_reading(), libc::EACCES, "mode 600, owner root");
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).expect("chmod 644");
+    assert_eq!(open_for_reading(), 0, "mode 644");
+    fx.finish();
+}

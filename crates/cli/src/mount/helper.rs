@@ -134,7 +134,9 @@ fn mount(args: &[OsString]) -> Result<(), (u8, String)> {
     let [image, dir] = parsed.positional.as_slice() else {
         return Err(usage("usage: mount.fslab IMAGE DIR [-sfnv] [-o OPTIONS]".to_string()));
     };
-    let (opts, warnings) = options::parse(&parsed.options, parsed.flags.contains('s')).map_err(usage)?;
+    // mount(8) itself calls a bad option a failed mount (32), not wrong usage.
+    let (opts, warnings) =
+        options::parse(&parsed.options, parsed.flags.contains('s')).map_err(|e| (FAILED, e))?;
     for warning in warnings {
         eprintln!("fslab: mount: {warning}");
     }

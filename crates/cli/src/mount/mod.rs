@@ -8,6 +8,7 @@
 //!   file it names at mount time.
 //! * `helper` — `mount.fslab` / `umount.fuse.fslab`: mount(8)'s helper
 //!   conventions, and an unmount that waits for the final checkpoint.
+//! * `utab` — the line that makes `umount DIR` run that helper.
 //!
 //! Foreground (`-f`): mount, serve until unmounted, write the final
 //! checkpoint, exit.
@@ -29,6 +30,7 @@ mod background;
 pub mod helper;
 mod log;
 mod options;
+mod utab;
 
 use clap::Args;
 use disk::FileDisk;
@@ -92,6 +94,8 @@ struct Mount {
     mounted: Mounted<Lfs>,
     /// The image's lock: held until the final checkpoint is written.
     lock: File,
+    /// The mount point.
+    dir: PathBuf,
     /// The control socket, if it could be made.
     control: Result<Server, String>,
     /// The background cleaner, unless `cleaner=off`.
@@ -152,7 +156,12 @@ fn mount(image: &Path, dir: &Path, options: &Options) -> Result<Mount, String> {
         ),
         None => None,
     };
-    Ok(Mount { mounted, lock, control, background })
+    // `umount` finds its helper through this line, and the helper finds
+    // the image through the mount's source, which must then be the image.
+    if !image.as_os_str().as_encoded_bytes().iter().any(|&b| b == b',' || b == b'\\') {
+        utab::register(image, dir);
+    }
+    Ok(Mount { mounted, lock, dir: dir.to_path_buf(), control, background })
 }
 
 /// Says on stderr (while a user still sees it) that the control socket is
@@ -167,7 +176,7 @@ fn warn_without_control(mount: &Mount) {
 /// Then the control socket goes, the cleaner thread stops (it found the
 /// file system gone already) and the image's lock is released.
 fn serve(mount: Mount, signals: libc::sigset_t) -> Result<(), String> {
-    let Mount { mounted, lock, control, background } = mount;
+    let Mount { mounted, lock, dir, control, background } = mount;
     let unmounter = mounted.unmounter();
     std::thread::Builder::new()
         .name("fslab-signals".to_string())
@@ -187,6 +196,7 @@ fn serve(mount: Mount, signals: libc::sigset_t) -> Result<(), String> {
     if let Some(background) = background {
         background.stop();
     }
+    utab::unregister(&dir);
     drop(lock);
     served
 }
