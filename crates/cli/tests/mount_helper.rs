@@ -57,20 +57,23 @@ fn in_namespace(tmp: &Path, script: &str) -> Run {
     run_cmd(cmd, Duration::from_secs(120))
 }
 
-fn fresh(tmp: &Path) {
-    mkfs(&tmp.join("fs.img"), "64M", &[]);
-    std::fs::create_dir_all(tmp.join("mnt")).expect("mkdir");
+/// A directory with an empty image `fs.img` and a mount point `mnt`, or
+/// `None` (and a message) where these tests cannot run.
+fn fresh() -> Option<tempfile::TempDir> {
+    if !can_run() {
+        return None;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    mkfs(&tmp.path().join("fs.img"), "64M", &[]);
+    std::fs::create_dir_all(tmp.path().join("mnt")).expect("mkdir");
+    Some(tmp)
 }
 
 /// Regression: `mount -t fuse.fslab` found nothing named fslab on the
 /// PATH, and `umount DIR` returned before the daemon's final checkpoint.
 #[test]
 fn mount_t_fslab_and_umount_work_like_any_file_system() {
-    if !can_run() {
-        return;
-    }
-    let tmp = tempfile::tempdir().expect("tempdir");
-    fresh(tmp.path());
+    let Some(tmp) = fresh() else { return };
     let r = in_namespace(
         tmp.path(),
         r#"
@@ -101,11 +104,7 @@ fn mount_t_fslab_and_umount_work_like_any_file_system() {
 
 #[test]
 fn an_fstab_line_mounts_with_mount_dir_and_what_fslab_cannot_do_is_refused() {
-    if !can_run() {
-        return;
-    }
-    let tmp = tempfile::tempdir().expect("tempdir");
-    fresh(tmp.path());
+    let Some(tmp) = fresh() else { return };
     let r = in_namespace(
         tmp.path(),
         r#"
@@ -170,11 +169,7 @@ fn damaged_image(image: &Path) -> (u64, u64) {
 /// everything it had to say (syslog(3) drops what it cannot deliver).
 #[test]
 fn a_mount_without_a_system_log_names_its_log_file_and_writes_there() {
-    if !can_run() {
-        return;
-    }
-    let tmp = tempfile::tempdir().expect("tempdir");
-    fresh(tmp.path());
+    let Some(tmp) = fresh() else { return };
     let (ino, daddr) = damaged_image(&tmp.path().join("fs.img"));
     let r = in_namespace(
         tmp.path(),

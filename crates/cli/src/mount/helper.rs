@@ -168,7 +168,7 @@ fn umount(args: &[OsString]) -> Result<(), (u8, String)> {
     let dir = dir.canonicalize().unwrap_or_else(|_| dir.clone());
     let mountinfo = std::fs::read_to_string("/proc/self/mountinfo")
         .map_err(|e| (FAILED, format!("cannot read /proc/self/mountinfo: {e}")))?;
-    let source = fslab_source(&mountinfo, &dir)
+    let source = crate::sync::fslab_source(&mountinfo, &dir)
         .ok_or_else(|| (FAILED, format!("{}: not the mount point of an fslab file system", dir.display())))?;
     let lazy = parsed.flags.contains('l');
     unmount(&dir, lazy, parsed.flags.contains('f'))
@@ -226,28 +226,6 @@ fn unmount(dir: &Path, lazy: bool, force: bool) -> Result<(), String> {
     }
 }
 
-/// The source (the image) of the fslab mount on `dir` in a
-/// `/proc/self/mountinfo` text, if the last mount there is fslab's.
-fn fslab_source(mountinfo: &str, dir: &Path) -> Option<String> {
-    let mut found = None;
-    for line in mountinfo.lines() {
-        let Some((left, right)) = line.split_once(" - ") else { continue };
-        let Some(point) = left.split(' ').nth(4) else { continue };
-        if Path::new(&unescape(point)) != dir {
-            continue;
-        }
-        let mut fields = right.split(' ');
-        let (kind, source) = (fields.next().unwrap_or(""), fields.next().unwrap_or(""));
-        found = fslab_fuse::is_fslab_mount(kind, source).then(|| unescape(source));
-    }
-    found
-}
-
-/// A mountinfo field with its octal escapes (`\040` for a space) undone.
-fn unescape(field: &str) -> String {
-    crate::sync::unescape(field)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -286,19 +264,5 @@ mod tests {
         assert!(parse(&args(&["/img", "/mnt", "-t", "ext4"]), "sfnv").is_err(), "another type");
         let e = parse(&args(&["/img", "/mnt", "-N", "/proc/1/ns/mnt"]), "sfnv").expect_err("-N");
         assert!(e.contains("namespace"), "{e}");
-    }
-
-    #[test]
-    fn the_source_of_the_last_fslab_mount_on_a_directory_is_found() {
-        let mountinfo = "\
-41 22 0:40 / /mnt/a rw - fuse.fslab /var/img\\040one rw
-42 22 0:41 / /mnt/b rw - fuse.fslab /img/b rw
-43 42 0:42 / /mnt/b rw - ext4 /dev/sda rw
-44 22 0:43 / /mnt/c rw - fuse sshfs rw
-";
-        assert_eq!(fslab_source(mountinfo, Path::new("/mnt/a")).as_deref(), Some("/var/img one"));
-        assert_eq!(fslab_source(mountinfo, Path::new("/mnt/b")), None, "mounted over");
-        assert_eq!(fslab_source(mountinfo, Path::new("/mnt/c")), None, "not fslab");
-        assert_eq!(fslab_source(mountinfo, Path::new("/mnt/d")), None, "not mounted");
     }
 }
