@@ -59,8 +59,9 @@ fn child(mut to_parent: File, image: &Path, dir: &Path, options: &Options) -> i3
     unsafe { libc::setsid() };
     let _ = std::env::set_current_dir("/");
     let signals = block_signals();
-    let (sink, notice) = match log::choose(dir, options.log.as_deref()) {
-        Ok(chosen) => chosen,
+    // A file the user named must open before anything is mounted.
+    let named = match options.log.as_deref().map(log::named).transpose() {
+        Ok(named) => named,
         Err(message) => {
             let _ = to_parent.write_all(message.as_bytes());
             return 1;
@@ -83,6 +84,10 @@ fn child(mut to_parent: File, image: &Path, dir: &Path, options: &Options) -> i3
     // Nobody reads our output any more; and a caller capturing it must see
     // end-of-file when the parent exits. What the process still has to say
     // (a cleaner that stopped, say) goes to the log.
+    let (sink, notice) = match named {
+        Some(sink) => (sink, None),
+        None => log::default_sink(dir),
+    };
     detach_stdio();
     log::install(sink);
     let mut ready = READY.to_string();

@@ -26,23 +26,25 @@ pub(super) enum Sink {
     File(File),
 }
 
-/// The sink for a background mount on `dir`, and what to tell the user
-/// about it (`None`: the system log, or the file they named). Fails only
-/// when the file `explicit` names cannot be opened.
-pub(super) fn choose(dir: &Path, explicit: Option<&Path>) -> Result<(Sink, Option<String>), String> {
-    if let Some(path) = explicit {
-        let file = open_log(path).map_err(|e| format!("option log: {}: {e}", path.display()))?;
-        return Ok((Sink::File(file), None));
-    }
+/// The file `-o log=FILE` names, opened for appending.
+pub(super) fn named(path: &Path) -> Result<Sink, String> {
+    open_log(path).map(Sink::File).map_err(|e| format!("option log: {}: {e}", path.display()))
+}
+
+/// The sink of a background mount on `dir` that named no file, and what
+/// to tell the user about it (`None`: the system log, which needs no
+/// word). Called once the mount stands, so that a failed mount leaves no
+/// empty log file behind.
+pub(super) fn default_sink(dir: &Path) -> (Sink, Option<String>) {
     if syslog_listens() {
-        return Ok((Sink::Syslog, None));
+        return (Sink::Syslog, None);
     }
     let mut failures = Vec::new();
     for path in default_files(dir) {
         match path.parent().map_or(Ok(()), make_log_dir).and_then(|()| open_log(&path)) {
             Ok(file) => {
                 let notice = format!("no system log here; this mount's messages go to {}", path.display());
-                return Ok((Sink::File(file), Some(notice)));
+                return (Sink::File(file), Some(notice));
             }
             Err(e) => failures.push(format!("{}: {e}", path.display())),
         }
@@ -51,7 +53,7 @@ pub(super) fn choose(dir: &Path, explicit: Option<&Path>) -> Result<(Sink, Optio
         "no system log here and no log file could be made ({}); this mount's messages are lost",
         failures.join("; ")
     );
-    Ok((Sink::Syslog, Some(notice)))
+    (Sink::Syslog, Some(notice))
 }
 
 /// Whether a system log listens on `/dev/log`, where syslog(3) sends.
@@ -234,7 +236,7 @@ mod tests {
 
     #[test]
     fn a_named_log_file_that_cannot_be_opened_is_an_error() {
-        let e = choose(Path::new("/mnt"), Some(Path::new("/nonexistent-dir/x.log"))).err();
+        let e = named(Path::new("/nonexistent-dir/x.log")).err();
         assert!(e.is_some_and(|e| e.starts_with("option log: /nonexistent-dir/x.log:")));
     }
 }
