@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 
 use super::{DirEntry, Ns};
-use crate::error::errno;
+use crate::error::{errno, Location};
 use crate::format::dirent::{
     self, dt, empty_dir_block, entry_size, kind_from_dt, parse_chunk, put_entry, seal_chunk, set_reclen,
     DIRBLKSIZ, ENTRY_BYTES,
@@ -82,7 +82,7 @@ fn max_free(entries: &[dirent::Entry<'_>]) -> u16 {
 }
 
 fn stale(dir: Ino, why: &'static str) -> Error {
-    Error::corrupt("directory index", dir, why)
+    Error::corrupt_at("directory index", Location::Inode(dir), why)
 }
 
 impl<S: StorageManager> Ns<'_, S> {
@@ -95,9 +95,9 @@ impl<S: StorageManager> Ns<'_, S> {
         let size = self.s.vget(dir)?.attr.size;
         let bs = self.block_bytes();
         if !size.is_multiple_of(bs as u64) {
-            return Err(Error::corrupt(
+            return Err(Error::corrupt_at(
                 "directory",
-                dir,
+                Location::Inode(dir),
                 format!("size {size} is not a multiple of the block size"),
             ));
         }
@@ -105,9 +105,9 @@ impl<S: StorageManager> Ns<'_, S> {
         // size is damage (and would make this scan run for ever).
         let capacity = self.s.device_blocks()?;
         if size / bs as u64 > capacity {
-            return Err(Error::corrupt(
+            return Err(Error::corrupt_at(
                 "directory",
-                dir,
+                Location::Inode(dir),
                 format!("size {size} is larger than the file system"),
             ));
         }
@@ -122,9 +122,9 @@ impl<S: StorageManager> Ns<'_, S> {
                 for e in entries.iter().filter(|e| e.ino != 0) {
                     let slot = Slot { offset: chunk_offset + e.offset as u64, ino: e.ino };
                     if index.names.insert(e.name.to_vec(), slot).is_some() {
-                        return Err(Error::corrupt(
+                        return Err(Error::corrupt_at(
                             "directory",
-                            dir,
+                            Location::Inode(dir),
                             format!("a name appears twice (again at offset {})", slot.offset),
                         ));
                     }
@@ -337,7 +337,7 @@ impl<S: StorageManager> Ns<'_, S> {
         let entries = parse_chunk(&block[..DIRBLKSIZ], dir, 0)?;
         match entries.get(1) {
             Some(e) if e.name == b".." && e.ino != 0 => Ok(e.ino),
-            _ => Err(Error::corrupt("directory", dir, "second entry is not '..'")),
+            _ => Err(Error::corrupt_at("directory", Location::Inode(dir), "second entry is not '..'")),
         }
     }
 
