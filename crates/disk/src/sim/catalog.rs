@@ -55,6 +55,28 @@ fn single_zone(cylinders: u32, sectors_per_track: u32, track_skew: u32, cylinder
     }]
 }
 
+/// Zones of (nearly) equal cylinder counts over `cylinders` cylinders, one
+/// per entry of `spt` with its skews; the first zones take the remainder.
+fn equal_zones(cylinders: u32, spt: &[u32], track_skew: &[u32], cylinder_skew: &[u32]) -> Vec<Zone> {
+    let n = spt.len() as u32;
+    let mut first = 0;
+    let mut zones = Vec::with_capacity(spt.len());
+    for (i, ((&spt, &track_skew), &cylinder_skew)) in
+        spt.iter().zip(track_skew).zip(cylinder_skew).enumerate()
+    {
+        let count = cylinders / n + u32::from((i as u32) < cylinders % n);
+        zones.push(Zone {
+            first_cylinder: first,
+            last_cylinder: first + count - 1,
+            sectors_per_track: spt,
+            track_skew,
+            cylinder_skew,
+        });
+        first += count;
+    }
+    zones
+}
+
 /// HP 97560, the S93 test disk (HP 9000/380, 4.4BSD-Alpha).
 ///
 /// * 4002 RPM (R&W; S93 Table 5: "single rotation 15.0 ms").
@@ -75,7 +97,7 @@ fn single_zone(cylinders: u32, sectors_per_track: u32, track_skew: u32, cylinder
 /// * Track buffer 128 KB (S93 Table 5), one segment, reading ahead up to
 ///   the whole buffer (R&W-class aggressive read-ahead; the policy itself is
 ///   an estimate).
-/// * Maximum transfer 64 KB: S93 §3 sizes its staging buffers to "the
+/// * Maximum transfer 64 KB: S93 §3.1 sizes its staging buffers to "the
 ///   minimum of the maximum transfer sizes for currently supported disks",
 ///   64 KB, and EFS writes in 64 KB units.
 pub fn hp97560() -> DiskModel {
@@ -195,20 +217,7 @@ pub fn m2694() -> DiskModel {
     const SPT: [u32; 8] = [111, 100, 90, 82, 76, 72, 70, 68];
     const TRACK_SKEW: [u32; 8] = [10, 10, 9, 8, 7, 7, 7, 7];
     const CYLINDER_SKEW: [u32; 8] = [28, 25, 22, 20, 19, 18, 18, 17];
-    // 1818 cylinders in 8 zones: two of 228, six of 227.
-    let mut zones = Vec::with_capacity(8);
-    let mut first = 0;
-    for i in 0..8 {
-        let cylinders = if i < 2 { 228 } else { 227 };
-        zones.push(Zone {
-            first_cylinder: first,
-            last_cylinder: first + cylinders - 1,
-            sectors_per_track: SPT[i],
-            track_skew: TRACK_SKEW[i],
-            cylinder_skew: CYLINDER_SKEW[i],
-        });
-        first += cylinders;
-    }
+    let zones = equal_zones(1818, &SPT, &TRACK_SKEW, &CYLINDER_SKEW);
     DiskModel {
         name: "m2694",
         summary: "Fujitsu M2694EXA, ~1.1 GB zoned, 5400 RPM (Seltzer 1995 §5, SparcStation I)",
@@ -249,15 +258,7 @@ pub fn st32430n() -> DiskModel {
     const SPT: [u32; 8] = [140, 134, 127, 120, 113, 107, 100, 93];
     const TRACK_SKEW: [u32; 8] = [13, 13, 12, 11, 11, 10, 10, 9];
     const CYLINDER_SKEW: [u32; 8] = [39, 37, 35, 33, 31, 30, 28, 26];
-    let zones = (0..8)
-        .map(|i| Zone {
-            first_cylinder: 499 * i as u32,
-            last_cylinder: 499 * i as u32 + 498,
-            sectors_per_track: SPT[i],
-            track_skew: TRACK_SKEW[i],
-            cylinder_skew: CYLINDER_SKEW[i],
-        })
-        .collect();
+    let zones = equal_zones(3992, &SPT, &TRACK_SKEW, &CYLINDER_SKEW);
     DiskModel {
         name: "st32430n",
         summary: "Seagate ST32430N Hawk 2LP, 2.1 GB zoned, 5411 RPM (Smith & Seltzer 1997)",
@@ -336,5 +337,27 @@ pub fn cheetah9lp() -> DiskModel {
         bus_bytes_per_second: Some(40_000_000),
         buffer: BufferModel { segments: 3, segment_sectors: 561, read_ahead_sectors: 561 },
         max_transfer_bytes: Some(128 * 1024),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capacities_are_those_the_documentation_states() {
+        let sectors: Vec<(&str, u64, u32)> =
+            all().iter().map(|m| (m.name, m.sectors(), m.cylinders())).collect();
+        assert_eq!(
+            sectors,
+            [
+                ("hp97560", 1962 * 19 * 72, 1962),
+                ("dsp3105", 2568 * 14 * 57, 2568),
+                ("wren4", 1546 * 9 * 45, 1546),
+                ("m2694", 2_281_110, 1818),
+                ("st32430n", 4_194_594, 3992),
+                ("cheetah9lp", 17_930_568, 6962),
+            ]
+        );
     }
 }
