@@ -15,6 +15,7 @@
 
 pub mod cache;
 pub mod error;
+pub mod ffs;
 pub mod format;
 pub mod lfs;
 pub mod storage;
