@@ -7,11 +7,12 @@ use std::path::{Path, PathBuf};
 
 /// Each layer and the modules of this crate it must never name.
 const RULES: &[(&str, &[&str])] = &[
-    ("format", &["crate::cache", "crate::storage", "crate::ufs", "crate::lfs"]),
-    ("cache", &["crate::storage", "crate::ufs", "crate::lfs"]),
-    ("lfs", &["crate::ufs"]),
-    ("ufs", &["crate::lfs", "crate::cache"]),
-    ("storage", &["crate::ufs", "crate::lfs", "crate::cache"]),
+    ("format", &["crate::cache", "crate::storage", "crate::ufs", "crate::lfs", "crate::ffs"]),
+    ("cache", &["crate::storage", "crate::ufs", "crate::lfs", "crate::ffs"]),
+    ("lfs", &["crate::ufs", "crate::ffs"]),
+    ("ffs", &["crate::ufs", "crate::lfs"]),
+    ("ufs", &["crate::lfs", "crate::ffs", "crate::cache"]),
+    ("storage", &["crate::ufs", "crate::lfs", "crate::ffs", "crate::cache"]),
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
