@@ -146,6 +146,17 @@ impl Allocator {
         Some(result)
     }
 
+    /// Runs `op`, which may refuse with a reason, on group `cg`; as
+    /// [`with_group`](Self::with_group) when it succeeds.
+    fn try_in_group(
+        &mut self,
+        cg: u32,
+        op: impl FnOnce(&mut CylinderGroup) -> std::result::Result<(), String>,
+    ) -> std::result::Result<(), String> {
+        let mut why = String::new();
+        self.with_group(cg, |g| op(g).map_err(|e| why = e).ok()).ok_or(why)
+    }
+
     /// Tries `op` on groups in 4.4BSD's order (`ffs_hashalloc`, after the
     /// 1984 FFS paper's quadratic hash):
     /// 1. group `icg`, with the preference `pref` (a position in it);
@@ -299,18 +310,8 @@ impl Allocator {
         }
         let cg = self.geo.group_of(start);
         let at = self.geo.within_group(start);
-        let mut why = None;
-        let done = self.with_group(cg, |g| match g.free(at, nfrags) {
-            Ok(()) => Some(()),
-            Err(e) => {
-                why = Some(e);
-                None
-            }
-        });
-        match (done, why) {
-            (Some(()), _) => Ok(()),
-            (None, why) => Err(Error::corrupt("block pointer", start, why.unwrap_or_default())),
-        }
+        self.try_in_group(cg, |g| g.free(at, nfrags))
+            .map_err(|why| Error::corrupt("block pointer", start, why))
     }
 
     /// Allocates `len` contiguous whole blocks near `pref`, for the file of
@@ -368,21 +369,8 @@ impl Allocator {
         }
         let cg = self.geo.ino_group(ino);
         let slot = self.geo.ino_slot(ino);
-        let mut why = None;
-        let done = self.with_group(cg, |g| match g.free_inode(slot, is_dir) {
-            Ok(()) => Some(()),
-            Err(e) => {
-                why = Some(e);
-                None
-            }
-        });
-        match (done, why) {
-            (Some(()), _) => Ok(()),
-            (None, why) => Err(Error::corrupt(
-                "inode bitmap",
-                self.geo.cg_addr(cg),
-                format!("freeing inode {ino}: {}", why.unwrap_or_default()),
-            )),
-        }
+        self.try_in_group(cg, |g| g.free_inode(slot, is_dir)).map_err(|why| {
+            Error::corrupt("inode bitmap", self.geo.cg_addr(cg), format!("freeing inode {ino}: {why}"))
+        })
     }
 }
