@@ -182,6 +182,15 @@ impl CylinderGroup {
         self.frags_free.get(f)
     }
 
+    /// Whether the `n` fragments at `start` lie inside one block of the
+    /// group and are all in use.
+    pub fn is_run_in_use(&self, start: u32, n: u32) -> bool {
+        n > 0
+            && start % self.frags_per_block + n <= self.frags_per_block
+            && start + n <= self.frags
+            && (start..start + n).all(|f| !self.frags_free.get(f))
+    }
+
     /// Whether inode slot `slot` is in use.
     pub fn is_inode_used(&self, slot: u32) -> bool {
         self.inodes_used.get(slot)
@@ -307,6 +316,9 @@ impl CylinderGroup {
     /// Returns the first fragment, or `None` when the group has no room.
     pub fn alloc_frags(&mut self, pref: Option<u32>, n: u32) -> Option<u32> {
         let frag = self.frags_per_block;
+        if n == 0 {
+            return None;
+        }
         if n >= frag {
             return self.alloc_block(pref);
         }

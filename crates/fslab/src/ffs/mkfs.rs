@@ -138,6 +138,12 @@ pub fn plan(device_bytes: u64, options: &MkfsOptions) -> Result<Superblock> {
         maxcontig,
     };
     let min_group = trial.data_offset() as u64 + MIN_GROUP_DATA_BLOCKS as u64 * frag as u64;
+    if (fpg as u64) < min_group && group_blocks < options.group_size / bs as u64 {
+        return Err(refuse(format!(
+            "device of {device_bytes} bytes is too small for an FFS with these options (try {} bytes or more)",
+            min_group * fs as u64
+        )));
+    }
     if (fpg as u64) < min_group {
         return Err(refuse(format!(
             "a cylinder group of {} bytes cannot hold its metadata ({} blocks: superblock copy, \

@@ -70,7 +70,7 @@ fn bad_combinations_are_refused_with_a_reason() {
         (MkfsOptions { minfree: 100, ..d }, GIB, "minfree"),
         (MkfsOptions { bytes_per_inode: 256, group_size: MIB, ..d }, GIB, "metadata"),
         (MkfsOptions { rotdelay: RotDelay::Millis(4), revolutions_per_second: 0, ..d }, GIB, "revolutions"),
-        (d, 128 * 1024, "metadata"),
+        (d, 128 * 1024, "too small"),
         (MkfsOptions { block_size: 4096, fragment_size: 512, ..d }, 4096 * GIB, "2^32 fragments"),
     ];
     for (options, size, why) in cases {

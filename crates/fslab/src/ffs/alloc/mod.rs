@@ -257,11 +257,17 @@ impl Allocator {
         if old == 0 || old + old_frags as Frag > self.geo.total_frags {
             return Err(Error::corrupt("block pointer", old, "outside the file system"));
         }
+        let (cg, at) = (self.geo.group_of(old), self.geo.within_group(old));
+        if !self.groups[cg as usize].is_run_in_use(at, old_frags) {
+            return Err(Error::corrupt(
+                "block pointer",
+                old,
+                format!("{old_frags} fragments here are not in use"),
+            ));
+        }
         if !use_reserve && self.free_space(self.policy.minfree) - ((new_frags - old_frags) as i64) < 0 {
             return Err(no_space());
         }
-        let cg = self.geo.group_of(old);
-        let at = self.geo.within_group(old);
         if self.with_group(cg, |g| g.fragextend(at, old_frags, new_frags).then_some(())).is_some() {
             return Ok(Realloc::Extended);
         }

@@ -159,6 +159,8 @@ fn a_fragment_tail_grows_in_place_when_the_next_fragments_are_free_and_moves_whe
     a.free(x, 2).expect("in use");
     // y can grow in place: the fragments after it are free.
     assert_eq!(a.realloccg(y, 1, 3, y, false).expect("room"), Realloc::Extended);
+    // Growing a run that is not allocated is refused as corruption.
+    assert_eq!(a.realloccg(x, 2, 3, 0, false).expect_err("freed").errno(), libc::EIO);
     // And z grows in place into the rest of its block.
     assert_eq!(a.realloccg(z, 4, 8, z, false).expect("room"), Realloc::Extended);
     for g in a.groups() {
