@@ -11,11 +11,13 @@ use std::path::{Path, PathBuf};
 
 /// Each layer and the top-level modules of this crate it must never name.
 const RULES: &[(&str, &[&str])] = &[
-    ("format", &["cache", "storage", "ufs", "lfs"]),
-    ("cache", &["storage", "ufs", "lfs"]),
-    ("lfs", &["ufs"]),
-    ("ufs", &["lfs", "cache"]),
-    ("storage", &["ufs", "lfs", "cache"]),
+    ("format", &["cache", "storage", "ufs", "lfs", "ffs", "bmap"]),
+    ("cache", &["storage", "ufs", "lfs", "ffs", "bmap"]),
+    ("bmap", &["cache", "storage", "ufs", "lfs", "ffs"]),
+    ("lfs", &["ufs", "ffs"]),
+    ("ffs", &["ufs", "lfs"]),
+    ("ufs", &["lfs", "ffs", "cache", "bmap"]),
+    ("storage", &["ufs", "lfs", "ffs", "cache", "bmap"]),
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
