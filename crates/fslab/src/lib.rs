@@ -7,6 +7,7 @@
 //! * [`storage`] — the boundary between namespace and layout: the operations of
 //!   Table 4 of the 1993 BSD-LFS paper (§4.1).
 //! * [`lfs`] — the log-structured storage manager.
+//! * [`ffs`] — the cylinder-group storage manager (the Fast File System).
 //! * [`bmap`] — the block-map engine both layouts and fsck walk file trees with.
 //! * [`cache`] — the buffer cache: dirty tracking, memory limit, thresholds.
 //! * [`format`] — pure vocabulary: numbers, codecs, checksums, on-disk inodes
@@ -24,6 +25,20 @@ pub mod storage;
 pub mod ufs;
 
 pub use error::{Error, Result};
+
+/// Makes a new FFS on `dev` with an empty root directory owned by `creds`:
+/// the storage manager's mkfs, then the namespace's root.
+pub fn mkfs_ffs(
+    dev: std::sync::Arc<dyn disk::BlockDevice>,
+    options: &ffs::MkfsOptions,
+    creds: ufs::Creds,
+) -> Result<()> {
+    ffs::mkfs(dev.clone(), options)?;
+    let storage = ffs::Ffs::mount(dev, ffs::MountOptions::default())?;
+    let mut fs = ufs::FileSystem::new(storage);
+    fs.create_root(0o755, creds)?;
+    fs.unmount()
+}
 
 /// Makes a new LFS on `dev` with an empty root directory owned by `creds`:
 /// the storage manager's mkfs, then the namespace's root.
