@@ -2,11 +2,11 @@
 //! every shape (fragment tails, indirect blocks), growth and truncation
 //! moving tails, remounts, space accounting, and both integrity modes.
 
+use disk::{BlockDevice, MemDisk};
 use fslab::ffs::{Ffs, Integrity, MkfsOptions, MountOptions};
 use fslab::format::inode::kind;
 use fslab::format::{Ino, ROOT_INO};
 use fslab::ufs::{Creds, FileSystem, SetAttr};
-use disk::{BlockDevice, MemDisk};
 use std::sync::Arc;
 
 const ME: Creds = Creds { uid: 0, gid: 0 };

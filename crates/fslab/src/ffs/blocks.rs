@@ -31,6 +31,9 @@ use crate::Result;
 use disk::AlignedBytes;
 use std::sync::Arc;
 
+/// The most one clustered read asks of the device (the largest FUSE read).
+const MAX_READ_RUN_BYTES: usize = 1 << 20;
+
 /// What a write puts into one block.
 pub(super) enum NewContents<'a> {
     /// `data` at byte `offset`; the rest of the block keeps its contents.
@@ -100,8 +103,13 @@ impl Ffs {
 
     /// Reads blocks `first ..` of `ino` into `buf` (whole blocks). Blocks
     /// that lie one after another on disk and are not cached are read in
-    /// one device read of up to `maxcontig` blocks (the 1993 paper's EFS:
-    /// bmap returns the length of the contiguous run); a tail is read alone.
+    /// one device read (the 1993 paper's EFS: bmap returns the length of the
+    /// contiguous run), as long as the caller asked for, up to
+    /// [`MAX_READ_RUN_BYTES`]; a tail is read alone. Unlike writes, reads
+    /// are not cut at `maxcontig`: a read loses no revolution between
+    /// requests, since the drive's track buffer reads ahead (1995 paper
+    /// §3.2), and a simulated disk splits a long read at its own maximum
+    /// transfer.
     pub(super) fn read_file_blocks(&mut self, ino: Ino, first: Lbn, buf: &mut [u8]) -> Result<()> {
         let bs = self.block_size();
         if !buf.len().is_multiple_of(bs) {
@@ -110,7 +118,7 @@ impl Ffs {
         let size = self.cached_inode(ino)?.inode.attr.size;
         let tail = self.tail_of(ino, size)?.map(|(t, _)| t as Lbn);
         let count = buf.len() / bs;
-        let maxcontig = self.sb.geometry.maxcontig as usize;
+        let longest = (MAX_READ_RUN_BYTES / bs).max(1);
         let fpb = self.frags_per_block();
         let mut i = 0;
         while i < count {
@@ -127,7 +135,7 @@ impl Ffs {
                 i += 1;
                 continue;
             }
-            let mut max = (count - i).min(maxcontig);
+            let mut max = (count - i).min(longest);
             if let Some(t) = tail.filter(|&t| t > lbn) {
                 max = max.min((t - lbn) as usize);
             }
