@@ -1062,8 +1062,8 @@ impl Lfs {
             return Err(errno(libc::EBUSY, "the log is being written in this segment"));
         }
         if s.live_bytes != 0 {
-            // Accounting says something is left; it may overestimate (after
-            // roll-forward), so look at what the summaries name.
+            // Accounting says something is left: the summaries decide
+            // (the table is trusted only when it says nothing is).
             let bytes = self.read_segment(seg)?;
             let table = self.segment_table();
             let refs = parse_segment(&table, seg, &bytes);
