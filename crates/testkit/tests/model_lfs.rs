@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use fslab::format::ROOT_INO;
 use fslab::ufs::{Creds, SetAttr};
+use fslab_cleaner::policy;
 use testkit::harness::{env_or, first_difference, run, LfsSubject, RunConfig, Subject};
 use testkit::ops::{fill, Weights};
 
@@ -22,7 +23,8 @@ fn run_seeds(default_seeds: u64, default_ops: u64, scale: u64) {
         None => (0..seeds).map(|i| 0x6c667300 + i).collect(),
     };
     for &seed in &list {
-        let subject = LfsSubject::small(DISK, CACHE).expect("mkfs and mount a fresh LFS");
+        let subject =
+            LfsSubject::small(DISK, CACHE).expect("mkfs and mount a fresh LFS").with_cleaner(policy::DEFAULT);
         let cfg = RunConfig { seed, ops, check_every: 100, weights: Weights::with_remount() };
         let (stats, outcomes) = run(subject, cfg);
         eprintln!("lfs seed {seed:#x}: {stats:?}");
@@ -41,6 +43,32 @@ fn random_namespace_operations_match_the_model_on_lfs() {
 #[ignore = "long: 10x the default ops per seed"]
 fn random_namespace_operations_match_the_model_on_lfs_long() {
     run_seeds(6, 1500, 10);
+}
+
+/// On a disk a few writes fill, with the cleaner `fslab mount` runs: every
+/// answer matches the model, and ENOSPC (or a short write) comes only when
+/// the model's contents take about all the blocks statfs reports
+/// (`testkit::space`). Writes outnumber deletes, so the disk fills and
+/// stays nearly full.
+#[test]
+fn random_operations_on_a_disk_that_fills_up_get_enospc_only_when_it_is_full() {
+    let seeds = env_or("FSLAB_MODEL_SEEDS", 4);
+    let ops = env_or("FSLAB_MODEL_OPS", 1500) as usize;
+    let weights =
+        Weights { write: 60, fallocate: 12, truncate: 1, unlink: 2, rmdir: 1, ..Weights::with_remount() };
+    let mut refused = 0;
+    for seed in (0..seeds).map(|i| 0x66756c00 + i) {
+        let subject = LfsSubject::small(4 << 20, CACHE)
+            .expect("mkfs and mount a fresh LFS")
+            .with_cleaner(policy::DEFAULT);
+        let (stats, outcomes) = run(subject, RunConfig { seed, ops, check_every: 100, weights });
+        eprintln!("full-disk seed {seed:#x}: {stats:?}");
+        if seed == 0x66756c00 {
+            eprintln!("outcomes: {outcomes:#?}");
+        }
+        refused += stats.enospc;
+    }
+    assert!(refused > 0, "the disk never filled up: the test no longer tests ENOSPC");
 }
 
 /// Fills `fs` with files of 64 KiB writes until ENOSPC; returns what each
@@ -211,4 +239,89 @@ fn statfs_counts_a_new_inode_as_used_before_it_is_written() {
     let before = used(&mut subject);
     subject.fs().mknod(ROOT_INO, b"f", libc::S_IFREG | 0o644, 0, Creds::default()).expect("create");
     assert_eq!(used(&mut subject), before + 1, "inodes in use after one create, before any sync");
+}
+
+/// Fills a fresh 4 MiB LFS (no cleaner) with three-block files until not
+/// one more block fits; returns what each file holds.
+fn full_of_small_files() -> (LfsSubject, BTreeMap<String, Vec<u8>>) {
+    let mut subject = LfsSubject::small(4 << 20, CACHE).expect("mkfs and mount a fresh LFS");
+    let mut files = BTreeMap::new();
+    for i in 0..10_000u64 {
+        let name = format!("s{i}");
+        let Ok(inode) =
+            subject.fs().mknod(ROOT_INO, name.as_bytes(), libc::S_IFREG | 0o644, 0, Creds::default())
+        else {
+            break;
+        };
+        let data = fill(i, 3 * 4096);
+        let n = subject.fs().write(inode.ino, 0, &data).unwrap_or(0);
+        files.insert(name, data[..n].to_vec());
+        if n < data.len() {
+            break;
+        }
+    }
+    (subject, files)
+}
+
+/// Regression (found by the full-disk model test above): on a full disk,
+/// a truncate to the middle of a block freed the blocks past the new end,
+/// then failed with ENOSPC zeroing the rest of the new last block (a new
+/// block, in a log): the file kept its old size and read zeros where its
+/// data had been. A truncate must work on a full disk (it frees space),
+/// and what a later extension shows past the old end must be zeros.
+#[test]
+fn truncating_to_the_middle_of_a_block_works_on_a_full_disk() {
+    let (mut subject, mut files) = full_of_small_files();
+    let victims: Vec<String> =
+        files.iter().filter(|(_, d)| d.len() == 3 * 4096).map(|(n, _)| n.clone()).collect();
+    assert!(victims.len() > 20, "only {} files", victims.len());
+    for name in victims.iter().step_by(victims.len() / 8) {
+        let ino = subject.fs().lookup(ROOT_INO, name.as_bytes()).expect("lookup").ino;
+        let half = SetAttr { size: Some(6144), ..SetAttr::default() };
+        subject.fs().setattr(ino, &half).unwrap_or_else(|e| panic!("truncate {name} on a full disk: {e}"));
+        files.get_mut(name).expect("file").truncate(6144);
+        check_files(&mut subject, &files, &format!("after truncating {name}"));
+        // Longer again: what lay past the end reads as zeros, or the call
+        // is refused and changes nothing.
+        let back = SetAttr { size: Some(3 * 4096), ..SetAttr::default() };
+        match subject.fs().setattr(ino, &back) {
+            Ok(_) => files.get_mut(name).expect("file").resize(3 * 4096, 0),
+            Err(e) if e.errno() == libc::ENOSPC => {}
+            Err(e) => panic!("truncate {name} up: {e}"),
+        }
+        check_files(&mut subject, &files, &format!("after making {name} longer"));
+    }
+    subject.remount().expect("remount");
+    check_files(&mut subject, &files, "after remount");
+}
+
+/// Regression (found by the full-disk model test above): on a full disk a
+/// ZERO_RANGE punched its range, then failed with ENOSPC storing its zero
+/// blocks, and a PUNCH_HOLE freed its whole blocks, then failed zeroing a
+/// partial one: ENOSPC, with the data gone. A call refused with ENOSPC
+/// must change nothing.
+#[test]
+fn fallocate_refused_on_a_full_disk_changes_nothing() {
+    let (mut subject, mut files) = full_of_small_files();
+    let names: Vec<String> =
+        files.iter().filter(|(_, d)| d.len() == 3 * 4096).map(|(n, _)| n.clone()).collect();
+    let mut refused = 0;
+    for (i, name) in names.iter().enumerate().step_by(names.len() / 10) {
+        let ino = subject.fs().lookup(ROOT_INO, name.as_bytes()).expect("lookup").ino;
+        let (offset, len) = (100, 2 * 4096);
+        let mode = if i % 2 == 0 {
+            libc::FALLOC_FL_ZERO_RANGE
+        } else {
+            libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE
+        };
+        match subject.fs().fallocate(ino, offset, len, mode) {
+            Ok(()) => files.get_mut(name).expect("file")[offset as usize..(offset + len) as usize].fill(0),
+            Err(e) if e.errno() == libc::ENOSPC => refused += 1,
+            Err(e) => panic!("fallocate {name}: {e}"),
+        }
+        check_files(&mut subject, &files, &format!("after fallocate mode {mode:#x} on {name}"));
+    }
+    assert!(refused >= 4, "only {refused} calls were refused: the disk was not full");
+    subject.remount().expect("remount");
+    check_files(&mut subject, &files, "after remount");
 }
