@@ -284,6 +284,17 @@ mod tests {
     }
 
     impl Unmountable {
+        /// The file system on `disk`, mounted, unmounting at call
+        /// `unmount_at` (0: never).
+        fn mount(disk: Arc<MemDisk>, unmount_at: usize) -> Unmountable {
+            let lfs = Lfs::mount(disk, MountOptions::default()).expect("mount");
+            Unmountable {
+                fs: Arc::new(Mutex::new(Some(FileSystem::new(lfs)))),
+                calls: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
+                unmount_at,
+            }
+        }
+
         fn unmount(&self) {
             let fs = self.fs.lock().unwrap_or_else(PoisonError::into_inner).take();
             if let Some(mut fs) = fs {
@@ -387,12 +398,7 @@ mod tests {
         let mut calls_in_a_pass = 0;
         for unmount_at in 2.. {
             let disk = Arc::new(MemDisk::from_bytes(image.clone()));
-            let lfs = Lfs::mount(disk, MountOptions::default()).expect("mount");
-            let access = Unmountable {
-                fs: Arc::new(Mutex::new(Some(FileSystem::new(lfs)))),
-                calls: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
-                unmount_at,
-            };
+            let access = Unmountable::mount(disk, unmount_at);
             let (background, said) = spawn_recording(access.clone());
             access.until_a_pass_begins();
             // Until the unmount happened, or the passes are over and the
@@ -428,12 +434,7 @@ mod tests {
         let image = half_dead_image();
         for stop_after in [3, 6, 12] {
             let disk = Arc::new(MemDisk::from_bytes(image.clone()));
-            let lfs = Lfs::mount(disk.clone(), MountOptions::default()).expect("mount");
-            let access = Unmountable {
-                fs: Arc::new(Mutex::new(Some(FileSystem::new(lfs)))),
-                calls: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
-                unmount_at: 0,
-            };
+            let access = Unmountable::mount(disk.clone(), 0);
             let (background, said) = spawn_recording(access.clone());
             access.until_a_pass_begins();
             let deadline = Instant::now() + Duration::from_secs(10);
@@ -458,12 +459,7 @@ mod tests {
         fslab::mkfs_lfs(disk.clone(), &mkfs, Default::default()).expect("mkfs");
         let fastest = (0..3)
             .map(|_| {
-                let lfs = Lfs::mount(disk.clone(), MountOptions::default()).expect("mount");
-                let access = Unmountable {
-                    fs: Arc::new(Mutex::new(Some(FileSystem::new(lfs)))),
-                    calls: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
-                    unmount_at: 0,
-                };
+                let access = Unmountable::mount(disk.clone(), 0);
                 let (background, _) = spawn_recording(access.clone());
                 std::thread::sleep(Duration::from_millis(50));
                 let started = Instant::now();
