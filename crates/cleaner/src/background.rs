@@ -348,6 +348,11 @@ mod tests {
     /// segments are below the high-water mark: one-block files written
     /// round-robin, every other one deleted.
     fn half_dead_image() -> Vec<u8> {
+        static IMAGE: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+        IMAGE.get_or_init(make_half_dead_image).clone()
+    }
+
+    fn make_half_dead_image() -> Vec<u8> {
         let disk = Arc::new(MemDisk::new(32 << 20));
         let mkfs = MkfsOptions { block_size: 4096, segment_size: 128 << 10 };
         fslab::mkfs_lfs(disk.clone(), &mkfs, Default::default()).expect("mkfs");
