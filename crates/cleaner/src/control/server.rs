@@ -37,7 +37,7 @@ struct Connections {
 /// every connection and removes the socket file (only if it is still the
 /// one this server made). A connection thread in the middle of a request
 /// finishes it first (a `segwait` at most [`MAX_SEGWAIT`]); after the
-/// mount ends, requests fail with EIO from the access itself.
+/// mount ends, requests fail with `mechanism::unmounted_error`.
 pub struct Server {
     path: PathBuf,
     /// Device and inode of the socket file this server bound.

@@ -26,8 +26,9 @@
 //!
 //! Shutdown: `umount`/`fusermount3 -u` ends the FUSE session; SIGTERM,
 //! SIGINT and SIGHUP make a dedicated thread unmount the directory, which
-//! ends it the same way. Either way the final checkpoint is written once, by
-//! `fslab_fuse::Mounted::run`, before the process exits.
+//! ends it the same way. Either way the background cleaner is stopped and
+//! then the final checkpoint is written once, by `fslab_fuse::Mounted::run`,
+//! before the process exits.
 
 mod background;
 pub mod helper;
@@ -133,8 +134,6 @@ struct Mount {
     dir: PathBuf,
     /// The control socket, if it could be made (LFS; FFS has none yet).
     control: Result<Option<Server>, String>,
-    /// The background cleaner, unless `cleaner=off`.
-    background: Option<Background>,
 }
 
 /// The cleaner's way into the mounted file system: one call under the
@@ -146,6 +145,10 @@ impl LfsAccess for MountAccess {
     fn with_lfs<R>(&self, op: impl FnOnce(&mut Lfs) -> FsResult<R>) -> FsResult<R> {
         self.0.with(|fs| op(fs.storage()))
     }
+
+    fn is_unmounted(&self) -> bool {
+        self.0.is_unmounted()
+    }
 }
 
 /// The cleaner of `policy_name`, a name `parse_options` accepted.
@@ -156,7 +159,9 @@ fn cleaner(policy_name: &str) -> Result<Cleaner, String> {
 }
 
 /// Locks the image, mounts the storage manager of its layout and the FUSE
-/// session, then (LFS) starts the control socket and the background cleaner.
+/// session, then (LFS) starts the control socket and the background cleaner
+/// (stopped when the unmount begins, before the final checkpoint: otherwise
+/// a pass could find the file system gone under it and say so).
 fn mount(image: &Path, dir: &Path, options: &Options) -> Result<Mount, String> {
     let name = image.display();
     let lock = crate::image_lock::lock(image).map_err(|e| format!("{name}: {e}"))?;
@@ -171,7 +176,7 @@ fn mount(image: &Path, dir: &Path, options: &Options) -> Result<Mount, String> {
         dev: options.dev,
         ..MountConfig::default()
     };
-    let (mounted, control, background) = match layout {
+    let (mounted, control) = match layout {
         Layout::Lfs => {
             let mut lfs = Lfs::mount(Arc::new(disk), options.lfs()).map_err(|e| format!("{name}: {e}"))?;
             if let Some(policy_name) = options.cleaner {
@@ -184,19 +189,17 @@ fn mount(image: &Path, dir: &Path, options: &Options) -> Result<Mount, String> {
             let control = Server::start(access.clone(), dir, options.cleaner.unwrap_or("off"))
                 .map(Some)
                 .map_err(|e| format!("no control socket, so fslab clean and fslab stat will not work: {e}"));
-            let background = match options.cleaner {
-                Some(policy_name) => Some(
-                    Background::spawn(access, cleaner(policy_name)?)
-                        .map_err(|e| format!("cannot start the cleaner thread: {e}"))?,
-                ),
-                None => None,
-            };
-            (Session::Lfs(mounted), control, background)
+            if let Some(policy_name) = options.cleaner {
+                let background = Background::spawn(access, cleaner(policy_name)?)
+                    .map_err(|e| format!("cannot start the cleaner thread: {e}"))?;
+                mounted.stop_before_unmount(move || background.stop());
+            }
+            (Session::Lfs(mounted), control)
         }
         Layout::Ffs => {
             let ffs = Ffs::mount(Arc::new(disk), options.ffs()).map_err(|e| format!("{name}: {e}"))?;
             let mounted = fslab_fuse::mount(FileSystem::new(ffs), dir, &config).map_err(|e| e.to_string())?;
-            (Session::Ffs(mounted), Ok(None), None)
+            (Session::Ffs(mounted), Ok(None))
         }
     };
     // Without the mark (a file system without such locks) another command
@@ -209,7 +212,7 @@ fn mount(image: &Path, dir: &Path, options: &Options) -> Result<Mount, String> {
     if !image.as_os_str().as_encoded_bytes().iter().any(|&b| b == b',' || b == b'\\') {
         utab::register(image, dir);
     }
-    Ok(Mount { mounted, lock, dir: dir.to_path_buf(), control, background })
+    Ok(Mount { mounted, lock, dir: dir.to_path_buf(), control })
 }
 
 /// Says on stderr (while a user still sees it) that the control socket is
@@ -221,10 +224,10 @@ fn warn_without_control(mount: &Mount) {
 }
 
 /// Serves until unmounted; a signal thread unmounts on SIGTERM/SIGINT/SIGHUP.
-/// Then the control socket goes, the cleaner thread stops (it found the
-/// file system gone already) and the image's lock is released.
+/// Then (the cleaner thread stopped before the final checkpoint) the
+/// control socket goes and the image's lock is released.
 fn serve(mount: Mount, signals: libc::sigset_t) -> Result<(), String> {
-    let Mount { mounted, lock, dir, control, background } = mount;
+    let Mount { mounted, lock, dir, control } = mount;
     let unmounter = mounted.unmounter();
     std::thread::Builder::new()
         .name("fslab-signals".to_string())
@@ -241,9 +244,6 @@ fn serve(mount: Mount, signals: libc::sigset_t) -> Result<(), String> {
         .map_err(|e| format!("cannot start the signal thread: {e}"))?;
     let served = mounted.run().map_err(|e| e.to_string());
     drop(control);
-    if let Some(background) = background {
-        background.stop();
-    }
     utab::unregister(&dir);
     drop(lock);
     served

@@ -174,10 +174,14 @@ impl Ffs {
         let metadata = lbn == XATTR_LBN || !inode.attr.is_reg();
         let key = (ino, lbn);
         let end = contents.end();
-        // The block's present contents go into the cache first: a partial
-        // write keeps them, and a tail that moves takes them along.
+        // The block's present contents go into the cache first, dirty — a
+        // partial write keeps them, a tail that moves takes them along, and
+        // a clean buffer could be evicted while allocation reads indirect
+        // blocks (which lost data once: the test
+        // `random_operations_on_a_disk_that_fills_up_get_enospc_only_when_it_is_full`).
         if matches!(contents, NewContents::Part { .. }) {
             self.load_block(ino, lbn)?;
+            self.cache.mark_dirty(key);
         }
         if lbn >= 0 {
             self.make_tail_whole_before(ino, lbn as u64, metadata)?;
@@ -208,6 +212,9 @@ impl Ffs {
         if lbn >= 0 {
             let reach = lbn as u64 * bs as u64 + end as u64;
             if reach > inode.attr.size {
+                if self.tx.is_open() {
+                    self.size_before.entry(ino).or_insert(inode.attr.size);
+                }
                 self.inode_mut(ino)?.attr.size = reach;
             }
         }
@@ -299,6 +306,9 @@ impl Ffs {
         let fsize = self.frag_size() as usize;
         let (old_frags, new_frags) = ((have / fsize) as u32, (want / fsize) as u32);
         self.load_block_of(ino, lbn, addr, have)?;
+        // Dirty at once: a clean buffer may be evicted while `blkpref` and
+        // the allocator read indirect blocks.
+        self.cache.mark_dirty((ino, lbn));
         self.use_space((new_frags - old_frags) as u64, metadata)?;
         let pref = self.blkpref(ino, lbn)?;
         match self.alloc.realloccg(addr.get(), old_frags, new_frags, pref.get(), true)? {
@@ -367,6 +377,23 @@ impl Ffs {
             } else {
                 self.shrink_block(ino, addr, have, want)?;
             }
+        }
+        Ok(())
+    }
+
+    /// Puts back the sizes a failed operation raised (see
+    /// `Ffs::size_before`), resizing the tails they change.
+    pub(super) fn restore_unconfirmed_sizes(&mut self) -> Result<()> {
+        let pending: Vec<(Ino, u64)> = self.size_before.drain().collect();
+        for (ino, size) in pending {
+            let Ok(cached) = self.cached_inode(ino) else { continue };
+            let (now, metadata) = (cached.inode.attr.size, !cached.inode.attr.is_reg());
+            if now == size {
+                continue;
+            }
+            let before = self.tail_of(ino, now)?;
+            self.inode_mut(ino)?.attr.size = size;
+            self.settle_tail(ino, before, metadata)?;
         }
         Ok(())
     }

@@ -123,6 +123,11 @@ pub struct Ffs {
     pub(super) tx: TxLog,
     /// Fragments promised by `reserve_blocks` and not yet allocated.
     pub(super) reserved_frags: u64,
+    /// Sizes as the namespace last set them, of inodes whose size a write
+    /// of the open transaction raised and `update` has not confirmed: if the
+    /// operation fails before it does, commit puts them back (4.4BSD's
+    /// `ffs_write` truncates back to the old size on an error).
+    pub(super) size_before: IntMap<Ino, u64>,
     /// Set while the block-map engine places blocks of a directory, symbolic
     /// link or extended attributes, which may use the `minfree` reserve.
     pub(super) placing_metadata: bool,
@@ -162,6 +167,7 @@ impl Ffs {
             fresh_inode_blocks: BTreeSet::new(),
             tx: TxLog::recording(),
             reserved_frags: 0,
+            size_before: IntMap::default(),
             placing_metadata: false,
             options,
             last_sync: Instant::now(),

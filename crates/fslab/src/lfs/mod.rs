@@ -440,7 +440,10 @@ impl StorageManager for Lfs {
     }
 
     fn reserve_blocks(&mut self, blocks: u64) -> Result<()> {
-        self.check_space(blocks, space::SpaceFor::Data)
+        // With the indirect blocks the writes (and the frees beside them)
+        // dirty: for a run of blocks, a share of each level and two ends.
+        let metas = 2 * (blocks.div_ceil(self.geometry.nindir) + 3);
+        self.check_space(blocks + metas, space::SpaceFor::Data)
     }
 
     fn begin(&mut self, kind: TxKind) -> Result<()> {
