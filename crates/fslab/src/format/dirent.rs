@@ -108,7 +108,7 @@ pub fn kind_from_dt(dtype: u8) -> u32 {
 }
 
 /// Bytes an entry with a `namelen`-byte name needs.
-pub fn entry_size(namelen: usize) -> usize {
+pub const fn entry_size(namelen: usize) -> usize {
     ENTRY_HEADER + namelen.div_ceil(4) * 4
 }
 
