@@ -334,9 +334,7 @@ fn remove_behind_the_back(fs: &mut FileSystem<MemStorage>, dir: Ino, name: &[u8]
     let chunk_offset = offset / DIRBLKSIZ as u64 * DIRBLKSIZ as u64;
     let keep: Vec<_> = entries
         .iter()
-        .filter(|x| {
-            x.next_offset - 1 >= chunk_offset && x.next_offset - 1 < chunk_offset + 512 && x.name != name
-        })
+        .filter(|x| (chunk_offset..chunk_offset + 512).contains(&(x.next_offset - 1)) && x.name != name)
         .cloned()
         .collect();
     assert!(keep.is_empty(), "the test wants the entry alone in its chunk");
