@@ -26,7 +26,7 @@ use fslab::format::inode::Inode;
 use fslab::format::{Ino, ROOT_INO};
 use fslab::lfs::{Lfs, MkfsOptions, MountOptions};
 use fslab::storage::{MemStorage, StorageManager};
-use fslab::ufs::{Creds, FileSystem, RenameFlags, SetAttr};
+use fslab::ufs::{Creds, DirhashOptions, FileSystem, RenameFlags, SetAttr};
 
 use crate::model::{Body, Kind, Limits, Model, NodeId, Res, ROOT};
 use crate::ops::{fill, Generator, Op, RenameKind, Weights, HANDLE_SLOTS};
@@ -54,6 +54,14 @@ pub trait Subject {
     }
 }
 
+/// `fs` with dirhash's checking mode on, and every directory hashed: the
+/// model tests cross-check each answer of a hash against the blocks.
+pub fn checked<S: StorageManager>(mut fs: FileSystem<S>) -> FileSystem<S> {
+    let options = fs.dirhash_options();
+    fs.set_dirhash_options(DirhashOptions { check: true, min_dir_size: 0, ..options });
+    fs
+}
+
 /// `FileSystem<MemStorage>`.
 pub struct MemSubject {
     fs: FileSystem<MemStorage>,
@@ -62,7 +70,7 @@ pub struct MemSubject {
 impl MemSubject {
     /// A fresh file system of 4 KiB blocks.
     pub fn new() -> MemSubject {
-        MemSubject { fs: FileSystem::new(MemStorage::new(4096)) }
+        MemSubject { fs: checked(FileSystem::new(MemStorage::new(4096))) }
     }
 }
 
@@ -101,7 +109,7 @@ impl LfsSubject {
         let dev: Arc<dyn BlockDevice> = disk.clone();
         fslab::mkfs_lfs(dev.clone(), &mkfs, Creds::default())?;
         let mount = MountOptions { cache_bytes, ..MountOptions::default() };
-        let fs = FileSystem::new(Lfs::mount(dev, mount)?);
+        let fs = checked(FileSystem::new(Lfs::mount(dev, mount)?));
         Ok(LfsSubject { disk, mount, block_size: mkfs.block_size, fs })
     }
 
@@ -124,7 +132,7 @@ impl Subject for LfsSubject {
     fn remount(&mut self) -> fslab::Result<bool> {
         self.fs.unmount()?;
         let dev: Arc<dyn BlockDevice> = self.disk.clone();
-        self.fs = FileSystem::new(Lfs::mount(dev, self.mount)?);
+        self.fs = checked(FileSystem::new(Lfs::mount(dev, self.mount)?));
         Ok(true)
     }
     fn limits(&self) -> Limits {
