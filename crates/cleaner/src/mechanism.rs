@@ -66,6 +66,13 @@ impl Mechanism for Lfs {
 pub trait LfsAccess {
     /// Runs `op` on the file system under its lock.
     fn with_lfs<R>(&self, op: impl FnOnce(&mut Lfs) -> Result<R>) -> Result<R>;
+
+    /// The namespace's dirhash settings and counters, read under the lock,
+    /// where this access reaches the namespace above the storage manager;
+    /// `None` where it reaches only the storage manager.
+    fn dirhash_report(&self) -> Result<Option<crate::control::DirhashReport>> {
+        Ok(None)
+    }
 }
 
 /// A [`Mechanism`] over shared access: each operation takes the lock for

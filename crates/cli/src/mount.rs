@@ -27,10 +27,10 @@ use crate::size::parse_size;
 use clap::Args;
 use disk::FileDisk;
 use fslab::lfs::{Lfs, MountOptions};
-use fslab::ufs::FileSystem;
+use fslab::ufs::{DirhashOptions, FileSystem};
 use fslab::Result as FsResult;
 use fslab_cleaner::background::Background;
-use fslab_cleaner::control::Server;
+use fslab_cleaner::control::{DirhashReport, Server};
 use fslab_cleaner::{policy, Cleaner, LfsAccess};
 use fslab_fuse::{FsHandle, MountConfig, Mounted};
 use std::fs::File;
@@ -48,7 +48,10 @@ pub struct MountArgs {
     /// The directory to mount it on.
     dir: PathBuf,
     /// Comma-separated options: allow_other, cache=SIZE (e.g. 256M), checkpoint=SECONDS,
-    /// cleaner=POLICY|off (greedy, cost-benefit or hot-cold; default hot-cold).
+    /// cleaner=POLICY|off (greedy, cost-benefit or hot-cold; default hot-cold),
+    /// dirhash=on|off (default on), dirhash_maxmem=SIZE (default 2M),
+    /// dirhash_minsize=SIZE (default 2560), dirhash_check (cross-check every
+    /// dirhash answer against the directory blocks; slow).
     #[arg(short = 'o', value_name = "OPTIONS")]
     options: Vec<String>,
     /// Stay in the foreground until unmounted.
@@ -63,11 +66,17 @@ struct Options {
     storage: MountOptions,
     /// The cleaner's policy (one of `policy::NAMES`), or `None`: no cleaner.
     cleaner: Option<&'static str>,
+    /// Directory hashing (2002 paper §3).
+    dirhash: DirhashOptions,
 }
 
 fn parse_options(lists: &[String]) -> Result<Options, String> {
-    let mut options =
-        Options { allow_other: false, storage: MountOptions::default(), cleaner: Some(policy::DEFAULT) };
+    let mut options = Options {
+        allow_other: false,
+        storage: MountOptions::default(),
+        cleaner: Some(policy::DEFAULT),
+        dirhash: DirhashOptions::default(),
+    };
     for option in lists.iter().flat_map(|list| list.split(',')).filter(|o| !o.is_empty()) {
         let (key, value) = match option.split_once('=') {
             Some((key, value)) => (key, Some(value)),
@@ -96,10 +105,24 @@ fn parse_options(lists: &[String]) -> Result<Options, String> {
                         )
                     })?)
             }
-            ("cache" | "checkpoint" | "cleaner", None) => {
+            ("dirhash", Some("on")) => options.dirhash.enabled = true,
+            ("dirhash", Some("off")) => options.dirhash.enabled = false,
+            ("dirhash", Some(other)) => return Err(format!("option dirhash: '{other}' is not on or off")),
+            ("dirhash_maxmem", Some(size)) => {
+                options.dirhash.max_memory =
+                    parse_size(size).map_err(|e| format!("option dirhash_maxmem: {e}"))?
+            }
+            ("dirhash_minsize", Some(size)) => {
+                options.dirhash.min_dir_size =
+                    parse_size(size).map_err(|e| format!("option dirhash_minsize: {e}"))?
+            }
+            ("dirhash_check", None) => options.dirhash.check = true,
+            ("cache" | "checkpoint" | "cleaner" | "dirhash" | "dirhash_maxmem" | "dirhash_minsize", None) => {
                 return Err(format!("option {key} needs a value ({key}=...)"))
             }
-            ("allow_other" | "rw" | "ro", Some(_)) => return Err(format!("option {key} takes no value")),
+            ("allow_other" | "rw" | "ro" | "dirhash_check", Some(_)) => {
+                return Err(format!("option {key} takes no value"))
+            }
             _ => return Err(format!("unknown mount option '{option}'")),
         }
     }
@@ -145,6 +168,10 @@ impl LfsAccess for MountAccess {
     fn with_lfs<R>(&self, op: impl FnOnce(&mut Lfs) -> FsResult<R>) -> FsResult<R> {
         self.0.with(|fs| op(fs.storage()))
     }
+
+    fn dirhash_report(&self) -> FsResult<Option<DirhashReport>> {
+        self.0.with(|fs| Ok(Some(DirhashReport { options: fs.dirhash_options(), stats: fs.dirhash_stats() })))
+    }
 }
 
 /// The cleaner of `policy_name`, a name `parse_options` accepted.
@@ -165,7 +192,9 @@ fn mount(image: &Path, dir: &Path, options: &Options) -> Result<Mount, String> {
         cleaner(policy_name)?.install(&mut lfs);
     }
     let config = MountConfig { allow_other: options.allow_other, ..MountConfig::default() };
-    let mounted = fslab_fuse::mount(FileSystem::new(lfs), dir, &config).map_err(|e| e.to_string())?;
+    let mut fs = FileSystem::new(lfs);
+    fs.set_dirhash_options(options.dirhash);
+    let mounted = fslab_fuse::mount(fs, dir, &config).map_err(|e| e.to_string())?;
     // Without the mark (a file system without such locks) another command
     // finding the image locked waits before it says so, instead of at once.
     if let Ok(mark) = crate::image_lock::mark_serving(image) {
@@ -416,6 +445,7 @@ mod tests {
             allow_other: true,
             storage: MountOptions { cache_bytes: 64 << 20, checkpoint_interval: Duration::from_secs(5) },
             cleaner: Some(policy::DEFAULT),
+            dirhash: DirhashOptions::default(),
         };
         assert_eq!(parsed, Ok(expected));
         assert_eq!(parse_options(&[]).map(|o| o.allow_other), Ok(false));
@@ -423,7 +453,19 @@ mod tests {
         for name in policy::NAMES {
             assert_eq!(parse_options(&[format!("cleaner={name}")]).map(|o| o.cleaner), Ok(Some(*name)));
         }
+        let dirhash =
+            parse_options(&["dirhash=off,dirhash_maxmem=64M,dirhash_minsize=16K,dirhash_check".to_string()])
+                .map(|o| o.dirhash);
+        let want =
+            DirhashOptions { enabled: false, max_memory: 64 << 20, min_dir_size: 16 << 10, check: true };
+        assert_eq!(dirhash, Ok(want));
+        assert_eq!(parse_options(&["dirhash=on".to_string()]).map(|o| o.dirhash.enabled), Ok(true));
         for bad in [
+            "dirhash",
+            "dirhash=maybe",
+            "dirhash_maxmem=lots",
+            "dirhash_minsize",
+            "dirhash_check=1",
             "bogus",
             "cache",
             "cache=lots",
