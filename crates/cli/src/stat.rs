@@ -64,6 +64,7 @@ fn render_dirhash(d: Option<&DirhashReport>) -> String {
         format!("{} in {} hashes (at most {} at once)", human(s.memory), s.hashes, human(s.peak_memory)),
     );
     row(&mut out, "lookups", format!("{} answered by a hash, {} by a scan", s.hits, s.misses));
+    row(&mut out, "directory blocks read", s.blocks_read.to_string());
     row(
         &mut out,
         "hashes built",
@@ -196,6 +197,7 @@ mod tests {
             rebuilds: 3,
             refused: 1,
             truncated_blocks: 40,
+            blocks_read: 5000,
             hashes: 2,
             memory: 3 << 19,
             peak_memory: 2 << 20,
@@ -219,6 +221,7 @@ mod tests {
             "{text}"
         );
         assert!(lines.contains(&"directory blocks freed    40"), "{text}");
+        assert!(lines.contains(&"directory blocks read     5000"), "{text}");
         assert!(render_dirhash(None).contains("not reported by this mount"));
     }
 }

@@ -36,7 +36,7 @@
 //!                                               u64 partial segments written at the cold head
 //! op 9 segment_refs u64 seg                   → u32 count, count × ref (what the summaries name)
 //! op 10 dirhash                               → u8 flags (1 on, 2 checking), u64 max memory,
-//!                                               u64 min size, 10 × u64 counters (the order of
+//!                                               u64 min size, 11 × u64 counters (the order of
 //!                                               `DirhashStats`' fields)
 //! ref      = u64 ino, u32 version, u8 kind (0 block, 1 inode), i64 lbn, u64 daddr, i64 age
 //! ```

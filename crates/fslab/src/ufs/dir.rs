@@ -51,6 +51,13 @@ impl<S: StorageManager> Ns<'_, S> {
         self.s.block_size() as usize
     }
 
+    /// Reads block `lbn` of directory `dir` for a lookup or a change,
+    /// counting it (the work dirhash saves, §3.2).
+    pub(crate) fn read_dir_block(&mut self, dir: Ino, lbn: Lbn, buf: &mut [u8]) -> Result<()> {
+        self.st.dirs.count_blocks_read(1);
+        self.s.read_block(dir, lbn, buf)
+    }
+
     /// The number of blocks of directory `dir`, once its size is checked.
     pub(crate) fn dir_blocks(&mut self, dir: Ino) -> Result<u64> {
         let size = self.s.vget(dir)?.attr.size;
@@ -107,7 +114,9 @@ impl<S: StorageManager> Ns<'_, S> {
 
     /// The linear scan, from the block where the last scan of `dir` found
     /// its entry round to the block before it (FFS's sequential lookup
-    /// optimisation, 2002 paper §3.2).
+    /// optimisation, 2002 paper §3.2). A scan that does not find the name
+    /// has seen every chunk, and remembers the first with room for it, for
+    /// the create that usually follows (FFS's lookup for CREATE, §3.3).
     fn scan_lookup(&mut self, dir: Ino, name: &[u8]) -> Result<Option<Slot>> {
         let blocks = self.dir_blocks(dir)?;
         let bs = self.block_bytes() as u64;
@@ -115,10 +124,12 @@ impl<S: StorageManager> Ns<'_, S> {
             hint if hint < blocks => hint,
             _ => 0,
         };
+        let need = entry_size(name.len());
+        let mut room: Option<usize> = None;
         let mut block = vec![0u8; bs as usize];
         for i in 0..blocks {
             let lbn = (start + i) % blocks;
-            self.s.read_block(dir, lbn as Lbn, &mut block)?;
+            self.read_dir_block(dir, lbn as Lbn, &mut block)?;
             for (c, chunk) in block.chunks_exact(DIRBLKSIZ).enumerate() {
                 let chunk_offset = lbn * bs + (c * DIRBLKSIZ) as u64;
                 let entries = parse_chunk(chunk, dir, chunk_offset)?;
@@ -127,8 +138,13 @@ impl<S: StorageManager> Ns<'_, S> {
                     self.st.dirs.set_scan_hint(dir, offset);
                     return Ok(Some(Slot { offset, ino: e.ino }));
                 }
+                let index = (chunk_offset / DIRBLKSIZ as u64) as usize;
+                if max_free(&entries) >= need && room.is_none_or(|r| index < r) {
+                    room = Some(index);
+                }
             }
         }
+        self.st.dirs.set_create_hint(dir, need, room);
         Ok(None)
     }
 
@@ -139,7 +155,7 @@ impl<S: StorageManager> Ns<'_, S> {
         let bs = self.block_bytes();
         let mut block = vec![0u8; bs];
         for lbn in 0..blocks {
-            self.s.read_block(dir, lbn as Lbn, &mut block)?;
+            self.read_dir_block(dir, lbn as Lbn, &mut block)?;
             for (c, chunk) in block.chunks_exact(DIRBLKSIZ).enumerate() {
                 let chunk_offset = lbn * bs as u64 + (c * DIRBLKSIZ) as u64;
                 if max_free(&parse_chunk(chunk, dir, chunk_offset)?) >= need {
@@ -159,7 +175,7 @@ impl<S: StorageManager> Ns<'_, S> {
         let bs = self.block_bytes();
         let mut block = vec![0u8; bs];
         for lbn in 0..blocks {
-            self.s.read_block(dir, lbn as Lbn, &mut block)?;
+            self.read_dir_block(dir, lbn as Lbn, &mut block)?;
             for (c, chunk) in block.chunks_exact(DIRBLKSIZ).enumerate() {
                 let chunk_offset = lbn * bs as u64 + (c * DIRBLKSIZ) as u64;
                 let entries = parse_chunk(chunk, dir, chunk_offset)?;
@@ -174,6 +190,7 @@ impl<S: StorageManager> Ns<'_, S> {
     /// Runs a change of directory `dir`; if it fails, the hash may no longer
     /// match the blocks, so it is dropped.
     fn changing<T>(&mut self, dir: Ino, body: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
+        self.st.dirs.take_create_hint(dir, 0);
         let result = body(self);
         if result.is_err() {
             self.st.dirs.forget(dir);
@@ -184,19 +201,23 @@ impl<S: StorageManager> Ns<'_, S> {
     /// Adds entry `name` → `ino` to directory `dir`, which must not hold
     /// `name`. Where, in order (§3.3): with a hash, the first chunk of the
     /// smallest size class that has room; without one, the first chunk
-    /// with room; a new block at the end if no chunk has room.
+    /// with room (as the lookup that found `name` absent saw it, or by a
+    /// scan); a new block at the end if no chunk has room.
     pub(crate) fn dir_add(&mut self, dir: Ino, name: &[u8], ino: Ino, dtype: u8) -> Result<()> {
         if ino > u32::MAX as Ino {
             return Err(errno(libc::EOVERFLOW, "inode number does not fit a directory entry"));
         }
+        let need = entry_size(name.len());
+        let seen = self.st.dirs.take_create_hint(dir, need);
         self.changing(dir, |ns| {
-            let need = entry_size(name.len());
             let chunk = if ns.dirhash_ready(dir)? {
                 let found = ns.st.dirs.free_chunk(dir, need);
                 if found.is_none() && ns.st.dirs.checking() && ns.scan_free(dir, need)?.is_some() {
                     return Err(stale(dir, "the summary says no chunk has room, but one has"));
                 }
                 found
+            } else if let Some(room) = seen {
+                room
             } else {
                 ns.scan_free(dir, need)?
             };
@@ -227,7 +248,7 @@ impl<S: StorageManager> Ns<'_, S> {
         let chunk_offset = (c * DIRBLKSIZ) as u64;
         let need = entry_size(name.len());
         let mut block = vec![0u8; bs];
-        self.s.read_block(dir, lbn, &mut block)?;
+        self.read_dir_block(dir, lbn, &mut block)?;
         let chunk = &mut block[within..within + DIRBLKSIZ];
         let (at, slot_ino, reclen, used) = {
             let entries = parse_chunk(chunk, dir, chunk_offset)?;
@@ -277,7 +298,7 @@ impl<S: StorageManager> Ns<'_, S> {
         let lbn = offset / bs as u64;
         let chunk_offset = offset / DIRBLKSIZ as u64 * DIRBLKSIZ as u64;
         let within = (chunk_offset % bs as u64) as usize;
-        self.s.read_block(dir, lbn as Lbn, &mut block)?;
+        self.read_dir_block(dir, lbn as Lbn, &mut block)?;
         Ok((block, lbn as Lbn, within, chunk_offset))
     }
 
@@ -349,7 +370,7 @@ impl<S: StorageManager> Ns<'_, S> {
 
     /// Whether block `lbn` of `dir` holds no live entry.
     fn block_is_empty(&mut self, dir: Ino, lbn: u64, block: &mut [u8]) -> Result<bool> {
-        self.s.read_block(dir, lbn as Lbn, block)?;
+        self.read_dir_block(dir, lbn as Lbn, block)?;
         for (c, chunk) in block.chunks_exact(DIRBLKSIZ).enumerate() {
             let chunk_offset = lbn * block.len() as u64 + (c * DIRBLKSIZ) as u64;
             if !chunk_is_empty(&parse_chunk(chunk, dir, chunk_offset)?) {

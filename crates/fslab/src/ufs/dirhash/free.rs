@@ -23,10 +23,13 @@ const NONE: u32 = u32::MAX;
 ///
 /// Invariant: `units.len()` is the directory's chunk count (at most
 /// `capacity`); `first[k]` is the lowest chunk whose class is `k`, or
-/// [`NONE`] if no chunk has class `k`.
+/// [`NONE`] if no chunk has class `k`; `count[k]` is how many chunks have
+/// class `k`, so that the last chunk of a class leaving it costs no search
+/// for the next.
 pub(super) struct FreeSpace {
     units: Vec<u8>,
     first: [u32; CLASSES],
+    count: [u32; CLASSES],
     capacity: usize,
 }
 
@@ -37,7 +40,12 @@ fn class(units: u8) -> usize {
 impl FreeSpace {
     /// An empty summary with room for `capacity` chunks.
     pub fn new(capacity: usize) -> FreeSpace {
-        FreeSpace { units: Vec::with_capacity(capacity), first: [NONE; CLASSES], capacity }
+        FreeSpace {
+            units: Vec::with_capacity(capacity),
+            first: [NONE; CLASSES],
+            count: [0; CLASSES],
+            capacity,
+        }
     }
 
     /// Chunks summarised.
@@ -67,6 +75,7 @@ impl FreeSpace {
         if self.first[k] == NONE {
             self.first[k] = self.units.len() as u32;
         }
+        self.count[k] += 1;
         self.units.push(units);
         true
     }
@@ -80,9 +89,15 @@ impl FreeSpace {
         if was == now {
             return;
         }
+        self.count[was] -= 1;
+        self.count[now] += 1;
         if self.first[was] == c as u32 {
-            let later = self.units[c + 1..].iter().position(|&u| class(u) == was);
-            self.first[was] = later.map_or(NONE, |i| (c + 1 + i) as u32);
+            self.first[was] = if self.count[was] == 0 {
+                NONE
+            } else {
+                let later = self.units[c + 1..].iter().position(|&u| class(u) == was);
+                later.map_or(NONE, |i| (c + 1 + i) as u32)
+            };
         }
         if self.first[now] == NONE || self.first[now] > c as u32 {
             self.first[now] = c as u32;
@@ -99,6 +114,9 @@ impl FreeSpace {
 
     /// Forgets the chunks from `chunks` on (the directory was truncated).
     pub fn truncate(&mut self, chunks: usize) {
+        for &u in self.units.get(chunks..).unwrap_or(&[]) {
+            self.count[class(u)] -= 1;
+        }
         self.units.truncate(chunks);
         for first in &mut self.first {
             // No chunk below `first` has its class, so none is left.

@@ -62,6 +62,7 @@ impl<S: StorageManager> Ns<'_, S> {
         while first < blocks {
             let n = BUILD_BATCH.min(blocks - first);
             let buf = &mut buf[..n as usize * bs];
+            self.st.dirs.count_blocks_read(n);
             self.s.read_blocks(dir, first as Lbn, buf)?;
             for (i, chunk) in buf.chunks_exact(DIRBLKSIZ).enumerate() {
                 let chunk_offset = first * bs as u64 + (i * DIRBLKSIZ) as u64;
@@ -71,7 +72,9 @@ impl<S: StorageManager> Ns<'_, S> {
                 }
                 for e in entries.iter().filter(|e| e.ino != 0) {
                     let h = hash.table.hash(e.name);
-                    hash.table.insert(h, (chunk_offset + e.offset as u64) as u32);
+                    if !hash.table.insert(h, (chunk_offset + e.offset as u64) as u32) {
+                        return Err(disagreement(dir, "an offset beyond what the hash planned for".into()));
+                    }
                 }
             }
             first += n;
@@ -90,10 +93,7 @@ impl<S: StorageManager> Ns<'_, S> {
         }
         let Some(hash) = self.st.dirs.used(dir) else { return Ok(Answer::Unknown) };
         let h = hash.table.hash(name);
-        let mut order: Vec<u32> = hash.table.candidates(h).map(|(_, offset)| offset).collect();
-        if let Some(i) = hash.seq_next.and_then(|seq| order.iter().position(|&o| o == seq)) {
-            order[..=i].rotate_right(1);
-        }
+        let order = hash.table.ordered_candidates(h, hash.seq_next);
         let mut last = LastBlock { lbn: None, data: vec![0u8; self.s.block_size() as usize] };
         for offset in order {
             match self.entry_at(&mut last, dir, u64::from(offset), name)? {
@@ -122,7 +122,7 @@ impl<S: StorageManager> Ns<'_, S> {
         let lbn = (offset / bs) as Lbn;
         if last.lbn != Some(lbn) {
             last.lbn = None;
-            self.s.read_block(dir, lbn, &mut last.data)?;
+            self.read_dir_block(dir, lbn, &mut last.data)?;
             last.lbn = Some(lbn);
         }
         let chunk_offset = offset / DIRBLKSIZ as u64 * DIRBLKSIZ as u64;

@@ -70,6 +70,9 @@ pub struct DirhashStats {
     pub refused: u64,
     /// Empty blocks cut from the end of directories.
     pub truncated_blocks: u64,
+    /// Directory blocks read by lookups, creates, removes and hash builds
+    /// (not by `readdir`): the work a hash saves.
+    pub blocks_read: u64,
     /// Directories hashed now.
     pub hashes: u64,
     /// Bytes the hashes hold now.
@@ -148,7 +151,7 @@ impl Plan {
     /// A new, empty hash of these sizes.
     fn empty(&self) -> DirHash {
         DirHash {
-            table: LookupTable::new(self.slots),
+            table: LookupTable::new(self.slots, (self.chunk_capacity * DIRBLKSIZ) as u64),
             free: FreeSpace::new(self.chunk_capacity),
             seq_next: None,
             score: INITIAL_SCORE,
@@ -183,6 +186,10 @@ pub(crate) struct Dirhash {
     clock: u64,
     stats: DirhashStats,
     scan_hints: [(Ino, u64); SCAN_HINTS],
+    /// What the last scan that missed saw: the directory, the entry size
+    /// it could take, and the first chunk with room for that (`None`: the
+    /// directory must grow). Any change of a directory forgets it.
+    create_hint: Option<(Ino, usize, Option<usize>)>,
 }
 
 impl Default for Dirhash {
@@ -194,6 +201,7 @@ impl Default for Dirhash {
             clock: 0,
             stats: DirhashStats::default(),
             scan_hints: [(0, 0); SCAN_HINTS],
+            create_hint: None,
         }
     }
 }
@@ -232,6 +240,7 @@ impl Dirhash {
     /// Forgets the hash of `dir` (changed behind its back, or freed).
     pub fn forget(&mut self, dir: Ino) {
         self.remove(dir);
+        self.create_hint = None;
         let hint = &mut self.scan_hints[dir as usize % SCAN_HINTS];
         if hint.0 == dir {
             *hint = (0, 0);
@@ -240,6 +249,7 @@ impl Dirhash {
 
     /// Forgets every hash.
     pub fn clear(&mut self) {
+        self.create_hint = None;
         self.hashes.clear();
         self.memory = 0;
     }
@@ -272,6 +282,12 @@ impl Dirhash {
     /// The hash of `dir`, if there is one, to keep in step with a change.
     pub(super) fn get_mut(&mut self, dir: Ino) -> Option<&mut DirHash> {
         self.hashes.get_mut(&dir)
+    }
+
+    /// The offset the next lookup in `dir` tries first, for tests.
+    #[cfg(test)]
+    pub(crate) fn sequential_next(&self, dir: Ino) -> Option<u32> {
+        self.hashes.get(&dir)?.seq_next
     }
 
     /// Whether `dir` has a hash.
@@ -348,7 +364,10 @@ impl Dirhash {
             return;
         }
         let h = hash.table.hash(name);
-        hash.table.insert(h, offset as u32);
+        if !hash.table.insert(h, offset as u32) {
+            self.discard_for_rebuild(dir);
+            return;
+        }
         hash.free.set(chunk, free);
     }
 
@@ -419,6 +438,11 @@ impl Dirhash {
         self.stats.misses += 1;
     }
 
+    /// Counts directory blocks read.
+    pub(crate) fn count_blocks_read(&mut self, blocks: u64) {
+        self.stats.blocks_read += blocks;
+    }
+
     /// Counts empty blocks cut from the end of a directory.
     pub(crate) fn count_truncated(&mut self, blocks: u64) {
         self.stats.truncated_blocks += blocks;
@@ -431,6 +455,22 @@ impl Dirhash {
         match self.scan_hints[dir as usize % SCAN_HINTS] {
             (ino, offset) if ino == dir => offset,
             _ => 0,
+        }
+    }
+
+    /// Remembers that a scan of `dir` did not find a name of `need` bytes
+    /// and saw `room` as the first chunk with room for it.
+    pub(crate) fn set_create_hint(&mut self, dir: Ino, need: usize, room: Option<usize>) {
+        self.create_hint = Some((dir, need, room));
+    }
+
+    /// Takes what the last missed scan saw, if it was of `dir` for an entry
+    /// of `need` bytes: `Some(room)`; `None` if there is no such hint (the
+    /// hint is gone either way).
+    pub(crate) fn take_create_hint(&mut self, dir: Ino, need: usize) -> Option<Option<usize>> {
+        match self.create_hint.take() {
+            Some((d, n, room)) if d == dir && n == need => Some(room),
+            _ => None,
         }
     }
 

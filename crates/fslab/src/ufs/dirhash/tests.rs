@@ -2,7 +2,7 @@
 //! lookup table, the free-space summary, and the budget's policy.
 
 use super::free::FreeSpace;
-use super::table::LookupTable;
+use super::table::{LookupTable, MAX_OFFSET_BYTES};
 use super::*;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -10,7 +10,7 @@ use rand::{Rng, SeedableRng};
 #[test]
 fn the_table_finds_every_live_offset_under_its_name_and_reclaims_every_slot() {
     let mut rng = SmallRng::seed_from_u64(7);
-    let mut table = LookupTable::new(1500);
+    let mut table = LookupTable::new(1500, 1 << 20);
     let mut model: HashMap<Vec<u8>, u32> = HashMap::new();
     let mut next_offset = 0u32;
     for step in 0..20_000 {
@@ -20,7 +20,7 @@ fn the_table_finds_every_live_offset_under_its_name_and_reclaims_every_slot() {
             Some(offset) => assert!(table.remove(h, offset), "step {step}: held offset not found"),
             None if !table.would_pass_three_quarters() => {
                 next_offset += 4;
-                table.insert(h, next_offset);
+                assert!(table.insert(h, next_offset));
                 model.insert(name, next_offset);
             }
             None => {}
@@ -40,9 +40,9 @@ fn the_table_finds_every_live_offset_under_its_name_and_reclaims_every_slot() {
 
 #[test]
 fn removing_an_offset_the_table_does_not_hold_changes_nothing() {
-    let mut table = LookupTable::new(16);
+    let mut table = LookupTable::new(16, 1 << 20);
     let h = table.hash(b"a");
-    table.insert(h, 8);
+    assert!(table.insert(h, 8));
     assert!(!table.remove(h, 12));
     assert_eq!(table.live(), 1);
 }
@@ -50,17 +50,58 @@ fn removing_an_offset_the_table_does_not_hold_changes_nothing() {
 #[test]
 fn names_differing_in_the_last_byte_spread_and_each_table_hashes_differently() {
     let names: Vec<Vec<u8>> = (0..10_000).map(|i| format!("message-{i:05}").into_bytes()).collect();
-    let mut table = LookupTable::new(15_000);
+    let mut table = LookupTable::new(15_000, 1 << 20);
     for (i, name) in names.iter().enumerate() {
-        table.insert(table.hash(name), i as u32 * 4);
+        assert!(table.insert(table.hash(name), i as u32 * 4));
     }
-    let probes: usize = names.iter().map(|n| table.candidates(table.hash(n)).count()).sum();
+    let probes: usize = names.iter().map(|n| table.chain_length(table.hash(n))).sum();
     let mean = probes as f64 / names.len() as f64;
     // Linear probing at two thirds full averages about 3.5 slots per chain
     // walked to its end; names that clustered would walk hundreds.
     assert!(mean < 8.0, "mean chain length {mean}");
-    let other = LookupTable::new(15_000);
+    let other = LookupTable::new(15_000, 1 << 20);
     assert!(names.iter().take(8).any(|n| other.hash(n) != table.hash(n)), "per-table keys");
+    // The tags leave almost no candidate but the name's own.
+    let candidates: usize = names.iter().map(|n| table.candidates(table.hash(n)).count()).sum();
+    assert!(
+        candidates < names.len() + names.len() / 100,
+        "{candidates} candidates for {} names",
+        names.len()
+    );
+}
+
+#[test]
+fn the_entry_after_the_last_one_found_is_tried_first() {
+    // Guards the sequential optimisation (§3.2), which a typo once switched
+    // off unnoticed (§3.5). Two entries under one hash: a collision.
+    let mut table = LookupTable::new(64, 1 << 20);
+    let h = table.hash(b"x");
+    assert!(table.insert(h, 100) && table.insert(h, 200) && table.insert(h, 300));
+    assert_eq!(table.ordered_candidates(h, None), [100, 200, 300]);
+    assert_eq!(table.ordered_candidates(h, Some(300)), [300, 100, 200]);
+    assert_eq!(table.ordered_candidates(h, Some(200)), [200, 100, 300]);
+    assert_eq!(table.ordered_candidates(h, Some(204)), [100, 200, 300], "not on the chain: no change");
+}
+
+#[test]
+fn offsets_round_trip_at_every_table_size_and_never_read_as_empty() {
+    for max_offset in [512u64, 4096, 1 << 20, 1 << 31, MAX_OFFSET_BYTES] {
+        let mut table = LookupTable::new(64, max_offset);
+        let top = (max_offset.min(MAX_OFFSET_BYTES) - 8) as u32 / 4 * 4;
+        let offsets = [0u32, 4, 12, top / 2 / 4 * 4, top];
+        for (i, &offset) in offsets.iter().enumerate() {
+            let name = format!("name{i}");
+            assert!(table.insert(table.hash(name.as_bytes()), offset), "{offset} below {max_offset}");
+        }
+        for (i, &offset) in offsets.iter().enumerate() {
+            let name = format!("name{i}");
+            let found: Vec<u32> = table.candidates(table.hash(name.as_bytes())).map(|(_, o)| o).collect();
+            assert!(found.contains(&offset), "{offset} below {max_offset}: {found:?}");
+        }
+        assert_eq!(table.live(), offsets.len());
+    }
+    let mut small = LookupTable::new(16, 4096);
+    assert!(!small.insert(small.hash(b"x"), 8192), "an offset past the planned size is refused");
 }
 
 /// The chunk `find` should return, by brute force over `units`.

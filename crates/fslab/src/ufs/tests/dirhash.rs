@@ -56,19 +56,19 @@ fn without_dirhash_a_create_scans_the_whole_directory() {
 }
 
 #[test]
-fn lookups_in_directory_order_read_one_block_each() {
-    // Guards the sequential optimisation (§3.2), which a typo once switched
-    // off unnoticed (§3.5): without it, candidates ahead of the right one
-    // on a chain cost extra reads.
+fn a_lookup_remembers_the_entry_after_it_and_lookups_in_order_read_one_block_each() {
     let mut fs = fs();
     let d = dir(&mut fs, ROOT, "big").ino;
     for i in 0..10_000 {
         file(&mut fs, d, &format!("m{i}"));
     }
+    let listed = fs.readdir(d, 0, usize::MAX).expect("readdir");
     fs.lookup(d, b"m0").expect("first lookup builds the hash");
     let before = fs.storage().block_reads();
-    for i in 1..10_000 {
-        fs.lookup(d, format!("m{i}").as_bytes()).expect("lookup");
+    for pair in listed[2..].windows(2) {
+        fs.lookup(d, &pair[0].name).expect("lookup");
+        let next = pair[1].next_offset - 1;
+        assert_eq!(fs.state.dirs.sequential_next(d), Some(next as u32), "after {:?}", pair[0].name);
     }
     let reads = fs.storage().block_reads() - before;
     assert!(reads <= 9_999 + 20, "{reads} block reads for 9,999 lookups in order");
