@@ -110,21 +110,21 @@ fn parse_args() -> Result<Args, String> {
 fn fresh(storage: &str, files: usize) -> Result<Bench, String> {
     let e = |e: fslab::Error| e.to_string();
     match storage {
-        "mem" => Ok(Bench::Mem(FileSystem::new(MemStorage::new(4096)))),
+        "mem" => Ok(Bench::Mem(Box::new(FileSystem::new(MemStorage::new(4096))))),
         _ => {
             // Inodes (256 bytes each), directory blocks and room for the log to move.
             let bytes = ((files as u64 * 1024).max(64 << 20) + (64 << 20)).next_multiple_of(1 << 20);
             let disk: Arc<dyn BlockDevice> = Arc::new(MemDisk::new(bytes));
             fslab::mkfs_lfs(disk.clone(), &MkfsOptions::default(), ME).map_err(e)?;
             let options = MountOptions { cache_bytes: 256 << 20, ..MountOptions::default() };
-            Ok(Bench::Lfs(FileSystem::new(Lfs::mount(disk, options).map_err(e)?)))
+            Ok(Bench::Lfs(Box::new(FileSystem::new(Lfs::mount(disk, options).map_err(e)?))))
         }
     }
 }
 
 enum Bench {
-    Mem(FileSystem<MemStorage>),
-    Lfs(FileSystem<Lfs>),
+    Mem(Box<FileSystem<MemStorage>>),
+    Lfs(Box<FileSystem<Lfs>>),
 }
 
 /// One phase: microseconds and directory blocks read per operation.
