@@ -5,9 +5,10 @@
 //! directory, stat them (a lookup) in creation order, in random order, stat
 //! n names that do not exist, then remove them in creation order; each
 //! phase's cost per operation in microseconds, and the memory the hashes
-//! held. Last, `getattr` of the files by inode number in random order: no
-//! directory is involved, so it shows what random memory accesses alone
-//! cost at each size (the floor under a random stat). The MH-folder test creates 33,164 files with numeric names in
+//! held. Last, two floors under a random stat, which involve no name:
+//! `getattr` of the files by inode number in random order, and a read of
+//! the directory block of each entry in random order; they show what the
+//! random memory accesses of a stat cost at each size whatever the index. The MH-folder test creates 33,164 files with numeric names in
 //! shuffled order, renames them to 1…33164 in numeric order (`folder
 //! -pack`) and removes the directory.
 //!
@@ -153,11 +154,12 @@ fn per_op<S: StorageManager, T>(
 }
 
 /// The phases, in order: create, stat in order, stat at random, stat of
-/// absent names, remove; and `getattr` of the same files by inode number at
-/// random, which involves no directory: the floor that a random stat's
-/// memory accesses set at each size.
+/// absent names, remove; and two floors under a random stat at each size,
+/// which involve no name: `getattr` of the same files by inode number, and
+/// reading the directory block each entry lives in, in the same random
+/// order (what confirming a candidate costs in memory traffic).
 struct Row {
-    phases: [Cost; 6],
+    phases: [Cost; 7],
     peak_memory: u64,
     builds: u64,
     dir_bytes: u64,
@@ -182,15 +184,21 @@ fn sizes_run<S: StorageManager>(fs: &mut FileSystem<S>, n: usize, rng: &mut Smal
         Err(e) => Err(e),
         Ok(_) => Err(fslab::error::errno(libc::EEXIST, "a name that should not exist does")),
     })?;
-    let mut inos: Vec<u64> =
-        fs.readdir(d, 0, usize::MAX).map_err(|e| e.to_string())?.iter().skip(2).map(|e| e.ino).collect();
-    inos.shuffle(rng);
-    let getattr = per_op(fs, &inos, |fs, &ino| fs.getattr(ino).map(|_| ()))?;
+    let listed = fs.readdir(d, 0, usize::MAX).map_err(|e| e.to_string())?;
+    let mut entries: Vec<(u64, i64)> = listed
+        .iter()
+        .skip(2)
+        .map(|e| (e.ino, ((e.next_offset - 1) / u64::from(fs.block_size())) as i64))
+        .collect();
+    entries.shuffle(rng);
+    let getattr = per_op(fs, &entries, |fs, &(ino, _)| fs.getattr(ino).map(|_| ()))?;
+    let mut block = vec![0u8; fs.block_size() as usize];
+    let block_read = per_op(fs, &entries, |fs, &(_, lbn)| fs.storage().read_block(d, lbn, &mut block))?;
     let remove = per_op(fs, &names, |fs, n| fs.unlink(d, n))?;
     fs.rmdir(ROOT_INO, b"d").map_err(|e| e.to_string())?;
     let stats = fs.dirhash_stats();
     Ok(Row {
-        phases: [create, stat_seq, stat_random, stat_absent, remove, getattr],
+        phases: [create, stat_seq, stat_random, stat_absent, remove, getattr, block_read],
         peak_memory: stats.peak_memory,
         builds: stats.builds,
         dir_bytes,
@@ -278,7 +286,7 @@ fn run() -> Result<(), String> {
     );
     let phase = |name: &str| format!("{name:>9} {:>6}", "blk");
     let phases: Vec<String> =
-        ["create", "stat-seq", "stat-rand", "stat-none", "remove", "getattr"].map(phase).to_vec();
+        ["create", "stat-seq", "stat-rand", "stat-none", "remove", "getattr", "blk-read"].map(phase).to_vec();
     println!(
         "{:>9} {:>4} {} {:>8} {:>8} {:>6}",
         "n",
