@@ -148,9 +148,13 @@ impl<S: StorageManager> Ns<'_, S> {
         Ok(None)
     }
 
-    /// The first chunk of `dir` with a record of `need` bytes free, by a
-    /// linear scan (FFS before dirhash, §3.3).
-    fn scan_free(&mut self, dir: Ino, need: usize) -> Result<Option<usize>> {
+    /// The first chunk of `dir` whose entries satisfy `wanted`, by a linear
+    /// scan from the start.
+    fn first_chunk_where(
+        &mut self,
+        dir: Ino,
+        wanted: impl Fn(&[dirent::Entry<'_>]) -> bool,
+    ) -> Result<Option<usize>> {
         let blocks = self.dir_blocks(dir)?;
         let bs = self.block_bytes();
         let mut block = vec![0u8; bs];
@@ -158,7 +162,7 @@ impl<S: StorageManager> Ns<'_, S> {
             self.read_dir_block(dir, lbn as Lbn, &mut block)?;
             for (c, chunk) in block.chunks_exact(DIRBLKSIZ).enumerate() {
                 let chunk_offset = lbn * bs as u64 + (c * DIRBLKSIZ) as u64;
-                if max_free(&parse_chunk(chunk, dir, chunk_offset)?) >= need {
+                if wanted(&parse_chunk(chunk, dir, chunk_offset)?) {
                     return Ok(Some((chunk_offset / DIRBLKSIZ as u64) as usize));
                 }
             }
@@ -166,25 +170,21 @@ impl<S: StorageManager> Ns<'_, S> {
         Ok(None)
     }
 
+    /// The first chunk of `dir` with a record of `need` bytes free, by a
+    /// linear scan (FFS before dirhash, §3.3).
+    fn scan_free(&mut self, dir: Ino, need: usize) -> Result<Option<usize>> {
+        self.first_chunk_where(dir, |entries| max_free(entries) >= need)
+    }
+
     /// Whether directory `dir` holds nothing but `.` and `..`.
     pub(crate) fn dir_is_empty(&mut self, dir: Ino) -> Result<bool> {
         if self.st.dirs.live_entries(dir).is_some_and(|n| n > 2) {
             return Ok(false);
         }
-        let blocks = self.dir_blocks(dir)?;
-        let bs = self.block_bytes();
-        let mut block = vec![0u8; bs];
-        for lbn in 0..blocks {
-            self.read_dir_block(dir, lbn as Lbn, &mut block)?;
-            for (c, chunk) in block.chunks_exact(DIRBLKSIZ).enumerate() {
-                let chunk_offset = lbn * bs as u64 + (c * DIRBLKSIZ) as u64;
-                let entries = parse_chunk(chunk, dir, chunk_offset)?;
-                if entries.iter().any(|e| e.ino != 0 && e.name != b"." && e.name != b"..") {
-                    return Ok(false);
-                }
-            }
-        }
-        Ok(true)
+        let other = |entries: &[dirent::Entry<'_>]| {
+            entries.iter().any(|e| e.ino != 0 && e.name != b"." && e.name != b"..")
+        };
+        Ok(self.first_chunk_where(dir, other)?.is_none())
     }
 
     /// Runs a change of directory `dir`; if it fails, the hash may no longer
