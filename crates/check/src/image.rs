@@ -301,13 +301,13 @@ impl<'a> Checker<'a> {
     /// Reads block `daddr`, which the caller has checked is on the file system.
     pub fn read_block(&self, daddr: Daddr) -> std::io::Result<Vec<u8>> {
         let mut buf = vec![0u8; self.bs];
-        self.dev.read_at(daddr * self.bs as u64, &mut buf)?;
+        self.dev.read_at(daddr.byte_offset(self.bs as u64), &mut buf)?;
         Ok(buf)
     }
 
     /// Whether `daddr` is the first block of a segment holding a superblock copy.
     pub fn is_superblock_block(&self, daddr: Daddr) -> bool {
-        daddr.is_multiple_of(self.bps) && self.superblock_segment(daddr / self.bps)
+        daddr.get().is_multiple_of(self.bps) && self.superblock_segment(daddr.get() / self.bps)
     }
 
     /// Whether segment `seg` holds a superblock copy.
@@ -317,7 +317,7 @@ impl<'a> Checker<'a> {
 
     /// Why `daddr` cannot be a block of a file, if it cannot.
     pub fn bad_address(&self, daddr: Daddr) -> Option<&'static str> {
-        if daddr >= self.total_blocks {
+        if daddr.get() >= self.total_blocks {
             Some("past the end of the file system")
         } else if self.is_superblock_block(daddr) {
             Some("into a superblock copy")
@@ -328,8 +328,8 @@ impl<'a> Checker<'a> {
 
     /// Notes that `daddr` is claimed; returns false if it already was.
     pub fn claim(&mut self, daddr: Daddr) -> bool {
-        let seg = daddr / self.bps;
-        let bit = (daddr % self.bps) as usize;
+        let seg = daddr.get() / self.bps;
+        let bit = (daddr.get() % self.bps) as usize;
         let words = (self.bps as usize).div_ceil(64);
         let map = self.claimed.entry(seg).or_insert_with(|| vec![0; words]);
         let (word, mask) = (bit / 64, 1u64 << (bit % 64));
@@ -340,7 +340,7 @@ impl<'a> Checker<'a> {
 
     /// Adds `bytes` to the recounted live bytes of `daddr`'s segment.
     pub fn add_live(&mut self, daddr: Daddr, bytes: u64) {
-        if let Some(l) = self.live.get_mut((daddr / self.bps) as usize) {
+        if let Some(l) = self.live.get_mut((daddr.get() / self.bps) as usize) {
             *l += bytes;
         }
     }
@@ -349,7 +349,7 @@ impl<'a> Checker<'a> {
     /// segment belongs to the checkpoint (serial below the next one).
     /// Checks the partial's data checksum the first time it is used.
     pub fn role(&mut self, daddr: Daddr) -> (Role, bool) {
-        let seg = daddr / self.bps;
+        let seg = daddr.get() / self.bps;
         if !self.segments.contains_key(&seg) {
             let map = self.walk_segment(seg);
             if self.cached_roles + map.roles.len() > MAX_CACHED_ROLES {
@@ -361,7 +361,7 @@ impl<'a> Checker<'a> {
         }
         let next_serial = self.sb.checkpoint.next_summary_serial;
         let Some(map) = self.segments.get(&seg) else { return (Role::Nothing, false) };
-        let role = map.roles.get((daddr % self.bps) as usize).copied().unwrap_or(Role::Nothing);
+        let role = map.roles.get((daddr.get() % self.bps) as usize).copied().unwrap_or(Role::Nothing);
         let partial = match role {
             Role::Block { partial, .. } | Role::Inodes { partial } => partial as usize,
             _ => return (role, false),
@@ -397,9 +397,9 @@ impl<'a> Checker<'a> {
         let end = start + 1 + nblocks as u64;
         let mut buf = Vec::new();
         while at < end {
-            let n = per_read.min(end - at);
+            let n = per_read.min(end.units_after(at));
             buf.resize(n as usize * self.bs, 0);
-            self.dev.read_at(at * self.bs as u64, &mut buf).ok()?;
+            self.dev.read_at(at.byte_offset(self.bs as u64), &mut buf).ok()?;
             crc = crc32c_append(crc, &buf);
             at += n;
         }
@@ -424,7 +424,7 @@ impl<'a> Checker<'a> {
             c.cold.filter(|h| h.segment == seg).map_or(bps, |h| h.offset)
         };
         while offset + 1 < bps {
-            let daddr = seg * bps + offset;
+            let daddr = Daddr::new(seg * bps + offset);
             let Ok(block) = self.read_block(daddr) else { break };
             let Ok(summary) = Summary::decode(&block, daddr) else { break };
             let fits = summary.nblocks >= 1 && offset + 1 + summary.nblocks as u64 <= bps;

@@ -12,7 +12,7 @@
 
 use crate::image::{Checker, InodeInfo, Role};
 use crate::{Fix, Kind};
-use fslab::format::blockno::{check_indirect, Geometry, NDADDR, NIADDR, POINTER_BYTES, XATTR_LBN};
+use fslab::bmap;
 use fslab::format::codec::Decoder;
 use fslab::format::dirent::{dt, dt_from_mode};
 use fslab::format::inode::{kind, Inode, InodeError, INODE_SIZE};
@@ -202,7 +202,7 @@ impl Checker<'_> {
     /// Phase 3 (see the module comment).
     pub(crate) fn check_inodes(&mut self) {
         for ino in 0..self.imap.len().min(2) {
-            if self.imap[ino].is_some_and(|e| e.daddr != 0) {
+            if self.imap[ino].is_some_and(|e| e.daddr.is_some()) {
                 self.problem(
                     Kind::Ifile,
                     None,
@@ -215,7 +215,7 @@ impl Checker<'_> {
         for ino in 2..n {
             self.progress.tick("phase 3 (inodes and blocks)", ino, n);
             let Some(entry) = self.imap[ino as usize] else { continue };
-            if entry.daddr == 0 {
+            if entry.daddr.is_none() {
                 continue;
             }
             self.report.counts.inodes += 1;
@@ -310,26 +310,14 @@ impl Checker<'_> {
         }
     }
 
-    /// Walks every block pointer of `inode` (see the module comment).
+    /// Walks every block pointer of `inode` (see the module comment) with
+    /// the block-map engine's walk.
     fn walk_file(&mut self, ino: Ino, version: u32, inode: &Inode, want_data: bool) -> FileWalk {
-        let mut w = FileWalk { ino, version, data: want_data.then(Vec::new), held: 0, problems: 0 };
-        for (lbn, &daddr) in inode.direct.iter().enumerate() {
-            if daddr != 0 && self.visit(&mut w, lbn as Lbn, daddr) {
-                if let Some(data) = w.data.as_mut() {
-                    data.push((lbn as u64, daddr));
-                }
-            }
-        }
-        let n = self.geometry.nindir;
-        let starts: [u64; NIADDR] = [NDADDR as u64, NDADDR as u64 + n, NDADDR as u64 + n + n * n];
-        for (i, &daddr) in inode.indirect.iter().enumerate() {
-            if daddr != 0 {
-                self.visit_indirect(&mut w, i + 1, starts[i], daddr);
-            }
-        }
-        if inode.xattr != 0 {
-            self.visit(&mut w, XATTR_LBN, inode.xattr);
-        }
+        let w = FileWalk { ino, version, data: want_data.then(Vec::new), held: 0, problems: 0 };
+        let geometry = self.geometry;
+        let mut visitor = WalkVisitor { checker: self, w };
+        bmap::walk(&geometry, inode, &mut visitor);
+        let w = visitor.w;
         if w.problems > MAX_PROBLEMS_PER_INODE {
             let more = w.problems - MAX_PROBLEMS_PER_INODE;
             self.problem(
@@ -340,42 +328,6 @@ impl Checker<'_> {
             );
         }
         w
-    }
-
-    /// Checks the indirect block at `level` covering data from `first`, then
-    /// what it points at.
-    fn visit_indirect(&mut self, w: &mut FileWalk, level: usize, first: u64, daddr: Daddr) {
-        let lbn = Geometry::meta_lbn(level, first);
-        if !self.visit(w, lbn, daddr) {
-            return;
-        }
-        let Ok(block) = self.read_block(daddr) else {
-            self.walk_problem(w, Kind::BlockPointer, format!("indirect block at {daddr} cannot be read"));
-            return;
-        };
-        // Pointers read from a damaged block would send the walk anywhere.
-        if let Err(e) = check_indirect(&block, w.ino, lbn, daddr) {
-            self.walk_problem(w, Kind::BlockPointer, e.to_string());
-            return;
-        }
-        let child_span = self.geometry.nindir.pow(level as u32 - 1);
-        let d = Decoder::new(&block);
-        for i in 0..self.geometry.nindir {
-            let child = d.u32(i as usize * POINTER_BYTES).unwrap_or(0) as Daddr;
-            if child == 0 {
-                continue;
-            }
-            let child_first = first + i * child_span;
-            if level == 1 {
-                if self.visit(w, child_first as Lbn, child) {
-                    if let Some(data) = w.data.as_mut() {
-                        data.push((child_first, child));
-                    }
-                }
-            } else {
-                self.visit_indirect(w, level - 1, child_first, child);
-            }
-        }
     }
 
     fn walk_problem(&mut self, w: &mut FileWalk, kind: Kind, what: String) {
@@ -430,6 +382,36 @@ impl Checker<'_> {
             format!("block {lbn} at {daddr} is not confirmed by its segment summary (version {expected} expected; {found})"),
         );
         false
+    }
+}
+
+/// What the walk of one file reports to the checker.
+struct WalkVisitor<'c, 'd> {
+    checker: &'c mut Checker<'d>,
+    w: FileWalk,
+}
+
+impl bmap::Visitor for WalkVisitor<'_, '_> {
+    fn pointer(&mut self, lbn: Lbn, addr: Daddr) -> bool {
+        let ok = self.checker.visit(&mut self.w, lbn, addr);
+        if ok && lbn >= 0 {
+            if let Some(data) = self.w.data.as_mut() {
+                data.push((lbn as u64, addr));
+            }
+        }
+        ok
+    }
+
+    fn read(&mut self, addr: Daddr) -> fslab::Result<Vec<u8>> {
+        Ok(self.checker.read_block(addr)?)
+    }
+
+    fn unreadable(&mut self, _lbn: Lbn, addr: Daddr, error: fslab::Error) {
+        let what = match error {
+            fslab::Error::Io(_) => format!("indirect block at {addr} cannot be read"),
+            e => e.to_string(),
+        };
+        self.checker.walk_problem(&mut self.w, Kind::BlockPointer, what);
     }
 }
 

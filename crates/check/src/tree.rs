@@ -358,7 +358,7 @@ impl Checker<'_> {
         } else {
             match known.flatten() {
                 None => return, // its inode map block is unreadable: nothing to say
-                Some(e) if e.daddr == 0 => Some("a free inode"),
+                Some(e) if e.daddr.is_none() => Some("a free inode"),
                 Some(_) => None,
             }
         };

@@ -129,7 +129,7 @@ impl Checker<'_> {
                 whole = false;
                 break;
             };
-            if entry.daddr != 0 {
+            if entry.daddr.is_some() {
                 self.problem(
                     Kind::FreeList,
                     Some(at),
@@ -147,7 +147,7 @@ impl Checker<'_> {
         }
         let mut missing = 0u64;
         for ino in IFILE_INO + 1..n {
-            if self.imap[ino as usize].is_some_and(|e| e.daddr == 0) && !on_list[ino as usize] {
+            if self.imap[ino as usize].is_some_and(|e| e.daddr.is_none()) && !on_list[ino as usize] {
                 missing += 1;
                 if missing <= MAX_LISTED {
                     self.problem(

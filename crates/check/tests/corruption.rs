@@ -368,7 +368,7 @@ struct Survey {
 
 /// Block `daddr` of `image`.
 fn block(image: &[u8], daddr: Daddr) -> &[u8] {
-    &image[daddr as usize * BS..(daddr as usize + 1) * BS]
+    &image[daddr.get() as usize * BS..(daddr.get() as usize + 1) * BS]
 }
 
 /// Inode `ino` in the inode block at `daddr`.
@@ -391,7 +391,7 @@ fn ifile_kind(lbn: Lbn, segtab: u32) -> Structure {
 /// indirect blocks, its xattr block.
 fn classify_tree(image: &[u8], inode: &Inode, kinds: &mut BTreeMap<Daddr, Structure>) {
     let leaf = if inode.attr.is_dir() { Structure::Directory } else { Structure::Data };
-    for &d in inode.direct.iter().filter(|&&d| d != 0) {
+    for &d in inode.direct.iter().filter(|&&d| d.is_some()) {
         kinds.insert(d, leaf);
     }
     fn pointers(
@@ -401,15 +401,15 @@ fn classify_tree(image: &[u8], inode: &Inode, kinds: &mut BTreeMap<Daddr, Struct
         leaf: Structure,
         kinds: &mut BTreeMap<Daddr, Structure>,
     ) {
-        if daddr == 0 {
+        if daddr.is_none() {
             return;
         }
         kinds.insert(daddr, Structure::Indirect);
         let indirect = block(image, daddr);
         let children: Vec<Daddr> = indirect[..indirect.len() - fslab::format::blockno::INDIRECT_TRAILER]
             .chunks_exact(4)
-            .map(|p| u32::from_le_bytes([p[0], p[1], p[2], p[3]]) as Daddr)
-            .filter(|&p| p != 0)
+            .map(|p| Daddr::from_pointer(u32::from_le_bytes([p[0], p[1], p[2], p[3]])))
+            .filter(|&p| p.is_some())
             .collect();
         for child in children {
             if level == 0 {
@@ -422,7 +422,7 @@ fn classify_tree(image: &[u8], inode: &Inode, kinds: &mut BTreeMap<Daddr, Struct
     for (level, &d) in inode.indirect.iter().enumerate() {
         pointers(image, d, level, leaf, kinds);
     }
-    if inode.xattr != 0 {
+    if inode.xattr.is_some() {
         kinds.insert(inode.xattr, Structure::Xattr);
     }
 }
@@ -441,7 +441,7 @@ fn survey(image: &[u8]) -> Survey {
         .expect("a valid superblock");
     let mut kinds: BTreeMap<Daddr, Structure> = BTreeMap::new();
     for copy in copies.iter().filter(|c| c.result.is_ok()) {
-        kinds.insert(copy.offset / BS as u64, Structure::Superblock);
+        kinds.insert(Daddr::new(copy.offset / BS as u64), Structure::Superblock);
     }
 
     // Every segment's partial segments, front to back.
@@ -455,7 +455,7 @@ fn survey(image: &[u8]) -> Survey {
         let mut offset = u64::from(sb.sb_segments[..sb.ncopies as usize].contains(&seg));
         let mut last_serial = None;
         while offset + 1 < bps {
-            let at = seg * bps + offset;
+            let at = Daddr::new(seg * bps + offset);
             let Ok(s) = Summary::decode(block(image, at), at) else { break };
             let n = s.nblocks as u64;
             if s.fs_id != sb.fs_id
@@ -509,7 +509,7 @@ fn survey(image: &[u8]) -> Survey {
     let tables = Tables::decode(sb.block_size, sb.nsegments, segtab as u64, &blocks).expect("ifile tables");
     let mut modes: HashMap<Ino, u32> = HashMap::new();
     for (ino, entry) in tables.imap.iter().enumerate().skip(IFILE_INO as usize + 1) {
-        if entry.daddr == 0 {
+        if entry.daddr.is_none() {
             continue;
         }
         kinds.insert(entry.daddr, Structure::InodeBlock);
@@ -608,12 +608,12 @@ fn put_u32(bytes: &mut [u8], at: usize, value: u32) {
 /// `kind` (and the data checksum of its partial segment), so that damage
 /// passes validation.
 fn reseal(image: &mut [u8], kind: Structure, target: Target, survey: &Survey) {
-    let d = target.daddr as usize;
+    let d = target.daddr.get() as usize;
     // An indirect block's checksum names its file and block: the summary
     // of its partial segment says which.
     let owner = target.partial.and_then(|p| {
         let summary = Summary::decode(block(image, p), p).ok()?;
-        let slot = (target.daddr - p - 1) as usize;
+        let slot = (target.daddr.units_after(p) - 1) as usize;
         summary.finfos.iter().flat_map(|f| f.lbns.iter().map(move |&lbn| (f.ino, lbn))).nth(slot)
     });
     let blk = &mut image[d * BS..(d + 1) * BS];
@@ -643,7 +643,7 @@ fn reseal(image: &mut [u8], kind: Structure, target: Target, survey: &Survey) {
     }
     if let Some(p) = target.partial {
         let n = survey.partial_blocks[&p] as usize;
-        let p = p as usize;
+        let p = p.get() as usize;
         let crc = crc32c(&image[(p + 1) * BS..(p + 1 + n) * BS]);
         let summary = &mut image[p * BS..(p + 1) * BS];
         put_u32(summary, 8, crc);
@@ -811,7 +811,7 @@ fn execute(case: Case) -> Ran {
     let mut rng = SmallRng::seed_from_u64(case.seed ^ ((case.kind as u64) << 32));
     let target = targets[rng.gen_range(0..targets.len())];
     let mut image = fixture.image.clone();
-    let d = target.daddr as usize;
+    let d = target.daddr.get() as usize;
     damage_block(&mut image[d * BS..(d + 1) * BS], case.damage, &mut rng);
     if case.resealed {
         reseal(&mut image, case.kind, target, &fixture.survey);
@@ -1067,24 +1067,24 @@ fn repeating_directory_image() -> (Vec<u8>, Ino) {
         .expect("the inode block of /many");
     // Two blocks nothing uses, at the end of the last segment.
     let used: HashSet<Daddr> = fx.survey.by_kind.values().flatten().map(|t| t.daddr).collect();
-    let mut free = (0..(IMAGE_BYTES / BS as u64)).rev().filter(|d| !used.contains(d));
+    let mut free = (0..(IMAGE_BYTES / BS as u64)).rev().map(Daddr::new).filter(|d| !used.contains(d));
     let (single, double) = (free.next().expect("a free block"), free.next().expect("another"));
-    let d = at as usize;
+    let d = at.get() as usize;
     let slot = image[d * BS..(d + 1) * BS]
         .chunks_exact_mut(INODE_SIZE)
         .find(|s| Inode::decode(s).is_ok_and(|i| i.ino == many))
         .expect("the slot of /many");
     let mut inode = Inode::decode(slot).expect("decodes");
     let first = inode.direct[0];
-    inode.direct.iter_mut().filter(|p| **p == 0).for_each(|p| *p = first);
+    inode.direct.iter_mut().filter(|p| p.is_none()).for_each(|p| *p = first);
     inode.indirect[0] = single;
     inode.indirect[1] = double;
     inode.attr.size = (12 + 1024 + 1024 * 1024) * BS as u64;
-    inode.encode(slot);
+    inode.encode(slot).expect("pointers fit");
     for (blk, pointer) in [(single, first), (double, single)] {
-        let b = blk as usize;
+        let b = blk.get() as usize;
         for p in image[b * BS..(b + 1) * BS].chunks_exact_mut(4) {
-            p.copy_from_slice(&(pointer as u32).to_le_bytes());
+            p.copy_from_slice(&pointer.to_pointer().expect("fits").to_le_bytes());
         }
     }
     reseal(&mut image, Structure::InodeBlock, target, &fx.survey);
@@ -1232,14 +1232,14 @@ fn an_inode_number_in_the_log_does_not_size_the_inode_map() {
         .find(|t| t.in_tail)
         .expect("an inode block written after the checkpoint");
     let mut image = fx.image.clone();
-    let d = target.daddr as usize;
+    let d = target.daddr.get() as usize;
     let slot = image[d * BS..(d + 1) * BS]
         .chunks_exact_mut(INODE_SIZE)
         .find(|s| Inode::decode(s).is_ok_and(|i| i.ino > IFILE_INO))
         .expect("a file's inode in it");
     let mut inode = Inode::decode(slot).expect("decodes");
     inode.ino = 8_000_000;
-    inode.encode(slot);
+    inode.encode(slot).expect("pointers fit");
     reseal(&mut image, Structure::InodeBlock, target, &fx.survey);
     let dev = Arc::new(MemDisk::from_bytes(image));
     LARGEST.with(|l| l.set(0));

@@ -7,7 +7,7 @@
 mod common;
 
 use common::*;
-use fslab::format::{Ino, ROOT_INO};
+use fslab::format::{Daddr, Ino, ROOT_INO};
 use fslab::storage::StorageManager;
 use fslab::ufs::Creds;
 use fslab_check::{Fix, Kind};
@@ -198,10 +198,10 @@ fn a_corrupted_ifile_block_is_found() {
 #[test]
 fn a_block_pointer_out_of_range_or_into_a_superblock_is_found() {
     let (dev, tree) = populated();
-    rewrite_inode(dev.as_ref(), tree.medium, |inode| inode.direct[3] = 0x7fff_0000);
-    rewrite_inode(dev.as_ref(), tree.large, |inode| inode.direct[0] = 0);
+    rewrite_inode(dev.as_ref(), tree.medium, |inode| inode.direct[3] = Daddr::new(0x7fff_0000));
+    rewrite_inode(dev.as_ref(), tree.large, |inode| inode.direct[0] = Daddr::NONE);
     rewrite_inode(dev.as_ref(), tree.small, |inode| {
-        inode.direct[0] = superblock(dev.as_ref()).sb_segments[1] * 16
+        inode.direct[0] = Daddr::new(superblock(dev.as_ref()).sb_segments[1] * 16)
     });
     let report = check(&dev);
     let pointer_problems: Vec<Ino> =
@@ -225,7 +225,7 @@ fn a_block_claimed_by_two_files_is_found() {
 fn wrong_segment_usage_is_found_and_repaired() {
     let (dev, tree) = populated();
     let (daddr, _, _) = inode_slot(dev.as_ref(), tree.medium);
-    let segment = daddr / 16;
+    let segment = daddr.get() / 16;
     with_fs(&dev, false, |fs| fs.storage().repair_set_live_bytes(segment, 12345).expect("set"));
     let report = check(&dev);
     assert!(
@@ -242,7 +242,7 @@ fn wrong_segment_usage_is_found_and_repaired() {
 fn a_damaged_superblock_copy_is_found_and_rewritten() {
     let (dev, _) = populated();
     let sb = superblock(dev.as_ref());
-    flip(dev.as_ref(), sb.sb_segments[2] * 16, 130, 2);
+    flip(dev.as_ref(), Daddr::new(sb.sb_segments[2] * 16), 130, 2);
     let report = check(&dev);
     assert!(report.has(Kind::Superblock), "problems:\n{}", listing(&report));
     assert_eq!(repair(&dev).exit_code(), 1);

@@ -139,7 +139,7 @@ impl Cleaner {
             let live: Vec<BlockRef> = refs
                 .into_iter()
                 .zip(now)
-                .filter(|(r, at)| *at == r.daddr && *at != 0)
+                .filter(|(r, at)| *at == r.daddr && at.is_some())
                 .map(|(r, _)| r)
                 .collect();
             let cost = m.markv_cost(&live)?;
@@ -218,7 +218,7 @@ impl Cleaner {
     ) -> Result<bool> {
         let mut by_segment: Vec<(u64, Vec<MarkBlock>)> = Vec::new();
         for b in blocks {
-            let seg = b.block.daddr / blocks_per_segment.max(1);
+            let seg = b.block.daddr.get() / blocks_per_segment.max(1);
             match by_segment.iter_mut().find(|(s, _)| *s == seg) {
                 Some((_, group)) => group.push(b),
                 None => by_segment.push((seg, vec![b])),

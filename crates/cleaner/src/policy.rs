@@ -228,7 +228,13 @@ mod tests {
     fn aged_block(age: i64) -> MarkBlock {
         use fslab::lfs::clean::{BlockKind, BlockRef};
         MarkBlock {
-            block: BlockRef { ino: age as u64 + 2, version: 0, kind: BlockKind::Block(0), daddr: 1, age },
+            block: BlockRef {
+                ino: age as u64 + 2,
+                version: 0,
+                kind: BlockKind::Block(0),
+                daddr: fslab::format::Daddr::new(1),
+                age,
+            },
             data: None,
         }
     }

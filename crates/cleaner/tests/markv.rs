@@ -127,8 +127,12 @@ fn segment_with_live_blocks_of(lfs: &mut Lfs, ino: Ino) -> (u64, Vec<u8>, Vec<Bl
         let bytes = lfs.read_segment(seg).expect("read_segment");
         let refs = parse_segment(&table, seg, &bytes);
         let now = lfs.bmapv(&refs).expect("bmapv");
-        let live: Vec<BlockRef> =
-            refs.into_iter().zip(now).filter(|(r, at)| *at == r.daddr && *at != 0).map(|(r, _)| r).collect();
+        let live: Vec<BlockRef> = refs
+            .into_iter()
+            .zip(now)
+            .filter(|(r, at)| *at == r.daddr && at.is_some())
+            .map(|(r, _)| r)
+            .collect();
         if live.iter().any(|r| r.ino == ino && matches!(r.kind, BlockKind::Block(_))) {
             return (seg, bytes, live);
         }
@@ -154,7 +158,7 @@ fn with_contents(refs: &[BlockRef], seg: u64, bytes: &[u8], blocks_per_segment: 
         .map(|&block| {
             let data = match block.kind {
                 BlockKind::Block(_) => {
-                    let at = (block.daddr - seg * blocks_per_segment) as usize * BLOCK;
+                    let at = (block.daddr.get() - seg * blocks_per_segment) as usize * BLOCK;
                     Some(bytes[at..at + BLOCK].to_vec())
                 }
                 BlockKind::Inode => None,
@@ -180,8 +184,8 @@ fn markv_moves_live_blocks_and_keeps_contents_and_times_across_remount() {
     assert!(report.blocks_written >= live.len() as u64);
     let now = lfs.bmapv(&live).expect("bmapv after markv");
     for (r, at) in live.iter().zip(&now) {
-        assert!(*at != 0 && *at != r.daddr, "{r:?} has a new address (now {at})");
-        assert_ne!(at / bps, seg, "{r:?} moved out of segment {seg}");
+        assert!(at.is_some() && *at != r.daddr, "{r:?} has a new address (now {at})");
+        assert_ne!(at.get() / bps, seg, "{r:?} moved out of segment {seg}");
     }
     lfs.segclean(seg).expect("segclean: nothing live is left");
 
@@ -369,7 +373,7 @@ impl fslab_cleaner::Mechanism for OneBadSegment<'_> {
         self.lfs.markv_cost(blocks)
     }
     fn markv(&mut self, blocks: &[MarkBlock], to: Destination) -> fslab::Result<fslab::lfs::clean::Markv> {
-        if blocks.iter().any(|b| b.block.daddr / self.blocks_per_segment == self.bad) {
+        if blocks.iter().any(|b| b.block.daddr.get() / self.blocks_per_segment == self.bad) {
             return Err(fslab::Error::corrupt("indirect block", self.bad, "checksum mismatch"));
         }
         self.lfs.markv(blocks, to)

@@ -32,8 +32,10 @@ impl Error {
     }
 
     /// A corrupt-structure error.
-    pub fn corrupt(what: &'static str, addr: u64, why: impl Into<String>) -> Error {
-        Error::Corrupt { what, addr, why: why.into() }
+    /// `addr` is where the structure lives (a disk address, or another
+    /// number that locates it, such as an inode number).
+    pub fn corrupt(what: &'static str, addr: impl Into<u64>, why: impl Into<String>) -> Error {
+        Error::Corrupt { what, addr: addr.into(), why: why.into() }
     }
 }
 
@@ -56,6 +58,14 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+/// A layout bounds its devices so that every address fits a block pointer;
+/// one that does not comes from a damaged structure.
+impl From<crate::format::PointerOverflow> for Error {
+    fn from(e: crate::format::PointerOverflow) -> Error {
+        Error::corrupt("block pointer", e.0, e.to_string())
+    }
+}
 
 impl From<io::Error> for Error {
     fn from(e: io::Error) -> Error {

@@ -7,12 +7,14 @@
 //! * [`storage`] — the boundary between namespace and layout: the operations of
 //!   Table 4 of the 1993 BSD-LFS paper (§4.1).
 //! * [`lfs`] — the log-structured storage manager.
+//! * [`bmap`] — the block-map engine both layouts and fsck walk file trees with.
 //! * [`cache`] — the buffer cache: dirty tracking, memory limit, thresholds.
 //! * [`format`] — pure vocabulary: numbers, codecs, checksums, on-disk inodes
 //!   and directory entries.
 //!
 //! Below all of them is the `disk` crate's `BlockDevice`.
 
+pub mod bmap;
 pub mod cache;
 pub mod error;
 pub mod format;

@@ -109,7 +109,7 @@ pub fn listing(report: &Report) -> String {
 
 fn read(dev: &dyn BlockDevice, daddr: Daddr) -> Vec<u8> {
     let mut buf = vec![0u8; BS];
-    dev.read_at(daddr * BS as u64, &mut buf).expect("read");
+    dev.read_at(daddr.byte_offset(BS as u64), &mut buf).expect("read");
     buf
 }
 
@@ -150,7 +150,7 @@ pub fn inode_slot(dev: &dyn BlockDevice, ino: Ino) -> (Daddr, usize, Inode) {
     let lbn = 1 + sb.segtab_blocks as u64 + ino / per;
     let block = read(dev, ifile_block(dev, lbn as usize));
     let entry = ImapEntry::decode(&block, (ino % per) as usize * IMAP_BYTES).expect("entry");
-    assert_ne!(entry.daddr, 0, "inode {ino} is allocated");
+    assert!(entry.daddr.is_some(), "inode {ino} is allocated");
     slot_in(dev, entry.daddr, ino)
 }
 
@@ -159,8 +159,8 @@ pub fn rewrite_inode(dev: &dyn BlockDevice, ino: Ino, change: impl FnOnce(&mut I
     let (daddr, offset, mut inode) = inode_slot(dev, ino);
     change(&mut inode);
     let mut block = read(dev, daddr);
-    inode.encode(&mut block[offset..offset + INODE_SIZE]);
-    dev.write_at(daddr * BS as u64, &block).expect("write");
+    inode.encode(&mut block[offset..offset + INODE_SIZE]).expect("pointers fit");
+    dev.write_at(daddr.byte_offset(BS as u64), &block).expect("write");
 }
 
 /// Flips the bits of `len` bytes at byte `at` of block `daddr`.
@@ -169,7 +169,7 @@ pub fn flip(dev: &dyn BlockDevice, daddr: Daddr, at: usize, len: usize) {
     for b in &mut block[at..at + len] {
         *b ^= 0xff;
     }
-    dev.write_at(daddr * BS as u64, &block).expect("write");
+    dev.write_at(daddr.byte_offset(BS as u64), &block).expect("write");
 }
 
 /// The u32 at byte `at` of block `daddr`.

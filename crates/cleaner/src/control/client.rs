@@ -173,7 +173,7 @@ impl Mechanism for Client {
                 return Err(malformed());
             }
             for _ in chunk {
-                now.push(r.u64()?);
+                now.push(Daddr::new(r.u64()?));
             }
             r.end()?;
         }

@@ -260,7 +260,7 @@ fn serve<A: LfsAccess>(
             r.end()?;
             let now = m.bmapv(&refs)?;
             out.count(now.len());
-            now.iter().for_each(|&d| out.u64(d));
+            now.iter().for_each(|&d| out.u64(d.get()));
         }
         OP_MARKV_COST => {
             let refs = r.block_refs()?;

@@ -96,8 +96,12 @@ fn every_request_round_trips_and_a_remote_cleaner_cleans() {
     let many: Vec<BlockRef> = refs.iter().copied().cycle().take(MAX_BLOCKS + 3).collect();
     let split = client.bmapv(&many).expect("bmapv in two requests");
     assert_eq!(split, local_now.iter().copied().cycle().take(MAX_BLOCKS + 3).collect::<Vec<_>>());
-    let live: Vec<BlockRef> =
-        refs.iter().zip(&remote_now).filter(|(r, &at)| at == r.daddr && at != 0).map(|(r, _)| *r).collect();
+    let live: Vec<BlockRef> = refs
+        .iter()
+        .zip(&remote_now)
+        .filter(|(r, &at)| at == r.daddr && at.is_some())
+        .map(|(r, _)| *r)
+        .collect();
     let cost = client.markv_cost(&live).expect("markv_cost");
     assert_eq!(cost, shared.with_lfs(|lfs| lfs.markv_cost(&live)).expect("local cost"));
 

@@ -5,6 +5,7 @@
 
 use super::{DirhashReport, Report};
 use fslab::error::errno;
+use fslab::format::Daddr;
 use fslab::lfs::clean::{
     BlockKind, BlockRef, CleanerCounters, CleanerReport, Destination, SegmentState, SegmentTable,
 };
@@ -100,7 +101,7 @@ impl Out {
         };
         self.u8(kind);
         self.i64(lbn);
-        self.u64(r.daddr);
+        self.u64(r.daddr.get());
         self.i64(r.age);
     }
     pub(super) fn counters(&mut self, c: &CleanerCounters) {
@@ -197,7 +198,7 @@ impl<'a> In<'a> {
             (1, 0) => BlockKind::Inode,
             _ => return Err(malformed()),
         };
-        Ok(BlockRef { ino, version, kind, daddr: self.u64()?, age: self.i64()? })
+        Ok(BlockRef { ino, version, kind, daddr: Daddr::new(self.u64()?), age: self.i64()? })
     }
     pub(super) fn block_refs(&mut self) -> Result<Vec<BlockRef>> {
         let n = self.count(REF_BYTES, MAX_BLOCKS)?;

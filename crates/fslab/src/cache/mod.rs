@@ -1,13 +1,16 @@
 //! The buffer cache: blocks named by (inode, logical block number), as in the
-//! BSD logical block cache (1993 paper §4.1.2) — never by disk address, since
-//! LFS assigns addresses only when it writes.
+//! BSD logical block cache (1993 paper §4.1.2), since LFS assigns addresses
+//! only when it writes; blocks that belong to no file (FFS's cylinder-group
+//! and inode blocks) are named by device address ([`device_key`]). The
+//! write-back layer (`writeback`) writes dirty buffers to their addresses
+//! with hooks at the start and end of each write.
 //!
 //! Interface: `get`, `insert`, `mark_dirty`, `mark_clean`, `remove`,
-//! `dirty_keys`, and the thresholds of §3.1/§4.4: once dirty bytes pass the
-//! start-write threshold the owner should start a segment write
-//! ([`BufferCache::should_start_write`]); past the stop-access threshold a
-//! writer must not dirty more until a segment write has finished
-//! ([`BufferCache::must_stop_access`]). Clean buffers are evicted whenever
+//! `dirty_keys_in`, and the thresholds of §3.1/§4.4: once dirty bytes pass
+//! the start-write threshold the owner should start a segment write
+//! ([`BufferCache::should_start_write`]); past the stop-access threshold
+//! ([`CacheLimits::stop_access_bytes`]) a writer must wait for writes in
+//! flight (LFS's segment I/O enforces it). Clean buffers are evicted whenever
 //! the cache is over its memory limit, by the second-chance (CLOCK)
 //! approximation of least-recently-used: a use only sets a flag, so the hot
 //! path of a lookup costs no queue traffic. Dirty buffers are never evicted.
@@ -17,14 +20,36 @@
 //! fault in the whole memory limit, which cost a first sequential write a
 //! third of its speed). The cache decides nothing about disk addresses.
 
-use crate::format::{Ino, Lbn};
+mod writeback;
+
+pub use writeback::{write_back, NoHooks, Placement, WriteHooks, WrittenBack};
+
+use crate::format::{Daddr, Ino, Lbn};
 use disk::AlignedBytes;
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
-/// A block's name in the cache.
+/// A block's name in the cache: a file's block by (inode, logical block
+/// number), or a block of the device by address ([`device_key`]).
 pub type BlockKey = (Ino, Lbn);
+
+/// The "inode" of blocks named by device address (FFS's cylinder-group and
+/// inode blocks, which belong to no file). Inode number 0 is never a file,
+/// so a device key cannot collide with a file's block.
+pub const DEVICE: Ino = 0;
+
+/// The cache key of the block at device address `addr`. An address is a
+/// count of units of at least 512 bytes on a device of at most 2^64 bytes,
+/// so it always fits the key's signed 64 bits.
+pub fn device_key(addr: Daddr) -> BlockKey {
+    (DEVICE, addr.get() as Lbn)
+}
+
+/// The device address a [`device_key`] names, or `None` for a file's block.
+pub fn device_addr(key: BlockKey) -> Option<Daddr> {
+    (key.0 == DEVICE && key.1 >= 0).then(|| Daddr::new(key.1 as u64))
+}
 
 /// A block's bytes. Shared with a segment write in flight, which holds a
 /// reference until the device has the bytes; changing a shared buffer copies
@@ -264,11 +289,6 @@ impl BufferCache {
         self.keys.range((ino, *lbns.start())..=(ino, *lbns.end())).copied().collect()
     }
 
-    /// Every dirty key, sorted by inode and logical block number.
-    pub fn dirty_keys(&self) -> Vec<BlockKey> {
-        self.dirty.iter().copied().collect()
-    }
-
     /// Dirty keys of inode `ino` with logical block numbers in `lbns`, sorted.
     pub fn dirty_keys_in(&self, ino: Ino, lbns: std::ops::RangeInclusive<Lbn>) -> Vec<BlockKey> {
         self.dirty.range((ino, *lbns.start())..=(ino, *lbns.end())).copied().collect()
@@ -301,20 +321,9 @@ impl BufferCache {
         self.dirty_bytes() >= self.limits.start_write_bytes
     }
 
-    /// Whether dirty data has reached the stop-access threshold.
-    pub fn must_stop_access(&self) -> bool {
-        self.dirty_bytes() >= self.limits.stop_access_bytes
-    }
-
     /// Buffers the memory limit allows.
     fn capacity(&self) -> usize {
         (self.limits.memory_bytes / self.block_size as u64).max(16) as usize
-    }
-
-    /// Evicts clean buffers, least recently used first, until the cache fits
-    /// its memory limit or holds only dirty buffers.
-    pub fn evict(&mut self) {
-        self.evict_to(self.capacity());
     }
 
     /// Written buffers the probation queue may hold: a start-write
@@ -466,7 +475,7 @@ mod tests {
         let cached = (10..20).filter(|&i| cache.contains((5, i))).count();
         assert_eq!(cached, 6, "cache holds 16 buffers at most while clean ones remain");
         assert_eq!(cache.dirty_count(), 10);
-        assert!(cache.should_start_write() && cache.must_stop_access());
+        assert!(cache.should_start_write());
     }
 
     #[test]
@@ -532,7 +541,7 @@ mod tests {
         cache.insert((2, 0), block(1), false);
         assert!(cache.mark_dirty((2, 0)));
         assert!(!cache.mark_dirty((2, 0)));
-        assert_eq!(cache.dirty_keys(), vec![(2, 0)]);
+        assert_eq!(cache.dirty_keys_in(2, Lbn::MIN..=Lbn::MAX), vec![(2, 0)]);
         cache.mark_clean((2, 0));
         assert_eq!(cache.dirty_count(), 0);
         cache.insert((2, -12), block(2), true);

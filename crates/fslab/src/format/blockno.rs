@@ -12,7 +12,7 @@
 //! a CRC32C bound to the file and the block's name, and a magic number.
 
 use super::codec::{crc32c_append, Decoder, Encoder};
-use super::{Ino, Lbn};
+use super::{Daddr, Ino, Lbn};
 use crate::error::Error;
 use crate::Result;
 
@@ -50,7 +50,7 @@ pub fn seal_indirect(block: &mut [u8], ino: Ino, lbn: Lbn) {
 
 /// Checks the trailer of indirect block `lbn` of file `ino`, read from
 /// `daddr`.
-pub fn check_indirect(block: &[u8], ino: Ino, lbn: Lbn, daddr: u64) -> Result<()> {
+pub fn check_indirect(block: &[u8], ino: Ino, lbn: Lbn, daddr: Daddr) -> Result<()> {
     let n = block.len();
     let d = Decoder::new(block);
     let bad = |why: String| Error::corrupt("indirect block", daddr, why);
@@ -212,13 +212,14 @@ mod tests {
     fn an_indirect_block_passes_only_as_itself_and_undamaged() {
         let mut block = vec![0u8; 4096];
         block[..8].copy_from_slice(&[7, 0, 0, 0, 9, 0, 0, 0]);
-        assert!(check_indirect(&block, 5, -12, 1).is_err(), "unsealed");
+        let at = Daddr::new(1);
+        assert!(check_indirect(&block, 5, -12, at).is_err(), "unsealed");
         seal_indirect(&mut block, 5, -12);
-        check_indirect(&block, 5, -12, 1).expect("sealed");
-        assert!(check_indirect(&block, 6, -12, 1).is_err(), "another file's");
-        assert!(check_indirect(&block, 5, -1036, 1).is_err(), "another position's");
+        check_indirect(&block, 5, -12, at).expect("sealed");
+        assert!(check_indirect(&block, 6, -12, at).is_err(), "another file's");
+        assert!(check_indirect(&block, 5, -1036, at).is_err(), "another position's");
         block[4] ^= 1;
-        assert!(check_indirect(&block, 5, -12, 1).is_err(), "a flipped pointer bit");
+        assert!(check_indirect(&block, 5, -12, at).is_err(), "a flipped pointer bit");
         assert_eq!(Geometry::new(4096).nindir, 1022, "the trailer holds no pointers");
         assert!(is_indirect(-12) && !is_indirect(XATTR_LBN) && !is_indirect(0));
     }

@@ -3,7 +3,7 @@
 
 use super::blockno::{NDADDR, NIADDR};
 use super::codec::{crc32c_skipping, Decoder, Encoder};
-use super::{Daddr, Ino, TimeNs};
+use super::{Daddr, Ino, PointerOverflow, TimeNs};
 
 /// Bytes of one on-disk inode.
 pub const INODE_SIZE: usize = 256;
@@ -105,8 +105,9 @@ pub enum InodeError {
 }
 
 impl Inode {
-    /// Encodes into exactly [`INODE_SIZE`] bytes of `out`.
-    pub fn encode(&self, out: &mut [u8]) {
+    /// Encodes into exactly [`INODE_SIZE`] bytes of `out`. Fails, writing
+    /// nothing useful, if a block pointer does not fit its 32 bits.
+    pub fn encode(&self, out: &mut [u8]) -> Result<(), PointerOverflow> {
         let out = &mut out[..INODE_SIZE];
         out.fill(0);
         let mut e = Encoder::new(out);
@@ -126,14 +127,15 @@ impl Inode {
         e.u32(76, a.flags);
         e.u64(80, a.rdev);
         for (i, &d) in self.direct.iter().enumerate() {
-            e.u32(88 + 4 * i, d as u32);
+            e.u32(88 + 4 * i, d.to_pointer()?);
         }
         for (i, &d) in self.indirect.iter().enumerate() {
-            e.u32(136 + 4 * i, d as u32);
+            e.u32(136 + 4 * i, d.to_pointer()?);
         }
-        e.u32(148, self.xattr as u32);
+        e.u32(148, self.xattr.to_pointer()?);
         let crc = crc32c_skipping(out, CRC_OFFSET);
         Encoder::new(out).u32(CRC_OFFSET, crc);
+        Ok(())
     }
 
     /// Decodes and validates an inode slot.
@@ -166,12 +168,12 @@ impl Inode {
             ..Inode::default()
         };
         for i in 0..NDADDR {
-            inode.direct[i] = get32(88 + 4 * i)? as Daddr;
+            inode.direct[i] = Daddr::from_pointer(get32(88 + 4 * i)?);
         }
         for i in 0..NIADDR {
-            inode.indirect[i] = get32(136 + 4 * i)? as Daddr;
+            inode.indirect[i] = Daddr::from_pointer(get32(136 + 4 * i)?);
         }
-        inode.xattr = get32(148)? as Daddr;
+        inode.xattr = Daddr::from_pointer(get32(148)?);
         Ok(inode)
     }
 }
@@ -185,13 +187,15 @@ mod tests {
         let mut inode = Inode { ino: 77, generation: 3, blocks: 16, ..Inode::default() };
         inode.attr =
             InodeAttr { mode: kind::REG | 0o644, nlink: 1, size: 8191, mtime: -5, ..InodeAttr::default() };
-        inode.direct[0] = 1234;
-        inode.indirect[2] = 99;
+        inode.direct[0] = Daddr::new(1234);
+        inode.indirect[2] = Daddr::new(99);
         let mut buf = [0u8; INODE_SIZE];
-        inode.encode(&mut buf);
+        inode.encode(&mut buf).expect("pointers fit");
         assert_eq!(Inode::decode(&buf), Ok(inode));
         buf[30] ^= 0x10;
         assert_eq!(Inode::decode(&buf), Err(InodeError::Checksum));
         assert_eq!(Inode::decode(&buf[..100]), Err(InodeError::Truncated));
+        inode.xattr = Daddr::new(1 << 32);
+        assert!(inode.encode(&mut buf).is_err(), "an address past 32 bits is refused, not wrapped");
     }
 }

@@ -5,10 +5,12 @@
 
 pub mod blockno;
 pub mod codec;
+pub mod daddr;
 pub mod dirent;
 pub mod inode;
 
 pub use codec::crc32c;
+pub use daddr::{Daddr, PointerOverflow};
 
 /// An inode number. 0 is never an inode; 1 is the ifile (LFS); 2 is the root.
 pub type Ino = u64;
@@ -17,13 +19,6 @@ pub type Ino = u64;
 /// blocks; negative numbers name indirect blocks (1993 paper, Fig. 6) and, at
 /// -1, the extended-attribute block.
 pub type Lbn = i64;
-
-/// A disk address, in units of the file system's block size. 0 means
-/// "no block": a hole, or a block not yet written.
-pub type Daddr = u64;
-
-/// The address that means "no block".
-pub const UNASSIGNED: Daddr = 0;
 
 /// The ifile's inode number (LFS).
 pub const IFILE_INO: Ino = 1;

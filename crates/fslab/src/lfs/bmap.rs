@@ -6,10 +6,11 @@
 
 use super::space::SpaceFor;
 use super::Lfs;
+use crate::bmap::{self, BlockTree};
 use crate::cache::block_of;
-use crate::error::{errno, Error};
-use crate::format::blockno::{check_indirect, is_indirect, Geometry, Parent, NDADDR, NIADDR, POINTER_BYTES};
-use crate::format::codec::{Decoder, Encoder};
+use crate::error::errno;
+use crate::format::blockno::{check_indirect, is_indirect, Geometry};
+use crate::format::inode::Inode;
 use crate::format::{Daddr, Ino, Lbn, IFILE_INO};
 use crate::Result;
 use disk::AlignedBytes;
@@ -43,60 +44,16 @@ impl Lfs {
         Ok(&mut self.cached_inode(ino)?.inode)
     }
 
-    /// The disk address recorded for block `lbn` of `ino` (0: none on disk).
+    /// The disk address recorded for block `lbn` of `ino` (none: a hole or
+    /// not yet written).
     pub(super) fn pointer(&mut self, ino: Ino, lbn: Lbn) -> Result<Daddr> {
-        let parent =
-            self.geometry.parent(lbn).ok_or_else(|| errno(libc::EFBIG, "block number out of range"))?;
-        let addr = match parent {
-            Parent::Direct(i) => self.inode_of(ino)?.direct[i],
-            Parent::Indirect(i) => self.inode_of(ino)?.indirect[i],
-            Parent::Xattr => self.inode_of(ino)?.xattr,
-            Parent::Meta { meta, index } => {
-                if !self.ensure_cached(ino, meta)? {
-                    return Ok(0);
-                }
-                let block =
-                    self.cache.get((ino, meta)).ok_or_else(|| errno(libc::EIO, "indirect block evicted"))?;
-                Decoder::new(block)
-                    .u32(index * POINTER_BYTES)
-                    .map_err(|_| Error::corrupt("indirect block", 0, "short"))? as Daddr
-            }
-        };
-        if addr >= self.total_disk_blocks() {
-            return Err(Error::corrupt(
-                "block pointer",
-                addr,
-                format!("inode {ino} block {lbn} points past the device"),
-            ));
-        }
-        Ok(addr)
+        bmap::pointer(self, ino, lbn)
     }
 
     /// Records `addr` as the address of block `lbn` of `ino`, dirtying the
     /// indirect block or inode that holds the pointer.
     pub(super) fn set_pointer(&mut self, ino: Ino, lbn: Lbn, addr: Daddr) -> Result<()> {
-        let parent =
-            self.geometry.parent(lbn).ok_or_else(|| errno(libc::EFBIG, "block number out of range"))?;
-        match parent {
-            Parent::Direct(i) => self.inode_of(ino)?.direct[i] = addr,
-            Parent::Indirect(i) => self.inode_of(ino)?.indirect[i] = addr,
-            Parent::Xattr => self.inode_of(ino)?.xattr = addr,
-            Parent::Meta { meta, index } => {
-                if !self.ensure_cached(ino, meta)? {
-                    let zero = self.cache.zeroed();
-                    self.cache.insert((ino, meta), zero, true);
-                }
-                let block = self
-                    .cache
-                    .get_mut_dirty((ino, meta))
-                    .ok_or_else(|| errno(libc::EIO, "indirect block evicted"))?;
-                Encoder::new(block).u32(index * POINTER_BYTES, addr as u32);
-            }
-        }
-        if ino != IFILE_INO {
-            self.mark_inode_dirty(ino)?;
-        }
-        Ok(())
+        bmap::set_pointer(self, ino, lbn, addr)
     }
 
     /// Makes sure block `lbn` of `ino` is in the cache if it exists; returns
@@ -106,16 +63,23 @@ impl Lfs {
             return Ok(true);
         }
         let addr = self.pointer(ino, lbn)?;
-        if addr == 0 {
+        if addr.is_none() {
             return Ok(false);
         }
+        self.cache_from_disk(ino, lbn, addr)?;
+        Ok(true)
+    }
+
+    /// Reads block `lbn` of `ino` from `addr` into the cache, checking an
+    /// indirect block's trailer.
+    fn cache_from_disk(&mut self, ino: Ino, lbn: Lbn, addr: Daddr) -> Result<()> {
         let mut buf = AlignedBytes::zeroed(self.block_size);
         self.read_addr(addr, &mut buf)?;
         if is_indirect(lbn) {
             check_indirect(&buf, ino, lbn, addr)?;
         }
         self.cache.insert((ino, lbn), Arc::new(buf), false);
-        Ok(true)
+        Ok(())
     }
 
     /// Reads block `lbn` of `ino` into `buf`; holes read as zeros.
@@ -128,7 +92,7 @@ impl Lfs {
             return Ok(());
         }
         let addr = self.pointer(ino, lbn)?;
-        if addr == 0 {
+        if addr.is_none() {
             buf.fill(0);
             return Ok(());
         }
@@ -159,19 +123,13 @@ impl Lfs {
                 continue;
             }
             let addr = self.pointer(ino, lbn)?;
-            if addr == 0 {
+            if addr.is_none() {
                 block.fill(0);
                 i += 1;
                 continue;
             }
-            let mut run = 1;
-            while i + run < count && (run + 1) * bs <= MAX_READ_RUN_BYTES {
-                let next = lbn + run as Lbn;
-                if self.cache.contains((ino, next)) || self.pointer(ino, next)? != addr + run as u64 {
-                    break;
-                }
-                run += 1;
-            }
+            let max = (count - i).min(MAX_READ_RUN_BYTES / bs);
+            let run = bmap::contiguous_run(self, ino, lbn, addr, max, 1)?;
             let bytes = &mut buf[i * bs..(i + run) * bs];
             self.read_addr(addr, bytes)?;
             if run == 1 {
@@ -184,13 +142,7 @@ impl Lfs {
 
     /// The indirect blocks above `lbn`, top first.
     pub(super) fn ancestors(&self, lbn: Lbn) -> Vec<Lbn> {
-        if lbn < 0 {
-            return Vec::new();
-        }
-        match self.geometry.path(lbn as u64) {
-            Some(path) => path.metas[..path.levels].to_vec(),
-            None => Vec::new(),
-        }
+        bmap::ancestors(&self.geometry, lbn)
     }
 
     /// Stores `data` at `offset` in block `lbn` of `ino`: the block and every
@@ -273,7 +225,7 @@ impl Lfs {
                 self.cache.mark_dirty(key);
             }
         }
-        if addr == 0 {
+        if addr.is_none() {
             let frags = self.bytes_per_frag();
             self.inode_of(ino)?.blocks += frags;
         }
@@ -283,17 +235,74 @@ impl Lfs {
         Ok(())
     }
 
-    /// Frees block `lbn` of `ino` (data, indirect or xattr): forgets any
-    /// cached copy, counts its old address dead, clears the pointer.
-    pub(super) fn free_one(&mut self, ino: Ino, lbn: Lbn) -> Result<()> {
-        let addr = self.pointer(ino, lbn)?;
+    /// Frees data blocks `first ..= last` of `ino` and every indirect block
+    /// left covering only freed blocks.
+    pub(super) fn free_range(&mut self, ino: Ino, first: u64, last: u64) -> Result<()> {
+        self.cached_inode(ino)?;
+        bmap::free_range(self, ino, first, last)
+    }
+
+    /// The first data block at or after `lbn` that holds data, below the
+    /// file's size.
+    pub(super) fn find_next_data(&mut self, ino: Ino, lbn: u64) -> Result<Option<u64>> {
+        let size = self.cached_inode(ino)?.inode.attr.size;
+        let end = size.div_ceil(self.block_size as u64);
+        bmap::next_data(self, ino, lbn, end)
+    }
+}
+
+/// The block map of LFS: blocks and indirect blocks are cached by (inode,
+/// lbn); a block written since the last segment write is dirty in the
+/// cache and has no address until the segment writer gives it one.
+impl BlockTree for Lfs {
+    fn geometry(&self) -> Geometry {
+        self.geometry
+    }
+
+    fn address_limit(&self) -> u64 {
+        self.total_disk_blocks()
+    }
+
+    fn inode(&mut self, ino: Ino) -> Result<&Inode> {
+        Ok(self.inode_of(ino)?)
+    }
+
+    fn inode_mut(&mut self, ino: Ino) -> Result<&mut Inode> {
+        if ino != IFILE_INO {
+            self.mark_inode_dirty(ino)?;
+        }
+        self.inode_of(ino)
+    }
+
+    fn in_memory(&self, ino: Ino, lbn: Lbn) -> bool {
+        self.cache.contains((ino, lbn))
+    }
+
+    fn read_indirect(&mut self, ino: Ino, meta: Lbn, addr: Daddr) -> Result<()> {
+        self.cache_from_disk(ino, meta, addr)
+    }
+
+    fn indirect(&mut self, ino: Ino, meta: Lbn) -> Result<&[u8]> {
+        self.cache.get((ino, meta)).ok_or_else(|| errno(libc::EIO, "indirect block evicted"))
+    }
+
+    fn indirect_mut(&mut self, ino: Ino, meta: Lbn) -> Result<&mut [u8]> {
+        if !self.cache.contains((ino, meta)) {
+            let zero = self.cache.zeroed();
+            self.cache.insert((ino, meta), zero, true);
+        }
+        self.cache.get_mut_dirty((ino, meta)).ok_or_else(|| errno(libc::EIO, "indirect block evicted"))
+    }
+
+    /// Forgets any cached copy, counts the old address dead and the block
+    /// gone from the inode's count.
+    fn release(&mut self, ino: Ino, lbn: Lbn, addr: Daddr) -> Result<()> {
         let was_dirty = self.cache.remove((ino, lbn));
-        if addr != 0 {
+        if addr.is_some() {
             self.adjust_live(self.seg_of(addr), -(self.block_size as i64));
             self.note_death(self.seg_of(addr), self.block_size as u64, ino);
-            self.set_pointer(ino, lbn, 0)?;
         }
-        if addr != 0 || was_dirty {
+        if addr.is_some() || was_dirty {
             let frags = self.bytes_per_frag();
             let inode = self.inode_of(ino)?;
             inode.blocks = inode.blocks.saturating_sub(frags);
@@ -301,107 +310,8 @@ impl Lfs {
         Ok(())
     }
 
-    /// First data block covered by each of the inode's indirect trees.
-    fn tree_starts(&self) -> [u64; NIADDR] {
-        let n = self.geometry.nindir;
-        [NDADDR as u64, NDADDR as u64 + n, NDADDR as u64 + n + n * n]
-    }
-
-    /// Frees data blocks `first ..= last` of `ino` and every indirect block
-    /// left covering only freed blocks.
-    pub(super) fn free_range(&mut self, ino: Ino, first: u64, last: u64) -> Result<()> {
-        self.cached_inode(ino)?;
-        let last = last.min(self.geometry.max_blocks().saturating_sub(1));
-        if first > last {
-            return Ok(());
-        }
-        for lbn in first..=last.min(NDADDR as u64 - 1) {
-            self.free_one(ino, lbn as Lbn)?;
-        }
-        for (i, &start) in self.tree_starts().iter().enumerate() {
-            let level = i + 1;
-            let span = self.geometry.nindir.pow(level as u32);
-            let end = start + span - 1;
-            if last < start || first > end {
-                continue;
-            }
-            let top = Geometry::meta_lbn(level, start);
-            self.free_tree(ino, top, level, start, first, last)?;
-            if first <= start && last >= end {
-                self.free_one(ino, top)?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Frees what `meta` (at `level`, first data block `meta_first`) covers
-    /// inside `first ..= last`.
-    fn free_tree(
-        &mut self,
-        ino: Ino,
-        meta: Lbn,
-        level: usize,
-        meta_first: u64,
-        first: u64,
-        last: u64,
-    ) -> Result<()> {
-        if !self.ensure_cached(ino, meta)? {
-            return Ok(());
-        }
-        let child_span = self.geometry.nindir.pow(level as u32 - 1);
-        let lo = first.saturating_sub(meta_first) / child_span;
-        let hi = ((last.min(meta_first + child_span * self.geometry.nindir - 1)) - meta_first) / child_span;
-        for index in lo..=hi {
-            let child_first = meta_first + index * child_span;
-            if level == 1 {
-                if self.pointer(ino, child_first as Lbn)? != 0
-                    || self.cache.contains((ino, child_first as Lbn))
-                {
-                    self.free_one(ino, child_first as Lbn)?;
-                }
-                continue;
-            }
-            let child = Geometry::meta_lbn(level - 1, child_first);
-            if self.pointer(ino, child)? == 0 && !self.cache.contains((ino, child)) {
-                continue;
-            }
-            self.free_tree(ino, child, level - 1, child_first, first, last)?;
-            if first <= child_first && last >= child_first + child_span - 1 {
-                self.free_one(ino, child)?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Whether block `lbn` of `ino` holds data (on disk or dirty in cache).
-    fn has_block(&mut self, ino: Ino, lbn: Lbn) -> Result<bool> {
-        Ok(self.cache.contains((ino, lbn)) || self.pointer(ino, lbn)? != 0)
-    }
-
-    /// The first data block at or after `lbn` that holds data, below the
-    /// file's size. Skips whole absent indirect trees.
-    pub(super) fn find_next_data(&mut self, ino: Ino, lbn: u64) -> Result<Option<u64>> {
-        let size = self.cached_inode(ino)?.inode.attr.size;
-        let end = size.div_ceil(self.block_size as u64).min(self.geometry.max_blocks());
-        let mut at = lbn;
-        'search: while at < end {
-            let path = self.geometry.path(at).ok_or_else(|| errno(libc::EFBIG, "block out of range"))?;
-            for i in 0..path.levels {
-                let meta = path.metas[i];
-                if !self.has_block(ino, meta)? {
-                    let (level, first) = self
-                        .geometry
-                        .meta_level(meta)
-                        .ok_or_else(|| errno(libc::EIO, "bad indirect block number"))?;
-                    at = first + self.geometry.nindir.pow(level as u32);
-                    continue 'search;
-                }
-            }
-            if self.has_block(ino, at as Lbn)? {
-                return Ok(Some(at));
-            }
-            at += 1;
-        }
-        Ok(None)
+    /// Never now: the segment writer gives a block its address (§2.1).
+    fn assign(&mut self, _ino: Ino, _lbn: Lbn, _preference: Daddr) -> Result<Daddr> {
+        Ok(Daddr::NONE)
     }
 }

@@ -509,7 +509,7 @@ impl SegmentLayout {
         let mut refs = Vec::new();
         let mut offset = self.first_log_block;
         while offset + 1 < bps {
-            let start = seg * bps + offset;
+            let start = Daddr::new(seg * bps + offset);
             let Some(bytes) = summary_block(offset) else { break };
             let Ok(summary) = Summary::decode(&bytes, start) else { break };
             let n = summary.nblocks as u64;
@@ -517,12 +517,12 @@ impl SegmentLayout {
             {
                 break;
             }
-            let first_inode_block = start + 1 + n - summary.ninoblocks as u64;
+            let first_inode_block = start + (1 + n - summary.ninoblocks as u64);
             let mut daddr = start + 1;
             // A summary naming more blocks than precede its inode blocks is
             // not one this file system wrote: its extra names are ignored.
             for f in &summary.finfos {
-                for &lbn in f.lbns.iter().take(first_inode_block.saturating_sub(daddr) as usize) {
+                for &lbn in f.lbns.iter().take(first_inode_block.units_after(daddr) as usize) {
                     refs.push(BlockRef {
                         ino: f.ino,
                         version: f.version,
@@ -533,8 +533,9 @@ impl SegmentLayout {
                     daddr += 1;
                 }
             }
-            for daddr in first_inode_block..start + 1 + n {
-                for (ino, version) in inodes(daddr - seg * bps) {
+            for at in first_inode_block.get()..(start + 1 + n).get() {
+                let daddr = Daddr::new(at);
+                for (ino, version) in inodes(at - seg * bps) {
                     refs.push(BlockRef { ino, version, kind: BlockKind::Inode, daddr, age: summary.clock });
                 }
             }
@@ -679,21 +680,24 @@ impl Lfs {
             fs_id: self.sb.fs_id,
         };
         let (dev, bs) = (self.dev.clone(), self.block_size);
-        let first = seg * bps;
+        let first = Daddr::new(seg * bps);
         let mut live_inodes: HashMap<u64, Vec<(Ino, u32)>> = HashMap::new();
         for (ino, e) in self.tables.imap.iter().enumerate() {
             if (first..first + bps).contains(&e.daddr) {
-                live_inodes.entry(e.daddr - first).or_default().push((ino as Ino, e.version));
+                live_inodes.entry(e.daddr.units_after(first)).or_default().push((ino as Ino, e.version));
             }
         }
         if (first..first + bps).contains(&self.ifile_daddr) {
-            live_inodes.entry(self.ifile_daddr - first).or_default().push((IFILE_INO, self.ifile.generation));
+            live_inodes
+                .entry(self.ifile_daddr.units_after(first))
+                .or_default()
+                .push((IFILE_INO, self.ifile.generation));
         }
         let mut read = 0u64;
         let refs = layout.walk(
             |offset| {
                 let mut block = vec![0u8; bs];
-                dev.read_at((first + offset) * bs as u64, &mut block).ok()?;
+                dev.read_at((first + offset).byte_offset(bs as u64), &mut block).ok()?;
                 read += bs as u64;
                 Some(block)
             },
@@ -769,17 +773,17 @@ impl Lfs {
             return match b.kind {
                 BlockKind::Inode => Ok(self.ifile_daddr),
                 BlockKind::Block(lbn) if self.geometry.parent(lbn).is_some() => self.pointer(IFILE_INO, lbn),
-                BlockKind::Block(_) => Ok(0),
+                BlockKind::Block(_) => Ok(Daddr::NONE),
             };
         }
-        let Some(entry) = self.tables.entry(b.ino).copied() else { return Ok(0) };
-        if entry.daddr == 0 || entry.version != b.version {
-            return Ok(0);
+        let Some(entry) = self.tables.entry(b.ino).copied() else { return Ok(Daddr::NONE) };
+        if entry.daddr.is_none() || entry.version != b.version {
+            return Ok(Daddr::NONE);
         }
         match b.kind {
             BlockKind::Inode => Ok(entry.daddr),
             BlockKind::Block(lbn) if self.geometry.parent(lbn).is_some() => self.pointer(b.ino, lbn),
-            BlockKind::Block(_) => Ok(0),
+            BlockKind::Block(_) => Ok(Daddr::NONE),
         }
     }
 
@@ -901,7 +905,7 @@ impl Lfs {
     /// when there is none makes the next checkpoint open one.
     pub fn markv(&mut self, blocks: &[MarkBlock], to: Destination) -> Result<Markv> {
         self.check_mounted()?;
-        if self.dirop_depth > 0 {
+        if self.in_dirop() {
             return Err(errno(libc::EBUSY, "a directory operation is in progress"));
         }
         // A segment write must not split a directory operation (§4.3):
@@ -913,7 +917,7 @@ impl Lfs {
         let mut report = Markv::default();
         let mut live: Vec<&MarkBlock> = Vec::with_capacity(blocks.len());
         for b in blocks {
-            if self.current_address(&b.block)? == b.block.daddr && b.block.daddr != 0 {
+            if self.current_address(&b.block)? == b.block.daddr && b.block.daddr.is_some() {
                 live.push(b);
             } else {
                 report.skipped += 1;
@@ -1097,7 +1101,7 @@ impl Lfs {
     /// clean segments than it began with and users have neither written
     /// nor deleted data since ([`Lfs::users_activity`]).
     pub(super) fn maybe_clean(&mut self) -> Result<()> {
-        if self.dirop_depth > 0 {
+        if self.in_dirop() {
             return Ok(());
         }
         self.reclaim_if_short()?;
@@ -1120,7 +1124,7 @@ impl Lfs {
     /// starts.
     pub(super) fn reclaim_if_short(&mut self) -> Result<()> {
         let space = self.segment_space();
-        if space.reclaimable == 0 || self.dirop_depth > 0 {
+        if space.reclaimable == 0 || self.in_dirop() {
             return Ok(());
         }
         let (low, _) = self.cleaning_thresholds();

@@ -124,7 +124,7 @@ impl Tables {
             .imap
             .get_mut(ino as usize)
             .ok_or_else(|| Error::corrupt("inode free list", ino, "points past the inode map"))?;
-        if entry.daddr != 0 {
+        if entry.daddr.is_some() {
             return Err(Error::corrupt("inode free list", ino, "free inode has an address"));
         }
         self.cleaner.free_head = entry.next_free as Ino;
@@ -140,7 +140,7 @@ impl Tables {
     pub fn free_inode(&mut self, ino: Ino) {
         let head = self.cleaner.free_head;
         if let Some(entry) = self.imap.get_mut(ino as usize) {
-            entry.daddr = 0;
+            entry.daddr = Daddr::NONE;
             entry.version = entry.version.wrapping_add(1);
             entry.next_free = head as u32;
             self.cleaner.free_head = ino;
@@ -171,7 +171,7 @@ impl Tables {
     pub fn rebuild_free_list(&mut self) {
         let mut head = 0u32;
         for ino in (IFILE_INO as usize + 1..self.imap.len()).rev() {
-            if self.imap[ino].daddr == 0 {
+            if self.imap[ino].daddr.is_none() {
                 if self.imap[ino].next_free != head {
                     self.imap[ino].next_free = head;
                     self.touch_inode(ino as Ino);
@@ -185,7 +185,7 @@ impl Tables {
 
     /// Inode numbers in use.
     pub fn inodes_in_use(&self) -> u64 {
-        self.imap.iter().filter(|e| e.daddr != 0).count() as u64
+        self.imap.iter().filter(|e| e.daddr.is_some()).count() as u64
     }
 
     /// Encodes ifile block `lbn` from the tables (sealed with its trailer).
@@ -289,7 +289,7 @@ mod tests {
         assert_eq!(first, crate::format::ROOT_INO);
         for _ in 0..per {
             let (ino, _) = t.alloc_inode().expect("alloc");
-            t.set_inode_addr(ino, 100);
+            t.set_inode_addr(ino, Daddr::new(100));
         }
         assert_eq!(t.imap.len(), 2 * per, "the map grew by one block");
         assert_eq!(t.nblocks(), 4);
@@ -299,7 +299,7 @@ mod tests {
     fn freeing_bumps_the_version_and_reuses_the_number() {
         let mut t = Tables::new(4096, 8, 1);
         let (ino, v) = t.alloc_inode().expect("alloc");
-        t.set_inode_addr(ino, 50);
+        t.set_inode_addr(ino, Daddr::new(50));
         t.free_inode(ino);
         let (again, v2) = t.alloc_inode().expect("alloc");
         assert_eq!(again, ino);
@@ -311,7 +311,7 @@ mod tests {
         let mut t = Tables::new(4096, 300, 2);
         t.seguse[299].live_bytes = 1234;
         let (ino, _) = t.alloc_inode().expect("alloc");
-        t.set_inode_addr(ino, 77);
+        t.set_inode_addr(ino, Daddr::new(77));
         let blocks: Vec<Vec<u8>> = (0..t.nblocks())
             .map(|lbn| {
                 let mut b = vec![0u8; 4096];
@@ -321,7 +321,7 @@ mod tests {
             .collect();
         let back = Tables::decode(4096, 300, 2, &blocks).expect("decode");
         assert_eq!(back.seguse[299].live_bytes, 1234);
-        assert_eq!(back.imap[ino as usize].daddr, 77);
+        assert_eq!(back.imap[ino as usize].daddr, Daddr::new(77));
         assert_eq!(back.cleaner.free_head, t.cleaner.free_head);
     }
 }

@@ -126,7 +126,7 @@ impl SegmentIo {
     /// `blocks`; waits while more than the stop-access threshold is in flight.
     pub(super) fn submit(&self, start: Daddr, summary: Summary, blocks: Vec<BlockData>) -> Result<()> {
         let bytes = (blocks.len() as u64 + 1) * self.block_size;
-        let job = Job { start, offset: start * self.block_size, summary, blocks };
+        let job = Job { start, offset: start.byte_offset(self.block_size), summary, blocks };
         let Some(sender) = &self.sender else {
             return Err(errno(libc::EIO, "segment writer thread is not running"));
         };
@@ -161,7 +161,7 @@ impl SegmentIo {
     /// Waits until no write in flight covers any of the `blocks` blocks from
     /// `daddr` on.
     pub(super) fn wait_for(&self, daddr: Daddr, blocks: u64) {
-        let end = daddr.saturating_add(blocks.max(1));
+        let end = daddr + blocks.max(1);
         let mut state = self.shared.lock();
         loop {
             // Writes in flight never overlap one another, so the last one

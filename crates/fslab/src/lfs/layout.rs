@@ -143,7 +143,7 @@ impl Superblock {
         let c = &self.checkpoint;
         e.u64(128, c.serial);
         e.i64(136, c.time);
-        e.u64(144, c.ifile_daddr);
+        e.u64(144, c.ifile_daddr.get());
         e.u64(152, c.log_segment);
         e.u64(160, c.log_offset);
         e.u64(168, c.next_segment);
@@ -200,7 +200,7 @@ impl Superblock {
             checkpoint: Checkpoint {
                 serial: field(d.u64(128))?,
                 time: field(d.i64(136).map(|v| v as u64))? as i64,
-                ifile_daddr: field(d.u64(144))?,
+                ifile_daddr: Daddr::new(field(d.u64(144))?),
                 log_segment: field(d.u64(152))?,
                 log_offset: field(d.u64(160))?,
                 next_segment: field(d.u64(168))?,
@@ -262,7 +262,7 @@ impl Superblock {
                 return Err("checkpoint cold log position is out of range".into());
             }
         }
-        if c.ifile_daddr == 0 || c.ifile_daddr >= self.nsegments * bps {
+        if c.ifile_daddr.is_none() || c.ifile_daddr.get() >= self.nsegments * bps {
             return Err("checkpoint ifile address is out of range".into());
         }
         Ok(())
@@ -496,7 +496,7 @@ impl CleanerInfo {
     pub fn decode(block: &[u8]) -> Result<CleanerInfo> {
         check_ifile_block(block, 0)?;
         let d = Decoder::new(block);
-        let oob = |_| Error::corrupt("cleaner info", 0, "short block");
+        let oob = |_| Error::corrupt("cleaner info", 0u64, "short block");
         Ok(CleanerInfo {
             clean_segments: d.u64(0).map_err(oob)?,
             dirty_segments: d.u64(8).map_err(oob)?,
@@ -536,7 +536,7 @@ impl ImapEntry {
         let mut e = Encoder::new(block);
         e.u32(at, self.version);
         e.u32(at + 4, self.next_free);
-        e.u64(at + 8, self.daddr);
+        e.u64(at + 8, self.daddr.get());
     }
 
     /// Decodes at byte `at` of a checked ifile block.
@@ -545,7 +545,7 @@ impl ImapEntry {
         Some(ImapEntry {
             version: d.u32(at).ok()?,
             next_free: d.u32(at + 4).ok()?,
-            daddr: d.u64(at + 8).ok()?,
+            daddr: Daddr::new(d.u64(at + 8).ok()?),
         })
     }
 }
@@ -566,7 +566,7 @@ mod tests {
             segtab_blocks: 1,
             checkpoint: Checkpoint {
                 serial: 3,
-                ifile_daddr: 9,
+                ifile_daddr: Daddr::new(9),
                 log_segment: 0,
                 log_offset: 12,
                 next_segment: 1,
@@ -606,9 +606,9 @@ mod tests {
             finfos: vec![Finfo { ino: 5, version: 2, last_length: 100, lbns: vec![0, 1, -12] }],
         };
         let mut bytes = s.encode(4096);
-        assert_eq!(Summary::decode(&bytes, 10).expect("valid"), s);
+        assert_eq!(Summary::decode(&bytes, Daddr::new(10)).expect("valid"), s);
         bytes[70] ^= 4;
-        assert!(Summary::decode(&bytes, 10).is_err());
+        assert!(Summary::decode(&bytes, Daddr::new(10)).is_err());
     }
 
     #[test]

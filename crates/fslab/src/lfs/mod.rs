@@ -36,7 +36,7 @@ use crate::error::errno;
 use crate::format::blockno::Geometry;
 use crate::format::inode::{Inode, InodeAttr};
 use crate::format::{Daddr, Ino, Lbn, IFILE_INO};
-use crate::storage::{StatFs, StorageManager};
+use crate::storage::{Hint, StatFs, StorageManager, TxKind, TxLog};
 use crate::Result;
 use bmap::NewContents;
 use disk::{AlignedBytes, BlockDevice};
@@ -165,7 +165,9 @@ pub struct Lfs {
     /// A writer short of space closed the cold head: the next checkpoint
     /// closes it, and it opens again only with space to spare.
     cold_starved: bool,
-    dirop_depth: u32,
+    /// The open transaction: a namespace one is a directory operation,
+    /// which no segment write may split (§4.3).
+    tx: TxLog,
     /// Inodes changed inside directory operations since the last segment write.
     dirop_inodes: HashSet<Ino>,
     options: MountOptions,
@@ -222,7 +224,7 @@ impl Lfs {
     }
 
     fn seg_of(&self, daddr: Daddr) -> u64 {
-        daddr / self.sb.blocks_per_segment()
+        daddr.get() / self.sb.blocks_per_segment()
     }
 
     fn total_disk_blocks(&self) -> u64 {
@@ -247,7 +249,7 @@ impl Lfs {
     /// Reads inode `ino` from the block the inode map names.
     fn read_inode(&mut self, ino: Ino) -> Result<Inode> {
         let entry = *self.tables.entry(ino).ok_or_else(|| errno(libc::ENOENT, "no such inode number"))?;
-        if entry.daddr == 0 {
+        if entry.daddr.is_none() {
             return Err(errno(libc::ENOENT, "inode is not allocated"));
         }
         self.find_inode_in_block(entry.daddr, ino)
@@ -277,11 +279,11 @@ impl Lfs {
     /// block (a superblock), once no write in flight covers them.
     fn read_addr(&self, daddr: Daddr, buf: &mut [u8]) -> Result<()> {
         let blocks = (buf.len() / self.block_size) as u64;
-        if daddr == 0 || daddr.saturating_add(blocks) > self.total_disk_blocks() {
+        if daddr.is_none() || daddr.get().saturating_add(blocks) > self.total_disk_blocks() {
             return Err(crate::Error::corrupt("block pointer", daddr, "address outside the device"));
         }
         self.io.wait_for(daddr, blocks);
-        self.dev.read_at(daddr * self.block_size as u64, buf)?;
+        self.dev.read_at(daddr.byte_offset(self.block_size as u64), buf)?;
         Ok(())
     }
 
@@ -294,8 +296,13 @@ impl Lfs {
         self.maybe_write()
     }
 
+    /// Whether a directory operation (a namespace transaction) is open.
+    fn in_dirop(&self) -> bool {
+        self.tx.in_namespace_op()
+    }
+
     fn note_dirop(&mut self, ino: Ino) {
-        if self.dirop_depth > 0 {
+        if self.in_dirop() {
             self.dirop_inodes.insert(ino);
         }
     }
@@ -303,7 +310,7 @@ impl Lfs {
     /// Starts a segment write if the cache asks for one and no directory
     /// operation is open (a segment write must not split one, §4.3).
     fn maybe_write(&mut self) -> Result<()> {
-        if self.dirop_depth == 0 && self.cache.should_start_write() {
+        if !self.in_dirop() && self.cache.should_start_write() {
             self.write_segments(false)?;
         }
         self.maybe_clean()
@@ -350,7 +357,7 @@ impl StorageManager for Lfs {
         self.geometry.max_blocks().saturating_mul(self.block_size as u64).min(i64::MAX as u64)
     }
 
-    fn valloc(&mut self) -> Result<Inode> {
+    fn valloc(&mut self, _parent: Ino, _mode: u32) -> Result<Inode> {
         self.check_mounted()?;
         self.check_space(1, space::SpaceFor::Metadata)?;
         let (ino, version) = self.tables.alloc_inode()?;
@@ -370,7 +377,7 @@ impl StorageManager for Lfs {
         self.inodes.remove(&ino);
         self.dirty_inodes.remove(&ino);
         if let Some(entry) = self.tables.entry(ino).copied() {
-            if entry.daddr != 0 {
+            if entry.daddr.is_some() {
                 self.adjust_live(self.seg_of(entry.daddr), -(crate::format::inode::INODE_SIZE as i64));
             }
         }
@@ -427,7 +434,7 @@ impl StorageManager for Lfs {
     fn free_xattr(&mut self, ino: Ino) -> Result<()> {
         self.check_mounted()?;
         self.cached_inode(ino)?;
-        self.free_one(ino, crate::format::blockno::XATTR_LBN)?;
+        crate::bmap::free_one(self, ino, crate::format::blockno::XATTR_LBN)?;
         self.note_dirop(ino);
         Ok(())
     }
@@ -436,13 +443,23 @@ impl StorageManager for Lfs {
         self.check_space(blocks, space::SpaceFor::Data)
     }
 
-    fn begin_dirop(&mut self) {
-        self.dirop_depth += 1;
+    fn begin(&mut self, kind: TxKind) -> Result<()> {
+        self.check_mounted()?;
+        self.tx.begin(kind);
+        Ok(())
     }
 
-    fn end_dirop(&mut self) -> Result<()> {
-        self.dirop_depth = self.dirop_depth.saturating_sub(1);
-        self.maybe_write()
+    /// LFS needs no hint: a directory operation's blocks go to the log
+    /// together, and roll-forward applies them all or none (§4.3).
+    fn hint(&mut self, _hint: Hint) -> Result<()> {
+        Ok(())
+    }
+
+    fn commit(&mut self) -> Result<()> {
+        match self.tx.commit()? {
+            Some(kind) if kind.is_namespace() => self.maybe_write(),
+            _ => Ok(()),
+        }
     }
 
     fn fsync(&mut self, ino: Ino, _datasync: bool) -> Result<()> {
@@ -472,7 +489,7 @@ impl StorageManager for Lfs {
         // write would also write the ifile and the directories again, and
         // creating or deleting many small files got 5-10% slower.
         !self.unmounted
-            && self.dirop_depth == 0
+            && !self.in_dirop()
             && self.dirop_inodes.is_empty()
             && self.cache.dirty_bytes() >= self.write_behind_bytes()
     }

@@ -16,7 +16,8 @@ use crate::cache::{BufferCache, CacheLimits};
 use crate::error::Error;
 use crate::format::blockno::Geometry;
 use crate::format::inode::{kind, Inode, InodeAttr};
-use crate::format::{crc32c, now_ns, IFILE_INO};
+use crate::format::{crc32c, now_ns, Daddr, IFILE_INO};
+use crate::storage::TxLog;
 use crate::Result;
 use disk::BlockDevice;
 use std::collections::HashSet;
@@ -110,7 +111,7 @@ pub fn mkfs(dev: Arc<dyn BlockDevice>, options: &MkfsOptions) -> Result<()> {
         ..Inode::default()
     };
     let log = LogHead { segment: 0, offset: 1, next_segment: 0, next_serial: 1 };
-    let mut lfs = assemble(dev, sb, tables, ifile, 0, log, MountOptions::default());
+    let mut lfs = assemble(dev, sb, tables, ifile, Daddr::NONE, log, MountOptions::default());
     lfs.log.next_segment = lfs.clean_after(0).unwrap_or(0);
     lfs.checkpoint(true)
 }
@@ -120,7 +121,7 @@ fn assemble(
     sb: Superblock,
     tables: Tables,
     ifile: Inode,
-    ifile_daddr: u64,
+    ifile_daddr: Daddr,
     log: LogHead,
     options: MountOptions,
 ) -> Lfs {
@@ -140,7 +141,7 @@ fn assemble(
         separation: Default::default(),
         checkpoints_since_cold_request: None,
         cold_starved: false,
-        dirop_depth: 0,
+        tx: TxLog::default(),
         dirop_inodes: HashSet::new(),
         options,
         last_checkpoint: Instant::now(),
@@ -250,7 +251,7 @@ fn mount_checkpoint(dev: Arc<dyn BlockDevice>, sb: Superblock, options: MountOpt
     lfs.clean.clock_base = c.write_clock;
     lfs.load_ifile(c.ifile_daddr)?;
     if lfs.tables.seguse.get(lfs.log.segment as usize).is_none() {
-        return Err(Error::corrupt("checkpoint", 0, "log segment out of range"));
+        return Err(Error::corrupt("checkpoint", 0u64, "log segment out of range"));
     }
     // The writer made every segment this checkpoint left empty clean right
     // after writing it, and may have written log into them since: start
@@ -263,7 +264,7 @@ fn mount_checkpoint(dev: Arc<dyn BlockDevice>, sb: Superblock, options: MountOpt
 impl Lfs {
     /// Makes the ifile whose inode is in the block at `daddr` the current
     /// one: reads its inode and every block, and rebuilds the tables.
-    pub(super) fn load_ifile(&mut self, daddr: u64) -> Result<()> {
+    pub(super) fn load_ifile(&mut self, daddr: Daddr) -> Result<()> {
         let ifile = self.find_inode_in_block(daddr, IFILE_INO)?;
         let bs = self.block_size as u64;
         let segtab_blocks = self.sb.segtab_blocks as u64;
@@ -406,9 +407,9 @@ fn dump_partials(lfs: &Lfs, seg: u64, w: &mut String) {
     let mut offset =
         u64::from(lfs.tables.seguse.get(seg as usize).is_some_and(|s| s.flags & SEGUSE_SUPERBLOCK != 0));
     while offset + 1 < bps {
-        let daddr = seg * bps + offset;
+        let daddr = Daddr::new(seg * bps + offset);
         let mut block = vec![0u8; bs];
-        if lfs.dev.read_at(daddr * bs as u64, &mut block).is_err() {
+        if lfs.dev.read_at(daddr.byte_offset(bs as u64), &mut block).is_err() {
             break;
         }
         let Ok(s) = Summary::decode(&block, daddr) else { break };
@@ -416,8 +417,8 @@ fn dump_partials(lfs: &Lfs, seg: u64, w: &mut String) {
             break;
         }
         let mut data = vec![0u8; s.nblocks as usize * bs];
-        let crc_ok =
-            lfs.dev.read_at((daddr + 1) * bs as u64, &mut data).is_ok() && crc32c(&data) == s.data_crc;
+        let crc_ok = lfs.dev.read_at((daddr + 1).byte_offset(bs as u64), &mut data).is_ok()
+            && crc32c(&data) == s.data_crc;
         let _ = writeln!(
             w,
             "  block {:>8}: serial {:>6} flags {:#x} blocks {:>4} (inode blocks {}) files {:>3} next seg {} data crc {}",

@@ -82,9 +82,9 @@ impl Lfs {
         if seg >= self.sb.nsegments || offset + 1 >= bps {
             return None;
         }
-        let start = seg * bps + offset;
+        let start = Daddr::new(seg * bps + offset);
         let mut block = vec![0u8; bs];
-        self.dev.read_at(start * bs as u64, &mut block).ok()?;
+        self.dev.read_at(start.byte_offset(bs as u64), &mut block).ok()?;
         let summary = Summary::decode(&block, start).ok()?;
         if summary.fs_id != self.sb.fs_id || summary.serial != serial || summary.nblocks == 0 {
             return None;
@@ -95,7 +95,7 @@ impl Lfs {
             return None;
         }
         let mut data = vec![0u8; n as usize * bs];
-        self.dev.read_at((start + 1) * bs as u64, &mut data).ok()?;
+        self.dev.read_at((start + 1).byte_offset(bs as u64), &mut data).ok()?;
         if crc32c(&data) != summary.data_crc {
             return None;
         }
@@ -141,8 +141,8 @@ impl Lfs {
             };
             let bps = self.sb.blocks_per_segment();
             heads[h] = HeadCursor {
-                segment: p.start / bps,
-                offset: p.start % bps + 1 + p.summary.nblocks as u64,
+                segment: p.start.get() / bps,
+                offset: p.start.get() % bps + 1 + p.summary.nblocks as u64,
                 next_segment: p.summary.next_segment,
             };
             serial += 1;
@@ -230,7 +230,7 @@ impl Lfs {
                 }
             }
             recovery.applied += 1;
-            let (segment, offset) = (p.start / bps, p.start % bps + 1 + p.summary.nblocks as u64);
+            let (segment, offset) = (p.start.get() / bps, p.start.get() % bps + 1 + p.summary.nblocks as u64);
             let next_segment = p.summary.next_segment;
             if p.head == 0 {
                 self.log.segment = segment;
@@ -253,7 +253,7 @@ impl Lfs {
 
     /// Notes in the usage table that partial segment `p` was written.
     fn mark_written(&mut self, p: &Found) {
-        let seg = p.start / self.sb.blocks_per_segment();
+        let seg = self.seg_of(p.start);
         if let Some(s) = self.tables.seguse.get_mut(seg as usize) {
             if s.flags & SEGUSE_CLEAN != 0 {
                 s.nsums = 0;
@@ -274,20 +274,20 @@ impl Lfs {
         let ino = inode.ino;
         self.tables.ensure_inode(ino);
         let old = self.tables.entry(ino).copied().unwrap_or_default();
-        let same_file = old.daddr != 0 && old.version == inode.generation;
+        let same_file = old.daddr.is_some() && old.version == inode.generation;
         let bs = self.block_size as i64;
         for &(lbn, new) in blocks {
             if same_file {
                 // The old inode and its indirect blocks are still intact on
                 // disk: the log never overwrites a block live at the checkpoint.
-                let before = self.pointer(ino, lbn).unwrap_or(0);
-                if before != 0 {
+                let before = self.pointer(ino, lbn).unwrap_or(Daddr::NONE);
+                if before.is_some() {
                     self.adjust_live(self.seg_of(before), -bs);
                 }
             }
             self.adjust_live(self.seg_of(new), bs);
         }
-        if old.daddr != 0 {
+        if old.daddr.is_some() {
             self.adjust_live(self.seg_of(old.daddr), -(INODE_SIZE as i64));
         }
         self.adjust_live(self.seg_of(daddr), INODE_SIZE as i64);

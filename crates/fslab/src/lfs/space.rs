@@ -269,7 +269,7 @@ impl Lfs {
             return Ok(());
         }
         // A segment write must not split a directory operation (§4.3).
-        if self.dirop_depth > 0 {
+        if self.in_dirop() {
             return Err(errno(libc::ENOSPC, "no space left in the log"));
         }
         let mut closed_cold = false;
@@ -343,9 +343,11 @@ impl Lfs {
         let free = free.saturating_sub(2 * self.segment_space().clean_segments);
         // An inode allocated since the last segment write has no address in
         // the inode map yet, but it is in use.
-        let unwritten =
-            self.inodes.keys().filter(|&&ino| self.tables.entry(ino).is_some_and(|e| e.daddr == 0)).count()
-                as u64;
+        let unwritten = self
+            .inodes
+            .keys()
+            .filter(|&&ino| self.tables.entry(ino).is_some_and(|e| e.daddr.is_none()))
+            .count() as u64;
         let in_use = self.tables.inodes_in_use() + unwritten;
         let free_inodes = (self.tables.imap.len() as u64).saturating_sub(in_use + 2)
             + free * (self.block_size / INODE_SIZE) as u64;

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::format::inode::kind;
+use crate::format::ROOT_INO;
 use disk::MemDisk;
 
 fn fresh(size: u64, options: MkfsOptions) -> Arc<MemDisk> {
@@ -19,7 +20,7 @@ fn mount_mem(disk: &Arc<MemDisk>) -> Lfs {
 }
 
 fn new_file(lfs: &mut Lfs) -> Ino {
-    let inode = lfs.valloc().expect("valloc");
+    let inode = lfs.valloc(ROOT_INO, kind::REG).expect("valloc");
     let attr = InodeAttr { mode: kind::REG | 0o644, nlink: 1, ..InodeAttr::default() };
     lfs.update(inode.ino, &attr).expect("update");
     inode.ino
@@ -156,7 +157,7 @@ fn a_full_log_refuses_writes_with_enospc_and_keeps_what_it_accepted() {
     assert!(accepted > 500, "most of the disk is usable: accepted {accepted} blocks");
     // Metadata still fits on a disk full of data: a directory block and an
     // inode update, as an unlink needs.
-    let dir = lfs.valloc().expect("valloc on a full disk");
+    let dir = lfs.valloc(ROOT_INO, kind::REG).expect("valloc on a full disk");
     let dir_attr = InodeAttr { mode: kind::DIR | 0o755, nlink: 2, size: 4096, ..InodeAttr::default() };
     lfs.update(dir.ino, &dir_attr).expect("inode update on a full disk");
     lfs.write_block(dir.ino, 0, 0, &[1u8; 4096]).expect("directory block on a full disk");
@@ -210,7 +211,7 @@ fn truncate_frees_indirect_trees() {
     lfs.free_blocks(ino, 1, u64::MAX).expect("truncate");
     let inode = lfs.vget(ino).expect("vget");
     assert_eq!(inode.blocks, 8, "only block 0 is left");
-    assert_eq!(inode.indirect, [0, 0, 0]);
+    assert_eq!(inode.indirect, [Daddr::NONE; 3]);
     lfs.sync().expect("sync");
     let mut buf = vec![0u8; 4096];
     lfs.read_block(ino, far as Lbn, &mut buf).expect("read");
@@ -293,12 +294,12 @@ fn assert_live_bytes_are_exact(lfs: &mut Lfs) {
     let mut live = vec![0u64; lfs.sb.nsegments as usize];
     let bps = lfs.sb.blocks_per_segment();
     let count = |live: &mut Vec<u64>, daddr: Daddr, bytes: u64| {
-        if daddr != 0 {
-            live[(daddr / bps) as usize] += bytes;
+        if daddr.is_some() {
+            live[(daddr.get() / bps) as usize] += bytes;
         }
     };
     let inos: Vec<Ino> =
-        (0..lfs.tables.imap.len() as Ino).filter(|&i| lfs.tables.imap[i as usize].daddr != 0).collect();
+        (0..lfs.tables.imap.len() as Ino).filter(|&i| lfs.tables.imap[i as usize].daddr.is_some()).collect();
     count(&mut live, lfs.ifile_daddr, 256);
     for &ino in &inos {
         count(&mut live, lfs.tables.imap[ino as usize].daddr, 256);
@@ -312,7 +313,7 @@ fn assert_live_bytes_are_exact(lfs: &mut Lfs) {
         let mut metas: Vec<(usize, u64)> = (1..=3).map(|l| (l, starts[l - 1])).collect();
         while let Some((level, first)) = metas.pop() {
             let name = Geometry::meta_lbn(level, first);
-            if lfs.pointer(ino, name).expect("pointer") == 0 {
+            if lfs.pointer(ino, name).expect("pointer").is_none() {
                 continue;
             }
             names.push(name);
@@ -382,7 +383,7 @@ fn an_inode_allocated_after_the_checkpoint_is_recovered_with_a_consistent_free_l
     for ino in &inos {
         assert!(after.vget(*ino).is_ok());
     }
-    let fresh_ino = after.valloc().expect("valloc").ino;
+    let fresh_ino = after.valloc(ROOT_INO, kind::REG).expect("valloc").ino;
     assert!(!inos.contains(&fresh_ino) && fresh_ino != later, "the free list no longer holds live inodes");
 }
 
@@ -580,7 +581,7 @@ fn inodes_share_a_segment_with_their_files_data() {
     for &ino in &files {
         let data = lfs.pointer(ino, 0).expect("pointer");
         let inode = lfs.tables.entry(ino).expect("an inode map entry").daddr;
-        assert!(data != 0 && inode != 0, "inode {ino} written");
+        assert!(data.is_some() && inode.is_some(), "inode {ino} written");
         if lfs.seg_of(data) == lfs.seg_of(inode) {
             together += 1;
         }
@@ -614,9 +615,9 @@ fn a_few_segments_of_file_data_are_written_behind_unless_a_directory_operation_w
 
     // A pending directory operation keeps the data for the writers' own
     // segment write.
-    lfs.begin_dirop();
+    lfs.begin(TxKind::Create).expect("begin");
     let other = new_file(&mut lfs);
-    lfs.end_dirop().expect("end dirop");
+    lfs.commit().expect("commit");
     for lbn in 0..72 {
         lfs.write_block(ino, lbn, 0, &pattern(other, lbn, 4096)).expect("write");
     }
@@ -722,12 +723,12 @@ fn a_damaged_indirect_block_is_refused_by_reads_and_by_the_cleaner() {
     let (disk, mut lfs, _) = one_synced_file(8 << 20);
     let ino = file_in_order(&mut lfs, 20);
     let daddr = lfs.pointer(ino, -12).expect("pointer");
-    assert_ne!(daddr, 0, "the file has a single indirect block");
+    assert!(daddr.is_some(), "the file has a single indirect block");
     let version = lfs.tables.imap[ino as usize].version;
     lfs.unmount().expect("unmount");
     let mut image = disk.snapshot();
     // One flipped bit in the first pointer (data block 12's address).
-    image[daddr as usize * 4096] ^= 1;
+    image[daddr.get() as usize * 4096] ^= 1;
     let mut lfs = mount_mem(&Arc::new(MemDisk::from_bytes(image)));
     let mut buf = vec![0u8; 4096];
     let read = lfs.read_block(ino, 12, &mut buf);

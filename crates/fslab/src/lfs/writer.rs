@@ -235,7 +235,7 @@ impl Lfs {
         if bps - self.log.offset < 2 {
             self.advance_segment()?;
         }
-        let start = self.log.segment * bps + self.log.offset;
+        let start = Daddr::new(self.log.segment * bps + self.log.offset);
         batch.open = Some(Partial {
             start,
             summary: Summary {
@@ -366,7 +366,7 @@ impl Lfs {
             .chain(batch.open.iter_mut())
             .find(|p| daddr > p.start && daddr <= p.start + p.nblocks())
             .ok_or_else(|| errno(libc::EIO, "slot is not in an unwritten partial segment"))?;
-        p.blocks[(daddr - p.start - 1) as usize] = data;
+        p.blocks[(daddr.units_after(p.start) - 1) as usize] = data;
         Ok(())
     }
 
@@ -423,7 +423,7 @@ impl Lfs {
         let daddr = self.reserve_slot(batch, ino, version, lbn, data)?;
         let old = self.pointer(ino, lbn)?;
         self.set_pointer(ino, lbn, daddr)?;
-        if old != 0 {
+        if old.is_some() {
             self.adjust_live(self.seg_of(old), -(self.block_size as i64));
             self.note_death(self.seg_of(old), self.block_size as u64, ino);
         } else if ino == IFILE_INO {
@@ -522,13 +522,13 @@ impl Lfs {
         let mut block = AlignedBytes::zeroed(self.block_size);
         for (slot, ino) in group.iter().enumerate() {
             if let Some(c) = self.inodes.get(ino) {
-                c.inode.encode(&mut block[slot * INODE_SIZE..]);
+                c.inode.encode(&mut block[slot * INODE_SIZE..])?;
             }
         }
         let daddr = self.place_inode_block(batch, block)?;
         for &ino in group {
             if let Some(old) = self.tables.entry(ino).map(|e| e.daddr) {
-                if old != 0 {
+                if old.is_some() {
                     self.adjust_live(self.seg_of(old), -(INODE_SIZE as i64));
                 }
             }
@@ -597,7 +597,7 @@ impl Lfs {
                 }
                 for name in names {
                     let old = self.pointer(IFILE_INO, name)?;
-                    if old != 0 {
+                    if old.is_some() {
                         more.insert(self.tables.seguse_lbn(self.seg_of(old)));
                     }
                 }
@@ -631,9 +631,9 @@ impl Lfs {
         self.ifile.attr.mtime = now_ns();
         self.ifile.attr.ctime = self.ifile.attr.mtime;
         let mut block = AlignedBytes::zeroed(self.block_size);
-        self.ifile.encode(&mut block);
+        self.ifile.encode(&mut block)?;
         let daddr = self.place_inode_block(batch, block)?;
-        if self.ifile_daddr != 0 {
+        if self.ifile_daddr.is_some() {
             self.adjust_live(self.seg_of(self.ifile_daddr), -(INODE_SIZE as i64));
         }
         self.ifile_daddr = daddr;

@@ -4,16 +4,16 @@
 //! model tests). Blocks are named by (inode, logical block number) exactly as
 //! the namespace names them; there are no disk addresses. It honours ENOSPC
 //! against a configurable block limit, keeps `reserve_blocks` promises, and
-//! counts directory operations so tests can check the bracketing.
+//! records every transaction and hint so tests can check them.
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::{StatFs, StorageManager, XATTR_LBN};
+use super::{Hint, StatFs, StorageManager, TxKind, TxLog, XATTR_LBN};
 use crate::error::errno;
 use crate::format::blockno::Geometry;
 use crate::format::dirent::new_dir_block;
 use crate::format::inode::{kind, Inode, InodeAttr};
-use crate::format::{now_ns, Ino, Lbn, NAME_MAX, ROOT_INO};
+use crate::format::{now_ns, Daddr, Ino, Lbn, NAME_MAX, ROOT_INO};
 use crate::Result;
 
 /// Inode numbers `MemStorage` reports as its capacity.
@@ -34,9 +34,9 @@ pub struct MemStorage {
     free_inos: Vec<Ino>,
     next_ino: Ino,
     generations: HashMap<Ino, u32>,
-    dirop_depth: u32,
-    dirops_begun: u64,
-    dirops_ended: u64,
+    tx: TxLog,
+    /// The hints of every transaction so far, for tests.
+    hints: Vec<Hint>,
     block_reads: u64,
     unmounted: bool,
 }
@@ -56,9 +56,8 @@ impl MemStorage {
             free_inos: Vec::new(),
             next_ino: ROOT_INO + 1,
             generations: HashMap::new(),
-            dirop_depth: 0,
-            dirops_begun: 0,
-            dirops_ended: 0,
+            tx: TxLog::recording(),
+            hints: Vec::new(),
             block_reads: 0,
             unmounted: false,
         };
@@ -99,14 +98,34 @@ impl MemStorage {
         self.inodes.len() as u64
     }
 
-    /// Directory operations begun and ended so far.
-    pub fn dirop_counts(&self) -> (u64, u64) {
-        (self.dirops_begun, self.dirops_ended)
+    /// Transactions begun and committed so far (nested ones included).
+    pub fn transaction_counts(&self) -> (u64, u64) {
+        self.tx.counts()
     }
 
-    /// Directory operations open now (0 between calls of the namespace).
-    pub fn dirop_depth(&self) -> u32 {
-        self.dirop_depth
+    /// Transactions open now (0 between calls of the namespace).
+    pub fn transaction_depth(&self) -> u32 {
+        self.tx.depth()
+    }
+
+    /// Every hint reported so far, in order; `clear_hints` starts over.
+    pub fn hints(&self) -> &[Hint] {
+        &self.hints
+    }
+
+    /// Forgets the hints reported so far.
+    pub fn clear_hints(&mut self) {
+        self.hints.clear();
+    }
+
+    /// Records a hint; outside a transaction it is a bug of the caller.
+    fn record(&mut self, hint: Hint) -> Result<()> {
+        if !self.tx.is_open() {
+            return Err(errno(libc::EINVAL, "a hint outside a transaction"));
+        }
+        self.tx.hint(hint);
+        self.hints.push(hint);
+        Ok(())
     }
 
     /// `read_block` calls so far.
@@ -143,7 +162,7 @@ impl MemStorage {
         if let Some(inode) = self.inodes.get_mut(&ino) {
             inode.blocks = count * (self.block_size as u64 / 512);
             // A fake but nonzero address, so that "has an xattr block" reads as it would on disk.
-            inode.xattr = u64::from(has_xattr);
+            inode.xattr = Daddr::new(u64::from(has_xattr));
         }
     }
 
@@ -170,7 +189,7 @@ impl StorageManager for MemStorage {
         self.max_file_size
     }
 
-    fn valloc(&mut self) -> Result<Inode> {
+    fn valloc(&mut self, _parent: Ino, _mode: u32) -> Result<Inode> {
         let ino = match self.free_inos.pop() {
             Some(ino) => ino,
             None if self.next_ino < TOTAL_INODES => {
@@ -234,6 +253,9 @@ impl StorageManager for MemStorage {
             }
             self.blocks.insert((ino, lbn), vec![0; bs]);
             self.recount(ino);
+            if self.tx.is_open() {
+                self.record(Hint::BlocksAllocated { ino, lbn })?;
+            }
         }
         if let Some(block) = self.blocks.get_mut(&(ino, lbn)) {
             block[offset..offset + data.len()].copy_from_slice(data);
@@ -256,13 +278,17 @@ impl StorageManager for MemStorage {
         if first > last {
             return Ok(());
         }
-        let first = Lbn::try_from(first).unwrap_or(Lbn::MAX);
-        let last = Lbn::try_from(last).unwrap_or(Lbn::MAX);
-        let gone: Vec<_> = self.blocks.range((ino, first)..=(ino, last)).map(|(&k, _)| k).collect();
+        let range =
+            (ino, Lbn::try_from(first).unwrap_or(Lbn::MAX))..=(ino, Lbn::try_from(last).unwrap_or(Lbn::MAX));
+        let gone: Vec<_> = self.blocks.range(range).map(|(&k, _)| k).collect();
+        let freed = !gone.is_empty();
         for key in gone {
             self.blocks.remove(&key);
         }
         self.recount(ino);
+        if freed && self.tx.is_open() {
+            self.record(Hint::BlocksFreed { ino, first, last })?;
+        }
         Ok(())
     }
 
@@ -280,18 +306,20 @@ impl StorageManager for MemStorage {
         Ok(())
     }
 
-    fn begin_dirop(&mut self) {
-        self.dirop_depth += 1;
-        self.dirops_begun += 1;
+    fn begin(&mut self, kind: TxKind) -> Result<()> {
+        if self.unmounted {
+            return Err(errno(libc::EIO, "file system is unmounted"));
+        }
+        self.tx.begin(kind);
+        Ok(())
     }
 
-    fn end_dirop(&mut self) -> Result<()> {
-        if self.dirop_depth == 0 {
-            return Err(errno(libc::EINVAL, "end_dirop without begin_dirop"));
-        }
-        self.dirop_depth -= 1;
-        self.dirops_ended += 1;
-        Ok(())
+    fn hint(&mut self, hint: Hint) -> Result<()> {
+        self.record(hint)
+    }
+
+    fn commit(&mut self) -> Result<()> {
+        self.tx.commit().map(|_| ())
     }
 
     fn fsync(&mut self, ino: Ino, _datasync: bool) -> Result<()> {
@@ -331,7 +359,7 @@ mod tests {
     #[test]
     fn blocks_past_the_limit_fail_with_enospc_unless_reserved() {
         let mut s = MemStorage::new(512);
-        let ino = s.valloc().expect("valloc").ino;
+        let ino = s.valloc(ROOT_INO, kind::REG).expect("valloc").ino;
         s.set_block_limit(Some(s.blocks_used() + 2));
         s.write_block(ino, 0, 0, b"a").expect("first");
         s.write_block(ino, 5, 0, b"b").expect("second");
@@ -346,7 +374,7 @@ mod tests {
         assert_eq!(s.vfree(ino).map_err(|e| e.errno()), Err(libc::EBUSY));
         s.free_blocks(ino, 0, u64::MAX).expect("free all");
         s.vfree(ino).expect("vfree");
-        let again = s.valloc().expect("valloc");
+        let again = s.valloc(ROOT_INO, kind::REG).expect("valloc");
         assert_eq!((again.ino, again.generation), (ino, 2));
     }
 }

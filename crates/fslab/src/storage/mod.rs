@@ -1,5 +1,5 @@
-//! The boundary between the namespace (`ufs`) and a storage manager (LFS now,
-//! FFS later): the operations of Table 4 of the 1993 BSD-LFS paper (§4.1).
+//! The boundary between the namespace (`ufs`) and a storage manager (LFS,
+//! FFS): the operations of Table 4 of the 1993 BSD-LFS paper (§4.1).
 //!
 //! | paper   | here                                   |
 //! |---------|----------------------------------------|
@@ -16,13 +16,13 @@
 //! manager's indirect blocks, except [`XATTR_LBN`]), and it owns the inode's
 //! attributes ([`InodeAttr`]) while the storage manager owns the block map.
 //!
-//! Directory operations — anything that changes more than one inode (create,
-//! link, unlink, rename, mkdir, rmdir, symlink, mknod) — are bracketed by
-//! [`StorageManager::begin_dirop`] / [`StorageManager::end_dirop`] so that
-//! LFS can write all of their blocks in one atomic batch (§4.3) and FFS can
-//! order them. Use [`dirop`], which always ends what it began.
+//! Every operation that changes more than one block or field runs inside a
+//! transaction with dependency hints (`tx`: [`TxKind`], [`Hint`],
+//! [`transaction`]), so that LFS can write it in one atomic batch (§4.3),
+//! FFS can order its writes, and soft updates or a journal can track it.
 
 pub mod mem;
+mod tx;
 
 pub use crate::format::blockno::XATTR_LBN;
 use crate::format::inode::{Inode, InodeAttr};
@@ -30,6 +30,7 @@ use crate::format::{Ino, Lbn};
 use crate::Result;
 use disk::AlignedBytes;
 pub use mem::MemStorage;
+pub use tx::{transaction, Hint, TxKind, TxLog};
 
 /// What `statfs` reports, in blocks of [`StatFs::block_size`] bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -62,10 +63,13 @@ pub trait StorageManager: Send {
     /// The largest file size this layout can represent, in bytes.
     fn max_file_size(&self) -> u64;
 
-    /// Allocates an inode number and returns the new inode, zeroed but for its
-    /// number and a generation different from any earlier use of that number.
-    /// It is stored once `update` gives it attributes.
-    fn valloc(&mut self) -> Result<Inode>;
+    /// Allocates an inode number for a new node of type `mode` (the
+    /// `S_IFMT` bits matter) in directory `parent`, and returns the new
+    /// inode, zeroed but for its number and a generation different from any
+    /// earlier use of that number. It is stored once `update` gives it
+    /// attributes. FFS places it by `parent` and `mode` (a file near its
+    /// directory, a new directory in a group chosen by dirpref).
+    fn valloc(&mut self, parent: Ino, mode: u32) -> Result<Inode>;
 
     /// Frees inode `ino`, which must have no blocks left (see `free_blocks`).
     fn vfree(&mut self, ino: Ino) -> Result<()>;
@@ -127,11 +131,17 @@ pub trait StorageManager: Send {
     /// for lack of space, or fails with ENOSPC: lets `fallocate` promise space.
     fn reserve_blocks(&mut self, blocks: u64) -> Result<()>;
 
-    /// Starts a directory operation (see the module comment).
-    fn begin_dirop(&mut self);
+    /// Opens a transaction of `kind` (see `tx`), or nests inside the open
+    /// one. May fail before anything changed: ENOSPC, EIO on an unmounted
+    /// file system.
+    fn begin(&mut self, kind: TxKind) -> Result<()>;
 
-    /// Ends the directory operation begun last.
-    fn end_dirop(&mut self) -> Result<()>;
+    /// Reports a change the open transaction made (see [`Hint`]). May
+    /// write: a layout that orders its writes does so here.
+    fn hint(&mut self, hint: Hint) -> Result<()>;
+
+    /// Ends the transaction begun last; the outermost one's end may write.
+    fn commit(&mut self) -> Result<()>;
 
     /// Makes the contents and attributes of `ino` durable (`datasync`: the
     /// attributes only as far as needed to read the data back).
@@ -175,18 +185,4 @@ pub trait StorageManager: Send {
     /// Makes everything durable and leaves the image clean; the storage
     /// manager must not be used afterwards.
     fn unmount(&mut self) -> Result<()>;
-}
-
-/// Runs `body` as one directory operation: `begin_dirop` before, `end_dirop`
-/// after, even when `body` fails.
-pub fn dirop<S: StorageManager + ?Sized, T>(
-    storage: &mut S,
-    body: impl FnOnce(&mut S) -> Result<T>,
-) -> Result<T> {
-    storage.begin_dirop();
-    let result = body(storage);
-    let ended = storage.end_dirop();
-    let value = result?;
-    ended?;
-    Ok(value)
 }

@@ -199,11 +199,12 @@ impl<S: StorageManager> Ns<'_, S> {
     }
 
     /// Adds entry `name` → `ino` to directory `dir`, which must not hold
-    /// `name`. Where, in order (§3.3): with a hash, the first chunk of the
-    /// smallest size class that has room; without one, the first chunk
-    /// with room (as the lookup that found `name` absent saw it, or by a
-    /// scan); a new block at the end if no chunk has room.
-    pub(crate) fn dir_add(&mut self, dir: Ino, name: &[u8], ino: Ino, dtype: u8) -> Result<()> {
+    /// `name`. Returns the entry's offset. Where, in order (§3.3): with a
+    /// hash, the first chunk of the smallest size class that has room;
+    /// without one, the first chunk with room (as the lookup that found
+    /// `name` absent saw it, or by a scan); a new block at the end if no
+    /// chunk has room.
+    pub(crate) fn dir_add(&mut self, dir: Ino, name: &[u8], ino: Ino, dtype: u8) -> Result<u64> {
         if ino > u32::MAX as Ino {
             return Err(errno(libc::EOVERFLOW, "inode number does not fit a directory entry"));
         }
@@ -226,7 +227,7 @@ impl<S: StorageManager> Ns<'_, S> {
                 None => ns.append_block(dir, name, ino, dtype)?,
             };
             ns.st.dirs.added(dir, name, offset, (offset / DIRBLKSIZ as u64) as usize, free);
-            Ok(())
+            Ok(offset)
         })
     }
 
@@ -381,8 +382,9 @@ impl<S: StorageManager> Ns<'_, S> {
     }
 
     /// Points the existing entry `name` of `dir` at `ino` (rename over a
-    /// target, exchange, or a moved directory's `..`).
-    pub(crate) fn dir_retarget(&mut self, dir: Ino, name: &[u8], ino: Ino, dtype: u8) -> Result<()> {
+    /// target, exchange, or a moved directory's `..`). Returns the entry as
+    /// it was.
+    pub(crate) fn dir_retarget(&mut self, dir: Ino, name: &[u8], ino: Ino, dtype: u8) -> Result<Slot> {
         let slot = self.dir_lookup(dir, name)?.ok_or(errno(libc::ENOENT, "no such entry"))?;
         self.changing(dir, |ns| {
             let (mut block, lbn, within, chunk_offset) = ns.read_chunk_of(dir, slot.offset)?;
@@ -399,7 +401,8 @@ impl<S: StorageManager> Ns<'_, S> {
             };
             put_entry(chunk, at, ino, reclen, dtype, name);
             seal_chunk(chunk);
-            ns.s.write_block(dir, lbn, within, chunk)
+            ns.s.write_block(dir, lbn, within, chunk)?;
+            Ok(slot)
         })
     }
 

@@ -3,9 +3,10 @@
 //! [`StorageManager`](crate::storage::StorageManager).
 //!
 //! This layer knows no segment and no cylinder group. It reads and writes
-//! whole logical blocks through the storage manager and brackets every
-//! operation that changes more than one inode with a directory-operation
-//! guard ([`crate::storage::dirop`]).
+//! whole logical blocks through the storage manager, runs every operation
+//! that changes more than one block or field as one transaction
+//! ([`crate::storage::transaction`]) and reports what it changed as
+//! dependency hints ([`crate::storage::Hint`]), each after the change.
 //!
 //! Parts: `names` (create, link, unlink, rmdir), `rename`, `dir` (entries in
 //! directory blocks), `dirhash` (the in-memory hashes that make large
@@ -29,7 +30,7 @@ use std::collections::{HashMap, HashSet};
 use crate::error::errno;
 use crate::format::inode::{Inode, InodeAttr};
 use crate::format::{now_ns, Ino, TimeNs, NAME_MAX};
-use crate::storage::{StatFs, StorageManager};
+use crate::storage::{Hint, StatFs, StorageManager, TxKind};
 use crate::Result;
 
 pub use dirhash::{DirhashOptions, DirhashStats};
@@ -131,7 +132,7 @@ pub(crate) struct State {
 }
 
 /// One call's view of the file system: the storage manager (inside a
-/// directory operation, the one `dirop` hands over) and the namespace state.
+/// transaction, the one `transaction` hands over) and the namespace state.
 pub(crate) struct Ns<'a, S: StorageManager> {
     s: &'a mut S,
     st: &'a mut State,
@@ -174,21 +175,43 @@ impl<S: StorageManager> Ns<'_, S> {
         Ok(attr)
     }
 
-    /// Sets mtime and ctime of directory `dir` to `now` and adds `links` to its link count.
+    /// Sets mtime and ctime of directory `dir` to `now` and adds `links` to
+    /// its link count.
     fn touch_dir(&mut self, dir: Ino, now: TimeNs, links: i32) -> Result<()> {
         self.modify(dir, |a| {
             a.mtime = now;
             a.ctime = now;
             a.nlink = a.nlink.saturating_add_signed(links);
         })?;
+        if links != 0 {
+            self.hint_nlink(dir)?;
+        }
         Ok(())
     }
 
-    /// `ino` lost its last link: free it now, or at its last unpin.
+    /// Adds `links` to the link count of `ino` (and sets its ctime to
+    /// `now`), and reports the new count.
+    fn add_links(&mut self, ino: Ino, now: TimeNs, links: i32) -> Result<InodeAttr> {
+        let attr = self.modify(ino, |a| {
+            a.nlink = a.nlink.saturating_add_signed(links);
+            a.ctime = now;
+        })?;
+        self.s.hint(Hint::LinkCount { ino, nlink: attr.nlink })?;
+        Ok(attr)
+    }
+
+    /// Reports the link count `ino` has now.
+    fn hint_nlink(&mut self, ino: Ino) -> Result<()> {
+        let nlink = self.s.vget(ino)?.attr.nlink;
+        self.s.hint(Hint::LinkCount { ino, nlink })
+    }
+
+    /// `ino` lost its last link: free it now, or at its last unpin (an
+    /// orphan until then).
     fn release(&mut self, ino: Ino) -> Result<()> {
         if self.st.pins.get(&ino).is_some_and(|&n| n > 0) {
             self.st.orphans.insert(ino);
-            Ok(())
+            self.s.hint(Hint::Orphaned { ino })
         } else {
             self.destroy(ino)
         }
@@ -196,7 +219,9 @@ impl<S: StorageManager> Ns<'_, S> {
 
     /// Frees an inode and everything it holds.
     fn destroy(&mut self, ino: Ino) -> Result<()> {
-        self.st.orphans.remove(&ino);
+        if self.st.orphans.remove(&ino) {
+            self.s.hint(Hint::Reclaimed { ino })?;
+        }
         self.st.dirs.forget(ino);
         self.s.free_blocks(ino, 0, u64::MAX)?;
         self.s.free_xattr(ino)?;
@@ -217,8 +242,8 @@ impl<S: StorageManager> FileSystem<S> {
         use crate::format::dirent::new_dir_block;
         use crate::format::inode::{kind, InodeAttr};
         use crate::format::{now_ns, ROOT_INO};
-        crate::storage::dirop(&mut self.storage, |s| {
-            let inode = s.valloc()?;
+        crate::storage::transaction(&mut self.storage, TxKind::Create, |s| {
+            let inode = s.valloc(ROOT_INO, kind::DIR)?;
             if inode.ino != ROOT_INO {
                 return Err(crate::Error::Foreign(format!(
                     "the first inode of a new file system is {}, not the root's {ROOT_INO}",
@@ -254,10 +279,10 @@ impl<S: StorageManager> FileSystem<S> {
         Ns { s: &mut self.storage, st: &mut self.state }
     }
 
-    /// Runs `body` as one directory operation (STYLE.md item 11).
-    fn dirop<T>(&mut self, body: impl FnOnce(&mut Ns<'_, S>) -> Result<T>) -> Result<T> {
+    /// Runs `body` as one transaction of `kind` (STYLE.md item 11).
+    fn tx<T>(&mut self, kind: TxKind, body: impl FnOnce(&mut Ns<'_, S>) -> Result<T>) -> Result<T> {
         let st = &mut self.state;
-        crate::storage::dirop(&mut self.storage, |s| body(&mut Ns { s, st }))
+        crate::storage::transaction(&mut self.storage, kind, |s| body(&mut Ns { s, st }))
     }
 
     /// The attributes of the entry `name` in directory `parent`.
@@ -276,33 +301,34 @@ impl<S: StorageManager> FileSystem<S> {
 
     /// Changes attributes; a size change truncates or extends.
     pub fn setattr(&mut self, ino: Ino, change: &SetAttr) -> Result<Inode> {
-        self.ns().setattr(ino, change)
+        let kind = if change.size.is_some() { TxKind::Truncate } else { TxKind::SetAttr };
+        self.tx(kind, |ns| ns.setattr(ino, change))
     }
 
     /// Creates a node of any non-directory kind (`mode` holds type and
     /// permission bits; `rdev` is used for devices).
     pub fn mknod(&mut self, parent: Ino, name: &[u8], mode: u32, rdev: u64, creds: Creds) -> Result<Inode> {
-        self.dirop(|ns| ns.mknod(parent, name, mode, rdev, creds))
+        self.tx(TxKind::Create, |ns| ns.mknod(parent, name, mode, rdev, creds))
     }
 
     /// Creates a directory.
     pub fn mkdir(&mut self, parent: Ino, name: &[u8], mode: u32, creds: Creds) -> Result<Inode> {
-        self.dirop(|ns| ns.mkdir(parent, name, mode, creds))
+        self.tx(TxKind::Create, |ns| ns.mkdir(parent, name, mode, creds))
     }
 
     /// Removes a non-directory entry.
     pub fn unlink(&mut self, parent: Ino, name: &[u8]) -> Result<()> {
-        self.dirop(|ns| ns.unlink(parent, name))
+        self.tx(TxKind::Unlink, |ns| ns.unlink(parent, name))
     }
 
     /// Removes an empty directory.
     pub fn rmdir(&mut self, parent: Ino, name: &[u8]) -> Result<()> {
-        self.dirop(|ns| ns.rmdir(parent, name))
+        self.tx(TxKind::Unlink, |ns| ns.rmdir(parent, name))
     }
 
     /// Creates a symbolic link holding `target`.
     pub fn symlink(&mut self, parent: Ino, name: &[u8], target: &[u8], creds: Creds) -> Result<Inode> {
-        self.dirop(|ns| ns.symlink(parent, name, target, creds))
+        self.tx(TxKind::Create, |ns| ns.symlink(parent, name, target, creds))
     }
 
     /// The target of a symbolic link.
@@ -319,12 +345,12 @@ impl<S: StorageManager> FileSystem<S> {
         new_name: &[u8],
         flags: RenameFlags,
     ) -> Result<()> {
-        self.dirop(|ns| ns.rename(parent, name, new_parent, new_name, flags))
+        self.tx(TxKind::Rename, |ns| ns.rename(parent, name, new_parent, new_name, flags))
     }
 
     /// Adds the name `new_parent/new_name` for `ino`.
     pub fn link(&mut self, ino: Ino, new_parent: Ino, new_name: &[u8]) -> Result<Inode> {
-        self.dirop(|ns| ns.link(ino, new_parent, new_name))
+        self.tx(TxKind::Link, |ns| ns.link(ino, new_parent, new_name))
     }
 
     /// Reads up to `len` bytes at `offset`; fewer at end of file.
@@ -334,13 +360,13 @@ impl<S: StorageManager> FileSystem<S> {
 
     /// Writes `data` at `offset`; returns the bytes written.
     pub fn write(&mut self, ino: Ino, offset: u64, data: &[u8]) -> Result<usize> {
-        self.ns().write(ino, offset, data, BlockCopies::default())
+        self.tx(TxKind::Write, |ns| ns.write(ino, offset, data, BlockCopies::default()))
     }
 
     /// [`FileSystem::write`], with `copies` made from the same `offset`
     /// and `data` ([`BlockCopies::of`]) beforehand.
     pub fn write_copied(&mut self, ino: Ino, offset: u64, data: &[u8], copies: BlockCopies) -> Result<usize> {
-        self.ns().write(ino, offset, data, copies)
+        self.tx(TxKind::Write, |ns| ns.write(ino, offset, data, copies))
     }
 
     /// The file system's block size, which [`BlockCopies::of`] needs.
@@ -350,7 +376,12 @@ impl<S: StorageManager> FileSystem<S> {
 
     /// `fallocate(2)`: `mode` holds the `FALLOC_FL_*` flags.
     pub fn fallocate(&mut self, ino: Ino, offset: u64, len: u64, mode: i32) -> Result<()> {
-        self.ns().fallocate(ino, offset, len, mode)
+        let kind = if mode & (libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_ZERO_RANGE) != 0 {
+            TxKind::Truncate
+        } else {
+            TxKind::Write
+        };
+        self.tx(kind, |ns| ns.fallocate(ino, offset, len, mode))
     }
 
     /// `lseek(2)` for SEEK_DATA and SEEK_HOLE (`whence` as in libc).
@@ -367,7 +398,7 @@ impl<S: StorageManager> FileSystem<S> {
         to_offset: u64,
         len: u64,
     ) -> Result<u64> {
-        self.ns().copy_file_range(from, from_offset, to, to_offset, len)
+        self.tx(TxKind::Write, |ns| ns.copy_file_range(from, from_offset, to, to_offset, len))
     }
 
     /// Entries of directory `ino` from `offset` (0 = the start), at most `max`.
@@ -394,7 +425,7 @@ impl<S: StorageManager> FileSystem<S> {
 
     /// Sets extended attribute `name` (`flags`: XATTR_CREATE / XATTR_REPLACE).
     pub fn setxattr(&mut self, ino: Ino, name: &[u8], value: &[u8], flags: i32) -> Result<()> {
-        self.ns().setxattr(ino, name, value, flags)
+        self.tx(TxKind::Xattr, |ns| ns.setxattr(ino, name, value, flags))
     }
 
     /// The value of extended attribute `name`.
@@ -409,7 +440,7 @@ impl<S: StorageManager> FileSystem<S> {
 
     /// Removes extended attribute `name`.
     pub fn removexattr(&mut self, ino: Ino, name: &[u8]) -> Result<()> {
-        self.ns().removexattr(ino, name)
+        self.tx(TxKind::Xattr, |ns| ns.removexattr(ino, name))
     }
 
     /// Notes one more user of `ino` (a kernel lookup, an open file).
@@ -429,7 +460,7 @@ impl<S: StorageManager> FileSystem<S> {
         if left == 0 {
             self.state.pins.remove(&ino);
             if self.state.orphans.contains(&ino) {
-                self.dirop(|ns| ns.destroy(ino))?;
+                self.tx(TxKind::Reclaim, |ns| ns.destroy(ino))?;
             }
         }
         Ok(())
@@ -494,7 +525,7 @@ impl<S: StorageManager> FileSystem<S> {
         orphans.sort_unstable();
         for ino in orphans {
             self.state.pins.remove(&ino);
-            self.dirop(|ns| ns.destroy(ino))?;
+            self.tx(TxKind::Reclaim, |ns| ns.destroy(ino))?;
         }
         self.storage.unmount()
     }

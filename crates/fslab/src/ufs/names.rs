@@ -1,16 +1,20 @@
 //! Names: creating nodes (mknod, mkdir, symlink), link, unlink and rmdir.
 //!
-//! Each runs inside one directory operation opened by `FileSystem`. The
-//! order inside is: validate everything that can fail with an errno, then
-//! allocate and initialise the new inode, then add the directory entry, then
-//! fix the parent. A failure after allocation frees the new inode again.
+//! Each runs inside one transaction opened by `FileSystem`. The order
+//! inside is 4.4BSD's, which a layout writing synchronously needs (2000
+//! paper §2): validate everything that can fail with an errno; raise a link
+//! count before the entry that it counts exists (for a new directory, its
+//! parent's, which its `..` will count); initialise a new inode before the
+//! entry that names it; remove an entry before the link count it counted
+//! drops. Each change is reported as a hint after it is made. A failure
+//! after allocation frees the new inode again.
 
 use super::{check_name, is_dot, now, Creds, Ns, LINK_MAX};
 use crate::error::errno;
 use crate::format::dirent::{dt, dt_from_mode, new_dir_block};
 use crate::format::inode::{kind, Inode, InodeAttr};
 use crate::format::{Ino, ROOT_INO};
-use crate::storage::StorageManager;
+use crate::storage::{Hint, StorageManager};
 use crate::Result;
 
 /// What a new node holds besides its attributes.
@@ -102,14 +106,22 @@ impl<S: StorageManager> Ns<'_, S> {
                 attr.mode |= libc::S_ISGID;
             }
         }
-        let ino = self.s.valloc()?.ino;
+        let ino = self.s.valloc(parent, mode)?.ino;
         self.st.dirs.forget(ino);
+        // The parent's link for the new directory's `..` comes first.
+        if is_dir {
+            self.add_links(parent, now, 1)?;
+        }
         if let Err(e) = self.fill_new_node(parent, name, ino, &mut attr, body) {
-            // Best effort: the entry was not added, so nothing names the inode.
+            // Best effort: the entry was not added, so nothing names the
+            // inode, and the parent's link goes back.
             let _ = self.destroy(ino);
+            if is_dir {
+                let _ = self.add_links(parent, now, -1);
+            }
             return Err(e);
         }
-        self.touch_dir(parent, now, if is_dir { 1 } else { 0 })?;
+        self.touch_dir(parent, now, 0)?;
         self.s.vget(ino)
     }
 
@@ -134,7 +146,8 @@ impl<S: StorageManager> Ns<'_, S> {
             }
         }
         self.s.update(ino, attr)?;
-        self.dir_add(parent, name, ino, dt_from_mode(attr.mode))
+        let offset = self.dir_add(parent, name, ino, dt_from_mode(attr.mode))?;
+        self.s.hint(Hint::EntryAdded { dir: parent, offset, ino })
     }
 
     pub(super) fn link(&mut self, ino: Ino, new_parent: Ino, new_name: &[u8]) -> Result<Inode> {
@@ -158,12 +171,15 @@ impl<S: StorageManager> Ns<'_, S> {
         if self.dir_lookup(new_parent, new_name)?.is_some() {
             return Err(errno(libc::EEXIST, "name exists"));
         }
-        self.dir_add(new_parent, new_name, ino, dt_from_mode(target.mode))?;
         let now = now();
-        self.modify(ino, |a| {
-            a.nlink += 1;
-            a.ctime = now;
-        })?;
+        self.add_links(ino, now, 1)?;
+        match self.dir_add(new_parent, new_name, ino, dt_from_mode(target.mode)) {
+            Ok(offset) => self.s.hint(Hint::EntryAdded { dir: new_parent, offset, ino })?,
+            Err(e) => {
+                let _ = self.add_links(ino, now, -1);
+                return Err(e);
+            }
+        }
         self.touch_dir(new_parent, now, 0)?;
         self.s.vget(ino)
     }
@@ -179,11 +195,9 @@ impl<S: StorageManager> Ns<'_, S> {
             return Err(errno(libc::EISDIR, "unlink of a directory"));
         }
         self.dir_remove(parent, name)?;
+        self.s.hint(Hint::EntryRemoved { dir: parent, offset: slot.offset, ino: slot.ino })?;
         let now = now();
-        let attr = self.modify(slot.ino, |a| {
-            a.nlink = a.nlink.saturating_sub(1);
-            a.ctime = now;
-        })?;
+        let attr = self.add_links(slot.ino, now, -1)?;
         self.touch_dir(parent, now, 0)?;
         if attr.nlink == 0 {
             self.release(slot.ino)?;
@@ -211,11 +225,13 @@ impl<S: StorageManager> Ns<'_, S> {
             return Err(errno(libc::ENOTEMPTY, "directory not empty"));
         }
         self.dir_remove(parent, name)?;
+        self.s.hint(Hint::EntryRemoved { dir: parent, offset: slot.offset, ino: slot.ino })?;
         let now = now();
         self.modify(slot.ino, |a| {
             a.nlink = 0;
             a.ctime = now;
         })?;
+        self.s.hint(Hint::LinkCount { ino: slot.ino, nlink: 0 })?;
         self.touch_dir(parent, now, -1)?;
         self.release(slot.ino)
     }

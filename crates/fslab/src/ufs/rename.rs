@@ -6,14 +6,16 @@
 //! own subtree → EINVAL; kind mismatch → EISDIR / ENOTDIR; non-empty target
 //! directory → ENOTEMPTY. Then the target entry is added or retargeted
 //! before the source entry is removed, so a failure part way never leaves
-//! the file without a name.
+//! the file without a name, and a link count never falls below the names
+//! that count it (4.4BSD's order, which FFS's synchronous writes follow).
 
 use super::names::dtype_of;
 use super::{check_name, is_dot, now, Ns, RenameFlags, LINK_MAX};
 use crate::error::errno;
 use crate::format::dirent::dt;
+use crate::format::TimeNs;
 use crate::format::{Ino, ROOT_INO};
-use crate::storage::StorageManager;
+use crate::storage::{Hint, StorageManager};
 use crate::{Error, Result};
 
 impl<S: StorageManager> Ns<'_, S> {
@@ -54,31 +56,10 @@ impl<S: StorageManager> Ns<'_, S> {
         let now = now();
         if flags.exchange {
             let dst = dst.ok_or(errno(libc::ENOENT, "no target to exchange with"))?;
-            let dst_attr = self.s.vget(dst.ino)?.attr;
-            let moves_dst_dir = dst_attr.is_dir() && parent != new_parent;
-            if moves_dst_dir {
-                self.check_not_inside(dst.ino, parent)?;
-            }
-            self.dir_retarget(parent, name, dst.ino, dtype_of(&dst_attr))?;
-            self.dir_retarget(new_parent, new_name, src.ino, dtype_of(&src_attr))?;
-            let (src_dirs, dst_dirs) = (i32::from(moves_dir), i32::from(moves_dst_dir));
-            if moves_dir {
-                self.dir_retarget(src.ino, b"..", new_parent, dt::DIR)?;
-            }
-            if moves_dst_dir {
-                self.dir_retarget(dst.ino, b"..", parent, dt::DIR)?;
-            }
-            self.touch_dir(parent, now, dst_dirs - src_dirs)?;
-            if new_parent != parent {
-                self.touch_dir(new_parent, now, src_dirs - dst_dirs)?;
-            }
-            for ino in [src.ino, dst.ino] {
-                self.modify(ino, |a| a.ctime = now)?;
-            }
-            return Ok(());
+            return self.exchange(parent, name, src.ino, new_parent, new_name, dst.ino, now);
         }
-        let mut replaced = None;
-        match dst {
+        // Checks first: nothing may change before one of them fails.
+        let replaced = match dst {
             Some(dst) => {
                 let dst_attr = self.s.vget(dst.ino)?.attr;
                 if dst_attr.is_dir() && !src_attr.is_dir() {
@@ -90,38 +71,142 @@ impl<S: StorageManager> Ns<'_, S> {
                 if dst_attr.is_dir() && !self.dir_is_empty(dst.ino)? {
                     return Err(errno(libc::ENOTEMPTY, "target directory not empty"));
                 }
-                self.dir_retarget(new_parent, new_name, src.ino, dtype_of(&src_attr))?;
-                replaced = Some((dst.ino, dst_attr.is_dir()));
+                Some((dst.ino, dst_attr.is_dir()))
             }
             None => {
                 if moves_dir && self.s.vget(new_parent)?.attr.nlink >= LINK_MAX {
                     return Err(errno(libc::EMLINK, "target directory has too many subdirectories"));
                 }
-                self.dir_add(new_parent, new_name, src.ino, dtype_of(&src_attr))?;
+                None
             }
+        };
+        // 4.4BSD's order (ufs_rename): the source's link count, and the new
+        // parent's for a moved directory's `..`, rise before the new entry
+        // exists; the old entry goes before they fall again.
+        self.add_links(src.ino, now, 1)?;
+        let replaced_dir = replaced.is_some_and(|(_, is_dir)| is_dir);
+        if moves_dir && !replaced_dir {
+            self.add_links(new_parent, now, 1)?;
         }
-        self.dir_remove(parent, name)?;
+        let src_type = dtype_of(&src_attr);
+        match replaced {
+            Some((old, is_dir)) => {
+                let slot = self.dir_retarget(new_parent, new_name, src.ino, src_type)?;
+                self.s.hint(Hint::EntryChanged {
+                    dir: new_parent,
+                    offset: slot.offset,
+                    old,
+                    ino: src.ino,
+                })?;
+                let attr = self.modify(old, |a| {
+                    a.nlink = if is_dir { 0 } else { a.nlink.saturating_sub(1) };
+                    a.ctime = now;
+                })?;
+                self.s.hint(Hint::LinkCount { ino: old, nlink: attr.nlink })?;
+                // A replaced directory's `..` no longer counts its parent,
+                // unless the moved directory's `..` takes its place.
+                if is_dir && !moves_dir {
+                    self.add_links(new_parent, now, -1)?;
+                }
+                if attr.nlink == 0 {
+                    self.release(old)?;
+                }
+            }
+            None => match self.dir_add(new_parent, new_name, src.ino, src_type) {
+                Ok(offset) => self.s.hint(Hint::EntryAdded { dir: new_parent, offset, ino: src.ino })?,
+                Err(e) => {
+                    // No room for the new entry (ENOSPC): nothing else changed.
+                    let _ = self.add_links(src.ino, now, -1);
+                    if moves_dir {
+                        let _ = self.add_links(new_parent, now, -1);
+                    }
+                    return Err(e);
+                }
+            },
+        }
+        let slot = self.dir_remove(parent, name)?;
+        self.s.hint(Hint::EntryRemoved { dir: parent, offset: slot.offset, ino: src.ino })?;
+        self.add_links(src.ino, now, -1)?;
         if moves_dir {
-            self.dir_retarget(src.ino, b"..", new_parent, dt::DIR)?;
-        }
-        // Link counts: a moved directory's `..` leaves `parent` for
-        // `new_parent`; a replaced directory's `..` leaves `new_parent`.
-        let replaced_dir = i32::from(replaced.is_some_and(|(_, is_dir)| is_dir));
-        if parent == new_parent {
-            self.touch_dir(parent, now, -replaced_dir)?;
-        } else {
-            self.touch_dir(parent, now, -i32::from(moves_dir))?;
-            self.touch_dir(new_parent, now, i32::from(moves_dir) - replaced_dir)?;
-        }
-        self.modify(src.ino, |a| a.ctime = now)?;
-        if let Some((ino, is_dir)) = replaced {
-            let attr = self.modify(ino, |a| {
-                a.nlink = if is_dir { 0 } else { a.nlink.saturating_sub(1) };
-                a.ctime = now;
+            let dotdot = self.dir_retarget(src.ino, b"..", new_parent, dt::DIR)?;
+            self.s.hint(Hint::EntryChanged {
+                dir: src.ino,
+                offset: dotdot.offset,
+                old: parent,
+                ino: new_parent,
             })?;
-            if attr.nlink == 0 {
-                self.release(ino)?;
-            }
+            self.add_links(parent, now, -1)?;
+        }
+        self.touch_dir(parent, now, 0)?;
+        if new_parent != parent {
+            self.touch_dir(new_parent, now, 0)?;
+        }
+        Ok(())
+    }
+
+    /// RENAME_EXCHANGE: `parent/name` (inode `a`) and `new_parent/new_name`
+    /// (inode `b`) swap inodes; each entry stays where it is.
+    #[allow(clippy::too_many_arguments)]
+    fn exchange(
+        &mut self,
+        parent: Ino,
+        name: &[u8],
+        a: Ino,
+        new_parent: Ino,
+        new_name: &[u8],
+        b: Ino,
+        now: TimeNs,
+    ) -> Result<()> {
+        let a_attr = self.s.vget(a)?.attr;
+        let b_attr = self.s.vget(b)?.attr;
+        let moves_a = a_attr.is_dir() && parent != new_parent;
+        let moves_b = b_attr.is_dir() && parent != new_parent;
+        if moves_b {
+            self.check_not_inside(b, parent)?;
+        }
+        // A directory's `..` follows it: the parent gaining one gains its
+        // link before the `..` names it, the one losing it loses it after.
+        let (a_dirs, b_dirs) = (i32::from(moves_a), i32::from(moves_b));
+        if b_dirs > a_dirs {
+            self.add_links(parent, now, 1)?;
+        }
+        if a_dirs > b_dirs {
+            self.add_links(new_parent, now, 1)?;
+        }
+        let slot = self.dir_retarget(parent, name, b, dtype_of(&b_attr))?;
+        self.s.hint(Hint::EntryChanged { dir: parent, offset: slot.offset, old: a, ino: b })?;
+        let slot = self.dir_retarget(new_parent, new_name, a, dtype_of(&a_attr))?;
+        self.s.hint(Hint::EntryChanged { dir: new_parent, offset: slot.offset, old: b, ino: a })?;
+        if moves_a {
+            let dotdot = self.dir_retarget(a, b"..", new_parent, dt::DIR)?;
+            self.s.hint(Hint::EntryChanged {
+                dir: a,
+                offset: dotdot.offset,
+                old: parent,
+                ino: new_parent,
+            })?;
+        }
+        if moves_b {
+            let dotdot = self.dir_retarget(b, b"..", parent, dt::DIR)?;
+            self.s.hint(Hint::EntryChanged {
+                dir: b,
+                offset: dotdot.offset,
+                old: new_parent,
+                ino: parent,
+            })?;
+        }
+        if a_dirs > b_dirs {
+            self.add_links(parent, now, -1)?;
+        }
+        if b_dirs > a_dirs {
+            self.add_links(new_parent, now, -1)?;
+        }
+        self.touch_dir(parent, now, 0)?;
+        if new_parent != parent {
+            self.touch_dir(new_parent, now, 0)?;
+        }
+        for ino in [a, b] {
+            self.modify(ino, |attr| attr.ctime = now)?;
         }
         Ok(())
     }

@@ -1,6 +1,6 @@
 //! Repairs for fsck (`fslab fsck`): directory and link-count changes that the
 //! ordinary operations refuse because they keep invariants a damaged image
-//! has already lost. Each runs as one directory operation and leaves link
+//! has already lost. Each runs as one transaction and leaves link
 //! counts alone unless it says otherwise; fsck recounts them afterwards.
 //!
 //! * [`FileSystem::repair_add_entry`] — name an existing inode (lost+found).
@@ -15,7 +15,7 @@ use super::{FileSystem, Ns};
 use crate::error::errno;
 use crate::format::dirent::{dt, dt_from_mode, init_chunk, new_dir_block, DIRBLKSIZ};
 use crate::format::{Ino, Lbn};
-use crate::storage::StorageManager;
+use crate::storage::{Hint, StorageManager, TxKind};
 use crate::Result;
 
 impl<S: StorageManager> Ns<'_, S> {
@@ -30,32 +30,35 @@ impl<S: StorageManager> FileSystem<S> {
     /// mode. Fails with EEXIST if `dir` already holds `name`.
     pub fn repair_add_entry(&mut self, dir: Ino, name: &[u8], ino: Ino) -> Result<()> {
         super::check_name(name)?;
-        self.dirop(|ns| {
+        self.tx(TxKind::Link, |ns| {
             ns.dir_inode(dir)?;
             if ns.dir_lookup(dir, name)?.is_some() {
                 return Err(errno(libc::EEXIST, "name exists"));
             }
             let dtype = ns.dtype_for(ino)?;
-            ns.dir_add(dir, name, ino, dtype)
+            let offset = ns.dir_add(dir, name, ino, dtype)?;
+            ns.s.hint(Hint::EntryAdded { dir, offset, ino })
         })
     }
 
     /// Points the existing entry `name` of directory `dir` at `ino`, typed
     /// from `ino`'s mode (fixes a wrong `.`, `..` or entry type).
     pub fn repair_retarget_entry(&mut self, dir: Ino, name: &[u8], ino: Ino) -> Result<()> {
-        self.dirop(|ns| {
+        self.tx(TxKind::Rename, |ns| {
             ns.dir_inode(dir)?;
             let dtype = ns.dtype_for(ino)?;
-            ns.dir_retarget(dir, name, ino, dtype)
+            let old = ns.dir_retarget(dir, name, ino, dtype)?;
+            ns.s.hint(Hint::EntryChanged { dir, offset: old.offset, old: old.ino, ino })
         })
     }
 
     /// Removes the entry `name` of directory `dir`, whatever it names (a
     /// free or unreadable inode): no inode is touched.
     pub fn repair_remove_entry(&mut self, dir: Ino, name: &[u8]) -> Result<()> {
-        self.dirop(|ns| {
+        self.tx(TxKind::Unlink, |ns| {
             ns.dir_inode(dir)?;
-            ns.dir_remove(dir, name).map(|_| ())
+            let slot = ns.dir_remove(dir, name)?;
+            ns.s.hint(Hint::EntryRemoved { dir, offset: slot.offset, ino: slot.ino })
         })
     }
 
@@ -64,7 +67,7 @@ impl<S: StorageManager> FileSystem<S> {
     /// (naming `parent`). The entries it held are lost; fsck reconnects the
     /// inodes they named.
     pub fn repair_reset_chunk(&mut self, dir: Ino, offset: u64, parent: Ino) -> Result<()> {
-        self.dirop(|ns| {
+        self.tx(TxKind::Unlink, |ns| {
             let attr = ns.dir_inode(dir)?.attr;
             let bs = ns.s.block_size() as u64;
             if !offset.is_multiple_of(DIRBLKSIZ as u64) || offset >= attr.size {
@@ -83,16 +86,17 @@ impl<S: StorageManager> FileSystem<S> {
 
     /// Sets the link count of `ino`.
     pub fn repair_set_nlink(&mut self, ino: Ino, nlink: u32) -> Result<()> {
-        let mut attr = self.storage.vget(ino)?.attr;
-        attr.nlink = nlink;
-        self.storage.update(ino, &attr)
+        self.tx(TxKind::SetAttr, |ns| {
+            ns.modify(ino, |a| a.nlink = nlink)?;
+            ns.s.hint(Hint::LinkCount { ino, nlink })
+        })
     }
 
     /// Frees inode `ino` and every block it holds, whatever its link count:
     /// for an inode no directory names (an orphan left by a crash).
     pub fn repair_free_inode(&mut self, ino: Ino) -> Result<()> {
         self.state.pins.remove(&ino);
-        self.dirop(|ns| {
+        self.tx(TxKind::Reclaim, |ns| {
             ns.s.vget(ino)?;
             ns.destroy(ino)
         })

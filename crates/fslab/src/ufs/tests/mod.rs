@@ -5,6 +5,7 @@
 mod dirhash;
 mod dirs;
 mod files;
+mod hints;
 mod names;
 mod rename;
 mod xattrs;

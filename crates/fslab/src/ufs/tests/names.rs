@@ -14,8 +14,8 @@ fn create_lookup_and_unlink_a_file() {
     fs.unlink(ROOT, b"a").expect("unlink");
     assert_eq!(errno(fs.lookup(ROOT, b"a")), libc::ENOENT);
     assert_eq!(errno(fs.getattr(f.ino)), libc::ENOENT, "unpinned inode freed at once");
-    let (begun, ended) = fs.storage().dirop_counts();
-    assert_eq!((begun, ended), (2, 2), "create and unlink each ran as one directory operation");
+    let (begun, ended) = fs.storage().transaction_counts();
+    assert_eq!((begun, ended), (2, 2), "create and unlink each ran as one transaction");
 }
 
 #[test]
@@ -256,7 +256,7 @@ fn a_failed_create_frees_the_new_inode() {
     fs.storage().set_block_limit(Some(limit));
     assert_eq!(errno(fs.mkdir(ROOT, b"d", 0o755, ME)), libc::ENOSPC);
     assert_eq!(fs.storage().inodes_used(), 1);
-    assert_eq!(fs.storage().dirop_depth(), 0);
+    assert_eq!(fs.storage().transaction_depth(), 0);
     // Fill the root's one chunk, then the next create needs a new block.
     let mut created = 0;
     while fs.mknod(ROOT, format!("n{created:03}").as_bytes(), kind::REG, 0, ME).is_ok() {

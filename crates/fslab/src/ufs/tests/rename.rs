@@ -16,7 +16,7 @@ fn rename_file_to_a_new_name_in_another_directory() {
     assert_eq!(errno(fs.lookup(ROOT, b"f")), libc::ENOENT);
     assert_eq!(fs.lookup(d.ino, b"g").expect("moved").ino, f.ino);
     assert_eq!((nlink(&mut fs, f.ino), nlink(&mut fs, ROOT), nlink(&mut fs, d.ino)), (1, 3, 2));
-    assert_eq!(fs.storage().dirop_depth(), 0);
+    assert_eq!(fs.storage().transaction_depth(), 0);
 }
 
 #[test]
@@ -75,7 +75,7 @@ fn rename_kind_mismatches_and_nonempty_targets_fail() {
     assert_eq!(errno(fs.rename(ROOT, b".", ROOT, b"z", PLAIN)), libc::EBUSY);
     assert_eq!(errno(fs.rename(ROOT, b"f", d.ino, b"..", PLAIN)), libc::EBUSY);
     assert_eq!(names(&mut fs, ROOT), vec!["d", "f", "full"], "failed renames change nothing");
-    assert_eq!(fs.storage().dirop_depth(), 0);
+    assert_eq!(fs.storage().transaction_depth(), 0);
 }
 
 #[test]

@@ -1,0 +1,601 @@
+//! The block-map engine: the walks over a file's tree of block pointers —
+//! direct slots, then single, double and triple indirect blocks named by
+//! negative logical block numbers (1993 paper §4.1.2, Fig. 6) — shared by
+//! every layout and by fsck.
+//!
+//! Interface: [`pointer`] (bmap: where block `lbn` lives), [`set_pointer`],
+//! [`load_indirect`], [`exists`], [`next_data`] (SEEK_DATA and SEEK_HOLE),
+//! [`contiguous_run`] (how far a read can cluster), [`free_one`] and
+//! [`free_range`] (truncation), [`balloc`] (addresses for a block about to
+//! be written and every indirect block above it), and [`walk`] (every
+//! pointer of an inode, for fsck).
+//!
+//! Relies on a layout's [`BlockTree`]: where inodes are held, how an
+//! indirect block is read, cached and dirtied, what freeing a block costs,
+//! and — the one place the layouts differ in kind — when a block gets its
+//! address ([`BlockTree::assign`]): FFS during the walk, as `ffs_balloc`
+//! does; LFS only when it writes the block into a segment, so the walk
+//! leaves its new blocks without an address, held in memory.
+
+use crate::error::{errno, Error};
+use crate::format::blockno::{
+    check_indirect, Geometry, Parent, INDIRECT_TRAILER, NDADDR, NIADDR, POINTER_BYTES, XATTR_LBN,
+};
+use crate::format::codec::{Decoder, Encoder};
+use crate::format::inode::Inode;
+use crate::format::{Daddr, Ino, Lbn};
+use crate::Result;
+
+/// What a layout offers the engine. Indirect blocks are held in memory by
+/// (inode, logical block number) — both layouts name them so, as BSD did —
+/// and a block "in memory" may have no address yet (LFS: written since the
+/// last segment write).
+pub trait BlockTree {
+    /// The pointer arithmetic of the layout's block size.
+    fn geometry(&self) -> Geometry;
+
+    /// One past the largest address a block pointer may hold.
+    fn address_limit(&self) -> u64;
+
+    /// Inode `ino`, to read its pointers.
+    fn inode(&mut self, ino: Ino) -> Result<&Inode>;
+
+    /// Inode `ino`, to change its pointers or block count: the layout
+    /// marks it dirty (this is where the engine dirties an inode).
+    fn inode_mut(&mut self, ino: Ino) -> Result<&mut Inode>;
+
+    /// Whether block `lbn` of `ino` is held in memory.
+    fn in_memory(&self, ino: Ino, lbn: Lbn) -> bool;
+
+    /// Reads indirect block `meta` of `ino` from `addr` into memory. The
+    /// engine has checked `addr` against [`BlockTree::address_limit`]; the
+    /// layout checks the block's trailer ([`check_indirect`]).
+    fn read_indirect(&mut self, ino: Ino, meta: Lbn, addr: Daddr) -> Result<()>;
+
+    /// The bytes of indirect block `meta` of `ino`, held in memory.
+    fn indirect(&mut self, ino: Ino, meta: Lbn) -> Result<&[u8]>;
+
+    /// The bytes of indirect block `meta` of `ino` to change: a block not
+    /// in memory is created zeroed (a hole being filled). The layout marks
+    /// it dirty (this is where the engine dirties an indirect block).
+    fn indirect_mut(&mut self, ino: Ino, meta: Lbn) -> Result<&mut [u8]>;
+
+    /// Frees block `lbn` of `ino`, which lives at `addr` (none if it never
+    /// got one): the layout's accounting, and its copy in memory. The
+    /// engine then clears the pointer.
+    fn release(&mut self, ino: Ino, lbn: Lbn, addr: Daddr) -> Result<()>;
+
+    /// Gives new block `lbn` of `ino` an address, near `preference` (the
+    /// address of the block before it in the file, if any), or returns
+    /// [`Daddr::NONE`] to give it one later. Called by [`balloc`] for a
+    /// block that is neither on disk nor in memory.
+    fn assign(&mut self, ino: Ino, lbn: Lbn, preference: Daddr) -> Result<Daddr>;
+}
+
+/// The indirect blocks above data block `lbn`, top first (none for a
+/// direct block, the extended-attribute block or an indirect block).
+pub fn ancestors(geometry: &Geometry, lbn: Lbn) -> Vec<Lbn> {
+    if lbn < 0 {
+        return Vec::new();
+    }
+    match geometry.path(lbn as u64) {
+        Some(path) => path.metas[..path.levels].to_vec(),
+        None => Vec::new(),
+    }
+}
+
+/// The pointer in slot `index` of an indirect block.
+fn slot(block: &[u8], index: usize) -> Result<Daddr> {
+    Decoder::new(block)
+        .u32(index * POINTER_BYTES)
+        .map(Daddr::from_pointer)
+        .map_err(|_| Error::corrupt("indirect block", 0u64, "shorter than its pointers"))
+}
+
+/// The disk address recorded for block `lbn` of `ino` (data, indirect or
+/// the extended-attribute block): [`Daddr::NONE`] for a hole or a block
+/// with no address yet. A pointer past the device is a corrupt structure.
+pub fn pointer<T: BlockTree + ?Sized>(t: &mut T, ino: Ino, lbn: Lbn) -> Result<Daddr> {
+    let parent = t.geometry().parent(lbn).ok_or_else(|| errno(libc::EFBIG, "block number out of range"))?;
+    let addr = match parent {
+        Parent::Direct(i) => t.inode(ino)?.direct[i],
+        Parent::Indirect(i) => t.inode(ino)?.indirect[i],
+        Parent::Xattr => t.inode(ino)?.xattr,
+        Parent::Meta { meta, index } => {
+            if !load_indirect(t, ino, meta)? {
+                return Ok(Daddr::NONE);
+            }
+            slot(t.indirect(ino, meta)?, index)?
+        }
+    };
+    if addr.get() >= t.address_limit() {
+        return Err(Error::corrupt(
+            "block pointer",
+            addr,
+            format!("inode {ino} block {lbn} points past the device"),
+        ));
+    }
+    Ok(addr)
+}
+
+/// Records `addr` as the address of block `lbn` of `ino`, dirtying the
+/// inode or indirect block that holds the pointer (creating that indirect
+/// block if it was a hole). Fails before changing anything if `addr` does
+/// not fit a pointer.
+pub fn set_pointer<T: BlockTree + ?Sized>(t: &mut T, ino: Ino, lbn: Lbn, addr: Daddr) -> Result<()> {
+    let parent = t.geometry().parent(lbn).ok_or_else(|| errno(libc::EFBIG, "block number out of range"))?;
+    let encoded = addr.to_pointer()?;
+    match parent {
+        Parent::Direct(i) => t.inode_mut(ino)?.direct[i] = addr,
+        Parent::Indirect(i) => t.inode_mut(ino)?.indirect[i] = addr,
+        Parent::Xattr => t.inode_mut(ino)?.xattr = addr,
+        Parent::Meta { meta, index } => {
+            load_indirect(t, ino, meta)?;
+            Encoder::new(t.indirect_mut(ino, meta)?).u32(index * POINTER_BYTES, encoded);
+        }
+    }
+    Ok(())
+}
+
+/// Makes sure indirect block `meta` of `ino` is in memory if it exists;
+/// returns false for a hole.
+pub fn load_indirect<T: BlockTree + ?Sized>(t: &mut T, ino: Ino, meta: Lbn) -> Result<bool> {
+    if t.in_memory(ino, meta) {
+        return Ok(true);
+    }
+    let addr = pointer(t, ino, meta)?;
+    if addr.is_none() {
+        return Ok(false);
+    }
+    t.read_indirect(ino, meta, addr)?;
+    Ok(true)
+}
+
+/// Whether block `lbn` of `ino` holds data: on disk, or in memory.
+pub fn exists<T: BlockTree + ?Sized>(t: &mut T, ino: Ino, lbn: Lbn) -> Result<bool> {
+    Ok(t.in_memory(ino, lbn) || pointer(t, ino, lbn)?.is_some())
+}
+
+/// Frees block `lbn` of `ino` (data, indirect or xattr) if it exists:
+/// [`BlockTree::release`], then the pointer is cleared.
+pub fn free_one<T: BlockTree + ?Sized>(t: &mut T, ino: Ino, lbn: Lbn) -> Result<()> {
+    let addr = pointer(t, ino, lbn)?;
+    if addr.is_none() && !t.in_memory(ino, lbn) {
+        return Ok(());
+    }
+    t.release(ino, lbn, addr)?;
+    if addr.is_some() {
+        set_pointer(t, ino, lbn, Daddr::NONE)?;
+    }
+    Ok(())
+}
+
+/// First data block covered by each of the inode's indirect trees.
+fn tree_starts(g: &Geometry) -> [u64; NIADDR] {
+    let n = g.nindir;
+    [NDADDR as u64, NDADDR as u64 + n, NDADDR as u64 + n + n * n]
+}
+
+/// Frees data blocks `first ..= last` of `ino` and every indirect block
+/// left covering only freed blocks (truncation is `first ..= u64::MAX`;
+/// punching a hole is a range).
+pub fn free_range<T: BlockTree + ?Sized>(t: &mut T, ino: Ino, first: u64, last: u64) -> Result<()> {
+    let g = t.geometry();
+    let last = last.min(g.max_blocks().saturating_sub(1));
+    if first > last {
+        return Ok(());
+    }
+    for lbn in first..=last.min(NDADDR as u64 - 1) {
+        free_one(t, ino, lbn as Lbn)?;
+    }
+    for (i, &start) in tree_starts(&g).iter().enumerate() {
+        let level = i + 1;
+        let end = start + g.nindir.pow(level as u32) - 1;
+        if last < start || first > end {
+            continue;
+        }
+        let top = Geometry::meta_lbn(level, start);
+        free_tree(t, ino, top, level, start, first, last)?;
+        if first <= start && last >= end {
+            free_one(t, ino, top)?;
+        }
+    }
+    Ok(())
+}
+
+/// Frees what indirect block `meta` (at `level`, covering data from
+/// `meta_first`) holds inside `first ..= last`, children before parents.
+fn free_tree<T: BlockTree + ?Sized>(
+    t: &mut T,
+    ino: Ino,
+    meta: Lbn,
+    level: usize,
+    meta_first: u64,
+    first: u64,
+    last: u64,
+) -> Result<()> {
+    if !load_indirect(t, ino, meta)? {
+        return Ok(());
+    }
+    let g = t.geometry();
+    let child_span = g.nindir.pow(level as u32 - 1);
+    let lo = first.saturating_sub(meta_first) / child_span;
+    let hi = (last.min(meta_first + child_span * g.nindir - 1) - meta_first) / child_span;
+    for index in lo..=hi {
+        let child_first = meta_first + index * child_span;
+        if level == 1 {
+            free_one(t, ino, child_first as Lbn)?;
+            continue;
+        }
+        let child = Geometry::meta_lbn(level - 1, child_first);
+        if !exists(t, ino, child)? {
+            continue;
+        }
+        free_tree(t, ino, child, level - 1, child_first, first, last)?;
+        if first <= child_first && last >= child_first + child_span - 1 {
+            free_one(t, ino, child)?;
+        }
+    }
+    Ok(())
+}
+
+/// The first data block at or after `from`, below `end`, that holds data.
+/// Skips whole absent indirect trees, so a sparse file of any size is
+/// searched in steps of the trees it has.
+pub fn next_data<T: BlockTree + ?Sized>(t: &mut T, ino: Ino, from: u64, end: u64) -> Result<Option<u64>> {
+    let g = t.geometry();
+    let end = end.min(g.max_blocks());
+    let mut at = from;
+    'search: while at < end {
+        let path = g.path(at).ok_or_else(|| errno(libc::EFBIG, "block out of range"))?;
+        for &meta in &path.metas[..path.levels] {
+            if !exists(t, ino, meta)? {
+                let (level, first) =
+                    g.meta_level(meta).ok_or_else(|| errno(libc::EIO, "bad indirect block number"))?;
+                at = first + g.nindir.pow(level as u32);
+                continue 'search;
+            }
+        }
+        if exists(t, ino, at as Lbn)? {
+            return Ok(Some(at));
+        }
+        at += 1;
+    }
+    Ok(None)
+}
+
+/// How many blocks from `lbn` (which lives at `addr`) on, at most `max`,
+/// lie one after another on disk — each `units_per_block` address units
+/// past the one before — and are not held in memory: what one device read
+/// can fetch (read clustering; BSD's bmap returns the same run length).
+pub fn contiguous_run<T: BlockTree + ?Sized>(
+    t: &mut T,
+    ino: Ino,
+    lbn: Lbn,
+    addr: Daddr,
+    max: usize,
+    units_per_block: u64,
+) -> Result<usize> {
+    let mut run = 1;
+    while run < max {
+        let next = lbn + run as Lbn;
+        if t.in_memory(ino, next) || pointer(t, ino, next)? != addr + run as u64 * units_per_block {
+            break;
+        }
+        run += 1;
+    }
+    Ok(run)
+}
+
+/// Makes block `lbn` of `ino` ready to be written: every indirect block
+/// above it exists, and each block of the chain that was a hole is given
+/// an address by [`BlockTree::assign`] (top first, each preferring the
+/// address of what comes before it). Returns the address of block `lbn`
+/// ([`Daddr::NONE`] when the layout assigns it later, or when it is
+/// already held in memory without one).
+pub fn balloc<T: BlockTree + ?Sized>(t: &mut T, ino: Ino, lbn: Lbn) -> Result<Daddr> {
+    let g = t.geometry();
+    let mut chain = ancestors(&g, lbn);
+    chain.push(lbn);
+    let mut preference = Daddr::NONE;
+    let mut addr = Daddr::NONE;
+    for name in chain {
+        addr = pointer(t, ino, name)?;
+        if addr.is_none() && !t.in_memory(ino, name) {
+            addr = t.assign(ino, name, preference)?;
+            if addr.is_some() {
+                set_pointer(t, ino, name, addr)?;
+            }
+            if name < 0 && name != XATTR_LBN {
+                t.indirect_mut(ino, name)?;
+            }
+        }
+        if addr.is_some() {
+            preference = addr;
+        }
+    }
+    Ok(addr)
+}
+
+/// Receives every pointer [`walk`] finds.
+pub trait Visitor {
+    /// Block `lbn` of the file lives at `addr` (not [`Daddr::NONE`]).
+    /// Returns whether the block may be trusted; for an indirect block,
+    /// whether to read it and follow its pointers.
+    fn pointer(&mut self, lbn: Lbn, addr: Daddr) -> bool;
+
+    /// Reads the indirect block at `addr` (one block).
+    fn read(&mut self, addr: Daddr) -> Result<Vec<u8>>;
+
+    /// Indirect block `lbn` at `addr` could not be read, or is not a sound
+    /// indirect block of this file: its pointers are not followed.
+    fn unreadable(&mut self, lbn: Lbn, addr: Daddr, error: Error);
+}
+
+/// Visits every pointer of `inode` in order: the direct blocks, each
+/// indirect tree depth first (an indirect block before what it points
+/// at), then the extended-attribute block. An indirect block is followed
+/// only if the visitor trusts it and it passes [`check_indirect`]: a
+/// pointer read from a damaged block could send the walk anywhere.
+pub fn walk(geometry: &Geometry, inode: &Inode, visitor: &mut impl Visitor) {
+    for (lbn, &addr) in inode.direct.iter().enumerate() {
+        if addr.is_some() {
+            visitor.pointer(lbn as Lbn, addr);
+        }
+    }
+    for (i, (&addr, &first)) in inode.indirect.iter().zip(tree_starts(geometry).iter()).enumerate() {
+        if addr.is_some() {
+            walk_indirect(geometry, inode.ino, i + 1, first, addr, visitor);
+        }
+    }
+    if inode.xattr.is_some() {
+        visitor.pointer(XATTR_LBN, inode.xattr);
+    }
+}
+
+/// Visits the indirect block at `level` covering data from `first`, at
+/// `addr`, and what it points at.
+fn walk_indirect(geometry: &Geometry, ino: Ino, level: usize, first: u64, addr: Daddr, v: &mut impl Visitor) {
+    let lbn = Geometry::meta_lbn(level, first);
+    if !v.pointer(lbn, addr) {
+        return;
+    }
+    let block = match v.read(addr) {
+        Ok(block) => block,
+        Err(e) => return v.unreadable(lbn, addr, e),
+    };
+    if let Err(e) = check_indirect(&block, ino, lbn, addr) {
+        return v.unreadable(lbn, addr, e);
+    }
+    let child_span = geometry.nindir.pow(level as u32 - 1);
+    let pointers = geometry.nindir.min(((block.len() - INDIRECT_TRAILER) / POINTER_BYTES) as u64);
+    for i in 0..pointers {
+        let Ok(child) = slot(&block, i as usize) else { break };
+        if child.is_none() {
+            continue;
+        }
+        let child_first = first + i * child_span;
+        if level == 1 {
+            v.pointer(child_first as Lbn, child);
+        } else {
+            walk_indirect(geometry, ino, level - 1, child_first, child, v);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::blockno::seal_indirect;
+    use std::collections::BTreeMap;
+
+    /// A toy layout: one inode, indirect blocks of four pointers, addresses
+    /// handed out in order by `assign`, indirect blocks kept in memory
+    /// until `flush` seals them onto the "disk".
+    struct Toy {
+        inode: Inode,
+        disk: BTreeMap<Daddr, Vec<u8>>,
+        memory: BTreeMap<Lbn, Vec<u8>>,
+        next: u64,
+        released: Vec<(Lbn, Daddr)>,
+    }
+
+    const POINTERS: u64 = 4;
+    const BLOCK: usize = POINTERS as usize * POINTER_BYTES + INDIRECT_TRAILER;
+
+    impl Toy {
+        fn new() -> Toy {
+            Toy {
+                inode: Inode { ino: 7, ..Inode::default() },
+                disk: BTreeMap::new(),
+                memory: BTreeMap::new(),
+                next: 100,
+                released: Vec::new(),
+            }
+        }
+
+        /// The indirect block whose sealed copy is on the disk at `addr`.
+        fn disk_lbn(&self, addr: Daddr) -> Lbn {
+            (-200..0)
+                .find(|&l| self.disk.get(&addr).is_some_and(|b| check_indirect(b, 7, l, addr).is_ok()))
+                .expect("a sealed indirect block")
+        }
+
+        /// Writes every indirect block in memory to its address, sealed.
+        fn flush(&mut self) {
+            let lbns: Vec<Lbn> = self.memory.keys().copied().collect();
+            let addrs: Vec<Daddr> = lbns.iter().map(|&l| pointer(self, 7, l).expect("pointer")).collect();
+            for (lbn, addr) in lbns.into_iter().zip(addrs) {
+                let mut sealed = self.memory.remove(&lbn).expect("in memory");
+                seal_indirect(&mut sealed, 7, lbn);
+                self.disk.insert(addr, sealed);
+            }
+        }
+    }
+
+    impl BlockTree for Toy {
+        fn geometry(&self) -> Geometry {
+            Geometry { nindir: POINTERS }
+        }
+        fn address_limit(&self) -> u64 {
+            1 << 20
+        }
+        fn inode(&mut self, _ino: Ino) -> Result<&Inode> {
+            Ok(&self.inode)
+        }
+        fn inode_mut(&mut self, _ino: Ino) -> Result<&mut Inode> {
+            Ok(&mut self.inode)
+        }
+        fn in_memory(&self, _ino: Ino, lbn: Lbn) -> bool {
+            self.memory.contains_key(&lbn)
+        }
+        fn read_indirect(&mut self, ino: Ino, meta: Lbn, addr: Daddr) -> Result<()> {
+            let block = self.disk.get(&addr).cloned().unwrap_or_else(|| vec![0; BLOCK]);
+            check_indirect(&block, ino, meta, addr)?;
+            self.memory.insert(meta, block);
+            Ok(())
+        }
+        fn indirect(&mut self, _ino: Ino, meta: Lbn) -> Result<&[u8]> {
+            self.memory.get(&meta).map(|b| &b[..]).ok_or_else(|| errno(libc::EIO, "not in memory"))
+        }
+        fn indirect_mut(&mut self, _ino: Ino, meta: Lbn) -> Result<&mut [u8]> {
+            Ok(self.memory.entry(meta).or_insert_with(|| vec![0; BLOCK]))
+        }
+        fn release(&mut self, _ino: Ino, lbn: Lbn, addr: Daddr) -> Result<()> {
+            self.memory.remove(&lbn);
+            self.released.push((lbn, addr));
+            Ok(())
+        }
+        fn assign(&mut self, _ino: Ino, _lbn: Lbn, preference: Daddr) -> Result<Daddr> {
+            // Next to the preference when that is the newest address.
+            self.next = self.next.max(preference.get()) + 1;
+            Ok(Daddr::new(self.next))
+        }
+    }
+
+    /// Data blocks of the toy geometry at every level: direct (0..12),
+    /// single (12..16), double (16..32) and triple (32..96) indirect.
+    const SAMPLE: [u64; 8] = [0, 11, 12, 15, 16, 31, 32, 95];
+
+    #[test]
+    fn balloc_gives_every_level_an_address_and_pointer_finds_it() {
+        let mut t = Toy::new();
+        let mut data = BTreeMap::new();
+        for lbn in SAMPLE {
+            data.insert(lbn, balloc(&mut t, 7, lbn as Lbn).expect("balloc"));
+        }
+        t.flush();
+        for (&lbn, &addr) in &data {
+            assert!(addr.is_some());
+            assert_eq!(pointer(&mut t, 7, lbn as Lbn).expect("pointer"), addr, "block {lbn}");
+        }
+        assert_eq!(balloc(&mut t, 7, 12).expect("again"), data[&12], "an existing block keeps its address");
+        assert_eq!(pointer(&mut t, 7, 13).expect("hole"), Daddr::NONE);
+        // -12; -17 with -16 and -28 below it; -34 with -33 > -32 and -81 > -92.
+        let metas: Vec<Lbn> = t.disk.keys().map(|&a| t.disk_lbn(a)).collect();
+        assert_eq!(metas.len(), 9, "indirect blocks {metas:?}");
+        assert_eq!(
+            metas.iter().copied().collect::<std::collections::BTreeSet<_>>(),
+            [-12, -16, -17, -28, -32, -33, -34, -81, -92].into_iter().collect()
+        );
+        assert!(pointer(&mut t, 7, 1 << 30).is_err(), "past the largest file");
+    }
+
+    #[test]
+    fn free_range_frees_the_range_and_the_indirect_blocks_it_empties() {
+        let mut t = Toy::new();
+        for lbn in 0..40 {
+            balloc(&mut t, 7, lbn).expect("balloc");
+        }
+        t.flush();
+        // Free the second half of the single tree and the whole double tree.
+        free_range(&mut t, 7, 14, 31).expect("free");
+        let freed: Vec<Lbn> = t.released.iter().map(|&(l, _)| l).filter(|&l| l >= 0).collect();
+        assert_eq!(freed, (14..32).collect::<Vec<_>>());
+        let metas: Vec<Lbn> = t.released.iter().map(|&(l, _)| l).filter(|&l| l < 0).collect();
+        assert_eq!(metas, vec![-16, -20, -24, -28, -17], "the double tree, children first; -12 keeps 12, 13");
+        assert!(t.released.iter().all(|&(_, a)| a.is_some()));
+        assert!(exists(&mut t, 7, 13).expect("13"));
+        assert!(!exists(&mut t, 7, 14).expect("14"));
+        assert!(exists(&mut t, 7, 32).expect("32"), "the triple tree is untouched");
+        assert_eq!(t.inode.indirect[1], Daddr::NONE);
+        t.released.clear();
+        free_range(&mut t, 7, 0, u64::MAX).expect("truncate");
+        assert!(t.inode.direct.iter().chain(&t.inode.indirect).all(|a| a.is_none()));
+        assert_eq!(t.released.iter().filter(|&&(l, _)| l >= 0).count(), 14 + 8);
+    }
+
+    #[test]
+    fn next_data_skips_holes_and_whole_absent_trees() {
+        let mut t = Toy::new();
+        for lbn in [3, 40, 41] {
+            balloc(&mut t, 7, lbn).expect("balloc");
+        }
+        t.flush();
+        assert_eq!(next_data(&mut t, 7, 0, 96).expect("search"), Some(3));
+        assert_eq!(next_data(&mut t, 7, 4, 96).expect("search"), Some(40));
+        assert_eq!(next_data(&mut t, 7, 42, 96).expect("search"), None);
+        assert_eq!(next_data(&mut t, 7, 4, 40).expect("search"), None, "the end bounds the search");
+    }
+
+    #[test]
+    fn a_run_stops_at_a_gap_on_disk_or_a_block_held_in_memory() {
+        let mut t = Toy::new();
+        for lbn in 0..6 {
+            balloc(&mut t, 7, lbn).expect("balloc");
+        }
+        let first = pointer(&mut t, 7, 0).expect("pointer");
+        assert_eq!(contiguous_run(&mut t, 7, 0, first, 10, 1).expect("run"), 6);
+        assert_eq!(contiguous_run(&mut t, 7, 0, first, 4, 1).expect("run"), 4);
+        assert_eq!(contiguous_run(&mut t, 7, 0, first, 10, 2).expect("run"), 1, "two units a block");
+        set_pointer(&mut t, 7, 3, Daddr::new(5000)).expect("move");
+        assert_eq!(contiguous_run(&mut t, 7, 0, first, 10, 1).expect("run"), 3);
+    }
+
+    /// Records what a walk visits.
+    struct Seen {
+        disk: BTreeMap<Daddr, Vec<u8>>,
+        pointers: Vec<Lbn>,
+        unreadable: Vec<Lbn>,
+    }
+
+    impl Visitor for Seen {
+        fn pointer(&mut self, lbn: Lbn, _addr: Daddr) -> bool {
+            self.pointers.push(lbn);
+            true
+        }
+        fn read(&mut self, addr: Daddr) -> Result<Vec<u8>> {
+            self.disk.get(&addr).cloned().ok_or_else(|| errno(libc::EIO, "unreadable"))
+        }
+        fn unreadable(&mut self, lbn: Lbn, _addr: Daddr, _error: Error) {
+            self.unreadable.push(lbn);
+        }
+    }
+
+    #[test]
+    fn walk_visits_every_pointer_and_follows_only_sound_indirect_blocks() {
+        let mut t = Toy::new();
+        for lbn in [1, 12, 16, 21] {
+            balloc(&mut t, 7, lbn).expect("balloc");
+        }
+        t.inode.xattr = Daddr::new(9);
+        t.flush();
+        let g = t.geometry();
+        let mut seen = Seen { disk: t.disk.clone(), pointers: Vec::new(), unreadable: Vec::new() };
+        walk(&g, &t.inode, &mut seen);
+        assert_eq!(seen.pointers, vec![1, -12, 12, -17, -16, 16, -20, 21, XATTR_LBN]);
+        assert!(seen.unreadable.is_empty());
+
+        // A flipped pointer bit in the double tree's block -20: reported,
+        // not followed; the rest is walked.
+        let at = pointer(&mut t, 7, -20).expect("pointer");
+        let mut disk = t.disk.clone();
+        if let Some(b) = disk.get_mut(&at) {
+            b[4] ^= 1;
+        }
+        let mut seen = Seen { disk, pointers: Vec::new(), unreadable: Vec::new() };
+        walk(&g, &t.inode, &mut seen);
+        assert_eq!(seen.pointers, vec![1, -12, 12, -17, -16, 16, -20, XATTR_LBN]);
+        assert_eq!(seen.unreadable, vec![-20]);
+    }
+}

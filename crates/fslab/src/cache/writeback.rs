@@ -1,0 +1,193 @@
+//! Write-back: dirty buffers written in place to the addresses a layout
+//! gives them, neighbours on disk gathered into one device write (write
+//! clustering, the 1993 paper's EFS §5.1), with a hook when each write starts
+//! and when it is done.
+//!
+//! The hooks are where integrity schemes attach (2000 paper §4–5): soft
+//! updates hands back a rolled-back copy at the start of a write and rolls
+//! forward when it is done; a journal makes sure the log records describing
+//! a block are on disk before the block goes. A layout without either
+//! passes [`NoHooks`].
+//!
+//! A write here returns when the device has the bytes, not when they are
+//! durable: whoever needs durability (a synchronous write, fsync) follows it
+//! with the device's flush barrier.
+
+use super::{BlockData, BlockKey, BufferCache};
+use crate::error::errno;
+use crate::format::Daddr;
+use crate::Result;
+use disk::BlockDevice;
+
+/// One buffer to write: its name in the cache, its address, and how many of
+/// its bytes to write (all of a block, or a file's last few fragments).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Placement {
+    /// The buffer's name in the cache.
+    pub key: BlockKey,
+    /// Where it goes on the device.
+    pub addr: Daddr,
+    /// Bytes to write from the start of the buffer.
+    pub bytes: usize,
+}
+
+/// What an integrity scheme does around each block write.
+pub trait WriteHooks {
+    /// `key` is about to be written to `addr`. Returns the bytes to write
+    /// instead of the cached ones, if any (a copy with unsafe changes rolled
+    /// back); may first write what must precede the block.
+    fn write_starting(&mut self, key: BlockKey, addr: Daddr, data: &BlockData) -> Result<Option<BlockData>> {
+        let _ = (key, addr, data);
+        Ok(None)
+    }
+
+    /// The device has `key`'s bytes at `addr`.
+    fn write_done(&mut self, key: BlockKey, addr: Daddr) {
+        let _ = (key, addr);
+    }
+}
+
+/// No integrity scheme: the cached bytes are written as they are.
+pub struct NoHooks;
+
+impl WriteHooks for NoHooks {}
+
+/// What one [`write_back`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WrittenBack {
+    /// Buffers written.
+    pub blocks: u64,
+    /// Device writes issued (clusters).
+    pub writes: u64,
+    /// Bytes written.
+    pub bytes: u64,
+}
+
+/// Writes the buffers of `placements` to `dev`, in address order, and marks
+/// them clean. Buffers whose addresses follow one another — each whole, and
+/// the next starting where it ends — go in one device write of at most
+/// `max_run_bytes` (a layout passes its `maxcontig`). `unit_bytes` is the
+/// size of an address unit (a fragment). A buffer no longer in the cache
+/// is skipped.
+pub fn write_back(
+    cache: &mut BufferCache,
+    dev: &dyn BlockDevice,
+    placements: &mut [Placement],
+    unit_bytes: u64,
+    max_run_bytes: usize,
+    hooks: &mut dyn WriteHooks,
+) -> Result<WrittenBack> {
+    placements.sort_by_key(|p| p.addr);
+    let block = cache.block_size;
+    let mut done = WrittenBack::default();
+    let mut i = 0;
+    while i < placements.len() {
+        let mut run = vec![placements[i]];
+        let mut bytes = placements[i].bytes;
+        while let Some(&next) = placements.get(i + run.len()) {
+            let last = run[run.len() - 1];
+            let adjacent = last.bytes == block && next.addr == last.addr + (block as u64 / unit_bytes);
+            if !adjacent || bytes + next.bytes > max_run_bytes.max(block) {
+                break;
+            }
+            bytes += next.bytes;
+            run.push(next);
+        }
+        i += run.len();
+        let mut buffers: Vec<BlockData> = Vec::with_capacity(run.len());
+        let mut written: Vec<Placement> = Vec::with_capacity(run.len());
+        for p in &run {
+            let Some(data) = cache.share(p.key) else { continue };
+            if p.bytes > data.len() {
+                return Err(errno(libc::EINVAL, "write-back of more bytes than a buffer holds"));
+            }
+            let data = hooks.write_starting(p.key, p.addr, &data)?.unwrap_or(data);
+            buffers.push(data);
+            written.push(*p);
+        }
+        // A skipped buffer splits the run: write what is contiguous.
+        let mut start = 0;
+        while start < written.len() {
+            let mut end = start + 1;
+            while end < written.len()
+                && written[end].addr == written[end - 1].addr + (block as u64 / unit_bytes)
+                && written[end - 1].bytes == block
+            {
+                end += 1;
+            }
+            let slices: Vec<&[u8]> =
+                written[start..end].iter().zip(&buffers[start..end]).map(|(p, b)| &b[..p.bytes]).collect();
+            dev.write_vectored_at(written[start].addr.byte_offset(unit_bytes), &slices)?;
+            done.writes += 1;
+            for p in &written[start..end] {
+                cache.mark_clean(p.key);
+                hooks.write_done(p.key, p.addr);
+                done.blocks += 1;
+                done.bytes += p.bytes as u64;
+            }
+            start = end;
+        }
+    }
+    Ok(done)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cache::{block_of, device_key, CacheLimits};
+    use disk::MemDisk;
+
+    /// Records the writes' order and serves a rolled-back copy of one key.
+    #[derive(Default)]
+    struct Recorder {
+        started: Vec<BlockKey>,
+        done: Vec<BlockKey>,
+        roll_back: Option<BlockKey>,
+    }
+
+    impl WriteHooks for Recorder {
+        fn write_starting(
+            &mut self,
+            key: BlockKey,
+            _addr: Daddr,
+            _data: &BlockData,
+        ) -> Result<Option<BlockData>> {
+            self.started.push(key);
+            Ok((self.roll_back == Some(key)).then(|| block_of(&[0xEE; 1024])))
+        }
+        fn write_done(&mut self, key: BlockKey, _addr: Daddr) {
+            self.done.push(key);
+        }
+    }
+
+    #[test]
+    fn neighbours_go_in_one_write_up_to_the_run_limit_and_hooks_see_each_block() {
+        let mut cache = BufferCache::new(1024, CacheLimits::for_memory(1 << 20));
+        let dev = MemDisk::new(64 * 1024);
+        // Blocks of 1 KiB at unit 512: addresses 10, 12, 14 adjacent, 20 apart;
+        // a device block and a fragment tail (512 bytes) at 16.
+        for (lbn, byte) in [(0, 1u8), (1, 2), (2, 3), (3, 4)] {
+            cache.insert((5, lbn), block_of(&[byte; 1024]), true);
+        }
+        cache.insert(device_key(Daddr::new(20)), block_of(&[9; 1024]), true);
+        let mut placements = vec![
+            Placement { key: (5, 2), addr: Daddr::new(14), bytes: 1024 },
+            Placement { key: (5, 0), addr: Daddr::new(10), bytes: 1024 },
+            Placement { key: (5, 1), addr: Daddr::new(12), bytes: 1024 },
+            Placement { key: (5, 3), addr: Daddr::new(16), bytes: 512 },
+            Placement { key: device_key(Daddr::new(20)), addr: Daddr::new(20), bytes: 1024 },
+        ];
+        let mut hooks = Recorder { roll_back: Some((5, 1)), ..Recorder::default() };
+        let done = write_back(&mut cache, &dev, &mut placements, 512, 2048, &mut hooks).expect("write back");
+        assert_eq!(done, WrittenBack { blocks: 5, writes: 3, bytes: 4 * 1024 + 512 }, "10-12, 14-16, 20");
+        assert_eq!(hooks.started, vec![(5, 0), (5, 1), (5, 2), (5, 3), device_key(Daddr::new(20))]);
+        assert_eq!(hooks.done, hooks.started);
+        assert_eq!(cache.dirty_count(), 0, "every buffer written is clean");
+        let mut image = vec![0u8; 64 * 1024];
+        dev.read_at(0, &mut image).expect("read");
+        let at = |addr: usize| image[addr * 512];
+        assert_eq!((at(10), at(12), at(14), at(16), at(20)), (1, 0xEE, 3, 4, 9), "the rolled-back copy went");
+        assert_eq!(image[16 * 512 + 512], 0, "only the fragment's bytes of the tail");
+        assert_eq!(cache.get((5, 1)).map(|b| b[0]), Some(2), "the cache keeps the current bytes");
+    }
+}

@@ -1,0 +1,215 @@
+//! Transactions and dependency hints: how the namespace tells a storage
+//! manager which of its calls form one operation, and what that operation
+//! changed, so that the layout below can make it recoverable its own way.
+//!
+//! `ufs` opens a transaction ([`StorageManager::begin`]) around every
+//! operation that changes more than one block or field — create, mknod,
+//! mkdir, symlink, link, unlink, rmdir, rename, truncate, a write, setattr,
+//! an extended-attribute change, the freeing of an orphan — and ends it
+//! with [`StorageManager::commit`] whatever happened inside ([`transaction`]
+//! does both). Opening may fail: a storage manager may refuse with ENOSPC,
+//! or wait, before anything changed (a journal reserving log space).
+//!
+//! Inside, `ufs` reports what it did in memory as [`Hint`]s, each sent
+//! *after* the change it names, so that a storage manager sees the change
+//! before any of it can reach the disk:
+//!
+//! * LFS writes a namespace transaction's blocks in one atomic batch of
+//!   partial segments (1993 paper §4.3) and ignores the hints;
+//! * FFS in `sync` mode writes each piece synchronously in the order the
+//!   hints demand (2000 paper §2: an inode before the entry that names it,
+//!   an entry removed before its inode is freed);
+//! * soft updates turn them into per-pointer dependencies (2000 paper
+//!   §4), and a journal logs them (§5).
+//!
+//! The block hints ([`Hint::BlocksAllocated`], [`Hint::BlocksFreed`]) come
+//! from the storage manager's own allocator, which [`TxLog`] records beside
+//! the namespace's.
+//!
+//! [`StorageManager::begin`]: super::StorageManager::begin
+//! [`StorageManager::commit`]: super::StorageManager::commit
+
+use super::StorageManager;
+use crate::format::{Ino, Lbn};
+use crate::Result;
+
+/// What a transaction does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TxKind {
+    /// A new node: create, mknod, mkdir, symlink (and the root at mkfs).
+    Create,
+    /// A new name for an existing node.
+    Link,
+    /// A name removed: unlink, rmdir.
+    Unlink,
+    /// A name moved or exchanged.
+    Rename,
+    /// An orphan freed at its last close (or at unmount).
+    Reclaim,
+    /// Blocks of a file freed or zeroed: truncate, punching a hole.
+    Truncate,
+    /// File data stored: write, fallocate, copy_file_range.
+    Write,
+    /// Attributes changed without a size change.
+    SetAttr,
+    /// The extended-attribute block changed.
+    Xattr,
+}
+
+impl TxKind {
+    /// Whether this changes the namespace (names, links, which inodes
+    /// exist): what BSD-LFS calls a directory operation (§4.3).
+    pub fn is_namespace(self) -> bool {
+        matches!(self, TxKind::Create | TxKind::Link | TxKind::Unlink | TxKind::Rename | TxKind::Reclaim)
+    }
+}
+
+/// A change made inside a transaction, reported after it was made in
+/// memory. Offsets are byte offsets in the directory file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Hint {
+    /// The entry at `offset` of directory `dir` now names `ino`, which
+    /// was initialised (and its link count raised) before.
+    EntryAdded { dir: Ino, offset: u64, ino: Ino },
+    /// The entry at `offset` of directory `dir` that named `ino` is gone;
+    /// `ino`'s link count has not been lowered yet.
+    EntryRemoved { dir: Ino, offset: u64, ino: Ino },
+    /// The entry at `offset` of directory `dir` names `ino` instead of
+    /// `old` (rename over a target, exchange, a moved directory's `..`).
+    EntryChanged { dir: Ino, offset: u64, old: Ino, ino: Ino },
+    /// The link count of `ino` is now `nlink` (stored with `update`).
+    LinkCount { ino: Ino, nlink: u32 },
+    /// `ino` has no name left but is still open: it must be freed at its
+    /// last close, or after a crash (an orphan).
+    Orphaned { ino: Ino },
+    /// The orphan `ino` is being freed.
+    Reclaimed { ino: Ino },
+    /// Block `lbn` of `ino` got space (data, indirect or xattr block).
+    BlocksAllocated { ino: Ino, lbn: Lbn },
+    /// Data blocks `first ..= last` of `ino` were freed.
+    BlocksFreed { ino: Ino, first: u64, last: u64 },
+}
+
+/// The bookkeeping every storage manager needs for transactions: nesting
+/// (a reclaim may run inside another operation's transaction; only the
+/// outermost counts), the kind of the open one, and — when asked to
+/// ([`TxLog::recording`]) — its hints.
+#[derive(Debug, Default, Clone)]
+pub struct TxLog {
+    depth: u32,
+    kind: Option<TxKind>,
+    recording: bool,
+    hints: Vec<Hint>,
+    begun: u64,
+    committed: u64,
+}
+
+impl TxLog {
+    /// A log that keeps the hints of the open transaction (for a layout
+    /// that orders or logs by them, and for tests).
+    pub fn recording() -> TxLog {
+        TxLog { recording: true, ..TxLog::default() }
+    }
+
+    /// Opens a transaction of `kind`, or nests inside the open one.
+    /// Returns whether this is the outermost.
+    pub fn begin(&mut self, kind: TxKind) -> bool {
+        self.begun += 1;
+        self.depth += 1;
+        if self.depth == 1 {
+            self.kind = Some(kind);
+            self.hints.clear();
+            return true;
+        }
+        false
+    }
+
+    /// Records `hint` for the open transaction (kept only when recording).
+    pub fn hint(&mut self, hint: Hint) {
+        if self.recording && self.depth > 0 {
+            self.hints.push(hint);
+        }
+    }
+
+    /// Ends the transaction begun last. Returns the outermost transaction's
+    /// kind when it is the one that ended; an unmatched end is an error.
+    pub fn commit(&mut self) -> Result<Option<TxKind>> {
+        if self.depth == 0 {
+            return Err(crate::error::errno(libc::EINVAL, "commit without begin"));
+        }
+        self.committed += 1;
+        self.depth -= 1;
+        Ok(if self.depth == 0 { self.kind.take() } else { None })
+    }
+
+    /// Whether a transaction is open.
+    pub fn is_open(&self) -> bool {
+        self.depth > 0
+    }
+
+    /// How deep transactions are nested now (0: none open).
+    pub fn depth(&self) -> u32 {
+        self.depth
+    }
+
+    /// The kind of the outermost open transaction.
+    pub fn kind(&self) -> Option<TxKind> {
+        self.kind
+    }
+
+    /// Whether the open transaction changes the namespace.
+    pub fn in_namespace_op(&self) -> bool {
+        self.kind.is_some_and(TxKind::is_namespace)
+    }
+
+    /// The hints of the open (or last) transaction, when recording.
+    pub fn hints(&self) -> &[Hint] {
+        &self.hints
+    }
+
+    /// Transactions begun and committed so far (nested ones included).
+    pub fn counts(&self) -> (u64, u64) {
+        (self.begun, self.committed)
+    }
+}
+
+/// Runs `body` as one transaction of `kind`: `begin` first (if it fails,
+/// `body` does not run), `commit` after, even when `body` fails. The
+/// first error wins.
+pub fn transaction<S: StorageManager + ?Sized, T>(
+    storage: &mut S,
+    kind: TxKind,
+    body: impl FnOnce(&mut S) -> Result<T>,
+) -> Result<T> {
+    storage.begin(kind)?;
+    let result = body(storage);
+    let committed = storage.commit();
+    let value = result?;
+    committed?;
+    Ok(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_outermost_transaction_counts_and_hints_are_kept_when_recording() {
+        let mut log = TxLog::recording();
+        assert!(log.begin(TxKind::Unlink));
+        log.hint(Hint::Orphaned { ino: 5 });
+        assert!(!log.begin(TxKind::Reclaim), "nested");
+        assert!(log.in_namespace_op());
+        assert_eq!(log.commit().expect("inner"), None);
+        assert_eq!(log.kind(), Some(TxKind::Unlink));
+        assert_eq!(log.commit().expect("outer"), Some(TxKind::Unlink));
+        assert_eq!(log.hints(), &[Hint::Orphaned { ino: 5 }]);
+        assert!(log.commit().is_err(), "an unmatched commit");
+        assert_eq!(log.counts(), (2, 2));
+
+        let mut quiet = TxLog::default();
+        quiet.begin(TxKind::Write);
+        quiet.hint(Hint::BlocksFreed { ino: 3, first: 0, last: 9 });
+        assert!(quiet.hints().is_empty() && !quiet.in_namespace_op());
+    }
+}
