@@ -199,11 +199,14 @@ impl<S: StorageManager> Ns<'_, S> {
     }
 
     /// Adds entry `name` → `ino` to directory `dir`, which must not hold
-    /// `name`. Returns the entry's offset. Where, in order (§3.3): with a
-    /// hash, the first chunk of the smallest size class that has room;
-    /// without one, the first chunk with room (as the lookup that found
-    /// `name` absent saw it, or by a scan); a new block at the end if no
-    /// chunk has room.
+    /// `name`. Returns the entry's offset. Where it goes, in order of
+    /// preference (2002 paper §3.3):
+    ///
+    /// 1. with a hash: the first chunk of the smallest size class with room
+    ///    (fills chunks tight);
+    /// 2. without one: the first chunk with room, as the lookup that found
+    ///    `name` absent saw it, or by a scan (FFS's traditional policy);
+    /// 3. a new block at the end of the directory.
     pub(crate) fn dir_add(&mut self, dir: Ino, name: &[u8], ino: Ino, dtype: u8) -> Result<u64> {
         if ino > u32::MAX as Ino {
             return Err(errno(libc::EOVERFLOW, "inode number does not fit a directory entry"));
@@ -342,10 +345,13 @@ impl<S: StorageManager> Ns<'_, S> {
     }
 
     /// If block `changed` is the last block of `dir`, frees the trailing
-    /// blocks that hold no live entry, keeping at least the first. Policy,
-    /// in order: only after a removal, only from the end (entries never
-    /// move, so a hole in the middle stays for later creates), never block
-    /// 0 (it holds `.` and `..`).
+    /// blocks that hold no live entry (the truncation §3.5 left undone).
+    /// The rules, in order:
+    ///
+    /// 1. only after a removal emptied a chunk of the last block;
+    /// 2. only whole blocks from the end: entries never move, so an empty
+    ///    block in the middle stays for later creates;
+    /// 3. never block 0, which holds `.` and `..`.
     fn truncate_empty_tail(&mut self, dir: Ino, changed: Lbn) -> Result<()> {
         let bs = self.block_bytes() as u64;
         let mut attr = self.s.vget(dir)?.attr;
