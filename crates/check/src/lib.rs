@@ -31,7 +31,6 @@ mod usage;
 use disk::BlockDevice;
 use fslab::format::Ino;
 use std::fmt;
-use std::sync::Arc;
 use std::time::Duration;
 
 pub use repair::fsck;
@@ -247,9 +246,4 @@ pub fn check(
     };
     checker.run();
     Ok(checker.finish())
-}
-
-/// [`check`] for an `Arc`ed device.
-pub fn check_arc(dev: &Arc<dyn BlockDevice>, options: &Options) -> Result<Report, Fatal> {
-    check(dev.as_ref(), options, &mut |_| {})
 }

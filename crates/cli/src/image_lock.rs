@@ -13,15 +13,34 @@ use std::time::{Duration, Instant};
 /// after `umount` (which returns at once), or an fsck.
 const LOCK_WAIT: Duration = Duration::from_secs(60);
 
+/// How long the mark of a serving mount must stay for an image to count
+/// as mounted (see [`lock`]).
+const SERVED_GRACE: Duration = Duration::from_millis(500);
+
 /// Takes the lock that says "this image is in use by an fslab process"
 /// (an exclusive `flock`, held as long as the returned file is open), so an
 /// image is never mounted twice or made over while mounted. If a mount of
-/// the image is serving requests (see [`mark_serving`]), fails at once;
+/// the image is serving requests (see [`mark_serving`]), fails (within
+/// half a second: [`SERVED_GRACE`]);
 /// if another process holds the lock without serving, waits for it.
 pub(crate) fn lock(image: &Path) -> Result<File, String> {
+    acquire(image, true)
+}
+
+/// Waits until no fslab process holds `image`'s lock: after an unmount,
+/// until its mount has written the final checkpoint and exited. Up to the
+/// same minute as [`lock`], saying so after a second.
+pub(crate) fn wait_released(image: &Path) -> Result<(), String> {
+    acquire(image, false).map(drop)
+}
+
+/// Takes the lock, waiting while another process holds it; if `refuse_served`,
+/// fails at once when a mount of the image is serving.
+fn acquire(image: &Path, refuse_served: bool) -> Result<File, String> {
     let file = File::open(image).map_err(|e| e.to_string())?;
     let started = Instant::now();
     let mut told = false;
+    let mut served_since: Option<Instant> = None;
     loop {
         // SAFETY: flock on a descriptor this function owns.
         if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
@@ -31,8 +50,16 @@ pub(crate) fn lock(image: &Path) -> Result<File, String> {
         if e.raw_os_error() != Some(libc::EWOULDBLOCK) {
             return Err(format!("cannot lock: {e}"));
         }
-        if is_served(&file) {
-            return Err("is mounted (unmount it first)".to_string());
+        if refuse_served && is_served(&file) {
+            // `fusermount3 -u` returns as the kernel lets go; the daemon
+            // drops its mark a moment later (on a loaded machine, some
+            // milliseconds): only a mark held for SERVED_GRACE is a mount.
+            let since = *served_since.get_or_insert_with(Instant::now);
+            if since.elapsed() >= SERVED_GRACE {
+                return Err("is mounted (unmount it first)".to_string());
+            }
+        } else {
+            served_since = None;
         }
         if started.elapsed() >= LOCK_WAIT {
             return Err("in use by another fslab process (an fsck, or a mount still writing its last \

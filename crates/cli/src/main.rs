@@ -1,7 +1,8 @@
 //! The `fslab` command: one module per subcommand.
 //!
 //! * `mkfs` — writes a new file system to an image file or block device.
-//! * `mount` — mounts an image through FUSE (in the background unless `-f`).
+//! * `mount` — mounts an image through FUSE (in the background unless `-f`);
+//!   started as `mount.fslab` or `umount.fuse.fslab`, mount(8)'s helpers.
 //! * `dump` — prints the superblock, checkpoint and segment usage.
 //! * `fsck` — checks an unmounted image and repairs it (own exit statuses).
 //! * `clean` — runs cleaning passes on a mount from this process, through
@@ -110,6 +111,12 @@ fn main() -> ExitCode {
         let location = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
         eprintln!("fslab: internal error: {}{location}", panic_message(info.payload()));
     }));
+
+    // Installed as mount(8)'s helpers, the binary answers to their names.
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if let Some(helper) = args.first().and_then(|argv0| mount::helper::by_program_name(argv0)) {
+        return mount::helper::main(helper, &args[1..]);
+    }
 
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,

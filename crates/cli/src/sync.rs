@@ -27,12 +27,17 @@ pub fn run(args: &SyncArgs) -> Result<(), String> {
     root.sync_all().map_err(|e| format!("{}: checkpoint failed: {e}", dir.display()))
 }
 
-/// Whether `/proc/self/mountinfo` (its text) has an fslab mount on `dir`:
-/// a FUSE mount (type `fuse`, or `fuse.lfs` where the subtype is kept)
-/// whose source is `fslab`, as `fslab mount` names it. The last mount on a
-/// directory is the one in effect.
+/// Whether `/proc/self/mountinfo` (its text) has an fslab mount on `dir`.
 fn is_fslab_mount_point(mountinfo: &str, dir: &Path) -> bool {
-    let mut fslab = false;
+    fslab_source(mountinfo, dir).is_some()
+}
+
+/// The source (the image) of the fslab mount on `dir` in a
+/// `/proc/self/mountinfo` text (`fslab_fuse::is_fslab_mount`: type
+/// `fuse.fslab`), if the last mount on `dir` — the one in effect — is
+/// fslab's.
+pub(crate) fn fslab_source(mountinfo: &str, dir: &Path) -> Option<String> {
+    let mut found = None;
     for line in mountinfo.lines() {
         // ID PARENT MAJ:MIN ROOT MOUNT-POINT OPTIONS [TAGS...] - TYPE SOURCE SUPER-OPTIONS
         let Some((left, right)) = line.split_once(" - ") else { continue };
@@ -41,10 +46,10 @@ fn is_fslab_mount_point(mountinfo: &str, dir: &Path) -> bool {
             continue;
         }
         let mut fields = right.split(' ');
-        let fuse = fields.next().is_some_and(|kind| kind == "fuse" || kind.starts_with("fuse."));
-        fslab = fuse && fields.next() == Some("fslab");
+        let (kind, source) = (fields.next().unwrap_or(""), fields.next().unwrap_or(""));
+        found = fslab_fuse::is_fslab_mount(kind, source).then(|| unescape(source));
     }
-    fslab
+    found
 }
 
 /// A mountinfo path with its octal escapes (`\040` for a space) undone.
@@ -81,6 +86,7 @@ mod tests {
 44 43 0:43 / /mnt/over rw - ext4 /dev/loop1 rw
 45 22 0:44 / /mnt/plain rw,nosuid,nodev - fuse fslab rw,user_id=0
 46 22 0:45 / /mnt/named rw - ext4 fslab rw
+47 22 0:46 / /mnt/image rw - fuse.fslab /var/tmp/fs.img rw
 ";
 
     #[test]
@@ -91,6 +97,16 @@ mod tests {
         assert!(!is_fslab_mount_point(MOUNTINFO, Path::new("/mnt/over")), "fslab mounted over");
         assert!(is_fslab_mount_point(MOUNTINFO, Path::new("/mnt/plain")), "type fuse without the subtype");
         assert!(!is_fslab_mount_point(MOUNTINFO, Path::new("/mnt/named")), "not FUSE, whatever its source");
+        assert!(is_fslab_mount_point(MOUNTINFO, Path::new("/mnt/image")), "type fuse.fslab, an image's name");
+    }
+
+    #[test]
+    fn the_source_of_the_last_fslab_mount_on_a_directory_is_found() {
+        assert_eq!(fslab_source(MOUNTINFO, Path::new("/mnt/image")).as_deref(), Some("/var/tmp/fs.img"));
+        let spaced = "41 22 0:40 / /mnt/a rw - fuse.fslab /var/img\\040one rw\n";
+        assert_eq!(fslab_source(spaced, Path::new("/mnt/a")).as_deref(), Some("/var/img one"));
+        assert_eq!(fslab_source(MOUNTINFO, Path::new("/mnt/over")), None, "mounted over");
+        assert_eq!(fslab_source(MOUNTINFO, Path::new("/mnt/other")), None, "not fslab");
     }
 
     #[test]

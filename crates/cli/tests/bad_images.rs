@@ -395,3 +395,56 @@ fn damaged_images_never_panic_or_hang() {
     }
     println!("{mounted} of 9 damaged images mounted");
 }
+
+/// The disk address of the single indirect block of inode `ino` in the
+/// unmounted `image`, and the block size.
+fn indirect_block_of(image: &Path, ino: u64) -> (u64, u64) {
+    use fslab::lfs::{Lfs, MountOptions};
+    let disk = disk::FileDisk::open(image).expect("open image");
+    let mut fs = fslab::ufs::FileSystem::new(
+        Lfs::mount(std::sync::Arc::new(disk), MountOptions::default()).expect("mount"),
+    );
+    let inode = fs.getattr(ino).expect("the file's inode");
+    let block_size = u64::from(fs.block_size());
+    fs.unmount().expect("unmount");
+    (inode.indirect[0].get(), block_size)
+}
+
+/// Regression: a read that met a corrupt indirect block told the program
+/// EIO and nobody else anything. The mount's log (stderr with `-f`) must
+/// name the request, the inode, the block's address and what is wrong,
+/// once however often the program retries.
+#[test]
+fn damage_met_while_serving_is_reported_with_the_request_inode_address_and_reason() {
+    use std::os::unix::fs::{FileExt, MetadataExt};
+    if !common::fuse_or_skip() {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let image = tmp.path().join("fs.img");
+    mkfs(&image, "64M", &[]);
+    let dir = tmp.path().join("mnt");
+    let m = Mount::new(&image, &dir, Mode::Foreground, &[]);
+    // Past the inode's direct pointers, so that the tail hangs from an indirect block.
+    std::fs::write(dir.join("big"), vec![5u8; 64 * 4096]).expect("write");
+    let ino = std::fs::metadata(dir.join("big")).expect("stat").ino();
+    m.unmount().expect("unmount");
+
+    let (daddr, block_size) = indirect_block_of(&image, ino);
+    assert_ne!(daddr, 0, "the file has an indirect block");
+    let f = std::fs::OpenOptions::new().write(true).open(&image).expect("open image");
+    f.write_all_at(&[0xA5; 64], daddr * block_size + 100).expect("damage the indirect block");
+    drop(f);
+
+    let m = Mount::new(&image, &dir, Mode::Foreground, &[]);
+    for _ in 0..20 {
+        let e = std::fs::read(dir.join("big")).expect_err("a read through the damaged block fails");
+        assert_eq!(e.raw_os_error(), Some(libc::EIO), "{e}");
+    }
+    let log = m.log();
+    let wanted = format!("fslab: read of inode {ino}: corrupt indirect block at block {daddr}: ");
+    let reports: Vec<&str> = log.lines().filter(|l| l.starts_with(&wanted)).collect();
+    assert_eq!(reports.len(), 1, "one report, however often the program retries; log:\n{log}");
+    assert!(reports[0].contains("checksum") && reports[0].ends_with("(EIO)"), "{}", reports[0]);
+    m.unmount().expect("unmount");
+}

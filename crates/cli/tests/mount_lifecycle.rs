@@ -70,7 +70,12 @@ fn scratch(size: &str) -> Option<Scratch> {
 fn background_mount_is_ready_when_the_command_returns_and_sigterm_checkpoints() {
     let Some(Scratch { _tmp, image, dir }) = scratch("64M") else { return };
     fs::create_dir(&dir).expect("mkdir mnt");
-    let r = common::fslab_run(&[OsStr::new("mount"), image.as_os_str(), dir.as_os_str()], T);
+    // Its messages go beside the image, not to the machine's log.
+    let log = format!("log={}", image.with_extension("log").display());
+    let r = common::fslab_run(
+        &[OsStr::new("mount"), image.as_os_str(), dir.as_os_str(), OsStr::new("-o"), OsStr::new(&log)],
+        T,
+    );
     assert!(r.success(), "fslab mount: {}", r.describe());
     // Usable at once: no sleep between the command returning and the first use.
     assert!(is_mounted(&dir), "not mounted when `fslab mount` returned");

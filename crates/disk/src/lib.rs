@@ -2,18 +2,22 @@
 //!
 //! This crate owns the bytes on a device and nothing else. It offers the
 //! [`BlockDevice`] trait and its contract, [`FileDisk`] (an image file or a
-//! block device) and [`MemDisk`] (a vector in memory). It knows no file-system
-//! structure: every caller speaks in byte offsets and lengths.
+//! block device), [`MemDisk`] (a vector in memory), [`CrashDisk`] (replays
+//! power cuts) and [`SimDisk`] (a simulated 1990s disk on a virtual clock,
+//! module [`sim`]). It knows no file-system structure: every caller speaks in
+//! byte offsets and lengths.
 
 mod aligned;
 mod crash;
 mod file;
 mod mem;
+pub mod sim;
 
 pub use aligned::{all_aligned, AlignedBytes, DIRECT_ALIGN};
 pub use crash::{CrashChoice, CrashDisk, CrashState, CrashStates, Persist, RecordedWrite, EXHAUSTIVE_LIMIT};
 pub use file::{FileDisk, DIRECT_READ_MIN};
 pub use mem::MemDisk;
+pub use sim::{DiskModel, SimDisk, SimOptions, VirtualClock};
 
 use std::io;
 

@@ -9,8 +9,9 @@ use std::io;
 pub enum Error {
     /// A POSIX error the caller should see as this errno (ENOENT, ENOSPC, ...).
     Errno(i32, &'static str),
-    /// An on-disk structure failed validation: what it is and where it lives.
-    Corrupt { what: &'static str, addr: u64, why: String },
+    /// An on-disk structure failed validation: what it is, where it lives
+    /// and what is wrong with it.
+    Corrupt { what: &'static str, at: Location, why: String },
     /// The device failed.
     Io(io::Error),
     /// The image is not an fslab image at all, or of an unsupported version.
@@ -31,11 +32,55 @@ impl Error {
         }
     }
 
-    /// A corrupt-structure error.
-    /// `addr` is where the structure lives (a disk address, or another
-    /// number that locates it, such as an inode number).
-    pub fn corrupt(what: &'static str, addr: impl Into<u64>, why: impl Into<String>) -> Error {
-        Error::Corrupt { what, addr: addr.into(), why: why.into() }
+    /// A corrupt-structure error for a structure read from disk address
+    /// `daddr` (a [`Daddr`](crate::format::Daddr), or its count of units).
+    pub fn corrupt(what: &'static str, daddr: impl Into<u64>, why: impl Into<String>) -> Error {
+        Error::Corrupt { what, at: Location::Block(daddr.into()), why: why.into() }
+    }
+
+    /// A corrupt-structure error for a structure found somewhere other than
+    /// at a known disk address (through an inode, in a segment, ...).
+    pub fn corrupt_at(what: &'static str, at: Location, why: impl Into<String>) -> Error {
+        Error::Corrupt { what, at, why: why.into() }
+    }
+}
+
+/// Where a damaged structure lives, as precisely as the code that found
+/// it knows: what a report of the damage names, so that someone can look
+/// at the place (`fslab dump`, `fsck`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Location {
+    /// A disk address, in the layout's address units (blocks in LFS,
+    /// fragments in FFS).
+    Block(u64),
+    /// A byte offset on the device (superblock copies).
+    Byte(u64),
+    /// Inode `ino`'s own structure (a directory, a symbolic link, its
+    /// extended attributes), wherever on disk it lives.
+    Inode(u64),
+    /// Logical block `lbn` of inode `ino` (the ifile's blocks).
+    FileBlock {
+        /// The inode.
+        ino: u64,
+        /// The logical block within it.
+        lbn: u64,
+    },
+    /// A segment, by number.
+    Segment(u64),
+    /// Not known more precisely than the structure's name says.
+    Unknown,
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Location::Block(daddr) => write!(f, " at block {daddr}"),
+            Location::Byte(offset) => write!(f, " at byte {offset}"),
+            Location::Inode(ino) => write!(f, " of inode {ino}"),
+            Location::FileBlock { ino, lbn } => write!(f, " in block {lbn} of inode {ino}"),
+            Location::Segment(seg) => write!(f, " in segment {seg}"),
+            Location::Unknown => Ok(()),
+        }
     }
 }
 
@@ -50,7 +95,7 @@ impl fmt::Display for Error {
             Error::Errno(code, why) => {
                 write!(f, "{why} ({})", io::Error::from_raw_os_error(*code))
             }
-            Error::Corrupt { what, addr, why } => write!(f, "corrupt {what} at block {addr}: {why}"),
+            Error::Corrupt { what, at, why } => write!(f, "corrupt {what}{at}: {why}"),
             Error::Io(e) => write!(f, "device error: {e}"),
             Error::Foreign(why) => write!(f, "{why}"),
         }

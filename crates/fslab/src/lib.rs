@@ -17,6 +17,7 @@
 pub mod bmap;
 pub mod cache;
 pub mod error;
+pub mod ffs;
 pub mod format;
 pub mod lfs;
 pub mod storage;

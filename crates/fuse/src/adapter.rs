@@ -5,28 +5,36 @@
 //! create, mknod, mkdir, symlink, link) pins the inode in the same locked
 //! call that produced it; `forget` unpins by the kernel's count. That is what
 //! keeps an open-but-unlinked file readable until the kernel lets it go.
+//!
+//! Every request runs through [`FuseAdapter::run`], which names the request
+//! and its inode: damage it meets is reported to the mount's log
+//! (`damage`). A request whose reply carries no attributes but may change
+//! some the kernel keeps runs through [`FuseAdapter::changing`], which
+//! tells the kernel to drop them (`stale`).
 
 use crate::convert::{file_attr, file_type, from_fuse, time_ns, time_set, to_fuse};
+use crate::damage::DamageLog;
 use crate::reply::{lookup_answer, Answer, Created, DirItem, Entry, XattrAnswer};
 use crate::shared::Shared;
+use crate::stale::{kept, Dropped};
 use fslab::error::errno;
 use fslab::format::inode::{kind, Inode};
-use fslab::format::{Ino, ROOT_INO};
+use fslab::format::ROOT_INO;
 use fslab::storage::StorageManager;
 use fslab::ufs::{BlockCopies, Creds, FileSystem, RenameFlags as UfsRenameFlags, SetAttr};
 use fslab::Result;
 use fuser::{
     AccessFlags, BsdFileFlags, CopyFileRangeFlags, Errno, FileAttr, FileHandle, Filesystem, FopenFlags,
-    Generation, INodeNo, InitFlags, KernelConfig, LockOwner, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate,
-    ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyLseek, ReplyOpen, ReplyStatfs, ReplyWrite,
-    ReplyXattr, Request, TimeOrNow, WriteFlags,
+    Generation, INodeNo, InitFlags, KernelConfig, LockOwner, Notifier, OpenFlags, RenameFlags, ReplyAttr,
+    ReplyCreate, ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyLseek, ReplyOpen, ReplyStatfs,
+    ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 use std::ffi::OsStr;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::sync::Arc;
-use std::time::SystemTime;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::{Instant, SystemTime};
 
 /// The largest read or write the kernel sends in one request (1 MiB).
 const MAX_IO: u32 = 1 << 20;
@@ -54,46 +62,124 @@ pub struct FuseAdapter<S: StorageManager> {
     /// ENOSYS to the first open tells it to stop sending OPEN and RELEASE).
     zero_message_open: bool,
     zero_message_opendir: bool,
+    /// The way to the kernel's caches, set once the session exists.
+    notifier: Arc<OnceLock<Notifier>>,
+    /// The rate limits of damage reports.
+    damage: Mutex<DamageLog>,
 }
 
 impl<S: StorageManager> FuseAdapter<S> {
     /// An adapter over `shared`; `writeback_cache` asks the kernel to cache
     /// writes (safe: the kernel is the only writer to this file system);
-    /// `block_size` is the file system's.
-    pub(crate) fn new(shared: Arc<Shared<S>>, writeback_cache: bool, block_size: u32) -> FuseAdapter<S> {
+    /// `block_size` is the file system's; `notifier` will hold the
+    /// session's notifier.
+    pub(crate) fn new(
+        shared: Arc<Shared<S>>,
+        writeback_cache: bool,
+        block_size: u32,
+        notifier: Arc<OnceLock<Notifier>>,
+    ) -> FuseAdapter<S> {
         FuseAdapter {
             shared,
             writeback_cache,
             block_size,
             zero_message_open: false,
             zero_message_opendir: false,
+            notifier,
+            damage: Mutex::new(DamageLog::default()),
         }
     }
 
-    fn with<T>(&self, op: impl FnOnce(&mut FileSystem<S>) -> Result<T>) -> Result<T> {
-        self.shared.with(op)
+    /// Runs request `op` on inode `ino` under the file system's lock.
+    fn run<T>(
+        &self,
+        op: &'static str,
+        ino: INodeNo,
+        call: impl FnOnce(&mut FileSystem<S>) -> Result<T>,
+    ) -> Result<T> {
+        self.reported(op, ino, self.shared.with(call))
     }
 
-    /// The kernel's attributes of whatever inode `op` returns.
-    fn attr(&self, op: impl FnOnce(&mut FileSystem<S>) -> Result<Inode>) -> Result<FileAttr> {
-        self.with(|fs| {
-            let inode = op(fs)?;
+    /// `result` of request `op` on inode `ino`, after an error that is
+    /// damage (a corrupt structure, a failing device) has been reported to
+    /// the mount's log, rate-limited: the program sees only the errno.
+    fn reported<T>(&self, op: &'static str, ino: INodeNo, result: Result<T>) -> Result<T> {
+        if let Err(e) = &result {
+            let mut damage = self.damage.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(line) = damage.report(op, from_fuse(ino), e, Instant::now()) {
+                eprintln!("{line}");
+            }
+        }
+        result
+    }
+
+    /// Runs request `op` on inode `ino`, whose reply carries no attributes
+    /// and after which the kernel drops only `dropped` of its cached
+    /// attributes; if `call` changed any other (a write clearing
+    /// set-user-ID), tells the kernel to drop them all. The notification
+    /// goes out before the reply, so the caller never sees the old value
+    /// once its call has returned.
+    fn changing<T>(
+        &self,
+        op: &'static str,
+        ino: INodeNo,
+        dropped: Dropped,
+        call: impl FnOnce(&mut FileSystem<S>) -> Result<T>,
+    ) -> Result<T> {
+        let target = from_fuse(ino);
+        let outcome = self.shared.with(|fs| {
+            let before = fs.getattr(target).map(|inode| kept(&inode, dropped));
+            let result = call(fs);
+            let after = fs.getattr(target).map(|inode| kept(&inode, dropped));
+            Ok((result, matches!((before, after), (Ok(b), Ok(a)) if a != b)))
+        });
+        let (result, stale) = outcome.unwrap_or_else(|e| (Err(e), false));
+        if stale {
+            self.drop_cached_attributes(ino);
+        }
+        self.reported(op, ino, result)
+    }
+
+    /// Tells the kernel to drop its cached attributes of `ino` (not its
+    /// cached pages: a negative offset leaves them, and taking their locks
+    /// here could deadlock with the request being served). Best effort: an
+    /// inode the kernel no longer caches answers ENOENT, which is success.
+    fn drop_cached_attributes(&self, ino: INodeNo) {
+        if let Some(notifier) = self.notifier.get() {
+            let _ = notifier.inval_inode(ino, -1, 0);
+        }
+    }
+
+    /// The kernel's attributes of whatever inode `call` returns.
+    fn attr(
+        &self,
+        op: &'static str,
+        ino: INodeNo,
+        call: impl FnOnce(&mut FileSystem<S>) -> Result<Inode>,
+    ) -> Result<FileAttr> {
+        self.run(op, ino, |fs| {
+            let inode = call(fs)?;
             file_attr(&inode, fs.storage().block_size())
         })
     }
 
-    /// An entry for the inode `op` returns, pinned for the kernel.
-    fn entry(&self, op: impl FnOnce(&mut FileSystem<S>) -> Result<Inode>) -> Result<Entry> {
-        self.with(|fs| {
-            let inode = op(fs)?;
+    /// An entry for the inode `call` returns, pinned for the kernel.
+    fn entry(
+        &self,
+        op: &'static str,
+        ino: INodeNo,
+        call: impl FnOnce(&mut FileSystem<S>) -> Result<Inode>,
+    ) -> Result<Entry> {
+        self.run(op, ino, |fs| {
+            let inode = call(fs)?;
             let attr = file_attr(&inode, fs.storage().block_size())?;
             fs.pin(inode.ino);
             Ok(Entry { attr, generation: Generation(u64::from(inode.generation)) })
         })
     }
 
-    fn readdir_items(&self, ino: Ino, offset: u64) -> Result<Vec<DirItem>> {
-        let entries = self.with(|fs| fs.readdir(ino, offset, READDIR_BATCH))?;
+    fn readdir_items(&self, ino: INodeNo, offset: u64) -> Result<Vec<DirItem>> {
+        let entries = self.run("readdir", ino, |fs| fs.readdir(from_fuse(ino), offset, READDIR_BATCH))?;
         entries
             .into_iter()
             .map(|e| {
@@ -177,19 +263,22 @@ impl<S: StorageManager + 'static> Filesystem for FuseAdapter<S> {
     }
 
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        lookup_answer(reply, self.entry(|fs| fs.lookup(from_fuse(parent), name.as_bytes())));
+        lookup_answer(
+            reply,
+            self.entry("lookup", parent, |fs| fs.lookup(from_fuse(parent), name.as_bytes())),
+        );
     }
 
     fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
         // No reply to carry an error; the library reports its own damage.
-        let _ = self.with(|fs| fs.unpin(from_fuse(ino), nlookup));
+        let _ = self.run("forget", ino, |fs| fs.unpin(from_fuse(ino), nlookup));
     }
 
     // `batch_forget` keeps fuser's default, which calls `forget` per inode
     // (fuser 0.18 does not export the element type needed to override it).
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
-        reply.answer(self.attr(|fs| fs.getattr(from_fuse(ino))));
+        reply.answer(self.attr("getattr", ino, |fs| fs.getattr(from_fuse(ino))));
     }
 
     fn setattr(
@@ -221,11 +310,11 @@ impl<S: StorageManager + 'static> Filesystem for FuseAdapter<S> {
             btime: crtime.map(time_ns),
             flags: flags.map(|f| f.bits()),
         };
-        reply.answer(self.attr(|fs| fs.setattr(from_fuse(ino), &change)));
+        reply.answer(self.attr("setattr", ino, |fs| fs.setattr(from_fuse(ino), &change)));
     }
 
     fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
-        reply.answer(self.with(|fs| fs.readlink(from_fuse(ino))));
+        reply.answer(self.run("readlink", ino, |fs| fs.readlink(from_fuse(ino))));
     }
 
     fn mknod(
@@ -239,25 +328,31 @@ impl<S: StorageManager + 'static> Filesystem for FuseAdapter<S> {
         reply: ReplyEntry,
     ) {
         let (mode, creds) = (masked(mode, umask), creds(req));
-        reply.answer(self.entry(|fs| fs.mknod(from_fuse(parent), name.as_bytes(), mode, rdev.into(), creds)));
+        reply.answer(self.entry("mknod", parent, |fs| {
+            fs.mknod(from_fuse(parent), name.as_bytes(), mode, rdev.into(), creds)
+        }));
     }
 
     fn mkdir(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, reply: ReplyEntry) {
         let (mode, creds) = (masked(mode, umask), creds(req));
-        reply.answer(self.entry(|fs| fs.mkdir(from_fuse(parent), name.as_bytes(), mode, creds)));
+        reply.answer(
+            self.entry("mkdir", parent, |fs| fs.mkdir(from_fuse(parent), name.as_bytes(), mode, creds)),
+        );
     }
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        reply.answer(self.with(|fs| fs.unlink(from_fuse(parent), name.as_bytes())));
+        reply.answer(self.run("unlink", parent, |fs| fs.unlink(from_fuse(parent), name.as_bytes())));
     }
 
     fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        reply.answer(self.with(|fs| fs.rmdir(from_fuse(parent), name.as_bytes())));
+        reply.answer(self.run("rmdir", parent, |fs| fs.rmdir(from_fuse(parent), name.as_bytes())));
     }
 
     fn symlink(&self, req: &Request, parent: INodeNo, link_name: &OsStr, target: &Path, reply: ReplyEntry) {
         let (target, creds) = (target.as_os_str().as_bytes(), creds(req));
-        reply.answer(self.entry(|fs| fs.symlink(from_fuse(parent), link_name.as_bytes(), target, creds)));
+        reply.answer(self.entry("symlink", parent, |fs| {
+            fs.symlink(from_fuse(parent), link_name.as_bytes(), target, creds)
+        }));
     }
 
     fn rename(
@@ -271,14 +366,16 @@ impl<S: StorageManager + 'static> Filesystem for FuseAdapter<S> {
         reply: ReplyEmpty,
     ) {
         reply.answer(rename_flags(flags).and_then(|flags| {
-            self.with(|fs| {
+            self.run("rename", parent, |fs| {
                 fs.rename(from_fuse(parent), name.as_bytes(), from_fuse(newparent), newname.as_bytes(), flags)
             })
         }));
     }
 
     fn link(&self, _req: &Request, ino: INodeNo, newparent: INodeNo, newname: &OsStr, reply: ReplyEntry) {
-        reply.answer(self.entry(|fs| fs.link(from_fuse(ino), from_fuse(newparent), newname.as_bytes())));
+        reply.answer(
+            self.entry("link", ino, |fs| fs.link(from_fuse(ino), from_fuse(newparent), newname.as_bytes())),
+        );
     }
 
     fn open(&self, _req: &Request, _ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
@@ -310,7 +407,7 @@ impl<S: StorageManager + 'static> Filesystem for FuseAdapter<S> {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        reply.answer(self.with(|fs| fs.read(from_fuse(ino), offset, size as usize)));
+        reply.answer(self.run("read", ino, |fs| fs.read(from_fuse(ino), offset, size as usize)));
     }
 
     fn write(
@@ -330,7 +427,12 @@ impl<S: StorageManager + 'static> Filesystem for FuseAdapter<S> {
         // behind under the lock.
         let copies = BlockCopies::of(offset, data, self.block_size);
         // A write is at most MAX_IO bytes, so the count fits in 32 bits.
-        reply.answer(self.with(|fs| fs.write_copied(from_fuse(ino), offset, data, copies)).map(|n| n as u32));
+        reply.answer(
+            self.changing("write", ino, Dropped::Contents, |fs| {
+                fs.write_copied(from_fuse(ino), offset, data, copies)
+            })
+            .map(|n| n as u32),
+        );
     }
 
     fn flush(
@@ -347,11 +449,11 @@ impl<S: StorageManager + 'static> Filesystem for FuseAdapter<S> {
     }
 
     fn fsync(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, datasync: bool, reply: ReplyEmpty) {
-        reply.answer(self.with(|fs| fs.fsync(from_fuse(ino), datasync)));
+        reply.answer(self.run("fsync", ino, |fs| fs.fsync(from_fuse(ino), datasync)));
     }
 
     fn readdir(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, offset: u64, reply: ReplyDirectory) {
-        reply.answer(self.readdir_items(from_fuse(ino), offset));
+        reply.answer(self.readdir_items(ino, offset));
     }
 
     fn fsyncdir(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, datasync: bool, reply: ReplyEmpty) {
@@ -359,12 +461,18 @@ impl<S: StorageManager + 'static> Filesystem for FuseAdapter<S> {
         // fsync of the mount's root directory stands in for them (it is what
         // `fslab sync` does): a checkpoint, everything durable — more than
         // the directory's own entries, which fsync promises.
-        let ino = from_fuse(ino);
-        reply.answer(self.with(|fs| if ino == ROOT_INO { fs.sync() } else { fs.fsync(ino, datasync) }));
+        let target = from_fuse(ino);
+        reply.answer(self.run("fsyncdir", ino, |fs| {
+            if target == ROOT_INO {
+                fs.sync()
+            } else {
+                fs.fsync(target, datasync)
+            }
+        }));
     }
 
-    fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
-        reply.answer(self.with(|fs| fs.statfs()));
+    fn statfs(&self, _req: &Request, ino: INodeNo, reply: ReplyStatfs) {
+        reply.answer(self.run("statfs", ino, |fs| fs.statfs()));
     }
 
     fn setxattr(
@@ -378,28 +486,35 @@ impl<S: StorageManager + 'static> Filesystem for FuseAdapter<S> {
         reply: ReplyEmpty,
     ) {
         reply.answer(match position {
-            0 => self.with(|fs| fs.setxattr(from_fuse(ino), name.as_bytes(), value, flags)),
+            0 => self.changing("setxattr", ino, Dropped::Ctime, |fs| {
+                fs.setxattr(from_fuse(ino), name.as_bytes(), value, flags)
+            }),
             _ => Err(errno(libc::EINVAL, "xattr position is macOS-only")),
         });
     }
 
     fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
         reply.answer(
-            self.with(|fs| fs.getxattr(from_fuse(ino), name.as_bytes())).and_then(|v| xattr_answer(v, size)),
+            self.run("getxattr", ino, |fs| fs.getxattr(from_fuse(ino), name.as_bytes()))
+                .and_then(|v| xattr_answer(v, size)),
         );
     }
 
     fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
-        reply.answer(self.with(|fs| fs.listxattr(from_fuse(ino))).and_then(|v| xattr_answer(v, size)));
+        reply.answer(
+            self.run("listxattr", ino, |fs| fs.listxattr(from_fuse(ino))).and_then(|v| xattr_answer(v, size)),
+        );
     }
 
     fn removexattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        reply.answer(self.with(|fs| fs.removexattr(from_fuse(ino), name.as_bytes())));
+        reply.answer(self.changing("removexattr", ino, Dropped::Ctime, |fs| {
+            fs.removexattr(from_fuse(ino), name.as_bytes())
+        }));
     }
 
     fn access(&self, _req: &Request, ino: INodeNo, _mask: AccessFlags, reply: ReplyEmpty) {
         // Only reached without `default_permissions`: the inode must exist.
-        reply.answer(self.with(|fs| fs.getattr(from_fuse(ino)).map(|_| ())));
+        reply.answer(self.run("access", ino, |fs| fs.getattr(from_fuse(ino)).map(|_| ())));
     }
 
     fn create(
@@ -420,7 +535,8 @@ impl<S: StorageManager + 'static> Filesystem for FuseAdapter<S> {
         // nothing is given up; the kernel drops other handles' cached pages
         // on each direct write, which keeps them coherent.
         let direct_io = flags & libc::O_ACCMODE == libc::O_WRONLY;
-        let entry = self.entry(|fs| fs.mknod(from_fuse(parent), name.as_bytes(), mode, 0, creds));
+        let entry =
+            self.entry("create", parent, |fs| fs.mknod(from_fuse(parent), name.as_bytes(), mode, 0, creds));
         reply.answer(entry.map(|entry| Created { entry, direct_io }));
     }
 
@@ -434,7 +550,9 @@ impl<S: StorageManager + 'static> Filesystem for FuseAdapter<S> {
         mode: i32,
         reply: ReplyEmpty,
     ) {
-        reply.answer(self.with(|fs| fs.fallocate(from_fuse(ino), offset, length, mode)));
+        reply.answer(self.changing("fallocate", ino, Dropped::Contents, |fs| {
+            fs.fallocate(from_fuse(ino), offset, length, mode)
+        }));
     }
 
     fn lseek(
@@ -449,7 +567,7 @@ impl<S: StorageManager + 'static> Filesystem for FuseAdapter<S> {
         reply.answer(
             u64::try_from(offset)
                 .map_err(|_| errno(libc::EINVAL, "negative seek offset"))
-                .and_then(|offset| self.with(|fs| fs.lseek(from_fuse(ino), offset, whence)))
+                .and_then(|offset| self.run("lseek", ino, |fs| fs.lseek(from_fuse(ino), offset, whence)))
                 .map(|found| found as i64),
         );
     }
@@ -468,7 +586,7 @@ impl<S: StorageManager + 'static> Filesystem for FuseAdapter<S> {
         reply: ReplyWrite,
     ) {
         reply.answer(if flags.is_empty() {
-            self.with(|fs| {
+            self.changing("copy_file_range", ino_out, Dropped::Contents, |fs| {
                 fs.copy_file_range(
                     from_fuse(ino_in),
                     offset_in,

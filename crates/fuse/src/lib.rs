@@ -10,6 +10,8 @@
 //! * `shared` — the one lock around the file system, the tick thread and the
 //!   write-behind thread.
 //! * `convert`, `reply` — inode numbers, attributes, times; replying once.
+//! * `stale` — which cached attributes the kernel must be told to drop.
+//! * `damage` — reports of damage met while serving, rate-limited.
 //! * `readahead` — raises the kernel's read-ahead for the mount.
 //!
 //! Relies on `fslab::ufs` below; contains no file-system logic.
@@ -18,9 +20,11 @@
 
 mod adapter;
 mod convert;
+mod damage;
 mod readahead;
 mod reply;
 mod shared;
+mod stale;
 
 pub use adapter::FuseAdapter;
 pub use reply::{absent_attr, TTL};
@@ -32,7 +36,7 @@ use fuser::{Config, MountOption, Session, SessionACL, SessionUnmounter};
 use shared::Shared;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 /// How to mount.
@@ -47,6 +51,18 @@ pub struct MountConfig {
     pub writeback_cache: bool,
     /// How often the library's `tick` (periodic checkpoints) runs.
     pub tick_interval: Duration,
+    /// What the mount table shows as the mount's source (`df`, `findmnt`,
+    /// `mount`): the image. A name holding a comma or a backslash, which
+    /// FUSE's option strings cannot carry, shows as `fslab`.
+    pub source: String,
+    /// Programs may be run from the file system (`exec`; `noexec` if not).
+    pub exec: bool,
+    /// Set-user-ID and set-group-ID bits take effect on `execve` (`suid`;
+    /// FUSE's default, and the only choice for a user, is `nosuid`).
+    pub suid: bool,
+    /// Device nodes may be opened as devices (`dev`; FUSE's default, and
+    /// the only choice for a user, is `nodev`).
+    pub dev: bool,
 }
 
 impl Default for MountConfig {
@@ -56,8 +72,24 @@ impl Default for MountConfig {
             threads: 4,
             writeback_cache: false,
             tick_interval: Duration::from_secs(1),
+            source: SUBTYPE.to_string(),
+            exec: true,
+            suid: false,
+            dev: false,
         }
     }
+}
+
+/// The mount's subtype: the mount table shows its type as `fuse.fslab`,
+/// which is how `umount` finds `umount.fuse.fslab` and how `fslab sync`
+/// and the read-ahead code recognise an fslab mount.
+pub const SUBTYPE: &str = "fslab";
+
+/// Whether a mount table entry of type `kind` from `source` is an fslab
+/// mount: type `fuse.fslab`, or (mounts made before the subtype was set)
+/// type `fuse` or `fuse.lfs` from `fslab`.
+pub fn is_fslab_mount(kind: &str, source: &str) -> bool {
+    kind == "fuse.fslab" || ((kind == "fuse" || kind == "fuse.lfs") && source == SUBTYPE)
 }
 
 /// A file system the kernel has mounted, not yet serving requests.
@@ -114,17 +146,35 @@ fn mount_shared<S: StorageManager + 'static>(
         return Err(io::Error::new(io::ErrorKind::NotADirectory, why));
     }
     let mut fuse_config = Config::default();
+    let source = if config.source.contains([',', '\\']) || config.source.is_empty() {
+        SUBTYPE.to_string()
+    } else {
+        config.source.clone()
+    };
     fuse_config.mount_options = vec![
-        MountOption::FSName("fslab".to_string()),
-        MountOption::Subtype("lfs".to_string()),
+        MountOption::FSName(source),
+        // Passed to the kernel as is (fuser's own Subtype option reaches
+        // only fusermount3): a mount by root gets its type `fuse.fslab` too.
+        MountOption::CUSTOM(format!("subtype={SUBTYPE}")),
         MountOption::DefaultPermissions,
+        if config.exec { MountOption::Exec } else { MountOption::NoExec },
     ];
+    if config.suid {
+        fuse_config.mount_options.push(MountOption::Suid);
+    }
+    if config.dev {
+        fuse_config.mount_options.push(MountOption::Dev);
+    }
     fuse_config.acl = if config.allow_other { SessionACL::All } else { SessionACL::Owner };
     fuse_config.n_threads = Some(config.threads.max(1));
-    let adapter = FuseAdapter::new(Arc::clone(shared), config.writeback_cache, block_size);
+    let notifier = Arc::new(OnceLock::new());
+    let adapter =
+        FuseAdapter::new(Arc::clone(shared), config.writeback_cache, block_size, Arc::clone(&notifier));
     let mut session = Session::new(adapter, &mountpoint, &fuse_config).map_err(|e| {
         io::Error::new(e.kind(), format!("cannot mount on {}: {}", mountpoint.display(), describe(&e)))
     })?;
+    // Requests wait until `run`, so none can need it before it is set.
+    let _ = notifier.set(session.notifier());
     // Best effort: without the right to (not root) the kernel's default
     // read-ahead stays, and sequential reads are slower.
     let _ = readahead::raise(&mountpoint);

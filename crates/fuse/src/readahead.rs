@@ -23,14 +23,14 @@ pub const READ_AHEAD_KB: u32 = 4096;
 /// then stays, and only sequential reads are slower.
 pub fn raise(mountpoint: &Path) -> io::Result<()> {
     let mountinfo = std::fs::read_to_string("/proc/self/mountinfo")?;
-    let device = device_of(&mountinfo, mountpoint, "fslab")
+    let device = device_of(&mountinfo, mountpoint)
         .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "mount not in /proc/self/mountinfo"))?;
     std::fs::write(format!("/sys/class/bdi/{device}/read_ahead_kb"), READ_AHEAD_KB.to_string())
 }
 
-/// The device ("major:minor") of the last FUSE mount of `source` at
-/// `mountpoint` in a `/proc/self/mountinfo` text.
-fn device_of(mountinfo: &str, mountpoint: &Path, source: &str) -> Option<String> {
+/// The device ("major:minor") of the last fslab mount at `mountpoint` in a
+/// `/proc/self/mountinfo` text.
+fn device_of(mountinfo: &str, mountpoint: &Path) -> Option<String> {
     mountinfo.lines().rev().find_map(|line| {
         // Fields: id, parent id, major:minor, root, mount point,
         // options, optional fields, "-", type, source, super options.
@@ -39,7 +39,6 @@ fn device_of(mountinfo: &str, mountpoint: &Path, source: &str) -> Option<String>
         let (device, point) = (*fields.get(2)?, *fields.get(4)?);
         let mut rest = right.split(' ');
         let (kind, from) = (rest.next()?, rest.next()?);
-        let is_fuse = kind == "fuse" || kind.starts_with("fuse.");
         let numbers = device.split_once(':').is_some_and(|(major, minor)| {
             !major.is_empty()
                 && !minor.is_empty()
@@ -47,7 +46,7 @@ fn device_of(mountinfo: &str, mountpoint: &Path, source: &str) -> Option<String>
                 && minor.bytes().all(|b| b.is_ascii_digit())
         });
         let here = unescape(point) == mountpoint.as_os_str().as_bytes();
-        (is_fuse && from == source && numbers && here).then(|| device.to_string())
+        (crate::is_fslab_mount(kind, from) && numbers && here).then(|| device.to_string())
     })
 }
 
@@ -83,20 +82,22 @@ mod tests {
 43 27 0:40 / /tmp/with\\040space rw,nosuid - fuse.lfs fslab rw,user_id=0
 44 42 0:41 / /var/tmp/p/m rw,nosuid - fuse fslab rw,user_id=0
 45 27 0:42 / /mnt/other rw - fuse sshfs rw
+46 27 0:43 / /mnt/image rw - fuse.fslab /var/tmp/fs.img rw
 ";
 
     #[test]
     fn the_topmost_fslab_mount_at_a_point_is_found() {
-        assert_eq!(device_of(MOUNTINFO, Path::new("/var/tmp/p/m"), "fslab").as_deref(), Some("0:41"));
-        assert_eq!(device_of(MOUNTINFO, Path::new("/tmp/with space"), "fslab").as_deref(), Some("0:40"));
+        assert_eq!(device_of(MOUNTINFO, Path::new("/var/tmp/p/m")).as_deref(), Some("0:41"));
+        assert_eq!(device_of(MOUNTINFO, Path::new("/tmp/with space")).as_deref(), Some("0:40"));
+        assert_eq!(device_of(MOUNTINFO, Path::new("/mnt/image")).as_deref(), Some("0:43"), "by its type");
     }
 
     #[test]
     fn other_file_systems_and_points_are_not_taken() {
-        assert_eq!(device_of(MOUNTINFO, Path::new("/"), "fslab"), None, "ext4 is not FUSE");
-        assert_eq!(device_of(MOUNTINFO, Path::new("/mnt/other"), "fslab"), None, "not fslab's");
-        assert_eq!(device_of(MOUNTINFO, Path::new("/var/tmp/p"), "fslab"), None);
-        assert_eq!(device_of("garbage\n- fuse fslab\n", Path::new("/x"), "fslab"), None);
+        assert_eq!(device_of(MOUNTINFO, Path::new("/")), None, "ext4 is not FUSE");
+        assert_eq!(device_of(MOUNTINFO, Path::new("/mnt/other")), None, "not fslab's");
+        assert_eq!(device_of(MOUNTINFO, Path::new("/var/tmp/p")), None);
+        assert_eq!(device_of("garbage\n- fuse fslab\n", Path::new("/x")), None);
     }
 
     #[test]

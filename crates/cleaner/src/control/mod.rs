@@ -67,7 +67,7 @@ use fslab::lfs::clean::CleanerReport;
 use fslab::ufs::{DirhashOptions, DirhashStats};
 
 pub use client::Client;
-pub use path::{find_socket, socket_file_name, socket_path_candidates};
+pub use path::{find_socket, private_dir, socket_file_name, socket_path_candidates};
 pub use server::Server;
 pub use wire::{MAX_BLOCKS, MAX_CONNECTIONS, MAX_SEGWAIT};
 

@@ -50,7 +50,7 @@ pub fn find_socket(mountpoint: &Path) -> io::Result<Option<PathBuf>> {
 /// Makes `dir` (mode 0700, ours) or checks that an existing one is ours and
 /// private: in a shared /tmp another user could have made it first to
 /// catch our socket.
-pub(super) fn private_dir(dir: &Path) -> io::Result<()> {
+pub fn private_dir(dir: &Path) -> io::Result<()> {
     match std::fs::DirBuilder::new().mode(0o700).create(dir) {
         Ok(()) => return Ok(()),
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}

@@ -373,6 +373,10 @@ impl Mount {
             Mode::Background => {
                 let mut args: Vec<&OsStr> = vec![OsStr::new("mount"), image.as_os_str(), dir.as_os_str()];
                 args.extend(extra.iter().map(OsStr::new));
+                // The daemon's messages go beside the mount point, not to
+                // the system log (or, without one, to /var/log/fslab).
+                let log_option = format!("log={}", log.display());
+                args.extend([OsStr::new("-o"), OsStr::new(&log_option)]);
                 let r = fslab_run(&args, MOUNT_TIMEOUT);
                 // Mark mounted before checking, so Drop cleans up whatever happened.
                 m.mounted = is_mounted(&dir);
@@ -387,14 +391,21 @@ impl Mount {
                         dir.display()
                     )));
                 }
-                std::fs::write(&log, format!("{}{}", r.stdout, r.stderr)).ok();
+                let mount_output = format!("{}{}", r.stdout, r.stderr);
+                let appended = std::fs::OpenOptions::new()
+                    .append(true)
+                    .create(true)
+                    .open(&log)
+                    .and_then(|mut f| std::io::Write::write_all(&mut f, mount_output.as_bytes()));
+                appended.ok();
             }
         }
         m.arm_watchdog(WATCHDOG);
         Ok(m)
     }
 
-    /// The daemon's output so far (foreground mode).
+    /// The daemon's output so far (its standard error in the foreground,
+    /// its log file in the background).
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }

@@ -49,6 +49,7 @@
 use super::codec::{crc32c, Decoder, Encoder};
 use super::inode::kind;
 use super::{Ino, NAME_MAX};
+use crate::error::Location;
 use crate::{Error, Result};
 
 /// Bytes of one directory chunk.
@@ -148,7 +149,9 @@ pub fn valid_name(name: &[u8]) -> bool {
 /// Decodes and validates one chunk. `ino` and `chunk_offset` (the chunk's
 /// byte offset in the directory) only name the chunk in errors.
 pub fn parse_chunk(chunk: &[u8], ino: Ino, chunk_offset: u64) -> Result<Vec<Entry<'_>>> {
-    let bad = |why: String| Error::corrupt("directory chunk", ino, format!("offset {chunk_offset}: {why}"));
+    let bad = |why: String| {
+        Error::corrupt_at("directory chunk", Location::Inode(ino), format!("offset {chunk_offset}: {why}"))
+    };
     let d = Decoder::new(chunk);
     let magic = d.u32(ENTRY_BYTES + 4).map_err(|_| bad("chunk shorter than 512 bytes".into()))?;
     if magic != CHUNK_MAGIC {

@@ -11,7 +11,7 @@ use super::layout::{
     imap_entries_per_block, seal_ifile_block, segtab_entries_per_block, CleanerInfo, ImapEntry, SegUse,
     IMAP_BYTES, SEGUSE_BYTES, SEGUSE_CLEAN, SEGUSE_DIRTY,
 };
-use crate::error::Error;
+use crate::error::{Error, Location};
 use crate::format::{Daddr, Ino, IFILE_INO};
 use crate::Result;
 use std::collections::BTreeSet;
@@ -120,12 +120,15 @@ impl Tables {
             self.grow_imap();
         }
         let ino = self.cleaner.free_head;
-        let entry = self
-            .imap
-            .get_mut(ino as usize)
-            .ok_or_else(|| Error::corrupt("inode free list", ino, "points past the inode map"))?;
+        let entry = self.imap.get_mut(ino as usize).ok_or_else(|| {
+            Error::corrupt_at("inode free list", Location::Inode(ino), "points past the inode map")
+        })?;
         if entry.daddr.is_some() {
-            return Err(Error::corrupt("inode free list", ino, "free inode has an address"));
+            return Err(Error::corrupt_at(
+                "inode free list",
+                Location::Inode(ino),
+                "free inode has an address",
+            ));
         }
         self.cleaner.free_head = entry.next_free as Ino;
         entry.next_free = 0;
@@ -222,7 +225,9 @@ impl Tables {
 
     /// Rebuilds the tables from the ifile's blocks, validating each.
     pub fn decode(block_size: u32, nsegments: u64, segtab_blocks: u64, blocks: &[Vec<u8>]) -> Result<Tables> {
-        let bad = |lbn: u64, why: &str| Error::corrupt("ifile", lbn, why.to_string());
+        let bad = |lbn: u64, why: &str| {
+            Error::corrupt_at("ifile", Location::FileBlock { ino: IFILE_INO, lbn }, why.to_string())
+        };
         let first = blocks.first().ok_or_else(|| bad(0, "ifile is empty"))?;
         let cleaner = CleanerInfo::decode(first)?;
         if (blocks.len() as u64) < 1 + segtab_blocks {

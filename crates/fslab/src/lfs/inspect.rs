@@ -10,7 +10,7 @@
 
 use super::layout::{Superblock, MAX_SUPERBLOCKS, SUPERBLOCK_BYTES};
 use super::Lfs;
-use crate::error::Error;
+use crate::error::{Error, Location};
 use crate::Result;
 use disk::BlockDevice;
 
@@ -38,7 +38,7 @@ pub fn superblock_segments(nsegments: u64) -> Vec<u64> {
 
 fn read_copy(dev: &dyn BlockDevice, offset: u64) -> Result<Superblock> {
     if offset.checked_add(SUPERBLOCK_BYTES as u64).is_none_or(|end| end > dev.size()) {
-        return Err(Error::corrupt("superblock", offset, "past the end of the device"));
+        return Err(Error::corrupt_at("superblock", Location::Byte(offset), "past the end of the device"));
     }
     let mut buf = vec![0u8; SUPERBLOCK_BYTES];
     dev.read_at(offset, &mut buf)?;
@@ -95,11 +95,9 @@ impl Lfs {
     /// Call right after mount, before anything is written, so that the
     /// count describes the state it was computed from.
     pub fn repair_set_live_bytes(&mut self, seg: u64, bytes: u32) -> Result<()> {
-        let entry = self
-            .tables
-            .seguse
-            .get_mut(seg as usize)
-            .ok_or_else(|| Error::corrupt("segment usage table", seg, "no such segment"))?;
+        let entry = self.tables.seguse.get_mut(seg as usize).ok_or_else(|| {
+            Error::corrupt_at("segment usage table", Location::Segment(seg), "no such segment")
+        })?;
         entry.live_bytes = bytes;
         self.tables.touch_segment(seg);
         self.segment_space = None;

@@ -3,9 +3,9 @@
 //! inode map). Each has an encoder and a validating decoder; `docs/FORMAT.md`
 //! gives every byte.
 
-use crate::error::Error;
+use crate::error::{Error, Location};
 use crate::format::codec::{crc32c_skipping, Decoder, Encoder};
-use crate::format::{Daddr, Ino, Lbn, TimeNs};
+use crate::format::{Daddr, Ino, Lbn, TimeNs, IFILE_INO};
 use crate::Result;
 
 /// Magic at byte 0 of every superblock copy.
@@ -167,7 +167,7 @@ impl Superblock {
 
     /// Decodes and validates a superblock copy read from byte `offset`.
     pub fn decode(bytes: &[u8], offset: u64) -> Result<Superblock> {
-        let bad = |why: String| Error::corrupt("superblock", offset, why);
+        let bad = |why: String| Error::corrupt_at("superblock", Location::Byte(offset), why);
         if bytes.len() < SUPERBLOCK_BYTES {
             return Err(bad("short read".into()));
         }
@@ -470,7 +470,9 @@ pub fn seal_ifile_block(block: &mut [u8]) {
 pub fn check_ifile_block(block: &[u8], lbn: u64) -> Result<()> {
     let n = block.len();
     let d = Decoder::new(block);
-    let bad = |why: &str| Error::corrupt("ifile block", lbn, why.to_string());
+    let bad = |why: &str| {
+        Error::corrupt_at("ifile block", Location::FileBlock { ino: IFILE_INO, lbn }, why.to_string())
+    };
     if n < IFILE_TRAILER || d.u32(n - 4).map_err(|_| bad("short"))? != IFILE_MAGIC {
         return Err(bad("no ifile magic"));
     }
@@ -496,7 +498,7 @@ impl CleanerInfo {
     pub fn decode(block: &[u8]) -> Result<CleanerInfo> {
         check_ifile_block(block, 0)?;
         let d = Decoder::new(block);
-        let oob = |_| Error::corrupt("cleaner info", 0u64, "short block");
+        let oob = |_| Error::corrupt_at("cleaner info", Location::Unknown, "short block");
         Ok(CleanerInfo {
             clean_segments: d.u64(0).map_err(oob)?,
             dirty_segments: d.u64(8).map_err(oob)?,

@@ -13,7 +13,7 @@ use super::layout::{
 };
 use super::{Lfs, LogHead, MkfsOptions, MountOptions, Stats};
 use crate::cache::{BufferCache, CacheLimits};
-use crate::error::Error;
+use crate::error::{Error, Location};
 use crate::format::blockno::Geometry;
 use crate::format::inode::{kind, Inode, InodeAttr};
 use crate::format::{crc32c, now_ns, Daddr, IFILE_INO};
@@ -165,7 +165,7 @@ pub fn probe(dev: &dyn BlockDevice) -> bool {
 fn read_superblock(dev: &dyn BlockDevice, offset: u64) -> Result<Superblock> {
     let mut buf = vec![0u8; SUPERBLOCK_BYTES];
     if offset + SUPERBLOCK_BYTES as u64 > dev.size() {
-        return Err(Error::corrupt("superblock", offset, "past the end of the device"));
+        return Err(Error::corrupt_at("superblock", Location::Byte(offset), "past the end of the device"));
     }
     dev.read_at(offset, &mut buf)?;
     Superblock::decode(&buf, offset)
@@ -251,7 +251,7 @@ fn mount_checkpoint(dev: Arc<dyn BlockDevice>, sb: Superblock, options: MountOpt
     lfs.clean.clock_base = c.write_clock;
     lfs.load_ifile(c.ifile_daddr)?;
     if lfs.tables.seguse.get(lfs.log.segment as usize).is_none() {
-        return Err(Error::corrupt("checkpoint", 0u64, "log segment out of range"));
+        return Err(Error::corrupt_at("checkpoint", Location::Unknown, "log segment out of range"));
     }
     // The writer made every segment this checkpoint left empty clean right
     // after writing it, and may have written log into them since: start

@@ -143,7 +143,11 @@ impl Lfs {
                 s.flags & SEGUSE_SUPERBLOCK != 0
             }
             None => {
-                return Err(crate::Error::corrupt("segment usage table", new, "next segment out of range"))
+                return Err(crate::Error::corrupt_at(
+                    "segment usage table",
+                    crate::error::Location::Segment(new),
+                    "next segment out of range",
+                ))
             }
         };
         self.tables.touch_segment(new);

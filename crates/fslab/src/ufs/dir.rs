@@ -15,7 +15,7 @@
 
 use super::dirhash::Answer;
 use super::{DirEntry, Ns};
-use crate::error::errno;
+use crate::error::{errno, Location};
 use crate::format::dirent::{
     self, dt, empty_dir_block, entry_size, kind_from_dt, parse_chunk, put_entry, seal_chunk, set_reclen,
     DIRBLKSIZ, ENTRY_BYTES,
@@ -38,7 +38,7 @@ pub(crate) fn max_free(entries: &[dirent::Entry<'_>]) -> usize {
 }
 
 fn stale(dir: Ino, why: &'static str) -> Error {
-    Error::corrupt("directory hash", dir, why)
+    Error::corrupt_at("directory hash", Location::Inode(dir), why)
 }
 
 /// Whether a chunk holds no live entry: one unused record spanning it.
@@ -63,9 +63,9 @@ impl<S: StorageManager> Ns<'_, S> {
         let size = self.s.vget(dir)?.attr.size;
         let bs = self.block_bytes() as u64;
         if !size.is_multiple_of(bs) {
-            return Err(Error::corrupt(
+            return Err(Error::corrupt_at(
                 "directory",
-                dir,
+                Location::Inode(dir),
                 format!("size {size} is not a multiple of the block size"),
             ));
         }
@@ -73,9 +73,9 @@ impl<S: StorageManager> Ns<'_, S> {
         // size is damage (and would make a scan run for ever).
         let capacity = self.s.device_blocks()?;
         if size / bs > capacity {
-            return Err(Error::corrupt(
+            return Err(Error::corrupt_at(
                 "directory",
-                dir,
+                Location::Inode(dir),
                 format!("size {size} is larger than the file system"),
             ));
         }
@@ -99,9 +99,9 @@ impl<S: StorageManager> Ns<'_, S> {
             let scanned = self.scan_lookup(dir, name)?;
             if scanned != found {
                 self.st.dirs.forget(dir);
-                return Err(Error::corrupt(
+                return Err(Error::corrupt_at(
                     "directory hash",
-                    dir,
+                    Location::Inode(dir),
                     format!(
                         "the hash says {found:?} for {:?}, the blocks say {scanned:?}",
                         String::from_utf8_lossy(name)
@@ -419,7 +419,7 @@ impl<S: StorageManager> Ns<'_, S> {
         let entries = parse_chunk(&block[..DIRBLKSIZ], dir, 0)?;
         match entries.get(1) {
             Some(e) if e.name == b".." && e.ino != 0 => Ok(e.ino),
-            _ => Err(Error::corrupt("directory", dir, "second entry is not '..'")),
+            _ => Err(Error::corrupt_at("directory", Location::Inode(dir), "second entry is not '..'")),
         }
     }
 

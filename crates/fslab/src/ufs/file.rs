@@ -158,7 +158,11 @@ impl<S: StorageManager> Ns<'_, S> {
         }
         let mut block = vec![0u8; self.bs() as usize];
         if attr.size > block.len() as u64 {
-            return Err(crate::Error::corrupt("symlink", ino, format!("size {} exceeds a block", attr.size)));
+            return Err(crate::Error::corrupt_at(
+                "symlink",
+                crate::error::Location::Inode(ino),
+                format!("size {} exceeds a block", attr.size),
+            ));
         }
         self.s.read_block(ino, 0, &mut block)?;
         block.truncate(attr.size as usize);

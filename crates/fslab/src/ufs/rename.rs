@@ -11,7 +11,7 @@
 
 use super::names::dtype_of;
 use super::{check_name, is_dot, now, Ns, RenameFlags, LINK_MAX};
-use crate::error::errno;
+use crate::error::{errno, Location};
 use crate::format::dirent::dt;
 use crate::format::TimeNs;
 use crate::format::{Ino, ROOT_INO};
@@ -225,6 +225,6 @@ impl<S: StorageManager> Ns<'_, S> {
             }
             at = self.dir_parent(at)?;
         }
-        Err(Error::corrupt("directory tree", dir, "'..' entries form a loop"))
+        Err(Error::corrupt_at("directory tree", Location::Inode(dir), "'..' entries form a loop"))
     }
 }

@@ -19,7 +19,7 @@
 //! last attribute goes, the block is freed with `free_xattr`.
 
 use super::{now, Ns};
-use crate::error::errno;
+use crate::error::{errno, Location};
 use crate::format::codec::{crc32c_skipping, Decoder, Encoder};
 use crate::format::Ino;
 use crate::storage::{StorageManager, XATTR_LBN};
@@ -59,7 +59,7 @@ fn decode(block: &[u8], ino: Ino) -> Result<Attrs> {
     if block.iter().all(|&b| b == 0) {
         return Ok(Vec::new());
     }
-    let bad = |why: String| Error::corrupt("xattr block", ino, why);
+    let bad = |why: String| Error::corrupt_at("xattr block", Location::Inode(ino), why);
     let d = Decoder::new(block);
     let short = |_| bad("block shorter than its header".into());
     let magic = d.u32(0).map_err(short)?;

@@ -4,6 +4,7 @@
 //! the blocks (as FreeBSD's `ufsdirhash_checkblock`).
 
 use super::{Answer, DirHash, Plan};
+use crate::error::Location;
 use crate::format::dirent::{parse_chunk, Entry, DIRBLKSIZ, ENTRY_BYTES};
 use crate::format::{Ino, Lbn};
 use crate::storage::StorageManager;
@@ -17,7 +18,7 @@ const BUILD_BATCH: u64 = 32;
 /// A disagreement between a hash and the blocks: in checking mode an
 /// error, otherwise the hash is dropped and the blocks answer.
 fn disagreement(dir: Ino, why: String) -> Error {
-    Error::corrupt("directory hash", dir, why)
+    Error::corrupt_at("directory hash", Location::Inode(dir), why)
 }
 
 /// The block last read by one lookup, so that candidates in the same block

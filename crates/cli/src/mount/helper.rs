@@ -1,0 +1,268 @@
+//! The `fslab` binary as mount(8)'s helpers, installed as links named
+//! `/sbin/mount.fslab`, `/sbin/mount.fuse.fslab` and
+//! `/sbin/umount.fuse.fslab` (`scripts/install`).
+//!
+//! `mount -t fslab IMAGE DIR -o OPTIONS`, or an `/etc/fstab` line of type
+//! `fslab`, makes mount(8) run `mount.fslab IMAGE DIR [-sfnv] [-o OPTIONS]`
+//! (type `fuse.fslab`: `mount.fuse.fslab`, found before `mount.fuse`).
+//! `-f` here is mount's *fake* (check everything, mount nothing), `-s`
+//! *sloppy* (unknown options are warnings), `-n` and `-v` as mount's. The
+//! mount is a background `fslab mount`: it returns once the mount is
+//! usable.
+//!
+//! Every fslab mount has the type `fuse.fslab`, so `umount DIR` (as root)
+//! runs `umount.fuse.fslab DIR [-flnrv]`. The kernel ends the FUSE session
+//! at once, but the daemon writes its final checkpoint afterwards; the
+//! helper waits for that (the image's lock, released after the checkpoint)
+//! before it returns, so that after `umount` the image is complete and
+//! free, as after unmounting any other file system. With `-l` (lazy) the
+//! checkpoint comes after the last open file is closed, and the helper does
+//! not wait.
+//!
+//! Exit statuses follow mount(8): 0 done, 1 wrong usage, 32 failed.
+
+use super::options;
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Wrong usage (mount(8)'s status 1).
+const USAGE: u8 = 1;
+/// The mount or unmount failed (mount(8)'s status 32).
+const FAILED: u8 = 32;
+
+/// Which helper the binary was started as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Helper {
+    /// `mount.fslab`, `mount.fuse.fslab`.
+    Mount,
+    /// `umount.fslab`, `umount.fuse.fslab`.
+    Umount,
+}
+
+/// The helper a program name (`argv[0]`) asks for, if any.
+pub fn by_program_name(argv0: &OsStr) -> Option<Helper> {
+    match Path::new(argv0).file_name()?.to_str()? {
+        "mount.fslab" | "mount.fuse.fslab" => Some(Helper::Mount),
+        "umount.fslab" | "umount.fuse.fslab" => Some(Helper::Umount),
+        _ => None,
+    }
+}
+
+/// What a helper's command line says.
+#[derive(Debug, Default, PartialEq)]
+struct HelperArgs {
+    /// SPEC and DIR for mount, DIR for umount.
+    positional: Vec<PathBuf>,
+    options: Vec<String>,
+    /// The single-letter flags given (`s`, `f`, `n`, `v`, `l`, `r`).
+    flags: String,
+    kind: Option<String>,
+}
+
+/// Parses `args` (after the program name) as mount(8) passes them:
+/// positionals, flags from `flags` (alone or grouped), and `-o X`, `-t X`,
+/// `-N X` (or `-oX`). `-N` (another mount namespace) is refused.
+fn parse(args: &[OsString], flags: &str) -> Result<HelperArgs, String> {
+    let mut parsed = HelperArgs::default();
+    let mut i = 0;
+    let mut only_positional = false;
+    while i < args.len() {
+        let arg = args[i].to_string_lossy().into_owned();
+        i += 1;
+        if only_positional || !arg.starts_with('-') || arg == "-" {
+            parsed.positional.push(PathBuf::from(&args[i - 1]));
+            continue;
+        }
+        if arg == "--" {
+            only_positional = true;
+            continue;
+        }
+        let mut letters = arg[1..].chars();
+        while let Some(letter) = letters.next() {
+            match letter {
+                'o' | 't' | 'N' => {
+                    let rest: String = letters.by_ref().collect();
+                    let value = if rest.is_empty() {
+                        i += 1;
+                        args.get(i - 1).map(|v| v.to_string_lossy().into_owned())
+                    } else {
+                        Some(rest)
+                    };
+                    let value = value.ok_or_else(|| format!("option -{letter} needs a value"))?;
+                    match letter {
+                        'o' => parsed.options.push(value),
+                        't' => parsed.kind = Some(value),
+                        _ => return Err("mounting in another namespace (-N) is not supported".to_string()),
+                    }
+                }
+                l if flags.contains(l) => parsed.flags.push(l),
+                l => return Err(format!("unknown option -{l}")),
+            }
+        }
+    }
+    if let Some(kind) = &parsed.kind {
+        if kind != "fslab" && kind != "fuse.fslab" {
+            return Err(format!("this helper mounts type fslab, not {kind}"));
+        }
+    }
+    Ok(parsed)
+}
+
+/// Runs `helper` with `args` (after the program name).
+pub fn main(helper: Helper, args: &[OsString]) -> ExitCode {
+    let (name, result) = match helper {
+        Helper::Mount => ("mount", mount(args)),
+        Helper::Umount => ("umount", umount(args)),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err((status, message)) => {
+            eprintln!("fslab: {name}: {message}");
+            ExitCode::from(status)
+        }
+    }
+}
+
+fn mount(args: &[OsString]) -> Result<(), (u8, String)> {
+    let usage = |e: String| (USAGE, e);
+    let parsed = parse(args, "sfnvh").map_err(usage)?;
+    if parsed.flags.contains('h') {
+        println!("usage: mount.fslab IMAGE DIR [-sfnv] [-o OPTIONS]   (run by mount -t fslab)");
+        return Ok(());
+    }
+    let [image, dir] = parsed.positional.as_slice() else {
+        return Err(usage("usage: mount.fslab IMAGE DIR [-sfnv] [-o OPTIONS]".to_string()));
+    };
+    // mount(8) itself calls a bad option a failed mount (32), not wrong usage.
+    let (opts, warnings) =
+        options::parse(&parsed.options, parsed.flags.contains('s')).map_err(|e| (FAILED, e))?;
+    for warning in warnings {
+        eprintln!("fslab: mount: {warning}");
+    }
+    if parsed.flags.contains('f') {
+        // Fake: everything but the mount itself.
+        image.canonicalize().map_err(|e| (FAILED, format!("{}: {e}", image.display())))?;
+        if !dir.is_dir() {
+            return Err((FAILED, format!("mount point {} is not a directory", dir.display())));
+        }
+        return Ok(());
+    }
+    if parsed.flags.contains('v') {
+        println!("fslab: mounting {} on {}", image.display(), dir.display());
+    }
+    super::start(image, dir, &opts, false).map_err(|e| (FAILED, e))
+}
+
+fn umount(args: &[OsString]) -> Result<(), (u8, String)> {
+    let parsed = parse(args, "flnrvh").map_err(|e| (USAGE, e))?;
+    if parsed.flags.contains('h') {
+        println!("usage: umount.fuse.fslab DIR [-flnrv]   (run by umount)");
+        return Ok(());
+    }
+    let [dir] = parsed.positional.as_slice() else {
+        return Err((USAGE, "usage: umount.fuse.fslab DIR [-flnrv]".to_string()));
+    };
+    // A mount whose daemon died cannot be canonicalized (ENOTCONN): the
+    // path as given is what the mount table shows, if it is absolute.
+    let dir = dir.canonicalize().unwrap_or_else(|_| dir.clone());
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo")
+        .map_err(|e| (FAILED, format!("cannot read /proc/self/mountinfo: {e}")))?;
+    let source = crate::sync::fslab_source(&mountinfo, &dir)
+        .ok_or_else(|| (FAILED, format!("{}: not the mount point of an fslab file system", dir.display())))?;
+    let lazy = parsed.flags.contains('l');
+    unmount(&dir, lazy, parsed.flags.contains('f'))
+        .map_err(|e| (FAILED, format!("{}: {e}", dir.display())))?;
+    let image = PathBuf::from(&source);
+    if lazy {
+        return Ok(());
+    }
+    if !image.is_absolute() || !image.exists() {
+        eprintln!(
+            "fslab: umount: {}: the mount does not name its image; not waiting for its final checkpoint",
+            dir.display()
+        );
+        return Ok(());
+    }
+    crate::image_lock::wait_released(&image).map_err(|e| (FAILED, format!("{}: {e}", image.display())))?;
+    if parsed.flags.contains('v') {
+        println!("fslab: {} unmounted; final checkpoint of {} written", dir.display(), image.display());
+    }
+    Ok(())
+}
+
+/// Unmounts `dir`: as root directly, otherwise through fusermount3.
+fn unmount(dir: &Path, lazy: bool, force: bool) -> Result<(), String> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).map_err(|_| "path holds a NUL byte")?;
+    let mut flags = 0;
+    if lazy {
+        flags |= libc::MNT_DETACH;
+    }
+    if force {
+        flags |= libc::MNT_FORCE;
+    }
+    // SAFETY: `path` is a valid NUL-terminated string that outlives the call.
+    if unsafe { libc::umount2(path.as_ptr(), flags) } == 0 {
+        return Ok(());
+    }
+    let e = std::io::Error::last_os_error();
+    match e.raw_os_error() {
+        Some(libc::EBUSY) => Err("target is busy (files are open on it; -l unmounts lazily)".to_string()),
+        Some(libc::EPERM) => {
+            let mut command = std::process::Command::new("fusermount3");
+            command.arg("-u");
+            if lazy {
+                command.arg("-z");
+            }
+            let status = command.arg("--").arg(dir).status().map_err(|e| format!("fusermount3: {e}"))?;
+            if status.success() {
+                Ok(())
+            } else {
+                Err("fusermount3 -u failed".to_string())
+            }
+        }
+        _ => Err(e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(words: &[&str]) -> Vec<OsString> {
+        words.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn the_program_name_picks_the_helper() {
+        assert_eq!(by_program_name(OsStr::new("/sbin/mount.fslab")), Some(Helper::Mount));
+        assert_eq!(by_program_name(OsStr::new("mount.fuse.fslab")), Some(Helper::Mount));
+        assert_eq!(by_program_name(OsStr::new("/usr/sbin/umount.fuse.fslab")), Some(Helper::Umount));
+        assert_eq!(by_program_name(OsStr::new("/usr/local/bin/fslab")), None);
+        assert_eq!(by_program_name(OsStr::new("mount.fslabx")), None);
+    }
+
+    #[test]
+    fn mount_passes_spec_dir_flags_and_options_in_any_order() {
+        let parsed =
+            parse(&args(&["/img", "/mnt", "-sv", "-o", "rw,cleaner=greedy", "-n"]), "sfnv").expect("ok");
+        assert_eq!(parsed.positional, [PathBuf::from("/img"), PathBuf::from("/mnt")]);
+        assert_eq!(parsed.options, ["rw,cleaner=greedy"]);
+        assert_eq!(parsed.flags, "svn");
+        let parsed = parse(&args(&["-orw", "-t", "fuse.fslab", "/img", "/mnt"]), "sfnv").expect("ok");
+        assert_eq!(
+            (parsed.options.as_slice(), parsed.kind.as_deref()),
+            (["rw".to_string()].as_slice(), Some("fuse.fslab"))
+        );
+    }
+
+    #[test]
+    fn wrong_usage_is_refused() {
+        assert!(parse(&args(&["/img", "/mnt", "-x"]), "sfnv").is_err(), "unknown flag");
+        assert!(parse(&args(&["/img", "/mnt", "-o"]), "sfnv").is_err(), "-o without a value");
+        assert!(parse(&args(&["/img", "/mnt", "-t", "ext4"]), "sfnv").is_err(), "another type");
+        let e = parse(&args(&["/img", "/mnt", "-N", "/proc/1/ns/mnt"]), "sfnv").expect_err("-N");
+        assert!(e.contains("namespace"), "{e}");
+    }
+}

@@ -1,0 +1,242 @@
+//! `fslab mount IMAGE DIR [-o OPTIONS] [-f]`, and the same as the mount
+//! helper `mount.fslab` that `mount -t fslab` and `/etc/fstab` run.
+//!
+//! * `options` — fslab's options and the generic ones of mount(8).
+//! * `background` — the fork, and the handshake that makes the command
+//!   return once the mount is usable.
+//! * `log` — where a background mount's messages go: the system log, or a
+//!   file it names at mount time.
+//! * `helper` — `mount.fslab` / `umount.fuse.fslab`: mount(8)'s helper
+//!   conventions, and an unmount that waits for the final checkpoint.
+//! * `utab` — the line that makes `umount DIR` run that helper.
+//!
+//! Foreground (`-f`): mount, serve until unmounted, write the final
+//! checkpoint, exit.
+//!
+//! Cleaning: unless `-o cleaner=off`, the file system gets a cleaner of the
+//! chosen policy twice over: one writers run themselves when they are short
+//! of clean segments, and a background thread that cleans towards the
+//! high-water mark between requests. The control socket
+//! (`fslab_cleaner::control`) serves `fslab clean` and `fslab stat`; it and
+//! the thread start before "ready", so both commands work as soon as the
+//! mount command returns.
+//!
+//! Shutdown: `umount`/`fusermount3 -u` ends the FUSE session; SIGTERM,
+//! SIGINT and SIGHUP make a dedicated thread unmount the directory, which
+//! ends it the same way. Either way the final checkpoint is written once, by
+//! `fslab_fuse::Mounted::run`, before the process exits.
+
+mod background;
+pub mod helper;
+mod log;
+mod options;
+mod utab;
+
+use clap::Args;
+use disk::FileDisk;
+use fslab::lfs::Lfs;
+use fslab::ufs::FileSystem;
+use fslab::Result as FsResult;
+use fslab_cleaner::background::Background;
+use fslab_cleaner::control::{DirhashReport, Server};
+use fslab_cleaner::{policy, Cleaner, LfsAccess};
+use fslab_fuse::{FsHandle, MountConfig, Mounted};
+use options::Options;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Arguments of `fslab mount`.
+#[derive(Args)]
+pub struct MountArgs {
+    /// The image file or block device holding the file system.
+    image: PathBuf,
+    /// The directory to mount it on.
+    dir: PathBuf,
+    /// Comma-separated options: allow_other, cache=SIZE (e.g. 256M), checkpoint=SECONDS,
+    /// cleaner=POLICY|off (greedy, cost-benefit or hot-cold; default hot-cold), log=FILE
+    /// (instead of the system log), noexec, suid, dev, dirhash=on|off (default on),
+    /// dirhash_maxmem=SIZE (default 2M), dirhash_minsize=SIZE (default 2560),
+    /// dirhash_check (cross-check every dirhash answer; slow); and mount(8)'s generic options
+    /// (defaults, nofail, noauto, x-*, ...). ro, sync and atime are refused.
+    #[arg(short = 'o', value_name = "OPTIONS")]
+    options: Vec<String>,
+    /// Stay in the foreground until unmounted.
+    #[arg(short = 'f', long = "foreground")]
+    foreground: bool,
+}
+
+/// Mounts, in the foreground or the background.
+pub fn run(args: &MountArgs) -> Result<(), String> {
+    let (options, _) = options::parse(&args.options, false)?;
+    start(&args.image, &args.dir, &options, args.foreground)
+}
+
+/// Mounts `image` on `dir` with `options`: in the foreground (serving until
+/// unmounted) or in the background (returning once the mount is usable).
+fn start(image: &Path, dir: &Path, options: &Options, foreground: bool) -> Result<(), String> {
+    // Canonical paths: the background process changes directory to "/".
+    let image = image.canonicalize().map_err(|e| format!("{}: {e}", image.display()))?;
+    let dir = dir.canonicalize().map_err(|e| format!("mount point {}: {e}", dir.display()))?;
+    if !dir.is_dir() {
+        return Err(format!("mount point {} is not a directory", dir.display()));
+    }
+    if foreground {
+        let signals = block_signals();
+        let mount = mount(&image, &dir, options)?;
+        warn_without_control(&mount);
+        serve(mount, signals)
+    } else {
+        background::background(&image, &dir, options)
+    }
+}
+
+/// A mount and what runs beside it, until it is unmounted.
+struct Mount {
+    mounted: Mounted<Lfs>,
+    /// The image's lock: held until the final checkpoint is written.
+    lock: File,
+    /// The mount point.
+    dir: PathBuf,
+    /// The control socket, if it could be made.
+    control: Result<Server, String>,
+    /// The background cleaner, unless `cleaner=off`.
+    background: Option<Background>,
+}
+
+/// The cleaner's way into the mounted file system: one call under the
+/// mount's lock, like one kernel request.
+#[derive(Clone)]
+struct MountAccess(FsHandle<Lfs>);
+
+impl LfsAccess for MountAccess {
+    fn with_lfs<R>(&self, op: impl FnOnce(&mut Lfs) -> FsResult<R>) -> FsResult<R> {
+        self.0.with(|fs| op(fs.storage()))
+    }
+
+    fn dirhash_report(&self) -> FsResult<Option<DirhashReport>> {
+        self.0.with(|fs| Ok(Some(DirhashReport { options: fs.dirhash_options(), stats: fs.dirhash_stats() })))
+    }
+}
+
+/// The cleaner of `policy_name`, a name `parse_options` accepted.
+fn cleaner(policy_name: &str) -> Result<Cleaner, String> {
+    policy::by_name(policy_name)
+        .map(Cleaner::new)
+        .ok_or_else(|| format!("option cleaner: unknown policy '{policy_name}'"))
+}
+
+/// Locks the image, mounts the storage manager and the FUSE session, then
+/// starts the control socket and the background cleaner.
+fn mount(image: &Path, dir: &Path, options: &Options) -> Result<Mount, String> {
+    let name = image.display();
+    let lock = crate::image_lock::lock(image).map_err(|e| format!("{name}: {e}"))?;
+    let disk = FileDisk::open(image).map_err(|e| format!("{name}: {e}"))?;
+    let mut lfs = Lfs::mount(Arc::new(disk), options.storage).map_err(|e| format!("{name}: {e}"))?;
+    if let Some(policy_name) = options.cleaner {
+        cleaner(policy_name)?.install(&mut lfs);
+    }
+    let config = MountConfig {
+        allow_other: options.allow_other,
+        source: image.to_string_lossy().into_owned(),
+        exec: options.exec,
+        suid: options.suid,
+        dev: options.dev,
+        ..MountConfig::default()
+    };
+    let mut fs = FileSystem::new(lfs);
+    fs.set_dirhash_options(options.dirhash);
+    let mounted = fslab_fuse::mount(fs, dir, &config).map_err(|e| e.to_string())?;
+    // Without the mark (a file system without such locks) another command
+    // finding the image locked waits before it says so, instead of at once.
+    if let Ok(mark) = crate::image_lock::mark_serving(image) {
+        mounted.keep_while_serving(mark);
+    }
+    let access = MountAccess(mounted.handle());
+    // Without the socket the mount still works; only `fslab clean` and
+    // `fslab stat` do not (the caller warns).
+    let control = Server::start(access.clone(), dir, options.cleaner.unwrap_or("off"))
+        .map_err(|e| format!("no control socket, so fslab clean and fslab stat will not work: {e}"));
+    let background = match options.cleaner {
+        Some(policy_name) => Some(
+            Background::spawn(access, cleaner(policy_name)?)
+                .map_err(|e| format!("cannot start the cleaner thread: {e}"))?,
+        ),
+        None => None,
+    };
+    // `umount` finds its helper through this line, and the helper finds
+    // the image through the mount's source, which must then be the image.
+    if !image.as_os_str().as_encoded_bytes().iter().any(|&b| b == b',' || b == b'\\') {
+        utab::register(image, dir);
+    }
+    Ok(Mount { mounted, lock, dir: dir.to_path_buf(), control, background })
+}
+
+/// Says on stderr (while a user still sees it) that the control socket is
+/// missing.
+fn warn_without_control(mount: &Mount) {
+    if let Err(why) = &mount.control {
+        eprintln!("fslab: mount: warning: {why}");
+    }
+}
+
+/// Serves until unmounted; a signal thread unmounts on SIGTERM/SIGINT/SIGHUP.
+/// Then the control socket goes, the cleaner thread stops (it found the
+/// file system gone already) and the image's lock is released.
+fn serve(mount: Mount, signals: libc::sigset_t) -> Result<(), String> {
+    let Mount { mounted, lock, dir, control, background } = mount;
+    let unmounter = mounted.unmounter();
+    std::thread::Builder::new()
+        .name("fslab-signals".to_string())
+        .spawn(move || loop {
+            let mut signal = 0;
+            // SAFETY: `signals` is an initialized set; `signal` outlives the call.
+            if unsafe { libc::sigwait(&signals, &mut signal) } != 0 {
+                return;
+            }
+            if let Err(e) = unmounter.unmount() {
+                eprintln!("fslab: mount: cannot unmount {}: {e}", unmounter.mountpoint().display());
+            }
+        })
+        .map_err(|e| format!("cannot start the signal thread: {e}"))?;
+    let served = mounted.run().map_err(|e| e.to_string());
+    drop(control);
+    if let Some(background) = background {
+        background.stop();
+    }
+    utab::unregister(&dir);
+    drop(lock);
+    served
+}
+
+/// Blocks the shutdown signals in this thread and every thread it starts
+/// later, so that only the signal thread's `sigwait` receives them.
+fn block_signals() -> libc::sigset_t {
+    // SAFETY: sigset_t is plain data that sigemptyset initializes; the
+    // calls only read and write the set and this thread's mask.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for signal in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
+            libc::sigaddset(&mut set, signal);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        set
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The help text is written by hand; it must not drift from the policies.
+    #[test]
+    fn help_names_every_policy_and_the_default() {
+        let mut command = <MountArgs as clap::Args>::augment_args(clap::Command::new("mount"));
+        let help = command.render_help().to_string();
+        for name in policy::NAMES {
+            assert!(help.contains(name), "{name} missing from: {help}");
+        }
+        assert!(help.contains(&format!("default {}", policy::DEFAULT)), "{help}");
+    }
+}

@@ -1,0 +1,266 @@
+//! Mount options: fslab's own, and the generic ones `mount(8)` and
+//! `/etc/fstab` use for every file system.
+//!
+//! Every option is in one of three groups, in this order of preference:
+//!
+//! 1. honoured: fslab's own (`allow_other`, `cache=`, `checkpoint=`,
+//!    `cleaner=`, `log=`, `dirhash=`, `dirhash_maxmem=`, `dirhash_minsize=`,
+//!    `dirhash_check`) and the kernel flags FUSE can set (`exec`,
+//!    `noexec`, `suid`, `nosuid`, `dev`, `nodev`);
+//! 2. accepted, changing nothing: what is already true of every fslab
+//!    mount (`rw`, `async`, `noatime`, `relatime`, ...) and what only
+//!    `mount(8)`, `umount(8)` or systemd read (`defaults`, `auto`,
+//!    `noauto`, `nofail`, `_netdev`, `user`, `users`, `x-*`, ...);
+//! 3. refused, with the reason: what fslab cannot honour (`ro`, `sync`,
+//!    `dirsync`, `atime`, `strictatime`, `mand`, `remount`, ...).
+//!
+//! Anything else is an unknown option: an error, or with `mount -s`
+//! (sloppy) a warning.
+
+use crate::size::parse_size;
+use fslab::lfs::MountOptions;
+use fslab::ufs::DirhashOptions;
+use fslab_cleaner::policy;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Everything the options say.
+#[derive(Debug, PartialEq)]
+pub(super) struct Options {
+    pub allow_other: bool,
+    pub storage: MountOptions,
+    /// The cleaner's policy (one of `policy::NAMES`), or `None`: no cleaner.
+    pub cleaner: Option<&'static str>,
+    /// Kernel flags: programs may run, set-user-ID works, devices open.
+    pub exec: bool,
+    pub suid: bool,
+    pub dev: bool,
+    /// Where a background mount's messages go instead of the system log.
+    pub log: Option<PathBuf>,
+    /// Directory hashing (2002 paper §3).
+    pub dirhash: DirhashOptions,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            allow_other: false,
+            storage: MountOptions::default(),
+            cleaner: Some(policy::DEFAULT),
+            exec: true,
+            suid: false,
+            dev: false,
+            log: None,
+            dirhash: DirhashOptions::default(),
+        }
+    }
+}
+
+/// Options true of every fslab mount, or read only by programs other than
+/// the file system: accepted, and nothing changes.
+const ACCEPTED: &[&str] = &[
+    "defaults",
+    "rw",
+    "async",
+    "auto",
+    "noauto",
+    "nofail",
+    "_netdev",
+    "user",
+    "nouser",
+    "users",
+    "owner",
+    "group",
+    "noatime",
+    "relatime",
+    "nodiratime",
+    "diratime",
+    "norelatime",
+    "lazytime",
+    "nolazytime",
+    "nostrictatime",
+    "nomand",
+    "silent",
+    "loud",
+    "default_permissions",
+];
+
+/// Options fslab cannot honour, with the reason given to the user.
+const REFUSED: &[(&str, &str)] = &[
+    ("ro", "read-only mounts are not supported yet"),
+    ("sync", "fslab writes asynchronously; use fsync(2) or 'fslab sync DIR' for durability"),
+    ("dirsync", "fslab writes directory changes asynchronously; use fsync(2) on the directory"),
+    ("atime", "fslab does not update access times on reads (it behaves as noatime)"),
+    ("strictatime", "fslab does not update access times on reads (it behaves as noatime)"),
+    ("mand", "mandatory locks are not supported"),
+    ("remount", "a mounted fslab cannot change its options; unmount it and mount again"),
+    ("bind", "bind mounts are made by mount(8) itself, not by fslab"),
+    ("rbind", "bind mounts are made by mount(8) itself, not by fslab"),
+    ("move", "moving a mount is done by mount(8) itself, not by fslab"),
+    ("loop", "fslab reads its image file itself and needs no loop device"),
+    ("nosymfollow", "nosymfollow is not supported"),
+];
+
+/// Parses `-o` lists. `sloppy` (`mount -s`) turns an unknown option into
+/// a warning (returned) instead of an error.
+pub(super) fn parse(lists: &[String], sloppy: bool) -> Result<(Options, Vec<String>), String> {
+    let mut options = Options::default();
+    let mut warnings = Vec::new();
+    for option in lists.iter().flat_map(|list| list.split(',')).filter(|o| !o.is_empty()) {
+        let (key, value) = match option.split_once('=') {
+            Some((key, value)) => (key, Some(value)),
+            None => (option, None),
+        };
+        if let Some((_, why)) = REFUSED.iter().find(|(name, _)| *name == key) {
+            return Err(format!("option {key}: {why}"));
+        }
+        match (key, value) {
+            ("allow_other", None) => options.allow_other = true,
+            ("exec", None) => options.exec = true,
+            ("noexec", None) => options.exec = false,
+            ("suid", None) => options.suid = true,
+            ("nosuid", None) => options.suid = false,
+            ("dev", None) => options.dev = true,
+            ("nodev", None) => options.dev = false,
+            (name, None) if ACCEPTED.contains(&name) => {}
+            // mount(8) records who mounted; systemd and others keep their
+            // own settings in x-* and comment=.
+            ("user" | "comment" | "helper" | "uhelper", Some(_)) => {}
+            (name, _) if name.starts_with("x-") => {}
+            ("cache", Some(size)) => {
+                options.storage.cache_bytes = parse_size(size).map_err(|e| format!("option cache: {e}"))?
+            }
+            ("checkpoint", Some(seconds)) => {
+                let seconds: u64 = seconds.parse().ok().filter(|&s| s > 0).ok_or_else(|| {
+                    format!("option checkpoint: '{seconds}' is not a positive number of seconds")
+                })?;
+                options.storage.checkpoint_interval = Duration::from_secs(seconds);
+            }
+            ("cleaner", Some("off")) => options.cleaner = None,
+            ("cleaner", Some(name)) => {
+                options.cleaner =
+                    Some(policy::NAMES.iter().copied().find(|&n| n == name).ok_or_else(|| {
+                        format!(
+                            "option cleaner: unknown policy '{name}' (use {} or off)",
+                            policy::NAMES.join(", ")
+                        )
+                    })?)
+            }
+            ("log", Some("")) => return Err("option log: needs a file name (log=FILE)".to_string()),
+            ("log", Some(file)) => options.log = Some(PathBuf::from(file)),
+            ("dirhash", Some("on")) => options.dirhash.enabled = true,
+            ("dirhash", Some("off")) => options.dirhash.enabled = false,
+            ("dirhash", Some(other)) => return Err(format!("option dirhash: '{other}' is not on or off")),
+            ("dirhash_maxmem", Some(size)) => {
+                options.dirhash.max_memory =
+                    parse_size(size).map_err(|e| format!("option dirhash_maxmem: {e}"))?
+            }
+            ("dirhash_minsize", Some(size)) => {
+                options.dirhash.min_dir_size =
+                    parse_size(size).map_err(|e| format!("option dirhash_minsize: {e}"))?
+            }
+            ("dirhash_check", None) => options.dirhash.check = true,
+            (
+                "cache" | "checkpoint" | "cleaner" | "log" | "dirhash" | "dirhash_maxmem" | "dirhash_minsize",
+                None,
+            ) => return Err(format!("option {key} needs a value ({key}=...)")),
+            (name, Some(_)) if ACCEPTED.contains(&name) || is_flag(name) => {
+                return Err(format!("option {key} takes no value"))
+            }
+            _ if sloppy => warnings.push(format!("ignoring unknown mount option '{option}'")),
+            _ => return Err(format!("unknown mount option '{option}'")),
+        }
+    }
+    Ok((options, warnings))
+}
+
+/// The options that take no value.
+fn is_flag(name: &str) -> bool {
+    matches!(name, "allow_other" | "exec" | "noexec" | "suid" | "nosuid" | "dev" | "nodev" | "dirhash_check")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one(option: &str) -> Result<Options, String> {
+        parse(&[option.to_string()], false).map(|(o, _)| o)
+    }
+
+    #[test]
+    fn fslab_options_parse_and_unknown_ones_are_refused() {
+        let parsed = parse(&["allow_other,cache=64M".to_string(), "checkpoint=5".to_string()], false);
+        let expected = Options {
+            allow_other: true,
+            storage: MountOptions { cache_bytes: 64 << 20, checkpoint_interval: Duration::from_secs(5) },
+            ..Options::default()
+        };
+        assert_eq!(parsed, Ok((expected, Vec::new())));
+        assert_eq!(parse(&[], false).map(|(o, _)| o), Ok(Options::default()));
+        assert_eq!(one("cleaner=off").map(|o| o.cleaner), Ok(None));
+        for name in policy::NAMES {
+            assert_eq!(one(&format!("cleaner={name}")).map(|o| o.cleaner), Ok(Some(*name)));
+        }
+        assert_eq!(one("log=/var/log/x.log").map(|o| o.log), Ok(Some(PathBuf::from("/var/log/x.log"))));
+        let dirhash =
+            one("dirhash=off,dirhash_maxmem=64M,dirhash_minsize=16K,dirhash_check").map(|o| o.dirhash);
+        let want =
+            DirhashOptions { enabled: false, max_memory: 64 << 20, min_dir_size: 16 << 10, check: true };
+        assert_eq!(dirhash, Ok(want));
+        assert_eq!(one("dirhash=on").map(|o| o.dirhash.enabled), Ok(true));
+        for bad in [
+            "dirhash",
+            "dirhash=maybe",
+            "dirhash_maxmem=lots",
+            "dirhash_minsize",
+            "dirhash_check=1",
+            "bogus",
+            "cache",
+            "cache=lots",
+            "checkpoint=0",
+            "checkpoint=-1",
+            "allow_other=1",
+            "noexec=yes",
+            "rw=1",
+            "cleaner",
+            "cleaner=nonsense",
+            "log",
+            "log=",
+        ] {
+            assert!(one(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn generic_options_of_fstab_lines_are_accepted() {
+        let fstab = "defaults,rw,auto,noauto,nofail,_netdev,user,users,nouser,owner,group,user=alice,\
+                     noatime,relatime,nodiratime,lazytime,async,nomand,x-systemd.automount,\
+                     x-systemd.device-timeout=10,comment=backup";
+        assert_eq!(parse(&[fstab.to_string()], false), Ok((Options::default(), Vec::new())));
+    }
+
+    #[test]
+    fn kernel_flags_are_honoured_last_one_winning() {
+        let o = one("noexec,suid,dev").expect("parses");
+        assert_eq!((o.exec, o.suid, o.dev), (false, true, true));
+        let o = one("suid,nosuid,noexec,exec").expect("parses");
+        assert_eq!((o.exec, o.suid, o.dev), (true, false, false));
+    }
+
+    #[test]
+    fn what_fslab_cannot_honour_is_refused_with_the_reason() {
+        for (name, why) in REFUSED {
+            let e = one(name).expect_err(name);
+            assert_eq!(e, format!("option {name}: {why}"));
+        }
+        assert!(one("defaults,ro").expect_err("ro").contains("read-only"));
+    }
+
+    #[test]
+    fn sloppy_turns_unknown_options_into_warnings_but_still_refuses_the_impossible() {
+        let (o, warnings) = parse(&["bogus,cache=1M".to_string()], true).expect("sloppy");
+        assert_eq!(o.storage.cache_bytes, 1 << 20);
+        assert_eq!(warnings, ["ignoring unknown mount option 'bogus'"]);
+        assert!(parse(&["sync".to_string()], true).is_err());
+    }
+}

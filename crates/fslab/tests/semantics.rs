@@ -1,0 +1,72 @@
+//! Promises of docs/SEMANTICS.md that no other test checked, through the
+//! library on a small in-memory image: each test is named as the promise.
+
+use disk::MemDisk;
+use fslab::format::inode::kind;
+use fslab::format::ROOT_INO;
+use fslab::lfs::{Lfs, MkfsOptions, MountOptions};
+use fslab::ufs::{Creds, FileSystem, RenameFlags, SetAttr, TimeSet};
+use std::sync::Arc;
+
+const CREDS: Creds = Creds { uid: 0, gid: 0 };
+
+/// A fresh 16 MiB image with 64 KiB segments, mounted without a cleaner.
+fn fresh() -> (Arc<MemDisk>, FileSystem<Lfs>) {
+    let dev = Arc::new(MemDisk::new(16 << 20));
+    let options = MkfsOptions { block_size: 4096, segment_size: 64 << 10 };
+    fslab::mkfs_lfs(dev.clone(), &options, CREDS).expect("mkfs");
+    let fs = mount(&dev);
+    (dev, fs)
+}
+
+fn mount(dev: &Arc<MemDisk>) -> FileSystem<Lfs> {
+    FileSystem::new(Lfs::mount(dev.clone(), MountOptions::default()).expect("mount"))
+}
+
+/// "Half a segment of the reserve is kept for metadata only: unlink,
+/// rmdir, rename, mkdir still work when file data has filled the disk."
+#[test]
+fn names_still_change_when_file_data_has_filled_the_disk() {
+    let (_dev, mut fs) = fresh();
+    let dir = fs.mkdir(ROOT_INO, b"d", 0o755, CREDS).expect("mkdir").ino;
+    let block = vec![7u8; 4096];
+    let mut files = Vec::new();
+    'fill: for n in 0.. {
+        let ino =
+            fs.mknod(ROOT_INO, format!("f{n}").as_bytes(), kind::REG | 0o644, 0, CREDS).expect("create").ino;
+        files.push(ino);
+        for b in 0..64u64 {
+            match fs.write(ino, b * 4096, &block) {
+                Ok(_) => {}
+                Err(e) if e.errno() == libc::ENOSPC => break 'fill,
+                Err(e) => panic!("write: {e}"),
+            }
+        }
+    }
+    assert!(files.len() > 10, "the disk filled after {} files", files.len());
+    fs.mkdir(ROOT_INO, b"made-when-full", 0o755, CREDS).expect("mkdir on a full disk");
+    fs.rename(ROOT_INO, b"f0", dir, b"moved", RenameFlags::default()).expect("rename on a full disk");
+    fs.rmdir(ROOT_INO, b"made-when-full").expect("rmdir on a full disk");
+    fs.unlink(dir, b"moved").expect("unlink on a full disk");
+    fs.unmount().expect("unmount");
+}
+
+/// "Timestamps have nanosecond resolution. Reads do not update atime (as
+/// noatime)."
+#[test]
+fn times_keep_their_nanoseconds_and_reads_leave_atime_alone() {
+    let (dev, mut fs) = fresh();
+    let ino = fs.mknod(ROOT_INO, b"f", kind::REG | 0o644, 0, CREDS).expect("create").ino;
+    fs.write(ino, 0, b"data").expect("write");
+    let at = 1_700_000_000_123_456_789;
+    let change =
+        SetAttr { atime: Some(TimeSet::At(at)), mtime: Some(TimeSet::At(at + 1)), ..SetAttr::default() };
+    fs.setattr(ino, &change).expect("utimensat");
+    fs.read(ino, 0, 4).expect("read");
+    fs.unmount().expect("unmount");
+    let mut fs = mount(&dev);
+    fs.read(ino, 0, 4).expect("read after remount");
+    let attr = fs.getattr(ino).expect("stat").attr;
+    assert_eq!((attr.atime, attr.mtime), (at, at + 1), "nanoseconds kept, atime untouched by reads");
+    fs.unmount().expect("unmount");
+}
