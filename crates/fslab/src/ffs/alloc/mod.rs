@@ -23,7 +23,7 @@ use super::geometry::Geometry;
 use super::layout::{Optim, Policy, Superblock, Totals};
 use super::Frag;
 use crate::error::{errno, Error};
-use crate::format::Ino;
+use crate::format::{Ino, ROOT_INO};
 use crate::Result;
 use std::collections::BTreeSet;
 
@@ -336,9 +336,11 @@ impl Allocator {
 
     /// Allocates an inode for a new file in directory `parent` (4.4BSD
     /// `ffs_valloc`):
-    /// 1. a directory goes to the group [`dirpref`](Self::dirpref) picks,
-    ///    preferring its first inode; any other file prefers its parent's
-    ///    inode number, i.e. the parent's group (1984 FFS paper §4);
+    /// 1. the first directory of a new file system is the root and takes
+    ///    inode 2 (as `newfs` makes it); any other directory goes to the
+    ///    group [`dirpref`](Self::dirpref) picks, preferring its first
+    ///    inode; any other file prefers its parent's inode number, i.e. the
+    ///    parent's group (1984 FFS paper §4);
     /// 2. in that group, the preferred slot, else the next free one after
     ///    the group's inode rotor;
     /// 3. then other groups in [`hashalloc`](Self::hashalloc) order.
@@ -349,7 +351,12 @@ impl Allocator {
             return Err(errno(libc::ENOSPC, "no free inodes"));
         }
         let ipg = self.geo.ipg as Ino;
-        let mut ipref = if is_dir { self.dirpref() as Ino * ipg } else { parent };
+        let root_missing = self.groups.first().is_some_and(|g| !g.is_inode_used(ROOT_INO as u32));
+        let mut ipref = match (is_dir, root_missing) {
+            (true, true) => ROOT_INO,
+            (true, false) => self.dirpref() as Ino * ipg,
+            (false, _) => parent,
+        };
         if ipref >= self.geo.ninodes() {
             ipref = 0;
         }

@@ -61,8 +61,14 @@ impl Allocator {
     ///    when a gap of [`rotdelay_gap_frags`] is left first (the time the
     ///    host needs to issue the next transfer, 1993 paper §5.1).
     pub fn blkpref(&self, ino: Ino, lbn: Lbn, indx: usize, bap: &[Frag]) -> Frag {
+        self.blkpref_with(ino, lbn, indx, |i| bap.get(i).copied().unwrap_or(0))
+    }
+
+    /// [`blkpref`](Self::blkpref) with the pointer array read through `at`
+    /// (pointer `i` of it, 0 for none): only two of its pointers matter, so
+    /// a storage manager need not decode a whole indirect block.
+    pub fn blkpref_with(&self, ino: Ino, lbn: Lbn, indx: usize, at: impl Fn(usize) -> Frag) -> Frag {
         let geo = &self.geo;
-        let at = |i: usize| bap.get(i).copied().unwrap_or(0);
         let prev = if indx == 0 { 0 } else { at(indx - 1) };
         let maxbpg = self.policy.maxbpg.max(1) as usize;
         if indx.is_multiple_of(maxbpg) || prev == 0 {
