@@ -9,7 +9,7 @@ use std::sync::Arc;
 use disk::{BlockDevice, MemDisk};
 use fslab::lfs::{Lfs, MkfsOptions, MountOptions};
 use fslab::storage::{MemStorage, StorageManager};
-use fslab::ufs::{Creds, FileSystem};
+use fslab::ufs::{Creds, DirhashOptions, FileSystem};
 
 use crate::model::Limits;
 use crate::space::Capacity;
@@ -34,6 +34,14 @@ pub trait Subject {
     }
 }
 
+/// `fs` with dirhash's checking mode on, and every directory hashed: the
+/// model tests cross-check each answer of a hash against the blocks.
+pub fn checked<S: StorageManager>(mut fs: FileSystem<S>) -> FileSystem<S> {
+    let options = fs.dirhash_options();
+    fs.set_dirhash_options(DirhashOptions { check: true, min_dir_size: 0, ..options });
+    fs
+}
+
 /// `FileSystem<MemStorage>`.
 pub struct MemSubject {
     fs: FileSystem<MemStorage>,
@@ -42,7 +50,7 @@ pub struct MemSubject {
 impl MemSubject {
     /// A fresh file system of 4 KiB blocks.
     pub fn new() -> MemSubject {
-        MemSubject { fs: FileSystem::new(MemStorage::new(4096)) }
+        MemSubject { fs: checked(FileSystem::new(MemStorage::new(4096))) }
     }
 }
 
@@ -84,7 +92,7 @@ impl LfsSubject {
         let dev: Arc<dyn BlockDevice> = disk.clone();
         fslab::mkfs_lfs(dev.clone(), &mkfs, Creds::default())?;
         let mount = MountOptions { cache_bytes, ..MountOptions::default() };
-        let fs = FileSystem::new(Lfs::mount(dev, mount)?);
+        let fs = checked(FileSystem::new(Lfs::mount(dev, mount)?));
         Ok(LfsSubject { disk, mount, mkfs, cleaner: None, fs })
     }
 
@@ -123,7 +131,7 @@ impl Subject for LfsSubject {
     fn remount(&mut self) -> fslab::Result<bool> {
         self.fs.unmount()?;
         let dev: Arc<dyn BlockDevice> = self.disk.clone();
-        self.fs = FileSystem::new(Lfs::mount(dev, self.mount)?);
+        self.fs = checked(FileSystem::new(Lfs::mount(dev, self.mount)?));
         self.install_cleaner();
         Ok(true)
     }
@@ -181,7 +189,7 @@ impl FfsSubject {
         let dev: Arc<dyn BlockDevice> = disk.clone();
         fslab::mkfs_ffs(dev.clone(), &mkfs, Creds::default())?;
         let mount = fslab::ffs::MountOptions { cache_bytes, integrity, ..Default::default() };
-        let fs = FileSystem::new(fslab::ffs::Ffs::mount(dev, mount)?);
+        let fs = checked(FileSystem::new(fslab::ffs::Ffs::mount(dev, mount)?));
         Ok(FfsSubject { disk, mount, block_size: mkfs.block_size, fs })
     }
 
@@ -210,7 +218,7 @@ impl Subject for FfsSubject {
     fn remount(&mut self) -> fslab::Result<bool> {
         self.fs.unmount()?;
         let dev: Arc<dyn BlockDevice> = self.disk.clone();
-        self.fs = FileSystem::new(fslab::ffs::Ffs::mount(dev, self.mount)?);
+        self.fs = checked(FileSystem::new(fslab::ffs::Ffs::mount(dev, self.mount)?));
         Ok(true)
     }
     fn limits(&self) -> Limits {

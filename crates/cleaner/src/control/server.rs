@@ -310,6 +310,14 @@ fn serve<A: LfsAccess>(
             })?;
             encode_report(&mut out, &report);
         }
+        OP_DIRHASH => {
+            r.end()?;
+            let report = m
+                .access()
+                .dirhash_report()?
+                .ok_or(errno(libc::EOPNOTSUPP, "this mount does not report dirhash"))?;
+            encode_dirhash(&mut out, &report);
+        }
         _ => return Err(errno(libc::EOPNOTSUPP, "unknown control request")),
     }
     out.finish(MAX_RESPONSE)

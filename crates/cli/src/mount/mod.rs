@@ -44,7 +44,7 @@ use fslab::ufs::FileSystem;
 use fslab::Layout;
 use fslab::Result as FsResult;
 use fslab_cleaner::background::Background;
-use fslab_cleaner::control::Server;
+use fslab_cleaner::control::{DirhashReport, Server};
 use fslab_cleaner::{policy, Cleaner, LfsAccess};
 use fslab_fuse::{FsHandle, MountConfig, Mounted};
 use options::Options;
@@ -62,7 +62,9 @@ pub struct MountArgs {
     /// Comma-separated options: allow_other, cache=SIZE (e.g. 256M), checkpoint=SECONDS,
     /// cleaner=POLICY|off (LFS: greedy, cost-benefit or hot-cold; default hot-cold),
     /// integrity=sync|async (FFS; default sync), log=FILE (instead of the system log),
-    /// noexec, suid, dev; and mount(8)'s generic options (defaults, nofail, noauto, x-*, ...).
+    /// noexec, suid, dev, dirhash=on|off (default on), dirhash_maxmem=SIZE (default 2M),
+    /// dirhash_minsize=SIZE (default 2560), dirhash_check (cross-check every dirhash
+    /// answer; slow); and mount(8)'s generic options (defaults, nofail, noauto, x-*, ...).
     /// ro, sync and atime are refused.
     #[arg(short = 'o', value_name = "OPTIONS")]
     options: Vec<String>,
@@ -149,6 +151,10 @@ impl LfsAccess for MountAccess {
     fn is_unmounted(&self) -> bool {
         self.0.is_unmounted()
     }
+
+    fn dirhash_report(&self) -> FsResult<Option<DirhashReport>> {
+        self.0.with(|fs| Ok(Some(DirhashReport { options: fs.dirhash_options(), stats: fs.dirhash_stats() })))
+    }
 }
 
 /// The cleaner of `policy_name`, a name `parse_options` accepted.
@@ -182,7 +188,9 @@ fn mount(image: &Path, dir: &Path, options: &Options) -> Result<Mount, String> {
             if let Some(policy_name) = options.cleaner {
                 cleaner(policy_name)?.install(&mut lfs);
             }
-            let mounted = fslab_fuse::mount(FileSystem::new(lfs), dir, &config).map_err(|e| e.to_string())?;
+            let mut fs = FileSystem::new(lfs);
+            fs.set_dirhash_options(options.dirhash);
+            let mounted = fslab_fuse::mount(fs, dir, &config).map_err(|e| e.to_string())?;
             let access = MountAccess(mounted.handle());
             // Without the socket the mount still works; only `fslab clean`
             // and `fslab stat` do not (the caller warns).
@@ -198,7 +206,9 @@ fn mount(image: &Path, dir: &Path, options: &Options) -> Result<Mount, String> {
         }
         Layout::Ffs => {
             let ffs = Ffs::mount(Arc::new(disk), options.ffs()).map_err(|e| format!("{name}: {e}"))?;
-            let mounted = fslab_fuse::mount(FileSystem::new(ffs), dir, &config).map_err(|e| e.to_string())?;
+            let mut fs = FileSystem::new(ffs);
+            fs.set_dirhash_options(options.dirhash);
+            let mounted = fslab_fuse::mount(fs, dir, &config).map_err(|e| e.to_string())?;
             (Session::Ffs(mounted), Ok(None))
         }
     };

@@ -4,8 +4,9 @@
 //! Every option is in one of three groups, in this order of preference:
 //!
 //! 1. honoured: fslab's own (`allow_other`, `cache=`, `checkpoint=`,
-//!    `cleaner=` (LFS), `integrity=` (FFS), `log=`) and the kernel flags
-//!    FUSE can set (`exec`,
+//!    `cleaner=` (LFS), `integrity=` (FFS), `log=`, `dirhash=`,
+//!    `dirhash_maxmem=`, `dirhash_minsize=`, `dirhash_check`) and the
+//!    kernel flags FUSE can set (`exec`,
 //!    `noexec`, `suid`, `nosuid`, `dev`, `nodev`);
 //! 2. accepted, changing nothing: what is already true of every fslab
 //!    mount (`rw`, `async`, `noatime`, `relatime`, ...) and what only
@@ -19,6 +20,7 @@
 
 use crate::size::parse_size;
 use fslab::ffs::Integrity;
+use fslab::ufs::DirhashOptions;
 use fslab::Layout;
 use fslab_cleaner::policy;
 use std::path::PathBuf;
@@ -44,6 +46,8 @@ pub(super) struct Options {
     pub dev: bool,
     /// Where a background mount's messages go instead of the system log.
     pub log: Option<PathBuf>,
+    /// Directory hashing (2002 paper §3).
+    pub dirhash: DirhashOptions,
 }
 
 impl Default for Options {
@@ -60,6 +64,7 @@ impl Default for Options {
             suid: false,
             dev: false,
             log: None,
+            dirhash: DirhashOptions::default(),
         }
     }
 }
@@ -165,9 +170,23 @@ pub(super) fn parse(lists: &[String], sloppy: bool) -> Result<(Options, Vec<Stri
             }
             ("log", Some("")) => return Err("option log: needs a file name (log=FILE)".to_string()),
             ("log", Some(file)) => options.log = Some(PathBuf::from(file)),
-            ("cache" | "checkpoint" | "cleaner" | "integrity" | "log", None) => {
-                return Err(format!("option {key} needs a value ({key}=...)"))
+            ("dirhash", Some("on")) => options.dirhash.enabled = true,
+            ("dirhash", Some("off")) => options.dirhash.enabled = false,
+            ("dirhash", Some(other)) => return Err(format!("option dirhash: '{other}' is not on or off")),
+            ("dirhash_maxmem", Some(size)) => {
+                options.dirhash.max_memory =
+                    parse_size(size).map_err(|e| format!("option dirhash_maxmem: {e}"))?
             }
+            ("dirhash_minsize", Some(size)) => {
+                options.dirhash.min_dir_size =
+                    parse_size(size).map_err(|e| format!("option dirhash_minsize: {e}"))?
+            }
+            ("dirhash_check", None) => options.dirhash.check = true,
+            (
+                "cache" | "checkpoint" | "cleaner" | "integrity" | "log" | "dirhash" | "dirhash_maxmem"
+                | "dirhash_minsize",
+                None,
+            ) => return Err(format!("option {key} needs a value ({key}=...)")),
             (name, Some(_)) if ACCEPTED.contains(&name) || is_flag(name) => {
                 return Err(format!("option {key} takes no value"))
             }
@@ -207,7 +226,7 @@ impl Options {
 
 /// The options that take no value.
 fn is_flag(name: &str) -> bool {
-    matches!(name, "allow_other" | "exec" | "noexec" | "suid" | "nosuid" | "dev" | "nodev")
+    matches!(name, "allow_other" | "exec" | "noexec" | "suid" | "nosuid" | "dev" | "nodev" | "dirhash_check")
 }
 
 #[cfg(test)]
@@ -237,7 +256,18 @@ mod tests {
             assert_eq!(one(&format!("cleaner={name}")).map(|o| o.cleaner), Ok(Some(*name)));
         }
         assert_eq!(one("log=/var/log/x.log").map(|o| o.log), Ok(Some(PathBuf::from("/var/log/x.log"))));
+        let dirhash =
+            one("dirhash=off,dirhash_maxmem=64M,dirhash_minsize=16K,dirhash_check").map(|o| o.dirhash);
+        let want =
+            DirhashOptions { enabled: false, max_memory: 64 << 20, min_dir_size: 16 << 10, check: true };
+        assert_eq!(dirhash, Ok(want));
+        assert_eq!(one("dirhash=on").map(|o| o.dirhash.enabled), Ok(true));
         for bad in [
+            "dirhash",
+            "dirhash=maybe",
+            "dirhash_maxmem=lots",
+            "dirhash_minsize",
+            "dirhash_check=1",
             "bogus",
             "cache",
             "cache=lots",
