@@ -16,6 +16,7 @@ const RULES: &[(&str, &[&str])] = &[
     ("lfs", &["ufs"]),
     ("ufs", &["lfs", "cache"]),
     ("storage", &["ufs", "lfs", "cache"]),
+    ("time", &["format", "cache", "storage", "ufs", "lfs"]),
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {

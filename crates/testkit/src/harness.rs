@@ -101,7 +101,7 @@ impl LfsSubject {
         let dev: Arc<dyn BlockDevice> = disk.clone();
         fslab::mkfs_lfs(dev.clone(), &mkfs, Creds::default())?;
         let mount = MountOptions { cache_bytes, ..MountOptions::default() };
-        let fs = FileSystem::new(Lfs::mount(dev, mount)?);
+        let fs = FileSystem::new(Lfs::mount(dev, mount.clone())?);
         Ok(LfsSubject { disk, mount, block_size: mkfs.block_size, fs })
     }
 
@@ -124,7 +124,7 @@ impl Subject for LfsSubject {
     fn remount(&mut self) -> fslab::Result<bool> {
         self.fs.unmount()?;
         let dev: Arc<dyn BlockDevice> = self.disk.clone();
-        self.fs = FileSystem::new(Lfs::mount(dev, self.mount)?);
+        self.fs = FileSystem::new(Lfs::mount(dev, self.mount.clone())?);
         Ok(true)
     }
     fn limits(&self) -> Limits {

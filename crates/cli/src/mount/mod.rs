@@ -126,7 +126,7 @@ fn mount(image: &Path, dir: &Path, options: &Options) -> Result<Mount, String> {
     let name = image.display();
     let lock = crate::image_lock::lock(image).map_err(|e| format!("{name}: {e}"))?;
     let disk = FileDisk::open(image).map_err(|e| format!("{name}: {e}"))?;
-    let mut lfs = Lfs::mount(Arc::new(disk), options.storage).map_err(|e| format!("{name}: {e}"))?;
+    let mut lfs = Lfs::mount(Arc::new(disk), options.storage.clone()).map_err(|e| format!("{name}: {e}"))?;
     if let Some(policy_name) = options.cleaner {
         cleaner(policy_name)?.install(&mut lfs);
     }

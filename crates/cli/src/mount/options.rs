@@ -174,7 +174,11 @@ mod tests {
         let parsed = parse(&["allow_other,cache=64M".to_string(), "checkpoint=5".to_string()], false);
         let expected = Options {
             allow_other: true,
-            storage: MountOptions { cache_bytes: 64 << 20, checkpoint_interval: Duration::from_secs(5) },
+            storage: MountOptions {
+                cache_bytes: 64 << 20,
+                checkpoint_interval: Duration::from_secs(5),
+                ..MountOptions::default()
+            },
             ..Options::default()
         };
         assert_eq!(parsed, Ok((expected, Vec::new())));

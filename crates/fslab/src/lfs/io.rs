@@ -10,8 +10,14 @@
 //! the device: the buffer cache keeps (and will not evict) every block it
 //! shares with a write in flight, and [`SegmentIo::wait_for`] makes any other
 //! device read of those addresses wait for the write.
+//!
+//! With [`SegmentWrites::Inline`] there is no thread: `submit` writes the
+//! partial segment itself and nothing is ever in flight. That is for runs on
+//! a simulated disk, whose writes are posted anyway, where a thread's
+//! scheduling must not decide when a write reaches the disk.
 
 use super::layout::Summary;
+use super::SegmentWrites;
 use crate::cache::{block_of, BlockData};
 use crate::error::errno;
 use crate::format::Daddr;
@@ -41,6 +47,14 @@ impl Job {
         self.summary.data_crc = crc;
         block_of(&self.summary.encode(block_size))
     }
+
+    /// Writes the partial segment to `dev` in one request.
+    fn write(&mut self, dev: &dyn BlockDevice, block_size: usize) -> std::io::Result<()> {
+        let summary = self.encode(block_size);
+        let refs: Vec<&[u8]> =
+            std::iter::once(&summary[..]).chain(self.blocks.iter().map(|b| &b[..])).collect();
+        dev.write_vectored_at(self.offset, &refs)
+    }
 }
 
 #[derive(Default)]
@@ -69,7 +83,8 @@ impl Shared {
 /// Lifecycle: `new` starts the thread; `submit` queues partial segments;
 /// `wait_idle` is the point after which everything submitted is on the
 /// device (not yet durable: a flush barrier follows); dropping it finishes
-/// the queue and joins the thread.
+/// the queue and joins the thread. Inline (`inline` set), `submit` writes
+/// and the rest have nothing to wait for.
 pub(super) struct SegmentIo {
     sender: Option<mpsc::Sender<Job>>,
     shared: Arc<Shared>,
@@ -77,23 +92,36 @@ pub(super) struct SegmentIo {
     block_size: u64,
     /// The stop-access threshold: queued bytes past it make `submit` wait.
     stop_access_bytes: u64,
+    /// The device, when partial segments are written inline.
+    inline: Option<Arc<dyn BlockDevice>>,
 }
 
 impl SegmentIo {
-    /// Starts the writer thread for `dev`.
-    pub(super) fn new(dev: Arc<dyn BlockDevice>, block_size: u32, stop_access_bytes: u64) -> SegmentIo {
+    /// Starts the writer thread for `dev`, or none if `writes` is inline.
+    pub(super) fn new(
+        dev: Arc<dyn BlockDevice>,
+        block_size: u32,
+        stop_access_bytes: u64,
+        writes: SegmentWrites,
+    ) -> SegmentIo {
         let shared = Arc::new(Shared { state: Mutex::new(State::default()), changed: Condvar::new() });
+        if writes == SegmentWrites::Inline {
+            return SegmentIo {
+                sender: None,
+                shared,
+                thread: None,
+                block_size: block_size as u64,
+                stop_access_bytes,
+                inline: Some(dev),
+            };
+        }
         let (sender, receiver) = mpsc::channel::<Job>();
         let worker = shared.clone();
         let thread = std::thread::Builder::new()
             .name("fslab-segment-io".into())
             .spawn(move || {
                 for mut job in receiver {
-                    let summary = job.encode(block_size as usize);
-                    let refs: Vec<&[u8]> =
-                        std::iter::once(&summary[..]).chain(job.blocks.iter().map(|b| &b[..])).collect();
-                    let result = dev.write_vectored_at(job.offset, &refs);
-                    drop(refs);
+                    let result = job.write(dev.as_ref(), block_size as usize);
                     let bytes = (job.blocks.len() as u64 + 1) * block_size as u64;
                     drop(job.blocks);
                     let mut state = worker.lock();
@@ -112,6 +140,7 @@ impl SegmentIo {
             thread,
             block_size: block_size as u64,
             stop_access_bytes,
+            inline: None,
         }
     }
 
@@ -126,7 +155,12 @@ impl SegmentIo {
     /// `blocks`; waits while more than the stop-access threshold is in flight.
     pub(super) fn submit(&self, start: Daddr, summary: Summary, blocks: Vec<BlockData>) -> Result<()> {
         let bytes = (blocks.len() as u64 + 1) * self.block_size;
-        let job = Job { start, offset: start.byte_offset(self.block_size), summary, blocks };
+        let mut job = Job { start, offset: start.byte_offset(self.block_size), summary, blocks };
+        if let Some(dev) = &self.inline {
+            return job
+                .write(dev.as_ref(), self.block_size as usize)
+                .map_err(|e| crate::Error::Io(std::io::Error::other(format!("segment write failed: {e}"))));
+        }
         let Some(sender) = &self.sender else {
             return Err(errno(libc::EIO, "segment writer thread is not running"));
         };
