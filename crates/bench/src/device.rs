@@ -101,7 +101,8 @@ pub fn prepare(medium: &Medium, bytes: Option<u64>, tag: &str) -> io::Result<Dev
         Medium::Image(dir) => {
             let bytes = bytes.ok_or_else(|| io::Error::other("an image file needs a size"))?;
             let path = image_path(dir, tag);
-            let dev = FileDisk::create(&path, bytes).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+            let dev = FileDisk::create(&path, bytes)
+                .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
             Ok(Device { dev: Arc::new(dev), sim: None, clock: None, image: Some(path) })
         }
     }
@@ -157,7 +158,8 @@ mod tests {
 
     #[test]
     fn a_partition_refuses_what_lies_past_it() {
-        let dev = prepare(&Medium::Sim { model: "hp97560".into(), seed: 1 }, Some(1 << 20), "t").expect("device");
+        let dev =
+            prepare(&Medium::Sim { model: "hp97560".into(), seed: 1 }, Some(1 << 20), "t").expect("device");
         assert_eq!(dev.dev.size(), 1 << 20);
         assert!(dev.dev.write_at((1 << 20) - 512, &[0u8; 512]).is_ok());
         assert!(dev.dev.write_at(1 << 20, &[0u8; 512]).is_err());

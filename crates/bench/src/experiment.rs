@@ -286,7 +286,7 @@ pub const EXPERIMENTS: &[Experiment] = &[
                 the cleaner runs.",
         disk: "hp97560",
         machine: HP9000_380,
-        systems: &["lfs", "lfs-256k", "ffs", "efs"],
+        systems: &["lfs-nocleaner", "lfs", "lfs-256k", "ffs", "efs"],
         workload: Workload::TpcbAt80,
         plots: &[],
         published: &[

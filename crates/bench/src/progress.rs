@@ -42,7 +42,11 @@ impl Progress {
     /// A progress line, printed only if `enabled`.
     pub fn new(enabled: bool) -> Progress {
         let terminal = std::io::stderr().is_terminal();
-        let line = Arc::new(Mutex::new(Line { experiment: String::new(), step: String::new(), started: Instant::now() }));
+        let line = Arc::new(Mutex::new(Line {
+            experiment: String::new(),
+            step: String::new(),
+            started: Instant::now(),
+        }));
         let stop = Arc::new(AtomicBool::new(false));
         let heartbeat = if enabled && terminal {
             let (line, stop) = (line.clone(), stop.clone());
@@ -95,7 +99,12 @@ impl Progress {
             if self.terminal {
                 draw(&line);
             } else {
-                eprintln!("{} {} ({:.0} s)", line.experiment, line.step, line.started.elapsed().as_secs_f64());
+                eprintln!(
+                    "{} {} ({:.0} s)",
+                    line.experiment,
+                    line.step,
+                    line.started.elapsed().as_secs_f64()
+                );
             }
         }
     }

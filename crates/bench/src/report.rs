@@ -22,7 +22,8 @@ pub struct Written {
 /// The chart of `spec` from `results`.
 pub fn chart(results: &Results, experiment: &str, spec: &PlotSpec) -> Chart {
     let systems = results.systems(experiment);
-    let categories = (spec.x_label == "phase").then(|| spec.phases.iter().map(|p| p.to_string()).collect::<Vec<_>>());
+    let categories =
+        (spec.x_label == "phase").then(|| spec.phases.iter().map(|p| p.to_string()).collect::<Vec<_>>());
     let mut series = Vec::new();
     for system in &systems {
         if categories.is_some() {
@@ -148,7 +149,8 @@ fn plot_table(out: &mut String, results: &Results, e: &Experiment, spec: &PlotSp
     for x in xs {
         let _ = write!(out, "| {} |", fmt_x(x, Some(spec)));
         for (s, p) in &columns {
-            let _ = write!(out, " {} |", results.value(e.id, s, p, spec.metric, x).map_or("-".into(), fmt_value));
+            let _ =
+                write!(out, " {} |", results.value(e.id, s, p, spec.metric, x).map_or("-".into(), fmt_value));
         }
         out.push('\n');
     }
@@ -156,15 +158,18 @@ fn plot_table(out: &mut String, results: &Results, e: &Experiment, spec: &PlotSp
 
 /// Points of `e` that no plot shows, as one table.
 fn other_points(out: &mut String, results: &Results, e: &Experiment) {
-    let shown = |phase: &str, metric: &str| e.plots.iter().any(|p| p.metric == metric && p.phases.contains(&phase));
-    let rest: Vec<_> = results.points.iter().filter(|p| p.experiment == e.id && !shown(&p.phase, &p.metric)).collect();
+    let shown =
+        |phase: &str, metric: &str| e.plots.iter().any(|p| p.metric == metric && p.phases.contains(&phase));
+    let rest: Vec<_> =
+        results.points.iter().filter(|p| p.experiment == e.id && !shown(&p.phase, &p.metric)).collect();
     if rest.is_empty() {
         return;
     }
     let _ = writeln!(out, "\n| system | phase | x | metric | value |\n|---|---|---:|---|---:|");
     for p in rest {
         let x = if p.x == 0.0 { "-".to_string() } else { fmt_value(p.x) };
-        let _ = writeln!(out, "| {} | {} | {} | {} | {} |", p.system, p.phase, x, p.metric, fmt_value(p.value));
+        let _ =
+            writeln!(out, "| {} | {} | {} | {} | {} |", p.system, p.phase, x, p.metric, fmt_value(p.value));
     }
 }
 
@@ -173,7 +178,10 @@ fn published_table(out: &mut String, results: &Results, e: &Experiment) {
         return;
     }
     let _ = writeln!(out, "\nThe paper's numbers beside the measured ones:\n");
-    let _ = writeln!(out, "| system | phase | metric | published | measured | source |\n|---|---|---|---:|---:|---|");
+    let _ = writeln!(
+        out,
+        "| system | phase | metric | published | measured | source |\n|---|---|---|---:|---:|---|"
+    );
     for p in e.published {
         let measured = if p.x.is_infinite() {
             results.series(e.id, p.system, p.phase, p.metric).last().map(|v| v.1)
@@ -204,10 +212,22 @@ fn claims_section(out: &mut String, results: &Results) {
     let _ = writeln!(out, "| # | claim | source | verdict | checks |\n|---:|---|---|---|---|");
     for c in CLAIMS {
         let o = claim_verdict(c, results);
-        let _ = writeln!(out, "| {} | {} | {} | **{}** | {} |", c.number, c.statement, c.source, o.words(), o.summary);
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | **{}** | {} |",
+            c.number,
+            c.statement,
+            c.source,
+            o.words(),
+            o.summary
+        );
     }
     for c in CLAIMS.iter().filter(|c| !c.checks.is_empty()) {
-        let _ = writeln!(out, "\n### Claim {}\n\n{}\n\nPass criterion: {}.\n", c.number, c.statement, c.criterion);
+        let _ = writeln!(
+            out,
+            "\n### Claim {}\n\n{}\n\nPass criterion: {}.\n",
+            c.number, c.statement, c.criterion
+        );
         let _ = writeln!(out, "| check | experiment | needs | measured | verdict |\n|---|---|---|---|---|");
         for check in c.checks {
             let o = evaluate(check, results);

@@ -80,7 +80,9 @@ impl Results {
         let mut s: Vec<(f64, f64)> = self
             .points
             .iter()
-            .filter(|p| p.experiment == experiment && p.system == system && p.phase == phase && p.metric == metric)
+            .filter(|p| {
+                p.experiment == experiment && p.system == system && p.phase == phase && p.metric == metric
+            })
             .map(|p| (p.x, p.value))
             .collect();
         s.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -132,7 +134,8 @@ impl Results {
     pub fn to_csv(&self) -> String {
         let mut out = String::from("experiment,system,phase,x,metric,value\n");
         for p in &self.points {
-            let _ = writeln!(out, "{},{},{},{},{},{}", p.experiment, p.system, p.phase, p.x, p.metric, p.value);
+            let _ =
+                writeln!(out, "{},{},{},{},{},{}", p.experiment, p.system, p.phase, p.x, p.metric, p.value);
         }
         out
     }
@@ -148,7 +151,8 @@ impl Results {
     /// Reads `results.json` from `dir`.
     pub fn load(dir: &Path) -> io::Result<Results> {
         let path = dir.join("results.json");
-        let text = std::fs::read_to_string(&path).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
         serde_json::from_str(&text)
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("{}: {e}", path.display())))
     }
@@ -172,8 +176,10 @@ mod tests {
     #[test]
     fn results_round_trip_through_json_and_merge_replaces_a_rerun() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut r = Results::default();
-        r.points = vec![point("lfs", 4096.0, 1.5), point("lfs", 1024.0, 0.5)];
+        let mut r = Results {
+            points: vec![point("lfs", 4096.0, 1.5), point("lfs", 1024.0, 0.5)],
+            ..Results::default()
+        };
         r.runs.push(RunInfo {
             experiment: "e".into(),
             disk: "dsp3105".into(),
@@ -189,7 +195,9 @@ mod tests {
         assert_eq!(back, r);
         assert_eq!(back.series("e", "lfs", "create", "MB/s"), vec![(1024.0, 0.5), (4096.0, 1.5)]);
         assert_eq!(back.value("e", "lfs", "create", "MB/s", 4096.0), Some(1.5));
-        assert!(std::fs::read_to_string(dir.path().join("results.csv")).expect("csv").contains("e,lfs,create,4096,MB/s,1.5"));
+        assert!(std::fs::read_to_string(dir.path().join("results.csv"))
+            .expect("csv")
+            .contains("e,lfs,create,4096,MB/s,1.5"));
         let mut again = r.clone();
         let mut newer = r.clone();
         newer.points = vec![point("lfs", 4096.0, 2.0)];

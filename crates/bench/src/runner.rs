@@ -37,7 +37,8 @@ impl RealDir {
             }
             _ => {
                 let path = PathBuf::from(arg);
-                let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| arg.into());
+                let name =
+                    path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| arg.into());
                 RealDir { name: format!("dir:{name}"), path }
             }
         }
@@ -167,11 +168,20 @@ fn default_bytes(e: &Experiment, medium: &Medium) -> io::Result<u64> {
 
 /// Opens a fresh target for `subject`: a new device of `bytes` (or the
 /// default) with a new file system, or a new directory in a mount.
-fn open(e: &Experiment, settings: &Settings, subject: &Subject<'_>, bytes: Option<u64>) -> io::Result<Target> {
+fn open(
+    e: &Experiment,
+    settings: &Settings,
+    subject: &Subject<'_>,
+    bytes: Option<u64>,
+) -> io::Result<Target> {
     let (system, medium) = match subject {
         Subject::Dir(d) => {
             let name = format!("fslab-bench-{}-{}", std::process::id(), e.id);
-            return Ok(Target::on_wall_time(Box::new(Dir::new(&d.path, &name, settings.drop_kernel_caches)?)));
+            return Ok(Target::on_wall_time(Box::new(Dir::new(
+                &d.path,
+                &name,
+                settings.drop_kernel_caches,
+            )?)));
         }
         Subject::System(s, m) => (*s, *m),
     };
@@ -203,6 +213,24 @@ fn open(e: &Experiment, settings: &Settings, subject: &Subject<'_>, bytes: Optio
     Ok(target)
 }
 
+/// A partition on which `data` bytes make the file system `utilization`
+/// full as its `statfs` counts (the papers' utilization is what `df`
+/// shows): what the file system keeps back for itself (LFS's reserved
+/// segments, FFS's metadata) is measured on a trial file system and added.
+fn partition_for(
+    e: &Experiment,
+    settings: &Settings,
+    subject: &Subject<'_>,
+    data: u64,
+    utilization: f64,
+) -> io::Result<u64> {
+    let wanted = (data as f64 / utilization) as u64;
+    let mut trial = open(e, settings, subject, Some(wanted))?;
+    let total = trial.usage()?.total;
+    trial.finish()?;
+    Ok(wanted + wanted.saturating_sub(total))
+}
+
 /// The utilizations TPC-B is run at.
 fn tpcb_utilizations(e: &Experiment, quick: bool) -> Vec<f64> {
     match (e.workload, quick) {
@@ -226,28 +254,36 @@ fn run_subject(
     let finish = |mut t: Target| t.finish();
     match e.workload {
         Workload::Bandwidth => {
-            let mut spec = if quick { workload::bandwidth::Spec::quick() } else { workload::bandwidth::Spec::paper() };
+            let mut spec =
+                if quick { workload::bandwidth::Spec::quick() } else { workload::bandwidth::Spec::paper() };
             spec.mb = 1e6;
             let mut t = open(e, settings, subject, None)?;
             workload::bandwidth::run(&mut t, &spec, rec)?;
             finish(t)
         }
         Workload::SmallFiles => {
-            let spec =
-                if quick { workload::small_files::Spec::quick() } else { workload::small_files::Spec::paper() };
+            let spec = if quick {
+                workload::small_files::Spec::quick()
+            } else {
+                workload::small_files::Spec::paper()
+            };
             let mut t = open(e, settings, subject, None)?;
             workload::small_files::run(&mut t, &spec, rec)?;
             finish(t)
         }
         Workload::LargeFile => {
-            let spec =
-                if quick { workload::large_file::Spec::quick(seed) } else { workload::large_file::Spec::paper(seed) };
+            let spec = if quick {
+                workload::large_file::Spec::quick(seed)
+            } else {
+                workload::large_file::Spec::paper(seed)
+            };
             let mut t = open(e, settings, subject, None)?;
             workload::large_file::run(&mut t, &spec, rec)?;
             finish(t)
         }
         Workload::Sequential => {
-            let spec = if quick { workload::sequential::Spec::quick() } else { workload::sequential::Spec::paper() };
+            let spec =
+                if quick { workload::sequential::Spec::quick() } else { workload::sequential::Spec::paper() };
             let mut sizes = spec.sizes.iter();
             let mut fresh = || {
                 if let Some(size) = sizes.next() {
@@ -258,7 +294,8 @@ fn run_subject(
             workload::sequential::run(&mut fresh, &spec, rec)
         }
         Workload::TpcbByUtilization | Workload::TpcbAt80 => {
-            let mut spec = if quick { workload::tpcb::Spec::quick(seed) } else { workload::tpcb::Spec::paper(seed) };
+            let mut spec =
+                if quick { workload::tpcb::Spec::quick(seed) } else { workload::tpcb::Spec::paper(seed) };
             spec.cleaner = subject.cleans();
             if !subject.is_library() {
                 let mut t = open(e, settings, subject, None)?;
@@ -268,7 +305,7 @@ fn run_subject(
             }
             for u in tpcb_utilizations(e, quick) {
                 progress.step(&format!("{name} at {u}%"));
-                let bytes = (spec.database_bytes() as f64 / (u / 100.0)) as u64;
+                let bytes = partition_for(e, settings, subject, spec.database_bytes(), u / 100.0)?;
                 let mut t = open(e, settings, subject, Some(bytes))?;
                 workload::tpcb::run(&mut t, &spec, u, rec)?;
                 finish(t)?;
@@ -276,7 +313,8 @@ fn run_subject(
             Ok(())
         }
         Workload::Andrew => {
-            let mut spec = if quick { workload::andrew::Spec::quick() } else { workload::andrew::Spec::paper() };
+            let mut spec =
+                if quick { workload::andrew::Spec::quick() } else { workload::andrew::Spec::paper() };
             let bytes = if quick { 24 << 20 } else { 256 << 20 };
             if subject.is_library() {
                 spec.fill_to = Some(0.8);
@@ -290,7 +328,8 @@ fn run_subject(
             finish(t)
         }
         Workload::DirOps => {
-            let spec = if quick { workload::dirops::Spec::quick(seed) } else { workload::dirops::Spec::paper(seed) };
+            let spec =
+                if quick { workload::dirops::Spec::quick(seed) } else { workload::dirops::Spec::paper(seed) };
             let mut t = open(e, settings, subject, None)?;
             workload::dirops::run(&mut t, &spec, rec)?;
             finish(t)
@@ -300,9 +339,9 @@ fn run_subject(
 
 /// Bytes as "4 KB", "16 MB".
 pub fn human_bytes(b: u64) -> String {
-    if b >= 1 << 20 && b % (1 << 20) == 0 {
+    if b >= 1 << 20 && b.is_multiple_of(1 << 20) {
         format!("{} MB", b >> 20)
-    } else if b >= 1024 && b % 1024 == 0 {
+    } else if b >= 1024 && b.is_multiple_of(1024) {
         format!("{} KB", b >> 10)
     } else {
         format!("{b} B")
@@ -364,7 +403,11 @@ pub fn run(experiments: &[&'static Experiment], settings: &Settings) -> Results 
             experiment: e.id.into(),
             disk: if matches!(settings.place, Place::Real(_)) { "real".into() } else { medium.name() },
             clock: clock.into(),
-            cpu_model: if settings.cpu_model && clock == "virtual" { e.machine.name.into() } else { "off".into() },
+            cpu_model: if settings.cpu_model && clock == "virtual" {
+                e.machine.name.into()
+            } else {
+                "off".into()
+            },
             seed: settings.seed,
             quick: settings.quick,
             host_seconds: started.elapsed().as_secs_f64(),

@@ -94,7 +94,11 @@ const fn ffs(block_size: u32, maxcontig: u32, rotdelay: Rotdelay, integrity: Int
 
 /// Every system, by name.
 pub const SYSTEMS: &[System] = &[
-    System { name: "raw", kind: Kind::Raw, about: "the device itself: synchronous 64 KB transfers (1993 RAW)" },
+    System {
+        name: "raw",
+        kind: Kind::Raw,
+        about: "the device itself: synchronous 64 KB transfers (1993 RAW)",
+    },
     System {
         name: "lfs",
         kind: lfs(4096, 1 << 20, Some("cost-benefit")),
@@ -196,7 +200,8 @@ impl Layout for Lfs {
         };
         let mut lfs = Lfs::mount(dev, options)?;
         if let Some(name) = p.cleaner {
-            let policy = policy::by_name(name).ok_or(fslab::Error::Errno(libc::EINVAL, "unknown cleaner policy"))?;
+            let policy =
+                policy::by_name(name).ok_or(fslab::Error::Errno(libc::EINVAL, "unknown cleaner policy"))?;
             Cleaner::new(policy).install(&mut lfs);
         }
         Ok(lfs)

@@ -94,7 +94,8 @@ fn list() {
             .systems
             .iter()
             .map(|s| {
-                let later = system::by_name(s).and_then(|s| s.not_yet()).or_else(|| experiment::missing_feature(s));
+                let later =
+                    system::by_name(s).and_then(|s| s.not_yet()).or_else(|| experiment::missing_feature(s));
                 if later.is_some() {
                     format!("{s} (not yet)")
                 } else {
@@ -180,8 +181,12 @@ fn run_experiments(args: &RunArgs) -> Result<(), String> {
         Results::default()
     };
     let fresh = runner::run(&chosen, &settings);
-    let failed: Vec<String> =
-        fresh.skipped.iter().filter(|s| !s.not_yet).map(|s| format!("{} {}: {}", s.experiment, s.system, s.reason)).collect();
+    let failed: Vec<String> = fresh
+        .skipped
+        .iter()
+        .filter(|s| !s.not_yet)
+        .map(|s| format!("{} {}: {}", s.experiment, s.system, s.reason))
+        .collect();
     results.merge(fresh);
     results.save(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
     write_report(&results, &args.out)?;

@@ -92,7 +92,11 @@ fn nice_ticks(max: f64) -> Vec<f64> {
     }
     let raw = max / 5.0;
     let magnitude = 10f64.powf(raw.log10().floor());
-    let step = [1.0, 2.0, 2.5, 5.0, 10.0].iter().map(|m| m * magnitude).find(|s| *s >= raw).unwrap_or(magnitude * 10.0);
+    let step = [1.0, 2.0, 2.5, 5.0, 10.0]
+        .iter()
+        .map(|m| m * magnitude)
+        .find(|s| *s >= raw)
+        .unwrap_or(magnitude * 10.0);
     let n = (max / step).ceil() as usize;
     (0..=n).map(|i| i as f64 * step).collect()
 }
@@ -125,7 +129,8 @@ pub fn draw(chart: &Chart, canvas: &mut dyn Canvas) {
     canvas.rect((0.0, 0.0), (WIDTH, HEIGHT), (255, 255, 255));
     canvas.text((WIDTH / 2.0, 30.0), &chart.title, 18.0, Anchor::Middle, false, INK);
 
-    let ys: Vec<f64> = chart.series.iter().flat_map(|s| s.points.iter().map(|p| p.1)).filter(|y| y.is_finite()).collect();
+    let ys: Vec<f64> =
+        chart.series.iter().flat_map(|s| s.points.iter().map(|p| p.1)).filter(|y| y.is_finite()).collect();
     let y_ticks = nice_ticks(ys.iter().copied().fold(0.0, f64::max) * 1.05);
     let y_max = *y_ticks.last().unwrap_or(&1.0);
     let y_of = |y: f64| TOP + plot_h - (y / y_max) as f32 * plot_h;
@@ -136,7 +141,8 @@ pub fn draw(chart: &Chart, canvas: &mut dyn Canvas) {
         let n = cats.len().max(1) as f64;
         (-0.5, n - 0.5, cats.iter().enumerate().map(|(i, c)| (i as f64, c.clone())).collect())
     } else if chart.log_x {
-        let lo = xs.iter().copied().filter(|x| *x > 0.0).fold(f64::INFINITY, f64::min).max(1e-9).log2().floor();
+        let lo =
+            xs.iter().copied().filter(|x| *x > 0.0).fold(f64::INFINITY, f64::min).max(1e-9).log2().floor();
         let hi = xs.iter().copied().fold(1e-9, f64::max).log2().ceil().max(lo + 1.0);
         let every = ((hi - lo) / 8.0).ceil().max(1.0) as i64;
         let ticks = (lo as i64..=hi as i64)

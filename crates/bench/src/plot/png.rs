@@ -123,7 +123,8 @@ impl Canvas for Png<'_> {
 
 /// `chart` as PNG bytes, text drawn with `font`.
 pub fn render(chart: &Chart, font: &Font) -> io::Result<Vec<u8>> {
-    let pixmap = Pixmap::new(WIDTH as u32, HEIGHT as u32).ok_or_else(|| io::Error::other("cannot make a pixmap"))?;
+    let pixmap =
+        Pixmap::new(WIDTH as u32, HEIGHT as u32).ok_or_else(|| io::Error::other("cannot make a pixmap"))?;
     let mut png = Png { pixmap, font };
     super::draw(chart, &mut png);
     png.pixmap.encode_png().map_err(io::Error::other)

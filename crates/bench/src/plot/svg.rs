@@ -67,8 +67,11 @@ impl Canvas for Svg {
             Anchor::Middle => "middle",
             Anchor::End => "end",
         };
-        let rotate =
-            if vertical { format!(r#" transform="rotate(-90 {:.1} {:.1})""#, at.0, at.1) } else { String::new() };
+        let rotate = if vertical {
+            format!(r#" transform="rotate(-90 {:.1} {:.1})""#, at.0, at.1)
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             self.body,
             r#"<text x="{:.1}" y="{:.1}" font-size="{size}" text-anchor="{anchor}" fill="{}"{rotate}>{}</text>"#,

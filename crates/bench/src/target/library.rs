@@ -157,7 +157,8 @@ impl<L: Layout> Backend for Library<L> {
     fn create(&mut self, path: &str) -> io::Result<Fd> {
         let (parent, name) = split_path(path);
         let parent = self.dir(parent)?;
-        let inode = self.fs()?.mknod(parent, name.as_bytes(), kind::REG | 0o644, 0, CREDS).map_err(io_error)?;
+        let inode =
+            self.fs()?.mknod(parent, name.as_bytes(), kind::REG | 0o644, 0, CREDS).map_err(io_error)?;
         Ok(self.new_fd(inode.ino))
     }
 

@@ -204,8 +204,7 @@ impl Target {
 
     fn new(mut backend: Box<dyn Backend>, time: Time) -> Target {
         let checksummed = backend.checksummed_blocks().0;
-        let mut target =
-            Target {
+        let mut target = Target {
             backend,
             time,
             cpu_charged: 0,
@@ -279,7 +278,12 @@ impl Target {
         }
     }
 
-    fn name_op<T>(&mut self, path: &str, inode_change: bool, op: impl FnOnce(&mut dyn Backend) -> io::Result<T>) -> io::Result<T> {
+    fn name_op<T>(
+        &mut self,
+        path: &str,
+        inode_change: bool,
+        op: impl FnOnce(&mut dyn Backend) -> io::Result<T>,
+    ) -> io::Result<T> {
         let cpu = self.cpu();
         let extra = if inode_change { cpu.inode_change_ns() } else { 0 };
         self.charge(cpu.syscall_ns() + cpu.lookup_ns(components(path)) + extra);
@@ -390,6 +394,12 @@ impl Target {
     /// Segments the cleaner has cleaned so far (0 without one).
     pub fn segments_cleaned(&mut self) -> u64 {
         self.backend.cleaner().map_or(0, |c| c.segments_cleaned)
+    }
+
+    /// The cleaner's work so far: bytes it read and wrote (a cleaner that
+    /// reads segments and finds none worth cleaning works too).
+    pub fn cleaner_work(&mut self) -> u64 {
+        self.backend.cleaner().map_or(0, |c| c.cleaner_bytes_read + c.cleaner_bytes_written)
     }
 
     /// Runs `body` as one measured phase.

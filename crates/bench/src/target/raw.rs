@@ -40,7 +40,16 @@ impl Raw {
         slots: u64,
     ) -> Raw {
         let slot_bytes = (dev.size() / slots.max(1)) / 4096 * 4096;
-        Raw { dev, sim, charge, slot_bytes, files: HashMap::new(), open: HashMap::new(), next_fd: 1, next_slot: 0 }
+        Raw {
+            dev,
+            sim,
+            charge,
+            slot_bytes,
+            files: HashMap::new(),
+            open: HashMap::new(),
+            next_fd: 1,
+            next_slot: 0,
+        }
     }
 
     fn copy(&self, bytes: usize) {

@@ -24,7 +24,7 @@
 //! utilization (the 1993 paper's stress tests ran at 80%).
 //!
 //! Records `mkdir`, `copy`, `stat`, `grep`, `compile` and `total`, the mean
-//! seconds per run.
+//! seconds per run, and the runs and segments cleaned over all of them.
 
 use super::{contents, Record};
 use crate::target::Target;
@@ -229,6 +229,7 @@ pub fn run(t: &mut Target, spec: &Spec, rec: &mut dyn Record) -> io::Result<()> 
         t.close(fd)?;
     }
     t.sync()?;
+    let cleaned_before = t.segments_cleaned();
     let mut sums = [0.0; 5];
     for run in 0..spec.runs {
         let root = format!("run{run}");
@@ -243,5 +244,7 @@ pub fn run(t: &mut Target, spec: &Spec, rec: &mut dyn Record) -> io::Result<()> 
         rec.record(name, 0.0, "s", sum / runs);
     }
     rec.record("total", 0.0, "s", sums.iter().sum::<f64>() / runs);
+    rec.record("all-runs", 0.0, "runs", spec.runs as f64);
+    rec.record("all-runs", 0.0, "segments cleaned", (t.segments_cleaned() - cleaned_before) as f64);
     Ok(())
 }

@@ -65,7 +65,12 @@ pub fn run(t: &mut Target, spec: &Spec, rec: &mut dyn Record) -> io::Result<()> 
         if buf != data {
             return Err(io::Error::other(format!("{path}: read back different bytes")));
         }
-        rec.record("read", size as f64, "MB/s", rate(size * spec.passes as u64, reading.as_secs_f64(), spec.mb));
+        rec.record(
+            "read",
+            size as f64,
+            "MB/s",
+            rate(size * spec.passes as u64, reading.as_secs_f64(), spec.mb),
+        );
         t.unlink(&path)?;
     }
     note_cache(t, rec);

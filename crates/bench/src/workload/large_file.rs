@@ -47,7 +47,8 @@ pub fn run(t: &mut Target, spec: &Spec, rec: &mut dyn Record) -> io::Result<()> 
     let data = contents(spec.unit, 2);
     let mut buf = vec![0u8; spec.unit];
     let mut rng = SmallRng::seed_from_u64(spec.seed);
-    let offsets: Vec<u64> = (0..random_units).map(|_| rng.gen_range(0..units.max(1)) * spec.unit as u64).collect();
+    let offsets: Vec<u64> =
+        (0..random_units).map(|_| rng.gen_range(0..units.max(1)) * spec.unit as u64).collect();
     let fd = t.create("large")?;
 
     let (_, phase) = t.phase(|t| {

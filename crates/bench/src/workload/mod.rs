@@ -100,6 +100,9 @@ pub fn per_second(count: u64, seconds: f64) -> f64 {
 /// Notes that a target could not drop its caches (once per workload).
 pub fn note_cache(t: &Target, rec: &mut dyn Record) {
     if !t.caches_were_dropped() {
-        rec.note("the page cache could not be dropped between phases (needs root): reads may come from memory".into());
+        rec.note(
+            "the page cache could not be dropped between phases (needs root): reads may come from memory"
+                .into(),
+        );
     }
 }

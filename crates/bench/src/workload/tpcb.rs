@@ -15,7 +15,7 @@
 //!
 //! Measurement follows the papers: transactions are counted once the
 //! application's cache is full. A window of `measure` transactions
-//! measures throughput before any cleaning (`no-cleaning`); on a system
+//! measures throughput before the cleaner does any work (`no-cleaning`); on a system
 //! with a cleaner the run then goes on until the cleaner has cleaned, lets
 //! it settle for another window, and measures a window while it cleans
 //! (`cleaning`). A window that the cleaner enters early ends there. Records
@@ -25,7 +25,7 @@
 //! the write cost.
 
 use super::{contents, per_second, Record};
-use crate::target::{is_no_space, Fd, Phase, Target};
+use crate::target::{between, is_no_space, Fd, Phase, Target};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::collections::{BTreeMap, HashMap};
@@ -205,14 +205,10 @@ impl Bank<'_> {
         Ok(())
     }
 
-    /// Runs up to `n` transactions; stops early when `stop` says so after
-    /// one. Returns how many ran.
-    fn run(&mut self, t: &mut Target, n: u64, mut stop: impl FnMut(&mut Target) -> bool) -> io::Result<u64> {
-        for done in 0..n {
+    /// Runs `n` transactions.
+    fn run(&mut self, t: &mut Target, n: u64) -> io::Result<u64> {
+        for _ in 0..n {
             self.transaction(t)?;
-            if stop(t) {
-                return Ok(done + 1);
-            }
         }
         Ok(n)
     }
@@ -222,7 +218,9 @@ impl Bank<'_> {
 /// tellers, an empty history; then `sync` and a cache drop.
 fn load(t: &mut Target, spec: &Spec) -> io::Result<(Fd, Fd)> {
     let chunk = contents(1 << 20, 3);
-    for (name, bytes) in [("branch", spec.branch_bytes), ("teller", spec.teller_bytes), ("account", spec.account_bytes)] {
+    for (name, bytes) in
+        [("branch", spec.branch_bytes), ("teller", spec.teller_bytes), ("account", spec.account_bytes)]
+    {
         let fd = t.create(name)?;
         let mut at = 0;
         while at < bytes {
@@ -239,6 +237,14 @@ fn load(t: &mut Target, spec: &Spec) -> io::Result<(Fd, Fd)> {
     Ok((t.open("account")?, t.open("history")?))
 }
 
+/// The disk's reads and writes per transaction, on a simulated disk.
+fn record_disk(rec: &mut dyn Record, name: &str, x: f64, done: u64, phase: &Phase) {
+    if let Some(d) = &phase.disk {
+        rec.record(name, x, "disk-reads/txn", d.reads as f64 / done.max(1) as f64);
+        rec.record(name, x, "disk-writes/txn", d.writes as f64 / done.max(1) as f64);
+    }
+}
+
 fn tps(done: u64, phase: &Phase) -> f64 {
     per_second(done, phase.seconds())
 }
@@ -252,7 +258,12 @@ pub fn run(t: &mut Target, spec: &Spec, x: f64, rec: &mut dyn Record) -> io::Res
         account,
         history,
         history_bytes: 0,
-        cache: AppCache { capacity: spec.cache_pages, pages: HashMap::new(), order: BTreeMap::new(), uses: 0 },
+        cache: AppCache {
+            capacity: spec.cache_pages,
+            pages: HashMap::new(),
+            order: BTreeMap::new(),
+            uses: 0,
+        },
         rng: SmallRng::seed_from_u64(spec.seed),
         page: contents(spec.page, 4),
         pages_in_accounts: (spec.account_bytes / spec.page as u64).max(1),
@@ -264,23 +275,42 @@ pub fn run(t: &mut Target, spec: &Spec, x: f64, rec: &mut dyn Record) -> io::Res
         warm += 1;
     }
 
-    // Before cleaning: a window the cleaner must not enter.
+    // Before cleaning: a window the cleaner must not enter (not even to
+    // read segments it then finds not worth cleaning). The in-line cleaner
+    // runs inside the transaction that needs it, so the window ends before
+    // that transaction.
     let cleaned_before = t.segments_cleaned();
-    let outcome = t.phase(|t| bank.run(t, spec.measure, |t| t.segments_cleaned() > cleaned_before));
-    let (done, phase) = match outcome {
-        Ok(v) => v,
-        Err(e) if is_no_space(&e) => {
-            rec.note(format!("at {x}% the disk filled before {} transactions", spec.measure));
-            return Ok(());
+    let work_before = t.cleaner_work();
+    let start = t.counters();
+    let mut end = start.clone();
+    let mut done = 0;
+    let mut full = false;
+    while done < spec.measure {
+        match bank.transaction(t) {
+            Ok(()) => {}
+            Err(e) if is_no_space(&e) => {
+                rec.note(format!("at {x}% the disk filled after {done} transactions"));
+                full = true;
+                break;
+            }
+            Err(e) => return Err(e),
         }
-        Err(e) => return Err(e),
-    };
+        if t.cleaner_work() > work_before {
+            break;
+        }
+        done += 1;
+        end = t.counters();
+    }
+    let phase = between(&start, &end);
     if done * 10 >= spec.measure {
         rec.record("no-cleaning", x, "TPS", tps(done, &phase));
+        record_disk(rec, "no-cleaning", x, done, &phase);
     } else {
-        rec.note(format!("at {x}%: the cleaner started after {done} transactions; no window before cleaning"));
+        rec.note(format!(
+            "at {x}%: the cleaner started after {done} transactions; no window before cleaning"
+        ));
     }
-    if !spec.cleaner {
+    if !spec.cleaner || full {
         return Ok(());
     }
 
@@ -295,14 +325,25 @@ pub fn run(t: &mut Target, spec: &Spec, x: f64, rec: &mut dyn Record) -> io::Res
         rec.note(format!("at {x}%: the cleaner never ran in {extra} transactions"));
         return Ok(());
     }
-    bank.run(t, spec.measure, |_| false)?;
-    let (done, phase) = t.phase(|t| bank.run(t, spec.measure, |_| false))?;
+    bank.run(t, spec.measure)?;
+    let (done, phase) = t.phase(|t| bank.run(t, spec.measure))?;
     rec.record("cleaning", x, "TPS", tps(done, &phase));
+    record_disk(rec, "cleaning", x, done, &phase);
     if let Some(c) = phase.cleaner {
-        rec.record("cleaning", x, "segments/1000txn", c.segments_cleaned as f64 * 1000.0 / done.max(1) as f64);
+        rec.record(
+            "cleaning",
+            x,
+            "segments/1000txn",
+            c.segments_cleaned as f64 * 1000.0 / done.max(1) as f64,
+        );
         let written = c.user_bytes_written + c.cleaner_bytes_written;
         if written > 0 {
-            rec.record("cleaning", x, "cleaner-writes%", 100.0 * c.cleaner_bytes_written as f64 / written as f64);
+            rec.record(
+                "cleaning",
+                x,
+                "cleaner-writes%",
+                100.0 * c.cleaner_bytes_written as f64 / written as f64,
+            );
         }
         if let Some(cost) = c.write_cost() {
             rec.record("cleaning", x, "write-cost", cost);
