@@ -91,6 +91,18 @@ pub struct Experiment {
 
 const KB: f64 = 1024.0;
 
+/// A plot of `metric` in `phase` against file size on a log scale.
+const fn by_size(
+    name: &'static str,
+    title: &'static str,
+    phase: &'static [&'static str],
+    metric: &'static str,
+    x_label: &'static str,
+    y_label: &'static str,
+) -> PlotSpec {
+    PlotSpec { name, title, phases: phase, metric, x_label, y_label, log_x: true, x_unit: KB }
+}
+
 const fn published(
     system: &'static str,
     phase: &'static str,
@@ -116,26 +128,8 @@ pub const EXPERIMENTS: &[Experiment] = &[
         systems: &["raw", "lfs", "ffs", "efs"],
         workload: Workload::Bandwidth,
         plots: &[
-            PlotSpec {
-                name: "s93-bandwidth-write",
-                title: "Write bandwidth (1993 Fig. 9)",
-                phases: &["write"],
-                metric: "MB/s",
-                x_label: "I/O size (KB, log scale)",
-                y_label: "Throughput (MB/s)",
-                log_x: true,
-                x_unit: KB,
-            },
-            PlotSpec {
-                name: "s93-bandwidth-read",
-                title: "Read bandwidth (1993 Fig. 12)",
-                phases: &["read"],
-                metric: "MB/s",
-                x_label: "I/O size (KB, log scale)",
-                y_label: "Throughput (MB/s)",
-                log_x: true,
-                x_unit: KB,
-            },
+            by_size("s93-bandwidth-write", "Write bandwidth (1993 Fig. 9)", &["write"], "MB/s", "I/O size (KB, log scale)", "Throughput (MB/s)"),
+            by_size("s93-bandwidth-read", "Read bandwidth (1993 Fig. 12)", &["read"], "MB/s", "I/O size (KB, log scale)", "Throughput (MB/s)"),
         ],
         published: &[
             published("ffs", "write", f64::INFINITY, "MB/s", 0.5, "1993 §5.2.1: 0.5 of the possible 1.6 MB/s"),
@@ -203,46 +197,10 @@ pub const EXPERIMENTS: &[Experiment] = &[
         systems: &["lfs", "ffs-m8r0", "ffs-m8r2"],
         workload: Workload::Sequential,
         plots: &[
-            PlotSpec {
-                name: "s95-create",
-                title: "Create (1995 Fig. 3)",
-                phases: &["create"],
-                metric: "MB/s",
-                x_label: "File size (KB, log scale)",
-                y_label: "Throughput (MB/s)",
-                log_x: true,
-                x_unit: KB,
-            },
-            PlotSpec {
-                name: "s95-read",
-                title: "Read (1995 Fig. 4)",
-                phases: &["read"],
-                metric: "MB/s",
-                x_label: "File size (KB, log scale)",
-                y_label: "Throughput (MB/s)",
-                log_x: true,
-                x_unit: KB,
-            },
-            PlotSpec {
-                name: "s95-overwrite",
-                title: "Overwrite (1995 Fig. 5)",
-                phases: &["overwrite"],
-                metric: "MB/s",
-                x_label: "File size (KB, log scale)",
-                y_label: "Throughput (MB/s)",
-                log_x: true,
-                x_unit: KB,
-            },
-            PlotSpec {
-                name: "s95-delete",
-                title: "Delete (1995 Fig. 6)",
-                phases: &["delete"],
-                metric: "files/s",
-                x_label: "File size (KB, log scale)",
-                y_label: "Files deleted per second",
-                log_x: true,
-                x_unit: KB,
-            },
+            by_size("s95-create", "Create (1995 Fig. 3)", &["create"], "MB/s", "File size (KB, log scale)", "Throughput (MB/s)"),
+            by_size("s95-read", "Read (1995 Fig. 4)", &["read"], "MB/s", "File size (KB, log scale)", "Throughput (MB/s)"),
+            by_size("s95-overwrite", "Overwrite (1995 Fig. 5)", &["overwrite"], "MB/s", "File size (KB, log scale)", "Throughput (MB/s)"),
+            by_size("s95-delete", "Delete (1995 Fig. 6)", &["delete"], "files/s", "File size (KB, log scale)", "Files deleted per second"),
         ],
         published: &[
             published("lfs", "create", f64::INFINITY, "MB/s", 0.67 * 2.5, "1995 §3.1: about 67% of the 2.5 MB/s disk"),

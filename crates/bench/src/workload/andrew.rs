@@ -26,7 +26,7 @@
 //! Records `mkdir`, `copy`, `stat`, `grep`, `compile` and `total`, the mean
 //! seconds per run, and the runs and segments cleaned over all of them.
 
-use super::{contents, Record};
+use super::{contents, write_new_file, Record};
 use crate::target::Target;
 use std::io;
 
@@ -200,15 +200,7 @@ fn fill(t: &mut Target, utilization: f64) -> io::Result<()> {
     let want = (usage.total as f64 * utilization) as u64;
     let used = usage.total - usage.free;
     let bytes = want.saturating_sub(used);
-    let chunk = contents(1 << 20, 6);
-    let fd = t.create("filler")?;
-    let mut at = 0;
-    while at < bytes {
-        let len = (bytes - at).min(chunk.len() as u64) as usize;
-        t.write(fd, at, &chunk[..len])?;
-        at += len as u64;
-    }
-    t.close(fd)?;
+    write_new_file(t, "filler", bytes, &contents(1 << 20, 6))?;
     t.sync()?;
     t.drop_caches()
 }

@@ -81,6 +81,19 @@ pub fn contents(len: usize, seed: u64) -> Vec<u8> {
     out
 }
 
+/// Creates `path` and writes `bytes` into it in writes of `chunk`'s size
+/// (the last one shorter).
+pub fn write_new_file(t: &mut Target, path: &str, bytes: u64, chunk: &[u8]) -> io::Result<()> {
+    let fd = t.create(path)?;
+    let mut at = 0;
+    while at < bytes {
+        let len = (bytes - at).min(chunk.len() as u64) as usize;
+        t.write(fd, at, &chunk[..len])?;
+        at += len as u64;
+    }
+    t.close(fd)
+}
+
 /// Bytes per second as the experiment's megabytes per second.
 pub fn rate(bytes: u64, seconds: f64, mb: f64) -> f64 {
     if seconds <= 0.0 {

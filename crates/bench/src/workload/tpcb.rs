@@ -24,7 +24,7 @@
 //! per 1000 transactions, the cleaner's share of the blocks written and
 //! the write cost.
 
-use super::{contents, per_second, Record};
+use super::{contents, per_second, write_new_file, Record};
 use crate::target::{between, is_no_space, Fd, Phase, Target};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -221,14 +221,7 @@ fn load(t: &mut Target, spec: &Spec) -> io::Result<(Fd, Fd)> {
     for (name, bytes) in
         [("branch", spec.branch_bytes), ("teller", spec.teller_bytes), ("account", spec.account_bytes)]
     {
-        let fd = t.create(name)?;
-        let mut at = 0;
-        while at < bytes {
-            let len = (bytes - at).min(chunk.len() as u64) as usize;
-            t.write(fd, at, &chunk[..len])?;
-            at += len as u64;
-        }
-        t.close(fd)?;
+        write_new_file(t, name, bytes, &chunk)?;
     }
     let history = t.create("history")?;
     t.close(history)?;
