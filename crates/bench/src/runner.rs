@@ -75,6 +75,8 @@ pub struct Settings {
     /// Whether runs on mounted directories drop the kernel's caches
     /// between phases (root only; tests turn it off).
     pub drop_kernel_caches: bool,
+    /// Run only these of each experiment's systems (`None`: all).
+    pub only_systems: Option<Vec<String>>,
 }
 
 impl Default for Settings {
@@ -87,6 +89,7 @@ impl Default for Settings {
             scratch: std::env::temp_dir(),
             progress: false,
             drop_kernel_caches: true,
+            only_systems: None,
         }
     }
 }
@@ -362,6 +365,9 @@ pub fn run(experiments: &[&'static Experiment], settings: &Settings) -> Results 
             _ => e
                 .systems
                 .iter()
+                .filter(|name| {
+                    settings.only_systems.as_ref().is_none_or(|only| only.iter().any(|o| o == *name))
+                })
                 .filter_map(|name| match system::by_name(name) {
                     Some(s) if s.not_yet().is_none() => Some(Subject::System(s, &medium)),
                     _ => {

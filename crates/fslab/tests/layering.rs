@@ -11,12 +11,14 @@ use std::path::{Path, PathBuf};
 
 /// Each layer and the top-level modules of this crate it must never name.
 const RULES: &[(&str, &[&str])] = &[
-    ("format", &["cache", "storage", "ufs", "lfs"]),
-    ("cache", &["storage", "ufs", "lfs"]),
-    ("lfs", &["ufs"]),
-    ("ufs", &["lfs", "cache"]),
-    ("storage", &["ufs", "lfs", "cache"]),
-    ("time", &["format", "cache", "storage", "ufs", "lfs"]),
+    ("format", &["cache", "storage", "ufs", "lfs", "ffs", "bmap"]),
+    ("cache", &["storage", "ufs", "lfs", "ffs", "bmap"]),
+    ("bmap", &["cache", "storage", "ufs", "lfs", "ffs"]),
+    ("lfs", &["ufs", "ffs"]),
+    ("ffs", &["ufs", "lfs"]),
+    ("ufs", &["lfs", "ffs", "cache", "bmap"]),
+    ("storage", &["ufs", "lfs", "ffs", "cache", "bmap"]),
+    ("time", &["format", "cache", "storage", "ufs", "lfs", "ffs", "bmap"]),
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {

@@ -140,6 +140,67 @@ impl Subject for LfsSubject {
     }
 }
 
+/// `FileSystem<Ffs>` on a `MemDisk`, in one integrity mode.
+pub struct FfsSubject {
+    disk: Arc<MemDisk>,
+    mount: fslab::ffs::MountOptions,
+    block_size: u32,
+    fs: FileSystem<fslab::ffs::Ffs>,
+}
+
+impl FfsSubject {
+    /// Makes a new FFS on a `disk_bytes` memory disk and mounts it with a
+    /// `cache_bytes` buffer cache in `integrity` mode.
+    pub fn new(
+        disk_bytes: u64,
+        mkfs: fslab::ffs::MkfsOptions,
+        cache_bytes: u64,
+        integrity: fslab::ffs::Integrity,
+    ) -> fslab::Result<FfsSubject> {
+        let disk = Arc::new(MemDisk::new(disk_bytes));
+        let dev: Arc<dyn BlockDevice> = disk.clone();
+        fslab::mkfs_ffs(dev.clone(), &mkfs, Creds::default())?;
+        let mount = fslab::ffs::MountOptions { cache_bytes, integrity, ..Default::default() };
+        let fs = FileSystem::new(fslab::ffs::Ffs::mount(dev, mount)?);
+        Ok(FfsSubject { disk, mount, block_size: mkfs.block_size, fs })
+    }
+
+    /// The small layout the model tests use: 8 KiB blocks of 1 KiB
+    /// fragments in 4 MiB cylinder groups.
+    pub fn small(
+        disk_bytes: u64,
+        cache_bytes: u64,
+        integrity: fslab::ffs::Integrity,
+    ) -> fslab::Result<FfsSubject> {
+        let mkfs = fslab::ffs::MkfsOptions { group_size: 4 << 20, ..Default::default() };
+        FfsSubject::new(disk_bytes, mkfs, cache_bytes, integrity)
+    }
+
+    /// The device.
+    pub fn disk(&self) -> &Arc<MemDisk> {
+        &self.disk
+    }
+}
+
+impl Subject for FfsSubject {
+    type S = fslab::ffs::Ffs;
+    fn fs(&mut self) -> &mut FileSystem<fslab::ffs::Ffs> {
+        &mut self.fs
+    }
+    fn remount(&mut self) -> fslab::Result<bool> {
+        self.fs.unmount()?;
+        let dev: Arc<dyn BlockDevice> = self.disk.clone();
+        self.fs = FileSystem::new(fslab::ffs::Ffs::mount(dev, self.mount)?);
+        Ok(true)
+    }
+    fn limits(&self) -> Limits {
+        Limits { block_size: self.block_size as usize }
+    }
+    fn may_run_out_of_space(&self) -> bool {
+        true
+    }
+}
+
 /// What one run does.
 #[derive(Debug, Clone, Copy)]
 pub struct RunConfig {

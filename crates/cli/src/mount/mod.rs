@@ -13,7 +13,10 @@
 //! Foreground (`-f`): mount, serve until unmounted, write the final
 //! checkpoint, exit.
 //!
-//! Cleaning: unless `-o cleaner=off`, the file system gets a cleaner of the
+//! The layout is the image's (its superblock's magic): LFS or FFS. FFS takes
+//! `-o integrity=sync|async`; LFS takes the cleaner.
+//!
+//! Cleaning (LFS): unless `-o cleaner=off`, the file system gets a cleaner of the
 //! chosen policy twice over: one writers run themselves when they are short
 //! of clean segments, and a background thread that cleans towards the
 //! high-water mark between requests. The control socket
@@ -34,8 +37,10 @@ mod utab;
 
 use clap::Args;
 use disk::FileDisk;
+use fslab::ffs::Ffs;
 use fslab::lfs::Lfs;
 use fslab::ufs::FileSystem;
+use fslab::Layout;
 use fslab::Result as FsResult;
 use fslab_cleaner::background::Background;
 use fslab_cleaner::control::Server;
@@ -54,9 +59,10 @@ pub struct MountArgs {
     /// The directory to mount it on.
     dir: PathBuf,
     /// Comma-separated options: allow_other, cache=SIZE (e.g. 256M), checkpoint=SECONDS,
-    /// cleaner=POLICY|off (greedy, cost-benefit or hot-cold; default hot-cold), log=FILE
-    /// (instead of the system log), noexec, suid, dev; and mount(8)'s generic options
-    /// (defaults, nofail, noauto, x-*, ...). ro, sync and atime are refused.
+    /// cleaner=POLICY|off (LFS: greedy, cost-benefit or hot-cold; default hot-cold),
+    /// integrity=sync|async (FFS; default sync), log=FILE (instead of the system log),
+    /// noexec, suid, dev; and mount(8)'s generic options (defaults, nofail, noauto, x-*, ...).
+    /// ro, sync and atime are refused.
     #[arg(short = 'o', value_name = "OPTIONS")]
     options: Vec<String>,
     /// Stay in the foreground until unmounted.
@@ -89,15 +95,44 @@ fn start(image: &Path, dir: &Path, options: &Options, foreground: bool) -> Resul
     }
 }
 
+/// The FUSE session of a mount of either layout.
+enum Session {
+    Lfs(Mounted<Lfs>),
+    Ffs(Mounted<Ffs>),
+}
+
+impl Session {
+    fn unmounter(&self) -> fslab_fuse::Unmounter {
+        match self {
+            Session::Lfs(m) => m.unmounter(),
+            Session::Ffs(m) => m.unmounter(),
+        }
+    }
+
+    fn keep_while_serving(&self, mark: File) {
+        match self {
+            Session::Lfs(m) => m.keep_while_serving(mark),
+            Session::Ffs(m) => m.keep_while_serving(mark),
+        }
+    }
+
+    fn run(self) -> std::io::Result<()> {
+        match self {
+            Session::Lfs(m) => m.run(),
+            Session::Ffs(m) => m.run(),
+        }
+    }
+}
+
 /// A mount and what runs beside it, until it is unmounted.
 struct Mount {
-    mounted: Mounted<Lfs>,
+    mounted: Session,
     /// The image's lock: held until the final checkpoint is written.
     lock: File,
     /// The mount point.
     dir: PathBuf,
-    /// The control socket, if it could be made.
-    control: Result<Server, String>,
+    /// The control socket, if it could be made (LFS; FFS has none yet).
+    control: Result<Option<Server>, String>,
     /// The background cleaner, unless `cleaner=off`.
     background: Option<Background>,
 }
@@ -120,16 +155,14 @@ fn cleaner(policy_name: &str) -> Result<Cleaner, String> {
         .ok_or_else(|| format!("option cleaner: unknown policy '{policy_name}'"))
 }
 
-/// Locks the image, mounts the storage manager and the FUSE session, then
-/// starts the control socket and the background cleaner.
+/// Locks the image, mounts the storage manager of its layout and the FUSE
+/// session, then (LFS) starts the control socket and the background cleaner.
 fn mount(image: &Path, dir: &Path, options: &Options) -> Result<Mount, String> {
     let name = image.display();
     let lock = crate::image_lock::lock(image).map_err(|e| format!("{name}: {e}"))?;
     let disk = FileDisk::open(image).map_err(|e| format!("{name}: {e}"))?;
-    let mut lfs = Lfs::mount(Arc::new(disk), options.storage.clone()).map_err(|e| format!("{name}: {e}"))?;
-    if let Some(policy_name) = options.cleaner {
-        cleaner(policy_name)?.install(&mut lfs);
-    }
+    let layout = Layout::probe(&disk).unwrap_or(Layout::Lfs);
+    options.check_layout(layout)?;
     let config = MountConfig {
         allow_other: options.allow_other,
         source: image.to_string_lossy().into_owned(),
@@ -138,24 +171,39 @@ fn mount(image: &Path, dir: &Path, options: &Options) -> Result<Mount, String> {
         dev: options.dev,
         ..MountConfig::default()
     };
-    let mounted = fslab_fuse::mount(FileSystem::new(lfs), dir, &config).map_err(|e| e.to_string())?;
+    let (mounted, control, background) = match layout {
+        Layout::Lfs => {
+            let mut lfs = Lfs::mount(Arc::new(disk), options.lfs()).map_err(|e| format!("{name}: {e}"))?;
+            if let Some(policy_name) = options.cleaner {
+                cleaner(policy_name)?.install(&mut lfs);
+            }
+            let mounted = fslab_fuse::mount(FileSystem::new(lfs), dir, &config).map_err(|e| e.to_string())?;
+            let access = MountAccess(mounted.handle());
+            // Without the socket the mount still works; only `fslab clean`
+            // and `fslab stat` do not (the caller warns).
+            let control = Server::start(access.clone(), dir, options.cleaner.unwrap_or("off"))
+                .map(Some)
+                .map_err(|e| format!("no control socket, so fslab clean and fslab stat will not work: {e}"));
+            let background = match options.cleaner {
+                Some(policy_name) => Some(
+                    Background::spawn(access, cleaner(policy_name)?)
+                        .map_err(|e| format!("cannot start the cleaner thread: {e}"))?,
+                ),
+                None => None,
+            };
+            (Session::Lfs(mounted), control, background)
+        }
+        Layout::Ffs => {
+            let ffs = Ffs::mount(Arc::new(disk), options.ffs()).map_err(|e| format!("{name}: {e}"))?;
+            let mounted = fslab_fuse::mount(FileSystem::new(ffs), dir, &config).map_err(|e| e.to_string())?;
+            (Session::Ffs(mounted), Ok(None), None)
+        }
+    };
     // Without the mark (a file system without such locks) another command
     // finding the image locked waits before it says so, instead of at once.
     if let Ok(mark) = crate::image_lock::mark_serving(image) {
         mounted.keep_while_serving(mark);
     }
-    let access = MountAccess(mounted.handle());
-    // Without the socket the mount still works; only `fslab clean` and
-    // `fslab stat` do not (the caller warns).
-    let control = Server::start(access.clone(), dir, options.cleaner.unwrap_or("off"))
-        .map_err(|e| format!("no control socket, so fslab clean and fslab stat will not work: {e}"));
-    let background = match options.cleaner {
-        Some(policy_name) => Some(
-            Background::spawn(access, cleaner(policy_name)?)
-                .map_err(|e| format!("cannot start the cleaner thread: {e}"))?,
-        ),
-        None => None,
-    };
     // `umount` finds its helper through this line, and the helper finds
     // the image through the mount's source, which must then be the image.
     if !image.as_os_str().as_encoded_bytes().iter().any(|&b| b == b',' || b == b'\\') {

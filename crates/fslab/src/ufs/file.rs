@@ -141,9 +141,14 @@ impl<S: StorageManager> Ns<'_, S> {
         let bs = self.bs();
         if size < attr.size {
             self.s.free_blocks(ino, size.div_ceil(bs), u64::MAX)?;
+            // Zeros from the new end to the old one within the last block:
+            // past the old end the block already reads as zeros, and a
+            // write there would make FFS grow a fragment tail it is about
+            // to shrink.
             let tail = (size % bs) as usize;
-            if tail != 0 && self.has_data(ino, size / bs)? {
-                let zeros = vec![0u8; bs as usize - tail];
+            let old_end = (attr.size - size / bs * bs).min(bs) as usize;
+            if tail != 0 && old_end > tail && self.has_data(ino, size / bs)? {
+                let zeros = vec![0u8; old_end - tail];
                 self.s.write_block(ino, (size / bs) as Lbn, tail, &zeros)?;
             }
         }

@@ -1,0 +1,523 @@
+//! File blocks of a mounted FFS: where each lives, how big it is, reading
+//! and writing it, and giving it a home (1993 paper §2.1; 4.4BSD
+//! `ffs_balloc`, `ffs_realloccg`).
+//!
+//! Every block gets its address when it is first written — unlike LFS,
+//! which waits for the segment writer — through the block-map engine's
+//! `assign` hook, at the place `blkpref` prefers. A file's last block, if
+//! it is a direct block and the file does not fill it, lives in just enough
+//! fragments (its *tail*); it grows in place or moves as the file grows,
+//! and becomes a whole block before any block after it is given space.
+//!
+//! Which block is the tail follows from the file's size and its map alone
+//! (4.4BSD's `blksize`, extended for blocks preallocated past the end):
+//! the block holding the last byte, when that block is direct, the size
+//! does not end on a block boundary, and no block after it is allocated.
+//! Every other block is whole. So the storage manager keeps the inode's
+//! size up to date as blocks are written (as `ffs_write` does), and
+//! `update` and `free_blocks` resize the tail when a size change or a free
+//! makes another block the tail.
+
+use super::fs::Ffs;
+use crate::bmap::{self, BlockTree};
+use crate::cache::block_of;
+use crate::error::{errno, Error, Location};
+use crate::format::blockno::{check_indirect, Geometry, Parent, NDADDR, POINTER_BYTES, XATTR_LBN};
+use crate::format::codec::Decoder;
+use crate::format::inode::Inode;
+use crate::format::{Daddr, Ino, Lbn, IFILE_INO};
+use crate::storage::Hint;
+use crate::Result;
+use disk::AlignedBytes;
+use std::sync::Arc;
+
+/// The most one clustered read asks of the device (the largest FUSE read).
+const MAX_READ_RUN_BYTES: usize = 1 << 20;
+
+/// What a write puts into one block.
+pub(super) enum NewContents<'a> {
+    /// `data` at byte `offset`; the rest of the block keeps its contents.
+    Part { offset: usize, data: &'a [u8] },
+    /// A whole block, already in its own buffer.
+    Whole(AlignedBytes),
+}
+
+impl NewContents<'_> {
+    /// The bytes of the block the write reaches to.
+    fn end(&self) -> usize {
+        match self {
+            NewContents::Part { offset, data } => offset + data.len(),
+            NewContents::Whole(block) => block.len(),
+        }
+    }
+}
+
+impl Ffs {
+    /// The file's tail for a size of `size` bytes: (its block, its bytes
+    /// rounded up to fragments), or `None` when every block is whole.
+    pub(super) fn tail_of(&mut self, ino: Ino, size: u64) -> Result<Option<(u64, usize)>> {
+        let bs = self.block_size() as u64;
+        let lbn = size / bs;
+        if size.is_multiple_of(bs) || lbn >= NDADDR as u64 {
+            return Ok(None);
+        }
+        if bmap::next_data(self, ino, lbn + 1, self.tree.max_blocks())?.is_some() {
+            return Ok(None);
+        }
+        let fsize = self.frag_size();
+        Ok(Some((lbn, ((size % bs).div_ceil(fsize) * fsize) as usize)))
+    }
+
+    /// The bytes block `lbn` of `ino` occupies on disk: its tail's
+    /// fragments, or a whole block.
+    pub(super) fn block_bytes(&mut self, ino: Ino, lbn: Lbn) -> Result<usize> {
+        let bs = self.block_size();
+        if !(0..NDADDR as Lbn).contains(&lbn) {
+            return Ok(bs);
+        }
+        let size = self.cached_inode(ino)?.inode.attr.size;
+        Ok(self.tail_of(ino, size)?.filter(|&(t, _)| t == lbn as u64).map_or(bs, |(_, b)| b))
+    }
+
+    /// Reads block `lbn` of `ino` into `buf` (one block); holes and the
+    /// bytes past a tail's fragments read as zeros.
+    pub(super) fn read_file_block(&mut self, ino: Ino, lbn: Lbn, buf: &mut [u8]) -> Result<()> {
+        if buf.len() != self.block_size() {
+            return Err(errno(libc::EINVAL, "read buffer is not one block"));
+        }
+        if let Some(block) = self.cache.get((ino, lbn)) {
+            buf.copy_from_slice(block);
+            return Ok(());
+        }
+        let addr = bmap::pointer(self, ino, lbn)?;
+        if addr.is_none() {
+            buf.fill(0);
+            return Ok(());
+        }
+        let bytes = self.block_bytes(ino, lbn)?;
+        buf[bytes..].fill(0);
+        self.read_at(addr, &mut buf[..bytes])?;
+        self.cache.insert((ino, lbn), block_of(buf), false);
+        Ok(())
+    }
+
+    /// Reads blocks `first ..` of `ino` into `buf` (whole blocks). Blocks
+    /// that lie one after another on disk and are not cached are read in
+    /// one device read (the 1993 paper's EFS: bmap returns the length of the
+    /// contiguous run), as long as the caller asked for, up to
+    /// [`MAX_READ_RUN_BYTES`]; a tail is read alone. Unlike writes, reads
+    /// are not cut at `maxcontig`: a read loses no revolution between
+    /// requests, since the drive's track buffer reads ahead (1995 paper
+    /// §3.2), and a simulated disk splits a long read at its own maximum
+    /// transfer.
+    pub(super) fn read_file_blocks(&mut self, ino: Ino, first: Lbn, buf: &mut [u8]) -> Result<()> {
+        let bs = self.block_size();
+        if !buf.len().is_multiple_of(bs) {
+            return Err(errno(libc::EINVAL, "read buffer is not whole blocks"));
+        }
+        let size = self.cached_inode(ino)?.inode.attr.size;
+        let tail = self.tail_of(ino, size)?.map(|(t, _)| t as Lbn);
+        let count = buf.len() / bs;
+        let longest = (MAX_READ_RUN_BYTES / bs).max(1);
+        let fpb = self.frags_per_block();
+        let mut i = 0;
+        while i < count {
+            let lbn = first + i as Lbn;
+            let block = &mut buf[i * bs..(i + 1) * bs];
+            if self.cache.contains((ino, lbn)) || Some(lbn) == tail {
+                self.read_file_block(ino, lbn, block)?;
+                i += 1;
+                continue;
+            }
+            let addr = bmap::pointer(self, ino, lbn)?;
+            if addr.is_none() {
+                block.fill(0);
+                i += 1;
+                continue;
+            }
+            let mut max = (count - i).min(longest);
+            if let Some(t) = tail.filter(|&t| t > lbn) {
+                max = max.min((t - lbn) as usize);
+            }
+            let run = bmap::contiguous_run(self, ino, lbn, addr, max, fpb)?;
+            let bytes = &mut buf[i * bs..(i + run) * bs];
+            self.read_at(addr, bytes)?;
+            if run == 1 {
+                self.cache.insert((ino, lbn), block_of(bytes), false);
+            }
+            i += run;
+        }
+        Ok(())
+    }
+
+    /// Stores `contents` in block `lbn` of `ino` (a data block or the
+    /// extended-attribute block), giving it space first — 4.4BSD's
+    /// `ffs_balloc` followed by the copy into the buffer. Keeps the inode's
+    /// size covering what was written. `metadata` blocks (directories,
+    /// symbolic links, extended attributes) may use the `minfree` reserve.
+    pub(super) fn write_file_block(&mut self, ino: Ino, lbn: Lbn, contents: NewContents) -> Result<()> {
+        let bs = self.block_size();
+        let fits = match &contents {
+            NewContents::Part { offset, data } => offset.checked_add(data.len()).is_some_and(|e| e <= bs),
+            NewContents::Whole(block) => block.len() == bs,
+        };
+        if !fits {
+            return Err(errno(libc::EINVAL, "write does not fit in one block"));
+        }
+        if lbn < 0 && lbn != XATTR_LBN {
+            return Err(errno(libc::EINVAL, "indirect blocks belong to the storage manager"));
+        }
+        if lbn >= 0 && self.tree.path(lbn as u64).is_none() {
+            return Err(errno(libc::EFBIG, "file too large"));
+        }
+        let inode = self.cached_inode(ino)?.inode;
+        let metadata = lbn == XATTR_LBN || !inode.attr.is_reg();
+        let key = (ino, lbn);
+        let end = contents.end();
+        // The block's present contents go into the cache first: a partial
+        // write keeps them, and a tail that moves takes them along.
+        if matches!(contents, NewContents::Part { .. }) {
+            self.load_block(ino, lbn)?;
+        }
+        if lbn >= 0 {
+            self.make_tail_whole_before(ino, lbn as u64, metadata)?;
+        }
+        if (0..NDADDR as Lbn).contains(&lbn) {
+            let new_size = inode.attr.size.max(lbn as u64 * bs as u64 + end as u64);
+            self.place_direct(ino, lbn, new_size, metadata)?;
+        } else {
+            self.placing_metadata = metadata;
+            let placed = bmap::balloc(self, ino, lbn);
+            self.placing_metadata = false;
+            placed?;
+        }
+        match contents {
+            NewContents::Whole(block) => self.cache.insert(key, Arc::new(block), true),
+            NewContents::Part { offset, data } => {
+                if !self.cache.contains(key) {
+                    let zero = self.cache.zeroed();
+                    self.cache.insert(key, zero, true);
+                }
+                let block = self
+                    .cache
+                    .get_mut_dirty(key)
+                    .ok_or_else(|| errno(libc::EIO, "block evicted while dirty"))?;
+                block[offset..offset + data.len()].copy_from_slice(data);
+            }
+        }
+        if lbn >= 0 {
+            let reach = lbn as u64 * bs as u64 + end as u64;
+            if reach > inode.attr.size {
+                self.inode_mut(ino)?.attr.size = reach;
+            }
+        }
+        Ok(())
+    }
+
+    /// Brings block `lbn` of `ino` into the cache if it is on disk.
+    fn load_block(&mut self, ino: Ino, lbn: Lbn) -> Result<()> {
+        if self.cache.contains((ino, lbn)) {
+            return Ok(());
+        }
+        if bmap::pointer(self, ino, lbn)?.is_some() {
+            let mut buf = vec![0u8; self.block_size()];
+            self.read_file_block(ino, lbn, &mut buf)?;
+        }
+        Ok(())
+    }
+
+    /// Brings block `lbn` of `ino`, which lives at `addr` in `bytes` bytes,
+    /// into the cache, the rest of the buffer zero: for a block being
+    /// resized, whose size the rule no longer gives once the size or map
+    /// has changed.
+    fn load_block_of(&mut self, ino: Ino, lbn: Lbn, addr: Daddr, bytes: usize) -> Result<()> {
+        if self.cache.contains((ino, lbn)) {
+            return Ok(());
+        }
+        let mut buf = AlignedBytes::zeroed(self.block_size());
+        self.read_at(addr, &mut buf[..bytes])?;
+        self.cache.insert((ino, lbn), Arc::new(buf), false);
+        Ok(())
+    }
+
+    /// Before block `lbn` gets space past a tail, the tail becomes a whole
+    /// block (4.4BSD `ffs_balloc`: "if the file currently ends in a
+    /// fragment, grow it to a full block first").
+    fn make_tail_whole_before(&mut self, ino: Ino, lbn: u64, metadata: bool) -> Result<()> {
+        let size = self.cached_inode(ino)?.inode.attr.size;
+        let Some((tail, bytes)) = self.tail_of(ino, size)? else { return Ok(()) };
+        if tail >= lbn {
+            return Ok(());
+        }
+        let addr = bmap::pointer(self, ino, tail as Lbn)?;
+        if addr.is_some() && bytes < self.block_size() {
+            self.resize_block(ino, tail as Lbn, addr, bytes, self.block_size(), metadata)?;
+        }
+        Ok(())
+    }
+
+    /// Gives direct block `lbn` of `ino` the space it needs when the file
+    /// will be `new_size` bytes: fragments if it will be the tail, else a
+    /// whole block; a new block near `blkpref`'s choice, an existing one
+    /// grown in place or moved.
+    fn place_direct(&mut self, ino: Ino, lbn: Lbn, new_size: u64, metadata: bool) -> Result<()> {
+        let bs = self.block_size();
+        let want = match self.tail_of(ino, new_size)? {
+            Some((t, bytes)) if t == lbn as u64 => bytes,
+            _ => bs,
+        };
+        let addr = bmap::pointer(self, ino, lbn)?;
+        if addr.is_none() {
+            let pref = self.blkpref(ino, lbn)?;
+            let new = self.allocate(ino, pref, want, metadata)?;
+            bmap::set_pointer(self, ino, lbn, new)?;
+            self.count_blocks(ino, want as i64)?;
+            self.tx.hint(Hint::BlocksAllocated { ino, lbn });
+            return Ok(());
+        }
+        let have = self.block_bytes(ino, lbn)?;
+        if have < want {
+            self.resize_block(ino, lbn, addr, have, want, metadata)?;
+        }
+        Ok(())
+    }
+
+    /// Grows block `lbn` of `ino` at `addr` from `have` to `want` bytes
+    /// (4.4BSD `ffs_realloccg`): in place if the fragments after it are
+    /// free, else to a new run, its contents (in the cache) following it and
+    /// the old fragments freed. The whole block is left dirty: the fragments
+    /// it gained hold whatever the disk held.
+    fn resize_block(
+        &mut self,
+        ino: Ino,
+        lbn: Lbn,
+        addr: Daddr,
+        have: usize,
+        want: usize,
+        metadata: bool,
+    ) -> Result<()> {
+        let fsize = self.frag_size() as usize;
+        let (old_frags, new_frags) = ((have / fsize) as u32, (want / fsize) as u32);
+        self.load_block_of(ino, lbn, addr, have)?;
+        self.use_space((new_frags - old_frags) as u64, metadata)?;
+        let pref = self.blkpref(ino, lbn)?;
+        match self.alloc.realloccg(addr.get(), old_frags, new_frags, pref.get(), true)? {
+            super::Realloc::Extended => {}
+            super::Realloc::Moved(new) => {
+                bmap::set_pointer(self, ino, lbn, Daddr::new(new))?;
+                self.alloc.free(addr.get(), old_frags)?;
+            }
+        }
+        self.count_blocks(ino, (want - have) as i64)?;
+        if !self.cache.contains((ino, lbn)) {
+            let zero = self.cache.zeroed();
+            self.cache.insert((ino, lbn), zero, true);
+        }
+        self.cache.mark_dirty((ino, lbn));
+        self.tx.hint(Hint::BlocksAllocated { ino, lbn });
+        Ok(())
+    }
+
+    /// Shrinks the tail of `ino` at `addr` from `have` to `want` bytes,
+    /// freeing the fragments past `want` (what they held lies past the end
+    /// of the file).
+    fn shrink_block(&mut self, ino: Ino, addr: Daddr, have: usize, want: usize) -> Result<()> {
+        let fsize = self.frag_size() as usize;
+        let keep = (want / fsize) as u64;
+        self.alloc.free(addr.get() + keep, ((have - want) / fsize) as u32)?;
+        self.count_blocks(ino, -((have - want) as i64))?;
+        Ok(())
+    }
+
+    /// Puts the tail right after a change of size or of the block map:
+    /// `before` is the tail as it was (block, bytes); the block that is the
+    /// tail now, and the one that was, get the size the rule gives them.
+    pub(super) fn settle_tail(
+        &mut self,
+        ino: Ino,
+        before: Option<(u64, usize)>,
+        metadata: bool,
+    ) -> Result<()> {
+        let bs = self.block_size();
+        let size = self.cached_inode(ino)?.inode.attr.size;
+        let after = self.tail_of(ino, size)?;
+        if before == after {
+            return Ok(());
+        }
+        // The old tail, if it is no longer the tail, becomes whole; the new
+        // tail (a whole block until now, unless it is the old one) shrinks
+        // or grows to its fragments.
+        let mut changes: Vec<(u64, usize, usize)> = Vec::new();
+        if let Some((t, bytes)) = before {
+            let now = after.filter(|&(a, _)| a == t).map_or(bs, |(_, b)| b);
+            changes.push((t, bytes, now));
+        }
+        if let Some((t, bytes)) = after {
+            if before.is_none_or(|(b, _)| b != t) {
+                changes.push((t, bs, bytes));
+            }
+        }
+        for (lbn, have, want) in changes {
+            let addr = bmap::pointer(self, ino, lbn as Lbn)?;
+            if addr.is_none() || have == want {
+                continue;
+            }
+            if want > have {
+                self.resize_block(ino, lbn as Lbn, addr, have, want, metadata)?;
+            } else {
+                self.shrink_block(ino, addr, have, want)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds `bytes` (negative: removes) to the space inode `ino` holds.
+    fn count_blocks(&mut self, ino: Ino, bytes: i64) -> Result<()> {
+        let inode = self.inode_mut(ino)?;
+        inode.blocks = inode.blocks.saturating_add_signed(bytes / 512);
+        Ok(())
+    }
+
+    /// Takes `frags` fragments of space for a write, out of what
+    /// `reserve_blocks` promised if anything is left of it; file data may
+    /// not dig into the `minfree` reserve, metadata may (so that a full
+    /// disk still lets directories change, as LFS's metadata reserve does).
+    /// Fails with ENOSPC before anything changes.
+    fn use_space(&mut self, frags: u64, metadata: bool) -> Result<()> {
+        if self.reserved_frags >= frags {
+            self.reserved_frags -= frags;
+            return Ok(());
+        }
+        let free =
+            if metadata { self.alloc.free_space(0) } else { self.alloc.free_space(self.sb.policy.minfree) };
+        if free - (self.reserved_frags as i64) < frags as i64 {
+            return Err(errno(libc::ENOSPC, "file system full"));
+        }
+        Ok(())
+    }
+
+    /// Allocates `bytes` (a whole block or a run of fragments) near `pref`.
+    fn allocate(&mut self, ino: Ino, pref: Daddr, bytes: usize, metadata: bool) -> Result<Daddr> {
+        let frags = bytes as u64 / self.frag_size();
+        self.use_space(frags, metadata)?;
+        Ok(Daddr::new(self.alloc.alloc(ino, pref.get(), frags as u32, true)?))
+    }
+
+    /// Where `blkpref` prefers block `lbn` of `ino` (for an indirect block,
+    /// the data block its tree starts at, with no pointer array: 4.4BSD
+    /// asks `ffs_blkpref(ip, lbn, 0, NULL)` for indirect blocks).
+    fn blkpref(&mut self, ino: Ino, lbn: Lbn) -> Result<Daddr> {
+        if lbn < 0 {
+            let first = self.tree.meta_level(lbn).map_or(NDADDR as u64, |(_, first)| first);
+            return Ok(Daddr::new(self.alloc.blkpref(ino, first as Lbn, 0, &[])));
+        }
+        let pref = match self.tree.parent(lbn) {
+            Some(Parent::Direct(i)) => {
+                let direct = self.cached_inode(ino)?.inode.direct;
+                self.alloc.blkpref_with(ino, lbn, i, |k| direct.get(k).map_or(0, |d| d.get()))
+            }
+            Some(Parent::Meta { meta, index }) => {
+                bmap::load_indirect(self, ino, meta)?;
+                let block =
+                    self.cache.get((ino, meta)).ok_or_else(|| errno(libc::EIO, "indirect block evicted"))?;
+                let d = Decoder::new(block);
+                self.alloc.blkpref_with(ino, lbn, index, |k| d.u32(k * POINTER_BYTES).map_or(0, u64::from))
+            }
+            _ => 0,
+        };
+        Ok(Daddr::new(pref))
+    }
+
+    /// Frees data blocks `first ..= last` of `ino` and the indirect blocks
+    /// left empty, then puts the tail right.
+    pub(super) fn free_range(&mut self, ino: Ino, first: u64, last: u64) -> Result<()> {
+        let inode = self.cached_inode(ino)?.inode;
+        let before = self.tail_of(ino, inode.attr.size)?;
+        bmap::free_range(self, ino, first, last)?;
+        if first <= last {
+            self.tx.hint(Hint::BlocksFreed { ino, first, last });
+        }
+        let metadata = !inode.attr.is_reg();
+        self.settle_tail(ino, before.filter(|&(t, _)| t < first || t > last), metadata)
+    }
+}
+
+/// The block map of FFS: blocks and indirect blocks cached by (inode, lbn),
+/// each with its disk address from the moment it is written.
+impl BlockTree for Ffs {
+    fn geometry(&self) -> Geometry {
+        self.tree
+    }
+
+    fn address_limit(&self) -> u64 {
+        self.sb.geometry.total_frags
+    }
+
+    fn inode(&mut self, ino: Ino) -> Result<&Inode> {
+        Ok(&self.cached_inode(ino)?.inode)
+    }
+
+    fn inode_mut(&mut self, ino: Ino) -> Result<&mut Inode> {
+        if ino == IFILE_INO {
+            return Err(errno(libc::EPERM, "inode 1 is reserved"));
+        }
+        self.mark_inode_dirty(ino)?;
+        Ok(&mut self.cached_inode(ino)?.inode)
+    }
+
+    fn in_memory(&self, ino: Ino, lbn: Lbn) -> bool {
+        self.cache.contains((ino, lbn))
+    }
+
+    fn read_indirect(&mut self, ino: Ino, meta: Lbn, addr: Daddr) -> Result<()> {
+        let mut buf = AlignedBytes::zeroed(self.block_size());
+        self.read_at(addr, &mut buf)?;
+        check_indirect(&buf, ino, meta, addr)?;
+        self.cache.insert((ino, meta), Arc::new(buf), false);
+        Ok(())
+    }
+
+    fn indirect(&mut self, ino: Ino, meta: Lbn) -> Result<&[u8]> {
+        self.cache.get((ino, meta)).ok_or_else(|| errno(libc::EIO, "indirect block evicted"))
+    }
+
+    fn indirect_mut(&mut self, ino: Ino, meta: Lbn) -> Result<&mut [u8]> {
+        if !self.cache.contains((ino, meta)) {
+            let zero = self.cache.zeroed();
+            self.cache.insert((ino, meta), zero, true);
+        }
+        self.cache.get_mut_dirty((ino, meta)).ok_or_else(|| errno(libc::EIO, "indirect block evicted"))
+    }
+
+    /// Returns the block's fragments to its cylinder group (4.4BSD
+    /// `ffs_blkfree`) and forgets any cached copy.
+    fn release(&mut self, ino: Ino, lbn: Lbn, addr: Daddr) -> Result<()> {
+        let bytes = self.block_bytes(ino, lbn)?;
+        self.cache.remove((ino, lbn));
+        if addr.is_some() {
+            let frags = (bytes as u64 / self.frag_size()) as u32;
+            self.alloc.free(addr.get(), frags).map_err(|e| match e {
+                Error::Corrupt { why, .. } => Error::corrupt_at(
+                    "block pointer",
+                    Location::FileBlock { ino, lbn: lbn as u64 },
+                    format!("freeing {frags} fragments at {addr}: {why}"),
+                ),
+                other => other,
+            })?;
+            self.count_blocks(ino, -(bytes as i64))?;
+        }
+        Ok(())
+    }
+
+    /// A whole block at `blkpref`'s choice, now (4.4BSD `ffs_balloc`).
+    fn assign(&mut self, ino: Ino, lbn: Lbn, _preference: Daddr) -> Result<Daddr> {
+        let pref = self.blkpref(ino, lbn)?;
+        let bs = self.block_size();
+        // Indirect blocks are metadata; a data block follows its file.
+        let metadata = lbn < 0 || self.placing_metadata;
+        let addr = self.allocate(ino, pref, bs, metadata)?;
+        self.count_blocks(ino, bs as i64)?;
+        self.tx.hint(Hint::BlocksAllocated { ino, lbn });
+        Ok(addr)
+    }
+}

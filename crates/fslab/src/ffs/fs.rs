@@ -1,0 +1,404 @@
+//! A mounted FFS: its state, mount and unmount, and writing back what the
+//! cache holds (1993 paper §2.1 for the layout; 2000 paper §2 for the
+//! metadata-integrity modes).
+//!
+//! Nothing here is log-structured: every block has a home, assigned when
+//! the block is first written (`blocks.rs`), and a dirty buffer is written
+//! back to that home — synchronously and in order where the integrity mode
+//! demands it (`integrity.rs`), in clusters otherwise (`cache::write_back`).
+
+use super::alloc::Allocator;
+use super::layout::{Superblock, SB_CLEAN, SUPERBLOCK_BYTES};
+use super::mkfs::{read_group, read_superblock};
+use crate::cache::{
+    device_addr, write_back, BlockData, BlockKey, BufferCache, CacheLimits, IntMap, Placement, WriteHooks,
+    WriteQueue, DEVICE,
+};
+use crate::error::errno;
+use crate::format::blockno::{is_indirect, seal_indirect, Geometry};
+use crate::format::inode::Inode;
+use crate::format::{now_ns, Daddr, Ino, Lbn};
+use crate::storage::TxLog;
+use crate::Result;
+use disk::{AlignedBytes, BlockDevice};
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How FFS keeps its metadata recoverable across a crash (2000 paper §2,
+/// §8: FFS and FFS-async).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Integrity {
+    /// 4.4BSD FFS: each namespace operation writes the metadata it depends
+    /// on synchronously, in the order that leaves an image fsck can repair
+    /// without loss — an inode before the entry that names it, a raised
+    /// link count before the entry it counts, an entry's removal before
+    /// anything it named is freed. The operation is durable when it returns.
+    Sync,
+    /// Everything delayed, no ordering: the 2000 paper's FFS-async, the
+    /// upper bound on what metadata integrity costs. After a crash, fsck
+    /// makes the image mountable; what the namespace held may be lost.
+    Async,
+}
+
+/// Choices made at each mount.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MountOptions {
+    /// Memory the buffer cache may use.
+    pub cache_bytes: u64,
+    /// The metadata-integrity mode.
+    pub integrity: Integrity,
+    /// Time between automatic syncs (4.4BSD's update daemon ran every 30 s).
+    pub sync_interval: Duration,
+}
+
+impl Default for MountOptions {
+    fn default() -> Self {
+        MountOptions {
+            cache_bytes: 256 << 20,
+            integrity: Integrity::Sync,
+            sync_interval: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Counters since mount, for benchmarks and `fslab stat`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Device writes issued (a cluster is one).
+    pub writes: u64,
+    /// Blocks (or fragment runs) written.
+    pub blocks_written: u64,
+    /// Bytes written.
+    pub bytes_written: u64,
+    /// Writes the integrity mode made synchronous (each followed by a flush).
+    pub sync_writes: u64,
+    /// Device reads issued.
+    pub reads: u64,
+    /// Syncs of the whole file system.
+    pub syncs: u64,
+}
+
+/// An inode held in memory; `dirty` until it is stored in its inode block.
+pub(super) struct CachedInode {
+    pub inode: Inode,
+    pub dirty: bool,
+}
+
+/// Dirty bytes at which the write-behind thread is woken (as LFS's four
+/// segments: a sequential writer then finds the cache cleaned for it).
+const WRITE_BEHIND_BYTES: u64 = 4 << 20;
+
+/// A mounted FFS.
+///
+/// Lifecycle: [`Ffs::mount`] → any `StorageManager` calls → `unmount`. One
+/// thread at a time (`&mut self`). Mount refuses an image not unmounted
+/// cleanly (its bitmaps cannot be trusted until fsck has rebuilt them) and
+/// marks the image in use until unmount.
+///
+/// State and who changes it:
+/// * `alloc` — every cylinder group, decoded; written back at sync
+///   (`take_changed`), after every inode-table block it newly initialised;
+/// * `inodes` — inodes touched since mount; a dirty one is encoded into
+///   its inode-table block (a buffer named by device address) by
+///   `store_inode`, the one place an inode reaches a block;
+/// * `cache` — file blocks by (inode, lbn), inode-table blocks by address;
+///   every block already has its disk address (`blocks.rs`);
+/// * `tx` — the open transaction and, in sync mode, its hints.
+pub struct Ffs {
+    pub(super) dev: Arc<dyn BlockDevice>,
+    /// Write-back goes through a thread of its own; a synchronous write,
+    /// a sync and the groups' writes wait for it to drain.
+    pub(super) queue: WriteQueue,
+    pub(super) sb: Superblock,
+    pub(super) tree: Geometry,
+    pub(super) alloc: Allocator,
+    pub(super) cache: BufferCache,
+    pub(super) inodes: IntMap<Ino, CachedInode>,
+    pub(super) dirty_inodes: BTreeSet<Ino>,
+    /// Inode-table blocks zeroed in the cache by lazy initialisation and
+    /// not yet on disk: they must reach it before any group that counts
+    /// them as initialised.
+    pub(super) fresh_inode_blocks: BTreeSet<Daddr>,
+    pub(super) tx: TxLog,
+    /// Fragments promised by `reserve_blocks` and not yet allocated.
+    pub(super) reserved_frags: u64,
+    /// Set while the block-map engine places blocks of a directory, symbolic
+    /// link or extended attributes, which may use the `minfree` reserve.
+    pub(super) placing_metadata: bool,
+    pub(super) options: MountOptions,
+    pub(super) last_sync: Instant,
+    pub(super) stats: Stats,
+    pub(super) unmounted: bool,
+}
+
+impl Ffs {
+    /// Mounts the FFS on `dev`: the primary superblock and every cylinder
+    /// group, validated. Fails with EUCLEAN if the image was not unmounted
+    /// cleanly (run `fslab fsck --repair` first).
+    pub fn mount(dev: Arc<dyn BlockDevice>, options: MountOptions) -> Result<Ffs> {
+        let sb = read_superblock(dev.as_ref())?;
+        if sb.flags & SB_CLEAN == 0 {
+            return Err(errno(
+                libc::EUCLEAN,
+                "the file system was not unmounted cleanly: run `fslab fsck --repair` on it first",
+            ));
+        }
+        let groups =
+            (0..sb.geometry.ncg).map(|cg| read_group(dev.as_ref(), &sb, cg)).collect::<Result<_>>()?;
+        let alloc = Allocator::new(&sb, groups)?;
+        let limits = CacheLimits::for_memory(options.cache_bytes);
+        let unit = sb.geometry.frag_size as u64;
+        let queue = WriteQueue::new(dev.clone(), "fslab-ffs-io", unit, 0, limits.stop_access_bytes);
+        let mut ffs = Ffs {
+            queue,
+            tree: Geometry::new(sb.geometry.block_size),
+            cache: BufferCache::new(sb.geometry.block_size, limits),
+            dev,
+            sb,
+            alloc,
+            inodes: IntMap::default(),
+            dirty_inodes: BTreeSet::new(),
+            fresh_inode_blocks: BTreeSet::new(),
+            tx: TxLog::recording(),
+            reserved_frags: 0,
+            placing_metadata: false,
+            options,
+            last_sync: Instant::now(),
+            stats: Stats::default(),
+            unmounted: false,
+        };
+        // In use from now on: a crash leaves the image marked unclean.
+        ffs.sb.flags &= !SB_CLEAN;
+        ffs.write_superblock()?;
+        ffs.dev.flush()?;
+        Ok(ffs)
+    }
+
+    /// The superblock as of the last write of it.
+    pub fn superblock(&self) -> &Superblock {
+        &self.sb
+    }
+
+    /// Counters since mount.
+    pub fn stats(&self) -> Stats {
+        self.stats
+    }
+
+    /// Whether every cylinder group agrees with its own bitmaps (counts,
+    /// fragment runs, cluster summary): what a test or a check asks after
+    /// allocating and freeing. Says which group is wrong and how.
+    pub fn check_groups(&self) -> std::result::Result<(), String> {
+        for g in self.alloc.groups() {
+            g.check().map_err(|e| format!("cylinder group {}: {e}", g.index))?;
+        }
+        Ok(())
+    }
+
+    /// The integrity mode of this mount.
+    pub fn integrity(&self) -> Integrity {
+        self.options.integrity
+    }
+
+    pub(super) fn block_size(&self) -> usize {
+        self.sb.geometry.block_size as usize
+    }
+
+    pub(super) fn frag_size(&self) -> u64 {
+        self.sb.geometry.frag_size as u64
+    }
+
+    pub(super) fn frags_per_block(&self) -> u64 {
+        self.sb.geometry.frags_per_block as u64
+    }
+
+    pub(super) fn check_mounted(&self) -> Result<()> {
+        if self.unmounted {
+            return Err(errno(libc::EIO, "file system is unmounted"));
+        }
+        Ok(())
+    }
+
+    /// Reads `buf.len()` bytes from address `addr`, which the caller has
+    /// checked lies on the file system.
+    pub(super) fn read_at(&mut self, addr: Daddr, buf: &mut [u8]) -> Result<()> {
+        self.stats.reads += 1;
+        self.queue.wait_for(addr, (buf.len() as u64).div_ceil(self.frag_size()));
+        self.dev.read_at(addr.byte_offset(self.frag_size()), buf)?;
+        Ok(())
+    }
+
+    /// Writes the primary superblock with the allocator's totals and policy.
+    pub(super) fn write_superblock(&mut self) -> Result<()> {
+        self.sb.totals = self.alloc.totals();
+        self.sb.policy = *self.alloc.policy();
+        self.sb.time = now_ns();
+        let bytes = self.sb.encode();
+        debug_assert_eq!(bytes.len(), SUPERBLOCK_BYTES);
+        self.dev.write_at(0, &bytes)?;
+        Ok(())
+    }
+
+    /// Writes every cylinder group changed since the last write of them.
+    /// Inode-table blocks they count as initialised go first, behind a
+    /// barrier: a group must never vouch for inode slots that hold whatever
+    /// the device held before mkfs.
+    fn write_groups(&mut self) -> Result<()> {
+        if !self.fresh_inode_blocks.is_empty() {
+            let fresh: Vec<Daddr> = std::mem::take(&mut self.fresh_inode_blocks).into_iter().collect();
+            let bs = self.block_size();
+            let mut placements: Vec<Placement> = fresh
+                .iter()
+                .map(|&addr| Placement { key: crate::cache::device_key(addr), addr, bytes: bs })
+                .collect();
+            self.write_placements(&mut placements)?;
+            self.queue.wait_idle()?;
+            self.dev.flush()?;
+        }
+        let geo = self.sb.geometry;
+        let now = now_ns();
+        for cg in self.alloc.take_changed() {
+            let Some(group) = self.alloc.groups().get(cg as usize) else { continue };
+            let mut group = group.clone();
+            group.time = now;
+            let area = group.encode(&geo, self.sb.fs_id);
+            self.dev.write_at(geo.byte_offset(geo.cg_addr(cg)), &area)?;
+            self.stats.writes += 1;
+        }
+        Ok(())
+    }
+
+    /// Where each of `keys` goes and how many of its bytes: a device block
+    /// at its own address; a file's block at the address its pointer holds.
+    pub(super) fn placements_of(&mut self, keys: &[BlockKey]) -> Result<Vec<Placement>> {
+        let bs = self.block_size();
+        let mut out = Vec::with_capacity(keys.len());
+        for &key in keys {
+            if let Some(addr) = device_addr(key) {
+                out.push(Placement { key, addr, bytes: bs });
+                continue;
+            }
+            let (ino, lbn) = key;
+            let addr = crate::bmap::pointer(self, ino, lbn)?;
+            if addr.is_none() {
+                return Err(crate::Error::corrupt_at(
+                    "block map",
+                    crate::error::Location::FileBlock { ino, lbn: lbn as u64 },
+                    "a dirty block has no address",
+                ));
+            }
+            let bytes = self.block_bytes(ino, lbn)?;
+            out.push(Placement { key, addr, bytes });
+        }
+        Ok(out)
+    }
+
+    /// Queues `placements` in address order, clustered up to `maxcontig`
+    /// blocks a write (the 1993 paper's EFS), and marks them clean; they are
+    /// on the device once `queue.wait_idle` returns.
+    pub(super) fn write_placements(&mut self, placements: &mut [Placement]) -> Result<()> {
+        let max_run = self.sb.geometry.maxcontig as usize * self.block_size();
+        let unit = self.frag_size();
+        let mut hooks = SealIndirect;
+        let mut dest = &self.queue;
+        let done = write_back(&mut self.cache, &mut dest, placements, unit, max_run, &mut hooks)?;
+        self.stats.writes += done.writes;
+        self.stats.blocks_written += done.blocks;
+        self.stats.bytes_written += done.bytes;
+        Ok(())
+    }
+
+    /// Writes back the dirty blocks of the files in `inos` (all of them
+    /// when `None`), and the dirty inode-table blocks when `device` is set.
+    pub(super) fn write_dirty(&mut self, inos: Option<&[Ino]>, device: bool) -> Result<()> {
+        let mut keys = Vec::new();
+        let files: Vec<Ino> = match inos {
+            Some(list) => list.to_vec(),
+            None => self.cache.dirty_inodes(),
+        };
+        for ino in files {
+            if ino == DEVICE && !device {
+                continue;
+            }
+            keys.extend(self.cache.dirty_keys_in(ino, Lbn::MIN..=Lbn::MAX));
+        }
+        if device && inos.is_some() {
+            keys.extend(self.cache.dirty_keys_in(DEVICE, Lbn::MIN..=Lbn::MAX));
+        }
+        keys.sort_unstable();
+        keys.dedup();
+        // Fresh inode-table blocks wait for `write_groups`, which orders them.
+        keys.retain(|&k| device_addr(k).is_none_or(|a| !self.fresh_inode_blocks.contains(&a)));
+        let mut placements = self.placements_of(&keys)?;
+        self.write_placements(&mut placements)
+    }
+
+    /// Writes everything: inodes into their blocks, every dirty buffer, the
+    /// cylinder groups and the superblock, then a barrier. Everything
+    /// written before it returns is durable.
+    pub(super) fn sync_all(&mut self) -> Result<()> {
+        self.store_dirty_inodes()?;
+        self.write_dirty(None, true)?;
+        self.queue.wait_idle()?;
+        self.write_groups()?;
+        self.write_superblock()?;
+        self.dev.flush()?;
+        self.stats.syncs += 1;
+        self.last_sync = Instant::now();
+        Ok(())
+    }
+
+    /// Whether anything waits to be written.
+    pub(super) fn has_changes(&self) -> bool {
+        self.cache.dirty_count() > 0 || !self.dirty_inodes.is_empty() || !self.fresh_inode_blocks.is_empty()
+    }
+
+    /// Writes back dirty buffers once they pass the cache's start-write
+    /// threshold (4.4BSD's delayed writes go when the buffer cache needs
+    /// the memory).
+    pub(super) fn maybe_write(&mut self) -> Result<()> {
+        if self.cache.should_start_write() {
+            self.store_dirty_inodes()?;
+            self.write_dirty(None, true)?;
+        }
+        Ok(())
+    }
+
+    /// Whether enough dirty data waits that the write-behind thread should
+    /// write it now.
+    pub(super) fn write_behind_is_due(&self) -> bool {
+        !self.unmounted && !self.tx.is_open() && self.cache.dirty_bytes() >= WRITE_BEHIND_BYTES
+    }
+
+    /// Syncs everything and marks the image clean.
+    pub(super) fn unmount_now(&mut self) -> Result<()> {
+        if self.unmounted {
+            return Ok(());
+        }
+        self.sync_all()?;
+        self.sb.flags |= SB_CLEAN;
+        self.write_superblock()?;
+        self.dev.flush()?;
+        self.unmounted = true;
+        Ok(())
+    }
+}
+
+/// FFS's write hooks: an indirect block gets its trailer (a checksum bound
+/// to its file and position, FORMAT.md) as it goes to the disk; the cache
+/// keeps the unsealed pointers. No rollback: FFS's integrity modes order
+/// whole writes instead (soft updates will roll back here).
+struct SealIndirect;
+
+impl WriteHooks for SealIndirect {
+    fn write_starting(&mut self, key: BlockKey, _addr: Daddr, data: &BlockData) -> Result<Option<BlockData>> {
+        let (ino, lbn) = key;
+        if ino == DEVICE || !is_indirect(lbn) {
+            return Ok(None);
+        }
+        let mut sealed = AlignedBytes::zeroed(data.len());
+        sealed.copy_from_slice(data);
+        seal_indirect(&mut sealed, ino, lbn);
+        Ok(Some(Arc::new(sealed)))
+    }
+}

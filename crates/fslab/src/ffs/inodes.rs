@@ -1,0 +1,175 @@
+//! Inodes of a mounted FFS: each lives at a fixed place in its cylinder
+//! group's inode table (1993 paper §2.1: "inodes are allocated at file
+//! system creation time"), found by arithmetic from its number.
+//!
+//! An inode is read through its inode-table block, held in the buffer cache
+//! by device address, and kept decoded in `Ffs::inodes`. A changed inode is
+//! encoded back into its block by [`Ffs::store_inode`] — the one place an
+//! inode's bytes change — which leaves the block dirty for write-back (or
+//! for an integrity mode to write at once).
+
+use super::fs::{CachedInode, Ffs};
+use crate::cache::{block_of, device_key, BlockKey};
+use crate::error::{errno, Error, Location};
+use crate::format::inode::{Inode, InodeError, INODE_SIZE};
+use crate::format::{Daddr, Ino, ROOT_INO};
+use crate::Result;
+use disk::AlignedBytes;
+use std::sync::Arc;
+
+/// Inodes kept decoded before the clean ones are dropped.
+const MAX_CACHED_INODES: usize = 100_000;
+
+impl Ffs {
+    /// The inode-table block holding `ino`: its address and cache key.
+    fn inode_block(&self, ino: Ino) -> (Daddr, BlockKey) {
+        let addr = Daddr::new(self.sb.geometry.inode_block_addr(ino));
+        (addr, device_key(addr))
+    }
+
+    /// Makes sure the inode-table block holding `ino` is cached; returns
+    /// its key.
+    fn load_inode_block(&mut self, ino: Ino) -> Result<BlockKey> {
+        let (addr, key) = self.inode_block(ino);
+        if !self.cache.contains(key) {
+            let mut buf = AlignedBytes::zeroed(self.block_size());
+            self.read_at(addr, &mut buf)?;
+            self.cache.insert(key, Arc::new(buf), false);
+        }
+        Ok(key)
+    }
+
+    /// Whether the inode bitmap says `ino` is in use.
+    fn is_allocated(&self, ino: Ino) -> bool {
+        let geo = &self.sb.geometry;
+        ino >= ROOT_INO
+            && ino < geo.ninodes()
+            && self
+                .alloc
+                .groups()
+                .get(geo.ino_group(ino) as usize)
+                .is_some_and(|g| g.is_inode_used(geo.ino_slot(ino)))
+    }
+
+    /// Reads inode `ino` from its block. ENOENT for a number not in use; a
+    /// slot that fails its checksum, or holds another inode, is corrupt.
+    fn read_inode(&mut self, ino: Ino) -> Result<Inode> {
+        if !self.is_allocated(ino) {
+            return Err(errno(libc::ENOENT, "inode is not allocated"));
+        }
+        let key = self.load_inode_block(ino)?;
+        let at = self.sb.geometry.inode_offset_in_block(ino);
+        let block = self.cache.get(key).ok_or_else(|| errno(libc::EIO, "inode block evicted"))?;
+        let bad = |why: &str| Error::corrupt_at("inode", Location::Inode(ino), why.to_string());
+        match Inode::decode(&block[at..at + INODE_SIZE]) {
+            Ok(inode) if inode.ino == ino => Ok(inode),
+            Ok(other) => Err(bad(&format!("its slot holds inode {}", other.ino))),
+            Err(InodeError::Checksum) => Err(bad("checksum mismatch")),
+            Err(InodeError::Truncated) => Err(bad("short slot")),
+        }
+    }
+
+    /// The inode of `ino` as held in memory, read if needed.
+    pub(super) fn cached_inode(&mut self, ino: Ino) -> Result<&mut CachedInode> {
+        if !self.inodes.contains_key(&ino) {
+            let inode = self.read_inode(ino)?;
+            if self.inodes.len() >= MAX_CACHED_INODES {
+                self.inodes.retain(|_, c| c.dirty);
+            }
+            self.inodes.insert(ino, CachedInode { inode, dirty: false });
+        }
+        self.inodes.get_mut(&ino).ok_or_else(|| errno(libc::ENOENT, "inode vanished from the cache"))
+    }
+
+    /// Marks inode `ino` changed in memory.
+    pub(super) fn mark_inode_dirty(&mut self, ino: Ino) -> Result<()> {
+        let cached = self.cached_inode(ino)?;
+        if !cached.dirty {
+            cached.dirty = true;
+            self.dirty_inodes.insert(ino);
+        }
+        Ok(())
+    }
+
+    /// Encodes inode `ino`, if changed, into its inode-table block, which
+    /// becomes dirty. Returns the block's key.
+    pub(super) fn store_inode(&mut self, ino: Ino) -> Result<BlockKey> {
+        let key = self.load_inode_block(ino)?;
+        let Some(cached) = self.inodes.get_mut(&ino) else { return Ok(key) };
+        if !cached.dirty {
+            return Ok(key);
+        }
+        let mut slot = [0u8; INODE_SIZE];
+        cached.inode.encode(&mut slot)?;
+        cached.dirty = false;
+        self.dirty_inodes.remove(&ino);
+        let at = self.sb.geometry.inode_offset_in_block(ino);
+        let block = self.cache.get_mut_dirty(key).ok_or_else(|| errno(libc::EIO, "inode block evicted"))?;
+        block[at..at + INODE_SIZE].copy_from_slice(&slot);
+        Ok(key)
+    }
+
+    /// Stores every changed inode in its block.
+    pub(super) fn store_dirty_inodes(&mut self) -> Result<()> {
+        let dirty: Vec<Ino> = self.dirty_inodes.iter().copied().collect();
+        for ino in dirty {
+            self.store_inode(ino)?;
+        }
+        Ok(())
+    }
+
+    /// The link count of `ino` as last stored in its block (what the disk
+    /// will hold once the block is written), if the slot holds it.
+    pub(super) fn stored_nlink(&mut self, ino: Ino) -> Result<Option<u32>> {
+        let key = self.load_inode_block(ino)?;
+        let at = self.sb.geometry.inode_offset_in_block(ino);
+        let block = self.cache.get(key).ok_or_else(|| errno(libc::EIO, "inode block evicted"))?;
+        Ok(Inode::decode(&block[at..at + INODE_SIZE]).ok().filter(|i| i.ino == ino).map(|i| i.attr.nlink))
+    }
+
+    /// Allocates an inode for a node of type `mode` in directory `parent`
+    /// (placement by `Allocator::valloc`: the parent's group for a file,
+    /// dirpref's group for a directory). Inode-table blocks never written
+    /// before are zeroed in the cache first (lazy initialisation). The new
+    /// inode's generation is one more than its slot's last.
+    pub(super) fn alloc_inode(&mut self, parent: Ino, mode: u32) -> Result<Inode> {
+        let is_dir = mode & crate::format::inode::kind::MASK == crate::format::inode::kind::DIR;
+        let grant = self.alloc.valloc(parent, is_dir)?;
+        let fpb = self.frags_per_block();
+        for b in 0..grant.init_blocks as u64 {
+            let addr = Daddr::new(grant.init_addr + b * fpb);
+            self.cache.insert(device_key(addr), block_of(&vec![0u8; self.block_size()]), true);
+            self.fresh_inode_blocks.insert(addr);
+        }
+        let ino = grant.ino;
+        let key = self.load_inode_block(ino)?;
+        let at = self.sb.geometry.inode_offset_in_block(ino);
+        let previous = self
+            .cache
+            .get(key)
+            .and_then(|b| Inode::decode(&b[at..at + INODE_SIZE]).ok())
+            .filter(|i| i.ino == ino)
+            .map_or(0, |i| i.generation);
+        let inode = Inode { ino, generation: previous.wrapping_add(1).max(1), ..Inode::default() };
+        self.inodes.insert(ino, CachedInode { inode, dirty: true });
+        self.dirty_inodes.insert(ino);
+        Ok(inode)
+    }
+
+    /// Frees inode `ino`, which holds no blocks any more: its bitmap bit,
+    /// and its slot cleared — so that fsck, which trusts no bitmap after a
+    /// crash, does not find it — keeping the generation for the next use.
+    pub(super) fn free_inode(&mut self, ino: Ino) -> Result<()> {
+        let inode = self.cached_inode(ino)?.inode;
+        self.alloc.vfree(ino, inode.attr.is_dir())?;
+        for key in self.cache.keys_in(ino, i64::MIN..=i64::MAX) {
+            self.cache.remove(key);
+        }
+        let cleared = Inode { ino, generation: inode.generation, ..Inode::default() };
+        self.inodes.insert(ino, CachedInode { inode: cleared, dirty: true });
+        self.dirty_inodes.insert(ino);
+        self.store_inode(ino)?;
+        self.inodes.remove(&ino);
+        Ok(())
+    }
+}

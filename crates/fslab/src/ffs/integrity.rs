@@ -1,0 +1,148 @@
+//! Metadata integrity: what FFS writes synchronously, and in what order
+//! (2000 paper §2: "a create writes the new inode before writing the
+//! directory that references that inode"; §3.1 for the three rules that
+//! soft updates later enforces without synchronous writes).
+//!
+//! In `sync` mode the namespace's hints drive the writes, each followed by
+//! a barrier, in 4.4BSD's order:
+//! 1. an entry added or changed (`EntryAdded`, `EntryChanged`): the inode
+//!    it names first — for a directory or symbolic link, its blocks before
+//!    its inode — then the directory block holding the entry, then the
+//!    directory's inode if the directory grew in this operation;
+//! 2. an entry removed (`EntryRemoved`): the directory block, before
+//!    anything the entry named can be freed;
+//! 3. a link count that rose (`LinkCount` above what the inode block
+//!    holds): the inode, before the entry it counts is written;
+//! 4. blocks freed: the inode (and indirect blocks) no longer pointing at
+//!    them, before the space can be given to anyone else.
+//!
+//! Everything else — falling link counts, timestamps, bitmaps, file data —
+//! is delayed, as in 4.4BSD: fsck puts those right after a crash. In
+//! `async` mode nothing is ordered and nothing is synchronous but fsync
+//! and sync.
+
+use super::fs::{Ffs, Integrity};
+use crate::cache::{device_addr, BlockKey};
+use crate::format::{Ino, Lbn};
+use crate::storage::Hint;
+use crate::Result;
+
+impl Ffs {
+    /// Whether this mount orders its metadata writes.
+    pub(super) fn is_sync(&self) -> bool {
+        self.options.integrity == Integrity::Sync
+    }
+
+    /// Writes the dirty buffers among `keys` and waits for them: one
+    /// synchronous write (a write, then the device's barrier).
+    fn write_now(&mut self, keys: &[BlockKey]) -> Result<()> {
+        let dirty: Vec<BlockKey> = keys.iter().copied().filter(|&k| self.cache.is_dirty(k)).collect();
+        if dirty.is_empty() {
+            return Ok(());
+        }
+        let mut placements = self.placements_of(&dirty)?;
+        self.write_placements(&mut placements)?;
+        self.queue.wait_idle()?;
+        self.dev.flush()?;
+        self.stats.sync_writes += 1;
+        for key in dirty {
+            if let Some(addr) = device_addr(key) {
+                self.fresh_inode_blocks.remove(&addr);
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the dirty blocks of file `ino` (data, indirect, attributes).
+    fn write_blocks_now(&mut self, ino: Ino) -> Result<()> {
+        let keys = self.cache.dirty_keys_in(ino, Lbn::MIN..=Lbn::MAX);
+        self.write_now(&keys)
+    }
+
+    /// Writes inode `ino` now; a directory's or symbolic link's blocks
+    /// first (a new directory's `.` and `..`: rule 1).
+    fn write_inode_now(&mut self, ino: Ino) -> Result<()> {
+        if !self.cached_inode(ino)?.inode.attr.is_reg() {
+            self.write_blocks_now(ino)?;
+        }
+        let key = self.store_inode(ino)?;
+        self.write_now(&[key])
+    }
+
+    /// Writes the directory block holding the entry at `offset` of `dir`;
+    /// if the directory grew in this transaction, every new block of it and
+    /// then its inode, so the entry is reachable.
+    fn write_entry_now(&mut self, dir: Ino, offset: u64) -> Result<()> {
+        let grew =
+            self.tx.hints().iter().any(|h| matches!(h, Hint::BlocksAllocated { ino, .. } if *ino == dir));
+        if grew {
+            self.write_blocks_now(dir)?;
+            let key = self.store_inode(dir)?;
+            return self.write_now(&[key]);
+        }
+        let lbn = (offset / self.block_size() as u64) as Lbn;
+        self.write_now(&[(dir, lbn)])
+    }
+
+    /// Acts on a hint of the open transaction (see the module comment).
+    pub(super) fn on_hint(&mut self, hint: Hint) -> Result<()> {
+        self.tx.hint(hint);
+        if !self.is_sync() {
+            return Ok(());
+        }
+        match hint {
+            Hint::EntryAdded { dir, offset, ino } | Hint::EntryChanged { dir, offset, ino, .. } => {
+                self.write_inode_now(ino)?;
+                self.write_entry_now(dir, offset)
+            }
+            Hint::EntryRemoved { dir, offset, .. } => self.write_entry_now(dir, offset),
+            Hint::LinkCount { ino, nlink } => {
+                if self.stored_nlink(ino)?.is_none_or(|stored| nlink > stored) {
+                    self.write_inode_now(ino)?;
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// After blocks of `ino` were freed: in sync mode the inode and its
+    /// indirect blocks, which no longer point at them, reach the disk before
+    /// the space can be allocated again (rule 4).
+    pub(super) fn after_free(&mut self, ino: Ino) -> Result<()> {
+        if !self.is_sync() {
+            return Ok(());
+        }
+        let indirect = self.cache.dirty_keys_in(ino, Lbn::MIN..=-2);
+        self.write_now(&indirect)?;
+        let key = self.store_inode(ino)?;
+        self.write_now(&[key])
+    }
+
+    /// fsync: the file's blocks, then (behind a barrier) its inode. In async
+    /// mode every directory block and inode goes too, so that the file's
+    /// name is as durable as its contents (sync mode wrote the name when it
+    /// was made).
+    pub(super) fn fsync_file(&mut self, ino: Ino) -> Result<()> {
+        self.write_dirty(Some(&[ino]), false)?;
+        self.queue.wait_idle()?;
+        self.dev.flush()?;
+        if self.is_sync() {
+            let key = self.store_inode(ino)?;
+            return self.write_now(&[key]);
+        }
+        self.store_dirty_inodes()?;
+        let dirs: Vec<Ino> =
+            self.cache.dirty_inodes().into_iter().filter(|&i| self.is_namespace_file(i)).collect();
+        self.write_dirty(Some(&dirs), true)?;
+        self.queue.wait_idle()?;
+        self.dev.flush()?;
+        Ok(())
+    }
+
+    /// Whether `ino` is a directory or symbolic link (whose blocks are
+    /// namespace metadata), or the device's own blocks.
+    fn is_namespace_file(&mut self, ino: Ino) -> bool {
+        ino == crate::cache::DEVICE || self.cached_inode(ino).is_ok_and(|c| !c.inode.attr.is_reg())
+    }
+}

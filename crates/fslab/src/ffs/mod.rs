@@ -1,0 +1,41 @@
+//! The Fast File System: cylinder groups, bitmaps, fragments, clustering
+//! and the metadata-integrity modes, as a storage manager under the same
+//! namespace as LFS (1993 paper §2.1, §5.1; 1995 paper §1.1, §3).
+//!
+//! * [`geometry`] — sizes and address arithmetic: groups, inode homes.
+//! * [`layout`] — the superblock and cylinder-group area, encoded and
+//!   validated (`docs/FORMAT.md`, "FFS").
+//! * [`bitmap`] — the bitmaps as stored.
+//! * [`cg`] — one cylinder group in memory and allocation inside it.
+//! * [`alloc`] — the policies across groups: `blkpref`, `dirpref`,
+//!   `hashalloc`, `valloc`, `realloccg`, frees, with the totals.
+//! * [`mkfs`] — `newfs` and `dumpfs`, over a `disk::BlockDevice`.
+//! * `fs` — the mounted file system ([`Ffs`]), mount, unmount, write-back;
+//!   `inodes` (inodes in their tables), `blocks` (file blocks, fragments,
+//!   `balloc`), `integrity` (sync and async), `storage` (the
+//!   `StorageManager` implementation).
+//!
+//! Below it are only `format` (codec, inode size, block-pointer
+//! arithmetic) and `disk`. Disk addresses are fragment numbers ([`Frag`]);
+//! the shared inode and indirect blocks hold them as 32-bit pointers.
+
+pub mod alloc;
+pub mod bitmap;
+mod blocks;
+pub mod cg;
+mod fs;
+pub mod geometry;
+mod inodes;
+mod integrity;
+pub mod layout;
+pub mod mkfs;
+mod storage;
+
+pub use alloc::{Allocator, InodeGrant, Realloc};
+pub use fs::{Ffs, Integrity, MountOptions, Stats};
+pub use layout::{Optim, Policy, RotDelay, Superblock, Totals};
+pub use mkfs::{dump, mkfs, plan, MkfsOptions};
+
+/// An FFS disk address: a fragment number counted from byte 0 of the
+/// device. 0 is the primary superblock, so it also means "no block".
+pub type Frag = u64;

@@ -1,0 +1,211 @@
+//! The FFS storage manager under the namespace, on a memory disk: files of
+//! every shape (fragment tails, indirect blocks), growth and truncation
+//! moving tails, remounts, space accounting, and both integrity modes.
+
+use disk::{BlockDevice, MemDisk};
+use fslab::ffs::{Ffs, Integrity, MkfsOptions, MountOptions};
+use fslab::format::inode::kind;
+use fslab::format::{Ino, ROOT_INO};
+use fslab::ufs::{Creds, FileSystem, SetAttr};
+use std::sync::Arc;
+
+const ME: Creds = Creds { uid: 0, gid: 0 };
+
+fn options(integrity: Integrity) -> MountOptions {
+    MountOptions { cache_bytes: 1 << 20, integrity, ..MountOptions::default() }
+}
+
+/// A fresh FFS of `bytes` with 8 KiB blocks and 1 KiB fragments.
+fn fresh(bytes: u64, integrity: Integrity) -> (Arc<MemDisk>, FileSystem<Ffs>) {
+    let disk = Arc::new(MemDisk::new(bytes));
+    let dev: Arc<dyn BlockDevice> = disk.clone();
+    let mkfs = MkfsOptions { group_size: 4 << 20, ..MkfsOptions::default() };
+    fslab::mkfs_ffs(dev.clone(), &mkfs, ME).expect("mkfs");
+    let fs = FileSystem::new(Ffs::mount(dev, options(integrity)).expect("mount"));
+    (disk, fs)
+}
+
+fn remount(disk: &Arc<MemDisk>, fs: FileSystem<Ffs>, integrity: Integrity) -> FileSystem<Ffs> {
+    let mut fs = fs;
+    fs.unmount().expect("unmount");
+    let dev: Arc<dyn BlockDevice> = disk.clone();
+    FileSystem::new(Ffs::mount(dev, options(integrity)).expect("mount again"))
+}
+
+fn pattern(seed: u64, len: usize) -> Vec<u8> {
+    (0..len).map(|i| (seed as usize * 31 + i * 7 + i / 4096) as u8 | 1).collect()
+}
+
+fn create(fs: &mut FileSystem<Ffs>, name: &str) -> Ino {
+    fs.mknod(ROOT_INO, name.as_bytes(), kind::REG | 0o644, 0, ME).expect("create").ino
+}
+
+/// The space the groups' bitmaps say is free must equal what was given
+/// out: every group recounts to its counts.
+fn check_groups(fs: &mut FileSystem<Ffs>) {
+    fs.storage().check_groups().unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[test]
+fn files_of_every_size_read_back_after_a_remount() {
+    for integrity in [Integrity::Sync, Integrity::Async] {
+        let (disk, mut fs) = fresh(64 << 20, integrity);
+        let sizes =
+            [0usize, 1, 1000, 1024, 1025, 8191, 8192, 8193, 20_000, 96 << 10, (96 << 10) + 1, 3 << 20];
+        let mut inos = Vec::new();
+        for (i, &size) in sizes.iter().enumerate() {
+            let ino = create(&mut fs, &format!("f{i}"));
+            fs.write(ino, 0, &pattern(i as u64, size)).expect("write");
+            inos.push(ino);
+        }
+        check_groups(&mut fs);
+        let mut fs = remount(&disk, fs, integrity);
+        for (i, &size) in sizes.iter().enumerate() {
+            let got = fs.read(inos[i], 0, size + 10).expect("read");
+            assert!(got == pattern(i as u64, size), "{integrity:?}: file of {size} bytes");
+            let blocks = fs.getattr(inos[i]).expect("getattr").blocks;
+            let data_frags = (size as u64).div_ceil(1024);
+            assert!(
+                blocks * 512 >= data_frags * 1024,
+                "{integrity:?}: {size} bytes held in {blocks} sectors"
+            );
+        }
+        let small = fs.getattr(inos[2]).expect("getattr");
+        assert_eq!(small.blocks, 2, "1000 bytes live in one 1 KiB fragment, not a block");
+        check_groups(&mut fs);
+        fs.unmount().expect("unmount");
+    }
+}
+
+#[test]
+fn a_growing_tail_extends_or_moves_and_a_truncate_shrinks_it() {
+    let (disk, mut fs) = fresh(32 << 20, Integrity::Async);
+    let a = create(&mut fs, "a");
+    let b = create(&mut fs, "b");
+    // Interleaved appends: each tail grows past its neighbour's fragments.
+    let mut want_a = Vec::new();
+    let mut want_b = Vec::new();
+    for step in 0..12u64 {
+        let chunk = pattern(step, 700);
+        fs.write(a, want_a.len() as u64, &chunk).expect("append a");
+        want_a.extend_from_slice(&chunk);
+        let chunk = pattern(step + 100, 900);
+        fs.write(b, want_b.len() as u64, &chunk).expect("append b");
+        want_b.extend_from_slice(&chunk);
+        check_groups(&mut fs);
+    }
+    assert_eq!(fs.read(a, 0, 1 << 20).expect("read a"), want_a);
+    assert_eq!(fs.read(b, 0, 1 << 20).expect("read b"), want_b);
+    // Truncate into the first block: the tail shrinks to its fragments.
+    fs.setattr(a, &SetAttr { size: Some(1500), ..SetAttr::default() }).expect("truncate");
+    want_a.truncate(1500);
+    assert_eq!(fs.getattr(a).expect("a").blocks, 4, "1500 bytes: two fragments");
+    check_groups(&mut fs);
+    // Extend with a hole: the old tail becomes a whole block.
+    fs.setattr(a, &SetAttr { size: Some(50_000), ..SetAttr::default() }).expect("extend");
+    want_a.resize(50_000, 0);
+    check_groups(&mut fs);
+    let mut fs = remount(&disk, fs, Integrity::Async);
+    assert_eq!(fs.read(a, 0, 1 << 20).expect("read a"), want_a);
+    assert_eq!(fs.read(b, 0, 1 << 20).expect("read b"), want_b);
+    fs.unmount().expect("unmount");
+}
+
+#[test]
+fn deleting_everything_gives_every_fragment_back() {
+    let (disk, mut fs) = fresh(32 << 20, Integrity::Sync);
+    let before = fs.statfs().expect("statfs");
+    let d = fs.mkdir(ROOT_INO, b"d", 0o755, ME).expect("mkdir").ino;
+    for i in 0..50u64 {
+        let name = format!("f{i}");
+        let ino = fs.mknod(d, name.as_bytes(), kind::REG | 0o644, 0, ME).expect("create").ino;
+        fs.write(ino, 0, &pattern(i, (i as usize * 4099) % 200_000)).expect("write");
+    }
+    fs.setxattr(ROOT_INO, b"user.x", b"1", 0).expect("setxattr");
+    let mut fs = remount(&disk, fs, Integrity::Sync);
+    for i in 0..50u64 {
+        fs.unlink(d, format!("f{i}").as_bytes()).expect("unlink");
+    }
+    fs.rmdir(ROOT_INO, b"d").expect("rmdir");
+    fs.removexattr(ROOT_INO, b"user.x").expect("removexattr");
+    check_groups(&mut fs);
+    let after = fs.statfs().expect("statfs");
+    assert_eq!((after.free_blocks, after.free_inodes), (before.free_blocks, before.free_inodes));
+    fs.unmount().expect("unmount");
+}
+
+#[test]
+fn an_image_not_unmounted_is_refused_until_repaired() {
+    let (disk, mut fs) = fresh(16 << 20, Integrity::Sync);
+    create(&mut fs, "x");
+    drop(fs);
+    let dev: Arc<dyn BlockDevice> = disk.clone();
+    let e = Ffs::mount(dev, options(Integrity::Sync)).err().expect("refused");
+    assert_eq!(e.errno(), libc::EUCLEAN, "{e}");
+}
+
+#[test]
+fn sync_mode_writes_a_create_before_it_returns_and_async_does_not() {
+    for (integrity, expect_sync) in [(Integrity::Sync, true), (Integrity::Async, false)] {
+        let (_disk, mut fs) = fresh(16 << 20, integrity);
+        let before = fs.storage().stats().sync_writes;
+        create(&mut fs, "x");
+        let after = fs.storage().stats().sync_writes;
+        assert_eq!(after > before, expect_sync, "{integrity:?}: {before} -> {after} synchronous writes");
+        if expect_sync {
+            assert_eq!(after - before, 2, "the inode, then the directory block (4.4BSD's two)");
+        }
+    }
+}
+
+#[test]
+fn a_full_disk_refuses_data_but_not_unlink() {
+    let (_disk, mut fs) = fresh(8 << 20, Integrity::Async);
+    let f = create(&mut fs, "big");
+    let chunk = vec![7u8; 64 << 10];
+    let mut at = 0u64;
+    loop {
+        match fs.write(f, at, &chunk) {
+            Ok(n) if n == chunk.len() => at += n as u64,
+            Ok(n) => {
+                at += n as u64;
+                break;
+            }
+            Err(e) => {
+                assert_eq!(e.errno(), libc::ENOSPC, "{e}");
+                break;
+            }
+        }
+    }
+    assert!(at > 4 << 20, "only {at} bytes fit on an 8 MiB disk");
+    assert_eq!(fs.statfs().expect("statfs").free_blocks, 0);
+    let g = create(&mut fs, "small");
+    fs.unlink(ROOT_INO, b"small").expect("unlink on a full disk");
+    let _ = g;
+    fs.unlink(ROOT_INO, b"big").expect("unlink the big file");
+    check_groups(&mut fs);
+}
+
+/// Regression: a tail grown to a whole block by a truncate upwards kept the
+/// bytes the disk held past its fragments (the block was reread at its new
+/// size once the inode already had the new one).
+#[test]
+fn a_tail_grown_by_extending_the_size_reads_zeros_past_the_old_end() {
+    let (disk, mut fs) = fresh(16 << 20, Integrity::Async);
+    // Leave non-zero bytes on disk where the next file's tail will live.
+    let junk = create(&mut fs, "junk");
+    fs.write(junk, 0, &vec![0xbd; 256 << 10]).expect("write junk");
+    fs.sync().expect("sync");
+    fs.unlink(ROOT_INO, b"junk").expect("unlink");
+    fs.sync().expect("sync");
+    let f = create(&mut fs, "f");
+    fs.write(f, 0, &pattern(1, 1500)).expect("write a tail");
+    fs.sync().expect("sync");
+    let mut fs = remount(&disk, fs, Integrity::Async);
+    fs.setattr(f, &SetAttr { size: Some(20_000), ..SetAttr::default() }).expect("extend");
+    let mut want = pattern(1, 1500);
+    want.resize(20_000, 0);
+    assert!(fs.read(f, 0, 30_000).expect("read") == want, "old disk bytes showed past the end");
+    let mut fs = remount(&disk, fs, Integrity::Async);
+    assert!(fs.read(f, 0, 30_000).expect("read") == want, "after a remount");
+}
