@@ -262,7 +262,7 @@ impl Layout for Ffs {
 }
 
 /// Makes `system`'s file system on `dev` and mounts it. Fails for the raw
-/// device (not a file system) and for a layout that is not in fslab yet.
+/// device, which is not a file system.
 pub fn open_library(
     system: &System,
     dev: Arc<dyn BlockDevice>,
