@@ -221,7 +221,11 @@ mod tests {
         let disk = Arc::new(MemDisk::new(32 << 20));
         let mkfs = MkfsOptions { block_size: 4096, segment_size: 256 << 10 };
         fslab::mkfs_lfs(disk.clone(), &mkfs, Default::default()).expect("mkfs");
-        let options = MountOptions { cache_bytes: 1 << 20, checkpoint_interval: Duration::from_millis(200) };
+        let options = MountOptions {
+            cache_bytes: 1 << 20,
+            checkpoint_interval: Duration::from_millis(200),
+            ..MountOptions::default()
+        };
         let mut lfs = Lfs::mount(disk, options).expect("mount");
         Cleaner::new(policy::by_name("greedy").expect("greedy")).install(&mut lfs);
         let mut fs = FileSystem::new(lfs);

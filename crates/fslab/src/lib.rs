@@ -12,6 +12,8 @@
 //! * [`cache`] — the buffer cache: dirty tracking, memory limit, thresholds.
 //! * [`format`] — pure vocabulary: numbers, codecs, checksums, on-disk inodes
 //!   and directory entries.
+//! * [`time`] — the clock a mount keeps time by (the host's, or a simulated
+//!   disk's virtual clock).
 //!
 //! Below all of them is the `disk` crate's `BlockDevice`.
 
@@ -22,6 +24,7 @@ pub mod ffs;
 pub mod format;
 pub mod lfs;
 pub mod storage;
+pub mod time;
 pub mod ufs;
 
 pub use error::{Error, Result};

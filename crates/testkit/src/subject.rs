@@ -92,7 +92,7 @@ impl LfsSubject {
         let dev: Arc<dyn BlockDevice> = disk.clone();
         fslab::mkfs_lfs(dev.clone(), &mkfs, Creds::default())?;
         let mount = MountOptions { cache_bytes, ..MountOptions::default() };
-        let fs = checked(FileSystem::new(Lfs::mount(dev, mount)?));
+        let fs = checked(FileSystem::new(Lfs::mount(dev, mount.clone())?));
         Ok(LfsSubject { disk, mount, mkfs, cleaner: None, fs })
     }
 
@@ -131,7 +131,7 @@ impl Subject for LfsSubject {
     fn remount(&mut self) -> fslab::Result<bool> {
         self.fs.unmount()?;
         let dev: Arc<dyn BlockDevice> = self.disk.clone();
-        self.fs = checked(FileSystem::new(Lfs::mount(dev, self.mount)?));
+        self.fs = checked(FileSystem::new(Lfs::mount(dev, self.mount.clone())?));
         self.install_cleaner();
         Ok(true)
     }

@@ -211,7 +211,11 @@ impl Options {
 
     /// What the options mean for an LFS mount.
     pub fn lfs(&self) -> fslab::lfs::MountOptions {
-        fslab::lfs::MountOptions { cache_bytes: self.cache_bytes, checkpoint_interval: self.interval }
+        fslab::lfs::MountOptions {
+            cache_bytes: self.cache_bytes,
+            checkpoint_interval: self.interval,
+            ..fslab::lfs::MountOptions::default()
+        }
     }
 
     /// What the options mean for an FFS mount (`integrity` defaults to sync).

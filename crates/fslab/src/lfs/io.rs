@@ -2,28 +2,50 @@
 //! thread ([`WriteQueue`]), which writes each one — summary first — while
 //! the next requests are served. The summary's data checksum is computed
 //! there too, off the file system's lock.
+//!
+//! With [`SegmentWrites::Inline`] there is no thread: `submit` writes the
+//! partial segment itself and nothing is ever in flight. That is for runs on
+//! a simulated disk, whose writes are posted anyway, where a thread's
+//! scheduling must not decide when a write reaches the disk.
 
 use super::layout::Summary;
+use super::SegmentWrites;
 use crate::cache::{block_of, BlockData, Header, WriteJob, WriteQueue};
 use crate::format::Daddr;
 use crate::Result;
 use disk::BlockDevice;
 use std::sync::Arc;
 
+/// Who writes LFS's partial segments.
+enum Writer {
+    /// The cache's writer thread.
+    Queue(WriteQueue),
+    /// The segment writer itself, at once (`SegmentWrites::Inline`).
+    Inline(Arc<dyn BlockDevice>),
+}
+
 /// LFS's writes in flight; addresses are blocks.
 pub(super) struct SegmentIo {
-    queue: WriteQueue,
+    writer: Writer,
     block_size: usize,
 }
 
 impl SegmentIo {
-    /// Starts the writer thread for `dev`.
-    pub(super) fn new(dev: Arc<dyn BlockDevice>, block_size: u32, stop_access_bytes: u64) -> SegmentIo {
+    /// Starts the writer thread for `dev`, or none if `writes` is inline.
+    pub(super) fn new(
+        dev: Arc<dyn BlockDevice>,
+        block_size: u32,
+        stop_access_bytes: u64,
+        writes: SegmentWrites,
+    ) -> SegmentIo {
         let bs = block_size as u64;
-        SegmentIo {
-            queue: WriteQueue::new(dev, "fslab-segment-io", bs, bs, stop_access_bytes),
-            block_size: bs as usize,
-        }
+        let writer = match writes {
+            SegmentWrites::Thread => {
+                Writer::Queue(WriteQueue::new(dev, "fslab-segment-io", bs, bs, stop_access_bytes))
+            }
+            SegmentWrites::Inline => Writer::Inline(dev),
+        };
+        SegmentIo { writer, block_size: bs as usize }
     }
 
     /// Queues a partial segment whose summary is at `start`, followed by
@@ -38,19 +60,35 @@ impl SegmentIo {
             summary.data_crc = crc;
             block_of(&summary.encode(block_size))
         });
+        let queue = match &self.writer {
+            Writer::Queue(queue) => queue,
+            Writer::Inline(dev) => {
+                let summary = header(&blocks);
+                let refs: Vec<&[u8]> =
+                    std::iter::once(&summary[..]).chain(blocks.iter().map(|b| &b[..])).collect();
+                return dev.write_vectored_at(start.byte_offset(block_size as u64), &refs).map_err(|e| {
+                    crate::Error::Io(std::io::Error::other(format!("segment write failed: {e}")))
+                });
+            }
+        };
         let lens = vec![block_size; blocks.len()];
         let units = blocks.len() as u64 + 1;
-        self.queue.submit(WriteJob { start, units, buffers: blocks, lens, header: Some(header) })
+        queue.submit(WriteJob { start, units, buffers: blocks, lens, header: Some(header) })
     }
 
     /// Waits until every submitted write has reached the device.
     pub(super) fn wait_idle(&self) -> Result<()> {
-        self.queue.wait_idle()
+        match &self.writer {
+            Writer::Queue(queue) => queue.wait_idle(),
+            Writer::Inline(_) => Ok(()),
+        }
     }
 
     /// Waits until no write in flight covers any of the `blocks` blocks from
     /// `daddr` on.
     pub(super) fn wait_for(&self, daddr: Daddr, blocks: u64) {
-        self.queue.wait_for(daddr, blocks)
+        if let Writer::Queue(queue) = &self.writer {
+            queue.wait_for(daddr, blocks)
+        }
     }
 }
