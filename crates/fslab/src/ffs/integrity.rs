@@ -16,6 +16,11 @@
 //! 4. blocks freed: the inode (and indirect blocks) no longer pointing at
 //!    them, before the space can be given to anyone else.
 //!
+//! Before any of these writes an inode that lies in an inode-table block
+//! lazy initialisation has just zeroed, that block and the group recording
+//! it as initialised are written (fsck reads no slot past the group's
+//! mark); an fsync in `async` mode does the same.
+//!
 //! Everything else — falling link counts, timestamps, bitmaps, file data —
 //! is delayed, as in 4.4BSD: fsck puts those right after a crash. In
 //! `async` mode nothing is ordered and nothing is synchronous but fsync
@@ -36,6 +41,9 @@ impl Ffs {
     /// Writes the dirty buffers among `keys` and waits for them: one
     /// synchronous write (a write, then the device's barrier).
     fn write_now(&mut self, keys: &[BlockKey]) -> Result<()> {
+        if keys.iter().any(|&k| device_addr(k).is_some_and(|a| self.fresh_inode_blocks.contains(&a))) {
+            self.write_fresh_inode_blocks()?;
+        }
         let dirty: Vec<BlockKey> = keys.iter().copied().filter(|&k| self.cache.is_dirty(k)).collect();
         if dirty.is_empty() {
             return Ok(());
@@ -49,6 +57,20 @@ impl Ffs {
                 self.fresh_inode_blocks.remove(&addr);
             }
         }
+        Ok(())
+    }
+
+    /// Writes the inode-table blocks lazy initialisation zeroed (with the
+    /// inodes stored in them since), a barrier, then the groups that count
+    /// them as initialised, and a barrier: before an inode in such a block
+    /// is named on disk, its group must say the block was initialised,
+    /// since fsck reads no slot past that mark.
+    fn write_fresh_inode_blocks(&mut self) -> Result<()> {
+        if self.fresh_inode_blocks.is_empty() {
+            return Ok(());
+        }
+        self.write_groups()?;
+        self.dev.flush()?;
         Ok(())
     }
 
@@ -130,6 +152,7 @@ impl Ffs {
             return self.write_now(&[key]);
         }
         self.store_dirty_inodes()?;
+        self.write_fresh_inode_blocks()?;
         let dirs: Vec<Ino> =
             self.cache.dirty_inodes().into_iter().filter(|&i| self.is_namespace_file(i)).collect();
         self.write_dirty(Some(&dirs), true)?;
