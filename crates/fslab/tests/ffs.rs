@@ -2,11 +2,11 @@
 //! every shape (fragment tails, indirect blocks), growth and truncation
 //! moving tails, remounts, space accounting, and both integrity modes.
 
+use disk::{BlockDevice, MemDisk};
 use fslab::ffs::{Ffs, Integrity, MkfsOptions, MountOptions};
 use fslab::format::inode::kind;
 use fslab::format::{Ino, ROOT_INO};
 use fslab::ufs::{Creds, FileSystem, SetAttr};
-use disk::{BlockDevice, MemDisk};
 use std::sync::Arc;
 
 const ME: Creds = Creds { uid: 0, gid: 0 };
@@ -236,7 +236,8 @@ fn an_inode_on_disk_is_always_below_its_groups_initialised_mark_on_disk() {
         let mut block = vec![0u8; geo.block_size as usize];
         disk.read_at(geo.byte_offset(geo.inode_block_addr(last)), &mut block).expect("read");
         let at = geo.inode_offset_in_block(last);
-        let on_disk = fslab::format::inode::Inode::decode(&block[at..at + 256]).expect("the inode is on disk");
+        let on_disk =
+            fslab::format::inode::Inode::decode(&block[at..at + 256]).expect("the inode is on disk");
         assert_eq!(on_disk.ino, last, "{integrity:?}");
         let group = fslab::ffs::mkfs::read_group(disk.as_ref(), &sb, geo.ino_group(last)).expect("group");
         assert!(

@@ -220,9 +220,18 @@ fn a_group_rebuilt_from_its_bitmaps_equals_the_group_operations_left() {
     let mut free_meta = cg.frag_map().clone();
     free_meta.set(DATA - 1);
     let mark = cg.initialised_inodes();
-    let refused = CylinderGroup::rebuilt(&geometry(), 0, 0, cg.inode_map().clone(), free_meta, 1, mark, [0; 3]);
-    assert!(refused.expect_err("metadata free").contains("metadata"));
     let refused =
-        CylinderGroup::rebuilt(&geometry(), 0, 0, cg.inode_map().clone(), cg.frag_map().clone(), 1, 32, [0; 3]);
+        CylinderGroup::rebuilt(&geometry(), 0, 0, cg.inode_map().clone(), free_meta, 1, mark, [0; 3]);
+    assert!(refused.expect_err("metadata free").contains("metadata"));
+    let refused = CylinderGroup::rebuilt(
+        &geometry(),
+        0,
+        0,
+        cg.inode_map().clone(),
+        cg.frag_map().clone(),
+        1,
+        32,
+        [0; 3],
+    );
     assert!(refused.expect_err("past the mark").contains("initialised"));
 }
