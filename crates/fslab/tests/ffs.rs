@@ -247,3 +247,87 @@ fn an_inode_on_disk_is_always_below_its_groups_initialised_mark_on_disk() {
         );
     }
 }
+
+/// Regression: in sync mode a tail that had to move to grow (4.4BSD
+/// `ffs_realloccg`) gave its old fragments back at once, before the inode
+/// pointing at the new place was on the disk; the same write could take
+/// them for another block and an fdatasync write there, so a power cut
+/// left the file's synced tail overwritten. Every crash state of the
+/// sequence must show the tail as synced.
+#[test]
+fn a_moved_tail_keeps_its_old_fragments_until_the_inode_has_left_them() {
+    let crash = disk::CrashDisk::over(MemDisk::new(4 << 20));
+    let dev: Arc<dyn BlockDevice> = Arc::new(crash.clone());
+    let mkfs = MkfsOptions { group_size: 1 << 20, ..MkfsOptions::default() };
+    fslab::mkfs_ffs(dev.clone(), &mkfs, ME).expect("mkfs");
+    let mut fs = FileSystem::new(Ffs::mount(dev.clone(), options(Integrity::Sync)).expect("mount"));
+    let ino = create(&mut fs, "foo");
+    let old = pattern(1, 12_000);
+    fs.write(ino, 0, &old).expect("write");
+    // Something after foo's tail, so that it cannot grow in place.
+    let other = create(&mut fs, "other");
+    fs.write(other, 0, &pattern(2, 3000)).expect("write");
+    fs.sync().expect("sync");
+    let synced = crash.events();
+    fs.write(ino, 40_000, &pattern(3, 3000)).expect("write");
+    fs.fsync(ino, true).expect("fdatasync");
+    drop(fs);
+    for state in crash.crash_states(200, 7).filter(|s| s.cut >= synced) {
+        let image = state.disk;
+        let sb = fslab::ffs::mkfs::read_superblock(&image).expect("superblock");
+        let geo = sb.geometry;
+        let mut slot = [0u8; 256];
+        image
+            .read_at(
+                geo.byte_offset(geo.inode_block_addr(ino)) + geo.inode_offset_in_block(ino) as u64,
+                &mut slot,
+            )
+            .expect("read");
+        let inode = fslab::format::inode::Inode::decode(&slot).expect("inode");
+        let mut tail = vec![0u8; 12_000 - 8192];
+        image.read_at(geo.byte_offset(inode.direct[1].get()), &mut tail).expect("read");
+        assert!(tail == old[8192..], "{}: foo's synced bytes 8192..12000 are overwritten", state.description);
+    }
+}
+
+/// Regression: in sync mode a truncate that left a file's last block a
+/// shorter tail gave the fragments past the new tail back (when the size
+/// changed, in `update`) without the inode that no longer holds them
+/// reaching the disk first; another file took them and an fsync wrote
+/// there, so a power cut left the first file's synced bytes overwritten
+/// by the second's.
+#[test]
+fn a_tail_shrunk_by_a_truncate_keeps_its_fragments_until_the_inode_has_left_them() {
+    let crash = disk::CrashDisk::over(MemDisk::new(4 << 20));
+    let dev: Arc<dyn BlockDevice> = Arc::new(crash.clone());
+    let mkfs = MkfsOptions { group_size: 1 << 20, ..MkfsOptions::default() };
+    fslab::mkfs_ffs(dev.clone(), &mkfs, ME).expect("mkfs");
+    let mut fs = FileSystem::new(Ffs::mount(dev.clone(), options(Integrity::Sync)).expect("mount"));
+    let ino = create(&mut fs, "foo");
+    let old = pattern(1, 12_000);
+    fs.write(ino, 0, &old).expect("write");
+    fs.sync().expect("sync");
+    let synced = crash.events();
+    fs.setattr(ino, &SetAttr { size: Some(1000), ..SetAttr::default() }).expect("truncate");
+    let other = create(&mut fs, "new");
+    fs.write(other, 0, &pattern(2, 6000)).expect("write");
+    fs.fsync(other, false).expect("fsync");
+    drop(fs);
+    for state in crash.crash_states(300, 7).filter(|s| s.cut >= synced) {
+        let image = state.disk;
+        let sb = fslab::ffs::mkfs::read_superblock(&image).expect("superblock");
+        let geo = sb.geometry;
+        let mut slot = [0u8; 256];
+        image
+            .read_at(
+                geo.byte_offset(geo.inode_block_addr(ino)) + geo.inode_offset_in_block(ino) as u64,
+                &mut slot,
+            )
+            .expect("read");
+        let inode = fslab::format::inode::Inode::decode(&slot).expect("inode");
+        let mut first = vec![0u8; (inode.attr.size as usize).min(8192)];
+        image.read_at(geo.byte_offset(inode.direct[0].get()), &mut first).expect("read");
+        let bad = first.iter().enumerate().position(|(o, &b)| b != old[o] && b != 0);
+        assert_eq!(bad, None, "{}: foo's synced block 0 holds another file's bytes", state.description);
+    }
+}

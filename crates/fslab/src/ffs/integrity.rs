@@ -14,7 +14,9 @@
 //! 3. a link count that rose (`LinkCount` above what the inode block
 //!    holds): the inode, before the entry it counts is written;
 //! 4. blocks freed: the inode (and indirect blocks) no longer pointing at
-//!    them, before the space can be given to anyone else.
+//!    them, before the space can be given to anyone else; for a block
+//!    moved to grow (a tail), its new copy and then the inode, before its
+//!    old fragments are freed.
 //!
 //! Before any of these writes an inode that lies in an inode-table block
 //! lazy initialisation has just zeroed, that block and the group recording
@@ -136,6 +138,19 @@ impl Ffs {
         }
         let indirect = self.cache.dirty_keys_in(ino, Lbn::MIN..=-2);
         self.write_now(&indirect)?;
+        let key = self.store_inode(ino)?;
+        self.write_now(&[key])
+    }
+
+    /// Before the fragments a moved block left are freed (`ffs_realloccg`):
+    /// in sync mode its copy at the new place, then the inode pointing
+    /// there, reach the disk, so the old fragments are never handed out
+    /// while the inode on disk still names them (rule 4, for a move).
+    pub(super) fn before_freeing_moved(&mut self, ino: Ino, lbn: Lbn) -> Result<()> {
+        if !self.is_sync() {
+            return Ok(());
+        }
+        self.write_now(&[(ino, lbn)])?;
         let key = self.store_inode(ino)?;
         self.write_now(&[key])
     }
