@@ -98,8 +98,9 @@ const MAX_HOLE_BLOCKS: usize = 64;
 struct DirData {
     dot: Option<Ino>,
     dotdot: Option<Ino>,
-    /// Inodes named by entries other than `.` and `..` (allocated ones only).
-    children: Vec<Ino>,
+    /// Inodes named by entries other than `.` and `..` (allocated ones
+    /// only), with the entries' names.
+    children: Vec<(Ino, Vec<u8>)>,
     /// Chunks that do not parse, or lie in a hole: byte offset, why, and
     /// whether it is a hole.
     bad_chunks: Vec<(u64, String, bool)>,
@@ -205,16 +206,12 @@ impl<N: Namespace> Tree<'_, N> {
         let mut queue = VecDeque::from([top]);
         while let Some(dir) = queue.pop_front() {
             let Some(data) = dirs.get(&dir) else { continue };
-            for &child in &data.children {
+            for (child, name) in &data.children {
+                let child = *child;
                 if self.is_dir(child) && dirs.contains_key(&child) {
                     if let Some(&first) = parent.get(&child) {
                         if first != dir || child == ROOT_INO {
-                            self.problem(
-                                Kind::Directory,
-                                Some(child),
-                                format!("directory {child} has a second name, in directory {dir} (also in {first})"),
-                                None,
-                            );
+                            self.second_name(child, (dir, name), first, dirs, parent);
                         }
                         continue;
                     }
@@ -224,6 +221,42 @@ impl<N: Namespace> Tree<'_, N> {
                 reached.insert(child);
             }
         }
+    }
+
+    /// Directory `child`, found in `first`, is named again by entry `name`
+    /// of `dir` — as a rename of a directory cut short by a crash leaves it
+    /// in FFS, which names the new place before it removes the old. The
+    /// name in the directory its `..` names stays (it becomes the parent);
+    /// the other entry is removed. When `..` names neither, the first name
+    /// stays and `..` is pointed at it.
+    fn second_name(
+        &mut self,
+        child: Ino,
+        (dir, name): (Ino, &[u8]),
+        first: Ino,
+        dirs: &BTreeMap<Ino, DirData>,
+        parent: &mut HashMap<Ino, Ino>,
+    ) {
+        let shown = String::from_utf8_lossy(name).into_owned();
+        let dotdot = dirs.get(&child).and_then(|d| d.dotdot);
+        let old_name = dirs.get(&first).and_then(|d| d.children.iter().find(|(c, _)| *c == child));
+        let (drop_dir, drop_name) = match old_name {
+            Some((_, old)) if child != ROOT_INO && dotdot == Some(dir) => {
+                parent.insert(child, dir);
+                (first, old.clone())
+            }
+            _ => (dir, name.to_vec()),
+        };
+        let dropped = String::from_utf8_lossy(&drop_name).into_owned();
+        self.problem(
+            Kind::Directory,
+            Some(child),
+            format!(
+                "directory {child} has a second name, '{shown}' in directory {dir} (also in {first}); \
+                 repair removes '{dropped}' from directory {drop_dir}"
+            ),
+            Some(Fix::RemoveEntry { dir: drop_dir, name: drop_name }),
+        );
     }
 
     /// Reports every unreachable inode with its planned repair.
@@ -262,7 +295,7 @@ impl<N: Namespace> Tree<'_, N> {
             let mut top = dir;
             let mut seen = HashSet::from([dir]);
             while let Some(up) = dirs.get(&top).and_then(|d| d.dotdot) {
-                let names_us = dirs.get(&up).is_some_and(|d| d.children.contains(&top));
+                let names_us = dirs.get(&up).is_some_and(|d| d.children.iter().any(|(c, _)| *c == top));
                 if parent.contains_key(&up) || !names_us || !seen.insert(up) {
                     break;
                 }
@@ -505,7 +538,7 @@ impl<N: Namespace> Tree<'_, N> {
             return;
         }
         *refs.entry(target).or_insert(0) += 1;
-        data.children.push(target);
+        data.children.push((target, name.to_vec()));
         let Some(info) = self.info(target) else { return };
         if !info.readable {
             return;

@@ -524,10 +524,15 @@ fn indirect_blocks_that_repeat_one_block_are_checked_in_bounded_time() {
 #[test]
 fn a_repair_that_leaves_problems_leaves_the_image_unmountable() {
     let (dev, tree) = populated();
-    // A directory with a second name: found, and beyond repair.
-    with_fs(&dev, false, |fs| {
-        fs.repair_add_entry(ROOT_INO, b"deep-again", tree.deep).expect("add");
-    });
+    // deep's first entry renamed from '.' to 'x' (the chunk resealed):
+    // found, and beyond repair.
+    let at = geometry(dev.as_ref()).byte_offset(inode(dev.as_ref(), tree.deep).direct[0].get());
+    let mut chunk = vec![0u8; 512];
+    dev.read_at(at, &mut chunk).expect("read");
+    assert_eq!(chunk[8], b'.');
+    chunk[8] = b'x';
+    fslab::format::dirent::seal_chunk(&mut chunk);
+    dev.write_at(at, &chunk).expect("write");
     let report = check(&dev);
     assert!(report.problems.iter().any(|p| p.fix.is_none()), "problems:\n{}", listing(&report));
     // A crash on top, so that repair has something to write.
@@ -540,6 +545,30 @@ fn a_repair_that_leaves_problems_leaves_the_image_unmountable() {
     assert_eq!(superblock(dev.as_ref()).flags & SB_CLEAN, 0, "not marked clean");
     let e = fslab::ffs::Ffs::mount(dev.clone(), fslab::ffs::MountOptions::default()).err().expect("refused");
     assert_eq!(e.errno(), libc::EUCLEAN);
+}
+
+#[test]
+fn a_directory_left_with_two_names_by_a_rename_keeps_the_one_its_dotdot_names() {
+    let (dev, tree) = populated();
+    // A rename of deep from docs to the root cut short: named in both, its
+    // '..' already the root's.
+    with_fs(&dev, false, |fs| {
+        fs.repair_add_entry(ROOT_INO, b"deep", tree.deep).expect("add");
+        fs.repair_retarget_entry(tree.deep, b"..", ROOT_INO).expect("retarget");
+    });
+    let report = check(&dev);
+    assert!(
+        report.problems.iter().any(|p| p.kind == Kind::Directory
+            && p.fix == Some(Fix::RemoveEntry { dir: tree.docs, name: b"deep".to_vec() })),
+        "problems:\n{}",
+        listing(&report)
+    );
+    repaired_to_clean(&dev);
+    with_fs(&dev, false, |fs| {
+        assert!(fs.lookup(tree.docs, b"deep").is_err());
+        assert_eq!(fs.lookup(ROOT_INO, b"deep").expect("deep").ino, tree.deep);
+        assert_eq!(fs.getattr(tree.docs).expect("docs").attr.nlink, 2);
+    });
 }
 
 #[test]
