@@ -12,7 +12,8 @@
 //!   the namespace serves, unmount;
 //! * [`fsck_image`] — the `fsck` targets' body: check, repair, check again;
 //! * [`seed_images`] — small valid images for `fuzz/corpus/<target>/`
-//!   (written by `cargo run --example seed`).
+//!   (written by `cargo run --example seed`);
+//! * [`ffs`] — the same for FFS images (the `fsck_ffs` targets).
 //!
 //! Every loop and read here is bounded, whatever the image says, so a hang or
 //! a huge allocation found by the fuzzer is the library's.
@@ -25,10 +26,13 @@ use fslab::format::inode::INODE_SIZE;
 use fslab::format::{Ino, ROOT_INO};
 use fslab::lfs::layout::{seal_ifile_block, Superblock, IFILE_MAGIC, SUMMARY_MAGIC};
 use fslab::lfs::{Lfs, MkfsOptions, MountOptions};
+use fslab::storage::StorageManager;
 use fslab::ufs::{Creds, FileSystem};
 use fslab_check::Options;
 use std::collections::HashSet;
 use std::sync::Arc;
+
+pub mod ffs;
 
 /// Bytes per block of the seed images (the only size [`reseal`] knows).
 pub const BS: usize = 4096;
@@ -39,7 +43,7 @@ pub const MIN_IMAGE: usize = 512 << 10;
 /// Largest device.
 pub const MAX_IMAGE: usize = 4 << 20;
 /// Magic of an extended-attribute block (`docs/FORMAT.md`).
-const XATTR_MAGIC: u32 = 0x5841_5454;
+pub(crate) const XATTR_MAGIC: u32 = 0x5841_5454;
 /// Bytes of one file a walk reads at most.
 const MAX_FILE_READ: u64 = 1 << 20;
 /// Bytes all files of one walk read at most.
@@ -66,11 +70,11 @@ pub fn image(data: &[u8], resealed: bool) -> Arc<MemDisk> {
     Arc::new(MemDisk::from_bytes(bytes))
 }
 
-fn u32_at(bytes: &[u8], at: usize) -> u32 {
+pub(crate) fn u32_at(bytes: &[u8], at: usize) -> u32 {
     u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
 }
 
-fn put_u32(bytes: &mut [u8], at: usize, value: u32) {
+pub(crate) fn put_u32(bytes: &mut [u8], at: usize, value: u32) {
     bytes[at..at + 4].copy_from_slice(&value.to_le_bytes());
 }
 
@@ -154,11 +158,12 @@ pub fn mount_and_walk(dev: Arc<MemDisk>) {
 
 /// The `fsck` targets: a read-only check, then a repair and, if it ran, a
 /// check of the result, which must be clean after exit status 0 or 1 and
-/// report only problems the repair's last check reported after 4.
-pub fn fsck_image(dev: Arc<MemDisk>) {
+/// report only problems the repair's last check reported after 4. Returns
+/// the repair's exit status (8 if it could not run).
+pub fn fsck_image(dev: Arc<MemDisk>) -> u8 {
     let _ = fslab_check::check(dev.as_ref(), &Options::default(), &mut |_| {});
     let repair = Options { repair: true, ..Options::default() };
-    let Ok(outcome) = fslab_check::fsck(dev.clone(), &repair, &mut |_| {}) else { return };
+    let Ok(outcome) = fslab_check::fsck(dev.clone(), &repair, &mut |_| {}) else { return 8 };
     let again = fslab_check::check(dev.as_ref(), &Options::default(), &mut |_| {})
         .expect("fsck ran, so a check of its result runs too");
     let left: HashSet<(fslab_check::Kind, &str)> =
@@ -173,12 +178,13 @@ pub fn fsck_image(dev: Arc<MemDisk>) {
             p.kind
         );
     }
+    code
 }
 
 /// Reads everything the namespace serves from the root down — readdir,
 /// lookup and getattr of every entry, file contents, symlink targets, every
 /// xattr — with every call allowed to fail. Returns how many entries it saw.
-pub fn walk(fs: &mut FileSystem<Lfs>) -> usize {
+pub fn walk<S: StorageManager>(fs: &mut FileSystem<S>) -> usize {
     let mut stack: Vec<Ino> = vec![ROOT_INO];
     let mut seen: HashSet<Ino> = HashSet::new();
     let mut read_budget = MAX_WALK_READ;
@@ -237,7 +243,7 @@ pub fn walk(fs: &mut FileSystem<Lfs>) -> usize {
 }
 
 /// Lists and reads every xattr of `ino`.
-fn xattrs(fs: &mut FileSystem<Lfs>, ino: Ino) {
+fn xattrs<S: StorageManager>(fs: &mut FileSystem<S>, ino: Ino) {
     let _ = fs.getxattr(ino, b"user.note");
     if let Ok(names) = fs.listxattr(ino) {
         for name in names.split(|&b| b == 0).filter(|n| !n.is_empty()).take(64) {
