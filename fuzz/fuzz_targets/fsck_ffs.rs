@@ -1,5 +1,5 @@
 //! Fuzz target `fsck_ffs`: arbitrary bytes, zero-padded or cut to a device
-//! of 1 to 4 MiB, checked by fsck, repaired, and checked again (the rules
+//! of 768 KiB to 4 MiB, checked by fsck, repaired, and checked again (the rules
 //! of `fslab_fuzz::fsck_image`); an image the repair left clean is mounted
 //! as FFS and walked. Checksums are left as the bytes have them;
 //! `fsck_ffs_sealed` recomputes them first. Seeded with FFS images.

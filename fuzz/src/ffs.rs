@@ -31,8 +31,9 @@ use std::sync::Arc;
 
 /// Bytes per block of the seed images (the only size [`reseal`] knows).
 pub const BS: usize = 8192;
-/// Smallest device.
-pub const MIN_IMAGE: usize = 1 << 20;
+/// Smallest device, and the size of the seeds (what `scripts/fuzz`'s
+/// `-max_len` lets through).
+pub const MIN_IMAGE: usize = 768 << 10;
 /// Largest device.
 pub const MAX_IMAGE: usize = 4 << 20;
 /// Indirect blocks one reseal walks at most.
@@ -162,11 +163,11 @@ fn pattern(len: usize, seed: u8) -> Vec<u8> {
     (0..len).map(|i| (i as u8).wrapping_mul(29).wrapping_add(seed)).collect()
 }
 
-/// A fresh FFS on a 2 MiB device: 8 KiB blocks, 1 KiB fragments, four
-/// groups of 512 KiB.
+/// A fresh FFS on a [`MIN_IMAGE`] device: 8 KiB blocks, 1 KiB fragments,
+/// three groups of 256 KiB.
 fn fresh() -> fslab::Result<Arc<MemDisk>> {
-    let dev = Arc::new(MemDisk::new(2 << 20));
-    let options = MkfsOptions { group_size: 512 << 10, ..MkfsOptions::default() };
+    let dev = Arc::new(MemDisk::new(MIN_IMAGE as u64));
+    let options = MkfsOptions { group_size: 256 << 10, ..MkfsOptions::default() };
     fslab::mkfs_ffs(dev.clone(), &options, Creds::default())?;
     Ok(dev)
 }

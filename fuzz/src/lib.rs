@@ -5,9 +5,10 @@
 //! Map:
 //! * [`image`] — bytes → a `MemDisk` of [`MIN_IMAGE`] to [`MAX_IMAGE`] bytes;
 //! * [`reseal`] — recompute every checksum of every structure it recognises
-//!   (superblocks, summaries with their data checksums, inode blocks named by
-//!   summaries, ifile blocks, directory chunks, xattr blocks), so that
-//!   mutations get past validation into the code behind it;
+//!   (superblocks, summaries with their data checksums, inode blocks and
+//!   indirect blocks named by summaries, ifile blocks, directory chunks,
+//!   xattr blocks), so that mutations get past validation into the code
+//!   behind it;
 //! * [`mount_and_walk`] — the `mount` targets' body: mount, walk everything
 //!   the namespace serves, unmount;
 //! * [`fsck_image`] — the `fsck` targets' body: check, repair, check again;
@@ -19,12 +20,13 @@
 //! a huge allocation found by the fuzzer is the library's.
 
 use disk::{BlockDevice, MemDisk};
+use fslab::format::blockno::{is_indirect, seal_indirect};
 use fslab::format::codec::{crc32c_append, crc32c_skipping};
 use fslab::format::crc32c;
 use fslab::format::dirent::{seal_chunk, CHUNK_MAGIC, DIRBLKSIZ};
 use fslab::format::inode::INODE_SIZE;
 use fslab::format::{Ino, ROOT_INO};
-use fslab::lfs::layout::{seal_ifile_block, Superblock, IFILE_MAGIC, SUMMARY_MAGIC};
+use fslab::lfs::layout::{seal_ifile_block, Superblock, FINFO_HEADER, IFILE_MAGIC, SUMMARY_MAGIC};
 use fslab::lfs::{Lfs, MkfsOptions, MountOptions};
 use fslab::storage::StorageManager;
 use fslab::ufs::{Creds, FileSystem};
@@ -40,6 +42,10 @@ pub const BS: usize = 4096;
 pub const SEGMENT: u32 = 64 << 10;
 /// Smallest device: 8 segments of 64 KiB, the least mkfs accepts.
 pub const MIN_IMAGE: usize = 512 << 10;
+/// Size of the seed images: 12 segments. On 8 (the least mkfs accepts)
+/// the reserves a writer must leave (a checkpoint's, the metadata's and
+/// the cleaner's) leave room for little more than the populated tree.
+pub const SEED_IMAGE: usize = 768 << 10;
 /// Largest device.
 pub const MAX_IMAGE: usize = 4 << 20;
 /// Magic of an extended-attribute block (`docs/FORMAT.md`).
@@ -80,8 +86,10 @@ pub(crate) fn put_u32(bytes: &mut [u8], at: usize, value: u32) {
 
 /// Recomputes the checksums of everything in `image` (4 KiB blocks) that
 /// carries a structure's magic: directory chunks, xattr blocks, ifile
-/// blocks, the inode blocks each summary names, then each summary's data
-/// checksum and its own, then superblock copies.
+/// blocks, the inode blocks and indirect blocks each summary names (an
+/// indirect block's checksum covers its file and position, which only the
+/// summary's FINFO records say: format version 3), then each summary's
+/// data checksum and its own, then superblock copies.
 pub fn reseal(image: &mut [u8]) {
     let nblocks = image.len() / BS;
     let mut summaries = Vec::new();
@@ -122,6 +130,12 @@ pub fn reseal(image: &mut [u8]) {
                 }
             }
         }
+        for (k, (ino, lbn)) in finfo_blocks(&image[s * BS..(s + 1) * BS]).into_iter().enumerate() {
+            let b = s + 1 + k;
+            if k < n - ninos && is_indirect(lbn) {
+                seal_indirect(&mut image[b * BS..(b + 1) * BS], ino, lbn);
+            }
+        }
     }
     for &s in summaries.iter().rev() {
         let n = u32_at(&image[s * BS..], 16) as usize;
@@ -140,6 +154,29 @@ pub fn reseal(image: &mut [u8]) {
             put_u32(blk, 12, crc);
         }
     }
+}
+
+/// The (inode number, logical block number) of each block a summary's
+/// FINFO records name, in the order of the blocks after the summary; reads
+/// only what lies inside the block, however the counts are mangled.
+pub fn finfo_blocks(summary: &[u8]) -> Vec<(Ino, i64)> {
+    let mut out = Vec::new();
+    let count = u32_at(summary, 24) as usize;
+    let mut at = 64;
+    for _ in 0..count.min(BS / FINFO_HEADER) {
+        if at + FINFO_HEADER > BS {
+            break;
+        }
+        let ino = u32_at(summary, at) as Ino;
+        let n = u32_at(summary, at + 8) as usize;
+        at += FINFO_HEADER;
+        for _ in 0..n.min((BS - at) / 8) {
+            let lbn = i64::from_le_bytes(summary[at..at + 8].try_into().unwrap_or([0; 8]));
+            out.push((ino, lbn));
+            at += 8;
+        }
+    }
+    out
 }
 
 /// Mount options for fuzzing: a small cache.
@@ -257,9 +294,9 @@ fn pattern(len: usize, seed: u8) -> Vec<u8> {
     (0..len).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)).collect()
 }
 
-/// A fresh file system on a [`MIN_IMAGE`] device.
+/// A fresh file system on a [`SEED_IMAGE`] device.
 fn fresh() -> fslab::Result<Arc<MemDisk>> {
-    let dev = Arc::new(MemDisk::new(MIN_IMAGE as u64));
+    let dev = Arc::new(MemDisk::new(SEED_IMAGE as u64));
     let options = MkfsOptions { block_size: BS as u32, segment_size: SEGMENT };
     fslab::mkfs_lfs(dev.clone(), &options, Creds::default())?;
     Ok(dev)

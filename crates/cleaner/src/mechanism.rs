@@ -66,6 +66,32 @@ impl Mechanism for Lfs {
 pub trait LfsAccess {
     /// Runs `op` on the file system under its lock.
     fn with_lfs<R>(&self, op: impl FnOnce(&mut Lfs) -> Result<R>) -> Result<R>;
+
+    /// The namespace's dirhash settings and counters, read under the lock,
+    /// where this access reaches the namespace above the storage manager;
+    /// `None` where it reaches only the storage manager.
+    fn dirhash_report(&self) -> Result<Option<crate::control::DirhashReport>> {
+        Ok(None)
+    }
+    /// Whether the file system has been unmounted: every call fails from
+    /// then on, and its error says nothing about the disk. An access that
+    /// cannot tell says no.
+    fn is_unmounted(&self) -> bool {
+        false
+    }
+}
+
+/// The error of a [`Locked`] call that failed because the file system was
+/// unmounted under it ([`is_unmounted_error`]): ENODEV, which no mechanism
+/// call returns otherwise, so that a cleaner neither takes it for a damaged
+/// block (EIO) nor reports it as a failure.
+pub fn unmounted_error() -> fslab::Error {
+    fslab::error::errno(libc::ENODEV, "file system is unmounted")
+}
+
+/// Whether `e` is [`unmounted_error`].
+pub fn is_unmounted_error(e: &fslab::Error) -> bool {
+    e.errno() == libc::ENODEV
 }
 
 /// A [`Mechanism`] over shared access: each operation takes the lock for
@@ -88,12 +114,30 @@ impl<A: LfsAccess> Locked<A> {
         &self.access
     }
 
-    /// Fails with EIO once the file system the clock belongs to is gone.
+    /// The clock of the file system: a waiter on it can be woken early
+    /// ([`SegmentClock::interrupt`]).
+    pub fn clock(&self) -> Arc<SegmentClock> {
+        self.clock.clone()
+    }
+
+    /// Whether the file system is gone.
+    fn unmounted(&self) -> bool {
+        self.clock.is_closed() || self.access.is_unmounted()
+    }
+
+    /// Fails with [`unmounted_error`] once the file system is gone.
     fn check_open(&self) -> Result<()> {
-        if self.clock.is_closed() {
-            return Err(fslab::error::errno(libc::EIO, "file system is unmounted"));
+        if self.unmounted() {
+            return Err(unmounted_error());
         }
         Ok(())
+    }
+
+    /// Runs `op` under the lock; an error once the file system is gone
+    /// becomes [`unmounted_error`], whatever the call said (the lock
+    /// answers EIO, as it does to a kernel request).
+    fn call<R>(&self, op: impl FnOnce(&mut Lfs) -> Result<R>) -> Result<R> {
+        self.access.with_lfs(op).map_err(|e| if self.unmounted() { unmounted_error() } else { e })
     }
 
     /// Sleeps until a partial segment is written while cleaning is wanted
@@ -109,32 +153,32 @@ impl<A: LfsAccess> Locked<A> {
         if self.clock.now() > seen {
             Ok(self.clock.cleaning_wanted())
         } else {
-            self.access.with_lfs(|lfs| Ok(lfs.cleaning_wanted()))
+            self.call(|lfs| Ok(lfs.cleaning_wanted()))
         }
     }
 }
 
 impl<A: LfsAccess> Mechanism for Locked<A> {
     fn segment_table(&mut self) -> Result<SegmentTable> {
-        self.access.with_lfs(|lfs| Ok(lfs.segment_table()))
+        self.call(|lfs| Ok(lfs.segment_table()))
     }
     fn read_segment(&mut self, seg: u64) -> Result<Vec<u8>> {
-        self.access.with_lfs(|lfs| lfs.read_segment(seg))
+        self.call(|lfs| lfs.read_segment(seg))
     }
     fn segment_refs(&mut self, seg: u64) -> Result<Vec<BlockRef>> {
-        self.access.with_lfs(|lfs| lfs.segment_refs(seg))
+        self.call(|lfs| lfs.segment_refs(seg))
     }
     fn bmapv(&mut self, blocks: &[BlockRef]) -> Result<Vec<Daddr>> {
-        self.access.with_lfs(|lfs| lfs.bmapv(blocks))
+        self.call(|lfs| lfs.bmapv(blocks))
     }
     fn markv_cost(&mut self, blocks: &[BlockRef]) -> Result<u64> {
-        self.access.with_lfs(|lfs| lfs.markv_cost(blocks))
+        self.call(|lfs| lfs.markv_cost(blocks))
     }
     fn markv(&mut self, blocks: &[MarkBlock], to: Destination) -> Result<Markv> {
-        self.access.with_lfs(|lfs| lfs.markv(blocks, to))
+        self.call(|lfs| lfs.markv(blocks, to))
     }
     fn segclean(&mut self, seg: u64) -> Result<()> {
-        self.access.with_lfs(|lfs| lfs.segclean(seg))
+        self.call(|lfs| lfs.segclean(seg))
     }
     fn segwait(&mut self, timeout: Duration) -> Result<()> {
         let seen = self.clock.now();

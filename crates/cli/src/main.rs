@@ -9,6 +9,8 @@
 //!   the mount's control socket.
 //! * `stat` — prints a mount's cleaner report (write cost, segments cleaned).
 //! * `sync` — makes everything written to a mount durable (a checkpoint).
+//! * `bench` — the lab: runs the papers' experiments, writes results,
+//!   plots and a report (the work is the `fslab-bench` crate's).
 //! * `size` — sizes such as "64M" on the command line.
 //! * `image_lock` — an image in use by one fslab process at a time, and
 //!   whether a mount of it is serving or only finishing.
@@ -16,6 +18,7 @@
 //! Every failure is one line on stderr, `fslab: COMMAND: what went wrong`,
 //! and a non-zero exit status. No file-system logic lives here.
 
+mod bench;
 mod clean;
 mod dump;
 mod fsck;
@@ -96,6 +99,8 @@ enum Command {
     /// Make everything written to a mounted file system durable now (a checkpoint);
     /// sync(1) does not reach FUSE file systems.
     Sync(sync::SyncArgs),
+    /// Run the papers' experiments on simulated disks or mounted directories; write a report.
+    Bench(bench::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -130,6 +135,7 @@ fn main() -> ExitCode {
         Command::Clean(args) => ("clean", clean::run(&args)),
         Command::Stat(args) => ("stat", stat::run(&args)),
         Command::Sync(args) => ("sync", sync::run(&args)),
+        Command::Bench(args) => ("bench", bench::run(&args)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,4 +1,10 @@
-//! `fslab mkfs IMAGE [--size SIZE] [--block-size N] [--segment-size N] [--force]`.
+//! `fslab mkfs IMAGE [--layout lfs|ffs] [--size SIZE] [--block-size N] [options] [--force]`.
+//!
+//! LFS takes `--segment-size`; FFS takes `--frag-size`, `--cg-size`,
+//! `--bytes-per-inode`, `--maxcontig`, `--rotdelay`, `--maxbpg`,
+//! `--minfree`, `--optim` and the disk geometry a rotdelay in milliseconds
+//! needs (`--sectors-per-track`, `--rps`). An option of the other layout is
+//! refused.
 //!
 //! Refuses, unless `--force`, to write over anything that looks like it holds
 //! data, checked in this order (the first match names what was found):
@@ -6,13 +12,15 @@
 //! 1. an ext2/3/4 superblock (magic 0xEF53 at byte 1080);
 //! 2. an XFS superblock ("XFSB" at byte 0);
 //! 3. a btrfs superblock ("_BHRfS_M" at byte 65600);
-//! 4. an fslab superblock (`fslab::lfs::probe`);
+//! 4. an fslab superblock of either layout (`fslab::Layout::probe`);
 //! 5. any non-zero byte in the first 64 KiB.
 
 use crate::size::{human, parse_size};
 use clap::Args;
 use disk::{BlockDevice, FileDisk};
+use fslab::ffs::{Optim, RotDelay};
 use fslab::lfs::MkfsOptions;
+use fslab::Layout;
 use std::io;
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
@@ -23,18 +31,137 @@ use std::sync::Arc;
 pub struct MkfsArgs {
     /// The image file (created if absent, sparse) or block device.
     image: PathBuf,
+    /// The layout: lfs (log-structured) or ffs (the Fast File System).
+    #[arg(long, default_value = "lfs", value_parser = ["lfs", "ffs"])]
+    layout: String,
     /// Size of the file system, e.g. 64M or 1G [default: the size of an existing file or device].
     #[arg(long, value_parser = parse_size)]
     size: Option<u64>,
-    /// Bytes per block: a power of two from 4K to 64K.
-    #[arg(long, value_parser = parse_size, default_value = "4096")]
-    block_size: u64,
-    /// Bytes per segment: a power of two, at least 16 blocks, at most 1/8 of the device [default: 1M, less on small devices].
+    /// Bytes per block: a power of two from 4K to 64K [default: 4K for lfs, 8K for ffs].
+    #[arg(long, value_parser = parse_size)]
+    block_size: Option<u64>,
+    /// LFS: bytes per segment: a power of two, at least 16 blocks, at most 1/8 of the device [default: 1M, less on small devices].
     #[arg(long, value_parser = parse_size)]
     segment_size: Option<u64>,
+    #[command(flatten)]
+    ffs: FfsArgs,
     /// Overwrite an existing file system or data.
     #[arg(long)]
     force: bool,
+}
+
+/// The options only FFS takes.
+#[derive(Args, Default)]
+pub struct FfsArgs {
+    /// FFS: bytes per fragment: the block size divided by 1, 2, 4 or 8 [default: 1K].
+    #[arg(long, value_parser = parse_size)]
+    frag_size: Option<u64>,
+    /// FFS: bytes per cylinder group [default: 32M].
+    #[arg(long, value_parser = parse_size)]
+    cg_size: Option<u64>,
+    /// FFS: bytes of disk per inode [default: 8K].
+    #[arg(long, value_parser = parse_size)]
+    bytes_per_inode: Option<u64>,
+    /// FFS: blocks written contiguously before a rotdelay gap, and the longest cluster [default: 64K worth].
+    #[arg(long)]
+    maxcontig: Option<u32>,
+    /// FFS: the gap after maxcontig blocks: milliseconds (4ms) or blocks (2) [default: 0, none].
+    #[arg(long)]
+    rotdelay: Option<String>,
+    /// FFS: blocks a file takes from one cylinder group before moving on [default: an indirect block's pointers].
+    #[arg(long)]
+    maxbpg: Option<u32>,
+    /// FFS: percent of the data area kept from file data [default: 10].
+    #[arg(long)]
+    minfree: Option<u32>,
+    /// FFS: what a growing fragment run prefers when it moves: time or space [default: time, space below 10% minfree].
+    #[arg(long, value_parser = ["time", "space"])]
+    optim: Option<String>,
+    /// FFS: 512-byte sectors per track, for a rotdelay in milliseconds [default: 72, the 1993 paper's HP 97560].
+    #[arg(long)]
+    sectors_per_track: Option<u32>,
+    /// FFS: revolutions per second, for a rotdelay in milliseconds [default: 66].
+    #[arg(long)]
+    rps: Option<u32>,
+}
+
+impl FfsArgs {
+    /// The options given, by name, for refusing them on LFS.
+    fn given(&self) -> Vec<&'static str> {
+        let mut given = Vec::new();
+        let mut note = |set: bool, name| {
+            if set {
+                given.push(name)
+            }
+        };
+        note(self.frag_size.is_some(), "--frag-size");
+        note(self.cg_size.is_some(), "--cg-size");
+        note(self.bytes_per_inode.is_some(), "--bytes-per-inode");
+        note(self.maxcontig.is_some(), "--maxcontig");
+        note(self.rotdelay.is_some(), "--rotdelay");
+        note(self.maxbpg.is_some(), "--maxbpg");
+        note(self.minfree.is_some(), "--minfree");
+        note(self.optim.is_some(), "--optim");
+        note(self.sectors_per_track.is_some(), "--sectors-per-track");
+        note(self.rps.is_some(), "--rps");
+        given
+    }
+
+    /// The FFS mkfs options these arguments give with `block_size`.
+    fn options(&self, block_size: Option<u64>) -> Result<fslab::ffs::MkfsOptions, String> {
+        let mut o = fslab::ffs::MkfsOptions::default();
+        let small = |what: &str, v: u64| u32::try_from(v).map_err(|_| format!("{what} {v} is too large"));
+        if let Some(bs) = block_size {
+            o.block_size = small("block size", bs)?;
+        }
+        o.fragment_size = match self.frag_size {
+            Some(f) => small("fragment size", f)?,
+            // 1 KiB, or an eighth of a block larger than 8 KiB.
+            None => (o.block_size / 8).max(o.fragment_size),
+        };
+        if let Some(g) = self.cg_size {
+            o.group_size = g;
+        }
+        if let Some(b) = self.bytes_per_inode {
+            o.bytes_per_inode = small("bytes per inode", b)?;
+        }
+        o.maxcontig = self.maxcontig.or(o.maxcontig);
+        o.maxbpg = self.maxbpg.or(o.maxbpg);
+        if let Some(m) = self.minfree {
+            o.minfree = m;
+        }
+        if let Some(r) = &self.rotdelay {
+            o.rotdelay = parse_rotdelay(r)?;
+        }
+        o.optim = match self.optim.as_deref() {
+            Some("time") => Some(Optim::Time),
+            Some("space") => Some(Optim::Space),
+            _ => o.optim,
+        };
+        if let Some(n) = self.sectors_per_track {
+            o.sectors_per_track = n;
+        }
+        if let Some(n) = self.rps {
+            o.revolutions_per_second = n;
+        }
+        Ok(o)
+    }
+}
+
+/// A rotdelay: `0` (none), `4ms` (milliseconds, 4.4BSD's form) or `2`
+/// (blocks, the 1995 paper's "rotdelay 2").
+fn parse_rotdelay(text: &str) -> Result<RotDelay, String> {
+    let bad = || format!("rotdelay '{text}' is not a number of blocks (2) or of milliseconds (4ms)");
+    match text.strip_suffix("ms") {
+        Some(ms) => match ms.parse::<u32>().map_err(|_| bad())? {
+            0 => Ok(RotDelay::Off),
+            ms => Ok(RotDelay::Millis(ms)),
+        },
+        None => match text.parse::<u32>().map_err(|_| bad())? {
+            0 => Ok(RotDelay::Off),
+            blocks => Ok(RotDelay::Blocks(blocks)),
+        },
+    }
 }
 
 const DEFAULT_SEGMENT_SIZE: u64 = 1 << 20;
@@ -81,31 +208,73 @@ pub fn run(args: &MkfsArgs) -> Result<(), String> {
         }
         None => (args.size.ok_or_else(|| format!("{name} does not exist; give --size to create it"))?, None),
     };
-    let options = geometry(size, args.block_size, args.segment_size)?;
+    let layout = Layout::by_name(&args.layout).ok_or_else(|| format!("unknown layout '{}'", args.layout))?;
+    let plan = match layout {
+        Layout::Lfs => {
+            if let Some(option) = args.ffs.given().first() {
+                return Err(format!("{option} is an FFS option; add --layout ffs"));
+            }
+            Plan::Lfs(geometry(size, args.block_size.unwrap_or(4096), args.segment_size)?)
+        }
+        Layout::Ffs => {
+            if args.segment_size.is_some() {
+                return Err("--segment-size is an LFS option (FFS has cylinder groups: --cg-size)".into());
+            }
+            let options = args.ffs.options(args.block_size)?;
+            // Checked before anything is created or written.
+            let sb = fslab::ffs::plan(size, &options).map_err(|e| e.to_string())?;
+            Plan::Ffs(options, sb)
+        }
+    };
 
     let created = existing.is_none();
-    let made = make(path, size, &options);
+    let made = make(path, size, &plan);
     if made.is_err() && created {
         // Leave nothing half-made behind.
         let _ = std::fs::remove_file(path);
     }
     made.map_err(|e| format!("{name}: {e}"))?;
-    let segments = size / u64::from(options.segment_size);
-    println!(
-        "fslab: made an LFS on {name}: {}, {}-byte blocks, {} segments of {}",
-        human(size),
-        options.block_size,
-        segments,
-        human(options.segment_size.into())
-    );
+    match plan {
+        Plan::Lfs(options) => println!(
+            "fslab: made an LFS on {name}: {}, {}-byte blocks, {} segments of {}",
+            human(size),
+            options.block_size,
+            size / u64::from(options.segment_size),
+            human(options.segment_size.into())
+        ),
+        Plan::Ffs(_, sb) => {
+            let g = sb.geometry;
+            println!(
+                "fslab: made an FFS on {name}: {}, {}-byte blocks of {}-byte fragments, {} cylinder groups of {}, \
+                 {} inodes, maxcontig {}",
+                human(size),
+                g.block_size,
+                g.frag_size,
+                g.ncg,
+                human(g.fpg as u64 * g.frag_size as u64),
+                g.ninodes(),
+                g.maxcontig
+            )
+        }
+    }
     Ok(())
 }
 
-fn make(path: &Path, size: u64, options: &MkfsOptions) -> Result<(), String> {
+/// What mkfs will make.
+enum Plan {
+    Lfs(MkfsOptions),
+    Ffs(fslab::ffs::MkfsOptions, fslab::ffs::Superblock),
+}
+
+fn make(path: &Path, size: u64, plan: &Plan) -> Result<(), String> {
     let disk = FileDisk::create(path, size).map_err(|e| e.to_string())?;
     // SAFETY: geteuid and getegid cannot fail and touch no memory.
     let creds = unsafe { fslab::ufs::Creds { uid: libc::geteuid(), gid: libc::getegid() } };
-    fslab::mkfs_lfs(Arc::new(disk), options, creds).map_err(|e| e.to_string())
+    match plan {
+        Plan::Lfs(options) => fslab::mkfs_lfs(Arc::new(disk), options, creds),
+        Plan::Ffs(options, _) => fslab::mkfs_ffs(Arc::new(disk), options, creds),
+    }
+    .map_err(|e| e.to_string())
 }
 
 /// Checks block and segment size against the device size; picks the
@@ -169,8 +338,11 @@ fn existing_contents(disk: &FileDisk) -> io::Result<Option<&'static str>> {
     if magic(&head, BTRFS_MAGIC_AT, b"_BHRfS_M") {
         return Ok(Some("a btrfs file system"));
     }
-    if fslab::lfs::probe(disk) {
-        return Ok(Some("an fslab file system"));
+    if let Some(layout) = Layout::probe(disk) {
+        return Ok(Some(match layout {
+            Layout::Lfs => "an fslab file system (LFS)",
+            Layout::Ffs => "an fslab file system (FFS)",
+        }));
     }
     if head.iter().take(64 << 10).any(|&b| b != 0) {
         return Ok(Some("data (non-zero bytes in its first 64 KiB)"));
@@ -199,5 +371,20 @@ mod tests {
         assert!(geometry(64 << 20, 4096, Some(16 << 20)).is_err());
         assert!(geometry(256 << 10, 4096, None).is_err());
         assert_eq!(geometry(64 << 20, 4096, Some(8 << 20)).map(|o| o.segment_size), Ok(8 << 20));
+    }
+
+    #[test]
+    fn rotdelay_is_milliseconds_or_blocks() {
+        assert_eq!(parse_rotdelay("4ms"), Ok(RotDelay::Millis(4)));
+        assert_eq!(parse_rotdelay("2"), Ok(RotDelay::Blocks(2)));
+        assert_eq!(parse_rotdelay("0"), Ok(RotDelay::Off));
+        assert_eq!(parse_rotdelay("0ms"), Ok(RotDelay::Off));
+        for bad in ["", "ms", "4s", "-1", "two"] {
+            assert!(parse_rotdelay(bad).is_err(), "{bad}");
+        }
+        let args = FfsArgs { rotdelay: Some("4ms".into()), maxcontig: Some(1), ..FfsArgs::default() };
+        let o = args.options(Some(4096)).expect("options");
+        assert_eq!((o.block_size, o.fragment_size, o.maxcontig), (4096, 1024, Some(1)));
+        assert_eq!(args.given(), ["--maxcontig", "--rotdelay"]);
     }
 }

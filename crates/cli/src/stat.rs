@@ -3,12 +3,14 @@
 //! write cost (1992 paper §5.1: everything written to the log plus the
 //! cleaner's reads, over the file data users wrote), since mount and over
 //! the last segments, the utilization each recently cleaned segment had,
-//! and the thresholds.
+//! and the thresholds; then the directory hashes (2002 paper §3): their
+//! settings, lookups answered by a hash and by a scan, builds, drops and
+//! the memory they hold.
 
 use crate::size::human;
 use clap::Args;
 use fslab::lfs::clean::{CleanerCounters, RECENT_SEGMENTS};
-use fslab_cleaner::control::Report;
+use fslab_cleaner::control::{DirhashReport, Report};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
@@ -23,8 +25,56 @@ pub struct StatArgs {
 pub fn run(args: &StatArgs) -> Result<(), String> {
     let mut client = crate::clean::connect(&args.dir)?;
     let report = client.report().map_err(|e| format!("{}: {e}", args.dir.display()))?;
+    // A mount older than the dirhash request answers EOPNOTSUPP.
+    let dirhash = match client.dirhash_report() {
+        Ok(d) => Some(d),
+        Err(e) if e.errno() == libc::EOPNOTSUPP => None,
+        Err(e) => return Err(format!("{}: {e}", args.dir.display())),
+    };
     print!("{}", render(&args.dir.display().to_string(), &report));
+    print!("{}", render_dirhash(dirhash.as_ref()));
     Ok(())
+}
+
+/// The dirhash section, or a line saying the mount does not report it.
+fn render_dirhash(d: Option<&DirhashReport>) -> String {
+    let mut out = String::from("\n");
+    let Some(d) = d else {
+        out.push_str("dirhash: not reported by this mount (an older fslab)\n");
+        return out;
+    };
+    let row = |out: &mut String, label: &str, value: String| {
+        let _ = writeln!(out, "{label:<26}{value}");
+    };
+    let (o, s) = (&d.options, &d.stats);
+    let state = if o.enabled { "on" } else { "off" };
+    let checking = if o.check { ", checking every answer" } else { "" };
+    row(
+        &mut out,
+        "dirhash",
+        format!(
+            "{state}: {} budget, directories of {} or more{checking}",
+            human(o.max_memory),
+            human(o.min_dir_size)
+        ),
+    );
+    row(
+        &mut out,
+        "dirhash memory",
+        format!("{} in {} hashes (at most {} at once)", human(s.memory), s.hashes, human(s.peak_memory)),
+    );
+    row(&mut out, "lookups", format!("{} answered by a hash, {} by a scan", s.hits, s.misses));
+    row(&mut out, "directory blocks read", s.blocks_read.to_string());
+    row(
+        &mut out,
+        "hashes built",
+        format!(
+            "{} ({} resized, {} dropped for memory, {} refused for lack of it)",
+            s.builds, s.rebuilds, s.drops, s.refused
+        ),
+    );
+    row(&mut out, "directory blocks freed", s.truncated_blocks.to_string());
+    out
 }
 
 /// The report as aligned text.
@@ -134,5 +184,44 @@ mod tests {
             .filter(|l| ["file data", "written", "read by", "write cost"].iter().any(|p| l.starts_with(p)))
             .all(|l| l.len() == heading.len()));
         assert!(text.contains(" 3:  25.0%   95:  50.0%"), "{text}");
+    }
+
+    #[test]
+    fn the_dirhash_section_names_every_counter_or_says_it_is_missing() {
+        use fslab::ufs::{DirhashOptions, DirhashStats};
+        let stats = DirhashStats {
+            hits: 1000,
+            misses: 20,
+            builds: 7,
+            drops: 2,
+            rebuilds: 3,
+            refused: 1,
+            truncated_blocks: 40,
+            blocks_read: 5000,
+            hashes: 2,
+            memory: 3 << 19,
+            peak_memory: 2 << 20,
+        };
+        let report = DirhashReport { options: DirhashOptions::default(), stats };
+        let text = render_dirhash(Some(&report));
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines.contains(&"dirhash                   on: 2 MiB budget, directories of 2.5 KiB or more"),
+            "{text}"
+        );
+        assert!(
+            lines.contains(&"dirhash memory            1.5 MiB in 2 hashes (at most 2 MiB at once)"),
+            "{text}"
+        );
+        assert!(lines.contains(&"lookups                   1000 answered by a hash, 20 by a scan"), "{text}");
+        assert!(
+            lines.contains(
+                &"hashes built              7 (3 resized, 2 dropped for memory, 1 refused for lack of it)"
+            ),
+            "{text}"
+        );
+        assert!(lines.contains(&"directory blocks freed    40"), "{text}");
+        assert!(lines.contains(&"directory blocks read     5000"), "{text}");
+        assert!(render_dirhash(None).contains("not reported by this mount"));
     }
 }

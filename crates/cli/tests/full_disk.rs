@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{errno, errno_name, mkfs, Mode, Mount, Rng};
+use common::{errno, errno_name, mkfs_layout, Layout, Mode, Mount, Rng};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::os::fd::IntoRawFd;
@@ -175,15 +175,14 @@ fn statvfs(p: &Path) -> libc::statvfs {
     s
 }
 
-#[test]
-fn filling_the_disk_gives_enospc_and_keeps_acknowledged_bytes() {
+fn filling_the_disk_gives_enospc_and_keeps_acknowledged_bytes(layout: Layout) {
     if !common::fuse_or_skip() {
         return;
     }
     let tmp = tempfile::tempdir().expect("tempdir");
     let image = tmp.path().join("small.img");
-    mkfs(&image, "64M", &[]);
-    let m = Mount::new(&image, &tmp.path().join("mnt"), Mode::Foreground, &[]);
+    mkfs_layout(&image, "64M", layout, &[]);
+    let m = Mount::new(&image, &tmp.path().join("mnt"), Mode::Foreground, layout.mount_args());
     let dir = m.dir.clone();
     fs::create_dir(dir.join("sub")).expect("mkdir sub");
 
@@ -250,7 +249,7 @@ fn filling_the_disk_gives_enospc_and_keeps_acknowledged_bytes() {
     }
 
     m.unmount().expect("clean unmount of a full file system (final checkpoint)");
-    let m = Mount::new(&image, &tmp.path().join("mnt"), Mode::Foreground, &[]);
+    let m = Mount::new(&image, &tmp.path().join("mnt"), Mode::Foreground, layout.mount_args());
     verify(&m.dir, &recs);
     // The names on disk are exactly the ones we know of.
     let mut names: Vec<String> = fs::read_dir(&m.dir)
@@ -286,3 +285,5 @@ fn filling_the_disk_gives_enospc_and_keeps_acknowledged_bytes() {
     }
     m.unmount().expect("clean unmount after verification");
 }
+
+on_every_layout!(filling_the_disk_gives_enospc_and_keeps_acknowledged_bytes,);

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{errno, errno_name, mkfs, Mode, Mount, Rng};
+use common::{errno, errno_name, mkfs_layout, Layout, Mode, Mount, Rng};
 use std::ffi::CString;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
@@ -19,19 +19,20 @@ use std::sync::Arc;
 /// A fresh image mounted in the foreground; both live as long as the value.
 struct Fixture {
     m: Option<Mount>,
+    layout: Layout,
     _tmp: tempfile::TempDir,
 }
 
 impl Fixture {
-    fn new() -> Option<Fixture> {
+    fn new(layout: Layout) -> Option<Fixture> {
         if !common::fuse_or_skip() {
             return None;
         }
         let tmp = tempfile::tempdir().expect("tempdir");
         let image = tmp.path().join("fs.img");
-        mkfs(&image, "256M", &[]);
-        let m = Mount::new(&image, &tmp.path().join("mnt"), Mode::Foreground, &[]);
-        Some(Fixture { m: Some(m), _tmp: tmp })
+        mkfs_layout(&image, "256M", layout, &[]);
+        let m = Mount::new(&image, &tmp.path().join("mnt"), Mode::Foreground, layout.mount_args());
+        Some(Fixture { m: Some(m), layout, _tmp: tmp })
     }
 
     fn dir(&self) -> PathBuf {
@@ -47,7 +48,7 @@ impl Fixture {
         let m = self.m.take().expect("mounted");
         let (image, dir) = (m.image.clone(), m.dir.clone());
         m.unmount().expect("clean unmount");
-        self.m = Some(Mount::new(&image, &dir, Mode::Foreground, &[]));
+        self.m = Some(Mount::new(&image, &dir, Mode::Foreground, self.layout.mount_args()));
     }
 
     fn finish(mut self) {
@@ -107,9 +108,8 @@ fn statvfs(p: &Path) -> libc::statvfs {
     s
 }
 
-#[test]
-fn names_longer_than_255_bytes_are_rejected() {
-    let Some(fx) = Fixture::new() else { return };
+fn names_longer_than_255_bytes_are_rejected(layout: Layout) {
+    let Some(fx) = Fixture::new(layout) else { return };
     let long = "n".repeat(256);
     expect_errno(File::create(fx.p(&long)), libc::ENAMETOOLONG, "create 256-byte name");
     expect_errno(fs::create_dir(fx.p(&long)), libc::ENAMETOOLONG, "mkdir 256-byte name");
@@ -127,9 +127,8 @@ fn names_longer_than_255_bytes_are_rejected() {
     fx.finish();
 }
 
-#[test]
-fn errno_values_of_namespace_operations() {
-    let Some(fx) = Fixture::new() else { return };
+fn errno_values_of_namespace_operations(layout: Layout) {
+    let Some(fx) = Fixture::new(layout) else { return };
     fs::create_dir(fx.p("d")).expect("mkdir d");
     File::create(fx.p("d/f")).expect("create d/f");
     File::create(fx.p("file")).expect("create file");
@@ -174,9 +173,8 @@ fn errno_values_of_namespace_operations() {
 
 /// The kernel remembers missing names (LOOKUP answers them with node 0);
 /// every way of making a name must replace what it remembered.
-#[test]
-fn names_looked_up_while_missing_can_then_be_made_every_way() {
-    let Some(fx) = Fixture::new() else { return };
+fn names_looked_up_while_missing_can_then_be_made_every_way(layout: Layout) {
+    let Some(fx) = Fixture::new(layout) else { return };
     let missing = |name: &str| {
         expect_errno(fs::symlink_metadata(fx.p(name)), libc::ENOENT, name);
         expect_errno(fs::symlink_metadata(fx.p(name)), libc::ENOENT, name);
@@ -213,9 +211,8 @@ fn names_looked_up_while_missing_can_then_be_made_every_way() {
     fx.finish();
 }
 
-#[test]
-fn rename_over_an_existing_file_is_atomic() {
-    let Some(fx) = Fixture::new() else { return };
+fn rename_over_an_existing_file_is_atomic(layout: Layout) {
+    let Some(fx) = Fixture::new(layout) else { return };
     let target = fx.p("target");
     fs::write(&target, b"version-0").expect("write target");
     let stop = Arc::new(AtomicBool::new(false));
@@ -257,9 +254,8 @@ fn rename_over_an_existing_file_is_atomic() {
     fx.finish();
 }
 
-#[test]
-fn renameat2_noreplace_and_exchange() {
-    let Some(mut fx) = Fixture::new() else { return };
+fn renameat2_noreplace_and_exchange(layout: Layout) {
+    let Some(mut fx) = Fixture::new(layout) else { return };
     fs::write(fx.p("a"), b"A").expect("write a");
     fs::write(fx.p("b"), b"B").expect("write b");
     fs::create_dir(fx.p("dir")).expect("mkdir dir");
@@ -319,9 +315,8 @@ fn renameat2_noreplace_and_exchange() {
 /// Every mode SEMANTICS.md promises works: plain allocation, KEEP_SIZE,
 /// PUNCH_HOLE|KEEP_SIZE, ZERO_RANGE with and without KEEP_SIZE. (This test
 /// once accepted EOPNOTSUPP for each of them, so it could not fail.)
-#[test]
-fn fallocate_does_every_promised_mode() {
-    let Some(fx) = Fixture::new() else { return };
+fn fallocate_does_every_promised_mode(layout: Layout) {
+    let Some(fx) = Fixture::new(layout) else { return };
     let path = fx.p("f");
     let data = Rng::new(1).bytes(1 << 20);
     fs::write(&path, &data).expect("write 1 MiB");
@@ -399,9 +394,8 @@ fn fallocate_does_every_promised_mode() {
     fx.finish();
 }
 
-#[test]
-fn seek_data_and_seek_hole_find_the_holes() {
-    let Some(fx) = Fixture::new() else { return };
+fn seek_data_and_seek_hole_find_the_holes(layout: Layout) {
+    let Some(fx) = Fixture::new(layout) else { return };
     const MIB: i64 = 1 << 20;
     let path = fx.p("sparse");
     {
@@ -450,9 +444,8 @@ fn seek_data_and_seek_hole_find_the_holes() {
     fx.finish();
 }
 
-#[test]
-fn fsync_and_fdatasync_succeed() {
-    let Some(mut fx) = Fixture::new() else { return };
+fn fsync_and_fdatasync_succeed(layout: Layout) {
+    let Some(mut fx) = Fixture::new(layout) else { return };
     let mut f = File::create(fx.p("f")).expect("create");
     f.write_all(&Rng::new(3).bytes(300_000)).expect("write");
     f.sync_data().expect("fdatasync");
@@ -473,9 +466,8 @@ fn fsync_and_fdatasync_succeed() {
     fx.finish();
 }
 
-#[test]
-fn readdir_of_3000_entries_lists_each_once() {
-    let Some(mut fx) = Fixture::new() else { return };
+fn readdir_of_3000_entries_lists_each_once(layout: Layout) {
+    let Some(mut fx) = Fixture::new(layout) else { return };
     let dir = fx.p("big");
     fs::create_dir(&dir).expect("mkdir big");
     let mut want = std::collections::BTreeSet::new();
@@ -530,9 +522,8 @@ fn readdir_of_3000_entries_lists_each_once() {
 
 /// A file created write-only bypasses the kernel's page cache; readers that
 /// cache its pages, through read(2) or a mapping, must still see each write.
-#[test]
-fn readers_see_every_write_of_a_file_created_write_only() {
-    let Some(mut fx) = Fixture::new() else { return };
+fn readers_see_every_write_of_a_file_created_write_only(layout: Layout) {
+    let Some(mut fx) = Fixture::new(layout) else { return };
     let path = fx.p("written");
     let writer = OpenOptions::new().write(true).create_new(true).open(&path).expect("create write-only");
     writer.write_all_at(&[b'A'; 8192], 0).expect("first write");
@@ -566,9 +557,8 @@ fn readers_see_every_write_of_a_file_created_write_only() {
     fx.finish();
 }
 
-#[test]
-fn unlinked_open_file_stays_readable_until_close() {
-    let Some(mut fx) = Fixture::new() else { return };
+fn unlinked_open_file_stays_readable_until_close(layout: Layout) {
+    let Some(mut fx) = Fixture::new(layout) else { return };
     let path = fx.p("ghost");
     let data = Rng::new(5).bytes(200_000);
     fs::write(&path, &data).expect("write");
@@ -597,9 +587,8 @@ fn unlinked_open_file_stays_readable_until_close() {
     fx.finish();
 }
 
-#[test]
-fn statfs_numbers_are_sane_and_shrink_after_writing() {
-    let Some(fx) = Fixture::new() else { return };
+fn statfs_numbers_are_sane_and_shrink_after_writing(layout: Layout) {
+    let Some(fx) = Fixture::new(layout) else { return };
     let before = statvfs(&fx.dir());
     let frsize = if before.f_frsize > 0 { before.f_frsize } else { before.f_bsize };
     assert!(
@@ -640,3 +629,18 @@ fn statfs_numbers_are_sane_and_shrink_after_writing() {
     assert!(inodes_used(&after) > inodes_used(&before), "one more inode in use after creating a file");
     fx.finish();
 }
+
+on_every_layout!(
+    names_longer_than_255_bytes_are_rejected,
+    errno_values_of_namespace_operations,
+    names_looked_up_while_missing_can_then_be_made_every_way,
+    rename_over_an_existing_file_is_atomic,
+    renameat2_noreplace_and_exchange,
+    fallocate_does_every_promised_mode,
+    seek_data_and_seek_hole_find_the_holes,
+    fsync_and_fdatasync_succeed,
+    readdir_of_3000_entries_lists_each_once,
+    readers_see_every_write_of_a_file_created_write_only,
+    unlinked_open_file_stays_readable_until_close,
+    statfs_numbers_are_sane_and_shrink_after_writing,
+);

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{assert_lines_eq, have, mkfs, sh_ok, Mode, Mount};
+use common::{assert_lines_eq, have, mkfs_layout, sh_ok, Layout, Mode, Mount};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -188,8 +188,7 @@ fn git(repo: &Path, args: &str) -> String {
     )
 }
 
-#[test]
-fn real_programs_work_and_survive_remount() {
+fn real_programs_work_and_survive_remount(layout: Layout) {
     if !common::fuse_or_skip() {
         return;
     }
@@ -199,8 +198,8 @@ fn real_programs_work_and_survive_remount() {
     build_source_tree(&orig);
     let image = base.join("fs.img");
     let mnt = base.join("mnt");
-    mkfs(&image, "512M", &[]);
-    let m = Mount::new(&image, &mnt, Mode::Background, &[]);
+    mkfs_layout(&image, "512M", layout, &[]);
+    let m = Mount::new(&image, &mnt, Mode::Background, layout.mount_args());
 
     // cp -a, diff -r, metadata, find counts, sha256sum.
     sh_ok(&format!("cp -a '{}' tree", orig.display()), &mnt, T);
@@ -366,7 +365,7 @@ fn real_programs_work_and_survive_remount() {
     m.unmount().expect("clean unmount");
 
     // Mount again and verify everything.
-    let m = Mount::new(&image, &mnt, Mode::Background, &[]);
+    let m = Mount::new(&image, &mnt, Mode::Background, layout.mount_args());
     verify_after_remount(base, &orig, &mnt, &expected, tool);
     m.unmount().expect("clean unmount after verification");
 }
@@ -418,3 +417,5 @@ fn verify_after_remount(base: &Path, orig: &Path, mnt: &Path, e: &Expected, tool
     }
     let _ = base;
 }
+
+on_every_layout!(real_programs_work_and_survive_remount,);

@@ -11,7 +11,7 @@
 
 mod common;
 
-use common::{mkfs, Mode, Mount};
+use common::{mkfs_layout, Layout, Mode, Mount};
 use std::ffi::CString;
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
@@ -28,7 +28,7 @@ struct Fixture {
 }
 
 impl Fixture {
-    fn new() -> Option<Fixture> {
+    fn new(layout: Layout) -> Option<Fixture> {
         if !common::fuse_or_skip() {
             return None;
         }
@@ -40,8 +40,10 @@ impl Fixture {
         let tmp = tempfile::tempdir().expect("tempdir");
         fs::set_permissions(tmp.path(), fs::Permissions::from_mode(0o755)).expect("chmod tempdir");
         let image = tmp.path().join("fs.img");
-        mkfs(&image, "64M", &[]);
-        let m = Mount::new(&image, &tmp.path().join("mnt"), Mode::Foreground, &["-o", "allow_other"]);
+        mkfs_layout(&image, "64M", layout, &[]);
+        let mut args = vec!["-o", "allow_other"];
+        args.extend_from_slice(layout.mount_args());
+        let m = Mount::new(&image, &tmp.path().join("mnt"), Mode::Foreground, &args);
         Some(Fixture { m: Some(m), _tmp: tmp })
     }
 
@@ -123,9 +125,8 @@ fn privileged_file(fx: &Fixture, name: &str, mode_bits: u32) -> PathBuf {
 /// file system, but `statx` for the mode (and the kernel's own permission
 /// and exec checks) went on seeing `rwsrwxrwx` for the hour the kernel
 /// keeps attributes.
-#[test]
-fn a_write_that_clears_set_user_id_and_set_group_id_shows_at_once() {
-    let Some(fx) = Fixture::new() else { return };
+fn a_write_that_clears_set_user_id_and_set_group_id_shows_at_once(layout: Layout) {
+    let Some(fx) = Fixture::new(layout) else { return };
     let suid = privileged_file(&fx, "suid", 0o4777);
     let sgid = privileged_file(&fx, "sgid", 0o2777);
     for path in [&suid, &sgid] {
@@ -146,9 +147,8 @@ fn a_write_that_clears_set_user_id_and_set_group_id_shows_at_once() {
     fx.finish();
 }
 
-#[test]
-fn fallocate_and_copy_file_range_that_clear_set_user_id_show_at_once() {
-    let Some(fx) = Fixture::new() else { return };
+fn fallocate_and_copy_file_range_that_clear_set_user_id_show_at_once(layout: Layout) {
+    let Some(fx) = Fixture::new(layout) else { return };
     let source = fx.p("source");
     fs::write(&source, vec![7u8; 10_000]).expect("create source");
     let source = cpath(&source);
@@ -192,9 +192,8 @@ fn fallocate_and_copy_file_range_that_clear_set_user_id_show_at_once() {
 
 /// A truncate's reply carries the new attributes; checked here so that a
 /// change in how truncate is answered cannot bring the bug back.
-#[test]
-fn a_truncate_that_clears_set_user_id_shows_at_once() {
-    let Some(fx) = Fixture::new() else { return };
+fn a_truncate_that_clears_set_user_id_shows_at_once(layout: Layout) {
+    let Some(fx) = Fixture::new(layout) else { return };
     let path = privileged_file(&fx, "truncated", 0o4777);
     let c = cpath(&path);
     let result = as_nobody(|| {
@@ -215,9 +214,8 @@ fn a_truncate_that_clears_set_user_id_shows_at_once() {
 /// Regression: the first extended attribute of a file takes a block, the
 /// last one's removal frees it; the kernel dropped only the ctime after
 /// either, so `statx` for the block count answered the old count.
-#[test]
-fn extended_attributes_that_take_or_free_a_block_show_in_the_block_count() {
-    let Some(fx) = Fixture::new() else { return };
+fn extended_attributes_that_take_or_free_a_block_show_in_the_block_count(layout: Layout) {
+    let Some(fx) = Fixture::new(layout) else { return };
     let path = fx.p("xattrs");
     fs::write(&path, vec![1u8; 4096]).expect("create");
     let blocks = |p: &Path| statx_one(p, libc::STATX_BLOCKS).stx_blocks;
@@ -239,9 +237,8 @@ fn extended_attributes_that_take_or_free_a_block_show_in_the_block_count() {
 
 /// "Permissions are checked by the kernel (`default_permissions`) against
 /// the mode, owner and group fslab stores", and a chmod takes effect at once.
-#[test]
-fn the_kernel_checks_permissions_against_the_stored_mode() {
-    let Some(fx) = Fixture::new() else { return };
+fn the_kernel_checks_permissions_against_the_stored_mode(layout: Layout) {
+    let Some(fx) = Fixture::new(layout) else { return };
     let path = fx.p("private");
     fs::write(&path, b"secret").expect("create");
     fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).expect("chmod 600");
@@ -261,3 +258,11 @@ fn the_kernel_checks_permissions_against_the_stored_mode() {
     assert_eq!(open_for_reading(), 0, "mode 644");
     fx.finish();
 }
+
+on_every_layout!(
+    a_write_that_clears_set_user_id_and_set_group_id_shows_at_once,
+    fallocate_and_copy_file_range_that_clear_set_user_id_show_at_once,
+    a_truncate_that_clears_set_user_id_shows_at_once,
+    extended_attributes_that_take_or_free_a_block_show_in_the_block_count,
+    the_kernel_checks_permissions_against_the_stored_mode,
+);

@@ -12,6 +12,8 @@
 //! * [`cache`] — the buffer cache: dirty tracking, memory limit, thresholds.
 //! * [`format`] — pure vocabulary: numbers, codecs, checksums, on-disk inodes
 //!   and directory entries.
+//! * [`time`] — the clock a mount keeps time by (the host's, or a simulated
+//!   disk's virtual clock).
 //!
 //! Below all of them is the `disk` crate's `BlockDevice`.
 
@@ -22,9 +24,51 @@ pub mod ffs;
 pub mod format;
 pub mod lfs;
 pub mod storage;
+pub mod time;
 pub mod ufs;
 
 pub use error::{Error, Result};
+
+/// The layouts fslab knows, told apart by the magic at byte 0 of a device
+/// (`fslabLFS` or `fslabFFS`, FORMAT.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Layout {
+    /// The log-structured file system.
+    Lfs,
+    /// The Fast File System.
+    Ffs,
+}
+
+impl Layout {
+    /// The layout's name as commands take and print it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Layout::Lfs => "lfs",
+            Layout::Ffs => "ffs",
+        }
+    }
+
+    /// The layout called `name` (`lfs`, `ffs`).
+    pub fn by_name(name: &str) -> Option<Layout> {
+        [Layout::Lfs, Layout::Ffs].into_iter().find(|l| l.name() == name)
+    }
+
+    /// The layout of the file system on `dev`, by its superblock's magic;
+    /// `None` if it holds neither (a valid superblock is not checked for).
+    pub fn probe(dev: &dyn disk::BlockDevice) -> Option<Layout> {
+        let mut magic = [0u8; 8];
+        if dev.size() < 4096 || dev.read_at(0, &mut magic).is_err() {
+            return None;
+        }
+        if ffs::layout::Superblock::has_magic(&magic) {
+            Some(Layout::Ffs)
+        } else if lfs::probe(dev) {
+            Some(Layout::Lfs)
+        } else {
+            None
+        }
+    }
+}
 
 /// Makes a new FFS on `dev` with an empty root directory owned by `creds`:
 /// the storage manager's mkfs, then the namespace's root.

@@ -18,6 +18,7 @@ const RULES: &[(&str, &[&str])] = &[
     ("ffs", &["ufs", "lfs"]),
     ("ufs", &["lfs", "ffs", "cache", "bmap"]),
     ("storage", &["ufs", "lfs", "ffs", "cache", "bmap"]),
+    ("time", &["format", "cache", "storage", "ufs", "lfs", "ffs", "bmap"]),
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {

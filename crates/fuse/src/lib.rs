@@ -218,6 +218,14 @@ impl<S: StorageManager + 'static> Mounted<S> {
         self.shared.handle()
     }
 
+    /// Runs `work` once the file system is being unmounted, before the
+    /// final checkpoint: stopping a thread that works on it through a
+    /// [`FsHandle`] (the cleaner), so that it neither races the checkpoint
+    /// nor finds the file system gone in the middle of its work.
+    pub fn stop_before_unmount(&self, work: impl FnOnce() + Send + 'static) {
+        self.shared.before_unmount(Box::new(work));
+    }
+
     /// Serves kernel requests until the file system is unmounted (`umount`,
     /// `fusermount3 -u`, or an [`Unmounter`]), then writes the final
     /// checkpoint (the library's `unmount`, exactly once) and returns. An

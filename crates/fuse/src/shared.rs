@@ -32,7 +32,17 @@ impl<S: StorageManager> FsHandle<S> {
     pub fn with<T>(&self, op: impl FnOnce(&mut FileSystem<S>) -> Result<T>) -> Result<T> {
         self.shared.with(op)
     }
+
+    /// Whether the file system has been unmounted (rather than stopped by
+    /// an internal error): calls fail from now on, and that is no fault.
+    pub fn is_unmounted(&self) -> bool {
+        let state = self.shared.lock();
+        state.fs.is_none() && !state.broken
+    }
 }
+
+/// Work to finish before the final checkpoint ([`Shared::before_unmount`]).
+type BeforeUnmount = Box<dyn FnOnce() + Send>;
 
 /// A mounted file system behind one lock.
 ///
@@ -42,7 +52,10 @@ impl<S: StorageManager> FsHandle<S> {
 /// A library call that panics moves the file system to *broken*: calls fail
 /// with EIO, ticks stop, and shutdown skips the final checkpoint so that the
 /// image stays at its last consistent checkpoint rather than recording
-/// whatever half-done state the panic left in memory.
+/// whatever half-done state the panic left in memory. Shutdown first runs,
+/// without the lock, what was registered with [`Shared::before_unmount`]
+/// (stopping the mount's cleaner thread), so that nothing else works on the
+/// file system while its last checkpoint is written.
 ///
 /// Locking: `state` guards everything; `changed` is signalled when the
 /// state leaves *serving*, which wakes the tick thread so it can stop;
@@ -55,6 +68,8 @@ pub struct Shared<S: StorageManager> {
     /// Kept open while the kernel's mount serves, closed when it is gone,
     /// before the final checkpoint ([`Shared::close_while_serving`]).
     while_serving: Mutex<Option<std::fs::File>>,
+    /// Run once, in order, when shutdown begins.
+    before_unmount: Mutex<Vec<BeforeUnmount>>,
 }
 
 /// The background threads, each woken by its own condition variable.
@@ -85,7 +100,15 @@ impl<S: StorageManager> Shared<S> {
             changed: Condvar::new(),
             written: Condvar::new(),
             while_serving: Mutex::new(None),
+            before_unmount: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Runs `work` when shutdown begins, before the final checkpoint and
+    /// without the file system's lock (so it may still call through a
+    /// [`FsHandle`] and wait for threads that do).
+    pub fn before_unmount(&self, work: BeforeUnmount) {
+        self.before_unmount.lock().unwrap_or_else(PoisonError::into_inner).push(work);
     }
 
     /// Keeps `file` open until the mount stops serving requests.
@@ -150,6 +173,10 @@ impl<S: StorageManager> Shared<S> {
         // No request can come any more; what waits for the mount to be gone
         // need not wait for the checkpoint too.
         self.close_while_serving();
+        let work = std::mem::take(&mut *self.before_unmount.lock().unwrap_or_else(PoisonError::into_inner));
+        for work in work {
+            work();
+        }
         let mut state = self.lock();
         if let Some(done) = &state.unmounted {
             return done.clone();
@@ -249,5 +276,34 @@ impl<S: StorageManager> Shared<S> {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fslab::format::ROOT_INO;
+    use fslab::storage::MemStorage;
+
+    /// What must stop before the final checkpoint (the mount's cleaner
+    /// thread) runs when shutdown begins, once, with the file system still
+    /// there to call, and before anything else can see it unmounted.
+    #[test]
+    fn shutdown_runs_what_must_stop_first_while_the_file_system_is_still_there() {
+        let shared = Arc::new(Shared::new(FileSystem::new(MemStorage::new(4096))));
+        let handle = shared.handle();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let log = seen.clone();
+        shared.before_unmount(Box::new(move || {
+            let answered = handle.with(|fs| fs.getattr(ROOT_INO).map(|_| ())).is_ok();
+            log.lock().unwrap_or_else(PoisonError::into_inner).push((answered, handle.is_unmounted()));
+        }));
+        let handle = shared.handle();
+        assert!(!handle.is_unmounted());
+        shared.shutdown().expect("shutdown");
+        shared.shutdown().expect("a second shutdown returns the first one's result");
+        assert_eq!(*seen.lock().unwrap_or_else(PoisonError::into_inner), vec![(true, false)]);
+        assert!(handle.is_unmounted(), "unmounted, not broken");
+        assert_eq!(handle.with(|_| Ok(())).err().map(|e| e.errno()), Some(libc::EIO));
     }
 }

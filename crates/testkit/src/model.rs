@@ -12,7 +12,7 @@
 //! system makes first, so the model follows the library's documented order
 //! (`ufs/rename.rs`, `ufs/names.rs`). Everywhere else it follows Linux.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// A node's identity in the model (the model's inode number).
 pub type NodeId = u64;
@@ -81,6 +81,11 @@ pub struct Node {
     pub xattrs: Vec<(Vec<u8>, Vec<u8>)>,
     /// Open handles on it (a removed node lives while this is not 0).
     pub open: u32,
+    /// A regular file's blocks that may be stored: written or preallocated,
+    /// and since neither truncated away nor punched whole. An upper bound
+    /// of its data blocks (holes the model cannot tell from written zeros
+    /// are left out of it by construction), for `space`.
+    pub allocated: BTreeSet<u64>,
 }
 
 impl Node {
@@ -164,8 +169,14 @@ impl Model {
             nlink: 2,
             xattrs: Vec::new(),
             open: 0,
+            allocated: BTreeSet::new(),
         };
         Model { nodes: HashMap::from([(ROOT, root)]), next: ROOT + 1, limits }
+    }
+
+    /// The fixed facts it was made with.
+    pub fn limits(&self) -> Limits {
+        self.limits
     }
 
     /// The node `id`, if it is alive.
@@ -276,7 +287,8 @@ impl Model {
     fn alloc(&mut self, body: Body, perm: u32, nlink: u32) -> NodeId {
         let id = self.next;
         self.next += 1;
-        self.nodes.insert(id, Node { body, perm, nlink, xattrs: Vec::new(), open: 0 });
+        self.nodes
+            .insert(id, Node { body, perm, nlink, xattrs: Vec::new(), open: 0, allocated: BTreeSet::new() });
         id
     }
 
@@ -561,6 +573,12 @@ impl Model {
         Ok(())
     }
 
+    /// The block numbers `offset .. end` touches.
+    fn blocks_of(&self, offset: u64, end: u64) -> std::ops::Range<u64> {
+        let bs = self.limits.block_size as u64;
+        offset / bs..end.div_ceil(bs)
+    }
+
     /// Writes `bytes` at `offset`; returns the count.
     pub fn write(&mut self, id: NodeId, offset: u64, bytes: &[u8]) -> Res<usize> {
         self.file(id)?;
@@ -568,6 +586,8 @@ impl Model {
             return Ok(0);
         }
         self.kill_privileges(id)?;
+        let touched = self.blocks_of(offset, offset + bytes.len() as u64);
+        self.get_mut(id)?.allocated.extend(touched);
         let data = self.file_mut(id)?;
         let end = offset as usize + bytes.len();
         if data.len() < end {
@@ -580,6 +600,8 @@ impl Model {
     /// Sets the size of a regular file.
     pub fn truncate(&mut self, id: NodeId, size: u64) -> Res<()> {
         self.file_mut(id)?.resize(size as usize, 0);
+        let kept = self.blocks_of(0, size).end;
+        self.get_mut(id)?.allocated.retain(|&b| b < kept);
         self.kill_privileges(id)
     }
 
@@ -612,6 +634,17 @@ impl Model {
         }
         if !punch && mode & keep == 0 && end > data.len() {
             data.resize(end, 0);
+        }
+        let touched = self.blocks_of(offset, end as u64);
+        let bs = self.limits.block_size as u64;
+        let allocated = &mut self.get_mut(id)?.allocated;
+        if punch {
+            // Blocks wholly inside the range go; the partial ones at its
+            // ends are zeroed in place.
+            let whole = offset.div_ceil(bs)..end as u64 / bs;
+            allocated.retain(|b| !whole.contains(b));
+        } else {
+            allocated.extend(touched);
         }
         self.kill_privileges(id)
     }

@@ -3,7 +3,7 @@
 
 use super::path::find_socket;
 use super::wire::*;
-use super::Report;
+use super::{DirhashReport, Report};
 use crate::mechanism::Mechanism;
 use fslab::error::errno;
 use fslab::format::Daddr;
@@ -66,6 +66,16 @@ impl Client {
         let answer = self.call(Out::new(OP_REPORT))?;
         let mut r = In(&answer);
         let report = decode_report(&mut r)?;
+        r.end()?;
+        Ok(report)
+    }
+
+    /// The mount's dirhash settings and counters. EOPNOTSUPP from a mount
+    /// that predates them.
+    pub fn dirhash_report(&mut self) -> Result<DirhashReport> {
+        let answer = self.call(Out::new(OP_DIRHASH))?;
+        let mut r = In(&answer);
+        let report = decode_dirhash(&mut r)?;
         r.end()?;
         Ok(report)
     }

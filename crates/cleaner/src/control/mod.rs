@@ -17,7 +17,7 @@
 //!   `Cleaner::pass` runs unchanged in another process, plus
 //!   [`Client::report`].
 //!
-//! Protocol, version 3 (`wire`). Every integer is little-endian.
+//! Protocol, version 4 (`wire`). Every integer is little-endian.
 //!
 //! ```text
 //! frame    = u32 length, then `length` bytes (requests ≤ 16 MiB, responses ≤ 1 GiB + 1 MiB)
@@ -35,8 +35,16 @@
 //!                                               u8 flags (1 cold head open, 2 age predicts survival),
 //!                                               u64 partial segments written at the cold head
 //! op 9 segment_refs u64 seg                   → u32 count, count × ref (what the summaries name)
+//! op 10 dirhash                               → u8 flags (1 on, 2 checking), u64 max memory,
+//!                                               u64 min size, 11 × u64 counters (the order of
+//!                                               `DirhashStats`' fields)
 //! ref      = u64 ino, u32 version, u8 kind (0 block, 1 inode), i64 lbn, u64 daddr, i64 age
 //! ```
+//!
+//! A new request is added without a new version: a server that predates
+//! it answers EOPNOTSUPP, which the client passes on, so an older mount
+//! still serves everything else to a newer `fslab`. A changed request or
+//! response bumps the version.
 //!
 //! `markv` carries no block contents: the file system reads each block
 //! itself, so a client can move blocks but never choose what they hold.
@@ -56,6 +64,7 @@ mod tests;
 mod wire;
 
 use fslab::lfs::clean::CleanerReport;
+use fslab::ufs::{DirhashOptions, DirhashStats};
 
 pub use client::Client;
 pub use path::{find_socket, private_dir, socket_file_name, socket_path_candidates};
@@ -88,4 +97,14 @@ pub struct Report {
     pub cold_partial_segments: u64,
     /// Whether age predicts survival on this disk (what hot-cold goes by).
     pub ages_predict_survival: bool,
+}
+
+/// What `fslab stat` shows about directory hashing: the mount's dirhash
+/// settings and its counters since mount.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DirhashReport {
+    /// The settings (mount options).
+    pub options: DirhashOptions,
+    /// The counters, and the memory the hashes hold.
+    pub stats: DirhashStats,
 }

@@ -37,7 +37,7 @@ struct Connections {
 /// every connection and removes the socket file (only if it is still the
 /// one this server made). A connection thread in the middle of a request
 /// finishes it first (a `segwait` at most [`MAX_SEGWAIT`]); after the
-/// mount ends, requests fail with EIO from the access itself.
+/// mount ends, requests fail with `mechanism::unmounted_error`.
 pub struct Server {
     path: PathBuf,
     /// Device and inode of the socket file this server bound.
@@ -309,6 +309,14 @@ fn serve<A: LfsAccess>(
                 })
             })?;
             encode_report(&mut out, &report);
+        }
+        OP_DIRHASH => {
+            r.end()?;
+            let report = m
+                .access()
+                .dirhash_report()?
+                .ok_or(errno(libc::EOPNOTSUPP, "this mount does not report dirhash"))?;
+            encode_dirhash(&mut out, &report);
         }
         _ => return Err(errno(libc::EOPNOTSUPP, "unknown control request")),
     }

@@ -5,7 +5,7 @@
 use super::path::fnv1a64;
 use super::server::serve_connection;
 use super::wire::*;
-use super::{find_socket, socket_file_name, Client, Server};
+use super::{find_socket, socket_file_name, Client, DirhashReport, Server};
 use crate::mechanism::{LfsAccess, Mechanism};
 use crate::workload::{Access, Files, Spec};
 use crate::{policy, Cleaner};
@@ -28,6 +28,22 @@ struct Shared(Arc<Mutex<FileSystem<Lfs>>>);
 impl LfsAccess for Shared {
     fn with_lfs<R>(&self, op: impl FnOnce(&mut Lfs) -> Result<R>) -> Result<R> {
         op(self.0.lock().unwrap_or_else(PoisonError::into_inner).storage())
+    }
+
+    fn dirhash_report(&self) -> Result<Option<DirhashReport>> {
+        let fs = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        Ok(Some(DirhashReport { options: fs.dirhash_options(), stats: fs.dirhash_stats() }))
+    }
+}
+
+/// An access that reaches only the storage manager, as a cleaner's own
+/// process has.
+#[derive(Clone)]
+struct StorageOnly(Shared);
+
+impl LfsAccess for StorageOnly {
+    fn with_lfs<R>(&self, op: impl FnOnce(&mut Lfs) -> Result<R>) -> Result<R> {
+        self.0.with_lfs(op)
     }
 }
 
@@ -120,6 +136,31 @@ fn every_request_round_trips_and_a_remote_cleaner_cleans() {
     assert!(!pass.cleaned.is_empty(), "{pass:?}");
     let mut guard = shared.0.lock().expect("lock");
     files.verify(&mut guard).expect("every byte after remote cleaning");
+}
+
+#[test]
+fn the_dirhash_report_round_trips_and_a_storage_only_access_says_it_has_none() {
+    let (shared, _files) = dirty_fs();
+    {
+        let mut fs = shared.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut options = fs.dirhash_options();
+        options.max_memory = 3 << 20;
+        options.check = true;
+        fs.set_dirhash_options(options);
+        let d = fs.mkdir(fslab::format::ROOT_INO, b"d", 0o755, Default::default()).expect("mkdir").ino;
+        fs.lookup(d, b"absent").expect_err("absent");
+    }
+    let local = shared.dirhash_report().expect("local").expect("reaches the namespace");
+    assert!(local.stats.builds > 0 && local.stats.memory > 0, "{local:?}");
+    assert_eq!(pair(&shared).dirhash_report().expect("dirhash"), local);
+
+    let (ours, theirs) = UnixStream::pair().expect("socket pair");
+    let access = StorageOnly(shared.clone());
+    std::thread::spawn(move || serve_connection(theirs, access, "greedy"));
+    let mut client = Client::over(ours).expect("hello");
+    let err = client.dirhash_report().expect_err("no namespace behind this access");
+    assert_eq!(err.errno(), libc::EOPNOTSUPP);
+    client.report().expect("the connection still serves");
 }
 
 #[test]

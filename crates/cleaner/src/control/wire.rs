@@ -3,12 +3,13 @@
 //! of every request and response. The protocol itself is drawn in the
 //! module doc of `control`.
 
-use super::Report;
+use super::{DirhashReport, Report};
 use fslab::error::errno;
 use fslab::format::Daddr;
 use fslab::lfs::clean::{
     BlockKind, BlockRef, CleanerCounters, CleanerReport, Destination, SegmentState, SegmentTable,
 };
+use fslab::ufs::{DirhashOptions, DirhashStats};
 use fslab::{Error, Result};
 use std::io::{self, Read};
 use std::sync::{Mutex, PoisonError};
@@ -27,6 +28,7 @@ pub(super) const OP_SEGCLEAN: u8 = 6;
 pub(super) const OP_SEGWAIT: u8 = 7;
 pub(super) const OP_REPORT: u8 = 8;
 pub(super) const OP_SEGMENT_REFS: u8 = 9;
+pub(super) const OP_DIRHASH: u8 = 10;
 
 pub(super) const STATUS_OK: u8 = 0;
 pub(super) const STATUS_ERROR: u8 = 1;
@@ -427,4 +429,53 @@ pub(super) fn destination_from(code: u8) -> Result<Destination> {
         1 => Ok(Destination::Cold),
         _ => Err(errno(libc::EINVAL, "unknown markv destination")),
     }
+}
+
+pub(super) fn encode_dirhash(out: &mut Out, r: &DirhashReport) {
+    out.u8(u8::from(r.options.enabled) | u8::from(r.options.check) << 1);
+    out.u64(r.options.max_memory);
+    out.u64(r.options.min_dir_size);
+    let s = &r.stats;
+    for v in [
+        s.hits,
+        s.misses,
+        s.builds,
+        s.drops,
+        s.rebuilds,
+        s.refused,
+        s.truncated_blocks,
+        s.blocks_read,
+        s.hashes,
+        s.memory,
+        s.peak_memory,
+    ] {
+        out.u64(v);
+    }
+}
+
+pub(super) fn decode_dirhash(r: &mut In) -> Result<DirhashReport> {
+    let flags = r.u8()?;
+    if flags > 3 {
+        return Err(malformed());
+    }
+    let options = DirhashOptions {
+        enabled: flags & 1 != 0,
+        check: flags & 2 != 0,
+        max_memory: r.u64()?,
+        min_dir_size: r.u64()?,
+    };
+    let stats = DirhashStats {
+        hits: r.u64()?,
+        misses: r.u64()?,
+        builds: r.u64()?,
+        drops: r.u64()?,
+        rebuilds: r.u64()?,
+        refused: r.u64()?,
+        truncated_blocks: r.u64()?,
+        blocks_read: r.u64()?,
+        hashes: r.u64()?,
+        memory: r.u64()?,
+        peak_memory: r.u64()?,
+    };
+    Ok(DirhashReport { options, stats })
 }

@@ -13,7 +13,10 @@
 //! Foreground (`-f`): mount, serve until unmounted, write the final
 //! checkpoint, exit.
 //!
-//! Cleaning: unless `-o cleaner=off`, the file system gets a cleaner of the
+//! The layout is the image's (its superblock's magic): LFS or FFS. FFS takes
+//! `-o integrity=sync|async`; LFS takes the cleaner.
+//!
+//! Cleaning (LFS): unless `-o cleaner=off`, the file system gets a cleaner of the
 //! chosen policy twice over: one writers run themselves when they are short
 //! of clean segments, and a background thread that cleans towards the
 //! high-water mark between requests. The control socket
@@ -23,8 +26,9 @@
 //!
 //! Shutdown: `umount`/`fusermount3 -u` ends the FUSE session; SIGTERM,
 //! SIGINT and SIGHUP make a dedicated thread unmount the directory, which
-//! ends it the same way. Either way the final checkpoint is written once, by
-//! `fslab_fuse::Mounted::run`, before the process exits.
+//! ends it the same way. Either way the background cleaner is stopped and
+//! then the final checkpoint is written once, by `fslab_fuse::Mounted::run`,
+//! before the process exits.
 
 mod background;
 pub mod helper;
@@ -34,11 +38,13 @@ mod utab;
 
 use clap::Args;
 use disk::FileDisk;
+use fslab::ffs::Ffs;
 use fslab::lfs::Lfs;
 use fslab::ufs::FileSystem;
+use fslab::Layout;
 use fslab::Result as FsResult;
 use fslab_cleaner::background::Background;
-use fslab_cleaner::control::Server;
+use fslab_cleaner::control::{DirhashReport, Server};
 use fslab_cleaner::{policy, Cleaner, LfsAccess};
 use fslab_fuse::{FsHandle, MountConfig, Mounted};
 use options::Options;
@@ -54,9 +60,12 @@ pub struct MountArgs {
     /// The directory to mount it on.
     dir: PathBuf,
     /// Comma-separated options: allow_other, cache=SIZE (e.g. 256M), checkpoint=SECONDS,
-    /// cleaner=POLICY|off (greedy, cost-benefit or hot-cold; default hot-cold), log=FILE
-    /// (instead of the system log), noexec, suid, dev; and mount(8)'s generic options
-    /// (defaults, nofail, noauto, x-*, ...). ro, sync and atime are refused.
+    /// cleaner=POLICY|off (LFS: greedy, cost-benefit or hot-cold; default hot-cold),
+    /// integrity=sync|async (FFS; default sync), log=FILE (instead of the system log),
+    /// noexec, suid, dev, dirhash=on|off (default on), dirhash_maxmem=SIZE (default 2M),
+    /// dirhash_minsize=SIZE (default 2560), dirhash_check (cross-check every dirhash
+    /// answer; slow); and mount(8)'s generic options (defaults, nofail, noauto, x-*, ...).
+    /// ro, sync and atime are refused.
     #[arg(short = 'o', value_name = "OPTIONS")]
     options: Vec<String>,
     /// Stay in the foreground until unmounted.
@@ -89,17 +98,44 @@ fn start(image: &Path, dir: &Path, options: &Options, foreground: bool) -> Resul
     }
 }
 
+/// The FUSE session of a mount of either layout.
+enum Session {
+    Lfs(Mounted<Lfs>),
+    Ffs(Mounted<Ffs>),
+}
+
+impl Session {
+    fn unmounter(&self) -> fslab_fuse::Unmounter {
+        match self {
+            Session::Lfs(m) => m.unmounter(),
+            Session::Ffs(m) => m.unmounter(),
+        }
+    }
+
+    fn keep_while_serving(&self, mark: File) {
+        match self {
+            Session::Lfs(m) => m.keep_while_serving(mark),
+            Session::Ffs(m) => m.keep_while_serving(mark),
+        }
+    }
+
+    fn run(self) -> std::io::Result<()> {
+        match self {
+            Session::Lfs(m) => m.run(),
+            Session::Ffs(m) => m.run(),
+        }
+    }
+}
+
 /// A mount and what runs beside it, until it is unmounted.
 struct Mount {
-    mounted: Mounted<Lfs>,
+    mounted: Session,
     /// The image's lock: held until the final checkpoint is written.
     lock: File,
     /// The mount point.
     dir: PathBuf,
-    /// The control socket, if it could be made.
-    control: Result<Server, String>,
-    /// The background cleaner, unless `cleaner=off`.
-    background: Option<Background>,
+    /// The control socket, if it could be made (LFS; FFS has none yet).
+    control: Result<Option<Server>, String>,
 }
 
 /// The cleaner's way into the mounted file system: one call under the
@@ -111,6 +147,14 @@ impl LfsAccess for MountAccess {
     fn with_lfs<R>(&self, op: impl FnOnce(&mut Lfs) -> FsResult<R>) -> FsResult<R> {
         self.0.with(|fs| op(fs.storage()))
     }
+
+    fn is_unmounted(&self) -> bool {
+        self.0.is_unmounted()
+    }
+
+    fn dirhash_report(&self) -> FsResult<Option<DirhashReport>> {
+        self.0.with(|fs| Ok(Some(DirhashReport { options: fs.dirhash_options(), stats: fs.dirhash_stats() })))
+    }
 }
 
 /// The cleaner of `policy_name`, a name `parse_options` accepted.
@@ -120,16 +164,16 @@ fn cleaner(policy_name: &str) -> Result<Cleaner, String> {
         .ok_or_else(|| format!("option cleaner: unknown policy '{policy_name}'"))
 }
 
-/// Locks the image, mounts the storage manager and the FUSE session, then
-/// starts the control socket and the background cleaner.
+/// Locks the image, mounts the storage manager of its layout and the FUSE
+/// session, then (LFS) starts the control socket and the background cleaner
+/// (stopped when the unmount begins, before the final checkpoint: otherwise
+/// a pass could find the file system gone under it and say so).
 fn mount(image: &Path, dir: &Path, options: &Options) -> Result<Mount, String> {
     let name = image.display();
     let lock = crate::image_lock::lock(image).map_err(|e| format!("{name}: {e}"))?;
     let disk = FileDisk::open(image).map_err(|e| format!("{name}: {e}"))?;
-    let mut lfs = Lfs::mount(Arc::new(disk), options.storage).map_err(|e| format!("{name}: {e}"))?;
-    if let Some(policy_name) = options.cleaner {
-        cleaner(policy_name)?.install(&mut lfs);
-    }
+    let layout = Layout::probe(&disk).unwrap_or(Layout::Lfs);
+    options.check_layout(layout)?;
     let config = MountConfig {
         allow_other: options.allow_other,
         source: image.to_string_lossy().into_owned(),
@@ -138,30 +182,47 @@ fn mount(image: &Path, dir: &Path, options: &Options) -> Result<Mount, String> {
         dev: options.dev,
         ..MountConfig::default()
     };
-    let mounted = fslab_fuse::mount(FileSystem::new(lfs), dir, &config).map_err(|e| e.to_string())?;
+    let (mounted, control) = match layout {
+        Layout::Lfs => {
+            let mut lfs = Lfs::mount(Arc::new(disk), options.lfs()).map_err(|e| format!("{name}: {e}"))?;
+            if let Some(policy_name) = options.cleaner {
+                cleaner(policy_name)?.install(&mut lfs);
+            }
+            let mut fs = FileSystem::new(lfs);
+            fs.set_dirhash_options(options.dirhash);
+            let mounted = fslab_fuse::mount(fs, dir, &config).map_err(|e| e.to_string())?;
+            let access = MountAccess(mounted.handle());
+            // Without the socket the mount still works; only `fslab clean`
+            // and `fslab stat` do not (the caller warns).
+            let control = Server::start(access.clone(), dir, options.cleaner.unwrap_or("off"))
+                .map(Some)
+                .map_err(|e| format!("no control socket, so fslab clean and fslab stat will not work: {e}"));
+            if let Some(policy_name) = options.cleaner {
+                let background = Background::spawn(access, cleaner(policy_name)?)
+                    .map_err(|e| format!("cannot start the cleaner thread: {e}"))?;
+                mounted.stop_before_unmount(move || background.stop());
+            }
+            (Session::Lfs(mounted), control)
+        }
+        Layout::Ffs => {
+            let ffs = Ffs::mount(Arc::new(disk), options.ffs()).map_err(|e| format!("{name}: {e}"))?;
+            let mut fs = FileSystem::new(ffs);
+            fs.set_dirhash_options(options.dirhash);
+            let mounted = fslab_fuse::mount(fs, dir, &config).map_err(|e| e.to_string())?;
+            (Session::Ffs(mounted), Ok(None))
+        }
+    };
     // Without the mark (a file system without such locks) another command
     // finding the image locked waits before it says so, instead of at once.
     if let Ok(mark) = crate::image_lock::mark_serving(image) {
         mounted.keep_while_serving(mark);
     }
-    let access = MountAccess(mounted.handle());
-    // Without the socket the mount still works; only `fslab clean` and
-    // `fslab stat` do not (the caller warns).
-    let control = Server::start(access.clone(), dir, options.cleaner.unwrap_or("off"))
-        .map_err(|e| format!("no control socket, so fslab clean and fslab stat will not work: {e}"));
-    let background = match options.cleaner {
-        Some(policy_name) => Some(
-            Background::spawn(access, cleaner(policy_name)?)
-                .map_err(|e| format!("cannot start the cleaner thread: {e}"))?,
-        ),
-        None => None,
-    };
     // `umount` finds its helper through this line, and the helper finds
     // the image through the mount's source, which must then be the image.
     if !image.as_os_str().as_encoded_bytes().iter().any(|&b| b == b',' || b == b'\\') {
         utab::register(image, dir);
     }
-    Ok(Mount { mounted, lock, dir: dir.to_path_buf(), control, background })
+    Ok(Mount { mounted, lock, dir: dir.to_path_buf(), control })
 }
 
 /// Says on stderr (while a user still sees it) that the control socket is
@@ -173,10 +234,10 @@ fn warn_without_control(mount: &Mount) {
 }
 
 /// Serves until unmounted; a signal thread unmounts on SIGTERM/SIGINT/SIGHUP.
-/// Then the control socket goes, the cleaner thread stops (it found the
-/// file system gone already) and the image's lock is released.
+/// Then (the cleaner thread stopped before the final checkpoint) the
+/// control socket goes and the image's lock is released.
 fn serve(mount: Mount, signals: libc::sigset_t) -> Result<(), String> {
-    let Mount { mounted, lock, dir, control, background } = mount;
+    let Mount { mounted, lock, dir, control } = mount;
     let unmounter = mounted.unmounter();
     std::thread::Builder::new()
         .name("fslab-signals".to_string())
@@ -193,9 +254,6 @@ fn serve(mount: Mount, signals: libc::sigset_t) -> Result<(), String> {
         .map_err(|e| format!("cannot start the signal thread: {e}"))?;
     let served = mounted.run().map_err(|e| e.to_string());
     drop(control);
-    if let Some(background) = background {
-        background.stop();
-    }
     utab::unregister(&dir);
     drop(lock);
     served

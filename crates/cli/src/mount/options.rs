@@ -4,7 +4,9 @@
 //! Every option is in one of three groups, in this order of preference:
 //!
 //! 1. honoured: fslab's own (`allow_other`, `cache=`, `checkpoint=`,
-//!    `cleaner=`, `log=`) and the kernel flags FUSE can set (`exec`,
+//!    `cleaner=` (LFS), `integrity=` (FFS), `log=`, `dirhash=`,
+//!    `dirhash_maxmem=`, `dirhash_minsize=`, `dirhash_check`) and the
+//!    kernel flags FUSE can set (`exec`,
 //!    `noexec`, `suid`, `nosuid`, `dev`, `nodev`);
 //! 2. accepted, changing nothing: what is already true of every fslab
 //!    mount (`rw`, `async`, `noatime`, `relatime`, ...) and what only
@@ -17,7 +19,9 @@
 //! (sloppy) a warning.
 
 use crate::size::parse_size;
-use fslab::lfs::MountOptions;
+use fslab::ffs::Integrity;
+use fslab::ufs::DirhashOptions;
+use fslab::Layout;
 use fslab_cleaner::policy;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -26,27 +30,41 @@ use std::time::Duration;
 #[derive(Debug, PartialEq)]
 pub(super) struct Options {
     pub allow_other: bool,
-    pub storage: MountOptions,
+    /// Memory for the buffer cache.
+    pub cache_bytes: u64,
+    /// Time between automatic checkpoints (LFS) or syncs (FFS).
+    pub interval: Duration,
     /// The cleaner's policy (one of `policy::NAMES`), or `None`: no cleaner.
     pub cleaner: Option<&'static str>,
+    /// Whether `cleaner=` was given (only LFS has a cleaner to choose).
+    pub cleaner_given: bool,
+    /// FFS's metadata-integrity mode, if `integrity=` was given.
+    pub integrity: Option<Integrity>,
     /// Kernel flags: programs may run, set-user-ID works, devices open.
     pub exec: bool,
     pub suid: bool,
     pub dev: bool,
     /// Where a background mount's messages go instead of the system log.
     pub log: Option<PathBuf>,
+    /// Directory hashing (2002 paper §3).
+    pub dirhash: DirhashOptions,
 }
 
 impl Default for Options {
     fn default() -> Options {
+        let lfs = fslab::lfs::MountOptions::default();
         Options {
             allow_other: false,
-            storage: MountOptions::default(),
+            cache_bytes: lfs.cache_bytes,
+            interval: lfs.checkpoint_interval,
             cleaner: Some(policy::DEFAULT),
+            cleaner_given: false,
+            integrity: None,
             exec: true,
             suid: false,
             dev: false,
             log: None,
+            dirhash: DirhashOptions::default(),
         }
     }
 }
@@ -123,16 +141,20 @@ pub(super) fn parse(lists: &[String], sloppy: bool) -> Result<(Options, Vec<Stri
             ("user" | "comment" | "helper" | "uhelper", Some(_)) => {}
             (name, _) if name.starts_with("x-") => {}
             ("cache", Some(size)) => {
-                options.storage.cache_bytes = parse_size(size).map_err(|e| format!("option cache: {e}"))?
+                options.cache_bytes = parse_size(size).map_err(|e| format!("option cache: {e}"))?
             }
             ("checkpoint", Some(seconds)) => {
                 let seconds: u64 = seconds.parse().ok().filter(|&s| s > 0).ok_or_else(|| {
                     format!("option checkpoint: '{seconds}' is not a positive number of seconds")
                 })?;
-                options.storage.checkpoint_interval = Duration::from_secs(seconds);
+                options.interval = Duration::from_secs(seconds);
             }
-            ("cleaner", Some("off")) => options.cleaner = None,
+            ("cleaner", Some("off")) => {
+                options.cleaner = None;
+                options.cleaner_given = true;
+            }
             ("cleaner", Some(name)) => {
+                options.cleaner_given = true;
                 options.cleaner =
                     Some(policy::NAMES.iter().copied().find(|&n| n == name).ok_or_else(|| {
                         format!(
@@ -141,11 +163,30 @@ pub(super) fn parse(lists: &[String], sloppy: bool) -> Result<(Options, Vec<Stri
                         )
                     })?)
             }
+            ("integrity", Some("sync")) => options.integrity = Some(Integrity::Sync),
+            ("integrity", Some("async")) => options.integrity = Some(Integrity::Async),
+            ("integrity", Some(other)) => {
+                return Err(format!("option integrity: '{other}' is neither sync nor async"))
+            }
             ("log", Some("")) => return Err("option log: needs a file name (log=FILE)".to_string()),
             ("log", Some(file)) => options.log = Some(PathBuf::from(file)),
-            ("cache" | "checkpoint" | "cleaner" | "log", None) => {
-                return Err(format!("option {key} needs a value ({key}=...)"))
+            ("dirhash", Some("on")) => options.dirhash.enabled = true,
+            ("dirhash", Some("off")) => options.dirhash.enabled = false,
+            ("dirhash", Some(other)) => return Err(format!("option dirhash: '{other}' is not on or off")),
+            ("dirhash_maxmem", Some(size)) => {
+                options.dirhash.max_memory =
+                    parse_size(size).map_err(|e| format!("option dirhash_maxmem: {e}"))?
             }
+            ("dirhash_minsize", Some(size)) => {
+                options.dirhash.min_dir_size =
+                    parse_size(size).map_err(|e| format!("option dirhash_minsize: {e}"))?
+            }
+            ("dirhash_check", None) => options.dirhash.check = true,
+            (
+                "cache" | "checkpoint" | "cleaner" | "integrity" | "log" | "dirhash" | "dirhash_maxmem"
+                | "dirhash_minsize",
+                None,
+            ) => return Err(format!("option {key} needs a value ({key}=...)")),
             (name, Some(_)) if ACCEPTED.contains(&name) || is_flag(name) => {
                 return Err(format!("option {key} takes no value"))
             }
@@ -156,9 +197,40 @@ pub(super) fn parse(lists: &[String], sloppy: bool) -> Result<(Options, Vec<Stri
     Ok((options, warnings))
 }
 
+impl Options {
+    /// Refuses an option the layout found on the image has no use for.
+    pub fn check_layout(&self, layout: Layout) -> Result<(), String> {
+        match layout {
+            Layout::Lfs if self.integrity.is_some() => {
+                Err("option integrity is for FFS; LFS writes every operation atomically to its log".into())
+            }
+            Layout::Ffs if self.cleaner_given => Err("option cleaner is for LFS; FFS has no cleaner".into()),
+            _ => Ok(()),
+        }
+    }
+
+    /// What the options mean for an LFS mount.
+    pub fn lfs(&self) -> fslab::lfs::MountOptions {
+        fslab::lfs::MountOptions {
+            cache_bytes: self.cache_bytes,
+            checkpoint_interval: self.interval,
+            ..fslab::lfs::MountOptions::default()
+        }
+    }
+
+    /// What the options mean for an FFS mount (`integrity` defaults to sync).
+    pub fn ffs(&self) -> fslab::ffs::MountOptions {
+        fslab::ffs::MountOptions {
+            cache_bytes: self.cache_bytes,
+            integrity: self.integrity.unwrap_or(Integrity::Sync),
+            sync_interval: self.interval,
+        }
+    }
+}
+
 /// The options that take no value.
 fn is_flag(name: &str) -> bool {
-    matches!(name, "allow_other" | "exec" | "noexec" | "suid" | "nosuid" | "dev" | "nodev")
+    matches!(name, "allow_other" | "exec" | "noexec" | "suid" | "nosuid" | "dev" | "nodev" | "dirhash_check")
 }
 
 #[cfg(test)]
@@ -174,17 +246,32 @@ mod tests {
         let parsed = parse(&["allow_other,cache=64M".to_string(), "checkpoint=5".to_string()], false);
         let expected = Options {
             allow_other: true,
-            storage: MountOptions { cache_bytes: 64 << 20, checkpoint_interval: Duration::from_secs(5) },
+            cache_bytes: 64 << 20,
+            interval: Duration::from_secs(5),
             ..Options::default()
         };
         assert_eq!(parsed, Ok((expected, Vec::new())));
         assert_eq!(parse(&[], false).map(|(o, _)| o), Ok(Options::default()));
         assert_eq!(one("cleaner=off").map(|o| o.cleaner), Ok(None));
+        assert_eq!(one("integrity=async").map(|o| o.integrity), Ok(Some(Integrity::Async)));
+        assert_eq!(one("integrity=sync").map(|o| o.ffs().integrity), Ok(Integrity::Sync));
+        assert_eq!(Options::default().ffs().integrity, Integrity::Sync, "sync by default");
         for name in policy::NAMES {
             assert_eq!(one(&format!("cleaner={name}")).map(|o| o.cleaner), Ok(Some(*name)));
         }
         assert_eq!(one("log=/var/log/x.log").map(|o| o.log), Ok(Some(PathBuf::from("/var/log/x.log"))));
+        let dirhash =
+            one("dirhash=off,dirhash_maxmem=64M,dirhash_minsize=16K,dirhash_check").map(|o| o.dirhash);
+        let want =
+            DirhashOptions { enabled: false, max_memory: 64 << 20, min_dir_size: 16 << 10, check: true };
+        assert_eq!(dirhash, Ok(want));
+        assert_eq!(one("dirhash=on").map(|o| o.dirhash.enabled), Ok(true));
         for bad in [
+            "dirhash",
+            "dirhash=maybe",
+            "dirhash_maxmem=lots",
+            "dirhash_minsize",
+            "dirhash_check=1",
             "bogus",
             "cache",
             "cache=lots",
@@ -197,6 +284,8 @@ mod tests {
             "cleaner=nonsense",
             "log",
             "log=",
+            "integrity",
+            "integrity=journal",
         ] {
             assert!(one(bad).is_err(), "{bad}");
         }
@@ -208,6 +297,17 @@ mod tests {
                      noatime,relatime,nodiratime,lazytime,async,nomand,x-systemd.automount,\
                      x-systemd.device-timeout=10,comment=backup";
         assert_eq!(parse(&[fstab.to_string()], false), Ok((Options::default(), Vec::new())));
+    }
+
+    #[test]
+    fn an_option_of_the_other_layout_is_refused() {
+        let ffs_only = one("integrity=async").expect("parses");
+        assert!(ffs_only.check_layout(Layout::Ffs).is_ok());
+        assert!(ffs_only.check_layout(Layout::Lfs).expect_err("lfs").contains("FFS"));
+        let lfs_only = one("cleaner=greedy").expect("parses");
+        assert!(lfs_only.check_layout(Layout::Lfs).is_ok());
+        assert!(lfs_only.check_layout(Layout::Ffs).expect_err("ffs").contains("LFS"));
+        assert!(Options::default().check_layout(Layout::Ffs).is_ok(), "the default cleaner is not a choice");
     }
 
     #[test]
@@ -230,7 +330,7 @@ mod tests {
     #[test]
     fn sloppy_turns_unknown_options_into_warnings_but_still_refuses_the_impossible() {
         let (o, warnings) = parse(&["bogus,cache=1M".to_string()], true).expect("sloppy");
-        assert_eq!(o.storage.cache_bytes, 1 << 20);
+        assert_eq!(o.cache_bytes, 1 << 20);
         assert_eq!(warnings, ["ignoring unknown mount option 'bogus'"]);
         assert!(parse(&["sync".to_string()], true).is_err());
     }

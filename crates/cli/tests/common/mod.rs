@@ -623,3 +623,71 @@ pub fn assert_lines_eq(got: &str, want: &str, what: &str) {
         w.difference(&g).count()
     );
 }
+
+/// The layouts, and FFS's integrity modes, that the layout-generic tests run
+/// on: each such test runs once on each (see [`on_every_layout`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// The log-structured file system.
+    Lfs,
+    /// FFS with synchronous, ordered metadata writes.
+    FfsSync,
+    /// FFS with every write delayed.
+    FfsAsync,
+}
+
+impl Layout {
+    /// What `fslab mkfs` needs to make this layout.
+    pub fn mkfs_args(self) -> &'static [&'static str] {
+        match self {
+            Layout::Lfs => &[],
+            Layout::FfsSync | Layout::FfsAsync => &["--layout", "ffs"],
+        }
+    }
+
+    /// What `fslab mount` needs for this mode.
+    pub fn mount_args(self) -> &'static [&'static str] {
+        match self {
+            Layout::Lfs => &[],
+            Layout::FfsSync => &["-o", "integrity=sync"],
+            Layout::FfsAsync => &["-o", "integrity=async"],
+        }
+    }
+
+    /// Whether this is LFS (some behaviours, the cleaner's, are LFS's own).
+    pub fn is_lfs(self) -> bool {
+        self == Layout::Lfs
+    }
+}
+
+/// `mkfs` with `layout`'s arguments before `extra`.
+pub fn mkfs_layout(image: &Path, size: &str, layout: Layout, extra: &[&str]) {
+    let mut args = layout.mkfs_args().to_vec();
+    args.extend_from_slice(extra);
+    mkfs(image, size, &args);
+}
+
+/// Makes one test per layout of each function named, which takes a
+/// [`Layout`]: `on_every_layout!(f)` makes the tests `f::lfs`,
+/// `f::ffs_sync` and `f::ffs_async`.
+#[macro_export]
+macro_rules! on_every_layout {
+    ($($name:ident),* $(,)?) => {
+        $(
+            mod $name {
+                #[test]
+                fn lfs() {
+                    super::$name($crate::common::Layout::Lfs)
+                }
+                #[test]
+                fn ffs_sync() {
+                    super::$name($crate::common::Layout::FfsSync)
+                }
+                #[test]
+                fn ffs_async() {
+                    super::$name($crate::common::Layout::FfsAsync)
+                }
+            }
+        )*
+    };
+}

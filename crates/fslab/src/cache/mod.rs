@@ -20,9 +20,11 @@
 //! fault in the whole memory limit, which cost a first sequential write a
 //! third of its speed). The cache decides nothing about disk addresses.
 
+mod queue;
 mod writeback;
 
-pub use writeback::{write_back, NoHooks, Placement, WriteHooks, WrittenBack};
+pub use queue::{Header, WriteJob, WriteQueue};
+pub use writeback::{write_back, NoHooks, Placement, WriteDest, WriteHooks, WrittenBack};
 
 use crate::format::{Daddr, Ino, Lbn};
 use disk::AlignedBytes;

@@ -9,15 +9,60 @@
 //! a block are on disk before the block goes. A layout without either
 //! passes [`NoHooks`].
 //!
-//! A write here returns when the device has the bytes, not when they are
-//! durable: whoever needs durability (a synchronous write, fsync) follows it
-//! with the device's flush barrier.
+//! Where the bytes go is a [`WriteDest`]: the device itself (the write
+//! returns when the device has them) or a [`WriteQueue`] (the write is in
+//! flight when it returns; `wait_idle` waits for it). Either way a write is
+//! not durable until the device's flush barrier follows: whoever needs
+//! durability (a synchronous write, fsync) issues it.
 
-use super::{BlockData, BlockKey, BufferCache};
+use super::{BlockData, BlockKey, BufferCache, WriteJob, WriteQueue};
 use crate::error::errno;
 use crate::format::Daddr;
 use crate::Result;
 use disk::BlockDevice;
+
+/// Where write-back sends a run of buffers.
+pub trait WriteDest {
+    /// Writes `buffers`, each cut to its entry of `lens`, one after another
+    /// from address `start` (in units of `unit_bytes`), or queues them.
+    fn write(
+        &mut self,
+        start: Daddr,
+        unit_bytes: u64,
+        buffers: Vec<BlockData>,
+        lens: Vec<usize>,
+    ) -> Result<()>;
+}
+
+/// Straight to the device: done when this returns.
+impl WriteDest for &dyn BlockDevice {
+    fn write(
+        &mut self,
+        start: Daddr,
+        unit_bytes: u64,
+        buffers: Vec<BlockData>,
+        lens: Vec<usize>,
+    ) -> Result<()> {
+        let slices: Vec<&[u8]> = buffers.iter().zip(&lens).map(|(b, &l)| &b[..l]).collect();
+        self.write_vectored_at(start.byte_offset(unit_bytes), &slices)?;
+        Ok(())
+    }
+}
+
+/// To the writer thread: in flight when this returns.
+impl WriteDest for &WriteQueue {
+    fn write(
+        &mut self,
+        start: Daddr,
+        unit_bytes: u64,
+        buffers: Vec<BlockData>,
+        lens: Vec<usize>,
+    ) -> Result<()> {
+        let bytes: u64 = lens.iter().map(|&l| l as u64).sum();
+        let units = bytes.div_ceil(unit_bytes);
+        self.submit(WriteJob { start, units, buffers, lens, header: None })
+    }
+}
 
 /// One buffer to write: its name in the cache, its address, and how many of
 /// its bytes to write (all of a block, or a file's last few fragments).
@@ -41,7 +86,9 @@ pub trait WriteHooks {
         Ok(None)
     }
 
-    /// The device has `key`'s bytes at `addr`.
+    /// The write of `key` to `addr` was issued: the device has the bytes,
+    /// or (through a [`WriteQueue`]) they are in flight, and the queue's
+    /// `wait_idle` is when the device has them.
     fn write_done(&mut self, key: BlockKey, addr: Daddr) {
         let _ = (key, addr);
     }
@@ -63,15 +110,15 @@ pub struct WrittenBack {
     pub bytes: u64,
 }
 
-/// Writes the buffers of `placements` to `dev`, in address order, and marks
-/// them clean. Buffers whose addresses follow one another — each whole, and
+/// Writes the buffers of `placements` to `dest`, in address order, and
+/// marks them clean. Buffers whose addresses follow one another — each whole, and
 /// the next starting where it ends — go in one device write of at most
 /// `max_run_bytes` (a layout passes its `maxcontig`). `unit_bytes` is the
 /// size of an address unit (a fragment). A buffer no longer in the cache
 /// is skipped.
 pub fn write_back(
     cache: &mut BufferCache,
-    dev: &dyn BlockDevice,
+    dest: &mut dyn WriteDest,
     placements: &mut [Placement],
     unit_bytes: u64,
     max_run_bytes: usize,
@@ -115,9 +162,9 @@ pub fn write_back(
             {
                 end += 1;
             }
-            let slices: Vec<&[u8]> =
-                written[start..end].iter().zip(&buffers[start..end]).map(|(p, b)| &b[..p.bytes]).collect();
-            dev.write_vectored_at(written[start].addr.byte_offset(unit_bytes), &slices)?;
+            let run_buffers = buffers[start..end].to_vec();
+            let lens = written[start..end].iter().map(|p| p.bytes).collect();
+            dest.write(written[start].addr, unit_bytes, run_buffers, lens)?;
             done.writes += 1;
             for p in &written[start..end] {
                 cache.mark_clean(p.key);
@@ -178,7 +225,9 @@ mod tests {
             Placement { key: device_key(Daddr::new(20)), addr: Daddr::new(20), bytes: 1024 },
         ];
         let mut hooks = Recorder { roll_back: Some((5, 1)), ..Recorder::default() };
-        let done = write_back(&mut cache, &dev, &mut placements, 512, 2048, &mut hooks).expect("write back");
+        let mut dest: &dyn BlockDevice = &dev;
+        let done =
+            write_back(&mut cache, &mut dest, &mut placements, 512, 2048, &mut hooks).expect("write back");
         assert_eq!(done, WrittenBack { blocks: 5, writes: 3, bytes: 4 * 1024 + 512 }, "10-12, 14-16, 20");
         assert_eq!(hooks.started, vec![(5, 0), (5, 1), (5, 2), (5, 3), device_key(Daddr::new(20))]);
         assert_eq!(hooks.done, hooks.started);

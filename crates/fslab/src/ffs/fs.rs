@@ -12,7 +12,7 @@ use super::layout::{Superblock, SB_CLEAN, SUPERBLOCK_BYTES};
 use super::mkfs::{read_group, read_superblock};
 use crate::cache::{
     device_addr, write_back, BlockData, BlockKey, BufferCache, CacheLimits, IntMap, Placement, WriteHooks,
-    DEVICE,
+    WriteQueue, DEVICE,
 };
 use crate::error::errno;
 use crate::format::blockno::{is_indirect, seal_indirect, Geometry};
@@ -107,6 +107,9 @@ const WRITE_BEHIND_BYTES: u64 = 4 << 20;
 /// * `tx` — the open transaction and, in sync mode, its hints.
 pub struct Ffs {
     pub(super) dev: Arc<dyn BlockDevice>,
+    /// Write-back goes through a thread of its own; a synchronous write,
+    /// a sync and the groups' writes wait for it to drain.
+    pub(super) queue: WriteQueue,
     pub(super) sb: Superblock,
     pub(super) tree: Geometry,
     pub(super) alloc: Allocator,
@@ -120,6 +123,11 @@ pub struct Ffs {
     pub(super) tx: TxLog,
     /// Fragments promised by `reserve_blocks` and not yet allocated.
     pub(super) reserved_frags: u64,
+    /// Sizes as the namespace last set them, of inodes whose size a write
+    /// of the open transaction raised and `update` has not confirmed: if the
+    /// operation fails before it does, commit puts them back (4.4BSD's
+    /// `ffs_write` truncates back to the old size on an error).
+    pub(super) size_before: IntMap<Ino, u64>,
     /// Set while the block-map engine places blocks of a directory, symbolic
     /// link or extended attributes, which may use the `minfree` reserve.
     pub(super) placing_metadata: bool,
@@ -145,7 +153,10 @@ impl Ffs {
             (0..sb.geometry.ncg).map(|cg| read_group(dev.as_ref(), &sb, cg)).collect::<Result<_>>()?;
         let alloc = Allocator::new(&sb, groups)?;
         let limits = CacheLimits::for_memory(options.cache_bytes);
+        let unit = sb.geometry.frag_size as u64;
+        let queue = WriteQueue::new(dev.clone(), "fslab-ffs-io", unit, 0, limits.stop_access_bytes);
         let mut ffs = Ffs {
+            queue,
             tree: Geometry::new(sb.geometry.block_size),
             cache: BufferCache::new(sb.geometry.block_size, limits),
             dev,
@@ -156,6 +167,7 @@ impl Ffs {
             fresh_inode_blocks: BTreeSet::new(),
             tx: TxLog::recording(),
             reserved_frags: 0,
+            size_before: IntMap::default(),
             placing_metadata: false,
             options,
             last_sync: Instant::now(),
@@ -217,6 +229,7 @@ impl Ffs {
     /// checked lies on the file system.
     pub(super) fn read_at(&mut self, addr: Daddr, buf: &mut [u8]) -> Result<()> {
         self.stats.reads += 1;
+        self.queue.wait_for(addr, (buf.len() as u64).div_ceil(self.frag_size()));
         self.dev.read_at(addr.byte_offset(self.frag_size()), buf)?;
         Ok(())
     }
@@ -245,6 +258,7 @@ impl Ffs {
                 .map(|&addr| Placement { key: crate::cache::device_key(addr), addr, bytes: bs })
                 .collect();
             self.write_placements(&mut placements)?;
+            self.queue.wait_idle()?;
             self.dev.flush()?;
         }
         let geo = self.sb.geometry;
@@ -285,13 +299,15 @@ impl Ffs {
         Ok(out)
     }
 
-    /// Writes `placements` in address order, clustered up to `maxcontig`
-    /// blocks a write (the 1993 paper's EFS), and marks them clean.
+    /// Queues `placements` in address order, clustered up to `maxcontig`
+    /// blocks a write (the 1993 paper's EFS), and marks them clean; they are
+    /// on the device once `queue.wait_idle` returns.
     pub(super) fn write_placements(&mut self, placements: &mut [Placement]) -> Result<()> {
         let max_run = self.sb.geometry.maxcontig as usize * self.block_size();
         let unit = self.frag_size();
         let mut hooks = SealIndirect;
-        let done = write_back(&mut self.cache, self.dev.as_ref(), placements, unit, max_run, &mut hooks)?;
+        let mut dest = &self.queue;
+        let done = write_back(&mut self.cache, &mut dest, placements, unit, max_run, &mut hooks)?;
         self.stats.writes += done.writes;
         self.stats.blocks_written += done.blocks;
         self.stats.bytes_written += done.bytes;
@@ -329,6 +345,7 @@ impl Ffs {
     pub(super) fn sync_all(&mut self) -> Result<()> {
         self.store_dirty_inodes()?;
         self.write_dirty(None, true)?;
+        self.queue.wait_idle()?;
         self.write_groups()?;
         self.write_superblock()?;
         self.dev.flush()?;

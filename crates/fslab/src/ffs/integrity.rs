@@ -52,6 +52,7 @@ impl Ffs {
         }
         let mut placements = self.placements_of(&dirty)?;
         self.write_placements(&mut placements)?;
+        self.queue.wait_idle()?;
         self.dev.flush()?;
         self.stats.sync_writes += 1;
         for key in dirty {
@@ -161,6 +162,7 @@ impl Ffs {
     /// was made).
     pub(super) fn fsync_file(&mut self, ino: Ino) -> Result<()> {
         self.write_dirty(Some(&[ino]), false)?;
+        self.queue.wait_idle()?;
         self.dev.flush()?;
         if self.is_sync() {
             let key = self.store_inode(ino)?;
@@ -171,6 +173,7 @@ impl Ffs {
         let dirs: Vec<Ino> =
             self.cache.dirty_inodes().into_iter().filter(|&i| self.is_namespace_file(i)).collect();
         self.write_dirty(Some(&dirs), true)?;
+        self.queue.wait_idle()?;
         self.dev.flush()?;
         Ok(())
     }

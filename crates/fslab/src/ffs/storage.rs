@@ -28,6 +28,7 @@ impl StorageManager for Ffs {
 
     fn vfree(&mut self, ino: Ino) -> Result<()> {
         self.check_mounted()?;
+        self.size_before.remove(&ino);
         self.free_inode(ino)
     }
 
@@ -39,6 +40,7 @@ impl StorageManager for Ffs {
     /// or none, and the blocks concerned are resized (`blocks.rs`).
     fn update(&mut self, ino: Ino, attr: &InodeAttr) -> Result<()> {
         self.check_mounted()?;
+        self.size_before.remove(&ino);
         let old = self.cached_inode(ino)?.inode.attr;
         let before = if old.size != attr.size { self.tail_of(ino, old.size)? } else { None };
         self.mark_inode_dirty(ino)?;
@@ -121,6 +123,7 @@ impl StorageManager for Ffs {
 
     fn commit(&mut self) -> Result<()> {
         if self.tx.commit()?.is_some() {
+            self.restore_unconfirmed_sizes()?;
             self.maybe_write()?;
         }
         Ok(())

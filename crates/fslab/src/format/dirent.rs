@@ -43,7 +43,8 @@
 //! stable `readdir` cookie: insertion splits the slack of an existing record
 //! or fills an unused slot; deletion merges the record into the previous
 //! entry of its chunk, or, for the first entry of a chunk, sets its inode
-//! number to 0. There is no compaction.
+//! number to 0. There is no compaction of entries; trailing blocks left with
+//! no live entry are freed (never the first block), which moves nothing.
 
 use super::codec::{crc32c, Decoder, Encoder};
 use super::inode::kind;
@@ -109,7 +110,7 @@ pub fn kind_from_dt(dtype: u8) -> u32 {
 }
 
 /// Bytes an entry with a `namelen`-byte name needs.
-pub fn entry_size(namelen: usize) -> usize {
+pub const fn entry_size(namelen: usize) -> usize {
     ENTRY_HEADER + namelen.div_ceil(4) * 4
 }
 

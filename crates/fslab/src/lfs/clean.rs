@@ -312,6 +312,8 @@ struct ClockState {
     wanted: CleaningWanted,
     /// The file system is gone (unmounted or dropped).
     closed: bool,
+    /// Calls of [`SegmentClock::interrupt`] so far.
+    interrupts: u64,
 }
 
 impl SegmentClock {
@@ -325,28 +327,36 @@ impl SegmentClock {
     }
 
     /// Sleeps until more than `seen` partial segments have been written,
-    /// the file system is gone, or `timeout` passes. Returns the count.
+    /// the file system is gone, `timeout` passes, or
+    /// [`SegmentClock::interrupt`] is called. Returns the count.
     pub fn wait(&self, seen: u64, timeout: Duration) -> u64 {
         let guard = self.lock();
+        let interrupts = guard.interrupts;
         let (guard, _) = self
             .moved
-            .wait_timeout_while(guard, timeout, |s| s.partials <= seen && !s.closed)
+            .wait_timeout_while(guard, timeout, |s| {
+                s.partials <= seen && !s.closed && s.interrupts == interrupts
+            })
             .unwrap_or_else(|e| e.into_inner());
         guard.partials
     }
 
     /// Sleeps until more than `seen` partial segments have been written and
     /// the last of them said cleaning was wanted, the file system is gone,
-    /// or `timeout` passes. Returns the count. Partial segments written
+    /// `timeout` passes, or [`SegmentClock::interrupt`] is called. Returns
+    /// the count. Partial segments written
     /// while no cleaning is wanted do not wake it: a stream of writes to a
     /// disk with space to spare would otherwise wake the waiter on every
     /// one, each wake-up a switch (and on a virtual machine a crossing to
     /// another CPU) that the writers pay for.
     pub fn wait_until_wanted(&self, seen: u64, timeout: Duration) -> u64 {
         let guard = self.lock();
+        let interrupts = guard.interrupts;
         let (guard, _) = self
             .wanted
-            .wait_timeout_while(guard, timeout, |s| !(s.closed || (s.partials > seen && s.wanted.wanted)))
+            .wait_timeout_while(guard, timeout, |s| {
+                !(s.closed || s.interrupts != interrupts || (s.partials > seen && s.wanted.wanted))
+            })
             .unwrap_or_else(|e| e.into_inner());
         guard.partials
     }
@@ -359,6 +369,15 @@ impl SegmentClock {
 
     fn close(&self) {
         self.lock().closed = true;
+        self.moved.notify_all();
+        self.wanted.notify_all();
+    }
+
+    /// Ends every wait in progress now, as if its timeout had passed: a
+    /// cleaner being stopped (before an unmount) need not sleep out its
+    /// timeout first.
+    pub fn interrupt(&self) {
+        self.lock().interrupts += 1;
         self.moved.notify_all();
         self.wanted.notify_all();
     }
@@ -1062,8 +1081,8 @@ impl Lfs {
             return Err(errno(libc::EBUSY, "the log is being written in this segment"));
         }
         if s.live_bytes != 0 {
-            // Accounting says something is left; it may overestimate (after
-            // roll-forward), so look at what the summaries name.
+            // Accounting says something is left: the summaries decide
+            // (the table is trusted only when it says nothing is).
             let bytes = self.read_segment(seg)?;
             let table = self.segment_table();
             let refs = parse_segment(&table, seg, &bytes);

@@ -37,6 +37,7 @@ use crate::format::blockno::Geometry;
 use crate::format::inode::{Inode, InodeAttr};
 use crate::format::{Daddr, Ino, Lbn, IFILE_INO};
 use crate::storage::{Hint, StatFs, StorageManager, TxKind, TxLog};
+use crate::time::TimeSource;
 use crate::Result;
 use bmap::NewContents;
 use disk::{AlignedBytes, BlockDevice};
@@ -44,7 +45,7 @@ use ifile::Tables;
 use layout::{ColdPosition, Superblock};
 use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How far the summary serial numbers jump at each mount: more partial
 /// segments than any one mount can write.
@@ -66,18 +67,52 @@ impl Default for MkfsOptions {
 }
 
 /// Choices made at each mount.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MountOptions {
     /// Memory the buffer cache may use.
     pub cache_bytes: u64,
-    /// Time between automatic checkpoints.
+    /// Time between automatic checkpoints, on `clock`.
     pub checkpoint_interval: Duration,
+    /// Who writes partial segments to the device (default: a thread).
+    pub segment_writes: SegmentWrites,
+    /// The clock periodic checkpoints go by (default: the host's). A mount
+    /// on a simulated disk is given the disk's virtual clock, so that a run
+    /// repeats to the nanosecond.
+    pub clock: TimeSource,
 }
 
 impl Default for MountOptions {
     fn default() -> Self {
-        MountOptions { cache_bytes: 256 << 20, checkpoint_interval: Duration::from_secs(30) }
+        MountOptions {
+            cache_bytes: 256 << 20,
+            checkpoint_interval: Duration::from_secs(30),
+            segment_writes: SegmentWrites::Thread,
+            clock: TimeSource::wall(),
+        }
     }
+}
+
+impl MountOptions {
+    /// Options for a deterministic run on a simulated disk: segments
+    /// written inline and checkpoints by `clock`, so no thread and no host
+    /// time takes part.
+    pub fn deterministic(clock: TimeSource) -> MountOptions {
+        MountOptions { segment_writes: SegmentWrites::Inline, clock, ..MountOptions::default() }
+    }
+}
+
+/// Who hands partial segments to the device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SegmentWrites {
+    /// A thread of the mount's own writes them while the next requests are
+    /// served (`io::SegmentIo`): what a real mount wants.
+    #[default]
+    Thread,
+    /// The segment writer issues each device write itself before going on.
+    /// On a simulated disk, whose writes are posted and served in simulated
+    /// time, this still overlaps the disk with the file system, and no
+    /// thread's scheduling can change a timing.
+    Inline,
 }
 
 /// Where the log continues: the segment being filled, the next block in it,
@@ -171,7 +206,8 @@ pub struct Lfs {
     /// Inodes changed inside directory operations since the last segment write.
     dirop_inodes: HashSet<Ino>,
     options: MountOptions,
-    last_checkpoint: Instant,
+    /// When the last checkpoint was written, on `options.clock`.
+    last_checkpoint: Duration,
     stats: Stats,
     /// The thread that writes partial segments.
     io: io::SegmentIo,
@@ -440,7 +476,10 @@ impl StorageManager for Lfs {
     }
 
     fn reserve_blocks(&mut self, blocks: u64) -> Result<()> {
-        self.check_space(blocks, space::SpaceFor::Data)
+        // With the indirect blocks the writes (and the frees beside them)
+        // dirty: for a run of blocks, a share of each level and two ends.
+        let metas = 2 * (blocks.div_ceil(self.geometry.nindir) + 3);
+        self.check_space(blocks + metas, space::SpaceFor::Data)
     }
 
     fn begin(&mut self, kind: TxKind) -> Result<()> {
@@ -506,7 +545,8 @@ impl StorageManager for Lfs {
         if self.unmounted {
             return Ok(());
         }
-        if self.last_checkpoint.elapsed() >= self.options.checkpoint_interval && self.has_changes() {
+        let since = self.options.clock.now().saturating_sub(self.last_checkpoint);
+        if since >= self.options.checkpoint_interval && self.has_changes() {
             return self.checkpoint(false);
         }
         self.maybe_write()

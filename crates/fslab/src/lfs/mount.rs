@@ -23,7 +23,6 @@ use disk::BlockDevice;
 use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::sync::Arc;
-use std::time::Instant;
 
 /// The segments holding superblock copies: spread over the device so that
 /// damage to one region leaves others readable.
@@ -111,7 +110,10 @@ pub fn mkfs(dev: Arc<dyn BlockDevice>, options: &MkfsOptions) -> Result<()> {
         ..Inode::default()
     };
     let log = LogHead { segment: 0, offset: 1, next_segment: 0, next_serial: 1 };
-    let mut lfs = assemble(dev, sb, tables, ifile, Daddr::NONE, log, MountOptions::default());
+    // Inline: mkfs writes one checkpoint, and no thread's timing may move
+    // it on a simulated disk.
+    let options = MountOptions { segment_writes: super::SegmentWrites::Inline, ..MountOptions::default() };
+    let mut lfs = assemble(dev, sb, tables, ifile, Daddr::NONE, log, options);
     lfs.log.next_segment = lfs.clean_after(0).unwrap_or(0);
     lfs.checkpoint(true)
 }
@@ -126,8 +128,14 @@ fn assemble(
     options: MountOptions,
 ) -> Lfs {
     let limits = CacheLimits::for_memory(options.cache_bytes);
+    let last_checkpoint = options.clock.now();
     Lfs {
-        io: super::io::SegmentIo::new(dev.clone(), sb.block_size, limits.stop_access_bytes),
+        io: super::io::SegmentIo::new(
+            dev.clone(),
+            sb.block_size,
+            limits.stop_access_bytes,
+            options.segment_writes,
+        ),
         dev,
         geometry: Geometry::new(sb.block_size),
         block_size: sb.block_size as usize,
@@ -144,7 +152,7 @@ fn assemble(
         tx: TxLog::default(),
         dirop_inodes: HashSet::new(),
         options,
-        last_checkpoint: Instant::now(),
+        last_checkpoint,
         stats: Stats::default(),
         unmounted: false,
         dirty_inodes: std::collections::BTreeSet::new(),
@@ -221,7 +229,7 @@ pub fn mount(dev: Arc<dyn BlockDevice>, options: MountOptions) -> Result<Lfs> {
     let mut last_error = None;
     // A checkpoint whose ifile cannot be read falls back to an older copy.
     for sb in superblocks {
-        match mount_checkpoint(dev.clone(), sb, options) {
+        match mount_checkpoint(dev.clone(), sb, options.clone()) {
             Ok(lfs) => return Ok(lfs),
             Err(e) => last_error = Some(e),
         }

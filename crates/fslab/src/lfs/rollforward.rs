@@ -18,14 +18,20 @@
 //! Applying a partial segment: one that ends with the ifile's inode (SS_IFILE)
 //! carries a complete, consistent ifile — it becomes the state, as a
 //! checkpoint would. Otherwise each inode in its inode blocks is installed in
-//! the inode map, and the blocks the log wrote for that inode since its last
-//! inode block move the segment usage table's live bytes from their old
-//! addresses to their new ones. Blocks whose inode never reached the log are
-//! ignored: nothing points at them.
+//! the inode map, and the segment usage table learns what changed between
+//! the inode's previous version and this one: the blocks the log wrote for
+//! it since its previous inode block become live, and every block the
+//! previous version held that this one does not — overwritten, truncated,
+//! a removed extended-attribute block, whole trees of indirect blocks, or
+//! all of a previous file's blocks when the number now names another file —
+//! dies. Blocks whose inode never reached the log are ignored: nothing
+//! points at them. Inodes freed after the checkpoint need nothing here: a
+//! free is a directory operation, and its batch ends with the ifile.
 //!
-//! Live bytes may be overestimated after roll-forward (blocks a truncate freed
-//! after the checkpoint still count), never underestimated: the cost is space
-//! that the cleaner or fsck recovers, never a live block overwritten.
+//! So the live bytes after roll-forward are exact, as after a checkpoint
+//! (the crash explorer has fsck check it in every crash state). Where the
+//! previous version cannot be read (damage), what it held stays counted:
+//! space lost until fsck recounts, never a live block overwritten.
 
 use super::layout::{
     ColdPosition, Summary, SEGUSE_ACTIVE, SEGUSE_CLEAN, SEGUSE_DIRTY, SEGUSE_SUPERBLOCK, SS_CONT, SS_DIROP,
@@ -33,6 +39,7 @@ use super::layout::{
 };
 use super::CachedInode;
 use super::Lfs;
+use crate::format::blockno::{check_indirect, Geometry, NDADDR, NIADDR, POINTER_BYTES};
 use crate::format::inode::{Inode, INODE_SIZE};
 use crate::format::{crc32c, Daddr, Ino, Lbn, IFILE_INO};
 use crate::Result;
@@ -274,21 +281,25 @@ impl Lfs {
         let ino = inode.ino;
         self.tables.ensure_inode(ino);
         let old = self.tables.entry(ino).copied().unwrap_or_default();
-        let same_file = old.daddr.is_some() && old.version == inode.generation;
         let bs = self.block_size as i64;
-        for &(lbn, new) in blocks {
-            if same_file {
-                // The old inode and its indirect blocks are still intact on
-                // disk: the log never overwrites a block live at the checkpoint.
-                let before = self.pointer(ino, lbn).unwrap_or(Daddr::NONE);
-                if before.is_some() {
-                    self.adjust_live(self.seg_of(before), -bs);
+        if old.daddr.is_some() {
+            // The previous version is the one the checkpoint or an earlier
+            // partial segment installed; it and its indirect blocks are
+            // intact on disk, since the log never overwrites a block live
+            // at the checkpoint or written after it.
+            let before = match self.inodes.get(&ino) {
+                Some(cached) => Some(cached.inode),
+                None => self.find_inode_in_block(old.daddr, ino).ok(),
+            };
+            if let Some(before) = before {
+                for dead in self.blocks_dropped(&before, &inode) {
+                    self.adjust_live(self.seg_of(dead), -bs);
                 }
             }
-            self.adjust_live(self.seg_of(new), bs);
-        }
-        if old.daddr.is_some() {
             self.adjust_live(self.seg_of(old.daddr), -(INODE_SIZE as i64));
+        }
+        for &(_, new) in blocks {
+            self.adjust_live(self.seg_of(new), bs);
         }
         self.adjust_live(self.seg_of(daddr), INODE_SIZE as i64);
         self.tables.install_inode(ino, inode.generation, daddr);
@@ -298,6 +309,84 @@ impl Lfs {
         self.inodes.insert(ino, CachedInode { inode, dirty: false });
         self.dirty_inodes.remove(&ino);
         Ok(())
+    }
+
+    /// The addresses `before` (the previous version of an inode) points at,
+    /// directly or through indirect blocks, that `after` does not. The walk
+    /// goes down only where the two differ: an address both share is the
+    /// same block with the same contents (no block is written twice), so
+    /// everything below it is shared too. An indirect block that cannot be
+    /// read stops the walk below it: what it points at stays counted.
+    fn blocks_dropped(&self, before: &Inode, after: &Inode) -> Vec<Daddr> {
+        let mut dead = Vec::new();
+        let pairs =
+            before.direct.iter().zip(&after.direct).chain(std::iter::once((&before.xattr, &after.xattr)));
+        for (&old, &new) in pairs {
+            if old.is_some() && old != new {
+                dead.push(old);
+            }
+        }
+        let mut first = NDADDR as u64;
+        for level in 1..=NIADDR {
+            let (old, new) = (before.indirect[level - 1], after.indirect[level - 1]);
+            self.tree_dropped(before.ino, level, first, old, new, &mut dead);
+            first += self.geometry.nindir.pow(level as u32);
+        }
+        dead
+    }
+
+    /// Adds to `dead` what the level-`level` indirect block at `old` (first
+    /// data block `first`) holds that the one at `new` (none: [`Daddr::NONE`]) does not,
+    /// itself included.
+    fn tree_dropped(
+        &self,
+        ino: Ino,
+        level: usize,
+        first: u64,
+        old: Daddr,
+        new: Daddr,
+        dead: &mut Vec<Daddr>,
+    ) {
+        if old.is_none() || old == new {
+            return;
+        }
+        dead.push(old);
+        let lbn = Geometry::meta_lbn(level, first);
+        let Some(old_children) = self.indirect_pointers(ino, lbn, old) else { return };
+        let new_children = if new.is_none() {
+            vec![Daddr::NONE; old_children.len()]
+        } else {
+            match self.indirect_pointers(ino, lbn, new) {
+                Some(children) => children,
+                None => return,
+            }
+        };
+        let span = self.geometry.nindir.pow(level as u32 - 1);
+        for (i, (&o, &n)) in old_children.iter().zip(&new_children).enumerate() {
+            if level == 1 {
+                if o.is_some() && o != n {
+                    dead.push(o);
+                }
+            } else {
+                self.tree_dropped(ino, level - 1, first + i as u64 * span, o, n, dead);
+            }
+        }
+    }
+
+    /// The pointers of indirect block `lbn` of `ino` at `daddr`, read from
+    /// the device and checked; `None` if it cannot be read or is damaged.
+    fn indirect_pointers(&self, ino: Ino, lbn: Lbn, daddr: Daddr) -> Option<Vec<Daddr>> {
+        let mut block = vec![0u8; self.block_size];
+        self.read_addr(daddr, &mut block).ok()?;
+        check_indirect(&block, ino, lbn, daddr).ok()?;
+        let count = self.geometry.nindir as usize;
+        Some(
+            block
+                .chunks_exact(POINTER_BYTES)
+                .take(count)
+                .map(|p| Daddr::from_pointer(u32::from_le_bytes([p[0], p[1], p[2], p[3]])))
+                .collect(),
+        )
     }
 
     /// At mount and after roll-forward: the segments at the log's heads,

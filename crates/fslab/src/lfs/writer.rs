@@ -757,7 +757,7 @@ impl Lfs {
         // Barrier: the checkpoint is durable when this returns.
         self.dev.flush()?;
         self.stats.checkpoints += 1;
-        self.last_checkpoint = std::time::Instant::now();
+        self.last_checkpoint = self.options.clock.now();
         self.reclaim_empty_segments();
         Ok(())
     }

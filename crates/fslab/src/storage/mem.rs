@@ -245,10 +245,12 @@ impl StorageManager for MemStorage {
         if offset.checked_add(data.len()).is_none_or(|end| end > bs) {
             return Err(errno(libc::EINVAL, "write_block past the end of the block"));
         }
+        // A reservation covers the next writes, new blocks or not (in a log
+        // every write takes a new block).
+        let reserved = self.reserved > 0;
+        self.reserved = self.reserved.saturating_sub(1);
         if !self.blocks.contains_key(&(ino, lbn)) {
-            if self.reserved > 0 {
-                self.reserved -= 1;
-            } else if self.free_now() == 0 {
+            if !reserved && self.free_now() == 0 {
                 return Err(errno(libc::ENOSPC, "block limit reached"));
             }
             self.blocks.insert((ino, lbn), vec![0; bs]);

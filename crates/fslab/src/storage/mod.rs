@@ -127,8 +127,10 @@ pub trait StorageManager: Send {
     /// Frees the extended-attribute block of `ino`, if it has one.
     fn free_xattr(&mut self, ino: Ino) -> Result<()>;
 
-    /// Guarantees that writing up to `blocks` new data blocks will not fail
-    /// for lack of space, or fails with ENOSPC: lets `fallocate` promise space.
+    /// Guarantees that the next `blocks` writes of data blocks (new ones,
+    /// or overwrites, which take a new block in a log) will not fail for
+    /// lack of space, or fails with ENOSPC: lets `fallocate` promise space,
+    /// and check for all of it before it changes anything.
     fn reserve_blocks(&mut self, blocks: u64) -> Result<()>;
 
     /// Opens a transaction of `kind` (see `tx`), or nests inside the open

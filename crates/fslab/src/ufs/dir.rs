@@ -1,14 +1,19 @@
 //! Directories over the storage manager: lookup, insert, remove and retarget
 //! of entries in the chunk format of `format::dirent`, plus `readdir`.
 //!
-//! Lookups go through [`DirIndex`], a per-directory in-memory index (the
-//! role of FreeBSD's dirhash) built from the blocks on first use and kept in
-//! step by every change this process makes. The blocks stay the truth: any
-//! error while changing a directory drops its index, and an index may be
-//! dropped at any moment ([`DirIndexes::clear`]); the next lookup rebuilds it.
+//! Two ways to every answer: the directory's hash (`ufs::dirhash`, 2002
+//! paper §3), when it has one, and otherwise a linear scan of the blocks,
+//! which is always right. The blocks are the truth: any error while changing
+//! a directory drops its hash, and a hash may be dropped at any moment; the
+//! next lookup rebuilds it or scans.
+//!
+//! Removing an entry from the last block of a directory frees the trailing
+//! blocks left with no live entry (never the first block): the compaction
+//! the paper left undone (§3.5). Entries still never move, so an entry's
+//! offset stays a valid `readdir` cookie; a cookie at or past the new end
+//! simply ends the listing, since nothing live was there.
 
-use std::collections::HashMap;
-
+use super::dirhash::Answer;
 use super::{DirEntry, Ns};
 use crate::error::{errno, Location};
 use crate::format::dirent::{
@@ -19,9 +24,6 @@ use crate::format::{Ino, Lbn};
 use crate::storage::StorageManager;
 use crate::{Error, Result};
 
-/// Directories indexed at once; past this, an index is dropped to make room.
-const MAX_INDEXED_DIRS: usize = 1024;
-
 /// Where a name lives: the entry's byte offset in the directory file and the
 /// inode it names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,59 +32,18 @@ pub(crate) struct Slot {
     pub ino: Ino,
 }
 
-/// The index of one directory.
-///
-/// Invariant (while it exists): `names` holds exactly the live entries of
-/// the directory's blocks, and `free[c]` is the largest record a new entry
-/// could take in chunk `c` ([`dirent::Entry::free_bytes`] maximised over the
-/// chunk); `free.len()` is the directory size / 512.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub(crate) struct DirIndex {
-    pub names: HashMap<Vec<u8>, Slot>,
-    pub free: Vec<u16>,
-}
-
-/// The indexes of the directories used lately, by inode number.
-#[derive(Debug, Default)]
-pub(crate) struct DirIndexes {
-    map: HashMap<Ino, DirIndex>,
-}
-
-impl DirIndexes {
-    /// Forgets the index of `dir` (changed behind its back, or freed).
-    pub fn forget(&mut self, dir: Ino) {
-        self.map.remove(&dir);
-    }
-
-    /// Forgets every index.
-    pub fn clear(&mut self) {
-        self.map.clear();
-    }
-
-    fn get(&self, dir: Ino) -> Option<&DirIndex> {
-        self.map.get(&dir)
-    }
-
-    fn get_mut(&mut self, dir: Ino) -> Option<&mut DirIndex> {
-        self.map.get_mut(&dir)
-    }
-
-    fn insert(&mut self, dir: Ino, index: DirIndex) {
-        if self.map.len() >= MAX_INDEXED_DIRS {
-            if let Some(&victim) = self.map.keys().next() {
-                self.map.remove(&victim);
-            }
-        }
-        self.map.insert(dir, index);
-    }
-}
-
-fn max_free(entries: &[dirent::Entry<'_>]) -> u16 {
-    entries.iter().map(|e| e.free_bytes()).max().unwrap_or(0) as u16
+/// The largest record a new entry could take in a chunk.
+pub(crate) fn max_free(entries: &[dirent::Entry<'_>]) -> usize {
+    entries.iter().map(|e| e.free_bytes()).max().unwrap_or(0)
 }
 
 fn stale(dir: Ino, why: &'static str) -> Error {
-    Error::corrupt_at("directory index", Location::Inode(dir), why)
+    Error::corrupt_at("directory hash", Location::Inode(dir), why)
+}
+
+/// Whether a chunk holds no live entry: one unused record spanning it.
+fn chunk_is_empty(entries: &[dirent::Entry<'_>]) -> bool {
+    entries.iter().all(|e| e.ino == 0)
 }
 
 impl<S: StorageManager> Ns<'_, S> {
@@ -90,11 +51,18 @@ impl<S: StorageManager> Ns<'_, S> {
         self.s.block_size() as usize
     }
 
-    /// Reads every block of directory `dir` and indexes it.
-    pub(crate) fn scan_dir(&mut self, dir: Ino) -> Result<DirIndex> {
+    /// Reads block `lbn` of directory `dir` for a lookup or a change,
+    /// counting it (the work dirhash saves, §3.2).
+    pub(crate) fn read_dir_block(&mut self, dir: Ino, lbn: Lbn, buf: &mut [u8]) -> Result<()> {
+        self.st.dirs.count_blocks_read(1);
+        self.s.read_block(dir, lbn, buf)
+    }
+
+    /// The number of blocks of directory `dir`, once its size is checked.
+    pub(crate) fn dir_blocks(&mut self, dir: Ino) -> Result<u64> {
         let size = self.s.vget(dir)?.attr.size;
-        let bs = self.block_bytes();
-        if !size.is_multiple_of(bs as u64) {
+        let bs = self.block_bytes() as u64;
+        if !size.is_multiple_of(bs) {
             return Err(Error::corrupt_at(
                 "directory",
                 Location::Inode(dir),
@@ -102,63 +70,127 @@ impl<S: StorageManager> Ns<'_, S> {
             ));
         }
         // A directory cannot hold more blocks than the device has: a larger
-        // size is damage (and would make this scan run for ever).
+        // size is damage (and would make a scan run for ever).
         let capacity = self.s.device_blocks()?;
-        if size / bs as u64 > capacity {
+        if size / bs > capacity {
             return Err(Error::corrupt_at(
                 "directory",
                 Location::Inode(dir),
                 format!("size {size} is larger than the file system"),
             ));
         }
-        let mut index = DirIndex::default();
-        let mut block = vec![0u8; bs];
-        for lbn in 0..size / bs as u64 {
-            self.s.read_block(dir, lbn as Lbn, &mut block)?;
-            for (i, chunk) in block.chunks_exact(DIRBLKSIZ).enumerate() {
-                let chunk_offset = lbn * bs as u64 + (i * DIRBLKSIZ) as u64;
-                let entries = parse_chunk(chunk, dir, chunk_offset)?;
-                index.free.push(max_free(&entries));
-                for e in entries.iter().filter(|e| e.ino != 0) {
-                    let slot = Slot { offset: chunk_offset + e.offset as u64, ino: e.ino };
-                    if index.names.insert(e.name.to_vec(), slot).is_some() {
-                        return Err(Error::corrupt_at(
-                            "directory",
-                            Location::Inode(dir),
-                            format!("a name appears twice (again at offset {})", slot.offset),
-                        ));
-                    }
-                }
-            }
-        }
-        Ok(index)
-    }
-
-    fn ensure_index(&mut self, dir: Ino) -> Result<()> {
-        if self.st.dirs.get(dir).is_none() {
-            let index = self.scan_dir(dir)?;
-            self.st.dirs.insert(dir, index);
-        }
-        Ok(())
+        Ok(size / bs)
     }
 
     /// Finds `name` in directory `dir`: `Some(slot)` if present, `None` if
-    /// absent; an error only if the directory's blocks are unreadable.
+    /// absent; an error if the directory's blocks are unreadable, or in
+    /// checking mode if the hash and the blocks disagree.
     pub(crate) fn dir_lookup(&mut self, dir: Ino, name: &[u8]) -> Result<Option<Slot>> {
-        self.ensure_index(dir)?;
-        Ok(self.st.dirs.get(dir).and_then(|index| index.names.get(name).copied()))
+        let found = match self.dirhash_lookup(dir, name)? {
+            Answer::Unknown => {
+                self.st.dirs.count_miss();
+                return self.scan_lookup(dir, name);
+            }
+            Answer::Found(slot) => Some(slot),
+            Answer::Absent => None,
+        };
+        self.st.dirs.count_hit();
+        if self.st.dirs.checking() {
+            let scanned = self.scan_lookup(dir, name)?;
+            if scanned != found {
+                self.st.dirs.forget(dir);
+                return Err(Error::corrupt_at(
+                    "directory hash",
+                    Location::Inode(dir),
+                    format!(
+                        "the hash says {found:?} for {:?}, the blocks say {scanned:?}",
+                        String::from_utf8_lossy(name)
+                    ),
+                ));
+            }
+        }
+        Ok(found)
+    }
+
+    /// The linear scan, from the block where the last scan of `dir` found
+    /// its entry round to the block before it (FFS's sequential lookup
+    /// optimisation, 2002 paper §3.2). A scan that does not find the name
+    /// has seen every chunk, and remembers the first with room for it, for
+    /// the create that usually follows (FFS's lookup for CREATE, §3.3).
+    fn scan_lookup(&mut self, dir: Ino, name: &[u8]) -> Result<Option<Slot>> {
+        let blocks = self.dir_blocks(dir)?;
+        let bs = self.block_bytes() as u64;
+        let start = match self.st.dirs.scan_hint(dir) / bs {
+            hint if hint < blocks => hint,
+            _ => 0,
+        };
+        let need = entry_size(name.len());
+        let mut room: Option<usize> = None;
+        let mut block = vec![0u8; bs as usize];
+        for i in 0..blocks {
+            let lbn = (start + i) % blocks;
+            self.read_dir_block(dir, lbn as Lbn, &mut block)?;
+            for (c, chunk) in block.chunks_exact(DIRBLKSIZ).enumerate() {
+                let chunk_offset = lbn * bs + (c * DIRBLKSIZ) as u64;
+                let entries = parse_chunk(chunk, dir, chunk_offset)?;
+                if let Some(e) = entries.iter().find(|e| e.ino != 0 && e.name == name) {
+                    let offset = chunk_offset + e.offset as u64;
+                    self.st.dirs.set_scan_hint(dir, offset);
+                    return Ok(Some(Slot { offset, ino: e.ino }));
+                }
+                let index = (chunk_offset / DIRBLKSIZ as u64) as usize;
+                if max_free(&entries) >= need && room.is_none_or(|r| index < r) {
+                    room = Some(index);
+                }
+            }
+        }
+        self.st.dirs.set_create_hint(dir, need, room);
+        Ok(None)
+    }
+
+    /// The first chunk of `dir` whose entries satisfy `wanted`, by a linear
+    /// scan from the start.
+    fn first_chunk_where(
+        &mut self,
+        dir: Ino,
+        wanted: impl Fn(&[dirent::Entry<'_>]) -> bool,
+    ) -> Result<Option<usize>> {
+        let blocks = self.dir_blocks(dir)?;
+        let bs = self.block_bytes();
+        let mut block = vec![0u8; bs];
+        for lbn in 0..blocks {
+            self.read_dir_block(dir, lbn as Lbn, &mut block)?;
+            for (c, chunk) in block.chunks_exact(DIRBLKSIZ).enumerate() {
+                let chunk_offset = lbn * bs as u64 + (c * DIRBLKSIZ) as u64;
+                if wanted(&parse_chunk(chunk, dir, chunk_offset)?) {
+                    return Ok(Some((chunk_offset / DIRBLKSIZ as u64) as usize));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// The first chunk of `dir` with a record of `need` bytes free, by a
+    /// linear scan (FFS before dirhash, §3.3).
+    fn scan_free(&mut self, dir: Ino, need: usize) -> Result<Option<usize>> {
+        self.first_chunk_where(dir, |entries| max_free(entries) >= need)
     }
 
     /// Whether directory `dir` holds nothing but `.` and `..`.
     pub(crate) fn dir_is_empty(&mut self, dir: Ino) -> Result<bool> {
-        self.ensure_index(dir)?;
-        let index = self.st.dirs.get(dir).ok_or(stale(dir, "index vanished"))?;
-        Ok(index.names.keys().all(|n| n == b"." || n == b".."))
+        if self.st.dirs.live_entries(dir).is_some_and(|n| n > 2) {
+            return Ok(false);
+        }
+        let other = |entries: &[dirent::Entry<'_>]| {
+            entries.iter().any(|e| e.ino != 0 && e.name != b"." && e.name != b"..")
+        };
+        Ok(self.first_chunk_where(dir, other)?.is_none())
     }
 
-    /// Runs a change of directory `dir`; if it fails, the index may no longer
+    /// Runs a change of directory `dir`; if it fails, the hash may no longer
     /// match the blocks, so it is dropped.
     fn changing<T>(&mut self, dir: Ino, body: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
+        self.st.dirs.take_create_hint(dir, 0);
         let result = body(self);
         if result.is_err() {
             self.st.dirs.forget(dir);
@@ -167,37 +199,44 @@ impl<S: StorageManager> Ns<'_, S> {
     }
 
     /// Adds entry `name` → `ino` to directory `dir`, which must not hold
-    /// `name`. Grows the directory by a block if no chunk has room. Returns
-    /// the entry's offset.
+    /// `name`. Returns the entry's offset. Where it goes, in order of
+    /// preference (2002 paper §3.3):
+    ///
+    /// 1. with a hash: the first chunk of the smallest size class with room
+    ///    (fills chunks tight);
+    /// 2. without one: the first chunk with room, as the lookup that found
+    ///    `name` absent saw it, or by a scan (FFS's traditional policy);
+    /// 3. a new block at the end of the directory.
     pub(crate) fn dir_add(&mut self, dir: Ino, name: &[u8], ino: Ino, dtype: u8) -> Result<u64> {
         if ino > u32::MAX as Ino {
             return Err(errno(libc::EOVERFLOW, "inode number does not fit a directory entry"));
         }
+        let need = entry_size(name.len());
+        let seen = self.st.dirs.take_create_hint(dir, need);
         self.changing(dir, |ns| {
-            ns.ensure_index(dir)?;
-            let need = entry_size(name.len());
-            let index = ns.st.dirs.get(dir).ok_or(stale(dir, "index vanished"))?;
-            let chunks = index.free.len();
-            let (offset, free) = match index.free.iter().position(|&f| f as usize >= need) {
-                Some(c) => ns.insert_in_chunk(dir, c, name, ino, dtype)?,
-                None => ns.append_block(dir, chunks, name, ino, dtype)?,
+            let chunk = if ns.dirhash_ready(dir)? {
+                let found = ns.st.dirs.free_chunk(dir, need);
+                if found.is_none() && ns.st.dirs.checking() && ns.scan_free(dir, need)?.is_some() {
+                    return Err(stale(dir, "the summary says no chunk has room, but one has"));
+                }
+                found
+            } else if let Some(room) = seen {
+                room
+            } else {
+                ns.scan_free(dir, need)?
             };
-            let per_block = ns.block_bytes() / DIRBLKSIZ;
-            let index = ns.st.dirs.get_mut(dir).ok_or(stale(dir, "index vanished"))?;
-            let c = (offset / DIRBLKSIZ as u64) as usize;
-            if index.free.len() <= c {
-                // A new block: its first chunk holds the entry, the others are empty.
-                index.free.resize(c + per_block, ENTRY_BYTES as u16);
-            }
-            index.free[c] = free;
-            index.names.insert(name.to_vec(), Slot { offset, ino });
+            let (offset, free) = match chunk {
+                Some(c) => ns.insert_in_chunk(dir, c, name, ino, dtype)?,
+                None => ns.append_block(dir, name, ino, dtype)?,
+            };
+            ns.st.dirs.added(dir, name, offset, (offset / DIRBLKSIZ as u64) as usize, free);
             Ok(offset)
         })
     }
 
-    /// Inserts into chunk `c`, which the index says has room: in an unused
-    /// slot, or in the slack after a live entry. Returns the entry's offset and
-    /// the chunk's new largest free record.
+    /// Inserts into chunk `c`, which has room: in an unused slot, or in the
+    /// slack after a live entry. Returns the entry's offset and the chunk's
+    /// new largest free record.
     fn insert_in_chunk(
         &mut self,
         dir: Ino,
@@ -205,7 +244,7 @@ impl<S: StorageManager> Ns<'_, S> {
         name: &[u8],
         ino: Ino,
         dtype: u8,
-    ) -> Result<(u64, u16)> {
+    ) -> Result<(u64, usize)> {
         let bs = self.block_bytes();
         let per_block = bs / DIRBLKSIZ;
         let lbn = (c / per_block) as Lbn;
@@ -213,10 +252,11 @@ impl<S: StorageManager> Ns<'_, S> {
         let chunk_offset = (c * DIRBLKSIZ) as u64;
         let need = entry_size(name.len());
         let mut block = vec![0u8; bs];
-        self.s.read_block(dir, lbn, &mut block)?;
+        self.read_dir_block(dir, lbn, &mut block)?;
         let chunk = &mut block[within..within + DIRBLKSIZ];
         let (at, slot_ino, reclen, used) = {
             let entries = parse_chunk(chunk, dir, chunk_offset)?;
+            self.dirhash_check_chunk(dir, c, &entries)?;
             let e = entries.iter().find(|e| e.free_bytes() >= need).ok_or(stale(dir, "chunk has no room"))?;
             (e.offset, e.ino, e.reclen, entry_size(e.name.len()))
         };
@@ -235,18 +275,11 @@ impl<S: StorageManager> Ns<'_, S> {
     }
 
     /// Appends a block of empty chunks holding the new entry first.
-    fn append_block(
-        &mut self,
-        dir: Ino,
-        chunks: usize,
-        name: &[u8],
-        ino: Ino,
-        dtype: u8,
-    ) -> Result<(u64, u16)> {
+    fn append_block(&mut self, dir: Ino, name: &[u8], ino: Ino, dtype: u8) -> Result<(u64, usize)> {
         let bs = self.block_bytes();
         let mut attr = self.s.vget(dir)?.attr;
-        if attr.size != (chunks * DIRBLKSIZ) as u64 {
-            return Err(stale(dir, "directory size changed behind the index"));
+        if self.st.dirs.chunks(dir).is_some_and(|chunks| attr.size != (chunks * DIRBLKSIZ) as u64) {
+            return Err(stale(dir, "directory size changed behind the hash"));
         }
         let lbn = attr.size / bs as u64;
         let mut block = empty_dir_block(bs);
@@ -255,7 +288,10 @@ impl<S: StorageManager> Ns<'_, S> {
         self.s.write_block(dir, lbn as Lbn, 0, &block)?;
         attr.size += bs as u64;
         self.s.update(dir, &attr)?;
-        Ok((lbn * bs as u64, (ENTRY_BYTES - entry_size(name.len())) as u16))
+        let free = ENTRY_BYTES - entry_size(name.len());
+        let per_block = bs / DIRBLKSIZ;
+        self.st.dirs.grew(dir, (0..per_block).map(|i| if i == 0 { free } else { ENTRY_BYTES }));
+        Ok((lbn * bs as u64, free))
     }
 
     /// Reads the chunk holding directory offset `offset`: (block, lbn, byte
@@ -266,25 +302,28 @@ impl<S: StorageManager> Ns<'_, S> {
         let lbn = offset / bs as u64;
         let chunk_offset = offset / DIRBLKSIZ as u64 * DIRBLKSIZ as u64;
         let within = (chunk_offset % bs as u64) as usize;
-        self.s.read_block(dir, lbn as Lbn, &mut block)?;
+        self.read_dir_block(dir, lbn as Lbn, &mut block)?;
         Ok((block, lbn as Lbn, within, chunk_offset))
     }
 
     /// Removes entry `name` from directory `dir`: merges its record into the
-    /// previous entry of its chunk, or frees the slot if it is the first.
+    /// previous entry of its chunk, or frees the slot if it is the first;
+    /// then frees the directory's trailing blocks if that left them empty.
     /// Fails with ENOENT if there is no such entry.
     pub(crate) fn dir_remove(&mut self, dir: Ino, name: &[u8]) -> Result<Slot> {
         let slot = self.dir_lookup(dir, name)?.ok_or(errno(libc::ENOENT, "no such entry"))?;
         self.changing(dir, |ns| {
             let (mut block, lbn, within, chunk_offset) = ns.read_chunk_of(dir, slot.offset)?;
+            let c = (chunk_offset / DIRBLKSIZ as u64) as usize;
             let chunk = &mut block[within..within + DIRBLKSIZ];
             let at = (slot.offset - chunk_offset) as usize;
             let (previous, reclen) = {
                 let entries = parse_chunk(chunk, dir, chunk_offset)?;
+                ns.dirhash_check_chunk(dir, c, &entries)?;
                 let i = entries
                     .iter()
                     .position(|e| e.offset == at && e.ino == slot.ino && e.name == name)
-                    .ok_or(stale(dir, "entry not where the index says"))?;
+                    .ok_or(stale(dir, "entry not where the lookup found it"))?;
                 (i.checked_sub(1).map(|p| (entries[p].offset, entries[p].reclen)), entries[i].reclen)
             };
             match previous {
@@ -292,16 +331,60 @@ impl<S: StorageManager> Ns<'_, S> {
                 None => put_entry(chunk, at, 0, reclen, dt::UNKNOWN, b""),
             }
             seal_chunk(chunk);
-            let free = max_free(&parse_chunk(chunk, dir, chunk_offset)?);
+            let entries = parse_chunk(chunk, dir, chunk_offset)?;
+            let (free, emptied) = (max_free(&entries), chunk_is_empty(&entries));
             ns.s.write_block(dir, lbn, within, chunk)?;
-            let index = ns.st.dirs.get_mut(dir).ok_or(stale(dir, "index vanished"))?;
-            index.names.remove(name);
-            let c = (chunk_offset / DIRBLKSIZ as u64) as usize;
-            if let Some(f) = index.free.get_mut(c) {
-                *f = free;
+            if !ns.st.dirs.removed(dir, name, slot.offset, c, free) && ns.st.dirs.checking() {
+                return Err(stale(dir, "a removed entry was not in the hash"));
+            }
+            if emptied {
+                ns.truncate_empty_tail(dir, lbn)?;
             }
             Ok(slot)
         })
+    }
+
+    /// If block `changed` is the last block of `dir`, frees the trailing
+    /// blocks that hold no live entry (the truncation §3.5 left undone).
+    /// The rules, in order:
+    ///
+    /// 1. only after a removal emptied a chunk of the last block;
+    /// 2. only whole blocks from the end: entries never move, so an empty
+    ///    block in the middle stays for later creates;
+    /// 3. never block 0, which holds `.` and `..`.
+    fn truncate_empty_tail(&mut self, dir: Ino, changed: Lbn) -> Result<()> {
+        let bs = self.block_bytes() as u64;
+        let mut attr = self.s.vget(dir)?.attr;
+        let blocks = attr.size / bs;
+        if changed < 0 || changed as u64 + 1 != blocks || blocks <= 1 {
+            return Ok(());
+        }
+        let mut keep = blocks;
+        let mut block = vec![0u8; bs as usize];
+        while keep > 1 && self.block_is_empty(dir, keep - 1, &mut block)? {
+            keep -= 1;
+        }
+        if keep == blocks {
+            return Ok(());
+        }
+        self.s.free_blocks(dir, keep, u64::MAX)?;
+        attr.size = keep * bs;
+        self.s.update(dir, &attr)?;
+        self.st.dirs.truncated(dir, (attr.size / DIRBLKSIZ as u64) as usize);
+        self.st.dirs.count_truncated(blocks - keep);
+        Ok(())
+    }
+
+    /// Whether block `lbn` of `dir` holds no live entry.
+    fn block_is_empty(&mut self, dir: Ino, lbn: u64, block: &mut [u8]) -> Result<bool> {
+        self.read_dir_block(dir, lbn as Lbn, block)?;
+        for (c, chunk) in block.chunks_exact(DIRBLKSIZ).enumerate() {
+            let chunk_offset = lbn * block.len() as u64 + (c * DIRBLKSIZ) as u64;
+            if !chunk_is_empty(&parse_chunk(chunk, dir, chunk_offset)?) {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 
     /// Points the existing entry `name` of `dir` at `ino` (rename over a
@@ -315,23 +398,22 @@ impl<S: StorageManager> Ns<'_, S> {
             let at = (slot.offset - chunk_offset) as usize;
             let reclen = {
                 let entries = parse_chunk(chunk, dir, chunk_offset)?;
+                ns.dirhash_check_chunk(dir, (chunk_offset / DIRBLKSIZ as u64) as usize, &entries)?;
                 let e = entries
                     .iter()
                     .find(|e| e.offset == at && e.ino == slot.ino && e.name == name)
-                    .ok_or(stale(dir, "entry not where the index says"))?;
+                    .ok_or(stale(dir, "entry not where the lookup found it"))?;
                 e.reclen
             };
             put_entry(chunk, at, ino, reclen, dtype, name);
             seal_chunk(chunk);
             ns.s.write_block(dir, lbn, within, chunk)?;
-            let index = ns.st.dirs.get_mut(dir).ok_or(stale(dir, "index vanished"))?;
-            index.names.insert(name.to_vec(), Slot { offset: slot.offset, ino });
             Ok(slot)
         })
     }
 
     /// The parent of directory `dir`, read from its `..` entry without
-    /// building an index (rename walks up the tree with it).
+    /// building a hash (rename walks up the tree with it).
     pub(crate) fn dir_parent(&mut self, dir: Ino) -> Result<Ino> {
         let (block, _, _, _) = self.read_chunk_of(dir, 0)?;
         let entries = parse_chunk(&block[..DIRBLKSIZ], dir, 0)?;
@@ -343,7 +425,9 @@ impl<S: StorageManager> Ns<'_, S> {
 
     /// Live entries of `dir` at byte offsets `>= offset`, at most `max`.
     /// An entry's cookie is its offset + 1: entries never move, so every
-    /// entry present throughout a listing is returned exactly once.
+    /// entry present throughout a listing is returned exactly once; a
+    /// cookie at or past the end (the directory lost empty trailing blocks
+    /// since) ends the listing.
     pub(crate) fn dir_read(&mut self, dir: Ino, offset: u64, max: usize) -> Result<Vec<DirEntry>> {
         let size = self.s.vget(dir)?.attr.size;
         let bs = self.block_bytes() as u64;
@@ -378,9 +462,8 @@ impl<S: StorageManager> Ns<'_, S> {
         Ok(out)
     }
 
-    /// Whether the index of `dir`, if there is one, matches its blocks.
+    /// Whether the hash of `dir`, if there is one, matches its blocks.
     pub(crate) fn dir_index_matches(&mut self, dir: Ino) -> Result<bool> {
-        let scanned = self.scan_dir(dir)?;
-        Ok(self.st.dirs.get(dir).is_none_or(|index| *index == scanned))
+        self.dirhash_matches(dir)
     }
 }

@@ -132,8 +132,9 @@ impl<S: StorageManager> Ns<'_, S> {
     }
 
     /// Sets the size of `ino` to `size` in `attr` (the caller stores it):
-    /// shrinking frees the blocks past the end and zeroes the tail of the
-    /// last partial block; growing leaves a hole.
+    /// shrinking frees the blocks past the end, and never fails for want
+    /// of space; growing zeroes what lay past the old end in its last block
+    /// ([`Ns::zero_past_end`]) and leaves a hole.
     fn truncate(&mut self, ino: Ino, attr: &mut InodeAttr, size: u64) -> Result<()> {
         if size > self.s.max_file_size() {
             return Err(errno(libc::EFBIG, "size past the largest file"));
@@ -141,19 +142,43 @@ impl<S: StorageManager> Ns<'_, S> {
         let bs = self.bs();
         if size < attr.size {
             self.s.free_blocks(ino, size.div_ceil(bs), u64::MAX)?;
-            // Zeros from the new end to the old one within the last block:
-            // past the old end the block already reads as zeros, and a
-            // write there would make FFS grow a fragment tail it is about
-            // to shrink.
+            // Tidy, not needed ([`Ns::zero_past_end`]): a full disk may
+            // have no room for it, and a truncate must still work there.
+            // Only up to the old end: a write past it would make FFS grow a
+            // fragment tail it is about to shrink.
             let tail = (size % bs) as usize;
             let old_end = (attr.size - size / bs * bs).min(bs) as usize;
             if tail != 0 && old_end > tail && self.has_data(ino, size / bs)? {
                 let zeros = vec![0u8; old_end - tail];
-                self.s.write_block(ino, (size / bs) as Lbn, tail, &zeros)?;
+                match self.s.write_block(ino, (size / bs) as Lbn, tail, &zeros) {
+                    Err(e) if e.errno() == libc::ENOSPC => {}
+                    other => other?,
+                }
             }
+        } else {
+            self.zero_past_end(ino, attr.size, size)?;
         }
         attr.size = size;
         Ok(())
+    }
+
+    /// Zeroes the bytes of a file from its end `size` up to `upto` or the
+    /// end of the block holding `size`, whichever comes first. Bytes past
+    /// the end of a file are not kept zero: a truncate on a full disk frees
+    /// the blocks past the new end and may find no room to zero the rest
+    /// of the new last block (a new block, in a log). Freeing first and
+    /// failing on the tail after used to leave a file with its old size and
+    /// zeros where its data had been. So whatever makes a file longer —
+    /// write, truncate, fallocate, copy_file_range — calls this first, and
+    /// fails, having changed nothing, if even that finds no room.
+    fn zero_past_end(&mut self, ino: Ino, size: u64, upto: u64) -> Result<()> {
+        let bs = self.bs();
+        let stop = upto.min((size / bs + 1) * bs);
+        if size.is_multiple_of(bs) || stop <= size || !self.has_data(ino, size / bs)? {
+            return Ok(());
+        }
+        let zeros = vec![0u8; (stop - size) as usize];
+        self.s.write_block(ino, (size / bs) as Lbn, (size % bs) as usize, &zeros)
     }
 
     pub(super) fn readlink(&mut self, ino: Ino) -> Result<Vec<u8>> {
@@ -211,6 +236,7 @@ impl<S: StorageManager> Ns<'_, S> {
             return Err(errno(libc::EFBIG, "write past the largest file"));
         }
         let len = (data.len() as u64).min(max - offset) as usize;
+        self.zero_past_end(ino, attr.size, offset)?;
         let bs = self.bs();
         let mut done = 0usize;
         let mut failure = None;
@@ -262,11 +288,30 @@ impl<S: StorageManager> Ns<'_, S> {
         if end > self.s.max_file_size() {
             return Err(errno(libc::EFBIG, "range past the largest file"));
         }
-        if punch || zero {
-            self.punch(ino, attr.size, offset, end)?;
+        // Room for every block the call writes is made sure of before
+        // anything changes, so a refused call changes nothing. (A
+        // ZERO_RANGE on a full disk punched the range and only then found
+        // no room for its zero blocks: ENOSPC, with the range's data gone.)
+        let edges = if punch || zero { self.punch_edges(ino, attr.size, offset, end)? } else { Vec::new() };
+        let mut holes = if allocate || zero { self.holes(ino, offset, end)? } else { Vec::new() };
+        if zero {
+            let bs = self.bs();
+            holes.extend(offset.div_ceil(bs)..end / bs);
+            holes.sort_unstable();
+            holes.dedup();
         }
-        if allocate || zero {
-            self.preallocate(ino, offset, end)?;
+        let grows = !punch && mode & KEEP_SIZE == 0 && end > attr.size;
+        let past_end = usize::from(grows && !attr.size.is_multiple_of(self.bs()));
+        self.s.reserve_blocks((edges.len() + holes.len() + past_end) as u64)?;
+        if grows {
+            self.zero_past_end(ino, attr.size, end)?;
+        }
+        if punch || zero {
+            self.punch(ino, offset, end, &edges)?;
+        }
+        let zeros = vec![0u8; self.bs() as usize];
+        for lbn in holes {
+            self.s.write_block(ino, lbn as Lbn, 0, &zeros)?;
         }
         let now = now();
         if !punch && mode & KEEP_SIZE == 0 && end > attr.size {
@@ -282,9 +327,10 @@ impl<S: StorageManager> Ns<'_, S> {
         self.s.update(ino, &attr)
     }
 
-    /// Stores zero blocks in the holes of `offset..end` after reserving room
-    /// for all of them, so the range can later be written without ENOSPC.
-    fn preallocate(&mut self, ino: Ino, offset: u64, end: u64) -> Result<()> {
+    /// The blocks of `offset..end` that hold no data: where a
+    /// preallocation stores zero blocks, so the range can later be
+    /// written without ENOSPC.
+    fn holes(&mut self, ino: Ino, offset: u64, end: u64) -> Result<Vec<u64>> {
         let bs = self.bs();
         let (first, last) = (offset / bs, (end - 1) / bs);
         let mut holes = Vec::new();
@@ -302,42 +348,48 @@ impl<S: StorageManager> Ns<'_, S> {
                 }
             }
         }
-        self.s.reserve_blocks(holes.len() as u64)?;
-        let zeros = vec![0u8; bs as usize];
-        for lbn in holes {
-            self.s.write_block(ino, lbn as Lbn, 0, &zeros)?;
-        }
-        Ok(())
+        Ok(holes)
     }
 
-    /// Makes `offset..end` read as zeros: whole blocks become holes, partial
-    /// blocks at the ends are zeroed where they hold data inside the file.
-    fn punch(&mut self, ino: Ino, size: u64, offset: u64, end: u64) -> Result<()> {
+    /// The byte ranges, each inside one block, that a punch of
+    /// `offset..end` zeroes in place: the partial blocks at its ends,
+    /// where they hold data inside the file (of `size` bytes).
+    fn punch_edges(&mut self, ino: Ino, size: u64, offset: u64, end: u64) -> Result<Vec<(u64, u64)>> {
         let bs = self.bs();
-        let first_whole = offset.div_ceil(bs);
-        let end_whole = end / bs;
+        let (first_whole, end_whole) = (offset.div_ceil(bs), end / bs);
+        let mut ranges = Vec::new();
+        if first_whole > end_whole {
+            // The range lies inside one block.
+            ranges.push((offset, end));
+        } else {
+            if !offset.is_multiple_of(bs) {
+                ranges.push((offset, first_whole * bs));
+            }
+            if !end.is_multiple_of(bs) {
+                ranges.push((end_whole * bs, end));
+            }
+        }
+        let mut edges = Vec::new();
+        for (from, to) in ranges {
+            let to = to.min(size.max(from));
+            if to > from && self.has_data(ino, from / bs)? {
+                edges.push((from, to));
+            }
+        }
+        Ok(edges)
+    }
+
+    /// Makes `offset..end` read as zeros: whole blocks become holes, and
+    /// the partial blocks `edges` ([`Ns::punch_edges`]) are zeroed.
+    fn punch(&mut self, ino: Ino, offset: u64, end: u64, edges: &[(u64, u64)]) -> Result<()> {
+        let bs = self.bs();
+        let (first_whole, end_whole) = (offset.div_ceil(bs), end / bs);
         if first_whole < end_whole {
             self.s.free_blocks(ino, first_whole, end_whole - 1)?;
         }
-        let partial = |ns: &mut Self, from: u64, to: u64| -> Result<()> {
-            let lbn = from / bs;
-            let to = to.min(size.max(from));
-            if to > from && ns.has_data(ino, lbn)? {
-                let zeros = vec![0u8; (to - from) as usize];
-                ns.s.write_block(ino, lbn as Lbn, (from % bs) as usize, &zeros)?;
-            }
-            Ok(())
-        };
-        if first_whole > end_whole {
-            // The range lies inside one block.
-            partial(self, offset, end)?;
-        } else {
-            if !offset.is_multiple_of(bs) {
-                partial(self, offset, first_whole * bs)?;
-            }
-            if !end.is_multiple_of(bs) && end_whole >= first_whole {
-                partial(self, end_whole * bs, end)?;
-            }
+        for &(from, to) in edges {
+            let zeros = vec![0u8; (to - from) as usize];
+            self.s.write_block(ino, (from / bs) as Lbn, (from % bs) as usize, &zeros)?;
         }
         Ok(())
     }
@@ -394,6 +446,7 @@ impl<S: StorageManager> Ns<'_, S> {
         if to_offset.checked_add(len).is_none_or(|end| end > max) {
             return Err(errno(libc::EFBIG, "copy past the largest file"));
         }
+        self.zero_past_end(to, dst_attr.size, to_offset)?;
         let bs = self.bs();
         let mut block = vec![0u8; bs as usize];
         let mut cached: Option<u64> = None;

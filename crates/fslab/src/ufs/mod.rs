@@ -9,12 +9,14 @@
 //! dependency hints ([`crate::storage::Hint`]), each after the change.
 //!
 //! Parts: `names` (create, link, unlink, rmdir), `rename`, `dir` (entries in
-//! directory blocks and the per-directory index), `file` (read, write,
-//! truncate, fallocate, lseek, copy), `xattr` (the extended-attribute block).
+//! directory blocks), `dirhash` (the in-memory hashes that make large
+//! directories fast), `file` (read, write, truncate, fallocate, lseek,
+//! copy), `xattr` (the extended-attribute block).
 //! Permission checks are left to the kernel (`default_permissions`); atime is
 //! not updated by reads.
 
 mod dir;
+mod dirhash;
 mod file;
 mod names;
 mod rename;
@@ -31,6 +33,7 @@ use crate::format::{now_ns, Ino, TimeNs, NAME_MAX};
 use crate::storage::{Hint, StatFs, StorageManager, TxKind};
 use crate::Result;
 
+pub use dirhash::{DirhashOptions, DirhashStats};
 pub use file::BlockCopies;
 pub use xattr::{XATTR_MAGIC, XATTR_VALUE_MAX};
 
@@ -120,8 +123,8 @@ pub struct FileSystem<S: StorageManager> {
 /// pins and orphans, which exist only in memory by nature.
 #[derive(Debug, Default)]
 pub(crate) struct State {
-    /// Directory indexes (may be dropped at any time).
-    dirs: dir::DirIndexes,
+    /// Directory hashes (may be dropped at any time).
+    dirs: dirhash::Dirhash,
     /// Users of each inode (kernel lookups, open files).
     pins: HashMap<Ino, u64>,
     /// Inodes with no links that are still pinned.
@@ -468,12 +471,29 @@ impl<S: StorageManager> FileSystem<S> {
         self.state.orphans.iter().copied().collect()
     }
 
-    /// Drops every directory index; lookups rebuild them from the blocks.
+    /// Drops every directory hash; lookups rebuild them from the blocks.
     pub fn drop_dir_indexes(&mut self) {
         self.state.dirs.clear();
     }
 
-    /// Whether the in-memory index of directory `dir`, if it has one, agrees
+    /// Dirhash's settings (the mount options `dirhash`, `dirhash_maxmem`,
+    /// `dirhash_minsize`, `dirhash_check`).
+    pub fn dirhash_options(&self) -> DirhashOptions {
+        self.state.dirs.options()
+    }
+
+    /// Changes dirhash's settings; takes effect at once (switching it off,
+    /// or a smaller budget, drops hashes).
+    pub fn set_dirhash_options(&mut self, options: DirhashOptions) {
+        self.state.dirs.set_options(options);
+    }
+
+    /// Dirhash's counters since mount and the memory its hashes hold.
+    pub fn dirhash_stats(&self) -> DirhashStats {
+        self.state.dirs.stats()
+    }
+
+    /// Whether the in-memory hash of directory `dir`, if it has one, agrees
     /// with a fresh scan of the directory's blocks (a consistency check for
     /// tests and fsck-style tools).
     pub fn dir_index_matches(&mut self, dir: Ino) -> Result<bool> {

@@ -99,24 +99,6 @@ fn deleted_slots_are_reused_before_the_directory_grows() {
     assert_eq!(fs.getattr(ROOT).expect("getattr").attr.size, size);
 }
 
-#[test]
-fn ten_thousand_creates_in_one_directory_each_read_at_most_one_block() {
-    let mut fs = fs();
-    let d = dir(&mut fs, ROOT, "big");
-    fs.lookup(d.ino, b"warm-up").expect_err("absent");
-    let reads_before = fs.storage().block_reads();
-    for i in 0..10_000 {
-        file(&mut fs, d.ino, &format!("file-{i:05}"));
-    }
-    let reads = fs.storage().block_reads() - reads_before;
-    assert!(reads <= 10_000, "{reads} block reads for 10,000 creates");
-    for i in (0..10_000).step_by(997) {
-        fs.lookup(d.ino, format!("file-{i:05}").as_bytes()).expect("lookup");
-    }
-    assert_eq!(fs.readdir(d.ino, 0, usize::MAX).expect("readdir").len(), 10_002);
-    assert!(fs.dir_index_matches(d.ino).expect("check"));
-}
-
 use crate::ufs::RenameFlags;
 
 #[test]

@@ -1,7 +1,8 @@
 //! Tests of the namespace against `MemStorage`, grouped by behaviour:
-//! names and errnos, rename, directories (readdir, index), file contents,
+//! names and errnos, rename, directories (readdir, index), dirhash, file contents,
 //! extended attributes, pins.
 
+mod dirhash;
 mod dirs;
 mod files;
 mod hints;

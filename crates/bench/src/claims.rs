@@ -1,0 +1,671 @@
+//! The twelve headline claims of the papers (the research notes'
+//! `reproduction_targets.md`, Part 2), each with its pass criterion split
+//! into checks that can be evaluated on a run's results.
+//!
+//! A check names the systems it needs. It is *not yet* when one of them
+//! does not exist in fslab yet (FFS, soft updates…), has *no data* when
+//! its experiment was not run, and is otherwise *reproduced* or *not
+//! reproduced*, with the measured and expected values. A claim is
+//! reproduced when all its checks are, not reproduced when any evaluated
+//! check is not, and not yet when none could be evaluated.
+
+use crate::results::Results;
+
+/// A check's or claim's outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Within the criterion.
+    Reproduced,
+    /// Evaluated and outside it.
+    NotReproduced,
+    /// A system or feature it needs is not in fslab yet.
+    NotYet,
+    /// Its experiment has not been run.
+    NoData,
+}
+
+impl Verdict {
+    /// The words the report uses.
+    pub fn words(&self) -> &'static str {
+        match self {
+            Verdict::Reproduced => "reproduced",
+            Verdict::NotReproduced => "not reproduced",
+            Verdict::NotYet => "not yet",
+            Verdict::NoData => "not run",
+        }
+    }
+}
+
+/// A check's evaluation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    /// The verdict.
+    pub verdict: Verdict,
+    /// What was measured (or why nothing was).
+    pub measured: String,
+}
+
+/// One part of a claim's pass criterion.
+#[derive(Debug, Clone, Copy)]
+pub struct Check {
+    /// What is checked, and the expected range.
+    pub text: &'static str,
+    /// The experiment it reads.
+    pub experiment: &'static str,
+    /// The systems it needs.
+    pub needs: &'static [&'static str],
+    /// Computes the measured value from the results (`None`: a point is
+    /// missing) and whether it passes.
+    pub eval: fn(&Results) -> Option<(f64, bool)>,
+    /// How to print the measured value.
+    pub unit: &'static str,
+}
+
+/// A headline claim.
+#[derive(Debug, Clone, Copy)]
+pub struct Claim {
+    /// Its rank (1–12).
+    pub number: u32,
+    /// The claim.
+    pub statement: &'static str,
+    /// The papers' tables and figures behind it.
+    pub source: &'static str,
+    /// The pass criterion, as the research notes propose it.
+    pub criterion: &'static str,
+    /// Its checks (empty when nothing of it can run yet).
+    pub checks: &'static [Check],
+    /// Why it cannot be evaluated at all yet, if so.
+    pub not_yet: Option<&'static str>,
+}
+
+fn v(r: &Results, e: &str, s: &str, phase: &str, metric: &str, x: f64) -> Option<f64> {
+    r.value(e, s, phase, metric, x)
+}
+
+/// The last point of a series (the largest x).
+fn last(r: &Results, e: &str, s: &str, phase: &str, metric: &str) -> Option<(f64, f64)> {
+    r.series(e, s, phase, metric).last().copied()
+}
+
+/// The faster FFS of the 1995 pair at `x`.
+fn best_ffs(r: &Results, phase: &str, metric: &str, x: f64) -> Option<f64> {
+    let a = v(r, "s95-sequential", "ffs-m8r0", phase, metric, x);
+    let b = v(r, "s95-sequential", "ffs-m8r2", phase, metric, x);
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+fn lfs_over_ffs(r: &Results, phase: &str, metric: &str, x: f64) -> Option<f64> {
+    Some(v(r, "s95-sequential", "lfs", phase, metric, x)? / best_ffs(r, phase, metric, x)?)
+}
+
+fn within(value: f64, low: f64, high: f64) -> Option<(f64, bool)> {
+    Some((value, (low..=high).contains(&value)))
+}
+
+fn near(value: f64, target: f64, tolerance: f64) -> Option<(f64, bool)> {
+    Some((value, (value - target).abs() <= tolerance * target))
+}
+
+/// 1 − with/without: the share of throughput the cleaner costs.
+fn loss(r: &Results, e: &str, s: &str, with_x: f64, without_x: f64) -> Option<f64> {
+    let without = v(r, e, s, "no-cleaning", "TPS", without_x)?;
+    let with = v(r, e, s, "cleaning", "TPS", with_x)?;
+    Some(100.0 * (1.0 - with / without))
+}
+
+/// Sizes of at least `min` in a series.
+fn sizes_from(r: &Results, e: &str, s: &str, phase: &str, metric: &str, min: f64, max: f64) -> Vec<f64> {
+    r.series(e, s, phase, metric).into_iter().map(|(x, _)| x).filter(|&x| x >= min && x <= max).collect()
+}
+
+fn all_sizes(
+    r: &Results,
+    phase: &str,
+    metric: &str,
+    min: f64,
+    max: f64,
+    ok: impl Fn(f64) -> bool,
+) -> Option<(f64, bool)> {
+    let sizes = sizes_from(r, "s95-sequential", "lfs", phase, metric, min, max);
+    let ratios: Vec<f64> = sizes.iter().filter_map(|&x| lfs_over_ffs(r, phase, metric, x)).collect();
+    if ratios.is_empty() {
+        return None;
+    }
+    let worst = ratios.iter().copied().fold(f64::NAN, |a, b| if a.is_nan() || !ok(b) { b } else { a });
+    Some((worst, ratios.iter().all(|&x| ok(x))))
+}
+
+/// Median of a series' values with x in `[low, high]`: wall-time costs
+/// per group of operations carry the odd group that paid for a segment
+/// write, which a median leaves out.
+fn median_between(
+    r: &Results,
+    e: &str,
+    s: &str,
+    phase: &str,
+    metric: &str,
+    low: f64,
+    high: f64,
+) -> Option<f64> {
+    let mut values: Vec<f64> = r
+        .series(e, s, phase, metric)
+        .into_iter()
+        .filter(|(x, _)| (low..=high).contains(x))
+        .map(|(_, v)| v)
+        .collect();
+    if values.is_empty() {
+        return None;
+    }
+    values.sort_by(f64::total_cmp);
+    Some(values[values.len() / 2])
+}
+
+/// The claims.
+pub const CLAIMS: &[Claim] = &[
+    Claim {
+        number: 1,
+        statement: "LFS creates small files ~10x faster than synchronous FFS (10x at 1 KB, 4x at 2 KB, 2x at 32 KB, \
+                    parity at 1/2 MB)",
+        source: "1995 Fig. 3, Fig. 1",
+        criterion: "LFS/FFS create-throughput ratio >= 8 at 1 KB, 3-5 at 2 KB, ~2 at 32 KB, 0.8-1.25 at >= 512 KB",
+        checks: &[
+            Check {
+                text: "LFS/FFS create ratio at 1 KB >= 8",
+                experiment: "s95-sequential",
+                needs: &["lfs", "ffs-m8r0", "ffs-m8r2"],
+                eval: |r| lfs_over_ffs(r, "create", "MB/s", 1024.0).map(|x| (x, x >= 8.0)),
+                unit: "x",
+            },
+            Check {
+                text: "LFS/FFS create ratio at 2 KB in 3-5",
+                experiment: "s95-sequential",
+                needs: &["lfs", "ffs-m8r0", "ffs-m8r2"],
+                eval: |r| within(lfs_over_ffs(r, "create", "MB/s", 2048.0)?, 3.0, 5.0),
+                unit: "x",
+            },
+            Check {
+                text: "LFS/FFS create ratio at 32 KB in 1.5-2.5",
+                experiment: "s95-sequential",
+                needs: &["lfs", "ffs-m8r0", "ffs-m8r2"],
+                eval: |r| within(lfs_over_ffs(r, "create", "MB/s", 32768.0)?, 1.5, 2.5),
+                unit: "x",
+            },
+            Check {
+                text: "LFS/FFS create ratio in 0.8-1.25 at every size >= 512 KB",
+                experiment: "s95-sequential",
+                needs: &["lfs", "ffs-m8r0", "ffs-m8r2"],
+                eval: |r| all_sizes(r, "create", "MB/s", 524288.0, f64::INFINITY, |x| (0.8..=1.25).contains(&x)),
+                unit: "x",
+            },
+        ],
+        not_yet: None,
+    },
+    Claim {
+        number: 2,
+        statement: "LFS deletes files <= 64 KB ~10x faster than FFS, and large files still 3-4x",
+        source: "1995 Fig. 6",
+        criterion: "Ratio >= 8 for <= 64 KB; 2.5-4.5 for >= 1 MB; a drop at the first-indirect-block size",
+        checks: &[
+            Check {
+                text: "LFS/FFS delete ratio >= 8 at every size <= 64 KB",
+                experiment: "s95-sequential",
+                needs: &["lfs", "ffs-m8r0", "ffs-m8r2"],
+                eval: |r| all_sizes(r, "delete", "files/s", 0.0, 65536.0, |x| x >= 8.0),
+                unit: "x",
+            },
+            Check {
+                text: "LFS/FFS delete ratio in 2.5-4.5 at every size >= 1 MB",
+                experiment: "s95-sequential",
+                needs: &["lfs", "ffs-m8r0", "ffs-m8r2"],
+                eval: |r| all_sizes(r, "delete", "files/s", 1048576.0, f64::INFINITY, |x| (2.5..=4.5).contains(&x)),
+                unit: "x",
+            },
+            Check {
+                text: "LFS's delete rate drops more from 32 to 64 KB (first indirect block at 12 x 4 KB) than from \
+                       16 to 32 KB",
+                experiment: "s95-sequential",
+                needs: &["lfs"],
+                eval: |r| {
+                    let at = |x: f64| v(r, "s95-sequential", "lfs", "delete", "files/s", x);
+                    let before = at(16384.0)? / at(32768.0)?;
+                    let across = at(32768.0)? / at(65536.0)?;
+                    Some((across, across > before))
+                },
+                unit: "x drop",
+            },
+        ],
+        not_yet: None,
+    },
+    Claim {
+        number: 3,
+        statement: "TPC-B: without the cleaner LFS ~ +50% over FFS (41-44 vs 28.6 TPS); the cleaner costs 34% at 48% \
+                    utilization, ~41% near 80%, leaving LFS ~ FFS",
+        source: "1995 Fig. 7; 1993 Table 7",
+        criterion: "No-cleaner LFS/FFS 1.4-1.6; cleaner loss 30-38% at 48% and 37-45% at 80%; FFS flat (+-3%); TPS \
+                    near the analytic 28.6 / 44 / 30.0",
+        checks: &[
+            Check {
+                text: "no-cleaning LFS / FFS at 48% in 1.4-1.6",
+                experiment: "s95-tpcb",
+                needs: &["lfs", "ffs-4k"],
+                eval: |r| {
+                    let lfs = v(r, "s95-tpcb", "lfs", "no-cleaning", "TPS", 48.0)?;
+                    within(lfs / v(r, "s95-tpcb", "ffs-4k", "no-cleaning", "TPS", 48.0)?, 1.4, 1.6)
+                },
+                unit: "x",
+            },
+            Check {
+                text: "cleaner loss at 48% in 30-38%",
+                experiment: "s95-tpcb",
+                needs: &["lfs"],
+                eval: |r| within(loss(r, "s95-tpcb", "lfs", 48.0, 48.0)?, 30.0, 38.0),
+                unit: "%",
+            },
+            Check {
+                text: "cleaner loss at 80% (against no-cleaning at 48%) in 37-45%",
+                experiment: "s95-tpcb",
+                needs: &["lfs"],
+                eval: |r| within(loss(r, "s95-tpcb", "lfs", 80.0, 48.0)?, 37.0, 45.0),
+                unit: "%",
+            },
+            Check {
+                text: "FFS flat: every utilization within 3% of the mean",
+                experiment: "s95-tpcb",
+                needs: &["ffs-4k"],
+                eval: |r| {
+                    let s = r.series("s95-tpcb", "ffs-4k", "no-cleaning", "TPS");
+                    if s.is_empty() {
+                        return None;
+                    }
+                    let mean = s.iter().map(|p| p.1).sum::<f64>() / s.len() as f64;
+                    let worst = s.iter().map(|p| (p.1 / mean - 1.0).abs() * 100.0).fold(0.0, f64::max);
+                    Some((worst, worst <= 3.0))
+                },
+                unit: "% off",
+            },
+            Check {
+                text: "no-cleaning LFS at 48% within 15% of the model's 44 TPS",
+                experiment: "s95-tpcb",
+                needs: &["lfs"],
+                eval: |r| near(v(r, "s95-tpcb", "lfs", "no-cleaning", "TPS", 48.0)?, 44.0, 0.15),
+                unit: "TPS",
+            },
+            Check {
+                text: "cleaning LFS at 48% within 15% of the model's 30.0 TPS",
+                experiment: "s95-tpcb",
+                needs: &["lfs"],
+                eval: |r| near(v(r, "s95-tpcb", "lfs", "cleaning", "TPS", 48.0)?, 30.0, 0.15),
+                unit: "TPS",
+            },
+            Check {
+                text: "FFS within 15% of the model's 28.6 TPS",
+                experiment: "s95-tpcb",
+                needs: &["ffs-4k"],
+                eval: |r| near(v(r, "s95-tpcb", "ffs-4k", "no-cleaning", "TPS", 48.0)?, 28.6, 0.15),
+                unit: "TPS",
+            },
+        ],
+        not_yet: None,
+    },
+    Claim {
+        number: 4,
+        statement: "Large-file sequential I/O is comparable: LFS and FFS-m8r0 write at ~67% of the disk, FFS-m8r2 at \
+                    ~75%; FFS tuned for writes is ~15% better on large writes and worse on reads",
+        source: "1995 abstract, Fig. 3-5",
+        criterion: "Large-file overwrite FFS-m8r2 / LFS 1.10-1.20; reads LFS >= FFS-m8r2 from 64 KB to 2 MB; both \
+                    approach the 2.3 MB/s bus at large sizes",
+        checks: &[
+            Check {
+                text: "overwrite FFS-m8r2 / LFS in 1.10-1.20 at every size >= 1 MB",
+                experiment: "s95-sequential",
+                needs: &["lfs", "ffs-m8r2"],
+                eval: |r| {
+                    let sizes = sizes_from(r, "s95-sequential", "lfs", "overwrite", "MB/s", 1048576.0, f64::INFINITY);
+                    let ratios: Vec<f64> = sizes
+                        .iter()
+                        .filter_map(|&x| {
+                            Some(
+                                v(r, "s95-sequential", "ffs-m8r2", "overwrite", "MB/s", x)?
+                                    / v(r, "s95-sequential", "lfs", "overwrite", "MB/s", x)?,
+                            )
+                        })
+                        .collect();
+                    let mean = ratios.iter().sum::<f64>() / ratios.len().max(1) as f64;
+                    (!ratios.is_empty()).then_some((mean, ratios.iter().all(|x| (1.10..=1.20).contains(x))))
+                },
+                unit: "x (mean)",
+            },
+            Check {
+                text: "reads: LFS >= FFS-m8r2 at every size from 64 KB to 2 MB",
+                experiment: "s95-sequential",
+                needs: &["lfs", "ffs-m8r2"],
+                eval: |r| {
+                    let sizes = sizes_from(r, "s95-sequential", "lfs", "read", "MB/s", 65536.0, 2097152.0);
+                    let ratios: Vec<f64> = sizes
+                        .iter()
+                        .filter_map(|&x| {
+                            Some(
+                                v(r, "s95-sequential", "lfs", "read", "MB/s", x)?
+                                    / v(r, "s95-sequential", "ffs-m8r2", "read", "MB/s", x)?,
+                            )
+                        })
+                        .collect();
+                    let worst = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+                    (!ratios.is_empty()).then_some((worst, worst >= 1.0))
+                },
+                unit: "x (worst)",
+            },
+            Check {
+                text: "LFS reads of the largest files >= 85% of the 2.3 MB/s bus",
+                experiment: "s95-sequential",
+                needs: &["lfs"],
+                eval: |r| {
+                    let (_, mbs) = last(r, "s95-sequential", "lfs", "read", "MB/s")?;
+                    Some((mbs, mbs >= 0.85 * 2.3))
+                },
+                unit: "MB/s",
+            },
+            Check {
+                text: "LFS creates of files >= 1 MB at 60-75% of the 2.5 MB/s disk (~67%)",
+                experiment: "s95-sequential",
+                needs: &["lfs"],
+                eval: |r| {
+                    let sizes = sizes_from(r, "s95-sequential", "lfs", "create", "MB/s", 1048576.0, f64::INFINITY);
+                    let shares: Vec<f64> = sizes
+                        .iter()
+                        .filter_map(|&x| Some(100.0 * v(r, "s95-sequential", "lfs", "create", "MB/s", x)? / 2.5))
+                        .collect();
+                    let mean = shares.iter().sum::<f64>() / shares.len().max(1) as f64;
+                    (!shares.is_empty()).then_some((mean, shares.iter().all(|x| (60.0..=75.0).contains(x))))
+                },
+                unit: "% (mean)",
+            },
+        ],
+        not_yet: None,
+    },
+    Claim {
+        number: 5,
+        statement: "Realloc halves fragmentation under aging (layout 0.766 -> 0.899); hot files read +32%, write +20%",
+        source: "1997 Fig. 2, Table 2, Fig. 4",
+        criterion: "Final layout score: realloc >= 0.88, original <= 0.80; hot-file read gain 20-40%, write gain 10-30%",
+        checks: &[],
+        not_yet: Some("needs an aging replay (the 1997 paper's ten months of operations), not in the lab yet"),
+    },
+    Claim {
+        number: 6,
+        statement: "Soft updates on the MH folder: x29 create, x13 pack, x77 remove; dirhash adds x12, x38, x3",
+        source: "2002 §4.4, Table 3",
+        criterion: "Soft-updates speedups within 2x of the paper's; the dirhash gain appears only with soft updates on",
+        checks: &[],
+        not_yet: Some("needs soft updates and dirhash on/off, not in fslab yet"),
+    },
+    Claim {
+        number: 7,
+        statement: "Dirhash keeps per-operation cost constant: create ~50 us flat to 10k+ entries while a linear scan \
+                    grows",
+        source: "2002 Fig. 2-6",
+        criterion: "Dirhash slope ~0 (<= 10% growth from 1k to 10k entries); linear cost at 10k >= 4x its cost at 1k",
+        checks: &[
+            Check {
+                text: "with a name index (lfs): median create cost at ~10k entries within 10% of ~1k",
+                experiment: "dm02-dirops",
+                needs: &["lfs"],
+                eval: |r| {
+                    let low = median_between(r, "dm02-dirops", "lfs", "create", "us/op", 750.0, 1250.0)?;
+                    let high = median_between(r, "dm02-dirops", "lfs", "create", "us/op", 9000.0, 10000.0)?;
+                    let growth = 100.0 * (high / low - 1.0);
+                    Some((growth, growth <= 10.0))
+                },
+                unit: "% growth",
+            },
+            Check {
+                text: "linear scan (dirhash off): median create cost at 10k >= 4x at 1k",
+                experiment: "dm02-dirops",
+                needs: &["lfs-linear"],
+                eval: |r| {
+                    let low = median_between(r, "dm02-dirops", "lfs-linear", "create", "us/op", 750.0, 1250.0)?;
+                    let high = median_between(r, "dm02-dirops", "lfs-linear", "create", "us/op", 9000.0, 10000.0)?;
+                    Some((high / low, high / low >= 4.0))
+                },
+                unit: "x",
+            },
+        ],
+        not_yet: None,
+    },
+    Claim {
+        number: 8,
+        statement: "Synchronous journaling ~ FFS; asynchronous journaling and soft updates ~ FFS-async",
+        source: "2000 Table 4, 5, Fig. 3",
+        criterion: "FFS ~ sync journaling << async journaling ~ SU <= FFS-async on metadata-heavy tests",
+        checks: &[],
+        not_yet: Some("needs soft updates and a journal, not in fslab yet"),
+    },
+    Claim {
+        number: 9,
+        statement: "FFS rot_delay caps sequential bandwidth at about 1/4 (0.5 of 1.6 MB/s); EFS and LFS reads within \
+                    3% of raw; EFS writes >= raw",
+        source: "1993 Fig. 9, 11, 12",
+        criterion: "FFS 0.45-0.6 MB/s; LFS/EFS read >= 0.95 x raw at large S; EFS write >= raw at large S",
+        checks: &[
+            Check {
+                text: "FFS write at the largest S in 0.45-0.6 MB/s",
+                experiment: "s93-bandwidth",
+                needs: &["ffs"],
+                eval: |r| within(last(r, "s93-bandwidth", "ffs", "write", "MB/s")?.1, 0.45, 0.6),
+                unit: "MB/s",
+            },
+            Check {
+                text: "LFS read >= 0.95 x raw at the largest S",
+                experiment: "s93-bandwidth",
+                needs: &["lfs", "raw"],
+                eval: |r| {
+                    let (x, lfs) = last(r, "s93-bandwidth", "lfs", "read", "MB/s")?;
+                    let raw = v(r, "s93-bandwidth", "raw", "read", "MB/s", x)?;
+                    Some((lfs / raw, lfs >= 0.95 * raw))
+                },
+                unit: "x raw",
+            },
+            Check {
+                text: "EFS write >= raw at the largest S",
+                experiment: "s93-bandwidth",
+                needs: &["efs", "raw"],
+                eval: |r| {
+                    let (x, efs) = last(r, "s93-bandwidth", "efs", "write", "MB/s")?;
+                    let raw = v(r, "s93-bandwidth", "raw", "write", "MB/s", x)?;
+                    Some((efs / raw, efs >= raw))
+                },
+                unit: "x raw",
+            },
+        ],
+        not_yet: None,
+    },
+    Claim {
+        number: 10,
+        statement: "1993 TPC-B ordering: LFS without cleaner 19.3 > EFS 16.8 > FFS 14.2 TPS; with the cleaner LFS \
+                    falls to 11.6 (1 MB segments) or 12.4 (256 KB)",
+        source: "1993 Table 7",
+        criterion: "Same ordering; cleaner loss 30-45%; 256 KB >= 1 MB by a few %",
+        checks: &[
+            Check {
+                text: "ordering: LFS (no cleaning) > EFS > FFS",
+                experiment: "s93-tpcb",
+                needs: &["lfs", "efs", "ffs"],
+                eval: |r| {
+                    let lfs = v(r, "s93-tpcb", "lfs", "no-cleaning", "TPS", 80.0)?;
+                    let efs = v(r, "s93-tpcb", "efs", "no-cleaning", "TPS", 80.0)?;
+                    let ffs = v(r, "s93-tpcb", "ffs", "no-cleaning", "TPS", 80.0)?;
+                    Some((lfs / ffs, lfs > efs && efs > ffs))
+                },
+                unit: "x (LFS/FFS)",
+            },
+            Check {
+                text: "cleaner loss with 1 MB segments in 30-45%",
+                experiment: "s93-tpcb",
+                needs: &["lfs"],
+                eval: |r| within(loss(r, "s93-tpcb", "lfs", 80.0, 80.0)?, 30.0, 45.0),
+                unit: "%",
+            },
+            Check {
+                text: "with the cleaner, 256 KB segments / 1 MB segments in 1.00-1.15",
+                experiment: "s93-tpcb",
+                needs: &["lfs", "lfs-256k"],
+                eval: |r| {
+                    let small = v(r, "s93-tpcb", "lfs-256k", "cleaning", "TPS", 80.0)?;
+                    within(small / v(r, "s93-tpcb", "lfs", "cleaning", "TPS", 80.0)?, 1.0, 1.15)
+                },
+                unit: "x",
+            },
+        ],
+        not_yet: None,
+    },
+    Claim {
+        number: 11,
+        statement: "Buildworld: soft updates -42.7%, dirpref -14.3%, vmiodir -1.9%; all on = 46.8% of baseline",
+        source: "2002 Table 1, 2, Fig. 10",
+        criterion: "SU is the largest coefficient, dirpref second, vmiodir small; DP:SU positive",
+        checks: &[],
+        not_yet: Some("needs soft updates and dirpref switches and a build workload, not in fslab or the lab yet"),
+    },
+    Claim {
+        number: 12,
+        statement: "Aged real FFS keeps 85-95% of empty-FS throughput, worst ~71% (64 KB files); Andrew: LFS 63.8 s \
+                    vs FFS 70.1 s",
+        source: "1995 Fig. 8; 1993 Table 6",
+        criterion: "Most configurations 80-100% of empty; 64 KB shows the largest loss; 1 MB >= 85%",
+        checks: &[
+            Check {
+                text: "Andrew: LFS's total time / FFS's in 0.85-0.95 (paper 63.8 / 70.1 = 0.91)",
+                experiment: "s93-andrew",
+                needs: &["lfs-nocleaner", "ffs"],
+                eval: |r| {
+                    let lfs = v(r, "s93-andrew", "lfs-nocleaner", "total", "s", 0.0)?;
+                    within(lfs / v(r, "s93-andrew", "ffs", "total", "s", 0.0)?, 0.85, 0.95)
+                },
+                unit: "x",
+            },
+            Check {
+                text: "aged FFS keeps 80-100% of an empty FS's throughput; 1 MB files >= 85%",
+                experiment: "s93-andrew",
+                needs: &["ffs-aged"],
+                eval: |_| None,
+                unit: "",
+            },
+        ],
+        not_yet: None,
+    },
+];
+
+/// Evaluates `check` on `results`.
+pub fn evaluate(check: &Check, results: &Results) -> Outcome {
+    for system in check.needs {
+        let later = crate::system::by_name(system)
+            .and_then(|s| s.not_yet())
+            .or_else(|| crate::experiment::missing_feature(system));
+        if let Some(why) = later {
+            return Outcome { verdict: Verdict::NotYet, measured: format!("{system}: not yet: {why}") };
+        }
+    }
+    for system in check.needs {
+        if let Some(skipped) = results.skipped(check.experiment, system) {
+            if skipped.not_yet {
+                return Outcome {
+                    verdict: Verdict::NotYet,
+                    measured: format!("{system}: {}", skipped.reason),
+                };
+            }
+        }
+    }
+    if results.run(check.experiment).is_none() {
+        return Outcome {
+            verdict: Verdict::NoData,
+            measured: format!("run `fslab bench run {}`", check.experiment),
+        };
+    }
+    for system in check.needs {
+        if let Some(skipped) = results.skipped(check.experiment, system) {
+            return Outcome { verdict: Verdict::NoData, measured: format!("{system}: {}", skipped.reason) };
+        }
+    }
+    match (check.eval)(results) {
+        Some((value, true)) => {
+            Outcome { verdict: Verdict::Reproduced, measured: format!("{value:.2} {}", check.unit) }
+        }
+        Some((value, false)) => {
+            Outcome { verdict: Verdict::NotReproduced, measured: format!("{value:.2} {}", check.unit) }
+        }
+        None => Outcome { verdict: Verdict::NoData, measured: "a point it needs was not measured".into() },
+    }
+}
+
+/// A claim's evaluation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClaimOutcome {
+    /// Reproduced, not reproduced, not yet, or not run.
+    pub verdict: Verdict,
+    /// Reproduced as far as it can be evaluated, with checks not yet.
+    pub partial: bool,
+    /// "checks: 3 reproduced, 4 not yet", or why none can run.
+    pub summary: String,
+}
+
+impl ClaimOutcome {
+    /// The words the report uses for the claim.
+    pub fn words(&self) -> String {
+        if self.partial {
+            "reproduced in part".into()
+        } else {
+            self.verdict.words().into()
+        }
+    }
+}
+
+/// A claim's verdict from its checks': not reproduced if any check is
+/// not; reproduced if every check is, or every check that can run is
+/// (`partial`); not yet if none can run.
+pub fn claim_verdict(claim: &Claim, results: &Results) -> ClaimOutcome {
+    if let Some(why) = claim.not_yet {
+        return ClaimOutcome { verdict: Verdict::NotYet, partial: false, summary: why.to_string() };
+    }
+    let outcomes: Vec<Outcome> = claim.checks.iter().map(|c| evaluate(c, results)).collect();
+    let count = |v: Verdict| outcomes.iter().filter(|o| o.verdict == v).count();
+    let (ok, bad, later, none) = (
+        count(Verdict::Reproduced),
+        count(Verdict::NotReproduced),
+        count(Verdict::NotYet),
+        count(Verdict::NoData),
+    );
+    let mut parts = Vec::new();
+    for (n, words) in [(ok, "reproduced"), (bad, "not reproduced"), (later, "not yet"), (none, "not run")] {
+        if n > 0 {
+            parts.push(format!("{n} {words}"));
+        }
+    }
+    let summary = format!("checks: {}", parts.join(", "));
+    let (verdict, partial) = if bad > 0 {
+        (Verdict::NotReproduced, false)
+    } else if ok > 0 {
+        (Verdict::Reproduced, later + none > 0)
+    } else if later > 0 {
+        (Verdict::NotYet, false)
+    } else {
+        (Verdict::NoData, false)
+    };
+    ClaimOutcome { verdict, partial, summary }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn claims_are_numbered_one_to_twelve() {
+        let numbers: Vec<u32> = CLAIMS.iter().map(|c| c.number).collect();
+        assert_eq!(numbers, (1..=12).collect::<Vec<u32>>());
+        for c in CLAIMS {
+            assert!(c.not_yet.is_some() == c.checks.is_empty(), "claim {}", c.number);
+        }
+    }
+}

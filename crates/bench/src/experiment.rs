@@ -1,0 +1,350 @@
+//! The experiments: which paper's table or figure, on which disk and
+//! machine, which systems, which workload, what to plot, and what the
+//! paper published to set beside the results.
+
+use crate::cpu::{Machine, HP9000_380, SPARCSTATION_2};
+
+/// Which workload an experiment runs (see `crate::workload`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Workload {
+    /// 1993 Fig. 9/12.
+    Bandwidth,
+    /// Rosenblum's small-file test.
+    SmallFiles,
+    /// Rosenblum's large-file test.
+    LargeFile,
+    /// 1995 Fig. 3–6.
+    Sequential,
+    /// TPC-B across utilizations (1995 Fig. 7).
+    TpcbByUtilization,
+    /// TPC-B at 80% (1993 Table 7).
+    TpcbAt80,
+    /// The Andrew benchmark (1993 Table 6).
+    Andrew,
+    /// Per-operation cost against directory size (2002 Fig. 2–6).
+    DirOps,
+}
+
+/// A plot of one metric: a line per (system, phase) among `phases`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PlotSpec {
+    /// File name (without extension).
+    pub name: &'static str,
+    /// Title.
+    pub title: &'static str,
+    /// Phases drawn.
+    pub phases: &'static [&'static str],
+    /// The metric drawn.
+    pub metric: &'static str,
+    /// X axis label.
+    pub x_label: &'static str,
+    /// Y axis label.
+    pub y_label: &'static str,
+    /// Whether x is on a log₂ scale (file sizes).
+    pub log_x: bool,
+    /// X values are divided by this for the axis (1024: bytes to KB).
+    pub x_unit: f64,
+}
+
+/// A number the paper published, to set beside the measured one.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Published {
+    /// The system it is for.
+    pub system: &'static str,
+    /// The phase.
+    pub phase: &'static str,
+    /// The x it is at; `f64::INFINITY` for "the largest measured".
+    pub x: f64,
+    /// The metric.
+    pub metric: &'static str,
+    /// The paper's value.
+    pub value: f64,
+    /// Where it comes from.
+    pub source: &'static str,
+}
+
+/// An experiment.
+#[derive(Debug, Clone, Copy)]
+pub struct Experiment {
+    /// Its id on the command line.
+    pub id: &'static str,
+    /// What it reproduces.
+    pub title: &'static str,
+    /// The paper's table or figure.
+    pub source: &'static str,
+    /// How it is run and how it differs from the paper.
+    pub about: &'static str,
+    /// The disk it runs on unless told otherwise: a drive of the
+    /// catalogue, or `mem`.
+    pub disk: &'static str,
+    /// The machine its CPU model charges for.
+    pub machine: Machine,
+    /// The systems it compares.
+    pub systems: &'static [&'static str],
+    /// The workload.
+    pub workload: Workload,
+    /// Its plots.
+    pub plots: &'static [PlotSpec],
+    /// The paper's numbers.
+    pub published: &'static [Published],
+}
+
+const KB: f64 = 1024.0;
+
+/// A plot of `metric` in `phase` against file size on a log scale.
+const fn by_size(
+    name: &'static str,
+    title: &'static str,
+    phase: &'static [&'static str],
+    metric: &'static str,
+    x_label: &'static str,
+    y_label: &'static str,
+) -> PlotSpec {
+    PlotSpec { name, title, phases: phase, metric, x_label, y_label, log_x: true, x_unit: KB }
+}
+
+const fn published(
+    system: &'static str,
+    phase: &'static str,
+    x: f64,
+    metric: &'static str,
+    value: f64,
+    source: &'static str,
+) -> Published {
+    Published { system, phase, x, metric, value, source }
+}
+
+/// Every experiment, in the order `bench list` shows and `all` runs them.
+pub const EXPERIMENTS: &[Experiment] = &[
+    Experiment {
+        id: "s93-bandwidth",
+        title: "Raw file-system bandwidth against transfer size",
+        source: "1993 Fig. 9 and 12",
+        about: "A file of size S written (write + fsync) and read (after a remount) 50 times; the raw device \
+                writes and reads in synchronous 64 KB transfers with the copy between them. HP 97560, HP 9000/380. \
+                MB = 10^6 bytes.",
+        disk: "hp97560",
+        machine: HP9000_380,
+        systems: &["raw", "lfs", "ffs", "efs"],
+        workload: Workload::Bandwidth,
+        plots: &[
+            by_size("s93-bandwidth-write", "Write bandwidth (1993 Fig. 9)", &["write"], "MB/s", "I/O size (KB, log scale)", "Throughput (MB/s)"),
+            by_size("s93-bandwidth-read", "Read bandwidth (1993 Fig. 12)", &["read"], "MB/s", "I/O size (KB, log scale)", "Throughput (MB/s)"),
+        ],
+        published: &[
+            published("ffs", "write", f64::INFINITY, "MB/s", 0.5, "1993 §5.2.1: 0.5 of the possible 1.6 MB/s"),
+            published("raw", "read", f64::INFINITY, "MB/s", 1.6, "1993 Table 5: the bus limit"),
+        ],
+    },
+    Experiment {
+        id: "s95-small-files",
+        title: "Rosenblum's small-file test: 10,000 files of 1 KB",
+        source: "1995 Fig. 1",
+        about: "Create (with sync), read in creation order after a remount, delete (with sync); 100 files a \
+                directory. DSP 3105, SparcStation II. LFS has 4 KB blocks and no fragments, so a 1 KB file takes a \
+                4 KB block (the paper's 4.4BSD-Lite LFS had fragments).",
+        disk: "dsp3105",
+        machine: SPARCSTATION_2,
+        systems: &["lfs", "ffs-m1r2", "ffs-m8r2"],
+        workload: Workload::SmallFiles,
+        plots: &[PlotSpec {
+            name: "s95-small-files",
+            title: "Small-file test (1995 Fig. 1)",
+            phases: &["create", "read", "delete"],
+            metric: "files/s",
+            x_label: "phase",
+            y_label: "Files per second",
+            log_x: false,
+            x_unit: 1.0,
+        }],
+        published: &[
+            published("lfs", "create", 0.0, "cpu%", 64.0, "1995 §2: LFS uses 64% of the CPU for creates"),
+            published("lfs", "delete", 0.0, "cpu%", 73.0, "1995 §2: and 73% for deletes"),
+        ],
+    },
+    Experiment {
+        id: "s95-large-file",
+        title: "Rosenblum's large-file test: a 100 MB file in 8 KB units",
+        source: "1995 Fig. 2",
+        about: "Sequential write (with fsync), sequential read, 100 KB of random 8 KB writes (with fsync), 100 KB \
+                of random reads, sequential re-read; caches dropped before each read. DSP 3105, SparcStation II. \
+                MB = 2^20 bytes.",
+        disk: "dsp3105",
+        machine: SPARCSTATION_2,
+        systems: &["lfs", "ffs-m1r2", "ffs-m8r2"],
+        workload: Workload::LargeFile,
+        plots: &[PlotSpec {
+            name: "s95-large-file",
+            title: "Large-file test (1995 Fig. 2)",
+            phases: &["seq-write", "seq-read", "rand-write", "rand-read", "seq-reread"],
+            metric: "MB/s",
+            x_label: "phase",
+            y_label: "Throughput (MB/s)",
+            log_x: false,
+            x_unit: 1.0,
+        }],
+        published: &[],
+    },
+    Experiment {
+        id: "s95-sequential",
+        title: "Create, read, overwrite and delete 32 MB as files of 1 KB to 64 MB",
+        source: "1995 Fig. 3-6",
+        about: "32 MB per file size (at least ten files), at most 100 files a directory, a fresh file system per \
+                size, writes ending in sync, caches dropped before the reads. DSP 3105, SparcStation II, no cleaner \
+                needed. MB = 2^20 bytes.",
+        disk: "dsp3105",
+        machine: SPARCSTATION_2,
+        systems: &["lfs", "ffs-m8r0", "ffs-m8r2"],
+        workload: Workload::Sequential,
+        plots: &[
+            by_size("s95-create", "Create (1995 Fig. 3)", &["create"], "MB/s", "File size (KB, log scale)", "Throughput (MB/s)"),
+            by_size("s95-read", "Read (1995 Fig. 4)", &["read"], "MB/s", "File size (KB, log scale)", "Throughput (MB/s)"),
+            by_size("s95-overwrite", "Overwrite (1995 Fig. 5)", &["overwrite"], "MB/s", "File size (KB, log scale)", "Throughput (MB/s)"),
+            by_size("s95-delete", "Delete (1995 Fig. 6)", &["delete"], "files/s", "File size (KB, log scale)", "Files deleted per second"),
+        ],
+        published: &[
+            published("lfs", "create", f64::INFINITY, "MB/s", 0.67 * 2.5, "1995 §3.1: about 67% of the 2.5 MB/s disk"),
+            published("ffs-m8r2", "create", f64::INFINITY, "MB/s", 0.75 * 2.5, "1995 §3.1: about 75%"),
+            published("lfs", "read", f64::INFINITY, "MB/s", 2.3, "1995 §3.2: large files approach the 2.3 MB/s bus"),
+        ],
+    },
+    Experiment {
+        id: "s95-tpcb",
+        title: "TPC-B throughput against file-system utilization",
+        source: "1995 Fig. 7",
+        about: "The 10-TPS database (237 MB of accounts) on a partition sized for each utilization; the \
+                application's 4 MB cache; throughput before the cleaner runs (no-cleaning) and once it cleans \
+                (cleaning). DSP 3105, SparcStation II, 4 KB blocks. fslab starts a segment write at 1 MiB of dirty \
+                data, not the paper's 115 blocks.",
+        disk: "dsp3105",
+        machine: SPARCSTATION_2,
+        systems: &["lfs", "lfs-greedy", "lfs-hot-cold", "ffs-4k"],
+        workload: Workload::TpcbByUtilization,
+        plots: &[PlotSpec {
+            name: "s95-tpcb",
+            title: "TPC-B (1995 Fig. 7)",
+            phases: &["no-cleaning", "cleaning"],
+            metric: "TPS",
+            x_label: "File-system utilization (%)",
+            y_label: "Transactions per second",
+            log_x: false,
+            x_unit: 1.0,
+        }],
+        published: &[
+            published("lfs", "no-cleaning", 48.0, "TPS", 44.0, "1995 §4: the model's 44 TPS (measured within 7%)"),
+            published("lfs", "cleaning", 48.0, "TPS", 30.0, "1995 §4: steady-state model, 30.0 TPS"),
+            published("ffs-4k", "no-cleaning", 48.0, "TPS", 28.6, "1995 §4: the FFS model, 28.6 TPS"),
+        ],
+    },
+    Experiment {
+        id: "s93-tpcb",
+        title: "TPC-B at 80% utilization, 1 MB and 256 KB segments",
+        source: "1993 Table 7",
+        about: "The same database on an 80%-utilized partition of the HP 97560, HP 9000/380; before and once \
+                the cleaner runs.",
+        disk: "hp97560",
+        machine: HP9000_380,
+        systems: &["lfs-nocleaner", "lfs", "lfs-256k", "ffs", "efs"],
+        workload: Workload::TpcbAt80,
+        plots: &[],
+        published: &[
+            published("lfs", "no-cleaning", 80.0, "TPS", 19.3, "1993 Table 7: LFS (no cleaner)"),
+            published("lfs", "cleaning", 80.0, "TPS", 11.6, "1993 Table 7: LFS (cleaner, 1M)"),
+            published("lfs-256k", "cleaning", 80.0, "TPS", 12.4, "1993 Table 7: LFS (cleaner, 256 K)"),
+            published("ffs", "no-cleaning", 80.0, "TPS", 14.2, "1993 Table 7: FFS"),
+            published("efs", "no-cleaning", 80.0, "TPS", 16.8, "1993 Table 7: EFS"),
+        ],
+    },
+    Experiment {
+        id: "s93-andrew",
+        title: "The Andrew benchmark, single user",
+        source: "1993 Table 6",
+        about: "A synthetic tree of the paper's shape (20 directories, 100 files, about 750 KB); each phase \
+                charged the CPU the paper's LFS spent in it (so LFS's absolute times are calibrated and the \
+                differences are the results); a 256 MB partition filled to 80%; 10 runs, 100 with the cleaner \
+                (lfs = the paper's LFSC, lfs-nocleaner = its LFS). HP 97560, HP 9000/380.",
+        disk: "hp97560",
+        machine: HP9000_380,
+        systems: &["lfs-nocleaner", "lfs", "ffs", "efs"],
+        workload: Workload::Andrew,
+        plots: &[],
+        published: &[
+            published("lfs-nocleaner", "mkdir", 0.0, "s", 0.33, "1993 Table 6: LFS"),
+            published("lfs-nocleaner", "copy", 0.0, "s", 5.00, "1993 Table 6: LFS"),
+            published("lfs-nocleaner", "compile", 0.0, "s", 42.90, "1993 Table 6: LFS"),
+            published("lfs-nocleaner", "total", 0.0, "s", 63.8, "1993 Table 6: LFS"),
+            published("lfs", "total", 0.0, "s", 63.6, "1993 Table 6: LFSC"),
+            published("ffs", "total", 0.0, "s", 70.1, "1993 Table 6: FFS"),
+            published("efs", "total", 0.0, "s", 70.2, "1993 Table 6: EFS"),
+        ],
+    },
+    Experiment {
+        id: "dm02-dirops",
+        title: "Cost per operation against directory size",
+        source: "2002 Fig. 2-6",
+        about: "Files created one by one into one directory up to 10,000; at each size, creates, stats in \
+                creation order, in random order and of absent names, then removes. On a memory disk and wall \
+                time: these costs are CPU. The dirhash on/off comparison needs dirhash's mount options, which fslab \
+                does not have yet; lfs has a per-directory name index always on.",
+        disk: "mem",
+        machine: SPARCSTATION_2,
+        systems: &["lfs", "lfs-dirhash", "lfs-linear"],
+        workload: Workload::DirOps,
+        plots: &[
+            PlotSpec {
+                name: "dm02-create",
+                title: "Create (2002 Fig. 2)",
+                phases: &["create"],
+                metric: "us/op",
+                x_label: "Directory entries",
+                y_label: "Microseconds per create",
+                log_x: false,
+                x_unit: 1.0,
+            },
+            PlotSpec {
+                name: "dm02-stat",
+                title: "Stat (2002 Fig. 4-6)",
+                phases: &["stat-seq", "stat-random", "stat-missing"],
+                metric: "us/op",
+                x_label: "Directory entries",
+                y_label: "Microseconds per stat",
+                log_x: false,
+                x_unit: 1.0,
+            },
+        ],
+        published: &[],
+    },
+];
+
+/// The experiment called `id`.
+pub fn by_id(id: &str) -> Option<&'static Experiment> {
+    EXPERIMENTS.iter().find(|e| e.id == id)
+}
+
+/// Systems that experiments name but the registry does not have, with why:
+/// variants of a feature fslab lacks.
+pub fn missing_feature(system: &str) -> Option<&'static str> {
+    match system {
+        "lfs-dirhash" | "lfs-linear" => Some("dirhash's mount options (dirhash=on|off) are not in fslab yet"),
+        "ffs-aged" => Some("an FFS aged by a replayed workload (1995 §5, 1997) is not in the lab yet"),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_system_an_experiment_names_is_known_or_not_yet() {
+        for e in EXPERIMENTS {
+            for s in e.systems {
+                assert!(crate::system::by_name(s).is_some() || missing_feature(s).is_some(), "{}: {s}", e.id);
+            }
+            assert_eq!(by_id(e.id).map(|f| f.id), Some(e.id));
+            for p in e.published {
+                assert!(e.systems.contains(&p.system), "{}: published for {}", e.id, p.system);
+            }
+        }
+    }
+}

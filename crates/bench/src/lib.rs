@@ -1,0 +1,32 @@
+//! The lab: the papers' workloads, written once, run on fslab over a
+//! simulated 1990s disk (virtual time, deterministic), on an image file,
+//! on the raw device, or on any mounted directory; results set beside the
+//! papers' numbers in a report with plots. No file-system logic lives
+//! here.
+//!
+//! * [`cpu`] — the CPU cost model of the papers' machines.
+//! * [`target`] — what workloads drive: [`target::Target`] over a library
+//!   file system, the raw device, or a mounted directory.
+//! * [`system`] — the systems compared, by name (LFS variants now; FFS
+//!   variants listed as not yet).
+//! * [`device`] — simulated disks, memory disks, image files, partitions.
+//! * [`workload`] — the papers' workloads.
+//! * [`experiment`] — which workload, disk, machine and systems reproduce
+//!   which table or figure.
+//! * [`runner`] — runs experiments into [`results::Results`].
+//! * [`claims`] — the twelve headline claims and their checks.
+//! * [`report`] and [`plot`] — the markdown report, SVG and PNG plots.
+//! * [`progress`] — the progress line.
+
+pub mod claims;
+pub mod cpu;
+pub mod device;
+pub mod experiment;
+pub mod plot;
+pub mod progress;
+pub mod report;
+pub mod results;
+pub mod runner;
+pub mod system;
+pub mod target;
+pub mod workload;

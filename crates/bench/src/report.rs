@@ -1,0 +1,343 @@
+//! The report: `report.md` beside `results.json`, with every claim's
+//! verdict, every experiment's data, the paper's numbers beside the
+//! measured ones, and the plots (`plots/NAME.svg` and `.png`).
+
+use crate::claims::{claim_verdict, evaluate, Verdict, CLAIMS};
+use crate::experiment::{by_id, Experiment, PlotSpec, EXPERIMENTS};
+use crate::plot::{self, Chart, Series};
+use crate::results::Results;
+use std::fmt::Write as _;
+use std::io;
+use std::path::Path;
+
+/// What writing a report produced.
+#[derive(Debug, Default)]
+pub struct Written {
+    /// Plot files written (SVG and PNG).
+    pub plots: Vec<String>,
+    /// Why PNG files are missing, if they are.
+    pub png_problem: Option<String>,
+}
+
+/// The chart of `spec` from `results`.
+pub fn chart(results: &Results, experiment: &str, spec: &PlotSpec) -> Chart {
+    let systems = results.systems(experiment);
+    let categories =
+        (spec.x_label == "phase").then(|| spec.phases.iter().map(|p| p.to_string()).collect::<Vec<_>>());
+    let mut series = Vec::new();
+    for system in &systems {
+        if categories.is_some() {
+            let points: Vec<(f64, f64)> = spec
+                .phases
+                .iter()
+                .enumerate()
+                .filter_map(|(i, phase)| {
+                    results.series(experiment, system, phase, spec.metric).first().map(|p| (i as f64, p.1))
+                })
+                .collect();
+            if !points.is_empty() {
+                series.push(Series { label: system.clone(), points });
+            }
+            continue;
+        }
+        for phase in spec.phases {
+            let points: Vec<(f64, f64)> = results
+                .series(experiment, system, phase, spec.metric)
+                .into_iter()
+                .map(|(x, y)| (x / spec.x_unit, y))
+                .collect();
+            if points.is_empty() {
+                continue;
+            }
+            let label = if spec.phases.len() > 1 { format!("{system} {phase}") } else { system.clone() };
+            series.push(Series { label, points });
+        }
+    }
+    Chart {
+        title: spec.title.into(),
+        x_label: spec.x_label.into(),
+        y_label: spec.y_label.into(),
+        log_x: spec.log_x,
+        categories,
+        series,
+    }
+}
+
+fn fmt_value(v: f64) -> String {
+    if !v.is_finite() {
+        return "-".into();
+    }
+    let a = v.abs();
+    if a >= 1000.0 {
+        format!("{v:.0}")
+    } else if a >= 10.0 {
+        format!("{v:.1}")
+    } else if a >= 1.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+fn fmt_x(x: f64, spec: Option<&PlotSpec>) -> String {
+    match spec {
+        Some(s) if s.x_unit == 1024.0 => {
+            let kb = x / 1024.0;
+            if kb >= 1024.0 {
+                format!("{} MB", kb / 1024.0)
+            } else {
+                format!("{kb} KB")
+            }
+        }
+        _ => fmt_value(x),
+    }
+}
+
+/// The table of one plot's data: a row per x, a column per series.
+fn plot_table(out: &mut String, results: &Results, e: &Experiment, spec: &PlotSpec) {
+    let systems = results.systems(e.id);
+    let mut columns: Vec<(String, String)> = Vec::new();
+    for s in &systems {
+        for p in spec.phases {
+            if !results.series(e.id, s, p, spec.metric).is_empty() {
+                columns.push((s.clone(), p.to_string()));
+            }
+        }
+    }
+    if columns.is_empty() {
+        return;
+    }
+    let mut xs: Vec<f64> =
+        columns.iter().flat_map(|(s, p)| results.series(e.id, s, p, spec.metric)).map(|(x, _)| x).collect();
+    xs.sort_by(f64::total_cmp);
+    xs.dedup();
+    let by_phase = spec.x_label == "phase";
+    let _ = writeln!(out, "\n{} ({}):\n", spec.title, spec.metric);
+    if by_phase {
+        let _ = write!(out, "| system |");
+        for p in spec.phases {
+            let _ = write!(out, " {p} |");
+        }
+        let _ = write!(out, "\n|---|");
+        for _ in spec.phases {
+            let _ = write!(out, "---:|");
+        }
+        out.push('\n');
+        for s in &systems {
+            let _ = write!(out, "| {s} |");
+            for p in spec.phases {
+                let v = results.series(e.id, s, p, spec.metric).first().map(|p| p.1);
+                let _ = write!(out, " {} |", v.map_or("-".into(), fmt_value));
+            }
+            out.push('\n');
+        }
+        return;
+    }
+    let _ = write!(out, "| {} |", spec.x_label.split(" (").next().unwrap_or("x"));
+    for (s, p) in &columns {
+        if spec.phases.len() > 1 {
+            let _ = write!(out, " {s} {p} |");
+        } else {
+            let _ = write!(out, " {s} |");
+        }
+    }
+    let _ = write!(out, "\n|---:|");
+    for _ in &columns {
+        let _ = write!(out, "---:|");
+    }
+    out.push('\n');
+    for x in xs {
+        let _ = write!(out, "| {} |", fmt_x(x, Some(spec)));
+        for (s, p) in &columns {
+            let _ =
+                write!(out, " {} |", results.value(e.id, s, p, spec.metric, x).map_or("-".into(), fmt_value));
+        }
+        out.push('\n');
+    }
+}
+
+/// Points of `e` that no plot shows, as one table.
+fn other_points(out: &mut String, results: &Results, e: &Experiment) {
+    let shown =
+        |phase: &str, metric: &str| e.plots.iter().any(|p| p.metric == metric && p.phases.contains(&phase));
+    let rest: Vec<_> =
+        results.points.iter().filter(|p| p.experiment == e.id && !shown(&p.phase, &p.metric)).collect();
+    if rest.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "\n| system | phase | x | metric | value |\n|---|---|---:|---|---:|");
+    for p in rest {
+        let x = if p.x == 0.0 { "-".to_string() } else { fmt_value(p.x) };
+        let _ =
+            writeln!(out, "| {} | {} | {} | {} | {} |", p.system, p.phase, x, p.metric, fmt_value(p.value));
+    }
+}
+
+fn published_table(out: &mut String, results: &Results, e: &Experiment) {
+    if e.published.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "\nThe paper's numbers beside the measured ones:\n");
+    let _ = writeln!(
+        out,
+        "| system | phase | metric | published | measured | source |\n|---|---|---|---:|---:|---|"
+    );
+    for p in e.published {
+        let measured = if p.x.is_infinite() {
+            results.series(e.id, p.system, p.phase, p.metric).last().map(|v| v.1)
+        } else {
+            results.value(e.id, p.system, p.phase, p.metric, p.x)
+        };
+        let measured = match (measured, results.skipped(e.id, p.system)) {
+            (Some(v), _) => fmt_value(v),
+            (None, Some(s)) if s.not_yet => "not yet".into(),
+            (None, Some(_)) => "failed".into(),
+            (None, None) => "-".into(),
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} |",
+            p.system,
+            p.phase,
+            p.metric,
+            fmt_value(p.value),
+            measured,
+            p.source
+        );
+    }
+}
+
+fn claims_section(out: &mut String, results: &Results) {
+    let _ = writeln!(out, "## The headline claims\n");
+    let _ = writeln!(out, "| # | claim | source | verdict | checks |\n|---:|---|---|---|---|");
+    for c in CLAIMS {
+        let o = claim_verdict(c, results);
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | **{}** | {} |",
+            c.number,
+            c.statement,
+            c.source,
+            o.words(),
+            o.summary
+        );
+    }
+    for c in CLAIMS.iter().filter(|c| !c.checks.is_empty()) {
+        let _ = writeln!(
+            out,
+            "\n### Claim {}\n\n{}\n\nPass criterion: {}.\n",
+            c.number, c.statement, c.criterion
+        );
+        let _ = writeln!(out, "| check | experiment | needs | measured | verdict |\n|---|---|---|---|---|");
+        for check in c.checks {
+            let o = evaluate(check, results);
+            let verdict = match o.verdict {
+                Verdict::Reproduced | Verdict::NotReproduced => format!("**{}**", o.verdict.words()),
+                _ => o.verdict.words().to_string(),
+            };
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} |",
+                check.text,
+                check.experiment,
+                check.needs.join(", "),
+                o.measured,
+                verdict
+            );
+        }
+    }
+}
+
+/// The report as markdown (plots referenced from `plots/`).
+pub fn markdown(results: &Results, png: bool) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "# fslab lab report\n");
+    let _ = writeln!(
+        out,
+        "Generated by `fslab bench` from `results.json` in this directory. Each result is set beside the \
+         published number and the claim's pass criterion (the research notes' reproduction targets). \
+         *Not yet* marks what needs a system fslab does not have yet; *not run* an experiment this run \
+         left out. Throughputs in MB/s use the paper's megabyte: 10^6 bytes for the 1993 paper, 2^20 for \
+         the 1995 paper.\n"
+    );
+    claims_section(&mut out, results);
+    let _ = writeln!(out, "\n## Experiments");
+    for e in EXPERIMENTS {
+        let _ = writeln!(out, "\n### {} — {} ({})\n\n{}\n", e.id, e.title, e.source, e.about);
+        let Some(run) = results.run(e.id) else {
+            let _ = writeln!(out, "Not run.");
+            continue;
+        };
+        let _ = writeln!(
+            out,
+            "Run on `{}`, {} time, CPU model `{}`, seed {}{}; {:.0} s of host time.",
+            run.disk,
+            run.clock,
+            run.cpu_model,
+            run.seed,
+            if run.quick { ", small configuration (--quick)" } else { "" },
+            run.host_seconds
+        );
+        let skipped: Vec<String> = results
+            .skipped
+            .iter()
+            .filter(|s| s.experiment == e.id)
+            .map(|s| format!("`{}` {}", s.system, s.reason))
+            .collect();
+        if !skipped.is_empty() {
+            let _ = writeln!(out, "\nNot measured: {}.", skipped.join("; "));
+        }
+        for note in &run.notes {
+            let _ = writeln!(out, "\nNote: {note}.");
+        }
+        for spec in e.plots {
+            let c = chart(results, e.id, spec);
+            if c.series.is_empty() {
+                continue;
+            }
+            let file = if png { format!("{}.png", spec.name) } else { format!("{}.svg", spec.name) };
+            let _ = writeln!(out, "\n![{}](plots/{file})", spec.title);
+            plot_table(&mut out, results, e, spec);
+        }
+        other_points(&mut out, results, e);
+        published_table(&mut out, results, e);
+    }
+    out
+}
+
+/// Writes `report.md` and the plots into `dir`.
+pub fn write(results: &Results, dir: &Path) -> io::Result<Written> {
+    let plots = dir.join("plots");
+    std::fs::create_dir_all(&plots)?;
+    let mut written = Written::default();
+    let font = match plot::png::load_font() {
+        Ok(f) => Some(f),
+        Err(e) => {
+            written.png_problem = Some(e.to_string());
+            None
+        }
+    };
+    for e in EXPERIMENTS.iter().filter(|e| results.run(e.id).is_some()) {
+        for spec in e.plots {
+            let c = chart(results, e.id, spec);
+            if c.series.is_empty() {
+                continue;
+            }
+            let svg = plots.join(format!("{}.svg", spec.name));
+            std::fs::write(&svg, plot::svg::render(&c))?;
+            written.plots.push(svg.display().to_string());
+            if let Some(font) = &font {
+                let png = plots.join(format!("{}.png", spec.name));
+                std::fs::write(&png, plot::png::render(&c, font)?)?;
+                written.plots.push(png.display().to_string());
+            }
+        }
+    }
+    std::fs::write(dir.join("report.md"), markdown(results, font.is_some()))?;
+    Ok(written)
+}
+
+/// The experiments named in `results`, for messages.
+pub fn experiments_in(results: &Results) -> Vec<&'static str> {
+    results.runs.iter().filter_map(|r| by_id(&r.experiment).map(|e| e.id)).collect()
+}

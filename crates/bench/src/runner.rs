@@ -1,0 +1,425 @@
+//! Running experiments: for each system, a fresh target on the chosen
+//! medium, the experiment's workload, its points tagged and kept. A system
+//! that does not exist yet is recorded as *not yet*; one that fails is
+//! recorded with its error, and the run goes on.
+
+use crate::cpu::CpuModel;
+use crate::device::{self, Medium};
+use crate::experiment::{missing_feature, Experiment, Workload};
+use crate::progress::Progress;
+use crate::results::{Point, Results, RunInfo, Skipped};
+use crate::system::{self, Kind, System};
+use crate::target::dir::Dir;
+use crate::target::library::MountEnv;
+use crate::target::raw::Raw;
+use crate::target::Target;
+use crate::workload::{self, Record};
+use fslab::time::TimeSource;
+use std::io;
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// A mounted directory to run on, and its name in the results.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RealDir {
+    /// The system's name in results (`ext4`, `fslab-mount`…).
+    pub name: String,
+    /// The directory.
+    pub path: PathBuf,
+}
+
+impl RealDir {
+    /// Parses `NAME=DIR` or `DIR` (then named after the directory).
+    pub fn parse(arg: &str) -> RealDir {
+        match arg.split_once('=') {
+            Some((name, path)) if !name.is_empty() && !name.contains('/') => {
+                RealDir { name: name.to_string(), path: PathBuf::from(path) }
+            }
+            _ => {
+                let path = PathBuf::from(arg);
+                let name =
+                    path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| arg.into());
+                RealDir { name: format!("dir:{name}"), path }
+            }
+        }
+    }
+}
+
+/// Where the experiments run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Place {
+    /// Each experiment on its paper's drive (or, for CPU-bound ones, a
+    /// memory disk).
+    Paper,
+    /// Every experiment's systems on this medium.
+    Medium(Medium),
+    /// The workloads on these mounted directories instead of the systems.
+    Real(Vec<RealDir>),
+}
+
+/// How to run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settings {
+    /// Seeds disks and workloads.
+    pub seed: u64,
+    /// The small configuration.
+    pub quick: bool,
+    /// Whether the CPU model charges (virtual time only).
+    pub cpu_model: bool,
+    /// Where.
+    pub place: Place,
+    /// Where image files go (`--disk file`).
+    pub scratch: PathBuf,
+    /// Print progress on standard error.
+    pub progress: bool,
+    /// Whether runs on mounted directories drop the kernel's caches
+    /// between phases (root only; tests turn it off).
+    pub drop_kernel_caches: bool,
+    /// Run only these of each experiment's systems (`None`: all).
+    pub only_systems: Option<Vec<String>>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            seed: 1,
+            quick: false,
+            cpu_model: true,
+            place: Place::Paper,
+            scratch: std::env::temp_dir(),
+            progress: false,
+            drop_kernel_caches: true,
+            only_systems: None,
+        }
+    }
+}
+
+/// What an experiment runs against.
+enum Subject<'a> {
+    /// A system of the registry, on `medium`.
+    System(&'static System, &'a Medium),
+    /// A mounted directory.
+    Dir(&'a RealDir),
+}
+
+impl Subject<'_> {
+    fn name(&self) -> String {
+        match self {
+            Subject::System(s, _) => s.name.to_string(),
+            Subject::Dir(d) => d.name.clone(),
+        }
+    }
+
+    fn cleans(&self) -> bool {
+        match self {
+            Subject::System(s, _) => matches!(s.kind, Kind::Lfs(p) if p.cleaner.is_some()),
+            Subject::Dir(_) => false,
+        }
+    }
+
+    fn is_library(&self) -> bool {
+        matches!(self, Subject::System(..))
+    }
+}
+
+/// Points recorded for one system of one experiment.
+struct Tagged<'a> {
+    experiment: &'static str,
+    system: String,
+    results: &'a mut Results,
+    notes: &'a mut Vec<String>,
+}
+
+impl Record for Tagged<'_> {
+    fn record(&mut self, phase: &str, x: f64, metric: &str, value: f64) {
+        self.results.points.push(Point {
+            experiment: self.experiment.to_string(),
+            system: self.system.clone(),
+            phase: phase.to_string(),
+            x,
+            metric: metric.to_string(),
+            value,
+        });
+    }
+
+    fn note(&mut self, text: String) {
+        let line = format!("{}: {text}", self.system);
+        if !self.notes.contains(&line) {
+            self.notes.push(line);
+        }
+    }
+}
+
+/// The medium an experiment's systems run on.
+fn medium_for(e: &Experiment, settings: &Settings) -> Medium {
+    match &settings.place {
+        Place::Medium(m) => m.clone(),
+        _ if e.disk == "mem" => Medium::Memory,
+        _ => Medium::Sim { model: e.disk.to_string(), seed: settings.seed },
+    }
+}
+
+/// Bytes of a device on `medium` for `e` when the workload does not say:
+/// the paper's drive's capacity (memory disks: 256 MiB).
+fn default_bytes(e: &Experiment, medium: &Medium) -> io::Result<u64> {
+    match medium {
+        Medium::Sim { model, .. } => device::model_bytes(model),
+        _ if e.disk == "mem" => Ok(256 << 20),
+        _ => device::model_bytes(e.disk),
+    }
+}
+
+/// Opens a fresh target for `subject`: a new device of `bytes` (or the
+/// default) with a new file system, or a new directory in a mount.
+fn open(
+    e: &Experiment,
+    settings: &Settings,
+    subject: &Subject<'_>,
+    bytes: Option<u64>,
+) -> io::Result<Target> {
+    let (system, medium) = match subject {
+        Subject::Dir(d) => {
+            let name = format!("fslab-bench-{}-{}", std::process::id(), e.id);
+            return Ok(Target::on_wall_time(Box::new(Dir::new(
+                &d.path,
+                &name,
+                settings.drop_kernel_caches,
+            )?)));
+        }
+        Subject::System(s, m) => (*s, *m),
+    };
+    let size = match bytes {
+        Some(b) => b,
+        None => default_bytes(e, medium)?,
+    };
+    let dev = device::prepare(medium, Some(size), &format!("{}-{}", e.id, system.name))?;
+    let cpu = if settings.cpu_model { CpuModel::of(e.machine) } else { CpuModel::off() };
+    let backend: Box<dyn crate::target::Backend> = match system.kind {
+        Kind::Raw => {
+            let charge = dev.clock.clone().map(|c| (c, cpu));
+            Box::new(Raw::new(dev.dev.clone(), dev.sim.clone(), charge, 8))
+        }
+        _ => {
+            let env = MountEnv {
+                clock: dev.clock.clone().map_or_else(TimeSource::wall, TimeSource::virtual_clock),
+                deterministic: dev.clock.is_some(),
+                cache_bytes: e.machine.buffer_cache_bytes,
+            };
+            system::open_library(system, dev.dev.clone(), dev.sim.clone(), env)?
+        }
+    };
+    let mut target = match dev.clock.clone() {
+        Some(clock) => Target::on_virtual_time(backend, clock, cpu),
+        None => Target::on_wall_time(backend),
+    };
+    target.keep(Box::new(dev));
+    Ok(target)
+}
+
+/// A partition on which `data` bytes make the file system `utilization`
+/// full as its `statfs` counts (the papers' utilization is what `df`
+/// shows): what the file system keeps back for itself (LFS's reserved
+/// segments, FFS's metadata) is measured on a trial file system and added.
+fn partition_for(
+    e: &Experiment,
+    settings: &Settings,
+    subject: &Subject<'_>,
+    data: u64,
+    utilization: f64,
+) -> io::Result<u64> {
+    let wanted = (data as f64 / utilization) as u64;
+    let mut trial = open(e, settings, subject, Some(wanted))?;
+    let total = trial.usage()?.total;
+    trial.finish()?;
+    Ok(wanted + wanted.saturating_sub(total))
+}
+
+/// The utilizations TPC-B is run at.
+fn tpcb_utilizations(e: &Experiment, quick: bool) -> Vec<f64> {
+    match (e.workload, quick) {
+        (Workload::TpcbAt80, _) => vec![80.0],
+        (_, true) => vec![50.0, 80.0],
+        (_, false) => vec![48.0, 56.0, 64.0, 72.0, 80.0],
+    }
+}
+
+/// Runs `e`'s workload against one subject.
+fn run_subject(
+    e: &Experiment,
+    settings: &Settings,
+    subject: &Subject<'_>,
+    rec: &mut dyn Record,
+    progress: &mut Progress,
+) -> io::Result<()> {
+    let quick = settings.quick;
+    let seed = settings.seed;
+    let name = subject.name();
+    let finish = |mut t: Target| t.finish();
+    match e.workload {
+        Workload::Bandwidth => {
+            let mut spec =
+                if quick { workload::bandwidth::Spec::quick() } else { workload::bandwidth::Spec::paper() };
+            spec.mb = 1e6;
+            let mut t = open(e, settings, subject, None)?;
+            workload::bandwidth::run(&mut t, &spec, rec)?;
+            finish(t)
+        }
+        Workload::SmallFiles => {
+            let spec = if quick {
+                workload::small_files::Spec::quick()
+            } else {
+                workload::small_files::Spec::paper()
+            };
+            let mut t = open(e, settings, subject, None)?;
+            workload::small_files::run(&mut t, &spec, rec)?;
+            finish(t)
+        }
+        Workload::LargeFile => {
+            let spec = if quick {
+                workload::large_file::Spec::quick(seed)
+            } else {
+                workload::large_file::Spec::paper(seed)
+            };
+            let mut t = open(e, settings, subject, None)?;
+            workload::large_file::run(&mut t, &spec, rec)?;
+            finish(t)
+        }
+        Workload::Sequential => {
+            let spec =
+                if quick { workload::sequential::Spec::quick() } else { workload::sequential::Spec::paper() };
+            let mut sizes = spec.sizes.iter();
+            let mut fresh = || {
+                if let Some(size) = sizes.next() {
+                    progress.step(&format!("{name} {}", human_bytes(*size)));
+                }
+                open(e, settings, subject, None)
+            };
+            workload::sequential::run(&mut fresh, &spec, rec)
+        }
+        Workload::TpcbByUtilization | Workload::TpcbAt80 => {
+            let mut spec =
+                if quick { workload::tpcb::Spec::quick(seed) } else { workload::tpcb::Spec::paper(seed) };
+            spec.cleaner = subject.cleans();
+            if !subject.is_library() {
+                let mut t = open(e, settings, subject, None)?;
+                let x = 100.0 * t.usage()?.utilization();
+                workload::tpcb::run(&mut t, &spec, x.round(), rec)?;
+                return finish(t);
+            }
+            for u in tpcb_utilizations(e, quick) {
+                progress.step(&format!("{name} at {u}%"));
+                let bytes = partition_for(e, settings, subject, spec.database_bytes(), u / 100.0)?;
+                let mut t = open(e, settings, subject, Some(bytes))?;
+                workload::tpcb::run(&mut t, &spec, u, rec)?;
+                finish(t)?;
+            }
+            Ok(())
+        }
+        Workload::Andrew => {
+            let mut spec =
+                if quick { workload::andrew::Spec::quick() } else { workload::andrew::Spec::paper() };
+            let bytes = if quick { 24 << 20 } else { 256 << 20 };
+            if subject.is_library() {
+                spec.fill_to = Some(0.8);
+            }
+            if subject.cleans() {
+                // The paper's LFSC: enough runs to overwrite the file system twice.
+                spec.runs = if quick { 3 } else { 100 };
+            }
+            let mut t = open(e, settings, subject, Some(bytes))?;
+            workload::andrew::run(&mut t, &spec, rec)?;
+            finish(t)
+        }
+        Workload::DirOps => {
+            let spec =
+                if quick { workload::dirops::Spec::quick(seed) } else { workload::dirops::Spec::paper(seed) };
+            let mut t = open(e, settings, subject, None)?;
+            workload::dirops::run(&mut t, &spec, rec)?;
+            finish(t)
+        }
+    }
+}
+
+/// Bytes as "4 KB", "16 MB".
+pub fn human_bytes(b: u64) -> String {
+    if b >= 1 << 20 && b.is_multiple_of(1 << 20) {
+        format!("{} MB", b >> 20)
+    } else if b >= 1024 && b.is_multiple_of(1024) {
+        format!("{} KB", b >> 10)
+    } else {
+        format!("{b} B")
+    }
+}
+
+/// Runs `experiments` and returns everything they produced.
+pub fn run(experiments: &[&'static Experiment], settings: &Settings) -> Results {
+    let mut results = Results::default();
+    let mut progress = Progress::new(settings.progress);
+    for (i, e) in experiments.iter().enumerate() {
+        progress.start(&format!("[{}/{}] {}", i + 1, experiments.len(), e.id));
+        let started = Instant::now();
+        let medium = medium_for(e, settings);
+        let mut notes = Vec::new();
+        let subjects: Vec<Subject<'_>> = match &settings.place {
+            Place::Real(dirs) => dirs.iter().map(Subject::Dir).collect(),
+            _ => e
+                .systems
+                .iter()
+                .filter(|name| {
+                    settings.only_systems.as_ref().is_none_or(|only| only.iter().any(|o| o == *name))
+                })
+                .filter_map(|name| match system::by_name(name) {
+                    Some(s) if s.not_yet().is_none() => Some(Subject::System(s, &medium)),
+                    _ => {
+                        let reason = system::by_name(name)
+                            .and_then(|s| s.not_yet())
+                            .or_else(|| missing_feature(name))
+                            .unwrap_or("unknown system");
+                        results.skipped.push(Skipped {
+                            experiment: e.id.into(),
+                            system: name.to_string(),
+                            reason: format!("not yet: {reason}"),
+                            not_yet: true,
+                        });
+                        None
+                    }
+                })
+                .collect(),
+        };
+        for subject in &subjects {
+            let name = subject.name();
+            progress.step(&name);
+            let mut tagged =
+                Tagged { experiment: e.id, system: name.clone(), results: &mut results, notes: &mut notes };
+            if let Err(err) = run_subject(e, settings, subject, &mut tagged, &mut progress) {
+                results.skipped.push(Skipped {
+                    experiment: e.id.into(),
+                    system: name.clone(),
+                    reason: format!("failed: {err}"),
+                    not_yet: false,
+                });
+                progress.warn(&format!("{}: {name}: {err}", e.id));
+            }
+        }
+        let clock = match (&settings.place, medium.is_virtual()) {
+            (Place::Real(_), _) | (_, false) => "wall",
+            _ => "virtual",
+        };
+        results.runs.push(RunInfo {
+            experiment: e.id.into(),
+            disk: if matches!(settings.place, Place::Real(_)) { "real".into() } else { medium.name() },
+            clock: clock.into(),
+            cpu_model: if settings.cpu_model && clock == "virtual" {
+                e.machine.name.into()
+            } else {
+                "off".into()
+            },
+            seed: settings.seed,
+            quick: settings.quick,
+            host_seconds: started.elapsed().as_secs_f64(),
+            notes,
+        });
+        progress.done(started.elapsed());
+    }
+    results
+}

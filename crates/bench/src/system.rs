@@ -1,0 +1,291 @@
+//! The systems the lab compares, by name: every layout and mode fslab has,
+//! and those the papers compare that it does not have yet.
+//!
+//! Adding a variant is one entry in [`SYSTEMS`]; a layout is one `impl
+//! Layout` (LFS's and FFS's are below) and one arm in [`open_library`]. A
+//! system fslab does not have is listed all the same and says *not yet*
+//! ([`System::not_yet`]) in every report instead of disappearing.
+
+use crate::target::library::{Layout, Library, MountEnv};
+use crate::target::Backend;
+use disk::{BlockDevice, SimDisk};
+use fslab::ffs::{
+    Ffs, Integrity as FfsIntegrity, MkfsOptions as FfsMkfs, MountOptions as FfsMount, RotDelay,
+};
+use fslab::lfs::clean::CleanerCounters;
+use fslab::lfs::{Lfs, MkfsOptions, MountOptions, SegmentWrites};
+use fslab_cleaner::{policy, Cleaner};
+use std::io;
+use std::sync::Arc;
+
+/// Parameters of an LFS.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LfsParams {
+    /// Bytes per block.
+    pub block_size: u32,
+    /// Bytes per segment.
+    pub segment_size: u32,
+    /// The cleaner policy (run in-line, by the writers, when clean
+    /// segments run low), or none.
+    pub cleaner: Option<&'static str>,
+}
+
+/// FFS's metadata integrity mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Integrity {
+    /// Metadata written synchronously, in 4.4BSD's order.
+    Sync,
+    /// Metadata written when the cache pleases.
+    Async,
+}
+
+/// FFS's rotational delay between clusters, as the papers give it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rotdelay {
+    /// In blocks of the file system (the 1995 paper's "rotdelay of two blocks").
+    Blocks(u32),
+    /// In milliseconds (4.4BSD's `tunefs -d`; the 1993 paper's 4 ms).
+    Millis(u32),
+}
+
+/// Parameters of an FFS (mkfs `--block-size --frag-size --maxcontig
+/// --rotdelay`, mount `integrity=`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FfsParams {
+    /// Bytes per block.
+    pub block_size: u32,
+    /// Bytes per fragment.
+    pub fragment_size: u32,
+    /// Blocks laid out contiguously before a rotational gap.
+    pub maxcontig: u32,
+    /// The gap.
+    pub rotdelay: Rotdelay,
+    /// Metadata integrity.
+    pub integrity: Integrity,
+}
+
+/// What a system is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// The device itself.
+    Raw,
+    /// fslab's LFS.
+    Lfs(LfsParams),
+    /// fslab's FFS.
+    Ffs(FfsParams),
+}
+
+/// A named system.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct System {
+    /// Its name in commands, results and plots.
+    pub name: &'static str,
+    /// What it is.
+    pub kind: Kind,
+    /// One line for `fslab bench list` and the report.
+    pub about: &'static str,
+}
+
+const fn lfs(block_size: u32, segment_size: u32, cleaner: Option<&'static str>) -> Kind {
+    Kind::Lfs(LfsParams { block_size, segment_size, cleaner })
+}
+
+const fn ffs(block_size: u32, maxcontig: u32, rotdelay: Rotdelay, integrity: Integrity) -> Kind {
+    Kind::Ffs(FfsParams { block_size, fragment_size: 1024, maxcontig, rotdelay, integrity })
+}
+
+/// Every system, by name.
+pub const SYSTEMS: &[System] = &[
+    System {
+        name: "raw",
+        kind: Kind::Raw,
+        about: "the device itself: synchronous 64 KB transfers (1993 RAW)",
+    },
+    System {
+        name: "lfs",
+        kind: lfs(4096, 1 << 20, Some("cost-benefit")),
+        about: "LFS, 4 KB blocks, 1 MB segments, cost-benefit cleaner (the papers' BSD-LFS)",
+    },
+    System {
+        name: "lfs-nocleaner",
+        kind: lfs(4096, 1 << 20, None),
+        about: "LFS, 4 KB blocks, 1 MB segments, no cleaner",
+    },
+    System {
+        name: "lfs-256k",
+        kind: lfs(4096, 256 << 10, Some("cost-benefit")),
+        about: "LFS, 256 KB segments, cost-benefit cleaner (1993 Table 7)",
+    },
+    System { name: "lfs-greedy", kind: lfs(4096, 1 << 20, Some("greedy")), about: "LFS, greedy cleaner" },
+    System {
+        name: "lfs-hot-cold",
+        kind: lfs(4096, 1 << 20, Some("hot-cold")),
+        about: "LFS, hot-cold cleaner (fslab's default)",
+    },
+    System {
+        name: "ffs",
+        kind: ffs(4096, 1, Rotdelay::Millis(4), Integrity::Sync),
+        about: "1993 FFS: 4 KB/1 KB, no clustering, rot_delay 4 ms, synchronous metadata",
+    },
+    System {
+        name: "efs",
+        kind: ffs(4096, 16, Rotdelay::Millis(4), Integrity::Sync),
+        about: "1993 EFS: FFS with 64 KB clusters (maxcontig 16), rot_delay 4 ms",
+    },
+    System {
+        name: "ffs-m1r2",
+        kind: ffs(8192, 1, Rotdelay::Blocks(2), Integrity::Sync),
+        about: "1995 FFS, 8 KB/1 KB, maxcontig 1, rotdelay 2 blocks",
+    },
+    System {
+        name: "ffs-m8r0",
+        kind: ffs(8192, 8, Rotdelay::Blocks(0), Integrity::Sync),
+        about: "1995 FFS, 8 KB/1 KB, maxcontig 8 (64 KB), rotdelay 0",
+    },
+    System {
+        name: "ffs-m8r2",
+        kind: ffs(8192, 8, Rotdelay::Blocks(2), Integrity::Sync),
+        about: "1995 FFS, 8 KB/1 KB, maxcontig 8 (64 KB), rotdelay 2 blocks",
+    },
+    System {
+        name: "ffs-4k",
+        kind: ffs(4096, 16, Rotdelay::Blocks(0), Integrity::Sync),
+        about: "1995 TPC-B FFS: 4 KB blocks, 64 KB clusters",
+    },
+    System {
+        name: "ffs-async",
+        kind: ffs(8192, 8, Rotdelay::Blocks(0), Integrity::Async),
+        about: "FFS, 8 KB/1 KB, 64 KB clusters, asynchronous metadata",
+    },
+];
+
+/// The system called `name`.
+pub fn by_name(name: &str) -> Option<&'static System> {
+    SYSTEMS.iter().find(|s| s.name == name)
+}
+
+impl System {
+    /// Why it cannot run yet, if it cannot (every kind runs now; a
+    /// variant needing a feature fslab lacks would say so here).
+    pub fn not_yet(&self) -> Option<&'static str> {
+        match self.kind {
+            Kind::Raw | Kind::Lfs(_) | Kind::Ffs(_) => None,
+        }
+    }
+
+    /// The file system's block size (the raw device's transfer unit).
+    pub fn block_size(&self) -> u32 {
+        match self.kind {
+            Kind::Raw => 4096,
+            Kind::Lfs(p) => p.block_size,
+            Kind::Ffs(p) => p.block_size,
+        }
+    }
+}
+
+/// LFS as the lab runs it: on virtual time with inline segment writes and
+/// the mount's clock; its cleaner, if any, installed in-line (a writer
+/// short of clean segments runs it), never as a thread.
+impl Layout for Lfs {
+    type Params = LfsParams;
+
+    fn mkfs(dev: Arc<dyn BlockDevice>, p: &LfsParams) -> fslab::Result<()> {
+        fslab::lfs::mkfs(dev, &MkfsOptions { block_size: p.block_size, segment_size: p.segment_size })
+    }
+
+    fn mount(dev: Arc<dyn BlockDevice>, p: &LfsParams, env: &MountEnv) -> fslab::Result<Lfs> {
+        let options = MountOptions {
+            cache_bytes: env.cache_bytes,
+            segment_writes: if env.deterministic { SegmentWrites::Inline } else { SegmentWrites::Thread },
+            clock: env.clock.clone(),
+            ..MountOptions::default()
+        };
+        let mut lfs = Lfs::mount(dev, options)?;
+        if let Some(name) = p.cleaner {
+            let policy =
+                policy::by_name(name).ok_or(fslab::Error::Errno(libc::EINVAL, "unknown cleaner policy"))?;
+            Cleaner::new(policy).install(&mut lfs);
+        }
+        Ok(lfs)
+    }
+
+    /// Every block of a partial segment goes into its summary's data CRC
+    /// (and the summary is checksummed itself): the blocks written.
+    /// Checksums verified on reads (indirect and inode blocks) are not
+    /// counted.
+    fn checksummed_blocks(&self) -> u64 {
+        self.stats().blocks_written
+    }
+
+    fn cleaner(&self) -> Option<CleanerCounters> {
+        Some(self.cleaner_report().total)
+    }
+}
+
+/// FFS as the lab runs it. Its write-back thread and its sync interval
+/// are still on the host's time (`ffs::MountOptions` has no clock and no
+/// inline writes yet), so FFS runs on a simulated disk are not guaranteed
+/// to repeat to the nanosecond.
+impl Layout for Ffs {
+    type Params = FfsParams;
+
+    fn mkfs(dev: Arc<dyn BlockDevice>, p: &FfsParams) -> fslab::Result<()> {
+        let rotdelay = match p.rotdelay {
+            Rotdelay::Blocks(0) | Rotdelay::Millis(0) => RotDelay::Off,
+            Rotdelay::Blocks(n) => RotDelay::Blocks(n),
+            Rotdelay::Millis(n) => RotDelay::Millis(n),
+        };
+        let options = FfsMkfs {
+            block_size: p.block_size,
+            fragment_size: p.fragment_size,
+            maxcontig: Some(p.maxcontig),
+            rotdelay,
+            ..FfsMkfs::default()
+        };
+        fslab::ffs::mkfs(dev, &options).map(|_| ())
+    }
+
+    fn mount(dev: Arc<dyn BlockDevice>, p: &FfsParams, env: &MountEnv) -> fslab::Result<Ffs> {
+        let integrity = match p.integrity {
+            Integrity::Sync => FfsIntegrity::Sync,
+            Integrity::Async => FfsIntegrity::Async,
+        };
+        Ffs::mount(dev, FfsMount { cache_bytes: env.cache_bytes, integrity, ..FfsMount::default() })
+    }
+
+    /// FFS checksums its metadata only (cylinder groups, inode and indirect
+    /// blocks); `ffs::Stats` does not count those blocks yet, so none is
+    /// charged.
+    fn checksummed_blocks(&self) -> u64 {
+        0
+    }
+}
+
+/// Makes `system`'s file system on `dev` and mounts it. Fails for the raw
+/// device, which is not a file system.
+pub fn open_library(
+    system: &System,
+    dev: Arc<dyn BlockDevice>,
+    sim: Option<Arc<SimDisk>>,
+    env: MountEnv,
+) -> io::Result<Box<dyn Backend>> {
+    match system.kind {
+        Kind::Lfs(p) => Ok(Box::new(Library::<Lfs>::make(dev, sim, p, env)?)),
+        Kind::Ffs(p) => Ok(Box::new(Library::<Ffs>::make(dev, sim, p, env)?)),
+        Kind::Raw => Err(io::Error::other("the raw device is not a file system")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique() {
+        for (i, s) in SYSTEMS.iter().enumerate() {
+            assert!(SYSTEMS[..i].iter().all(|t| t.name != s.name), "{} twice", s.name);
+            assert_eq!(by_name(s.name), Some(s));
+        }
+        assert!(by_name("zfs").is_none());
+    }
+}

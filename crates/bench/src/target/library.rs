@@ -1,0 +1,272 @@
+//! fslab's file system as a library, on a `BlockDevice` the runner made: a
+//! simulated disk or an image file. Generic over the storage manager
+//! through [`Layout`], so that a new layout (FFS) is one `impl` and one
+//! entry per variant in `crate::system`.
+
+use super::{io_error, split_path, Backend, Fd, Usage};
+use disk::sim::Stats as DiskStats;
+use disk::{BlockDevice, SimDisk};
+use fslab::format::inode::kind;
+use fslab::format::{Ino, ROOT_INO};
+use fslab::lfs::clean::CleanerCounters;
+use fslab::storage::StorageManager;
+use fslab::time::TimeSource;
+use fslab::ufs::{Creds, FileSystem};
+use std::collections::HashMap;
+use std::io;
+use std::sync::Arc;
+
+const CREDS: Creds = Creds { uid: 0, gid: 0 };
+
+/// How a mount is made: its clock, whether it must be deterministic (no
+/// threads), and the buffer cache's size (the paper machine's).
+#[derive(Debug, Clone)]
+pub struct MountEnv {
+    /// The clock the mount decides by.
+    pub clock: TimeSource,
+    /// Whether the run is on virtual time and must repeat exactly: no
+    /// thread of the file system's may write.
+    pub deterministic: bool,
+    /// Bytes of buffer cache.
+    pub cache_bytes: u64,
+}
+
+/// A storage manager the lab can make, mount and read counters from.
+pub trait Layout: StorageManager + Sized + 'static {
+    /// What the system registry fixes about it (block size, segment size,
+    /// cleaner, maxcontig…).
+    type Params: Clone;
+
+    /// Writes an empty file system (without the root directory, which
+    /// [`Library::make`] creates through the namespace).
+    fn mkfs(dev: Arc<dyn BlockDevice>, params: &Self::Params) -> fslab::Result<()>;
+
+    /// Mounts it.
+    fn mount(dev: Arc<dyn BlockDevice>, params: &Self::Params, env: &MountEnv) -> fslab::Result<Self>;
+
+    /// Blocks checksummed since mount.
+    fn checksummed_blocks(&self) -> u64;
+
+    /// The cleaner's counters since mount, for a layout that cleans.
+    fn cleaner(&self) -> Option<CleanerCounters> {
+        None
+    }
+}
+
+/// fslab on a device: the namespace over layout `L`.
+///
+/// Lifecycle: [`Library::make`] (mkfs, mount, root) → the workload's calls
+/// → [`Backend::finish`] (unmount). `drop_caches` unmounts and mounts again
+/// on the same device; counters that the layout keeps since mount are
+/// carried across (`checksummed_base`, `cleaner_base`).
+pub struct Library<L: Layout> {
+    fs: Option<FileSystem<L>>,
+    dev: Arc<dyn BlockDevice>,
+    sim: Option<Arc<SimDisk>>,
+    params: L::Params,
+    env: MountEnv,
+    /// Directories by path ("" is the root).
+    dirs: HashMap<String, Ino>,
+    open: HashMap<Fd, Ino>,
+    next_fd: Fd,
+    checksummed_base: u64,
+    cleaner_base: Option<CleanerCounters>,
+}
+
+impl<L: Layout> Library<L> {
+    /// Makes a file system of `params` on `dev` and mounts it. `sim` is the
+    /// simulated disk under `dev`, if any, for its counters.
+    pub fn make(
+        dev: Arc<dyn BlockDevice>,
+        sim: Option<Arc<SimDisk>>,
+        params: L::Params,
+        env: MountEnv,
+    ) -> io::Result<Library<L>> {
+        L::mkfs(dev.clone(), &params).map_err(io_error)?;
+        let mut fs = FileSystem::new(L::mount(dev.clone(), &params, &env).map_err(io_error)?);
+        fs.create_root(0o755, CREDS).map_err(io_error)?;
+        let mut dirs = HashMap::new();
+        dirs.insert(String::new(), ROOT_INO);
+        Ok(Library {
+            fs: Some(fs),
+            dev,
+            sim,
+            params,
+            env,
+            dirs,
+            open: HashMap::new(),
+            next_fd: 1,
+            checksummed_base: 0,
+            cleaner_base: None,
+        })
+    }
+
+    fn fs(&mut self) -> io::Result<&mut FileSystem<L>> {
+        self.fs.as_mut().ok_or_else(|| io::Error::other("file system is unmounted"))
+    }
+
+    fn dir(&mut self, path: &str) -> io::Result<Ino> {
+        if let Some(&ino) = self.dirs.get(path) {
+            return Ok(ino);
+        }
+        let (parent, name) = split_path(path);
+        let parent = self.dir(parent)?;
+        let inode = self.fs()?.lookup(parent, name.as_bytes()).map_err(io_error)?;
+        if inode.attr.mode & kind::MASK != kind::DIR {
+            return Err(io::Error::from_raw_os_error(libc::ENOTDIR));
+        }
+        self.dirs.insert(path.to_string(), inode.ino);
+        Ok(inode.ino)
+    }
+
+    fn lookup(&mut self, path: &str) -> io::Result<Ino> {
+        let (parent, name) = split_path(path);
+        let parent = self.dir(parent)?;
+        Ok(self.fs()?.lookup(parent, name.as_bytes()).map_err(io_error)?.ino)
+    }
+
+    fn handle(&self, fd: Fd) -> io::Result<Ino> {
+        self.open.get(&fd).copied().ok_or_else(|| io::Error::from_raw_os_error(libc::EBADF))
+    }
+
+    fn new_fd(&mut self, ino: Ino) -> Fd {
+        let fd = self.next_fd;
+        self.next_fd += 1;
+        self.open.insert(fd, ino);
+        fd
+    }
+}
+
+impl<L: Layout> Backend for Library<L> {
+    fn mkdir(&mut self, path: &str) -> io::Result<()> {
+        let (parent, name) = split_path(path);
+        let parent = self.dir(parent)?;
+        let inode = self.fs()?.mkdir(parent, name.as_bytes(), 0o755, CREDS).map_err(io_error)?;
+        self.dirs.insert(path.to_string(), inode.ino);
+        Ok(())
+    }
+
+    fn rmdir(&mut self, path: &str) -> io::Result<()> {
+        let (parent, name) = split_path(path);
+        let parent = self.dir(parent)?;
+        self.fs()?.rmdir(parent, name.as_bytes()).map_err(io_error)?;
+        self.dirs.remove(path);
+        Ok(())
+    }
+
+    fn create(&mut self, path: &str) -> io::Result<Fd> {
+        let (parent, name) = split_path(path);
+        let parent = self.dir(parent)?;
+        let inode =
+            self.fs()?.mknod(parent, name.as_bytes(), kind::REG | 0o644, 0, CREDS).map_err(io_error)?;
+        Ok(self.new_fd(inode.ino))
+    }
+
+    fn open(&mut self, path: &str) -> io::Result<Fd> {
+        let ino = self.lookup(path)?;
+        Ok(self.new_fd(ino))
+    }
+
+    fn close(&mut self, fd: Fd) -> io::Result<()> {
+        self.open.remove(&fd).map(|_| ()).ok_or_else(|| io::Error::from_raw_os_error(libc::EBADF))
+    }
+
+    fn write(&mut self, fd: Fd, offset: u64, data: &[u8]) -> io::Result<()> {
+        let ino = self.handle(fd)?;
+        let written = self.fs()?.write(ino, offset, data).map_err(io_error)?;
+        if written != data.len() {
+            return Err(io::Error::other(format!("short write: {written} of {} bytes", data.len())));
+        }
+        Ok(())
+    }
+
+    fn read(&mut self, fd: Fd, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        let ino = self.handle(fd)?;
+        let data = self.fs()?.read(ino, offset, buf.len()).map_err(io_error)?;
+        buf[..data.len()].copy_from_slice(&data);
+        buf[data.len()..].fill(0);
+        Ok(())
+    }
+
+    fn fsync(&mut self, fd: Fd) -> io::Result<()> {
+        let ino = self.handle(fd)?;
+        self.fs()?.fsync(ino, false).map_err(io_error)
+    }
+
+    fn unlink(&mut self, path: &str) -> io::Result<()> {
+        let (parent, name) = split_path(path);
+        let parent = self.dir(parent)?;
+        self.fs()?.unlink(parent, name.as_bytes()).map_err(io_error)
+    }
+
+    fn stat(&mut self, path: &str) -> io::Result<Option<u64>> {
+        match self.lookup(path) {
+            Ok(ino) => Ok(Some(self.fs()?.getattr(ino).map_err(io_error)?.attr.size)),
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn sync(&mut self) -> io::Result<()> {
+        self.fs()?.sync().map_err(io_error)
+    }
+
+    fn drop_caches(&mut self) -> io::Result<bool> {
+        let (checksummed, cleaner) = (self.checksummed_blocks().0, self.cleaner());
+        if let Some(mut fs) = self.fs.take() {
+            fs.unmount().map_err(io_error)?;
+        }
+        let storage = L::mount(self.dev.clone(), &self.params, &self.env).map_err(io_error)?;
+        self.fs = Some(FileSystem::new(storage));
+        self.checksummed_base = checksummed;
+        self.cleaner_base = cleaner;
+        // Inode numbers stay valid across a remount; names are looked up again.
+        self.dirs.retain(|path, _| path.is_empty());
+        Ok(true)
+    }
+
+    fn tick(&mut self) -> io::Result<()> {
+        self.fs()?.tick().map_err(io_error)
+    }
+
+    fn usage(&mut self) -> io::Result<Usage> {
+        let st = self.fs()?.statfs().map_err(io_error)?;
+        let bs = st.block_size as u64;
+        Ok(Usage { total: st.total_blocks * bs, free: st.free_blocks * bs })
+    }
+
+    fn checksummed_blocks(&mut self) -> (u64, u32) {
+        match self.fs.as_mut() {
+            Some(fs) => {
+                let block_size = fs.block_size();
+                (self.checksummed_base + fs.storage().checksummed_blocks(), block_size)
+            }
+            None => (self.checksummed_base, 0),
+        }
+    }
+
+    fn disk_stats(&mut self) -> Option<DiskStats> {
+        self.sim.as_ref().map(|d| d.stats())
+    }
+
+    fn cleaner(&mut self) -> Option<CleanerCounters> {
+        let now = self.fs.as_mut()?.storage().cleaner()?;
+        Some(match self.cleaner_base {
+            Some(base) => CleanerCounters {
+                segments_cleaned: base.segments_cleaned + now.segments_cleaned,
+                user_bytes_written: base.user_bytes_written + now.user_bytes_written,
+                user_data_bytes_written: base.user_data_bytes_written + now.user_data_bytes_written,
+                cleaner_bytes_written: base.cleaner_bytes_written + now.cleaner_bytes_written,
+                cleaner_bytes_read: base.cleaner_bytes_read + now.cleaner_bytes_read,
+            },
+            None => now,
+        })
+    }
+
+    fn finish(&mut self) -> io::Result<()> {
+        if let Some(mut fs) = self.fs.take() {
+            fs.unmount().map_err(io_error)?;
+        }
+        Ok(())
+    }
+}

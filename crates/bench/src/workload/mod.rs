@@ -1,0 +1,121 @@
+//! The papers' workloads, written once against [`Target`]: they run the
+//! same on fslab over a simulated disk, on an image file, on the raw
+//! device, or in any mounted directory.
+//!
+//! Each workload takes its parameters (a `Spec`, with the paper's values
+//! and a small configuration for tests and `--quick`) and reports what it
+//! measured through a [`Record`]: phase, x (the swept parameter), metric,
+//! value. None of them knows which file system it drives.
+//!
+//! * [`bandwidth`] — 1993 Fig. 9/12: write and read a file of size S, 50 times.
+//! * [`small_files`] — Rosenblum's small-file test (1995 Fig. 1).
+//! * [`large_file`] — Rosenblum's large-file test (1995 Fig. 2).
+//! * [`sequential`] — create, read, overwrite, delete 32 MB as files of one
+//!   size (1995 Fig. 3–6).
+//! * [`tpcb`] — TPC-B at the 10-TPS scale with an application cache
+//!   (1995 Fig. 7, 1993 Table 7).
+//! * [`andrew`] — the Andrew benchmark's five phases on a synthetic tree
+//!   (1993 Table 6).
+//! * [`dirops`] — per-operation cost against directory size (2002 Fig. 2–6).
+
+pub mod andrew;
+pub mod bandwidth;
+pub mod dirops;
+pub mod large_file;
+pub mod sequential;
+pub mod small_files;
+pub mod tpcb;
+
+use crate::target::Target;
+use std::io;
+
+/// Where a workload puts what it measured: `(phase, x, metric, value)`.
+pub trait Record {
+    /// One data point.
+    fn record(&mut self, phase: &str, x: f64, metric: &str, value: f64);
+    /// A remark for the report (a phase that could not run as specified…).
+    fn note(&mut self, _text: String) {}
+}
+
+/// Collects points in memory (tests, and the runner before it tags them).
+#[derive(Debug, Default)]
+pub struct Collected {
+    /// The points, in the order recorded.
+    pub points: Vec<(String, f64, String, f64)>,
+    /// The notes.
+    pub notes: Vec<String>,
+}
+
+impl Record for Collected {
+    fn record(&mut self, phase: &str, x: f64, metric: &str, value: f64) {
+        self.points.push((phase.to_string(), x, metric.to_string(), value));
+    }
+    fn note(&mut self, text: String) {
+        self.notes.push(text);
+    }
+}
+
+impl Collected {
+    /// The value recorded for `phase`, `x` and `metric`, if any.
+    pub fn get(&self, phase: &str, x: f64, metric: &str) -> Option<f64> {
+        self.points.iter().find(|(p, px, m, _)| p == phase && *px == x && m == metric).map(|(_, _, _, v)| *v)
+    }
+}
+
+/// Opens a fresh target (a new file system on a new device) for
+/// workloads that want one per configuration.
+pub type Fresh<'a> = dyn FnMut() -> io::Result<Target> + 'a;
+
+/// Deterministic contents for `len` bytes of file data: not all zeros, so
+/// that no layer can skip them.
+pub fn contents(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let mut out = vec![0u8; len];
+    for chunk in out.chunks_mut(8) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let bytes = x.to_le_bytes();
+        chunk.copy_from_slice(&bytes[..chunk.len()]);
+    }
+    out
+}
+
+/// Creates `path` and writes `bytes` into it in writes of `chunk`'s size
+/// (the last one shorter).
+pub fn write_new_file(t: &mut Target, path: &str, bytes: u64, chunk: &[u8]) -> io::Result<()> {
+    let fd = t.create(path)?;
+    let mut at = 0;
+    while at < bytes {
+        let len = (bytes - at).min(chunk.len() as u64) as usize;
+        t.write(fd, at, &chunk[..len])?;
+        at += len as u64;
+    }
+    t.close(fd)
+}
+
+/// Bytes per second as the experiment's megabytes per second.
+pub fn rate(bytes: u64, seconds: f64, mb: f64) -> f64 {
+    if seconds <= 0.0 {
+        return 0.0;
+    }
+    bytes as f64 / seconds / mb
+}
+
+/// Per second.
+pub fn per_second(count: u64, seconds: f64) -> f64 {
+    if seconds <= 0.0 {
+        return 0.0;
+    }
+    count as f64 / seconds
+}
+
+/// Notes that a target could not drop its caches (once per workload).
+pub fn note_cache(t: &Target, rec: &mut dyn Record) {
+    if !t.caches_were_dropped() {
+        rec.note(
+            "the page cache could not be dropped between phases (needs root): reads may come from memory"
+                .into(),
+        );
+    }
+}

@@ -1,0 +1,138 @@
+//! Sequential performance as a function of file size (1995 §3, Fig. 3–6):
+//! 32 MB of data as files of one size (or ten files, whichever is more
+//! data), at most 100 to a directory; four phases:
+//!
+//! * **create** — each file with the fewest writes: one for files of 4 MB
+//!   or less, 4 MB writes above;
+//! * **read** — every file, in creation order, with the same I/O sizes;
+//! * **overwrite** — every file rewritten in place, in creation order;
+//! * **delete** — every file removed.
+//!
+//! Each size starts on a fresh file system (the paper: a new LFS per size,
+//! FFS emptied between sizes). Writing phases end with `sync`; caches are
+//! dropped before the reads.
+//!
+//! Records `create`, `read`, `overwrite` in MB/s and `delete` in files/s,
+//! each at x = the file size in bytes.
+
+use super::{contents, note_cache, per_second, rate, Fresh, Record};
+use crate::target::Target;
+use std::io;
+
+/// The parameters.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Spec {
+    /// File sizes, in bytes.
+    pub sizes: Vec<u64>,
+    /// Data per size (more when ten files need more).
+    pub total_bytes: u64,
+    /// At least this many files.
+    pub min_files: u64,
+    /// Files per directory.
+    pub per_dir: u64,
+    /// The largest single I/O.
+    pub max_io: u64,
+    /// Bytes per MB in the results.
+    pub mb: f64,
+}
+
+impl Spec {
+    /// The paper's: 1 KB to 64 MB by powers of two, 32 MB per size.
+    pub fn paper() -> Spec {
+        Spec {
+            sizes: (0..17).map(|i| 1024u64 << i).collect(),
+            total_bytes: 32 << 20,
+            min_files: 10,
+            per_dir: 100,
+            max_io: 4 << 20,
+            mb: (1 << 20) as f64,
+        }
+    }
+
+    /// A small configuration.
+    pub fn quick() -> Spec {
+        Spec {
+            sizes: vec![1024, 16 << 10, 256 << 10],
+            total_bytes: 2 << 20,
+            min_files: 4,
+            per_dir: 100,
+            max_io: 4 << 20,
+            mb: (1 << 20) as f64,
+        }
+    }
+
+    /// Files of `size` bytes the phase uses.
+    pub fn files(&self, size: u64) -> u64 {
+        (self.total_bytes / size.max(1)).max(self.min_files)
+    }
+}
+
+fn path(spec: &Spec, i: u64) -> String {
+    format!("seq/d{}/f{i}", i / spec.per_dir)
+}
+
+/// Writes every file in full, `create`ing them or opening them.
+fn write_all(t: &mut Target, spec: &Spec, size: u64, n: u64, create: bool, chunk: &[u8]) -> io::Result<()> {
+    for i in 0..n {
+        let p = path(spec, i);
+        if create && i % spec.per_dir == 0 {
+            t.mkdir(&format!("seq/d{}", i / spec.per_dir))?;
+        }
+        let fd = if create { t.create(&p)? } else { t.open(&p)? };
+        let mut at = 0;
+        while at < size {
+            let len = (size - at).min(spec.max_io) as usize;
+            t.write(fd, at, &chunk[..len])?;
+            at += len as u64;
+        }
+        t.close(fd)?;
+    }
+    t.sync()
+}
+
+/// Runs the four phases at every size, each size on `fresh()`.
+pub fn run(fresh: &mut Fresh<'_>, spec: &Spec, rec: &mut dyn Record) -> io::Result<()> {
+    for &size in &spec.sizes {
+        let mut t = fresh()?;
+        let n = spec.files(size);
+        let bytes = n * size;
+        let chunk = contents(size.min(spec.max_io) as usize, size);
+        t.mkdir("seq")?;
+        let (_, create) = t.phase(|t| write_all(t, spec, size, n, true, &chunk))?;
+        rec.record("create", size as f64, "MB/s", rate(bytes, create.seconds(), spec.mb));
+
+        t.drop_caches()?;
+        let mut buf = vec![0u8; size.min(spec.max_io) as usize];
+        let (_, read) = t.phase(|t| {
+            for i in 0..n {
+                let fd = t.open(&path(spec, i))?;
+                let mut at = 0;
+                while at < size {
+                    let len = (size - at).min(spec.max_io) as usize;
+                    t.read(fd, at, &mut buf[..len])?;
+                    at += len as u64;
+                }
+                t.close(fd)?;
+            }
+            Ok(())
+        })?;
+        if buf[..] != chunk[..buf.len()] {
+            return Err(io::Error::other(format!("{size}-byte files: read back different bytes")));
+        }
+        rec.record("read", size as f64, "MB/s", rate(bytes, read.seconds(), spec.mb));
+
+        let (_, overwrite) = t.phase(|t| write_all(t, spec, size, n, false, &chunk))?;
+        rec.record("overwrite", size as f64, "MB/s", rate(bytes, overwrite.seconds(), spec.mb));
+
+        let (_, delete) = t.phase(|t| {
+            for i in 0..n {
+                t.unlink(&path(spec, i))?;
+            }
+            t.sync()
+        })?;
+        rec.record("delete", size as f64, "files/s", per_second(n, delete.seconds()));
+        note_cache(&t, rec);
+        t.finish()?;
+    }
+    Ok(())
+}

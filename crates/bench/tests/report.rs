@@ -1,0 +1,116 @@
+//! The report generator on fixed results: the verdicts it gives, and a
+//! row for every claim.
+
+use fslab_bench::claims::{claim_verdict, evaluate, Verdict, CLAIMS};
+use fslab_bench::report;
+use fslab_bench::results::{Point, Results, RunInfo, Skipped};
+
+fn point(experiment: &str, system: &str, phase: &str, x: f64, metric: &str, value: f64) -> Point {
+    Point {
+        experiment: experiment.into(),
+        system: system.into(),
+        phase: phase.into(),
+        x,
+        metric: metric.into(),
+        value,
+    }
+}
+
+fn run_info(experiment: &str) -> RunInfo {
+    RunInfo {
+        experiment: experiment.into(),
+        disk: "dsp3105".into(),
+        clock: "virtual".into(),
+        cpu_model: "sparcstation2".into(),
+        seed: 1,
+        quick: false,
+        host_seconds: 1.0,
+        notes: vec![],
+    }
+}
+
+/// TPC-B with a 34% loss at 48% (inside 30-38%) and a 55% loss at 80%
+/// (outside 37-45%), FFS not yet; sequential reads at 2.0 MB/s.
+fn fixed() -> Results {
+    Results {
+        runs: vec![run_info("s95-tpcb"), run_info("s95-sequential")],
+        points: vec![
+            point("s95-tpcb", "lfs", "no-cleaning", 48.0, "TPS", 44.0),
+            point("s95-tpcb", "lfs", "cleaning", 48.0, "TPS", 29.04),
+            point("s95-tpcb", "lfs", "no-cleaning", 80.0, "TPS", 44.0),
+            point("s95-tpcb", "lfs", "cleaning", 80.0, "TPS", 19.8),
+            point("s95-sequential", "lfs", "read", 1024.0, "MB/s", 0.1),
+            point("s95-sequential", "lfs", "read", 67108864.0, "MB/s", 2.0),
+        ],
+        skipped: vec![Skipped {
+            experiment: "s95-tpcb".into(),
+            system: "ffs-4k".into(),
+            reason: "not yet: FFS is not in fslab yet".into(),
+            not_yet: true,
+        }],
+    }
+}
+
+fn check<'a>(claim: u32, text: &str) -> &'a fslab_bench::claims::Check {
+    let c = CLAIMS.iter().find(|c| c.number == claim).expect("claim");
+    c.checks.iter().find(|k| k.text.starts_with(text)).expect("check")
+}
+
+#[test]
+fn checks_say_reproduced_not_reproduced_or_not_yet() {
+    let r = fixed();
+    let at48 = evaluate(check(3, "cleaner loss at 48%"), &r);
+    assert_eq!(at48.verdict, Verdict::Reproduced, "{at48:?}");
+    assert_eq!(at48.measured, "34.00 %");
+    let at80 = evaluate(check(3, "cleaner loss at 80%"), &r);
+    assert_eq!(at80.verdict, Verdict::NotReproduced, "{at80:?}");
+    assert_eq!(at80.measured, "55.00 %");
+    assert_eq!(evaluate(check(3, "FFS flat"), &r).verdict, Verdict::NotYet);
+    assert_eq!(evaluate(check(3, "no-cleaning LFS at 48% within 15%"), &r).verdict, Verdict::Reproduced);
+    assert_eq!(evaluate(check(4, "LFS reads of the largest"), &r).verdict, Verdict::Reproduced);
+    assert_eq!(
+        evaluate(check(10, "cleaner loss with 1 MB"), &r).verdict,
+        Verdict::NoData,
+        "s93-tpcb was not run"
+    );
+
+    assert_eq!(claim_verdict(&CLAIMS[2], &r).verdict, Verdict::NotReproduced, "one check of claim 3 fails");
+    assert_eq!(claim_verdict(&CLAIMS[6], &r).verdict, Verdict::NotYet, "claim 7 needs dirhash off");
+    assert_eq!(claim_verdict(&CLAIMS[4], &r).verdict, Verdict::NotYet, "claim 5 needs realloc and aging");
+}
+
+#[test]
+fn the_report_has_a_row_for_every_claim_with_its_verdict() {
+    let md = report::markdown(&fixed(), true);
+    for c in CLAIMS {
+        let row = md.lines().find(|l| l.starts_with(&format!("| {} | ", c.number)));
+        assert!(row.is_some(), "claim {} has no row", c.number);
+    }
+    let row =
+        |n: u32| md.lines().find(|l| l.starts_with(&format!("| {n} | "))).unwrap_or_default().to_string();
+    assert!(row(3).contains("**not reproduced**"), "{}", row(3));
+    assert!(row(7).contains("**not yet**"), "{}", row(7));
+    assert!(row(1).contains("**not run**"), "{}", row(1));
+    assert!(row(6).contains("**not yet**"), "{}", row(6));
+    assert!(md.contains("| cleaner loss at 80% (against no-cleaning at 48%) in 37-45% | s95-tpcb | lfs | 55.00 % | **not reproduced** |"));
+    assert!(md.contains("| cleaner loss at 48% in 30-38% | s95-tpcb | lfs | 34.00 % | **reproduced** |"));
+    assert!(md.contains("ffs-4k: not yet"), "the not-yet reason is given");
+    assert!(md.contains("![TPC-B (1995 Fig. 7)](plots/s95-tpcb.png)"));
+    assert!(md.contains("| lfs | no-cleaning | TPS | 44.0 | 44.0 |"), "published beside measured");
+}
+
+#[test]
+fn writing_the_report_writes_the_plots() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let written = report::write(&fixed(), dir.path()).expect("write");
+    assert!(dir.path().join("report.md").exists());
+    let svg = std::fs::read_to_string(dir.path().join("plots/s95-tpcb.svg")).expect("svg");
+    assert!(svg.contains("Transactions per second") && svg.contains("lfs cleaning"), "axis label and legend");
+    match written.png_problem {
+        None => {
+            let png = std::fs::read(dir.path().join("plots/s95-tpcb.png")).expect("png");
+            assert_eq!(&png[1..4], b"PNG");
+        }
+        Some(why) => assert!(why.contains("fonts-dejavu-core"), "{why}"),
+    }
+}

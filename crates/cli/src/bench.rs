@@ -1,0 +1,225 @@
+//! `fslab bench`: the lab's command line. `list` shows the experiments,
+//! systems, disks and claims; `run` runs experiments and writes results,
+//! plots and the report; `report` writes the report again from saved
+//! results. The work is the `fslab-bench` crate's.
+
+use clap::{Args, Subcommand, ValueEnum};
+use fslab_bench::claims::{claim_verdict, CLAIMS};
+use fslab_bench::device::Medium;
+use fslab_bench::experiment::{self, Experiment, EXPERIMENTS};
+use fslab_bench::results::Results;
+use fslab_bench::runner::{self, Place, RealDir, Settings};
+use fslab_bench::system::SYSTEMS;
+use fslab_bench::{report, system};
+use std::path::{Path, PathBuf};
+
+/// Arguments of `fslab bench`.
+#[derive(Args)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    command: BenchCommand,
+}
+
+#[derive(Subcommand)]
+enum BenchCommand {
+    /// List the experiments, the systems they compare, the disks and the claims.
+    List,
+    /// Run experiments (ids, or `all`) and write results.json, results.csv, plots and report.md.
+    Run(RunArgs),
+    /// Write report.md and the plots again from DIR/results.json.
+    Report {
+        /// The directory a run wrote.
+        dir: PathBuf,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum OnOff {
+    On,
+    Off,
+}
+
+#[derive(Args)]
+struct RunArgs {
+    /// Experiments to run (see `fslab bench list`), or `all`.
+    #[arg(required = true)]
+    experiments: Vec<String>,
+    /// Run every experiment on this disk instead of its paper's: a simulated drive
+    /// (hp97560, dsp3105, …; virtual time), `mem` (a memory disk) or `file` (an image
+    /// file in --scratch), both on wall time.
+    #[arg(long, value_name = "MODEL", conflicts_with = "real")]
+    disk: Option<String>,
+    /// Run the workloads in these mounted directories (NAME=DIR or DIR) instead of
+    /// fslab's systems: an fslab mount, ext4, xfs, fuse2fs… (wall time).
+    #[arg(long, value_name = "DIR", num_args = 1..)]
+    real: Vec<String>,
+    /// Seed of the disks' rotational phase and the workloads' random choices.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Where results, plots and the report go; results already there are kept
+    /// unless the same experiment is run again.
+    #[arg(long, default_value = "lab-results")]
+    out: PathBuf,
+    /// Charge the paper machine's CPU costs to the virtual clock (off: the disk alone).
+    #[arg(long, value_enum, default_value = "on")]
+    cpu_model: OnOff,
+    /// The small configuration of every workload (seconds, for a smoke run).
+    #[arg(long)]
+    quick: bool,
+    /// Run only these systems of each experiment (comma-separated names from
+    /// `fslab bench list`).
+    #[arg(long, value_delimiter = ',', value_name = "NAME,…")]
+    systems: Vec<String>,
+    /// Where `--disk file` puts its image files.
+    #[arg(long, default_value = "/var/tmp")]
+    scratch: PathBuf,
+}
+
+/// Runs `fslab bench`.
+pub fn run(args: &BenchArgs) -> Result<(), String> {
+    match &args.command {
+        BenchCommand::List => {
+            list();
+            Ok(())
+        }
+        BenchCommand::Run(run) => run_experiments(run),
+        BenchCommand::Report { dir } => {
+            let results = Results::load(dir).map_err(|e| e.to_string())?;
+            write_report(&results, dir)
+        }
+    }
+}
+
+fn list() {
+    println!("Experiments (fslab bench run ID… | all):");
+    for e in EXPERIMENTS {
+        println!("  {:<16} {} ({}); disk {}", e.id, e.title, e.source, e.disk);
+        let systems: Vec<String> = e
+            .systems
+            .iter()
+            .map(|s| {
+                let later =
+                    system::by_name(s).and_then(|s| s.not_yet()).or_else(|| experiment::missing_feature(s));
+                if later.is_some() {
+                    format!("{s} (not yet)")
+                } else {
+                    s.to_string()
+                }
+            })
+            .collect();
+        println!("  {:<16} systems: {}", "", systems.join(", "));
+    }
+    println!("\nSystems:");
+    for s in SYSTEMS {
+        let later = s.not_yet().map(|w| format!(" [not yet: {w}]")).unwrap_or_default();
+        println!("  {:<14} {}{later}", s.name, s.about);
+    }
+    println!("\nDisks (--disk): {}, mem, file", disk::DiskModel::names().join(", "));
+    println!("\nClaims (reproduction targets):");
+    for c in CLAIMS {
+        println!("  {:>2}. {}", c.number, c.statement);
+    }
+}
+
+fn experiments(names: &[String]) -> Result<Vec<&'static Experiment>, String> {
+    if names.iter().any(|n| n == "all") {
+        return Ok(EXPERIMENTS.iter().collect());
+    }
+    names
+        .iter()
+        .map(|n| {
+            experiment::by_id(n).ok_or_else(|| {
+                let ids: Vec<&str> = EXPERIMENTS.iter().map(|e| e.id).collect();
+                format!("unknown experiment {n} (known: {}, all)", ids.join(", "))
+            })
+        })
+        .collect()
+}
+
+fn place(args: &RunArgs) -> Result<Place, String> {
+    if !args.real.is_empty() {
+        let dirs: Vec<RealDir> = args.real.iter().map(|a| RealDir::parse(a)).collect();
+        for d in &dirs {
+            if !d.path.is_dir() {
+                return Err(format!("{}: not a directory", d.path.display()));
+            }
+        }
+        return Ok(Place::Real(dirs));
+    }
+    match args.disk.as_deref() {
+        None => Ok(Place::Paper),
+        Some("mem") => Ok(Place::Medium(Medium::Memory)),
+        Some("file") => {
+            if !args.scratch.is_dir() {
+                return Err(format!("{}: not a directory (--scratch)", args.scratch.display()));
+            }
+            Ok(Place::Medium(Medium::Image(args.scratch.clone())))
+        }
+        Some(model) => {
+            if disk::DiskModel::by_name(model).is_none() {
+                return Err(format!(
+                    "unknown disk {model} (known: {}, mem, file)",
+                    disk::DiskModel::names().join(", ")
+                ));
+            }
+            Ok(Place::Medium(Medium::Sim { model: model.to_string(), seed: args.seed }))
+        }
+    }
+}
+
+fn run_experiments(args: &RunArgs) -> Result<(), String> {
+    let chosen = experiments(&args.experiments)?;
+    let settings = Settings {
+        seed: args.seed,
+        quick: args.quick,
+        cpu_model: matches!(args.cpu_model, OnOff::On),
+        place: place(args)?,
+        scratch: args.scratch.clone(),
+        progress: true,
+        drop_kernel_caches: true,
+        only_systems: (!args.systems.is_empty()).then(|| args.systems.clone()),
+    };
+    for name in &args.systems {
+        if system::by_name(name).is_none() && experiment::missing_feature(name).is_none() {
+            return Err(format!("unknown system {name} (see fslab bench list)"));
+        }
+    }
+    std::fs::create_dir_all(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
+    let mut results = if args.out.join("results.json").exists() {
+        Results::load(&args.out).map_err(|e| format!("{e} (remove it or choose another --out)"))?
+    } else {
+        Results::default()
+    };
+    let fresh = runner::run(&chosen, &settings);
+    let failed: Vec<String> = fresh
+        .skipped
+        .iter()
+        .filter(|s| !s.not_yet)
+        .map(|s| format!("{} {}: {}", s.experiment, s.system, s.reason))
+        .collect();
+    results.merge(fresh);
+    results.save(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
+    write_report(&results, &args.out)?;
+    if !failed.is_empty() {
+        return Err(format!("{} system run(s) failed: {}", failed.len(), failed.join("; ")));
+    }
+    Ok(())
+}
+
+fn write_report(results: &Results, dir: &Path) -> Result<(), String> {
+    let written = report::write(results, dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    if let Some(problem) = &written.png_problem {
+        eprintln!("fslab: bench: plots written as SVG only: {problem}");
+    }
+    println!("claims:");
+    for c in CLAIMS {
+        let o = claim_verdict(c, results);
+        println!("  {:>2}. {:<40} {}", c.number, o.words(), o.summary);
+    }
+    println!(
+        "{}: report.md, results.json, results.csv and {} plot files",
+        dir.display(),
+        written.plots.len()
+    );
+    Ok(())
+}

@@ -1,0 +1,419 @@
+//! Model tests over every layout (LFS, FFS-sync, FFS-async) on a memory
+//! disk: random operation sequences with a cache small enough that writes
+//! go to the disk mid-sequence, remounts among the ops, and ENOSPC tests.
+//! Each test body is written once (a `WithSubject`) and run on each layout
+//! (`on_every_layout!`). `FSLAB_MODEL_SEEDS`, `FSLAB_MODEL_OPS` scale the
+//! random runs; `FSLAB_MODEL_SEED` replays one seed.
+
+use std::collections::BTreeMap;
+
+use fslab::format::ROOT_INO;
+use fslab::ufs::{Creds, SetAttr};
+use fslab_cleaner::policy;
+use testkit::harness::{env_or, first_difference, run, RunConfig, Subject};
+use testkit::ops::{fill, Weights};
+use testkit::subject::{Layout, WithSubject};
+
+/// Makes one test per layout of each function named, which takes a
+/// [`Layout`]: `f::lfs`, `f::ffs_sync`, `f::ffs_async`.
+macro_rules! on_every_layout {
+    ($($name:ident),* $(,)?) => {
+        $(
+            mod $name {
+                #[test]
+                fn lfs() {
+                    super::$name(testkit::subject::Layout::Lfs)
+                }
+                #[test]
+                fn ffs_sync() {
+                    super::$name(testkit::subject::Layout::FfsSync)
+                }
+                #[test]
+                fn ffs_async() {
+                    super::$name(testkit::subject::Layout::FfsAsync)
+                }
+            }
+        )*
+    };
+}
+
+const DISK: u64 = 24 << 20;
+const CACHE: u64 = 1 << 20;
+
+/// One random run of `cfg` (a layout may run the same seed differently only
+/// in what its own answers are).
+struct RandomRun(RunConfig, &'static str);
+
+impl WithSubject for RandomRun {
+    fn run<T: Subject>(self, subject: T) {
+        let (stats, outcomes) = run(subject, self.0);
+        eprintln!("{} seed {:#x}: {stats:?}", self.1, self.0.seed);
+        eprintln!("outcomes: {outcomes:#?}");
+    }
+}
+
+fn run_seeds(layout: Layout, default_seeds: u64, default_ops: u64, scale: u64) {
+    let seeds = env_or("FSLAB_MODEL_SEEDS", default_seeds);
+    let ops = env_or("FSLAB_MODEL_OPS", default_ops) as usize * scale as usize;
+    let one = std::env::var("FSLAB_MODEL_SEED").ok().and_then(|s| s.parse::<u64>().ok());
+    let list: Vec<u64> = match one {
+        Some(seed) => vec![seed],
+        None => (0..seeds).map(|i| 0x6c667300 + i).collect(),
+    };
+    for &seed in &list {
+        let cfg = RunConfig {
+            seed,
+            ops,
+            check_every: env_or("FSLAB_CHECK_EVERY", 100) as usize,
+            weights: Weights::with_remount(),
+        };
+        layout.with_subject(DISK, CACHE, Some(policy::DEFAULT), RandomRun(cfg, "random ops"));
+    }
+}
+
+fn random_namespace_operations_match_the_model(layout: Layout) {
+    run_seeds(layout, 6, 1500, 1);
+}
+
+#[test]
+#[ignore = "long: 10x the default ops per seed, on each layout"]
+fn random_namespace_operations_match_the_model_long() {
+    for layout in testkit::subject::LAYOUTS {
+        run_seeds(layout, 6, 1500, 10);
+    }
+}
+
+/// On a disk a few writes fill, with the cleaner `fslab mount` runs: every
+/// answer matches the model, and ENOSPC (or a short write) comes only when
+/// the model's contents take about all the blocks statfs reports
+/// (`testkit::space`). Writes outnumber deletes, so the disk fills and
+/// stays nearly full.
+fn random_operations_on_a_disk_that_fills_up_get_enospc_only_when_it_is_full(layout: Layout) {
+    struct FullDiskRun(RunConfig, std::rc::Rc<std::cell::Cell<usize>>);
+    impl WithSubject for FullDiskRun {
+        fn run<T: Subject>(self, subject: T) {
+            let (stats, _) = run(subject, self.0);
+            eprintln!("full-disk seed {:#x}: {stats:?}", self.0.seed);
+            self.1.set(self.1.get() + stats.enospc);
+        }
+    }
+    let seeds = env_or("FSLAB_MODEL_SEEDS", 4);
+    let ops = env_or("FSLAB_MODEL_OPS", 1500) as usize;
+    let weights =
+        Weights { write: 60, fallocate: 12, truncate: 1, unlink: 2, rmdir: 1, ..Weights::with_remount() };
+    let refused = std::rc::Rc::new(std::cell::Cell::new(0));
+    for seed in (0..seeds).map(|i| 0x66756c00 + i) {
+        let cfg = RunConfig { seed, ops, check_every: env_or("FSLAB_CHECK_EVERY", 100) as usize, weights };
+        layout.with_subject(4 << 20, CACHE, Some(policy::DEFAULT), FullDiskRun(cfg, refused.clone()));
+    }
+    assert!(refused.get() > 0, "the disk never filled up: the test no longer tests ENOSPC");
+}
+
+/// Fills `fs` with files of 64 KiB writes until ENOSPC; returns what each
+/// file must hold (every accepted byte, short counts included).
+fn fill_until_enospc<T: Subject>(subject: &mut T, prefix: &str, seed: u64) -> BTreeMap<String, Vec<u8>> {
+    let mut files = BTreeMap::new();
+    let chunk = 64 << 10;
+    'files: for i in 0..10_000u64 {
+        let name = format!("{prefix}{i}");
+        let ino =
+            match subject.fs().mknod(ROOT_INO, name.as_bytes(), libc::S_IFREG | 0o644, 0, Creds::default()) {
+                Ok(inode) => inode.ino,
+                Err(e) if e.errno() == libc::ENOSPC => break,
+                Err(e) => panic!("create {name}: {e}"),
+            };
+        let mut content = Vec::new();
+        for j in 0..8u64 {
+            let data = fill(seed ^ (i << 8) ^ j, chunk);
+            match subject.fs().write(ino, content.len() as u64, &data) {
+                Ok(n) => {
+                    content.extend_from_slice(&data[..n]);
+                    if n < data.len() {
+                        files.insert(name, content);
+                        break 'files;
+                    }
+                }
+                Err(e) if e.errno() == libc::ENOSPC => {
+                    files.insert(name, content);
+                    break 'files;
+                }
+                Err(e) => panic!("write {name} at {}: {e}", content.len()),
+            }
+        }
+        files.insert(name, content);
+    }
+    files
+}
+
+fn check_files<T: Subject>(subject: &mut T, files: &BTreeMap<String, Vec<u8>>, when: &str) {
+    for (name, want) in files {
+        let ino = subject
+            .fs()
+            .lookup(ROOT_INO, name.as_bytes())
+            .unwrap_or_else(|e| panic!("{when}: {name}: {e}"))
+            .ino;
+        let got = subject
+            .fs()
+            .read(ino, 0, want.len() + 4096)
+            .unwrap_or_else(|e| panic!("{when}: read {name}: {e}"));
+        assert!(got == *want, "{when}: {name}: {}", first_difference(want, &got));
+    }
+}
+
+/// Removes `name`: truncates it to zero and syncs first, which works on a
+/// full disk where a plain unlink does not (see
+/// `unlink_on_a_full_disk_succeeds_so_space_can_be_freed`).
+fn remove<T: Subject>(subject: &mut T, name: &str) {
+    let ino =
+        subject.fs().lookup(ROOT_INO, name.as_bytes()).unwrap_or_else(|e| panic!("lookup {name}: {e}")).ino;
+    let zero = SetAttr { size: Some(0), ..SetAttr::default() };
+    subject.fs().setattr(ino, &zero).unwrap_or_else(|e| panic!("truncate {name}: {e}"));
+    subject.fs().sync().unwrap_or_else(|e| panic!("sync after truncating {name}: {e}"));
+    subject.fs().unlink(ROOT_INO, name.as_bytes()).unwrap_or_else(|e| panic!("unlink {name}: {e}"));
+}
+
+fn total(files: &BTreeMap<String, Vec<u8>>) -> usize {
+    files.values().map(Vec::len).sum()
+}
+
+/// Fills a 4 MiB disk to ENOSPC three times (deleting half, then all, in
+/// between), checking every accepted byte before and after remounts.
+struct EnospcRoundTrip;
+
+impl WithSubject for EnospcRoundTrip {
+    fn run<T: Subject>(self, mut subject: T) {
+        enospc_round_trip(&mut subject)
+    }
+}
+
+fn enospc_round_trip<T: Subject>(subject: &mut T) {
+    let subject = &mut *subject;
+    let first = fill_until_enospc(subject, "f", 1);
+    let first_bytes = total(&first);
+    assert!(first_bytes > 1 << 20, "a 4 MiB disk took only {first_bytes} bytes before ENOSPC");
+    check_files(subject, &first, "before remount");
+    subject.remount().expect("remount after ENOSPC");
+    check_files(subject, &first, "after remount");
+
+    // Delete every other file; the space comes back at checkpoints.
+    let mut kept = BTreeMap::new();
+    for (i, (name, content)) in first.into_iter().enumerate() {
+        if i % 2 == 0 {
+            remove(subject, &name);
+        } else {
+            kept.insert(name, content);
+        }
+    }
+    subject.fs().sync().expect("sync after deleting");
+    subject.fs().sync().expect("second sync after deleting");
+    let second = fill_until_enospc(subject, "g", 2);
+    let second_bytes = total(&second);
+    assert!(
+        second_bytes >= first_bytes / 4,
+        "after deleting half of {first_bytes} bytes only {second_bytes} could be written again"
+    );
+    check_files(subject, &kept, "kept files, before remount");
+    check_files(subject, &second, "second fill, before remount");
+    subject.remount().expect("remount after the second ENOSPC");
+    check_files(subject, &kept, "kept files, after remount");
+    check_files(subject, &second, "second fill, after remount");
+
+    // Delete everything: nearly the whole first fill fits again.
+    for name in kept.keys().chain(second.keys()) {
+        remove(subject, name);
+    }
+    subject.fs().sync().expect("sync after deleting everything");
+    subject.fs().sync().expect("second sync after deleting everything");
+    let third = fill_until_enospc(subject, "h", 3);
+    let third_bytes = total(&third);
+    assert!(
+        third_bytes >= first_bytes * 3 / 4,
+        "an emptied file system took {third_bytes} bytes, a fresh one {first_bytes}"
+    );
+    subject.remount().expect("remount after the third ENOSPC");
+    check_files(subject, &third, "third fill, after remount");
+}
+
+fn every_write_accepted_before_enospc_survives_a_remount_and_deleting_frees_space(layout: Layout) {
+    // A cache larger than the disk: nothing is ever evicted (see the next test).
+    layout.with_subject(4 << 20, 8 << 20, None, EnospcRoundTrip);
+}
+
+fn every_write_accepted_before_enospc_reads_back_with_a_small_cache(layout: Layout) {
+    // Bug: when every other buffer is dirty and the cache is over its limit,
+    // `BufferCache::insert` → `evict` removes the clean indirect block that
+    // `Lfs::ensure_cached` has just inserted, and `Lfs::pointer` then fails
+    // with EIO "indirect block evicted".
+    layout.with_subject(4 << 20, CACHE, None, EnospcRoundTrip);
+}
+
+fn unlink_on_a_full_disk_succeeds_so_space_can_be_freed(layout: Layout) {
+    // Bug: removing a name dirties the directory block and two inodes, and
+    // `check_space` refuses them when the log is full; nothing reserves room
+    // for operations that free space.
+    struct Body;
+    impl WithSubject for Body {
+        fn run<T: Subject>(self, subject: T) {
+            unlink_on_a_full_disk(subject)
+        }
+    }
+    layout.with_subject(4 << 20, CACHE, None, Body);
+}
+
+fn unlink_on_a_full_disk<T: Subject>(mut subject: T) {
+    let ino =
+        subject.fs().mknod(ROOT_INO, b"big", libc::S_IFREG | 0o644, 0, Creds::default()).expect("create").ino;
+    let mut at = 0u64;
+    loop {
+        match subject.fs().write(ino, at, &fill(at, 64 << 10)) {
+            Ok(n) if n == 64 << 10 => at += n as u64,
+            Ok(_) => break,
+            Err(e) if e.errno() == libc::ENOSPC => break,
+            Err(e) => panic!("write at {at}: {e}"),
+        }
+    }
+    subject.fs().unlink(ROOT_INO, b"big").expect("unlink on a full disk");
+    subject.fs().sync().expect("sync");
+    let again =
+        subject.fs().mknod(ROOT_INO, b"again", libc::S_IFREG | 0o644, 0, Creds::default()).expect("create");
+    assert_eq!(subject.fs().write(again.ino, 0, &fill(1, 1 << 20)).expect("write after freeing"), 1 << 20);
+}
+
+fn statfs_counts_a_new_inode_as_used_before_it_is_written(layout: Layout) {
+    // Bug: `Tables::inodes_in_use` counts inode-map entries with a disk
+    // address, and a new inode has none until the segment writer stores it.
+    struct Body;
+    impl WithSubject for Body {
+        fn run<T: Subject>(self, mut subject: T) {
+            let mut used = || {
+                let st = subject.fs().statfs().expect("statfs");
+                st.total_inodes - st.free_inodes
+            };
+            let before = used();
+            subject.fs().mknod(ROOT_INO, b"f", libc::S_IFREG | 0o644, 0, Creds::default()).expect("create");
+            let st = subject.fs().statfs().expect("statfs");
+            assert_eq!(
+                st.total_inodes - st.free_inodes,
+                before + 1,
+                "inodes in use after one create, before any sync"
+            );
+        }
+    }
+    layout.with_subject(8 << 20, CACHE, None, Body);
+}
+
+/// Fills `subject` (a fresh 4 MiB disk, LFS without a cleaner) with
+/// three-block files until not one more block fits; returns what each file
+/// holds.
+fn full_of_small_files<T: Subject>(subject: &mut T) -> BTreeMap<String, Vec<u8>> {
+    let mut files = BTreeMap::new();
+    for i in 0..10_000u64 {
+        let name = format!("s{i}");
+        let Ok(inode) =
+            subject.fs().mknod(ROOT_INO, name.as_bytes(), libc::S_IFREG | 0o644, 0, Creds::default())
+        else {
+            break;
+        };
+        let data = fill(i, 3 * 4096);
+        let n = subject.fs().write(inode.ino, 0, &data).unwrap_or(0);
+        files.insert(name, data[..n].to_vec());
+        if n < data.len() {
+            break;
+        }
+    }
+    files
+}
+
+/// Regression (found by the full-disk model test above): on a full disk,
+/// a truncate to the middle of a block freed the blocks past the new end,
+/// then failed with ENOSPC zeroing the rest of the new last block (a new
+/// block, in a log): the file kept its old size and read zeros where its
+/// data had been. A truncate must work on a full disk (it frees space),
+/// and what a later extension shows past the old end must be zeros.
+fn truncating_to_the_middle_of_a_block_works_on_a_full_disk(layout: Layout) {
+    struct Body;
+    impl WithSubject for Body {
+        fn run<T: Subject>(self, mut subject: T) {
+            truncate_on_a_full_disk(&mut subject)
+        }
+    }
+    layout.with_subject(4 << 20, CACHE, None, Body);
+}
+
+fn truncate_on_a_full_disk<T: Subject>(subject: &mut T) {
+    let mut files = full_of_small_files(subject);
+    let subject = &mut *subject;
+    let victims: Vec<String> =
+        files.iter().filter(|(_, d)| d.len() == 3 * 4096).map(|(n, _)| n.clone()).collect();
+    assert!(victims.len() > 20, "only {} files", victims.len());
+    for name in victims.iter().step_by(victims.len() / 8) {
+        let ino = subject.fs().lookup(ROOT_INO, name.as_bytes()).expect("lookup").ino;
+        let half = SetAttr { size: Some(6144), ..SetAttr::default() };
+        subject.fs().setattr(ino, &half).unwrap_or_else(|e| panic!("truncate {name} on a full disk: {e}"));
+        files.get_mut(name).expect("file").truncate(6144);
+        check_files(subject, &files, &format!("after truncating {name}"));
+        // Longer again: what lay past the end reads as zeros, or the call
+        // is refused and changes nothing.
+        let back = SetAttr { size: Some(3 * 4096), ..SetAttr::default() };
+        match subject.fs().setattr(ino, &back) {
+            Ok(_) => files.get_mut(name).expect("file").resize(3 * 4096, 0),
+            Err(e) if e.errno() == libc::ENOSPC => {}
+            Err(e) => panic!("truncate {name} up: {e}"),
+        }
+        check_files(subject, &files, &format!("after making {name} longer"));
+    }
+    subject.remount().expect("remount");
+    check_files(subject, &files, "after remount");
+}
+
+/// Regression (found by the full-disk model test above): on a full disk a
+/// ZERO_RANGE punched its range, then failed with ENOSPC storing its zero
+/// blocks, and a PUNCH_HOLE freed its whole blocks, then failed zeroing a
+/// partial one: ENOSPC, with the data gone. A call refused with ENOSPC
+/// must change nothing.
+fn fallocate_refused_on_a_full_disk_changes_nothing(layout: Layout) {
+    struct Body;
+    impl WithSubject for Body {
+        fn run<T: Subject>(self, mut subject: T) {
+            fallocate_on_a_full_disk(&mut subject)
+        }
+    }
+    layout.with_subject(4 << 20, CACHE, None, Body);
+}
+
+fn fallocate_on_a_full_disk<T: Subject>(subject: &mut T) {
+    let mut files = full_of_small_files(subject);
+    let subject = &mut *subject;
+    let names: Vec<String> =
+        files.iter().filter(|(_, d)| d.len() == 3 * 4096).map(|(n, _)| n.clone()).collect();
+    let mut refused = 0;
+    for (i, name) in names.iter().enumerate().step_by(names.len() / 10) {
+        let ino = subject.fs().lookup(ROOT_INO, name.as_bytes()).expect("lookup").ino;
+        let (offset, len) = (100, 2 * 4096);
+        let mode = if i % 2 == 0 {
+            libc::FALLOC_FL_ZERO_RANGE
+        } else {
+            libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE
+        };
+        match subject.fs().fallocate(ino, offset, len, mode) {
+            Ok(()) => files.get_mut(name).expect("file")[offset as usize..(offset + len) as usize].fill(0),
+            Err(e) if e.errno() == libc::ENOSPC => refused += 1,
+            Err(e) => panic!("fallocate {name}: {e}"),
+        }
+        check_files(subject, &files, &format!("after fallocate mode {mode:#x} on {name}"));
+    }
+    assert!(refused >= 4, "only {refused} calls were refused: the disk was not full");
+    subject.remount().expect("remount");
+    check_files(subject, &files, "after remount");
+}
+
+on_every_layout!(
+    random_namespace_operations_match_the_model,
+    random_operations_on_a_disk_that_fills_up_get_enospc_only_when_it_is_full,
+    every_write_accepted_before_enospc_survives_a_remount_and_deleting_frees_space,
+    every_write_accepted_before_enospc_reads_back_with_a_small_cache,
+    unlink_on_a_full_disk_succeeds_so_space_can_be_freed,
+    statfs_counts_a_new_inode_as_used_before_it_is_written,
+    truncating_to_the_middle_of_a_block_works_on_a_full_disk,
+    fallocate_refused_on_a_full_disk_changes_nothing,
+);
