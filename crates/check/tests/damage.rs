@@ -69,6 +69,24 @@ struct Rounds {
     broken: Vec<String>,
 }
 
+impl Rounds {
+    /// Fails with the first rules broken, if any; returns how many rounds ran.
+    #[track_caller]
+    fn assert_unbroken(&self) -> usize {
+        assert!(
+            self.broken.is_empty(),
+            "{} rounds broke a rule; the first:\n{}",
+            self.broken.len(),
+            self.broken[..self.broken.len().min(10)].join("\n")
+        );
+        self.statuses.iter().sum()
+    }
+}
+
+/// What must hold of the image a repair left (beyond the checks every
+/// round makes); says what does not.
+type AfterRepair<'a> = &'a dyn Fn(&Arc<MemDisk>, &Outcome) -> Result<(), String>;
+
 /// Damages copies of `image` (blocks of `unit` bytes) and runs fsck on
 /// each (see the module comment); `guarded` says whether fsck must see a
 /// flipped byte, `after` checks the image a repair left.
@@ -77,7 +95,7 @@ fn damage_rounds(
     unit: usize,
     seed: u64,
     guarded: &dyn Fn(usize) -> bool,
-    after: &dyn Fn(&Arc<MemDisk>, &Outcome) -> Result<(), String>,
+    after: AfterRepair,
 ) -> Rounds {
     let used: Vec<usize> = image
         .chunks_exact(unit)
@@ -205,13 +223,7 @@ fn random_damage_to_lfs_is_found_where_fsck_can_see_it_and_never_makes_it_panic_
     let guarded = guarded_blocks(&image);
     let is_guarded = |at: usize| guarded.contains(&((at / BS) as u64));
     let rounds = damage_rounds(&image, BS, 0xdead_f5c4, &is_guarded, &|_, _| Ok(()));
-    assert!(
-        rounds.broken.is_empty(),
-        "{} rounds broke a rule; the first:\n{}",
-        rounds.broken.len(),
-        rounds.broken[..rounds.broken.len().min(10)].join("\n")
-    );
-    let copies = rounds.statuses.iter().sum::<usize>();
+    let copies = rounds.assert_unbroken();
     assert!(
         rounds.guarded * 4 >= copies * 3,
         "only {} of {copies} rounds damaged a block fsck can see: the image is mostly dead space",
@@ -301,13 +313,7 @@ fn random_damage_to_ffs_is_found_wherever_fsck_can_see_it_and_repairs_leave_a_so
     let guarded = ffs_guarded(dev.as_ref());
     let is_guarded = |at: usize| guarded.iter().any(|r| r.contains(&at));
     let rounds = damage_rounds(&dev.snapshot(), 8192, 0xdead_ffc4, &is_guarded, &ffs_after);
-    assert!(
-        rounds.broken.is_empty(),
-        "{} rounds broke a rule; the first:\n{}",
-        rounds.broken.len(),
-        rounds.broken[..rounds.broken.len().min(5)].join("\n")
-    );
-    let copies = rounds.statuses.iter().sum::<usize>();
+    let copies = rounds.assert_unbroken();
     assert!(
         rounds.guarded * 4 >= copies,
         "only {} of {copies} rounds damaged what fsck can see: the test says little",

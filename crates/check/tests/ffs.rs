@@ -8,60 +8,21 @@
 
 mod common;
 
+use common::cases::{assert_removes_entry, assert_resets_chunk, repaired_to_clean, shared_cases, Ffs};
 use common::ffs::*;
 use common::{check, listing, pattern, repair};
 use disk::BlockDevice;
 use fslab::ffs::layout::SB_CLEAN;
 use fslab::format::blockno::{seal_indirect, NDADDR};
 use fslab::format::{Daddr, Ino, ROOT_INO};
-use fslab::storage::StorageManager;
-use fslab_check::{Fix, Kind, Layout, Outcome, Report};
+use fslab_check::{Fix, Kind, Layout, Report};
 use std::time::{Duration, Instant};
+
+shared_cases!(Ffs);
 
 /// Problems of `kind` about inode `ino`.
 fn about(report: &Report, kind: Kind, ino: Ino) -> Vec<Option<Fix>> {
     report.problems.iter().filter(|p| p.kind == kind && p.ino == Some(ino)).map(|p| p.fix.clone()).collect()
-}
-
-/// Repairs, then requires exit status 1, a clean image that a fresh check
-/// agrees is clean, and that mounts.
-#[track_caller]
-fn repaired_to_clean(dev: &std::sync::Arc<disk::MemDisk>) -> Outcome {
-    let outcome = repair(dev);
-    assert_eq!(
-        outcome.exit_code(),
-        1,
-        "found:\n{}left:\n{}failed: {:?}",
-        listing(&outcome.first),
-        listing(&outcome.last),
-        outcome.failed
-    );
-    let again = check(dev);
-    assert!(again.is_clean(), "after repair:\n{}", listing(&again));
-    assert!(superblock(dev.as_ref()).flags & SB_CLEAN != 0, "marked clean");
-    with_fs(dev, false, |fs| fs.getattr(ROOT_INO).expect("the root"));
-    outcome
-}
-
-#[test]
-fn a_fresh_image_is_clean() {
-    let dev = fresh(16 << 20);
-    let report = check(&dev);
-    assert!(report.is_clean(), "problems:\n{}", listing(&report));
-    assert_eq!(report.layout, Layout::Ffs);
-    assert_eq!(report.counts.inodes, 1);
-    assert_eq!(repair(&dev).exit_code(), 0);
-}
-
-#[test]
-fn a_populated_image_is_clean_and_every_inode_is_counted() {
-    let (dev, _) = populated();
-    let report = check(&dev);
-    assert!(report.is_clean(), "problems:\n{}", listing(&report));
-    // root, docs, deep, deeper, small, medium, large, link, fifo, 40 files
-    assert_eq!(report.counts.inodes, 49);
-    assert_eq!(report.counts.directories, 4);
-    assert!(report.clean_unmount);
 }
 
 #[test]
@@ -83,7 +44,7 @@ fn an_image_left_by_a_crash_is_found_unclean_and_rebuilt_to_mount() {
         "problems:\n{}",
         listing(&report)
     );
-    repaired_to_clean(&dev);
+    repaired_to_clean::<Ffs>(&dev);
     with_fs(&dev, false, |fs| {
         assert!(fs.lookup(tree.docs, b"file07").is_err(), "a synchronous unlink stays done");
         assert!(fs.lookup(ROOT_INO, b"new").is_ok(), "a synchronous create stays done");
@@ -111,7 +72,7 @@ fn bad_block_pointers_are_cleared() {
             listing(&report)
         );
     }
-    repaired_to_clean(&dev);
+    repaired_to_clean::<Ffs>(&dev);
     with_fs(&dev, false, |fs| {
         let data = fs.read(tree.medium, 0, 200 << 10).expect("read");
         let bs = 8192;
@@ -139,7 +100,7 @@ fn a_tail_that_is_not_a_run_of_its_own_block_is_cleared() {
         "problems:\n{}",
         listing(&report)
     );
-    repaired_to_clean(&dev);
+    repaired_to_clean::<Ffs>(&dev);
 }
 
 #[test]
@@ -161,7 +122,7 @@ fn a_fragment_claimed_twice_goes_to_neither_file_and_the_rest_is_kept() {
         "phase 1b finds the first claimant too:\n{}",
         listing(&report)
     );
-    repaired_to_clean(&dev);
+    repaired_to_clean::<Ffs>(&dev);
     with_fs(&dev, false, |fs| {
         let data = fs.read(tree.medium, 0, 200 << 10).expect("read");
         assert!(data[..8192].iter().all(|&b| b == 0), "the shared block is a hole");
@@ -181,7 +142,7 @@ fn a_wrong_block_count_is_set_right() {
         "problems:\n{}",
         listing(&report)
     );
-    repaired_to_clean(&dev);
+    repaired_to_clean::<Ffs>(&dev);
     assert_eq!(inode(dev.as_ref(), tree.large).blocks, right);
 }
 
@@ -197,7 +158,7 @@ fn an_inode_whose_checksum_fails_but_whose_fields_hold_is_resealed_and_kept() {
         "problems:\n{}",
         listing(&report)
     );
-    repaired_to_clean(&dev);
+    repaired_to_clean::<Ffs>(&dev);
     with_fs(&dev, false, |fs| {
         assert_eq!(fs.read(tree.medium, 0, 200 << 10).expect("read"), pattern(200 << 10, 1));
     });
@@ -214,36 +175,26 @@ fn a_slot_of_garbage_is_cleared_and_entries_naming_it_removed() {
         "problems:\n{}",
         listing(&report)
     );
-    assert!(
-        report.problems.iter().any(|p| p.kind == Kind::DirEntry
-            && p.fix == Some(Fix::RemoveEntry { dir: ROOT_INO, name: b"link".to_vec() })),
-        "problems:\n{}",
-        listing(&report)
-    );
-    repaired_to_clean(&dev);
+    assert_removes_entry(&report, ROOT_INO, b"link");
+    repaired_to_clean::<Ffs>(&dev);
     with_fs(&dev, false, |fs| assert!(fs.lookup(ROOT_INO, b"link").is_err()));
 }
 
 #[test]
-fn an_entry_naming_a_free_inode_is_removed() {
+fn an_entry_naming_an_inode_freed_without_its_bitmap_is_removed() {
     let (dev, tree) = populated();
     // The inode freed, as a crash in async mode could leave it: slot cleared.
     rewrite_inode(dev.as_ref(), tree.link, |i| {
         *i = fslab::format::inode::Inode { ino: tree.link, ..Default::default() }
     });
     let report = check(&dev);
-    assert!(
-        report.problems.iter().any(|p| p.kind == Kind::DirEntry
-            && p.fix == Some(Fix::RemoveEntry { dir: ROOT_INO, name: b"link".to_vec() })),
-        "problems:\n{}",
-        listing(&report)
-    );
+    assert_removes_entry(&report, ROOT_INO, b"link");
     assert!(
         report.has(Kind::CylinderGroup),
         "its bit and fragment are still marked in use:\n{}",
         listing(&report)
     );
-    repaired_to_clean(&dev);
+    repaired_to_clean::<Ffs>(&dev);
 }
 
 #[test]
@@ -253,15 +204,8 @@ fn a_corrupted_directory_chunk_is_emptied_and_its_files_reconnected() {
     let at = geometry(dev.as_ref()).byte_offset(docs.direct[0].get());
     flip_bytes(dev.as_ref(), at + 512 + 40, 4);
     let report = check(&dev);
-    assert!(
-        report
-            .problems
-            .iter()
-            .any(|p| matches!(p.fix, Some(Fix::ResetChunk { dir, offset: 512, .. }) if dir == tree.docs)),
-        "problems:\n{}",
-        listing(&report)
-    );
-    repaired_to_clean(&dev);
+    assert_resets_chunk(&report, tree.docs, 512);
+    repaired_to_clean::<Ffs>(&dev);
     with_fs(&dev, false, |fs| {
         let lf = fs.lookup(ROOT_INO, b"lost+found").expect("lost+found").ino;
         assert!(fs.readdir(lf, 0, 100).expect("readdir").len() > 2, "the chunk's files are in lost+found");
@@ -274,90 +218,13 @@ fn a_directory_block_lost_to_a_hole_is_filled_and_its_files_reconnected() {
     // deep's only block gone: its '.', '..' and entries with it.
     rewrite_inode(dev.as_ref(), tree.deep, |i| i.direct[0] = Daddr::NONE);
     let report = check(&dev);
-    assert!(
-        report
-            .problems
-            .iter()
-            .any(|p| matches!(p.fix, Some(Fix::ResetChunk { dir, offset: 0, .. }) if dir == tree.deep)),
-        "problems:\n{}",
-        listing(&report)
-    );
-    repaired_to_clean(&dev);
+    assert_resets_chunk(&report, tree.deep, 0);
+    repaired_to_clean::<Ffs>(&dev);
     with_fs(&dev, false, |fs| {
         assert_eq!(fs.lookup(tree.deep, b"..").expect("..").ino, tree.docs);
         let lf = fs.lookup(ROOT_INO, b"lost+found").expect("lost+found").ino;
         let large = fs.lookup(lf, format!("#{}", tree.large).as_bytes()).expect("large reconnected").ino;
         assert_eq!(fs.read(large, 0, 100).expect("read"), pattern(100, 2));
-    });
-}
-
-#[test]
-fn a_wrong_link_count_is_found_and_repaired() {
-    let (dev, tree) = populated();
-    with_fs(&dev, false, |fs| {
-        let mut attr = fs.getattr(tree.medium).expect("getattr").attr;
-        attr.nlink = 5;
-        fs.storage().update(tree.medium, &attr).expect("update");
-        let mut attr = fs.getattr(tree.docs).expect("getattr").attr;
-        attr.nlink = 1;
-        fs.storage().update(tree.docs, &attr).expect("update");
-    });
-    let report = check(&dev);
-    let wrong: Vec<Ino> =
-        report.problems.iter().filter(|p| p.kind == Kind::LinkCount).filter_map(|p| p.ino).collect();
-    assert_eq!(wrong, vec![tree.medium, tree.docs], "problems:\n{}", listing(&report));
-    repaired_to_clean(&dev);
-    with_fs(&dev, false, |fs| {
-        assert_eq!(fs.getattr(tree.medium).expect("getattr").attr.nlink, 1);
-        assert_eq!(fs.getattr(tree.docs).expect("getattr").attr.nlink, 3, "2 + one subdirectory");
-    });
-}
-
-#[test]
-fn an_unreferenced_inode_left_by_a_crash_is_freed() {
-    let (dev, tree) = populated();
-    with_fs(&dev, true, |fs| {
-        fs.pin(tree.small);
-        fs.unlink(tree.docs, b"small").expect("unlink");
-        fs.unlink(ROOT_INO, b"small-again").expect("unlink");
-        fs.sync().expect("sync");
-    });
-    let report = check(&dev);
-    assert!(
-        report
-            .problems
-            .iter()
-            .any(|p| p.kind == Kind::Unreachable && p.fix == Some(Fix::FreeOrphan { ino: tree.small })),
-        "problems:\n{}",
-        listing(&report)
-    );
-    repaired_to_clean(&dev);
-    with_fs(&dev, false, |fs| assert!(fs.getattr(tree.small).is_err(), "the orphan is freed"));
-}
-
-#[test]
-fn lost_files_and_directories_go_to_lost_and_found() {
-    let (dev, tree) = populated();
-    with_fs(&dev, false, |fs| {
-        fs.repair_remove_entry(ROOT_INO, b"medium").expect("remove");
-        fs.repair_remove_entry(tree.docs, b"deep").expect("remove");
-    });
-    let report = check(&dev);
-    let unreachable: Vec<Ino> =
-        report.problems.iter().filter(|p| p.kind == Kind::Unreachable).filter_map(|p| p.ino).collect();
-    assert_eq!(
-        unreachable,
-        vec![tree.deep, tree.medium],
-        "only the top of the subtree:\n{}",
-        listing(&report)
-    );
-    repaired_to_clean(&dev);
-    with_fs(&dev, false, |fs| {
-        let lf = fs.lookup(ROOT_INO, b"lost+found").expect("lost+found").ino;
-        let moved = fs.lookup(lf, format!("#{}", tree.medium).as_bytes()).expect("medium moved");
-        assert_eq!(fs.read(moved.ino, 0, 16).expect("read"), pattern(16, 1));
-        let deep = fs.lookup(lf, format!("#{}", tree.deep).as_bytes()).expect("deep moved").ino;
-        assert_eq!(fs.lookup(deep, b"..").expect("..").ino, lf);
     });
 }
 
@@ -373,7 +240,7 @@ fn a_lost_root_is_made_again_and_everything_reconnected() {
         "problems:\n{}",
         listing(&report)
     );
-    repaired_to_clean(&dev);
+    repaired_to_clean::<Ffs>(&dev);
     with_fs(&dev, false, |fs| {
         let lf = fs.lookup(ROOT_INO, b"lost+found").expect("lost+found").ino;
         let docs = fs.lookup(lf, format!("#{}", tree.docs).as_bytes()).expect("docs reconnected").ino;
@@ -408,7 +275,7 @@ fn wrong_bitmaps_in_a_sound_group_are_rebuilt() {
         "problems:\n{}",
         listing(&report)
     );
-    repaired_to_clean(&dev);
+    repaired_to_clean::<Ffs>(&dev);
     with_fs(&dev, false, |fs| fs.storage().check_groups().expect("groups agree with their bitmaps"));
 }
 
@@ -432,7 +299,7 @@ fn a_group_whose_summary_disagrees_with_its_bitmap_is_rebuilt() {
         "problems:\n{}",
         listing(&report)
     );
-    repaired_to_clean(&dev);
+    repaired_to_clean::<Ffs>(&dev);
 }
 
 #[test]
@@ -447,7 +314,7 @@ fn wrong_superblock_totals_are_rewritten() {
         "problems:\n{}",
         listing(&report)
     );
-    repaired_to_clean(&dev);
+    repaired_to_clean::<Ffs>(&dev);
     assert_eq!(superblock(dev.as_ref()).totals.free_blocks, sb.totals.free_blocks - 100);
 }
 
@@ -467,7 +334,7 @@ fn a_damaged_primary_superblock_is_restored_from_a_copy() {
             "wiped: {wipe}; problems:\n{}",
             listing(&report)
         );
-        repaired_to_clean(&dev);
+        repaired_to_clean::<Ffs>(&dev);
         with_fs(&dev, false, |fs| assert_eq!(fs.read(tree.small, 0, 5).expect("read"), b"hello"));
     }
 }
@@ -483,7 +350,7 @@ fn a_damaged_superblock_copy_is_rewritten() {
         "problems:\n{}",
         listing(&report)
     );
-    repaired_to_clean(&dev);
+    repaired_to_clean::<Ffs>(&dev);
 }
 
 #[test]
@@ -563,7 +430,7 @@ fn a_directory_left_with_two_names_by_a_rename_keeps_the_one_its_dotdot_names() 
         "problems:\n{}",
         listing(&report)
     );
-    repaired_to_clean(&dev);
+    repaired_to_clean::<Ffs>(&dev);
     with_fs(&dev, false, |fs| {
         assert!(fs.lookup(tree.docs, b"deep").is_err());
         assert_eq!(fs.lookup(ROOT_INO, b"deep").expect("deep").ino, tree.deep);

@@ -138,11 +138,7 @@ struct Walk<'c, 'a> {
     indirect_at: HashMap<Lbn, Frag>,
     /// The indirect block the engine is about to read.
     pending: Option<Lbn>,
-    held: u64,
-    last_data: Option<u64>,
-    data: Vec<(u64, Daddr)>,
-    bad: Vec<(Lbn, Option<Frag>, String)>,
-    claimants: Vec<Claimant>,
+    found: Walked,
 }
 
 impl Walk<'_, '_> {
@@ -157,7 +153,7 @@ impl Walk<'_, '_> {
     fn bad(&mut self, lbn: Lbn, why: String) {
         if self.pass == Pass::Claim {
             let parent = self.parent_of(lbn);
-            self.bad.push((lbn, parent, why));
+            self.found.bad.push((lbn, parent, why));
         }
     }
 
@@ -166,16 +162,16 @@ impl Walk<'_, '_> {
     fn claim(&mut self, lbn: Lbn, start: Frag, frags: u32) {
         let c = &mut *self.checker;
         if lbn >= 0 {
-            self.last_data = self.last_data.max(Some(lbn as u64));
+            self.found.last_data = self.found.last_data.max(Some(lbn as u64));
             if self.dir {
-                self.data.push((lbn as u64, Daddr::new(start)));
+                self.found.data.push((lbn as u64, Daddr::new(start)));
             }
         }
         match self.pass {
             Pass::Survey => {}
             Pass::Claim => {
                 c.report.counts.blocks += 1;
-                self.held += frags as u64 * c.geo.frag_size as u64;
+                self.found.held += frags as u64 * c.geo.frag_size as u64;
                 for f in start..start + frags as u64 {
                     let g = c.geo.group_of(f);
                     let fpg = c.geo.fpg;
@@ -191,7 +187,7 @@ impl Walk<'_, '_> {
             Pass::FindDups => {
                 if (start..start + frags as u64).any(|f| c.dups.contains(&f)) {
                     let parent = self.parent_of(lbn);
-                    self.claimants.push(Claimant {
+                    self.found.claimants.push(Claimant {
                         ino: self.ino,
                         lbn,
                         start,
@@ -323,11 +319,17 @@ impl bmap::Visitor for Walk<'_, '_> {
 }
 
 /// What the walk of one inode found.
+#[derive(Default)]
 struct Walked {
+    /// Bytes held by the pointers that stay.
     held: u64,
+    /// The highest data block with a pointer that stays.
     last_data: Option<u64>,
+    /// A directory's data blocks (lbn, address).
     data: Vec<(u64, Daddr)>,
+    /// Pointers to clear: block, the indirect block holding the pointer, why.
     bad: Vec<(Lbn, Option<Frag>, String)>,
+    /// Phase 1b: the claims of duplicated fragments.
     claimants: Vec<Claimant>,
 }
 
@@ -510,21 +512,17 @@ impl Checker<'_> {
             later_data: false,
             indirect_at: HashMap::new(),
             pending: None,
-            held: 0,
-            last_data: None,
-            data: Vec::new(),
-            bad: Vec::new(),
-            claimants: Vec::new(),
+            found: Walked::default(),
         };
         bmap::walk(&tree, inode, &mut w);
         if pass == Pass::Survey {
             for (lbn, _) in std::mem::take(&mut w.direct) {
-                w.last_data = w.last_data.max(Some(lbn as u64));
+                w.found.last_data = w.found.last_data.max(Some(lbn as u64));
             }
         } else {
             w.finish_direct(size);
         }
-        Walked { held: w.held, last_data: w.last_data, data: w.data, bad: w.bad, claimants: w.claimants }
+        w.found
     }
 
     /// Phase 1b: every claim of a duplicated fragment, then who keeps it

@@ -8,7 +8,7 @@
 //! * [`superblock`], [`inode`], [`rewrite_inode`], [`group_area`],
 //!   [`write_group`] — read and change them in place.
 
-use super::{populate, run_on, Tree};
+use super::{run_on, Tree};
 use disk::{BlockDevice, MemDisk};
 use fslab::ffs::cg::CylinderGroup;
 use fslab::ffs::geometry::Geometry;
@@ -48,11 +48,10 @@ pub fn with_fs<T>(dev: &Arc<MemDisk>, crash: bool, body: impl FnOnce(&mut FileSy
     with_fs_in(dev, Integrity::Sync, crash, body)
 }
 
-/// A populated (the crate's [`populate`]), cleanly unmounted 24 MiB FFS.
+/// A populated (the crate's [`populate`](super::populate)), cleanly
+/// unmounted 24 MiB FFS.
 pub fn populated() -> (Arc<MemDisk>, Tree) {
-    let dev = fresh(24 << 20);
-    let tree = with_fs(&dev, false, populate);
-    (dev, tree)
+    <super::cases::Ffs as super::cases::Layout>::populated()
 }
 
 /// The primary superblock.

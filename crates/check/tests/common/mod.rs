@@ -8,12 +8,14 @@
 //! * [`with_fs`] — mount, run a closure on the namespace, unmount (or, with
 //!   `crash`, drop without unmounting); [`run_on`] for any layout.
 //! * [`ffs`] — the same for FFS images, and where their structures lie.
+//! * [`cases`] — the tests that are the same on both layouts.
 //! * [`check`] / [`repair`] — run fsck read-only or repairing.
 //! * [`inode_slot`], [`ifile_block`] — where inode `ino` and ifile block
 //!   `lbn` of the newest checkpoint are, by the public decoders.
 
 #![allow(dead_code)]
 
+pub mod cases;
 pub mod ffs;
 
 use disk::{BlockDevice, MemDisk};
@@ -79,9 +81,7 @@ pub struct Tree {
 
 /// A populated, cleanly unmounted 24 MiB image.
 pub fn populated() -> (Arc<MemDisk>, Tree) {
-    let dev = fresh(24 << 20);
-    let tree = with_fs(&dev, false, populate);
-    (dev, tree)
+    <cases::Lfs as cases::Layout>::populated()
 }
 
 /// Makes [`Tree`]'s files in an empty file system of either layout:
