@@ -14,7 +14,7 @@
 //!
 //! Every loop and read here is bounded, whatever the image says.
 
-use crate::{put_u32, u32_at, walk, XATTR_MAGIC};
+use crate::{pattern, populate, put_u32, u32_at, walk, XATTR_MAGIC};
 use disk::{BlockDevice, MemDisk};
 use fslab::bmap;
 use fslab::ffs::geometry::Geometry;
@@ -158,11 +158,6 @@ pub fn fsck_and_walk(dev: Arc<MemDisk>) {
     }
 }
 
-/// Bytes `0..len` of a file, deterministic.
-fn pattern(len: usize, seed: u8) -> Vec<u8> {
-    (0..len).map(|i| (i as u8).wrapping_mul(29).wrapping_add(seed)).collect()
-}
-
 /// A fresh FFS on a [`MIN_IMAGE`] device: 8 KiB blocks, 1 KiB fragments,
 /// three groups of 256 KiB.
 fn fresh() -> fslab::Result<Arc<MemDisk>> {
@@ -170,28 +165,6 @@ fn fresh() -> fslab::Result<Arc<MemDisk>> {
     let options = MkfsOptions { group_size: 256 << 10, ..MkfsOptions::default() };
     fslab::mkfs_ffs(dev.clone(), &options, Creds::default())?;
     Ok(dev)
-}
-
-/// Directories, files with fragment tails and an indirect block, a
-/// symlink, a hard link, a FIFO and xattrs.
-fn populate(fs: &mut FileSystem<Ffs>) -> fslab::Result<()> {
-    let c = Creds::default();
-    let docs = fs.mkdir(ROOT_INO, b"docs", 0o755, c)?.ino;
-    let deep = fs.mkdir(docs, b"deep", 0o755, c)?.ino;
-    let small = fs.mknod(docs, b"small", 0o644, 0, c)?.ino;
-    fs.write(small, 0, b"hello, world\n")?;
-    let big = fs.mknod(deep, b"big", 0o644, 0, c)?.ino;
-    fs.write(big, 0, &pattern(130 << 10, 1))?;
-    fs.setxattr(big, b"user.note", b"kept", 0)?;
-    fs.setxattr(docs, b"user.dir", b"on a directory", 0)?;
-    fs.symlink(ROOT_INO, b"link", b"docs/small", c)?;
-    fs.link(small, ROOT_INO, b"small-again")?;
-    fs.mknod(ROOT_INO, b"fifo", libc::S_IFIFO | 0o644, 0, c)?;
-    for i in 0..20usize {
-        let f = fs.mknod(docs, format!("f{i:02}").as_bytes(), 0o644, 0, c)?.ino;
-        fs.write(f, 0, &pattern(100 + i * 700, i as u8))?;
-    }
-    Ok(())
 }
 
 /// Small valid FFS images, by name: `ffs-fresh`, `ffs-populated`
@@ -207,7 +180,8 @@ pub fn seed_images() -> fslab::Result<Vec<(&'static str, Vec<u8>)>> {
     let dev = fresh()?;
     out.push(("ffs-fresh", dev.snapshot()));
     let mut fs = mount(&dev, Integrity::Sync)?;
-    populate(&mut fs)?;
+    // Past the twelve direct 8 KiB blocks, and tails of every fragment count.
+    populate(&mut fs, 130 << 10, 700)?;
     fs.unmount()?;
     let populated = dev.snapshot();
     out.push(("ffs-populated", populated.clone()));

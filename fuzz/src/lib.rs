@@ -290,7 +290,7 @@ fn xattrs<S: StorageManager>(fs: &mut FileSystem<S>, ino: Ino) {
 }
 
 /// Bytes `0..len` of a file, deterministic.
-fn pattern(len: usize, seed: u8) -> Vec<u8> {
+pub(crate) fn pattern(len: usize, seed: u8) -> Vec<u8> {
     (0..len).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)).collect()
 }
 
@@ -302,24 +302,29 @@ fn fresh() -> fslab::Result<Arc<MemDisk>> {
     Ok(dev)
 }
 
-/// Directories, files of several sizes (one with an indirect block), a
-/// symlink, a hard link, a FIFO and xattrs.
-fn populate(fs: &mut FileSystem<Lfs>) -> fslab::Result<()> {
+/// Directories, files of several sizes (`big` bytes in the largest, so
+/// that it has an indirect block; twenty more, `step` bytes apart), a
+/// symlink, a hard link, a FIFO and xattrs: the seed images of every layout.
+pub(crate) fn populate<S: StorageManager>(
+    fs: &mut FileSystem<S>,
+    big: usize,
+    step: usize,
+) -> fslab::Result<()> {
     let c = Creds::default();
     let docs = fs.mkdir(ROOT_INO, b"docs", 0o755, c)?.ino;
     let deep = fs.mkdir(docs, b"deep", 0o755, c)?.ino;
     let small = fs.mknod(docs, b"small", 0o644, 0, c)?.ino;
     fs.write(small, 0, b"hello, world\n")?;
-    let big = fs.mknod(deep, b"big", 0o644, 0, c)?.ino;
-    fs.write(big, 0, &pattern(60 << 10, 1))?;
-    fs.setxattr(big, b"user.note", b"kept", 0)?;
+    let bigfile = fs.mknod(deep, b"big", 0o644, 0, c)?.ino;
+    fs.write(bigfile, 0, &pattern(big, 1))?;
+    fs.setxattr(bigfile, b"user.note", b"kept", 0)?;
     fs.setxattr(docs, b"user.dir", b"on a directory", 0)?;
     fs.symlink(ROOT_INO, b"link", b"docs/small", c)?;
     fs.link(small, ROOT_INO, b"small-again")?;
     fs.mknod(ROOT_INO, b"fifo", libc::S_IFIFO | 0o644, 0, c)?;
     for i in 0..20usize {
         let f = fs.mknod(docs, format!("f{i:02}").as_bytes(), 0o644, 0, c)?.ino;
-        fs.write(f, 0, &pattern(100 + i * 300, i as u8))?;
+        fs.write(f, 0, &pattern(100 + i * step, i as u8))?;
     }
     Ok(())
 }
@@ -337,7 +342,7 @@ pub fn seed_images() -> fslab::Result<Vec<(&'static str, Vec<u8>)>> {
         Ok(FileSystem::new(Lfs::mount(dev.clone() as Arc<dyn BlockDevice>, mount_options())?))
     };
     let mut fs = mount(&dev)?;
-    populate(&mut fs)?;
+    populate(&mut fs, 60 << 10, 300)?;
     fs.unmount()?;
     let populated = dev.snapshot();
     out.push(("populated", populated.clone()));

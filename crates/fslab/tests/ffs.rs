@@ -274,20 +274,20 @@ fn a_moved_tail_keeps_its_old_fragments_until_the_inode_has_left_them() {
     drop(fs);
     for state in crash.crash_states(200, 7).filter(|s| s.cut >= synced) {
         let image = state.disk;
-        let sb = fslab::ffs::mkfs::read_superblock(&image).expect("superblock");
-        let geo = sb.geometry;
-        let mut slot = [0u8; 256];
-        image
-            .read_at(
-                geo.byte_offset(geo.inode_block_addr(ino)) + geo.inode_offset_in_block(ino) as u64,
-                &mut slot,
-            )
-            .expect("read");
-        let inode = fslab::format::inode::Inode::decode(&slot).expect("inode");
+        let (geo, inode) = inode_on(&image, ino);
         let mut tail = vec![0u8; 12_000 - 8192];
         image.read_at(geo.byte_offset(inode.direct[1].get()), &mut tail).expect("read");
         assert!(tail == old[8192..], "{}: foo's synced bytes 8192..12000 are overwritten", state.description);
     }
+}
+
+/// The geometry of `image` and inode `ino` as it is on it.
+fn inode_on(image: &MemDisk, ino: Ino) -> (fslab::ffs::geometry::Geometry, fslab::format::inode::Inode) {
+    let geo = fslab::ffs::mkfs::read_superblock(image).expect("superblock").geometry;
+    let mut slot = [0u8; 256];
+    let at = geo.byte_offset(geo.inode_block_addr(ino)) + geo.inode_offset_in_block(ino) as u64;
+    image.read_at(at, &mut slot).expect("read");
+    (geo, fslab::format::inode::Inode::decode(&slot).expect("inode"))
 }
 
 /// Regression: in sync mode a truncate that left a file's last block a
@@ -315,16 +315,7 @@ fn a_tail_shrunk_by_a_truncate_keeps_its_fragments_until_the_inode_has_left_them
     drop(fs);
     for state in crash.crash_states(300, 7).filter(|s| s.cut >= synced) {
         let image = state.disk;
-        let sb = fslab::ffs::mkfs::read_superblock(&image).expect("superblock");
-        let geo = sb.geometry;
-        let mut slot = [0u8; 256];
-        image
-            .read_at(
-                geo.byte_offset(geo.inode_block_addr(ino)) + geo.inode_offset_in_block(ino) as u64,
-                &mut slot,
-            )
-            .expect("read");
-        let inode = fslab::format::inode::Inode::decode(&slot).expect("inode");
+        let (geo, inode) = inode_on(&image, ino);
         let mut first = vec![0u8; (inode.attr.size as usize).min(8192)];
         image.read_at(geo.byte_offset(inode.direct[0].get()), &mut first).expect("read");
         let bad = first.iter().enumerate().position(|(o, &b)| b != old[o] && b != 0);
