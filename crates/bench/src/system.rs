@@ -222,10 +222,8 @@ impl Layout for Lfs {
     }
 }
 
-/// FFS as the lab runs it. Its write-back thread and its sync interval
-/// are still on the host's time (`ffs::MountOptions` has no clock and no
-/// inline writes yet), so FFS runs on a simulated disk are not guaranteed
-/// to repeat to the nanosecond.
+/// FFS as the lab runs it: on virtual time, writing back inline and
+/// syncing by the mount's clock.
 impl Layout for Ffs {
     type Params = FfsParams;
 
@@ -250,14 +248,22 @@ impl Layout for Ffs {
             Integrity::Sync => FfsIntegrity::Sync,
             Integrity::Async => FfsIntegrity::Async,
         };
-        Ffs::mount(dev, FfsMount { cache_bytes: env.cache_bytes, integrity, ..FfsMount::default() })
+        let writes =
+            if env.deterministic { fslab::ffs::WriteMode::Inline } else { fslab::ffs::WriteMode::Thread };
+        let options = FfsMount {
+            cache_bytes: env.cache_bytes,
+            integrity,
+            writes,
+            clock: env.clock.clone(),
+            ..FfsMount::default()
+        };
+        Ffs::mount(dev, options)
     }
 
-    /// FFS checksums its metadata only (cylinder groups, inode and indirect
-    /// blocks); `ffs::Stats` does not count those blocks yet, so none is
-    /// charged.
+    /// FFS checksums its metadata only: the cylinder groups, inode and
+    /// indirect blocks it writes.
     fn checksummed_blocks(&self) -> u64 {
-        0
+        self.stats().checksummed_blocks
     }
 }
 

@@ -23,10 +23,13 @@ fn failures(r: &Results) -> Vec<String> {
         .collect()
 }
 
-/// LFS and the raw device (FFS's write-back thread and sync interval are
-/// not on the virtual clock yet).
+/// Both layouts (FFS in both modes, with and without rotdelay) and the raw
+/// device.
 fn deterministic(seed: u64) -> Settings {
-    let only = ["lfs", "lfs-256k", "lfs-nocleaner", "raw"].iter().map(|s| s.to_string()).collect();
+    let only = ["lfs", "lfs-256k", "lfs-nocleaner", "ffs", "ffs-m8r2", "ffs-async", "raw"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
     Settings { only_systems: Some(only), ..quick(Place::Paper, seed) }
 }
 

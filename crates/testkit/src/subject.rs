@@ -189,7 +189,7 @@ impl FfsSubject {
         let dev: Arc<dyn BlockDevice> = disk.clone();
         fslab::mkfs_ffs(dev.clone(), &mkfs, Creds::default())?;
         let mount = fslab::ffs::MountOptions { cache_bytes, integrity, ..Default::default() };
-        let fs = checked(FileSystem::new(fslab::ffs::Ffs::mount(dev, mount)?));
+        let fs = checked(FileSystem::new(fslab::ffs::Ffs::mount(dev, mount.clone())?));
         Ok(FfsSubject { disk, mount, block_size: mkfs.block_size, fs })
     }
 
@@ -218,7 +218,7 @@ impl Subject for FfsSubject {
     fn remount(&mut self) -> fslab::Result<bool> {
         self.fs.unmount()?;
         let dev: Arc<dyn BlockDevice> = self.disk.clone();
-        self.fs = checked(FileSystem::new(fslab::ffs::Ffs::mount(dev, self.mount)?));
+        self.fs = checked(FileSystem::new(fslab::ffs::Ffs::mount(dev, self.mount.clone())?));
         Ok(true)
     }
     fn limits(&self) -> Limits {

@@ -224,6 +224,7 @@ impl Options {
             cache_bytes: self.cache_bytes,
             integrity: self.integrity.unwrap_or(Integrity::Sync),
             sync_interval: self.interval,
+            ..fslab::ffs::MountOptions::default()
         }
     }
 }

@@ -23,7 +23,7 @@
 mod queue;
 mod writeback;
 
-pub use queue::{Header, WriteJob, WriteQueue};
+pub use queue::{Header, WriteJob, WriteMode, WriteQueue};
 pub use writeback::{write_back, NoHooks, Placement, WriteDest, WriteHooks, WrittenBack};
 
 use crate::format::{Daddr, Ino, Lbn};

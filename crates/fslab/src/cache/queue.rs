@@ -4,6 +4,11 @@
 //! is enforced here: when the bytes queued but not yet written pass it,
 //! whoever queues more waits.
 //!
+//! A queue may also be inline ([`WriteMode::Inline`]): no thread, each
+//! job written before `submit` returns. That is for runs on a simulated
+//! disk, whose writes are posted anyway, where a thread's scheduling must
+//! not decide when a write reaches the disk.
+//!
 //! Until a write is on the device nobody may read its addresses from the
 //! device: the buffer cache keeps (and will not evict) every buffer it
 //! shares with a write in flight, and [`WriteQueue::wait_for`] makes any
@@ -17,6 +22,20 @@ use disk::BlockDevice;
 use std::collections::BTreeMap;
 use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
+
+/// Who hands a queue's writes to the device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WriteMode {
+    /// A thread of the queue's own writes them while the next requests are
+    /// served: what a real mount wants.
+    #[default]
+    Thread,
+    /// `submit` writes each job itself before it returns; nothing is ever
+    /// in flight. On a simulated disk, whose writes are posted and served
+    /// in simulated time, this still overlaps the disk with the file
+    /// system, and no thread's scheduling can change a timing.
+    Inline,
+}
 
 /// Makes the block that goes before a job's buffers, from them, on the
 /// writer thread (LFS's summary, whose checksum covers the blocks after it).
@@ -75,6 +94,8 @@ impl Shared {
 /// joins the thread. Writes in flight never overlap one another (a layout
 /// never queues an address twice before the first write is done).
 pub struct WriteQueue {
+    /// Set for an inline queue: `submit` writes here itself.
+    inline: Option<Arc<dyn BlockDevice>>,
     sender: Option<mpsc::Sender<WriteJob>>,
     shared: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
@@ -86,6 +107,30 @@ pub struct WriteQueue {
 }
 
 impl WriteQueue {
+    /// A queue for `dev` of `mode`: with [`WriteMode::Thread`] as
+    /// [`WriteQueue::new`], with [`WriteMode::Inline`] one with no thread.
+    pub fn with_mode(
+        dev: Arc<dyn BlockDevice>,
+        name: &str,
+        unit_bytes: u64,
+        header_bytes: u64,
+        stop_access_bytes: u64,
+        mode: WriteMode,
+    ) -> WriteQueue {
+        match mode {
+            WriteMode::Thread => WriteQueue::new(dev, name, unit_bytes, header_bytes, stop_access_bytes),
+            WriteMode::Inline => WriteQueue {
+                inline: Some(dev),
+                sender: None,
+                shared: Arc::new(Shared { state: Mutex::new(State::default()), changed: Condvar::new() }),
+                thread: None,
+                unit_bytes,
+                header_bytes,
+                stop_access_bytes,
+            },
+        }
+    }
+
     /// Starts a writer thread named `name` for `dev`, whose addresses are
     /// in units of `unit_bytes`; headers are `header_bytes` long.
     pub fn new(
@@ -123,6 +168,7 @@ impl WriteQueue {
             })
             .ok();
         WriteQueue {
+            inline: None,
             sender: thread.as_ref().map(|_| sender),
             shared,
             thread,
@@ -146,7 +192,18 @@ impl WriteQueue {
 
     /// Queues `job`; waits while more than the stop-access threshold is in
     /// flight. Fails if an earlier write failed.
-    pub fn submit(&self, job: WriteJob) -> Result<()> {
+    pub fn submit(&self, mut job: WriteJob) -> Result<()> {
+        if let Some(dev) = &self.inline {
+            let header = job.header.take().map(|make| make(&job.buffers));
+            let refs: Vec<&[u8]> = header
+                .iter()
+                .map(|h| &h[..])
+                .chain(job.buffers.iter().zip(&job.lens).map(|(b, &l)| &b[..l]))
+                .collect();
+            return dev
+                .write_vectored_at(job.start.byte_offset(self.unit_bytes), &refs)
+                .map_err(|e| crate::Error::Io(std::io::Error::other(format!("write failed: {e}"))));
+        }
         let bytes = job.bytes(self.header_bytes);
         let (start, units) = (job.start, job.units);
         let Some(sender) = &self.sender else {
@@ -235,6 +292,24 @@ mod tests {
             (2, 1, 2, 0),
             "header, block, 100 bytes of the tail"
         );
+        queue.wait_idle().expect("idle");
+    }
+
+    #[test]
+    fn an_inline_queue_has_written_each_job_when_submit_returns() {
+        let disk = Arc::new(MemDisk::new(1 << 20));
+        let queue = WriteQueue::with_mode(disk.clone(), "unused", 512, 0, 1 << 20, WriteMode::Inline);
+        let job = WriteJob {
+            start: Daddr::new(4),
+            units: 1,
+            buffers: vec![block_of(&[9; 512])],
+            lens: vec![512],
+            header: None,
+        };
+        queue.submit(job).expect("submit");
+        let mut got = [0u8; 1];
+        disk.read_at(4 * 512, &mut got).expect("read");
+        assert_eq!(got, [9], "on the device at once, with nothing to wait for");
         queue.wait_idle().expect("idle");
     }
 }

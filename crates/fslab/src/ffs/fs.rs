@@ -12,18 +12,19 @@ use super::layout::{Superblock, SB_CLEAN, SUPERBLOCK_BYTES};
 use super::mkfs::{read_group, read_superblock};
 use crate::cache::{
     device_addr, write_back, BlockData, BlockKey, BufferCache, CacheLimits, IntMap, Placement, WriteHooks,
-    WriteQueue, DEVICE,
+    WriteMode, WriteQueue, DEVICE,
 };
 use crate::error::errno;
 use crate::format::blockno::{is_indirect, seal_indirect, Geometry};
 use crate::format::inode::Inode;
 use crate::format::{now_ns, Daddr, Ino, Lbn};
 use crate::storage::TxLog;
+use crate::time::TimeSource;
 use crate::Result;
 use disk::{AlignedBytes, BlockDevice};
 use std::collections::BTreeSet;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How FFS keeps its metadata recoverable across a crash (2000 paper §2,
 /// §8: FFS and FFS-async).
@@ -42,14 +43,21 @@ pub enum Integrity {
 }
 
 /// Choices made at each mount.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MountOptions {
     /// Memory the buffer cache may use.
     pub cache_bytes: u64,
     /// The metadata-integrity mode.
     pub integrity: Integrity,
-    /// Time between automatic syncs (4.4BSD's update daemon ran every 30 s).
+    /// Time between automatic syncs (4.4BSD's update daemon ran every 30 s),
+    /// on `clock`.
     pub sync_interval: Duration,
+    /// Who writes back: the cache's writer thread, or the file system
+    /// itself, inline.
+    pub writes: WriteMode,
+    /// The clock automatic syncs go by (default: the host's); a mount on a
+    /// simulated disk is given the disk's virtual clock.
+    pub clock: TimeSource,
 }
 
 impl Default for MountOptions {
@@ -58,7 +66,18 @@ impl Default for MountOptions {
             cache_bytes: 256 << 20,
             integrity: Integrity::Sync,
             sync_interval: Duration::from_secs(30),
+            writes: WriteMode::Thread,
+            clock: TimeSource::wall(),
         }
+    }
+}
+
+impl MountOptions {
+    /// What a run on a simulated disk needs to repeat to the nanosecond:
+    /// write-back inline and syncs by `clock`, so no thread and no host
+    /// time decides anything.
+    pub fn deterministic(clock: TimeSource) -> MountOptions {
+        MountOptions { writes: WriteMode::Inline, clock, ..MountOptions::default() }
     }
 }
 
@@ -77,6 +96,10 @@ pub struct Stats {
     pub reads: u64,
     /// Syncs of the whole file system.
     pub syncs: u64,
+    /// Blocks written whose checksums FFS computed: inode-table blocks (a
+    /// CRC per inode), indirect blocks and cylinder-group areas (the lab's
+    /// CPU model charges for them).
+    pub checksummed_blocks: u64,
 }
 
 /// An inode held in memory; `dirty` until it is stored in its inode block.
@@ -132,7 +155,8 @@ pub struct Ffs {
     /// link or extended attributes, which may use the `minfree` reserve.
     pub(super) placing_metadata: bool,
     pub(super) options: MountOptions,
-    pub(super) last_sync: Instant,
+    /// When the last sync was, on `options.clock`.
+    pub(super) last_sync: Duration,
     pub(super) stats: Stats,
     pub(super) unmounted: bool,
 }
@@ -154,7 +178,15 @@ impl Ffs {
         let alloc = Allocator::new(&sb, groups)?;
         let limits = CacheLimits::for_memory(options.cache_bytes);
         let unit = sb.geometry.frag_size as u64;
-        let queue = WriteQueue::new(dev.clone(), "fslab-ffs-io", unit, 0, limits.stop_access_bytes);
+        let queue = WriteQueue::with_mode(
+            dev.clone(),
+            "fslab-ffs-io",
+            unit,
+            0,
+            limits.stop_access_bytes,
+            options.writes,
+        );
+        let last_sync = options.clock.now();
         let mut ffs = Ffs {
             queue,
             tree: Geometry::new(sb.geometry.block_size),
@@ -170,7 +202,7 @@ impl Ffs {
             size_before: IntMap::default(),
             placing_metadata: false,
             options,
-            last_sync: Instant::now(),
+            last_sync,
             stats: Stats::default(),
             unmounted: false,
         };
@@ -270,6 +302,7 @@ impl Ffs {
             let area = group.encode(&geo, self.sb.fs_id);
             self.dev.write_at(geo.byte_offset(geo.cg_addr(cg)), &area)?;
             self.stats.writes += 1;
+            self.stats.checksummed_blocks += geo.cg_blocks() as u64;
         }
         Ok(())
     }
@@ -306,6 +339,8 @@ impl Ffs {
         let max_run = self.sb.geometry.maxcontig as usize * self.block_size();
         let unit = self.frag_size();
         let mut hooks = SealIndirect;
+        self.stats.checksummed_blocks +=
+            placements.iter().filter(|p| p.key.0 == DEVICE || is_indirect(p.key.1)).count() as u64;
         let mut dest = &self.queue;
         let done = write_back(&mut self.cache, &mut dest, placements, unit, max_run, &mut hooks)?;
         self.stats.writes += done.writes;
@@ -350,7 +385,7 @@ impl Ffs {
         self.write_superblock()?;
         self.dev.flush()?;
         self.stats.syncs += 1;
-        self.last_sync = Instant::now();
+        self.last_sync = self.options.clock.now();
         Ok(())
     }
 

@@ -31,6 +31,7 @@ pub mod layout;
 pub mod mkfs;
 mod storage;
 
+pub use crate::cache::WriteMode;
 pub use alloc::{Allocator, InodeGrant, Realloc};
 pub use fs::{Ffs, Integrity, MountOptions, Stats};
 pub use layout::{Optim, Policy, RotDelay, Superblock, Totals};

@@ -144,7 +144,8 @@ impl StorageManager for Ffs {
         if self.unmounted {
             return Ok(());
         }
-        if self.last_sync.elapsed() >= self.options.sync_interval && self.has_changes() {
+        let since = self.options.clock.now().saturating_sub(self.last_sync);
+        if since >= self.options.sync_interval && self.has_changes() {
             return self.sync_all();
         }
         Ok(())

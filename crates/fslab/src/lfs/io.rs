@@ -16,17 +16,9 @@ use crate::Result;
 use disk::BlockDevice;
 use std::sync::Arc;
 
-/// Who writes LFS's partial segments.
-enum Writer {
-    /// The cache's writer thread.
-    Queue(WriteQueue),
-    /// The segment writer itself, at once (`SegmentWrites::Inline`).
-    Inline(Arc<dyn BlockDevice>),
-}
-
 /// LFS's writes in flight; addresses are blocks.
 pub(super) struct SegmentIo {
-    writer: Writer,
+    queue: WriteQueue,
     block_size: usize,
 }
 
@@ -39,13 +31,8 @@ impl SegmentIo {
         writes: SegmentWrites,
     ) -> SegmentIo {
         let bs = block_size as u64;
-        let writer = match writes {
-            SegmentWrites::Thread => {
-                Writer::Queue(WriteQueue::new(dev, "fslab-segment-io", bs, bs, stop_access_bytes))
-            }
-            SegmentWrites::Inline => Writer::Inline(dev),
-        };
-        SegmentIo { writer, block_size: bs as usize }
+        let queue = WriteQueue::with_mode(dev, "fslab-segment-io", bs, bs, stop_access_bytes, writes);
+        SegmentIo { queue, block_size: bs as usize }
     }
 
     /// Queues a partial segment whose summary is at `start`, followed by
@@ -60,35 +47,19 @@ impl SegmentIo {
             summary.data_crc = crc;
             block_of(&summary.encode(block_size))
         });
-        let queue = match &self.writer {
-            Writer::Queue(queue) => queue,
-            Writer::Inline(dev) => {
-                let summary = header(&blocks);
-                let refs: Vec<&[u8]> =
-                    std::iter::once(&summary[..]).chain(blocks.iter().map(|b| &b[..])).collect();
-                return dev.write_vectored_at(start.byte_offset(block_size as u64), &refs).map_err(|e| {
-                    crate::Error::Io(std::io::Error::other(format!("segment write failed: {e}")))
-                });
-            }
-        };
         let lens = vec![block_size; blocks.len()];
         let units = blocks.len() as u64 + 1;
-        queue.submit(WriteJob { start, units, buffers: blocks, lens, header: Some(header) })
+        self.queue.submit(WriteJob { start, units, buffers: blocks, lens, header: Some(header) })
     }
 
     /// Waits until every submitted write has reached the device.
     pub(super) fn wait_idle(&self) -> Result<()> {
-        match &self.writer {
-            Writer::Queue(queue) => queue.wait_idle(),
-            Writer::Inline(_) => Ok(()),
-        }
+        self.queue.wait_idle()
     }
 
     /// Waits until no write in flight covers any of the `blocks` blocks from
     /// `daddr` on.
     pub(super) fn wait_for(&self, daddr: Daddr, blocks: u64) {
-        if let Writer::Queue(queue) = &self.writer {
-            queue.wait_for(daddr, blocks)
-        }
+        self.queue.wait_for(daddr, blocks)
     }
 }

@@ -101,19 +101,9 @@ impl MountOptions {
     }
 }
 
-/// Who hands partial segments to the device.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum SegmentWrites {
-    /// A thread of the mount's own writes them while the next requests are
-    /// served (`io::SegmentIo`): what a real mount wants.
-    #[default]
-    Thread,
-    /// The segment writer issues each device write itself before going on.
-    /// On a simulated disk, whose writes are posted and served in simulated
-    /// time, this still overlaps the disk with the file system, and no
-    /// thread's scheduling can change a timing.
-    Inline,
-}
+/// Who hands partial segments to the device: the cache's writer thread
+/// (the default), or the segment writer itself, inline.
+pub use crate::cache::WriteMode as SegmentWrites;
 
 /// Where the log continues: the segment being filled, the next block in it,
 /// the segment that follows, and the next summary serial number.

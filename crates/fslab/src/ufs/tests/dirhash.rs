@@ -10,7 +10,7 @@ use crate::ufs::{DirhashOptions, RenameFlags};
 use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 
 fn with_dirhash(fs: &mut FileSystem<MemStorage>, change: impl FnOnce(&mut DirhashOptions)) {
     let mut options = fs.dirhash_options();
@@ -90,13 +90,14 @@ fn random_name(rng: &mut SmallRng) -> String {
 }
 
 /// Random creates, unlinks, renames and lookups over four directories,
-/// compared with a model after every step, with dirhash set by `options`.
+/// compared with a model after every step, with dirhash set by `options`;
+/// then every directory is emptied.
 fn churn(block_size: u32, options: DirhashOptions, seed: u64, steps: usize) -> crate::ufs::DirhashStats {
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut fs = fs_with_block(block_size);
     fs.set_dirhash_options(options);
     let dirs: Vec<Ino> = (0..4).map(|i| dir(&mut fs, ROOT, &format!("d{i}")).ino).collect();
-    let mut model: Vec<HashMap<String, Ino>> = vec![HashMap::new(); dirs.len()];
+    let mut model: Vec<BTreeMap<String, Ino>> = vec![BTreeMap::new(); dirs.len()];
     for n in 0..steps {
         let d = rng.gen_range(0..dirs.len());
         let name = random_name(&mut rng);
@@ -172,6 +173,15 @@ fn churn(block_size: u32, options: DirhashOptions, seed: u64, steps: usize) -> c
                 assert!(fs.dir_index_matches(d).expect("check"), "step {n}: hash of d{i}");
             }
         }
+    }
+    // Empty every directory at the end, so that its trailing blocks are
+    // cut away (§3.5) whatever the random steps left behind.
+    for (i, &d) in dirs.iter().enumerate() {
+        for name in std::mem::take(&mut model[i]).into_keys() {
+            fs.unlink(d, name.as_bytes()).unwrap_or_else(|e| panic!("draining d{i}: {name}: {e:?}"));
+        }
+        assert_eq!(names(&mut fs, d), Vec::<String>::new(), "d{i} drained");
+        assert!(fs.dir_index_matches(d).expect("check"), "hash of drained d{i}");
     }
     fs.dirhash_stats()
 }
