@@ -152,6 +152,11 @@ impl Ffs {
             return Ok(());
         }
         self.write_now(&[(ino, lbn)])?;
+        // Dirty again at once: the write in progress copies into this
+        // buffer next, and a clean one may be evicted meanwhile (storing
+        // the inode loads its block), leaving the write a zeroed buffer in
+        // place of the block's contents. The cost is one more write of it.
+        self.cache.mark_dirty((ino, lbn));
         let key = self.store_inode(ino)?;
         self.write_now(&[key])
     }
