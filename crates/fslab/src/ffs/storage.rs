@@ -64,6 +64,16 @@ impl StorageManager for Ffs {
         self.read_file_block(ino, lbn, buf)
     }
 
+    fn read_block_part(&mut self, ino: Ino, lbn: Lbn, offset: usize, buf: &mut [u8]) -> Result<()> {
+        self.cached_inode(ino)?;
+        if let Some(block) = self.cache.get((ino, lbn)) {
+            return crate::storage::copy_part(block, offset, buf);
+        }
+        let mut block = vec![0u8; self.block_size()];
+        self.read_file_block(ino, lbn, &mut block)?;
+        crate::storage::copy_part(&block, offset, buf)
+    }
+
     fn read_blocks(&mut self, ino: Ino, first: Lbn, buf: &mut [u8]) -> Result<()> {
         self.read_file_blocks(ino, first, buf)
     }

@@ -751,3 +751,21 @@ fn a_damaged_indirect_block_is_refused_by_reads_and_by_the_cleaner() {
     // The direct blocks are untouched.
     assert_blocks(&mut lfs, ino, 0..12, |lbn| pattern(ino, lbn, 4096));
 }
+
+#[test]
+fn part_of_a_block_reads_the_same_bytes_cached_or_not_and_never_past_its_end() {
+    let (disk, mut lfs, ino) = one_synced_file(8 << 20);
+    let data = pattern(ino, 3, 4096);
+    lfs.write_block(ino, 3, 0, &data).expect("write");
+    let mut part = [0u8; 512];
+    lfs.read_block_part(ino, 3, 1024, &mut part).expect("cached");
+    assert_eq!(part[..], data[1024..1536]);
+    lfs.unmount().expect("unmount");
+    let mut lfs = mount_mem(&disk);
+    lfs.read_block_part(ino, 3, 3584, &mut part).expect("from disk");
+    assert_eq!(part[..], data[3584..]);
+    lfs.read_block_part(ino, 9, 0, &mut part).expect("a hole");
+    assert_eq!(part, [0u8; 512]);
+    let past = lfs.read_block_part(ino, 3, 3585, &mut part);
+    assert_eq!(past.map_err(|e| e.errno()), Err(libc::EINVAL));
+}

@@ -410,4 +410,15 @@ mod tests {
         let again = s.valloc(ROOT_INO, kind::REG).expect("valloc");
         assert_eq!((again.ino, again.generation), (ino, 2));
     }
+
+    #[test]
+    fn part_of_a_block_is_its_bytes_and_never_past_its_end() {
+        let mut s = MemStorage::new(512);
+        let ino = s.valloc(ROOT_INO, kind::REG).expect("valloc").ino;
+        s.write_block(ino, 2, 100, b"hello").expect("write");
+        let mut part = [0u8; 8];
+        s.read_block_part(ino, 2, 98, &mut part).expect("part");
+        assert_eq!(&part, b"\0\0hello\0");
+        assert_eq!(s.read_block_part(ino, 2, 505, &mut part).map_err(|e| e.errno()), Err(libc::EINVAL));
+    }
 }

@@ -32,6 +32,17 @@ use disk::AlignedBytes;
 pub use mem::MemStorage;
 pub use tx::{transaction, Hint, TxKind, TxLog};
 
+/// Copies bytes `offset .. offset + buf.len()` of `block` into `buf`;
+/// EINVAL if they pass the block's end.
+pub(crate) fn copy_part(block: &[u8], offset: usize, buf: &mut [u8]) -> Result<()> {
+    let part = offset
+        .checked_add(buf.len())
+        .and_then(|end| block.get(offset..end))
+        .ok_or_else(|| crate::error::errno(libc::EINVAL, "read past the end of the block"))?;
+    buf.copy_from_slice(part);
+    Ok(())
+}
+
 /// What `statfs` reports, in blocks of [`StatFs::block_size`] bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct StatFs {
@@ -84,6 +95,17 @@ pub trait StorageManager: Send {
     /// Reads block `lbn` of `ino` into `buf` (exactly one block long). A hole
     /// reads as zeros.
     fn read_block(&mut self, ino: Ino, lbn: Lbn, buf: &mut [u8]) -> Result<()>;
+
+    /// Reads bytes `offset .. offset + buf.len()` of block `lbn` of `ino`
+    /// (inside the one block). The default reads the whole block; a storage
+    /// manager with a buffer cache copies only the part, which is what a
+    /// dirhash lookup needs to confirm one entry (a random lookup in a
+    /// large directory otherwise copies a cold block for 512 bytes).
+    fn read_block_part(&mut self, ino: Ino, lbn: Lbn, offset: usize, buf: &mut [u8]) -> Result<()> {
+        let mut block = vec![0u8; self.block_size() as usize];
+        self.read_block(ino, lbn, &mut block)?;
+        copy_part(&block, offset, buf)
+    }
 
     /// Reads the consecutive blocks `first ..` of `ino` into `buf` (a whole
     /// number of blocks). The default reads them one by one; a storage
