@@ -14,7 +14,7 @@ use fslab::ffs::{
 };
 use fslab::lfs::clean::CleanerCounters;
 use fslab::lfs::{Lfs, MkfsOptions, MountOptions, SegmentWrites};
-use fslab_cleaner::{policy, Cleaner};
+use fslab_cleaner::{policy, Cleaner, SegmentReads};
 use std::io;
 use std::sync::Arc;
 
@@ -204,7 +204,8 @@ impl Layout for Lfs {
         if let Some(name) = p.cleaner {
             let policy =
                 policy::by_name(name).ok_or(fslab::Error::Errno(libc::EINVAL, "unknown cleaner policy"))?;
-            Cleaner::new(policy).install(&mut lfs);
+            // The papers' cleaner: whole segments read, moved one at a time.
+            Cleaner::new(policy).with_reads(SegmentReads::WholeSegments).install(&mut lfs);
         }
         Ok(lfs)
     }
