@@ -62,7 +62,7 @@ impl Ffs {
     /// Writes inode `ino` now; a directory's or symbolic link's blocks
     /// first (a new directory's `.` and `..`: rule 1).
     fn write_inode_now(&mut self, ino: Ino) -> Result<()> {
-        if !self.cached_inode(ino)?.inode.attr.is_reg() {
+        if !self.cached_inode(ino)?.attr.is_reg() {
             self.write_blocks_now(ino)?;
         }
         let key = self.store_inode(ino)?;
@@ -143,6 +143,6 @@ impl Ffs {
     /// Whether `ino` is a directory or symbolic link (whose blocks are
     /// namespace metadata), or the device's own blocks.
     fn is_namespace_file(&mut self, ino: Ino) -> bool {
-        ino == crate::cache::DEVICE || self.cached_inode(ino).is_ok_and(|c| !c.inode.attr.is_reg())
+        ino == crate::cache::DEVICE || self.cached_inode(ino).is_ok_and(|i| !i.attr.is_reg())
     }
 }

@@ -41,7 +41,7 @@ impl Lfs {
         if ino == IFILE_INO {
             return Ok(&mut self.ifile);
         }
-        Ok(&mut self.cached_inode(ino)?.inode)
+        self.cached_inode(ino)
     }
 
     /// The disk address recorded for block `lbn` of `ino` (none: a hole or
@@ -245,7 +245,7 @@ impl Lfs {
     /// The first data block at or after `lbn` that holds data, below the
     /// file's size.
     pub(super) fn find_next_data(&mut self, ino: Ino, lbn: u64) -> Result<Option<u64>> {
-        let size = self.cached_inode(ino)?.inode.attr.size;
+        let size = self.cached_inode(ino)?.attr.size;
         let end = size.div_ceil(self.block_size as u64);
         bmap::next_data(self, ino, lbn, end)
     }

@@ -231,7 +231,7 @@ impl Lfs {
         }
         // Where data dies at one rate, separating it gains nothing.
         let line = self.separation_wanted().then(|| {
-            let live: u64 = self.tables.seguse.iter().map(|s| s.live_bytes as u64).sum();
+            let live = self.tables.usage().live_bytes();
             self.clean.write_clock().saturating_sub((live as f64 * multiple) as i64)
         });
         self.separation.line = Some((line, now));
