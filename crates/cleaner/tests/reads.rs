@@ -7,49 +7,25 @@
 //! costs a seek and a rotation, and TPC-B with the cleaner ran at half the
 //! paper's throughput.
 
-use disk::{BlockDevice, MemDisk};
+use disk::{CountingDisk, MemDisk};
 use fslab::format::inode::kind;
 use fslab::format::ROOT_INO;
 use fslab::lfs::{Lfs, MkfsOptions, MountOptions};
 use fslab::ufs::{Creds, FileSystem};
 use fslab_cleaner::{policy, Cleaner, SegmentReads};
-use std::io;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 const BLOCK: usize = 4096;
 const SEGMENT: u64 = 256 << 10;
 
-/// A memory disk that counts the read requests made of it.
-struct CountingDisk {
-    inner: MemDisk,
-    reads: AtomicU64,
-}
-
-impl BlockDevice for CountingDisk {
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
-        self.reads.fetch_add(1, Ordering::Relaxed);
-        self.inner.read_at(offset, buf)
-    }
-    fn write_at(&self, offset: u64, buf: &[u8]) -> io::Result<()> {
-        self.inner.write_at(offset, buf)
-    }
-    fn flush(&self) -> io::Result<()> {
-        self.inner.flush()
-    }
-    fn size(&self) -> u64 {
-        self.inner.size()
-    }
-}
-
-fn mount(disk: &Arc<CountingDisk>) -> FileSystem<Lfs> {
+fn mount(disk: &Arc<CountingDisk<MemDisk>>) -> FileSystem<Lfs> {
     let options = MountOptions { cache_bytes: 4 << 20, ..MountOptions::default() };
     FileSystem::new(Lfs::mount(disk.clone(), options).expect("mount"))
 }
 
 #[test]
 fn a_pass_reads_each_segment_in_one_request() {
-    let disk = Arc::new(CountingDisk { inner: MemDisk::new(16 << 20), reads: AtomicU64::new(0) });
+    let disk = Arc::new(CountingDisk::new(MemDisk::new(16 << 20)));
     let mkfs = MkfsOptions { block_size: BLOCK as u32, segment_size: SEGMENT as u32 };
     fslab::mkfs_lfs(disk.clone(), &mkfs, Creds::default()).expect("mkfs");
     let mut fs = mount(&disk);
@@ -74,9 +50,9 @@ fn a_pass_reads_each_segment_in_one_request() {
     let mut fs = mount(&disk);
     let mut cleaner =
         Cleaner::new(policy::by_name("greedy").expect("policy")).with_reads(SegmentReads::WholeSegments);
-    let before = disk.reads.load(Ordering::Relaxed);
+    let before = disk.reads();
     let pass = cleaner.pass(fs.storage()).expect("pass");
-    let reads = disk.reads.load(Ordering::Relaxed) - before;
+    let reads = disk.reads() - before;
     assert!(pass.moved >= 64, "the pass moved the live blocks of half-live segments: {pass:?}");
     // One read per segment, and one for each moved file's inode (at most
     // one per file); a read per live block would be at least `moved`.

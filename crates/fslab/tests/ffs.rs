@@ -2,7 +2,7 @@
 //! every shape (fragment tails, indirect blocks), growth and truncation
 //! moving tails, remounts, space accounting, and both integrity modes.
 
-use disk::{BlockDevice, MemDisk};
+use disk::{BlockDevice, CountingDisk, MemDisk};
 use fslab::ffs::{Ffs, Integrity, MkfsOptions, MountOptions};
 use fslab::format::inode::kind;
 use fslab::format::{Ino, ROOT_INO};
@@ -210,35 +210,13 @@ fn a_tail_grown_by_extending_the_size_reads_zeros_past_the_old_end() {
     assert!(fs.read(f, 0, 30_000).expect("read") == want, "after a remount");
 }
 
-/// A memory disk that counts the bytes read from it.
-struct CountingDisk {
-    inner: MemDisk,
-    bytes_read: std::sync::atomic::AtomicU64,
-}
-
-impl BlockDevice for CountingDisk {
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
-        self.bytes_read.fetch_add(buf.len() as u64, std::sync::atomic::Ordering::Relaxed);
-        self.inner.read_at(offset, buf)
-    }
-    fn write_at(&self, offset: u64, buf: &[u8]) -> std::io::Result<()> {
-        self.inner.write_at(offset, buf)
-    }
-    fn flush(&self) -> std::io::Result<()> {
-        self.inner.flush()
-    }
-    fn size(&self) -> u64 {
-        self.inner.size()
-    }
-}
-
 /// Regression: a write covering whole blocks of a file read each block
 /// from the disk first when it was not cached (a read-modify-write that
 /// 4.4BSD's ffs_write does only for a write shorter than a block), which
 /// halved FFS's bandwidth for overwrites larger than the cache.
 #[test]
 fn overwriting_whole_blocks_reads_none_of_them() {
-    let disk = Arc::new(CountingDisk { inner: MemDisk::new(64 << 20), bytes_read: Default::default() });
+    let disk = Arc::new(CountingDisk::new(MemDisk::new(64 << 20)));
     let dev: Arc<dyn BlockDevice> = disk.clone();
     let mkfs = MkfsOptions { group_size: 4 << 20, ..MkfsOptions::default() };
     fslab::mkfs_ffs(dev.clone(), &mkfs, ME).expect("mkfs");
@@ -250,9 +228,9 @@ fn overwriting_whole_blocks_reads_none_of_them() {
 
     // Nothing of the file is cached now.
     let mut fs = FileSystem::new(Ffs::mount(dev, options(Integrity::Async)).expect("mount again"));
-    let before = disk.bytes_read.load(std::sync::atomic::Ordering::Relaxed);
+    let before = disk.bytes_read();
     fs.write(ino, 0, &pattern(2, size)).expect("overwrite");
-    let read = disk.bytes_read.load(std::sync::atomic::Ordering::Relaxed) - before;
+    let read = disk.bytes_read() - before;
     // The inode and the indirect block may be read; no data block is.
     assert!(read <= 4 * 8192, "{read} bytes read to overwrite {size} bytes of whole blocks");
     assert_eq!(fs.read(ino, 0, size).expect("read"), pattern(2, size));
