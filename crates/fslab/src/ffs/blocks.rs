@@ -315,6 +315,8 @@ impl Ffs {
             super::Realloc::Extended => {}
             super::Realloc::Moved(new) => {
                 bmap::set_pointer(self, ino, lbn, Daddr::new(new))?;
+                self.cache.mark_dirty((ino, lbn));
+                self.before_freeing_moved(ino, lbn)?;
                 self.alloc.free(addr.get(), old_frags)?;
             }
         }

@@ -272,7 +272,7 @@ impl Ffs {
     /// Inode-table blocks they count as initialised go first, behind a
     /// barrier: a group must never vouch for inode slots that hold whatever
     /// the device held before mkfs.
-    fn write_groups(&mut self) -> Result<()> {
+    pub(super) fn write_groups(&mut self) -> Result<()> {
         if !self.fresh_inode_blocks.is_empty() {
             let fresh: Vec<Daddr> = std::mem::take(&mut self.fresh_inode_blocks).into_iter().collect();
             let bs = self.block_size();

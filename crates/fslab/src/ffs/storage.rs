@@ -52,6 +52,10 @@ impl StorageManager for Ffs {
                 return Err(e);
             }
         }
+        if attr.size < old.size {
+            // A shorter tail gave fragments back.
+            self.after_free(ino)?;
+        }
         Ok(())
     }
 

@@ -964,7 +964,7 @@ impl Lfs {
             }
         }
         if to == Destination::Cold {
-            self.checkpoints_since_cold_request = Some(0);
+            self.cold_demand.request();
         }
         let cold = match to {
             Destination::Cold => cost <= self.cold_budget(false),

@@ -177,14 +177,9 @@ pub struct Lfs {
     cold: Option<ColdPosition>,
     /// Hot/cold separation of users' writes between the two heads.
     separation: placement::Separation,
-    /// Checkpoints since a cleaner last asked to write at the cold head
-    /// (`None`: not since mount). The next checkpoint opens the head if
-    /// there is none; one after `COLD_HEAD_IDLE_CHECKPOINTS` more without
-    /// a request closes it.
-    checkpoints_since_cold_request: Option<u32>,
-    /// A writer short of space closed the cold head: the next checkpoint
-    /// closes it, and it opens again only with space to spare.
-    cold_starved: bool,
+    /// Whether the cold head is wanted: cleaners' requests and a writer's
+    /// want of space, read at each checkpoint.
+    cold_demand: placement::ColdDemand,
     /// The open transaction: a namespace one is a directory operation,
     /// which no segment write may split (§4.3).
     tx: TxLog,

@@ -243,7 +243,7 @@ impl Lfs {
                 break;
             }
             closed_cold = true;
-            self.cold_starved = true;
+            self.cold_demand.starve();
             self.checkpoint(false)?;
             margin_then = None;
         }

@@ -31,11 +31,6 @@ use disk::AlignedBytes;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
-/// Checkpoints without a cleaner asking for the cold head after which a
-/// checkpoint closes it (cleaning comes in bursts; a head closed between
-/// two would cost a segment's tail each time).
-pub(super) const COLD_HEAD_IDLE_CHECKPOINTS: u32 = 16;
-
 /// A partial segment being assembled: its summary and its blocks, shared
 /// with the cache (no copy) and handed whole to the segment I/O thread.
 struct Partial {
@@ -166,10 +161,9 @@ impl Lfs {
     /// opened later would hide everything the log wrote after its first
     /// partial segment. A closed head's segment is an ordinary dirty one.
     fn settle_cold_head(&mut self) -> Result<()> {
-        let requested = self.checkpoints_since_cold_request.is_some_and(|n| n <= COLD_HEAD_IDLE_CHECKPOINTS);
-        self.checkpoints_since_cold_request =
-            self.checkpoints_since_cold_request.map(|n| n.saturating_add(1));
-        let wanted = (requested || self.separation_wanted()) && !(self.cold_starved && self.cold.is_some());
+        let requested = self.cold_demand.checkpoint_passed();
+        let starved = self.cold_demand.starved();
+        let wanted = (requested || self.separation_wanted()) && !(starved && self.cold.is_some());
         if let Some(c) = self.cold.filter(|_| !wanted) {
             // The log of this segment ends here. A partial segment may lie
             // beyond it that a crash cut off from the log (one before it,
@@ -194,7 +188,7 @@ impl Lfs {
         // was promised and the reserves below the cleaner's.
         // After the head was closed for want of space, it takes the
         // cleaner's reserve more to open it again.
-        let starved = if self.cold_starved { self.cleaner_reserve() } else { 0 };
+        let starved = if starved { self.cleaner_reserve() } else { 0 };
         let needed = self.promised_blocks()
             + self.reserve(super::space::SpaceFor::Data)
             + self.cold_head_share()
@@ -202,7 +196,7 @@ impl Lfs {
         if self.segment_space().writable < needed {
             return Ok(());
         }
-        self.cold_starved = false;
+        self.cold_demand.fed();
         let Some(seg) = self.clean_after(self.log.segment) else { return Ok(()) };
         let offset = self.enter_segment(seg)?;
         let next = self.clean_after(seg).unwrap_or(seg);
