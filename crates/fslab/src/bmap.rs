@@ -7,8 +7,9 @@
 //! [`load_indirect`], [`exists`], [`next_data`] (SEEK_DATA and SEEK_HOLE),
 //! [`contiguous_run`] (how far a read can cluster), [`free_one`] and
 //! [`free_range`] (truncation), [`balloc`] (addresses for a block about to
-//! be written and every indirect block above it), and [`walk`] (every
-//! pointer of an inode, for fsck).
+//! be written and every indirect block above it), [`move_blocks`] (a range
+//! of block pointers moved along the file: collapsing and inserting a
+//! range), and [`walk`] (every pointer of an inode, for fsck).
 //!
 //! Relies on a layout's [`BlockTree`]: where inodes are held, how an
 //! indirect block is read, cached and dirtied, what freeing a block costs,
@@ -70,6 +71,14 @@ pub trait BlockTree {
     /// [`Daddr::NONE`] to give it one later. Called by [`balloc`] for a
     /// block that is neither on disk nor in memory.
     fn assign(&mut self, ino: Ino, lbn: Lbn, preference: Daddr) -> Result<Daddr>;
+
+    /// Makes data block `to` of `ino`, a hole, hold what data block `from`
+    /// holds (it lives at `addr`, [`Daddr::NONE`] if only in memory): the
+    /// layout moves its copy in memory and readies the indirect blocks
+    /// above `to`, and returns the address `to` gets (none: given later).
+    /// The engine then clears `from`'s pointer and sets `to`'s. Called by
+    /// [`move_blocks`].
+    fn relocate(&mut self, ino: Ino, from: Lbn, to: Lbn, addr: Daddr) -> Result<Daddr>;
 }
 
 /// The indirect blocks above data block `lbn`, top first (none for a
@@ -294,9 +303,22 @@ pub fn contiguous_run<T: BlockTree + ?Sized>(
 /// ([`Daddr::NONE`] when the layout assigns it later, or when it is
 /// already held in memory without one).
 pub fn balloc<T: BlockTree + ?Sized>(t: &mut T, ino: Ino, lbn: Lbn) -> Result<Daddr> {
-    let g = t.geometry();
-    let mut chain = ancestors(&g, lbn);
+    let mut chain = ancestors(&t.geometry(), lbn);
     chain.push(lbn);
+    give_space(t, ino, chain)
+}
+
+/// Makes every indirect block above data block `lbn` of `ino` exist, as
+/// [`balloc`] does, without giving `lbn` itself space: where a block that
+/// already has space is moved to.
+pub fn balloc_above<T: BlockTree + ?Sized>(t: &mut T, ino: Ino, lbn: Lbn) -> Result<()> {
+    let chain = ancestors(&t.geometry(), lbn);
+    give_space(t, ino, chain).map(|_| ())
+}
+
+/// Gives each block of `chain` (top first) that is a hole an address, as
+/// [`balloc`] describes; returns the last one's.
+fn give_space<T: BlockTree + ?Sized>(t: &mut T, ino: Ino, chain: Vec<Lbn>) -> Result<Daddr> {
     let mut preference = Daddr::NONE;
     let mut addr = Daddr::NONE;
     for name in chain {
@@ -315,6 +337,62 @@ pub fn balloc<T: BlockTree + ?Sized>(t: &mut T, ino: Ino, lbn: Lbn) -> Result<Da
         }
     }
     Ok(addr)
+}
+
+/// The data blocks of `ino` in `first .. first + count` that hold data, in
+/// order.
+pub fn data_blocks<T: BlockTree + ?Sized>(t: &mut T, ino: Ino, first: u64, count: u64) -> Result<Vec<u64>> {
+    let end = first.saturating_add(count);
+    let mut found = Vec::new();
+    let mut at = first;
+    while let Some(lbn) = next_data(t, ino, at, end)? {
+        found.push(lbn);
+        at = lbn + 1;
+    }
+    Ok(found)
+}
+
+/// Moves data blocks `from .. from + count` of `ino` to `to .. to + count`:
+/// block `to + i` becomes what block `from + i` was (a hole stays a hole;
+/// what `to + i` held is freed), and the blocks of the source range that
+/// the destination does not cover become holes. Pointers move, not data
+/// ([`BlockTree::relocate`]); the two ranges may overlap, so the walk goes
+/// up when moving down the file and down when moving up, and each block
+/// it moves onto has already been moved away or freed. Only blocks that
+/// hold data at either end are visited, so a sparse file moves in steps
+/// of its data. Indirect blocks left empty are not freed here: the caller
+/// frees the range it knows to be empty ([`free_range`]).
+pub fn move_blocks<T: BlockTree + ?Sized>(t: &mut T, ino: Ino, from: u64, to: u64, count: u64) -> Result<()> {
+    if from == to || count == 0 {
+        return Ok(());
+    }
+    let max = t.geometry().max_blocks();
+    if from.max(to).checked_add(count).is_none_or(|end| end > max) {
+        return Err(errno(libc::EFBIG, "blocks moved past the largest file"));
+    }
+    let mut steps: Vec<u64> = data_blocks(t, ino, from, count)?.into_iter().map(|l| l - from).collect();
+    steps.extend(data_blocks(t, ino, to, count)?.into_iter().map(|l| l - to));
+    steps.sort_unstable();
+    steps.dedup();
+    if to > from {
+        steps.reverse();
+    }
+    for i in steps {
+        let (source, target) = ((from + i) as Lbn, (to + i) as Lbn);
+        free_one(t, ino, target)?;
+        if !exists(t, ino, source)? {
+            continue;
+        }
+        let addr = pointer(t, ino, source)?;
+        let new = t.relocate(ino, source, target, addr)?;
+        if addr.is_some() {
+            set_pointer(t, ino, source, Daddr::NONE)?;
+        }
+        if new.is_some() {
+            set_pointer(t, ino, target, new)?;
+        }
+    }
+    Ok(())
 }
 
 /// Receives every pointer [`walk`] finds.
@@ -471,6 +549,13 @@ mod tests {
             self.next = self.next.max(preference.get()) + 1;
             Ok(Daddr::new(self.next))
         }
+        fn relocate(&mut self, ino: Ino, from: Lbn, to: Lbn, addr: Daddr) -> Result<Daddr> {
+            if let Some(block) = self.memory.remove(&from) {
+                self.memory.insert(to, block);
+            }
+            balloc_above(self, ino, to)?;
+            Ok(addr)
+        }
     }
 
     /// Data blocks of the toy geometry at every level: direct (0..12),
@@ -550,6 +635,37 @@ mod tests {
         assert_eq!(contiguous_run(&mut t, 7, 0, first, 10, 2).expect("run"), 1, "two units a block");
         set_pointer(&mut t, 7, 3, Daddr::new(5000)).expect("move");
         assert_eq!(contiguous_run(&mut t, 7, 0, first, 10, 1).expect("run"), 3);
+    }
+
+    #[test]
+    fn move_blocks_shifts_pointers_both_ways_across_indirect_levels_and_frees_what_it_lands_on() {
+        let mut t = Toy::new();
+        for lbn in [0, 2, 5, 11, 13, 20] {
+            balloc(&mut t, 7, lbn).expect("balloc");
+        }
+        t.flush();
+        let before: BTreeMap<u64, Daddr> = [0u64, 2, 5, 11, 13, 20]
+            .iter()
+            .map(|&l| (l, pointer(&mut t, 7, l as Lbn).expect("pointer")))
+            .collect();
+        // Collapse blocks 2..5 away: 5.. moves down by 3; 2 is landed on.
+        move_blocks(&mut t, 7, 5, 2, 20).expect("down");
+        let now: Vec<u64> = data_blocks(&mut t, 7, 0, 96).expect("data");
+        assert_eq!(now, vec![0, 2, 8, 10, 17]);
+        assert_eq!(pointer(&mut t, 7, 2).expect("2"), before[&5], "the pointer moved, not the data");
+        assert_eq!(
+            pointer(&mut t, 7, 17).expect("17"),
+            before[&20],
+            "out of the double tree into the single"
+        );
+        assert!(t.released.iter().any(|&(l, a)| l == 2 && a == before[&2]), "what was landed on is freed");
+        // Insert three blocks at 2: everything from 2 moves up again.
+        move_blocks(&mut t, 7, 2, 5, 20).expect("up");
+        assert_eq!(data_blocks(&mut t, 7, 0, 96).expect("data"), vec![0, 5, 11, 13, 20]);
+        for l in [0u64, 5, 11, 13, 20] {
+            assert_eq!(pointer(&mut t, 7, l as Lbn).expect("pointer"), before[&l], "block {l}");
+        }
+        assert!(move_blocks(&mut t, 7, 0, 90, 10).is_err(), "past the largest file");
     }
 
     /// Records what a walk visits.

@@ -618,6 +618,13 @@ impl Model {
         let allocate = mode & !keep == 0;
         let punch = mode == libc::FALLOC_FL_PUNCH_HOLE | keep;
         let zero = mode & !keep == libc::FALLOC_FL_ZERO_RANGE;
+        let (collapse, insert) = (libc::FALLOC_FL_COLLAPSE_RANGE, libc::FALLOC_FL_INSERT_RANGE);
+        if mode == collapse || mode == insert {
+            return self.shift(id, offset, len, mode == collapse);
+        }
+        if mode & (collapse | insert) != 0 {
+            return Err(libc::EINVAL);
+        }
         if !(allocate || punch || zero) {
             return Err(libc::EOPNOTSUPP);
         }
@@ -646,6 +653,45 @@ impl Model {
         } else {
             allocated.extend(touched);
         }
+        self.kill_privileges(id)
+    }
+
+    /// `fallocate`'s COLLAPSE_RANGE (`collapse`) or INSERT_RANGE: the bytes
+    /// of `offset .. offset + len` go, or that many zeros come in, and
+    /// what follows moves; whole blocks only, inside the file.
+    fn shift(&mut self, id: NodeId, offset: u64, len: u64, collapse: bool) -> Res<()> {
+        if len == 0 {
+            return Err(libc::EINVAL);
+        }
+        let size = self.file(id)?.len() as u64;
+        let end = offset.checked_add(len).ok_or(libc::EFBIG)?;
+        let bs = self.limits.block_size as u64;
+        if !offset.is_multiple_of(bs) || !len.is_multiple_of(bs) {
+            return Err(libc::EINVAL);
+        }
+        if (collapse && end >= size) || (!collapse && offset >= size) {
+            return Err(libc::EINVAL);
+        }
+        let (first, shift) = (offset / bs, len / bs);
+        let data = self.file_mut(id)?;
+        let blocks_after = if collapse {
+            data.drain(offset as usize..end as usize);
+            (size - len).div_ceil(bs)
+        } else {
+            data.splice(offset as usize..offset as usize, std::iter::repeat_n(0, len as usize));
+            u64::MAX
+        };
+        let node = self.get_mut(id)?;
+        node.allocated = std::mem::take(&mut node.allocated)
+            .into_iter()
+            .filter_map(|b| match b {
+                b if b < first => Some(b),
+                b if collapse && b < first + shift => None,
+                b if collapse => Some(b - shift),
+                b => Some(b + shift),
+            })
+            .filter(|&b| b < blocks_after)
+            .collect();
         self.kill_privileges(id)
     }
 

@@ -254,6 +254,8 @@ pub struct Weights {
     pub truncate: u32,
     /// Fallocate (punch hole mostly).
     pub fallocate: u32,
+    /// Fallocate's collapse and insert of a range.
+    pub shift: u32,
     /// Chmod.
     pub chmod: u32,
     /// Getattr.
@@ -291,6 +293,7 @@ impl Default for Weights {
             read: 6,
             truncate: 5,
             fallocate: 4,
+            shift: 3,
             chmod: 1,
             getattr: 3,
             readdir: 3,
@@ -475,6 +478,7 @@ impl Generator {
             w.sync,
             w.drop_indexes,
             w.remount,
+            w.shift,
         ];
         let total: u32 = table.iter().sum();
         let mut pick = self.rng.gen_range(0..total.max(1));
@@ -597,8 +601,36 @@ impl Generator {
                 }
             }
             18 => Op::DropIndexes,
-            _ => Op::Remount,
+            19 => Op::Remount,
+            _ => self.shift(),
         }
+    }
+
+    /// A collapse or insert of a range: mostly whole blocks inside the
+    /// file (near the first indirect and double-indirect blocks at times,
+    /// and now and then long enough to cross from one to the other), now
+    /// and then misaligned or with another flag, which are refused.
+    fn shift(&mut self) -> Op {
+        let mut mode = if self.rng.gen_bool(0.5) {
+            libc::FALLOC_FL_COLLAPSE_RANGE
+        } else {
+            libc::FALLOC_FL_INSERT_RANGE
+        };
+        if self.rng.gen_ratio(1, 20) {
+            mode |= libc::FALLOC_FL_KEEP_SIZE;
+        }
+        let offset = match self.rng.gen_range(0..10) {
+            0..=5 => self.rng.gen_range(0..8) * BS,
+            6..=8 => (if self.rng.gen_bool(0.5) { 12 } else { 12 + 512 } - self.rng.gen_range(0..4)) * BS,
+            _ => self.offset(),
+        };
+        let len = match self.rng.gen_range(0..20) {
+            0..=13 => self.rng.gen_range(1..4) * BS,
+            14..=17 => self.rng.gen_range(6..600) * BS,
+            18 => 0,
+            _ => self.length() as u64,
+        };
+        Op::Fallocate { path: self.path(), offset, len, mode }
     }
 }
 

@@ -99,8 +99,15 @@ fn random_operations_on_a_disk_that_fills_up_get_enospc_only_when_it_is_full(lay
     }
     let seeds = env_or("FSLAB_MODEL_SEEDS", 4);
     let ops = env_or("FSLAB_MODEL_OPS", 1500) as usize;
-    let weights =
-        Weights { write: 60, fallocate: 12, truncate: 1, unlink: 2, rmdir: 1, ..Weights::with_remount() };
+    let weights = Weights {
+        write: 60,
+        fallocate: 12,
+        shift: 0,
+        truncate: 1,
+        unlink: 2,
+        rmdir: 1,
+        ..Weights::with_remount()
+    };
     let refused = std::rc::Rc::new(std::cell::Cell::new(0));
     for seed in (0..seeds).map(|i| 0x66756c00 + i) {
         let cfg = RunConfig { seed, ops, check_every: env_or("FSLAB_CHECK_EVERY", 100) as usize, weights };
@@ -407,7 +414,44 @@ fn fallocate_on_a_full_disk<T: Subject>(subject: &mut T) {
     check_files(subject, &files, "after remount");
 }
 
+/// Collapse and insert among writes, truncates, punches and remounts, on
+/// a few files: after every step each file's bytes and attributes match
+/// the byte model, across remounts. Shifts cross the first indirect and
+/// the double-indirect blocks, and FFS's fragment tails move with them.
+fn random_collapse_insert_write_truncate_match_a_byte_model(layout: Layout) {
+    let weights = Weights {
+        create: 4,
+        mkdir: 1,
+        symlink: 0,
+        readlink: 0,
+        write: 16,
+        read: 6,
+        truncate: 4,
+        fallocate: 3,
+        shift: 16,
+        chmod: 0,
+        getattr: 2,
+        readdir: 0,
+        unlink: 1,
+        rmdir: 0,
+        rename: 1,
+        link: 0,
+        xattr: 0,
+        handle: 2,
+        sync: 2,
+        drop_indexes: 0,
+        remount: 1,
+    };
+    let seeds = env_or("FSLAB_MODEL_SEEDS", 4);
+    let ops = env_or("FSLAB_MODEL_OPS", 800) as usize;
+    for seed in (0..seeds).map(|i| 0x73686600 + i) {
+        let cfg = RunConfig { seed, ops, check_every: env_or("FSLAB_CHECK_EVERY", 50) as usize, weights };
+        layout.with_subject(DISK, CACHE, Some(policy::DEFAULT), RandomRun(cfg, "collapse and insert"));
+    }
+}
+
 on_every_layout!(
+    random_collapse_insert_write_truncate_match_a_byte_model,
     random_namespace_operations_match_the_model,
     random_operations_on_a_disk_that_fills_up_get_enospc_only_when_it_is_full,
     every_write_accepted_before_enospc_survives_a_remount_and_deleting_frees_space,

@@ -471,6 +471,38 @@ impl Ffs {
     }
 }
 
+impl Ffs {
+    /// Moves data blocks `from .. from + count` of `ino` to `to ..` by
+    /// their pointers (see `StorageManager::move_blocks`). The file must
+    /// have no tail: a block in fragments cannot move as a block, so the
+    /// caller makes the size whole blocks first and settles the tail with
+    /// the final size. Checks for room for the indirect blocks the new
+    /// places lack before moving any.
+    pub(super) fn move_file_blocks(&mut self, ino: Ino, from: u64, to: u64, count: u64) -> Result<()> {
+        let size = self.cached_inode(ino)?.attr.size;
+        if !size.is_multiple_of(self.block_size() as u64) {
+            return Err(errno(libc::EINVAL, "blocks move only in a file of whole blocks"));
+        }
+        let moved = bmap::data_blocks(self, ino, from, count)?;
+        let mut missing = std::collections::BTreeSet::new();
+        for &lbn in &moved {
+            for meta in bmap::ancestors(&self.tree, (lbn - from + to) as Lbn) {
+                if !missing.contains(&meta) && !bmap::exists(self, ino, meta)? {
+                    missing.insert(meta);
+                }
+            }
+        }
+        let frags = missing.len() as u64 * self.frags_per_block();
+        if self.alloc.free_space(0) - (self.reserved_frags as i64) < frags as i64 {
+            return Err(errno(libc::ENOSPC, "file system full"));
+        }
+        if !bmap::data_blocks(self, ino, to, count)?.is_empty() {
+            self.tx.hint(Hint::BlocksFreed { ino, first: to, last: to + count - 1 });
+        }
+        bmap::move_blocks(self, ino, from, to, count)
+    }
+}
+
 /// The block map of FFS: blocks and indirect blocks cached by (inode, lbn),
 /// each with its disk address from the moment it is written.
 impl BlockTree for Ffs {
@@ -536,6 +568,20 @@ impl BlockTree for Ffs {
             self.count_blocks(ino, -(bytes as i64))?;
         }
         Ok(())
+    }
+
+    /// The cached copy follows the pointer; indirect blocks above the new
+    /// place get space now, as `ffs_balloc` gives them. The block keeps
+    /// its address.
+    fn relocate(&mut self, ino: Ino, from: Lbn, to: Lbn, addr: Daddr) -> Result<Daddr> {
+        if let Some(block) = self.cache.share((ino, from)) {
+            let dirty = self.cache.is_dirty((ino, from));
+            self.cache.remove((ino, from));
+            self.cache.insert((ino, to), block, dirty);
+        }
+        bmap::balloc_above(self, ino, to)?;
+        self.tx.hint(Hint::BlocksAllocated { ino, lbn: to });
+        Ok(addr)
     }
 
     /// A whole block at `blkpref`'s choice, now (4.4BSD `ffs_balloc`).

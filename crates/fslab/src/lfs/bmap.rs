@@ -242,6 +242,25 @@ impl Lfs {
         bmap::free_range(self, ino, first, last)
     }
 
+    /// Moves data blocks `from .. from + count` of `ino` to `to ..` (see
+    /// `StorageManager::move_blocks`). Each block on disk is rewritten at
+    /// its new place ([`BlockTree::relocate`]): a segment summary names a
+    /// block by (inode, lbn), and the cleaner and roll-forward judge it by
+    /// that name. Checks for room for every rewritten block and the
+    /// indirect blocks above the old and new places before moving any.
+    pub(super) fn move_file_blocks(&mut self, ino: Ino, from: u64, to: u64, count: u64) -> Result<()> {
+        let size = self.cached_inode(ino)?.attr.size;
+        if !size.is_multiple_of(self.block_size as u64) {
+            return Err(errno(libc::EINVAL, "blocks move only in a file of whole blocks"));
+        }
+        let moved = bmap::data_blocks(self, ino, from, count)?.len() as u64;
+        // As `reserve_blocks`: a share of each level and two ends, at the
+        // old places and the new.
+        let metas = 2 * (2 * moved.div_ceil(self.geometry.nindir) + 6);
+        self.check_space(moved + metas, SpaceFor::Data)?;
+        bmap::move_blocks(self, ino, from, to, count)
+    }
+
     /// The first data block at or after `lbn` that holds data, below the
     /// file's size.
     pub(super) fn find_next_data(&mut self, ino: Ino, lbn: u64) -> Result<Option<u64>> {
@@ -308,6 +327,32 @@ impl BlockTree for Lfs {
             inode.blocks = inode.blocks.saturating_sub(frags);
         }
         Ok(())
+    }
+
+    /// Moves the block's copy in memory — reading it first if it is only
+    /// on disk — to its new name, dirty, with the indirect blocks above
+    /// it, and counts the old address dead: the segment writer gives it a
+    /// new address (no-overwrite, §2.1). The inode's block count stays.
+    fn relocate(&mut self, ino: Ino, from: Lbn, to: Lbn, addr: Daddr) -> Result<Daddr> {
+        for meta in self.ancestors(to) {
+            self.dirty_block(ino, meta, None)?;
+        }
+        let block = match self.cache.share((ino, from)) {
+            Some(block) => block,
+            None => {
+                let mut buf = AlignedBytes::zeroed(self.block_size);
+                self.read_addr(addr, &mut buf)?;
+                Arc::new(buf)
+            }
+        };
+        self.cache.remove((ino, from));
+        self.cache.insert((ino, to), block, true);
+        if addr.is_some() {
+            self.adjust_live(self.seg_of(addr), -(self.block_size as i64));
+            self.note_death(self.seg_of(addr), self.block_size as u64, ino);
+        }
+        self.mark_inode_dirty(ino)?;
+        Ok(Daddr::NONE)
     }
 
     /// Never now: the segment writer gives a block its address (§2.1).

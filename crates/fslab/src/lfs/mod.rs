@@ -460,6 +460,13 @@ impl StorageManager for Lfs {
         Ok(())
     }
 
+    fn move_blocks(&mut self, ino: Ino, from: u64, to: u64, count: u64) -> Result<()> {
+        self.check_mounted()?;
+        self.move_file_blocks(ino, from, to, count)?;
+        self.note_dirop(ino);
+        self.maybe_write()
+    }
+
     fn free_xattr(&mut self, ino: Ino) -> Result<()> {
         self.check_mounted()?;
         self.cached_inode(ino)?;

@@ -294,6 +294,37 @@ impl StorageManager for MemStorage {
         Ok(())
     }
 
+    fn move_blocks(&mut self, ino: Ino, from: u64, to: u64, count: u64) -> Result<()> {
+        let size = self.vget(ino)?.attr.size;
+        if !size.is_multiple_of(self.block_size as u64) {
+            return Err(errno(libc::EINVAL, "blocks move only in a file of whole blocks"));
+        }
+        if from == to || count == 0 {
+            return Ok(());
+        }
+        let end = from.max(to).checked_add(count).ok_or(errno(libc::EFBIG, "block past the largest file"))?;
+        self.check_lbn(ino, Lbn::try_from(end - 1).unwrap_or(Lbn::MAX))?;
+        let taken = |at: u64| (ino, at as Lbn)..(ino, (at + count) as Lbn);
+        let sources: Vec<(Lbn, Vec<u8>)> =
+            self.blocks.range(taken(from)).map(|(&(_, l), b)| (l, b.clone())).collect();
+        let landed: Vec<(Ino, Lbn)> = self.blocks.range(taken(to)).map(|(&k, _)| k).collect();
+        for key in sources.iter().map(|&(l, _)| (ino, l)).chain(landed.iter().copied()) {
+            self.blocks.remove(&key);
+        }
+        if !landed.is_empty() && self.tx.is_open() {
+            self.record(Hint::BlocksFreed { ino, first: to, last: to + count - 1 })?;
+        }
+        for (lbn, block) in sources {
+            let target = lbn - from as Lbn + to as Lbn;
+            self.blocks.insert((ino, target), block);
+            if self.tx.is_open() {
+                self.record(Hint::BlocksAllocated { ino, lbn: target })?;
+            }
+        }
+        self.recount(ino);
+        Ok(())
+    }
+
     fn free_xattr(&mut self, ino: Ino) -> Result<()> {
         self.blocks.remove(&(ino, XATTR_LBN));
         self.recount(ino);

@@ -124,6 +124,22 @@ pub trait StorageManager: Send {
     /// `free_blocks(ino, first_gone, u64::MAX)`; punching a hole is a range.
     fn free_blocks(&mut self, ino: Ino, first: u64, last: u64) -> Result<()>;
 
+    /// Moves data blocks `from .. from + count` of `ino` to `to .. to +
+    /// count` (`bmap::move_blocks`): block `to + i` becomes what block
+    /// `from + i` was — a hole stays a hole, and what `to + i` held is
+    /// freed — and the blocks of the source range outside the destination
+    /// become holes. What collapsing or inserting a range of a file is
+    /// made of. Block pointers move, not data, where the layout allows it:
+    /// FFS moves pointers; LFS rewrites each moved block that is on disk,
+    /// since its segment summaries name every block by (inode, block
+    /// number) and the cleaner judges a block live by that name. The
+    /// file's size must be a multiple of the block size while its blocks
+    /// move (FFS keeps a partial last block in fragments, which cannot
+    /// move as a block): EINVAL otherwise. Fails with ENOSPC before moving
+    /// anything when the blocks the move needs (indirect blocks; in LFS
+    /// the rewritten blocks too) have no room.
+    fn move_blocks(&mut self, ino: Ino, from: u64, to: u64, count: u64) -> Result<()>;
+
     /// Frees the extended-attribute block of `ino`, if it has one.
     fn free_xattr(&mut self, ino: Ino) -> Result<()>;
 

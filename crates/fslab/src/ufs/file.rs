@@ -58,6 +58,8 @@ impl BlockCopies {
 const KEEP_SIZE: i32 = libc::FALLOC_FL_KEEP_SIZE;
 const PUNCH_HOLE: i32 = libc::FALLOC_FL_PUNCH_HOLE;
 const ZERO_RANGE: i32 = libc::FALLOC_FL_ZERO_RANGE;
+pub(super) const COLLAPSE_RANGE: i32 = libc::FALLOC_FL_COLLAPSE_RANGE;
+pub(super) const INSERT_RANGE: i32 = libc::FALLOC_FL_INSERT_RANGE;
 
 impl<S: StorageManager> Ns<'_, S> {
     fn bs(&self) -> u64 {
@@ -66,7 +68,7 @@ impl<S: StorageManager> Ns<'_, S> {
 
     /// Inode `ino`, which must be a regular file: EISDIR for a directory,
     /// EINVAL for anything else.
-    fn regular(&mut self, ino: Ino) -> Result<Inode> {
+    pub(super) fn regular(&mut self, ino: Ino) -> Result<Inode> {
         let inode = self.s.vget(ino)?;
         if inode.attr.is_dir() {
             return Err(errno(libc::EISDIR, "is a directory"));
@@ -171,7 +173,7 @@ impl<S: StorageManager> Ns<'_, S> {
     /// zeros where its data had been. So whatever makes a file longer —
     /// write, truncate, fallocate, copy_file_range — calls this first, and
     /// fails, having changed nothing, if even that finds no room.
-    fn zero_past_end(&mut self, ino: Ino, size: u64, upto: u64) -> Result<()> {
+    pub(super) fn zero_past_end(&mut self, ino: Ino, size: u64, upto: u64) -> Result<()> {
         let bs = self.bs();
         let stop = upto.min((size / bs + 1) * bs);
         if size.is_multiple_of(bs) || stop <= size || !self.has_data(ino, size / bs)? {
@@ -277,6 +279,13 @@ impl<S: StorageManager> Ns<'_, S> {
         let allocate = mode & !KEEP_SIZE == 0;
         let punch = mode == PUNCH_HOLE | KEEP_SIZE;
         let zero = mode & !KEEP_SIZE == ZERO_RANGE;
+        if mode == COLLAPSE_RANGE || mode == INSERT_RANGE {
+            return self.shift_range(ino, offset, len, mode);
+        }
+        if mode & (COLLAPSE_RANGE | INSERT_RANGE) != 0 {
+            // As Linux: these two take no other flag.
+            return Err(errno(libc::EINVAL, "collapse and insert combined with other flags"));
+        }
         if !(allocate || punch || zero) {
             return Err(errno(libc::EOPNOTSUPP, "fallocate mode not supported"));
         }
@@ -505,7 +514,7 @@ impl<S: StorageManager> Ns<'_, S> {
 /// Linux when fallocate(2) or copy_file_range(2) changes it). The
 /// FUSE adapter tells the kernel fslab does this, which spares a
 /// `getxattr("security.capability")` round trip on every write.
-fn kill_privileges(attr: &mut InodeAttr) {
+pub(super) fn kill_privileges(attr: &mut InodeAttr) {
     attr.mode &= !libc::S_ISUID;
     if attr.mode & libc::S_IXGRP != 0 {
         attr.mode &= !libc::S_ISGID;

@@ -11,7 +11,8 @@
 //! Parts: `names` (create, link, unlink, rmdir), `rename`, `dir` (entries in
 //! directory blocks), `dirhash` (the in-memory hashes that make large
 //! directories fast), `file` (read, write, truncate, fallocate, lseek,
-//! copy), `xattr` (the extended-attribute block).
+//! copy), `shift` (collapsing and inserting a range of a file), `xattr`
+//! (the extended-attribute block).
 //! Permission checks are left to the kernel (`default_permissions`); atime is
 //! not updated by reads.
 
@@ -21,6 +22,7 @@ mod file;
 mod names;
 mod rename;
 mod repair;
+mod shift;
 #[cfg(test)]
 mod tests;
 mod xattr;
@@ -376,11 +378,11 @@ impl<S: StorageManager> FileSystem<S> {
 
     /// `fallocate(2)`: `mode` holds the `FALLOC_FL_*` flags.
     pub fn fallocate(&mut self, ino: Ino, offset: u64, len: u64, mode: i32) -> Result<()> {
-        let kind = if mode & (libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_ZERO_RANGE) != 0 {
-            TxKind::Truncate
-        } else {
-            TxKind::Write
-        };
+        let frees = libc::FALLOC_FL_PUNCH_HOLE
+            | libc::FALLOC_FL_ZERO_RANGE
+            | libc::FALLOC_FL_COLLAPSE_RANGE
+            | libc::FALLOC_FL_INSERT_RANGE;
+        let kind = if mode & frees != 0 { TxKind::Truncate } else { TxKind::Write };
         self.tx(kind, |ns| ns.fallocate(ino, offset, len, mode))
     }
 

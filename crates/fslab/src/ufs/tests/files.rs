@@ -107,9 +107,7 @@ fn fallocate_preallocates_extends_or_keeps_size_and_refuses_other_modes() {
     assert!(fs.storage().has_block(f, 10));
     fs.fallocate(f, BS + 1, 2, libc::FALLOC_FL_ZERO_RANGE).expect("zero range");
     assert_eq!(fs.read(f, BS, 4).expect("read"), b"k\0\0p");
-    for mode in
-        [libc::FALLOC_FL_PUNCH_HOLE, libc::FALLOC_FL_COLLAPSE_RANGE, libc::FALLOC_FL_INSERT_RANGE, 0x4000]
-    {
+    for mode in [libc::FALLOC_FL_PUNCH_HOLE, 0x4000] {
         assert_eq!(errno(fs.fallocate(f, 0, BS, mode)), libc::EOPNOTSUPP, "mode {mode:#x}");
     }
     assert_eq!(errno(fs.fallocate(ROOT, 0, BS, 0)), libc::EISDIR);
@@ -232,4 +230,87 @@ fn block_copies_cover_exactly_the_whole_blocks_of_a_write() {
     assert!(copies.take(4, BS).is_none(), "block 4 is partly written");
     assert!(BlockCopies::of(5, &data[..100], BS as u32).take(0, BS).is_none());
     assert!(BlockCopies::of(u64::MAX - 10, &data, BS as u32).take(0, BS).is_none(), "no overflow");
+}
+
+/// The file's bytes, read whole.
+fn contents(fs: &mut FileSystem<MemStorage>, ino: Ino) -> Vec<u8> {
+    fs.read(ino, 0, usize::MAX >> 1).expect("read")
+}
+
+#[test]
+fn collapse_and_insert_move_blocks_and_keep_the_bytes_around_the_range() {
+    let mut fs = fs();
+    let f = file(&mut fs, ROOT, "f").ino;
+    let data: Vec<u8> = (0..6 * BS as usize + 100).map(|i| (i / BS as usize) as u8 + 1).collect();
+    fs.write(f, 0, &data).expect("write");
+    fs.fallocate(f, 3 * BS, BS, libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE).expect("hole");
+    let mut model = data.clone();
+    model[3 * BS as usize..4 * BS as usize].fill(0);
+
+    fs.fallocate(f, BS, 2 * BS, libc::FALLOC_FL_COLLAPSE_RANGE).expect("collapse");
+    model.drain(BS as usize..3 * BS as usize);
+    assert_eq!(contents(&mut fs, f), model);
+    assert!(!fs.storage().has_block(f, 1), "the hole moved down with the rest");
+    assert!(!fs.storage().has_block(f, 5), "nothing is left past the new end");
+
+    fs.fallocate(f, 0, 3 * BS, libc::FALLOC_FL_INSERT_RANGE).expect("insert");
+    model.splice(0..0, vec![0u8; 3 * BS as usize]);
+    assert_eq!(contents(&mut fs, f), model);
+    assert!((0..3).all(|l| !fs.storage().has_block(f, l)), "an inserted range is a hole");
+    assert_eq!(fs.getattr(f).expect("getattr").attr.size, model.len() as u64);
+}
+
+#[test]
+fn collapse_and_insert_refuse_what_linux_refuses_and_change_nothing() {
+    let mut fs = fs();
+    fs.storage().set_max_file_size(16 * BS);
+    let f = file(&mut fs, ROOT, "f").ino;
+    fs.write(f, 0, &vec![7u8; 4 * BS as usize]).expect("write");
+    let (collapse, insert) = (libc::FALLOC_FL_COLLAPSE_RANGE, libc::FALLOC_FL_INSERT_RANGE);
+    let cases = [
+        (collapse, 1, BS, libc::EINVAL, "offset not whole blocks"),
+        (insert, 0, BS + 1, libc::EINVAL, "length not whole blocks"),
+        (collapse, 0, 0, libc::EINVAL, "zero length"),
+        (collapse, 2 * BS, 2 * BS, libc::EINVAL, "collapse reaching the end"),
+        (collapse, 3 * BS, 2 * BS, libc::EINVAL, "collapse passing the end"),
+        (insert, 4 * BS, BS, libc::EINVAL, "insert at the end"),
+        (insert, 0, 13 * BS, libc::EFBIG, "growing past the largest file"),
+        (insert, 0, 17 * BS, libc::EFBIG, "a range past the largest file"),
+        (collapse | libc::FALLOC_FL_KEEP_SIZE, 0, BS, libc::EINVAL, "collapse with another flag"),
+        (insert | libc::FALLOC_FL_PUNCH_HOLE, 0, BS, libc::EINVAL, "insert with another flag"),
+    ];
+    for (mode, offset, len, want, what) in cases {
+        assert_eq!(errno(fs.fallocate(f, offset, len, mode)), want, "{what}");
+        assert_eq!(contents(&mut fs, f), vec![7u8; 4 * BS as usize], "{what} changed nothing");
+    }
+    assert_eq!(errno(fs.fallocate(ROOT, 0, BS, collapse)), libc::EISDIR);
+    fs.fallocate(f, 0, 12 * BS, insert).expect("up to the largest file");
+    assert_eq!(fs.getattr(f).expect("getattr").attr.size, 16 * BS);
+}
+
+#[test]
+fn collapse_and_insert_set_times_and_clear_set_user_id_as_a_write_does() {
+    let mut fs = fs();
+    let f = file(&mut fs, ROOT, "f").ino;
+    fs.write(f, 0, &vec![1u8; 3 * BS as usize]).expect("write");
+    let mode = kind::REG | libc::S_ISUID | libc::S_ISGID | 0o755;
+    for op in [libc::FALLOC_FL_INSERT_RANGE, libc::FALLOC_FL_COLLAPSE_RANGE] {
+        fs.setattr(f, &SetAttr { mode: Some(mode), ..SetAttr::default() }).expect("chmod");
+        let before = fs.getattr(f).expect("getattr").attr;
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        fs.fallocate(f, BS, BS, op).expect("shift");
+        let after = fs.getattr(f).expect("getattr").attr;
+        assert!(after.mtime > before.mtime && after.ctime > before.ctime, "mode {op:#x}");
+        assert_eq!(after.mode & (libc::S_ISUID | libc::S_ISGID), 0, "mode {op:#x}");
+    }
+}
+
+#[test]
+fn a_refused_collapse_keeps_the_file_as_it_was() {
+    let mut fs = fs();
+    let f = file(&mut fs, ROOT, "f").ino;
+    let data: Vec<u8> = (0..3 * BS as usize + 10).map(|i| i as u8).collect();
+    fs.write(f, 0, &data).expect("write");
+    assert_eq!(errno(fs.fallocate(f, BS, 2 * BS + 10, libc::FALLOC_FL_COLLAPSE_RANGE)), libc::EINVAL);
+    assert_eq!(contents(&mut fs, f), data);
 }
