@@ -284,8 +284,8 @@ pub const EXPERIMENTS: &[Experiment] = &[
         source: "2002 Fig. 2-6",
         about: "Files created one by one into one directory up to 10,000; at each size, creates, stats in \
                 creation order, in random order and of absent names, then removes. On a memory disk and wall \
-                time: these costs are CPU. The dirhash on/off comparison needs dirhash's mount options, which fslab \
-                does not have yet; lfs has a per-directory name index always on.",
+                time: these costs are CPU. lfs and lfs-dirhash keep dirhash's name index (on by default); \
+                lfs-linear mounts with dirhash=off and scans directories linearly.",
         disk: "mem",
         machine: SPARCSTATION_2,
         systems: &["lfs", "lfs-dirhash", "lfs-linear"],
@@ -325,7 +325,6 @@ pub fn by_id(id: &str) -> Option<&'static Experiment> {
 /// variants of a feature fslab lacks.
 pub fn missing_feature(system: &str) -> Option<&'static str> {
     match system {
-        "lfs-dirhash" | "lfs-linear" => Some("dirhash's mount options (dirhash=on|off) are not in fslab yet"),
         "ffs-aged" => Some("an FFS aged by a replayed workload (1995 §5, 1997) is not in the lab yet"),
         _ => None,
     }

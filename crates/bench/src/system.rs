@@ -14,7 +14,7 @@ use fslab::ffs::{
 };
 use fslab::lfs::clean::CleanerCounters;
 use fslab::lfs::{Lfs, MkfsOptions, MountOptions, SegmentWrites};
-use fslab_cleaner::{policy, Cleaner};
+use fslab_cleaner::{policy, Cleaner, SegmentReads};
 use std::io;
 use std::sync::Arc;
 
@@ -28,6 +28,9 @@ pub struct LfsParams {
     /// The cleaner policy (run in-line, by the writers, when clean
     /// segments run low), or none.
     pub cleaner: Option<&'static str>,
+    /// Whether the namespace keeps dirhash's name index for large
+    /// directories (mount option `dirhash=`), or scans them linearly.
+    pub dirhash: bool,
 }
 
 /// FFS's metadata integrity mode.
@@ -87,7 +90,7 @@ pub struct System {
 }
 
 const fn lfs(block_size: u32, segment_size: u32, cleaner: Option<&'static str>) -> Kind {
-    Kind::Lfs(LfsParams { block_size, segment_size, cleaner })
+    Kind::Lfs(LfsParams { block_size, segment_size, cleaner, dirhash: true })
 }
 
 const fn ffs(block_size: u32, maxcontig: u32, rotdelay: Rotdelay, integrity: Integrity) -> Kind {
@@ -115,6 +118,16 @@ pub const SYSTEMS: &[System] = &[
         name: "lfs-256k",
         kind: lfs(4096, 256 << 10, Some("cost-benefit")),
         about: "LFS, 256 KB segments, cost-benefit cleaner (1993 Table 7)",
+    },
+    System {
+        name: "lfs-dirhash",
+        kind: lfs(4096, 1 << 20, None),
+        about: "LFS with dirhash on (the default; 2002 §3), no cleaner",
+    },
+    System {
+        name: "lfs-linear",
+        kind: Kind::Lfs(LfsParams { block_size: 4096, segment_size: 1 << 20, cleaner: None, dirhash: false }),
+        about: "LFS with dirhash off: directories scanned linearly, as before dirhash (2002 §3)",
     },
     System { name: "lfs-greedy", kind: lfs(4096, 1 << 20, Some("greedy")), about: "LFS, greedy cleaner" },
     System {
@@ -189,6 +202,10 @@ impl System {
 impl Layout for Lfs {
     type Params = LfsParams;
 
+    fn dirhash(params: &LfsParams) -> bool {
+        params.dirhash
+    }
+
     fn mkfs(dev: Arc<dyn BlockDevice>, p: &LfsParams) -> fslab::Result<()> {
         fslab::lfs::mkfs(dev, &MkfsOptions { block_size: p.block_size, segment_size: p.segment_size })
     }
@@ -204,7 +221,8 @@ impl Layout for Lfs {
         if let Some(name) = p.cleaner {
             let policy =
                 policy::by_name(name).ok_or(fslab::Error::Errno(libc::EINVAL, "unknown cleaner policy"))?;
-            Cleaner::new(policy).install(&mut lfs);
+            // The papers' cleaner: whole segments read, moved one at a time.
+            Cleaner::new(policy).with_reads(SegmentReads::WholeSegments).install(&mut lfs);
         }
         Ok(lfs)
     }

@@ -75,7 +75,8 @@ fn checks_say_reproduced_not_reproduced_or_not_yet() {
     );
 
     assert_eq!(claim_verdict(&CLAIMS[2], &r).verdict, Verdict::NotReproduced, "one check of claim 3 fails");
-    assert_eq!(claim_verdict(&CLAIMS[6], &r).verdict, Verdict::NotYet, "claim 7 needs dirhash off");
+    assert_eq!(claim_verdict(&CLAIMS[6], &r).verdict, Verdict::NoData, "claim 7: dm02-dirops was not run");
+    assert_eq!(claim_verdict(&CLAIMS[11], &r).verdict, Verdict::NotYet, "claim 12 needs an aged FFS");
     assert_eq!(claim_verdict(&CLAIMS[4], &r).verdict, Verdict::NotYet, "claim 5 needs realloc and aging");
 }
 
@@ -89,7 +90,8 @@ fn the_report_has_a_row_for_every_claim_with_its_verdict() {
     let row =
         |n: u32| md.lines().find(|l| l.starts_with(&format!("| {n} | "))).unwrap_or_default().to_string();
     assert!(row(3).contains("**not reproduced**"), "{}", row(3));
-    assert!(row(7).contains("**not yet**"), "{}", row(7));
+    assert!(row(7).contains("**not run**"), "{}", row(7));
+    assert!(row(12).contains("**not yet**"), "{}", row(12));
     assert!(row(1).contains("**not run**"), "{}", row(1));
     assert!(row(6).contains("**not yet**"), "{}", row(6));
     assert!(md.contains("| cleaner loss at 80% (against no-cleaning at 48%) in 37-45% | s95-tpcb | lfs | 55.00 % | **not reproduced** |"));

@@ -6,7 +6,7 @@
 
 use crate::mechanism::Mechanism;
 use crate::policy::Policy;
-use fslab::lfs::clean::{BlockRef, Destination, MarkBlock, SpaceMaker, Urgency};
+use fslab::lfs::clean::{parse_segment, BlockKind, BlockRef, Destination, MarkBlock, SpaceMaker, Urgency};
 use fslab::lfs::layout::WriteClock;
 use fslab::lfs::Lfs;
 use fslab::Result;
@@ -50,9 +50,31 @@ impl Rejected {
     }
 }
 
+/// How a pass reads the segments it examines and hands their live blocks
+/// to `markv`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SegmentReads {
+    /// Only the summary blocks are read; `markv` reads the live blocks not
+    /// already cached, one request each, and moves a whole pass's blocks in
+    /// one call. Fewest bytes read (the write cost counts bytes); what
+    /// fslab's mounts use.
+    #[default]
+    LiveBlocks,
+    /// The 1993 paper's cleaner (§3): each segment is read whole from the
+    /// raw partition in one request, its summaries walked in memory, and
+    /// the live blocks' contents handed to `markv`, one segment's worth per
+    /// call, as the paper's cleaner called `lfs_markv` for each segment it
+    /// read. On a disk a segment read is one seek and one rotation where
+    /// reading the live blocks costs both for each; and a call's blocks
+    /// stay within a small buffer cache instead of pushing the indirect
+    /// blocks that the next `bmapv` needs out of it.
+    WholeSegments,
+}
+
 /// A cleaner: a policy and the loop that applies it.
 pub struct Cleaner {
     policy: Box<dyn Policy>,
+    reads: SegmentReads,
     max_segments_per_pass: usize,
     /// Segments read and found not worth moving: the live bytes and time
     /// they had then, and by how many blocks the move cost more than it
@@ -71,11 +93,18 @@ impl Cleaner {
     pub fn new(policy: Box<dyn Policy>) -> Cleaner {
         Cleaner {
             policy,
+            reads: SegmentReads::default(),
             max_segments_per_pass: 16,
             rejected: HashMap::new(),
             passes: 0,
             unreadable: HashSet::new(),
         }
+    }
+
+    /// This cleaner, reading segments as `reads` says.
+    pub fn with_reads(mut self, reads: SegmentReads) -> Cleaner {
+        self.reads = reads;
+        self
     }
 
     /// The policy's name.
@@ -132,8 +161,23 @@ impl Cleaner {
             {
                 continue;
             }
-            // Summaries and inode blocks only: markv reads the live blocks.
-            let refs = m.segment_refs(seg)?;
+            // Whole (1993 §3: "the cleaner reads the segment from the raw
+            // partition"; 1995 §4 costs it as one 1 MB transfer), or the
+            // summaries alone. A segment that cannot be read whole (a
+            // damaged sector) is read by its summaries, and markv reads its
+            // live blocks one by one, so that only they can fail.
+            let whole = match self.reads {
+                SegmentReads::LiveBlocks => None,
+                SegmentReads::WholeSegments => match m.read_segment(seg) {
+                    Ok(bytes) => Some(bytes),
+                    Err(e) if e.errno() == libc::EIO => None,
+                    Err(e) => return Err(e),
+                },
+            };
+            let refs = match &whole {
+                Some(bytes) => parse_segment(&table, seg, bytes),
+                None => m.segment_refs(seg)?,
+            };
             pass.segments_read += 1;
             let now = m.bmapv(&refs)?;
             let live: Vec<BlockRef> = refs
@@ -160,7 +204,17 @@ impl Cleaner {
             self.rejected.remove(&seg);
             budget -= cost;
             picked.push(seg);
-            blocks.extend(live.into_iter().map(|block| MarkBlock { block, data: None }));
+            let first = seg * table.blocks_per_segment;
+            blocks.extend(live.into_iter().map(|block| {
+                let data = match (&whole, block.kind) {
+                    (Some(bytes), BlockKind::Block(_)) => {
+                        let at = (block.daddr.get() - first) as usize * bs as usize;
+                        bytes.get(at..at + bs as usize).map(<[u8]>::to_vec)
+                    }
+                    _ => None,
+                };
+                MarkBlock { block, data }
+            }));
         }
         if picked.is_empty() {
             return Ok(pass);
@@ -174,20 +228,29 @@ impl Cleaner {
             None => (Vec::new(), blocks),
         };
         for (blocks, to) in [(shared, Destination::Shared), (cold, Destination::Cold)] {
-            if blocks.is_empty() {
-                continue;
-            }
-            match m.markv(&blocks, to) {
-                Ok(report) => pass.moved += report.moved,
-                Err(e) if e.errno() == libc::EIO => {
-                    if !self.move_by_segment(m, blocks, to, table.blocks_per_segment, &mut pass)? {
-                        return Ok(pass);
+            let batch_blocks = match self.reads {
+                SegmentReads::LiveBlocks => blocks.len().max(1),
+                SegmentReads::WholeSegments => table.blocks_per_segment.max(1) as usize,
+            };
+            for batch in blocks.chunks(batch_blocks) {
+                match m.markv(batch, to) {
+                    Ok(report) => pass.moved += report.moved,
+                    Err(e) if e.errno() == libc::EIO => {
+                        if !self.move_by_segment(
+                            m,
+                            batch.to_vec(),
+                            to,
+                            table.blocks_per_segment,
+                            &mut pass,
+                        )? {
+                            return Ok(pass);
+                        }
                     }
+                    // The space changed under us (another cleaner, or writers):
+                    // nothing more was written; the next pass looks again.
+                    Err(e) if space_changed(&e) => return Ok(pass),
+                    Err(e) => return Err(e),
                 }
-                // The space changed under us (another cleaner, or writers):
-                // nothing more was written; the next pass looks again.
-                Err(e) if space_changed(&e) => return Ok(pass),
-                Err(e) => return Err(e),
             }
         }
         for seg in picked.into_iter().filter(|seg| !pass.unreadable.contains(seg)) {

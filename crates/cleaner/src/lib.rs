@@ -27,6 +27,6 @@ pub mod mechanism;
 pub mod policy;
 pub mod workload;
 
-pub use driver::{Cleaner, Pass};
+pub use driver::{Cleaner, Pass, SegmentReads};
 pub use mechanism::{LfsAccess, Locked, Mechanism};
 pub use policy::Policy;

@@ -8,12 +8,14 @@
 //! byte offsets and lengths.
 
 mod aligned;
+mod counting;
 mod crash;
 mod file;
 mod mem;
 pub mod sim;
 
 pub use aligned::{all_aligned, AlignedBytes, DIRECT_ALIGN};
+pub use counting::CountingDisk;
 pub use crash::{CrashChoice, CrashDisk, CrashState, CrashStates, Persist, RecordedWrite, EXHAUSTIVE_LIMIT};
 pub use file::{FileDisk, DIRECT_READ_MIN};
 pub use mem::MemDisk;

@@ -11,7 +11,7 @@ use fslab::format::{Ino, ROOT_INO};
 use fslab::lfs::clean::CleanerCounters;
 use fslab::storage::StorageManager;
 use fslab::time::TimeSource;
-use fslab::ufs::{Creds, FileSystem};
+use fslab::ufs::{Creds, DirhashOptions, FileSystem};
 use std::collections::HashMap;
 use std::io;
 use std::sync::Arc;
@@ -47,10 +47,22 @@ pub trait Layout: StorageManager + Sized + 'static {
     /// Blocks checksummed since mount.
     fn checksummed_blocks(&self) -> u64;
 
+    /// Whether the namespace over it keeps dirhash's name index.
+    fn dirhash(_params: &Self::Params) -> bool {
+        true
+    }
+
     /// The cleaner's counters since mount, for a layout that cleans.
     fn cleaner(&self) -> Option<CleanerCounters> {
         None
     }
+}
+
+/// The namespace over `storage`, with the dirhash setting `params` give.
+fn namespace<L: Layout>(storage: L, params: &L::Params) -> FileSystem<L> {
+    let mut fs = FileSystem::new(storage);
+    fs.set_dirhash_options(DirhashOptions { enabled: L::dirhash(params), ..DirhashOptions::default() });
+    fs
 }
 
 /// fslab on a device: the namespace over layout `L`.
@@ -83,7 +95,7 @@ impl<L: Layout> Library<L> {
         env: MountEnv,
     ) -> io::Result<Library<L>> {
         L::mkfs(dev.clone(), &params).map_err(io_error)?;
-        let mut fs = FileSystem::new(L::mount(dev.clone(), &params, &env).map_err(io_error)?);
+        let mut fs = namespace::<L>(L::mount(dev.clone(), &params, &env).map_err(io_error)?, &params);
         fs.create_root(0o755, CREDS).map_err(io_error)?;
         let mut dirs = HashMap::new();
         dirs.insert(String::new(), ROOT_INO);
@@ -217,7 +229,7 @@ impl<L: Layout> Backend for Library<L> {
             fs.unmount().map_err(io_error)?;
         }
         let storage = L::mount(self.dev.clone(), &self.params, &self.env).map_err(io_error)?;
-        self.fs = Some(FileSystem::new(storage));
+        self.fs = Some(namespace::<L>(storage, &self.params));
         self.checksummed_base = checksummed;
         self.cleaner_base = cleaner;
         // Inode numbers stay valid across a remount; names are looked up again.

@@ -407,13 +407,36 @@ impl Target {
         let before = self.counters();
         let value = body(self)?;
         let after = self.counters();
-        Ok((value, between(&before, &after)))
+        let phase = between(&before, &after);
+        if std::env::var_os("FSLAB_BENCH_PHASES").is_some() {
+            eprintln!("{}", describe(&phase));
+        }
+        Ok((value, phase))
     }
 
     /// Unmounts or cleans up.
     pub fn finish(&mut self) -> io::Result<()> {
         self.backend.finish()
     }
+}
+
+/// One line on a phase's time, CPU, disk and cleaner work: what
+/// `FSLAB_BENCH_PHASES=1` prints after every phase, to find where a
+/// result's time went (seeks, rotations, requests).
+pub fn describe(phase: &Phase) -> String {
+    let mut line = format!("phase: {:.3} s, cpu {:.3} s", phase.seconds(), phase.cpu.as_secs_f64());
+    if let Some(d) = &phase.disk {
+        line.push_str(&format!("; {d}"));
+    }
+    if let Some(c) = &phase.cleaner {
+        line.push_str(&format!(
+            "; cleaner: {} segments cleaned, {} KiB read, {} KiB written",
+            c.segments_cleaned,
+            c.cleaner_bytes_read >> 10,
+            c.cleaner_bytes_written >> 10
+        ));
+    }
+    line
 }
 
 /// The work done between two readings of the counters.

@@ -80,7 +80,16 @@ impl StorageManager for Ffs {
 
     fn write_block(&mut self, ino: Ino, lbn: Lbn, offset: usize, data: &[u8]) -> Result<()> {
         self.check_mounted()?;
-        self.write_file_block(ino, lbn, NewContents::Part { offset, data })?;
+        // A write that covers the whole block replaces it without reading
+        // it first, as 4.4BSD's ffs_write asks ffs_balloc to clear (read)
+        // the buffer only for a write shorter than a block. Reading it cost
+        // a 4 MB overwrite, larger than the cache, a disk read per block.
+        let contents = if offset == 0 && data.len() == self.block_size() {
+            NewContents::Whole(AlignedBytes::copy_of(data))
+        } else {
+            NewContents::Part { offset, data }
+        };
+        self.write_file_block(ino, lbn, contents)?;
         self.maybe_write()
     }
 

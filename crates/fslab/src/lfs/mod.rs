@@ -248,19 +248,45 @@ impl Lfs {
             return Err(errno(libc::EPERM, "the ifile is not a namespace file"));
         }
         if self.inodes.get(ino).is_none() {
-            let inode = self.read_inode(ino)?;
-            self.inodes.insert(inode, false);
+            self.load_inode_block(ino)?;
         }
         self.inodes.get_mut(ino).ok_or_else(|| errno(libc::ENOENT, "inode vanished from the cache"))
     }
 
-    /// Reads inode `ino` from the block the inode map names.
-    fn read_inode(&mut self, ino: Ino) -> Result<Inode> {
+    /// Reads the block the inode map names for `ino` and keeps `ino` and
+    /// every other inode in it whose current copy it is, as 4.4BSD's LFS
+    /// reads inodes through the buffer cache (lfs_vget reads the inode
+    /// block, which stays cached): files written together share inode
+    /// blocks, and reading them in creation order (1995 Fig. 4) costs one
+    /// read per block, not one per file.
+    fn load_inode_block(&mut self, ino: Ino) -> Result<()> {
+        use crate::format::inode::INODE_SIZE;
         let entry = *self.tables.entry(ino).ok_or_else(|| errno(libc::ENOENT, "no such inode number"))?;
         if entry.daddr.is_none() {
             return Err(errno(libc::ENOENT, "inode is not allocated"));
         }
-        self.find_inode_in_block(entry.daddr, ino)
+        let mut block = vec![0u8; self.block_size];
+        self.read_addr(entry.daddr, &mut block)?;
+        let mut found = false;
+        for inode in block.chunks_exact(INODE_SIZE).filter_map(|slot| Inode::decode(slot).ok()) {
+            let other = inode.ino;
+            let current =
+                other != IFILE_INO && self.tables.entry(other).is_some_and(|e| e.daddr == entry.daddr);
+            if other == ino {
+                found = true;
+            } else if !current || self.inodes.get(other).is_some() {
+                continue;
+            }
+            self.inodes.insert(inode, false);
+        }
+        if !found {
+            return Err(crate::Error::corrupt(
+                "inode block",
+                entry.daddr,
+                format!("inode {ino} is not in the block the inode map names"),
+            ));
+        }
+        Ok(())
     }
 
     /// Finds inode `ino` in the inode block at `daddr`.
