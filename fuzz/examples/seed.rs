@@ -1,5 +1,6 @@
-//! Writes the seed corpus: a few small valid images (`fslab_fuzz::seed_images`)
-//! into `corpus/<target>/seed-<name>` for every fuzz target, so that fuzzing
+//! Writes the seed corpus: a few small valid images (`fslab_fuzz::seed_images`,
+//! and `fslab_fuzz::ffs::seed_images` for the FFS targets) into
+//! `corpus/<target>/seed-<name>` for every fuzz target, so that fuzzing
 //! starts from valid structure. Run from `fuzz/`: `cargo run --example seed`.
 
 use std::path::Path;
@@ -14,6 +15,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             std::fs::write(dir.join(format!("seed-{name}")), bytes)?;
         }
     }
-    println!("wrote {} seed images for 4 targets under {}", images.len(), root.display());
+    let ffs_images = fslab_fuzz::ffs::seed_images()?;
+    for target in ["fsck_ffs", "fsck_ffs_sealed"] {
+        let dir = root.join(target);
+        std::fs::create_dir_all(&dir)?;
+        for (name, bytes) in &ffs_images {
+            std::fs::write(dir.join(format!("seed-{name}")), bytes)?;
+        }
+    }
+    println!(
+        "wrote {} seed images for 4 LFS targets and {} for 2 FFS ones under {}",
+        images.len(),
+        ffs_images.len(),
+        root.display()
+    );
     Ok(())
 }

@@ -13,7 +13,8 @@
 //!   the namespace serves, unmount;
 //! * [`fsck_image`] — the `fsck` targets' body: check, repair, check again;
 //! * [`seed_images`] — small valid images for `fuzz/corpus/<target>/`
-//!   (written by `cargo run --example seed`).
+//!   (written by `cargo run --example seed`);
+//! * [`ffs`] — the same for FFS images (the `fsck_ffs` targets).
 //!
 //! Every loop and read here is bounded, whatever the image says, so a hang or
 //! a huge allocation found by the fuzzer is the library's.
@@ -27,10 +28,13 @@ use fslab::format::inode::INODE_SIZE;
 use fslab::format::{Ino, ROOT_INO};
 use fslab::lfs::layout::{seal_ifile_block, Superblock, FINFO_HEADER, IFILE_MAGIC, SUMMARY_MAGIC};
 use fslab::lfs::{Lfs, MkfsOptions, MountOptions};
+use fslab::storage::StorageManager;
 use fslab::ufs::{Creds, FileSystem};
 use fslab_check::Options;
 use std::collections::HashSet;
 use std::sync::Arc;
+
+pub mod ffs;
 
 /// Bytes per block of the seed images (the only size [`reseal`] knows).
 pub const BS: usize = 4096;
@@ -45,7 +49,7 @@ pub const SEED_IMAGE: usize = 768 << 10;
 /// Largest device.
 pub const MAX_IMAGE: usize = 4 << 20;
 /// Magic of an extended-attribute block (`docs/FORMAT.md`).
-const XATTR_MAGIC: u32 = 0x5841_5454;
+pub(crate) const XATTR_MAGIC: u32 = 0x5841_5454;
 /// Bytes of one file a walk reads at most.
 const MAX_FILE_READ: u64 = 1 << 20;
 /// Bytes all files of one walk read at most.
@@ -72,11 +76,11 @@ pub fn image(data: &[u8], resealed: bool) -> Arc<MemDisk> {
     Arc::new(MemDisk::from_bytes(bytes))
 }
 
-fn u32_at(bytes: &[u8], at: usize) -> u32 {
+pub(crate) fn u32_at(bytes: &[u8], at: usize) -> u32 {
     u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
 }
 
-fn put_u32(bytes: &mut [u8], at: usize, value: u32) {
+pub(crate) fn put_u32(bytes: &mut [u8], at: usize, value: u32) {
     bytes[at..at + 4].copy_from_slice(&value.to_le_bytes());
 }
 
@@ -191,11 +195,12 @@ pub fn mount_and_walk(dev: Arc<MemDisk>) {
 
 /// The `fsck` targets: a read-only check, then a repair and, if it ran, a
 /// check of the result, which must be clean after exit status 0 or 1 and
-/// report only problems the repair's last check reported after 4.
-pub fn fsck_image(dev: Arc<MemDisk>) {
+/// report only problems the repair's last check reported after 4. Returns
+/// the repair's exit status (8 if it could not run).
+pub fn fsck_image(dev: Arc<MemDisk>) -> u8 {
     let _ = fslab_check::check(dev.as_ref(), &Options::default(), &mut |_| {});
     let repair = Options { repair: true, ..Options::default() };
-    let Ok(outcome) = fslab_check::fsck(dev.clone(), &repair, &mut |_| {}) else { return };
+    let Ok(outcome) = fslab_check::fsck(dev.clone(), &repair, &mut |_| {}) else { return 8 };
     let again = fslab_check::check(dev.as_ref(), &Options::default(), &mut |_| {})
         .expect("fsck ran, so a check of its result runs too");
     let left: HashSet<(fslab_check::Kind, &str)> =
@@ -210,12 +215,13 @@ pub fn fsck_image(dev: Arc<MemDisk>) {
             p.kind
         );
     }
+    code
 }
 
 /// Reads everything the namespace serves from the root down — readdir,
 /// lookup and getattr of every entry, file contents, symlink targets, every
 /// xattr — with every call allowed to fail. Returns how many entries it saw.
-pub fn walk(fs: &mut FileSystem<Lfs>) -> usize {
+pub fn walk<S: StorageManager>(fs: &mut FileSystem<S>) -> usize {
     let mut stack: Vec<Ino> = vec![ROOT_INO];
     let mut seen: HashSet<Ino> = HashSet::new();
     let mut read_budget = MAX_WALK_READ;
@@ -274,7 +280,7 @@ pub fn walk(fs: &mut FileSystem<Lfs>) -> usize {
 }
 
 /// Lists and reads every xattr of `ino`.
-fn xattrs(fs: &mut FileSystem<Lfs>, ino: Ino) {
+fn xattrs<S: StorageManager>(fs: &mut FileSystem<S>, ino: Ino) {
     let _ = fs.getxattr(ino, b"user.note");
     if let Ok(names) = fs.listxattr(ino) {
         for name in names.split(|&b| b == 0).filter(|n| !n.is_empty()).take(64) {
@@ -284,7 +290,7 @@ fn xattrs(fs: &mut FileSystem<Lfs>, ino: Ino) {
 }
 
 /// Bytes `0..len` of a file, deterministic.
-fn pattern(len: usize, seed: u8) -> Vec<u8> {
+pub(crate) fn pattern(len: usize, seed: u8) -> Vec<u8> {
     (0..len).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)).collect()
 }
 
@@ -296,24 +302,29 @@ fn fresh() -> fslab::Result<Arc<MemDisk>> {
     Ok(dev)
 }
 
-/// Directories, files of several sizes (one with an indirect block), a
-/// symlink, a hard link, a FIFO and xattrs.
-fn populate(fs: &mut FileSystem<Lfs>) -> fslab::Result<()> {
+/// Directories, files of several sizes (`big` bytes in the largest, so
+/// that it has an indirect block; twenty more, `step` bytes apart), a
+/// symlink, a hard link, a FIFO and xattrs: the seed images of every layout.
+pub(crate) fn populate<S: StorageManager>(
+    fs: &mut FileSystem<S>,
+    big: usize,
+    step: usize,
+) -> fslab::Result<()> {
     let c = Creds::default();
     let docs = fs.mkdir(ROOT_INO, b"docs", 0o755, c)?.ino;
     let deep = fs.mkdir(docs, b"deep", 0o755, c)?.ino;
     let small = fs.mknod(docs, b"small", 0o644, 0, c)?.ino;
     fs.write(small, 0, b"hello, world\n")?;
-    let big = fs.mknod(deep, b"big", 0o644, 0, c)?.ino;
-    fs.write(big, 0, &pattern(60 << 10, 1))?;
-    fs.setxattr(big, b"user.note", b"kept", 0)?;
+    let bigfile = fs.mknod(deep, b"big", 0o644, 0, c)?.ino;
+    fs.write(bigfile, 0, &pattern(big, 1))?;
+    fs.setxattr(bigfile, b"user.note", b"kept", 0)?;
     fs.setxattr(docs, b"user.dir", b"on a directory", 0)?;
     fs.symlink(ROOT_INO, b"link", b"docs/small", c)?;
     fs.link(small, ROOT_INO, b"small-again")?;
     fs.mknod(ROOT_INO, b"fifo", libc::S_IFIFO | 0o644, 0, c)?;
     for i in 0..20usize {
         let f = fs.mknod(docs, format!("f{i:02}").as_bytes(), 0o644, 0, c)?.ino;
-        fs.write(f, 0, &pattern(100 + i * 300, i as u8))?;
+        fs.write(f, 0, &pattern(100 + i * step, i as u8))?;
     }
     Ok(())
 }
@@ -331,7 +342,7 @@ pub fn seed_images() -> fslab::Result<Vec<(&'static str, Vec<u8>)>> {
         Ok(FileSystem::new(Lfs::mount(dev.clone() as Arc<dyn BlockDevice>, mount_options())?))
     };
     let mut fs = mount(&dev)?;
-    populate(&mut fs)?;
+    populate(&mut fs, 60 << 10, 300)?;
     fs.unmount()?;
     let populated = dev.snapshot();
     out.push(("populated", populated.clone()));

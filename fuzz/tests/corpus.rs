@@ -13,7 +13,7 @@ use disk::BlockDevice;
 use fslab::format::blockno::{check_indirect, is_indirect};
 use fslab::lfs::{Lfs, MountOptions};
 use fslab::ufs::FileSystem;
-use fslab_fuzz::{finfo_blocks, fsck_image, image, mount_and_walk, reseal, seed_images, BS};
+use fslab_fuzz::{ffs, finfo_blocks, fsck_image, image, mount_and_walk, reseal, seed_images, BS};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::time::{Duration, Instant};
@@ -46,22 +46,16 @@ fn mutate(seed: &[u8], rng: &mut SmallRng) -> Vec<u8> {
     bytes
 }
 
-#[test]
-fn every_target_survives_the_seed_corpus_and_mutations_of_it() {
-    let seeds = seed_images().expect("the seed images build");
-    assert_eq!(seeds.len(), 4);
-    let targets: [Target; 4] = [
-        ("mount", |d| mount_and_walk(image(d, false))),
-        ("mount_sealed", |d| mount_and_walk(image(d, true))),
-        ("fsck", |d| fsck_image(image(d, false))),
-        ("fsck_sealed", |d| fsck_image(image(d, true))),
-    ];
-    let mut rng = SmallRng::seed_from_u64(0xf022);
+/// Runs every target of `targets` on each seed of `seeds` and on
+/// [`MUTATIONS`] mutations of it, each run bounded by [`LIMIT`]; returns
+/// how many runs there were.
+fn run_targets(seeds: &[(&'static str, Vec<u8>)], targets: &[Target], seed: u64) -> usize {
+    let mut rng = SmallRng::seed_from_u64(seed);
     let mut runs = 0;
-    for (name, seed) in &seeds {
+    for (name, seed) in seeds {
         let inputs: Vec<Vec<u8>> =
             std::iter::once(seed.clone()).chain((0..MUTATIONS).map(|_| mutate(seed, &mut rng))).collect();
-        for (target, body) in targets {
+        for &(target, body) in targets {
             for (i, input) in inputs.iter().enumerate() {
                 let started = Instant::now();
                 body(input);
@@ -71,7 +65,60 @@ fn every_target_survives_the_seed_corpus_and_mutations_of_it() {
             }
         }
     }
+    runs
+}
+
+#[test]
+fn every_target_survives_the_seed_corpus_and_mutations_of_it() {
+    let seeds = seed_images().expect("the seed images build");
+    assert_eq!(seeds.len(), 4);
+    let targets: [Target; 4] = [
+        ("mount", |d| mount_and_walk(image(d, false))),
+        ("mount_sealed", |d| mount_and_walk(image(d, true))),
+        ("fsck", |d| {
+            fsck_image(image(d, false));
+        }),
+        ("fsck_sealed", |d| {
+            fsck_image(image(d, true));
+        }),
+    ];
+    let runs = run_targets(&seeds, &targets, 0xf022);
     eprintln!("{runs} runs of the fuzz targets' bodies");
+}
+
+#[test]
+fn every_ffs_target_survives_the_ffs_seed_corpus_and_mutations_of_it() {
+    let seeds = ffs::seed_images().expect("the FFS seed images build");
+    assert_eq!(seeds.len(), 4);
+    let targets: [Target; 2] = [
+        ("fsck_ffs", |d| ffs::fsck_and_walk(ffs::image(d, false))),
+        ("fsck_ffs_sealed", |d| ffs::fsck_and_walk(ffs::image(d, true))),
+    ];
+    let runs = run_targets(&seeds, &targets, 0xff22);
+    eprintln!("{runs} runs of the FFS fuzz targets' bodies");
+}
+
+#[test]
+fn ffs_reseal_seals_a_changed_indirect_block_for_its_file_and_position() {
+    let seeds = ffs::seed_images().expect("the FFS seed images build");
+    let (_, populated) = seeds.iter().find(|(n, _)| *n == "ffs-populated").expect("populated seed");
+    let mut bytes = populated.clone();
+    let sb = fslab::ffs::Superblock::decode(&bytes[..4096], 0).expect("superblock");
+    let geo = sb.geometry;
+    // deep/big (130 KiB of 8 KiB blocks) has a single indirect block.
+    let big = (0..geo.ninodes())
+        .filter_map(|ino| {
+            let at = (geo.byte_offset(geo.inode_block_addr(ino)) as usize) + geo.inode_offset_in_block(ino);
+            fslab::format::inode::Inode::decode(&bytes[at..at + 256]).ok().filter(|i| i.ino == ino)
+        })
+        .find(|i| i.indirect[0].is_some())
+        .expect("a file with an indirect block");
+    let at = geo.byte_offset(big.indirect[0].get()) as usize;
+    bytes[at] ^= 0x01; // the first pointer
+    let lbn = -(fslab::format::blockno::NDADDR as i64);
+    assert!(check_indirect(&bytes[at..at + ffs::BS], big.ino, lbn, big.indirect[0]).is_err());
+    ffs::reseal(&mut bytes);
+    check_indirect(&bytes[at..at + ffs::BS], big.ino, lbn, big.indirect[0]).expect("resealed");
 }
 
 #[test]

@@ -10,16 +10,16 @@
 //! than the one before it (an older partial left from before the segment was
 //! last made clean). Each address of a walked partial gets a [`Role`].
 
-use crate::{Counts, Fatal, Fix, Kind, Options, Report};
+use crate::tree::{InodeInfo, Namespace, Target};
+use crate::{Counts, Fatal, Fix, Kind, Options, Progress, Report};
 use disk::BlockDevice;
 use fslab::format::blockno::Geometry;
 use fslab::format::codec::crc32c_append;
-use fslab::format::{Daddr, Ino, Lbn};
+use fslab::format::{Daddr, Ino, Lbn, ROOT_INO};
 use fslab::lfs::inspect::superblock_copies;
 use fslab::lfs::layout::{CleanerInfo, ImapEntry, SegUse, Summary, Superblock, SB_CLEAN};
 use fslab::Error;
 use std::collections::HashMap;
-use std::time::Instant;
 
 /// Summary-walk entries kept in memory before the cache is emptied.
 const MAX_CACHED_ROLES: usize = 1 << 22;
@@ -72,39 +72,11 @@ pub(crate) struct SegCount {
     pub ninos: u32,
 }
 
-/// An allocated inode as phase 3 left it for phases 4 and 5.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct InodeInfo {
-    pub mode: u32,
-    pub nlink: u32,
-    pub size: u64,
-    /// False if the inode could not be read: entries naming it are left alone.
-    pub readable: bool,
-}
-
 /// How opening went.
 pub(crate) enum Opened<'a> {
     Ready(Box<Checker<'a>>),
     /// No checkpoint can be checked; the report says why.
     Unusable(Report),
-}
-
-/// Progress messages, at most one per interval.
-pub(crate) struct Progress<'a> {
-    sink: &'a mut dyn FnMut(&str),
-    every: std::time::Duration,
-    last: Instant,
-}
-
-impl Progress<'_> {
-    /// Reports `done` of `total` in `phase` if enough time passed.
-    pub fn tick(&mut self, phase: &str, done: u64, total: u64) {
-        if self.last.elapsed() >= self.every {
-            self.last = Instant::now();
-            let percent = done.saturating_mul(100).checked_div(total).unwrap_or(100);
-            (self.sink)(&format!("{phase}: {done} of {total} ({percent}%)"));
-        }
-    }
 }
 
 /// The whole state of one check (see the crate map for the phases).
@@ -232,7 +204,7 @@ impl<'a> Checker<'a> {
             total_blocks: best.nsegments * bps,
             geometry: Geometry::new(best.block_size),
             report,
-            progress: Progress { sink, every: options.progress_every, last: Instant::now() },
+            progress: Progress::new(sink, options.progress_every),
             segments: HashMap::new(),
             cached_roles: 0,
             seg_counts: HashMap::new(),
@@ -281,7 +253,7 @@ impl<'a> Checker<'a> {
     /// Runs phases 3 to 6 (phases 1 and 2 ran in `open`).
     pub fn run(&mut self) {
         self.check_inodes();
-        self.check_tree();
+        crate::tree::check_tree(self);
         self.check_usage();
         self.check_free_list();
     }
@@ -460,5 +432,60 @@ impl<'a> Checker<'a> {
         }
         self.seg_counts.insert(seg, count);
         map
+    }
+}
+
+/// LFS's inodes and directories for the namespace phases (its phase 4).
+impl Namespace for Checker<'_> {
+    fn block_size(&self) -> usize {
+        self.bs
+    }
+
+    fn inodes(&self) -> &HashMap<Ino, InodeInfo> {
+        &self.inodes
+    }
+
+    fn dir_blocks(&self) -> &HashMap<Ino, Vec<(u64, Daddr)>> {
+        &self.dir_blocks
+    }
+
+    fn read_dir_block(&self, addr: Daddr) -> std::io::Result<Vec<u8>> {
+        self.read_block(addr)
+    }
+
+    /// By the inode map: an entry with an address is allocated; an
+    /// unreadable map block says nothing.
+    fn target(&self, ino: Ino) -> Target {
+        match self.imap.get(ino as usize) {
+            _ if ino < ROOT_INO => Target::Impossible,
+            None => Target::Impossible,
+            Some(None) => Target::Unknown,
+            Some(Some(e)) if e.daddr.is_none() => Target::Free,
+            Some(Some(_)) => Target::Allocated,
+        }
+    }
+
+    fn root_fix(&self) -> Option<Fix> {
+        None
+    }
+
+    fn fills_directory_holes(&self) -> bool {
+        false
+    }
+
+    fn frees_empty_files(&self) -> bool {
+        false
+    }
+
+    fn phase_label(&self) -> &'static str {
+        "phase 4 (directories)"
+    }
+
+    fn report_mut(&mut self) -> &mut Report {
+        &mut self.report
+    }
+
+    fn tick(&mut self, phase: &str, done: u64, total: u64) {
+        self.progress.tick(phase, done, total);
     }
 }

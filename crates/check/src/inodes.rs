@@ -10,8 +10,9 @@
 //! An indirect block is only followed when confirmed, so a wild pointer costs
 //! one report, not a tree of garbage.
 
-use crate::image::{Checker, InodeInfo, Role};
-use crate::{Fix, Kind};
+use crate::image::{Checker, Role};
+use crate::tree::InodeInfo;
+use crate::Kind;
 use fslab::bmap;
 use fslab::format::codec::Decoder;
 use fslab::format::dirent::{dt, dt_from_mode};
@@ -224,7 +225,7 @@ impl Checker<'_> {
     }
 
     fn check_inode(&mut self, ino: Ino, entry: ImapEntry) {
-        let unreadable = InodeInfo { mode: 0, nlink: 0, size: 0, readable: false };
+        let unreadable = InodeInfo { mode: 0, nlink: 0, size: 0, blocks: 0, readable: false };
         let (role, in_checkpoint) = if self.bad_address(entry.daddr).is_none() {
             self.role(entry.daddr)
         } else {
@@ -291,7 +292,10 @@ impl Checker<'_> {
             self.report.counts.directories += 1;
             self.dir_blocks.insert(ino, data);
         }
-        self.inodes.insert(ino, InodeInfo { mode: a.mode, nlink: a.nlink, size: a.size, readable: true });
+        self.inodes.insert(
+            ino,
+            InodeInfo { mode: a.mode, nlink: a.nlink, size: a.size, blocks: inode.blocks, readable: true },
+        );
     }
 
     /// Compares the inode's count of blocks held with the pointers found.
@@ -413,9 +417,4 @@ impl bmap::Visitor for WalkVisitor<'_, '_> {
         };
         self.checker.walk_problem(&mut self.w, Kind::BlockPointer, what);
     }
-}
-
-/// The repair for a link count found wrong (used by the tree phase).
-pub(crate) fn nlink_fix(ino: Ino, nlink: u64) -> Option<Fix> {
-    u32::try_from(nlink).ok().map(|nlink| Fix::SetNlink { ino, nlink })
 }

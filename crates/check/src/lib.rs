@@ -1,27 +1,37 @@
-//! fsck for fslab images (1993 BSD-LFS paper §3.4, Table 2): verify an
-//! unmounted image from its newest valid checkpoint and repair what can be
-//! repaired safely through the library.
+//! fsck for fslab images, both layouts: verify an unmounted image and
+//! repair what can be repaired safely. The layout is told by the magic at
+//! byte 0 (`fslabLFS` / `fslabFFS`); each has its own checker, and the
+//! namespace phases, which are the same for both, are shared.
 //!
 //! Map:
-//! * [`check`] — read-only verification in six phases, returning a [`Report`]:
-//!   1. superblock copies and checkpoint (`image`);
-//!   2. the ifile: trailers, segment usage table, inode map (`inodes`);
-//!   3. every allocated inode and its block tree, each block confirmed by the
-//!      segment summary of its partial segment, none claimed twice (`inodes`);
-//!   4. the directory tree: chunks, `.`/`..`, entry types, reachability, link
-//!      counts (`tree`);
-//!   5. segment usage: live bytes recounted, flags (`usage`);
-//!   6. the free-inode list (`usage`).
+//! * [`check`] — read-only verification, returning a [`Report`]:
+//!   * LFS (1993 BSD-LFS paper §3.4): six phases from the newest valid
+//!     checkpoint —
+//!     1. superblock copies and checkpoint (`image`);
+//!     2. the ifile: trailers, segment usage table, inode map (`inodes`);
+//!     3. every allocated inode and its block tree, each block confirmed by
+//!        the segment summary of its partial segment, none claimed twice
+//!        (`inodes`);
+//!     4. the directory tree (`tree`);
+//!     5. segment usage: live bytes recounted, flags (`usage`);
+//!     6. the free-inode list (`usage`).
+//!   * FFS (`ffs`): the superblock and its copies, then the five phases of
+//!     fsck (Table 2 of the 1993 paper): blocks and sizes, pathnames,
+//!     connectivity, reference counts (the last three in `tree`), and the
+//!     cylinder groups rebuilt from what the others found.
 //! * [`fsck`] — check, then (unless read-only) apply the problems' [`Fix`]es
-//!   through `Lfs` + `ufs::FileSystem` and check again, a few rounds at most
-//!   (`repair`).
+//!   and check again, a few rounds at most (`repair`; FFS's own steps in
+//!   `ffs::repair`).
 //!
 //! Relies on `fslab`'s public decoders for every on-disk structure and on
 //! `disk::BlockDevice`; never shares state with a mounted instance (the
-//! caller makes sure the image is not mounted). Work and memory grow with the
-//! data on the image (inodes, blocks, directory entries), not with its size:
-//! segments are visited only where live blocks lie.
+//! caller makes sure the image is not mounted). For LFS, work and memory
+//! grow with the data on the image (inodes, blocks, directory entries), not
+//! with its size: segments are visited only where live blocks lie. FFS has
+//! no log to follow: every inode table up to its group's initialised mark
+//! and every group is read, as fsck_ffs does.
 
+mod ffs;
 mod image;
 mod inodes;
 mod repair;
@@ -29,9 +39,9 @@ mod tree;
 mod usage;
 
 use disk::BlockDevice;
-use fslab::format::Ino;
+use fslab::format::{Ino, Lbn};
 use std::fmt;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 pub use repair::fsck;
 
@@ -65,6 +75,9 @@ pub enum Kind {
     SegmentUsage,
     /// The free-inode list.
     FreeList,
+    /// A cylinder group's area: unreadable, or its bitmaps or counts
+    /// disagree with the inodes (FFS).
+    CylinderGroup,
 }
 
 /// A repair the library can make (see `repair`).
@@ -85,8 +98,30 @@ pub enum Fix {
     FreeOrphan { ino: Ino },
     /// Set segment `segment`'s live bytes to `bytes`.
     SetLiveBytes { segment: u64, bytes: u32 },
-    /// Write every superblock copy again (a clean unmount does).
+    /// Write every superblock copy again (LFS: a clean unmount does; FFS:
+    /// the copies in the groups, from the primary).
     RewriteSuperblocks,
+    /// Write the primary superblock again from the copy the check used (FFS).
+    RestoreSuperblock,
+    /// Clear the slot of inode `ino`: it holds no usable inode; entries
+    /// naming it are removed (FFS).
+    ClearInode { ino: Ino },
+    /// Recompute the checksum of inode `ino`, whose fields pass every check
+    /// (FFS; fsck_ffs does the same for an inode whose check-hash fails).
+    SealInode { ino: Ino },
+    /// Clear the pointer to block `lbn` of `ino`: a hole where a bad,
+    /// duplicated or damaged block was (FFS).
+    ClearPointer { ino: Ino, lbn: Lbn },
+    /// Set the size of `ino` to `size` bytes (FFS).
+    SetSize { ino: Ino, size: u64 },
+    /// Set the space `ino` records holding, in 512-byte units (FFS).
+    SetBlocks { ino: Ino, blocks: u64 },
+    /// Rewrite the cylinder groups and the superblock's totals from what
+    /// the check found, and mark the file system clean (FFS phase 5).
+    RebuildGroups,
+    /// Make a new, empty root directory; everything else is then reconnected
+    /// into `/lost+found` (FFS).
+    CreateRoot,
 }
 
 /// One thing found wrong.
@@ -127,16 +162,29 @@ pub struct Counts {
     pub segments_walked: u64,
 }
 
+/// Which layout an image has.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Layout {
+    /// The log-structured file system.
+    #[default]
+    Lfs,
+    /// The Fast File System.
+    Ffs,
+}
+
 /// What a check found.
 #[derive(Debug, Clone, Default)]
 pub struct Report {
+    /// The layout checked.
+    pub layout: Layout,
     /// The problems, in the order found (at most [`MAX_PROBLEMS`]).
     pub problems: Vec<Problem>,
     /// Problems found past [`MAX_PROBLEMS`].
     pub omitted: u64,
-    /// The serial of the checkpoint checked.
+    /// The serial of the checkpoint checked (LFS; 0 for FFS).
     pub checkpoint_serial: u64,
-    /// Whether that checkpoint says the file system was unmounted cleanly.
+    /// Whether that checkpoint (LFS) or the superblock (FFS) says the file
+    /// system was unmounted cleanly.
     pub clean_unmount: bool,
     /// What was looked at.
     pub counts: Counts,
@@ -233,9 +281,63 @@ impl Outcome {
     }
 }
 
+/// Progress messages, at most one per interval.
+pub(crate) struct Progress<'a> {
+    sink: &'a mut dyn FnMut(&str),
+    every: Duration,
+    last: Instant,
+}
+
+impl<'a> Progress<'a> {
+    /// Messages to `sink`, at most one every `every`.
+    pub fn new(sink: &'a mut dyn FnMut(&str), every: Duration) -> Progress<'a> {
+        Progress { sink, every, last: Instant::now() }
+    }
+
+    /// Reports `done` of `total` in `phase` if enough time passed.
+    pub fn tick(&mut self, phase: &str, done: u64, total: u64) {
+        if self.last.elapsed() >= self.every {
+            self.last = Instant::now();
+            let percent = done.saturating_mul(100).checked_div(total).unwrap_or(100);
+            (self.sink)(&format!("{phase}: {done} of {total} ({percent}%)"));
+        }
+    }
+}
+
+/// The layout of the image on `dev`, by the magic at byte 0; an image
+/// whose byte 0 names neither is looked at as LFS first (its checker finds
+/// the other superblock copies), then as FFS (a copy in a group).
+pub(crate) fn layout_of(dev: &dyn BlockDevice) -> Option<Layout> {
+    let mut magic = [0u8; 8];
+    if dev.size() < magic.len() as u64 || dev.read_at(0, &mut magic).is_err() {
+        return None;
+    }
+    match &magic {
+        b"fslabFFS" => Some(Layout::Ffs),
+        b"fslabLFS" => Some(Layout::Lfs),
+        _ => None,
+    }
+}
+
 /// Checks the image on `dev` without changing it; `progress` receives a
 /// line now and then (at most every `options.progress_every`).
 pub fn check(
+    dev: &dyn BlockDevice,
+    options: &Options,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Report, Fatal> {
+    match layout_of(dev) {
+        Some(Layout::Ffs) => ffs::check(dev, options, progress),
+        Some(Layout::Lfs) => check_lfs(dev, options, progress),
+        None => match check_lfs(dev, options, progress) {
+            Err(Fatal::Foreign(_)) if ffs::has_copy(dev) => ffs::check(dev, options, progress),
+            other => other,
+        },
+    }
+}
+
+/// [`check`] of an LFS image.
+fn check_lfs(
     dev: &dyn BlockDevice,
     options: &Options,
     progress: &mut dyn FnMut(&str),

@@ -1,22 +1,26 @@
-//! Repair: apply the [`Fix`]es a check planned, through the library (mount
-//! the image with `Lfs`, change it with `ufs::FileSystem`'s operations and
-//! its `repair_*` helpers, unmount with a clean checkpoint), then check again.
+//! Repair: apply the [`Fix`]es a check planned, then check again.
 //!
-//! Rounds, at most [`MAX_ROUNDS`]: check → apply → check. Within a round:
+//! LFS repairs entirely through the library (mount the image with `Lfs`,
+//! change it with `ufs::FileSystem`'s operations and its `repair_*`
+//! helpers, unmount with a clean checkpoint); FFS first writes what only
+//! fsck can (`ffs::repair`), then uses the same namespace repairs
+//! ([`apply_namespace`]).
+//!
+//! LFS rounds, at most [`MAX_ROUNDS`]: check → apply → check. Within a round:
 //! 1. live-byte counts, right after mount and before anything is written, so
 //!    they describe the state they were counted from; if mounting rolled the
 //!    log forward (a new checkpoint), nothing is applied and the next round
 //!    checks the new state;
-//! 2. unreadable directory chunks, then entries (remove, retarget), then
-//!    orphans (free) and unreachable inodes (into `/lost+found`);
-//! 3. link counts — only in a round without step 2, since those steps change
-//!    the counts (the next round recounts them);
-//! 4. superblock copies are all rewritten by the unmount.
+//! 2. the namespace ([`apply_namespace`]): unreadable directory chunks, then
+//!    entries (remove, retarget), then orphans (free) and unreachable inodes
+//!    (into `/lost+found`); link counts only in a round without those steps,
+//!    since they change the counts (the next round recounts them);
+//! 3. superblock copies are all rewritten by the unmount.
 //!
 //! What cannot be fixed here (damaged inodes, ifile blocks, summaries, the
 //! free list, flags) is left for the final report: exit status 4.
 
-use crate::{check, Fatal, Fix, Options, Outcome, Repaired};
+use crate::{check, ffs, layout_of, Fatal, Fix, Layout, Options, Outcome, Repaired, Report};
 use disk::BlockDevice;
 use fslab::format::{Ino, ROOT_INO};
 use fslab::lfs::{Lfs, MountOptions};
@@ -37,6 +41,13 @@ pub fn fsck(
     options: &Options,
     progress: &mut dyn FnMut(&str),
 ) -> Result<Outcome, Fatal> {
+    let layout = match layout_of(dev.as_ref()) {
+        Some(layout) => layout,
+        None => check(dev.as_ref(), &Options { repair: false, ..*options }, progress)?.layout,
+    };
+    if layout == Layout::Ffs {
+        return ffs::fsck(dev, options, progress);
+    }
     let first = check(dev.as_ref(), options, progress)?;
     let mut outcome = Outcome { first: first.clone(), last: first, repaired: Vec::new(), failed: Vec::new() };
     if !options.repair {
@@ -46,12 +57,7 @@ pub fn fsck(
         if outcome.last.is_clean() {
             break;
         }
-        let mut fixes: Vec<Fix> = Vec::new();
-        for fix in outcome.last.problems.iter().filter_map(|p| p.fix.clone()) {
-            if !fixes.contains(&fix) {
-                fixes.push(fix);
-            }
-        }
+        let fixes = planned(&outcome.last);
         if fixes.is_empty() {
             break;
         }
@@ -66,6 +72,22 @@ pub fn fsck(
     Ok(outcome)
 }
 
+/// The fixes of `report`'s problems, each once, in the order found.
+pub(crate) fn planned(report: &Report) -> Vec<Fix> {
+    let mut fixes: Vec<Fix> = Vec::new();
+    for fix in report.problems.iter().filter_map(|p| p.fix.clone()) {
+        if !fixes.contains(&fix) {
+            fixes.push(fix);
+        }
+    }
+    fixes
+}
+
+/// Notes a repair made.
+pub(crate) fn note(outcome: &mut Outcome, fix: Option<Fix>, message: String) {
+    outcome.repaired.push(Repaired { fix, message });
+}
+
 /// Applies `fixes` planned from a check of checkpoint `checked_serial`; returns how many steps were made.
 fn apply(dev: Arc<dyn BlockDevice>, checked_serial: u64, fixes: &[Fix], outcome: &mut Outcome) -> usize {
     let options = MountOptions { cache_bytes: 64 << 20, ..MountOptions::default() };
@@ -77,9 +99,6 @@ fn apply(dev: Arc<dyn BlockDevice>, checked_serial: u64, fixes: &[Fix], outcome:
         }
     };
     let mut done = 0;
-    let note = |outcome: &mut Outcome, fix: Option<Fix>, message: String| {
-        outcome.repaired.push(Repaired { fix, message });
-    };
     if lfs.superblock().checkpoint.serial != checked_serial {
         note(outcome, None, "mounting rolled the log forward to a new checkpoint; checking again".into());
         if let Err(e) = lfs.unmount() {
@@ -99,43 +118,7 @@ fn apply(dev: Arc<dyn BlockDevice>, checked_serial: u64, fixes: &[Fix], outcome:
         }
     }
     let mut fs = FileSystem::new(lfs);
-    let structural = fixes
-        .iter()
-        .any(|f| !matches!(f, Fix::SetNlink { .. } | Fix::SetLiveBytes { .. } | Fix::RewriteSuperblocks));
-    let mut lost_found = None;
-    for pass in 0..3 {
-        for fix in fixes {
-            let in_pass = match fix {
-                Fix::ResetChunk { .. } => 0,
-                Fix::RemoveEntry { .. } | Fix::RetargetEntry { .. } => 1,
-                Fix::FreeOrphan { .. } | Fix::Reconnect { .. } => 2,
-                _ => 3,
-            };
-            if in_pass != pass {
-                continue;
-            }
-            match apply_one(&mut fs, fix, &mut lost_found) {
-                Ok(message) => {
-                    done += 1;
-                    note(outcome, Some(fix.clone()), message);
-                }
-                Err(e) => outcome.failed.push(e),
-            }
-        }
-    }
-    if !structural {
-        for fix in fixes {
-            if let Fix::SetNlink { ino, nlink } = *fix {
-                match fs.repair_set_nlink(ino, nlink) {
-                    Ok(()) => {
-                        done += 1;
-                        note(outcome, Some(fix.clone()), format!("inode {ino}: link count set to {nlink}"));
-                    }
-                    Err(e) => outcome.failed.push(format!("inode {ino}: setting the link count: {e}")),
-                }
-            }
-        }
-    }
+    done += apply_namespace(&mut fs, fixes, outcome);
     match fs.unmount() {
         Ok(()) => {
             if fixes.contains(&Fix::RewriteSuperblocks) {
@@ -144,6 +127,61 @@ fn apply(dev: Arc<dyn BlockDevice>, checked_serial: u64, fixes: &[Fix], outcome:
             }
         }
         Err(e) => outcome.failed.push(format!("unmount after repair: {e}")),
+    }
+    done
+}
+
+/// Which step of [`apply_namespace`] applies `fix`, if any.
+fn namespace_step(fix: &Fix) -> Option<usize> {
+    match fix {
+        Fix::CreateRoot | Fix::ResetChunk { .. } => Some(0),
+        Fix::RemoveEntry { .. } | Fix::RetargetEntry { .. } => Some(1),
+        Fix::FreeOrphan { .. } | Fix::Reconnect { .. } => Some(2),
+        _ => None,
+    }
+}
+
+/// Whether `fixes` hold a change to the namespace (one that [`apply_namespace`] makes).
+pub(crate) fn changes_namespace(fixes: &[Fix]) -> bool {
+    fixes.iter().any(|f| namespace_step(f).is_some() || matches!(f, Fix::SetNlink { .. }))
+}
+
+/// Applies the namespace fixes among `fixes` through `fs`, for any layout:
+/// a new root and directory chunks, then entries, then orphans and
+/// reconnections; link counts only when none of those ran (they change the
+/// counts, and the next round recounts them). Returns how many were made;
+/// failures go to `outcome.failed`.
+pub(crate) fn apply_namespace<S: StorageManager>(
+    fs: &mut FileSystem<S>,
+    fixes: &[Fix],
+    outcome: &mut Outcome,
+) -> usize {
+    let mut done = 0;
+    let mut lost_found = None;
+    for step in 0..3 {
+        for fix in fixes.iter().filter(|f| namespace_step(f) == Some(step)) {
+            match apply_one(fs, fix, &mut lost_found) {
+                Ok(message) => {
+                    done += 1;
+                    note(outcome, Some(fix.clone()), message);
+                }
+                Err(e) => outcome.failed.push(e),
+            }
+        }
+    }
+    if fixes.iter().any(|f| namespace_step(f).is_some()) {
+        return done;
+    }
+    for fix in fixes {
+        if let Fix::SetNlink { ino, nlink } = *fix {
+            match fs.repair_set_nlink(ino, nlink) {
+                Ok(()) => {
+                    done += 1;
+                    note(outcome, Some(fix.clone()), format!("inode {ino}: link count set to {nlink}"));
+                }
+                Err(e) => outcome.failed.push(format!("inode {ino}: setting the link count: {e}")),
+            }
+        }
     }
     done
 }
@@ -185,9 +223,11 @@ fn apply_one<S: StorageManager>(
                 reconnect(fs, dir, *ino).map_err(|e| format!("inode {ino}: moving to /lost+found: {e}"))?;
             Ok(format!("inode {ino}: moved to /lost+found/{name}"))
         }
-        Fix::SetNlink { .. } | Fix::SetLiveBytes { .. } | Fix::RewriteSuperblocks => {
-            Err("internal: not a structural fix".into())
-        }
+        Fix::CreateRoot => fs
+            .create_root(0o755, Creds::default())
+            .map(|_| "made a new, empty root directory".to_string())
+            .map_err(|e| format!("making a new root directory: {e}")),
+        _ => Err("internal: not a namespace fix".into()),
     }
 }
 

@@ -1,58 +1,143 @@
-//! Phase 4: the directory tree (fsck's phases 2–4 in Table 2 of the 1993
-//! paper): every directory's chunks parse; the first two entries are `.`
-//! (itself) and `..` (its parent); every entry names an allocated inode of
-//! the type the entry says; every inode is reachable from the root; every
-//! link count equals the entries naming the inode (for a directory: its
-//! name, its `.`, and its subdirectories' `..`, i.e. 2 + subdirectories).
+//! The namespace phases, the same for both layouts (fsck's phases II–IV in
+//! Table 2 of the 1993 paper): every directory's chunks parse; the first
+//! two entries are `.` (itself) and `..` (its parent); every entry names an
+//! allocated inode of the type the entry says; every inode is reachable
+//! from the root; every link count equals the entries naming the inode (for
+//! a directory: its name, its `.`, and its subdirectories' `..`, i.e. 2 +
+//! subdirectories).
 //!
 //! Unreachable inodes are planned for repair as fsck does: a detached
 //! directory tree is reconnected at its top (found by following `..` while
 //! the parent really names the child), an inode with no links that no entry
 //! names — unlinked while open, then a crash — is freed, and any other
 //! unreachable inode is reconnected into `/lost+found`.
+//!
+//! A layout's checker offers what these phases read through [`Namespace`]:
+//! the inodes and directory blocks its inode phase found, and what an
+//! entry's inode number names. [`check_tree`] runs the phases.
 
-use crate::image::Checker;
-use crate::inodes::nlink_fix;
-use crate::{Fix, Kind};
+use crate::{Fix, Kind, Report};
 use fslab::format::dirent::{dt, dt_from_mode, parse_chunk, DIRBLKSIZ};
 use fslab::format::inode::kind;
-use fslab::format::{Ino, ROOT_INO};
+use fslab::format::{Daddr, Ino, ROOT_INO};
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+
+/// An allocated inode as a layout's inode phase left it for the namespace
+/// phases.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct InodeInfo {
+    pub mode: u32,
+    pub nlink: u32,
+    pub size: u64,
+    /// 512-byte units held (as the inode will record them after repair).
+    pub blocks: u64,
+    /// False if the inode could not be read: entries naming it are left alone.
+    pub readable: bool,
+}
+
+/// What an entry's inode number names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Target {
+    /// An allocated inode (see [`Namespace::inodes`] for whether it is readable).
+    Allocated,
+    /// A free inode: the entry is removed.
+    Free,
+    /// A number no inode can have: the entry is removed.
+    Impossible,
+    /// Unknown (the structure that says is unreadable): nothing is said.
+    Unknown,
+}
+
+/// What the namespace phases need from a layout's checker.
+pub(crate) trait Namespace {
+    /// Bytes per block (a directory is whole blocks).
+    fn block_size(&self) -> usize;
+    /// The allocated inodes the inode phase found.
+    fn inodes(&self) -> &HashMap<Ino, InodeInfo>;
+    /// Each directory's data blocks the inode phase found, (lbn, address).
+    fn dir_blocks(&self) -> &HashMap<Ino, Vec<(u64, Daddr)>>;
+    /// Reads the directory block at `addr`, which the inode phase checked.
+    fn read_dir_block(&self, addr: Daddr) -> std::io::Result<Vec<u8>>;
+    /// What an entry naming `ino` names.
+    fn target(&self, ino: Ino) -> Target;
+    /// The repair for a missing root directory, if the layout can make one.
+    fn root_fix(&self) -> Option<Fix>;
+    /// Whether a directory block missing from [`dir_blocks`](Self::dir_blocks)
+    /// is a hole that repair may fill with empty chunks. (LFS leaves out
+    /// blocks its summaries do not confirm, which are not holes.)
+    fn fills_directory_holes(&self) -> bool;
+    /// Whether an unreachable regular file that holds nothing (size 0, no
+    /// blocks) is freed whatever its link count. FFS: it is what a create
+    /// interrupted between writing the inode and writing its entry leaves
+    /// (fsck_ffs clears it in preen mode rather than reconnecting it); LFS
+    /// writes a create atomically, so there it means damage.
+    fn frees_empty_files(&self) -> bool;
+    /// The label of these phases in progress messages.
+    fn phase_label(&self) -> &'static str;
+    /// Where problems and counts go.
+    fn report_mut(&mut self) -> &mut Report;
+    /// Reports progress: `done` of `total` in `phase`.
+    fn tick(&mut self, phase: &str, done: u64, total: u64);
+}
+
+/// Runs the namespace phases over `ns` (see the module comment).
+pub(crate) fn check_tree(ns: &mut impl Namespace) {
+    Tree { ns }.check_tree();
+}
+
+/// The namespace phases over one layout's checker.
+struct Tree<'n, N: Namespace> {
+    ns: &'n mut N,
+}
+
+/// Holes of one directory that repair fills with empty chunks, at most.
+const MAX_HOLE_BLOCKS: usize = 64;
 
 /// What the chunks of one directory hold.
 #[derive(Default)]
 struct DirData {
     dot: Option<Ino>,
     dotdot: Option<Ino>,
-    /// Inodes named by entries other than `.` and `..` (allocated ones only).
-    children: Vec<Ino>,
-    /// Chunks that do not parse: byte offset, why.
-    bad_chunks: Vec<(u64, String)>,
+    /// Inodes named by entries other than `.` and `..` (allocated ones
+    /// only), with the entries' names.
+    children: Vec<(Ino, Vec<u8>)>,
+    /// Chunks that do not parse, or lie in a hole: byte offset, why, and
+    /// whether it is a hole.
+    bad_chunks: Vec<(u64, String, bool)>,
 }
 
-impl Checker<'_> {
+impl<N: Namespace> Tree<'_, N> {
+    fn problem(&mut self, kind: Kind, ino: Option<Ino>, message: String, fix: Option<Fix>) {
+        self.ns.report_mut().push(kind, ino, message, fix);
+    }
+
+    fn info(&self, ino: Ino) -> Option<InodeInfo> {
+        self.ns.inodes().get(&ino).copied()
+    }
+
     fn is_dir(&self, ino: Ino) -> bool {
-        self.inodes.get(&ino).is_some_and(|i| i.readable && i.mode & kind::MASK == kind::DIR)
+        self.ns.inodes().get(&ino).is_some_and(|i| i.readable && i.mode & kind::MASK == kind::DIR)
     }
 
     /// Phase 4 (see the module comment).
-    pub(crate) fn check_tree(&mut self) {
+    fn check_tree(&mut self) {
         if !self.is_dir(ROOT_INO) {
             self.problem(
                 Kind::Directory,
                 Some(ROOT_INO),
                 "the root inode is missing or not a directory".into(),
-                None,
+                self.ns.root_fix(),
             );
             return;
         }
         let mut refs: HashMap<Ino, u64> = HashMap::new();
         let mut dirs: BTreeMap<Ino, DirData> = BTreeMap::new();
-        let mut list: Vec<Ino> = self.dir_blocks.keys().copied().collect();
+        let mut list: Vec<Ino> = self.ns.dir_blocks().keys().copied().collect();
         list.sort_unstable();
         let total = list.len() as u64;
         for (i, &dir) in list.iter().enumerate() {
-            self.progress.tick("phase 4 (directories)", i as u64, total);
+            let label = self.ns.phase_label();
+            self.ns.tick(label, i as u64, total);
             let data = self.read_dir(dir, &mut refs);
             dirs.insert(dir, data);
         }
@@ -74,9 +159,13 @@ impl Checker<'_> {
         }
         for (&dir, data) in &dirs {
             let p = parent.get(&dir).copied().or(data.dotdot).unwrap_or(ROOT_INO);
-            for (offset, why) in &data.bad_chunks {
+            for (offset, why, hole) in &data.bad_chunks {
                 let offset = *offset;
-                let what = if offset == 0 { "'.' and '..' are rewritten" } else { "its entries are lost" };
+                let what = match (offset == 0, hole) {
+                    (true, _) => "'.' and '..' are rewritten",
+                    (false, false) => "its entries are lost",
+                    (false, true) => "it held no entries",
+                };
                 self.problem(
                     Kind::Directory,
                     Some(dir),
@@ -87,10 +176,10 @@ impl Checker<'_> {
         }
         let originally_reached = reached.clone();
         self.plan_unreachable(&dirs, &refs, &mut parent, &mut reached);
-        let mut inos: Vec<Ino> = self.inodes.keys().copied().collect();
+        let mut inos: Vec<Ino> = self.ns.inodes().keys().copied().collect();
         inos.sort_unstable();
         for ino in inos {
-            let Some(info) = self.inodes.get(&ino).copied() else { continue };
+            let Some(info) = self.info(ino) else { continue };
             if !info.readable || !originally_reached.contains(&ino) {
                 continue;
             }
@@ -117,16 +206,12 @@ impl Checker<'_> {
         let mut queue = VecDeque::from([top]);
         while let Some(dir) = queue.pop_front() {
             let Some(data) = dirs.get(&dir) else { continue };
-            for &child in &data.children {
+            for (child, name) in &data.children {
+                let child = *child;
                 if self.is_dir(child) && dirs.contains_key(&child) {
                     if let Some(&first) = parent.get(&child) {
                         if first != dir || child == ROOT_INO {
-                            self.problem(
-                                Kind::Directory,
-                                Some(child),
-                                format!("directory {child} has a second name, in directory {dir} (also in {first})"),
-                                None,
-                            );
+                            self.second_name(child, (dir, name), first, dirs, parent);
                         }
                         continue;
                     }
@@ -136,6 +221,42 @@ impl Checker<'_> {
                 reached.insert(child);
             }
         }
+    }
+
+    /// Directory `child`, found in `first`, is named again by entry `name`
+    /// of `dir` — as a rename of a directory cut short by a crash leaves it
+    /// in FFS, which names the new place before it removes the old. The
+    /// name in the directory its `..` names stays (it becomes the parent);
+    /// the other entry is removed. When `..` names neither, the first name
+    /// stays and `..` is pointed at it.
+    fn second_name(
+        &mut self,
+        child: Ino,
+        (dir, name): (Ino, &[u8]),
+        first: Ino,
+        dirs: &BTreeMap<Ino, DirData>,
+        parent: &mut HashMap<Ino, Ino>,
+    ) {
+        let shown = String::from_utf8_lossy(name).into_owned();
+        let dotdot = dirs.get(&child).and_then(|d| d.dotdot);
+        let old_name = dirs.get(&first).and_then(|d| d.children.iter().find(|(c, _)| *c == child));
+        let (drop_dir, drop_name) = match old_name {
+            Some((_, old)) if child != ROOT_INO && dotdot == Some(dir) => {
+                parent.insert(child, dir);
+                (first, old.clone())
+            }
+            _ => (dir, name.to_vec()),
+        };
+        let dropped = String::from_utf8_lossy(&drop_name).into_owned();
+        self.problem(
+            Kind::Directory,
+            Some(child),
+            format!(
+                "directory {child} has a second name, '{shown}' in directory {dir} (also in {first}); \
+                 repair removes '{dropped}' from directory {drop_dir}"
+            ),
+            Some(Fix::RemoveEntry { dir: drop_dir, name: drop_name }),
+        );
     }
 
     /// Reports every unreachable inode with its planned repair.
@@ -156,7 +277,7 @@ impl Checker<'_> {
             if parent.contains_key(&dir) {
                 continue;
             }
-            let nlink = self.inodes.get(&dir).map_or(0, |i| i.nlink);
+            let nlink = self.info(dir).map_or(0, |i| i.nlink);
             if nlink == 0
                 && named_by_others(dir) == 0
                 && dirs.get(&dir).is_some_and(|d| d.children.is_empty())
@@ -174,7 +295,7 @@ impl Checker<'_> {
             let mut top = dir;
             let mut seen = HashSet::from([dir]);
             while let Some(up) = dirs.get(&top).and_then(|d| d.dotdot) {
-                let names_us = dirs.get(&up).is_some_and(|d| d.children.contains(&top));
+                let names_us = dirs.get(&up).is_some_and(|d| d.children.iter().any(|(c, _)| *c == top));
                 if parent.contains_key(&up) || !names_us || !seen.insert(up) {
                     break;
                 }
@@ -190,14 +311,25 @@ impl Checker<'_> {
             reached.insert(top);
             self.reach(top, dirs, parent, reached);
         }
-        let mut inos: Vec<Ino> = self.inodes.keys().copied().collect();
+        let mut inos: Vec<Ino> = self.ns.inodes().keys().copied().collect();
         inos.sort_unstable();
         for ino in inos {
-            let Some(info) = self.inodes.get(&ino).copied() else { continue };
+            let Some(info) = self.info(ino) else { continue };
             if !info.readable || reached.contains(&ino) || parent.contains_key(&ino) {
                 continue;
             }
-            if info.nlink == 0 && named_by_others(ino) == 0 {
+            let holds_nothing = info.mode & kind::MASK == kind::REG && info.size == 0 && info.blocks == 0;
+            if named_by_others(ino) == 0 && holds_nothing && info.nlink > 0 && self.ns.frees_empty_files() {
+                self.problem(
+                    Kind::Unreachable,
+                    Some(ino),
+                    format!(
+                        "inode {ino} is an empty file with {} links and no name (a create cut short by a crash); repair frees it",
+                        info.nlink
+                    ),
+                    Some(Fix::FreeOrphan { ino }),
+                );
+            } else if info.nlink == 0 && named_by_others(ino) == 0 {
                 self.problem(
                     Kind::Unreachable,
                     Some(ino),
@@ -221,17 +353,55 @@ impl Checker<'_> {
         }
     }
 
+    /// Plans empty chunks for the holes of directory `dir` (`nblocks`
+    /// long, `present` its blocks in order), at most [`MAX_HOLE_BLOCKS`]
+    /// blocks of them; past that the holes are reported, not filled.
+    fn plan_hole_fills(&mut self, dir: Ino, nblocks: u64, present: &[(u64, Daddr)], data: &mut DirData) {
+        let bs = self.ns.block_size() as u64;
+        let mut holes = Vec::new();
+        let mut next = 0u64;
+        for lbn in present.iter().map(|&(l, _)| l).chain(std::iter::once(nblocks)) {
+            while next < lbn && holes.len() <= MAX_HOLE_BLOCKS {
+                holes.push(next);
+                next += 1;
+            }
+            next = lbn + 1;
+        }
+        if holes.len() > MAX_HOLE_BLOCKS {
+            let missing = nblocks - present.len() as u64;
+            self.problem(
+                Kind::Directory,
+                Some(dir),
+                format!("directory {dir}: {missing} of its {nblocks} blocks are holes, too many to fill"),
+                None,
+            );
+            return;
+        }
+        for lbn in holes {
+            for at in (0..bs).step_by(DIRBLKSIZ) {
+                let offset = lbn * bs + at;
+                data.bad_chunks.push((
+                    offset,
+                    format!("block {lbn} is a hole (chunk at byte {offset})"),
+                    true,
+                ));
+            }
+        }
+    }
+
     /// Reads and checks every chunk of directory `dir`, counting in `refs`
     /// the entries naming each allocated inode (`.` and `..` included).
     fn read_dir(&mut self, dir: Ino, refs: &mut HashMap<Ino, u64>) -> DirData {
         let mut data = DirData::default();
-        let bs = self.bs as u64;
-        let size = self.inodes.get(&dir).map_or(0, |i| i.size);
+        let bs = self.ns.block_size() as u64;
+        let size = self.info(dir).map_or(0, |i| i.size);
         let nblocks = size / bs;
-        let mut blocks = self.dir_blocks.get(&dir).cloned().unwrap_or_default();
+        let mut blocks = self.ns.dir_blocks().get(&dir).cloned().unwrap_or_default();
         blocks.sort_unstable();
         blocks.retain(|&(lbn, _)| lbn < nblocks);
-        if (blocks.len() as u64) < nblocks {
+        if (blocks.len() as u64) < nblocks && self.ns.fills_directory_holes() {
+            self.plan_hole_fills(dir, nblocks, &blocks, &mut data);
+        } else if (blocks.len() as u64) < nblocks {
             let missing = nblocks - blocks.len() as u64;
             let first_missing = (0..nblocks)
                 .zip(blocks.iter())
@@ -245,7 +415,7 @@ impl Checker<'_> {
             );
         }
         for (lbn, daddr) in blocks {
-            let Ok(block) = self.read_block(daddr) else {
+            let Ok(block) = self.ns.read_dir_block(daddr) else {
                 self.problem(
                     Kind::Directory,
                     Some(dir),
@@ -274,7 +444,7 @@ impl Checker<'_> {
                         }
                     }
                     // Reported once parents are known, with the repair.
-                    Err(e) => data.bad_chunks.push((offset, e.to_string())),
+                    Err(e) => data.bad_chunks.push((offset, e.to_string(), false)),
                 }
             }
         }
@@ -293,7 +463,7 @@ impl Checker<'_> {
         refs: &mut HashMap<Ino, u64>,
         data: &mut DirData,
     ) {
-        self.report.counts.entries += 1;
+        self.ns.report_mut().counts.entries += 1;
         let shown = String::from_utf8_lossy(name).into_owned();
         let first_chunk = offset == 0;
         if first_chunk && k == 0 {
@@ -332,7 +502,7 @@ impl Checker<'_> {
             data.dotdot = Some(target);
             if self.is_dir(target) {
                 *refs.entry(target).or_insert(0) += 1;
-            } else if self.inodes.get(&target).is_none_or(|i| i.readable) {
+            } else if self.info(target).is_none_or(|i| i.readable) {
                 // Fixed against the parent found by the walk from the root.
                 self.problem(
                     Kind::Directory,
@@ -352,15 +522,11 @@ impl Checker<'_> {
             );
             return;
         }
-        let known = self.imap.get(target as usize).copied();
-        let why_bad = if target < ROOT_INO || known.is_none() && target as usize >= self.imap.len() {
-            Some("an impossible inode number")
-        } else {
-            match known.flatten() {
-                None => return, // its inode map block is unreadable: nothing to say
-                Some(e) if e.daddr.is_none() => Some("a free inode"),
-                Some(_) => None,
-            }
+        let why_bad = match self.ns.target(target) {
+            Target::Impossible => Some("an impossible inode number"),
+            Target::Free => Some("a free inode"),
+            Target::Unknown => return, // what says is unreadable: nothing to say
+            Target::Allocated => None,
         };
         if let Some(why) = why_bad {
             self.problem(
@@ -372,8 +538,8 @@ impl Checker<'_> {
             return;
         }
         *refs.entry(target).or_insert(0) += 1;
-        data.children.push(target);
-        let Some(info) = self.inodes.get(&target).copied() else { return };
+        data.children.push((target, name.to_vec()));
+        let Some(info) = self.info(target) else { return };
         if !info.readable {
             return;
         }
@@ -389,4 +555,9 @@ impl Checker<'_> {
             );
         }
     }
+}
+
+/// The repair for a link count found wrong.
+fn nlink_fix(ino: Ino, nlink: u64) -> Option<Fix> {
+    u32::try_from(nlink).ok().map(|nlink| Fix::SetNlink { ino, nlink })
 }

@@ -506,7 +506,8 @@ fn survey(image: &[u8]) -> Survey {
             block(image, ifile.direct[lbn]).to_vec()
         })
         .collect();
-    let tables = Tables::decode(sb.block_size, sb.nsegments, segtab as u64, &blocks).expect("ifile tables");
+    let tables = Tables::decode(sb.block_size, sb.nsegments, sb.blocks_per_segment(), segtab as u64, &blocks)
+        .expect("ifile tables");
     let mut modes: HashMap<Ino, u32> = HashMap::new();
     for (ino, entry) in tables.imap.iter().enumerate().skip(IFILE_INO as usize + 1) {
         if entry.daddr.is_none() {

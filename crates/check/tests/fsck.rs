@@ -6,31 +6,13 @@
 
 mod common;
 
+use common::cases::{assert_resets_chunk, shared_cases, Lfs};
 use common::*;
 use fslab::format::{Daddr, Ino, ROOT_INO};
-use fslab::storage::StorageManager;
 use fslab::ufs::Creds;
-use fslab_check::{Fix, Kind};
+use fslab_check::Kind;
 
-#[test]
-fn a_fresh_image_is_clean() {
-    let dev = fresh(8 << 20);
-    let report = check(&dev);
-    assert!(report.is_clean(), "problems:\n{}", listing(&report));
-    assert_eq!(report.counts.inodes, 1);
-    assert_eq!(repair(&dev).exit_code(), 0);
-}
-
-#[test]
-fn a_populated_image_is_clean_and_every_inode_is_counted() {
-    let (dev, _) = populated();
-    let report = check(&dev);
-    assert!(report.is_clean(), "problems:\n{}", listing(&report));
-    // root, docs, deep, deeper, small, medium, large, link, fifo, 40 files
-    assert_eq!(report.counts.inodes, 49);
-    assert_eq!(report.counts.directories, 4);
-    assert!(report.clean_unmount);
-}
+shared_cases!(Lfs);
 
 #[test]
 fn an_image_after_deletes_truncates_and_a_crash_is_clean() {
@@ -47,101 +29,6 @@ fn an_image_after_deletes_truncates_and_a_crash_is_clean() {
     let report = check(&dev);
     assert!(report.is_clean(), "problems:\n{}", listing(&report));
     assert!(!report.clean_unmount);
-}
-
-#[test]
-fn a_wrong_link_count_is_found_and_repaired() {
-    let (dev, tree) = populated();
-    with_fs(&dev, false, |fs| {
-        let mut attr = fs.getattr(tree.medium).expect("getattr").attr;
-        attr.nlink = 5;
-        fs.storage().update(tree.medium, &attr).expect("update");
-        let mut attr = fs.getattr(tree.docs).expect("getattr").attr;
-        attr.nlink = 1;
-        fs.storage().update(tree.docs, &attr).expect("update");
-    });
-    let report = check(&dev);
-    let wrong: Vec<Ino> =
-        report.problems.iter().filter(|p| p.kind == Kind::LinkCount).filter_map(|p| p.ino).collect();
-    assert_eq!(wrong, vec![tree.docs, tree.medium], "problems:\n{}", listing(&report));
-    assert!(report.problems.iter().any(|p| p.fix == Some(Fix::SetNlink { ino: tree.docs, nlink: 3 })));
-    let outcome = repair(&dev);
-    assert_eq!(outcome.exit_code(), 1, "left:\n{}", listing(&outcome.last));
-    assert!(check(&dev).is_clean());
-    with_fs(&dev, false, |fs| {
-        assert_eq!(fs.getattr(tree.medium).expect("getattr").attr.nlink, 1);
-        assert_eq!(fs.getattr(tree.docs).expect("getattr").attr.nlink, 3, "2 + one subdirectory");
-    });
-}
-
-#[test]
-fn an_orphan_left_by_a_crash_is_found_and_freed() {
-    let (dev, tree) = populated();
-    with_fs(&dev, true, |fs| {
-        fs.pin(tree.small);
-        fs.unlink(tree.docs, b"small").expect("unlink");
-        fs.unlink(ROOT_INO, b"small-again").expect("unlink");
-        assert_eq!(fs.orphans(), vec![tree.small]);
-        fs.sync().expect("sync");
-    });
-    let report = check(&dev);
-    assert!(
-        report
-            .problems
-            .iter()
-            .any(|p| p.kind == Kind::Unreachable && p.fix == Some(Fix::FreeOrphan { ino: tree.small })),
-        "problems:\n{}",
-        listing(&report)
-    );
-    let outcome = repair(&dev);
-    assert_eq!(outcome.exit_code(), 1, "left:\n{}", listing(&outcome.last));
-    assert!(check(&dev).is_clean());
-    with_fs(&dev, false, |fs| assert!(fs.getattr(tree.small).is_err(), "the orphan is freed"));
-}
-
-#[test]
-fn unreachable_files_and_directories_go_to_lost_and_found() {
-    let (dev, tree) = populated();
-    with_fs(&dev, false, |fs| {
-        // Names removed without touching the inodes: a file and a whole subtree.
-        fs.repair_remove_entry(ROOT_INO, b"medium").expect("remove");
-        fs.repair_remove_entry(tree.docs, b"deep").expect("remove");
-    });
-    let report = check(&dev);
-    let unreachable: Vec<Ino> =
-        report.problems.iter().filter(|p| p.kind == Kind::Unreachable).filter_map(|p| p.ino).collect();
-    assert_eq!(
-        unreachable,
-        vec![tree.deep, tree.medium],
-        "only the top of the subtree:\n{}",
-        listing(&report)
-    );
-    let outcome = repair(&dev);
-    assert_eq!(outcome.exit_code(), 1, "left:\n{}", listing(&outcome.last));
-    assert!(check(&dev).is_clean());
-    with_fs(&dev, false, |fs| {
-        let lf = fs.lookup(ROOT_INO, b"lost+found").expect("lost+found").ino;
-        let moved = fs.lookup(lf, format!("#{}", tree.medium).as_bytes()).expect("medium moved");
-        assert_eq!(fs.read(moved.ino, 0, 16).expect("read"), pattern(16, 1));
-        let deep = fs.lookup(lf, format!("#{}", tree.deep).as_bytes()).expect("deep moved").ino;
-        assert_eq!(fs.lookup(deep, b"..").expect("..").ino, lf);
-        assert_eq!(fs.lookup(deep, b"large").expect("large").ino, tree.large);
-    });
-}
-
-#[test]
-fn an_entry_naming_a_free_inode_is_found_and_removed() {
-    let (dev, tree) = populated();
-    with_fs(&dev, false, |fs| fs.repair_free_inode(tree.link).expect("free"));
-    let report = check(&dev);
-    assert!(
-        report.problems.iter().any(|p| p.kind == Kind::DirEntry
-            && p.fix == Some(Fix::RemoveEntry { dir: ROOT_INO, name: b"link".to_vec() })),
-        "problems:\n{}",
-        listing(&report)
-    );
-    assert_eq!(repair(&dev).exit_code(), 1);
-    assert!(check(&dev).is_clean());
 }
 
 #[test]
@@ -256,14 +143,7 @@ fn a_corrupted_directory_chunk_is_emptied_and_its_files_reconnected() {
     // The second chunk of docs' first block holds some of its files.
     flip(dev.as_ref(), docs.direct[0], 512 + 40, 4);
     let report = check(&dev);
-    assert!(
-        report
-            .problems
-            .iter()
-            .any(|p| matches!(p.fix, Some(Fix::ResetChunk { dir, offset: 512, .. }) if dir == tree.docs)),
-        "problems:\n{}",
-        listing(&report)
-    );
+    assert_resets_chunk(&report, tree.docs, 512);
     assert!(report.has(Kind::Summary), "the flip also breaks the partial segment's data checksum");
     let outcome = repair(&dev);
     // The directory is repaired; the damaged partial segment's checksum is

@@ -1,6 +1,8 @@
-//! `fslab fsck IMAGE [--repair] [-n] [-v]`: check an unmounted image and,
-//! with `--repair`, repair what can be repaired safely (the `fslab-check`
-//! crate does the work).
+//! `fslab fsck IMAGE [--repair] [-n] [-v]`: check an unmounted image of
+//! either layout (LFS or FFS, told by the superblock's magic) and, with
+//! `--repair`, repair what can be repaired safely (the `fslab-check` crate
+//! does the work). On FFS a repair marks the image clean, so that it
+//! mounts again, only when it ends clean.
 //!
 //! Without `--repair` the image is opened read-only. Refuses an image
 //! another fslab process holds (a mount). Problems and repairs go to stdout,
@@ -10,7 +12,7 @@
 
 use clap::Args;
 use disk::{BlockDevice, FileDisk};
-use fslab_check::{fsck, Options, Outcome};
+use fslab_check::{fsck, Layout, Options, Outcome};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -71,7 +73,10 @@ fn print_outcome(name: &str, outcome: &Outcome, verbose: bool) {
     let first = &outcome.first;
     if verbose {
         let how = if first.clean_unmount { "unmounted cleanly" } else { "not unmounted cleanly" };
-        println!("{name}: checkpoint {} ({how})", first.checkpoint_serial);
+        match first.layout {
+            Layout::Lfs => println!("{name}: LFS, checkpoint {} ({how})", first.checkpoint_serial),
+            Layout::Ffs => println!("{name}: FFS ({how})"),
+        }
     }
     for p in &first.problems {
         println!("{p}");

@@ -90,7 +90,7 @@ enum Command {
     Mount(mount::MountArgs),
     /// Print the superblock, latest checkpoint and segment usage of an image.
     Dump(dump::DumpArgs),
-    /// Check an unmounted image; with --repair, repair what can be repaired.
+    /// Check an unmounted image (LFS or FFS); with --repair, repair what can be repaired.
     Fsck(fsck::FsckArgs),
     /// Clean segments of a mounted file system from this process.
     Clean(clean::CleanArgs),

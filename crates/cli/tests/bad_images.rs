@@ -1,11 +1,13 @@
 //! `fslab mount` and `fslab dump` on things that are not (intact) fslab images,
 //! and `fslab mkfs` / option errors: each must fail within a timeout, with one
 //! clear line on stderr and no panic. Damaged images that still mount must be
-//! served without panics or hangs and unmount cleanly.
+//! served without panics or hangs and unmount cleanly. What depends on the
+//! layout (an image of it garbled or damaged) runs on each
+//! ([`on_every_layout!`]).
 
 mod common;
 
-use common::{fslab_run, mkfs, run, sh_ok, Mode, Mount, Rng, Run};
+use common::{fslab_run, mkfs, mkfs_layout, run, sh_ok, Layout, Mode, Mount, Rng, Run};
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -45,8 +47,16 @@ fn os<S: AsRef<OsStr> + ?Sized>(s: &S) -> &OsStr {
 /// `fslab mount IMAGE DIR` must fail cleanly and leave nothing mounted.
 #[track_caller]
 fn assert_mount_fails(image: &Path, dir: &Path, what: &str) {
+    assert_mount_fails_with(image, dir, &[], what);
+}
+
+/// [`assert_mount_fails`] with `extra` arguments to `fslab mount`.
+#[track_caller]
+fn assert_mount_fails_with(image: &Path, dir: &Path, extra: &[&str], what: &str) {
     std::fs::create_dir_all(dir).expect("mkdir mountpoint");
-    let r = fslab(&[os("mount"), image.as_os_str(), dir.as_os_str()]);
+    let mut args = vec![os("mount"), image.as_os_str(), dir.as_os_str()];
+    args.extend(extra.iter().map(os));
+    let r = fslab(&args);
     let mounted = common::is_mounted(dir);
     if mounted || r.success() {
         // Clean up before failing the test.
@@ -131,11 +141,16 @@ fn ext4_image_is_refused_and_not_overwritten_without_force() {
     assert!(r.success() && !r.stdout.trim().is_empty(), "dump after mkfs --force: {}", r.describe());
 }
 
-#[test]
-fn mkfs_refuses_to_overwrite_an_fslab_image_without_force() {
+on_every_layout!(
+    mkfs_refuses_to_overwrite_an_fslab_image_without_force,
+    image_with_every_metadata_block_garbled_is_refused,
+    damaged_images_never_panic_or_hang,
+);
+
+fn mkfs_refuses_to_overwrite_an_fslab_image_without_force(layout: Layout) {
     let tmp = tempfile::tempdir().expect("tempdir");
     let img = tmp.path().join("fs.img");
-    mkfs(&img, "64M", &[]);
+    mkfs_layout(&img, "64M", layout, &[]);
     let r = fslab(&[os("dump"), img.as_os_str()]);
     assert!(r.success() && !r.stdout.trim().is_empty(), "dump of a fresh image: {}", r.describe());
     assert_no_panic(&r.stdout, "dump");
@@ -288,35 +303,36 @@ fn overwrite_blocks(image: &Path, blocks: &[u64], rng: &mut Rng, how: u64) {
     f.sync_all().expect("fsync image");
 }
 
-#[test]
-fn image_with_every_metadata_block_garbled_is_refused() {
+fn image_with_every_metadata_block_garbled_is_refused(layout: Layout) {
     if !common::fuse_or_skip() {
         return;
     }
     let tmp = tempfile::tempdir().expect("tempdir");
     let img = tmp.path().join("fs.img");
-    mkfs(&img, "64M", &[]);
+    mkfs_layout(&img, "64M", layout, &[]);
     let blocks = nonzero_blocks(&img);
     assert!(!blocks.is_empty(), "a fresh image has some non-zero blocks");
     // Every block mkfs wrote, superblocks and their copies included, becomes garbage.
     overwrite_blocks(&img, &blocks, &mut Rng::new(9), 0);
-    assert_mount_fails(&img, &tmp.path().join("mnt"), "image with garbage superblocks");
+    let mnt = tmp.path().join("mnt");
+    assert_mount_fails_with(&img, &mnt, layout.mount_args(), "image with garbage superblocks");
     assert_dump_fails(&img, "image with garbage superblocks");
 
     // The same with the blocks zeroed: looks like no file system at all.
     let img2 = tmp.path().join("fs2.img");
-    mkfs(&img2, "64M", &[]);
+    mkfs_layout(&img2, "64M", layout, &[]);
     let blocks = nonzero_blocks(&img2);
     overwrite_blocks(&img2, &blocks, &mut Rng::new(10), 1);
-    assert_mount_fails(&img2, &tmp.path().join("mnt"), "image with zeroed metadata");
+    assert_mount_fails_with(&img2, &mnt, layout.mount_args(), "image with zeroed metadata");
     assert_dump_fails(&img2, "image with zeroed metadata");
 }
 
-/// Builds a populated image: a few directories, small files, a larger file.
-fn populated_image(dir: &Path) -> PathBuf {
+/// Builds a populated image of `layout`: a few directories, small files, a
+/// larger file.
+fn populated_image(dir: &Path, layout: Layout) -> PathBuf {
     let img = dir.join("base.img");
-    mkfs(&img, "64M", &[]);
-    let m = Mount::new(&img, &dir.join("mnt-base"), Mode::Foreground, &[]);
+    mkfs_layout(&img, "64M", layout, &[]);
+    let m = Mount::new(&img, &dir.join("mnt-base"), Mode::Foreground, layout.mount_args());
     sh_ok(
         "for d in 1 2 3 4; do mkdir -p d$d/sub; for f in 1 2 3 4 5 6 7 8 9 10; do echo file $d $f > d$d/f$f; done; done \
          && head -c 3000000 /dev/urandom > big && ln -s big link && ln d1/f1 hard",
@@ -327,13 +343,12 @@ fn populated_image(dir: &Path) -> PathBuf {
     img
 }
 
-#[test]
-fn damaged_images_never_panic_or_hang() {
+fn damaged_images_never_panic_or_hang(layout: Layout) {
     if !common::fuse_or_skip() {
         return;
     }
     let tmp = tempfile::tempdir().expect("tempdir");
-    let base = populated_image(tmp.path());
+    let base = populated_image(tmp.path(), layout);
     let meta = nonzero_blocks(&base);
     let mut rng = Rng::new(2024);
     let mut mounted = 0;
@@ -354,7 +369,7 @@ fn damaged_images_never_panic_or_hang() {
         }
 
         let dir = tmp.path().join(format!("mnt{case}"));
-        match Mount::try_new(&img, &dir, Mode::Foreground, &[]) {
+        match Mount::try_new(&img, &dir, Mode::Foreground, layout.mount_args()) {
             Err(f) => {
                 assert!(f.status.is_some(), "mount {what}: {f}");
                 let lines: Vec<&str> = f.output.lines().filter(|l| !l.trim().is_empty()).collect();

@@ -2,11 +2,14 @@
 //! returns; `umount`, `fusermount3 -u` and SIGTERM all end it with a clean
 //! checkpoint; mount options are honoured; data that fsync or a periodic
 //! checkpoint made durable survives the daemon being killed (a crash); and
-//! file data reaches the log behind the writer, without a sync.
+//! file data reaches the log behind the writer, without a sync. The tests
+//! that hold for every layout run on each ([`on_every_layout!`]): after a
+//! killed daemon an LFS image mounts at once (roll-forward), an FFS image
+//! is refused with the command that repairs it, and mounts after it.
 
 mod common;
 
-use common::{image_users, is_mounted, is_zombie, mkfs, run, Mode, Mount, Rng};
+use common::{image_users, is_mounted, is_zombie, mkfs_layout, run, Layout, Mode, Mount, Rng};
 use std::ffi::OsStr;
 use std::fs::{self, File};
 use std::io::Write;
@@ -54,28 +57,67 @@ struct Scratch {
     dir: PathBuf,
 }
 
-/// A fresh fslab image of `size`; `None` (the test is skipped) where FUSE
+/// A fresh LFS image of `size`; `None` (the test is skipped) where FUSE
 /// is not available.
 fn scratch(size: &str) -> Option<Scratch> {
+    scratch_of(size, Layout::Lfs)
+}
+
+/// [`scratch`] of `layout`.
+fn scratch_of(size: &str, layout: Layout) -> Option<Scratch> {
     if !common::fuse_or_skip() {
         return None;
     }
     let tmp = tempfile::tempdir().expect("tempdir");
     let (image, dir) = (tmp.path().join("fs.img"), tmp.path().join("mnt"));
-    mkfs(&image, size, &[]);
+    mkfs_layout(&image, size, layout, &[]);
     Some(Scratch { _tmp: tmp, image, dir })
 }
 
-#[test]
-fn background_mount_is_ready_when_the_command_returns_and_sigterm_checkpoints() {
-    let Some(Scratch { _tmp, image, dir }) = scratch("64M") else { return };
+/// `layout`'s mount arguments, then `extra`.
+fn mount_args<'a>(layout: Layout, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = layout.mount_args().to_vec();
+    args.extend_from_slice(extra);
+    args
+}
+
+/// What a user does after the daemon of `image` was killed, before the
+/// next mount. LFS: nothing, its mount rolls forward. FFS: the mount
+/// refuses the unclean image in one line that names the command to run;
+/// `fslab fsck --repair` then rebuilds the bitmaps and marks it clean
+/// (status 1, as e2fsck's "errors corrected").
+fn recover_after_a_kill(image: &Path, dir: &Path, layout: Layout) {
+    if layout.is_lfs() {
+        return;
+    }
+    let refused = Mount::try_new(image, dir, Mode::Foreground, layout.mount_args())
+        .err()
+        .expect("an FFS image left by a killed daemon is refused");
+    let canonical = fs::canonicalize(image).expect("canonical image path");
+    let command = format!("run `fslab fsck --repair {}`", canonical.display());
+    let lines: Vec<&str> = refused.output.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "one line says why: {refused}");
+    assert!(lines[0].contains("not unmounted cleanly") && lines[0].contains(&command), "{refused}");
+    assert!(!is_mounted(dir), "refused but mounted");
+    let r = common::fslab_run(&[OsStr::new("fsck"), OsStr::new("--repair"), image.as_os_str()], T);
+    assert_eq!(r.status.and_then(|s| s.code()), Some(1), "fsck --repair: {}", r.describe());
+}
+
+on_every_layout!(
+    background_mount_is_ready_when_the_command_returns_and_sigterm_checkpoints,
+    fsynced_and_checkpointed_data_survive_a_killed_daemon,
+    fslab_sync_makes_plain_writes_survive_a_killed_daemon,
+);
+
+fn background_mount_is_ready_when_the_command_returns_and_sigterm_checkpoints(layout: Layout) {
+    let Some(Scratch { _tmp, image, dir }) = scratch_of("64M", layout) else { return };
     fs::create_dir(&dir).expect("mkdir mnt");
     // Its messages go beside the image, not to the machine's log.
     let log = format!("log={}", image.with_extension("log").display());
-    let r = common::fslab_run(
-        &[OsStr::new("mount"), image.as_os_str(), dir.as_os_str(), OsStr::new("-o"), OsStr::new(&log)],
-        T,
-    );
+    let mut args =
+        vec![OsStr::new("mount"), image.as_os_str(), dir.as_os_str(), OsStr::new("-o"), OsStr::new(&log)];
+    args.extend(layout.mount_args().iter().map(OsStr::new));
+    let r = common::fslab_run(&args, T);
     assert!(r.success(), "fslab mount: {}", r.describe());
     // Usable at once: no sleep between the command returning and the first use.
     assert!(is_mounted(&dir), "not mounted when `fslab mount` returned");
@@ -92,7 +134,8 @@ fn background_mount_is_ready_when_the_command_returns_and_sigterm_checkpoints() 
     assert_ne!(thp.as_deref(), Some("1"), "the daemon runs without transparent huge pages");
     assert!(image_users(&image).is_empty());
 
-    let m = Mount::new(&image, &dir, Mode::Foreground, &[]);
+    // Clean: FFS mounts again without fsck.
+    let m = Mount::new(&image, &dir, Mode::Foreground, layout.mount_args());
     assert_eq!(fs::read(m.dir.join("a")).expect("read a"), b"written before SIGTERM");
     assert!(m.dir.join("d").is_dir());
     m.unmount().expect("clean unmount");
@@ -197,10 +240,11 @@ fn mount_options_are_accepted_and_a_small_cache_still_works() {
     m.unmount().expect("clean unmount");
 }
 
-#[test]
-fn fsynced_and_checkpointed_data_survive_a_killed_daemon() {
-    let Some(Scratch { _tmp, image, dir }) = scratch("64M") else { return };
-    let m = Mount::new(&image, &dir, Mode::Foreground, &["-o", "checkpoint=1"]);
+/// On FFS the periodic checkpoint is a sync of everything (`checkpoint=`
+/// sets its interval too).
+fn fsynced_and_checkpointed_data_survive_a_killed_daemon(layout: Layout) {
+    let Some(Scratch { _tmp, image, dir }) = scratch_of("64M", layout) else { return };
+    let m = Mount::new(&image, &dir, Mode::Foreground, &mount_args(layout, &["-o", "checkpoint=1"]));
     let pid = m.pid().expect("foreground daemon pid");
 
     // Made durable by a periodic checkpoint (plenty of time for one).
@@ -208,22 +252,22 @@ fn fsynced_and_checkpointed_data_survive_a_killed_daemon() {
     fs::write(m.dir.join("dir/checkpointed"), b"by the checkpoint").expect("write");
     std::thread::sleep(Duration::from_secs(4));
 
-    // Made durable by fsync, immediately before the crash.
+    // Made durable by fsync, immediately before the crash: the file alone,
+    // its name with it on every layout. (An fsync of the root directory
+    // would be a checkpoint, and so prove nothing of the periodic one.)
     let data = Rng::new(12).bytes(700_000);
     let mut f = File::create(m.dir.join("fsynced")).expect("create");
     f.write_all(&data).expect("write");
     f.sync_all().expect("fsync");
     drop(f);
-    let d = File::open(&m.dir).expect("open root");
-    d.sync_all().expect("fsync root directory");
-    drop(d);
 
     signal(pid, libc::SIGKILL);
     drop(m); // reaps the killed daemon and detaches the mount
     detach(&dir);
     assert!(image_users(&image).is_empty());
 
-    let m = Mount::new(&image, &dir, Mode::Foreground, &[]);
+    recover_after_a_kill(&image, &dir, layout);
+    let m = Mount::new(&image, &dir, Mode::Foreground, layout.mount_args());
     assert_eq!(
         fs::read(m.dir.join("dir/checkpointed")).expect("checkpointed file after a crash"),
         b"by the checkpoint"
@@ -233,17 +277,16 @@ fn fsynced_and_checkpointed_data_survive_a_killed_daemon() {
     // The recovered file system keeps working and unmounts cleanly.
     fs::write(m.dir.join("after"), b"after recovery").expect("write after recovery");
     m.unmount().expect("clean unmount after recovery");
-    let m = Mount::new(&image, &dir, Mode::Foreground, &[]);
+    let m = Mount::new(&image, &dir, Mode::Foreground, layout.mount_args());
     assert_eq!(fs::read(m.dir.join("after")).expect("read after"), b"after recovery");
     m.unmount().expect("clean unmount");
 }
 
 /// sync(2) never reaches a FUSE file system; `fslab sync DIR` does, with a
 /// checkpoint: what was written before it survives a crash without fsync.
-#[test]
-fn fslab_sync_makes_plain_writes_survive_a_killed_daemon() {
-    let Some(Scratch { _tmp, image, dir }) = scratch("64M") else { return };
-    let m = Mount::new(&image, &dir, Mode::Foreground, &[]);
+fn fslab_sync_makes_plain_writes_survive_a_killed_daemon(layout: Layout) {
+    let Some(Scratch { _tmp, image, dir }) = scratch_of("64M", layout) else { return };
+    let m = Mount::new(&image, &dir, Mode::Foreground, layout.mount_args());
     let pid = m.pid().expect("foreground daemon pid");
 
     let sync = || {
@@ -265,7 +308,8 @@ fn fslab_sync_makes_plain_writes_survive_a_killed_daemon() {
     signal(pid, libc::SIGKILL);
     drop(m);
     detach(&dir);
-    let m = Mount::new(&image, &dir, Mode::Foreground, &[]);
+    recover_after_a_kill(&image, &dir, layout);
+    let m = Mount::new(&image, &dir, Mode::Foreground, layout.mount_args());
     let got = fs::read(m.dir.join("sub/plain")).expect("file written before fslab sync, after a crash");
     assert!(got == data, "content after a crash ({} bytes, want {})", got.len(), data.len());
     m.unmount().expect("clean unmount");

@@ -209,3 +209,116 @@ fn a_tail_grown_by_extending_the_size_reads_zeros_past_the_old_end() {
     let mut fs = remount(&disk, fs, Integrity::Async);
     assert!(fs.read(f, 0, 30_000).expect("read") == want, "after a remount");
 }
+
+/// Regression: an inode in an inode-table block that lazy initialisation
+/// had just zeroed reached the disk (a create in sync mode, an fsync in
+/// async mode) while the cylinder group on disk still said that block was
+/// never initialised. fsck reads no slot past that mark, so after a power
+/// cut the new file's entry named a "free" inode and the file was lost,
+/// though the create (or the fsync) had returned.
+#[test]
+fn an_inode_on_disk_is_always_below_its_groups_initialised_mark_on_disk() {
+    for integrity in [Integrity::Sync, Integrity::Async] {
+        let (disk, mut fs) = fresh(16 << 20, integrity);
+        // Root is slot 2 of the first table block (32 inodes of 256 bytes);
+        // the 40th file opens the second block.
+        let mut last = 0;
+        for i in 0..40 {
+            last = create(&mut fs, &format!("f{i}"));
+        }
+        fs.write(last, 0, b"durable").expect("write");
+        if integrity == Integrity::Async {
+            fs.fsync(last, false).expect("fsync");
+        }
+        drop(fs);
+        let sb = fslab::ffs::mkfs::read_superblock(disk.as_ref()).expect("superblock");
+        let geo = sb.geometry;
+        let mut block = vec![0u8; geo.block_size as usize];
+        disk.read_at(geo.byte_offset(geo.inode_block_addr(last)), &mut block).expect("read");
+        let at = geo.inode_offset_in_block(last);
+        let on_disk =
+            fslab::format::inode::Inode::decode(&block[at..at + 256]).expect("the inode is on disk");
+        assert_eq!(on_disk.ino, last, "{integrity:?}");
+        let group = fslab::ffs::mkfs::read_group(disk.as_ref(), &sb, geo.ino_group(last)).expect("group");
+        assert!(
+            group.initialised_inodes() > geo.ino_slot(last),
+            "{integrity:?}: inode {last} was written but its group on disk has initialised only {} slots",
+            group.initialised_inodes()
+        );
+    }
+}
+
+/// Regression: in sync mode a tail that had to move to grow (4.4BSD
+/// `ffs_realloccg`) gave its old fragments back at once, before the inode
+/// pointing at the new place was on the disk; the same write could take
+/// them for another block and an fdatasync write there, so a power cut
+/// left the file's synced tail overwritten. Every crash state of the
+/// sequence must show the tail as synced.
+#[test]
+fn a_moved_tail_keeps_its_old_fragments_until_the_inode_has_left_them() {
+    let crash = disk::CrashDisk::over(MemDisk::new(4 << 20));
+    let dev: Arc<dyn BlockDevice> = Arc::new(crash.clone());
+    let mkfs = MkfsOptions { group_size: 1 << 20, ..MkfsOptions::default() };
+    fslab::mkfs_ffs(dev.clone(), &mkfs, ME).expect("mkfs");
+    let mut fs = FileSystem::new(Ffs::mount(dev.clone(), options(Integrity::Sync)).expect("mount"));
+    let ino = create(&mut fs, "foo");
+    let old = pattern(1, 12_000);
+    fs.write(ino, 0, &old).expect("write");
+    // Something after foo's tail, so that it cannot grow in place.
+    let other = create(&mut fs, "other");
+    fs.write(other, 0, &pattern(2, 3000)).expect("write");
+    fs.sync().expect("sync");
+    let synced = crash.events();
+    fs.write(ino, 40_000, &pattern(3, 3000)).expect("write");
+    fs.fsync(ino, true).expect("fdatasync");
+    drop(fs);
+    for state in crash.crash_states(200, 7).filter(|s| s.cut >= synced) {
+        let image = state.disk;
+        let (geo, inode) = inode_on(&image, ino);
+        let mut tail = vec![0u8; 12_000 - 8192];
+        image.read_at(geo.byte_offset(inode.direct[1].get()), &mut tail).expect("read");
+        assert!(tail == old[8192..], "{}: foo's synced bytes 8192..12000 are overwritten", state.description);
+    }
+}
+
+/// The geometry of `image` and inode `ino` as it is on it.
+fn inode_on(image: &MemDisk, ino: Ino) -> (fslab::ffs::geometry::Geometry, fslab::format::inode::Inode) {
+    let geo = fslab::ffs::mkfs::read_superblock(image).expect("superblock").geometry;
+    let mut slot = [0u8; 256];
+    let at = geo.byte_offset(geo.inode_block_addr(ino)) + geo.inode_offset_in_block(ino) as u64;
+    image.read_at(at, &mut slot).expect("read");
+    (geo, fslab::format::inode::Inode::decode(&slot).expect("inode"))
+}
+
+/// Regression: in sync mode a truncate that left a file's last block a
+/// shorter tail gave the fragments past the new tail back (when the size
+/// changed, in `update`) without the inode that no longer holds them
+/// reaching the disk first; another file took them and an fsync wrote
+/// there, so a power cut left the first file's synced bytes overwritten
+/// by the second's.
+#[test]
+fn a_tail_shrunk_by_a_truncate_keeps_its_fragments_until_the_inode_has_left_them() {
+    let crash = disk::CrashDisk::over(MemDisk::new(4 << 20));
+    let dev: Arc<dyn BlockDevice> = Arc::new(crash.clone());
+    let mkfs = MkfsOptions { group_size: 1 << 20, ..MkfsOptions::default() };
+    fslab::mkfs_ffs(dev.clone(), &mkfs, ME).expect("mkfs");
+    let mut fs = FileSystem::new(Ffs::mount(dev.clone(), options(Integrity::Sync)).expect("mount"));
+    let ino = create(&mut fs, "foo");
+    let old = pattern(1, 12_000);
+    fs.write(ino, 0, &old).expect("write");
+    fs.sync().expect("sync");
+    let synced = crash.events();
+    fs.setattr(ino, &SetAttr { size: Some(1000), ..SetAttr::default() }).expect("truncate");
+    let other = create(&mut fs, "new");
+    fs.write(other, 0, &pattern(2, 6000)).expect("write");
+    fs.fsync(other, false).expect("fsync");
+    drop(fs);
+    for state in crash.crash_states(300, 7).filter(|s| s.cut >= synced) {
+        let image = state.disk;
+        let (geo, inode) = inode_on(&image, ino);
+        let mut first = vec![0u8; (inode.attr.size as usize).min(8192)];
+        image.read_at(geo.byte_offset(inode.direct[0].get()), &mut first).expect("read");
+        let bad = first.iter().enumerate().position(|(o, &b)| b != old[o] && b != 0);
+        assert_eq!(bad, None, "{}: foo's synced block 0 holds another file's bytes", state.description);
+    }
+}

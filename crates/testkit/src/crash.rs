@@ -64,6 +64,7 @@ use disk::{BlockDevice, CrashDisk, CrashState, MemDisk};
 use fslab::format::inode::kind;
 use fslab::format::{Ino, ROOT_INO};
 use fslab::lfs::{Lfs, MkfsOptions, MountOptions};
+use fslab::storage::StorageManager;
 use fslab::ufs::{Creds, FileSystem, RenameFlags, SetAttr};
 
 /// Size of the device each workload runs on.
@@ -594,7 +595,7 @@ pub fn workloads(coverage: Coverage) -> Vec<Workload> {
 }
 
 /// Resolves `path` to an inode by lookups from the root.
-pub fn resolve(fs: &mut FileSystem<Lfs>, path: &str) -> fslab::Result<Ino> {
+pub fn resolve<S: StorageManager>(fs: &mut FileSystem<S>, path: &str) -> fslab::Result<Ino> {
     let mut ino = ROOT_INO;
     for part in path.split('/').filter(|p| !p.is_empty()) {
         ino = fs.lookup(ino, part.as_bytes())?.ino;
@@ -605,9 +606,14 @@ pub fn resolve(fs: &mut FileSystem<Lfs>, path: &str) -> fslab::Result<Ino> {
 /// Applies `op` to `fs` and `tree`, recording the inode number of a node it
 /// creates. Panics (with `context`) if either refuses: every workload is
 /// valid by construction.
-fn apply_both(fs: &mut FileSystem<Lfs>, tree: &mut Tree, op: &Op, context: &dyn fmt::Display) {
+pub fn apply_both<S: StorageManager>(
+    fs: &mut FileSystem<S>,
+    tree: &mut Tree,
+    op: &Op,
+    context: &dyn fmt::Display,
+) {
     let creds = Creds::default();
-    let dir = |fs: &mut FileSystem<Lfs>, p: &str| resolve(fs, parent_of(p));
+    let dir = |fs: &mut FileSystem<S>, p: &str| resolve(fs, parent_of(p));
     let result: fslab::Result<Option<Ino>> = (|| {
         Ok(match op {
             Op::Create(p) => {
@@ -674,11 +680,21 @@ fn apply_both(fs: &mut FileSystem<Lfs>, tree: &mut Tree, op: &Op, context: &dyn 
 /// Makes the setup image: mkfs, [`setup_ops`], unmount (a clean checkpoint).
 /// Returns the image and the model with inode numbers.
 pub fn setup_image() -> (Vec<u8>, Tree) {
-    let disk = Arc::new(MemDisk::new(DISK_BYTES));
-    let dev: Arc<dyn BlockDevice> = disk.clone();
-    let mkfs = MkfsOptions { block_size: BLOCK_SIZE, segment_size: SEGMENT_SIZE };
-    fslab::mkfs_lfs(dev.clone(), &mkfs, Creds::default()).expect("mkfs");
-    let mut fs = FileSystem::new(Lfs::mount(dev, mount_options()).expect("mount the new image"));
+    setup_image_on(DISK_BYTES, |dev| {
+        let mkfs = MkfsOptions { block_size: BLOCK_SIZE, segment_size: SEGMENT_SIZE };
+        fslab::mkfs_lfs(dev.clone(), &mkfs, Creds::default())?;
+        Ok(FileSystem::new(Lfs::mount(dev, mount_options())?))
+    })
+}
+
+/// [`setup_image`] for any layout: a device of `disk_bytes`, on which
+/// `make` makes a file system and mounts it.
+pub fn setup_image_on<S: StorageManager>(
+    disk_bytes: u64,
+    make: impl FnOnce(Arc<dyn BlockDevice>) -> fslab::Result<FileSystem<S>>,
+) -> (Vec<u8>, Tree) {
+    let disk = Arc::new(MemDisk::new(disk_bytes));
+    let mut fs = make(disk.clone()).expect("mkfs and mount the new image");
     let mut tree = Tree::default();
     for op in setup_ops() {
         apply_both(&mut fs, &mut tree, &op, &"setup");
@@ -716,6 +732,9 @@ pub struct Recorded {
     pub crash: CrashDisk,
     /// Device events when the workload ended.
     pub events: usize,
+    /// Device events when each operation returned (`op_events[k]` for the
+    /// operation that made `states[k + 1]`).
+    pub op_events: Vec<usize>,
     /// Inodes that were open with no name left at some step of the run
     /// (`FileSystem::orphans`): the only ones fsck may find unnamed.
     pub orphans: BTreeSet<Ino>,
@@ -725,13 +744,22 @@ pub struct Recorded {
 /// model `setup`), recording states and persistence points. The file system
 /// is dropped without unmounting at the end, as a power cut would.
 pub fn record(workload: &Workload, image: &[u8], setup: &Tree) -> Recorded {
+    record_on(workload, image, setup, |dev| Ok(FileSystem::new(Lfs::mount(dev, mount_options())?)))
+}
+
+/// [`record`] for any layout: `mount` mounts the setup image's copy.
+pub fn record_on<S: StorageManager>(
+    workload: &Workload,
+    image: &[u8],
+    setup: &Tree,
+    mount: impl FnOnce(Arc<dyn BlockDevice>) -> fslab::Result<FileSystem<S>>,
+) -> Recorded {
     let crash = CrashDisk::over(MemDisk::from_bytes(image.to_vec()));
     let dev: Arc<dyn BlockDevice> = Arc::new(crash.clone());
-    let mut fs = FileSystem::new(
-        Lfs::mount(dev, mount_options()).unwrap_or_else(|e| panic!("{workload}: mount the setup image: {e}")),
-    );
+    let mut fs = mount(dev).unwrap_or_else(|e| panic!("{workload}: mount the setup image: {e}"));
     let mut tree = setup.clone();
     let mut states = vec![tree.clone()];
+    let mut op_events = Vec::new();
     let mut points = vec![Point { step: None, persist: Persist::Sync, state: 0, events: 0, node: None }];
     let mut orphans = BTreeSet::new();
     for (i, step) in workload.steps.iter().enumerate() {
@@ -739,6 +767,7 @@ pub fn record(workload: &Workload, image: &[u8], setup: &Tree) -> Recorded {
             Step::Op(op) => {
                 apply_both(&mut fs, &mut tree, op, workload);
                 states.push(tree.clone());
+                op_events.push(crash.events());
                 orphans.extend(fs.orphans());
             }
             Step::Persist(p) => {
@@ -772,7 +801,7 @@ pub fn record(workload: &Workload, image: &[u8], setup: &Tree) -> Recorded {
     }
     let events = crash.events();
     drop(fs);
-    Recorded { steps: workload.steps.clone(), states, points, crash, events, orphans }
+    Recorded { steps: workload.steps.clone(), states, points, crash, events, op_events, orphans }
 }
 
 /// One broken promise, with everything needed to replay it.
@@ -884,23 +913,29 @@ fn points_text(rec: &Recorded) -> String {
 
 /// One observed node: what the walk found at an inode.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Seen {
-    kind: u32,
-    nlink: u32,
-    size: u64,
+pub struct Seen {
+    /// Its type (`format::inode::kind`).
+    pub kind: u32,
+    /// Its link count.
+    pub nlink: u32,
+    /// Its size.
+    pub size: u64,
     /// File contents or symlink target.
-    data: Vec<u8>,
+    pub data: Vec<u8>,
     /// Names found for it (directories: 1 plus subdirectories' `..` counted
     /// separately).
-    names: u32,
-    subdirs: u32,
+    pub names: u32,
+    /// Subdirectories found in it.
+    pub subdirs: u32,
 }
 
 /// The tree as mounted after a crash.
 #[derive(Debug, Default)]
-struct Observed {
-    namespace: BTreeMap<String, (u32, Ino)>,
-    inodes: BTreeMap<Ino, Seen>,
+pub struct Observed {
+    /// Path → (type, inode number).
+    pub namespace: BTreeMap<String, (u32, Ino)>,
+    /// What each inode found holds.
+    pub inodes: BTreeMap<Ino, Seen>,
 }
 
 fn kind_name(k: u32) -> &'static str {
@@ -919,7 +954,7 @@ fn namespace_text(ns: &BTreeMap<String, (u32, Ino)>) -> String {
 
 /// Walks the tree from the root, checking structure (item 2 of the module
 /// doc) as it goes.
-fn walk(fs: &mut FileSystem<Lfs>) -> Result<Observed, String> {
+pub fn walk<S: StorageManager>(fs: &mut FileSystem<S>) -> Result<Observed, String> {
     let mut seen = Observed::default();
     let root = fs.getattr(ROOT_INO).map_err(|e| format!("root inode unreadable: {e}"))?;
     if !root.attr.is_dir() {

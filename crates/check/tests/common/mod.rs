@@ -3,14 +3,20 @@
 //!
 //! * [`populated`] — an unmounted image with directories, small and large
 //!   files (direct, single and double indirect blocks), a symlink, a hard
-//!   link, a device node and an extended attribute.
+//!   link, a device node and an extended attribute ([`populate`], for
+//!   either layout).
 //! * [`with_fs`] — mount, run a closure on the namespace, unmount (or, with
-//!   `crash`, drop without unmounting).
+//!   `crash`, drop without unmounting); [`run_on`] for any layout.
+//! * [`ffs`] — the same for FFS images, and where their structures lie.
+//! * [`cases`] — the tests that are the same on both layouts.
 //! * [`check`] / [`repair`] — run fsck read-only or repairing.
 //! * [`inode_slot`], [`ifile_block`] — where inode `ino` and ifile block
 //!   `lbn` of the newest checkpoint are, by the public decoders.
 
 #![allow(dead_code)]
+
+pub mod cases;
+pub mod ffs;
 
 use disk::{BlockDevice, MemDisk};
 use fslab::format::codec::Decoder;
@@ -18,6 +24,7 @@ use fslab::format::inode::{Inode, INODE_SIZE};
 use fslab::format::{Daddr, Ino, ROOT_INO};
 use fslab::lfs::layout::{imap_entries_per_block, ImapEntry, Superblock, IMAP_BYTES};
 use fslab::lfs::{Lfs, MkfsOptions, MountOptions};
+use fslab::storage::StorageManager;
 use fslab::ufs::{Creds, FileSystem};
 use fslab_check::{Options, Outcome, Report};
 use std::sync::Arc;
@@ -39,7 +46,17 @@ pub fn fresh(bytes: u64) -> Arc<MemDisk> {
 pub fn with_fs<T>(dev: &Arc<MemDisk>, crash: bool, body: impl FnOnce(&mut FileSystem<Lfs>) -> T) -> T {
     let lfs = Lfs::mount(dev.clone(), MountOptions { cache_bytes: 32 << 20, ..MountOptions::default() })
         .expect("mount");
-    let mut fs = FileSystem::new(lfs);
+    run_on(lfs, crash, body)
+}
+
+/// Runs `body` on the namespace over `storage`, then unmounts — or with
+/// `crash`, drops it without unmounting.
+pub fn run_on<S: StorageManager, T>(
+    storage: S,
+    crash: bool,
+    body: impl FnOnce(&mut FileSystem<S>) -> T,
+) -> T {
+    let mut fs = FileSystem::new(storage);
     let value = body(&mut fs);
     if !crash {
         fs.unmount().expect("unmount");
@@ -64,31 +81,37 @@ pub struct Tree {
 
 /// A populated, cleanly unmounted 24 MiB image.
 pub fn populated() -> (Arc<MemDisk>, Tree) {
-    let dev = fresh(24 << 20);
+    <cases::Lfs as cases::Layout>::populated()
+}
+
+/// Makes [`Tree`]'s files in an empty file system of either layout:
+/// directories three deep, small files, a 200 KiB file with an xattr, a
+/// sparse file reaching its double indirect tree, a symlink, a hard link
+/// and a FIFO.
+pub fn populate<S: StorageManager>(fs: &mut FileSystem<S>) -> Tree {
     let c = Creds::default();
-    let tree = with_fs(&dev, false, |fs| {
-        let docs = fs.mkdir(ROOT_INO, b"docs", 0o755, c).expect("mkdir").ino;
-        let deep = fs.mkdir(docs, b"deep", 0o755, c).expect("mkdir").ino;
-        fs.mkdir(deep, b"deeper", 0o755, c).expect("mkdir");
-        let small = fs.mknod(docs, b"small", 0o644, 0, c).expect("create").ino;
-        fs.write(small, 0, b"hello, world\n").expect("write");
-        let medium = fs.mknod(ROOT_INO, b"medium", 0o644, 0, c).expect("create").ino;
-        fs.write(medium, 0, &pattern(200 << 10, 1)).expect("write");
-        let large = fs.mknod(deep, b"large", 0o644, 0, c).expect("create").ino;
-        fs.write(large, 0, &pattern(64 << 10, 2)).expect("write");
-        // Past the single indirect tree: a double indirect block.
-        fs.write(large, (12 + 1024 + 3) * BS as u64, &pattern(BS, 3)).expect("write");
-        let link = fs.symlink(ROOT_INO, b"link", b"docs/small", c).expect("symlink").ino;
-        fs.link(small, ROOT_INO, b"small-again").expect("link");
-        fs.mknod(ROOT_INO, b"fifo", libc::S_IFIFO | 0o644, 0, c).expect("mkfifo");
-        fs.setxattr(medium, b"user.note", b"kept", 0).expect("setxattr");
-        for i in 0..40 {
-            let f = fs.mknod(docs, format!("file{i:02}").as_bytes(), 0o644, 0, c).expect("create").ino;
-            fs.write(f, 0, &pattern(1000 + i * 300, i as u8)).expect("write");
-        }
-        Tree { docs, small, medium, large, deep, link }
-    });
-    (dev, tree)
+    let bs = fs.block_size() as u64;
+    let nindir = (bs - 8) / 4;
+    let docs = fs.mkdir(ROOT_INO, b"docs", 0o755, c).expect("mkdir").ino;
+    let deep = fs.mkdir(docs, b"deep", 0o755, c).expect("mkdir").ino;
+    fs.mkdir(deep, b"deeper", 0o755, c).expect("mkdir");
+    let small = fs.mknod(docs, b"small", 0o644, 0, c).expect("create").ino;
+    fs.write(small, 0, b"hello, world\n").expect("write");
+    let medium = fs.mknod(ROOT_INO, b"medium", 0o644, 0, c).expect("create").ino;
+    fs.write(medium, 0, &pattern(200 << 10, 1)).expect("write");
+    let large = fs.mknod(deep, b"large", 0o644, 0, c).expect("create").ino;
+    fs.write(large, 0, &pattern(64 << 10, 2)).expect("write");
+    // Past the single indirect tree: a double indirect block.
+    fs.write(large, (12 + nindir + 3) * bs, &pattern(bs as usize, 3)).expect("write");
+    let link = fs.symlink(ROOT_INO, b"link", b"docs/small", c).expect("symlink").ino;
+    fs.link(small, ROOT_INO, b"small-again").expect("link");
+    fs.mknod(ROOT_INO, b"fifo", libc::S_IFIFO | 0o644, 0, c).expect("mkfifo");
+    fs.setxattr(medium, b"user.note", b"kept", 0).expect("setxattr");
+    for i in 0..40 {
+        let f = fs.mknod(docs, format!("file{i:02}").as_bytes(), 0o644, 0, c).expect("create").ino;
+        fs.write(f, 0, &pattern(1000 + i * 300, i as u8)).expect("write");
+    }
+    Tree { docs, small, medium, large, deep, link }
 }
 
 /// A read-only check.

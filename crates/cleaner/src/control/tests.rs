@@ -173,10 +173,22 @@ fn segwait_returns_when_a_segment_is_written_and_holds_no_lock() {
         client.segwait(Duration::from_secs(60)).expect("segwait");
         start.elapsed()
     });
-    std::thread::sleep(Duration::from_millis(200));
-    // Taking the lock proves segwait sleeps without it; the checkpoint
-    // writes a partial segment and wakes it.
-    writer.with_lfs(fslab::storage::StorageManager::sync).expect("sync");
+    // Taking the lock proves segwait sleeps without it; each checkpoint
+    // writes a partial segment, which wakes it. The request must reach the
+    // server before the segment it waits for is written, and on a loaded
+    // machine no fixed sleep makes sure of that: checkpoints go on, each
+    // with a change to write, until the waiter returns.
+    let deadline = std::time::Instant::now() + MAX_SEGWAIT;
+    for n in 0.. {
+        std::thread::sleep(Duration::from_millis(200));
+        if waiter.is_finished() || std::time::Instant::now() > deadline {
+            break;
+        }
+        let mut fs = writer.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let name = format!("wake{n}");
+        fs.mkdir(fslab::format::ROOT_INO, name.as_bytes(), 0o755, Default::default()).expect("mkdir");
+        fslab::storage::StorageManager::sync(fs.storage()).expect("sync");
+    }
     let waited = waiter.join().expect("waiter");
     assert!(waited < MAX_SEGWAIT, "{waited:?}");
 }

@@ -205,7 +205,7 @@ fn mount(image: &Path, dir: &Path, options: &Options) -> Result<Mount, String> {
             (Session::Lfs(mounted), control)
         }
         Layout::Ffs => {
-            let ffs = Ffs::mount(Arc::new(disk), options.ffs()).map_err(|e| format!("{name}: {e}"))?;
+            let ffs = Ffs::mount(Arc::new(disk), options.ffs()).map_err(|e| ffs_refusal(image, e))?;
             let mut fs = FileSystem::new(ffs);
             fs.set_dirhash_options(options.dirhash);
             let mounted = fslab_fuse::mount(fs, dir, &config).map_err(|e| e.to_string())?;
@@ -223,6 +223,21 @@ fn mount(image: &Path, dir: &Path, options: &Options) -> Result<Mount, String> {
         utab::register(image, dir);
     }
     Ok(Mount { mounted, lock, dir: dir.to_path_buf(), control })
+}
+
+/// Why an FFS image was not mounted, for its user. An image left unclean
+/// (a killed daemon, a stopped machine) gets the exact command that makes
+/// it mountable again rather than the library's errno.
+fn ffs_refusal(image: &Path, error: fslab::Error) -> String {
+    let name = image.display();
+    if error.errno() == libc::EUCLEAN {
+        format!(
+            "{name}: the file system was not unmounted cleanly (the daemon was killed or the machine \
+             stopped); run `fslab fsck --repair {name}`, then mount it again"
+        )
+    } else {
+        format!("{name}: {error}")
+    }
 }
 
 /// Says on stderr (while a user still sees it) that the control socket is

@@ -20,9 +20,11 @@
 //! fault in the whole memory limit, which cost a first sequential write a
 //! third of its speed). The cache decides nothing about disk addresses.
 
+pub mod inodes;
 mod queue;
 mod writeback;
 
+pub use inodes::InodeCache;
 pub use queue::{Header, WriteJob, WriteMode, WriteQueue};
 pub use writeback::{write_back, NoHooks, Placement, WriteDest, WriteHooks, WrittenBack};
 

@@ -75,7 +75,7 @@ impl Ffs {
         if !(0..NDADDR as Lbn).contains(&lbn) {
             return Ok(bs);
         }
-        let size = self.cached_inode(ino)?.inode.attr.size;
+        let size = self.cached_inode(ino)?.attr.size;
         Ok(self.tail_of(ino, size)?.filter(|&(t, _)| t == lbn as u64).map_or(bs, |(_, b)| b))
     }
 
@@ -115,7 +115,7 @@ impl Ffs {
         if !buf.len().is_multiple_of(bs) {
             return Err(errno(libc::EINVAL, "read buffer is not whole blocks"));
         }
-        let size = self.cached_inode(ino)?.inode.attr.size;
+        let size = self.cached_inode(ino)?.attr.size;
         let tail = self.tail_of(ino, size)?.map(|(t, _)| t as Lbn);
         let count = buf.len() / bs;
         let longest = (MAX_READ_RUN_BYTES / bs).max(1);
@@ -170,7 +170,7 @@ impl Ffs {
         if lbn >= 0 && self.tree.path(lbn as u64).is_none() {
             return Err(errno(libc::EFBIG, "file too large"));
         }
-        let inode = self.cached_inode(ino)?.inode;
+        let inode = *self.cached_inode(ino)?;
         let metadata = lbn == XATTR_LBN || !inode.attr.is_reg();
         let key = (ino, lbn);
         let end = contents.end();
@@ -251,7 +251,7 @@ impl Ffs {
     /// block (4.4BSD `ffs_balloc`: "if the file currently ends in a
     /// fragment, grow it to a full block first").
     fn make_tail_whole_before(&mut self, ino: Ino, lbn: u64, metadata: bool) -> Result<()> {
-        let size = self.cached_inode(ino)?.inode.attr.size;
+        let size = self.cached_inode(ino)?.attr.size;
         let Some((tail, bytes)) = self.tail_of(ino, size)? else { return Ok(()) };
         if tail >= lbn {
             return Ok(());
@@ -315,6 +315,8 @@ impl Ffs {
             super::Realloc::Extended => {}
             super::Realloc::Moved(new) => {
                 bmap::set_pointer(self, ino, lbn, Daddr::new(new))?;
+                self.cache.mark_dirty((ino, lbn));
+                self.before_freeing_moved(ino, lbn)?;
                 self.alloc.free(addr.get(), old_frags)?;
             }
         }
@@ -349,7 +351,7 @@ impl Ffs {
         metadata: bool,
     ) -> Result<()> {
         let bs = self.block_size();
-        let size = self.cached_inode(ino)?.inode.attr.size;
+        let size = self.cached_inode(ino)?.attr.size;
         let after = self.tail_of(ino, size)?;
         if before == after {
             return Ok(());
@@ -387,7 +389,7 @@ impl Ffs {
         let pending: Vec<(Ino, u64)> = self.size_before.drain().collect();
         for (ino, size) in pending {
             let Ok(cached) = self.cached_inode(ino) else { continue };
-            let (now, metadata) = (cached.inode.attr.size, !cached.inode.attr.is_reg());
+            let (now, metadata) = (cached.attr.size, !cached.attr.is_reg());
             if now == size {
                 continue;
             }
@@ -440,7 +442,7 @@ impl Ffs {
         }
         let pref = match self.tree.parent(lbn) {
             Some(Parent::Direct(i)) => {
-                let direct = self.cached_inode(ino)?.inode.direct;
+                let direct = self.cached_inode(ino)?.direct;
                 self.alloc.blkpref_with(ino, lbn, i, |k| direct.get(k).map_or(0, |d| d.get()))
             }
             Some(Parent::Meta { meta, index }) => {
@@ -458,7 +460,7 @@ impl Ffs {
     /// Frees data blocks `first ..= last` of `ino` and the indirect blocks
     /// left empty, then puts the tail right.
     pub(super) fn free_range(&mut self, ino: Ino, first: u64, last: u64) -> Result<()> {
-        let inode = self.cached_inode(ino)?.inode;
+        let inode = *self.cached_inode(ino)?;
         let before = self.tail_of(ino, inode.attr.size)?;
         bmap::free_range(self, ino, first, last)?;
         if first <= last {
@@ -477,7 +479,7 @@ impl Ffs {
     /// the final size. Checks for room for the indirect blocks the new
     /// places lack before moving any.
     pub(super) fn move_file_blocks(&mut self, ino: Ino, from: u64, to: u64, count: u64) -> Result<()> {
-        let size = self.cached_inode(ino)?.inode.attr.size;
+        let size = self.cached_inode(ino)?.attr.size;
         if !size.is_multiple_of(self.block_size() as u64) {
             return Err(errno(libc::EINVAL, "blocks move only in a file of whole blocks"));
         }
@@ -513,7 +515,7 @@ impl BlockTree for Ffs {
     }
 
     fn inode(&mut self, ino: Ino) -> Result<&Inode> {
-        Ok(&self.cached_inode(ino)?.inode)
+        Ok(self.cached_inode(ino)?)
     }
 
     fn inode_mut(&mut self, ino: Ino) -> Result<&mut Inode> {
@@ -521,7 +523,7 @@ impl BlockTree for Ffs {
             return Err(errno(libc::EPERM, "inode 1 is reserved"));
         }
         self.mark_inode_dirty(ino)?;
-        Ok(&mut self.cached_inode(ino)?.inode)
+        self.cached_inode(ino)
     }
 
     fn in_memory(&self, ino: Ino, lbn: Lbn) -> bool {

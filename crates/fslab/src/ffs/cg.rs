@@ -157,6 +157,75 @@ impl CylinderGroup {
         cg
     }
 
+    /// Group `index` as fsck rebuilds it (1993 paper Table 2, phase V):
+    /// the inode and fragment bitmaps it worked out from the inodes, the
+    /// directories it counted and the initialised-inode mark it needs; the
+    /// cluster bitmap and every count and summary follow from those. The
+    /// rotors are `rotors` (block, fragment, inode) where they lie inside
+    /// the group, else 0. Says why when the result would break an
+    /// invariant of the type (a bitmap of the wrong length, metadata free,
+    /// an inode in use past the mark).
+    #[allow(clippy::too_many_arguments)]
+    pub fn rebuilt(
+        geo: &Geometry,
+        index: u32,
+        time: TimeNs,
+        inodes_used: Bitmap,
+        frags_free: Bitmap,
+        directories: u32,
+        initialised_inodes: u32,
+        rotors: [u32; 3],
+    ) -> std::result::Result<CylinderGroup, String> {
+        if inodes_used.len() != geo.ipg || frags_free.len() != geo.fpg {
+            return Err("bitmaps of the wrong length".into());
+        }
+        let mut cg = CylinderGroup::new_empty(geo, index, time);
+        let frags = cg.frags;
+        let ipg = geo.ipg;
+        cg.inodes_used = inodes_used;
+        cg.frags_free = frags_free;
+        cg.initialised_inodes = initialised_inodes;
+        cg.counts.directories = directories;
+        for b in 0..cg.clusters_free.len() {
+            if cg.is_block_free(b) {
+                cg.clusters_free.set(b);
+            } else {
+                cg.clusters_free.clear(b);
+            }
+        }
+        let [rotor, frotor, irotor] = rotors;
+        cg.rotor = if rotor < frags { rotor } else { 0 };
+        cg.frotor = if frotor < frags { frotor } else { 0 };
+        cg.irotor = if irotor < ipg { irotor } else { 0 };
+        let r = cg.recount();
+        cg.counts = r.counts;
+        cg.frsum = r.frsum;
+        cg.cluster_sum = r.cluster_sum;
+        cg.check()?;
+        Ok(cg)
+    }
+
+    /// Inode slots below this have been initialised (a multiple of the
+    /// inodes per block; no slot at or past it is in use).
+    pub fn initialised_inodes(&self) -> u32 {
+        self.initialised_inodes
+    }
+
+    /// The rotors: block, fragment and inode (where the last searches ended).
+    pub fn rotors(&self) -> [u32; 3] {
+        [self.rotor, self.frotor, self.irotor]
+    }
+
+    /// The inode bitmap (bit set: inode in use).
+    pub fn inode_map(&self) -> &Bitmap {
+        &self.inodes_used
+    }
+
+    /// The fragment bitmap (bit set: fragment free).
+    pub fn frag_map(&self) -> &Bitmap {
+        &self.frags_free
+    }
+
     /// The group's counts.
     pub fn counts(&self) -> GroupCounts {
         self.counts

@@ -194,3 +194,44 @@ fn a_full_group_refuses_without_changing() {
     assert_eq!(cg, before);
     checked(&cg);
 }
+
+#[test]
+fn a_group_rebuilt_from_its_bitmaps_equals_the_group_operations_left() {
+    let mut cg = group();
+    cg.alloc_block(Some(DATA + 16)).expect("room");
+    cg.alloc_frags(Some(DATA + 40), 3).expect("room");
+    cg.alloc_frags(None, 5).expect("room");
+    cg.alloc_inode(None, true).expect("room");
+    cg.alloc_inode(Some(70), false).expect("room");
+    let rebuilt = CylinderGroup::rebuilt(
+        &geometry(),
+        0,
+        cg.time,
+        cg.inode_map().clone(),
+        cg.frag_map().clone(),
+        cg.counts().directories,
+        cg.initialised_inodes(),
+        cg.rotors(),
+    )
+    .expect("consistent");
+    assert_eq!(rebuilt, cg);
+
+    // Metadata marked free, or an inode in use past the mark, is refused.
+    let mut free_meta = cg.frag_map().clone();
+    free_meta.set(DATA - 1);
+    let mark = cg.initialised_inodes();
+    let refused =
+        CylinderGroup::rebuilt(&geometry(), 0, 0, cg.inode_map().clone(), free_meta, 1, mark, [0; 3]);
+    assert!(refused.expect_err("metadata free").contains("metadata"));
+    let refused = CylinderGroup::rebuilt(
+        &geometry(),
+        0,
+        0,
+        cg.inode_map().clone(),
+        cg.frag_map().clone(),
+        1,
+        32,
+        [0; 3],
+    );
+    assert!(refused.expect_err("past the mark").contains("initialised"));
+}

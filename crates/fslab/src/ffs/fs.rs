@@ -16,7 +16,6 @@ use crate::cache::{
 };
 use crate::error::errno;
 use crate::format::blockno::{is_indirect, seal_indirect, Geometry};
-use crate::format::inode::Inode;
 use crate::format::{now_ns, Daddr, Ino, Lbn};
 use crate::storage::TxLog;
 use crate::time::TimeSource;
@@ -102,12 +101,6 @@ pub struct Stats {
     pub checksummed_blocks: u64,
 }
 
-/// An inode held in memory; `dirty` until it is stored in its inode block.
-pub(super) struct CachedInode {
-    pub inode: Inode,
-    pub dirty: bool,
-}
-
 /// Dirty bytes at which the write-behind thread is woken (as LFS's four
 /// segments: a sequential writer then finds the cache cleaned for it).
 const WRITE_BEHIND_BYTES: u64 = 4 << 20;
@@ -137,8 +130,7 @@ pub struct Ffs {
     pub(super) tree: Geometry,
     pub(super) alloc: Allocator,
     pub(super) cache: BufferCache,
-    pub(super) inodes: IntMap<Ino, CachedInode>,
-    pub(super) dirty_inodes: BTreeSet<Ino>,
+    pub(super) inodes: crate::cache::InodeCache,
     /// Inode-table blocks zeroed in the cache by lazy initialisation and
     /// not yet on disk: they must reach it before any group that counts
     /// them as initialised.
@@ -194,8 +186,7 @@ impl Ffs {
             dev,
             sb,
             alloc,
-            inodes: IntMap::default(),
-            dirty_inodes: BTreeSet::new(),
+            inodes: crate::cache::InodeCache::new(),
             fresh_inode_blocks: BTreeSet::new(),
             tx: TxLog::recording(),
             reserved_frags: 0,
@@ -281,7 +272,7 @@ impl Ffs {
     /// Inode-table blocks they count as initialised go first, behind a
     /// barrier: a group must never vouch for inode slots that hold whatever
     /// the device held before mkfs.
-    fn write_groups(&mut self) -> Result<()> {
+    pub(super) fn write_groups(&mut self) -> Result<()> {
         if !self.fresh_inode_blocks.is_empty() {
             let fresh: Vec<Daddr> = std::mem::take(&mut self.fresh_inode_blocks).into_iter().collect();
             let bs = self.block_size();
@@ -391,7 +382,7 @@ impl Ffs {
 
     /// Whether anything waits to be written.
     pub(super) fn has_changes(&self) -> bool {
-        self.cache.dirty_count() > 0 || !self.dirty_inodes.is_empty() || !self.fresh_inode_blocks.is_empty()
+        self.cache.dirty_count() > 0 || !self.inodes.dirty().is_empty() || !self.fresh_inode_blocks.is_empty()
     }
 
     /// Writes back dirty buffers once they pass the cache's start-write

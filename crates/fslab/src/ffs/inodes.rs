@@ -8,7 +8,7 @@
 //! inode's bytes change — which leaves the block dirty for write-back (or
 //! for an integrity mode to write at once).
 
-use super::fs::{CachedInode, Ffs};
+use super::fs::Ffs;
 use crate::cache::{block_of, device_key, BlockKey};
 use crate::error::{errno, Error, Location};
 use crate::format::inode::{Inode, InodeError, INODE_SIZE};
@@ -16,9 +16,6 @@ use crate::format::{Daddr, Ino, ROOT_INO};
 use crate::Result;
 use disk::AlignedBytes;
 use std::sync::Arc;
-
-/// Inodes kept decoded before the clean ones are dropped.
-const MAX_CACHED_INODES: usize = 100_000;
 
 impl Ffs {
     /// The inode-table block holding `ino`: its address and cache key.
@@ -70,24 +67,18 @@ impl Ffs {
     }
 
     /// The inode of `ino` as held in memory, read if needed.
-    pub(super) fn cached_inode(&mut self, ino: Ino) -> Result<&mut CachedInode> {
-        if !self.inodes.contains_key(&ino) {
+    pub(super) fn cached_inode(&mut self, ino: Ino) -> Result<&mut Inode> {
+        if self.inodes.get(ino).is_none() {
             let inode = self.read_inode(ino)?;
-            if self.inodes.len() >= MAX_CACHED_INODES {
-                self.inodes.retain(|_, c| c.dirty);
-            }
-            self.inodes.insert(ino, CachedInode { inode, dirty: false });
+            self.inodes.insert(inode, false);
         }
-        self.inodes.get_mut(&ino).ok_or_else(|| errno(libc::ENOENT, "inode vanished from the cache"))
+        self.inodes.get_mut(ino).ok_or_else(|| errno(libc::ENOENT, "inode vanished from the cache"))
     }
 
     /// Marks inode `ino` changed in memory.
     pub(super) fn mark_inode_dirty(&mut self, ino: Ino) -> Result<()> {
-        let cached = self.cached_inode(ino)?;
-        if !cached.dirty {
-            cached.dirty = true;
-            self.dirty_inodes.insert(ino);
-        }
+        self.cached_inode(ino)?;
+        self.inodes.mark_dirty(ino);
         Ok(())
     }
 
@@ -95,14 +86,13 @@ impl Ffs {
     /// becomes dirty. Returns the block's key.
     pub(super) fn store_inode(&mut self, ino: Ino) -> Result<BlockKey> {
         let key = self.load_inode_block(ino)?;
-        let Some(cached) = self.inodes.get_mut(&ino) else { return Ok(key) };
-        if !cached.dirty {
+        if !self.inodes.is_dirty(ino) {
             return Ok(key);
         }
+        let Some(inode) = self.inodes.get(ino) else { return Ok(key) };
         let mut slot = [0u8; INODE_SIZE];
-        cached.inode.encode(&mut slot)?;
-        cached.dirty = false;
-        self.dirty_inodes.remove(&ino);
+        inode.encode(&mut slot)?;
+        self.inodes.mark_clean(ino);
         let at = self.sb.geometry.inode_offset_in_block(ino);
         let block = self.cache.get_mut_dirty(key).ok_or_else(|| errno(libc::EIO, "inode block evicted"))?;
         block[at..at + INODE_SIZE].copy_from_slice(&slot);
@@ -111,7 +101,7 @@ impl Ffs {
 
     /// Stores every changed inode in its block.
     pub(super) fn store_dirty_inodes(&mut self) -> Result<()> {
-        let dirty: Vec<Ino> = self.dirty_inodes.iter().copied().collect();
+        let dirty: Vec<Ino> = self.inodes.dirty().iter().copied().collect();
         for ino in dirty {
             self.store_inode(ino)?;
         }
@@ -151,8 +141,7 @@ impl Ffs {
             .filter(|i| i.ino == ino)
             .map_or(0, |i| i.generation);
         let inode = Inode { ino, generation: previous.wrapping_add(1).max(1), ..Inode::default() };
-        self.inodes.insert(ino, CachedInode { inode, dirty: true });
-        self.dirty_inodes.insert(ino);
+        self.inodes.insert(inode, true);
         Ok(inode)
     }
 
@@ -160,16 +149,15 @@ impl Ffs {
     /// and its slot cleared — so that fsck, which trusts no bitmap after a
     /// crash, does not find it — keeping the generation for the next use.
     pub(super) fn free_inode(&mut self, ino: Ino) -> Result<()> {
-        let inode = self.cached_inode(ino)?.inode;
+        let inode = *self.cached_inode(ino)?;
         self.alloc.vfree(ino, inode.attr.is_dir())?;
         for key in self.cache.keys_in(ino, i64::MIN..=i64::MAX) {
             self.cache.remove(key);
         }
         let cleared = Inode { ino, generation: inode.generation, ..Inode::default() };
-        self.inodes.insert(ino, CachedInode { inode: cleared, dirty: true });
-        self.dirty_inodes.insert(ino);
+        self.inodes.insert(cleared, true);
         self.store_inode(ino)?;
-        self.inodes.remove(&ino);
+        self.inodes.remove(ino);
         Ok(())
     }
 }

@@ -14,7 +14,14 @@
 //! 3. a link count that rose (`LinkCount` above what the inode block
 //!    holds): the inode, before the entry it counts is written;
 //! 4. blocks freed: the inode (and indirect blocks) no longer pointing at
-//!    them, before the space can be given to anyone else.
+//!    them, before the space can be given to anyone else; for a block
+//!    moved to grow (a tail), its new copy and then the inode, before its
+//!    old fragments are freed.
+//!
+//! Before any of these writes an inode that lies in an inode-table block
+//! lazy initialisation has just zeroed, that block and the group recording
+//! it as initialised are written (fsck reads no slot past the group's
+//! mark); an fsync in `async` mode does the same.
 //!
 //! Everything else — falling link counts, timestamps, bitmaps, file data —
 //! is delayed, as in 4.4BSD: fsck puts those right after a crash. In
@@ -36,6 +43,9 @@ impl Ffs {
     /// Writes the dirty buffers among `keys` and waits for them: one
     /// synchronous write (a write, then the device's barrier).
     fn write_now(&mut self, keys: &[BlockKey]) -> Result<()> {
+        if keys.iter().any(|&k| device_addr(k).is_some_and(|a| self.fresh_inode_blocks.contains(&a))) {
+            self.write_fresh_inode_blocks()?;
+        }
         let dirty: Vec<BlockKey> = keys.iter().copied().filter(|&k| self.cache.is_dirty(k)).collect();
         if dirty.is_empty() {
             return Ok(());
@@ -53,6 +63,20 @@ impl Ffs {
         Ok(())
     }
 
+    /// Writes the inode-table blocks lazy initialisation zeroed (with the
+    /// inodes stored in them since), a barrier, then the groups that count
+    /// them as initialised, and a barrier: before an inode in such a block
+    /// is named on disk, its group must say the block was initialised,
+    /// since fsck reads no slot past that mark.
+    fn write_fresh_inode_blocks(&mut self) -> Result<()> {
+        if self.fresh_inode_blocks.is_empty() {
+            return Ok(());
+        }
+        self.write_groups()?;
+        self.dev.flush()?;
+        Ok(())
+    }
+
     /// Writes the dirty blocks of file `ino` (data, indirect, attributes).
     fn write_blocks_now(&mut self, ino: Ino) -> Result<()> {
         let keys = self.cache.dirty_keys_in(ino, Lbn::MIN..=Lbn::MAX);
@@ -62,7 +86,7 @@ impl Ffs {
     /// Writes inode `ino` now; a directory's or symbolic link's blocks
     /// first (a new directory's `.` and `..`: rule 1).
     fn write_inode_now(&mut self, ino: Ino) -> Result<()> {
-        if !self.cached_inode(ino)?.inode.attr.is_reg() {
+        if !self.cached_inode(ino)?.attr.is_reg() {
             self.write_blocks_now(ino)?;
         }
         let key = self.store_inode(ino)?;
@@ -119,6 +143,24 @@ impl Ffs {
         self.write_now(&[key])
     }
 
+    /// Before the fragments a moved block left are freed (`ffs_realloccg`):
+    /// in sync mode its copy at the new place, then the inode pointing
+    /// there, reach the disk, so the old fragments are never handed out
+    /// while the inode on disk still names them (rule 4, for a move).
+    pub(super) fn before_freeing_moved(&mut self, ino: Ino, lbn: Lbn) -> Result<()> {
+        if !self.is_sync() {
+            return Ok(());
+        }
+        self.write_now(&[(ino, lbn)])?;
+        // Dirty again at once: the write in progress copies into this
+        // buffer next, and a clean one may be evicted meanwhile (storing
+        // the inode loads its block), leaving the write a zeroed buffer in
+        // place of the block's contents. The cost is one more write of it.
+        self.cache.mark_dirty((ino, lbn));
+        let key = self.store_inode(ino)?;
+        self.write_now(&[key])
+    }
+
     /// fsync: the file's blocks, then (behind a barrier) its inode. In async
     /// mode every directory block and inode goes too, so that the file's
     /// name is as durable as its contents (sync mode wrote the name when it
@@ -132,6 +174,7 @@ impl Ffs {
             return self.write_now(&[key]);
         }
         self.store_dirty_inodes()?;
+        self.write_fresh_inode_blocks()?;
         let dirs: Vec<Ino> =
             self.cache.dirty_inodes().into_iter().filter(|&i| self.is_namespace_file(i)).collect();
         self.write_dirty(Some(&dirs), true)?;
@@ -143,6 +186,6 @@ impl Ffs {
     /// Whether `ino` is a directory or symbolic link (whose blocks are
     /// namespace metadata), or the device's own blocks.
     fn is_namespace_file(&mut self, ino: Ino) -> bool {
-        ino == crate::cache::DEVICE || self.cached_inode(ino).is_ok_and(|c| !c.inode.attr.is_reg())
+        ino == crate::cache::DEVICE || self.cached_inode(ino).is_ok_and(|i| !i.attr.is_reg())
     }
 }

@@ -378,6 +378,21 @@ impl CylinderGroup {
     }
 }
 
+impl CylinderGroup {
+    /// The initialised-inode mark of a group area that fails validation,
+    /// when its magic is intact and the mark is one the geometry allows: the
+    /// bound fsck keeps on which inode slots to read from a damaged group
+    /// (its bitmaps are rebuilt anyway). `None` when nothing can be salvaged.
+    pub fn salvage_initialised_inodes(bytes: &[u8], geo: &Geometry) -> Option<u32> {
+        let d = Decoder::new(bytes);
+        if d.u32(0).ok()? != CG_MAGIC {
+            return None;
+        }
+        let mark = d.u32(60).ok()?;
+        (mark <= geo.ipg && mark.is_multiple_of(geo.inodes_per_block())).then_some(mark)
+    }
+}
+
 // The header must leave room for frsum at 64..96.
 const _: () = assert!(64 + 4 * MAX_FRAGS_PER_BLOCK <= CG_HEADER_BYTES);
 
@@ -482,5 +497,21 @@ mod tests {
         cg.counts.free_frags += 1;
         let err = CylinderGroup::decode(&cg.encode(&geo, sb.fs_id), &geo, 0, sb.fs_id).expect_err("refused");
         assert!(err.to_string().contains("metadata"), "{err}");
+    }
+
+    #[test]
+    fn a_damaged_group_still_gives_up_its_initialised_mark_when_plausible() {
+        let sb = sample();
+        let geo = sb.geometry;
+        let mut cg = CylinderGroup::new_empty(&geo, 1, 9);
+        cg.alloc_inode(Some(40), false).expect("room");
+        let mut bytes = cg.encode(&geo, sb.fs_id);
+        bytes[300] ^= 0x40;
+        assert!(CylinderGroup::decode(&bytes, &geo, 1, sb.fs_id).is_err());
+        assert_eq!(CylinderGroup::salvage_initialised_inodes(&bytes, &geo), Some(64));
+        Encoder::new(&mut bytes).u32(60, 65);
+        assert_eq!(CylinderGroup::salvage_initialised_inodes(&bytes, &geo), None, "not a whole block");
+        bytes[0] ^= 1;
+        assert_eq!(CylinderGroup::salvage_initialised_inodes(&bytes, &geo), None, "no magic");
     }
 }

@@ -33,7 +33,7 @@ impl StorageManager for Ffs {
     }
 
     fn vget(&mut self, ino: Ino) -> Result<Inode> {
-        Ok(self.cached_inode(ino)?.inode)
+        Ok(*self.cached_inode(ino)?)
     }
 
     /// Replaces the attributes; a new size makes another block the tail,
@@ -41,16 +41,20 @@ impl StorageManager for Ffs {
     fn update(&mut self, ino: Ino, attr: &InodeAttr) -> Result<()> {
         self.check_mounted()?;
         self.size_before.remove(&ino);
-        let old = self.cached_inode(ino)?.inode.attr;
+        let old = self.cached_inode(ino)?.attr;
         let before = if old.size != attr.size { self.tail_of(ino, old.size)? } else { None };
         self.mark_inode_dirty(ino)?;
-        self.cached_inode(ino)?.inode.attr = *attr;
+        self.cached_inode(ino)?.attr = *attr;
         if old.size != attr.size {
             if let Err(e) = self.settle_tail(ino, before, !attr.is_reg()) {
                 // The tail could not grow (ENOSPC): the size stays.
-                self.cached_inode(ino)?.inode.attr = old;
+                self.cached_inode(ino)?.attr = old;
                 return Err(e);
             }
+        }
+        if attr.size < old.size {
+            // A shorter tail gave fragments back.
+            self.after_free(ino)?;
         }
         Ok(())
     }
@@ -77,7 +81,7 @@ impl StorageManager for Ffs {
     }
 
     fn next_data(&mut self, ino: Ino, lbn: u64) -> Result<Option<u64>> {
-        let size = self.cached_inode(ino)?.inode.attr.size;
+        let size = self.cached_inode(ino)?.attr.size;
         let end = size.div_ceil(self.block_size() as u64);
         bmap::next_data(self, ino, lbn, end)
     }

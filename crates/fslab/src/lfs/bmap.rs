@@ -41,7 +41,7 @@ impl Lfs {
         if ino == IFILE_INO {
             return Ok(&mut self.ifile);
         }
-        Ok(&mut self.cached_inode(ino)?.inode)
+        self.cached_inode(ino)
     }
 
     /// The disk address recorded for block `lbn` of `ino` (none: a hole or
@@ -249,7 +249,7 @@ impl Lfs {
     /// that name. Checks for room for every rewritten block and the
     /// indirect blocks above the old and new places before moving any.
     pub(super) fn move_file_blocks(&mut self, ino: Ino, from: u64, to: u64, count: u64) -> Result<()> {
-        let size = self.cached_inode(ino)?.inode.attr.size;
+        let size = self.cached_inode(ino)?.attr.size;
         if !size.is_multiple_of(self.block_size as u64) {
             return Err(errno(libc::EINVAL, "blocks move only in a file of whole blocks"));
         }
@@ -264,7 +264,7 @@ impl Lfs {
     /// The first data block at or after `lbn` that holds data, below the
     /// file's size.
     pub(super) fn find_next_data(&mut self, ino: Ino, lbn: u64) -> Result<Option<u64>> {
-        let size = self.cached_inode(ino)?.inode.attr.size;
+        let size = self.cached_inode(ino)?.attr.size;
         let end = size.div_ceil(self.block_size as u64);
         bmap::next_data(self, ino, lbn, end)
     }

@@ -570,7 +570,6 @@ impl Lfs {
     /// with ENOSPC once clean segments run out.
     pub fn set_cleaner(&mut self, cleaner: Option<Box<dyn SpaceMaker>>) {
         self.clean.hook = cleaner;
-        self.segment_space = None;
     }
 
     /// Whether a cleaner is installed.
@@ -592,7 +591,7 @@ impl Lfs {
 
     /// Whether segment `seg` is one a cleaner may clean.
     fn cleanable(&self, seg: u64) -> bool {
-        let flags = self.tables.seguse.get(seg as usize).map_or(0, |s| s.flags);
+        let flags = self.tables.usage().get(seg).map_or(0, |s| s.flags);
         flags & SEGUSE_DIRTY != 0 && flags & SEGUSE_ACTIVE == 0 && !self.in_log_head(seg)
     }
 
@@ -636,7 +635,7 @@ impl Lfs {
         let space = self.segment_space();
         let segments: Vec<SegmentState> = (0..self.sb.nsegments)
             .map(|seg| {
-                let s = self.tables.seguse[seg as usize];
+                let s = self.tables.usage().get(seg).unwrap_or_default();
                 let cleanable = self.cleanable(seg);
                 SegmentState {
                     live_bytes: s.live_bytes as u64,
@@ -695,7 +694,9 @@ impl Lfs {
         let layout = SegmentLayout {
             seg,
             blocks_per_segment: bps,
-            first_log_block: u64::from(self.tables.seguse[seg as usize].flags & SEGUSE_SUPERBLOCK != 0),
+            first_log_block: u64::from(
+                self.tables.usage().get(seg).unwrap_or_default().flags & SEGUSE_SUPERBLOCK != 0,
+            ),
             fs_id: self.sb.fs_id,
         };
         let (dev, bs) = (self.dev.clone(), self.block_size);
@@ -742,7 +743,7 @@ impl Lfs {
         }
         let now = self.clean.write_clock();
         let (mut live, mut live_age) = (0.0, 0.0);
-        for (seg, s) in self.tables.seguse.iter().enumerate() {
+        for (seg, s) in self.tables.usage().iter().enumerate() {
             if s.live_bytes > 0 && self.cleanable(seg as u64) {
                 live += s.live_bytes as f64;
                 live_age += s.live_bytes as f64 * (now - s.lastmod).max(0) as f64;
@@ -759,7 +760,7 @@ impl Lfs {
         if self.clean.writing || ino == IFILE_INO {
             return;
         }
-        let Some(s) = self.tables.seguse.get(seg as usize) else { return };
+        let Some(s) = self.tables.usage().get(seg) else { return };
         let age = (self.clean.write_clock() - s.lastmod).max(0) as f64;
         let half_disk =
             (self.sb.nsegments * self.sb.blocks_per_segment() * self.block_size as u64 / 2) as f64;
@@ -775,7 +776,7 @@ impl Lfs {
 
     /// Notes the utilization of segment `seg` as a cleaner reads it.
     fn note_read_utilization(&mut self, seg: u64) {
-        let s = self.tables.seguse[seg as usize];
+        let s = self.tables.usage().get(seg).unwrap_or_default();
         let capacity = (self.usable_blocks(seg) * self.block_size as u64).max(1);
         self.clean.read_utilization.insert(seg, (s.live_bytes as f64 / capacity as f64).min(1.0));
     }
@@ -963,7 +964,7 @@ impl Lfs {
             }
         }
         if to == Destination::Cold {
-            self.checkpoints_since_cold_request = Some(0);
+            self.cold_demand.request();
         }
         let cold = match to {
             Destination::Cold => cost <= self.cold_budget(false),
@@ -1071,7 +1072,7 @@ impl Lfs {
     /// cannot lose data by calling it too early.
     pub fn segclean(&mut self, seg: u64) -> Result<()> {
         self.check_mounted()?;
-        let Some(s) = self.tables.seguse.get(seg as usize).copied() else {
+        let Some(s) = self.tables.usage().get(seg) else {
             return Err(errno(libc::EINVAL, "no such segment"));
         };
         if s.flags & SEGUSE_CLEAN != 0 {
@@ -1090,12 +1091,8 @@ impl Lfs {
             if refs.iter().zip(&now).any(|(r, &at)| at == r.daddr) {
                 return Err(errno(libc::EBUSY, "segment still holds live blocks"));
             }
-            if let Some(s) = self.tables.seguse.get_mut(seg as usize) {
-                s.live_bytes = 0;
-            }
-            self.tables.touch_segment(seg);
+            self.tables.update_segment(seg, |s| s.live_bytes = 0);
         }
-        self.segment_space = None;
         self.clean.counters.segments_cleaned += 1;
         let u = self.clean.read_utilization.remove(&seg).unwrap_or(0.0);
         self.clean.cleaned.push_back((seg, u));

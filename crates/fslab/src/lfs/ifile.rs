@@ -9,8 +9,9 @@
 
 use super::layout::{
     imap_entries_per_block, seal_ifile_block, segtab_entries_per_block, CleanerInfo, ImapEntry, SegUse,
-    IMAP_BYTES, SEGUSE_BYTES, SEGUSE_CLEAN, SEGUSE_DIRTY,
+    IMAP_BYTES, SEGUSE_BYTES, SEGUSE_CLEAN,
 };
+use super::usage::SegmentUsage;
 use crate::error::{Error, Location};
 use crate::format::{Daddr, Ino, IFILE_INO};
 use crate::Result;
@@ -24,8 +25,8 @@ pub struct Tables {
     segtab_blocks: u64,
     /// Totals and the free-list head.
     pub cleaner: CleanerInfo,
-    /// One entry per segment.
-    pub seguse: Vec<SegUse>,
+    /// One entry per segment, changed only through [`Tables::update_segment`].
+    usage: SegmentUsage,
     /// One entry per inode number.
     pub imap: Vec<ImapEntry>,
     dirty: BTreeSet<u64>,
@@ -34,12 +35,13 @@ pub struct Tables {
 impl Tables {
     /// Tables of a new file system: every segment clean, one block of free
     /// inodes starting at the root's number.
-    pub fn new(block_size: u32, nsegments: u64, segtab_blocks: u64) -> Tables {
+    pub fn new(block_size: u32, nsegments: u64, blocks_per_segment: u64, segtab_blocks: u64) -> Tables {
+        let clean = SegUse { flags: SEGUSE_CLEAN, ..SegUse::default() };
         let mut t = Tables {
             block_size,
             segtab_blocks,
             cleaner: CleanerInfo::default(),
-            seguse: vec![SegUse { flags: SEGUSE_CLEAN, ..SegUse::default() }; nsegments as usize],
+            usage: SegmentUsage::new(vec![clean; nsegments as usize], blocks_per_segment, block_size),
             imap: Vec::new(),
             dirty: BTreeSet::new(),
         };
@@ -64,10 +66,23 @@ impl Tables {
         1 + self.segtab_blocks + self.imap.len() as u64 / imap_entries_per_block(self.block_size) as u64
     }
 
-    /// Notes that segment `seg`'s entry changed.
-    pub fn touch_segment(&mut self, seg: u64) {
-        self.dirty.insert(self.seguse_lbn(seg));
-        self.dirty.insert(0);
+    /// The segment usage table.
+    pub fn usage(&self) -> &SegmentUsage {
+        &self.usage
+    }
+
+    /// Changes segment `seg`'s usage entry with `change` and, if that
+    /// changed it, marks the block holding it (and the cleaner info, which
+    /// counts clean and dirty segments) for the next ifile write. `None`,
+    /// and nothing changed, if there is no such segment.
+    pub fn update_segment<R>(&mut self, seg: u64, change: impl FnOnce(&mut SegUse) -> R) -> Option<R> {
+        let before = self.usage.get(seg)?;
+        let result = self.usage.update(seg, change)?;
+        if self.usage.get(seg) != Some(before) {
+            self.dirty.insert(self.seguse_lbn(seg));
+            self.dirty.insert(0);
+        }
+        Some(result)
     }
 
     /// Notes that inode `ino`'s map entry changed.
@@ -195,7 +210,7 @@ impl Tables {
     pub fn encode_block(&mut self, lbn: u64, out: &mut [u8]) {
         out.fill(0);
         if lbn == 0 {
-            let (clean, dirty) = self.count_segments();
+            let (clean, dirty) = self.usage.clean_and_dirty();
             self.cleaner.clean_segments = clean;
             self.cleaner.dirty_segments = dirty;
             self.cleaner.encode(out);
@@ -204,7 +219,7 @@ impl Tables {
         if lbn <= self.segtab_blocks {
             let per = segtab_entries_per_block(self.block_size);
             let first = (lbn as usize - 1) * per;
-            for (i, s) in self.seguse.iter().skip(first).take(per).enumerate() {
+            for (i, s) in self.usage.iter().skip(first).take(per).enumerate() {
                 s.encode(out, i * SEGUSE_BYTES);
             }
         } else {
@@ -217,14 +232,14 @@ impl Tables {
         seal_ifile_block(out);
     }
 
-    fn count_segments(&self) -> (u64, u64) {
-        let clean = self.seguse.iter().filter(|s| s.flags & SEGUSE_CLEAN != 0).count() as u64;
-        let dirty = self.seguse.iter().filter(|s| s.flags & SEGUSE_DIRTY != 0).count() as u64;
-        (clean, dirty)
-    }
-
     /// Rebuilds the tables from the ifile's blocks, validating each.
-    pub fn decode(block_size: u32, nsegments: u64, segtab_blocks: u64, blocks: &[Vec<u8>]) -> Result<Tables> {
+    pub fn decode(
+        block_size: u32,
+        nsegments: u64,
+        blocks_per_segment: u64,
+        segtab_blocks: u64,
+        blocks: &[Vec<u8>],
+    ) -> Result<Tables> {
         let bad = |lbn: u64, why: &str| {
             Error::corrupt_at("ifile", Location::FileBlock { ino: IFILE_INO, lbn }, why.to_string())
         };
@@ -233,25 +248,26 @@ impl Tables {
         if (blocks.len() as u64) < 1 + segtab_blocks {
             return Err(bad(0, "ifile shorter than its segment usage table"));
         }
-        let mut t = Tables {
-            block_size,
-            segtab_blocks,
-            cleaner,
-            seguse: Vec::with_capacity(nsegments as usize),
-            imap: Vec::new(),
-            dirty: BTreeSet::new(),
-        };
+        let mut seguse = Vec::with_capacity(nsegments as usize);
         let per_seg = segtab_entries_per_block(block_size);
         for lbn in 1..=segtab_blocks {
             let block = &blocks[lbn as usize];
             super::layout::check_ifile_block(block, lbn)?;
             for i in 0..per_seg {
-                if t.seguse.len() as u64 == nsegments {
+                if seguse.len() as u64 == nsegments {
                     break;
                 }
-                t.seguse.push(SegUse::decode(block, i * SEGUSE_BYTES).ok_or_else(|| bad(lbn, "short"))?);
+                seguse.push(SegUse::decode(block, i * SEGUSE_BYTES).ok_or_else(|| bad(lbn, "short"))?);
             }
         }
+        let mut t = Tables {
+            block_size,
+            segtab_blocks,
+            cleaner,
+            usage: SegmentUsage::new(seguse, blocks_per_segment, block_size),
+            imap: Vec::new(),
+            dirty: BTreeSet::new(),
+        };
         let per_ino = imap_entries_per_block(block_size);
         for (i, block) in blocks.iter().enumerate().skip(1 + segtab_blocks as usize) {
             super::layout::check_ifile_block(block, i as u64)?;
@@ -288,7 +304,7 @@ mod tests {
 
     #[test]
     fn free_list_hands_out_root_first_and_grows_when_empty() {
-        let mut t = Tables::new(4096, 8, 1);
+        let mut t = Tables::new(4096, 8, 256, 1);
         let per = imap_entries_per_block(4096);
         let (first, _) = t.alloc_inode().expect("alloc");
         assert_eq!(first, crate::format::ROOT_INO);
@@ -302,7 +318,7 @@ mod tests {
 
     #[test]
     fn freeing_bumps_the_version_and_reuses_the_number() {
-        let mut t = Tables::new(4096, 8, 1);
+        let mut t = Tables::new(4096, 8, 256, 1);
         let (ino, v) = t.alloc_inode().expect("alloc");
         t.set_inode_addr(ino, Daddr::new(50));
         t.free_inode(ino);
@@ -313,8 +329,8 @@ mod tests {
 
     #[test]
     fn tables_round_trip_through_blocks() {
-        let mut t = Tables::new(4096, 300, 2);
-        t.seguse[299].live_bytes = 1234;
+        let mut t = Tables::new(4096, 300, 256, 2);
+        t.update_segment(299, |s| s.live_bytes = 1234);
         let (ino, _) = t.alloc_inode().expect("alloc");
         t.set_inode_addr(ino, Daddr::new(77));
         let blocks: Vec<Vec<u8>> = (0..t.nblocks())
@@ -324,8 +340,8 @@ mod tests {
                 b
             })
             .collect();
-        let back = Tables::decode(4096, 300, 2, &blocks).expect("decode");
-        assert_eq!(back.seguse[299].live_bytes, 1234);
+        let back = Tables::decode(4096, 300, 256, 2, &blocks).expect("decode");
+        assert_eq!(back.usage().get(299).map(|s| s.live_bytes), Some(1234));
         assert_eq!(back.imap[ino as usize].daddr, Daddr::new(77));
         assert_eq!(back.cleaner.free_head, t.cleaner.free_head);
     }

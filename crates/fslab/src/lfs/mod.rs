@@ -25,6 +25,7 @@ mod mount;
 mod placement;
 mod rollforward;
 mod space;
+mod usage;
 mod writer;
 
 pub use mount::{dump, mkfs, probe};
@@ -43,7 +44,7 @@ use bmap::NewContents;
 use disk::{AlignedBytes, BlockDevice};
 use ifile::Tables;
 use layout::{ColdPosition, Superblock};
-use std::collections::{BTreeSet, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -115,12 +116,6 @@ struct LogHead {
     next_serial: u64,
 }
 
-/// An inode held in memory; `dirty` until its current state is in the log.
-struct CachedInode {
-    inode: Inode,
-    dirty: bool,
-}
-
 /// Counters since mount, for `dump` and benchmarks.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Stats {
@@ -167,7 +162,7 @@ pub struct Lfs {
     geometry: Geometry,
     block_size: usize,
     cache: BufferCache,
-    inodes: crate::cache::IntMap<Ino, CachedInode>,
+    inodes: crate::cache::InodeCache,
     tables: Tables,
     /// The ifile's own inode (it is not in the inode map) and its address.
     ifile: Inode,
@@ -182,14 +177,9 @@ pub struct Lfs {
     cold: Option<ColdPosition>,
     /// Hot/cold separation of users' writes between the two heads.
     separation: placement::Separation,
-    /// Checkpoints since a cleaner last asked to write at the cold head
-    /// (`None`: not since mount). The next checkpoint opens the head if
-    /// there is none; one after `COLD_HEAD_IDLE_CHECKPOINTS` more without
-    /// a request closes it.
-    checkpoints_since_cold_request: Option<u32>,
-    /// A writer short of space closed the cold head: the next checkpoint
-    /// closes it, and it opens again only with space to spare.
-    cold_starved: bool,
+    /// Whether the cold head is wanted: cleaners' requests and a writer's
+    /// want of space, read at each checkpoint.
+    cold_demand: placement::ColdDemand,
     /// The open transaction: a namespace one is a directory operation,
     /// which no segment write may split (§4.3).
     tx: TxLog,
@@ -208,11 +198,6 @@ pub struct Lfs {
     /// the end of the log (see `writer::ensure_new_serial_epoch`).
     serial_epoch_pending: bool,
     unmounted: bool,
-    /// Inodes in `inodes` whose `dirty` is set, so a segment write finds
-    /// them without walking every cached inode.
-    dirty_inodes: BTreeSet<Ino>,
-    /// Space in segments; `None` after the segment usage table changed.
-    segment_space: Option<space::SegmentSpace>,
     /// The cleaner mechanism's state and counters.
     clean: clean::CleanState,
 }
@@ -258,18 +243,15 @@ impl Lfs {
     }
 
     /// The inode of `ino` as held in memory, loading it if needed.
-    fn cached_inode(&mut self, ino: Ino) -> Result<&mut CachedInode> {
+    fn cached_inode(&mut self, ino: Ino) -> Result<&mut Inode> {
         if ino == IFILE_INO {
             return Err(errno(libc::EPERM, "the ifile is not a namespace file"));
         }
-        if !self.inodes.contains_key(&ino) {
+        if self.inodes.get(ino).is_none() {
             let inode = self.read_inode(ino)?;
-            if self.inodes.len() >= 100_000 {
-                self.inodes.retain(|_, c| c.dirty);
-            }
-            self.inodes.insert(ino, CachedInode { inode, dirty: false });
+            self.inodes.insert(inode, false);
         }
-        self.inodes.get_mut(&ino).ok_or_else(|| errno(libc::ENOENT, "inode vanished from the cache"))
+        self.inodes.get_mut(ino).ok_or_else(|| errno(libc::ENOENT, "inode vanished from the cache"))
     }
 
     /// Reads inode `ino` from the block the inode map names.
@@ -353,16 +335,13 @@ impl Lfs {
     }
 
     fn dirty_inode_count(&self) -> u64 {
-        self.dirty_inodes.len() as u64
+        self.inodes.dirty().len() as u64
     }
 
     /// Marks inode `ino` as needing to be written.
     fn mark_inode_dirty(&mut self, ino: Ino) -> Result<()> {
-        let cached = self.cached_inode(ino)?;
-        if !cached.dirty {
-            cached.dirty = true;
-            self.dirty_inodes.insert(ino);
-        }
+        self.cached_inode(ino)?;
+        self.inodes.mark_dirty(ino);
         Ok(())
     }
 
@@ -388,8 +367,7 @@ impl StorageManager for Lfs {
         self.check_space(1, space::SpaceFor::Metadata)?;
         let (ino, version) = self.tables.alloc_inode()?;
         let inode = Inode { ino, generation: version, ..Inode::default() };
-        self.inodes.insert(ino, CachedInode { inode, dirty: true });
-        self.dirty_inodes.insert(ino);
+        self.inodes.insert(inode, true);
         self.note_dirop(ino);
         Ok(inode)
     }
@@ -400,8 +378,7 @@ impl StorageManager for Lfs {
         for key in self.cache.keys_in(ino, Lbn::MIN..=Lbn::MAX) {
             self.cache.remove(key);
         }
-        self.inodes.remove(&ino);
-        self.dirty_inodes.remove(&ino);
+        self.inodes.remove(ino);
         if let Some(entry) = self.tables.entry(ino).copied() {
             if entry.daddr.is_some() {
                 self.adjust_live(self.seg_of(entry.daddr), -(crate::format::inode::INODE_SIZE as i64));
@@ -413,16 +390,16 @@ impl StorageManager for Lfs {
     }
 
     fn vget(&mut self, ino: Ino) -> Result<Inode> {
-        Ok(self.cached_inode(ino)?.inode)
+        Ok(*self.cached_inode(ino)?)
     }
 
     fn update(&mut self, ino: Ino, attr: &InodeAttr) -> Result<()> {
         self.check_mounted()?;
-        let was_dirty = self.cached_inode(ino)?.dirty;
-        if !was_dirty {
+        self.cached_inode(ino)?;
+        if !self.inodes.is_dirty(ino) {
             self.check_inode_space()?;
         }
-        self.cached_inode(ino)?.inode.attr = *attr;
+        self.cached_inode(ino)?.attr = *attr;
         self.mark_inode_dirty(ino)?;
         self.note_dirop(ino);
         Ok(())

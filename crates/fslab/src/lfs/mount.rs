@@ -91,11 +91,11 @@ pub fn mkfs(dev: Arc<dyn BlockDevice>, options: &MkfsOptions) -> Result<()> {
         segtab_blocks: segtab_blocks as u32,
         checkpoint: Checkpoint::default(),
     };
-    let mut tables = Tables::new(bs, nsegments, segtab_blocks);
+    let mut tables = Tables::new(bs, nsegments, sb.blocks_per_segment(), segtab_blocks);
     for &s in &sb_segments[..ncopies as usize] {
-        tables.seguse[s as usize].flags |= SEGUSE_SUPERBLOCK;
+        tables.update_segment(s, |s| s.flags |= SEGUSE_SUPERBLOCK);
     }
-    tables.seguse[0].flags = SEGUSE_SUPERBLOCK | SEGUSE_DIRTY | SEGUSE_ACTIVE;
+    tables.update_segment(0, |s| s.flags = SEGUSE_SUPERBLOCK | SEGUSE_DIRTY | SEGUSE_ACTIVE);
     let ifile = Inode {
         ino: IFILE_INO,
         attr: InodeAttr {
@@ -140,23 +140,20 @@ fn assemble(
         geometry: Geometry::new(sb.block_size),
         block_size: sb.block_size as usize,
         cache: BufferCache::new(sb.block_size, limits),
-        inodes: Default::default(),
+        inodes: crate::cache::InodeCache::new(),
         tables,
         ifile,
         ifile_daddr,
         log,
         cold: None,
         separation: Default::default(),
-        checkpoints_since_cold_request: None,
-        cold_starved: false,
+        cold_demand: Default::default(),
         tx: TxLog::default(),
         dirop_inodes: HashSet::new(),
         options,
         last_checkpoint,
         stats: Stats::default(),
         unmounted: false,
-        dirty_inodes: std::collections::BTreeSet::new(),
-        segment_space: None,
         clean: Default::default(),
         recovery: super::Recovery::default(),
         serial_epoch_pending: true,
@@ -247,7 +244,7 @@ fn mount_checkpoint(dev: Arc<dyn BlockDevice>, sb: Superblock, options: MountOpt
     }
     let c = sb.checkpoint;
     let segtab_blocks = sb.segtab_blocks as u64;
-    let placeholder = Tables::new(sb.block_size, sb.nsegments, segtab_blocks);
+    let placeholder = Tables::new(sb.block_size, sb.nsegments, sb.blocks_per_segment(), segtab_blocks);
     let log = LogHead {
         segment: c.log_segment,
         offset: c.log_offset,
@@ -258,7 +255,7 @@ fn mount_checkpoint(dev: Arc<dyn BlockDevice>, sb: Superblock, options: MountOpt
     lfs.cold = c.cold;
     lfs.clean.clock_base = c.write_clock;
     lfs.load_ifile(c.ifile_daddr)?;
-    if lfs.tables.seguse.get(lfs.log.segment as usize).is_none() {
+    if lfs.tables.usage().get(lfs.log.segment).is_none() {
         return Err(Error::corrupt_at("checkpoint", Location::Unknown, "log segment out of range"));
     }
     // The writer made every segment this checkpoint left empty clean right
@@ -294,7 +291,13 @@ impl Lfs {
             }
             blocks.push(buf);
         }
-        let tables = Tables::decode(self.sb.block_size, self.sb.nsegments, segtab_blocks, &blocks);
+        let tables = Tables::decode(
+            self.sb.block_size,
+            self.sb.nsegments,
+            self.sb.blocks_per_segment(),
+            segtab_blocks,
+            &blocks,
+        );
         // The ifile's blocks were only needed to build the tables.
         for key in self.cache.keys_in(IFILE_INO, i64::MIN..=i64::MAX) {
             self.cache.remove(key);
@@ -303,7 +306,6 @@ impl Lfs {
             Ok(t) => {
                 self.tables = t;
                 self.ifile_daddr = daddr;
-                self.segment_space = None;
                 Ok(())
             }
             Err(e) => {
@@ -381,7 +383,7 @@ pub fn dump(dev: Arc<dyn BlockDevice>) -> Result<String> {
         "segment", "flags", "live bytes", "sums", "inos"
     );
     let mut omitted = 0;
-    for (i, s) in t.seguse.iter().enumerate() {
+    for (i, s) in t.usage().iter().enumerate() {
         if s.flags == SEGUSE_CLEAN {
             omitted += 1;
             continue;
@@ -412,8 +414,7 @@ pub fn dump(dev: Arc<dyn BlockDevice>) -> Result<String> {
 fn dump_partials(lfs: &Lfs, seg: u64, w: &mut String) {
     let bs = lfs.block_size;
     let bps = lfs.sb.blocks_per_segment();
-    let mut offset =
-        u64::from(lfs.tables.seguse.get(seg as usize).is_some_and(|s| s.flags & SEGUSE_SUPERBLOCK != 0));
+    let mut offset = u64::from(lfs.tables.usage().get(seg).is_some_and(|s| s.flags & SEGUSE_SUPERBLOCK != 0));
     while offset + 1 < bps {
         let daddr = Daddr::new(seg * bps + offset);
         let mut block = vec![0u8; bs];

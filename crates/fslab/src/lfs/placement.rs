@@ -70,6 +70,55 @@ pub(super) struct Separation {
     long_quiet: InoBits,
 }
 
+/// Checkpoints without a cleaner asking for the cold head after which a
+/// checkpoint closes it (cleaning comes in bursts; a head closed between
+/// two would cost a segment's tail each time).
+const COLD_HEAD_IDLE_CHECKPOINTS: u32 = 16;
+
+/// What asks for the cold head besides separation, read at checkpoints
+/// (only a checkpoint opens or closes the head, `writer.rs`).
+#[derive(Debug, Default)]
+pub(super) struct ColdDemand {
+    /// Checkpoints since a cleaner last asked to write at the cold head
+    /// (`None`: not since mount). The next checkpoint opens the head if
+    /// there is none; one after [`COLD_HEAD_IDLE_CHECKPOINTS`] more
+    /// without a request closes it.
+    since_request: Option<u32>,
+    /// A writer short of space closed the head: the next checkpoint closes
+    /// it, and it opens again only with space to spare.
+    starved: bool,
+}
+
+impl ColdDemand {
+    /// A cleaner asked to write at the cold head.
+    pub(super) fn request(&mut self) {
+        self.since_request = Some(0);
+    }
+
+    /// A checkpoint is settling the heads: whether a cleaner asked for the
+    /// cold head recently enough to keep (or open) it.
+    pub(super) fn checkpoint_passed(&mut self) -> bool {
+        let requested = self.since_request.is_some_and(|n| n <= COLD_HEAD_IDLE_CHECKPOINTS);
+        self.since_request = self.since_request.map(|n| n.saturating_add(1));
+        requested
+    }
+
+    /// A writer short of space wants the head closed.
+    pub(super) fn starve(&mut self) {
+        self.starved = true;
+    }
+
+    /// Whether the head was closed (or is to close) for want of space.
+    pub(super) fn starved(&self) -> bool {
+        self.starved
+    }
+
+    /// The head opened again with space to spare.
+    pub(super) fn fed(&mut self) {
+        self.starved = false;
+    }
+}
+
 /// A set of inode numbers, one bit each.
 #[derive(Default)]
 struct InoBits(Vec<u64>);
@@ -231,7 +280,7 @@ impl Lfs {
         }
         // Where data dies at one rate, separating it gains nothing.
         let line = self.separation_wanted().then(|| {
-            let live: u64 = self.tables.seguse.iter().map(|s| s.live_bytes as u64).sum();
+            let live = self.tables.usage().live_bytes();
             self.clean.write_clock().saturating_sub((live as f64 * multiple) as i64)
         });
         self.separation.line = Some((line, now));

@@ -37,7 +37,6 @@ use super::layout::{
     ColdPosition, Summary, SEGUSE_ACTIVE, SEGUSE_CLEAN, SEGUSE_DIRTY, SEGUSE_SUPERBLOCK, SS_CONT, SS_DIROP,
     SS_IFILE,
 };
-use super::CachedInode;
 use super::Lfs;
 use crate::format::blockno::{check_indirect, Geometry, NDADDR, NIADDR, POINTER_BYTES};
 use crate::format::inode::{Inode, INODE_SIZE};
@@ -209,7 +208,6 @@ impl Lfs {
                 let daddr = p.start + p.summary.nblocks as u64;
                 self.load_ifile(daddr)?;
                 self.inodes.clear();
-                self.dirty_inodes.clear();
                 written.clear();
             } else {
                 self.mark_written(p);
@@ -261,7 +259,7 @@ impl Lfs {
     /// Notes in the usage table that partial segment `p` was written.
     fn mark_written(&mut self, p: &Found) {
         let seg = self.seg_of(p.start);
-        if let Some(s) = self.tables.seguse.get_mut(seg as usize) {
+        self.tables.update_segment(seg, |s| {
             if s.flags & SEGUSE_CLEAN != 0 {
                 s.nsums = 0;
                 s.ninos = 0;
@@ -270,9 +268,7 @@ impl Lfs {
             s.nsums += 1;
             s.ninos += p.summary.ninoblocks;
             s.lastmod = s.lastmod.max(p.summary.clock);
-        }
-        self.tables.touch_segment(seg);
-        self.segment_space = None;
+        });
     }
 
     /// Installs `inode`, found in the inode block at `daddr`, with the
@@ -287,8 +283,8 @@ impl Lfs {
             // partial segment installed; it and its indirect blocks are
             // intact on disk, since the log never overwrites a block live
             // at the checkpoint or written after it.
-            let before = match self.inodes.get(&ino) {
-                Some(cached) => Some(cached.inode),
+            let before = match self.inodes.get(ino) {
+                Some(&cached) => Some(cached),
                 None => self.find_inode_in_block(old.daddr, ino).ok(),
             };
             if let Some(before) = before {
@@ -306,8 +302,7 @@ impl Lfs {
         for key in self.cache.keys_in(ino, Lbn::MIN..=Lbn::MAX) {
             self.cache.remove(key);
         }
-        self.inodes.insert(ino, CachedInode { inode, dirty: false });
-        self.dirty_inodes.remove(&ino);
+        self.inodes.insert(inode, false);
         Ok(())
     }
 
@@ -391,20 +386,20 @@ impl Lfs {
 
     /// At mount and after roll-forward: the segments at the log's heads,
     /// and only they, are active; the ones each head enters next are clean.
-    /// (Flags of segments roll-forward wrote into were already noted as
-    /// changed by `mark_written`.)
     pub(super) fn settle_log_head(&mut self) {
         let cold = self.cold.map(|c| c.segment);
-        for (seg, s) in self.tables.seguse.iter_mut().enumerate() {
-            let seg = seg as u64;
-            if s.flags & SEGUSE_ACTIVE != 0 && seg != self.log.segment && Some(seg) != cold {
-                s.flags &= !SEGUSE_ACTIVE;
+        for seg in 0..self.tables.usage().len() {
+            if self.tables.usage().has_flags(seg, SEGUSE_ACTIVE)
+                && seg != self.log.segment
+                && Some(seg) != cold
+            {
+                self.tables.update_segment(seg, |s| s.flags &= !SEGUSE_ACTIVE);
             }
         }
         for head in std::iter::once(self.log.segment).chain(cold) {
-            if let Some(s) = self.tables.seguse.get_mut(head as usize) {
-                s.flags = (s.flags & SEGUSE_SUPERBLOCK) | SEGUSE_DIRTY | SEGUSE_ACTIVE;
-            }
+            self.tables.update_segment(head, |s| {
+                s.flags = (s.flags & SEGUSE_SUPERBLOCK) | SEGUSE_DIRTY | SEGUSE_ACTIVE
+            });
         }
         let head = self.log.segment;
         if !self.next_is_clean(head, self.log.next_segment) {
@@ -416,11 +411,10 @@ impl Lfs {
                 self.cold = Some(ColdPosition { next_segment: next, ..c });
             }
         }
-        self.segment_space = None;
     }
 
     /// Whether `next` may follow `head` in the log: clean, and not `head`.
     fn next_is_clean(&self, head: u64, next: u64) -> bool {
-        next != head && self.tables.seguse.get(next as usize).is_some_and(|s| s.flags & SEGUSE_CLEAN != 0)
+        next != head && self.tables.usage().get(next).is_some_and(|s| s.flags & SEGUSE_CLEAN != 0)
     }
 }

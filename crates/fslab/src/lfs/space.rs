@@ -15,7 +15,6 @@
 //! table, changed as blocks are written and die), and space promised to dirty
 //! buffers (checked when a buffer first becomes dirty).
 
-use super::layout::{SEGUSE_CLEAN, SEGUSE_DIRTY, SEGUSE_SUPERBLOCK};
 use super::Lfs;
 use crate::error::errno;
 use crate::format::inode::INODE_SIZE;
@@ -33,55 +32,19 @@ pub(super) enum SpaceFor {
     Metadata,
 }
 
-/// What the segment usage table says about space, recounted when it changes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(super) struct SegmentSpace {
-    /// Blocks the log can advance into without reclaiming anything.
-    pub writable: u64,
-    /// Blocks of empty dirty segments: writable after a checkpoint.
-    pub reclaimable: u64,
-    /// Segments clean or empty, outside the log head.
-    pub clean_segments: u64,
-    /// Blocks a cleaner could free in the other dirty segments.
-    pub dead: u64,
-}
-
-impl SegmentSpace {
-    /// Takes one segment's terms `before` out of the sums and puts `after`
-    /// in (saturating: a mismatch must not panic).
-    fn replace(&mut self, before: SegmentSpace, after: SegmentSpace) {
-        self.writable = (self.writable + after.writable).saturating_sub(before.writable);
-        self.reclaimable = (self.reclaimable + after.reclaimable).saturating_sub(before.reclaimable);
-        self.clean_segments =
-            (self.clean_segments + after.clean_segments).saturating_sub(before.clean_segments);
-        self.dead = (self.dead + after.dead).saturating_sub(before.dead);
-    }
-}
+pub(super) use super::usage::SegmentSpace;
 
 impl Lfs {
     /// Blocks of segment `seg` that can hold log (all but a superblock copy).
     pub(super) fn usable_blocks(&self, seg: u64) -> u64 {
-        let sb_block = self.tables.seguse.get(seg as usize).is_some_and(|s| s.flags & SEGUSE_SUPERBLOCK != 0);
-        self.sb.blocks_per_segment() - u64::from(sb_block)
+        self.tables.usage().usable_blocks(seg)
     }
 
-    /// Adds `delta` bytes to segment `seg`'s live count. The space counts
-    /// are brought up to date for this one segment rather than recounted:
-    /// every overwrite and deletion changes a live count, and a recount
-    /// scans every segment (on a 4 GiB disk it took most of an unlink's
-    /// time).
+    /// Adds `delta` bytes to segment `seg`'s live count.
     pub(super) fn adjust_live(&mut self, seg: u64, delta: i64) {
-        // Only sums already counted need bringing up to date.
-        let before = self.segment_space.is_some().then(|| self.segment_terms(seg));
-        let Some(s) = self.tables.seguse.get_mut(seg as usize) else { return };
-        s.live_bytes = (s.live_bytes as i64 + delta).clamp(0, u32::MAX as i64) as u32;
-        self.tables.touch_segment(seg);
-        if let Some(before) = before {
-            let after = self.segment_terms(seg);
-            if let Some(space) = self.segment_space.as_mut() {
-                space.replace(before, after);
-            }
-        }
+        self.tables.update_segment(seg, |s| {
+            s.live_bytes = (s.live_bytes as i64 + delta).clamp(0, u32::MAX as i64) as u32;
+        });
     }
 
     /// What is left of the cold head's segment (0 without a cold head).
@@ -97,57 +60,29 @@ impl Lfs {
             || self.cold.is_some_and(|c| seg == c.segment || seg == c.next_segment)
     }
 
-    /// Blocks of clean segments and of empty dirty ones, recounted only
-    /// after the segment usage table changes other than in a live count
-    /// (the scan is O(segments) and space is checked on every newly dirty
-    /// block).
-    pub(super) fn segment_space(&mut self) -> SegmentSpace {
-        if let Some(space) = self.segment_space {
-            return space;
+    /// Space in segments: what the usage table sums up (kept as it
+    /// changes, `usage.rs`), less the segments the log heads hold (never
+    /// clean, never cleaned), plus what the users' head has left: the rest
+    /// of its segment and the next segment it holds.
+    pub(super) fn segment_space(&self) -> SegmentSpace {
+        let usage = self.tables.usage();
+        let mut space = usage.space();
+        let mut heads = vec![self.log.segment, self.log.next_segment];
+        if let Some(c) = self.cold {
+            heads.extend([c.segment, c.next_segment]);
         }
-        let mut space = self.head_space();
-        for seg in 0..self.sb.nsegments {
-            space.replace(SegmentSpace::default(), self.segment_terms(seg));
+        heads.sort_unstable();
+        heads.dedup();
+        for seg in heads {
+            space.replace(usage.space_terms(seg), SegmentSpace::default());
         }
-        self.segment_space = Some(space);
-        space
-    }
-
-    /// What the users' log head adds to the space: what is left of its
-    /// segment, and the next segment it holds.
-    fn head_space(&self) -> SegmentSpace {
         let bps = self.sb.blocks_per_segment();
         let mut writable = bps.saturating_sub(self.log.offset);
         if self.log.next_segment != self.log.segment {
             writable += self.usable_blocks(self.log.next_segment);
         }
-        SegmentSpace { writable, ..SegmentSpace::default() }
-    }
-
-    /// What segment `seg` adds to the space, outside the log heads: a clean
-    /// segment is writable; an empty dirty one is reclaimable (writable
-    /// after a checkpoint); both count as clean segments. In any other
-    /// dirty segment a cleaner could free its blocks less what moving its
-    /// live data takes: the live blocks, an inode block for their files
-    /// (one per 16 blocks at worst) and summaries.
-    fn segment_terms(&self, seg: u64) -> SegmentSpace {
-        let mut t = SegmentSpace::default();
-        let Some(s) = self.tables.seguse.get(seg as usize) else { return t };
-        if self.in_log_head(seg) {
-            return t;
-        }
-        if s.flags & SEGUSE_CLEAN != 0 {
-            t.writable = self.usable_blocks(seg);
-            t.clean_segments = 1;
-        } else if s.flags & SEGUSE_DIRTY != 0 && s.live_bytes == 0 {
-            t.reclaimable = self.usable_blocks(seg);
-            t.clean_segments = 1;
-        } else if s.flags & SEGUSE_DIRTY != 0 {
-            let live = (s.live_bytes as u64).div_ceil(self.block_size as u64);
-            let moved = live + live.div_ceil(16) + 2;
-            t.dead = self.usable_blocks(seg).saturating_sub(moved);
-        }
-        t
+        space.replace(SegmentSpace::default(), SegmentSpace { writable, ..SegmentSpace::default() });
+        space
     }
 
     /// Clean segments normal writers leave to the cleaner (the paper
@@ -308,7 +243,7 @@ impl Lfs {
                 break;
             }
             closed_cold = true;
-            self.cold_starved = true;
+            self.cold_demand.starve();
             self.checkpoint(false)?;
             margin_then = None;
         }
@@ -345,8 +280,8 @@ impl Lfs {
         // the inode map yet, but it is in use.
         let unwritten = self
             .inodes
-            .keys()
-            .filter(|&&ino| self.tables.entry(ino).is_some_and(|e| e.daddr.is_none()))
+            .numbers()
+            .filter(|&ino| self.tables.entry(ino).is_some_and(|e| e.daddr.is_none()))
             .count() as u64;
         let in_use = self.tables.inodes_in_use() + unwritten;
         let free_inodes = (self.tables.imap.len() as u64).saturating_sub(in_use + 2)

@@ -133,7 +133,7 @@ fn live_bytes_match_what_the_inode_map_and_files_reference() {
     lfs.free_blocks(b, 0, u64::MAX).expect("free");
     lfs.vfree(b).expect("vfree");
     lfs.sync().expect("sync");
-    let live: u64 = lfs.tables.seguse.iter().map(|s| s.live_bytes as u64).sum();
+    let live: u64 = lfs.tables.usage().iter().map(|s| s.live_bytes as u64).sum();
     // a: 40 data + 1 indirect block; inodes: a and the ifile; the ifile's blocks.
     let ifile_blocks = lfs.ifile.blocks / 8;
     let expected = (41 + ifile_blocks) * 4096 + 2 * 256;
@@ -269,9 +269,11 @@ fn random_block_operations_match_a_model_across_remounts() {
         }
         if step % 10 == 0 {
             // The space counts kept up to date block by block equal a recount.
-            let kept = lfs.segment_space();
-            lfs.segment_space = None;
-            assert_eq!(kept, lfs.segment_space(), "step {step}");
+            let usage = lfs.tables.usage();
+            let entries = usage.iter().copied().collect();
+            let recount = super::usage::SegmentUsage::new(entries, lfs.sb.blocks_per_segment(), 4096);
+            assert_eq!(usage.space(), recount.space(), "step {step}");
+            assert_eq!(usage.clean_and_dirty(), recount.clean_and_dirty(), "step {step}");
         }
         if step % 50 == 0 {
             let mut buf = vec![0u8; 4096];
@@ -332,7 +334,7 @@ fn assert_live_bytes_are_exact(lfs: &mut Lfs) {
             count(&mut live, daddr, 4096);
         }
     }
-    for (seg, s) in lfs.tables.seguse.iter().enumerate() {
+    for (seg, s) in lfs.tables.usage().iter().enumerate() {
         assert_eq!(s.live_bytes as u64, live[seg], "segment {seg} live bytes");
     }
 }

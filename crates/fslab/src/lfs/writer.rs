@@ -31,11 +31,6 @@ use disk::AlignedBytes;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
-/// Checkpoints without a cleaner asking for the cold head after which a
-/// checkpoint closes it (cleaning comes in bursts; a head closed between
-/// two would cost a segment's tail each time).
-pub(super) const COLD_HEAD_IDLE_CHECKPOINTS: u32 = 16;
-
 /// A partial segment being assembled: its summary and its blocks, shared
 /// with the cache (no copy) and handed whole to the segment I/O thread.
 struct Partial {
@@ -98,7 +93,7 @@ impl Lfs {
     /// Whether anything waits to be written.
     pub(super) fn has_changes(&self) -> bool {
         self.cache.dirty_count() > 0
-            || !self.dirty_inodes.is_empty()
+            || !self.inodes.dirty().is_empty()
             || !self.tables.dirty_blocks().is_empty()
     }
 
@@ -106,8 +101,7 @@ impl Lfs {
     pub(super) fn clean_after(&self, seg: u64) -> Option<u64> {
         let n = self.sb.nsegments;
         (1..n).map(|i| (seg + i) % n).find(|&s| {
-            !self.in_log_head(s)
-                && self.tables.seguse.get(s as usize).is_some_and(|u| u.flags & SEGUSE_CLEAN != 0)
+            !self.in_log_head(s) && self.tables.usage().get(s).is_some_and(|u| u.flags & SEGUSE_CLEAN != 0)
         })
     }
 
@@ -118,15 +112,11 @@ impl Lfs {
         if new == old {
             return Err(errno(libc::ENOSPC, "the log has no clean segment to continue in"));
         }
-        if let Some(s) = self.tables.seguse.get_mut(old as usize) {
-            s.flags &= !SEGUSE_ACTIVE;
-        }
-        self.tables.touch_segment(old);
+        self.tables.update_segment(old, |s| s.flags &= !SEGUSE_ACTIVE);
         let offset = self.enter_segment(new)?;
         self.log.segment = new;
         self.log.offset = offset;
         self.log.next_segment = self.clean_after(new).unwrap_or(new);
-        self.segment_space = None;
         self.clean.entered_segment();
         Ok(())
     }
@@ -134,23 +124,20 @@ impl Lfs {
     /// Marks clean segment `new` as the one a head writes into; returns the
     /// first block of it that can hold log.
     fn enter_segment(&mut self, new: u64) -> Result<u64> {
-        let has_sb = match self.tables.seguse.get_mut(new as usize) {
-            Some(s) => {
-                s.flags = (s.flags & SEGUSE_SUPERBLOCK) | SEGUSE_DIRTY | SEGUSE_ACTIVE;
-                // Nothing in it yet: each partial segment written into it
-                // sets it to the time of that write.
-                s.lastmod = 0;
-                s.flags & SEGUSE_SUPERBLOCK != 0
-            }
-            None => {
-                return Err(crate::Error::corrupt_at(
-                    "segment usage table",
-                    crate::error::Location::Segment(new),
-                    "next segment out of range",
-                ))
-            }
-        };
-        self.tables.touch_segment(new);
+        let has_sb = self.tables.update_segment(new, |s| {
+            s.flags = (s.flags & SEGUSE_SUPERBLOCK) | SEGUSE_DIRTY | SEGUSE_ACTIVE;
+            // Nothing in it yet: each partial segment written into it
+            // sets it to the time of that write.
+            s.lastmod = 0;
+            s.flags & SEGUSE_SUPERBLOCK != 0
+        });
+        let has_sb = has_sb.ok_or_else(|| {
+            crate::Error::corrupt_at(
+                "segment usage table",
+                crate::error::Location::Segment(new),
+                "next segment out of range",
+            )
+        })?;
         Ok(u64::from(has_sb))
     }
 
@@ -174,10 +161,9 @@ impl Lfs {
     /// opened later would hide everything the log wrote after its first
     /// partial segment. A closed head's segment is an ordinary dirty one.
     fn settle_cold_head(&mut self) -> Result<()> {
-        let requested = self.checkpoints_since_cold_request.is_some_and(|n| n <= COLD_HEAD_IDLE_CHECKPOINTS);
-        self.checkpoints_since_cold_request =
-            self.checkpoints_since_cold_request.map(|n| n.saturating_add(1));
-        let wanted = (requested || self.separation_wanted()) && !(self.cold_starved && self.cold.is_some());
+        let requested = self.cold_demand.checkpoint_passed();
+        let starved = self.cold_demand.starved();
+        let wanted = (requested || self.separation_wanted()) && !(starved && self.cold.is_some());
         if let Some(c) = self.cold.filter(|_| !wanted) {
             // The log of this segment ends here. A partial segment may lie
             // beyond it that a crash cut off from the log (one before it,
@@ -191,12 +177,8 @@ impl Lfs {
                 let zeros = vec![0u8; self.block_size];
                 self.dev.write_at((c.segment * bps + c.offset) * self.block_size as u64, &zeros)?;
             }
-            if let Some(s) = self.tables.seguse.get_mut(c.segment as usize) {
-                s.flags &= !SEGUSE_ACTIVE;
-            }
-            self.tables.touch_segment(c.segment);
+            self.tables.update_segment(c.segment, |s| s.flags &= !SEGUSE_ACTIVE);
             self.cold = None;
-            self.segment_space = None;
         }
         if !wanted || self.cold.is_some() || self.cold_head_share() == 0 {
             return Ok(());
@@ -206,7 +188,7 @@ impl Lfs {
         // was promised and the reserves below the cleaner's.
         // After the head was closed for want of space, it takes the
         // cleaner's reserve more to open it again.
-        let starved = if self.cold_starved { self.cleaner_reserve() } else { 0 };
+        let starved = if starved { self.cleaner_reserve() } else { 0 };
         let needed = self.promised_blocks()
             + self.reserve(super::space::SpaceFor::Data)
             + self.cold_head_share()
@@ -214,12 +196,11 @@ impl Lfs {
         if self.segment_space().writable < needed {
             return Ok(());
         }
-        self.cold_starved = false;
+        self.cold_demand.fed();
         let Some(seg) = self.clean_after(self.log.segment) else { return Ok(()) };
         let offset = self.enter_segment(seg)?;
         let next = self.clean_after(seg).unwrap_or(seg);
         self.cold = Some(ColdPosition { segment: seg, offset, next_segment: next });
-        self.segment_space = None;
         Ok(())
     }
 
@@ -230,7 +211,6 @@ impl Lfs {
             std::mem::swap(&mut self.log.offset, &mut c.offset);
             std::mem::swap(&mut self.log.next_segment, &mut c.next_segment);
         }
-        self.segment_space = None;
     }
 
     /// Opens a partial segment at the log head.
@@ -275,17 +255,16 @@ impl Lfs {
         self.log.next_serial += 1;
         self.log.offset += 1 + n;
         let seg = self.log.segment;
-        if let Some(s) = self.tables.seguse.get_mut(seg as usize) {
+        let ninoblocks = p.summary.ninoblocks;
+        self.tables.update_segment(seg, |s| {
             s.nsums += 1;
-            s.ninos += p.summary.ninoblocks;
+            s.ninos += ninoblocks;
             // When the segment was last written, not the age of what the
             // cleaner moved into it: ranking cleaned segments by the age of
             // their data made cost-benefit clean them too early (measured
             // in `scripts/bench-cleaner`; docs/DESIGN.md).
             s.lastmod = s.lastmod.max(now);
-        }
-        self.tables.touch_segment(seg);
-        self.segment_space = None;
+        });
         batch.done.push(p);
     }
 
@@ -480,7 +459,7 @@ impl Lfs {
                 self.place_block(batch, ino, version, lbn, true)?;
             }
             self.place_metas(batch, ino, version)?;
-            if self.inodes.get(&ino).is_some_and(|c| c.dirty) {
+            if self.inodes.is_dirty(ino) {
                 batch.pending_inodes.push(ino);
             }
             if batch.done.len() >= 4 {
@@ -525,8 +504,8 @@ impl Lfs {
         batch.age_of(group);
         let mut block = AlignedBytes::zeroed(self.block_size);
         for (slot, ino) in group.iter().enumerate() {
-            if let Some(c) = self.inodes.get(ino) {
-                c.inode.encode(&mut block[slot * INODE_SIZE..])?;
+            if let Some(inode) = self.inodes.get(*ino) {
+                inode.encode(&mut block[slot * INODE_SIZE..])?;
             }
         }
         let daddr = self.place_inode_block(batch, block)?;
@@ -538,10 +517,7 @@ impl Lfs {
             }
             self.tables.set_inode_addr(ino, daddr);
             self.adjust_live(self.seg_of(daddr), INODE_SIZE as i64);
-            if let Some(c) = self.inodes.get_mut(&ino) {
-                c.dirty = false;
-                self.dirty_inodes.remove(&ino);
-            }
+            self.inodes.mark_clean(ino);
         }
         Ok(())
     }
@@ -568,7 +544,7 @@ impl Lfs {
                 .find(|s| {
                     !segs.contains(s)
                         && !self.in_log_head(*s)
-                        && self.tables.seguse.get(*s as usize).is_some_and(|u| u.flags & SEGUSE_CLEAN != 0)
+                        && self.tables.usage().get(*s).is_some_and(|u| u.flags & SEGUSE_CLEAN != 0)
                 })
                 .unwrap_or(next);
         }
@@ -695,7 +671,7 @@ impl Lfs {
         self.ensure_new_serial_epoch()?;
         let dirops = std::mem::take(&mut self.dirop_inodes);
         let mut files: BTreeSet<Ino> = self.cache.dirty_inodes().into_iter().collect();
-        files.extend(self.dirty_inodes.iter().copied());
+        files.extend(self.inodes.dirty().iter().copied());
         files.remove(&IFILE_INO);
         let (in_dirop, plain): (Vec<Ino>, Vec<Ino>) = files.into_iter().partition(|ino| dirops.contains(ino));
         let plain = self.write_cold_part(plain, true)?;
@@ -768,12 +744,17 @@ impl Lfs {
             if self.in_log_head(seg) {
                 continue;
             }
-            let Some(s) = self.tables.seguse.get_mut(seg as usize) else { continue };
-            if s.flags & SEGUSE_DIRTY != 0 && s.live_bytes == 0 {
-                s.flags = (s.flags & SEGUSE_SUPERBLOCK) | SEGUSE_CLEAN;
-                s.nsums = 0;
-                s.ninos = 0;
-                self.tables.touch_segment(seg);
+            let empty = self
+                .tables
+                .usage()
+                .get(seg)
+                .is_some_and(|s| s.flags & SEGUSE_DIRTY != 0 && s.live_bytes == 0);
+            if empty {
+                self.tables.update_segment(seg, |s| {
+                    s.flags = (s.flags & SEGUSE_SUPERBLOCK) | SEGUSE_CLEAN;
+                    s.nsums = 0;
+                    s.ninos = 0;
+                });
                 self.stats.segments_reclaimed += 1;
             }
         }
@@ -784,7 +765,6 @@ impl Lfs {
             let next = self.clean_after(c.segment).unwrap_or(c.segment);
             self.cold = Some(ColdPosition { next_segment: next, ..c });
         }
-        self.segment_space = None;
     }
 }
 

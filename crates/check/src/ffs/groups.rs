@@ -1,0 +1,132 @@
+//! Phase 5, cylinder groups (1993 paper Table 2: update the bit maps):
+//! each group as the inodes say it must be — an inode in use exactly where
+//! phase 1 kept one, a fragment in use exactly where a pointer that stays
+//! claims it, the directories counted — with the free counts, the free-run
+//! counts (`frsum`), the cluster summary and the cluster bitmap following
+//! from those bitmaps (`Model::rebuilt_group`), compared with the group on
+//! disk; then the superblock's totals with the sum of the groups.
+//!
+//! A group that decodes has already passed its own checks (counts and
+//! summaries agree with its bitmaps), so what can still be wrong is a
+//! bitmap or the directory count; a group that does not decode is rebuilt.
+//! A fragment in use but marked free is the dangerous direction (it would
+//! be handed out again); one marked in use but free only wastes space until
+//! fsck (fsck_ffs's "BLK(S) MISSING IN BIT MAPS"). After a crash both are
+//! expected, and so are stale totals.
+
+use super::Checker;
+use crate::{Fix, Kind};
+use fslab::ffs::bitmap::Bitmap;
+use fslab::ffs::cg::CylinderGroup;
+use fslab::ffs::Totals;
+
+/// Bits that differ between two bitmaps: (set in `want` only, set in
+/// `have` only, the first set in `want` only).
+fn differences(want: &Bitmap, have: &Bitmap) -> (u32, u32, Option<u32>) {
+    let (mut missing, mut extra, mut first) = (0, 0, None);
+    for i in 0..want.len().min(have.len()) {
+        match (want.get(i), have.get(i)) {
+            (true, false) => {
+                missing += 1;
+                first.get_or_insert(i);
+            }
+            (false, true) => extra += 1,
+            _ => {}
+        }
+    }
+    (missing, extra, first)
+}
+
+impl Checker<'_> {
+    /// Phase 5 (see the module comment).
+    pub(crate) fn check_groups(&mut self) {
+        let ncg = self.geo.ncg;
+        let mut totals = Totals::default();
+        let mut complete = true;
+        for g in 0..ncg {
+            self.progress.tick("phase 5 (cylinder groups)", g as u64, ncg as u64);
+            let rebuilt = match self.model.rebuilt_group(g) {
+                Ok(cg) => cg,
+                Err(why) => {
+                    complete = false;
+                    self.problem(
+                        Kind::CylinderGroup,
+                        None,
+                        format!("cylinder group {g} cannot be rebuilt: {why}"),
+                        None,
+                    );
+                    continue;
+                }
+            };
+            totals.add(&rebuilt.counts(), 1);
+            match self.model.groups[g as usize].on_disk.clone() {
+                Err(why) => self.problem(
+                    Kind::CylinderGroup,
+                    None,
+                    format!("cylinder group {g}: {why}; repair rebuilds it"),
+                    Some(Fix::RebuildGroups),
+                ),
+                Ok(on_disk) => self.compare_group(g, &on_disk, &rebuilt),
+            }
+        }
+        self.model.totals = totals;
+        let sb = &self.model.sb;
+        if complete && self.report.clean_unmount && sb.totals != totals {
+            let t = sb.totals;
+            self.problem(
+                Kind::Superblock,
+                None,
+                format!(
+                    "the superblock counts {} free blocks, {} free fragments, {} free inodes and {} directories, \
+                     the groups {}, {}, {} and {}; repair rewrites the totals",
+                    t.free_blocks,
+                    t.free_frags,
+                    t.free_inodes,
+                    t.directories,
+                    totals.free_blocks,
+                    totals.free_frags,
+                    totals.free_inodes,
+                    totals.directories
+                ),
+                Some(Fix::RebuildGroups),
+            );
+        }
+    }
+
+    /// Reports how group `g` on disk differs from the group as rebuilt.
+    fn compare_group(&mut self, g: u32, on_disk: &CylinderGroup, rebuilt: &CylinderGroup) {
+        let mut found: Vec<String> = Vec::new();
+        let (used_free, free_used, first) = differences(rebuilt.inode_map(), on_disk.inode_map());
+        if used_free > 0 {
+            found.push(format!(
+                "{used_free} inodes in use are marked free (the first is slot {})",
+                first.unwrap_or(0)
+            ));
+        }
+        if free_used > 0 {
+            found.push(format!("{free_used} free inodes are marked in use"));
+        }
+        // The fragment bitmap's bits are set where a fragment is free.
+        let (free_used, used_free, _) = differences(rebuilt.frag_map(), on_disk.frag_map());
+        if used_free > 0 {
+            let (_, _, first) = differences(on_disk.frag_map(), rebuilt.frag_map());
+            let at = self.geo.group_base(g) + first.unwrap_or(0) as u64;
+            found.push(format!("{used_free} fragments in use are marked free (the first at {at})"));
+        }
+        if free_used > 0 {
+            found.push(format!("{free_used} free fragments are marked in use"));
+        }
+        let (dirs, want) = (on_disk.counts().directories, rebuilt.counts().directories);
+        if dirs != want {
+            found.push(format!("it counts {dirs} directories, the inodes {want}"));
+        }
+        for what in found {
+            self.problem(
+                Kind::CylinderGroup,
+                None,
+                format!("cylinder group {g}: {what}; repair rebuilds it"),
+                Some(Fix::RebuildGroups),
+            );
+        }
+    }
+}

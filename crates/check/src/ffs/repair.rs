@@ -1,0 +1,264 @@
+//! `fsck --repair` for FFS: what only fsck can change is written directly,
+//! as fsck_ffs writes everything; the namespace is then repaired through
+//! `ufs::FileSystem<Ffs>`, with the same steps as LFS (`crate::repair`).
+//! `docs/DESIGN.md` ("fsck for FFS") gives the reasons.
+//!
+//! Rounds, at most [`MAX_ROUNDS`]: check (keeping its [`Model`]) → apply →
+//! check. Within a round:
+//! 1. nothing is written unless every group can be rebuilt;
+//! 2. inodes (cleared, resealed, pointers cleared, sizes and block counts
+//!    set) and the indirect blocks whose pointers are cleared, each
+//!    encoded by the format's own encoders with its checksum; a barrier;
+//! 3. the groups that differ from their rebuilt form, the damaged
+//!    superblock copies, then the primary with the groups' totals and the
+//!    clean flag; a barrier. The image now mounts;
+//! 4. if the namespace needs changes (entries, chunks, lost+found, orphans,
+//!    link counts, a new root): mount, apply them, unmount — which writes
+//!    the groups and marks the image clean again.
+//!
+//! At the end, when rounds ran but problems are left, the clean flag is
+//! cleared, so that the image does not mount until they are dealt with,
+//! and the image is checked once more for the final report.
+
+use super::inodes::decode_unsealed;
+use super::{check_keeping_model, InodeRepair, Model};
+use crate::repair::{apply_namespace, changes_namespace, note, planned, MAX_ROUNDS};
+use crate::{check, Fatal, Fix, Options, Outcome};
+use disk::BlockDevice;
+use fslab::ffs::geometry::Geometry;
+use fslab::ffs::layout::{SB_CLEAN, SUPERBLOCK_BYTES};
+use fslab::ffs::{Ffs, Frag, Integrity, MountOptions, Superblock};
+use fslab::format::blockno::{check_indirect, seal_indirect, Parent, POINTER_BYTES};
+use fslab::format::inode::{Inode, INODE_SIZE};
+use fslab::format::{blockno, now_ns, Daddr, Ino, Lbn};
+use fslab::ufs::FileSystem;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// Checks the FFS image on `dev` and, with `options.repair`, repairs it
+/// (see the module comment).
+pub(crate) fn fsck(
+    dev: Arc<dyn BlockDevice>,
+    options: &Options,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Outcome, Fatal> {
+    let (first, mut model) = check_keeping_model(dev.as_ref(), options, progress)?;
+    let mut outcome = Outcome { first: first.clone(), last: first, repaired: Vec::new(), failed: Vec::new() };
+    if !options.repair {
+        return Ok(outcome);
+    }
+    let mut tried = false;
+    for round in 1..=MAX_ROUNDS {
+        let fixes = planned(&outcome.last);
+        let Some(m) = model.as_ref() else { break };
+        if outcome.last.is_clean() || fixes.is_empty() {
+            break;
+        }
+        progress(&format!("repair round {round}: {} fixes", fixes.len()));
+        tried = true;
+        let done = apply(&dev, m, &fixes, &mut outcome);
+        (outcome.last, model) = check_keeping_model(dev.as_ref(), options, progress)?;
+        if done == 0 {
+            break;
+        }
+    }
+    if tried && !outcome.last.is_clean() && mark_unclean(dev.as_ref()) {
+        outcome.last = check(dev.as_ref(), options, progress)?;
+    }
+    Ok(outcome)
+}
+
+/// Whether fsck writes `fix` itself (else it is the namespace's).
+fn is_direct(fix: &Fix) -> bool {
+    matches!(
+        fix,
+        Fix::ClearInode { .. }
+            | Fix::SealInode { .. }
+            | Fix::ClearPointer { .. }
+            | Fix::SetSize { .. }
+            | Fix::SetBlocks { .. }
+            | Fix::RebuildGroups
+            | Fix::RestoreSuperblock
+            | Fix::RewriteSuperblocks
+    )
+}
+
+/// One round's repairs (steps 1–4 of the module comment); returns how many
+/// were made.
+fn apply(dev: &Arc<dyn BlockDevice>, model: &Model, fixes: &[Fix], outcome: &mut Outcome) -> usize {
+    let mut done = 0;
+    if fixes.iter().any(is_direct) {
+        match write_direct(dev.as_ref(), model) {
+            Ok(()) => {
+                for fix in fixes.iter().filter(|f| is_direct(f)) {
+                    done += 1;
+                    note(outcome, Some(fix.clone()), describe(fix, model));
+                }
+            }
+            Err(why) => {
+                outcome.failed.push(why);
+                return done;
+            }
+        }
+    }
+    if !changes_namespace(fixes) {
+        return done;
+    }
+    let options =
+        MountOptions { cache_bytes: 64 << 20, integrity: Integrity::Async, ..MountOptions::default() };
+    let ffs = match Ffs::mount(dev.clone(), options) {
+        Ok(ffs) => ffs,
+        Err(e) => {
+            outcome.failed.push(format!("cannot mount the image to repair its namespace: {e}"));
+            return done;
+        }
+    };
+    let mut fs = FileSystem::new(ffs);
+    done += apply_namespace(&mut fs, fixes, outcome);
+    if let Err(e) = fs.unmount() {
+        outcome.failed.push(format!("unmount after repair: {e}"));
+    }
+    done
+}
+
+/// What a direct fix did, for the outcome.
+fn describe(fix: &Fix, model: &Model) -> String {
+    match fix {
+        Fix::ClearInode { ino } => format!("inode {ino}: cleared"),
+        Fix::SealInode { ino } => format!("inode {ino}: checksum recomputed"),
+        Fix::ClearPointer { ino, lbn } => format!("inode {ino}: pointer to block {lbn} cleared"),
+        Fix::SetSize { ino, size } => format!("inode {ino}: size set to {size}"),
+        Fix::SetBlocks { ino, blocks } => format!("inode {ino}: blocks held set to {blocks}"),
+        Fix::RebuildGroups => "cylinder groups and superblock totals rebuilt; marked clean".into(),
+        Fix::RestoreSuperblock => format!(
+            "primary superblock restored from the copy in group {}",
+            model.from_copy.unwrap_or_default()
+        ),
+        Fix::RewriteSuperblocks => format!("superblock copies rewritten in groups {:?}", model.bad_copies),
+        other => format!("{other:?}"),
+    }
+}
+
+/// Steps 1–3 of the module comment.
+fn write_direct(dev: &dyn BlockDevice, model: &Model) -> Result<(), String> {
+    let geo = model.sb.geometry;
+    for g in 0..geo.ncg {
+        model
+            .rebuilt_group(g)
+            .map_err(|why| format!("cylinder group {g} cannot be rebuilt ({why}); nothing was written"))?;
+    }
+    let io = |what: String| move |e: std::io::Error| format!("{what}: {e}");
+    write_inodes(dev, &geo, &model.repairs)?;
+    dev.flush().map_err(io("barrier after the inodes".into()))?;
+    let now = now_ns();
+    for g in 0..geo.ncg {
+        let mut cg = model.rebuilt_group(g).map_err(|why| format!("cylinder group {g}: {why}"))?;
+        let scan = &model.groups[g as usize];
+        if scan.on_disk.as_ref().is_ok_and(|old| *old == cg) {
+            continue;
+        }
+        cg.time = now;
+        let area = cg.encode(&geo, model.sb.fs_id);
+        dev.write_at(geo.byte_offset(geo.cg_addr(g)), &area)
+            .map_err(io(format!("writing cylinder group {g}")))?;
+    }
+    let sb = Superblock { totals: model.totals, flags: model.sb.flags | SB_CLEAN, time: now, ..model.sb };
+    let bytes = sb.encode();
+    for &g in &model.bad_copies {
+        let at = geo.byte_offset(geo.group_base(g));
+        dev.write_at(at, &bytes).map_err(io(format!("writing the superblock copy in group {g}")))?;
+    }
+    dev.flush().map_err(io("barrier before the superblock".into()))?;
+    debug_assert_eq!(bytes.len(), SUPERBLOCK_BYTES);
+    dev.write_at(0, &bytes).map_err(io("writing the primary superblock".into()))?;
+    dev.flush().map_err(io("barrier after the superblock".into()))?;
+    Ok(())
+}
+
+/// Applies the inode repairs, one inode-table block at a time.
+fn write_inodes(
+    dev: &dyn BlockDevice,
+    geo: &Geometry,
+    repairs: &BTreeMap<Ino, InodeRepair>,
+) -> Result<(), String> {
+    let tree = blockno::Geometry::new(geo.block_size);
+    let bs = geo.block_size as usize;
+    let mut by_block: BTreeMap<Frag, Vec<(Ino, &InodeRepair)>> = BTreeMap::new();
+    for (&ino, r) in repairs {
+        by_block.entry(geo.inode_block_addr(ino)).or_default().push((ino, r));
+    }
+    for (addr, list) in by_block {
+        let at = geo.byte_offset(addr);
+        let mut block = vec![0u8; bs];
+        dev.read_at(at, &mut block).map_err(|e| format!("reading the inode block at {addr}: {e}"))?;
+        for (ino, r) in list {
+            let offset = geo.inode_offset_in_block(ino);
+            let slot = &mut block[offset..offset + INODE_SIZE];
+            let old = Inode::decode(slot).ok().or_else(|| decode_unsealed(slot)).filter(|i| i.ino == ino);
+            let inode = if r.clear {
+                Inode { ino, generation: old.map_or(0, |i| i.generation), ..Inode::default() }
+            } else {
+                let mut inode = old.ok_or_else(|| format!("inode {ino}: its slot no longer holds it"))?;
+                for &(lbn, parent) in &r.clear_pointers {
+                    clear_pointer(dev, geo, &tree, &mut inode, lbn, parent)?;
+                }
+                if let Some(size) = r.size {
+                    inode.attr.size = size;
+                }
+                if let Some(blocks) = r.blocks {
+                    inode.blocks = blocks;
+                }
+                inode
+            };
+            inode.encode(slot).map_err(|e| format!("inode {ino}: {e}"))?;
+        }
+        dev.write_at(at, &block).map_err(|e| format!("writing the inode block at {addr}: {e}"))?;
+    }
+    Ok(())
+}
+
+/// Clears the pointer to block `lbn` of `inode`: in the inode, or in the
+/// indirect block at `parent`, which is sealed again.
+fn clear_pointer(
+    dev: &dyn BlockDevice,
+    geo: &Geometry,
+    tree: &blockno::Geometry,
+    inode: &mut Inode,
+    lbn: Lbn,
+    parent: Option<Frag>,
+) -> Result<(), String> {
+    let ino = inode.ino;
+    match (tree.parent(lbn), parent) {
+        (Some(Parent::Direct(i)), _) => inode.direct[i] = Daddr::NONE,
+        (Some(Parent::Indirect(i)), _) => inode.indirect[i] = Daddr::NONE,
+        (Some(Parent::Xattr), _) => inode.xattr = Daddr::NONE,
+        (Some(Parent::Meta { meta, index }), Some(addr)) => {
+            let at = geo.byte_offset(addr);
+            let mut block = vec![0u8; geo.block_size as usize];
+            dev.read_at(at, &mut block)
+                .map_err(|e| format!("reading indirect block {meta} of inode {ino}: {e}"))?;
+            check_indirect(&block, ino, meta, Daddr::new(addr)).map_err(|e| e.to_string())?;
+            block[index * POINTER_BYTES..(index + 1) * POINTER_BYTES].fill(0);
+            seal_indirect(&mut block, ino, meta);
+            dev.write_at(at, &block)
+                .map_err(|e| format!("writing indirect block {meta} of inode {ino}: {e}"))?;
+        }
+        _ => return Err(format!("inode {ino}: no pointer to block {lbn} to clear")),
+    }
+    Ok(())
+}
+
+/// Clears the primary superblock's clean flag, if it decodes and has it;
+/// returns whether it was written.
+fn mark_unclean(dev: &dyn BlockDevice) -> bool {
+    let mut bytes = vec![0u8; SUPERBLOCK_BYTES];
+    if dev.read_at(0, &mut bytes).is_err() {
+        return false;
+    }
+    let Ok(sb) = Superblock::decode(&bytes, 0) else { return false };
+    if sb.flags & SB_CLEAN == 0 {
+        return false;
+    }
+    let sb = Superblock { flags: sb.flags & !SB_CLEAN, ..sb };
+    dev.write_at(0, &sb.encode()).is_ok() && dev.flush().is_ok()
+}

@@ -1,0 +1,255 @@
+//! The fsck tests that are the same on both layouts, generic over
+//! [`Layout`]: `tests/fsck.rs` runs them on LFS, `tests/ffs.rs` on FFS.
+//! Each makes its image through the library, damages it through the
+//! library (states a crash or a bug could leave), and requires the problem
+//! found with its repair and the repair to leave a clean image.
+
+use super::{check, listing, pattern, populate, run_on, Tree};
+use disk::MemDisk;
+use fslab::format::{Ino, ROOT_INO};
+use fslab::storage::StorageManager;
+use fslab::ufs::FileSystem;
+use fslab_check::{Fix, Kind, Outcome, Report};
+use std::sync::Arc;
+
+/// A `#[test]` for each case in this module, run on `$layout` (a
+/// [`Layout`]); a test file says `shared_cases!(Lfs);` once. (Test files
+/// that include `common` without it would warn of it.)
+#[allow(unused_macros)]
+macro_rules! shared_cases {
+    ($layout:ty) => {
+        shared_cases!(@each $layout:
+            a_fresh_image_is_clean,
+            a_populated_image_is_clean_and_every_inode_is_counted,
+            a_wrong_link_count_is_found_and_repaired,
+            an_orphan_left_by_a_crash_is_found_and_freed,
+            unreachable_files_and_directories_go_to_lost_and_found,
+            an_entry_naming_a_free_inode_is_found_and_removed,
+        );
+    };
+    (@each $layout:ty: $($case:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $case() {
+                $crate::common::cases::$case::<$layout>();
+            }
+        )*
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use shared_cases;
+
+/// A layout the cases run on.
+pub trait Layout {
+    /// What fsck calls it.
+    const KIND: fslab_check::Layout;
+    /// Its storage manager.
+    type S: StorageManager;
+    /// A fresh, empty image of `bytes` bytes.
+    fn fresh(bytes: u64) -> Arc<MemDisk>;
+    /// Mounts `dev`, runs `body`, then unmounts — or with `crash`, drops
+    /// the file system without unmounting.
+    fn with_fs<T>(dev: &Arc<MemDisk>, crash: bool, body: impl FnOnce(&mut FileSystem<Self::S>) -> T) -> T;
+    /// What a repair that ended with exit status 1 must leave besides an
+    /// image that checks clean.
+    fn after_repair(dev: &Arc<MemDisk>);
+
+    /// A populated ([`populate`]), cleanly unmounted 24 MiB image.
+    fn populated() -> (Arc<MemDisk>, Tree) {
+        let dev = Self::fresh(24 << 20);
+        let tree = Self::with_fs(&dev, false, populate);
+        (dev, tree)
+    }
+}
+
+/// The log-structured layout (`tests/common`'s images).
+pub struct Lfs;
+
+impl Layout for Lfs {
+    const KIND: fslab_check::Layout = fslab_check::Layout::Lfs;
+    type S = fslab::lfs::Lfs;
+    fn fresh(bytes: u64) -> Arc<MemDisk> {
+        super::fresh(bytes)
+    }
+    fn with_fs<T>(dev: &Arc<MemDisk>, crash: bool, body: impl FnOnce(&mut FileSystem<Self::S>) -> T) -> T {
+        super::with_fs(dev, crash, body)
+    }
+    fn after_repair(_dev: &Arc<MemDisk>) {}
+}
+
+/// The Fast File System (`tests/common/ffs.rs`'s images).
+pub struct Ffs;
+
+impl Layout for Ffs {
+    const KIND: fslab_check::Layout = fslab_check::Layout::Ffs;
+    type S = fslab::ffs::Ffs;
+    fn fresh(bytes: u64) -> Arc<MemDisk> {
+        super::ffs::fresh(bytes)
+    }
+    fn with_fs<T>(dev: &Arc<MemDisk>, crash: bool, body: impl FnOnce(&mut FileSystem<Self::S>) -> T) -> T {
+        super::ffs::with_fs(dev, crash, body)
+    }
+    /// Marked clean, so that it mounts.
+    fn after_repair(dev: &Arc<MemDisk>) {
+        let sb = super::ffs::superblock(dev.as_ref());
+        assert!(sb.flags & fslab::ffs::layout::SB_CLEAN != 0, "marked clean");
+        let options = fslab::ffs::MountOptions::default();
+        run_on(fslab::ffs::Ffs::mount(dev.clone(), options).expect("mounts"), false, |fs| {
+            fs.getattr(ROOT_INO).expect("the root")
+        });
+    }
+}
+
+/// Repairs `dev`, then requires exit status 1, an image a fresh check
+/// calls clean, and the layout's [`Layout::after_repair`].
+#[track_caller]
+pub fn repaired_to_clean<L: Layout>(dev: &Arc<MemDisk>) -> Outcome {
+    let outcome = super::repair(dev);
+    assert_eq!(
+        outcome.exit_code(),
+        1,
+        "found:\n{}left:\n{}failed: {:?}",
+        listing(&outcome.first),
+        listing(&outcome.last),
+        outcome.failed
+    );
+    let again = check(dev);
+    assert!(again.is_clean(), "after repair:\n{}", listing(&again));
+    L::after_repair(dev);
+    outcome
+}
+
+/// A fresh image checks clean as its layout, counts its root, and repair
+/// leaves it be.
+pub fn a_fresh_image_is_clean<L: Layout>() {
+    let dev = L::fresh(16 << 20);
+    let report = check(&dev);
+    assert!(report.is_clean(), "problems:\n{}", listing(&report));
+    assert_eq!(report.layout, L::KIND);
+    assert_eq!(report.counts.inodes, 1);
+    assert_eq!(super::repair(&dev).exit_code(), 0);
+}
+
+/// A populated image checks clean, every inode counted.
+pub fn a_populated_image_is_clean_and_every_inode_is_counted<L: Layout>() {
+    let (dev, _) = L::populated();
+    let report = check(&dev);
+    assert!(report.is_clean(), "problems:\n{}", listing(&report));
+    // root, docs, deep, deeper, small, medium, large, link, fifo, 40 files
+    assert_eq!(report.counts.inodes, 49);
+    assert_eq!(report.counts.directories, 4);
+    assert!(report.clean_unmount);
+}
+
+/// Link counts set wrong through the storage manager are found, repaired,
+/// and right after.
+pub fn a_wrong_link_count_is_found_and_repaired<L: Layout>() {
+    let (dev, tree) = L::populated();
+    L::with_fs(&dev, false, |fs| {
+        for (ino, nlink) in [(tree.medium, 5), (tree.docs, 1)] {
+            let mut attr = fs.getattr(ino).expect("getattr").attr;
+            attr.nlink = nlink;
+            fs.storage().update(ino, &attr).expect("update");
+        }
+    });
+    let report = check(&dev);
+    let mut wrong: Vec<Ino> =
+        report.problems.iter().filter(|p| p.kind == Kind::LinkCount).filter_map(|p| p.ino).collect();
+    wrong.sort_unstable();
+    let mut want = vec![tree.docs, tree.medium];
+    want.sort_unstable();
+    assert_eq!(wrong, want, "problems:\n{}", listing(&report));
+    assert!(report.problems.iter().any(|p| p.fix == Some(Fix::SetNlink { ino: tree.docs, nlink: 3 })));
+    repaired_to_clean::<L>(&dev);
+    L::with_fs(&dev, false, |fs| {
+        assert_eq!(fs.getattr(tree.medium).expect("getattr").attr.nlink, 1);
+        assert_eq!(fs.getattr(tree.docs).expect("getattr").attr.nlink, 3, "2 + one subdirectory");
+    });
+}
+
+/// A file unlinked while open, then a crash: found with no name and no
+/// links, and freed.
+pub fn an_orphan_left_by_a_crash_is_found_and_freed<L: Layout>() {
+    let (dev, tree) = L::populated();
+    L::with_fs(&dev, true, |fs| {
+        fs.pin(tree.small);
+        fs.unlink(tree.docs, b"small").expect("unlink");
+        fs.unlink(ROOT_INO, b"small-again").expect("unlink");
+        assert_eq!(fs.orphans(), vec![tree.small]);
+        fs.sync().expect("sync");
+    });
+    let report = check(&dev);
+    assert!(
+        report
+            .problems
+            .iter()
+            .any(|p| p.kind == Kind::Unreachable && p.fix == Some(Fix::FreeOrphan { ino: tree.small })),
+        "problems:\n{}",
+        listing(&report)
+    );
+    repaired_to_clean::<L>(&dev);
+    L::with_fs(&dev, false, |fs| assert!(fs.getattr(tree.small).is_err(), "the orphan is freed"));
+}
+
+/// Names removed without touching the inodes — a file and a whole subtree:
+/// only the top of the subtree is reported, and both go to /lost+found.
+pub fn unreachable_files_and_directories_go_to_lost_and_found<L: Layout>() {
+    let (dev, tree) = L::populated();
+    L::with_fs(&dev, false, |fs| {
+        fs.repair_remove_entry(ROOT_INO, b"medium").expect("remove");
+        fs.repair_remove_entry(tree.docs, b"deep").expect("remove");
+    });
+    let report = check(&dev);
+    let unreachable: Vec<Ino> =
+        report.problems.iter().filter(|p| p.kind == Kind::Unreachable).filter_map(|p| p.ino).collect();
+    assert_eq!(
+        unreachable,
+        vec![tree.deep, tree.medium],
+        "only the top of the subtree:\n{}",
+        listing(&report)
+    );
+    repaired_to_clean::<L>(&dev);
+    L::with_fs(&dev, false, |fs| {
+        let lf = fs.lookup(ROOT_INO, b"lost+found").expect("lost+found").ino;
+        let moved = fs.lookup(lf, format!("#{}", tree.medium).as_bytes()).expect("medium moved");
+        assert_eq!(fs.read(moved.ino, 0, 16).expect("read"), pattern(16, 1));
+        let deep = fs.lookup(lf, format!("#{}", tree.deep).as_bytes()).expect("deep moved").ino;
+        assert_eq!(fs.lookup(deep, b"..").expect("..").ino, lf);
+        assert_eq!(fs.lookup(deep, b"large").expect("large").ino, tree.large);
+    });
+}
+
+/// An inode freed while an entry still names it: the entry is removed.
+pub fn an_entry_naming_a_free_inode_is_found_and_removed<L: Layout>() {
+    let (dev, tree) = L::populated();
+    L::with_fs(&dev, false, |fs| fs.repair_free_inode(tree.link).expect("free"));
+    assert_removes_entry(&check(&dev), ROOT_INO, b"link");
+    repaired_to_clean::<L>(&dev);
+}
+
+/// Requires `report` to find the entry `name` in `dir` wrong and to remove it.
+#[track_caller]
+pub fn assert_removes_entry(report: &Report, dir: Ino, name: &[u8]) {
+    assert!(
+        report
+            .problems
+            .iter()
+            .any(|p| p.kind == Kind::DirEntry && p.fix == Some(Fix::RemoveEntry { dir, name: name.to_vec() })),
+        "no fix removes {} in {dir}; problems:\n{}",
+        String::from_utf8_lossy(name),
+        listing(report)
+    );
+}
+
+/// Requires `report` to find the directory chunk at `offset` in `dir`
+/// broken and to reset it.
+#[track_caller]
+pub fn assert_resets_chunk(report: &Report, dir: Ino, offset: u64) {
+    assert!(
+        report.problems.iter().any(
+            |p| matches!(p.fix, Some(Fix::ResetChunk { dir: d, offset: o, .. }) if d == dir && o == offset)
+        ),
+        "no fix resets the chunk at {offset} of {dir}; problems:\n{}",
+        listing(report)
+    );
+}

@@ -1,0 +1,449 @@
+//! fsck on FFS images: a healthy image checks clean, and each kind of
+//! damage the five phases look for is found and repaired to a clean image
+//! that mounts, keeping what can be kept. Images are built through the
+//! library (`fslab::mkfs_ffs`, `ufs::FileSystem<Ffs>`, on a memory disk),
+//! then damaged through the library (states a crash or a bug could leave)
+//! or by changing bytes, re-encoded with valid checksums where the damage
+//! is meant to reach the checks behind them.
+
+mod common;
+
+use common::cases::{assert_removes_entry, assert_resets_chunk, repaired_to_clean, shared_cases, Ffs};
+use common::ffs::*;
+use common::{check, listing, pattern, repair};
+use disk::BlockDevice;
+use fslab::ffs::layout::SB_CLEAN;
+use fslab::format::blockno::{seal_indirect, NDADDR};
+use fslab::format::{Daddr, Ino, ROOT_INO};
+use fslab_check::{Fix, Kind, Layout, Report};
+use std::time::{Duration, Instant};
+
+shared_cases!(Ffs);
+
+/// Problems of `kind` about inode `ino`.
+fn about(report: &Report, kind: Kind, ino: Ino) -> Vec<Option<Fix>> {
+    report.problems.iter().filter(|p| p.kind == kind && p.ino == Some(ino)).map(|p| p.fix.clone()).collect()
+}
+
+#[test]
+fn an_image_left_by_a_crash_is_found_unclean_and_rebuilt_to_mount() {
+    let (dev, tree) = populated();
+    with_fs(&dev, true, |fs| {
+        fs.unlink(tree.docs, b"file07").expect("unlink");
+        fs.rmdir(tree.deep, b"deeper").expect("rmdir");
+        let c = fslab::ufs::Creds::default();
+        let new = fs.mknod(ROOT_INO, b"new", 0o644, 0, c).expect("create").ino;
+        fs.write(new, 0, &pattern(30_000, 9)).expect("write");
+        fs.setattr(tree.large, &fslab::ufs::SetAttr { size: Some(5000), ..Default::default() })
+            .expect("truncate");
+    });
+    let report = check(&dev);
+    assert!(!report.clean_unmount);
+    assert!(
+        report.problems.iter().any(|p| p.kind == Kind::Superblock && p.fix == Some(Fix::RebuildGroups)),
+        "problems:\n{}",
+        listing(&report)
+    );
+    repaired_to_clean::<Ffs>(&dev);
+    with_fs(&dev, false, |fs| {
+        assert!(fs.lookup(tree.docs, b"file07").is_err(), "a synchronous unlink stays done");
+        assert!(fs.lookup(ROOT_INO, b"new").is_ok(), "a synchronous create stays done");
+        fs.storage().check_groups().expect("groups agree with their bitmaps");
+    });
+}
+
+#[test]
+fn bad_block_pointers_are_cleared() {
+    let (dev, tree) = populated();
+    let geo = geometry(dev.as_ref());
+    let medium = inode(dev.as_ref(), tree.medium);
+    rewrite_inode(dev.as_ref(), tree.medium, |i| {
+        // Past the device; into group 1's inode table; not at a block boundary.
+        i.direct[3] = Daddr::new(0x7fff_0000);
+        i.direct[4] = Daddr::new(geo.group_base(1) + geo.inode_table_offset() as u64);
+        i.direct[5] = Daddr::new(medium.direct[5].get() + 1);
+    });
+    let report = check(&dev);
+    let fixes = about(&report, Kind::BlockPointer, tree.medium);
+    for lbn in [3, 4, 5] {
+        assert!(
+            fixes.contains(&Some(Fix::ClearPointer { ino: tree.medium, lbn })),
+            "block {lbn}:\n{}",
+            listing(&report)
+        );
+    }
+    repaired_to_clean::<Ffs>(&dev);
+    with_fs(&dev, false, |fs| {
+        let data = fs.read(tree.medium, 0, 200 << 10).expect("read");
+        let bs = 8192;
+        assert_eq!(data[..3 * bs], pattern(200 << 10, 1)[..3 * bs], "the blocks before are kept");
+        assert!(data[3 * bs..6 * bs].iter().all(|&b| b == 0), "the cleared blocks are holes");
+        assert_eq!(data[6 * bs..], pattern(200 << 10, 1)[6 * bs..], "the blocks after are kept");
+    });
+}
+
+#[test]
+fn a_tail_that_is_not_a_run_of_its_own_block_is_cleared() {
+    let (dev, tree) = populated();
+    // `small` is 13 bytes: one fragment. Moved to the last fragment of a
+    // block and made two fragments long by its size, it crosses a block.
+    let small = inode(dev.as_ref(), tree.small);
+    let block_start = small.direct[0].get() / 8 * 8;
+    rewrite_inode(dev.as_ref(), tree.small, |i| {
+        i.direct[0] = Daddr::new(block_start + 7);
+        i.attr.size = 2000;
+    });
+    let report = check(&dev);
+    assert!(
+        about(&report, Kind::BlockPointer, tree.small)
+            .contains(&Some(Fix::ClearPointer { ino: tree.small, lbn: 0 })),
+        "problems:\n{}",
+        listing(&report)
+    );
+    repaired_to_clean::<Ffs>(&dev);
+}
+
+#[test]
+fn a_fragment_claimed_twice_goes_to_neither_file_and_the_rest_is_kept() {
+    let (dev, tree) = populated();
+    let medium = inode(dev.as_ref(), tree.medium);
+    // small's one fragment now lies in the first fragment of medium's block 0.
+    rewrite_inode(dev.as_ref(), tree.small, |i| i.direct[0] = medium.direct[0]);
+    let report = check(&dev);
+    assert!(
+        about(&report, Kind::DuplicateBlock, tree.small)
+            .contains(&Some(Fix::ClearPointer { ino: tree.small, lbn: 0 })),
+        "problems:\n{}",
+        listing(&report)
+    );
+    assert!(
+        about(&report, Kind::DuplicateBlock, tree.medium)
+            .contains(&Some(Fix::ClearPointer { ino: tree.medium, lbn: 0 })),
+        "phase 1b finds the first claimant too:\n{}",
+        listing(&report)
+    );
+    repaired_to_clean::<Ffs>(&dev);
+    with_fs(&dev, false, |fs| {
+        let data = fs.read(tree.medium, 0, 200 << 10).expect("read");
+        assert!(data[..8192].iter().all(|&b| b == 0), "the shared block is a hole");
+        assert_eq!(data[8192..], pattern(200 << 10, 1)[8192..], "the rest of medium is kept");
+    });
+}
+
+#[test]
+fn a_wrong_block_count_is_set_right() {
+    let (dev, tree) = populated();
+    let right = inode(dev.as_ref(), tree.large).blocks;
+    rewrite_inode(dev.as_ref(), tree.large, |i| i.blocks += 16);
+    let report = check(&dev);
+    assert_eq!(
+        about(&report, Kind::Inode, tree.large),
+        vec![Some(Fix::SetBlocks { ino: tree.large, blocks: right })],
+        "problems:\n{}",
+        listing(&report)
+    );
+    repaired_to_clean::<Ffs>(&dev);
+    assert_eq!(inode(dev.as_ref(), tree.large).blocks, right);
+}
+
+#[test]
+fn an_inode_whose_checksum_fails_but_whose_fields_hold_is_resealed_and_kept() {
+    let (dev, tree) = populated();
+    // A flipped bit in the access time: the checksum fails, nothing else.
+    flip_bytes(dev.as_ref(), inode_offset(dev.as_ref(), tree.medium) + 40, 1);
+    let report = check(&dev);
+    assert_eq!(
+        about(&report, Kind::Inode, tree.medium),
+        vec![Some(Fix::SealInode { ino: tree.medium })],
+        "problems:\n{}",
+        listing(&report)
+    );
+    repaired_to_clean::<Ffs>(&dev);
+    with_fs(&dev, false, |fs| {
+        assert_eq!(fs.read(tree.medium, 0, 200 << 10).expect("read"), pattern(200 << 10, 1));
+    });
+}
+
+#[test]
+fn a_slot_of_garbage_is_cleared_and_entries_naming_it_removed() {
+    let (dev, tree) = populated();
+    // The symlink's slot: its number overwritten, so it is no inode at all.
+    flip_bytes(dev.as_ref(), inode_offset(dev.as_ref(), tree.link), 8);
+    let report = check(&dev);
+    assert!(
+        about(&report, Kind::Inode, tree.link).contains(&Some(Fix::ClearInode { ino: tree.link })),
+        "problems:\n{}",
+        listing(&report)
+    );
+    assert_removes_entry(&report, ROOT_INO, b"link");
+    repaired_to_clean::<Ffs>(&dev);
+    with_fs(&dev, false, |fs| assert!(fs.lookup(ROOT_INO, b"link").is_err()));
+}
+
+#[test]
+fn an_entry_naming_an_inode_freed_without_its_bitmap_is_removed() {
+    let (dev, tree) = populated();
+    // The inode freed, as a crash in async mode could leave it: slot cleared.
+    rewrite_inode(dev.as_ref(), tree.link, |i| {
+        *i = fslab::format::inode::Inode { ino: tree.link, ..Default::default() }
+    });
+    let report = check(&dev);
+    assert_removes_entry(&report, ROOT_INO, b"link");
+    assert!(
+        report.has(Kind::CylinderGroup),
+        "its bit and fragment are still marked in use:\n{}",
+        listing(&report)
+    );
+    repaired_to_clean::<Ffs>(&dev);
+}
+
+#[test]
+fn a_corrupted_directory_chunk_is_emptied_and_its_files_reconnected() {
+    let (dev, tree) = populated();
+    let docs = inode(dev.as_ref(), tree.docs);
+    let at = geometry(dev.as_ref()).byte_offset(docs.direct[0].get());
+    flip_bytes(dev.as_ref(), at + 512 + 40, 4);
+    let report = check(&dev);
+    assert_resets_chunk(&report, tree.docs, 512);
+    repaired_to_clean::<Ffs>(&dev);
+    with_fs(&dev, false, |fs| {
+        let lf = fs.lookup(ROOT_INO, b"lost+found").expect("lost+found").ino;
+        assert!(fs.readdir(lf, 0, 100).expect("readdir").len() > 2, "the chunk's files are in lost+found");
+    });
+}
+
+#[test]
+fn a_directory_block_lost_to_a_hole_is_filled_and_its_files_reconnected() {
+    let (dev, tree) = populated();
+    // deep's only block gone: its '.', '..' and entries with it.
+    rewrite_inode(dev.as_ref(), tree.deep, |i| i.direct[0] = Daddr::NONE);
+    let report = check(&dev);
+    assert_resets_chunk(&report, tree.deep, 0);
+    repaired_to_clean::<Ffs>(&dev);
+    with_fs(&dev, false, |fs| {
+        assert_eq!(fs.lookup(tree.deep, b"..").expect("..").ino, tree.docs);
+        let lf = fs.lookup(ROOT_INO, b"lost+found").expect("lost+found").ino;
+        let large = fs.lookup(lf, format!("#{}", tree.large).as_bytes()).expect("large reconnected").ino;
+        assert_eq!(fs.read(large, 0, 100).expect("read"), pattern(100, 2));
+    });
+}
+
+#[test]
+fn a_lost_root_is_made_again_and_everything_reconnected() {
+    let (dev, tree) = populated();
+    rewrite_inode(dev.as_ref(), ROOT_INO, |i| {
+        *i = fslab::format::inode::Inode { ino: ROOT_INO, ..Default::default() }
+    });
+    let report = check(&dev);
+    assert!(
+        report.problems.iter().any(|p| p.fix == Some(Fix::CreateRoot)),
+        "problems:\n{}",
+        listing(&report)
+    );
+    repaired_to_clean::<Ffs>(&dev);
+    with_fs(&dev, false, |fs| {
+        let lf = fs.lookup(ROOT_INO, b"lost+found").expect("lost+found").ino;
+        let docs = fs.lookup(lf, format!("#{}", tree.docs).as_bytes()).expect("docs reconnected").ino;
+        let small = fs.lookup(docs, b"small").expect("small").ino;
+        assert_eq!(fs.read(small, 0, 5).expect("read"), b"hello");
+    });
+}
+
+#[test]
+fn wrong_bitmaps_in_a_sound_group_are_rebuilt() {
+    let (dev, tree) = populated();
+    let geo = geometry(dev.as_ref());
+    let medium = inode(dev.as_ref(), tree.medium).direct[2].get();
+    let g = geo.group_of(medium);
+    let mut cg = group(dev.as_ref(), g);
+    // A block in use marked free (it would be handed out again), and a
+    // free one marked in use.
+    cg.free(geo.within_group(medium), 8).expect("in use");
+    let spare = (0..cg.frags() / 8).rev().find(|&b| cg.is_block_free(b)).expect("a free block");
+    cg.alloc_block(Some(spare * 8)).expect("free");
+    write_group(dev.as_ref(), g, &cg);
+    let report = check(&dev);
+    let messages: Vec<&str> = report
+        .problems
+        .iter()
+        .filter(|p| p.kind == Kind::CylinderGroup && p.fix == Some(Fix::RebuildGroups))
+        .map(|p| p.message.as_str())
+        .collect();
+    assert!(messages.iter().any(|m| m.contains("in use are marked free")), "problems:\n{}", listing(&report));
+    assert!(
+        messages.iter().any(|m| m.contains("free fragments are marked in use")),
+        "problems:\n{}",
+        listing(&report)
+    );
+    repaired_to_clean::<Ffs>(&dev);
+    with_fs(&dev, false, |fs| fs.storage().check_groups().expect("groups agree with their bitmaps"));
+}
+
+#[test]
+fn a_group_whose_summary_disagrees_with_its_bitmap_is_rebuilt() {
+    let (dev, _) = populated();
+    // frsum[1] += 1, resealed: the area passes its checksum, not its recount.
+    let at = group_area(dev.as_ref(), 0);
+    let mut area = vec![0u8; 8192];
+    dev.read_at(at, &mut area).expect("read");
+    area[68] = area[68].wrapping_add(1);
+    let end = geometry(dev.as_ref()).cg_sections().end;
+    let crc = fslab::format::codec::crc32c_skipping(&area[..end], 4);
+    area[4..8].copy_from_slice(&crc.to_le_bytes());
+    dev.write_at(at, &area).expect("write");
+    let report = check(&dev);
+    assert!(
+        report.problems.iter().any(|p| p.kind == Kind::CylinderGroup
+            && p.fix == Some(Fix::RebuildGroups)
+            && p.message.contains("free-run")),
+        "problems:\n{}",
+        listing(&report)
+    );
+    repaired_to_clean::<Ffs>(&dev);
+}
+
+#[test]
+fn wrong_superblock_totals_are_rewritten() {
+    let (dev, _) = populated();
+    let mut sb = superblock(dev.as_ref());
+    sb.totals.free_blocks += 100;
+    write_superblock(dev.as_ref(), &sb);
+    let report = check(&dev);
+    assert!(
+        report.problems.iter().any(|p| p.kind == Kind::Superblock && p.fix == Some(Fix::RebuildGroups)),
+        "problems:\n{}",
+        listing(&report)
+    );
+    repaired_to_clean::<Ffs>(&dev);
+    assert_eq!(superblock(dev.as_ref()).totals.free_blocks, sb.totals.free_blocks - 100);
+}
+
+#[test]
+fn a_damaged_primary_superblock_is_restored_from_a_copy() {
+    for wipe in [false, true] {
+        let (dev, tree) = populated();
+        if wipe {
+            dev.write_at(0, &[0u8; 4096]).expect("write");
+        } else {
+            flip_bytes(dev.as_ref(), 100, 2);
+        }
+        let report = check(&dev);
+        assert_eq!(report.layout, Layout::Ffs, "wiped: {wipe}");
+        assert!(
+            report.problems.iter().any(|p| p.fix == Some(Fix::RestoreSuperblock)),
+            "wiped: {wipe}; problems:\n{}",
+            listing(&report)
+        );
+        repaired_to_clean::<Ffs>(&dev);
+        with_fs(&dev, false, |fs| assert_eq!(fs.read(tree.small, 0, 5).expect("read"), b"hello"));
+    }
+}
+
+#[test]
+fn a_damaged_superblock_copy_is_rewritten() {
+    let (dev, _) = populated();
+    let geo = geometry(dev.as_ref());
+    flip_bytes(dev.as_ref(), geo.byte_offset(geo.group_base(2)) + 30, 2);
+    let report = check(&dev);
+    assert!(
+        report.problems.iter().any(|p| p.kind == Kind::Superblock && p.fix == Some(Fix::RewriteSuperblocks)),
+        "problems:\n{}",
+        listing(&report)
+    );
+    repaired_to_clean::<Ffs>(&dev);
+}
+
+#[test]
+fn indirect_blocks_that_repeat_one_block_are_checked_in_bounded_time() {
+    let (dev, tree) = populated();
+    let large = inode(dev.as_ref(), tree.large);
+    // large reaches its double indirect tree: block D there, and its one
+    // single indirect block S. Every pointer of S now names S, and every
+    // pointer of D names S, each block resealed, so each passes as the
+    // block it is read as at one place only.
+    let nindir = (8192 - 8) / 4;
+    let (d_lbn, s_lbn) = (-(NDADDR as i64 + nindir) - 1, -(NDADDR as i64 + nindir));
+    let double = large.indirect[1].get();
+    let single = u32::from_le_bytes(read_frags(dev.as_ref(), double, 4).try_into().expect("4 bytes")) as u64;
+    assert!(single != 0, "the double tree has a single indirect block");
+    for (addr, lbn) in [(single, s_lbn), (double, d_lbn)] {
+        let mut block = read_frags(dev.as_ref(), addr, 8192);
+        for p in block[..8192 - 8].chunks_exact_mut(4) {
+            p.copy_from_slice(&(single as u32).to_le_bytes());
+        }
+        seal_indirect(&mut block, tree.large, lbn);
+        write_frags(dev.as_ref(), addr, &block);
+    }
+    let started = Instant::now();
+    let report = check(&dev);
+    assert!(started.elapsed() < Duration::from_secs(10), "check took {:?}", started.elapsed());
+    assert!(
+        report.has(Kind::BlockPointer) || report.has(Kind::DuplicateBlock),
+        "problems:\n{}",
+        listing(&report)
+    );
+    let started = Instant::now();
+    let outcome = repair(&dev);
+    assert!(started.elapsed() < Duration::from_secs(20), "repair took {:?}", started.elapsed());
+    assert_eq!(outcome.exit_code(), 1, "left:\n{}", listing(&outcome.last));
+}
+
+#[test]
+fn a_repair_that_leaves_problems_leaves_the_image_unmountable() {
+    let (dev, tree) = populated();
+    // deep's first entry renamed from '.' to 'x' (the chunk resealed):
+    // found, and beyond repair.
+    let at = geometry(dev.as_ref()).byte_offset(inode(dev.as_ref(), tree.deep).direct[0].get());
+    let mut chunk = vec![0u8; 512];
+    dev.read_at(at, &mut chunk).expect("read");
+    assert_eq!(chunk[8], b'.');
+    chunk[8] = b'x';
+    fslab::format::dirent::seal_chunk(&mut chunk);
+    dev.write_at(at, &chunk).expect("write");
+    let report = check(&dev);
+    assert!(report.problems.iter().any(|p| p.fix.is_none()), "problems:\n{}", listing(&report));
+    // A crash on top, so that repair has something to write.
+    with_fs(&dev, true, |fs| {
+        let c = fslab::ufs::Creds::default();
+        fs.mknod(ROOT_INO, b"late", 0o644, 0, c).expect("create");
+    });
+    let outcome = repair(&dev);
+    assert_eq!(outcome.exit_code(), 4, "left:\n{}", listing(&outcome.last));
+    assert_eq!(superblock(dev.as_ref()).flags & SB_CLEAN, 0, "not marked clean");
+    let e = fslab::ffs::Ffs::mount(dev.clone(), fslab::ffs::MountOptions::default()).err().expect("refused");
+    assert_eq!(e.errno(), libc::EUCLEAN);
+}
+
+#[test]
+fn a_directory_left_with_two_names_by_a_rename_keeps_the_one_its_dotdot_names() {
+    let (dev, tree) = populated();
+    // A rename of deep from docs to the root cut short: named in both, its
+    // '..' already the root's.
+    with_fs(&dev, false, |fs| {
+        fs.repair_add_entry(ROOT_INO, b"deep", tree.deep).expect("add");
+        fs.repair_retarget_entry(tree.deep, b"..", ROOT_INO).expect("retarget");
+    });
+    let report = check(&dev);
+    assert!(
+        report.problems.iter().any(|p| p.kind == Kind::Directory
+            && p.fix == Some(Fix::RemoveEntry { dir: tree.docs, name: b"deep".to_vec() })),
+        "problems:\n{}",
+        listing(&report)
+    );
+    repaired_to_clean::<Ffs>(&dev);
+    with_fs(&dev, false, |fs| {
+        assert!(fs.lookup(tree.docs, b"deep").is_err());
+        assert_eq!(fs.lookup(ROOT_INO, b"deep").expect("deep").ino, tree.deep);
+        assert_eq!(fs.getattr(tree.docs).expect("docs").attr.nlink, 2);
+    });
+}
+
+#[test]
+fn the_same_tree_checks_the_same_on_both_layouts() {
+    // `populate` makes the same namespace in LFS; both checkers count it alike.
+    let lfs = common::populated().0;
+    let (ffs, _) = populated();
+    let (a, b) = (check(&lfs), check(&ffs));
+    assert_eq!((a.counts.inodes, a.counts.directories), (b.counts.inodes, b.counts.directories));
+    assert_eq!((a.layout, b.layout), (Layout::Lfs, Layout::Ffs));
+}

@@ -1,0 +1,141 @@
+//! Inodes held in memory by a storage manager, and which of them changed.
+//!
+//! Both layouts keep the inodes they touched since mount and write the
+//! changed ones later (LFS into inode blocks of the next partial segment,
+//! FFS into their inode-table blocks). [`InodeCache::mark_dirty`] is the
+//! one place an inode becomes changed, as the buffer cache's dirtying is
+//! for blocks: together they are where every change of metadata passes
+//! (xv6's `log_write`), which a journal or a dependency tracker hooks.
+
+use super::IntMap;
+use crate::format::inode::Inode;
+use crate::format::Ino;
+use std::collections::BTreeSet;
+
+/// Inodes in memory past which clean ones are dropped. An inode is 256
+/// bytes on disk and about as much here: 100,000 of them are ~25 MiB.
+const MAX_CLEAN_INODES: usize = 100_000;
+
+/// Inodes by number, with the set of those changed since they were last
+/// written.
+#[derive(Default)]
+pub struct InodeCache {
+    inodes: IntMap<Ino, Inode>,
+    dirty: BTreeSet<Ino>,
+}
+
+impl InodeCache {
+    /// An empty cache.
+    pub fn new() -> InodeCache {
+        InodeCache::default()
+    }
+
+    /// Inode `ino` if it is in memory.
+    pub fn get(&self, ino: Ino) -> Option<&Inode> {
+        self.inodes.get(&ino)
+    }
+
+    /// Inode `ino` to change, if it is in memory. A change made through it
+    /// is kept only once [`InodeCache::mark_dirty`] is called.
+    pub fn get_mut(&mut self, ino: Ino) -> Option<&mut Inode> {
+        self.inodes.get_mut(&ino)
+    }
+
+    /// Puts `inode` in memory: changed (a new inode, or one that must be
+    /// written) or as it is on disk. When the cache is full its clean
+    /// inodes are dropped first (never a changed one).
+    pub fn insert(&mut self, inode: Inode, dirty: bool) {
+        let ino = inode.ino;
+        if self.inodes.len() >= MAX_CLEAN_INODES + self.dirty.len() && !self.inodes.contains_key(&ino) {
+            let changed = &self.dirty;
+            self.inodes.retain(|i, _| changed.contains(i));
+        }
+        self.inodes.insert(ino, inode);
+        if dirty {
+            self.dirty.insert(ino);
+        } else {
+            self.dirty.remove(&ino);
+        }
+    }
+
+    /// Notes that inode `ino` changed: the one place an inode becomes
+    /// changed. Returns false if it is not in memory (nothing to note).
+    pub fn mark_dirty(&mut self, ino: Ino) -> bool {
+        if !self.inodes.contains_key(&ino) {
+            return false;
+        }
+        self.dirty.insert(ino);
+        true
+    }
+
+    /// Whether inode `ino` changed since it was last written.
+    pub fn is_dirty(&self, ino: Ino) -> bool {
+        self.dirty.contains(&ino)
+    }
+
+    /// Notes that inode `ino` was written (it stays in memory).
+    pub fn mark_clean(&mut self, ino: Ino) {
+        self.dirty.remove(&ino);
+    }
+
+    /// Forgets inode `ino` (it was freed).
+    pub fn remove(&mut self, ino: Ino) {
+        self.inodes.remove(&ino);
+        self.dirty.remove(&ino);
+    }
+
+    /// Forgets every inode.
+    pub fn clear(&mut self) {
+        self.inodes.clear();
+        self.dirty.clear();
+    }
+
+    /// The numbers of the inodes in memory, in no order.
+    pub fn numbers(&self) -> impl Iterator<Item = Ino> + '_ {
+        self.inodes.keys().copied()
+    }
+
+    /// The changed inodes, in number order.
+    pub fn dirty(&self) -> &BTreeSet<Ino> {
+        &self.dirty
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inode(ino: Ino) -> Inode {
+        Inode { ino, ..Inode::default() }
+    }
+
+    #[test]
+    fn a_full_cache_drops_clean_inodes_and_keeps_changed_ones() {
+        let mut c = InodeCache::new();
+        c.insert(inode(5), true);
+        for ino in 10..10 + MAX_CLEAN_INODES as Ino {
+            c.insert(inode(ino), false);
+        }
+        assert!(c.get(10).is_some(), "nothing dropped below the limit");
+        c.insert(inode(1), false);
+        assert!(c.get(10).is_none(), "clean inodes dropped when full");
+        assert_eq!(c.get(5).map(|i| i.ino), Some(5), "a changed inode is never dropped");
+        assert!(c.is_dirty(5) && !c.is_dirty(1));
+        assert_eq!(c.get(1).map(|i| i.ino), Some(1));
+    }
+
+    #[test]
+    fn marking_needs_the_inode_in_memory_and_writing_or_freeing_clears_it() {
+        let mut c = InodeCache::new();
+        assert!(!c.mark_dirty(3));
+        c.insert(inode(3), false);
+        assert!(!c.is_dirty(3));
+        assert!(c.mark_dirty(3));
+        assert_eq!(c.dirty().iter().copied().collect::<Vec<_>>(), vec![3]);
+        c.mark_clean(3);
+        assert!(c.dirty().is_empty() && c.get(3).is_some());
+        c.insert(inode(3), true);
+        c.remove(3);
+        assert!(c.get(3).is_none() && !c.is_dirty(3));
+    }
+}
