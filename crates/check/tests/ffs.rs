@@ -536,3 +536,31 @@ fn a_looping_orphan_list_stops_the_walk_and_the_mount_goes_on() {
     });
     assert_eq!(superblock(dev.as_ref()).orphan_head, 0);
 }
+
+/// A damaged orphan list (it loops) is damage: the orphans are reported as
+/// unreferenced inodes, and repair frees them and empties the list.
+#[test]
+fn a_looping_orphan_list_is_damage_that_repair_empties() {
+    let dev = fresh(24 << 20);
+    let c = fslab::ufs::Creds::default();
+    let files = with_fs(&dev, true, |fs| {
+        let mut files = Vec::new();
+        for name in [&b"a"[..], b"b"] {
+            let ino = fs.mknod(ROOT_INO, name, 0o644, 0, c).expect("create").ino;
+            fs.write(ino, 0, &pattern(10_000, 1)).expect("write");
+            fs.pin(ino);
+            fs.unlink(ROOT_INO, name).expect("unlink");
+            files.push(ino);
+        }
+        files
+    });
+    rewrite_inode(dev.as_ref(), files[0], |i| i.next_orphan = files[1]);
+    let report = check(&dev);
+    assert!(report.has(Kind::OrphanList), "problems:\n{}", listing(&report));
+    assert!(report.pending_reclaim.is_empty());
+    for &ino in &files {
+        assert!(about(&report, Kind::Unreachable, ino).contains(&Some(Fix::FreeOrphan { ino })));
+    }
+    repaired_to_clean::<Ffs>(&dev);
+    assert_eq!(superblock(dev.as_ref()).orphan_head, 0);
+}
