@@ -448,6 +448,25 @@ fn the_same_tree_checks_the_same_on_both_layouts() {
     assert_eq!((a.layout, b.layout), (Layout::Lfs, Layout::Ffs));
 }
 
+/// Files of `len` bytes made in the root under `names`, each held open
+/// (pinned) and unlinked: orphans, on the list newest first.
+fn held_open_and_unlinked(
+    fs: &mut fslab::ufs::FileSystem<fslab::ffs::Ffs>,
+    names: &[&[u8]],
+    len: usize,
+) -> Vec<Ino> {
+    let c = fslab::ufs::Creds::default();
+    let mut files = Vec::new();
+    for name in names {
+        let ino = fs.mknod(ROOT_INO, name, 0o644, 0, c).expect("create").ino;
+        fs.write(ino, 0, &pattern(len, 3)).expect("write");
+        fs.pin(ino);
+        fs.unlink(ROOT_INO, name).expect("unlink");
+        files.push(ino);
+    }
+    files
+}
+
 /// The orphan list as the disk holds it: the superblock's head, then each
 /// inode's `next_orphan`, for at most `limit` inodes.
 fn orphans_on_disk(dev: &std::sync::Arc<disk::MemDisk>, limit: usize) -> Vec<Ino> {
@@ -467,16 +486,8 @@ fn orphans_on_disk(dev: &std::sync::Arc<disk::MemDisk>, limit: usize) -> Vec<Ino
 #[test]
 fn sync_mode_keeps_the_orphan_list_on_disk_without_a_sync() {
     let dev = fresh(24 << 20);
-    let c = fslab::ufs::Creds::default();
     let files = with_fs(&dev, true, |fs| {
-        let mut files = Vec::new();
-        for name in [&b"a"[..], b"b", b"c"] {
-            let ino = fs.mknod(ROOT_INO, name, 0o644, 0, c).expect("create").ino;
-            fs.write(ino, 0, &pattern(20_000, 3)).expect("write");
-            fs.pin(ino);
-            fs.unlink(ROOT_INO, name).expect("unlink");
-            files.push(ino);
-        }
+        let files = held_open_and_unlinked(fs, &[b"a", b"b", b"c"], 20_000);
         fs.unpin(files[1], 1).expect("close the middle one");
         files
     });
@@ -515,15 +526,8 @@ fn mount_frees_the_orphans_on_the_list() {
 #[test]
 fn a_looping_orphan_list_stops_the_walk_and_the_mount_goes_on() {
     let dev = fresh(24 << 20);
-    let c = fslab::ufs::Creds::default();
     let files = with_fs(&dev, true, |fs| {
-        let mut files = Vec::new();
-        for name in [&b"a"[..], b"b"] {
-            let ino = fs.mknod(ROOT_INO, name, 0o644, 0, c).expect("create").ino;
-            fs.pin(ino);
-            fs.unlink(ROOT_INO, name).expect("unlink");
-            files.push(ino);
-        }
+        let files = held_open_and_unlinked(fs, &[b"a", b"b"], 0);
         fslab::storage::StorageManager::unmount(fs.storage()).expect("unmount under the namespace");
         files
     });
@@ -542,18 +546,7 @@ fn a_looping_orphan_list_stops_the_walk_and_the_mount_goes_on() {
 #[test]
 fn a_looping_orphan_list_is_damage_that_repair_empties() {
     let dev = fresh(24 << 20);
-    let c = fslab::ufs::Creds::default();
-    let files = with_fs(&dev, true, |fs| {
-        let mut files = Vec::new();
-        for name in [&b"a"[..], b"b"] {
-            let ino = fs.mknod(ROOT_INO, name, 0o644, 0, c).expect("create").ino;
-            fs.write(ino, 0, &pattern(10_000, 1)).expect("write");
-            fs.pin(ino);
-            fs.unlink(ROOT_INO, name).expect("unlink");
-            files.push(ino);
-        }
-        files
-    });
+    let files = with_fs(&dev, true, |fs| held_open_and_unlinked(fs, &[b"a", b"b"], 10_000));
     rewrite_inode(dev.as_ref(), files[0], |i| i.next_orphan = files[1]);
     let report = check(&dev);
     assert!(report.has(Kind::OrphanList), "problems:\n{}", listing(&report));
