@@ -19,7 +19,7 @@ use fslab::format::{Daddr, Ino, Lbn, ROOT_INO};
 use fslab::lfs::inspect::superblock_copies;
 use fslab::lfs::layout::{CleanerInfo, ImapEntry, SegUse, Summary, Superblock, SB_CLEAN};
 use fslab::Error;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// Summary-walk entries kept in memory before the cache is emptied.
 const MAX_CACHED_ROLES: usize = 1 << 22;
@@ -103,6 +103,8 @@ pub(crate) struct Checker<'a> {
     pub imap: Vec<Option<ImapEntry>>,
     /// Phase 3: allocated inodes, and directories' data blocks by lbn.
     pub inodes: HashMap<Ino, InodeInfo>,
+    /// The inodes on a sound orphan list.
+    pub orphans: HashSet<Ino>,
     pub dir_blocks: HashMap<Ino, Vec<(u64, Daddr)>>,
     /// A few inode blocks, by address (many inodes share one).
     pub inode_blocks: HashMap<Daddr, Option<Vec<u8>>>,
@@ -214,6 +216,7 @@ impl<'a> Checker<'a> {
             seguse: Vec::new(),
             imap: Vec::new(),
             inodes: HashMap::new(),
+            orphans: HashSet::new(),
             dir_blocks: HashMap::new(),
             inode_blocks: HashMap::new(),
         });
@@ -253,6 +256,8 @@ impl<'a> Checker<'a> {
     /// Runs phases 3 to 6 (phases 1 and 2 ran in `open`).
     pub fn run(&mut self) {
         self.check_inodes();
+        self.orphans =
+            crate::orphans::check_list(&mut self.report, self.sb.checkpoint.orphan_head, &self.inodes);
         crate::tree::check_tree(self);
         self.check_usage();
         self.check_free_list();
@@ -437,6 +442,10 @@ impl<'a> Checker<'a> {
 
 /// LFS's inodes and directories for the namespace phases (its phase 4).
 impl Namespace for Checker<'_> {
+    fn on_orphan_list(&self, ino: Ino) -> bool {
+        self.orphans.contains(&ino)
+    }
+
     fn block_size(&self) -> usize {
         self.bs
     }

@@ -225,7 +225,7 @@ impl Checker<'_> {
     }
 
     fn check_inode(&mut self, ino: Ino, entry: ImapEntry) {
-        let unreadable = InodeInfo { mode: 0, nlink: 0, size: 0, blocks: 0, readable: false };
+        let unreadable = InodeInfo { mode: 0, nlink: 0, size: 0, blocks: 0, readable: false, next_orphan: 0 };
         let (role, in_checkpoint) = if self.bad_address(entry.daddr).is_none() {
             self.role(entry.daddr)
         } else {
@@ -294,7 +294,14 @@ impl Checker<'_> {
         }
         self.inodes.insert(
             ino,
-            InodeInfo { mode: a.mode, nlink: a.nlink, size: a.size, blocks: inode.blocks, readable: true },
+            InodeInfo {
+                mode: a.mode,
+                nlink: a.nlink,
+                size: a.size,
+                blocks: inode.blocks,
+                readable: true,
+                next_orphan: inode.next_orphan,
+            },
         );
     }
 

@@ -34,6 +34,7 @@
 mod ffs;
 mod image;
 mod inodes;
+mod orphans;
 mod repair;
 mod tree;
 mod usage;
@@ -78,6 +79,8 @@ pub enum Kind {
     /// A cylinder group's area: unreadable, or its bitmaps or counts
     /// disagree with the inodes (FFS).
     CylinderGroup,
+    /// The orphan list: a cycle, or an inode on it that is not an orphan.
+    OrphanList,
 }
 
 /// A repair the library can make (see `repair`).
@@ -122,6 +125,11 @@ pub enum Fix {
     /// Make a new, empty root directory; everything else is then reconnected
     /// into `/lost+found` (FFS).
     CreateRoot,
+    /// Free the orphans on the (sound) orphan list: what a mount does.
+    ReclaimOrphans,
+    /// Empty a damaged orphan list (the inodes it named are freed as
+    /// unreferenced inodes).
+    ClearOrphanList,
 }
 
 /// One thing found wrong.
@@ -188,6 +196,10 @@ pub struct Report {
     pub clean_unmount: bool,
     /// What was looked at.
     pub counts: Counts,
+    /// Orphans on a sound orphan list: files unlinked while open, left by a
+    /// crash before their last close. Not damage — the next mount frees
+    /// them, as does `--repair` — so a report with only these is clean.
+    pub pending_reclaim: Vec<Ino>,
 }
 
 impl Report {

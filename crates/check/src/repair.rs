@@ -54,7 +54,7 @@ pub fn fsck(
         return Ok(outcome);
     }
     for round in 1..=MAX_ROUNDS {
-        if outcome.last.is_clean() {
+        if outcome.last.is_clean() && outcome.last.pending_reclaim.is_empty() {
             break;
         }
         let fixes = planned(&outcome.last);
@@ -72,9 +72,13 @@ pub fn fsck(
     Ok(outcome)
 }
 
-/// The fixes of `report`'s problems, each once, in the order found.
+/// The fixes of `report`'s problems, each once, in the order found, and
+/// the freeing of the orphans pending reclaim.
 pub(crate) fn planned(report: &Report) -> Vec<Fix> {
     let mut fixes: Vec<Fix> = Vec::new();
+    if !report.pending_reclaim.is_empty() {
+        fixes.push(Fix::ReclaimOrphans);
+    }
     for fix in report.problems.iter().filter_map(|p| p.fix.clone()) {
         if !fixes.contains(&fix) {
             fixes.push(fix);
@@ -99,6 +103,7 @@ fn apply(dev: Arc<dyn BlockDevice>, checked_serial: u64, fixes: &[Fix], outcome:
         }
     };
     let mut done = 0;
+    note_orphans(outcome, lfs.orphan_report());
     if lfs.superblock().checkpoint.serial != checked_serial {
         note(outcome, None, "mounting rolled the log forward to a new checkpoint; checking again".into());
         if let Err(e) = lfs.unmount() {
@@ -131,6 +136,19 @@ fn apply(dev: Arc<dyn BlockDevice>, checked_serial: u64, fixes: &[Fix], outcome:
     done
 }
 
+/// Notes what a mount made for a repair did with the orphan list (the
+/// mount frees the orphans on it; `Fix::ReclaimOrphans`,
+/// `Fix::ClearOrphanList`).
+pub(crate) fn note_orphans(outcome: &mut Outcome, report: &fslab::storage::orphans::OrphanReport) {
+    if report.reclaimed > 0 {
+        let message = format!("{} orphans on the orphan list freed", report.reclaimed);
+        note(outcome, Some(Fix::ReclaimOrphans), message);
+    }
+    if let Some(why) = &report.damage {
+        note(outcome, Some(Fix::ClearOrphanList), format!("orphan list emptied ({why})"));
+    }
+}
+
 /// Which step of [`apply_namespace`] applies `fix`, if any.
 fn namespace_step(fix: &Fix) -> Option<usize> {
     match fix {
@@ -143,7 +161,9 @@ fn namespace_step(fix: &Fix) -> Option<usize> {
 
 /// Whether `fixes` hold a change to the namespace (one that [`apply_namespace`] makes).
 pub(crate) fn changes_namespace(fixes: &[Fix]) -> bool {
-    fixes.iter().any(|f| namespace_step(f).is_some() || matches!(f, Fix::SetNlink { .. }))
+    fixes
+        .iter()
+        .any(|f| namespace_step(f).is_some() || matches!(f, Fix::SetNlink { .. } | Fix::ReclaimOrphans))
 }
 
 /// Applies the namespace fixes among `fixes` through `fs`, for any layout:

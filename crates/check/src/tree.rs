@@ -33,6 +33,8 @@ pub(crate) struct InodeInfo {
     pub blocks: u64,
     /// False if the inode could not be read: entries naming it are left alone.
     pub readable: bool,
+    /// The next inode on the orphan list (0: none).
+    pub next_orphan: Ino,
 }
 
 /// What an entry's inode number names.
@@ -72,6 +74,9 @@ pub(crate) trait Namespace {
     /// (fsck_ffs clears it in preen mode rather than reconnecting it); LFS
     /// writes a create atomically, so there it means damage.
     fn frees_empty_files(&self) -> bool;
+    /// Whether `ino` is on a sound orphan list (see `orphans`): pending
+    /// reclaim, not damage, when it has no links and no name.
+    fn on_orphan_list(&self, ino: Ino) -> bool;
     /// The label of these phases in progress messages.
     fn phase_label(&self) -> &'static str;
     /// Where problems and counts go.
@@ -282,6 +287,11 @@ impl<N: Namespace> Tree<'_, N> {
                 && named_by_others(dir) == 0
                 && dirs.get(&dir).is_some_and(|d| d.children.is_empty())
             {
+                if self.ns.on_orphan_list(dir) {
+                    self.ns.report_mut().pending_reclaim.push(dir);
+                    parent.insert(dir, dir);
+                    continue;
+                }
                 self.problem(
                     Kind::Unreachable,
                     Some(dir),
@@ -329,6 +339,8 @@ impl<N: Namespace> Tree<'_, N> {
                     ),
                     Some(Fix::FreeOrphan { ino }),
                 );
+            } else if info.nlink == 0 && named_by_others(ino) == 0 && self.ns.on_orphan_list(ino) {
+                self.ns.report_mut().pending_reclaim.push(ino);
             } else if info.nlink == 0 && named_by_others(ino) == 0 {
                 self.problem(
                     Kind::Unreachable,

@@ -447,3 +447,113 @@ fn the_same_tree_checks_the_same_on_both_layouts() {
     assert_eq!((a.counts.inodes, a.counts.directories), (b.counts.inodes, b.counts.directories));
     assert_eq!((a.layout, b.layout), (Layout::Lfs, Layout::Ffs));
 }
+
+/// Files of `len` bytes made in the root under `names`, each held open
+/// (pinned) and unlinked: orphans, on the list newest first.
+fn held_open_and_unlinked(
+    fs: &mut fslab::ufs::FileSystem<fslab::ffs::Ffs>,
+    names: &[&[u8]],
+    len: usize,
+) -> Vec<Ino> {
+    let c = fslab::ufs::Creds::default();
+    let mut files = Vec::new();
+    for name in names {
+        let ino = fs.mknod(ROOT_INO, name, 0o644, 0, c).expect("create").ino;
+        fs.write(ino, 0, &pattern(len, 3)).expect("write");
+        fs.pin(ino);
+        fs.unlink(ROOT_INO, name).expect("unlink");
+        files.push(ino);
+    }
+    files
+}
+
+/// The orphan list as the disk holds it: the superblock's head, then each
+/// inode's `next_orphan`, for at most `limit` inodes.
+fn orphans_on_disk(dev: &std::sync::Arc<disk::MemDisk>, limit: usize) -> Vec<Ino> {
+    let mut list = Vec::new();
+    let mut next = superblock(dev.as_ref()).orphan_head;
+    while next != 0 && list.len() < limit {
+        list.push(next);
+        next = inode(dev.as_ref(), next).next_orphan;
+    }
+    list
+}
+
+/// In sync mode the orphan list is on disk the moment a file unlinked
+/// while open has lost its name, and a close takes it off before the inode
+/// is freed: a crash at any point after leaves the list fsck and mount
+/// expect, with no sync.
+#[test]
+fn sync_mode_keeps_the_orphan_list_on_disk_without_a_sync() {
+    let dev = fresh(24 << 20);
+    let files = with_fs(&dev, true, |fs| {
+        let files = held_open_and_unlinked(fs, &[b"a", b"b", b"c"], 20_000);
+        fs.unpin(files[1], 1).expect("close the middle one");
+        files
+    });
+    assert_eq!(orphans_on_disk(&dev, 10), vec![files[2], files[0]]);
+}
+
+/// A list left on an image marked clean (a storage user that unmounted
+/// with orphans open) is emptied by the next mount, which frees each
+/// orphan's inode and blocks.
+#[test]
+fn mount_frees_the_orphans_on_the_list() {
+    let dev = fresh(24 << 20);
+    let c = fslab::ufs::Creds::default();
+    let (file, free_before) = with_fs(&dev, true, |fs| {
+        let free_before = fs.statfs().expect("statfs").free_blocks;
+        let file = fs.mknod(ROOT_INO, b"held", 0o644, 0, c).expect("create").ino;
+        fs.write(file, 0, &pattern(200_000, 3)).expect("write");
+        fs.pin(file);
+        fs.unlink(ROOT_INO, b"held").expect("unlink");
+        fslab::storage::StorageManager::unmount(fs.storage()).expect("unmount under the namespace");
+        (file, free_before)
+    });
+    assert_eq!(orphans_on_disk(&dev, 10), vec![file]);
+    with_fs(&dev, false, |fs| {
+        assert_eq!(fs.storage().orphan_report().reclaimed, 1);
+        assert!(fs.getattr(file).is_err(), "the orphan is freed");
+        assert_eq!(fs.statfs().expect("statfs").free_blocks, free_before, "its space is back");
+    });
+    assert_eq!(superblock(dev.as_ref()).orphan_head, 0);
+    let report = check(&dev);
+    assert!(report.is_clean(), "problems:\n{}", listing(&report));
+}
+
+/// A list that loops is not followed forever: mount frees what it could
+/// walk, says why it stopped, and mounts.
+#[test]
+fn a_looping_orphan_list_stops_the_walk_and_the_mount_goes_on() {
+    let dev = fresh(24 << 20);
+    let files = with_fs(&dev, true, |fs| {
+        let files = held_open_and_unlinked(fs, &[b"a", b"b"], 0);
+        fslab::storage::StorageManager::unmount(fs.storage()).expect("unmount under the namespace");
+        files
+    });
+    // b → a → b → ...
+    rewrite_inode(dev.as_ref(), files[0], |i| i.next_orphan = files[1]);
+    with_fs(&dev, false, |fs| {
+        let report = fs.storage().orphan_report().clone();
+        assert_eq!(report.reclaimed, 2, "{report:?}");
+        assert!(report.damage.expect("a loop").contains("loops back"));
+    });
+    assert_eq!(superblock(dev.as_ref()).orphan_head, 0);
+}
+
+/// A damaged orphan list (it loops) is damage: the orphans are reported as
+/// unreferenced inodes, and repair frees them and empties the list.
+#[test]
+fn a_looping_orphan_list_is_damage_that_repair_empties() {
+    let dev = fresh(24 << 20);
+    let files = with_fs(&dev, true, |fs| held_open_and_unlinked(fs, &[b"a", b"b"], 10_000));
+    rewrite_inode(dev.as_ref(), files[0], |i| i.next_orphan = files[1]);
+    let report = check(&dev);
+    assert!(report.has(Kind::OrphanList), "problems:\n{}", listing(&report));
+    assert!(report.pending_reclaim.is_empty());
+    for &ino in &files {
+        assert!(about(&report, Kind::Unreachable, ino).contains(&Some(Fix::FreeOrphan { ino })));
+    }
+    repaired_to_clean::<Ffs>(&dev);
+    assert_eq!(superblock(dev.as_ref()).orphan_head, 0);
+}

@@ -243,3 +243,66 @@ fn collapsing_and_inserting_ranges_leaves_an_image_fsck_calls_clean() {
         assert_eq!(fs.read(tree.large, 0, expect.len()).expect("read"), expect, "the same after a remount");
     });
 }
+
+/// Regression: a file unlinked while open stayed allocated, with its
+/// blocks, after a crash, until `fslab fsck --repair` freed it. Mount now
+/// frees every orphan: those on the checkpoint's list (`early`) and those
+/// only roll-forward brings back (`late`, unlinked after the checkpoint and
+/// made durable by another file's fsync).
+#[test]
+fn orphans_left_by_a_crash_are_freed_at_mount() {
+    let dev = fresh(16 << 20);
+    let c = Creds::default();
+    let (early, late) = with_fs(&dev, true, |fs| {
+        let early = fs.mknod(ROOT_INO, b"early", 0o644, 0, c).expect("create").ino;
+        fs.write(early, 0, &pattern(20 * BS, 1)).expect("write");
+        fs.pin(early);
+        fs.unlink(ROOT_INO, b"early").expect("unlink");
+        fs.sync().expect("checkpoint");
+        let late = fs.mknod(ROOT_INO, b"late", 0o644, 0, c).expect("create").ino;
+        fs.write(late, 0, &pattern(3 * BS, 2)).expect("write");
+        fs.pin(late);
+        fs.unlink(ROOT_INO, b"late").expect("unlink");
+        let other = fs.mknod(ROOT_INO, b"other", 0o644, 0, c).expect("create").ino;
+        fs.fsync(other, false).expect("fsync");
+        (early, late)
+    });
+    with_fs(&dev, false, |fs| {
+        let report = fs.storage().orphan_report().clone();
+        assert_eq!(report.reclaimed, 2, "{report:?}");
+        assert_eq!(report.damage, None);
+        assert!(fs.storage().orphan_list().is_empty());
+        assert!(fs.getattr(early).is_err() && fs.getattr(late).is_err(), "both orphans are freed");
+        assert!(fs.lookup(ROOT_INO, b"other").is_ok(), "the fsynced file is there");
+    });
+    let report = check(&dev);
+    assert!(report.is_clean(), "problems:\n{}", listing(&report));
+}
+
+/// The list names each orphan through its inode until its last close: a
+/// checkpoint taken while three are open names all three, and after two
+/// closes (the middle one first) only the third.
+#[test]
+fn the_checkpoint_names_the_orphans_open_at_that_moment() {
+    let dev = fresh(16 << 20);
+    let c = Creds::default();
+    with_fs(&dev, false, |fs| {
+        let mut files = Vec::new();
+        for name in [&b"a"[..], b"b", b"c"] {
+            let ino = fs.mknod(ROOT_INO, name, 0o644, 0, c).expect("create").ino;
+            fs.pin(ino);
+            fs.unlink(ROOT_INO, name).expect("unlink");
+            files.push(ino);
+        }
+        fs.sync().expect("checkpoint");
+        assert_eq!(fs.storage().superblock().checkpoint.orphan_head, files[2], "the newest orphan heads it");
+        assert_eq!(fs.storage().orphan_list(), &[files[2], files[1], files[0]]);
+        fs.unpin(files[1], 1).expect("close");
+        fs.unpin(files[2], 1).expect("close");
+        fs.sync().expect("checkpoint");
+        assert_eq!(fs.storage().superblock().checkpoint.orphan_head, files[0]);
+        use fslab::storage::StorageManager;
+        assert_eq!(fs.storage().vget(files[0]).expect("inode").next_orphan, 0);
+    });
+    assert!(check(&dev).is_clean());
+}

@@ -84,6 +84,14 @@ fn print_outcome(name: &str, outcome: &Outcome, verbose: bool) {
     if first.omitted > 0 {
         println!("... and {} more problems", first.omitted);
     }
+    if !first.pending_reclaim.is_empty() {
+        println!(
+            "pending reclaim: {} files unlinked while open (inodes {:?}) are on the orphan list; \
+             the next mount frees them, as does --repair (not damage)",
+            first.pending_reclaim.len(),
+            first.pending_reclaim
+        );
+    }
     for r in &outcome.repaired {
         println!("repaired: {}", r.message);
     }

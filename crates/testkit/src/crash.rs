@@ -46,11 +46,10 @@
 //!    every byte is 0 or a byte that some state of that file had at that
 //!    offset; a symlink's target is the one it was made with;
 //! 6. after the mount and a clean unmount, `fslab-check` (fsck) finds
-//!    nothing at all — live bytes, summaries, flags, free list exact — with
-//!    one exception, [`orphan_left_open`]: an inode with no name and no
-//!    links that the run held open when its last name went (the namespace
-//!    keeps it until the last close; a crash before that close leaves it
-//!    for fsck, as long as the file system keeps no orphan list on disk);
+//!    nothing at all — live bytes, summaries, flags, free list exact. That
+//!    includes a file the run held open when its last name went
+//!    ([`Op::UnlinkOpen`]): the recovery mount frees it from the orphan
+//!    list (or from what roll-forward applied);
 //! 7. when the mount recovered something, a second power cut during that
 //!    mount or its unmount changes nothing: mounting again finds the same
 //!    tree, and 1-6 hold ([`check_state`]; the image after the unmount and
@@ -116,6 +115,9 @@ pub enum Op {
     Link(String, String),
     /// `unlink(path)`.
     Unlink(String),
+    /// `open(path)`, then `unlink(path)`, and no close: the file lives on
+    /// with no name (an orphan) to the end of the run.
+    UnlinkOpen(String),
     /// `rename(from, to)`, no flags.
     Rename(String, String),
     /// `mkdir(path, 0755)`.
@@ -134,6 +136,7 @@ impl fmt::Display for Op {
             Op::Truncate(p, size) => write!(f, "truncate({p}, {size})"),
             Op::Link(a, b) => write!(f, "link({a} -> {b})"),
             Op::Unlink(p) => write!(f, "unlink({p})"),
+            Op::UnlinkOpen(p) => write!(f, "unlink-open({p})"),
             Op::Rename(a, b) => write!(f, "rename({a} -> {b})"),
             Op::Mkdir(p) => write!(f, "mkdir({p})"),
             Op::Rmdir(p) => write!(f, "rmdir({p})"),
@@ -338,7 +341,7 @@ impl Tree {
                 self.names.insert(to.clone(), id);
                 Ok(None)
             }
-            Op::Unlink(p) => match self.node_at(p) {
+            Op::Unlink(p) | Op::UnlinkOpen(p) => match self.node_at(p) {
                 Some((_, n)) if n.body != Body::Dir => {
                     self.drop_name(p);
                     Ok(None)
@@ -444,6 +447,7 @@ pub fn alphabet() -> Vec<(&'static str, Op)> {
         ("link-across", Op::Link(s("A/foo"), s("B/foolink"))),
         ("unlink", Op::Unlink(s("A/foo"))),
         ("unlink-bar", Op::Unlink(s("A/bar"))),
+        ("unlink-open", Op::UnlinkOpen(s("A/foo"))),
         ("rename-new-name", Op::Rename(s("A/foo"), s("A/new"))),
         ("rename-over", Op::Rename(s("A/foo"), s("A/bar"))),
         ("rename-across", Op::Rename(s("A/foo"), s("B/foo"))),
@@ -490,7 +494,7 @@ pub fn persist_options(op: &Op) -> Vec<Persist> {
             v.push(dir(to));
             v
         }
-        Op::Unlink(p) | Op::Rmdir(p) | Op::Symlink(p, _) => vec![dir(p)],
+        Op::Unlink(p) | Op::UnlinkOpen(p) | Op::Rmdir(p) | Op::Symlink(p, _) => vec![dir(p)],
         Op::Rename(from, to) => {
             // A directory is fsynced, not fdatasynced.
             let mut v = if setup_tree().is_dir(from) { vec![Persist::Fsync(to.clone())] } else { file(to) };
@@ -650,6 +654,13 @@ pub fn apply_both<S: StorageManager>(
                 fs.unlink(parent, name_of(p).as_bytes())?;
                 None
             }
+            Op::UnlinkOpen(p) => {
+                let parent = dir(fs, p)?;
+                let ino = fs.lookup(parent, name_of(p).as_bytes())?.ino;
+                fs.pin(ino);
+                fs.unlink(parent, name_of(p).as_bytes())?;
+                None
+            }
             Op::Rmdir(p) => {
                 let parent = dir(fs, p)?;
                 fs.rmdir(parent, name_of(p).as_bytes())?;
@@ -736,8 +747,9 @@ pub struct Recorded {
     /// operation that made `states[k + 1]`).
     pub op_events: Vec<usize>,
     /// Inodes that were open with no name left at some step of the run
-    /// (`FileSystem::orphans`): the only ones fsck may find unnamed.
-    pub orphans: BTreeSet<Ino>,
+    /// (`FileSystem::orphans`), each with the device events when the
+    /// operation that left it so returned.
+    pub orphans: BTreeMap<Ino, usize>,
 }
 
 /// Runs `workload` on a fresh [`CrashDisk`] over a copy of `image` (with
@@ -761,14 +773,16 @@ pub fn record_on<S: StorageManager>(
     let mut states = vec![tree.clone()];
     let mut op_events = Vec::new();
     let mut points = vec![Point { step: None, persist: Persist::Sync, state: 0, events: 0, node: None }];
-    let mut orphans = BTreeSet::new();
+    let mut orphans = BTreeMap::new();
     for (i, step) in workload.steps.iter().enumerate() {
         match step {
             Step::Op(op) => {
                 apply_both(&mut fs, &mut tree, op, workload);
                 states.push(tree.clone());
                 op_events.push(crash.events());
-                orphans.extend(fs.orphans());
+                for ino in fs.orphans() {
+                    orphans.entry(ino).or_insert(crash.events());
+                }
             }
             Step::Persist(p) => {
                 let path = match p {
@@ -1169,7 +1183,7 @@ fn check_image(rec: &Recorded, cut: usize, dev: &dyn BlockDevice, seen: &Observe
     check_renames(rec, seen)?;
     check_namespace(rec, cut, seen)?;
     check_contents(rec, cut, seen)?;
-    check_fsck(rec, dev)
+    check_fsck(dev)
 }
 
 /// Rename atomicity, checked on its own for a clearer report (item 3
@@ -1362,35 +1376,17 @@ fn check_file(rec: &Recorded, cut: usize, path: &str, id: NodeId, data: &[u8]) -
 }
 
 /// Item 6: fsck on the image after recovery and a clean unmount.
-fn check_fsck(rec: &Recorded, dev: &dyn BlockDevice) -> Result<(), String> {
+fn check_fsck(dev: &dyn BlockDevice) -> Result<(), String> {
     let report = fslab_check::check(dev, &fslab_check::Options::default(), &mut |_| {})
         .map_err(|e| format!("fsck could not run: {e}"))?;
-    let bad: Vec<String> = report
-        .problems
-        .iter()
-        .filter(|p| !orphan_left_open(rec, p))
-        .map(|p| format!("{:?}: {p}", p.kind))
-        .collect();
+    let mut bad: Vec<String> = report.problems.iter().map(|p| format!("{:?}: {p}", p.kind)).collect();
+    if !report.pending_reclaim.is_empty() {
+        bad.push(format!("orphans left pending reclaim: {:?}", report.pending_reclaim));
+    }
     if bad.is_empty() && report.omitted == 0 {
         Ok(())
     } else {
         Err(format!("fsck after recovery and a clean unmount reports: {}", bad.join("; ")))
-    }
-}
-
-/// The one fsck finding a crash may leave (SEMANTICS.md, "Open unlinked
-/// files"): an inode that no directory names and whose link count is 0,
-/// which fsck frees (`Fix::FreeOrphan`), provided the run held it open
-/// when its last name went ([`Recorded::orphans`]). The namespace frees
-/// such a file at its last close; a crash before that leaves it allocated,
-/// and until the file system keeps a list of them on disk only fsck finds
-/// it. Any other unnamed inode is a lost directory operation.
-pub fn orphan_left_open(rec: &Recorded, p: &fslab_check::Problem) -> bool {
-    match (p.kind, &p.fix) {
-        (fslab_check::Kind::Unreachable, Some(fslab_check::Fix::FreeOrphan { ino })) => {
-            rec.orphans.contains(ino)
-        }
-        _ => false,
     }
 }
 

@@ -471,7 +471,14 @@ impl Checker<'_> {
         scan.inodes_used.set(self.geo.ino_slot(ino));
         self.inodes.insert(
             ino,
-            InodeInfo { mode: a.mode, nlink: a.nlink, size, blocks: inode.blocks, readable: true },
+            InodeInfo {
+                mode: a.mode,
+                nlink: a.nlink,
+                size,
+                blocks: inode.blocks,
+                readable: true,
+                next_orphan: inode.next_orphan,
+            },
         );
     }
 

@@ -146,6 +146,8 @@ pub(crate) struct Checker<'a> {
     pub model: Model,
     /// Phase 1: allocated inodes (as repaired), and directories' data blocks.
     pub inodes: HashMap<Ino, InodeInfo>,
+    /// The inodes on a sound orphan list.
+    pub orphans: HashSet<Ino>,
     pub dir_blocks: HashMap<Ino, Vec<(u64, Daddr)>>,
     /// Fragments claimed more than once (phase 1b finds their claimants).
     pub dups: HashSet<Frag>,
@@ -176,6 +178,8 @@ pub(crate) fn check_keeping_model(
         Opened::Unusable(report) => return Ok((report, None)),
     };
     checker.check_inodes();
+    let head = checker.model.sb.orphan_head;
+    checker.orphans = crate::orphans::check_list(&mut checker.report, head, &checker.inodes);
     crate::tree::check_tree(checker.as_mut());
     checker.check_groups();
     let Checker { mut report, model, .. } = *checker;
@@ -212,6 +216,7 @@ impl<'a> Checker<'a> {
                 io_errors: 0,
             },
             inodes: HashMap::new(),
+            orphans: HashSet::new(),
             dir_blocks: HashMap::new(),
             dups: HashSet::new(),
             held: HashMap::new(),
@@ -240,6 +245,10 @@ impl<'a> Checker<'a> {
 
 /// FFS's inodes and directories for the namespace phases (2 to 4).
 impl Namespace for Checker<'_> {
+    fn on_orphan_list(&self, ino: Ino) -> bool {
+        self.orphans.contains(&ino)
+    }
+
     fn block_size(&self) -> usize {
         self.bs
     }

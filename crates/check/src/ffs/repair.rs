@@ -51,7 +51,7 @@ pub(crate) fn fsck(
     for round in 1..=MAX_ROUNDS {
         let fixes = planned(&outcome.last);
         let Some(m) = model.as_ref() else { break };
-        if outcome.last.is_clean() || fixes.is_empty() {
+        if (outcome.last.is_clean() && outcome.last.pending_reclaim.is_empty()) || fixes.is_empty() {
             break;
         }
         progress(&format!("repair round {round}: {} fixes", fixes.len()));
@@ -80,6 +80,7 @@ fn is_direct(fix: &Fix) -> bool {
             | Fix::RebuildGroups
             | Fix::RestoreSuperblock
             | Fix::RewriteSuperblocks
+            | Fix::ClearOrphanList
     )
 }
 
@@ -88,7 +89,8 @@ fn is_direct(fix: &Fix) -> bool {
 fn apply(dev: &Arc<dyn BlockDevice>, model: &Model, fixes: &[Fix], outcome: &mut Outcome) -> usize {
     let mut done = 0;
     if fixes.iter().any(is_direct) {
-        match write_direct(dev.as_ref(), model) {
+        let clear_orphans = fixes.contains(&Fix::ClearOrphanList);
+        match write_direct(dev.as_ref(), model, clear_orphans) {
             Ok(()) => {
                 for fix in fixes.iter().filter(|f| is_direct(f)) {
                     done += 1;
@@ -113,6 +115,8 @@ fn apply(dev: &Arc<dyn BlockDevice>, model: &Model, fixes: &[Fix], outcome: &mut
             return done;
         }
     };
+    crate::repair::note_orphans(outcome, ffs.orphan_report());
+    done += ffs.orphan_report().reclaimed as usize;
     let mut fs = FileSystem::new(ffs);
     done += apply_namespace(&mut fs, fixes, outcome);
     if let Err(e) = fs.unmount() {
@@ -135,12 +139,14 @@ fn describe(fix: &Fix, model: &Model) -> String {
             model.from_copy.unwrap_or_default()
         ),
         Fix::RewriteSuperblocks => format!("superblock copies rewritten in groups {:?}", model.bad_copies),
+        Fix::ClearOrphanList => "orphan list emptied".into(),
         other => format!("{other:?}"),
     }
 }
 
-/// Steps 1–3 of the module comment.
-fn write_direct(dev: &dyn BlockDevice, model: &Model) -> Result<(), String> {
+/// Steps 1–3 of the module comment; with `clear_orphans`, the superblock
+/// names no orphan list (its inodes are freed as unreferenced ones).
+fn write_direct(dev: &dyn BlockDevice, model: &Model, clear_orphans: bool) -> Result<(), String> {
     let geo = model.sb.geometry;
     for g in 0..geo.ncg {
         model
@@ -162,7 +168,14 @@ fn write_direct(dev: &dyn BlockDevice, model: &Model) -> Result<(), String> {
         dev.write_at(geo.byte_offset(geo.cg_addr(g)), &area)
             .map_err(io(format!("writing cylinder group {g}")))?;
     }
-    let sb = Superblock { totals: model.totals, flags: model.sb.flags | SB_CLEAN, time: now, ..model.sb };
+    let orphan_head = if clear_orphans { 0 } else { model.sb.orphan_head };
+    let sb = Superblock {
+        totals: model.totals,
+        flags: model.sb.flags | SB_CLEAN,
+        time: now,
+        orphan_head,
+        ..model.sb
+    };
     let bytes = sb.encode();
     for &g in &model.bad_copies {
         let at = geo.byte_offset(geo.group_base(g));

@@ -185,6 +185,7 @@ fn mount(image: &Path, dir: &Path, options: &Options) -> Result<Mount, String> {
     let (mounted, control) = match layout {
         Layout::Lfs => {
             let mut lfs = Lfs::mount(Arc::new(disk), options.lfs()).map_err(|e| format!("{name}: {e}"))?;
+            tell_orphans(image, lfs.orphan_report());
             if let Some(policy_name) = options.cleaner {
                 cleaner(policy_name)?.install(&mut lfs);
             }
@@ -223,6 +224,18 @@ fn mount(image: &Path, dir: &Path, options: &Options) -> Result<Mount, String> {
         utab::register(image, dir);
     }
     Ok(Mount { mounted, lock, dir: dir.to_path_buf(), control })
+}
+
+/// Says on stderr what mount did with the orphans a crash left: how many
+/// it freed, and why it stopped if the list was damaged.
+fn tell_orphans(image: &Path, report: &fslab::storage::orphans::OrphanReport) {
+    let name = image.display();
+    if report.reclaimed > 0 {
+        eprintln!("fslab: mount: {name}: freed {} files left open and unlinked by a crash", report.reclaimed);
+    }
+    if let Some(why) = &report.damage {
+        eprintln!("fslab: mount: warning: {name}: {why}; run `fslab fsck --repair {name}` after unmounting");
+    }
 }
 
 /// Why an FFS image was not mounted, for its user. An image left unclean

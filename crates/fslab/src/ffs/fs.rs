@@ -151,6 +151,11 @@ pub struct Ffs {
     pub(super) last_sync: Duration,
     pub(super) stats: Stats,
     pub(super) unmounted: bool,
+    /// Inodes with no name that are still open, head first (`orphans`);
+    /// `sb.orphan_head` is the first.
+    pub(super) orphans: Vec<Ino>,
+    /// What mount did with the orphan list it found.
+    pub(super) orphan_report: crate::storage::orphans::OrphanReport,
 }
 
 impl Ffs {
@@ -196,11 +201,14 @@ impl Ffs {
             last_sync,
             stats: Stats::default(),
             unmounted: false,
+            orphans: Vec::new(),
+            orphan_report: Default::default(),
         };
         // In use from now on: a crash leaves the image marked unclean.
         ffs.sb.flags &= !SB_CLEAN;
         ffs.write_superblock()?;
         ffs.dev.flush()?;
+        ffs.reclaim_orphans()?;
         Ok(ffs)
     }
 

@@ -23,6 +23,10 @@
 //! it as initialised are written (fsck reads no slot past the group's
 //! mark); an fsync in `async` mode does the same.
 //!
+//! The orphan list (`orphans`) keeps its own order: an inode joining it is
+//! written before the superblock head that names it, and one leaving is
+//! skipped on disk before it is freed.
+//!
 //! Everything else — falling link counts, timestamps, bitmaps, file data —
 //! is delayed, as in 4.4BSD: fsck puts those right after a crash. In
 //! `async` mode nothing is ordered and nothing is synchronous but fsync
@@ -85,7 +89,7 @@ impl Ffs {
 
     /// Writes inode `ino` now; a directory's or symbolic link's blocks
     /// first (a new directory's `.` and `..`: rule 1).
-    fn write_inode_now(&mut self, ino: Ino) -> Result<()> {
+    pub(super) fn write_inode_now(&mut self, ino: Ino) -> Result<()> {
         if !self.cached_inode(ino)?.attr.is_reg() {
             self.write_blocks_now(ino)?;
         }
@@ -111,6 +115,11 @@ impl Ffs {
     /// Acts on a hint of the open transaction (see the module comment).
     pub(super) fn on_hint(&mut self, hint: Hint) -> Result<()> {
         self.tx.hint(hint);
+        match hint {
+            Hint::Orphaned { ino } => return self.join_orphans(ino),
+            Hint::Reclaimed { ino } => return self.leave_orphans(ino),
+            _ => {}
+        }
         if !self.is_sync() {
             return Ok(());
         }

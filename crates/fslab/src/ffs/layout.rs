@@ -13,14 +13,18 @@ use super::geometry::{Geometry, CG_HEADER_BYTES};
 use super::Frag;
 use crate::error::Error;
 use crate::format::codec::{crc32c_skipping, Decoder, Encoder};
-use crate::format::TimeNs;
+use crate::format::{Ino, TimeNs};
 use crate::Result;
 
 /// Magic at byte 0 of every FFS superblock copy (an LFS image has
 /// `fslabLFS` there, so one read at offset 0 tells the layouts apart).
 pub const SUPERBLOCK_MAGIC: &[u8; 8] = b"fslabFFS";
 /// The FFS format version this code writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
+/// The oldest FFS format version this code reads: version 1 lacks only the
+/// orphan list, whose fields (superblock byte 160, inode byte 152) are zero
+/// there, so it reads as an empty list.
+pub const OLDEST_READABLE_VERSION: u32 = 1;
 /// Bytes of a superblock (it occupies the first block of its group).
 pub const SUPERBLOCK_BYTES: usize = 4096;
 /// Magic at byte 0 of every cylinder-group area ("FFCG" in a hex dump).
@@ -110,6 +114,9 @@ pub struct Superblock {
     pub flags: u32,
     /// Counts as of when this copy was written (the groups are the truth).
     pub totals: Totals,
+    /// The first inode of the orphan list (0: empty): inodes with no name
+    /// that are still open, chained by their `next_orphan`.
+    pub orphan_head: Ino,
 }
 
 impl Superblock {
@@ -154,6 +161,7 @@ impl Superblock {
         e.u64(136, t.free_frags);
         e.u64(144, t.free_inodes);
         e.u64(152, t.directories);
+        e.u64(160, self.orphan_head);
         let crc = crc32c_skipping(&out, SB_CRC);
         Encoder::new(&mut out).u32(SB_CRC, crc);
         out
@@ -179,9 +187,10 @@ impl Superblock {
             return Err(bad("checksum mismatch".into()));
         }
         let version = d.u32(8).map_err(oob)?;
-        if version != FORMAT_VERSION {
+        if !(OLDEST_READABLE_VERSION..=FORMAT_VERSION).contains(&version) {
             return Err(Error::Foreign(format!(
-                "fslab FFS format version {version} is not supported (this build reads version {FORMAT_VERSION})"
+                "fslab FFS format version {version} is not supported (this build reads versions \
+                 {OLDEST_READABLE_VERSION} to {FORMAT_VERSION})"
             )));
         }
         let u32_at = |o| d.u32(o).map_err(oob);
@@ -243,6 +252,7 @@ impl Superblock {
                 free_inodes: d.u64(144).map_err(oob)?,
                 directories: d.u64(152).map_err(oob)?,
             },
+            orphan_head: d.u64(160).map_err(oob)?,
         })
     }
 }
@@ -416,7 +426,24 @@ mod tests {
             time: 6,
             flags: SB_CLEAN,
             totals: Totals { free_blocks: 100, free_frags: 3, free_inodes: 2000, directories: 1 },
+            orphan_head: 0,
         }
+    }
+
+    #[test]
+    fn orphan_head_round_trips_and_a_version_1_image_reads_as_an_empty_list() {
+        let with_version = |version: u32| {
+            let mut bytes = sample().encode();
+            Encoder::new(&mut bytes).u32(8, version);
+            let crc = crc32c_skipping(&bytes, SB_CRC);
+            Encoder::new(&mut bytes).u32(SB_CRC, crc);
+            bytes
+        };
+        let sb = Superblock { orphan_head: 99, ..sample() };
+        assert_eq!(Superblock::decode(&sb.encode(), 0).expect("valid").orphan_head, 99);
+        assert_eq!(Superblock::decode(&with_version(1), 0).expect("version 1 is read").orphan_head, 0);
+        let err = Superblock::decode(&with_version(3), 0).expect_err("a newer version is refused");
+        assert!(err.to_string().contains("version 3"), "{err}");
     }
 
     #[test]

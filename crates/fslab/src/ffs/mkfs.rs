@@ -193,6 +193,7 @@ pub fn plan(device_bytes: u64, options: &MkfsOptions) -> Result<Superblock> {
         time: 0,
         flags: SB_CLEAN,
         totals: fresh_totals(&geometry),
+        orphan_head: 0,
     })
 }
 

@@ -12,7 +12,8 @@
 //! * [`mkfs`] — `newfs` and `dumpfs`, over a `disk::BlockDevice`.
 //! * `fs` — the mounted file system ([`Ffs`]), mount, unmount, write-back;
 //!   `inodes` (inodes in their tables), `blocks` (file blocks, fragments,
-//!   `balloc`), `integrity` (sync and async), `storage` (the
+//!   `balloc`), `integrity` (sync and async), `orphans` (the on-disk
+//!   list of files unlinked while open), `storage` (the
 //!   `StorageManager` implementation).
 //!
 //! Below it are only `format` (codec, inode size, block-pointer
@@ -29,6 +30,7 @@ mod inodes;
 mod integrity;
 pub mod layout;
 pub mod mkfs;
+mod orphans;
 mod storage;
 
 pub use crate::cache::WriteMode;

@@ -93,6 +93,10 @@ pub struct Inode {
     pub indirect: [Daddr; NIADDR],
     /// Address of the extended-attribute block.
     pub xattr: Daddr,
+    /// The next inode on the layout's orphan list (0 ends it): set only
+    /// while this inode has no name and is still open, so that a crash
+    /// before its last close leaves a list mount can free it from.
+    pub next_orphan: Ino,
 }
 
 /// Why an inode failed to decode.
@@ -133,6 +137,7 @@ impl Inode {
             e.u32(136 + 4 * i, d.to_pointer()?);
         }
         e.u32(148, self.xattr.to_pointer()?);
+        e.u64(152, self.next_orphan);
         let crc = crc32c_skipping(out, CRC_OFFSET);
         Encoder::new(out).u32(CRC_OFFSET, crc);
         Ok(())
@@ -174,6 +179,7 @@ impl Inode {
             inode.indirect[i] = Daddr::from_pointer(get32(136 + 4 * i)?);
         }
         inode.xattr = Daddr::from_pointer(get32(148)?);
+        inode.next_orphan = get64(152)?;
         Ok(inode)
     }
 }
@@ -189,6 +195,7 @@ mod tests {
             InodeAttr { mode: kind::REG | 0o644, nlink: 1, size: 8191, mtime: -5, ..InodeAttr::default() };
         inode.direct[0] = Daddr::new(1234);
         inode.indirect[2] = Daddr::new(99);
+        inode.next_orphan = 4242;
         let mut buf = [0u8; INODE_SIZE];
         inode.encode(&mut buf).expect("pointers fit");
         assert_eq!(Inode::decode(&buf), Ok(inode));

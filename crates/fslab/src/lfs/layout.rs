@@ -11,7 +11,11 @@ use crate::Result;
 /// Magic at byte 0 of every superblock copy.
 pub const SUPERBLOCK_MAGIC: &[u8; 8] = b"fslabLFS";
 /// The format version this code writes and reads.
-pub const FORMAT_VERSION: u32 = 3;
+pub const FORMAT_VERSION: u32 = 4;
+/// The oldest format version this code reads: version 3 lacks only the
+/// orphan list, whose fields (checkpoint byte 224, inode byte 152) are zero
+/// there, so it reads as an empty list.
+pub const OLDEST_READABLE_VERSION: u32 = 3;
 
 /// A reading of the write clock: the bytes users had caused to be written
 /// to the log over the file system's life. The cleaner measures the age of
@@ -86,6 +90,9 @@ pub struct Checkpoint {
     pub cold: Option<ColdPosition>,
     /// The write clock at this checkpoint.
     pub write_clock: WriteClock,
+    /// The first inode of the orphan list (0: empty): inodes with no name
+    /// that were open at this checkpoint, chained by their `next_orphan`.
+    pub orphan_head: Ino,
 }
 
 /// The superblock: parameters fixed at mkfs, plus the latest checkpoint.
@@ -150,6 +157,7 @@ impl Superblock {
         e.u64(176, c.next_summary_serial);
         e.u32(184, (c.flags & !SB_COLD_HEAD) | if c.cold.is_some() { SB_COLD_HEAD } else { 0 });
         e.i64(216, c.write_clock);
+        e.u64(224, c.orphan_head);
         if let Some(cold) = c.cold {
             e.u64(192, cold.segment);
             e.u64(200, cold.offset);
@@ -183,9 +191,10 @@ impl Superblock {
             return Err(bad("checksum mismatch".into()));
         }
         let version = field(d.u32(8).map(u64::from))? as u32;
-        if version != FORMAT_VERSION {
+        if !(OLDEST_READABLE_VERSION..=FORMAT_VERSION).contains(&version) {
             return Err(Error::Foreign(format!(
-                "fslab format version {version} is not supported (this build reads version {FORMAT_VERSION})"
+                "fslab format version {version} is not supported (this build reads versions \
+                 {OLDEST_READABLE_VERSION} to {FORMAT_VERSION})"
             )));
         }
         let mut sb = Superblock {
@@ -208,6 +217,7 @@ impl Superblock {
                 flags: field(d.u32(184).map(u64::from))? as u32,
                 cold: None,
                 write_clock: field(d.i64(216).map(|v| v as u64))? as i64,
+                orphan_head: field(d.u64(224))?,
             },
         };
         if sb.checkpoint.flags & SB_COLD_HEAD != 0 {
@@ -585,6 +595,26 @@ mod tests {
         bytes[150] ^= 1;
         assert!(Superblock::decode(&bytes, 0).is_err());
         assert!(Superblock::decode(&[0u8; 100], 0).is_err());
+    }
+
+    /// Re-encodes `bytes` as format version `version` with a valid CRC.
+    fn as_version(mut bytes: Vec<u8>, version: u32) -> Vec<u8> {
+        Encoder::new(&mut bytes).u32(8, version);
+        let crc = crc32c_skipping(&bytes, SB_CRC);
+        Encoder::new(&mut bytes).u32(SB_CRC, crc);
+        bytes
+    }
+
+    #[test]
+    fn orphan_head_round_trips_and_a_version_3_image_reads_as_an_empty_list() {
+        let mut sb = sample_superblock();
+        sb.checkpoint.orphan_head = 77;
+        assert_eq!(Superblock::decode(&sb.encode(), 0).expect("valid").checkpoint.orphan_head, 77);
+        let old = as_version(sample_superblock().encode(), 3);
+        assert_eq!(Superblock::decode(&old, 0).expect("version 3 is read").checkpoint.orphan_head, 0);
+        let too_old = as_version(sample_superblock().encode(), 2);
+        let err = Superblock::decode(&too_old, 0).expect_err("version 2 is refused").to_string();
+        assert!(err.contains("version 2"), "{err}");
     }
 
     #[test]

@@ -22,6 +22,7 @@ pub mod inspect;
 mod io;
 pub mod layout;
 mod mount;
+mod orphans;
 mod placement;
 mod rollforward;
 mod space;
@@ -200,6 +201,8 @@ pub struct Lfs {
     unmounted: bool,
     /// The cleaner mechanism's state and counters.
     clean: clean::CleanState,
+    /// Inodes with no name that are still open (`orphans`).
+    orphans: orphans::OrphanList,
 }
 
 impl Lfs {
@@ -208,8 +211,10 @@ impl Lfs {
     /// anything was recovered.
     pub fn mount(dev: Arc<dyn BlockDevice>, options: MountOptions) -> Result<Lfs> {
         let mut lfs = mount::mount(dev, options)?;
+        let (listed, damage) = lfs.read_orphan_list();
         lfs.recovery = lfs.roll_forward()?;
-        if lfs.recovery.applied > 0 {
+        let reclaimed = lfs.reclaim_orphans(listed, damage)?;
+        if lfs.recovery.applied > 0 || reclaimed {
             lfs.checkpoint(false)?;
         }
         Ok(lfs)
@@ -498,10 +503,15 @@ impl StorageManager for Lfs {
         Ok(())
     }
 
-    /// LFS needs no hint: a directory operation's blocks go to the log
-    /// together, and roll-forward applies them all or none (§4.3).
-    fn hint(&mut self, _hint: Hint) -> Result<()> {
-        Ok(())
+    /// LFS orders nothing by hints: a directory operation's blocks go to
+    /// the log together, and roll-forward applies them all or none (§4.3).
+    /// It keeps its orphan list by them.
+    fn hint(&mut self, hint: Hint) -> Result<()> {
+        match hint {
+            Hint::Orphaned { ino } => self.join_orphans(ino),
+            Hint::Reclaimed { ino } => self.leave_orphans(ino),
+            _ => Ok(()),
+        }
     }
 
     fn commit(&mut self) -> Result<()> {

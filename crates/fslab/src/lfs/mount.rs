@@ -156,6 +156,7 @@ fn assemble(
         unmounted: false,
         clean: Default::default(),
         recovery: super::Recovery::default(),
+        orphans: Default::default(),
         serial_epoch_pending: true,
         sb,
     }
@@ -368,6 +369,7 @@ pub fn dump(dev: Arc<dyn BlockDevice>) -> Result<String> {
     }
     let _ = writeln!(w, "  next summary      serial {}", c.next_summary_serial);
     let _ = writeln!(w, "  write clock       {} bytes", c.write_clock);
+    let _ = writeln!(w, "  orphan list head  inode {}", c.orphan_head);
     let _ = writeln!(w, "  unmounted cleanly {}", c.flags & super::layout::SB_CLEAN != 0);
     let t = &lfs.tables;
     let _ = writeln!(w, "ifile");

@@ -228,6 +228,9 @@ impl Lfs {
                         if inode.ino <= IFILE_INO || inode.ino >= inode_limit {
                             continue;
                         }
+                        if inode.attr.nlink == 0 {
+                            self.orphans.note_recovered(inode.ino);
+                        }
                         let blocks = written.remove(&inode.ino).unwrap_or_default();
                         self.replay_inode(inode, daddr, &blocks)?;
                         recovery.inodes += 1;

@@ -717,6 +717,7 @@ impl Lfs {
             flags: if clean { SB_CLEAN } else { 0 },
             cold: self.cold,
             write_clock: self.clean.write_clock(),
+            orphan_head: self.orphans.head(),
         };
         let bytes = self.sb.encode();
         let copies = self.sb.ncopies as usize;

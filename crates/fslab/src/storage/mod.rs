@@ -22,6 +22,7 @@
 //! FFS can order its writes, and soft updates or a journal can track it.
 
 pub mod mem;
+pub mod orphans;
 mod tx;
 
 pub use crate::format::blockno::XATTR_LBN;
