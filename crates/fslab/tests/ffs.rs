@@ -286,11 +286,7 @@ fn an_inode_on_disk_is_always_below_its_groups_initialised_mark_on_disk() {
 /// sequence must show the tail as synced.
 #[test]
 fn a_moved_tail_keeps_its_old_fragments_until_the_inode_has_left_them() {
-    let crash = disk::CrashDisk::over(MemDisk::new(4 << 20));
-    let dev: Arc<dyn BlockDevice> = Arc::new(crash.clone());
-    let mkfs = MkfsOptions { group_size: 1 << 20, ..MkfsOptions::default() };
-    fslab::mkfs_ffs(dev.clone(), &mkfs, ME).expect("mkfs");
-    let mut fs = FileSystem::new(Ffs::mount(dev.clone(), options(Integrity::Sync)).expect("mount"));
+    let (crash, mut fs) = sync_fs_on_a_crash_disk();
     let ino = create(&mut fs, "foo");
     let old = pattern(1, 12_000);
     fs.write(ino, 0, &old).expect("write");
@@ -311,6 +307,16 @@ fn a_moved_tail_keeps_its_old_fragments_until_the_inode_has_left_them() {
     }
 }
 
+/// A 4 MiB FFS with 1 MiB groups in sync mode, on a disk that records
+/// every write for crash states.
+fn sync_fs_on_a_crash_disk() -> (disk::CrashDisk, FileSystem<Ffs>) {
+    let crash = disk::CrashDisk::over(MemDisk::new(4 << 20));
+    let dev: Arc<dyn BlockDevice> = Arc::new(crash.clone());
+    let mkfs = MkfsOptions { group_size: 1 << 20, ..MkfsOptions::default() };
+    fslab::mkfs_ffs(dev.clone(), &mkfs, ME).expect("mkfs");
+    (crash, FileSystem::new(Ffs::mount(dev, options(Integrity::Sync)).expect("mount")))
+}
+
 /// The geometry of `image` and inode `ino` as it is on it.
 fn inode_on(image: &MemDisk, ino: Ino) -> (fslab::ffs::geometry::Geometry, fslab::format::inode::Inode) {
     let geo = fslab::ffs::mkfs::read_superblock(image).expect("superblock").geometry;
@@ -328,11 +334,7 @@ fn inode_on(image: &MemDisk, ino: Ino) -> (fslab::ffs::geometry::Geometry, fslab
 /// by the second's.
 #[test]
 fn a_tail_shrunk_by_a_truncate_keeps_its_fragments_until_the_inode_has_left_them() {
-    let crash = disk::CrashDisk::over(MemDisk::new(4 << 20));
-    let dev: Arc<dyn BlockDevice> = Arc::new(crash.clone());
-    let mkfs = MkfsOptions { group_size: 1 << 20, ..MkfsOptions::default() };
-    fslab::mkfs_ffs(dev.clone(), &mkfs, ME).expect("mkfs");
-    let mut fs = FileSystem::new(Ffs::mount(dev.clone(), options(Integrity::Sync)).expect("mount"));
+    let (crash, mut fs) = sync_fs_on_a_crash_disk();
     let ino = create(&mut fs, "foo");
     let old = pattern(1, 12_000);
     fs.write(ino, 0, &old).expect("write");
