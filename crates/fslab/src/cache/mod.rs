@@ -211,6 +211,17 @@ impl BufferCache {
         self.buffers.get_mut(&key).map(|b| &mut Arc::make_mut(&mut b.data)[..])
     }
 
+    /// Mutable contents of `key`, which becomes dirty; a zero-filled block
+    /// if it is not cached (a new indirect block). `None` only if the cache
+    /// could not keep it.
+    pub fn get_or_zeroed_mut(&mut self, key: BlockKey) -> Option<&mut [u8]> {
+        if !self.contains(key) {
+            let zero = self.zeroed();
+            self.insert(key, zero, true);
+        }
+        self.get_mut_dirty(key)
+    }
+
     /// A new reference to the contents of `key`, for a write in flight.
     pub fn share(&self, key: BlockKey) -> Option<BlockData> {
         self.buffers.get(&key).map(|b| b.data.clone())

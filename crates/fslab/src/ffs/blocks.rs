@@ -543,11 +543,7 @@ impl BlockTree for Ffs {
     }
 
     fn indirect_mut(&mut self, ino: Ino, meta: Lbn) -> Result<&mut [u8]> {
-        if !self.cache.contains((ino, meta)) {
-            let zero = self.cache.zeroed();
-            self.cache.insert((ino, meta), zero, true);
-        }
-        self.cache.get_mut_dirty((ino, meta)).ok_or_else(|| errno(libc::EIO, "indirect block evicted"))
+        self.cache.get_or_zeroed_mut((ino, meta)).ok_or_else(|| errno(libc::EIO, "indirect block evicted"))
     }
 
     /// Returns the block's fragments to its cylinder group (4.4BSD
