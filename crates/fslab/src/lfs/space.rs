@@ -67,14 +67,14 @@ impl Lfs {
     pub(super) fn segment_space(&self) -> SegmentSpace {
         let usage = self.tables.usage();
         let mut space = usage.space();
-        let mut heads = vec![self.log.segment, self.log.next_segment];
-        if let Some(c) = self.cold {
-            heads.extend([c.segment, c.next_segment]);
-        }
-        heads.sort_unstable();
-        heads.dedup();
-        for seg in heads {
-            space.replace(usage.space_terms(seg), SegmentSpace::default());
+        // Asked for on every newly dirty block: no allocation here.
+        let cold = self.cold.map(|c| [c.segment, c.next_segment]);
+        let heads = [[self.log.segment, self.log.next_segment], cold.unwrap_or([u64::MAX; 2])];
+        let heads = heads.as_flattened();
+        for (i, &seg) in heads.iter().enumerate() {
+            if seg != u64::MAX && !heads[..i].contains(&seg) {
+                space.replace(usage.space_terms(seg), SegmentSpace::default());
+            }
         }
         let bps = self.sb.blocks_per_segment();
         let mut writable = bps.saturating_sub(self.log.offset);
