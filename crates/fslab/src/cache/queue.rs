@@ -63,6 +63,19 @@ impl WriteJob {
         self.lens.iter().map(|&l| l as u64).sum::<u64>()
             + if self.header.is_some() { header_bytes } else { 0 }
     }
+
+    /// Writes the job to `dev` in one vectored write: its header, made
+    /// now from the buffers, then the buffers. The buffers are released
+    /// when it returns.
+    fn write_to(mut self, dev: &dyn BlockDevice, unit_bytes: u64) -> std::io::Result<()> {
+        let header = self.header.take().map(|make| make(&self.buffers));
+        let refs: Vec<&[u8]> = header
+            .iter()
+            .map(|h| &h[..])
+            .chain(self.buffers.iter().zip(&self.lens).map(|(b, &l)| &b[..l]))
+            .collect();
+        dev.write_vectored_at(self.start.byte_offset(unit_bytes), &refs)
+    }
 }
 
 #[derive(Default)]
@@ -146,19 +159,11 @@ impl WriteQueue {
         let thread = std::thread::Builder::new()
             .name(name.into())
             .spawn(move || {
-                for mut job in receiver {
-                    let bytes = job.bytes(header_bytes);
-                    let header = job.header.take().map(|make| make(&job.buffers));
-                    let refs: Vec<&[u8]> = header
-                        .iter()
-                        .map(|h| &h[..])
-                        .chain(job.buffers.iter().zip(&job.lens).map(|(b, &l)| &b[..l]))
-                        .collect();
-                    let result = dev.write_vectored_at(job.start.byte_offset(unit_bytes), &refs);
-                    drop(refs);
-                    drop(job.buffers);
+                for job in receiver {
+                    let (bytes, start) = (job.bytes(header_bytes), job.start);
+                    let result = job.write_to(dev.as_ref(), unit_bytes);
                     let mut state = worker.lock();
-                    state.in_flight.remove(&job.start);
+                    state.in_flight.remove(&start);
                     state.bytes -= bytes;
                     if let Err(e) = result {
                         state.error.get_or_insert_with(|| e.to_string());
@@ -192,16 +197,10 @@ impl WriteQueue {
 
     /// Queues `job`; waits while more than the stop-access threshold is in
     /// flight. Fails if an earlier write failed.
-    pub fn submit(&self, mut job: WriteJob) -> Result<()> {
+    pub fn submit(&self, job: WriteJob) -> Result<()> {
         if let Some(dev) = &self.inline {
-            let header = job.header.take().map(|make| make(&job.buffers));
-            let refs: Vec<&[u8]> = header
-                .iter()
-                .map(|h| &h[..])
-                .chain(job.buffers.iter().zip(&job.lens).map(|(b, &l)| &b[..l]))
-                .collect();
-            return dev
-                .write_vectored_at(job.start.byte_offset(self.unit_bytes), &refs)
+            return job
+                .write_to(dev.as_ref(), self.unit_bytes)
                 .map_err(|e| crate::Error::Io(std::io::Error::other(format!("write failed: {e}"))));
         }
         let bytes = job.bytes(self.header_bytes);
