@@ -147,6 +147,11 @@ impl BlockDevice for Partition {
         self.inner.flush()
     }
 
+    fn read_ahead(&self, offset: u64, len: usize) -> io::Result<()> {
+        disk::check_bounds(offset, len, self.size)?;
+        self.inner.read_ahead(offset, len)
+    }
+
     fn size(&self) -> u64 {
         self.size
     }

@@ -1,6 +1,7 @@
 //! A device that counts the reads made of it: for tests that check how a
 //! file system reads (one request per segment, none for a block it is about
-//! to overwrite), where a simulated disk's timing would be more than needed.
+//! to overwrite, read-ahead of the next cluster), where a simulated disk's
+//! timing would be more than needed.
 
 use crate::BlockDevice;
 use std::io;
@@ -11,12 +12,18 @@ pub struct CountingDisk<D> {
     inner: D,
     reads: AtomicU64,
     bytes_read: AtomicU64,
+    read_aheads: AtomicU64,
 }
 
 impl<D: BlockDevice> CountingDisk<D> {
     /// Counts the reads of `inner`, from zero.
     pub fn new(inner: D) -> CountingDisk<D> {
-        CountingDisk { inner, reads: AtomicU64::new(0), bytes_read: AtomicU64::new(0) }
+        CountingDisk {
+            inner,
+            reads: AtomicU64::new(0),
+            bytes_read: AtomicU64::new(0),
+            read_aheads: AtomicU64::new(0),
+        }
     }
 
     /// Read requests so far.
@@ -27,6 +34,11 @@ impl<D: BlockDevice> CountingDisk<D> {
     /// Bytes read so far.
     pub fn bytes_read(&self) -> u64 {
         self.bytes_read.load(Ordering::Relaxed)
+    }
+
+    /// Read-ahead hints ([`BlockDevice::read_ahead`]) so far.
+    pub fn read_aheads(&self) -> u64 {
+        self.read_aheads.load(Ordering::Relaxed)
     }
 }
 
@@ -44,6 +56,10 @@ impl<D: BlockDevice> BlockDevice for CountingDisk<D> {
     }
     fn flush(&self) -> io::Result<()> {
         self.inner.flush()
+    }
+    fn read_ahead(&self, offset: u64, len: usize) -> io::Result<()> {
+        self.read_aheads.fetch_add(1, Ordering::Relaxed);
+        self.inner.read_ahead(offset, len)
     }
     fn size(&self) -> u64 {
         self.inner.size()

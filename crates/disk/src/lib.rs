@@ -65,6 +65,16 @@ pub trait BlockDevice: Send + Sync {
     /// when it returns.
     fn flush(&self) -> io::Result<()>;
 
+    /// A hint that `len` bytes at `offset` will be read soon: a device may
+    /// start reading them now, without the caller waiting (a posted read,
+    /// as 4.4BSD's read-ahead issued the next cluster's read
+    /// asynchronously), so that a later [`read_at`](BlockDevice::read_at)
+    /// of them finishes sooner. It changes no contents and returns nothing;
+    /// the default does nothing.
+    fn read_ahead(&self, _offset: u64, _len: usize) -> io::Result<()> {
+        Ok(())
+    }
+
     /// The device's size in bytes.
     fn size(&self) -> u64;
 }
@@ -95,6 +105,9 @@ macro_rules! forward_block_device {
             }
             fn flush(&self) -> io::Result<()> {
                 (**self).flush()
+            }
+            fn read_ahead(&self, offset: u64, len: usize) -> io::Result<()> {
+                (**self).read_ahead(offset, len)
             }
             fn size(&self) -> u64 {
                 (**self).size()

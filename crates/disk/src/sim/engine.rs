@@ -33,7 +33,7 @@ use super::mechanics::{Head, Mechanics, Piece, Positioning};
 use super::model::{DiskModel, Overheads};
 use super::queue::{Queue, Request, RequestKind, Scheduler};
 use super::stats::{Service, Stats, TraceRecord};
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::ops::Range;
 
 /// The drive's state between commands.
@@ -59,6 +59,9 @@ pub(crate) struct Engine {
     cached_sectors: u64,
     next_id: u64,
     last_submit: u64,
+    /// Commands of posted reads, each with when it finished once taken: a
+    /// posted read may be taken long before anyone waits for it.
+    watched: BTreeMap<u64, Option<u64>>,
     stats: Stats,
     trace: Option<Vec<TraceRecord>>,
 }
@@ -97,6 +100,7 @@ impl Engine {
             cached_sectors: 0,
             next_id: 0,
             last_submit: 0,
+            watched: BTreeMap::new(),
             stats: Stats::default(),
             trace: None,
         }
@@ -124,10 +128,17 @@ impl Engine {
     }
 
     /// Serves commands until every one in `ids` is done; returns when the
-    /// last of them was reported done.
+    /// last of them was reported done. Watched commands already taken
+    /// count with the time they finished.
     pub fn complete(&mut self, ids: Range<u64>) -> u64 {
-        let mut left = ids.end - ids.start;
+        let mut left = 0;
         let mut finish = 0;
+        for id in ids.clone() {
+            match self.watched.get(&id) {
+                Some(Some(done)) => finish = finish.max(*done),
+                _ => left += 1,
+            }
+        }
         while left > 0 {
             let Some((id, done)) = self.dispatch(None) else { break };
             if ids.contains(&id) {
@@ -135,7 +146,22 @@ impl Engine {
                 left -= 1;
             }
         }
+        self.forget(ids);
         finish
+    }
+
+    /// Remembers when each of `ids` finishes, for a later [`complete`](Engine::complete).
+    pub fn watch(&mut self, ids: Range<u64>) {
+        for id in ids {
+            self.watched.insert(id, None);
+        }
+    }
+
+    /// Stops remembering `ids` (a posted read no one waited for).
+    pub fn forget(&mut self, ids: Range<u64>) {
+        for id in ids {
+            self.watched.remove(&id);
+        }
     }
 
     /// Serves everything queued; returns when the drive is done with all of
@@ -178,6 +204,9 @@ impl Engine {
             RequestKind::Write => self.serve_write(&request, at),
         };
         self.front_free = finish;
+        if let Some(slot) = self.watched.get_mut(&request.id) {
+            *slot = Some(finish);
+        }
         self.cursor = request.lbn + request.sectors;
         self.stats.busy_ns += finish - at;
         if let Some(trace) = self.trace.as_mut() {

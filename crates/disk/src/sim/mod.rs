@@ -38,7 +38,9 @@ pub use stats::{Service, Stats, TraceRecord};
 
 use crate::{check_bounds, BlockDevice, SECTOR_SIZE};
 use engine::Engine;
+use std::collections::VecDeque;
 use std::io;
+use std::ops::Range;
 use std::sync::{Arc, Mutex, MutexGuard};
 use store::SparseStore;
 
@@ -73,6 +75,10 @@ pub struct SimOptions {
 /// * A read waits: it is queued like any command (behind posted writes,
 ///   under first come, first served) and the clock moves to its
 ///   completion.
+/// * A read-ahead (`read_ahead`) is a posted read: queued at the clock's
+///   time, served while the caller goes on; a later read of sectors inside
+///   it waits for that command (only for what is left of it, if the caller
+///   meanwhile charged CPU time), not for a new one.
 /// * `flush` waits for every queued command (and, with the write cache on,
 ///   for the cache to reach the media) and moves the clock there. So a
 ///   synchronous write is a write followed by a flush, and file-system code
@@ -120,7 +126,20 @@ pub struct SimDisk {
 struct Inner {
     engine: Engine,
     store: SparseStore,
+    /// Posted reads no read has waited for yet, oldest first.
+    posted: VecDeque<PostedRead>,
 }
+
+/// A read queued by [`BlockDevice::read_ahead`]: its sectors and commands.
+struct PostedRead {
+    lbn: u64,
+    sectors: u64,
+    ids: Range<u64>,
+}
+
+/// Posted reads remembered at once; an older one still takes the drive's
+/// time, but a read of its sectors no longer waits for it.
+const MAX_POSTED_READS: usize = 8;
 
 impl SimDisk {
     /// A drive of `model` on `clock`, with default options.
@@ -147,7 +166,7 @@ impl SimDisk {
             geometry,
             clock,
             size,
-            inner: Mutex::new(Inner { engine, store: SparseStore::default() }),
+            inner: Mutex::new(Inner { engine, store: SparseStore::default(), posted: VecDeque::new() }),
         })
     }
 
@@ -221,7 +240,12 @@ impl BlockDevice for SimDisk {
         }
         let (lbn, sectors) = sector_span(offset, buf.len() as u64);
         let mut inner = self.lock();
-        let ids = inner.engine.submit(self.clock.now(), RequestKind::Read, lbn, sectors);
+        // Sectors a posted read covers: wait for it, not for a new command.
+        let covering = inner.posted.iter().position(|p| p.lbn <= lbn && lbn + sectors <= p.lbn + p.sectors);
+        let ids = match covering.and_then(|i| inner.posted.remove(i)) {
+            Some(posted) => posted.ids,
+            None => inner.engine.submit(self.clock.now(), RequestKind::Read, lbn, sectors),
+        };
         let finish = inner.engine.complete(ids);
         inner.store.read(offset, buf);
         self.clock.advance_to(finish);
@@ -249,6 +273,32 @@ impl BlockDevice for SimDisk {
         let now = self.clock.now();
         inner.engine.submit(now, RequestKind::Write, lbn, sectors);
         inner.engine.run_until(now);
+        Ok(())
+    }
+
+    /// A posted read: queued at the clock's time like a posted write, and
+    /// served by the drive while the caller goes on. A later `read_at` of
+    /// sectors inside it waits only for what is left of it.
+    fn read_ahead(&self, offset: u64, len: usize) -> io::Result<()> {
+        check_bounds(offset, len, self.size)?;
+        if len == 0 {
+            return Ok(());
+        }
+        let (lbn, sectors) = sector_span(offset, len as u64);
+        let mut inner = self.lock();
+        if inner.posted.iter().any(|p| p.lbn <= lbn && lbn + sectors <= p.lbn + p.sectors) {
+            return Ok(());
+        }
+        let now = self.clock.now();
+        let ids = inner.engine.submit(now, RequestKind::Read, lbn, sectors);
+        inner.engine.watch(ids.clone());
+        inner.engine.run_until(now);
+        inner.posted.push_back(PostedRead { lbn, sectors, ids });
+        if inner.posted.len() > MAX_POSTED_READS {
+            if let Some(old) = inner.posted.pop_front() {
+                inner.engine.forget(old.ids);
+            }
+        }
         Ok(())
     }
 

@@ -252,3 +252,38 @@ fn read_ahead_resumes_after_pausing_at_its_limit() {
     assert_eq!(s.buffer_hits + s.streaming_hits, 31, "every read after the first is served by read-ahead");
     assert_eq!(s.seeks + s.head_switches, 0, "read-ahead moved the heads, not the reads");
 }
+
+#[test]
+fn a_posted_read_overlaps_the_callers_cpu_time() {
+    // Read 64 KB, charge a 20 ms copy, read the next 64 KB: in series
+    // without read-ahead; with the next read posted before the copy, the
+    // copy hides under it.
+    let run = |post: bool| {
+        let d = disk("dsp3105");
+        let mut buf = vec![0u8; 64 << 10];
+        d.read_at(1 << 20, &mut buf).expect("read");
+        if post {
+            d.read_ahead((1 << 20) + (64 << 10), 64 << 10).expect("read ahead");
+        }
+        d.clock().advance(20_000_000);
+        d.read_at((1 << 20) + (64 << 10), &mut buf).expect("read");
+        (d.clock().now(), d.stats().reads)
+    };
+    let (serial, reads_serial) = run(false);
+    let (overlapped, reads_overlapped) = run(true);
+    assert_eq!(reads_serial, reads_overlapped, "the read waited for the posted command");
+    assert!(
+        overlapped + 15_000_000 < serial,
+        "the copy overlapped the read-ahead: {overlapped} ns against {serial} ns"
+    );
+}
+
+#[test]
+fn a_read_ahead_returns_at_once_and_a_read_outside_it_is_its_own_command() {
+    let d = disk("hp97560");
+    d.read_ahead(0, 64 << 10).expect("read ahead");
+    assert_eq!(d.clock().now(), 0, "posted");
+    let mut buf = vec![0u8; 4096];
+    d.read_at(10 << 20, &mut buf).expect("read elsewhere");
+    assert_eq!(d.take_trace().len(), 2, "the posted read and the new one");
+}

@@ -147,7 +147,27 @@ impl Ffs {
             }
             i += run;
         }
+        self.read_ahead_after(ino, first, count as u64, size, tail);
         Ok(())
+    }
+
+    /// After a sequential read, posts the read of the next cluster
+    /// ([`bmap::READ_AHEAD_BYTES`], up to the tail) to the device, which
+    /// reads it while the caller copies this one out. Only a hint: a
+    /// failure here is left to the read that needs the blocks.
+    fn read_ahead_after(&mut self, ino: Ino, first: Lbn, count: u64, size: u64, tail: Option<Lbn>) {
+        let Some(next) = self.read_ahead.note(ino, first, count) else { return };
+        let bs = self.block_size();
+        let end = tail.unwrap_or(size.div_ceil(bs as u64) as Lbn);
+        let max = (end - next).clamp(0, (bmap::READ_AHEAD_BYTES / bs) as Lbn) as usize;
+        let fpb = self.frags_per_block();
+        let post = |ffs: &mut Ffs| -> Result<()> {
+            if let Some((addr, run)) = bmap::read_ahead_run(ffs, ino, next, max, fpb)? {
+                ffs.dev.read_ahead(addr.byte_offset(ffs.frag_size()), run * bs)?;
+            }
+            Ok(())
+        };
+        let _ = post(self);
     }
 
     /// Stores `contents` in block `lbn` of `ino` (a data block or the

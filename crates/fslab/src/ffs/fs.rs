@@ -156,6 +156,8 @@ pub struct Ffs {
     pub(super) orphans: Vec<Ino>,
     /// What mount did with the orphan list it found.
     pub(super) orphan_report: crate::storage::orphans::OrphanReport,
+    /// Whether reads are sequential, for read-ahead (`blocks.rs`).
+    pub(super) read_ahead: crate::bmap::ReadAhead,
 }
 
 impl Ffs {
@@ -203,6 +205,7 @@ impl Ffs {
             unmounted: false,
             orphans: Vec::new(),
             orphan_report: Default::default(),
+            read_ahead: Default::default(),
         };
         // In use from now on: a crash leaves the image marked unclean.
         ffs.sb.flags &= !SB_CLEAN;

@@ -137,7 +137,26 @@ impl Lfs {
             }
             i += run;
         }
+        self.read_ahead_after(ino, first, count as u64);
         Ok(())
+    }
+
+    /// After a sequential read, posts the read of the next cluster
+    /// ([`bmap::READ_AHEAD_BYTES`]) to the device, which reads it while the
+    /// caller copies this one out. Only a hint: a failure here (a damaged
+    /// indirect block, say) is left to the read that needs the blocks.
+    fn read_ahead_after(&mut self, ino: Ino, first: Lbn, count: u64) {
+        let Some(next) = self.read_ahead.note(ino, first, count) else { return };
+        let bs = self.block_size;
+        let post = |lfs: &mut Lfs| -> Result<()> {
+            let blocks = lfs.inode_of(ino)?.attr.size.div_ceil(bs as u64) as Lbn;
+            let max = (blocks - next).clamp(0, (bmap::READ_AHEAD_BYTES / bs) as Lbn) as usize;
+            if let Some((addr, run)) = bmap::read_ahead_run(lfs, ino, next, max, 1)? {
+                lfs.dev.read_ahead(addr.byte_offset(bs as u64), run * bs)?;
+            }
+            Ok(())
+        };
+        let _ = post(self);
     }
 
     /// The indirect blocks above `lbn`, top first.

@@ -203,6 +203,8 @@ pub struct Lfs {
     clean: clean::CleanState,
     /// Inodes with no name that are still open (`orphans`).
     orphans: orphans::OrphanList,
+    /// Whether reads are sequential, for read-ahead (`bmap.rs`).
+    read_ahead: crate::bmap::ReadAhead,
 }
 
 impl Lfs {

@@ -157,6 +157,7 @@ fn assemble(
         clean: Default::default(),
         recovery: super::Recovery::default(),
         orphans: Default::default(),
+        read_ahead: Default::default(),
         serial_epoch_pending: true,
         sb,
     }
