@@ -308,22 +308,42 @@ pub const READ_AHEAD_BYTES: usize = 64 << 10;
 
 /// Sequential-read detection for read-ahead: 4.4BSD's `v_lastr`, kept for
 /// the one file read last (a second reader interleaved with the first
-/// turns read-ahead off for both until one reads on alone).
+/// turns read-ahead off for both until one reads on alone), and the
+/// cluster last read ahead for it. A reader in smaller units than a
+/// cluster (the 1995 paper's 8 KB) gets one read-ahead per cluster: the
+/// next is posted once it has entered the last one posted, as
+/// `cluster_read` issued the next read-ahead when a read reached the
+/// blocks the previous one had brought in.
 #[derive(Debug, Default)]
 pub struct ReadAhead {
     /// The inode read last and the block after the last one read.
     next: Option<(Ino, Lbn)>,
+    /// The blocks last read ahead for that inode.
+    window: Option<(Lbn, Lbn)>,
 }
 
 impl ReadAhead {
     /// Notes a read of `count` blocks of `ino` from `first`. Returns the
-    /// block to read ahead from when the read is sequential: it starts the
-    /// file or goes on where the last read of the same file ended.
+    /// block to read ahead from when the read is sequential — it starts the
+    /// file or goes on where the last read of the same file ended — and has
+    /// reached the last cluster read ahead (or there is none).
     pub fn note(&mut self, ino: Ino, first: Lbn, count: u64) -> Option<Lbn> {
         let sequential = first == 0 || self.next == Some((ino, first));
         let end = first + count as Lbn;
+        if self.next.is_none_or(|(last, _)| last != ino) || !sequential {
+            self.window = None;
+        }
         self.next = Some((ino, end));
-        sequential.then_some(end)
+        match self.window {
+            _ if !sequential => None,
+            None => Some(end),
+            Some((start, stop)) => (first >= start || end > stop).then_some(end.max(stop)),
+        }
+    }
+
+    /// Notes that `blocks` blocks from `start` were read ahead.
+    pub fn posted(&mut self, start: Lbn, blocks: usize) {
+        self.window = Some((start, start + blocks as Lbn));
     }
 }
 

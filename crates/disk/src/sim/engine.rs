@@ -129,7 +129,8 @@ impl Engine {
 
     /// Serves commands until every one in `ids` is done; returns when the
     /// last of them was reported done. Watched commands already taken
-    /// count with the time they finished.
+    /// count with the time they finished (and stay watched until
+    /// [`forget`](Engine::forget)).
     pub fn complete(&mut self, ids: Range<u64>) -> u64 {
         let mut left = 0;
         let mut finish = 0;
@@ -146,7 +147,6 @@ impl Engine {
                 left -= 1;
             }
         }
-        self.forget(ids);
         finish
     }
 

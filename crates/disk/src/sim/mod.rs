@@ -78,7 +78,8 @@ pub struct SimOptions {
 /// * A read-ahead (`read_ahead`) is a posted read: queued at the clock's
 ///   time, served while the caller goes on; a later read of sectors inside
 ///   it waits for that command (only for what is left of it, if the caller
-///   meanwhile charged CPU time), not for a new one.
+///   meanwhile charged CPU time), not for a new one — every such read until
+///   one reaches its last sector, as if it had brought them into memory.
 /// * `flush` waits for every queued command (and, with the write cache on,
 ///   for the cache to reach the media) and moves the clock there. So a
 ///   synchronous write is a write followed by a flush, and file-system code
@@ -240,13 +241,25 @@ impl BlockDevice for SimDisk {
         }
         let (lbn, sectors) = sector_span(offset, buf.len() as u64);
         let mut inner = self.lock();
-        // Sectors a posted read covers: wait for it, not for a new command.
+        // Sectors a posted read covers: wait for it, not for a new command
+        // (the read-ahead brought them into memory). It is kept until a
+        // read reaches its last sector, for a reader in smaller units.
         let covering = inner.posted.iter().position(|p| p.lbn <= lbn && lbn + sectors <= p.lbn + p.sectors);
-        let ids = match covering.and_then(|i| inner.posted.remove(i)) {
-            Some(posted) => posted.ids,
-            None => inner.engine.submit(self.clock.now(), RequestKind::Read, lbn, sectors),
+        let finish = match covering {
+            Some(i) => {
+                let ids = inner.posted[i].ids.clone();
+                let finish = inner.engine.complete(ids.clone());
+                if lbn + sectors == inner.posted[i].lbn + inner.posted[i].sectors {
+                    inner.posted.remove(i);
+                    inner.engine.forget(ids);
+                }
+                finish
+            }
+            None => {
+                let ids = inner.engine.submit(self.clock.now(), RequestKind::Read, lbn, sectors);
+                inner.engine.complete(ids)
+            }
         };
-        let finish = inner.engine.complete(ids);
         inner.store.read(offset, buf);
         self.clock.advance_to(finish);
         Ok(())

@@ -287,3 +287,18 @@ fn a_read_ahead_returns_at_once_and_a_read_outside_it_is_its_own_command() {
     d.read_at(10 << 20, &mut buf).expect("read elsewhere");
     assert_eq!(d.take_trace().len(), 2, "the posted read and the new one");
 }
+
+#[test]
+fn reads_inside_a_posted_read_wait_for_it_until_one_reaches_its_end() {
+    // A reader in 8 KB units inside a 64 KB read-ahead: no command of its
+    // own until it reads past the posted sectors.
+    let d = disk("dsp3105");
+    d.read_ahead(0, 64 << 10).expect("read ahead");
+    let mut buf = vec![0u8; 8 << 10];
+    for i in 0..8 {
+        d.read_at(i * (8 << 10), &mut buf).expect("read inside");
+    }
+    d.read_at(64 << 10, &mut buf).expect("read past it");
+    let trace = d.take_trace();
+    assert_eq!(trace.len(), 2, "the posted read and one for the sectors past it: {trace:?}");
+}

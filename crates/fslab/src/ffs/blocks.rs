@@ -163,6 +163,7 @@ impl Ffs {
         let fpb = self.frags_per_block();
         let post = |ffs: &mut Ffs| -> Result<()> {
             if let Some((addr, run)) = bmap::read_ahead_run(ffs, ino, next, max, fpb)? {
+                ffs.read_ahead.posted(next, run);
                 ffs.dev.read_ahead(addr.byte_offset(ffs.frag_size()), run * bs)?;
             }
             Ok(())

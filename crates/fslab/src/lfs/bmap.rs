@@ -152,6 +152,7 @@ impl Lfs {
             let blocks = lfs.inode_of(ino)?.attr.size.div_ceil(bs as u64) as Lbn;
             let max = (blocks - next).clamp(0, (bmap::READ_AHEAD_BYTES / bs) as Lbn) as usize;
             if let Some((addr, run)) = bmap::read_ahead_run(lfs, ino, next, max, 1)? {
+                lfs.read_ahead.posted(next, run);
                 lfs.dev.read_ahead(addr.byte_offset(bs as u64), run * bs)?;
             }
             Ok(())
