@@ -127,7 +127,7 @@ pub struct SimDisk {
 struct Inner {
     engine: Engine,
     store: SparseStore,
-    /// Posted reads no read has waited for yet, oldest first.
+    /// Posted reads whose last sector no read has reached yet, oldest first.
     posted: VecDeque<PostedRead>,
 }
 
