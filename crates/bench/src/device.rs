@@ -152,6 +152,10 @@ impl BlockDevice for Partition {
         self.inner.read_ahead(offset, len)
     }
 
+    fn takes_read_ahead(&self) -> bool {
+        self.inner.takes_read_ahead()
+    }
+
     fn size(&self) -> u64 {
         self.size
     }

@@ -61,6 +61,10 @@ impl<D: BlockDevice> BlockDevice for CountingDisk<D> {
         self.read_aheads.fetch_add(1, Ordering::Relaxed);
         self.inner.read_ahead(offset, len)
     }
+    /// Yes: it counts them.
+    fn takes_read_ahead(&self) -> bool {
+        true
+    }
     fn size(&self) -> u64 {
         self.inner.size()
     }

@@ -75,6 +75,13 @@ pub trait BlockDevice: Send + Sync {
         Ok(())
     }
 
+    /// Whether [`read_ahead`](BlockDevice::read_ahead) does anything here,
+    /// so that a caller can skip working out what to read ahead (default:
+    /// no).
+    fn takes_read_ahead(&self) -> bool {
+        false
+    }
+
     /// The device's size in bytes.
     fn size(&self) -> u64;
 }
@@ -108,6 +115,9 @@ macro_rules! forward_block_device {
             }
             fn read_ahead(&self, offset: u64, len: usize) -> io::Result<()> {
                 (**self).read_ahead(offset, len)
+            }
+            fn takes_read_ahead(&self) -> bool {
+                (**self).takes_read_ahead()
             }
             fn size(&self) -> u64 {
                 (**self).size()

@@ -315,6 +315,10 @@ impl BlockDevice for SimDisk {
         Ok(())
     }
 
+    fn takes_read_ahead(&self) -> bool {
+        true
+    }
+
     fn flush(&self) -> io::Result<()> {
         let mut inner = self.lock();
         let done = inner.engine.drain();

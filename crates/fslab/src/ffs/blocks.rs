@@ -154,8 +154,12 @@ impl Ffs {
     /// After a sequential read, posts the read of the next cluster
     /// ([`bmap::READ_AHEAD_BYTES`], up to the tail) to the device, which
     /// reads it while the caller copies this one out. Only a hint: a
-    /// failure here is left to the read that needs the blocks.
+    /// failure here is left to the read that needs the blocks. On a device
+    /// that ignores the hint (an image file), nothing is worked out.
     fn read_ahead_after(&mut self, ino: Ino, first: Lbn, count: u64, size: u64, tail: Option<Lbn>) {
+        if !self.dev.takes_read_ahead() {
+            return;
+        }
         let Some(next) = self.read_ahead.note(ino, first, count) else { return };
         let bs = self.block_size();
         let end = tail.unwrap_or(size.div_ceil(bs as u64) as Lbn);

@@ -144,8 +144,12 @@ impl Lfs {
     /// After a sequential read, posts the read of the next cluster
     /// ([`bmap::READ_AHEAD_BYTES`]) to the device, which reads it while the
     /// caller copies this one out. Only a hint: a failure here (a damaged
-    /// indirect block, say) is left to the read that needs the blocks.
+    /// indirect block, say) is left to the read that needs the blocks. On a
+    /// device that ignores the hint (an image file), nothing is worked out.
     fn read_ahead_after(&mut self, ino: Ino, first: Lbn, count: u64) {
+        if !self.dev.takes_read_ahead() {
+            return;
+        }
         let Some(next) = self.read_ahead.note(ino, first, count) else { return };
         let bs = self.block_size;
         let post = |lfs: &mut Lfs| -> Result<()> {
