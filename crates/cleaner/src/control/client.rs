@@ -3,7 +3,7 @@
 
 use super::path::find_socket;
 use super::wire::*;
-use super::{DirhashReport, Report};
+use super::{DirhashReport, MountReport, Report};
 use crate::mechanism::Mechanism;
 use fslab::error::errno;
 use fslab::format::Daddr;
@@ -62,10 +62,21 @@ impl Client {
     }
 
     /// The cleaner report of the mount, with its segment thresholds.
+    /// EOPNOTSUPP from a layout without a cleaner (FFS).
     pub fn report(&mut self) -> Result<Report> {
         let answer = self.call(Out::new(OP_REPORT))?;
         let mut r = In(&answer);
         let report = decode_report(&mut r)?;
+        r.end()?;
+        Ok(report)
+    }
+
+    /// The mount's layout, space and device counters, whatever its layout.
+    /// EOPNOTSUPP from a mount that predates them (always an LFS mount).
+    pub fn mount_report(&mut self) -> Result<MountReport> {
+        let answer = self.call(Out::new(OP_MOUNT))?;
+        let mut r = In(&answer);
+        let report = decode_mount(&mut r)?;
         r.end()?;
         Ok(report)
     }
