@@ -151,7 +151,7 @@ pub fn valid_name(name: &[u8]) -> bool {
 pub fn parse_chunk(chunk: &[u8], ino: Ino, chunk_offset: u64) -> Result<Vec<Entry<'_>>> {
     let mut walk = ChunkWalk::new(chunk, ino, chunk_offset)?;
     let mut entries = Vec::new();
-    while let Some(e) = walk.next_entry()? {
+    while let Some(e) = walk.next_entry(true)? {
         entries.push(e);
     }
     Ok(entries)
@@ -159,14 +159,14 @@ pub fn parse_chunk(chunk: &[u8], ino: Ino, chunk_offset: u64) -> Result<Vec<Entr
 
 /// The entry that starts at byte `at` of one chunk, found without decoding
 /// the records after it: the tail's magic and CRC are checked as by
-/// [`parse_chunk`], and so is every record from the start of the chunk up
-/// to `at` (only their headers are read). `None` if no record starts at
-/// `at`. This is the confirmation of a directory-hash candidate, which
+/// [`parse_chunk`], and so are the headers of the records from the start
+/// of the chunk up to `at` (their names are not read) and the entry at
+/// `at` whole. `None` if no record starts at `at`. This is the confirmation of a directory-hash candidate, which
 /// knows the offset and needs only that one entry.
 pub fn entry_in_chunk(chunk: &[u8], ino: Ino, chunk_offset: u64, at: usize) -> Result<Option<Entry<'_>>> {
     let mut walk = ChunkWalk::new(chunk, ino, chunk_offset)?;
     while walk.at <= at {
-        match walk.next_entry()? {
+        match walk.next_entry(walk.at == at)? {
             Some(e) if e.offset == at => return Ok(Some(e)),
             Some(_) => {}
             None => break,
@@ -210,8 +210,9 @@ impl<'a> ChunkWalk<'a> {
         )
     }
 
-    /// The next record, validated; `None` after the last.
-    fn next_entry(&mut self) -> Result<Option<Entry<'a>>> {
+    /// The next record, validated (its name too if `check_name`); `None`
+    /// after the last.
+    fn next_entry(&mut self, check_name: bool) -> Result<Option<Entry<'a>>> {
         let at = self.at;
         if at >= ENTRY_BYTES {
             return Ok(None);
@@ -239,7 +240,7 @@ impl<'a> ChunkWalk<'a> {
         let name = d
             .bytes(at + ENTRY_HEADER, namelen)
             .map_err(|_| self.bad(format!("entry at {at}: name cut short")))?;
-        if entry_ino != 0 && !valid_name(name) {
+        if check_name && entry_ino != 0 && !valid_name(name) {
             return Err(self.bad(format!("entry at {at}: invalid name")));
         }
         self.at = at + reclen;
@@ -408,5 +409,9 @@ mod tests {
         let mut flipped = chunk.clone();
         flipped[400] ^= 1;
         assert!(entry_in_chunk(&flipped, 1, 0, 0).is_err());
+        let mut slash = chunk.clone();
+        slash[8 + 16] = b'/';
+        seal_chunk(&mut slash);
+        assert!(entry_in_chunk(&slash, 1, 0, 16).is_err(), "the entry found is checked whole");
     }
 }
