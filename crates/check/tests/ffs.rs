@@ -8,7 +8,9 @@
 
 mod common;
 
-use common::cases::{assert_removes_entry, assert_resets_chunk, repaired_to_clean, shared_cases, Ffs};
+use common::cases::{
+    assert_removes_entry, assert_resets_chunk, held_open_and_unlinked, repaired_to_clean, shared_cases, Ffs,
+};
 use common::ffs::*;
 use common::{check, listing, pattern, repair};
 use disk::BlockDevice;
@@ -448,25 +450,6 @@ fn the_same_tree_checks_the_same_on_both_layouts() {
     assert_eq!((a.layout, b.layout), (Layout::Lfs, Layout::Ffs));
 }
 
-/// Files of `len` bytes made in the root under `names`, each held open
-/// (pinned) and unlinked: orphans, on the list newest first.
-fn held_open_and_unlinked(
-    fs: &mut fslab::ufs::FileSystem<fslab::ffs::Ffs>,
-    names: &[&[u8]],
-    len: usize,
-) -> Vec<Ino> {
-    let c = fslab::ufs::Creds::default();
-    let mut files = Vec::new();
-    for name in names {
-        let ino = fs.mknod(ROOT_INO, name, 0o644, 0, c).expect("create").ino;
-        fs.write(ino, 0, &pattern(len, 3)).expect("write");
-        fs.pin(ino);
-        fs.unlink(ROOT_INO, name).expect("unlink");
-        files.push(ino);
-    }
-    files
-}
-
 /// The orphan list as the disk holds it: the superblock's head, then each
 /// inode's `next_orphan`, for at most `limit` inodes.
 fn orphans_on_disk(dev: &std::sync::Arc<disk::MemDisk>, limit: usize) -> Vec<Ino> {
@@ -519,41 +502,4 @@ fn mount_frees_the_orphans_on_the_list() {
     assert_eq!(superblock(dev.as_ref()).orphan_head, 0);
     let report = check(&dev);
     assert!(report.is_clean(), "problems:\n{}", listing(&report));
-}
-
-/// A list that loops is not followed forever: mount frees what it could
-/// walk, says why it stopped, and mounts.
-#[test]
-fn a_looping_orphan_list_stops_the_walk_and_the_mount_goes_on() {
-    let dev = fresh(24 << 20);
-    let files = with_fs(&dev, true, |fs| {
-        let files = held_open_and_unlinked(fs, &[b"a", b"b"], 0);
-        fslab::storage::StorageManager::unmount(fs.storage()).expect("unmount under the namespace");
-        files
-    });
-    // b → a → b → ...
-    rewrite_inode(dev.as_ref(), files[0], |i| i.next_orphan = files[1]);
-    with_fs(&dev, false, |fs| {
-        let report = fs.storage().orphan_report().clone();
-        assert_eq!(report.reclaimed, 2, "{report:?}");
-        assert!(report.damage.expect("a loop").contains("loops back"));
-    });
-    assert_eq!(superblock(dev.as_ref()).orphan_head, 0);
-}
-
-/// A damaged orphan list (it loops) is damage: the orphans are reported as
-/// unreferenced inodes, and repair frees them and empties the list.
-#[test]
-fn a_looping_orphan_list_is_damage_that_repair_empties() {
-    let dev = fresh(24 << 20);
-    let files = with_fs(&dev, true, |fs| held_open_and_unlinked(fs, &[b"a", b"b"], 10_000));
-    rewrite_inode(dev.as_ref(), files[0], |i| i.next_orphan = files[1]);
-    let report = check(&dev);
-    assert!(report.has(Kind::OrphanList), "problems:\n{}", listing(&report));
-    assert!(report.pending_reclaim.is_empty());
-    for &ino in &files {
-        assert!(about(&report, Kind::Unreachable, ino).contains(&Some(Fix::FreeOrphan { ino })));
-    }
-    repaired_to_clean::<Ffs>(&dev);
-    assert_eq!(superblock(dev.as_ref()).orphan_head, 0);
 }

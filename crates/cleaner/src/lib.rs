@@ -11,8 +11,9 @@
 //!   also the [`fslab::lfs::clean::SpaceMaker`] writers run when they are
 //!   short of space.
 //! * [`background`] — the thread that cleans while a mount serves requests.
-//! * [`control`] — the mount's control socket: the mechanism and the
-//!   cleaner report served to cleaners and `fslab stat` in other processes.
+//! * [`control`] — the mount's control socket, for a mount of either
+//!   layout: its counters for `fslab stat`, and on LFS the mechanism and
+//!   the cleaner report, served to processes of their own.
 //! * [`workload`] — the overwrite workload that tests and benchmarks clean under.
 //!
 //! A policy can never lose data: the mechanism re-checks every block it is

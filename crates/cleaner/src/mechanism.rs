@@ -67,12 +67,6 @@ pub trait LfsAccess {
     /// Runs `op` on the file system under its lock.
     fn with_lfs<R>(&self, op: impl FnOnce(&mut Lfs) -> Result<R>) -> Result<R>;
 
-    /// The namespace's dirhash settings and counters, read under the lock,
-    /// where this access reaches the namespace above the storage manager;
-    /// `None` where it reaches only the storage manager.
-    fn dirhash_report(&self) -> Result<Option<crate::control::DirhashReport>> {
-        Ok(None)
-    }
     /// Whether the file system has been unmounted: every call fails from
     /// then on, and its error says nothing about the disk. An access that
     /// cannot tell says no.

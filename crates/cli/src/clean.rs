@@ -3,17 +3,18 @@
 //! reaches the mount through its control socket (`fslab_cleaner::control`)
 //! and runs the same passes as the mount's own cleaner, which keeps running
 //! meanwhile: several cleaners at once are safe, because the mechanism
-//! re-checks every block it is asked to move.
+//! re-checks every block it is asked to move. An FFS mount has no cleaner,
+//! and the command says so before any pass.
 
 use clap::Args;
-use fslab_cleaner::control::Client;
+use fslab_cleaner::control::{Client, LayoutReport, FFS_HAS_NO_CLEANER};
 use fslab_cleaner::{policy, Cleaner, Mechanism};
 use std::path::{Path, PathBuf};
 
 /// Arguments of `fslab clean`.
 #[derive(Args)]
 pub struct CleanArgs {
-    /// The directory an fslab file system is mounted on.
+    /// The directory an fslab LFS is mounted on.
     dir: PathBuf,
     /// The cleaning policy: greedy, cost-benefit or hot-cold.
     #[arg(long, value_name = "POLICY", default_value = policy::DEFAULT)]
@@ -70,6 +71,16 @@ pub fn run(args: &CleanArgs) -> Result<(), String> {
     let mut cleaner = Cleaner::new(chosen);
     let name = args.dir.display();
     let failed = |e: fslab::Error| format!("{name}: {e}");
+    // A mount older than the mount request answers EOPNOTSUPP: it is an
+    // LFS mount (no other layout served a socket then).
+    match client.mount_report() {
+        Ok(mount) if matches!(mount.layout, LayoutReport::Ffs { .. }) => {
+            return Err(format!("{name}: {FFS_HAS_NO_CLEANER}"));
+        }
+        Ok(_) => {}
+        Err(e) if e.errno() == libc::EOPNOTSUPP => {}
+        Err(e) => return Err(failed(e)),
+    }
     let (mut passes, mut segments, mut moved) = (0u64, 0usize, 0u64);
     // The loop of `Cleaner::clean_to_high_water`, one pass at a time so
     // that each can be reported. The table is fetched once a pass: it

@@ -5,9 +5,11 @@
 //!   started as `mount.fslab` or `umount.fuse.fslab`, mount(8)'s helpers.
 //! * `dump` — prints the superblock, checkpoint and segment usage.
 //! * `fsck` — checks an unmounted image and repairs it (own exit statuses).
-//! * `clean` — runs cleaning passes on a mount from this process, through
-//!   the mount's control socket.
-//! * `stat` — prints a mount's cleaner report (write cost, segments cleaned).
+//! * `clean` — runs cleaning passes on an LFS mount from this process,
+//!   through the mount's control socket (an FFS mount has no cleaner).
+//! * `stat` — prints a mount's counters, of either layout: space, device
+//!   work, directory hashes; on LFS the cleaner's report (write cost,
+//!   segments cleaned).
 //! * `sync` — makes everything written to a mount durable (a checkpoint).
 //! * `bench` — the lab: runs the papers' experiments, writes results,
 //!   plots and a report (the work is the `fslab-bench` crate's).
@@ -92,9 +94,10 @@ enum Command {
     Dump(dump::DumpArgs),
     /// Check an unmounted image (LFS or FFS); with --repair, repair what can be repaired.
     Fsck(fsck::FsckArgs),
-    /// Clean segments of a mounted file system from this process.
+    /// Clean segments of a mounted LFS from this process (FFS has no cleaner).
     Clean(clean::CleanArgs),
-    /// Print the cleaner's report of a mounted file system (write cost, segments cleaned).
+    /// Print a mounted file system's counters: space, device work, directory hashes,
+    /// and on LFS the cleaner's report (write cost, segments cleaned).
     Stat(stat::StatArgs),
     /// Make everything written to a mounted file system durable now (a checkpoint);
     /// sync(1) does not reach FUSE file systems.

@@ -62,7 +62,7 @@ pub struct FfsArgs {
     /// FFS: bytes of disk per inode [default: 8K].
     #[arg(long, value_parser = parse_size)]
     bytes_per_inode: Option<u64>,
-    /// FFS: blocks written contiguously before a rotdelay gap, and the longest cluster [default: 64K worth].
+    /// FFS: blocks written contiguously before a rotdelay gap, and the longest cluster [default: 1M worth; the papers' FFS: 64K worth].
     #[arg(long)]
     maxcontig: Option<u32>,
     /// FFS: the gap after maxcontig blocks: milliseconds (4ms) or blocks (2) [default: 0, none].

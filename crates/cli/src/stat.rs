@@ -1,39 +1,128 @@
-//! `fslab stat DIR`: the cleaner's report of a mounted file system, read
-//! through its control socket — segments cleaned, the bytes behind the
-//! write cost (1992 paper §5.1: everything written to the log plus the
-//! cleaner's reads, over the file data users wrote), since mount and over
-//! the last segments, the utilization each recently cleaned segment had,
-//! and the thresholds; then the directory hashes (2002 paper §3): their
-//! settings, lookups answered by a hash and by a scan, builds, drops and
-//! the memory they hold.
+//! `fslab stat DIR`: the counters of a mounted file system of either
+//! layout, read through its control socket. First what every layout has:
+//! the layout (and FFS's integrity mode and cylinder groups), free space
+//! and inodes, and the device work since mount. Then on LFS the cleaner's
+//! report — segments cleaned, the bytes behind the write cost (1992 paper
+//! §5.1: everything written to the log plus the cleaner's reads, over the
+//! file data users wrote), since mount and over the last segments, the
+//! utilization each recently cleaned segment had, and the thresholds. Last
+//! the directory hashes (2002 paper §3), on either layout: their settings,
+//! lookups answered by a hash and by a scan, builds, drops and the memory
+//! they hold.
 
 use crate::size::human;
 use clap::Args;
+use fslab::ffs::Integrity;
 use fslab::lfs::clean::{CleanerCounters, RECENT_SEGMENTS};
-use fslab_cleaner::control::{DirhashReport, Report};
+use fslab_cleaner::control::{DirhashReport, LayoutReport, MountReport, Report};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
 /// Arguments of `fslab stat`.
 #[derive(Args)]
 pub struct StatArgs {
-    /// The directory an fslab file system is mounted on.
+    /// The directory an fslab file system (LFS or FFS) is mounted on.
     dir: PathBuf,
 }
 
 /// Prints the report.
 pub fn run(args: &StatArgs) -> Result<(), String> {
     let mut client = crate::clean::connect(&args.dir)?;
-    let report = client.report().map_err(|e| format!("{}: {e}", args.dir.display()))?;
+    let failed = |e: fslab::Error| format!("{}: {e}", args.dir.display());
+    // A mount older than the mount request answers EOPNOTSUPP; it is an
+    // LFS mount (no other layout served a socket then).
+    let mount = match client.mount_report() {
+        Ok(m) => Some(m),
+        Err(e) if e.errno() == libc::EOPNOTSUPP => None,
+        Err(e) => return Err(failed(e)),
+    };
+    let cleaner = match mount.map(|m| m.layout) {
+        Some(LayoutReport::Ffs { .. }) => None,
+        _ => Some(client.report().map_err(failed)?),
+    };
     // A mount older than the dirhash request answers EOPNOTSUPP.
     let dirhash = match client.dirhash_report() {
         Ok(d) => Some(d),
         Err(e) if e.errno() == libc::EOPNOTSUPP => None,
-        Err(e) => return Err(format!("{}: {e}", args.dir.display())),
+        Err(e) => return Err(failed(e)),
     };
-    print!("{}", render(&args.dir.display().to_string(), &report));
+    print!("{}", render_mount(&args.dir.display().to_string(), mount.as_ref()));
+    if let Some(report) = &cleaner {
+        print!("\n{}", render(report));
+    }
     print!("{}", render_dirhash(dirhash.as_ref()));
     Ok(())
+}
+
+fn row(out: &mut String, label: &str, value: String) {
+    let _ = writeln!(out, "{label:<26}{value}");
+}
+
+/// The section every layout has: the mount, its layout, space and device
+/// work; only the mount's name for a mount that does not report the rest.
+fn render_mount(dir: &str, m: Option<&MountReport>) -> String {
+    let mut out = String::new();
+    row(&mut out, "mount", dir.to_string());
+    let Some(m) = m else { return out };
+    let s = &m.space;
+    let block = u64::from(s.block_size);
+    let layout = match &m.layout {
+        LayoutReport::Lfs(_) => "LFS".to_string(),
+        LayoutReport::Ffs { integrity, cylinder_groups, .. } => {
+            let integrity = match integrity {
+                Integrity::Sync => "sync",
+                Integrity::Async => "async",
+            };
+            format!("FFS, integrity={integrity}, {cylinder_groups} cylinder groups")
+        }
+    };
+    row(&mut out, "layout", layout);
+    row(
+        &mut out,
+        "space",
+        format!(
+            "{} free of {} ({} of {} blocks of {})",
+            human(s.free_blocks.saturating_mul(block)),
+            human(s.total_blocks.saturating_mul(block)),
+            s.free_blocks,
+            s.total_blocks,
+            human(block)
+        ),
+    );
+    row(&mut out, "inodes", format!("{} free of {}", s.free_inodes, s.total_inodes));
+    match &m.layout {
+        LayoutReport::Lfs(c) => {
+            row(
+                &mut out,
+                "device writes",
+                format!(
+                    "{} ({} in {} blocks, {} partial segments)",
+                    c.writes,
+                    human(c.blocks_written.saturating_mul(block)),
+                    c.blocks_written,
+                    c.partial_segments
+                ),
+            );
+            row(&mut out, "checkpoints", c.checkpoints.to_string());
+            row(&mut out, "segments found empty", c.segments_reclaimed.to_string());
+        }
+        LayoutReport::Ffs { stats: c, .. } => {
+            row(&mut out, "device reads", c.reads.to_string());
+            row(
+                &mut out,
+                "device writes",
+                format!(
+                    "{} ({} in {} blocks, {} synchronous)",
+                    c.writes,
+                    human(c.bytes_written),
+                    c.blocks_written,
+                    c.sync_writes
+                ),
+            );
+            row(&mut out, "syncs", c.syncs.to_string());
+        }
+    }
+    out
 }
 
 /// The dirhash section, or a line saying the mount does not report it.
@@ -42,9 +131,6 @@ fn render_dirhash(d: Option<&DirhashReport>) -> String {
     let Some(d) = d else {
         out.push_str("dirhash: not reported by this mount (an older fslab)\n");
         return out;
-    };
-    let row = |out: &mut String, label: &str, value: String| {
-        let _ = writeln!(out, "{label:<26}{value}");
     };
     let (o, s) = (&d.options, &d.stats);
     let state = if o.enabled { "on" } else { "off" };
@@ -77,13 +163,9 @@ fn render_dirhash(d: Option<&DirhashReport>) -> String {
     out
 }
 
-/// The report as aligned text.
-fn render(dir: &str, r: &Report) -> String {
+/// The cleaner's report (LFS) as aligned text.
+fn render(r: &Report) -> String {
     let mut out = String::new();
-    let row = |out: &mut String, label: &str, value: String| {
-        let _ = writeln!(out, "{label:<26}{value}");
-    };
-    row(&mut out, "mount", dir.to_string());
     row(&mut out, "cleaner policy", r.policy.clone());
     row(&mut out, "segments", format!("{} of {}", r.segments, human(r.segment_bytes)));
     row(&mut out, "clean segments", r.clean_segments.to_string());
@@ -164,7 +246,7 @@ mod tests {
             cold_partial_segments: 7,
             ages_predict_survival: false,
         };
-        let text = render("/mnt", &report);
+        let text = render(&report);
         assert!(text.contains("segments                  96 of 512 KiB"), "{text}");
         assert!(text.contains("low-water 5, high-water 8, reserve 2"), "{text}");
         assert!(
@@ -184,6 +266,63 @@ mod tests {
             .filter(|l| ["file data", "written", "read by", "write cost"].iter().any(|p| l.starts_with(p)))
             .all(|l| l.len() == heading.len()));
         assert!(text.contains(" 3:  25.0%   95:  50.0%"), "{text}");
+    }
+
+    #[test]
+    fn the_mount_section_names_each_layouts_counters() {
+        use fslab::storage::StatFs;
+        let space = StatFs {
+            block_size: 8192,
+            total_blocks: 1000,
+            free_blocks: 250,
+            total_inodes: 2048,
+            free_inodes: 2000,
+            name_max: 255,
+        };
+        let stats = fslab::ffs::Stats {
+            writes: 40,
+            blocks_written: 50,
+            bytes_written: 400 << 10,
+            sync_writes: 12,
+            reads: 7,
+            syncs: 3,
+            checksummed_blocks: 9,
+        };
+        let ffs = MountReport {
+            space,
+            layout: LayoutReport::Ffs { integrity: Integrity::Sync, cylinder_groups: 4, stats },
+        };
+        let text = render_mount("/mnt", Some(&ffs));
+        let want = "\
+mount                     /mnt
+layout                    FFS, integrity=sync, 4 cylinder groups
+space                     2.0 MiB free of 7.8 MiB (250 of 1000 blocks of 8 KiB)
+inodes                    2000 free of 2048
+device reads              7
+device writes             40 (400 KiB in 50 blocks, 12 synchronous)
+syncs                     3
+";
+        assert_eq!(text, want);
+
+        let stats = fslab::lfs::Stats {
+            partial_segments: 5,
+            cold_partial_segments: 1,
+            blocks_written: 64,
+            writes: 6,
+            checkpoints: 2,
+            segments_reclaimed: 1,
+        };
+        let lfs =
+            MountReport { space: StatFs { block_size: 4096, ..space }, layout: LayoutReport::Lfs(stats) };
+        let text = render_mount("/mnt", Some(&lfs));
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines.contains(&"layout                    LFS"), "{text}");
+        assert!(
+            lines.contains(&"device writes             6 (256 KiB in 64 blocks, 5 partial segments)"),
+            "{text}"
+        );
+        assert!(lines.contains(&"checkpoints               2"), "{text}");
+        assert_eq!(render_mount("/mnt", None), "mount                     /mnt\n");
     }
 
     #[test]

@@ -5,12 +5,14 @@
 //! directory, stat them (a lookup) in creation order, in random order, stat
 //! n names that do not exist, then remove them in creation order; each
 //! phase's cost per operation in microseconds, and the memory the hashes
-//! held. Last, two floors under a random stat, which involve no name:
-//! `getattr` of the files by inode number in random order, and a read of
-//! the directory block of each entry in random order; they show what the
-//! random memory accesses of a stat cost at each size whatever the index. The MH-folder test creates 33,164 files with numeric names in
-//! shuffled order, renames them to 1…33164 in numeric order (`folder
-//! -pack`) and removes the directory.
+//! held. Last, three floors under a random stat, which involve no name:
+//! `getattr` of the files by inode number in random order, a read of
+//! the directory block of each entry in random order, and (`chain`) the
+//! entry's chunk and then its inode, each read waiting for the one before
+//! as in a lookup; they show what the random memory accesses of a stat
+//! cost at each size whatever the index. The MH-folder test creates 33,164
+//! files with numeric names in shuffled order, renames them to 1…33164 in
+//! numeric order (`folder -pack`) and removes the directory.
 //!
 //! ```text
 //! cargo run --release -p fslab --example dirhash_bench -- \
@@ -33,7 +35,7 @@ use fslab::format::inode::kind;
 use fslab::format::ROOT_INO;
 use fslab::lfs::{Lfs, MkfsOptions, MountOptions};
 use fslab::storage::{MemStorage, StorageManager};
-use fslab::ufs::{Creds, DirhashOptions, FileSystem, RenameFlags};
+use fslab::ufs::{Creds, DirEntry, DirhashOptions, FileSystem, RenameFlags};
 use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
@@ -155,12 +157,13 @@ fn per_op<S: StorageManager, T>(
 }
 
 /// The phases, in order: create, stat in order, stat at random, stat of
-/// absent names, remove; and two floors under a random stat at each size,
-/// which involve no name: `getattr` of the same files by inode number, and
+/// absent names, remove; and three floors under a random stat at each size,
+/// which involve no name: `getattr` of the same files by inode number,
 /// reading the directory block each entry lives in, in the same random
-/// order (what confirming a candidate costs in memory traffic).
+/// order (what confirming a candidate costs in memory traffic), and
+/// [`storage_chain`].
 struct Row {
-    phases: [Cost; 7],
+    phases: [Cost; 8],
     peak_memory: u64,
     builds: u64,
     dir_bytes: u64,
@@ -195,15 +198,49 @@ fn sizes_run<S: StorageManager>(fs: &mut FileSystem<S>, n: usize, rng: &mut Smal
     let getattr = per_op(fs, &entries, |fs, &(ino, _)| fs.getattr(ino).map(|_| ()))?;
     let mut block = vec![0u8; fs.block_size() as usize];
     let block_read = per_op(fs, &entries, |fs, &(_, lbn)| fs.storage().read_block(d, lbn, &mut block))?;
+    let mut in_random_order = listed[2..].to_vec();
+    in_random_order.shuffle(rng);
+    let storage_chain = storage_chain(fs, d, &in_random_order)?;
     let remove = per_op(fs, &names, |fs, n| fs.unlink(d, n))?;
     fs.rmdir(ROOT_INO, b"d").map_err(|e| e.to_string())?;
     let stats = fs.dirhash_stats();
     Ok(Row {
-        phases: [create, stat_seq, stat_random, stat_absent, remove, getattr, block_read],
+        phases: [create, stat_seq, stat_random, stat_absent, remove, getattr, block_read, storage_chain],
         peak_memory: stats.peak_memory,
         builds: stats.builds,
         dir_bytes,
     })
+}
+
+/// What a random stat asks of the storage, without dirhash: for each entry
+/// of `dir` (`listed`, in random order), its 512-byte chunk copied out of the buffer
+/// cache, then its inode. Each read waits for the one before it, as in a
+/// lookup (the inode number comes from the chunk, the next name after the
+/// last answer): the `getattr` and `blk-read` floors let the processor
+/// overlap one operation's cache misses with the next one's, which a
+/// lookup's longer work does not. A random stat minus this is dirhash's
+/// own cost: hashing, the table's slot, and confirming the name.
+fn storage_chain<S: StorageManager>(
+    fs: &mut FileSystem<S>,
+    dir: u64,
+    listed: &[DirEntry],
+) -> Result<Cost, String> {
+    let bs = u64::from(fs.block_size());
+    let mut chunk = [0u8; 512];
+    let mut carry = 0usize;
+    let start = Instant::now();
+    for k in 0..listed.len() {
+        let e = &listed[(k + carry) % listed.len()];
+        let offset = e.next_offset - 1;
+        let (lbn, within) = ((offset / bs) as i64, (offset % bs / 512 * 512) as usize);
+        fs.storage().read_block_part(dir, lbn, within, &mut chunk).map_err(|e| e.to_string())?;
+        // The chunk's last byte is its magic's (0x44): zero here, but only
+        // once the chunk has been read.
+        let ino = e.ino + u64::from(chunk[511] ^ 0x44);
+        let inode = fs.getattr(ino).map_err(|e| e.to_string())?;
+        carry = (inode.attr.size & 1) as usize;
+    }
+    Ok(Cost { micros: start.elapsed().as_secs_f64() * 1e6 / listed.len().max(1) as f64, blocks: 0.0 })
 }
 
 /// The MH-folder test (§4.1): seconds for create, pack and remove.
@@ -287,7 +324,9 @@ fn run() -> Result<(), String> {
     );
     let phase = |name: &str| format!("{name:>9} {:>6}", "blk");
     let phases: Vec<String> =
-        ["create", "stat-seq", "stat-rand", "stat-none", "remove", "getattr", "blk-read"].map(phase).to_vec();
+        ["create", "stat-seq", "stat-rand", "stat-none", "remove", "getattr", "blk-read", "chain"]
+            .map(phase)
+            .to_vec();
     println!(
         "{:>9} {:>4} {} {:>8} {:>8} {:>6}",
         "n",

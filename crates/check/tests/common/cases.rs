@@ -6,7 +6,9 @@
 
 use super::{check, listing, pattern, populate, run_on, Tree};
 use disk::MemDisk;
+use fslab::format::inode::Inode;
 use fslab::format::{Ino, ROOT_INO};
+use fslab::storage::orphans::OrphanReport;
 use fslab::storage::StorageManager;
 use fslab::ufs::FileSystem;
 use fslab_check::{Fix, Kind, Outcome, Report};
@@ -25,6 +27,8 @@ macro_rules! shared_cases {
             an_orphan_left_by_a_crash_is_pending_reclaim_and_repair_frees_it,
             unreachable_files_and_directories_go_to_lost_and_found,
             an_entry_naming_a_free_inode_is_found_and_removed,
+            a_looping_orphan_list_stops_the_walk_and_the_mount_goes_on,
+            a_looping_orphan_list_is_damage_that_repair_empties,
         );
     };
     (@each $layout:ty: $($case:ident),* $(,)?) => {
@@ -53,6 +57,13 @@ pub trait Layout {
     /// What a repair that ended with exit status 1 must leave besides an
     /// image that checks clean.
     fn after_repair(dev: &Arc<MemDisk>);
+    /// Rewrites inode `ino` where the image holds it, after `change`, with
+    /// a valid checksum (damage a bug could leave).
+    fn rewrite_inode(dev: &Arc<MemDisk>, ino: Ino, change: impl FnOnce(&mut Inode));
+    /// The head of the orphan list the image holds.
+    fn orphan_head(dev: &Arc<MemDisk>) -> Ino;
+    /// What the mount of `fs` did with the orphan list.
+    fn orphan_report(fs: &mut FileSystem<Self::S>) -> OrphanReport;
 
     /// A populated ([`populate`]), cleanly unmounted 24 MiB image.
     fn populated() -> (Arc<MemDisk>, Tree) {
@@ -75,6 +86,15 @@ impl Layout for Lfs {
         super::with_fs(dev, crash, body)
     }
     fn after_repair(_dev: &Arc<MemDisk>) {}
+    fn rewrite_inode(dev: &Arc<MemDisk>, ino: Ino, change: impl FnOnce(&mut Inode)) {
+        super::rewrite_inode(dev.as_ref(), ino, change)
+    }
+    fn orphan_head(dev: &Arc<MemDisk>) -> Ino {
+        super::superblock(dev.as_ref()).checkpoint.orphan_head
+    }
+    fn orphan_report(fs: &mut FileSystem<Self::S>) -> OrphanReport {
+        fs.storage().orphan_report().clone()
+    }
 }
 
 /// The Fast File System (`tests/common/ffs.rs`'s images).
@@ -97,6 +117,15 @@ impl Layout for Ffs {
         run_on(fslab::ffs::Ffs::mount(dev.clone(), options).expect("mounts"), false, |fs| {
             fs.getattr(ROOT_INO).expect("the root")
         });
+    }
+    fn rewrite_inode(dev: &Arc<MemDisk>, ino: Ino, change: impl FnOnce(&mut Inode)) {
+        super::ffs::rewrite_inode(dev.as_ref(), ino, change)
+    }
+    fn orphan_head(dev: &Arc<MemDisk>) -> Ino {
+        super::ffs::superblock(dev.as_ref()).orphan_head
+    }
+    fn orphan_report(fs: &mut FileSystem<Self::S>) -> OrphanReport {
+        fs.storage().orphan_report().clone()
     }
 }
 
@@ -189,6 +218,78 @@ pub fn an_orphan_left_by_a_crash_is_pending_reclaim_and_repair_frees_it<L: Layou
     assert!(outcome.last.pending_reclaim.is_empty());
     L::after_repair(&dev);
     L::with_fs(&dev, false, |fs| assert!(fs.getattr(tree.small).is_err(), "the orphan is freed"));
+}
+
+/// Files of `len` bytes made in the root under `names`, each held open
+/// (pinned) and unlinked: orphans, on the list newest first.
+pub fn held_open_and_unlinked<S: StorageManager>(
+    fs: &mut FileSystem<S>,
+    names: &[&[u8]],
+    len: usize,
+) -> Vec<Ino> {
+    let c = fslab::ufs::Creds::default();
+    let mut files = Vec::new();
+    for name in names {
+        let ino = fs.mknod(ROOT_INO, name, 0o644, 0, c).expect("create").ino;
+        fs.write(ino, 0, &pattern(len, 3)).expect("write");
+        fs.pin(ino);
+        fs.unlink(ROOT_INO, name).expect("unlink");
+        files.push(ino);
+    }
+    files
+}
+
+/// Two orphans on the image's list, left by a storage manager unmounted
+/// under a namespace that still held them open (the image is marked
+/// clean, so both layouts mount it); the list made to loop (b → a → b → …)
+/// by a rewrite of `a`'s `next_orphan`.
+fn looping_orphan_list<L: Layout>() -> (Arc<MemDisk>, Vec<Ino>) {
+    let dev = L::fresh(24 << 20);
+    let files = L::with_fs(&dev, true, |fs| {
+        let files = held_open_and_unlinked(fs, &[b"a", b"b"], 10_000);
+        fs.storage().unmount().expect("unmount under the namespace");
+        files
+    });
+    assert_eq!(L::orphan_head(&dev), files[1], "the newest orphan heads the list");
+    L::rewrite_inode(&dev, files[0], |i| i.next_orphan = files[1]);
+    (dev, files)
+}
+
+/// A list that loops is not followed forever: mount frees what it could
+/// walk, says why it stopped, mounts, and leaves the list empty.
+pub fn a_looping_orphan_list_stops_the_walk_and_the_mount_goes_on<L: Layout>() {
+    let (dev, files) = looping_orphan_list::<L>();
+    L::with_fs(&dev, false, |fs| {
+        let report = L::orphan_report(fs);
+        assert_eq!(report.reclaimed, 2, "{report:?}");
+        assert!(report.damage.expect("a loop").contains("loops back"));
+        for &ino in &files {
+            assert!(fs.getattr(ino).is_err(), "orphan {ino} is freed");
+        }
+    });
+    assert_eq!(L::orphan_head(&dev), 0);
+    let report = check(&dev);
+    assert!(report.is_clean(), "problems:\n{}", listing(&report));
+}
+
+/// A damaged orphan list (it loops) is damage: the orphans are reported as
+/// unreferenced inodes, and repair frees them and empties the list.
+pub fn a_looping_orphan_list_is_damage_that_repair_empties<L: Layout>() {
+    let (dev, files) = looping_orphan_list::<L>();
+    let report = check(&dev);
+    assert!(report.has(Kind::OrphanList), "problems:\n{}", listing(&report));
+    assert!(report.pending_reclaim.is_empty());
+    for &ino in &files {
+        let fixes: Vec<Option<Fix>> = report
+            .problems
+            .iter()
+            .filter(|p| p.kind == Kind::Unreachable && p.ino == Some(ino))
+            .map(|p| p.fix.clone())
+            .collect();
+        assert!(fixes.contains(&Some(Fix::FreeOrphan { ino })), "{ino}: {fixes:?}\n{}", listing(&report));
+    }
+    repaired_to_clean::<L>(&dev);
+    assert_eq!(L::orphan_head(&dev), 0);
 }
 
 /// Names removed without touching the inodes — a file and a whole subtree:

@@ -19,10 +19,10 @@ pub mod cases;
 pub mod ffs;
 
 use disk::{BlockDevice, MemDisk};
-use fslab::format::codec::Decoder;
+use fslab::format::codec::{crc32c_skipping, Decoder};
 use fslab::format::inode::{Inode, INODE_SIZE};
-use fslab::format::{Daddr, Ino, ROOT_INO};
-use fslab::lfs::layout::{imap_entries_per_block, ImapEntry, Superblock, IMAP_BYTES};
+use fslab::format::{crc32c, Daddr, Ino, ROOT_INO};
+use fslab::lfs::layout::{imap_entries_per_block, ImapEntry, Summary, Superblock, IMAP_BYTES};
 use fslab::lfs::{Lfs, MkfsOptions, MountOptions};
 use fslab::storage::StorageManager;
 use fslab::ufs::{Creds, FileSystem};
@@ -177,13 +177,41 @@ pub fn inode_slot(dev: &dyn BlockDevice, ino: Ino) -> (Daddr, usize, Inode) {
     slot_in(dev, entry.daddr, ino)
 }
 
-/// Rewrites inode `ino` in place after `change` (with a valid checksum).
+/// Rewrites inode `ino` in place after `change`, with a valid checksum
+/// and its partial segment's data checksum recomputed: damage every
+/// checksum passes, as a bug in the writer would leave.
 pub fn rewrite_inode(dev: &dyn BlockDevice, ino: Ino, change: impl FnOnce(&mut Inode)) {
     let (daddr, offset, mut inode) = inode_slot(dev, ino);
     change(&mut inode);
     let mut block = read(dev, daddr);
     inode.encode(&mut block[offset..offset + INODE_SIZE]).expect("pointers fit");
     dev.write_at(daddr.byte_offset(BS as u64), &block).expect("write");
+    reseal_partial_of(dev, daddr);
+}
+
+/// Recomputes the data checksum (and so the summary's own) of the partial
+/// segment holding block `daddr`, found by walking its segment's summaries.
+pub fn reseal_partial_of(dev: &dyn BlockDevice, daddr: Daddr) {
+    let sb = superblock(dev);
+    let bps = sb.blocks_per_segment();
+    let seg = daddr.get() / bps;
+    let holds_superblock = fslab::lfs::inspect::superblock_segments(sb.nsegments).contains(&seg);
+    let mut at = seg * bps + u64::from(holds_superblock);
+    while at < (seg + 1) * bps {
+        let mut summary = read(dev, Daddr::new(at));
+        let n = Summary::decode(&summary, Daddr::new(at)).expect("a summary on the chain").nblocks as u64;
+        if (at + 1..=at + n).contains(&daddr.get()) {
+            let mut data = vec![0u8; n as usize * BS];
+            dev.read_at(Daddr::new(at + 1).byte_offset(BS as u64), &mut data).expect("read");
+            summary[8..12].copy_from_slice(&crc32c(&data).to_le_bytes());
+            let crc = crc32c_skipping(&summary, 4);
+            summary[4..8].copy_from_slice(&crc.to_le_bytes());
+            dev.write_at(Daddr::new(at).byte_offset(BS as u64), &summary).expect("write");
+            return;
+        }
+        at += 1 + n;
+    }
+    panic!("block {} is in no partial segment of segment {seg}", daddr.get());
 }
 
 /// Flips the bits of `len` bytes at byte `at` of block `daddr`.

@@ -3,7 +3,7 @@
 
 use super::path::find_socket;
 use super::wire::*;
-use super::{DirhashReport, Report};
+use super::{DirhashReport, MountReport, Report};
 use crate::mechanism::Mechanism;
 use fslab::error::errno;
 use fslab::format::Daddr;
@@ -62,22 +62,30 @@ impl Client {
     }
 
     /// The cleaner report of the mount, with its segment thresholds.
+    /// EOPNOTSUPP from a layout without a cleaner (FFS).
     pub fn report(&mut self) -> Result<Report> {
-        let answer = self.call(Out::new(OP_REPORT))?;
-        let mut r = In(&answer);
-        let report = decode_report(&mut r)?;
-        r.end()?;
-        Ok(report)
+        self.ask(OP_REPORT, decode_report)
+    }
+
+    /// The mount's layout, space and device counters, whatever its layout.
+    /// EOPNOTSUPP from a mount that predates them (always an LFS mount).
+    pub fn mount_report(&mut self) -> Result<MountReport> {
+        self.ask(OP_MOUNT, decode_mount)
     }
 
     /// The mount's dirhash settings and counters. EOPNOTSUPP from a mount
     /// that predates them.
     pub fn dirhash_report(&mut self) -> Result<DirhashReport> {
-        let answer = self.call(Out::new(OP_DIRHASH))?;
+        self.ask(OP_DIRHASH, decode_dirhash)
+    }
+
+    /// Sends a request of `op` alone and decodes the whole answer.
+    fn ask<T>(&mut self, op: u8, decode: fn(&mut In) -> Result<T>) -> Result<T> {
+        let answer = self.call(Out::new(op))?;
         let mut r = In(&answer);
-        let report = decode_dirhash(&mut r)?;
+        let value = decode(&mut r)?;
         r.end()?;
-        Ok(report)
+        Ok(value)
     }
 
     /// Sends one request; returns the response's results, or the error the
@@ -138,11 +146,7 @@ impl Client {
 
 impl Mechanism for Client {
     fn segment_table(&mut self) -> Result<SegmentTable> {
-        let answer = self.call(Out::new(OP_SEGMENT_TABLE))?;
-        let mut r = In(&answer);
-        let table = decode_table(&mut r)?;
-        r.end()?;
-        Ok(table)
+        self.ask(OP_SEGMENT_TABLE, decode_table)
     }
 
     fn read_segment(&mut self, seg: u64) -> Result<Vec<u8>> {

@@ -1,21 +1,26 @@
-//! The control socket of a mount: the cleaner's
-//! [`Mechanism`](crate::Mechanism) and the cleaner report, served over a
-//! Unix socket so that a cleaner can run as its own process, as the 1993
-//! paper's cleaner does (§3.5), and several at once.
+//! The control socket of a mount, of either layout: what `fslab stat`
+//! shows of any mount (space, device counters, directory hashes), and on
+//! LFS the cleaner's [`Mechanism`](crate::Mechanism) and the cleaner
+//! report, served over a Unix socket so that a cleaner can run as its own
+//! process, as the 1993 paper's cleaner does (§3.5), and several at once.
 //!
-//! Parts: `path` (where the socket lives), `wire` (framing, encoding and
-//! decoding, limits), `server`, `client`, `tests`.
+//! Parts: `access` (what the server reaches, for any layout), `path`
+//! (where the socket lives), `wire` (framing, encoding and decoding,
+//! limits), `server`, `client`, `tests`.
 //!
 //! * [`socket_path_candidates`] / [`find_socket`] — where a mount's socket
 //!   lives, derived from the canonical mount point alone:
 //!   `/run/fslab/<FNV-1a-64 of the path, 16 hex digits>.sock`, or the same
 //!   name in `$TMPDIR/fslab-<uid>/` when /run is not writable.
 //! * [`Server`] — started by the mount daemon: one thread accepting, one
-//!   per connection; it reaches the file system only through
-//!   [`LfsAccess`](crate::mechanism::LfsAccess).
+//!   per connection; it reaches the file system only through [`SharedFs`],
+//!   which any layout implements, and the cleaner's requests through
+//!   [`LogAccess`], which a layout without a log (FFS) answers with
+//!   EOPNOTSUPP and [`FFS_HAS_NO_CLEANER`].
 //! * [`Client`] — a [`Mechanism`](crate::Mechanism) over the socket, so
 //!   `Cleaner::pass` runs unchanged in another process, plus
-//!   [`Client::report`].
+//!   [`Client::report`], [`Client::mount_report`] and
+//!   [`Client::dirhash_report`].
 //!
 //! Protocol, version 4 (`wire`). Every integer is little-endian.
 //!
@@ -38,13 +43,22 @@
 //! op 10 dirhash                               → u8 flags (1 on, 2 checking), u64 max memory,
 //!                                               u64 min size, 11 × u64 counters (the order of
 //!                                               `DirhashStats`' fields)
+//! op 11 mount                                 → u8 layout (0 LFS, 1 FFS), u32 block size,
+//!                                               u32 longest name, 4 × u64 (blocks, blocks free,
+//!                                               inodes, inodes free),
+//!                                               then LFS: 6 × u64 (the order of `lfs::Stats`' fields)
+//!                                               or FFS: u8 integrity (0 sync, 1 async),
+//!                                               u32 cylinder groups, 7 × u64 (`ffs::Stats`' order)
 //! ref      = u64 ino, u32 version, u8 kind (0 block, 1 inode), i64 lbn, u64 daddr, i64 age
 //! ```
 //!
 //! A new request is added without a new version: a server that predates
 //! it answers EOPNOTSUPP, which the client passes on, so an older mount
 //! still serves everything else to a newer `fslab`. A changed request or
-//! response bumps the version.
+//! response bumps the version. Ops 1–9 are the cleaner's: an FFS mount
+//! answers each with EOPNOTSUPP and [`FFS_HAS_NO_CLEANER`] and keeps the
+//! connection (a mount older than op 11 is always LFS: only LFS mounts
+//! served a socket then).
 //!
 //! `markv` carries no block contents: the file system reads each block
 //! itself, so a client can move blocks but never choose what they hold.
@@ -56,6 +70,7 @@
 //! Who may connect: the socket's directory is mode 0700 and owned by the
 //! user who mounted, so only that user (or root) reaches it.
 
+mod access;
 mod client;
 mod path;
 mod server;
@@ -63,9 +78,13 @@ mod server;
 mod tests;
 mod wire;
 
+use fslab::ffs::Integrity;
 use fslab::lfs::clean::CleanerReport;
+use fslab::storage::StatFs;
 use fslab::ufs::{DirhashOptions, DirhashStats};
+use fslab::Layout;
 
+pub use access::{LogAccess, ServedStorage, SharedFs, FFS_HAS_NO_CLEANER};
 pub use client::Client;
 pub use path::{find_socket, private_dir, socket_file_name, socket_path_candidates};
 pub use server::Server;
@@ -107,4 +126,41 @@ pub struct DirhashReport {
     pub options: DirhashOptions,
     /// The counters, and the memory the hashes hold.
     pub stats: DirhashStats,
+}
+
+/// What `fslab stat` shows of a mount of any layout: its space as `df`
+/// sees it and the layout's counters since mount.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MountReport {
+    /// Blocks and inodes, in all and free.
+    pub space: StatFs,
+    /// The layout and its own counters.
+    pub layout: LayoutReport,
+}
+
+/// A layout's counters since mount, with what names its configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LayoutReport {
+    /// The log: partial segments, blocks and device writes, checkpoints.
+    Lfs(fslab::lfs::Stats),
+    /// FFS: its integrity mode, its cylinder groups, its device reads and
+    /// writes.
+    Ffs {
+        /// How metadata is kept recoverable (`-o integrity=`).
+        integrity: Integrity,
+        /// Cylinder groups in the file system.
+        cylinder_groups: u32,
+        /// The counters.
+        stats: fslab::ffs::Stats,
+    },
+}
+
+impl LayoutReport {
+    /// Which layout this is.
+    pub fn layout(&self) -> Layout {
+        match self {
+            LayoutReport::Lfs(_) => Layout::Lfs,
+            LayoutReport::Ffs { .. } => Layout::Ffs,
+        }
+    }
 }

@@ -1,10 +1,11 @@
 //! The server side of the control socket: the accepting thread, one
-//! thread per connection, and the dispatch of each request to the
-//! [`Mechanism`] over the mount's lock ([`Locked`]).
+//! thread per connection, and the dispatch of each request — a report of
+//! any layout straight to the mount ([`SharedFs`]), a cleaner's request to
+//! the [`Mechanism`] over the mount's lock ([`Locked`]).
 
 use super::path::{private_dir, socket_path_candidates};
 use super::wire::*;
-use super::Report;
+use super::{LogAccess, Report, SharedFs};
 use crate::mechanism::{LfsAccess, Locked, Mechanism};
 use fslab::error::errno;
 use fslab::lfs::clean::MarkBlock;
@@ -37,7 +38,8 @@ struct Connections {
 /// every connection and removes the socket file (only if it is still the
 /// one this server made). A connection thread in the middle of a request
 /// finishes it first (a `segwait` at most [`MAX_SEGWAIT`]); after the
-/// mount ends, requests fail with `mechanism::unmounted_error`.
+/// mount ends, requests fail (a cleaner's with
+/// `mechanism::unmounted_error`).
 pub struct Server {
     path: PathBuf,
     /// Device and inode of the socket file this server bound.
@@ -51,14 +53,11 @@ impl Server {
     /// Serves the mount on `canonical_mountpoint` at the first of
     /// [`socket_path_candidates`] it can create. `policy` is what reports
     /// name as the mount's own cleaner ("off" when there is none).
-    pub fn start<A>(access: A, canonical_mountpoint: &Path, policy: &str) -> io::Result<Server>
-    where
-        A: LfsAccess + Clone + Send + 'static,
-    {
+    pub fn start<F: SharedFs>(fs: F, canonical_mountpoint: &Path, policy: &str) -> io::Result<Server> {
         let mut last = io::Error::new(io::ErrorKind::NotFound, "no directory for the control socket");
         for path in socket_path_candidates(canonical_mountpoint) {
             let Some(dir) = path.parent() else { continue };
-            match private_dir(dir).and_then(|()| Server::bind(access.clone(), &path, policy)) {
+            match private_dir(dir).and_then(|()| Server::bind(fs.clone(), &path, policy)) {
                 Ok(server) => return Ok(server),
                 Err(e) => last = io::Error::new(e.kind(), format!("{}: {e}", path.display())),
             }
@@ -68,10 +67,7 @@ impl Server {
 
     /// Serves at exactly `path`. A stale socket there (nobody answering)
     /// is replaced; a live one is an error (AddrInUse).
-    pub fn bind<A>(access: A, path: &Path, policy: &str) -> io::Result<Server>
-    where
-        A: LfsAccess + Clone + Send + 'static,
-    {
+    pub fn bind<F: SharedFs>(fs: F, path: &Path, policy: &str) -> io::Result<Server> {
         if path.as_os_str().len() >= 108 {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "socket path too long"));
         }
@@ -90,7 +86,7 @@ impl Server {
             let connections = Arc::clone(&connections);
             std::thread::Builder::new()
                 .name("fslab-control".to_string())
-                .spawn(move || accept_loop(&listener, &connections, access, &policy))?
+                .spawn(move || accept_loop(&listener, &connections, fs, &policy))?
         };
         Ok(Server {
             path: path.to_path_buf(),
@@ -135,10 +131,12 @@ impl Drop for Server {
     }
 }
 
-fn accept_loop<A>(listener: &UnixListener, connections: &Arc<Mutex<Connections>>, access: A, policy: &str)
-where
-    A: LfsAccess + Clone + Send + 'static,
-{
+fn accept_loop<F: SharedFs>(
+    listener: &UnixListener,
+    connections: &Arc<Mutex<Connections>>,
+    fs: F,
+    policy: &str,
+) {
     let next_id = AtomicU64::new(0);
     loop {
         let accepted = listener.accept();
@@ -165,11 +163,11 @@ where
         let id = next_id.fetch_add(1, Ordering::Relaxed);
         c.open.insert(id, kept);
         drop(c);
-        let access = access.clone();
+        let fs = fs.clone();
         let policy = policy.to_string();
         let connections_for_thread = Arc::clone(connections);
         let spawned = std::thread::Builder::new().name("fslab-control-conn".to_string()).spawn(move || {
-            serve_connection(stream, access, &policy);
+            serve_connection(stream, fs, &policy);
             connections_for_thread.lock().unwrap_or_else(PoisonError::into_inner).open.remove(&id);
         });
         if spawned.is_err() {
@@ -179,17 +177,10 @@ where
 }
 
 /// Serves one client until it closes the connection or breaks the framing.
-pub(super) fn serve_connection<A: LfsAccess>(mut stream: UnixStream, access: A, policy: &str) {
+pub(super) fn serve_connection<F: SharedFs>(mut stream: UnixStream, fs: F, policy: &str) {
     // A client that stops reading must not keep this thread forever.
     let _ = stream.set_write_timeout(Some(Duration::from_secs(60)));
-    let mut mechanism = match Locked::new(access) {
-        Ok(m) => m,
-        Err(e) => {
-            let _ = stream.write_all(&error_frame(&e));
-            return;
-        }
-    };
-    let mut greeted = false;
+    let mut connection = Connection { fs, policy, mechanism: None, greeted: false };
     loop {
         let request = match read_frame(&mut stream, MAX_REQUEST) {
             Ok(Some(request)) => request,
@@ -203,7 +194,7 @@ pub(super) fn serve_connection<A: LfsAccess>(mut stream: UnixStream, access: A, 
                 return;
             }
         };
-        let response = match serve(&mut mechanism, &request, policy, &mut greeted) {
+        let response = match connection.serve(&request) {
             Ok(frame) => frame,
             Err(e) => error_frame(&e),
         };
@@ -213,35 +204,81 @@ pub(super) fn serve_connection<A: LfsAccess>(mut stream: UnixStream, access: A, 
     }
 }
 
-/// One request: decode, run, encode the response frame.
-fn serve<A: LfsAccess>(
-    m: &mut Locked<A>,
-    request: &[u8],
-    policy: &str,
-    greeted: &mut bool,
-) -> Result<Vec<u8>> {
-    let mut r = In(request);
-    let op = r.u8()?;
-    let mut out = Out::new(STATUS_OK);
-    if op != OP_HELLO && !*greeted {
-        return Err(errno(libc::EPROTO, "the first request on the control socket must be hello"));
-    }
-    match op {
-        OP_HELLO => {
-            if r.array::<4>()? != *MAGIC {
-                return Err(errno(libc::EPROTO, "not an fslab control client"));
-            }
-            if r.u32()? != VERSION {
-                return Err(errno(libc::EPROTO, "unsupported control protocol version"));
-            }
-            r.end()?;
-            *greeted = true;
-            out.bytes(MAGIC);
-            out.u32(VERSION);
+/// One client's connection: the mount, and the cleaner's mechanism once a
+/// cleaner's request asked for it.
+struct Connection<'a, F: SharedFs> {
+    fs: F,
+    /// What reports name as the mount's own cleaner.
+    policy: &'a str,
+    /// Made at the first cleaner's request: on a layout without a log it
+    /// cannot be made, and each such request gets the layout's error.
+    mechanism: Option<Locked<LogAccess<F>>>,
+    greeted: bool,
+}
+
+impl<F: SharedFs> Connection<'_, F> {
+    /// One request: decode, run, encode the response frame.
+    fn serve(&mut self, request: &[u8]) -> Result<Vec<u8>> {
+        let mut r = In(request);
+        let op = r.u8()?;
+        let mut out = Out::new(STATUS_OK);
+        if op != OP_HELLO && !self.greeted {
+            return Err(errno(libc::EPROTO, "the first request on the control socket must be hello"));
         }
+        match op {
+            OP_HELLO => {
+                if r.array::<4>()? != *MAGIC {
+                    return Err(errno(libc::EPROTO, "not an fslab control client"));
+                }
+                if r.u32()? != VERSION {
+                    return Err(errno(libc::EPROTO, "unsupported control protocol version"));
+                }
+                r.end()?;
+                self.greeted = true;
+                out.bytes(MAGIC);
+                out.u32(VERSION);
+            }
+            OP_MOUNT => {
+                r.end()?;
+                encode_mount(&mut out, &self.fs.mount_report()?);
+            }
+            OP_DIRHASH => {
+                r.end()?;
+                encode_dirhash(&mut out, &self.fs.dirhash_report()?);
+            }
+            // Ops 1 to 9: the cleaner's, on the log.
+            OP_SEGMENT_TABLE..=OP_SEGMENT_REFS => {
+                let policy = self.policy;
+                serve_cleaner(self.mechanism()?, op, &mut r, &mut out, policy)?;
+            }
+            _ => return Err(errno(libc::EOPNOTSUPP, "unknown control request")),
+        }
+        out.finish(MAX_RESPONSE)
+    }
+
+    /// The cleaner's mechanism, made on first use; fails on a layout
+    /// without a log ([`ServedStorage::log`](super::ServedStorage::log)).
+    fn mechanism(&mut self) -> Result<&mut Locked<LogAccess<F>>> {
+        let mechanism = match self.mechanism.take() {
+            Some(m) => m,
+            None => Locked::new(LogAccess(self.fs.clone()))?,
+        };
+        Ok(self.mechanism.insert(mechanism))
+    }
+}
+
+/// One of the cleaner's requests (ops 1–9), on the log.
+fn serve_cleaner<A: LfsAccess>(
+    m: &mut Locked<A>,
+    op: u8,
+    r: &mut In,
+    out: &mut Out,
+    policy: &str,
+) -> Result<()> {
+    match op {
         OP_SEGMENT_TABLE => {
             r.end()?;
-            encode_table(&mut out, &m.segment_table()?);
+            encode_table(out, &m.segment_table()?);
         }
         OP_READ_SEGMENT => {
             let seg = r.u64()?;
@@ -308,17 +345,9 @@ fn serve<A: LfsAccess>(
                     ages_predict_survival: table.ages_predict_survival,
                 })
             })?;
-            encode_report(&mut out, &report);
-        }
-        OP_DIRHASH => {
-            r.end()?;
-            let report = m
-                .access()
-                .dirhash_report()?
-                .ok_or(errno(libc::EOPNOTSUPP, "this mount does not report dirhash"))?;
-            encode_dirhash(&mut out, &report);
+            encode_report(out, &report);
         }
         _ => return Err(errno(libc::EOPNOTSUPP, "unknown control request")),
     }
-    out.finish(MAX_RESPONSE)
+    Ok(())
 }

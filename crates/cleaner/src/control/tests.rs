@@ -1,17 +1,22 @@
 //! The control socket end to end: every request round-trips, a remote
-//! cleaner cleans, garbage gets errors and never a panic, a lying server is
-//! refused, the server binds where clients look and cleans up after itself.
+//! cleaner cleans, an FFS mount serves its reports and refuses the
+//! cleaner's requests with one clear error, garbage gets errors and never a
+//! panic, a lying server is refused, the server binds where clients look
+//! and cleans up after itself.
 
 use super::path::fnv1a64;
 use super::server::serve_connection;
 use super::wire::*;
-use super::{find_socket, socket_file_name, Client, DirhashReport, Server};
+use super::{find_socket, socket_file_name, Client, LogAccess, ServedStorage, Server, SharedFs};
+use super::{LayoutReport, FFS_HAS_NO_CLEANER};
 use crate::mechanism::{LfsAccess, Mechanism};
 use crate::workload::{Access, Files, Spec};
 use crate::{policy, Cleaner};
 use disk::MemDisk;
+use fslab::ffs::{Ffs, Integrity};
 use fslab::lfs::clean::{BlockRef, Destination, MarkBlock};
 use fslab::lfs::{Lfs, MkfsOptions, MountOptions};
+use fslab::storage::StorageManager;
 use fslab::ufs::FileSystem;
 use fslab::Result;
 use std::io::Write;
@@ -22,34 +27,32 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 /// The mount's lock, as the FUSE adapter holds it.
-#[derive(Clone)]
-struct Shared(Arc<Mutex<FileSystem<Lfs>>>);
+struct Shared<S: StorageManager>(Arc<Mutex<FileSystem<S>>>);
 
-impl LfsAccess for Shared {
-    fn with_lfs<R>(&self, op: impl FnOnce(&mut Lfs) -> Result<R>) -> Result<R> {
-        op(self.0.lock().unwrap_or_else(PoisonError::into_inner).storage())
-    }
-
-    fn dirhash_report(&self) -> Result<Option<DirhashReport>> {
-        let fs = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        Ok(Some(DirhashReport { options: fs.dirhash_options(), stats: fs.dirhash_stats() }))
+impl<S: StorageManager> Clone for Shared<S> {
+    fn clone(&self) -> Self {
+        Shared(Arc::clone(&self.0))
     }
 }
 
-/// An access that reaches only the storage manager, as a cleaner's own
-/// process has.
-#[derive(Clone)]
-struct StorageOnly(Shared);
+impl<S: ServedStorage> SharedFs for Shared<S> {
+    type Storage = S;
 
-impl LfsAccess for StorageOnly {
+    fn with_fs<R>(&self, op: impl FnOnce(&mut FileSystem<S>) -> Result<R>) -> Result<R> {
+        op(&mut self.0.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+}
+
+impl Shared<Lfs> {
+    /// Runs `op` on the log, as the server's own access does.
     fn with_lfs<R>(&self, op: impl FnOnce(&mut Lfs) -> Result<R>) -> Result<R> {
-        self.0.with_lfs(op)
+        LogAccess(self.clone()).with_lfs(op)
     }
 }
 
 /// A 16 MiB file system, half full, with a third of it overwritten:
 /// segments with dead blocks for a cleaner to find.
-fn dirty_fs() -> (Shared, Files) {
+fn dirty_fs() -> (Shared<Lfs>, Files) {
     let disk = Arc::new(MemDisk::new(16 << 20));
     let mkfs = MkfsOptions { block_size: 4096, segment_size: 128 << 10 };
     fslab::mkfs_lfs(disk.clone(), &mkfs, Default::default()).expect("mkfs");
@@ -63,7 +66,7 @@ fn dirty_fs() -> (Shared, Files) {
 }
 
 /// A client and a server thread over a socket pair.
-fn pair(access: &Shared) -> Client {
+fn pair<S: ServedStorage>(access: &Shared<S>) -> Client {
     let (ours, theirs) = UnixStream::pair().expect("socket pair");
     let access = access.clone();
     std::thread::spawn(move || serve_connection(theirs, access, "greedy"));
@@ -139,7 +142,7 @@ fn every_request_round_trips_and_a_remote_cleaner_cleans() {
 }
 
 #[test]
-fn the_dirhash_report_round_trips_and_a_storage_only_access_says_it_has_none() {
+fn the_dirhash_and_mount_reports_round_trip() {
     let (shared, _files) = dirty_fs();
     {
         let mut fs = shared.0.lock().unwrap_or_else(PoisonError::into_inner);
@@ -150,17 +153,82 @@ fn the_dirhash_report_round_trips_and_a_storage_only_access_says_it_has_none() {
         let d = fs.mkdir(fslab::format::ROOT_INO, b"d", 0o755, Default::default()).expect("mkdir").ino;
         fs.lookup(d, b"absent").expect_err("absent");
     }
-    let local = shared.dirhash_report().expect("local").expect("reaches the namespace");
+    let local = shared.dirhash_report().expect("local");
     assert!(local.stats.builds > 0 && local.stats.memory > 0, "{local:?}");
-    assert_eq!(pair(&shared).dirhash_report().expect("dirhash"), local);
+    let mut client = pair(&shared);
+    assert_eq!(client.dirhash_report().expect("dirhash"), local);
 
-    let (ours, theirs) = UnixStream::pair().expect("socket pair");
-    let access = StorageOnly(shared.clone());
-    std::thread::spawn(move || serve_connection(theirs, access, "greedy"));
-    let mut client = Client::over(ours).expect("hello");
-    let err = client.dirhash_report().expect_err("no namespace behind this access");
-    assert_eq!(err.errno(), libc::EOPNOTSUPP);
-    client.report().expect("the connection still serves");
+    let local = shared.mount_report().expect("local");
+    assert_eq!(local.layout.layout(), fslab::Layout::Lfs);
+    let LayoutReport::Lfs(stats) = local.layout else { unreachable!() };
+    assert!(stats.partial_segments > 0 && local.space.free_blocks < local.space.total_blocks, "{local:?}");
+    assert_eq!(client.mount_report().expect("mount report"), local);
+}
+
+/// A small FFS, mounted as the FUSE adapter holds it, with a directory
+/// large enough for a hash.
+fn ffs_with_a_large_directory() -> Shared<Ffs> {
+    let disk = Arc::new(MemDisk::new(16 << 20));
+    let mkfs = fslab::ffs::MkfsOptions { group_size: 4 << 20, ..Default::default() };
+    fslab::mkfs_ffs(disk.clone(), &mkfs, Default::default()).expect("mkfs");
+    let options = fslab::ffs::MountOptions { integrity: Integrity::Async, ..Default::default() };
+    let mut fs = FileSystem::new(Ffs::mount(disk, options).expect("mount"));
+    let d = fs.mkdir(fslab::format::ROOT_INO, b"d", 0o755, Default::default()).expect("mkdir").ino;
+    for i in 0..300 {
+        let name = format!("file-with-a-long-name-{i:04}");
+        fs.mknod(d, name.as_bytes(), libc::S_IFREG | 0o644, 0, Default::default()).expect("create");
+    }
+    fs.lookup(d, b"absent").expect_err("absent");
+    StorageManager::sync(fs.storage()).expect("sync");
+    Shared(Arc::new(Mutex::new(fs)))
+}
+
+#[test]
+fn an_ffs_mount_serves_its_reports_and_answers_each_cleaners_request_with_one_clear_error() {
+    let shared = ffs_with_a_large_directory();
+    let mut client = pair(&shared);
+
+    let local = shared.mount_report().expect("local");
+    let LayoutReport::Ffs { integrity, cylinder_groups, stats } = local.layout else {
+        panic!("an FFS mount reports FFS: {local:?}")
+    };
+    assert_eq!(integrity, Integrity::Async);
+    assert_eq!(cylinder_groups, 4);
+    assert!(stats.writes > 0 && stats.syncs == 1, "{local:?}");
+    assert!(local.space.total_inodes - local.space.free_inodes > 300, "{local:?}");
+    assert_eq!(client.mount_report().expect("mount report"), local);
+    let dirhash = client.dirhash_report().expect("dirhash");
+    assert!(dirhash.stats.builds > 0 && dirhash.stats.memory > 0, "{dirhash:?}");
+    assert_eq!(dirhash, shared.dirhash_report().expect("local"));
+
+    // Every cleaner's request: the same error, and the connection serves on.
+    let ffs_has_no_cleaner = fslab::error::errno(libc::EOPNOTSUPP, FFS_HAS_NO_CLEANER).to_string();
+    let none = BlockRef {
+        ino: 2,
+        version: 1,
+        kind: fslab::lfs::clean::BlockKind::Block(0),
+        daddr: fslab::format::Daddr::new(1),
+        age: 0,
+    };
+    let answers: Vec<(&str, fslab::Error)> = vec![
+        ("segment_table", client.segment_table().expect_err("no log")),
+        ("read_segment", client.read_segment(0).expect_err("no log")),
+        ("segment_refs", client.segment_refs(0).expect_err("no log")),
+        ("bmapv", client.bmapv(&[none]).expect_err("no log")),
+        ("markv_cost", client.markv_cost(&[none]).expect_err("no log")),
+        ("markv", client.markv(&[MarkBlock { block: none, data: None }], Destination::Cold).expect_err("")),
+        ("segclean", client.segclean(0).expect_err("no log")),
+        ("segwait", client.segwait(Duration::from_millis(10)).expect_err("no log")),
+        ("report", client.report().expect_err("no log")),
+    ];
+    for (request, err) in answers {
+        assert_eq!(err.errno(), libc::EOPNOTSUPP, "{request}: {err}");
+        assert_eq!(err.to_string(), ffs_has_no_cleaner, "{request}");
+    }
+    let mut cleaner = Cleaner::new(policy::by_name("greedy").expect("policy"));
+    let err = cleaner.pass(&mut client).expect_err("a pass on FFS");
+    assert_eq!(err.to_string(), ffs_has_no_cleaner);
+    assert_eq!(client.mount_report().expect("still served"), local);
 }
 
 #[test]
@@ -187,7 +255,7 @@ fn segwait_returns_when_a_segment_is_written_and_holds_no_lock() {
         let mut fs = writer.0.lock().unwrap_or_else(PoisonError::into_inner);
         let name = format!("wake{n}");
         fs.mkdir(fslab::format::ROOT_INO, name.as_bytes(), 0o755, Default::default()).expect("mkdir");
-        fslab::storage::StorageManager::sync(fs.storage()).expect("sync");
+        StorageManager::sync(fs.storage()).expect("sync");
     }
     let waited = waiter.join().expect("waiter");
     assert!(waited < MAX_SEGWAIT, "{waited:?}");
@@ -239,9 +307,17 @@ fn garbage_gets_errors_and_never_a_panic() {
     let mut bad_kind = vec![OP_MARKV_COST];
     bad_kind.extend_from_slice(&1u32.to_le_bytes());
     bad_kind.extend_from_slice(&[7; REF_BYTES]);
-    for body in
-        [vec![], vec![99], vec![OP_READ_SEGMENT, 1], huge_count, lying_count, bad_kind, vec![OP_REPORT, 0]]
-    {
+    for body in [
+        vec![],
+        vec![99],
+        vec![OP_READ_SEGMENT, 1],
+        huge_count,
+        lying_count,
+        bad_kind,
+        vec![OP_REPORT, 0],
+        vec![OP_MOUNT, 0],
+        vec![OP_DIRHASH, 0],
+    ] {
         let answer = raw(&mut s, &frame(&body)).expect("answer");
         assert!([libc::EPROTO, libc::EOPNOTSUPP].contains(&errno_of(&answer)), "{body:?}");
     }

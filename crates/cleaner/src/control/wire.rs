@@ -3,12 +3,14 @@
 //! of every request and response. The protocol itself is drawn in the
 //! module doc of `control`.
 
-use super::{DirhashReport, Report};
+use super::{DirhashReport, LayoutReport, MountReport, Report};
 use fslab::error::errno;
+use fslab::ffs::Integrity;
 use fslab::format::Daddr;
 use fslab::lfs::clean::{
     BlockKind, BlockRef, CleanerCounters, CleanerReport, Destination, SegmentState, SegmentTable,
 };
+use fslab::storage::StatFs;
 use fslab::ufs::{DirhashOptions, DirhashStats};
 use fslab::{Error, Result};
 use std::io::{self, Read};
@@ -29,6 +31,7 @@ pub(super) const OP_SEGWAIT: u8 = 7;
 pub(super) const OP_REPORT: u8 = 8;
 pub(super) const OP_SEGMENT_REFS: u8 = 9;
 pub(super) const OP_DIRHASH: u8 = 10;
+pub(super) const OP_MOUNT: u8 = 11;
 
 pub(super) const STATUS_OK: u8 = 0;
 pub(super) const STATUS_ERROR: u8 = 1;
@@ -478,4 +481,91 @@ pub(super) fn decode_dirhash(r: &mut In) -> Result<DirhashReport> {
         peak_memory: r.u64()?,
     };
     Ok(DirhashReport { options, stats })
+}
+
+pub(super) fn encode_mount(out: &mut Out, r: &MountReport) {
+    let s = &r.space;
+    out.u8(match r.layout {
+        LayoutReport::Lfs(_) => 0,
+        LayoutReport::Ffs { .. } => 1,
+    });
+    out.u32(s.block_size);
+    out.u32(s.name_max);
+    for v in [s.total_blocks, s.free_blocks, s.total_inodes, s.free_inodes] {
+        out.u64(v);
+    }
+    match &r.layout {
+        LayoutReport::Lfs(c) => {
+            for v in [
+                c.partial_segments,
+                c.cold_partial_segments,
+                c.blocks_written,
+                c.writes,
+                c.checkpoints,
+                c.segments_reclaimed,
+            ] {
+                out.u64(v);
+            }
+        }
+        LayoutReport::Ffs { integrity, cylinder_groups, stats: c } => {
+            out.u8(match integrity {
+                Integrity::Sync => 0,
+                Integrity::Async => 1,
+            });
+            out.u32(*cylinder_groups);
+            for v in [
+                c.writes,
+                c.blocks_written,
+                c.bytes_written,
+                c.sync_writes,
+                c.reads,
+                c.syncs,
+                c.checksummed_blocks,
+            ] {
+                out.u64(v);
+            }
+        }
+    }
+}
+
+pub(super) fn decode_mount(r: &mut In) -> Result<MountReport> {
+    let layout = r.u8()?;
+    let space = StatFs {
+        block_size: r.u32()?,
+        name_max: r.u32()?,
+        total_blocks: r.u64()?,
+        free_blocks: r.u64()?,
+        total_inodes: r.u64()?,
+        free_inodes: r.u64()?,
+    };
+    let layout = match layout {
+        0 => LayoutReport::Lfs(fslab::lfs::Stats {
+            partial_segments: r.u64()?,
+            cold_partial_segments: r.u64()?,
+            blocks_written: r.u64()?,
+            writes: r.u64()?,
+            checkpoints: r.u64()?,
+            segments_reclaimed: r.u64()?,
+        }),
+        1 => {
+            let integrity = match r.u8()? {
+                0 => Integrity::Sync,
+                1 => Integrity::Async,
+                _ => return Err(malformed()),
+            };
+            let cylinder_groups = r.u32()?;
+            let stats = fslab::ffs::Stats {
+                writes: r.u64()?,
+                blocks_written: r.u64()?,
+                bytes_written: r.u64()?,
+                sync_writes: r.u64()?,
+                reads: r.u64()?,
+                syncs: r.u64()?,
+                checksummed_blocks: r.u64()?,
+            };
+            LayoutReport::Ffs { integrity, cylinder_groups, stats }
+        }
+        _ => return Err(malformed()),
+    };
+    Ok(MountReport { space, layout })
 }

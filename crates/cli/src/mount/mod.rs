@@ -19,10 +19,14 @@
 //! Cleaning (LFS): unless `-o cleaner=off`, the file system gets a cleaner of the
 //! chosen policy twice over: one writers run themselves when they are short
 //! of clean segments, and a background thread that cleans towards the
-//! high-water mark between requests. The control socket
-//! (`fslab_cleaner::control`) serves `fslab clean` and `fslab stat`; it and
-//! the thread start before "ready", so both commands work as soon as the
-//! mount command returns.
+//! high-water mark between requests.
+//!
+//! The control socket (`fslab_cleaner::control`), on a mount of either
+//! layout, serves `fslab stat` (space, device counters, directory hashes;
+//! on LFS the cleaner's report too) and, on LFS, `fslab clean`; on FFS a
+//! cleaner's request gets "FFS has no cleaner". It and the cleaner thread
+//! start before "ready", so both commands work as soon as the mount command
+//! returns.
 //!
 //! Shutdown: `umount`/`fusermount3 -u` ends the FUSE session; SIGTERM,
 //! SIGINT and SIGHUP make a dedicated thread unmount the directory, which
@@ -40,12 +44,13 @@ use clap::Args;
 use disk::FileDisk;
 use fslab::ffs::Ffs;
 use fslab::lfs::Lfs;
+use fslab::storage::StorageManager;
 use fslab::ufs::FileSystem;
 use fslab::Layout;
 use fslab::Result as FsResult;
 use fslab_cleaner::background::Background;
-use fslab_cleaner::control::{DirhashReport, Server};
-use fslab_cleaner::{policy, Cleaner, LfsAccess};
+use fslab_cleaner::control::{LogAccess, ServedStorage, Server, SharedFs};
+use fslab_cleaner::{policy, Cleaner};
 use fslab_fuse::{FsHandle, MountConfig, Mounted};
 use options::Options;
 use std::fs::File;
@@ -134,27 +139,44 @@ struct Mount {
     lock: File,
     /// The mount point.
     dir: PathBuf,
-    /// The control socket, if it could be made (LFS; FFS has none yet).
+    /// The control socket, if it could be made.
     control: Result<Option<Server>, String>,
 }
 
-/// The cleaner's way into the mounted file system: one call under the
-/// mount's lock, like one kernel request.
-#[derive(Clone)]
-struct MountAccess(FsHandle<Lfs>);
+/// The mounted file system as the control socket and the background
+/// cleaner reach it: one call under the mount's lock, like one kernel
+/// request.
+struct MountAccess<S: StorageManager>(FsHandle<S>);
 
-impl LfsAccess for MountAccess {
-    fn with_lfs<R>(&self, op: impl FnOnce(&mut Lfs) -> FsResult<R>) -> FsResult<R> {
-        self.0.with(|fs| op(fs.storage()))
+impl<S: StorageManager> Clone for MountAccess<S> {
+    fn clone(&self) -> Self {
+        MountAccess(self.0.clone())
+    }
+}
+
+impl<S: ServedStorage> SharedFs for MountAccess<S> {
+    type Storage = S;
+
+    fn with_fs<R>(&self, op: impl FnOnce(&mut FileSystem<S>) -> FsResult<R>) -> FsResult<R> {
+        self.0.with(op)
     }
 
     fn is_unmounted(&self) -> bool {
         self.0.is_unmounted()
     }
+}
 
-    fn dirhash_report(&self) -> FsResult<Option<DirhashReport>> {
-        self.0.with(|fs| Ok(Some(DirhashReport { options: fs.dirhash_options(), stats: fs.dirhash_stats() })))
-    }
+/// Serves the control socket of the mount on `dir`; without it the mount
+/// still works, only `fslab clean` and `fslab stat` do not (the caller
+/// warns).
+fn control<S: ServedStorage>(
+    access: &MountAccess<S>,
+    dir: &Path,
+    policy: &str,
+) -> Result<Option<Server>, String> {
+    Server::start(access.clone(), dir, policy)
+        .map(Some)
+        .map_err(|e| format!("no control socket, so fslab clean and fslab stat will not work: {e}"))
 }
 
 /// The cleaner of `policy_name`, a name `parse_options` accepted.
@@ -165,7 +187,7 @@ fn cleaner(policy_name: &str) -> Result<Cleaner, String> {
 }
 
 /// Locks the image, mounts the storage manager of its layout and the FUSE
-/// session, then (LFS) starts the control socket and the background cleaner
+/// session, then starts the control socket and (LFS) the background cleaner
 /// (stopped when the unmount begins, before the final checkpoint: otherwise
 /// a pass could find the file system gone under it and say so).
 fn mount(image: &Path, dir: &Path, options: &Options) -> Result<Mount, String> {
@@ -193,13 +215,9 @@ fn mount(image: &Path, dir: &Path, options: &Options) -> Result<Mount, String> {
             fs.set_dirhash_options(options.dirhash);
             let mounted = fslab_fuse::mount(fs, dir, &config).map_err(|e| e.to_string())?;
             let access = MountAccess(mounted.handle());
-            // Without the socket the mount still works; only `fslab clean`
-            // and `fslab stat` do not (the caller warns).
-            let control = Server::start(access.clone(), dir, options.cleaner.unwrap_or("off"))
-                .map(Some)
-                .map_err(|e| format!("no control socket, so fslab clean and fslab stat will not work: {e}"));
+            let control = control(&access, dir, options.cleaner.unwrap_or("off"));
             if let Some(policy_name) = options.cleaner {
-                let background = Background::spawn(access, cleaner(policy_name)?)
+                let background = Background::spawn(LogAccess(access), cleaner(policy_name)?)
                     .map_err(|e| format!("cannot start the cleaner thread: {e}"))?;
                 mounted.stop_before_unmount(move || background.stop());
             }
@@ -210,7 +228,8 @@ fn mount(image: &Path, dir: &Path, options: &Options) -> Result<Mount, String> {
             let mut fs = FileSystem::new(ffs);
             fs.set_dirhash_options(options.dirhash);
             let mounted = fslab_fuse::mount(fs, dir, &config).map_err(|e| e.to_string())?;
-            (Session::Ffs(mounted), Ok(None))
+            let control = control(&MountAccess(mounted.handle()), dir, "off");
+            (Session::Ffs(mounted), control)
         }
     };
     // Without the mark (a file system without such locks) another command

@@ -149,26 +149,78 @@ pub fn valid_name(name: &[u8]) -> bool {
 /// Decodes and validates one chunk. `ino` and `chunk_offset` (the chunk's
 /// byte offset in the directory) only name the chunk in errors.
 pub fn parse_chunk(chunk: &[u8], ino: Ino, chunk_offset: u64) -> Result<Vec<Entry<'_>>> {
-    let bad = |why: String| {
-        Error::corrupt_at("directory chunk", Location::Inode(ino), format!("offset {chunk_offset}: {why}"))
-    };
-    let d = Decoder::new(chunk);
-    let magic = d.u32(ENTRY_BYTES + 4).map_err(|_| bad("chunk shorter than 512 bytes".into()))?;
-    if magic != CHUNK_MAGIC {
-        return Err(bad(format!("magic {magic:#010x}, expected {CHUNK_MAGIC:#010x}")));
-    }
-    let stored = d.u32(ENTRY_BYTES).map_err(|_| bad("no checksum".into()))?;
-    let computed = crc32c(&chunk[..ENTRY_BYTES]);
-    if stored != computed {
-        return Err(bad(format!("checksum {stored:#010x}, computed {computed:#010x}")));
-    }
-    // Entries are read only from bytes 0..504, so a record can never reach into the tail.
-    let d = Decoder::new(&chunk[..ENTRY_BYTES]);
+    let mut walk = ChunkWalk::new(chunk, ino, chunk_offset)?;
     let mut entries = Vec::new();
-    let mut at = 0usize;
-    while at < ENTRY_BYTES {
-        // The loop only reaches 4-aligned offsets below 504, so the header fits.
-        let field = |r: std::result::Result<u32, _>| r.map_err(|_| bad(format!("entry at {at} cut short")));
+    while let Some(e) = walk.next_entry(true)? {
+        entries.push(e);
+    }
+    Ok(entries)
+}
+
+/// The entry that starts at byte `at` of one chunk, found without decoding
+/// the records after it: the tail's magic and CRC are checked as by
+/// [`parse_chunk`], and so are the headers of the records from the start
+/// of the chunk up to `at` (their names are not read) and the entry at
+/// `at` whole. `None` if no record starts at `at`. This is the confirmation of a directory-hash candidate, which
+/// knows the offset and needs only that one entry.
+pub fn entry_in_chunk(chunk: &[u8], ino: Ino, chunk_offset: u64, at: usize) -> Result<Option<Entry<'_>>> {
+    let mut walk = ChunkWalk::new(chunk, ino, chunk_offset)?;
+    while walk.at <= at {
+        match walk.next_entry(walk.at == at)? {
+            Some(e) if e.offset == at => return Ok(Some(e)),
+            Some(_) => {}
+            None => break,
+        }
+    }
+    Ok(None)
+}
+
+/// The records of one chunk, decoded and validated one at a time, after
+/// its tail has been checked.
+struct ChunkWalk<'a> {
+    entries: Decoder<'a>,
+    at: usize,
+    ino: Ino,
+    chunk_offset: u64,
+}
+
+impl<'a> ChunkWalk<'a> {
+    /// Checks the tail of `chunk` (its magic and CRC).
+    fn new(chunk: &'a [u8], ino: Ino, chunk_offset: u64) -> Result<ChunkWalk<'a>> {
+        let walk = ChunkWalk { entries: Decoder::new(&[]), at: 0, ino, chunk_offset };
+        let d = Decoder::new(chunk);
+        let magic = d.u32(ENTRY_BYTES + 4).map_err(|_| walk.bad("chunk shorter than 512 bytes".into()))?;
+        if magic != CHUNK_MAGIC {
+            return Err(walk.bad(format!("magic {magic:#010x}, expected {CHUNK_MAGIC:#010x}")));
+        }
+        let stored = d.u32(ENTRY_BYTES).map_err(|_| walk.bad("no checksum".into()))?;
+        let computed = crc32c(&chunk[..ENTRY_BYTES]);
+        if stored != computed {
+            return Err(walk.bad(format!("checksum {stored:#010x}, computed {computed:#010x}")));
+        }
+        // Entries are read only from bytes 0..504, so a record can never reach into the tail.
+        Ok(ChunkWalk { entries: Decoder::new(&chunk[..ENTRY_BYTES]), ..walk })
+    }
+
+    fn bad(&self, why: String) -> Error {
+        Error::corrupt_at(
+            "directory chunk",
+            Location::Inode(self.ino),
+            format!("offset {}: {why}", self.chunk_offset),
+        )
+    }
+
+    /// The next record, validated (its name too if `check_name`); `None`
+    /// after the last.
+    fn next_entry(&mut self, check_name: bool) -> Result<Option<Entry<'a>>> {
+        let at = self.at;
+        if at >= ENTRY_BYTES {
+            return Ok(None);
+        }
+        let d = self.entries;
+        // The walk only reaches 4-aligned offsets below 504, so the header fits.
+        let field =
+            |r: std::result::Result<u32, _>| r.map_err(|_| self.bad(format!("entry at {at} cut short")));
         let entry_ino = field(d.u32(at))?;
         let reclen = field(d.u16(at + 4).map(u32::from))? as usize;
         let dtype = field(d.u8(at + 6).map(u32::from))? as u8;
@@ -183,17 +235,17 @@ pub fn parse_chunk(chunk: &[u8], ino: Ino, chunk_offset: u64) -> Result<Vec<Entr
             None
         };
         if let Some(why) = why {
-            return Err(bad(why));
+            return Err(self.bad(why));
         }
-        let name =
-            d.bytes(at + ENTRY_HEADER, namelen).map_err(|_| bad(format!("entry at {at}: name cut short")))?;
-        if entry_ino != 0 && !valid_name(name) {
-            return Err(bad(format!("entry at {at}: invalid name")));
+        let name = d
+            .bytes(at + ENTRY_HEADER, namelen)
+            .map_err(|_| self.bad(format!("entry at {at}: name cut short")))?;
+        if check_name && entry_ino != 0 && !valid_name(name) {
+            return Err(self.bad(format!("entry at {at}: invalid name")));
         }
-        entries.push(Entry { offset: at, ino: entry_ino as Ino, reclen, dtype, name });
-        at += reclen;
+        self.at = at + reclen;
+        Ok(Some(Entry { offset: at, ino: entry_ino as Ino, reclen, dtype, name }))
     }
-    Ok(entries)
 }
 
 /// Writes an entry header and name at `offset` of `chunk` (no tail update).
@@ -333,5 +385,33 @@ mod tests {
         put_entry(&mut chunk, 0, 5, ENTRY_BYTES, dt::REG, b"");
         seal_chunk(&mut chunk);
         assert!(corrupt_err(&chunk).contains("invalid name"));
+    }
+
+    #[test]
+    fn entry_in_chunk_finds_only_record_starts_and_checks_what_it_walks() {
+        let mut chunk = empty_dir_block(512);
+        put_entry(&mut chunk, 0, 5, 16, dt::REG, b"hello");
+        put_entry(&mut chunk, 16, 6, 12, dt::LNK, b"a");
+        put_entry(&mut chunk, 28, 0, ENTRY_BYTES - 28, 0, b"");
+        seal_chunk(&mut chunk);
+        let found = |at| entry_in_chunk(&chunk, 1, 0, at).expect("valid").map(|e| (e.ino, e.name));
+        assert_eq!(found(0), Some((5, &b"hello"[..])));
+        assert_eq!(found(16), Some((6, &b"a"[..])));
+        assert_eq!(found(28), Some((0, &b""[..])), "an unused slot is a record too");
+        assert_eq!(found(8), None, "inside a record: no entry starts there");
+        assert_eq!(found(504), None);
+        // A record before the offset that is damaged is an error even with a
+        // good checksum, and so is a bad checksum anywhere in the chunk.
+        let mut bad = chunk.clone();
+        Encoder::new(&mut bad).u16(4, 14);
+        seal_chunk(&mut bad);
+        assert!(entry_in_chunk(&bad, 1, 0, 16).is_err());
+        let mut flipped = chunk.clone();
+        flipped[400] ^= 1;
+        assert!(entry_in_chunk(&flipped, 1, 0, 0).is_err());
+        let mut slash = chunk.clone();
+        slash[8 + 16] = b'/';
+        seal_chunk(&mut slash);
+        assert!(entry_in_chunk(&slash, 1, 0, 16).is_err(), "the entry found is checked whole");
     }
 }

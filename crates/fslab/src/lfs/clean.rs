@@ -892,16 +892,10 @@ impl Lfs {
     /// segment the cold head enters next is not counted: entering it sets
     /// another clean one aside as the next.
     pub(super) fn cold_budget(&mut self, after_reclaim: bool) -> u64 {
-        if self.cold.is_none() {
+        if self.log.cold().is_none() {
             return 0;
         }
-        let bps = self.sb.blocks_per_segment();
-        let user_head = bps.saturating_sub(self.log.offset)
-            + if self.log.next_segment != self.log.segment {
-                self.usable_blocks(self.log.next_segment)
-            } else {
-                0
-            };
+        let user_head = self.users_head_room();
         let space = self.segment_space();
         let reclaim = if after_reclaim { space.reclaimable } else { 0 };
         let clean = (space.writable + reclaim).saturating_sub(user_head);

@@ -55,15 +55,16 @@ pub const SB_CLEAN: u32 = 0x1;
 /// Superblock flag: the checkpoint records a cold log head.
 pub const SB_COLD_HEAD: u32 = 0x2;
 
-/// Where the log's cold head stood at a checkpoint (the head the cleaner
-/// writes moved data to when a policy keeps it apart from users' writes).
+/// Where one head of the log stands: at a checkpoint, the cold head's
+/// position (the head the cleaner writes moved data to when a policy keeps
+/// it apart from users' writes); in memory, either head's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct ColdPosition {
-    /// The segment the cold head continues in.
+pub struct HeadPosition {
+    /// The segment the head continues in.
     pub segment: u64,
     /// The block within `segment` where its next partial segment starts.
     pub offset: u64,
-    /// The segment the cold head moves to after `segment`.
+    /// The segment the head moves to after `segment`.
     pub next_segment: u64,
 }
 
@@ -87,7 +88,7 @@ pub struct Checkpoint {
     /// `SB_CLEAN` or 0 (`SB_COLD_HEAD` is derived from `cold`).
     pub flags: u32,
     /// The cold head, if the log has one.
-    pub cold: Option<ColdPosition>,
+    pub cold: Option<HeadPosition>,
     /// The write clock at this checkpoint.
     pub write_clock: WriteClock,
     /// The first inode of the orphan list (0: empty): inodes with no name
@@ -221,7 +222,7 @@ impl Superblock {
             },
         };
         if sb.checkpoint.flags & SB_COLD_HEAD != 0 {
-            sb.checkpoint.cold = Some(ColdPosition {
+            sb.checkpoint.cold = Some(HeadPosition {
                 segment: field(d.u64(192))?,
                 offset: field(d.u64(200))?,
                 next_segment: field(d.u64(208))?,

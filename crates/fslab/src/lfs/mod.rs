@@ -6,8 +6,10 @@
 //! writes the ifile and then points a superblock at its inode (§4.5).
 //!
 //! Parts: [`layout`] (on-disk structures), [`ifile`] (the ifile's tables in
-//! memory), `bmap` (block map, reads, writes, frees), `writer` (the segment
-//! writer and checkpoints), `io` (the thread that writes partial segments),
+//! memory), `usage` (the segment usage table), `bmap` (block map, reads,
+//! writes, frees), `writer` (the segment writer), `log` (where the log's
+//! heads stand, its serial numbers), `checkpoint` (when one is due, writing
+//! it), `io` (the thread that writes partial segments),
 //! `space` (the two kinds of block accounting of §3.2), `placement` (which
 //! log head users' writes go to), `mount` (mkfs,
 //! mount, dump), `rollforward` (recovery of the log after the checkpoint,
@@ -16,11 +18,13 @@
 //! names.
 
 mod bmap;
+mod checkpoint;
 pub mod clean;
 pub mod ifile;
 pub mod inspect;
 mod io;
 pub mod layout;
+mod log;
 mod mount;
 mod orphans;
 mod placement;
@@ -44,14 +48,10 @@ use crate::Result;
 use bmap::NewContents;
 use disk::{AlignedBytes, BlockDevice};
 use ifile::Tables;
-use layout::{ColdPosition, Superblock};
+use layout::Superblock;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
-
-/// How far the summary serial numbers jump at each mount: more partial
-/// segments than any one mount can write.
-const SERIAL_EPOCH: u64 = 1 << 32;
 
 /// Choices fixed when the file system is made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,16 +107,6 @@ impl MountOptions {
 /// (the default), or the segment writer itself, inline.
 pub use crate::cache::WriteMode as SegmentWrites;
 
-/// Where the log continues: the segment being filled, the next block in it,
-/// the segment that follows, and the next summary serial number.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct LogHead {
-    segment: u64,
-    offset: u64,
-    next_segment: u64,
-    next_serial: u64,
-}
-
 /// Counters since mount, for `dump` and benchmarks.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Stats {
@@ -168,14 +158,11 @@ pub struct Lfs {
     /// The ifile's own inode (it is not in the inode map) and its address.
     ifile: Inode,
     ifile_daddr: Daddr,
-    log: LogHead,
-    /// The log's second head, once something was written there: data kept
-    /// apart from users' new writes (cold data in segments of its own, as
-    /// F2FS's multiple logs do). Both heads draw serial numbers from
-    /// `log.next_serial`, so together they form one log in serial order,
-    /// which roll-forward merges. While a cold write runs, it and `log` are
-    /// exchanged (`at_cold_head`).
-    cold: Option<ColdPosition>,
+    /// The log's heads and serial numbers. The second (cold) head, once
+    /// something was written there, holds data kept apart from users' new
+    /// writes (cold data in segments of its own, as F2FS's multiple logs
+    /// do).
+    log: log::Log,
     /// Hot/cold separation of users' writes between the two heads.
     separation: placement::Separation,
     /// Whether the cold head is wanted: cleaners' requests and a writer's
@@ -187,17 +174,13 @@ pub struct Lfs {
     /// Inodes changed inside directory operations since the last segment write.
     dirop_inodes: HashSet<Ino>,
     options: MountOptions,
-    /// When the last checkpoint was written, on `options.clock`.
-    last_checkpoint: Duration,
+    /// When checkpoints are due.
+    checkpoints: checkpoint::Schedule,
     stats: Stats,
     /// The thread that writes partial segments.
     io: io::SegmentIo,
     /// What roll-forward did at mount.
     recovery: Recovery,
-    /// Until the first checkpoint of this mount, the summary serial numbers
-    /// have not yet jumped past what an earlier mount may have left beyond
-    /// the end of the log (see `writer::ensure_new_serial_epoch`).
-    serial_epoch_pending: bool,
     unmounted: bool,
     /// The cleaner mechanism's state and counters.
     clean: clean::CleanState,
@@ -567,8 +550,9 @@ impl StorageManager for Lfs {
         if self.unmounted {
             return Ok(());
         }
-        let since = self.options.clock.now().saturating_sub(self.last_checkpoint);
-        if since >= self.options.checkpoint_interval && self.has_changes() {
+        if self.checkpoints.due(self.options.clock.now(), self.options.checkpoint_interval)
+            && self.has_changes()
+        {
             return self.checkpoint(false);
         }
         self.maybe_write()

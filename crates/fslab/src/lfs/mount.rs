@@ -11,7 +11,8 @@ use super::layout::{
     segtab_entries_per_block, Checkpoint, Summary, Superblock, MAX_SUPERBLOCKS, SEGUSE_ACTIVE, SEGUSE_CLEAN,
     SEGUSE_DIRTY, SEGUSE_SUPERBLOCK, SUPERBLOCK_BYTES,
 };
-use super::{Lfs, LogHead, MkfsOptions, MountOptions, Stats};
+use super::log::Log;
+use super::{Lfs, MkfsOptions, MountOptions, Stats};
 use crate::cache::{BufferCache, CacheLimits};
 use crate::error::{Error, Location};
 use crate::format::blockno::Geometry;
@@ -109,12 +110,11 @@ pub fn mkfs(dev: Arc<dyn BlockDevice>, options: &MkfsOptions) -> Result<()> {
         },
         ..Inode::default()
     };
-    let log = LogHead { segment: 0, offset: 1, next_segment: 0, next_serial: 1 };
     // Inline: mkfs writes one checkpoint, and no thread's timing may move
     // it on a simulated disk.
     let options = MountOptions { segment_writes: super::SegmentWrites::Inline, ..MountOptions::default() };
-    let mut lfs = assemble(dev, sb, tables, ifile, Daddr::NONE, log, options);
-    lfs.log.next_segment = lfs.clean_after(0).unwrap_or(0);
+    let mut lfs = assemble(dev, sb, tables, ifile, Daddr::NONE, Log::new_file_system(), options);
+    lfs.log.set_next_segment(lfs.clean_after(0).unwrap_or(0));
     lfs.checkpoint(true)
 }
 
@@ -124,11 +124,11 @@ fn assemble(
     tables: Tables,
     ifile: Inode,
     ifile_daddr: Daddr,
-    log: LogHead,
+    log: Log,
     options: MountOptions,
 ) -> Lfs {
     let limits = CacheLimits::for_memory(options.cache_bytes);
-    let last_checkpoint = options.clock.now();
+    let checkpoints = super::checkpoint::Schedule::starting(options.clock.now());
     Lfs {
         io: super::io::SegmentIo::new(
             dev.clone(),
@@ -145,20 +145,18 @@ fn assemble(
         ifile,
         ifile_daddr,
         log,
-        cold: None,
         separation: Default::default(),
         cold_demand: Default::default(),
         tx: TxLog::default(),
         dirop_inodes: HashSet::new(),
         options,
-        last_checkpoint,
+        checkpoints,
         stats: Stats::default(),
         unmounted: false,
         clean: Default::default(),
         recovery: super::Recovery::default(),
         orphans: Default::default(),
         read_ahead: Default::default(),
-        serial_epoch_pending: true,
         sb,
     }
 }
@@ -247,17 +245,11 @@ fn mount_checkpoint(dev: Arc<dyn BlockDevice>, sb: Superblock, options: MountOpt
     let c = sb.checkpoint;
     let segtab_blocks = sb.segtab_blocks as u64;
     let placeholder = Tables::new(sb.block_size, sb.nsegments, sb.blocks_per_segment(), segtab_blocks);
-    let log = LogHead {
-        segment: c.log_segment,
-        offset: c.log_offset,
-        next_segment: c.next_segment,
-        next_serial: c.next_summary_serial,
-    };
+    let log = Log::at_checkpoint(&c);
     let mut lfs = assemble(dev, sb, placeholder, Inode::default(), c.ifile_daddr, log, options);
-    lfs.cold = c.cold;
     lfs.clean.clock_base = c.write_clock;
     lfs.load_ifile(c.ifile_daddr)?;
-    if lfs.tables.usage().get(lfs.log.segment).is_none() {
+    if lfs.tables.usage().get(lfs.log.head().segment).is_none() {
         return Err(Error::corrupt_at("checkpoint", Location::Unknown, "log segment out of range"));
     }
     // The writer made every segment this checkpoint left empty clean right

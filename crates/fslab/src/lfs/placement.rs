@@ -158,7 +158,7 @@ impl Lfs {
 
     /// Whether the log has a cold head open now.
     pub fn has_cold_head(&self) -> bool {
-        self.cold.is_some()
+        self.log.cold().is_some()
     }
 
     /// Whether users' writes would use a cold head now: whether age, as
@@ -233,7 +233,7 @@ impl Lfs {
     /// it can take them all; otherwise leaves them for the users' head.
     /// Returns the files it did not write.
     fn write_cold_files(&mut self, files: Vec<Ino>) -> Result<Vec<Ino>> {
-        if files.is_empty() || self.cold.is_none() {
+        if files.is_empty() || self.log.cold().is_none() {
             return Ok(files);
         }
         // Everything dirty (with its inode blocks and summaries) bounds what
@@ -271,7 +271,7 @@ impl Lfs {
     /// separation is off or the disk has no room for a cold head.
     fn separation_line(&mut self) -> Option<WriteClock> {
         let multiple = self.separation.mode.cold_after()?;
-        self.cold?;
+        self.log.cold()?;
         let now = self.stats.partial_segments;
         if let Some((line, drawn)) = self.separation.line {
             if now < drawn + LINE_REFRESH_PARTIALS {

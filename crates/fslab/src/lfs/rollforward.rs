@@ -34,7 +34,7 @@
 //! space lost until fsck recounts, never a live block overwritten.
 
 use super::layout::{
-    ColdPosition, Summary, SEGUSE_ACTIVE, SEGUSE_CLEAN, SEGUSE_DIRTY, SEGUSE_SUPERBLOCK, SS_CONT, SS_DIROP,
+    HeadPosition, Summary, SEGUSE_ACTIVE, SEGUSE_CLEAN, SEGUSE_DIRTY, SEGUSE_SUPERBLOCK, SS_CONT, SS_DIROP,
     SS_IFILE,
 };
 use super::Lfs;
@@ -43,14 +43,6 @@ use crate::format::inode::{Inode, INODE_SIZE};
 use crate::format::{crc32c, Daddr, Ino, Lbn, IFILE_INO};
 use crate::Result;
 use std::collections::HashMap;
-
-/// Where one head of the log stands while the log is scanned.
-#[derive(Debug, Clone, Copy)]
-struct HeadCursor {
-    segment: u64,
-    offset: u64,
-    next_segment: u64,
-}
 
 /// A valid partial segment found after the checkpoint.
 struct Found {
@@ -61,6 +53,17 @@ struct Found {
     summary: Summary,
     /// Its inode blocks (the last `ninoblocks` blocks).
     inode_blocks: Vec<Vec<u8>>,
+}
+
+impl Found {
+    /// Where its head stands after it, with `bps` blocks per segment.
+    fn end(&self, bps: u64) -> HeadPosition {
+        HeadPosition {
+            segment: self.start.get() / bps,
+            offset: self.start.get() % bps + 1 + self.summary.nblocks as u64,
+            next_segment: self.summary.next_segment,
+        }
+    }
 }
 
 /// What roll-forward did, for tests and `dump`.
@@ -126,18 +129,9 @@ impl Lfs {
     /// expected number can only be the one the writer wrote.
     fn scan_log(&self) -> Vec<Found> {
         let mut found = Vec::new();
-        let mut heads: Vec<HeadCursor> = std::iter::once(HeadCursor {
-            segment: self.log.segment,
-            offset: self.log.offset,
-            next_segment: self.log.next_segment,
-        })
-        .chain(self.cold.map(|c| HeadCursor {
-            segment: c.segment,
-            offset: c.offset,
-            next_segment: c.next_segment,
-        }))
-        .collect();
-        let mut serial = self.log.next_serial;
+        // Where each head stands while the log is scanned.
+        let mut heads: Vec<HeadPosition> = std::iter::once(self.log.head()).chain(self.log.cold()).collect();
+        let mut serial = self.log.next_serial();
         let limit = self.sb.nsegments * self.sb.blocks_per_segment();
         while (found.len() as u64) < limit {
             let Some((h, p)) =
@@ -145,12 +139,7 @@ impl Lfs {
             else {
                 break;
             };
-            let bps = self.sb.blocks_per_segment();
-            heads[h] = HeadCursor {
-                segment: p.start.get() / bps,
-                offset: p.start.get() % bps + 1 + p.summary.nblocks as u64,
-                next_segment: p.summary.next_segment,
-            };
+            heads[h] = p.end(self.sb.blocks_per_segment());
             serial += 1;
             found.push(Found { head: h, ..p });
         }
@@ -159,7 +148,7 @@ impl Lfs {
 
     /// The partial segment with serial number `serial` that continues the
     /// head at `c`, if the log holds one.
-    fn next_partial(&self, c: &HeadCursor, serial: u64) -> Option<Found> {
+    fn next_partial(&self, c: &HeadPosition, serial: u64) -> Option<Found> {
         self.read_partial(c.segment, c.offset, serial).or_else(|| {
             (c.next_segment != c.segment)
                 .then(|| self.read_partial(c.next_segment, self.log_start(c.next_segment), serial))
@@ -238,16 +227,7 @@ impl Lfs {
                 }
             }
             recovery.applied += 1;
-            let (segment, offset) = (p.start.get() / bps, p.start.get() % bps + 1 + p.summary.nblocks as u64);
-            let next_segment = p.summary.next_segment;
-            if p.head == 0 {
-                self.log.segment = segment;
-                self.log.offset = offset;
-                self.log.next_segment = next_segment;
-            } else {
-                self.cold = Some(ColdPosition { segment, offset, next_segment });
-            }
-            self.log.next_serial = p.summary.serial + 1;
+            self.log.recovered(p.head != 0, p.end(bps), p.summary.serial);
             self.clean.clock_base = self.clean.clock_base.max(p.summary.clock);
         }
         if recovery.inodes > 0 {
@@ -390,28 +370,27 @@ impl Lfs {
     /// At mount and after roll-forward: the segments at the log's heads,
     /// and only they, are active; the ones each head enters next are clean.
     pub(super) fn settle_log_head(&mut self) {
-        let cold = self.cold.map(|c| c.segment);
+        let head = self.log.head().segment;
+        let cold = self.log.cold().map(|c| c.segment);
         for seg in 0..self.tables.usage().len() {
-            if self.tables.usage().has_flags(seg, SEGUSE_ACTIVE)
-                && seg != self.log.segment
-                && Some(seg) != cold
-            {
+            if self.tables.usage().has_flags(seg, SEGUSE_ACTIVE) && seg != head && Some(seg) != cold {
                 self.tables.update_segment(seg, |s| s.flags &= !SEGUSE_ACTIVE);
             }
         }
-        for head in std::iter::once(self.log.segment).chain(cold) {
+        for head in std::iter::once(head).chain(cold) {
             self.tables.update_segment(head, |s| {
                 s.flags = (s.flags & SEGUSE_SUPERBLOCK) | SEGUSE_DIRTY | SEGUSE_ACTIVE
             });
         }
-        let head = self.log.segment;
-        if !self.next_is_clean(head, self.log.next_segment) {
-            self.log.next_segment = self.clean_after(head).unwrap_or(head);
+        if !self.next_is_clean(head, self.log.head().next_segment) {
+            self.log.set_next_segment(self.clean_after(head).unwrap_or(head));
         }
-        if let Some(c) = self.cold {
-            if !self.next_is_clean(c.segment, c.next_segment) || c.next_segment == self.log.next_segment {
+        if let Some(c) = self.log.cold() {
+            if !self.next_is_clean(c.segment, c.next_segment)
+                || c.next_segment == self.log.head().next_segment
+            {
                 let next = self.clean_after(c.segment).unwrap_or(c.segment);
-                self.cold = Some(ColdPosition { next_segment: next, ..c });
+                self.log.set_cold(Some(HeadPosition { next_segment: next, ..c }));
             }
         }
     }

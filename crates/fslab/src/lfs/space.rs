@@ -49,15 +49,25 @@ impl Lfs {
 
     /// What is left of the cold head's segment (0 without a cold head).
     pub(super) fn cold_room(&self) -> u64 {
-        self.cold.map_or(0, |c| self.sb.blocks_per_segment().saturating_sub(c.offset))
+        self.log.cold().map_or(0, |c| self.sb.blocks_per_segment().saturating_sub(c.offset))
+    }
+
+    /// What the users' head can still write: the rest of its segment and
+    /// the next segment it holds.
+    pub(super) fn users_head_room(&self) -> u64 {
+        let head = self.log.head();
+        let rest = self.sb.blocks_per_segment().saturating_sub(head.offset);
+        if head.next_segment != head.segment {
+            rest + self.usable_blocks(head.next_segment)
+        } else {
+            rest
+        }
     }
 
     /// Whether `seg` is a segment a log head is writing or will enter next
     /// (the users' head or the cold head): never clean, never cleaned.
     pub(super) fn in_log_head(&self, seg: u64) -> bool {
-        seg == self.log.segment
-            || seg == self.log.next_segment
-            || self.cold.is_some_and(|c| seg == c.segment || seg == c.next_segment)
+        self.log.holds(seg)
     }
 
     /// Space in segments: what the usage table sums up (kept as it
@@ -68,19 +78,13 @@ impl Lfs {
         let usage = self.tables.usage();
         let mut space = usage.space();
         // Asked for on every newly dirty block: no allocation here.
-        let cold = self.cold.map(|c| [c.segment, c.next_segment]);
-        let heads = [[self.log.segment, self.log.next_segment], cold.unwrap_or([u64::MAX; 2])];
-        let heads = heads.as_flattened();
+        let heads = self.log.held_segments();
         for (i, &seg) in heads.iter().enumerate() {
             if seg != u64::MAX && !heads[..i].contains(&seg) {
                 space.replace(usage.space_terms(seg), SegmentSpace::default());
             }
         }
-        let bps = self.sb.blocks_per_segment();
-        let mut writable = bps.saturating_sub(self.log.offset);
-        if self.log.next_segment != self.log.segment {
-            writable += self.usable_blocks(self.log.next_segment);
-        }
+        let writable = self.users_head_room();
         space.replace(SegmentSpace::default(), SegmentSpace { writable, ..SegmentSpace::default() });
         space
     }
@@ -168,7 +172,7 @@ impl Lfs {
     fn floor(&self, use_of: SpaceFor) -> u64 {
         match use_of {
             SpaceFor::Data => {
-                let unopened_cold = if self.cold.is_none() { self.cold_head_share() } else { 0 };
+                let unopened_cold = if self.log.cold().is_none() { self.cold_head_share() } else { 0 };
                 self.reserve(SpaceFor::Data) + self.cleaner_reserve() + unopened_cold
             }
             SpaceFor::Metadata => self.reserve(SpaceFor::Metadata),
@@ -239,7 +243,7 @@ impl Lfs {
             // On a nearly full disk the cold head's two segments may be
             // what the cleaner lacks: close it and try once more (it opens
             // again only once space is plentiful).
-            if closed_cold || self.cold.is_none() || !self.has_cleaner() {
+            if closed_cold || self.log.cold().is_none() || !self.has_cleaner() {
                 break;
             }
             closed_cold = true;

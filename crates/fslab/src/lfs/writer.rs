@@ -1,4 +1,4 @@
-//! The segment writer and checkpoints (1993 paper §2.1, §3.3, §4.3).
+//! The segment writer (1993 paper §2.1, §3.3, §4.3).
 //!
 //! A segment write gathers dirty blocks, sorts each file's blocks by logical
 //! block number, assigns them addresses at the head of the log, updates the
@@ -12,13 +12,11 @@
 //! operation happened or a checkpoint is asked for, the ifile and its inode
 //! (§4.3: "the next segment write will append all dirty blocks from the
 //! ifile"). All partial segments of step 2 and 3 but the last carry SS_CONT.
-//!
-//! A checkpoint is a segment write with the ifile, a flush barrier, the
-//! superblock pointing at the new ifile inode, and a second barrier.
+//! A checkpoint (`checkpoint`) is a segment write with the ifile.
 
 use super::layout::{
-    Checkpoint, ColdPosition, Finfo, Summary, WriteClock, FINFO_HEADER, SB_CLEAN, SEGUSE_ACTIVE,
-    SEGUSE_CLEAN, SEGUSE_DIRTY, SEGUSE_SUPERBLOCK, SS_CONT, SS_DIROP, SS_IFILE,
+    Finfo, HeadPosition, Summary, WriteClock, FINFO_HEADER, SEGUSE_ACTIVE, SEGUSE_CLEAN, SEGUSE_DIRTY,
+    SEGUSE_SUPERBLOCK, SS_CONT, SS_DIROP, SS_IFILE,
 };
 use super::Lfs;
 use crate::cache::{block_of, BlockData};
@@ -107,16 +105,15 @@ impl Lfs {
 
     /// Moves the log head into the next segment and chooses the one after.
     fn advance_segment(&mut self) -> Result<()> {
-        let old = self.log.segment;
-        let new = self.log.next_segment;
+        let old = self.log.head().segment;
+        let new = self.log.head().next_segment;
         if new == old {
             return Err(errno(libc::ENOSPC, "the log has no clean segment to continue in"));
         }
         self.tables.update_segment(old, |s| s.flags &= !SEGUSE_ACTIVE);
         let offset = self.enter_segment(new)?;
-        self.log.segment = new;
-        self.log.offset = offset;
-        self.log.next_segment = self.clean_after(new).unwrap_or(new);
+        let next_segment = self.clean_after(new).unwrap_or(new);
+        self.log.move_head(HeadPosition { segment: new, offset, next_segment });
         self.clean.entered_segment();
         Ok(())
     }
@@ -147,9 +144,9 @@ impl Lfs {
     /// returns.
     pub(super) fn at_cold_head<R>(&mut self, write: impl FnOnce(&mut Lfs) -> Result<R>) -> Result<R> {
         let before = self.stats.partial_segments;
-        self.swap_heads();
+        self.log.swap_heads();
         let result = write(self);
-        self.swap_heads();
+        self.log.swap_heads();
         self.stats.cold_partial_segments += self.stats.partial_segments - before;
         result
     }
@@ -160,11 +157,11 @@ impl Lfs {
     /// the cold head's log only from a checkpoint that names it, so a head
     /// opened later would hide everything the log wrote after its first
     /// partial segment. A closed head's segment is an ordinary dirty one.
-    fn settle_cold_head(&mut self) -> Result<()> {
+    pub(super) fn settle_cold_head(&mut self) -> Result<()> {
         let requested = self.cold_demand.checkpoint_passed();
         let starved = self.cold_demand.starved();
-        let wanted = (requested || self.separation_wanted()) && !(starved && self.cold.is_some());
-        if let Some(c) = self.cold.filter(|_| !wanted) {
+        let wanted = (requested || self.separation_wanted()) && !(starved && self.log.cold().is_some());
+        if let Some(c) = self.log.cold().filter(|_| !wanted) {
             // The log of this segment ends here. A partial segment may lie
             // beyond it that a crash cut off from the log (one before it,
             // at the other head, was lost); an open head would overwrite it,
@@ -178,9 +175,9 @@ impl Lfs {
                 self.dev.write_at((c.segment * bps + c.offset) * self.block_size as u64, &zeros)?;
             }
             self.tables.update_segment(c.segment, |s| s.flags &= !SEGUSE_ACTIVE);
-            self.cold = None;
+            self.log.set_cold(None);
         }
-        if !wanted || self.cold.is_some() || self.cold_head_share() == 0 {
+        if !wanted || self.log.cold().is_some() || self.cold_head_share() == 0 {
             return Ok(());
         }
         // Statfs sets the head's two segments aside, but a cleaner may have
@@ -197,29 +194,21 @@ impl Lfs {
             return Ok(());
         }
         self.cold_demand.fed();
-        let Some(seg) = self.clean_after(self.log.segment) else { return Ok(()) };
+        let Some(seg) = self.clean_after(self.log.head().segment) else { return Ok(()) };
         let offset = self.enter_segment(seg)?;
         let next = self.clean_after(seg).unwrap_or(seg);
-        self.cold = Some(ColdPosition { segment: seg, offset, next_segment: next });
+        self.log.set_cold(Some(HeadPosition { segment: seg, offset, next_segment: next }));
         Ok(())
-    }
-
-    /// Exchanges the users' head and the cold head.
-    fn swap_heads(&mut self) {
-        if let Some(c) = self.cold.as_mut() {
-            std::mem::swap(&mut self.log.segment, &mut c.segment);
-            std::mem::swap(&mut self.log.offset, &mut c.offset);
-            std::mem::swap(&mut self.log.next_segment, &mut c.next_segment);
-        }
     }
 
     /// Opens a partial segment at the log head.
     fn open_partial(&mut self, batch: &mut Batch) -> Result<()> {
         let bps = self.sb.blocks_per_segment();
-        if bps - self.log.offset < 2 {
+        if self.log.head().offset + 2 > bps {
             self.advance_segment()?;
         }
-        let start = Daddr::new(self.log.segment * bps + self.log.offset);
+        let head = self.log.head();
+        let start = Daddr::new(head.segment * bps + head.offset);
         batch.open = Some(Partial {
             start,
             summary: Summary {
@@ -233,8 +222,8 @@ impl Lfs {
                 data_crc: 0,
                 finfos: Vec::new(),
             },
-            blocks: Vec::with_capacity((bps - self.log.offset - 1) as usize),
-            capacity: bps - self.log.offset - 1,
+            blocks: Vec::with_capacity((bps - head.offset - 1) as usize),
+            capacity: bps - head.offset - 1,
         });
         Ok(())
     }
@@ -248,13 +237,11 @@ impl Lfs {
             return;
         }
         p.summary.nblocks = n as u32;
-        p.summary.serial = self.log.next_serial;
         let now = self.clean.write_clock();
         p.summary.clock = batch.open_age.take().unwrap_or(now);
-        p.summary.next_segment = self.log.next_segment;
-        self.log.next_serial += 1;
-        self.log.offset += 1 + n;
-        let seg = self.log.segment;
+        let seg = self.log.head().segment;
+        p.summary.next_segment = self.log.head().next_segment;
+        p.summary.serial = self.log.append_partial(n);
         let ninoblocks = p.summary.ninoblocks;
         self.tables.update_segment(seg, |s| {
             s.nsums += 1;
@@ -527,10 +514,11 @@ impl Lfs {
     /// will choose them.
     fn segments_for(&self, blocks: u64) -> Vec<u64> {
         let bps = self.sb.blocks_per_segment();
-        let mut segs = vec![self.log.segment];
-        let mut room = bps - self.log.offset;
+        let head = self.log.head();
+        let mut segs = vec![head.segment];
+        let mut room = bps - head.offset;
         let mut need = blocks + 2;
-        let mut next = self.log.next_segment;
+        let mut next = head.next_segment;
         while room < need + 1 && segs.len() < self.sb.nsegments as usize {
             need = need.saturating_sub(room.saturating_sub(1));
             if next == *segs.last().unwrap_or(&next) {
@@ -636,20 +624,6 @@ impl Lfs {
         Ok(())
     }
 
-    /// Partial segments written before a crash may lie beyond the end of
-    /// the log that roll-forward recovered (a lost write with later ones
-    /// kept), carrying exactly the serial numbers this mount would use next;
-    /// a later roll-forward would take them for new log. So before this
-    /// mount writes its first partial segment, the serial numbers jump past
-    /// anything one mount can have written, and a checkpoint makes the jump
-    /// durable before any other log is written.
-    pub(super) fn ensure_new_serial_epoch(&mut self) -> Result<()> {
-        if self.serial_epoch_pending {
-            self.checkpoint(false)?;
-        }
-        Ok(())
-    }
-
     /// Writes the dirty blocks and the inode of `ino` alone (for fsync), at
     /// the cold head if it is cold data.
     pub(super) fn write_file_now(&mut self, ino: Ino) -> Result<()> {
@@ -687,85 +661,6 @@ impl Lfs {
         }
         self.close_partial(&mut batch);
         self.flush_partials(&mut batch, true)
-    }
-
-    /// Writes a checkpoint: everything, the ifile, a barrier, the superblock,
-    /// a barrier. Then segments left with nothing live become clean: the
-    /// checkpoint just written no longer needs them. `clean` marks an
-    /// unmount and writes every superblock copy.
-    pub(super) fn checkpoint(&mut self, clean: bool) -> Result<()> {
-        if self.serial_epoch_pending {
-            // This checkpoint's superblock makes the jump durable; a crash
-            // before it loses only what this checkpoint itself writes.
-            self.serial_epoch_pending = false;
-            self.log.next_serial += super::SERIAL_EPOCH;
-        }
-        self.settle_cold_head()?;
-        self.write_segments(true)?;
-        // Barrier: the log the superblock will point at is durable first.
-        self.io.wait_idle()?;
-        self.dev.flush()?;
-        let c = &self.sb.checkpoint;
-        self.sb.checkpoint = Checkpoint {
-            serial: c.serial + 1,
-            time: now_ns(),
-            ifile_daddr: self.ifile_daddr,
-            log_segment: self.log.segment,
-            log_offset: self.log.offset,
-            next_segment: self.log.next_segment,
-            next_summary_serial: self.log.next_serial,
-            flags: if clean { SB_CLEAN } else { 0 },
-            cold: self.cold,
-            write_clock: self.clean.write_clock(),
-            orphan_head: self.orphans.head(),
-        };
-        let bytes = self.sb.encode();
-        let copies = self.sb.ncopies as usize;
-        if clean {
-            for i in 0..copies {
-                self.dev.write_at(self.sb.copy_offset(i), &bytes)?;
-            }
-        } else {
-            // Alternate between the first two copies, so a torn superblock
-            // write always leaves the previous checkpoint intact.
-            let i = (self.sb.checkpoint.serial % copies.min(2) as u64) as usize;
-            self.dev.write_at(self.sb.copy_offset(i), &bytes)?;
-        }
-        // Barrier: the checkpoint is durable when this returns.
-        self.dev.flush()?;
-        self.stats.checkpoints += 1;
-        self.last_checkpoint = self.options.clock.now();
-        self.reclaim_empty_segments();
-        Ok(())
-    }
-
-    /// Marks clean every dirty segment with no live bytes outside the log head.
-    pub(super) fn reclaim_empty_segments(&mut self) {
-        for seg in 0..self.sb.nsegments {
-            if self.in_log_head(seg) {
-                continue;
-            }
-            let empty = self
-                .tables
-                .usage()
-                .get(seg)
-                .is_some_and(|s| s.flags & SEGUSE_DIRTY != 0 && s.live_bytes == 0);
-            if empty {
-                self.tables.update_segment(seg, |s| {
-                    s.flags = (s.flags & SEGUSE_SUPERBLOCK) | SEGUSE_CLEAN;
-                    s.nsums = 0;
-                    s.ninos = 0;
-                });
-                self.stats.segments_reclaimed += 1;
-            }
-        }
-        if self.log.next_segment == self.log.segment {
-            self.log.next_segment = self.clean_after(self.log.segment).unwrap_or(self.log.segment);
-        }
-        if let Some(c) = self.cold.filter(|c| c.next_segment == c.segment) {
-            let next = self.clean_after(c.segment).unwrap_or(c.segment);
-            self.cold = Some(ColdPosition { next_segment: next, ..c });
-        }
     }
 }
 

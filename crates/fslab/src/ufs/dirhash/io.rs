@@ -5,7 +5,7 @@
 
 use super::{Answer, DirHash, Plan};
 use crate::error::Location;
-use crate::format::dirent::{parse_chunk, Entry, DIRBLKSIZ, ENTRY_BYTES};
+use crate::format::dirent::{entry_in_chunk, parse_chunk, Entry, DIRBLKSIZ, ENTRY_BYTES};
 use crate::format::{Ino, Lbn};
 use crate::storage::StorageManager;
 use crate::ufs::dir::{max_free, Slot};
@@ -28,6 +28,8 @@ fn disagreement(dir: Ino, why: String) -> Error {
 /// lookup at 100,000 entries cost beyond one at 1,000.
 struct LastChunk {
     offset: Option<u64>,
+    /// Chunks read so far (for the `blocks_read` counter).
+    reads: u64,
     data: [u8; DIRBLKSIZ],
 }
 
@@ -95,56 +97,43 @@ impl<S: StorageManager> Ns<'_, S> {
         if !self.dirhash_ready(dir)? {
             return Ok(Answer::Unknown);
         }
-        let Some(hash) = self.st.dirs.used(dir) else { return Ok(Answer::Unknown) };
+        let storage = &mut *self.s;
+        let dirs = &mut self.st.dirs;
+        let Some(hash) = dirs.used(dir) else { return Ok(Answer::Unknown) };
         let h = hash.table.hash(name);
-        let order = hash.table.ordered_candidates(h, hash.seq_next);
-        let mut last = LastChunk { offset: None, data: [0u8; DIRBLKSIZ] };
-        for offset in order {
-            match self.entry_at(&mut last, dir, u64::from(offset), name)? {
-                AtOffset::Match(slot, next) => {
-                    if let Some(hash) = self.st.dirs.get_mut(dir) {
-                        hash.seq_next = u32::try_from(next).ok();
-                    }
-                    return Ok(Answer::Found(slot));
+        let mut last = LastChunk { offset: None, reads: 0, data: [0u8; DIRBLKSIZ] };
+        // Ok(answer), or Err(the offset where no entry starts: stale).
+        let mut answer = Ok(Answer::Absent);
+        let mut failure = None;
+        for offset in hash.table.ordered_candidates(h, hash.seq_next) {
+            match entry_at(storage, &mut last, dir, u64::from(offset), name) {
+                Ok(AtOffset::Match(slot, next)) => {
+                    hash.seq_next = u32::try_from(next).ok();
+                    answer = Ok(Answer::Found(slot));
+                    break;
                 }
-                AtOffset::Other => {}
-                AtOffset::Stale => {
-                    self.st.dirs.forget(dir);
-                    if self.st.dirs.checking() {
-                        return Err(disagreement(dir, format!("no entry at offset {offset}")));
-                    }
-                    return Ok(Answer::Unknown);
+                Ok(AtOffset::Other) => {}
+                Ok(AtOffset::Stale) => {
+                    answer = Err(offset);
+                    break;
+                }
+                Err(e) => {
+                    failure = Some(e);
+                    break;
                 }
             }
         }
-        Ok(Answer::Absent)
-    }
-
-    /// Reads the entry at `offset` of `dir` and compares its name.
-    fn entry_at(&mut self, last: &mut LastChunk, dir: Ino, offset: u64, name: &[u8]) -> Result<AtOffset> {
-        let bs = u64::from(self.s.block_size());
-        let chunk_offset = offset / DIRBLKSIZ as u64 * DIRBLKSIZ as u64;
-        if last.offset != Some(chunk_offset) {
-            last.offset = None;
-            let within = (chunk_offset % bs) as usize;
-            self.st.dirs.count_blocks_read(1);
-            self.s.read_block_part(dir, (chunk_offset / bs) as Lbn, within, &mut last.data)?;
-            last.offset = Some(chunk_offset);
+        dirs.count_blocks_read(last.reads);
+        if let Some(e) = failure {
+            return Err(e);
         }
-        let entries = parse_chunk(&last.data, dir, chunk_offset)?;
-        let at = (offset - chunk_offset) as usize;
-        let Some(e) = entries.iter().find(|e| e.offset == at && e.ino != 0) else {
-            return Ok(AtOffset::Stale);
-        };
-        if e.name != name {
-            return Ok(AtOffset::Other);
-        }
-        let next = if e.offset + e.reclen >= ENTRY_BYTES {
-            chunk_offset + DIRBLKSIZ as u64
-        } else {
-            offset + e.reclen as u64
-        };
-        Ok(AtOffset::Match(Slot { offset, ino: e.ino }, next))
+        answer.or_else(|offset| {
+            dirs.forget(dir);
+            if dirs.checking() {
+                return Err(disagreement(dir, format!("no entry at offset {offset}")));
+            }
+            Ok(Answer::Unknown)
+        })
     }
 
     /// Checking mode: the entries of chunk `c` of `dir`, just read, against
@@ -212,4 +201,36 @@ impl<S: StorageManager> Ns<'_, S> {
         let Some(hash) = self.st.dirs.get_mut(dir) else { return Ok(true) };
         Ok(hash.table.live() == live && hash.free.chunks() as u64 == blocks * (bs / DIRBLKSIZ) as u64)
     }
+}
+
+/// Reads the entry at `offset` of `dir` and compares its name.
+fn entry_at<S: StorageManager>(
+    storage: &mut S,
+    last: &mut LastChunk,
+    dir: Ino,
+    offset: u64,
+    name: &[u8],
+) -> Result<AtOffset> {
+    let bs = u64::from(storage.block_size());
+    let chunk_offset = offset / DIRBLKSIZ as u64 * DIRBLKSIZ as u64;
+    if last.offset != Some(chunk_offset) {
+        last.offset = None;
+        let within = (chunk_offset % bs) as usize;
+        last.reads += 1;
+        storage.read_block_part(dir, (chunk_offset / bs) as Lbn, within, &mut last.data)?;
+        last.offset = Some(chunk_offset);
+    }
+    let at = (offset - chunk_offset) as usize;
+    let Some(e) = entry_in_chunk(&last.data, dir, chunk_offset, at)?.filter(|e| e.ino != 0) else {
+        return Ok(AtOffset::Stale);
+    };
+    if e.name != name {
+        return Ok(AtOffset::Other);
+    }
+    let next = if e.offset + e.reclen >= ENTRY_BYTES {
+        chunk_offset + DIRBLKSIZ as u64
+    } else {
+        offset + e.reclen as u64
+    };
+    Ok(AtOffset::Match(Slot { offset, ino: e.ino }, next))
 }

@@ -127,13 +127,11 @@ impl LookupTable {
     /// The candidates of `hash` ([`LookupTable::candidates`]), with
     /// `first`, if it is among them, moved to the front: the sequential
     /// optimisation of §3.2 consults the entry after the last one found
-    /// before any other.
-    pub fn ordered_candidates(&self, hash: u64, first: Option<u32>) -> Vec<u32> {
-        let mut order: Vec<u32> = self.candidates(hash).map(|(_, offset)| offset).collect();
-        if let Some(i) = first.and_then(|f| order.iter().position(|&o| o == f)) {
-            order[..=i].rotate_right(1);
-        }
-        order
+    /// before any other. Walks the chain once more to place `first`, which
+    /// reads no block and allocates nothing.
+    pub fn ordered_candidates(&self, hash: u64, first: Option<u32>) -> impl Iterator<Item = u32> + '_ {
+        let first = first.filter(|&f| self.candidates(hash).any(|(_, o)| o == f));
+        first.into_iter().chain(self.candidates(hash).map(|(_, o)| o).filter(move |&o| Some(o) != first))
     }
 
     /// Slots walked to the end of the chain of `hash`, tags ignored.
