@@ -14,7 +14,7 @@
 //!
 //! Every loop and read here is bounded, whatever the image says.
 
-use crate::{pattern, populate, put_u32, u32_at, walk, XATTR_MAGIC};
+use crate::{churn, pattern, populate, put_u32, u32_at, walk, XATTR_MAGIC};
 use disk::{BlockDevice, MemDisk};
 use fslab::bmap;
 use fslab::ffs::geometry::Geometry;
@@ -196,15 +196,7 @@ pub fn seed_images() -> fslab::Result<Vec<(&'static str, Vec<u8>)>> {
 
     let dev = Arc::new(MemDisk::from_bytes(populated));
     let mut fs = mount(&dev, Integrity::Async)?;
-    let docs = fs.lookup(ROOT_INO, b"docs")?.ino;
-    for i in (0..20).step_by(3) {
-        fs.unlink(docs, format!("f{i:02}").as_bytes())?;
-    }
-    fs.rename(docs, b"f01", ROOT_INO, b"moved", Default::default())?;
-    let deep = fs.lookup(docs, b"deep")?.ino;
-    let big = fs.lookup(deep, b"big")?.ino;
-    fs.setattr(big, &fslab::ufs::SetAttr { size: Some(5000), ..Default::default() })?;
-    fs.unmount()?;
+    churn(&mut fs)?;
     out.push(("ffs-churned", dev.snapshot()));
     Ok(out)
 }

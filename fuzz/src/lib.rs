@@ -361,6 +361,15 @@ pub fn seed_images() -> fslab::Result<Vec<(&'static str, Vec<u8>)>> {
 
     let dev = Arc::new(MemDisk::from_bytes(populated));
     let mut fs = mount(&dev)?;
+    churn(&mut fs)?;
+    out.push(("churned", dev.snapshot()));
+    Ok(out)
+}
+
+/// The changes of the `churned` seed images, on a [`populate`]d file
+/// system of either layout: deletes, a rename and a truncate, then an
+/// unmount.
+pub(crate) fn churn<S: StorageManager>(fs: &mut FileSystem<S>) -> fslab::Result<()> {
     let docs = fs.lookup(ROOT_INO, b"docs")?.ino;
     for i in (0..20).step_by(3) {
         fs.unlink(docs, format!("f{i:02}").as_bytes())?;
@@ -370,6 +379,5 @@ pub fn seed_images() -> fslab::Result<Vec<(&'static str, Vec<u8>)>> {
     let big = fs.lookup(deep, b"big")?.ino;
     fs.setattr(big, &fslab::ufs::SetAttr { size: Some(5000), ..Default::default() })?;
     fs.unmount()?;
-    out.push(("churned", dev.snapshot()));
-    Ok(out)
+    Ok(())
 }
