@@ -112,11 +112,12 @@ fn render_mount(dir: &str, m: Option<&MountReport>) -> String {
                 &mut out,
                 "device writes",
                 format!(
-                    "{} ({} in {} blocks, {} synchronous)",
+                    "{} ({} in {} blocks, {} synchronous, {} clusters as they filled)",
                     c.writes,
                     human(c.bytes_written),
                     c.blocks_written,
-                    c.sync_writes
+                    c.sync_writes,
+                    c.cluster_pushes
                 ),
             );
             row(&mut out, "syncs", c.syncs.to_string());
@@ -287,6 +288,7 @@ mod tests {
             reads: 7,
             syncs: 3,
             checksummed_blocks: 9,
+            cluster_pushes: 5,
         };
         let ffs = MountReport {
             space,
@@ -299,7 +301,7 @@ layout                    FFS, integrity=sync, 4 cylinder groups
 space                     2.0 MiB free of 7.8 MiB (250 of 1000 blocks of 8 KiB)
 inodes                    2000 free of 2048
 device reads              7
-device writes             40 (400 KiB in 50 blocks, 12 synchronous)
+device writes             40 (400 KiB in 50 blocks, 12 synchronous, 5 clusters as they filled)
 syncs                     3
 ";
         assert_eq!(text, want);

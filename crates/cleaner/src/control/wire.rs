@@ -18,7 +18,7 @@ use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 pub(super) const MAGIC: &[u8; 4] = b"FSLC";
-pub(super) const VERSION: u32 = 4;
+pub(super) const VERSION: u32 = 5;
 
 pub(super) const OP_HELLO: u8 = 0;
 pub(super) const OP_SEGMENT_TABLE: u8 = 1;
@@ -521,6 +521,7 @@ pub(super) fn encode_mount(out: &mut Out, r: &MountReport) {
                 c.reads,
                 c.syncs,
                 c.checksummed_blocks,
+                c.cluster_pushes,
             ] {
                 out.u64(v);
             }
@@ -562,6 +563,7 @@ pub(super) fn decode_mount(r: &mut In) -> Result<MountReport> {
                 reads: r.u64()?,
                 syncs: r.u64()?,
                 checksummed_blocks: r.u64()?,
+                cluster_pushes: r.u64()?,
             };
             LayoutReport::Ffs { integrity, cylinder_groups, stats }
         }

@@ -99,11 +99,18 @@ pub struct Stats {
     /// CRC per inode), indirect blocks and cylinder-group areas (the lab's
     /// CPU model charges for them).
     pub checksummed_blocks: u64,
+    /// Runs of a file's blocks written as they filled (`cluster`), ahead
+    /// of the write-back threshold.
+    pub cluster_pushes: u64,
 }
 
 /// Dirty bytes at which the write-behind thread is woken (as LFS's four
 /// segments: a sequential writer then finds the cache cleaned for it).
 const WRITE_BEHIND_BYTES: u64 = 4 << 20;
+
+/// Changed inodes held in memory past which a write-back stores them too
+/// (their blocks are 4 MiB; the memory they hold, about as much).
+const MAX_DELAYED_INODES: usize = 16_384;
 
 /// A mounted FFS.
 ///
@@ -158,6 +165,8 @@ pub struct Ffs {
     pub(super) orphan_report: crate::storage::orphans::OrphanReport,
     /// Whether reads are sequential, for read-ahead (`blocks.rs`).
     pub(super) read_ahead: crate::bmap::ReadAhead,
+    /// Each file's run of blocks not yet pushed (`cluster`).
+    pub(super) clusters: super::cluster::WriteClusters,
 }
 
 impl Ffs {
@@ -206,6 +215,7 @@ impl Ffs {
             orphans: Vec::new(),
             orphan_report: Default::default(),
             read_ahead: Default::default(),
+            clusters: Default::default(),
         };
         // In use from now on: a crash leaves the image marked unclean.
         ffs.sb.flags &= !SB_CLEAN;
@@ -382,6 +392,7 @@ impl Ffs {
     pub(super) fn sync_all(&mut self) -> Result<()> {
         self.store_dirty_inodes()?;
         self.write_dirty(None, true)?;
+        self.clusters.clear();
         self.queue.wait_idle()?;
         self.write_groups()?;
         self.write_superblock()?;
@@ -401,10 +412,22 @@ impl Ffs {
     /// the memory).
     pub(super) fn maybe_write(&mut self) -> Result<()> {
         if self.cache.should_start_write() {
-            self.store_dirty_inodes()?;
-            self.write_dirty(None, true)?;
+            self.write_delayed()?;
         }
         Ok(())
+    }
+
+    /// Writes every dirty buffer. Changed inodes stay in memory for the
+    /// next sync, as 4.4BSD left an inode to `ffs_update` at sync or fsync
+    /// rather than to the buffer cache's write-back — unless more than
+    /// [`MAX_DELAYED_INODES`] wait. Storing them at every write-back wrote a
+    /// file's inode block between its own data clusters while it was being
+    /// written, a seek away and back each time.
+    pub(super) fn write_delayed(&mut self) -> Result<()> {
+        if self.inodes.dirty().len() > MAX_DELAYED_INODES {
+            self.store_dirty_inodes()?;
+        }
+        self.write_dirty(None, true)
     }
 
     /// Whether enough dirty data waits that the write-behind thread should

@@ -12,7 +12,7 @@
 //! * [`mkfs`] — `newfs` and `dumpfs`, over a `disk::BlockDevice`.
 //! * `fs` — the mounted file system ([`Ffs`]), mount, unmount, write-back;
 //!   `inodes` (inodes in their tables), `blocks` (file blocks, fragments,
-//!   `balloc`), `integrity` (sync and async), `orphans` (the on-disk
+//!   `balloc`), `cluster` (a file's runs of blocks pushed as they fill), `integrity` (sync and async), `orphans` (the on-disk
 //!   list of files unlinked while open), `storage` (the
 //!   `StorageManager` implementation).
 //!
@@ -24,6 +24,7 @@ pub mod alloc;
 pub mod bitmap;
 mod blocks;
 pub mod cg;
+mod cluster;
 mod fs;
 pub mod geometry;
 mod inodes;

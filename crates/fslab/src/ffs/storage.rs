@@ -29,6 +29,7 @@ impl StorageManager for Ffs {
     fn vfree(&mut self, ino: Ino) -> Result<()> {
         self.check_mounted()?;
         self.size_before.remove(&ino);
+        self.clusters.forget(ino);
         self.free_inode(ino)
     }
 
@@ -84,18 +85,23 @@ impl StorageManager for Ffs {
         // it first, as 4.4BSD's ffs_write asks ffs_balloc to clear (read)
         // the buffer only for a write shorter than a block. Reading it cost
         // a 4 MB overwrite, larger than the cache, a disk read per block.
-        let contents = if offset == 0 && data.len() == self.block_size() {
+        let filled = offset.saturating_add(data.len()) == self.block_size();
+        let contents = if offset == 0 && filled {
             NewContents::Whole(AlignedBytes::copy_of(data))
         } else {
             NewContents::Part { offset, data }
         };
         self.write_file_block(ino, lbn, contents)?;
+        if filled {
+            self.after_filling(ino, lbn)?;
+        }
         self.maybe_write()
     }
 
     fn write_whole_block(&mut self, ino: Ino, lbn: Lbn, block: AlignedBytes) -> Result<()> {
         self.check_mounted()?;
         self.write_file_block(ino, lbn, NewContents::Whole(block))?;
+        self.after_filling(ino, lbn)?;
         self.maybe_write()
     }
 
@@ -107,6 +113,7 @@ impl StorageManager for Ffs {
 
     fn free_blocks(&mut self, ino: Ino, first: u64, last: u64) -> Result<()> {
         self.check_mounted()?;
+        self.clusters.forget(ino);
         self.free_range(ino, first, last)?;
         self.after_free(ino)
     }
@@ -185,8 +192,7 @@ impl StorageManager for Ffs {
         if !self.write_behind_is_due() {
             return Ok(());
         }
-        self.store_dirty_inodes()?;
-        self.write_dirty(None, true)
+        self.write_delayed()
     }
 
     fn statfs(&mut self) -> Result<StatFs> {
