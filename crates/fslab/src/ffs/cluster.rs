@@ -1,8 +1,8 @@
 //! Write clustering as a file is written: each run of a file's blocks that
 //! follow one another both in the file and on the disk goes to the disk
-//! as soon as it is `maxcontig` blocks long (4.4BSD `cluster_write`, the
-//! 1993 paper's EFS §5.1 and the 1995 paper's FFS §1.1: "the file system
-//! [...] writes clusters of up to maxcontig blocks").
+//! as soon as it is `maxcontig` blocks long (4.4BSD `cluster_write`; the
+//! 1993 paper's EFS, §5.1: "when an extent's worth (i.e. maxcontig blocks)
+//! have been collected, they are bundled together into a cluster").
 //!
 //! Without it a delayed data block waits for the buffer cache's write-back
 //! threshold or the next sync, and the disk idles while a large file is
