@@ -67,13 +67,19 @@ fn check<S: StorageManager>(disk: &CountingDisk<Arc<MemDisk>>, mount: impl Fn() 
     assert_eq!(read_aheads(disk, &mut fs, ino, &scattered(), CLUSTER), 0);
 }
 
+/// A 32 MiB memory disk that counts read-aheads, and the same disk as a
+/// device to make a file system on.
+fn counting_disk() -> (Arc<CountingDisk<Arc<MemDisk>>>, Arc<dyn BlockDevice>) {
+    let disk = Arc::new(CountingDisk::new(Arc::new(MemDisk::new(32 << 20))));
+    let dev: Arc<dyn BlockDevice> = disk.clone();
+    (disk, dev)
+}
+
 #[test]
 fn lfs_reads_ahead_of_a_sequential_reader_only() {
-    let mem = Arc::new(MemDisk::new(32 << 20));
-    let disk = Arc::new(CountingDisk::new(mem));
+    let (disk, dev) = counting_disk();
     let mkfs = fslab::lfs::MkfsOptions { block_size: 4096, segment_size: 1 << 20 };
-    fslab::mkfs_lfs(disk.clone(), &mkfs, Creds::default()).expect("mkfs");
-    let dev: Arc<dyn BlockDevice> = disk.clone();
+    fslab::mkfs_lfs(dev.clone(), &mkfs, Creds::default()).expect("mkfs");
     let mount = || {
         let options = fslab::lfs::MountOptions::default();
         FileSystem::new(fslab::lfs::Lfs::mount(dev.clone(), options).expect("mount"))
@@ -84,11 +90,9 @@ fn lfs_reads_ahead_of_a_sequential_reader_only() {
 
 #[test]
 fn ffs_reads_ahead_of_a_sequential_reader_only() {
-    let mem = Arc::new(MemDisk::new(32 << 20));
-    let disk = Arc::new(CountingDisk::new(mem));
+    let (disk, dev) = counting_disk();
     let mkfs = fslab::ffs::MkfsOptions { group_size: 4 << 20, ..fslab::ffs::MkfsOptions::default() };
-    fslab::mkfs_ffs(disk.clone(), &mkfs, Creds::default()).expect("mkfs");
-    let dev: Arc<dyn BlockDevice> = disk.clone();
+    fslab::mkfs_ffs(dev.clone(), &mkfs, Creds::default()).expect("mkfs");
     let mount = || {
         let options = fslab::ffs::MountOptions::default();
         FileSystem::new(fslab::ffs::Ffs::mount(dev.clone(), options).expect("mount"))
