@@ -138,6 +138,13 @@ struct PostedRead {
     ids: Range<u64>,
 }
 
+impl PostedRead {
+    /// Whether it reads every one of `sectors` sectors from `lbn`.
+    fn covers(&self, lbn: u64, sectors: u64) -> bool {
+        self.lbn <= lbn && lbn + sectors <= self.lbn + self.sectors
+    }
+}
+
 /// Posted reads remembered at once; an older one still takes the drive's
 /// time, but a read of its sectors no longer waits for it.
 const MAX_POSTED_READS: usize = 8;
@@ -244,7 +251,7 @@ impl BlockDevice for SimDisk {
         // Sectors a posted read covers: wait for it, not for a new command
         // (the read-ahead brought them into memory). It is kept until a
         // read reaches its last sector, for a reader in smaller units.
-        let covering = inner.posted.iter().position(|p| p.lbn <= lbn && lbn + sectors <= p.lbn + p.sectors);
+        let covering = inner.posted.iter().position(|p| p.covers(lbn, sectors));
         let finish = match covering {
             Some(i) => {
                 let ids = inner.posted[i].ids.clone();
@@ -299,7 +306,7 @@ impl BlockDevice for SimDisk {
         }
         let (lbn, sectors) = sector_span(offset, len as u64);
         let mut inner = self.lock();
-        if inner.posted.iter().any(|p| p.lbn <= lbn && lbn + sectors <= p.lbn + p.sectors) {
+        if inner.posted.iter().any(|p| p.covers(lbn, sectors)) {
             return Ok(());
         }
         let now = self.clock.now();
