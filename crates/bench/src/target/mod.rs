@@ -349,20 +349,32 @@ impl Target {
         let result = if self.backend.copies_itself() || !self.is_virtual() {
             self.backend.write(fd, offset, data)
         } else {
-            let mut result = Ok(());
-            let mut at = offset;
-            for piece in data.chunks(LOOP_BYTES) {
-                self.charge(cpu.copy_ns(piece.len() as u64));
-                result = self.backend.write(fd, at, piece);
-                if result.is_err() {
-                    break;
-                }
-                at += piece.len() as u64;
-            }
-            result
+            self.write_a_cluster_at_a_time(fd, offset, data)
         };
         self.after()?;
         result
+    }
+
+    /// The write loop on virtual time: each cluster's copy charged, then
+    /// the cluster handed to the file system.
+    fn write_a_cluster_at_a_time(&mut self, fd: Fd, offset: u64, data: &[u8]) -> io::Result<()> {
+        let cpu = self.cpu();
+        for (i, piece) in data.chunks(LOOP_BYTES).enumerate() {
+            self.charge(cpu.copy_ns(piece.len() as u64));
+            self.backend.write(fd, offset + (i * LOOP_BYTES) as u64, piece)?;
+        }
+        Ok(())
+    }
+
+    /// The read loop on virtual time: each cluster read, then its copy
+    /// charged.
+    fn read_a_cluster_at_a_time(&mut self, fd: Fd, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        let cpu = self.cpu();
+        for (i, piece) in buf.chunks_mut(LOOP_BYTES).enumerate() {
+            self.backend.read(fd, offset + (i * LOOP_BYTES) as u64, piece)?;
+            self.charge(cpu.copy_ns(piece.len() as u64));
+        }
+        Ok(())
     }
 
     /// `pread`: the copy out follows the file system's work. As in
@@ -377,17 +389,7 @@ impl Target {
         let result = if self.backend.copies_itself() || !self.is_virtual() {
             self.backend.read(fd, offset, buf)
         } else {
-            let mut result = Ok(());
-            let mut at = offset;
-            for piece in buf.chunks_mut(LOOP_BYTES) {
-                result = self.backend.read(fd, at, piece);
-                if result.is_err() {
-                    break;
-                }
-                self.charge(self.cpu().copy_ns(piece.len() as u64));
-                at += piece.len() as u64;
-            }
-            result
+            self.read_a_cluster_at_a_time(fd, offset, buf)
         };
         self.after()?;
         result
