@@ -6,7 +6,7 @@
 //! continues, and a second barrier. Segments the checkpoint left with
 //! nothing live become clean after it: no checkpoint needs them any more.
 
-use super::layout::{Checkpoint, SB_CLEAN, SEGUSE_CLEAN, SEGUSE_DIRTY, SEGUSE_SUPERBLOCK};
+use super::layout::{Checkpoint, HeadPosition, SB_CLEAN, SEGUSE_CLEAN, SEGUSE_DIRTY, SEGUSE_SUPERBLOCK};
 use super::Lfs;
 use crate::format::now_ns;
 use crate::Result;
@@ -124,7 +124,7 @@ impl Lfs {
         }
         if let Some(c) = self.log.cold().filter(|c| c.next_segment == c.segment) {
             let next = self.clean_after(c.segment).unwrap_or(c.segment);
-            self.log.set_cold(Some(super::layout::HeadPosition { next_segment: next, ..c }));
+            self.log.set_cold(Some(HeadPosition { next_segment: next, ..c }));
         }
     }
 }
