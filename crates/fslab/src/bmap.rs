@@ -278,6 +278,13 @@ pub fn next_data<T: BlockTree + ?Sized>(t: &mut T, ino: Ino, from: u64, end: u64
 /// lie one after another on disk — each `units_per_block` address units
 /// past the one before — and are not held in memory: what one device read
 /// can fetch (read clustering; BSD's bmap returns the same run length).
+///
+/// A run ends where the pointers that map it do: the inode's direct slots,
+/// or one indirect block. 4.4BSD's `ufs_bmaparray` counted its run only
+/// along the pointers it already held, so learning how far a run goes never
+/// reads another indirect block first; the lab's reads of files just past
+/// their direct blocks follow 4.4BSD's pattern (the direct run, the
+/// indirect block, the rest) because of it.
 pub fn contiguous_run<T: BlockTree + ?Sized>(
     t: &mut T,
     ino: Ino,
@@ -286,15 +293,32 @@ pub fn contiguous_run<T: BlockTree + ?Sized>(
     max: usize,
     units_per_block: u64,
 ) -> Result<usize> {
+    let geometry = t.geometry();
+    let Some(holder) = pointer_holder(&geometry, lbn) else { return Ok(1) };
     let mut run = 1;
     while run < max {
         let next = lbn + run as Lbn;
-        if t.in_memory(ino, next) || pointer(t, ino, next)? != addr + run as u64 * units_per_block {
+        if pointer_holder(&geometry, next) != Some(holder)
+            || t.in_memory(ino, next)
+            || pointer(t, ino, next)? != addr + run as u64 * units_per_block
+        {
             break;
         }
         run += 1;
     }
     Ok(run)
+}
+
+/// Which pointers map block `lbn`: `Some(None)` for the inode's direct
+/// slots, `Some(Some(meta))` for indirect block `meta`, `None` for a block
+/// the inode points at alone (an indirect or the extended-attribute block)
+/// or one out of range.
+fn pointer_holder(geometry: &Geometry, lbn: Lbn) -> Option<Option<Lbn>> {
+    match geometry.parent(lbn)? {
+        Parent::Direct(_) => Some(None),
+        Parent::Meta { meta, .. } => Some(Some(meta)),
+        Parent::Indirect(_) | Parent::Xattr => None,
+    }
 }
 
 /// Bytes read ahead after a sequential read: the next 64 KB cluster. The
@@ -632,6 +656,25 @@ mod tests {
     /// Data blocks of the toy geometry at every level: direct (0..12),
     /// single (12..16), double (16..32) and triple (32..96) indirect.
     const SAMPLE: [u64; 8] = [0, 11, 12, 15, 16, 31, 32, 95];
+
+    #[test]
+    fn a_run_stops_where_its_pointers_do() {
+        let mut t = Toy::new();
+        // Data blocks 0..24 one after another on disk, across the end of
+        // the direct slots (12), the single indirect block (12..16) and
+        // into the double indirect tree (16..).
+        for lbn in 0..24 {
+            balloc(&mut t, 7, lbn).expect("balloc");
+            set_pointer(&mut t, 7, lbn, Daddr::new(500 + lbn as u64)).expect("set_pointer");
+        }
+        t.flush();
+        let run = |t: &mut Toy, lbn: Lbn| contiguous_run(t, 7, lbn, Daddr::new(500 + lbn as u64), 64, 1);
+        assert_eq!(run(&mut t, 0).expect("run"), 12, "the direct slots' run");
+        assert!(t.memory.is_empty(), "counting it read no indirect block");
+        assert_eq!(run(&mut t, 5).expect("run"), 7);
+        assert_eq!(run(&mut t, 12).expect("run"), 4, "the single indirect block's run");
+        assert_eq!(run(&mut t, 16).expect("run"), 4, "one indirect block of the double indirect tree");
+    }
 
     #[test]
     fn balloc_gives_every_level_an_address_and_pointer_finds_it() {
