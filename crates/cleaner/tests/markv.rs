@@ -13,6 +13,7 @@
 //! so nothing moves unless the test moves it.
 
 use disk::MemDisk;
+use fslab::format::blockno::{Geometry, NDADDR};
 use fslab::format::inode::{kind, InodeAttr};
 use fslab::format::{Ino, TimeNs, ROOT_INO};
 use fslab::lfs::clean::{parse_segment, BlockKind, BlockRef, Destination, MarkBlock};
@@ -302,6 +303,64 @@ fn segclean_refuses_a_segment_that_still_holds_a_live_block() {
         check_file(&mut fs, i, ino, &[0; FILE_BLOCKS], "after remount");
     }
     assert!(fs.storage().segment_table().segments[seg as usize].clean, "clean after the unmount checkpoint");
+}
+
+/// markv writes the blocks it moves and their files' inodes, and leaves
+/// the indirect blocks those moves change to the next segment write, as
+/// 4.4BSD's `lfs_markv` left them to `lfs_updatemeta`'s delayed writes: a
+/// cleaned segment must not cost a new copy of every indirect block above
+/// its live blocks. A power cut before that write loses nothing: the
+/// recovered file still reaches the old copies through its old indirect
+/// block, and roll-forward counts the moved copies dead (fsck agrees).
+#[test]
+fn markv_leaves_the_indirect_blocks_it_changes_to_the_next_segment_write() {
+    let Setup { disk, mut fs, files } = setup();
+    let a = files[0];
+    let lfs = fs.storage();
+    let bps = lfs.segment_table().blocks_per_segment;
+    let (seg, bytes, live) = segment_with_live_blocks_of(lfs, a);
+    // a's data blocks there that its single indirect block maps.
+    let through_indirect: Vec<BlockRef> = live
+        .iter()
+        .filter(|r| r.ino == a && matches!(r.kind, BlockKind::Block(lbn) if lbn >= NDADDR as i64))
+        .copied()
+        .collect();
+    assert!(!through_indirect.is_empty(), "the segment holds data of a past its direct blocks");
+    let indirect =
+        BlockRef { kind: BlockKind::Block(Geometry::meta_lbn(1, NDADDR as u64)), ..through_indirect[0] };
+    let indirect_before = lfs.bmapv(&[indirect]).expect("bmapv")[0];
+    assert!(indirect_before.is_some(), "a has an indirect block");
+
+    let report =
+        lfs.markv(&with_contents(&through_indirect, seg, &bytes, bps), Destination::Shared).expect("markv");
+    assert_eq!(report.moved, through_indirect.len() as u64, "{report:?}");
+    // The moved blocks and a summary (a's inode did not change: its
+    // indirect block keeps its address until written): no indirect block.
+    assert_eq!(report.blocks_written, report.moved + 1, "markv wrote only the moves: {report:?}");
+    assert_eq!(lfs.bmapv(&[indirect]).expect("bmapv")[0], indirect_before, "the indirect block waits");
+    let crash_image = disk.snapshot();
+    check_file(&mut fs, 0, a, &[0; FILE_BLOCKS], "after markv");
+
+    fs.sync().expect("sync");
+    let indirect_after = fs.storage().bmapv(&[indirect]).expect("bmapv")[0];
+    assert!(indirect_after.is_some() && indirect_after != indirect_before, "the next write wrote it");
+    fs.unmount().expect("unmount");
+    let mut fs = mount(&disk);
+    check_file(&mut fs, 0, a, &[0; FILE_BLOCKS], "after remount");
+    fs.unmount().expect("unmount");
+
+    // The power cut right after markv: the moved copies are in the log,
+    // the indirect block that would name them is not.
+    let crashed = Arc::new(MemDisk::from_bytes(crash_image));
+    let mut fs = mount(&crashed);
+    for (i, &ino) in files.iter().enumerate() {
+        check_file(&mut fs, i, ino, &[0; FILE_BLOCKS], "after the power cut");
+    }
+    fs.unmount().expect("unmount after the power cut");
+    drop(fs);
+    let report = fslab_check::check(crashed.as_ref(), &fslab_check::Options::default(), &mut |_| {})
+        .expect("fsck runs");
+    assert!(report.problems.is_empty(), "fsck after the power cut: {:?}", report.problems);
 }
 
 /// Regression: markv used to decide what was live before writing out the

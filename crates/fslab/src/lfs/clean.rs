@@ -79,7 +79,8 @@ pub struct SegmentTable {
     pub fs_id: u64,
     /// One entry per segment.
     pub segments: Vec<SegmentState>,
-    /// Segments clean or clean at the next checkpoint, outside the log head.
+    /// Segments clean or clean at the next checkpoint, outside the log
+    /// head, less those the blocks the cache owes the log will take.
     pub clean_segments: u64,
     /// Clean segments that normal writers leave to the cleaner.
     pub reserve_segments: u64,
@@ -188,7 +189,8 @@ pub struct Markv {
 pub struct CleaningWanted {
     /// [`Lfs::users_activity`].
     pub users_activity: u64,
-    /// Clean segments, those waiting for a checkpoint included.
+    /// Clean segments, those waiting for a checkpoint included, less those
+    /// the blocks the cache owes the log will take.
     pub clean_segments: u64,
     /// Whether the clean segments are below the high-water mark.
     pub wanted: bool,
@@ -600,12 +602,26 @@ impl Lfs {
     /// segment).
     pub fn cleaning_wanted(&mut self) -> CleaningWanted {
         let (_, high_water) = self.cleaning_thresholds();
-        let clean_segments = self.segment_space().clean_segments;
+        let clean_segments = self.clean_segments_after_writes();
         CleaningWanted {
             users_activity: self.users_activity(),
             clean_segments,
             wanted: clean_segments < high_water,
         }
+    }
+
+    /// Clean segments (those waiting for a checkpoint included) as they
+    /// will be once the blocks the cache owes the log are written: what a
+    /// cleaner's pass has gained. The indirect blocks a pass leaves dirty
+    /// (`write_moved`) are its cost as much as what it wrote; counted only
+    /// when written, by the checkpoint after the pass, they made every pass
+    /// on a full, idle disk look like a gain, and the cleaner went round
+    /// and round.
+    pub(super) fn clean_segments_after_writes(&self) -> u64 {
+        let owed = self.promised_blocks() + self.tables.dirty_blocks().len() as u64;
+        let beyond_head = owed.saturating_sub(self.users_head_room());
+        let bps = self.sb.blocks_per_segment().max(1);
+        self.segment_space().clean_segments.saturating_sub(beyond_head.div_ceil(bps))
     }
 
     /// Bytes of file data users have written or killed (overwritten,
@@ -632,7 +648,6 @@ impl Lfs {
 
     /// The segment usage table as a policy sees it.
     pub fn segment_table(&mut self) -> SegmentTable {
-        let space = self.segment_space();
         let segments: Vec<SegmentState> = (0..self.sb.nsegments)
             .map(|seg| {
                 let s = self.tables.usage().get(seg).unwrap_or_default();
@@ -654,7 +669,7 @@ impl Lfs {
             blocks_per_segment: self.sb.blocks_per_segment(),
             fs_id: self.sb.fs_id,
             segments,
-            clean_segments: space.clean_segments,
+            clean_segments: self.clean_segments_after_writes(),
             reserve_segments: self.cleaner_reserve_segments(),
             low_water,
             high_water,
@@ -966,6 +981,7 @@ impl Lfs {
         };
         let mut order: Vec<Ino> = Vec::new();
         let mut seen: HashSet<Ino> = HashSet::new();
+        let mut moved_metas: HashSet<(Ino, Lbn)> = HashSet::new();
         let mut ifile = false;
         let mut ages: HashMap<Ino, WriteClock> = HashMap::new();
         for b in &live {
@@ -992,15 +1008,20 @@ impl Lfs {
             }
             match b.block.kind {
                 BlockKind::Inode => self.mark_inode_dirty(ino)?,
-                BlockKind::Block(lbn) => self.mark_block(ino, lbn, b)?,
+                BlockKind::Block(lbn) => {
+                    if is_indirect(lbn) {
+                        moved_metas.insert((ino, lbn));
+                    }
+                    self.mark_block(ino, lbn, b)?
+                }
             }
         }
         let before = self.stats.blocks_written;
         self.clean.writing = true;
         let written = if cold {
-            self.at_cold_head(|lfs| lfs.write_moved(&order, ifile, ages))
+            self.at_cold_head(|lfs| lfs.write_moved(&order, &moved_metas, ifile, ages))
         } else {
-            self.write_moved(&order, ifile, ages)
+            self.write_moved(&order, &moved_metas, ifile, ages)
         };
         self.clean.writing = false;
         written?;
@@ -1046,14 +1067,37 @@ impl Lfs {
         Ok(())
     }
 
-    /// Writes the files in `order` (their blocks, then their inodes) and,
-    /// with `ifile`, the ifile; partial segments carry the age of the
-    /// youngest data in them, from `ages`.
-    fn write_moved(&mut self, order: &[Ino], ifile: bool, ages: HashMap<Ino, WriteClock>) -> Result<()> {
+    /// Writes the files in `order` (their data blocks, of their indirect
+    /// blocks only `moved_metas`, then their inodes) and, with `ifile`, the
+    /// ifile; partial segments carry the age of the youngest data in them,
+    /// from `ages`.
+    ///
+    /// The indirect blocks the moves dirty stay in the cache for the next
+    /// segment write (see `Batch::only_metas`). Until then the inodes
+    /// written here still name the indirect blocks' old copies, which point
+    /// at the moved blocks' old copies: a consistent file, and the segments
+    /// holding those copies are not reused before a checkpoint, which
+    /// writes every dirty block first. Roll-forward counts a block live
+    /// only once an inode's tree reaches it (`rollforward.rs`). The ifile,
+    /// whose segment usage table counts the moves as done, must not reach
+    /// the log before the blocks that make them so: with `ifile`, every
+    /// dirty block goes first, as at a checkpoint.
+    fn write_moved(
+        &mut self,
+        order: &[Ino],
+        moved_metas: &HashSet<(Ino, Lbn)>,
+        ifile: bool,
+        ages: HashMap<Ino, WriteClock>,
+    ) -> Result<()> {
         self.ensure_new_serial_epoch()?;
         let mut batch = Batch::aged(ages);
+        if !ifile {
+            batch = batch.placing_only(moved_metas.clone());
+        }
         self.write_files(&mut batch, order)?;
         if ifile {
+            let rest: Vec<Ino> = self.dirty_files().into_iter().collect();
+            self.write_files(&mut batch, &rest)?;
             self.write_ifile(&mut batch)?;
         }
         self.close_partial(&mut batch);

@@ -19,14 +19,16 @@
 //! carries a complete, consistent ifile — it becomes the state, as a
 //! checkpoint would. Otherwise each inode in its inode blocks is installed in
 //! the inode map, and the segment usage table learns what changed between
-//! the inode's previous version and this one: the blocks the log wrote for
-//! it since its previous inode block become live, and every block the
-//! previous version held that this one does not — overwritten, truncated,
-//! a removed extended-attribute block, whole trees of indirect blocks, or
-//! all of a previous file's blocks when the number now names another file —
-//! dies. Blocks whose inode never reached the log are ignored: nothing
-//! points at them. Inodes freed after the checkpoint need nothing here: a
-//! free is a directory operation, and its batch ends with the ifile.
+//! the inode's previous version and this one: every block this version's
+//! tree reaches that the previous one did not becomes live, and every block
+//! the previous version held that this one does not — overwritten,
+//! truncated, a removed extended-attribute block, whole trees of indirect
+//! blocks, or all of a previous file's blocks when the number now names
+//! another file — dies. Blocks no installed inode reaches are ignored:
+//! those whose inode never reached the log, and those the cleaner moved
+//! whose new indirect block had not (the cleaner leaves indirect blocks to
+//! the next segment write). Inodes freed after the checkpoint need nothing
+//! here: a free is a directory operation, and its batch ends with the ifile.
 //!
 //! So the live bytes after roll-forward are exact, as after a checkpoint
 //! (the crash explorer has fsck check it in every crash state). Where the
@@ -62,6 +64,30 @@ impl Found {
             segment: self.start.get() / bps,
             offset: self.start.get() % bps + 1 + self.summary.nblocks as u64,
             next_segment: self.summary.next_segment,
+        }
+    }
+}
+
+/// How an inode's tree of blocks changed between two versions.
+#[derive(Default)]
+struct TreeChanges {
+    /// Addresses the previous version reached and this one does not.
+    dropped: Vec<Daddr>,
+    /// Addresses this version reaches and the previous one did not.
+    added: Vec<Daddr>,
+}
+
+impl TreeChanges {
+    /// Notes that `old` was replaced by `new` (either may be none).
+    fn note(&mut self, old: Daddr, new: Daddr) {
+        if old == new {
+            return;
+        }
+        if old.is_some() {
+            self.dropped.push(old);
+        }
+        if new.is_some() {
+            self.added.push(new);
         }
     }
 }
@@ -254,14 +280,24 @@ impl Lfs {
         });
     }
 
-    /// Installs `inode`, found in the inode block at `daddr`, with the
-    /// `blocks` the log wrote for it since its previous inode block.
+    /// Installs `inode`, found in the inode block at `daddr`; `blocks` are
+    /// those the log wrote for it since its previous inode block.
+    ///
+    /// What becomes live and what dies is the difference between the
+    /// previous version's tree of blocks and this one's, not the blocks
+    /// written: the cleaner's partial segments carry moved blocks whose
+    /// indirect block, and so the tree that reaches them, comes only with a
+    /// later segment write (`clean.rs`, `write_moved`). A block written but
+    /// not yet in the tree is dead until an inode whose tree holds it is
+    /// installed. Only where the previous version cannot be read are the
+    /// written blocks counted instead (space lost until fsck recounts,
+    /// never a live block left uncounted).
     fn replay_inode(&mut self, inode: Inode, daddr: Daddr, blocks: &[(Lbn, Daddr)]) -> Result<()> {
         let ino = inode.ino;
         self.tables.ensure_inode(ino);
         let old = self.tables.entry(ino).copied().unwrap_or_default();
         let bs = self.block_size as i64;
-        if old.daddr.is_some() {
+        let changes = if old.daddr.is_some() {
             // The previous version is the one the checkpoint or an earlier
             // partial segment installed; it and its indirect blocks are
             // intact on disk, since the log never overwrites a block live
@@ -270,15 +306,25 @@ impl Lfs {
                 Some(&cached) => Some(cached),
                 None => self.find_inode_in_block(old.daddr, ino).ok(),
             };
-            if let Some(before) = before {
-                for dead in self.blocks_dropped(&before, &inode) {
+            self.adjust_live(self.seg_of(old.daddr), -(INODE_SIZE as i64));
+            before.map(|before| self.tree_changes(Some(&before), &inode))
+        } else {
+            Some(self.tree_changes(None, &inode))
+        };
+        match changes {
+            Some(TreeChanges { dropped, added }) => {
+                for dead in dropped {
                     self.adjust_live(self.seg_of(dead), -bs);
                 }
+                for new in added {
+                    self.adjust_live(self.seg_of(new), bs);
+                }
             }
-            self.adjust_live(self.seg_of(old.daddr), -(INODE_SIZE as i64));
-        }
-        for &(_, new) in blocks {
-            self.adjust_live(self.seg_of(new), bs);
+            None => {
+                for &(_, new) in blocks {
+                    self.adjust_live(self.seg_of(new), bs);
+                }
+            }
         }
         self.adjust_live(self.seg_of(daddr), INODE_SIZE as i64);
         self.tables.install_inode(ino, inode.generation, daddr);
@@ -289,64 +335,76 @@ impl Lfs {
         Ok(())
     }
 
-    /// The addresses `before` (the previous version of an inode) points at,
-    /// directly or through indirect blocks, that `after` does not. The walk
+    /// The addresses `before` (the previous version of an inode, if any)
+    /// points at, directly or through indirect blocks, that `after` does
+    /// not, and those `after` points at that `before` does not. The walk
     /// goes down only where the two differ: an address both share is the
     /// same block with the same contents (no block is written twice), so
-    /// everything below it is shared too. An indirect block that cannot be
-    /// read stops the walk below it: what it points at stays counted.
-    fn blocks_dropped(&self, before: &Inode, after: &Inode) -> Vec<Daddr> {
-        let mut dead = Vec::new();
-        let pairs =
-            before.direct.iter().zip(&after.direct).chain(std::iter::once((&before.xattr, &after.xattr)));
+    /// everything below it is shared too.
+    fn tree_changes(&self, before: Option<&Inode>, after: &Inode) -> TreeChanges {
+        let mut changes = TreeChanges::default();
+        let none = [Daddr::NONE; NDADDR];
+        let (old_direct, old_xattr, old_indirect) = match before {
+            Some(b) => (&b.direct[..], b.xattr, b.indirect),
+            None => (&none[..], Daddr::NONE, [Daddr::NONE; NIADDR]),
+        };
+        let pairs = old_direct.iter().zip(&after.direct).chain(std::iter::once((&old_xattr, &after.xattr)));
         for (&old, &new) in pairs {
-            if old.is_some() && old != new {
-                dead.push(old);
-            }
+            changes.note(old, new);
         }
         let mut first = NDADDR as u64;
         for level in 1..=NIADDR {
-            let (old, new) = (before.indirect[level - 1], after.indirect[level - 1]);
-            self.tree_dropped(before.ino, level, first, old, new, &mut dead);
+            self.tree_diff(
+                after.ino,
+                level,
+                first,
+                old_indirect[level - 1],
+                after.indirect[level - 1],
+                &mut changes,
+            );
             first += self.geometry.nindir.pow(level as u32);
         }
-        dead
+        changes
     }
 
-    /// Adds to `dead` what the level-`level` indirect block at `old` (first
-    /// data block `first`) holds that the one at `new` (none: [`Daddr::NONE`]) does not,
-    /// itself included.
-    fn tree_dropped(
+    /// Adds to `changes` how the level-`level` indirect block at `new`
+    /// (first data block `first`) and what it reaches differ from the one
+    /// at `old` ([`Daddr::NONE`]: no block). An indirect block that cannot
+    /// be read stops the walk on its side so that nothing is wrongly
+    /// declared dead: below a damaged new block nothing is counted either
+    /// way, below a damaged old one everything new is counted live.
+    fn tree_diff(
         &self,
         ino: Ino,
         level: usize,
         first: u64,
         old: Daddr,
         new: Daddr,
-        dead: &mut Vec<Daddr>,
+        changes: &mut TreeChanges,
     ) {
-        if old.is_none() || old == new {
+        if old == new {
             return;
         }
-        dead.push(old);
+        changes.note(old, new);
         let lbn = Geometry::meta_lbn(level, first);
-        let Some(old_children) = self.indirect_pointers(ino, lbn, old) else { return };
-        let new_children = if new.is_none() {
-            vec![Daddr::NONE; old_children.len()]
-        } else {
-            match self.indirect_pointers(ino, lbn, new) {
-                Some(children) => children,
-                None => return,
+        let count = self.geometry.nindir as usize;
+        let children = |at: Daddr| {
+            if at.is_none() {
+                Some(vec![Daddr::NONE; count])
+            } else {
+                self.indirect_pointers(ino, lbn, at)
             }
         };
+        let Some(new_children) = children(new) else { return };
+        let old_children = children(old).unwrap_or_else(|| vec![Daddr::NONE; count]);
         let span = self.geometry.nindir.pow(level as u32 - 1);
         for (i, (&o, &n)) in old_children.iter().zip(&new_children).enumerate() {
             if level == 1 {
-                if o.is_some() && o != n {
-                    dead.push(o);
+                if o != n {
+                    changes.note(o, n);
                 }
             } else {
-                self.tree_dropped(ino, level - 1, first + i as u64 * span, o, n, dead);
+                self.tree_diff(ino, level - 1, first + i as u64 * span, o, n, changes);
             }
         }
     }
