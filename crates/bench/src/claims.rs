@@ -97,8 +97,23 @@ fn best_ffs(r: &Results, phase: &str, metric: &str, x: f64) -> Option<f64> {
     }
 }
 
+/// Which of the lab's two LFSs stands for the 1995 paper's at file size
+/// `x` in the sequential benchmark. The paper's had 8 KB blocks (§3: its
+/// indirect blocks begin at 96 KB; §4: "identical to that described in
+/// Section 3, except [...] a four-kilobyte block size") and 1 KB fragments
+/// (§2). fslab's LFS has no fragments: `lfs-8k` lays out files of 8 KB and
+/// more as the paper's did; a smaller file takes a whole block, and 4 KB
+/// blocks (`lfs`) come nearer the paper's fragments.
+pub fn sequential_lfs(x: f64) -> &'static str {
+    if x >= 8192.0 {
+        "lfs-8k"
+    } else {
+        "lfs"
+    }
+}
+
 fn lfs_over_ffs(r: &Results, phase: &str, metric: &str, x: f64) -> Option<f64> {
-    Some(v(r, "s95-sequential", "lfs", phase, metric, x)? / best_ffs(r, phase, metric, x)?)
+    Some(v(r, "s95-sequential", sequential_lfs(x), phase, metric, x)? / best_ffs(r, phase, metric, x)?)
 }
 
 fn within(value: f64, low: f64, high: f64) -> Option<(f64, bool)> {
@@ -129,7 +144,7 @@ fn all_sizes(
     max: f64,
     ok: impl Fn(f64) -> bool,
 ) -> Option<(f64, bool)> {
-    let sizes = sizes_from(r, "s95-sequential", "lfs", phase, metric, min, max);
+    let sizes = sizes_from(r, "s95-sequential", "ffs-m8r2", phase, metric, min, max);
     let ratios: Vec<f64> = sizes.iter().filter_map(|&x| lfs_over_ffs(r, phase, metric, x)).collect();
     if ratios.is_empty() {
         return None;
@@ -189,14 +204,14 @@ pub const CLAIMS: &[Claim] = &[
             Check {
                 text: "LFS/FFS create ratio at 32 KB in 1.5-2.5",
                 experiment: "s95-sequential",
-                needs: &["lfs", "ffs-m8r0", "ffs-m8r2"],
+                needs: &["lfs-8k", "ffs-m8r0", "ffs-m8r2"],
                 eval: |r| within(lfs_over_ffs(r, "create", "MB/s", 32768.0)?, 1.5, 2.5),
                 unit: "x",
             },
             Check {
                 text: "LFS/FFS create ratio in 0.8-1.25 at every size >= 512 KB",
                 experiment: "s95-sequential",
-                needs: &["lfs", "ffs-m8r0", "ffs-m8r2"],
+                needs: &["lfs-8k", "ffs-m8r0", "ffs-m8r2"],
                 eval: |r| all_sizes(r, "create", "MB/s", 524288.0, f64::INFINITY, |x| (0.8..=1.25).contains(&x)),
                 unit: "x",
             },
@@ -212,26 +227,26 @@ pub const CLAIMS: &[Claim] = &[
             Check {
                 text: "LFS/FFS delete ratio >= 8 at every size <= 64 KB",
                 experiment: "s95-sequential",
-                needs: &["lfs", "ffs-m8r0", "ffs-m8r2"],
+                needs: &["lfs", "lfs-8k", "ffs-m8r0", "ffs-m8r2"],
                 eval: |r| all_sizes(r, "delete", "files/s", 0.0, 65536.0, |x| x >= 8.0),
                 unit: "x",
             },
             Check {
                 text: "LFS/FFS delete ratio in 2.5-4.5 at every size >= 1 MB",
                 experiment: "s95-sequential",
-                needs: &["lfs", "ffs-m8r0", "ffs-m8r2"],
+                needs: &["lfs-8k", "ffs-m8r0", "ffs-m8r2"],
                 eval: |r| all_sizes(r, "delete", "files/s", 1048576.0, f64::INFINITY, |x| (2.5..=4.5).contains(&x)),
                 unit: "x",
             },
             Check {
-                text: "LFS's delete rate drops more from 32 to 64 KB (first indirect block at 12 x 4 KB) than from \
-                       16 to 32 KB",
+                text: "LFS's delete rate drops more from 64 to 128 KB (first indirect block at 12 x 8 KB) than from \
+                       32 to 64 KB",
                 experiment: "s95-sequential",
-                needs: &["lfs"],
+                needs: &["lfs-8k"],
                 eval: |r| {
-                    let at = |x: f64| v(r, "s95-sequential", "lfs", "delete", "files/s", x);
-                    let before = at(16384.0)? / at(32768.0)?;
-                    let across = at(32768.0)? / at(65536.0)?;
+                    let at = |x: f64| v(r, "s95-sequential", "lfs-8k", "delete", "files/s", x);
+                    let before = at(32768.0)? / at(65536.0)?;
+                    let across = at(65536.0)? / at(131072.0)?;
                     Some((across, across > before))
                 },
                 unit: "x drop",
@@ -321,15 +336,16 @@ pub const CLAIMS: &[Claim] = &[
             Check {
                 text: "overwrite FFS-m8r2 / LFS in 1.10-1.20 at every size >= 1 MB",
                 experiment: "s95-sequential",
-                needs: &["lfs", "ffs-m8r2"],
+                needs: &["lfs-8k", "ffs-m8r2"],
                 eval: |r| {
-                    let sizes = sizes_from(r, "s95-sequential", "lfs", "overwrite", "MB/s", 1048576.0, f64::INFINITY);
+                    let sizes =
+                        sizes_from(r, "s95-sequential", "lfs-8k", "overwrite", "MB/s", 1048576.0, f64::INFINITY);
                     let ratios: Vec<f64> = sizes
                         .iter()
                         .filter_map(|&x| {
                             Some(
                                 v(r, "s95-sequential", "ffs-m8r2", "overwrite", "MB/s", x)?
-                                    / v(r, "s95-sequential", "lfs", "overwrite", "MB/s", x)?,
+                                    / v(r, "s95-sequential", "lfs-8k", "overwrite", "MB/s", x)?,
                             )
                         })
                         .collect();
@@ -341,14 +357,14 @@ pub const CLAIMS: &[Claim] = &[
             Check {
                 text: "reads: LFS >= FFS-m8r2 at every size from 64 KB to 2 MB",
                 experiment: "s95-sequential",
-                needs: &["lfs", "ffs-m8r2"],
+                needs: &["lfs-8k", "ffs-m8r2"],
                 eval: |r| {
-                    let sizes = sizes_from(r, "s95-sequential", "lfs", "read", "MB/s", 65536.0, 2097152.0);
+                    let sizes = sizes_from(r, "s95-sequential", "lfs-8k", "read", "MB/s", 65536.0, 2097152.0);
                     let ratios: Vec<f64> = sizes
                         .iter()
                         .filter_map(|&x| {
                             Some(
-                                v(r, "s95-sequential", "lfs", "read", "MB/s", x)?
+                                v(r, "s95-sequential", "lfs-8k", "read", "MB/s", x)?
                                     / v(r, "s95-sequential", "ffs-m8r2", "read", "MB/s", x)?,
                             )
                         })
@@ -361,9 +377,9 @@ pub const CLAIMS: &[Claim] = &[
             Check {
                 text: "LFS reads of the largest files >= 85% of the 2.3 MB/s bus",
                 experiment: "s95-sequential",
-                needs: &["lfs"],
+                needs: &["lfs-8k"],
                 eval: |r| {
-                    let (_, mbs) = last(r, "s95-sequential", "lfs", "read", "MB/s")?;
+                    let (_, mbs) = last(r, "s95-sequential", "lfs-8k", "read", "MB/s")?;
                     Some((mbs, mbs >= 0.85 * 2.3))
                 },
                 unit: "MB/s",
@@ -371,12 +387,12 @@ pub const CLAIMS: &[Claim] = &[
             Check {
                 text: "LFS creates of files >= 1 MB at 60-75% of the 2.5 MB/s disk (~67%)",
                 experiment: "s95-sequential",
-                needs: &["lfs"],
+                needs: &["lfs-8k"],
                 eval: |r| {
-                    let sizes = sizes_from(r, "s95-sequential", "lfs", "create", "MB/s", 1048576.0, f64::INFINITY);
+                    let sizes = sizes_from(r, "s95-sequential", "lfs-8k", "create", "MB/s", 1048576.0, f64::INFINITY);
                     let shares: Vec<f64> = sizes
                         .iter()
-                        .filter_map(|&x| Some(100.0 * v(r, "s95-sequential", "lfs", "create", "MB/s", x)? / 2.5))
+                        .filter_map(|&x| Some(100.0 * v(r, "s95-sequential", "lfs-8k", "create", "MB/s", x)? / 2.5))
                         .collect();
                     let mean = shares.iter().sum::<f64>() / shares.len().max(1) as f64;
                     (!shares.is_empty()).then_some((mean, shares.iter().all(|x| (60.0..=75.0).contains(x))))
@@ -490,16 +506,18 @@ pub const CLAIMS: &[Claim] = &[
         criterion: "Same ordering; cleaner loss 30-45%; 256 KB >= 1 MB by a few %",
         checks: &[
             Check {
-                text: "ordering: LFS (no cleaning) > EFS > FFS",
+                text: "ordering: LFS (no cleaning) > EFS > FFS, each by 2% or more (paper: 15%, 18%)",
                 experiment: "s93-tpcb",
                 needs: &["lfs", "efs", "ffs"],
                 eval: |r| {
                     let lfs = v(r, "s93-tpcb", "lfs", "no-cleaning", "TPS", 80.0)?;
                     let efs = v(r, "s93-tpcb", "efs", "no-cleaning", "TPS", 80.0)?;
                     let ffs = v(r, "s93-tpcb", "ffs", "no-cleaning", "TPS", 80.0)?;
-                    Some((lfs / ffs, lfs > efs && efs > ffs))
+                    // A deterministic run has no noise, but a lead of a
+                    // fraction of a percent is a tie, not an ordering.
+                    Some((efs / ffs, lfs >= 1.02 * efs && efs >= 1.02 * ffs))
                 },
-                unit: "x (LFS/FFS)",
+                unit: "x (EFS/FFS)",
             },
             Check {
                 text: "cleaner loss with 1 MB segments in 30-45%",

@@ -24,11 +24,12 @@
 //!   per 4096 bytes, 4.55 MB/s. Its speed is the Sun 4/260's 10 MIPS (vendor
 //!   rating, an estimate) times the paper's CPU scale factor 2.5 (Table 2:
 //!   SPECint92 21.8 against 8.7): 25 MIPS.
-//! * **Buffer cache**: four times the write threshold each paper states
-//!   (fslab starts a segment write at a quarter of its cache): 800 KB on
-//!   the HP (1993 §5.2.1), 115 blocks of 4 KB on the SparcStation (1995
-//!   §4). fslab never starts below 1 MiB, so on the SparcStation it
-//!   batches 1 MiB, not 460 KB.
+//! * **Buffer cache**: a number of buffers, four times the write threshold
+//!   each paper states (fslab starts a segment write at a quarter of its
+//!   cache): about 800 KB of 4 KB blocks on the HP (1993 §5.2.1), 115
+//!   blocks on the SparcStation (1995 §4). 4.4BSD's LFS counted its
+//!   threshold in buffers, one block each, so a file system of 8 KB blocks
+//!   gets twice the bytes of one of 4 KB ([`Machine::cache_bytes`]).
 //! * **Instruction counts** per call, lookup and inode change are estimates
 //!   of 4.4BSD's path lengths (trap, argument copy-in, vnode dispatch; namei
 //!   through the name cache; `ufs_makeinode` or `ufs_remove` with the
@@ -60,10 +61,10 @@ pub struct Machine {
     pub mips: f64,
     /// Bytes per second a user–kernel copy moves.
     pub copy_bytes_per_s: f64,
-    /// Bytes of buffer cache the file system under test had (the mount's
-    /// `cache_bytes`): fslab starts a segment write at a quarter of it, so
-    /// it is four times the write threshold the paper states.
-    pub buffer_cache_bytes: u64,
+    /// Buffers of the buffer cache, one block each: four times the write
+    /// threshold the paper states, since fslab starts a segment write at a
+    /// quarter of its cache.
+    pub buffers: u64,
     /// Where the figures come from.
     pub source: &'static str,
 }
@@ -73,7 +74,7 @@ pub const HP9000_380: Machine = Machine {
     name: "hp9000-380",
     mips: 11.0,
     copy_bytes_per_s: 12.0e6,
-    buffer_cache_bytes: 3_200_000,
+    buffers: 800,
     source: "1993 Table 5: 10-12 MIPS, memory bandwidth 12.0 MB/s; §5.2.1: writes start at about 800 KB",
 };
 
@@ -82,9 +83,17 @@ pub const SPARCSTATION_2: Machine = Machine {
     name: "sparcstation2",
     mips: 25.0,
     copy_bytes_per_s: 4096.0 / 0.9e-3,
-    buffer_cache_bytes: 4 * 115 * 4096,
+    buffers: 4 * 115,
     source: "1995 §4: a 4 KB copy takes 0.9 ms, LFS writes at 115 dirty blocks; 25 MIPS = 10 (Sun 4/260) x 2.5 (Table 2)",
 };
+
+impl Machine {
+    /// The buffer cache's bytes for a file system of `block_size` bytes
+    /// a block (the mount's `cache_bytes`).
+    pub fn cache_bytes(&self, block_size: u32) -> u64 {
+        self.buffers * u64::from(block_size)
+    }
+}
 
 /// Every machine, by name.
 pub const MACHINES: &[Machine] = &[HP9000_380, SPARCSTATION_2];
@@ -166,6 +175,15 @@ mod tests {
         assert_eq!(ss2.copy_ns(2 * 4096), 1_800_000);
         assert_eq!(ss2.checksum_ns(1, 4096), ss2.copy_ns(4096));
         assert_eq!(ss2.syscall_ns(), 80_000, "2,000 instructions at 25 MIPS");
+    }
+
+    #[test]
+    fn the_write_threshold_is_the_papers_count_of_blocks() {
+        // fslab starts a segment write at a quarter of its cache.
+        assert_eq!(SPARCSTATION_2.cache_bytes(4096) / 4, 115 * 4096, "1995 §4: 115 blocks");
+        assert_eq!(SPARCSTATION_2.cache_bytes(8192) / 4, 115 * 8192, "of 8 KB blocks, 115 of them too");
+        let hp = HP9000_380.cache_bytes(4096) / 4;
+        assert!((780_000..=830_000).contains(&hp), "1993 §5.2.1: about 800 KB, {hp}");
     }
 
     #[test]

@@ -203,7 +203,7 @@ fn open(
             let env = MountEnv {
                 clock: dev.clock.clone().map_or_else(TimeSource::wall, TimeSource::virtual_clock),
                 deterministic: dev.clock.is_some(),
-                cache_bytes: e.machine.buffer_cache_bytes,
+                cache_bytes: e.machine.cache_bytes(system.block_size()),
             };
             system::open_library(system, dev.dev.clone(), dev.sim.clone(), env)?
         }
@@ -233,6 +233,17 @@ fn partition_for(
     trial.finish()?;
     Ok(wanted + wanted.saturating_sub(total))
 }
+
+/// The utilization of TPC-B's partition that the database alone makes:
+/// the 1995 paper's lowest, 48%, where it measured LFS without the cleaner
+/// ("measured on the lowest utilization (48%) and projected across").
+/// The paper "scaled the benchmark database to allow experimentation with
+/// disk utilization" (Table 3) and found FFS flat across utilizations
+/// because "every disk write [...] merely overwrites an existing disk
+/// block" (§4): the database stays where it is, and other data fills the
+/// partition further. The 1993 runs at 80% use the same partition (the
+/// 1995 paper ran "the same benchmark" and found the 1993 paper's loss).
+const TPCB_DATABASE_ALONE: f64 = 0.48;
 
 /// The utilizations TPC-B is run at.
 fn tpcb_utilizations(e: &Experiment, quick: bool) -> Vec<f64> {
@@ -306,10 +317,14 @@ fn run_subject(
                 workload::tpcb::run(&mut t, &spec, x.round(), rec)?;
                 return finish(t);
             }
+            // One partition, on which the database alone is the 1995
+            // paper's lowest utilization; other data brings it to each
+            // higher one (see TPCB_DATABASE_ALONE).
+            let bytes = partition_for(e, settings, subject, spec.database_bytes(), TPCB_DATABASE_ALONE)?;
             for u in tpcb_utilizations(e, quick) {
                 progress.step(&format!("{name} at {u}%"));
-                let bytes = partition_for(e, settings, subject, spec.database_bytes(), u / 100.0)?;
                 let mut t = open(e, settings, subject, Some(bytes))?;
+                spec.fill_to = Some(u / 100.0);
                 workload::tpcb::run(&mut t, &spec, u, rec)?;
                 finish(t)?;
             }

@@ -115,6 +115,11 @@ pub const SYSTEMS: &[System] = &[
         about: "LFS, 4 KB blocks, 1 MB segments, no cleaner",
     },
     System {
+        name: "lfs-8k",
+        kind: lfs(8192, 1 << 20, None),
+        about: "LFS, 8 KB blocks, 1 MB segments, no cleaner (the 1995 paper's §3 block size)",
+    },
+    System {
         name: "lfs-256k",
         kind: lfs(4096, 256 << 10, Some("cost-benefit")),
         about: "LFS, 256 KB segments, cost-benefit cleaner (1993 Table 7)",

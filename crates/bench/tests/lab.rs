@@ -68,6 +68,21 @@ fn every_experiment_runs_small_on_the_papers_disks() {
     assert!(large.len() >= 2 && large[large.len() - 1].1 > large[0].1, "bigger reads go faster: {large:?}");
     let tps = r.value("s95-tpcb", "lfs", "no-cleaning", "TPS", 50.0).expect("TPS at 50%");
     assert!(tps > 10.0 && tps < 200.0, "{tps} TPS");
+    // TPC-B: one partition, other data bringing it to each utilization;
+    // FFS overwrites the same blocks at every one (1995 §4: FFS is flat).
+    for system in ["lfs", "ffs-4k"] {
+        for u in [50.0, 80.0] {
+            let at = r.value("s95-tpcb", system, "load", "utilization%", u).expect("utilization");
+            assert!((u..u + 3.0).contains(&at), "{system} filled to {at}% for {u}%");
+        }
+    }
+    let ffs = |u| r.value("s95-tpcb", "ffs-4k", "no-cleaning", "TPS", u).expect("FFS TPS");
+    assert!(
+        (ffs(80.0) / ffs(50.0) - 1.0).abs() < 0.02,
+        "FFS at 50% and 80%: {} and {}",
+        ffs(50.0),
+        ffs(80.0)
+    );
 }
 
 #[test]

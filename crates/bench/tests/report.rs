@@ -39,8 +39,8 @@ fn fixed() -> Results {
             point("s95-tpcb", "lfs", "cleaning", 48.0, "TPS", 29.04),
             point("s95-tpcb", "lfs", "no-cleaning", 80.0, "TPS", 44.0),
             point("s95-tpcb", "lfs", "cleaning", 80.0, "TPS", 19.8),
-            point("s95-sequential", "lfs", "read", 1024.0, "MB/s", 0.1),
-            point("s95-sequential", "lfs", "read", 67108864.0, "MB/s", 2.0),
+            point("s95-sequential", "lfs-8k", "read", 1024.0, "MB/s", 0.1),
+            point("s95-sequential", "lfs-8k", "read", 67108864.0, "MB/s", 2.0),
         ],
         skipped: vec![Skipped {
             experiment: "s95-tpcb".into(),

@@ -451,15 +451,21 @@ impl Target {
         let value = body(self)?;
         let after = self.counters();
         let phase = between(&before, &after);
-        if std::env::var_os("FSLAB_BENCH_PHASES").is_some() {
-            eprintln!("{}", describe(&phase));
-        }
+        print_phase(&phase);
         Ok((value, phase))
     }
 
     /// Unmounts or cleans up.
     pub fn finish(&mut self) -> io::Result<()> {
         self.backend.finish()
+    }
+}
+
+/// Prints [`describe`]'s line for `phase` when `FSLAB_BENCH_PHASES` is set
+/// (for phases a workload measures between counters of its own).
+pub fn print_phase(phase: &Phase) {
+    if std::env::var_os("FSLAB_BENCH_PHASES").is_some() {
+        eprintln!("{}", describe(phase));
     }
 }
 

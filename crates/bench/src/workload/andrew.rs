@@ -26,7 +26,7 @@
 //! Records `mkdir`, `copy`, `stat`, `grep`, `compile` and `total`, the mean
 //! seconds per run, and the runs and segments cleaned over all of them.
 
-use super::{contents, write_new_file, Record};
+use super::{contents, fill, Record};
 use crate::target::Target;
 use std::io;
 
@@ -194,21 +194,11 @@ fn one_run(t: &mut Target, spec: &Spec, root: &str) -> io::Result<[f64; 5]> {
     Ok(seconds)
 }
 
-/// Fills the file system to `utilization` with one file.
-fn fill(t: &mut Target, utilization: f64) -> io::Result<()> {
-    let usage = t.usage()?;
-    let want = (usage.total as f64 * utilization) as u64;
-    let used = usage.total - usage.free;
-    let bytes = want.saturating_sub(used);
-    write_new_file(t, "filler", bytes, &contents(1 << 20, 6))?;
-    t.sync()?;
-    t.drop_caches()
-}
-
 /// Runs the benchmark on `t`.
 pub fn run(t: &mut Target, spec: &Spec, rec: &mut dyn Record) -> io::Result<()> {
     if let Some(u) = spec.fill_to {
         fill(t, u)?;
+        t.drop_caches()?;
         rec.record("fill", 0.0, "utilization%", 100.0 * t.usage()?.utilization());
     }
     t.mkdir("src")?;

@@ -94,6 +94,21 @@ pub fn write_new_file(t: &mut Target, path: &str, bytes: u64, chunk: &[u8]) -> i
     t.close(fd)
 }
 
+/// Brings the file system to `utilization` (of what `statfs` offers, as
+/// `df` shows it) with one file of other data, `filler`, and syncs. Does
+/// nothing when it is already that full.
+pub fn fill(t: &mut Target, utilization: f64) -> io::Result<()> {
+    let usage = t.usage()?;
+    let want = (usage.total as f64 * utilization) as u64;
+    let used = usage.total - usage.free;
+    let bytes = want.saturating_sub(used);
+    if bytes == 0 {
+        return Ok(());
+    }
+    write_new_file(t, "filler", bytes, &contents(1 << 20, 6))?;
+    t.sync()
+}
+
 /// Bytes per second as the experiment's megabytes per second.
 pub fn rate(bytes: u64, seconds: f64, mb: f64) -> f64 {
     if seconds <= 0.0 {

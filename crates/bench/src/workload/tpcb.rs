@@ -24,8 +24,8 @@
 //! per 1000 transactions, the cleaner's share of the blocks written and
 //! the write cost.
 
-use super::{contents, per_second, write_new_file, Record};
-use crate::target::{between, is_no_space, Fd, Phase, Target};
+use super::{contents, fill, per_second, write_new_file, Record};
+use crate::target::{between, is_no_space, print_phase, Fd, Phase, Target};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::collections::{BTreeMap, HashMap};
@@ -58,6 +58,10 @@ pub struct Spec {
     pub cleaner: bool,
     /// Seeds the accounts chosen.
     pub seed: u64,
+    /// Other data written after the database, up to this utilization (a
+    /// fraction of what `statfs` offers), if the database alone leaves
+    /// the file system emptier.
+    pub fill_to: Option<f64>,
 }
 
 impl Spec {
@@ -76,6 +80,7 @@ impl Spec {
             max_transactions: 2_000_000,
             cleaner: true,
             seed,
+            fill_to: None,
         }
     }
 
@@ -95,6 +100,7 @@ impl Spec {
             max_transactions: 100_000,
             cleaner: true,
             seed,
+            fill_to: None,
         }
     }
 
@@ -215,7 +221,8 @@ impl Bank<'_> {
 }
 
 /// Loads the database: the account file in 1 MB writes, branches,
-/// tellers, an empty history; then `sync` and a cache drop.
+/// tellers, an empty history; other data up to `spec.fill_to`; then `sync`
+/// and a cache drop.
 fn load(t: &mut Target, spec: &Spec) -> io::Result<(Fd, Fd)> {
     let chunk = contents(1 << 20, 3);
     for (name, bytes) in
@@ -225,6 +232,9 @@ fn load(t: &mut Target, spec: &Spec) -> io::Result<(Fd, Fd)> {
     }
     let history = t.create("history")?;
     t.close(history)?;
+    if let Some(u) = spec.fill_to {
+        fill(t, u)?;
+    }
     t.sync()?;
     t.drop_caches()?;
     Ok((t.open("account")?, t.open("history")?))
@@ -295,6 +305,7 @@ pub fn run(t: &mut Target, spec: &Spec, x: f64, rec: &mut dyn Record) -> io::Res
         end = t.counters();
     }
     let phase = between(&start, &end);
+    print_phase(&phase);
     if done * 10 >= spec.measure {
         rec.record("no-cleaning", x, "TPS", tps(done, &phase));
         record_disk(rec, "no-cleaning", x, done, &phase);
