@@ -229,8 +229,12 @@ fn claims_section(out: &mut String, results: &Results) {
             c.number, c.statement, c.criterion
         );
         let _ = writeln!(out, "| check | experiment | needs | measured | verdict |\n|---|---|---|---|---|");
+        let mut why_not = Vec::new();
         for check in c.checks {
             let o = evaluate(check, results);
+            if o.verdict == Verdict::NotReproduced && !check.why_not.is_empty() {
+                why_not.push(format!("* *{}*: {}", check.text, check.why_not));
+            }
             let verdict = match o.verdict {
                 Verdict::Reproduced | Verdict::NotReproduced => format!("**{}**", o.verdict.words()),
                 _ => o.verdict.words().to_string(),
@@ -244,6 +248,12 @@ fn claims_section(out: &mut String, results: &Results) {
                 o.measured,
                 verdict
             );
+        }
+        if !why_not.is_empty() {
+            let _ = writeln!(out, "\nWhy not (measured in `docs/lab/analysis.md` of the source tree):\n");
+            for line in why_not {
+                let _ = writeln!(out, "{line}");
+            }
         }
     }
 }

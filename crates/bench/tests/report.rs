@@ -96,6 +96,9 @@ fn the_report_has_a_row_for_every_claim_with_its_verdict() {
     assert!(row(6).contains("**not yet**"), "{}", row(6));
     assert!(md.contains("| cleaner loss at 80% (against no-cleaning at 48%) in 37-45% | s95-tpcb | lfs | 55.00 % | **not reproduced** |"));
     assert!(md.contains("| cleaner loss at 48% in 30-38% | s95-tpcb | lfs | 34.00 % | **reproduced** |"));
+    let with_cause =
+        CLAIMS.iter().flat_map(|c| c.checks).find(|k| !k.why_not.is_empty()).expect("a known cause");
+    assert!(!md.contains(with_cause.why_not), "a cause is printed only under a check that is not reproduced");
     assert!(md.contains("ffs-4k: not yet"), "the not-yet reason is given");
     assert!(md.contains("![TPC-B (1995 Fig. 7)](plots/s95-tpcb.png)"));
     assert!(md.contains("| lfs | no-cleaning | TPS | 44.0 | 44.0 |"), "published beside measured");
@@ -115,4 +118,22 @@ fn writing_the_report_writes_the_plots() {
         }
         Some(why) => assert!(why.contains("fonts-dejavu-core"), "{why}"),
     }
+}
+
+#[test]
+fn a_check_not_reproduced_says_why_when_the_cause_is_known() {
+    // The 1993 ordering with EFS and FFS tied.
+    let r = Results {
+        runs: vec![run_info("s93-tpcb")],
+        points: vec![
+            point("s93-tpcb", "lfs", "no-cleaning", 80.0, "TPS", 30.0),
+            point("s93-tpcb", "efs", "no-cleaning", 80.0, "TPS", 20.0),
+            point("s93-tpcb", "ffs", "no-cleaning", 80.0, "TPS", 20.1),
+        ],
+        skipped: vec![],
+    };
+    let ordering = check(10, "ordering");
+    assert_eq!(evaluate(ordering, &r).verdict, Verdict::NotReproduced);
+    let md = report::markdown(&r, false);
+    assert!(md.contains(&format!("* *{}*: {}", ordering.text, ordering.why_not)), "{md}");
 }
