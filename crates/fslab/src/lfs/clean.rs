@@ -1019,9 +1019,9 @@ impl Lfs {
         let before = self.stats.blocks_written;
         self.clean.writing = true;
         let written = if cold {
-            self.at_cold_head(|lfs| lfs.write_moved(&order, &moved_metas, ifile, ages))
+            self.at_cold_head(|lfs| lfs.write_moved(&order, moved_metas, ifile, ages))
         } else {
-            self.write_moved(&order, &moved_metas, ifile, ages)
+            self.write_moved(&order, moved_metas, ifile, ages)
         };
         self.clean.writing = false;
         written?;
@@ -1085,14 +1085,14 @@ impl Lfs {
     fn write_moved(
         &mut self,
         order: &[Ino],
-        moved_metas: &HashSet<(Ino, Lbn)>,
+        moved_metas: HashSet<(Ino, Lbn)>,
         ifile: bool,
         ages: HashMap<Ino, WriteClock>,
     ) -> Result<()> {
         self.ensure_new_serial_epoch()?;
         let mut batch = Batch::aged(ages);
         if !ifile {
-            batch = batch.placing_only(moved_metas.clone());
+            batch = batch.placing_only(moved_metas);
         }
         self.write_files(&mut batch, order)?;
         if ifile {

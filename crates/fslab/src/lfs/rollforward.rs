@@ -214,7 +214,7 @@ impl Lfs {
         let inode_limit = self.tables.imap.len() as u64
             + slots
             + super::layout::imap_entries_per_block(self.block_size as u32) as u64;
-        let mut written: HashMap<Ino, Vec<(Lbn, Daddr)>> = HashMap::new();
+        let mut written: HashMap<Ino, Vec<Daddr>> = HashMap::new();
         let bps = self.sb.blocks_per_segment();
         for p in &accepted {
             if p.summary.flags & SS_IFILE != 0 {
@@ -228,9 +228,9 @@ impl Lfs {
                 self.mark_written(p);
                 let mut at = p.start + 1;
                 for f in &p.summary.finfos {
-                    for &lbn in &f.lbns {
+                    for _ in &f.lbns {
                         if f.ino != IFILE_INO {
-                            written.entry(f.ino).or_default().push((lbn, at));
+                            written.entry(f.ino).or_default().push(at);
                         }
                         at += 1;
                     }
@@ -292,7 +292,7 @@ impl Lfs {
     /// installed. Only where the previous version cannot be read are the
     /// written blocks counted instead (space lost until fsck recounts,
     /// never a live block left uncounted).
-    fn replay_inode(&mut self, inode: Inode, daddr: Daddr, blocks: &[(Lbn, Daddr)]) -> Result<()> {
+    fn replay_inode(&mut self, inode: Inode, daddr: Daddr, blocks: &[Daddr]) -> Result<()> {
         let ino = inode.ino;
         self.tables.ensure_inode(ino);
         let old = self.tables.entry(ino).copied().unwrap_or_default();
@@ -321,7 +321,7 @@ impl Lfs {
                 }
             }
             None => {
-                for &(_, new) in blocks {
+                for &new in blocks {
                     self.adjust_live(self.seg_of(new), bs);
                 }
             }
