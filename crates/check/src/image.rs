@@ -17,7 +17,7 @@ use fslab::format::blockno::Geometry;
 use fslab::format::codec::crc32c_append;
 use fslab::format::{Daddr, Ino, Lbn, ROOT_INO};
 use fslab::lfs::inspect::superblock_copies;
-use fslab::lfs::layout::{CleanerInfo, ImapEntry, SegUse, Summary, Superblock, SB_CLEAN};
+use fslab::lfs::layout::{CleanerInfo, ImapEntry, SegUse, Summary, Superblock, SB_CLEAN, SB_DAMAGED};
 use fslab::Error;
 use std::collections::{HashMap, HashSet};
 
@@ -261,6 +261,16 @@ impl<'a> Checker<'a> {
         crate::tree::check_tree(self);
         self.check_usage();
         self.check_free_list();
+        if self.sb.checkpoint.flags & SB_DAMAGED != 0 {
+            self.problem(
+                Kind::Superblock,
+                None,
+                "an earlier fsck left damage it could not repair: the image is marked damaged, \
+                 and mounts refuse it until fsck finds it clean"
+                    .into(),
+                Some(Fix::ClearDamaged),
+            );
+        }
     }
 
     /// The report, with the counts.

@@ -386,6 +386,14 @@ impl Checker<'_> {
             }
             Role::Block { .. } => "its partial segment was written after the checkpoint".to_string(),
         };
+        // Unconfirmed, yet a file reaches it: the block stays live, so
+        // that no repair makes its segment clean and the log writes over
+        // what may still be the file's data (a destroyed summary leaves
+        // every block of its partial segment unconfirmed, contents
+        // intact). Too high a count only keeps a segment from cleaning.
+        if !matches!(role, Role::Summary) {
+            self.add_live(daddr, self.bs as u64);
+        }
         let expected = w.version;
         self.walk_problem(
             w,

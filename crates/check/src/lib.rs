@@ -130,6 +130,9 @@ pub enum Fix {
     /// Empty a damaged orphan list (the inodes it named are freed as
     /// unreferenced inodes).
     ClearOrphanList,
+    /// Clear the mark an earlier fsck left on an image whose damage it
+    /// could not repair (LFS: `SB_DAMAGED`); set again if damage remains.
+    ClearDamaged,
 }
 
 /// One thing found wrong.

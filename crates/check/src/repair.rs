@@ -69,7 +69,38 @@ pub fn fsck(
             break;
         }
     }
+    if !outcome.last.is_clean() && mark_damaged(dev.clone(), &mut outcome) {
+        // The final report shows the mark among what is left.
+        outcome.last = check(dev.as_ref(), options, progress)?;
+    }
     Ok(outcome)
+}
+
+/// How fsck mounts an image to repair it: allowed where an earlier fsck
+/// left it marked damaged.
+fn repair_mount_options() -> MountOptions {
+    MountOptions { cache_bytes: 64 << 20, repairing: true, ..MountOptions::default() }
+}
+
+/// Marks an image whose damage the repair could not mend, so that mounts
+/// refuse to write to it: a writer would take the space a damaged file may
+/// still hold for clean, and write over it. Returns whether it was marked.
+fn mark_damaged(dev: Arc<dyn BlockDevice>, outcome: &mut Outcome) -> bool {
+    let marked = Lfs::mount(dev, repair_mount_options()).and_then(|mut lfs| {
+        lfs.set_damaged(true);
+        lfs.unmount()
+    });
+    match marked {
+        Ok(()) => {
+            let message = "the image is marked damaged: mounts refuse it until fsck finds it clean";
+            note(outcome, None, message.into());
+            true
+        }
+        Err(e) => {
+            outcome.failed.push(format!("cannot mark the image damaged: {e}"));
+            false
+        }
+    }
 }
 
 /// The fixes of `report`'s problems, each once, in the order found, and
@@ -94,8 +125,7 @@ pub(crate) fn note(outcome: &mut Outcome, fix: Option<Fix>, message: String) {
 
 /// Applies `fixes` planned from a check of checkpoint `checked_serial`; returns how many steps were made.
 fn apply(dev: Arc<dyn BlockDevice>, checked_serial: u64, fixes: &[Fix], outcome: &mut Outcome) -> usize {
-    let options = MountOptions { cache_bytes: 64 << 20, ..MountOptions::default() };
-    let mut lfs = match Lfs::mount(dev, options) {
+    let mut lfs = match Lfs::mount(dev, repair_mount_options()) {
         Ok(lfs) => lfs,
         Err(e) => {
             outcome.failed.push(format!("cannot mount the image to repair it: {e}"));
@@ -110,6 +140,15 @@ fn apply(dev: Arc<dyn BlockDevice>, checked_serial: u64, fixes: &[Fix], outcome:
             outcome.failed.push(format!("unmount after roll-forward: {e}"));
         }
         return 1;
+    }
+    if fixes.contains(&Fix::ClearDamaged) {
+        lfs.set_damaged(false);
+        done += 1;
+        note(
+            outcome,
+            Some(Fix::ClearDamaged),
+            "the mark of an earlier fsck's unrepaired damage cleared".into(),
+        );
     }
     for fix in fixes {
         if let Fix::SetLiveBytes { segment, bytes } = *fix {

@@ -147,11 +147,15 @@ fn a_corrupted_directory_chunk_is_emptied_and_its_files_reconnected() {
     assert!(report.has(Kind::Summary), "the flip also breaks the partial segment's data checksum");
     let outcome = repair(&dev);
     // The directory is repaired; the damaged partial segment's checksum is
-    // not something the library can rewrite, so it stays reported.
+    // not something the library can rewrite, so it stays reported, and the
+    // image is marked damaged for it.
     let left: Vec<Kind> = outcome.last.problems.iter().map(|p| p.kind).collect();
-    assert_eq!(left, vec![Kind::Summary], "left:\n{}", listing(&outcome.last));
+    assert_eq!(left, vec![Kind::Summary, Kind::Superblock], "left:\n{}", listing(&outcome.last));
     assert_eq!(outcome.exit_code(), 4);
-    with_fs(&dev, false, |fs| {
+    let plain = fslab::lfs::Lfs::mount(dev.clone(), fslab::lfs::MountOptions::default());
+    assert!(plain.is_err(), "a mount refuses an image a repair left damaged");
+    let repairing = fslab::lfs::MountOptions { repairing: true, ..fslab::lfs::MountOptions::default() };
+    run_on(fslab::lfs::Lfs::mount(dev.clone(), repairing).expect("a repairing mount"), false, |fs| {
         let lf = fs.lookup(ROOT_INO, b"lost+found").expect("lost+found").ino;
         let moved = fs.readdir(lf, 0, 100).expect("readdir");
         assert!(moved.len() > 2, "the files of the lost chunk are in lost+found");

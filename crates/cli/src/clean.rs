@@ -134,7 +134,35 @@ pub fn run(args: &CleanArgs) -> Result<(), String> {
         table.clean_segments,
         table.high_water
     );
+    if segments == 0 && table.clean_segments < table.high_water {
+        return Err(format!("{name}: {}", why_no_progress(&table)));
+    }
     Ok(())
+}
+
+/// Why passes that were wanted (clean segments below the high-water mark)
+/// cleaned nothing, in words a user can act on.
+fn why_no_progress(table: &fslab::lfs::clean::SegmentTable) -> String {
+    let bs = u64::from(table.block_size);
+    let capacity: u64 = table.segments.iter().map(|s| s.usable_blocks * bs).sum();
+    let live: u64 = table.segments.iter().map(|s| s.live_bytes).sum();
+    let percent = (live * 100).checked_div(capacity).unwrap_or(100);
+    if table.budget_blocks == 0 {
+        format!(
+            "could not clean: no room to move live data ({} clean segment{}, reserve {}); \
+             delete files and run `fslab sync` on the mount, which makes the space they held clean",
+            table.clean_segments,
+            plural(table.clean_segments),
+            table.reserve_segments
+        )
+    } else {
+        format!(
+            "could not clean: no segment is worth cleaning ({percent}% of the log is live data, \
+             {} clean segment{}); delete files to make room",
+            table.clean_segments,
+            plural(table.clean_segments)
+        )
+    }
 }
 
 fn plural(n: u64) -> &'static str {

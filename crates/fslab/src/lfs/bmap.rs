@@ -195,7 +195,7 @@ impl Lfs {
         if !self.cache.is_dirty(key) {
             let newly_dirty = 1 + metas.iter().filter(|&&m| !self.cache.is_dirty((ino, m))).count() as u64;
             let is_data = lbn >= 0 && self.inode_of(ino)?.attr.is_reg();
-            self.check_space(newly_dirty, if is_data { SpaceFor::Data } else { SpaceFor::Metadata })?;
+            self.check_space(newly_dirty, self.space_for(is_data))?;
         }
         // Indirect blocks first: a new one counts as allocated space.
         for &meta in &metas {

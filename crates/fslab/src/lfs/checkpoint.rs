@@ -6,7 +6,9 @@
 //! continues, and a second barrier. Segments the checkpoint left with
 //! nothing live become clean after it: no checkpoint needs them any more.
 
-use super::layout::{Checkpoint, HeadPosition, SB_CLEAN, SEGUSE_CLEAN, SEGUSE_DIRTY, SEGUSE_SUPERBLOCK};
+use super::layout::{
+    Checkpoint, HeadPosition, SB_CLEAN, SB_DAMAGED, SEGUSE_CLEAN, SEGUSE_DIRTY, SEGUSE_SUPERBLOCK,
+};
 use super::Lfs;
 use crate::format::now_ns;
 use crate::Result;
@@ -69,7 +71,7 @@ impl Lfs {
             serial: self.sb.checkpoint.serial + 1,
             time: now_ns(),
             ifile_daddr: self.ifile_daddr,
-            flags: if clean { SB_CLEAN } else { 0 },
+            flags: if clean { SB_CLEAN } else { 0 } | (self.sb.checkpoint.flags & SB_DAMAGED),
             write_clock: self.clean.write_clock(),
             orphan_head: self.orphans.head(),
             ..Checkpoint::default()

@@ -888,7 +888,7 @@ impl Lfs {
 
     /// Blocks the cleaner may consume: clean space less what the cache has
     /// been promised and the reserves below the cleaner's (a checkpoint's
-    /// share, and the half segment kept for directory operations); with
+    /// share, and the share of the operations that free space); with
     /// `after_reclaim`, as it will be once the next checkpoint reclaims
     /// empty segments.
     fn cleaner_budget(&mut self, after_reclaim: bool) -> u64 {
@@ -897,7 +897,7 @@ impl Lfs {
         // The checkpoint that reclaims writes the ifile's changed blocks.
         let checkpoint = if reclaim { self.checkpoint_blocks() } else { 0 };
         let have = space.writable + if reclaim { space.reclaimable } else { 0 };
-        have.saturating_sub(self.promised_blocks() + self.reserve(super::space::SpaceFor::Data) + checkpoint)
+        have.saturating_sub(self.promised_blocks() + self.reserve_below_cleaner() + checkpoint)
     }
 
     /// The cleaner's budget at the cold head: what is left of its segment,

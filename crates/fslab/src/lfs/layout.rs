@@ -11,7 +11,7 @@ use crate::Result;
 /// Magic at byte 0 of every superblock copy.
 pub const SUPERBLOCK_MAGIC: &[u8; 8] = b"fslabLFS";
 /// The format version this code writes and reads.
-pub const FORMAT_VERSION: u32 = 4;
+pub const FORMAT_VERSION: u32 = 5;
 /// The oldest format version this code reads: version 3 lacks only the
 /// orphan list, whose fields (checkpoint byte 224, inode byte 152) are zero
 /// there, so it reads as an empty list.
@@ -52,6 +52,12 @@ pub const SEGUSE_CLEAN: u32 = 0x8;
 /// Superblock flag: the file system was unmounted cleanly after this checkpoint.
 pub const SB_CLEAN: u32 = 0x1;
 
+/// Superblock flag: the last fsck left damage it could not repair. Every
+/// later checkpoint keeps it, and a mount refuses to write to the image,
+/// until an fsck finds it clean; a writer would otherwise reuse space a
+/// damaged file may still hold.
+pub const SB_DAMAGED: u32 = 0x4;
+
 /// Superblock flag: the checkpoint records a cold log head.
 pub const SB_COLD_HEAD: u32 = 0x2;
 
@@ -85,7 +91,7 @@ pub struct Checkpoint {
     pub next_segment: u64,
     /// The serial number the next partial segment summary will carry.
     pub next_summary_serial: u64,
-    /// `SB_CLEAN` or 0 (`SB_COLD_HEAD` is derived from `cold`).
+    /// `SB_CLEAN` and `SB_DAMAGED` (`SB_COLD_HEAD` is derived from `cold`).
     pub flags: u32,
     /// The cold head, if the log has one.
     pub cold: Option<HeadPosition>,

@@ -81,6 +81,9 @@ pub struct MountOptions {
     /// on a simulated disk is given the disk's virtual clock, so that a run
     /// repeats to the nanosecond.
     pub clock: TimeSource,
+    /// A mount by fsck to repair the image: allowed where the last fsck
+    /// left damage (`SB_DAMAGED`), which refuses every other mount.
+    pub repairing: bool,
 }
 
 impl Default for MountOptions {
@@ -90,6 +93,7 @@ impl Default for MountOptions {
             checkpoint_interval: Duration::from_secs(30),
             segment_writes: SegmentWrites::Thread,
             clock: TimeSource::wall(),
+            repairing: false,
         }
     }
 }
@@ -195,7 +199,15 @@ impl Lfs {
     /// roll-forward through the log written after it, then a checkpoint if
     /// anything was recovered.
     pub fn mount(dev: Arc<dyn BlockDevice>, options: MountOptions) -> Result<Lfs> {
+        let repairing = options.repairing;
         let mut lfs = mount::mount(dev, options)?;
+        if lfs.sb.checkpoint.flags & layout::SB_DAMAGED != 0 && !repairing {
+            return Err(crate::Error::Foreign(
+                "the last fsck left damage it could not repair, and a mount that writes could \
+                 overwrite what a damaged file still holds: run `fslab fsck --repair` again"
+                    .into(),
+            ));
+        }
         let (listed, damage) = lfs.read_orphan_list();
         lfs.recovery = lfs.roll_forward()?;
         let reclaimed = lfs.reclaim_orphans(listed, damage)?;
@@ -203,6 +215,17 @@ impl Lfs {
             lfs.checkpoint(false)?;
         }
         Ok(lfs)
+    }
+
+    /// Records whether fsck left damage it could not repair, in this and
+    /// every later checkpoint (`SB_DAMAGED`): set, mounts refuse to write
+    /// to the image until a clean fsck clears it.
+    pub fn set_damaged(&mut self, damaged: bool) {
+        if damaged {
+            self.sb.checkpoint.flags |= layout::SB_DAMAGED;
+        } else {
+            self.sb.checkpoint.flags &= !layout::SB_DAMAGED;
+        }
     }
 
     /// What roll-forward recovered at mount.
@@ -484,6 +507,9 @@ impl StorageManager for Lfs {
 
     fn begin(&mut self, kind: TxKind) -> Result<()> {
         self.check_mounted()?;
+        if !self.tx.is_open() {
+            self.reserve_for(kind)?;
+        }
         self.tx.begin(kind);
         Ok(())
     }

@@ -6,8 +6,9 @@
 //! clean segment — plus segments whose live bytes have fallen to zero, which
 //! become clean at the next checkpoint — less what the cache has already
 //! promised (dirty blocks, inode blocks for dirty inodes, summaries) and the
-//! reserves: one that lets a checkpoint always complete, half a segment for
-//! directory operations, and the cleaner's share. With a cleaner installed,
+//! reserves: one that lets a checkpoint always complete, the cleaner's share,
+//! a share for the operations that free space (so a full disk can always be
+//! emptied), and half a segment for metadata. With a cleaner installed,
 //! a writer short of clean space runs it (`clean.rs`), and the dead space in
 //! dirty segments counts as free in `statfs`.
 //!
@@ -19,20 +20,41 @@ use super::Lfs;
 use crate::error::errno;
 use crate::format::inode::INODE_SIZE;
 use crate::format::NAME_MAX;
-use crate::storage::StatFs;
+use crate::storage::{StatFs, TxKind};
 use crate::Result;
 
-/// What a promise of space is for: file data must leave the metadata
-/// reserve untouched.
+/// What a promise of space is for. Each use leaves a different part of
+/// the reserves untouched: whatever adds to the file system leaves the
+/// cleaner's share and the share of the operations that free space, so
+/// that on a full disk the cleaner can still run and every unlink, rmdir,
+/// truncate and rename still succeeds (1993 paper §3.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum SpaceFor {
     /// Blocks of regular files.
     Data,
-    /// Directories, symbolic links, extended attributes, inodes.
+    /// Directories, symbolic links, extended attributes, inodes, for an
+    /// operation that adds (create, mkdir, link, setxattr).
     Metadata,
+    /// Any block an operation that frees space dirties: unlink, rmdir,
+    /// rename, truncate, punching a hole, an orphan's reclaim, setattr.
+    /// It may spend the freeing share; it leaves the cleaner's.
+    Freeing,
 }
 
+/// The most blocks one operation that frees space may dirty before it
+/// ends: BSD-LFS's `lfs_reserve` takes `NIADDR + 3` blocks for each vnode
+/// an operation changes (an inode block, a directory or data block, its
+/// indirect blocks, a summary); a rename changes up to four (two
+/// directories, the moved node, the node it replaces).
+pub(super) const FREEING_OP_BLOCKS: u64 = 4 * (crate::format::blockno::NIADDR as u64 + 3);
+
 pub(super) use super::usage::SegmentSpace;
+
+/// Whether a transaction of `kind` frees space (or changes no more than
+/// it frees): what may use the freeing share.
+fn frees_space(kind: TxKind) -> bool {
+    matches!(kind, TxKind::Unlink | TxKind::Rename | TxKind::Reclaim | TxKind::Truncate | TxKind::SetAttr)
+}
 
 impl Lfs {
     /// Blocks of segment `seg` that can hold log (all but a superblock copy).
@@ -139,44 +161,84 @@ impl Lfs {
         data + inode_blocks + summaries
     }
 
-    /// Blocks held back from file data: what a checkpoint needs (the whole
-    /// ifile with its indirect blocks and summaries), half a segment for
-    /// the space lost when partial segments end short of a segment
-    /// boundary, and half a segment that only metadata may use — so that
-    /// unlink, rmdir and rename still work on a disk full of data.
-    pub(super) fn reserve(&self, use_of: SpaceFor) -> u64 {
+    /// Blocks only a checkpoint may use: the whole ifile with its indirect
+    /// blocks and summaries, and half a segment for the space lost when
+    /// partial segments end short of a segment boundary.
+    pub(super) fn checkpoint_reserve(&self) -> u64 {
         let ifile = self.tables.nblocks() + 2;
-        let checkpoint = ifile + ifile / self.geometry.nindir + 8 + self.sb.blocks_per_segment() / 2;
-        match use_of {
-            SpaceFor::Data => checkpoint + self.sb.blocks_per_segment() / 2,
-            SpaceFor::Metadata => checkpoint,
-        }
+        ifile + ifile / self.geometry.nindir + 8 + self.sb.blocks_per_segment() / 2
+    }
+
+    /// The share only operations that free space may use: half a segment,
+    /// and at least enough for the largest such operation. When
+    /// it runs out, the next one checkpoints (the segments it emptied
+    /// become clean) or cleans before it begins ([`Lfs::reserve_for`]).
+    pub(super) fn freeing_reserve(&self) -> u64 {
+        (self.sb.blocks_per_segment() / 2).max(FREEING_OP_BLOCKS)
+    }
+
+    /// The reserves below the cleaner's: what the cleaner must leave (a
+    /// checkpoint's share, and the share of the operations that free
+    /// space, which must not fail while it cleans).
+    pub(super) fn reserve_below_cleaner(&self) -> u64 {
+        self.checkpoint_reserve() + self.freeing_reserve()
     }
 
     /// Blocks that could still be promised for `use_of` without cleaning.
-    ///
-    /// The reserves stack up from the bottom: what a checkpoint needs
-    /// (only a checkpoint may use it), then half a segment that file data
-    /// may not use and the cleaner may not use either (so unlink and rename
-    /// work while the cleaner has spent its share), then the cleaner's
-    /// segments, which file data may not use.
     pub(super) fn available(&mut self, include_reclaimable: bool, use_of: SpaceFor) -> u64 {
         let space = self.segment_space();
         let have = space.writable + if include_reclaimable { space.reclaimable } else { 0 };
         have.saturating_sub(self.promised_blocks() + self.floor(use_of))
     }
 
-    /// The blocks promises for `use_of` must leave: the reserves below it
-    /// (for file data, the cleaner's share too, and the cold head's two
-    /// segments while it is not open).
+    /// The blocks promises for `use_of` must leave. The reserves, from
+    /// the bottom: a checkpoint's (only a checkpoint may use it); then,
+    /// side by side, the cleaner's segments and the freeing share; then
+    /// half a segment that only metadata may use, so that mkdir and
+    /// create still work when file data has filled the disk; then, while
+    /// the cold head is not open, its two segments.
+    ///
+    /// An operation that frees space may use everything but the
+    /// checkpoint's share and, when a cleaner is installed, the cleaner's;
+    /// without one (`cleaner=off`) nothing else would use those segments.
     fn floor(&self, use_of: SpaceFor) -> u64 {
+        let adding = self.reserve_below_cleaner() + self.cleaner_reserve();
         match use_of {
             SpaceFor::Data => {
                 let unopened_cold = if self.log.cold().is_none() { self.cold_head_share() } else { 0 };
-                self.reserve(SpaceFor::Data) + self.cleaner_reserve() + unopened_cold
+                adding + self.sb.blocks_per_segment() / 2 + unopened_cold
             }
-            SpaceFor::Metadata => self.reserve(SpaceFor::Metadata),
+            SpaceFor::Metadata => adding,
+            SpaceFor::Freeing => {
+                self.checkpoint_reserve() + if self.has_cleaner() { self.cleaner_reserve() } else { 0 }
+            }
         }
+    }
+
+    /// The use a block newly dirtied inside the open transaction is for:
+    /// inside one that frees space, whatever it dirties (a directory
+    /// block, an inode, the partial blocks at the ends of a punched hole)
+    /// is part of freeing.
+    pub(super) fn space_for(&self, is_data: bool) -> SpaceFor {
+        match self.tx.kind() {
+            Some(kind) if frees_space(kind) => SpaceFor::Freeing,
+            _ if is_data => SpaceFor::Data,
+            _ => SpaceFor::Metadata,
+        }
+    }
+
+    /// Before a transaction of `kind` begins: makes sure the blocks it may
+    /// dirty are there for it, checkpointing or cleaning now if they are
+    /// not, since inside a directory operation neither may happen (§4.3)
+    /// — as BSD-LFS's `lfs_reserve` does at the start of each vnode
+    /// operation. Writes check their own blocks as they go.
+    pub(super) fn reserve_for(&mut self, kind: TxKind) -> Result<()> {
+        let use_of = match kind {
+            _ if frees_space(kind) => SpaceFor::Freeing,
+            TxKind::Create | TxKind::Link => SpaceFor::Metadata,
+            _ => return Ok(()),
+        };
+        self.check_space(FREEING_OP_BLOCKS, use_of)
     }
 
     /// How a cleaning round changed the space: what [`Lfs::available`]
@@ -259,7 +321,7 @@ impl Lfs {
     pub(super) fn check_inode_space(&mut self) -> Result<()> {
         let per = (self.block_size / INODE_SIZE) as u64;
         if self.dirty_inode_count().is_multiple_of(per) {
-            self.check_space(1, SpaceFor::Metadata)?;
+            self.check_space(1, self.space_for(false))?;
         }
         Ok(())
     }
@@ -270,9 +332,11 @@ impl Lfs {
         // Live data rewritten by the cleaner needs summaries again: space
         // that never holds data (two blocks a segment, as in `clean_and_dead`).
         let overhead = 2 * self.sb.nsegments;
-        let total_blocks = usable.saturating_sub(
-            self.reserve(SpaceFor::Data) + self.cleaner_reserve() + self.cold_head_share() + overhead,
-        );
+        let data_floor = self.reserve_below_cleaner()
+            + self.cleaner_reserve()
+            + self.sb.blocks_per_segment() / 2
+            + self.cold_head_share();
+        let total_blocks = usable.saturating_sub(data_floor + overhead);
         let free = if self.has_cleaner() {
             self.available_after_cleaning(SpaceFor::Data)
         } else {

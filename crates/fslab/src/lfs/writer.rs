@@ -202,10 +202,7 @@ impl Lfs {
         // After the head was closed for want of space, it takes the
         // cleaner's reserve more to open it again.
         let starved = if starved { self.cleaner_reserve() } else { 0 };
-        let needed = self.promised_blocks()
-            + self.reserve(super::space::SpaceFor::Data)
-            + self.cold_head_share()
-            + starved;
+        let needed = self.promised_blocks() + self.reserve_below_cleaner() + self.cold_head_share() + starved;
         if self.segment_space().writable < needed {
             return Ok(());
         }

@@ -311,7 +311,12 @@ impl<S: StorageManager> Ns<'_, S> {
         }
         let grows = !punch && mode & KEEP_SIZE == 0 && end > attr.size;
         let past_end = usize::from(grows && !attr.size.is_multiple_of(self.bs()));
-        self.s.reserve_blocks((edges.len() + holes.len() + past_end) as u64)?;
+        // Punching a hole only frees, but for its two partial edge blocks,
+        // which the storage manager let the operation dirty when it began
+        // (on a full disk too: it frees space): no new data to reserve.
+        if !punch {
+            self.s.reserve_blocks((edges.len() + holes.len() + past_end) as u64)?;
+        }
         if grows {
             self.zero_past_end(ino, attr.size, end)?;
         }
