@@ -287,3 +287,94 @@ fn filling_the_disk_gives_enospc_and_keeps_acknowledged_bytes(layout: Layout) {
 }
 
 on_every_layout!(filling_the_disk_gives_enospc_and_keeps_acknowledged_bytes,);
+
+/// A tree of `dirs` directories of small files of random sizes, made
+/// outside the mount (what `cp -a /usr/share/doc` brings in).
+fn make_tree(root: &Path, dirs: u64) -> u64 {
+    let mut rng = Rng::new(4242);
+    let mut bytes = 0;
+    for d in 0..dirs {
+        let dir = root.join(format!("pkg{d:03}"));
+        fs::create_dir_all(&dir).expect("mkdir tree");
+        for f in 0..12 {
+            let size = 200 + rng.below(24_000) as usize;
+            fs::write(dir.join(format!("doc{f}.txt")), rng.bytes(size)).expect("write tree file");
+            bytes += size as u64;
+        }
+    }
+    bytes
+}
+
+/// A full disk can always be emptied (1993 paper §3.2; docs/SEMANTICS.md,
+/// "Space"): a tree copied in, then `tar cf` of it and `tar xf` into new
+/// directories inside the mount until both stop with ENOSPC, then empty
+/// directories until mkdir stops too, then a checkpoint and a remount; `rm -rf` of everything must succeed, the
+/// space come back, and fsck find nothing after each step.
+fn a_disk_filled_by_tar_inside_the_mount_empties_after_a_remount(layout: Layout) {
+    if !common::fuse_or_skip() || !common::have("tar") {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let image = tmp.path().join("tar.img");
+    let mnt = tmp.path().join("mnt");
+    mkfs_layout(&image, "48M", layout, &[]);
+    let tree = tmp.path().join("doc");
+    let tree_bytes = make_tree(&tree, 80);
+    let fsck_clean = |when: &str| {
+        let r = common::fslab_run(&["fsck", image.to_str().expect("utf-8 path")], LONG);
+        assert!(r.success(), "fsck after {when}: {}", r.describe());
+    };
+
+    let m = Mount::new(&image, &mnt, Mode::Foreground, layout.mount_args());
+    let fresh = statvfs(&m.dir).f_bavail;
+    common::sh_ok(&format!("cp -a {} .", tree.display()), &m.dir, LONG);
+    let mut rounds = 0;
+    for n in 0..40 {
+        let packed = common::run_sh(&format!("tar cf doc{n}.tar doc"), &m.dir, LONG);
+        let unpacked = common::run_sh(&format!("mkdir -p x{n} && tar xf doc{n}.tar -C x{n}"), &m.dir, LONG);
+        rounds += 1;
+        if !packed.success() && !unpacked.success() {
+            break;
+        }
+    }
+    // What is left, names take: empty directories until mkdir fails too
+    // (a tree of many empty directories, as tar makes them, ends so).
+    let names = m.dir.join("names");
+    if fs::create_dir(&names).is_ok() {
+        for n in 0..200_000 {
+            if let Err(e) = fs::create_dir(names.join(format!("n{n}"))) {
+                must_be_enospc(&e, "mkdir on a full disk");
+                break;
+            }
+        }
+    }
+    let full = statvfs(&m.dir);
+    assert!(
+        full.f_bavail < fresh / 20,
+        "after {rounds} rounds of tar ({tree_bytes} bytes a tree) the disk is not full: {} of {fresh} blocks free",
+        full.f_bavail
+    );
+    let synced = common::fslab_run(&["sync", m.dir.to_str().expect("utf-8 path")], LONG);
+    assert!(synced.success(), "fslab sync on a full disk: {}", synced.describe());
+    m.unmount().expect("unmount a full disk");
+    fsck_clean("filling");
+
+    let m = Mount::new(&image, &mnt, Mode::Foreground, layout.mount_args());
+    let removed = common::run_sh("rm -rf ./*", &m.dir, LONG);
+    assert!(removed.success(), "rm -rf of everything on a full disk: {}", removed.describe());
+    let left: Vec<_> =
+        fs::read_dir(&m.dir).expect("readdir").map(|e| e.expect("dirent").file_name()).collect();
+    assert!(left.iter().all(|n| n == "lost+found"), "left after rm -rf: {left:?}");
+    let synced = common::fslab_run(&["sync", m.dir.to_str().expect("utf-8 path")], LONG);
+    assert!(synced.success(), "fslab sync after emptying: {}", synced.describe());
+    let after = statvfs(&m.dir).f_bavail;
+    // LFS's inode file keeps the size the fill gave it, and its reserves
+    // grow with it; FFS gives back exactly what it took.
+    assert!(after >= fresh - fresh / 40, "{after} blocks free after emptying, {fresh} when fresh");
+    m.unmount().expect("unmount");
+    fsck_clean("emptying");
+}
+
+const LONG: std::time::Duration = std::time::Duration::from_secs(120);
+
+on_every_layout!(a_disk_filled_by_tar_inside_the_mount_empties_after_a_remount,);

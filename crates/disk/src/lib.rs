@@ -3,7 +3,8 @@
 //! This crate owns the bytes on a device and nothing else. It offers the
 //! [`BlockDevice`] trait and its contract, [`FileDisk`] (an image file or a
 //! block device), [`MemDisk`] (a vector in memory), [`CrashDisk`] (replays
-//! power cuts) and [`SimDisk`] (a simulated 1990s disk on a virtual clock,
+//! power cuts), [`ReadOnlyOverlay`] (keeps writes in memory, for read-only
+//! mounts) and [`SimDisk`] (a simulated 1990s disk on a virtual clock,
 //! module [`sim`]). It knows no file-system structure: every caller speaks in
 //! byte offsets and lengths.
 
@@ -12,6 +13,7 @@ mod counting;
 mod crash;
 mod file;
 mod mem;
+mod overlay;
 pub mod sim;
 
 pub use aligned::{all_aligned, AlignedBytes, DIRECT_ALIGN};
@@ -19,6 +21,7 @@ pub use counting::CountingDisk;
 pub use crash::{CrashChoice, CrashDisk, CrashState, CrashStates, Persist, RecordedWrite, EXHAUSTIVE_LIMIT};
 pub use file::{FileDisk, DIRECT_READ_MIN};
 pub use mem::MemDisk;
+pub use overlay::ReadOnlyOverlay;
 pub use sim::{DiskModel, SimDisk, SimOptions, VirtualClock};
 
 use std::io;

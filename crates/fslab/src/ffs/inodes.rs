@@ -141,7 +141,13 @@ impl Ffs {
             .filter(|i| i.ino == ino)
             .map_or(0, |i| i.generation);
         let inode = Inode { ino, generation: previous.wrapping_add(1).max(1), ..Inode::default() };
-        self.inodes.insert(inode, true);
+        // The cached copy knows its type from the start: a create that
+        // fails before it gives the inode attributes (a new directory's
+        // first block refused with ENOSPC) frees it by its type, and the
+        // group's count of directories must come back down.
+        let mut typed = inode;
+        typed.attr.mode = mode & crate::format::inode::kind::MASK;
+        self.inodes.insert(typed, true);
         Ok(inode)
     }
 
