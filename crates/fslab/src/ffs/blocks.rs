@@ -22,7 +22,9 @@ use super::fs::Ffs;
 use crate::bmap::{self, BlockTree};
 use crate::cache::block_of;
 use crate::error::{errno, Error, Location};
-use crate::format::blockno::{check_indirect, Geometry, Parent, NDADDR, POINTER_BYTES, XATTR_LBN};
+use crate::format::blockno::{
+    check_indirect, is_indirect, Geometry, Parent, NDADDR, POINTER_BYTES, XATTR_LBN,
+};
 use crate::format::codec::Decoder;
 use crate::format::inode::Inode;
 use crate::format::{Daddr, Ino, Lbn, IFILE_INO};
@@ -614,6 +616,9 @@ impl BlockTree for Ffs {
         let addr = self.allocate(ino, pref, bs, metadata)?;
         self.count_blocks(ino, bs as i64)?;
         self.tx.hint(Hint::BlocksAllocated { ino, lbn });
+        if is_indirect(lbn) {
+            self.write_new_indirect(ino, lbn, addr)?;
+        }
         Ok(addr)
     }
 }
