@@ -213,9 +213,10 @@ impl Ffs {
         if lbn >= 0 {
             self.make_tail_whole_before(ino, lbn as u64, metadata)?;
         }
+        let mut shrank = false;
         if (0..NDADDR as Lbn).contains(&lbn) {
             let new_size = inode.attr.size.max(lbn as u64 * bs as u64 + end as u64);
-            self.place_direct(ino, lbn, new_size, metadata)?;
+            shrank = self.place_direct(ino, lbn, new_size, metadata)?;
         } else {
             self.placing_metadata = metadata;
             let placed = bmap::balloc(self, ino, lbn);
@@ -244,6 +245,11 @@ impl Ffs {
                 }
                 self.inode_mut(ino)?.attr.size = reach;
             }
+        }
+        if shrank {
+            // The inode with the size that makes the block a tail goes
+            // before its freed fragments can be given out (rule 4).
+            self.after_free(ino)?;
         }
         Ok(())
     }
@@ -293,8 +299,9 @@ impl Ffs {
     /// Gives direct block `lbn` of `ino` the space it needs when the file
     /// will be `new_size` bytes: fragments if it will be the tail, else a
     /// whole block; a new block near `blkpref`'s choice, an existing one
-    /// grown in place or moved.
-    fn place_direct(&mut self, ino: Ino, lbn: Lbn, new_size: u64, metadata: bool) -> Result<()> {
+    /// grown in place or moved, or a whole one shrunk to the tail it
+    /// becomes (then returns true: fragments were freed).
+    fn place_direct(&mut self, ino: Ino, lbn: Lbn, new_size: u64, metadata: bool) -> Result<bool> {
         let bs = self.block_size();
         let want = match self.tail_of(ino, new_size)? {
             Some((t, bytes)) if t == lbn as u64 => bytes,
@@ -307,13 +314,22 @@ impl Ffs {
             bmap::set_pointer(self, ino, lbn, new)?;
             self.count_blocks(ino, want as i64)?;
             self.tx.hint(Hint::BlocksAllocated { ino, lbn });
-            return Ok(());
+            return Ok(false);
         }
         let have = self.block_bytes(ino, lbn)?;
         if have < want {
             self.resize_block(ino, lbn, addr, have, want, metadata)?;
+        } else if have > want {
+            // A whole block preallocated past the end (fallocate with
+            // KEEP_SIZE) becomes the tail as the size reaches into it:
+            // the size and the map now say it holds `want` bytes, so the
+            // fragments past them go back, or nothing would free them.
+            // Only a partial write gets here (a whole one ends the block),
+            // and it has put the block's contents in the cache, dirty.
+            self.shrink_block(ino, addr, have, want)?;
+            return Ok(true);
         }
-        Ok(())
+        Ok(false)
     }
 
     /// Grows block `lbn` of `ino` at `addr` from `have` to `want` bytes
