@@ -450,18 +450,27 @@ impl Ffs {
         Ok(())
     }
 
-    /// Takes `frags` fragments of space for a write, out of what
-    /// `reserve_blocks` promised if anything is left of it; file data may
-    /// not dig into the `minfree` reserve, metadata may (so that a full
-    /// disk still lets directories change, as LFS's metadata reserve does).
-    /// Fails with ENOSPC before anything changes.
+    /// Takes `frags` fragments of space for a write. File data comes out
+    /// of what `reserve_blocks` promised if anything is left of it, and
+    /// may not dig into the `minfree` reserve; metadata (indirect blocks,
+    /// directories, symbolic links, extended attributes) may (so that a
+    /// full disk still lets directories change, as LFS's metadata reserve
+    /// does), and leaves the promise to the data it was made for: an
+    /// indirect block that took a promised block left the last data
+    /// block of an `fallocate` of all the space `statfs` offered with
+    /// none. Fails with ENOSPC before anything changes.
     fn use_space(&mut self, frags: u64, metadata: bool) -> Result<()> {
+        if metadata {
+            if self.alloc.free_space(0) - (self.reserved_frags as i64) < frags as i64 {
+                return Err(errno(libc::ENOSPC, "file system full"));
+            }
+            return Ok(());
+        }
         if self.reserved_frags >= frags {
             self.reserved_frags -= frags;
             return Ok(());
         }
-        let free =
-            if metadata { self.alloc.free_space(0) } else { self.alloc.free_space(self.sb.policy.minfree) };
+        let free = self.alloc.free_space(self.sb.policy.minfree);
         if free - (self.reserved_frags as i64) < frags as i64 {
             return Err(errno(libc::ENOSPC, "file system full"));
         }
