@@ -217,6 +217,12 @@ impl StorageManager for Ffs {
         Ok(())
     }
 
+    /// A block that holds data is rewritten where it lies (a tail within
+    /// the file's size holds the fragments the rewrite touches).
+    fn rewrites_take_space(&self) -> bool {
+        false
+    }
+
     fn begin(&mut self, kind: TxKind) -> Result<()> {
         self.check_mounted()?;
         self.tx.begin(kind);

@@ -311,7 +311,8 @@ impl<S: StorageManager> Ns<'_, S> {
         }
         let grows = !punch && mode & KEEP_SIZE == 0 && end > attr.size;
         let past_end = usize::from(grows && !attr.size.is_multiple_of(self.bs()));
-        self.s.reserve_blocks((edges.len() + holes.len() + past_end) as u64)?;
+        let rewrites = if self.s.rewrites_take_space() { edges.len() } else { 0 };
+        self.s.reserve_blocks((rewrites + holes.len() + past_end) as u64)?;
         if grows {
             self.zero_past_end(ino, attr.size, end)?;
         }
