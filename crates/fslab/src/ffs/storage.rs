@@ -65,26 +65,6 @@ fn indirect_blocks(blocks: u64, nindir: u64) -> u64 {
     count
 }
 
-#[cfg(test)]
-mod tests {
-    use super::indirect_blocks;
-
-    #[test]
-    fn a_file_needs_an_indirect_block_per_nindir_blocks_past_the_direct_ones_and_those_above() {
-        assert_eq!(indirect_blocks(0, 10), 0);
-        assert_eq!(indirect_blocks(12, 10), 0);
-        assert_eq!(indirect_blocks(13, 10), 1);
-        assert_eq!(indirect_blocks(22, 10), 1);
-        // The double tree: its top block and one per 10 below it.
-        assert_eq!(indirect_blocks(23, 10), 3);
-        assert_eq!(indirect_blocks(22 + 100, 10), 1 + 1 + 10);
-        // The triple tree: its top, a double-level block per 100, a
-        // single-level one per 10.
-        assert_eq!(indirect_blocks(22 + 100 + 1, 10), 12 + 3);
-        assert_eq!(indirect_blocks(22 + 100 + 101, 10), 12 + 1 + 2 + 11);
-    }
-}
-
 impl StorageManager for Ffs {
     fn block_size(&self) -> u32 {
         self.sb.geometry.block_size
@@ -305,5 +285,25 @@ impl StorageManager for Ffs {
 
     fn unmount(&mut self) -> Result<()> {
         self.unmount_now()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::indirect_blocks;
+
+    #[test]
+    fn a_file_needs_an_indirect_block_per_nindir_blocks_past_the_direct_ones_and_those_above() {
+        assert_eq!(indirect_blocks(0, 10), 0);
+        assert_eq!(indirect_blocks(12, 10), 0);
+        assert_eq!(indirect_blocks(13, 10), 1);
+        assert_eq!(indirect_blocks(22, 10), 1);
+        // The double tree: its top block and one per 10 below it.
+        assert_eq!(indirect_blocks(23, 10), 3);
+        assert_eq!(indirect_blocks(22 + 100, 10), 1 + 1 + 10);
+        // The triple tree: its top, a double-level block per 100, a
+        // single-level one per 10.
+        assert_eq!(indirect_blocks(22 + 100 + 1, 10), 12 + 3);
+        assert_eq!(indirect_blocks(22 + 100 + 101, 10), 12 + 1 + 2 + 11);
     }
 }
