@@ -77,14 +77,16 @@ fn indirect_workloads() -> Vec<Workload> {
             out.push(w);
         }
     };
-    for (write, then) in [(&far, &link), (&far, &rename), (&across, &link_new)] {
+    for (write, file, then) in
+        [(&far, "A/foo", &link), (&far, "A/foo", &rename), (&across, "A/new", &link_new)]
+    {
         for p in persist_options(write) {
             add(&[(write, Some(p))]);
         }
         for p in persist_options(then) {
             add(&[(write, None), (then, Some(p))]);
         }
-        add(&[(write, Some(persist_options(write)[1].clone())), (then, Some(Persist::Sync))]);
+        add(&[(write, Some(Persist::Fdatasync(s(file)))), (then, Some(Persist::Sync))]);
     }
     out
 }
