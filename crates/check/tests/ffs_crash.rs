@@ -20,14 +20,16 @@
 //!    damage: the first check finds it on the orphan list, pending reclaim,
 //!    and reports no problem about it;
 //! 6. in `sync` mode, before any repair, no pointer on the disk (in an
-//!    inode or an indirect block) names an indirect block that was not
-//!    written after it was given to that file: a pointer the setup image
-//!    lacks must reach a block whose bytes differ from the setup image's
-//!    (4.4BSD `ffs_balloc` writes a new indirect block before the pointer
-//!    to it, so that "indirect blocks never point at garbage"). fsck finds
-//!    an unwritten block of zeros, but an old indirect block of the same
-//!    inode number and position would pass its checks and hand the file
-//!    another file's blocks.
+//!    inode or an indirect block) names an indirect block, or a block of a
+//!    directory or symbolic link, that was not written after it was given
+//!    to that file: a pointer the setup image lacks must reach a block
+//!    whose bytes differ from the setup image's (4.4BSD `ffs_balloc`
+//!    writes a new indirect block before the pointer to it, so that
+//!    "indirect blocks never point at garbage", and a directory's blocks
+//!    go before its inode). fsck finds an unwritten indirect block of
+//!    zeros, but an old one of the same inode number and position would
+//!    pass its checks and hand the file another file's blocks. A regular
+//!    file's data blocks are not ordered (rule 4 says what that allows).
 //!
 //! A sample: every `STRIDE`th workload, `STATES` crash states each (seeded),
 //! and every one of the workloads that give a file indirect blocks
@@ -91,20 +93,23 @@ fn indirect_workloads() -> Vec<Workload> {
     out
 }
 
-/// Every pointer to an indirect block the image on `dev` holds, in an
-/// inode or an indirect block: (inode, block name, address). Slots that do
-/// not decode as the inode they are the home of are skipped.
-fn indirect_pointers(dev: &dyn BlockDevice) -> BTreeSet<(Ino, Lbn, u64)> {
+/// Every pointer the image on `dev` holds (in an inode or an indirect
+/// block) to a block `sync` mode writes before it — an indirect block, or
+/// a block of a directory or symbolic link: (inode, block name, address).
+/// Slots that do not decode as the inode they are the home of are
+/// skipped.
+fn ordered_pointers(dev: &dyn BlockDevice) -> BTreeSet<(Ino, Lbn, u64)> {
     struct Pointers<'a> {
         dev: &'a dyn BlockDevice,
         frag: u64,
         block: usize,
         ino: Ino,
+        namespace: bool,
         found: BTreeSet<(Ino, Lbn, u64)>,
     }
     impl Visitor for Pointers<'_> {
         fn pointer(&mut self, lbn: Lbn, addr: Daddr) -> bool {
-            if is_indirect(lbn) {
+            if is_indirect(lbn) || (self.namespace && lbn >= 0) {
                 self.found.insert((self.ino, lbn, addr.get()));
             }
             true
@@ -124,6 +129,7 @@ fn indirect_pointers(dev: &dyn BlockDevice) -> BTreeSet<(Ino, Lbn, u64)> {
         frag: geo.frag_size as u64,
         block: geo.block_size as usize,
         ino: 0,
+        namespace: false,
         found: BTreeSet::new(),
     };
     for ino in ROOT_INO..geo.ninodes() {
@@ -137,14 +143,16 @@ fn indirect_pointers(dev: &dyn BlockDevice) -> BTreeSet<(Ino, Lbn, u64)> {
             continue;
         }
         v.ino = ino;
+        v.namespace = !inode.attr.is_reg();
         walk_pointers(&tree, &inode, &mut v);
     }
     v.found
 }
 
-/// Rule 6 (see the module comment): every pointer to an indirect block in
-/// `crash` that the setup image did not hold reaches a block written since.
-fn check_pointed_indirect_blocks_written(
+/// Rule 6 (see the module comment): every pointer of [`ordered_pointers`]
+/// in `crash` that the setup image did not hold reaches a block written
+/// since.
+fn check_pointed_blocks_written(
     setup: &MemDisk,
     setup_pointers: &BTreeSet<(Ino, Lbn, u64)>,
     crash: &MemDisk,
@@ -152,14 +160,14 @@ fn check_pointed_indirect_blocks_written(
     let Ok(sb) = read_superblock(crash) else { return Ok(()) };
     let geo = sb.geometry;
     let (mut before, mut now) = (vec![0u8; geo.block_size as usize], vec![0u8; geo.block_size as usize]);
-    for &(ino, lbn, addr) in indirect_pointers(crash).difference(setup_pointers) {
+    for &(ino, lbn, addr) in ordered_pointers(crash).difference(setup_pointers) {
         let at = geo.byte_offset(addr);
         if setup.read_at(at, &mut before).is_err() || crash.read_at(at, &mut now).is_err() {
             continue;
         }
         if before == now {
             return Err(format!(
-                "inode {ino} on disk points at indirect block {lbn} at fragment {addr}, which was not written since it was allocated"
+                "inode {ino} on disk points at its block {lbn} at fragment {addr}, which was not written since it was allocated"
             ));
         }
     }
@@ -271,7 +279,7 @@ fn check_durable_files(
 }
 
 /// What each crash state is compared with: the setup image and its
-/// pointers to indirect blocks.
+/// [`ordered_pointers`].
 struct Setup {
     disk: MemDisk,
     pointers: BTreeSet<(Ino, Lbn, u64)>,
@@ -286,7 +294,7 @@ fn check_state(
     integrity: Integrity,
 ) -> Result<(), String> {
     if integrity == Integrity::Sync {
-        check_pointed_indirect_blocks_written(&setup.disk, &setup.pointers, &disk)?;
+        check_pointed_blocks_written(&setup.disk, &setup.pointers, &disk)?;
     }
     let dev = Arc::new(disk);
     let outcome =
@@ -331,7 +339,7 @@ fn explore(integrity: Integrity) {
     let states = env_or("FSLAB_FFS_CRASH_STATES", STATES) as usize;
     let (image, setup_tree) = setup(integrity);
     let disk = MemDisk::from_bytes(image.clone());
-    let base = Setup { pointers: indirect_pointers(&disk), disk };
+    let base = Setup { pointers: ordered_pointers(&disk), disk };
     let sampled = workloads(Coverage::Default).into_iter().step_by(stride).map(|w| (w, states));
     let list: Vec<(Workload, usize)> =
         sampled.chain(indirect_workloads().into_iter().map(|w| (w, INDIRECT_STATES))).collect();
