@@ -503,3 +503,77 @@ fn mount_frees_the_orphans_on_the_list() {
     let report = check(&dev);
     assert!(report.is_clean(), "problems:\n{}", listing(&report));
 }
+
+/// Free space the superblock of `dev` counts, in fragments.
+fn free_frags(dev: &dyn BlockDevice) -> u64 {
+    let sb = superblock(dev);
+    sb.totals.free_blocks * sb.geometry.frags_per_block as u64 + sb.totals.free_frags
+}
+
+/// A block preallocated past the end of a file (`fallocate` with
+/// KEEP_SIZE) is whole; once a write makes it the file's last block, the
+/// size and the map make it the tail, and it must hold only its
+/// fragments: the rest go back to the group. Otherwise the file's block
+/// count is a whole block while it holds a fragment, the other fragments
+/// are marked in use by nothing, and they stay so after the file goes.
+/// Each case: what it does to a new file, and the bytes the file holds
+/// after it.
+#[test]
+fn a_preallocated_block_that_becomes_the_tail_keeps_only_its_fragments() {
+    type Case = (&'static str, fn(&mut fslab::ufs::FileSystem<fslab::ffs::Ffs>, Ino), u64);
+    let cases: [Case; 4] = [
+        (
+            "falloc -k 0 3000, pwrite 0 1",
+            |fs, f| {
+                fs.fallocate(f, 0, 3000, libc::FALLOC_FL_KEEP_SIZE).expect("fallocate");
+                fs.write(f, 0, b"x").expect("write");
+            },
+            1024,
+        ),
+        (
+            "falloc -k 0 20000, pwrite 9000 100",
+            |fs, f| {
+                fs.fallocate(f, 0, 20_000, libc::FALLOC_FL_KEEP_SIZE).expect("fallocate");
+                fs.write(f, 9000, &[7u8; 100]).expect("write");
+            },
+            3 * 8192,
+        ),
+        (
+            "pwrite 0 1, falloc -k 0 8192, pwrite 1 2000",
+            |fs, f| {
+                fs.write(f, 0, b"x").expect("write");
+                fs.fallocate(f, 0, 8192, libc::FALLOC_FL_KEEP_SIZE).expect("fallocate");
+                fs.write(f, 1, &[7u8; 2000]).expect("write");
+            },
+            2048,
+        ),
+        (
+            "falloc -k 0 16384, zero range -k 8192 8192, pwrite 0 5000",
+            |fs, f| {
+                fs.fallocate(f, 0, 16384, libc::FALLOC_FL_KEEP_SIZE).expect("fallocate");
+                let zero = libc::FALLOC_FL_ZERO_RANGE | libc::FALLOC_FL_KEEP_SIZE;
+                fs.fallocate(f, 8192, 8192, zero).expect("zero range");
+                fs.write(f, 0, &[7u8; 5000]).expect("write");
+            },
+            2 * 8192,
+        ),
+    ];
+    for integrity in [fslab::ffs::Integrity::Sync, fslab::ffs::Integrity::Async] {
+        for (name, ops, bytes) in cases {
+            let dev = fresh(24 << 20);
+            let empty = free_frags(dev.as_ref());
+            let f = with_fs_in(&dev, integrity, false, |fs| {
+                let f = fs.mknod(ROOT_INO, b"f", 0o644, 0, fslab::ufs::Creds::default()).expect("create").ino;
+                ops(fs, f);
+                f
+            });
+            let report = check(&dev);
+            assert!(report.is_clean(), "{integrity:?}, {name}:\n{}", listing(&report));
+            assert_eq!(inode(dev.as_ref(), f).blocks * 512, bytes, "{integrity:?}, {name}: space held");
+            with_fs_in(&dev, integrity, false, |fs| fs.unlink(ROOT_INO, b"f").expect("unlink"));
+            let report = check(&dev);
+            assert!(report.is_clean(), "{integrity:?}, {name}, after rm:\n{}", listing(&report));
+            assert_eq!(free_frags(dev.as_ref()), empty, "{integrity:?}, {name}: space back after rm");
+        }
+    }
+}

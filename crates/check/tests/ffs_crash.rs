@@ -18,28 +18,161 @@
 //! 5. in `sync` mode, a file the run held open when its last name went
 //!    (`Op::UnlinkOpen`), once that unlink returned before the cut, is no
 //!    damage: the first check finds it on the orphan list, pending reclaim,
-//!    and reports no problem about it.
+//!    and reports no problem about it;
+//! 6. in `sync` mode, before any repair, no pointer on the disk (in an
+//!    inode or an indirect block) names an indirect block, or a block of a
+//!    directory or symbolic link, that was not written after it was given
+//!    to that file: a pointer the setup image lacks must reach a block
+//!    whose bytes differ from the setup image's (4.4BSD `ffs_balloc`
+//!    writes a new indirect block before the pointer to it, so that
+//!    "indirect blocks never point at garbage", and a directory's blocks
+//!    go before its inode). fsck finds an unwritten indirect block of
+//!    zeros, but an old one of the same inode number and position would
+//!    pass its checks and hand the file another file's blocks. A regular
+//!    file's data blocks are not ordered (rule 4 says what that allows).
 //!
-//! A sample: every `STRIDE`th workload, `STATES` crash states each (seeded).
+//! A sample: every `STRIDE`th workload, `STATES` crash states each (seeded),
+//! and every one of the workloads that give a file indirect blocks
+//! ([`indirect_workloads`]), `INDIRECT_STATES` states each.
 //! `FSLAB_FFS_CRASH_STRIDE` and `FSLAB_FFS_CRASH_STATES` change them.
 
 mod common;
 
 use disk::{BlockDevice, MemDisk};
+use fslab::bmap::{walk as walk_pointers, Visitor};
+use fslab::ffs::mkfs::read_superblock;
 use fslab::ffs::{Ffs, Integrity, MountOptions};
-use fslab::format::inode::kind;
+use fslab::format::blockno::{is_indirect, Geometry as TreeGeometry};
+use fslab::format::inode::{kind, Inode, INODE_SIZE};
+use fslab::format::{Daddr, Ino, Lbn, ROOT_INO};
 use fslab::ufs::{Creds, FileSystem};
 use fslab_check::Options;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use testkit::crash::{
-    record_on, setup_image_on, walk, workloads, Body, Coverage, Observed, Persist, Recorded, Tree, Workload,
+    build, persist_options, record_on, setup_image_on, walk, workloads, Body, Coverage, Observed, Op,
+    Persist, Recorded, Tree, Workload,
 };
 use testkit::harness::env_or;
 
 const DISK: u64 = 4 << 20;
 const STRIDE: u64 = 7;
 const STATES: u64 = 6;
+const INDIRECT_STATES: usize = 40;
+
+/// Workloads that give a file its first indirect block (the test layout's
+/// 8 KiB blocks put byte 98 304 past the twelve direct blocks), then do
+/// what writes that file's inode at once in `sync` mode (a link, a rename)
+/// or at a persistence point: an existing file appended past its direct
+/// blocks, and a new file written across them.
+fn indirect_workloads() -> Vec<Workload> {
+    let s = |x: &str| x.to_string();
+    let far = Op::Write { path: s("A/foo"), offset: 100_000, len: 3_000, tag: 15 };
+    let across = Op::Write { path: s("A/new"), offset: 90_000, len: 20_000, tag: 16 };
+    let link = Op::Link(s("A/foo"), s("A/foolink"));
+    let link_new = Op::Link(s("A/new"), s("B/newlink"));
+    let rename = Op::Rename(s("A/foo"), s("B/foo"));
+    let mut out = Vec::new();
+    let mut add = |core: &[(&Op, Option<Persist>)]| {
+        let name = format!("indirect-{:02}", out.len());
+        if let Some(w) = build(name, core) {
+            out.push(w);
+        }
+    };
+    for (write, file, then) in
+        [(&far, "A/foo", &link), (&far, "A/foo", &rename), (&across, "A/new", &link_new)]
+    {
+        for p in persist_options(write) {
+            add(&[(write, Some(p))]);
+        }
+        for p in persist_options(then) {
+            add(&[(write, None), (then, Some(p))]);
+        }
+        add(&[(write, Some(Persist::Fdatasync(s(file)))), (then, Some(Persist::Sync))]);
+    }
+    out
+}
+
+/// Every pointer the image on `dev` holds (in an inode or an indirect
+/// block) to a block `sync` mode writes before it — an indirect block, or
+/// a block of a directory or symbolic link: (inode, block name, address).
+/// Slots that do not decode as the inode they are the home of are
+/// skipped.
+fn ordered_pointers(dev: &dyn BlockDevice) -> BTreeSet<(Ino, Lbn, u64)> {
+    struct Pointers<'a> {
+        dev: &'a dyn BlockDevice,
+        frag: u64,
+        block: usize,
+        ino: Ino,
+        namespace: bool,
+        found: BTreeSet<(Ino, Lbn, u64)>,
+    }
+    impl Visitor for Pointers<'_> {
+        fn pointer(&mut self, lbn: Lbn, addr: Daddr) -> bool {
+            if is_indirect(lbn) || (self.namespace && lbn >= 0) {
+                self.found.insert((self.ino, lbn, addr.get()));
+            }
+            true
+        }
+        fn read(&mut self, addr: Daddr) -> fslab::Result<Vec<u8>> {
+            let mut buf = vec![0u8; self.block];
+            self.dev.read_at(addr.byte_offset(self.frag), &mut buf)?;
+            Ok(buf)
+        }
+        fn unreadable(&mut self, _lbn: Lbn, _addr: Daddr, _error: fslab::Error) {}
+    }
+    let Ok(sb) = read_superblock(dev) else { return BTreeSet::new() };
+    let geo = sb.geometry;
+    let tree = TreeGeometry::new(geo.block_size);
+    let mut v = Pointers {
+        dev,
+        frag: geo.frag_size as u64,
+        block: geo.block_size as usize,
+        ino: 0,
+        namespace: false,
+        found: BTreeSet::new(),
+    };
+    for ino in ROOT_INO..geo.ninodes() {
+        let mut slot = [0u8; INODE_SIZE];
+        let at = geo.byte_offset(geo.inode_block_addr(ino)) + geo.inode_offset_in_block(ino) as u64;
+        if dev.read_at(at, &mut slot).is_err() {
+            continue;
+        }
+        let Ok(inode) = Inode::decode(&slot) else { continue };
+        if inode.ino != ino || inode.attr.mode == 0 {
+            continue;
+        }
+        v.ino = ino;
+        v.namespace = !inode.attr.is_reg();
+        walk_pointers(&tree, &inode, &mut v);
+    }
+    v.found
+}
+
+/// Rule 6 (see the module comment): every pointer of [`ordered_pointers`]
+/// in `crash` that the setup image did not hold reaches a block written
+/// since.
+fn check_pointed_blocks_written(
+    setup: &MemDisk,
+    setup_pointers: &BTreeSet<(Ino, Lbn, u64)>,
+    crash: &MemDisk,
+) -> Result<(), String> {
+    let Ok(sb) = read_superblock(crash) else { return Ok(()) };
+    let geo = sb.geometry;
+    let (mut before, mut now) = (vec![0u8; geo.block_size as usize], vec![0u8; geo.block_size as usize]);
+    for &(ino, lbn, addr) in ordered_pointers(crash).difference(setup_pointers) {
+        let at = geo.byte_offset(addr);
+        if setup.read_at(at, &mut before).is_err() || crash.read_at(at, &mut now).is_err() {
+            continue;
+        }
+        if before == now {
+            return Err(format!(
+                "inode {ino} on disk points at its block {lbn} at fragment {addr}, which was not written since it was allocated"
+            ));
+        }
+    }
+    Ok(())
+}
 
 fn mount(dev: Arc<dyn BlockDevice>, integrity: Integrity) -> fslab::Result<FileSystem<Ffs>> {
     let options = MountOptions { cache_bytes: 1 << 20, integrity, ..MountOptions::default() };
@@ -145,8 +278,24 @@ fn check_durable_files(
     Ok(())
 }
 
-/// Repairs one crash image and checks rules 1-4 on it.
-fn check_state(rec: &Recorded, disk: MemDisk, cut: usize, integrity: Integrity) -> Result<(), String> {
+/// What each crash state is compared with: the setup image and its
+/// [`ordered_pointers`].
+struct Setup {
+    disk: MemDisk,
+    pointers: BTreeSet<(Ino, Lbn, u64)>,
+}
+
+/// Checks rule 6 on one crash image, then repairs it and checks rules 1-5.
+fn check_state(
+    rec: &Recorded,
+    setup: &Setup,
+    disk: MemDisk,
+    cut: usize,
+    integrity: Integrity,
+) -> Result<(), String> {
+    if integrity == Integrity::Sync {
+        check_pointed_blocks_written(&setup.disk, &setup.pointers, &disk)?;
+    }
     let dev = Arc::new(disk);
     let outcome =
         fslab_check::fsck(dev.clone(), &Options { repair: true, ..Options::default() }, &mut |_| {})
@@ -189,13 +338,17 @@ fn explore(integrity: Integrity) {
     let stride = env_or("FSLAB_FFS_CRASH_STRIDE", STRIDE).max(1) as usize;
     let states = env_or("FSLAB_FFS_CRASH_STATES", STATES) as usize;
     let (image, setup_tree) = setup(integrity);
-    let list: Vec<Workload> = workloads(Coverage::Default).into_iter().step_by(stride).collect();
+    let disk = MemDisk::from_bytes(image.clone());
+    let base = Setup { pointers: ordered_pointers(&disk), disk };
+    let sampled = workloads(Coverage::Default).into_iter().step_by(stride).map(|w| (w, states));
+    let list: Vec<(Workload, usize)> =
+        sampled.chain(indirect_workloads().into_iter().map(|w| (w, INDIRECT_STATES))).collect();
     let (mut checked, mut violations) = (0, Vec::new());
-    for (i, workload) in list.iter().enumerate() {
+    for (i, (workload, states)) in list.iter().enumerate() {
         let rec = record_on(workload, &image, &setup_tree, |dev| mount(dev, integrity));
-        for state in rec.crash.crash_states(states, 0xffc5 ^ i as u64) {
+        for state in rec.crash.crash_states(*states, 0xffc5 ^ i as u64) {
             checked += 1;
-            if let Err(what) = check_state(&rec, state.disk, state.cut, integrity) {
+            if let Err(what) = check_state(&rec, &base, state.disk, state.cut, integrity) {
                 violations.push(format!(
                     "{workload}\n  crash state: {} (cut {})\n  {what}",
                     state.description, state.cut

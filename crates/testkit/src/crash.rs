@@ -1377,17 +1377,7 @@ fn check_file(rec: &Recorded, cut: usize, path: &str, id: NodeId, data: &[u8]) -
 
 /// Item 6: fsck on the image after recovery and a clean unmount.
 fn check_fsck(dev: &dyn BlockDevice) -> Result<(), String> {
-    let report = fslab_check::check(dev, &fslab_check::Options::default(), &mut |_| {})
-        .map_err(|e| format!("fsck could not run: {e}"))?;
-    let mut bad: Vec<String> = report.problems.iter().map(|p| format!("{:?}: {p}", p.kind)).collect();
-    if !report.pending_reclaim.is_empty() {
-        bad.push(format!("orphans left pending reclaim: {:?}", report.pending_reclaim));
-    }
-    if bad.is_empty() && report.omitted == 0 {
-        Ok(())
-    } else {
-        Err(format!("fsck after recovery and a clean unmount reports: {}", bad.join("; ")))
-    }
+    crate::subject::fsck_clean(dev, false).map_err(|e| format!("after recovery and a clean unmount, {e}"))
 }
 
 /// Explores every workload of `list` on `threads` threads (each workload on

@@ -280,6 +280,11 @@ pub struct Weights {
     pub drop_indexes: u32,
     /// Remount.
     pub remount: u32,
+    /// Percent of offsets, lengths and sizes drawn at byte granularity
+    /// inside a small file's first blocks (24 KiB), where an FFS file's
+    /// last block is a tail of fragments that writes, truncates and
+    /// fallocate grow, shrink, move or make whole. 0: none.
+    pub near_tails: u32,
 }
 
 impl Default for Weights {
@@ -306,6 +311,7 @@ impl Default for Weights {
             sync: 2,
             drop_indexes: 1,
             remount: 0,
+            near_tails: 0,
         }
     }
 }
@@ -324,6 +330,8 @@ const DIRS: [&str; 3] = ["a", "b", "c"];
 const FILES: [&str; 4] = ["x", "y", "z", "w"];
 const XATTR_NAMES: [&str; 6] = ["user.a", "user.b", "trusted.c", "user.a-longer-name", "nospace.x", "user."];
 const BS: u64 = 4096;
+/// The bytes [`Weights::near_tails`] draws fall in: three 8 KiB blocks.
+const TAIL_SPAN: u64 = 24 << 10;
 /// Deepest existing directory new names are made in (renames can still make
 /// deeper trees, but they do not keep growing).
 const MAX_DIR_DEPTH: usize = 3;
@@ -417,7 +425,15 @@ impl Generator {
         }
     }
 
+    /// Whether this draw is one of the [`Weights::near_tails`] share.
+    fn near_tail(&mut self) -> bool {
+        self.weights.near_tails > 0 && self.rng.gen_range(0..100) < self.weights.near_tails
+    }
+
     fn offset(&mut self) -> u64 {
+        if self.near_tail() {
+            return self.rng.gen_range(0..TAIL_SPAN);
+        }
         match self.rng.gen_range(0..100) {
             0..=44 => self.rng.gen_range(0..64 << 10),
             45..=64 => self.rng.gen_range(0..64) * BS,
@@ -431,6 +447,9 @@ impl Generator {
     }
 
     fn length(&mut self) -> usize {
+        if self.near_tail() {
+            return self.rng.gen_range(1..TAIL_SPAN as usize / 2);
+        }
         match self.rng.gen_range(0..100) {
             0..=39 => self.rng.gen_range(1..4096),
             40..=59 => (self.rng.gen_range(1..5) * BS) as usize,
@@ -441,6 +460,9 @@ impl Generator {
     }
 
     fn size(&mut self) -> u64 {
+        if self.near_tail() {
+            return self.rng.gen_range(0..TAIL_SPAN);
+        }
         match self.rng.gen_range(0..10) {
             0..=1 => 0,
             2..=5 => self.rng.gen_range(0..64 << 10),

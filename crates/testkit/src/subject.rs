@@ -32,6 +32,33 @@ pub trait Subject {
     fn capacity(&mut self) -> Option<Capacity> {
         None
     }
+    /// Unmounts, checks the image read-only with fsck, and mounts it
+    /// again: `Err` with what fsck found. A subject whose contents live
+    /// only in memory has no image to check.
+    fn fsck(&mut self) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// fsck, read-only, of the unmounted image on `dev`: `Err` listing every
+/// problem found, and — unless `orphans_allowed` — the orphans it finds
+/// pending reclaim (files unlinked while open, which are no damage when
+/// the image was unmounted with them still open).
+pub fn fsck_clean(dev: &dyn BlockDevice, orphans_allowed: bool) -> Result<(), String> {
+    let report = fslab_check::check(dev, &fslab_check::Options::default(), &mut |_| {})
+        .map_err(|e| format!("fsck could not run: {e}"))?;
+    let mut bad: Vec<String> = report.problems.iter().map(|p| format!("{:?}: {p}", p.kind)).collect();
+    if report.omitted > 0 {
+        bad.push(format!("and {} problems more", report.omitted));
+    }
+    if !orphans_allowed && !report.pending_reclaim.is_empty() {
+        bad.push(format!("orphans left pending reclaim: {:?}", report.pending_reclaim));
+    }
+    if bad.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("fsck reports: {}", bad.join("; ")))
+    }
 }
 
 /// `fs` with dirhash's checking mode on, and every directory hashed: the
@@ -110,6 +137,13 @@ impl LfsSubject {
         self
     }
 
+    fn mount_again(&mut self) -> fslab::Result<()> {
+        let dev: Arc<dyn BlockDevice> = self.disk.clone();
+        self.fs = checked(FileSystem::new(Lfs::mount(dev, self.mount.clone())?));
+        self.install_cleaner();
+        Ok(())
+    }
+
     fn install_cleaner(&mut self) {
         if let Some(name) = self.cleaner {
             let policy = fslab_cleaner::policy::by_name(name).unwrap_or_else(|| panic!("no policy {name}"));
@@ -130,10 +164,14 @@ impl Subject for LfsSubject {
     }
     fn remount(&mut self) -> fslab::Result<bool> {
         self.fs.unmount()?;
-        let dev: Arc<dyn BlockDevice> = self.disk.clone();
-        self.fs = checked(FileSystem::new(Lfs::mount(dev, self.mount.clone())?));
-        self.install_cleaner();
+        self.mount_again()?;
         Ok(true)
+    }
+    fn fsck(&mut self) -> Result<(), String> {
+        self.fs.unmount().map_err(|e| format!("unmount: {e}"))?;
+        let found = fsck_clean(self.disk.as_ref(), true);
+        self.mount_again().map_err(|e| format!("mount after fsck: {e}"))?;
+        found
     }
     fn limits(&self) -> Limits {
         Limits { block_size: self.mkfs.block_size as usize }
@@ -208,6 +246,12 @@ impl FfsSubject {
     pub fn disk(&self) -> &Arc<MemDisk> {
         &self.disk
     }
+
+    fn mount_again(&mut self) -> fslab::Result<()> {
+        let dev: Arc<dyn BlockDevice> = self.disk.clone();
+        self.fs = checked(FileSystem::new(fslab::ffs::Ffs::mount(dev, self.mount.clone())?));
+        Ok(())
+    }
 }
 
 impl Subject for FfsSubject {
@@ -217,9 +261,14 @@ impl Subject for FfsSubject {
     }
     fn remount(&mut self) -> fslab::Result<bool> {
         self.fs.unmount()?;
-        let dev: Arc<dyn BlockDevice> = self.disk.clone();
-        self.fs = checked(FileSystem::new(fslab::ffs::Ffs::mount(dev, self.mount.clone())?));
+        self.mount_again()?;
         Ok(true)
+    }
+    fn fsck(&mut self) -> Result<(), String> {
+        self.fs.unmount().map_err(|e| format!("unmount: {e}"))?;
+        let found = fsck_clean(self.disk.as_ref(), true);
+        self.mount_again().map_err(|e| format!("mount after fsck: {e}"))?;
+        found
     }
     fn limits(&self) -> Limits {
         Limits { block_size: self.block_size as usize }

@@ -22,7 +22,9 @@ use super::fs::Ffs;
 use crate::bmap::{self, BlockTree};
 use crate::cache::block_of;
 use crate::error::{errno, Error, Location};
-use crate::format::blockno::{check_indirect, Geometry, Parent, NDADDR, POINTER_BYTES, XATTR_LBN};
+use crate::format::blockno::{
+    check_indirect, is_indirect, Geometry, Parent, NDADDR, POINTER_BYTES, XATTR_LBN,
+};
 use crate::format::codec::Decoder;
 use crate::format::inode::Inode;
 use crate::format::{Daddr, Ino, Lbn, IFILE_INO};
@@ -211,9 +213,10 @@ impl Ffs {
         if lbn >= 0 {
             self.make_tail_whole_before(ino, lbn as u64, metadata)?;
         }
+        let mut shrank = false;
         if (0..NDADDR as Lbn).contains(&lbn) {
             let new_size = inode.attr.size.max(lbn as u64 * bs as u64 + end as u64);
-            self.place_direct(ino, lbn, new_size, metadata)?;
+            shrank = self.place_direct(ino, lbn, new_size, metadata)?;
         } else {
             self.placing_metadata = metadata;
             let placed = bmap::balloc(self, ino, lbn);
@@ -242,6 +245,11 @@ impl Ffs {
                 }
                 self.inode_mut(ino)?.attr.size = reach;
             }
+        }
+        if shrank {
+            // The inode with the size that makes the block a tail goes
+            // before its freed fragments can be given out (rule 4).
+            self.after_free(ino)?;
         }
         Ok(())
     }
@@ -291,8 +299,9 @@ impl Ffs {
     /// Gives direct block `lbn` of `ino` the space it needs when the file
     /// will be `new_size` bytes: fragments if it will be the tail, else a
     /// whole block; a new block near `blkpref`'s choice, an existing one
-    /// grown in place or moved.
-    fn place_direct(&mut self, ino: Ino, lbn: Lbn, new_size: u64, metadata: bool) -> Result<()> {
+    /// grown in place or moved, or a whole one shrunk to the tail it
+    /// becomes (then returns true: fragments were freed).
+    fn place_direct(&mut self, ino: Ino, lbn: Lbn, new_size: u64, metadata: bool) -> Result<bool> {
         let bs = self.block_size();
         let want = match self.tail_of(ino, new_size)? {
             Some((t, bytes)) if t == lbn as u64 => bytes,
@@ -305,13 +314,22 @@ impl Ffs {
             bmap::set_pointer(self, ino, lbn, new)?;
             self.count_blocks(ino, want as i64)?;
             self.tx.hint(Hint::BlocksAllocated { ino, lbn });
-            return Ok(());
+            return Ok(false);
         }
         let have = self.block_bytes(ino, lbn)?;
         if have < want {
             self.resize_block(ino, lbn, addr, have, want, metadata)?;
+        } else if have > want {
+            // A whole block preallocated past the end (fallocate with
+            // KEEP_SIZE) becomes the tail as the size reaches into it:
+            // the size and the map now say it holds `want` bytes, so the
+            // fragments past them go back, or nothing would free them.
+            // Only a partial write gets here (a whole one ends the block),
+            // and it has put the block's contents in the cache, dirty.
+            self.shrink_block(ino, addr, have, want)?;
+            return Ok(true);
         }
-        Ok(())
+        Ok(false)
     }
 
     /// Grows block `lbn` of `ino` at `addr` from `have` to `want` bytes
@@ -432,18 +450,27 @@ impl Ffs {
         Ok(())
     }
 
-    /// Takes `frags` fragments of space for a write, out of what
-    /// `reserve_blocks` promised if anything is left of it; file data may
-    /// not dig into the `minfree` reserve, metadata may (so that a full
-    /// disk still lets directories change, as LFS's metadata reserve does).
-    /// Fails with ENOSPC before anything changes.
+    /// Takes `frags` fragments of space for a write. File data comes out
+    /// of what `reserve_blocks` promised if anything is left of it, and
+    /// may not dig into the `minfree` reserve; metadata (indirect blocks,
+    /// directories, symbolic links, extended attributes) may (so that a
+    /// full disk still lets directories change, as LFS's metadata reserve
+    /// does), and leaves the promise to the data it was made for: an
+    /// indirect block that took a promised block left the last data
+    /// block of an `fallocate` of all the space `statfs` offered with
+    /// none. Fails with ENOSPC before anything changes.
     fn use_space(&mut self, frags: u64, metadata: bool) -> Result<()> {
+        if metadata {
+            if self.alloc.free_space(0) - (self.reserved_frags as i64) < frags as i64 {
+                return Err(errno(libc::ENOSPC, "file system full"));
+            }
+            return Ok(());
+        }
         if self.reserved_frags >= frags {
             self.reserved_frags -= frags;
             return Ok(());
         }
-        let free =
-            if metadata { self.alloc.free_space(0) } else { self.alloc.free_space(self.sb.policy.minfree) };
+        let free = self.alloc.free_space(self.sb.policy.minfree);
         if free - (self.reserved_frags as i64) < frags as i64 {
             return Err(errno(libc::ENOSPC, "file system full"));
         }
@@ -614,6 +641,9 @@ impl BlockTree for Ffs {
         let addr = self.allocate(ino, pref, bs, metadata)?;
         self.count_blocks(ino, bs as i64)?;
         self.tx.hint(Hint::BlocksAllocated { ino, lbn });
+        if is_indirect(lbn) {
+            self.write_new_indirect(ino, lbn, addr)?;
+        }
         Ok(addr)
     }
 }

@@ -16,7 +16,14 @@
 //! 4. blocks freed: the inode (and indirect blocks) no longer pointing at
 //!    them, before the space can be given to anyone else; for a block
 //!    moved to grow (a tail), its new copy and then the inode, before its
-//!    old fragments are freed.
+//!    old fragments are freed;
+//! 5. a new indirect block: written, empty, the moment it is allocated,
+//!    before any pointer to it can reach the disk (4.4BSD `ffs_balloc`:
+//!    "write synchronously so that indirect blocks never point at
+//!    garbage"). Whatever later writes the inode or the indirect block
+//!    above it — a link, an fsync, a write-back — then names a block that
+//!    reads as an indirect block of this file with no pointers, never one
+//!    an earlier file left there, whose trailer could match.
 //!
 //! Before any of these writes an inode that lies in an inode-table block
 //! lazy initialisation has just zeroed, that block and the group recording
@@ -33,8 +40,8 @@
 //! and sync.
 
 use super::fs::{Ffs, Integrity};
-use crate::cache::{device_addr, BlockKey};
-use crate::format::{Ino, Lbn};
+use crate::cache::{device_addr, BlockKey, Placement};
+use crate::format::{Daddr, Ino, Lbn};
 use crate::storage::Hint;
 use crate::Result;
 
@@ -137,6 +144,24 @@ impl Ffs {
             }
             _ => Ok(()),
         }
+    }
+
+    /// Indirect block `lbn` of `ino` was just given `addr`: in sync mode
+    /// it goes to the disk empty now, behind a barrier, before the pointer
+    /// to it is set (rule 5). Its buffer stays cached for the pointers the
+    /// caller puts in it.
+    pub(super) fn write_new_indirect(&mut self, ino: Ino, lbn: Lbn, addr: Daddr) -> Result<()> {
+        if !self.is_sync() {
+            return Ok(());
+        }
+        let zero = self.cache.zeroed();
+        self.cache.insert((ino, lbn), zero, true);
+        let mut placements = [Placement { key: (ino, lbn), addr, bytes: self.block_size() }];
+        self.write_placements(&mut placements)?;
+        self.queue.wait_idle()?;
+        self.dev.flush()?;
+        self.stats.sync_writes += 1;
+        Ok(())
     }
 
     /// After blocks of `ino` were freed: in sync mode the inode and its

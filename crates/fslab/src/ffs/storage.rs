@@ -12,6 +12,59 @@ use crate::storage::{Hint, StatFs, StorageManager, TxKind};
 use crate::Result;
 use disk::AlignedBytes;
 
+impl Ffs {
+    /// The whole blocks of file data one new file could still be given,
+    /// as `ext4`'s `f_bavail` promises: its data blocks must fit in what
+    /// users may have above the `minfree` reserve (4.4BSD `freespace`),
+    /// and, with the indirect blocks a file of that many blocks needs,
+    /// in the wholly free blocks (a fragment left in a partly used block
+    /// holds no block). Space promised by `reserve_blocks` is taken from
+    /// both.
+    pub(super) fn available_blocks(&self) -> u64 {
+        let fpb = self.frags_per_block();
+        let reserved = self.reserved_frags;
+        let users = (self.alloc.free_space(self.sb.policy.minfree) - reserved as i64).max(0) as u64 / fpb;
+        let whole = self.alloc.totals().free_blocks.saturating_sub(reserved.div_ceil(fpb));
+        let nindir = self.tree.nindir;
+        let fits = |n: u64| n.saturating_add(indirect_blocks(n, nindir)) <= whole;
+        // Each indirect block serves thousands of data blocks, so the
+        // answer lies a few steps below the first guess.
+        let mut n = users.min(whole);
+        n = n.saturating_sub((n + indirect_blocks(n, nindir)).saturating_sub(whole));
+        while n > 0 && !fits(n) {
+            n -= 1;
+        }
+        while n < users.min(whole) && fits(n + 1) {
+            n += 1;
+        }
+        n
+    }
+}
+
+/// Indirect blocks of every level a file of `blocks` data blocks, from
+/// block 0, needs when an indirect block holds `nindir` pointers.
+fn indirect_blocks(blocks: u64, nindir: u64) -> u64 {
+    let nindir = nindir.max(1);
+    let mut left = blocks.saturating_sub(crate::format::blockno::NDADDR as u64);
+    if left == 0 {
+        return 0;
+    }
+    let single = left.min(nindir);
+    left -= single;
+    let mut count = 1;
+    if left == 0 {
+        return count;
+    }
+    let span = nindir.saturating_mul(nindir);
+    let double = left.min(span);
+    left -= double;
+    count += 1 + double.div_ceil(nindir);
+    if left > 0 {
+        count += 1 + left.div_ceil(span) + left.div_ceil(nindir);
+    }
+    count
+}
+
 impl StorageManager for Ffs {
     fn block_size(&self) -> u32 {
         self.sb.geometry.block_size
@@ -133,15 +186,21 @@ impl StorageManager for Ffs {
     }
 
     /// Promises space for `blocks` whole blocks of file data, out of what
-    /// users (not the `minfree` reserve) may have.
+    /// users (not the `minfree` reserve) may have, with the indirect
+    /// blocks they may need: no more than `statfs` reports available
+    /// ([`Ffs::available_blocks`]).
     fn reserve_blocks(&mut self, blocks: u64) -> Result<()> {
-        let frags = blocks.saturating_mul(self.frags_per_block());
-        let free = self.alloc.free_space(self.sb.policy.minfree) - self.reserved_frags as i64;
-        if free < frags as i64 {
+        if blocks > self.available_blocks() {
             return Err(errno(libc::ENOSPC, "file system full"));
         }
-        self.reserved_frags += frags;
+        self.reserved_frags += blocks.saturating_mul(self.frags_per_block());
         Ok(())
+    }
+
+    /// A block that holds data is rewritten where it lies (a tail within
+    /// the file's size holds the fragments the rewrite touches).
+    fn rewrites_take_space(&self) -> bool {
+        false
     }
 
     fn begin(&mut self, kind: TxKind) -> Result<()> {
@@ -154,8 +213,12 @@ impl StorageManager for Ffs {
         self.on_hint(hint)
     }
 
+    /// At the outermost commit, what `reserve_blocks` promised and the
+    /// operation did not use (a block it found already there) is free
+    /// again.
     fn commit(&mut self) -> Result<()> {
         if self.tx.commit()?.is_some() {
+            self.reserved_frags = 0;
             self.restore_unconfirmed_sizes()?;
             self.maybe_write()?;
         }
@@ -195,17 +258,21 @@ impl StorageManager for Ffs {
         self.write_delayed()
     }
 
+    /// Free blocks are what one new file could be given, as `fallocate`
+    /// and `write` give it: see [`Ffs::available_blocks`]. The minfree
+    /// reserve is in neither count, since no caller's writes may use it
+    /// (the storage manager is not told who the caller is).
     fn statfs(&mut self) -> Result<StatFs> {
         let geo = self.sb.geometry;
         let fpb = self.frags_per_block() as i64;
-        let free = (self.alloc.free_space(self.sb.policy.minfree) - self.reserved_frags as i64).max(0) / fpb;
         let total = self.alloc.data_frags() as i64 * (100 - self.sb.policy.minfree as i64) / 100 / fpb;
+        let free = self.available_blocks();
         let totals = self.alloc.totals();
         let inodes = geo.ninodes().saturating_sub(2);
         Ok(StatFs {
             block_size: geo.block_size,
             total_blocks: total.max(0) as u64,
-            free_blocks: free.min(total).max(0) as u64,
+            free_blocks: free.min(total.max(0) as u64),
             total_inodes: inodes,
             free_inodes: totals.free_inodes,
             name_max: NAME_MAX as u32,
@@ -218,5 +285,25 @@ impl StorageManager for Ffs {
 
     fn unmount(&mut self) -> Result<()> {
         self.unmount_now()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::indirect_blocks;
+
+    #[test]
+    fn a_file_needs_an_indirect_block_per_nindir_blocks_past_the_direct_ones_and_those_above() {
+        assert_eq!(indirect_blocks(0, 10), 0);
+        assert_eq!(indirect_blocks(12, 10), 0);
+        assert_eq!(indirect_blocks(13, 10), 1);
+        assert_eq!(indirect_blocks(22, 10), 1);
+        // The double tree: its top block and one per 10 below it.
+        assert_eq!(indirect_blocks(23, 10), 3);
+        assert_eq!(indirect_blocks(22 + 100, 10), 1 + 1 + 10);
+        // The triple tree: its top, a double-level block per 100, a
+        // single-level one per 10.
+        assert_eq!(indirect_blocks(22 + 100 + 1, 10), 12 + 3);
+        assert_eq!(indirect_blocks(22 + 100 + 101, 10), 12 + 1 + 2 + 11);
     }
 }

@@ -172,6 +172,15 @@ pub trait StorageManager: Send {
     /// and check for all of it before it changes anything.
     fn reserve_blocks(&mut self, blocks: u64) -> Result<()>;
 
+    /// Whether rewriting part of a block that holds data takes space: in
+    /// a log it does (the block is written anew elsewhere); a layout that
+    /// writes in place (FFS) says no, so that a hole punched on a full
+    /// disk, which zeroes its partial end blocks in place, asks for no
+    /// space it would not use.
+    fn rewrites_take_space(&self) -> bool {
+        true
+    }
+
     /// Opens a transaction of `kind` (see `tx`), or nests inside the open
     /// one. May fail before anything changed: ENOSPC, EIO on an unmounted
     /// file system.

@@ -311,11 +311,14 @@ impl<S: StorageManager> Ns<'_, S> {
         }
         let grows = !punch && mode & KEEP_SIZE == 0 && end > attr.size;
         let past_end = usize::from(grows && !attr.size.is_multiple_of(self.bs()));
-        // Punching a hole only frees, but for its two partial edge blocks,
+        // Punching a hole only frees, but for its two partial end blocks,
         // which the storage manager let the operation dirty when it began
-        // (on a full disk too: it frees space): no new data to reserve.
+        // (on a full disk too, since it frees space): nothing to reserve.
+        // A zeroed range's partial end blocks take new space only where
+        // rewriting a block does.
         if !punch {
-            self.s.reserve_blocks((edges.len() + holes.len() + past_end) as u64)?;
+            let rewrites = if self.s.rewrites_take_space() { edges.len() } else { 0 };
+            self.s.reserve_blocks((rewrites + holes.len() + past_end) as u64)?;
         }
         if grows {
             self.zero_past_end(ino, attr.size, end)?;

@@ -89,6 +89,7 @@ pub fn run<T: Subject>(subject: T, cfg: RunConfig) -> (RunStats, Outcomes) {
         }
     }
     harness.check_tree();
+    harness.check_image();
     (harness.stats, harness.outcomes)
 }
 
@@ -566,6 +567,17 @@ impl<T: Subject> Harness<T> {
                 self.check_inode_count();
             }
         }
+    }
+
+    /// At the end of a run: fsck on the image, unmounted, finds nothing
+    /// wrong (free maps, block counts, links: what the model cannot see).
+    /// Files held open then are orphans on the image, which is no damage.
+    fn check_image(&mut self) {
+        if let Err(what) = self.subject.fsck() {
+            self.fail(format!("at the end of the run, {what}"));
+        }
+        self.model.close_all();
+        self.handles = [None; HANDLE_SLOTS];
     }
 
     /// Whether `r` is an ENOSPC the model allows (then the model is left
