@@ -63,6 +63,37 @@ pub struct SetAttr {
     pub btime: Option<TimeNs>,
     /// New BSD file flags.
     pub flags: Option<u32>,
+    /// Who asks: decides which of set-user-ID and set-group-ID a truncate
+    /// or a change of owner clears.
+    pub who: Privilege,
+}
+
+/// The caller of a change to a file, as Linux's rules for clearing
+/// set-user-ID and set-group-ID see it (`setattr_should_drop_suidgid`,
+/// `setattr_should_drop_sgid` in fs/attr.c).
+///
+/// The default is an unprivileged member of the file's group, which clears
+/// the least a caller without `CAP_FSETID` can clear.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Privilege {
+    /// The caller holds `CAP_FSETID`: a write, truncate or fallocate clears
+    /// nothing, and a change of owner keeps a set-group-ID bit that marks
+    /// mandatory locking (group-execute clear).
+    pub fsetid: bool,
+    /// The caller is in the file's group (before a change of owner):
+    /// otherwise set-group-ID goes even where group-execute is clear.
+    pub in_group: bool,
+}
+
+impl Default for Privilege {
+    fn default() -> Privilege {
+        Privilege { fsetid: false, in_group: true }
+    }
+}
+
+impl Privilege {
+    /// A caller with every privilege (root with `CAP_FSETID`).
+    pub const ROOT: Privilege = Privilege { fsetid: true, in_group: true };
 }
 
 /// A timestamp to set: the current time, or a given one.
@@ -362,13 +393,20 @@ impl<S: StorageManager> FileSystem<S> {
 
     /// Writes `data` at `offset`; returns the bytes written.
     pub fn write(&mut self, ino: Ino, offset: u64, data: &[u8]) -> Result<usize> {
-        self.tx(TxKind::Write, |ns| ns.write(ino, offset, data, BlockCopies::default()))
+        self.tx(TxKind::Write, |ns| ns.write(ino, offset, data, BlockCopies::default(), Privilege::default()))
     }
 
     /// [`FileSystem::write`], with `copies` made from the same `offset`
-    /// and `data` ([`BlockCopies::of`]) beforehand.
-    pub fn write_copied(&mut self, ino: Ino, offset: u64, data: &[u8], copies: BlockCopies) -> Result<usize> {
-        self.tx(TxKind::Write, |ns| ns.write(ino, offset, data, copies))
+    /// and `data` ([`BlockCopies::of`]) beforehand, by a caller `who`.
+    pub fn write_copied(
+        &mut self,
+        ino: Ino,
+        offset: u64,
+        data: &[u8],
+        copies: BlockCopies,
+        who: Privilege,
+    ) -> Result<usize> {
+        self.tx(TxKind::Write, |ns| ns.write(ino, offset, data, copies, who))
     }
 
     /// The file system's block size, which [`BlockCopies::of`] needs.
@@ -378,12 +416,17 @@ impl<S: StorageManager> FileSystem<S> {
 
     /// `fallocate(2)`: `mode` holds the `FALLOC_FL_*` flags.
     pub fn fallocate(&mut self, ino: Ino, offset: u64, len: u64, mode: i32) -> Result<()> {
+        self.fallocate_by(ino, offset, len, mode, Privilege::default())
+    }
+
+    /// [`FileSystem::fallocate`] by a caller `who`.
+    pub fn fallocate_by(&mut self, ino: Ino, offset: u64, len: u64, mode: i32, who: Privilege) -> Result<()> {
         let frees = libc::FALLOC_FL_PUNCH_HOLE
             | libc::FALLOC_FL_ZERO_RANGE
             | libc::FALLOC_FL_COLLAPSE_RANGE
             | libc::FALLOC_FL_INSERT_RANGE;
         let kind = if mode & frees != 0 { TxKind::Truncate } else { TxKind::Write };
-        self.tx(kind, |ns| ns.fallocate(ino, offset, len, mode))
+        self.tx(kind, |ns| ns.fallocate(ino, offset, len, mode, who))
     }
 
     /// `lseek(2)` for SEEK_DATA and SEEK_HOLE (`whence` as in libc).
@@ -400,7 +443,20 @@ impl<S: StorageManager> FileSystem<S> {
         to_offset: u64,
         len: u64,
     ) -> Result<u64> {
-        self.tx(TxKind::Write, |ns| ns.copy_file_range(from, from_offset, to, to_offset, len))
+        self.copy_file_range_by(from, from_offset, to, to_offset, len, Privilege::default())
+    }
+
+    /// [`FileSystem::copy_file_range`] by a caller `who`.
+    pub fn copy_file_range_by(
+        &mut self,
+        from: Ino,
+        from_offset: u64,
+        to: Ino,
+        to_offset: u64,
+        len: u64,
+        who: Privilege,
+    ) -> Result<u64> {
+        self.tx(TxKind::Write, |ns| ns.copy_file_range(from, from_offset, to, to_offset, len, who))
     }
 
     /// Entries of directory `ino` from `offset` (0 = the start), at most `max`.
