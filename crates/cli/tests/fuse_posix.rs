@@ -435,6 +435,9 @@ fn seek_data_and_seek_hole_find_the_holes(layout: Layout) {
     assert_eq!(lseek(&f, size - 1, libc::SEEK_HOLE).expect("SEEK_HOLE at the last byte"), want_last);
     expect_errno(lseek(&f, size, libc::SEEK_DATA), libc::ENXIO, "SEEK_DATA at EOF");
     expect_errno(lseek(&f, size + 1, libc::SEEK_HOLE), libc::ENXIO, "SEEK_HOLE past EOF");
+    // As ext4 (iomap_seek_data and iomap_seek_hole): a negative offset is ENXIO.
+    expect_errno(lseek(&f, -1, libc::SEEK_DATA), libc::ENXIO, "SEEK_DATA at a negative offset");
+    expect_errno(lseek(&f, -MIB, libc::SEEK_HOLE), libc::ENXIO, "SEEK_HOLE at a negative offset");
     // Walking data extents with SEEK_DATA/SEEK_HOLE reads back exactly what was written.
     let mut found = Vec::new();
     let mut off = 0;

@@ -594,10 +594,7 @@ impl<S: StorageManager + 'static> Filesystem for FuseAdapter<S> {
         reply: ReplyLseek,
     ) {
         reply.answer(
-            u64::try_from(offset)
-                .map_err(|_| errno(libc::EINVAL, "negative seek offset"))
-                .and_then(|offset| self.run("lseek", ino, |fs| fs.lseek(from_fuse(ino), offset, whence)))
-                .map(|found| found as i64),
+            self.run("lseek", ino, |fs| fs.lseek(from_fuse(ino), offset, whence)).map(|found| found as i64),
         );
     }
 

@@ -411,11 +411,14 @@ impl<S: StorageManager> Ns<'_, S> {
         Ok(())
     }
 
-    pub(super) fn lseek(&mut self, ino: Ino, offset: u64, whence: i32) -> Result<u64> {
+    pub(super) fn lseek(&mut self, ino: Ino, offset: i64, whence: i32) -> Result<u64> {
         let size = self.s.vget(ino)?.attr.size;
         if whence != libc::SEEK_DATA && whence != libc::SEEK_HOLE {
             return Err(errno(libc::EINVAL, "lseek supports only SEEK_DATA and SEEK_HOLE here"));
         }
+        // As Linux's iomap_seek_data / iomap_seek_hole: a negative offset
+        // lies outside the file, like one past its end.
+        let offset = u64::try_from(offset).map_err(|_| errno(libc::ENXIO, "negative offset"))?;
         if offset >= size {
             return Err(errno(libc::ENXIO, "offset at or past the end of the file"));
         }

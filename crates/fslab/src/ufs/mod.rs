@@ -429,8 +429,9 @@ impl<S: StorageManager> FileSystem<S> {
         self.tx(kind, |ns| ns.fallocate(ino, offset, len, mode, who))
     }
 
-    /// `lseek(2)` for SEEK_DATA and SEEK_HOLE (`whence` as in libc).
-    pub fn lseek(&mut self, ino: Ino, offset: u64, whence: i32) -> Result<u64> {
+    /// `lseek(2)` for SEEK_DATA and SEEK_HOLE (`whence` as in libc): ENXIO
+    /// at a negative offset or one at or past the end.
+    pub fn lseek(&mut self, ino: Ino, offset: i64, whence: i32) -> Result<u64> {
         self.ns().lseek(ino, offset, whence)
     }
 

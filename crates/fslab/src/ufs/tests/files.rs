@@ -67,13 +67,16 @@ fn seek_data_and_seek_hole_walk_a_sparse_file() {
     fs.write(f, 3 * BS, &[1; 10]).expect("write");
     truncate(&mut fs, f, 8 * BS);
     assert_eq!(fs.lseek(f, 0, libc::SEEK_DATA).expect("data"), 2 * BS);
-    assert_eq!(fs.lseek(f, 2 * BS + 5, libc::SEEK_DATA).expect("data"), 2 * BS + 5);
+    assert_eq!(fs.lseek(f, (2 * BS + 5) as i64, libc::SEEK_DATA).expect("data"), 2 * BS + 5);
     assert_eq!(fs.lseek(f, 0, libc::SEEK_HOLE).expect("hole"), 0);
-    assert_eq!(fs.lseek(f, 2 * BS, libc::SEEK_HOLE).expect("hole"), 4 * BS);
-    assert_eq!(errno(fs.lseek(f, 4 * BS, libc::SEEK_DATA)), libc::ENXIO);
-    assert_eq!(errno(fs.lseek(f, 8 * BS, libc::SEEK_HOLE)), libc::ENXIO);
+    assert_eq!(fs.lseek(f, (2 * BS) as i64, libc::SEEK_HOLE).expect("hole"), 4 * BS);
+    assert_eq!(errno(fs.lseek(f, (4 * BS) as i64, libc::SEEK_DATA)), libc::ENXIO);
+    assert_eq!(errno(fs.lseek(f, (8 * BS) as i64, libc::SEEK_HOLE)), libc::ENXIO);
     fs.write(f, 7 * BS, &[1; 10]).expect("write");
-    assert_eq!(fs.lseek(f, 7 * BS, libc::SEEK_HOLE).expect("hole at eof"), 8 * BS);
+    assert_eq!(fs.lseek(f, (7 * BS) as i64, libc::SEEK_HOLE).expect("hole at eof"), 8 * BS);
+    for whence in [libc::SEEK_DATA, libc::SEEK_HOLE] {
+        assert_eq!(errno(fs.lseek(f, -1, whence)), libc::ENXIO, "negative offset, whence {whence}");
+    }
 }
 
 #[test]
