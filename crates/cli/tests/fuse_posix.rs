@@ -645,7 +645,101 @@ fn statfs_numbers_are_sane_and_shrink_after_writing(layout: Layout) {
     fx.finish();
 }
 
+/// The `struct file_handle` `name_to_handle_at(2)` gives for `path`, as
+/// bytes: its two header words, then the handle.
+fn name_to_handle(path: &Path) -> io::Result<Vec<u8>> {
+    const MAX_HANDLE_SZ: usize = 128;
+    let header = std::mem::size_of::<libc::file_handle>();
+    // u32 words keep the header aligned.
+    let mut buf = vec![0u32; (header + MAX_HANDLE_SZ) / 4];
+    buf[0] = MAX_HANDLE_SZ as u32;
+    let mut mount_id = 0;
+    let c = cpath(path);
+    // SAFETY: `buf` is a file_handle with room for MAX_HANDLE_SZ bytes of
+    // handle, as its first word says; the path is a valid C string.
+    check(unsafe {
+        libc::name_to_handle_at(libc::AT_FDCWD, c.as_ptr(), buf.as_mut_ptr().cast(), &mut mount_id, 0)
+    })?;
+    let len = header + buf[0] as usize;
+    Ok(buf.iter().flat_map(|w| w.to_ne_bytes()).take(len).collect())
+}
+
+/// `open_by_handle_at(2)` of `handle` (from [`name_to_handle`]) on the
+/// file system of `mount`.
+fn open_by_handle(mount: &File, handle: &[u8], flags: libc::c_int) -> io::Result<File> {
+    use std::os::fd::FromRawFd;
+    let mut words: Vec<u32> =
+        handle.chunks(4).map(|c| u32::from_ne_bytes(c.try_into().unwrap_or([0; 4]))).collect();
+    words.push(0);
+    // SAFETY: `words` holds a whole file_handle as name_to_handle_at wrote it.
+    let fd = check(unsafe { libc::open_by_handle_at(mount.as_raw_fd(), words.as_mut_ptr().cast(), flags) })?;
+    // SAFETY: `fd` was just opened and is owned by nothing else.
+    Ok(unsafe { File::from_raw_fd(fd) })
+}
+
+/// Makes the kernel forget every inode and dentry nothing holds, fslab's
+/// included (it sends FORGET for each).
+fn drop_kernel_caches() {
+    fs::write("/proc/sys/vm/drop_caches", "2").expect("drop the kernel's inode and dentry caches");
+}
+
+/// Regression: `open_by_handle_at` answered ESTALE for a file still
+/// linked, so an fslab mount could not be exported over NFS. A handle must
+/// open its file while the kernel caches it, after the kernel has
+/// forgotten it (fslab is asked for node "." and for a directory's ".."),
+/// and after a remount; a removed file's handle is stale.
+fn file_handles_open_files_after_the_kernel_forgot_them_and_after_a_remount(layout: Layout) {
+    // SAFETY: geteuid has no arguments and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        println!("skipped: open_by_handle_at needs CAP_DAC_READ_SEARCH");
+        return;
+    }
+    let Some(mut fx) = Fixture::new(layout) else { return };
+    fs::create_dir_all(fx.p("d/sub")).expect("mkdir");
+    fs::write(fx.p("d/sub/g"), b"deep").expect("write g");
+    fs::write(fx.p("f"), b"top").expect("write f");
+    fs::write(fx.p("gone"), b"soon removed").expect("write gone");
+    let handles: Vec<(&str, Vec<u8>)> = ["f", "d/sub/g", "d/sub", "gone"]
+        .into_iter()
+        .map(|name| (name, name_to_handle(&fx.p(name)).expect("name_to_handle_at")))
+        .collect();
+    fs::remove_file(fx.p("gone")).expect("unlink");
+    let check_all = |fx: &Fixture, when: &str| {
+        let mount = File::open(fx.dir()).expect("open the mount point");
+        for (name, handle) in &handles {
+            let opened = if *name == "d/sub" {
+                open_by_handle(&mount, handle, libc::O_RDONLY | libc::O_DIRECTORY)
+            } else {
+                open_by_handle(&mount, handle, libc::O_RDONLY)
+            };
+            match *name {
+                "gone" => expect_errno(opened, libc::ESTALE, &format!("handle of a removed file, {when}")),
+                "d/sub" => {
+                    let dir = opened.unwrap_or_else(|e| panic!("open {name} by handle, {when}: {e}"));
+                    // The directory is joined to the tree again: its path is whole.
+                    let path = fs::read_link(format!("/proc/self/fd/{}", dir.as_raw_fd())).expect("fd path");
+                    assert_eq!(path, fx.p("d/sub"), "path of {name} opened by handle, {when}");
+                }
+                _ => {
+                    let mut file = opened.unwrap_or_else(|e| panic!("open {name} by handle, {when}: {e}"));
+                    let mut text = String::new();
+                    file.read_to_string(&mut text).expect("read");
+                    let want = if *name == "f" { "top" } else { "deep" };
+                    assert_eq!(text, want, "{name} opened by handle, {when}");
+                }
+            }
+        }
+    };
+    check_all(&fx, "while the kernel caches the files");
+    drop_kernel_caches();
+    check_all(&fx, "after the kernel forgot them");
+    fx.remount();
+    check_all(&fx, "after a remount");
+    fx.finish();
+}
+
 on_every_layout!(
+    file_handles_open_files_after_the_kernel_forgot_them_and_after_a_remount,
     names_longer_than_255_bytes_are_rejected,
     errno_values_of_namespace_operations,
     names_looked_up_while_missing_can_then_be_made_every_way,

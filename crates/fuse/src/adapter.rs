@@ -261,7 +261,12 @@ impl<S: StorageManager + 'static> Filesystem for FuseAdapter<S> {
             // fallocate and chown itself (with the caller's privilege,
             // `caller`), so the kernel need not ask for
             // security.capability before every write.
-            | InitFlags::FUSE_HANDLE_KILLPRIV;
+            | InitFlags::FUSE_HANDLE_KILLPRIV
+            // A file handle is the node id (the inode number) and the
+            // generation, both on disk: the kernel may ask for nodes it
+            // has forgotten (`lookup` of "." and ".."), and handles work
+            // across remounts, so the mount can be exported over NFS.
+            | InitFlags::FUSE_EXPORT_SUPPORT;
         if self.writeback_cache {
             wanted |= InitFlags::FUSE_WRITEBACK_CACHE;
         }
@@ -281,10 +286,16 @@ impl<S: StorageManager + 'static> Filesystem for FuseAdapter<S> {
     }
 
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        lookup_answer(
-            reply,
-            self.entry("lookup", parent, |fs| fs.lookup(from_fuse(parent), name.as_bytes())),
-        );
+        // A path walk resolves "." and ".." in the kernel; they come here
+        // only from file handles (FUSE_EXPORT_SUPPORT): "." for a node the
+        // kernel has forgotten, ".." to join a directory to the tree.
+        match name.as_bytes() {
+            b"." => reply.answer(self.entry("lookup", parent, |fs| fs.by_handle(from_fuse(parent)))),
+            b".." => reply.answer(self.entry("lookup", parent, |fs| fs.parent(from_fuse(parent)))),
+            name => {
+                lookup_answer(reply, self.entry("lookup", parent, |fs| fs.lookup(from_fuse(parent), name)))
+            }
+        }
     }
 
     fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {

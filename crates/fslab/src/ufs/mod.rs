@@ -327,6 +327,35 @@ impl<S: StorageManager> FileSystem<S> {
         ns.s.vget(slot.ino)
     }
 
+    /// The inode a file handle names (`open_by_handle_at(2)`, an NFS
+    /// export): `ino` itself while it is a file of the namespace with a
+    /// link; ESTALE for a number never allocated, freed, unlinked, or
+    /// outside the namespace (the ifile), as ext4's `ext4_nfs_get_inode`.
+    /// The caller compares the generation the handle holds.
+    pub fn by_handle(&mut self, ino: Ino) -> Result<Inode> {
+        let stale = || errno(libc::ESTALE, "no file has this handle any more");
+        if ino < crate::format::ROOT_INO {
+            return Err(stale());
+        }
+        match self.storage.vget(ino) {
+            Ok(inode) if inode.attr.nlink > 0 => Ok(inode),
+            Ok(_) => Err(stale()),
+            Err(e) if e.errno() == libc::ENOENT => Err(stale()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The parent of directory `ino`, which a file handle names (its `..`
+    /// entry; the root is its own parent): how a directory found by handle
+    /// is joined to the tree again. ESTALE as [`FileSystem::by_handle`].
+    pub fn parent(&mut self, ino: Ino) -> Result<Inode> {
+        self.by_handle(ino)?;
+        let mut ns = self.ns();
+        ns.dir_inode(ino)?;
+        let slot = ns.dir_lookup(ino, b"..")?.ok_or(errno(libc::ESTALE, "directory without '..'"))?;
+        ns.s.vget(slot.ino)
+    }
+
     /// The attributes of `ino`.
     pub fn getattr(&mut self, ino: Ino) -> Result<Inode> {
         self.storage.vget(ino)
