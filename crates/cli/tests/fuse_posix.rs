@@ -20,19 +20,36 @@ use std::sync::Arc;
 struct Fixture {
     m: Option<Mount>,
     layout: Layout,
+    /// `-o` options beyond the layout's.
+    options: Option<&'static str>,
     _tmp: tempfile::TempDir,
 }
 
 impl Fixture {
     fn new(layout: Layout) -> Option<Fixture> {
+        Fixture::with_options(layout, None)
+    }
+
+    /// A fixture mounted with `-o options` as well.
+    fn with_options(layout: Layout, options: Option<&'static str>) -> Option<Fixture> {
         if !common::fuse_or_skip() {
             return None;
         }
         let tmp = tempfile::tempdir().expect("tempdir");
         let image = tmp.path().join("fs.img");
         mkfs_layout(&image, "256M", layout, &[]);
-        let m = Mount::new(&image, &tmp.path().join("mnt"), Mode::Foreground, layout.mount_args());
-        Some(Fixture { m: Some(m), layout, _tmp: tmp })
+        let mut fx = Fixture { m: None, layout, options, _tmp: tmp };
+        let m = Mount::new(&image, &fx._tmp.path().join("mnt"), Mode::Foreground, &fx.mount_args());
+        fx.m = Some(m);
+        Some(fx)
+    }
+
+    fn mount_args(&self) -> Vec<&'static str> {
+        let mut args = self.layout.mount_args().to_vec();
+        if let Some(options) = self.options {
+            args.extend(["-o", options]);
+        }
+        args
     }
 
     fn dir(&self) -> PathBuf {
@@ -48,7 +65,7 @@ impl Fixture {
         let m = self.m.take().expect("mounted");
         let (image, dir) = (m.image.clone(), m.dir.clone());
         m.unmount().expect("clean unmount");
-        self.m = Some(Mount::new(&image, &dir, Mode::Foreground, self.layout.mount_args()));
+        self.m = Some(Mount::new(&image, &dir, Mode::Foreground, &self.mount_args()));
     }
 
     fn finish(mut self) {
@@ -738,7 +755,82 @@ fn file_handles_open_files_after_the_kernel_forgot_them_and_after_a_remount(layo
     fx.finish();
 }
 
+/// A file's or directory's access time, in nanoseconds.
+fn atime_ns(path: &Path) -> i128 {
+    let m = fs::metadata(path).expect("stat");
+    i128::from(m.atime()) * 1_000_000_000 + i128::from(m.atime_nsec())
+}
+
+/// A file's or directory's modification time, in nanoseconds.
+fn mtime_ns(path: &Path) -> i128 {
+    let m = fs::metadata(path).expect("stat");
+    i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec())
+}
+
+/// Regression: reads never updated access times, and `strictatime` was
+/// refused. With the page cache dropped before each read, every read
+/// reaches fslab: `relatime` (the default) updates an access time not
+/// after the last change once, `strictatime` at every read, `noatime`
+/// never; a directory listing counts as a read of the directory; the new
+/// times are kept across a remount.
+fn reads_update_access_times_as_the_mount_options_say(layout: Layout) {
+    // SAFETY: geteuid has no arguments and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        println!("skipped: dropping the page cache needs root");
+        return;
+    }
+    let drop_page_cache = || fs::write("/proc/sys/vm/drop_caches", "3").expect("drop the page cache");
+    for options in [None, Some("strictatime"), Some("noatime")] {
+        let what = options.unwrap_or("relatime (default)");
+        let Some(mut fx) = Fixture::with_options(layout, options) else { return };
+        let (file, dir) = (fx.p("f"), fx.p("d"));
+        fs::write(&file, b"contents").expect("write");
+        let old = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_600_000_000);
+        File::options()
+            .write(true)
+            .open(&file)
+            .and_then(|f| f.set_times(fs::FileTimes::new().set_accessed(old)))
+            .expect("set the access time back");
+        let set = atime_ns(&file);
+        assert_eq!(set, 1_600_000_000 * 1_000_000_000, "{what}: atime set");
+        fs::create_dir(&dir).expect("mkdir");
+        fs::write(dir.join("x"), b"").expect("create in d");
+        let dir_before = atime_ns(&dir);
+
+        drop_page_cache();
+        assert_eq!(fs::read(&file).expect("read"), b"contents");
+        let first = atime_ns(&file);
+        drop_page_cache();
+        fs::read(&file).expect("read again");
+        let second = atime_ns(&file);
+        drop_page_cache();
+        assert_eq!(fs::read_dir(&dir).expect("list d").count(), 1);
+        let dir_after = atime_ns(&dir);
+        match options {
+            None => {
+                assert!(first > set && first >= mtime_ns(&file), "{what}: an old atime is updated");
+                assert_eq!(second, first, "{what}: an atime after the last change stays");
+                assert!(dir_after > dir_before && dir_after >= mtime_ns(&dir), "{what}: listing d");
+            }
+            Some("strictatime") => {
+                assert!(first > set, "{what}: first read");
+                assert!(second > first, "{what}: every read");
+                assert!(dir_after > dir_before, "{what}: listing d");
+            }
+            _ => {
+                assert_eq!((first, second), (set, set), "{what}: reads leave atime alone");
+                assert_eq!(dir_after, dir_before, "{what}: listing d");
+            }
+        }
+        fx.remount();
+        assert_eq!(atime_ns(&file), second, "{what}: the file's atime kept across a remount");
+        assert_eq!(atime_ns(&dir), dir_after, "{what}: the directory's atime kept across a remount");
+        fx.finish();
+    }
+}
+
 on_every_layout!(
+    reads_update_access_times_as_the_mount_options_say,
     file_handles_open_files_after_the_kernel_forgot_them_and_after_a_remount,
     names_longer_than_255_bytes_are_rejected,
     errno_values_of_namespace_operations,

@@ -13,9 +13,10 @@
 //! directories fast), `file` (read, write, truncate, fallocate, lseek,
 //! copy), `shift` (collapsing and inserting a range of a file), `xattr`
 //! (the extended-attribute block).
-//! Permission checks are left to the kernel (`default_permissions`); atime is
-//! not updated by reads.
+//! Permission checks are left to the kernel (`default_permissions`); reads
+//! update access times as `atime` says (not at all, unless set).
 
+mod atime;
 mod dir;
 mod dirhash;
 mod file;
@@ -35,6 +36,7 @@ use crate::format::{now_ns, Ino, TimeNs, NAME_MAX};
 use crate::storage::{Hint, StatFs, StorageManager, TxKind};
 use crate::Result;
 
+pub use atime::{AtimeOptions, AtimePolicy};
 pub use dirhash::{DirhashOptions, DirhashStats};
 pub use file::BlockCopies;
 pub use xattr::{XATTR_MAGIC, XATTR_VALUE_MAX};
@@ -162,6 +164,8 @@ pub(crate) struct State {
     pins: HashMap<Ino, u64>,
     /// Inodes with no links that are still pinned.
     orphans: HashSet<Ino>,
+    /// When reads update access times (a mount option).
+    atime: AtimeOptions,
 }
 
 /// One call's view of the file system: the storage manager (inside a
@@ -415,9 +419,12 @@ impl<S: StorageManager> FileSystem<S> {
         self.tx(TxKind::Link, |ns| ns.link(ino, new_parent, new_name))
     }
 
-    /// Reads up to `len` bytes at `offset`; fewer at end of file.
+    /// Reads up to `len` bytes at `offset`; fewer at end of file. Updates
+    /// the access time as [`FileSystem::set_atime_options`] says.
     pub fn read(&mut self, ino: Ino, offset: u64, len: usize) -> Result<Vec<u8>> {
-        self.ns().read(ino, offset, len)
+        let data = self.ns().read(ino, offset, len)?;
+        self.accessed(ino, false);
+        Ok(data)
     }
 
     /// Writes `data` at `offset`; returns the bytes written.
@@ -489,11 +496,14 @@ impl<S: StorageManager> FileSystem<S> {
         self.tx(TxKind::Write, |ns| ns.copy_file_range(from, from_offset, to, to_offset, len, who))
     }
 
-    /// Entries of directory `ino` from `offset` (0 = the start), at most `max`.
+    /// Entries of directory `ino` from `offset` (0 = the start), at most
+    /// `max`. Updates the access time as [`FileSystem::set_atime_options`] says.
     pub fn readdir(&mut self, ino: Ino, offset: u64, max: usize) -> Result<Vec<DirEntry>> {
         let mut ns = self.ns();
         ns.dir_inode(ino)?;
-        ns.dir_read(ino, offset, max)
+        let entries = ns.dir_read(ino, offset, max)?;
+        self.accessed(ino, true);
+        Ok(entries)
     }
 
     /// Makes `ino` durable.
