@@ -829,7 +829,78 @@ fn reads_update_access_times_as_the_mount_options_say(layout: Layout) {
     }
 }
 
+fn set_xattr(path: &Path, name: &str, value: &[u8]) -> io::Result<libc::c_int> {
+    let (c, n) = (cpath(path), CString::new(name).expect("name without NUL"));
+    // SAFETY: valid C strings and a buffer of `value.len()` bytes.
+    check(unsafe { libc::setxattr(c.as_ptr(), n.as_ptr(), value.as_ptr().cast(), value.len(), 0) })
+}
+
+fn remove_xattr(path: &Path, name: &str) -> io::Result<libc::c_int> {
+    let (c, n) = (cpath(path), CString::new(name).expect("name without NUL"));
+    // SAFETY: valid C strings.
+    check(unsafe { libc::removexattr(c.as_ptr(), n.as_ptr()) })
+}
+
+/// The limits docs/SEMANTICS.md states, through the kernel: a file's
+/// attributes share one block (16 bytes of header, 5 bytes a name and
+/// value besides their own bytes), each value at most 64 KiB (E2BIG) and
+/// each name at most 255 bytes (ERANGE); ENOSPC exactly when the block is
+/// full. The block is what `statfs` reports as the fragment size, so the
+/// workload of xfstests' generic/020 (block/40 attributes, a value of
+/// block − 256 bytes) fits on every layout.
+fn extended_attributes_fill_one_block_and_fail_exactly_at_the_limits(layout: Layout) {
+    let Some(fx) = Fixture::new(layout) else { return };
+    let path = fx.p("attrs");
+    fs::write(&path, b"x").expect("create");
+    let block = statvfs(&fx.dir()).f_frsize as usize;
+    let many = block / 40;
+    for n in 0..many {
+        set_xattr(&path, &format!("user.attribute_{n}"), format!("value_{n}").as_bytes()).expect("many");
+    }
+    assert_eq!(xattr_names(&path).len(), many, "all {many} listed");
+    for n in 0..many {
+        remove_xattr(&path, &format!("user.attribute_{n}")).expect("remove");
+    }
+    set_xattr(&path, "user.long_attr", &vec![0u8; block - 256]).expect("a value of a block less 256 bytes");
+    remove_xattr(&path, "user.long_attr").expect("remove");
+
+    // One attribute alone: the largest value fits, a byte more does not.
+    let largest = block - 16 - 5 - "user.v".len();
+    set_xattr(&path, "user.v", &vec![1u8; largest]).expect("the largest value");
+    expect_errno(set_xattr(&path, "user.v", &vec![1u8; largest + 1]), libc::ENOSPC, "a byte more");
+    remove_xattr(&path, "user.v").expect("remove");
+    expect_errno(set_xattr(&path, "user.v", &vec![1u8; 65537]), libc::E2BIG, "a value over 64 KiB");
+    expect_errno(set_xattr(&path, &format!("user.{}", "n".repeat(251)), b""), libc::ERANGE, "256-byte name");
+    set_xattr(&path, &format!("user.{}", "n".repeat(250)), b"v").expect("a 255-byte name");
+    remove_xattr(&path, &format!("user.{}", "n".repeat(250))).expect("remove");
+
+    // Many attributes: exactly as many as the block holds, then the last
+    // bytes to the byte.
+    let entry = 5 + "user.fill_000".len() + 100;
+    let fit = (block - 16) / entry;
+    for n in 0..fit {
+        set_xattr(&path, &format!("user.fill_{n:03}"), &[2u8; 100]).expect("fill");
+    }
+    expect_errno(set_xattr(&path, "user.fill_999", &[2u8; 100]), libc::ENOSPC, "one more");
+    let rest = block - 16 - fit * entry - 5 - "user.z".len();
+    set_xattr(&path, "user.z", &vec![3u8; rest]).expect("the last bytes of the block");
+    expect_errno(set_xattr(&path, "user.y", b""), libc::ENOSPC, "the block is full");
+    assert_eq!(xattr_names(&path).len(), fit + 1);
+    fx.finish();
+}
+
+/// The names `listxattr` returns.
+fn xattr_names(path: &Path) -> Vec<Vec<u8>> {
+    let c = cpath(path);
+    let mut buf = vec![0u8; 1 << 16];
+    // SAFETY: a valid C string and a buffer of the given length.
+    let n = check(unsafe { libc::listxattr(c.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) as libc::c_int })
+        .expect("listxattr");
+    buf[..n as usize].split(|&b| b == 0).filter(|s| !s.is_empty()).map(<[u8]>::to_vec).collect()
+}
+
 on_every_layout!(
+    extended_attributes_fill_one_block_and_fail_exactly_at_the_limits,
     reads_update_access_times_as_the_mount_options_say,
     file_handles_open_files_after_the_kernel_forgot_them_and_after_a_remount,
     names_longer_than_255_bytes_are_rejected,
