@@ -20,19 +20,36 @@ use std::sync::Arc;
 struct Fixture {
     m: Option<Mount>,
     layout: Layout,
+    /// `-o` options beyond the layout's.
+    options: Option<&'static str>,
     _tmp: tempfile::TempDir,
 }
 
 impl Fixture {
     fn new(layout: Layout) -> Option<Fixture> {
+        Fixture::with_options(layout, None)
+    }
+
+    /// A fixture mounted with `-o options` as well.
+    fn with_options(layout: Layout, options: Option<&'static str>) -> Option<Fixture> {
         if !common::fuse_or_skip() {
             return None;
         }
         let tmp = tempfile::tempdir().expect("tempdir");
         let image = tmp.path().join("fs.img");
         mkfs_layout(&image, "256M", layout, &[]);
-        let m = Mount::new(&image, &tmp.path().join("mnt"), Mode::Foreground, layout.mount_args());
-        Some(Fixture { m: Some(m), layout, _tmp: tmp })
+        let mut fx = Fixture { m: None, layout, options, _tmp: tmp };
+        let m = Mount::new(&image, &fx._tmp.path().join("mnt"), Mode::Foreground, &fx.mount_args());
+        fx.m = Some(m);
+        Some(fx)
+    }
+
+    fn mount_args(&self) -> Vec<&'static str> {
+        let mut args = self.layout.mount_args().to_vec();
+        if let Some(options) = self.options {
+            args.extend(["-o", options]);
+        }
+        args
     }
 
     fn dir(&self) -> PathBuf {
@@ -48,7 +65,7 @@ impl Fixture {
         let m = self.m.take().expect("mounted");
         let (image, dir) = (m.image.clone(), m.dir.clone());
         m.unmount().expect("clean unmount");
-        self.m = Some(Mount::new(&image, &dir, Mode::Foreground, self.layout.mount_args()));
+        self.m = Some(Mount::new(&image, &dir, Mode::Foreground, &self.mount_args()));
     }
 
     fn finish(mut self) {
@@ -435,6 +452,9 @@ fn seek_data_and_seek_hole_find_the_holes(layout: Layout) {
     assert_eq!(lseek(&f, size - 1, libc::SEEK_HOLE).expect("SEEK_HOLE at the last byte"), want_last);
     expect_errno(lseek(&f, size, libc::SEEK_DATA), libc::ENXIO, "SEEK_DATA at EOF");
     expect_errno(lseek(&f, size + 1, libc::SEEK_HOLE), libc::ENXIO, "SEEK_HOLE past EOF");
+    // As ext4 (iomap_seek_data and iomap_seek_hole): a negative offset is ENXIO.
+    expect_errno(lseek(&f, -1, libc::SEEK_DATA), libc::ENXIO, "SEEK_DATA at a negative offset");
+    expect_errno(lseek(&f, -MIB, libc::SEEK_HOLE), libc::ENXIO, "SEEK_HOLE at a negative offset");
     // Walking data extents with SEEK_DATA/SEEK_HOLE reads back exactly what was written.
     let mut found = Vec::new();
     let mut off = 0;
@@ -642,7 +662,247 @@ fn statfs_numbers_are_sane_and_shrink_after_writing(layout: Layout) {
     fx.finish();
 }
 
+/// The `struct file_handle` `name_to_handle_at(2)` gives for `path`, as
+/// bytes: its two header words, then the handle.
+fn name_to_handle(path: &Path) -> io::Result<Vec<u8>> {
+    const MAX_HANDLE_SZ: usize = 128;
+    let header = std::mem::size_of::<libc::file_handle>();
+    // u32 words keep the header aligned.
+    let mut buf = vec![0u32; (header + MAX_HANDLE_SZ) / 4];
+    buf[0] = MAX_HANDLE_SZ as u32;
+    let mut mount_id = 0;
+    let c = cpath(path);
+    // SAFETY: `buf` is a file_handle with room for MAX_HANDLE_SZ bytes of
+    // handle, as its first word says; the path is a valid C string.
+    check(unsafe {
+        libc::name_to_handle_at(libc::AT_FDCWD, c.as_ptr(), buf.as_mut_ptr().cast(), &mut mount_id, 0)
+    })?;
+    let len = header + buf[0] as usize;
+    Ok(buf.iter().flat_map(|w| w.to_ne_bytes()).take(len).collect())
+}
+
+/// `open_by_handle_at(2)` of `handle` (from [`name_to_handle`]) on the
+/// file system of `mount`.
+fn open_by_handle(mount: &File, handle: &[u8], flags: libc::c_int) -> io::Result<File> {
+    use std::os::fd::FromRawFd;
+    let mut words: Vec<u32> =
+        handle.chunks(4).map(|c| u32::from_ne_bytes(c.try_into().unwrap_or([0; 4]))).collect();
+    words.push(0);
+    // SAFETY: `words` holds a whole file_handle as name_to_handle_at wrote it.
+    let fd = check(unsafe { libc::open_by_handle_at(mount.as_raw_fd(), words.as_mut_ptr().cast(), flags) })?;
+    // SAFETY: `fd` was just opened and is owned by nothing else.
+    Ok(unsafe { File::from_raw_fd(fd) })
+}
+
+/// Makes the kernel forget every inode and dentry nothing holds, fslab's
+/// included (it sends FORGET for each).
+fn drop_kernel_caches() {
+    fs::write("/proc/sys/vm/drop_caches", "2").expect("drop the kernel's inode and dentry caches");
+}
+
+/// Regression: `open_by_handle_at` answered ESTALE for a file still
+/// linked, so an fslab mount could not be exported over NFS. A handle must
+/// open its file while the kernel caches it, after the kernel has
+/// forgotten it (fslab is asked for node "." and for a directory's ".."),
+/// and after a remount; a removed file's handle is stale.
+fn file_handles_open_files_after_the_kernel_forgot_them_and_after_a_remount(layout: Layout) {
+    // SAFETY: geteuid has no arguments and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        println!("skipped: open_by_handle_at needs CAP_DAC_READ_SEARCH");
+        return;
+    }
+    let Some(mut fx) = Fixture::new(layout) else { return };
+    fs::create_dir_all(fx.p("d/sub")).expect("mkdir");
+    fs::write(fx.p("d/sub/g"), b"deep").expect("write g");
+    fs::write(fx.p("f"), b"top").expect("write f");
+    fs::write(fx.p("gone"), b"soon removed").expect("write gone");
+    let handles: Vec<(&str, Vec<u8>)> = ["f", "d/sub/g", "d/sub", "gone"]
+        .into_iter()
+        .map(|name| (name, name_to_handle(&fx.p(name)).expect("name_to_handle_at")))
+        .collect();
+    fs::remove_file(fx.p("gone")).expect("unlink");
+    let check_all = |fx: &Fixture, when: &str| {
+        let mount = File::open(fx.dir()).expect("open the mount point");
+        for (name, handle) in &handles {
+            let opened = if *name == "d/sub" {
+                open_by_handle(&mount, handle, libc::O_RDONLY | libc::O_DIRECTORY)
+            } else {
+                open_by_handle(&mount, handle, libc::O_RDONLY)
+            };
+            match *name {
+                "gone" => expect_errno(opened, libc::ESTALE, &format!("handle of a removed file, {when}")),
+                "d/sub" => {
+                    let dir = opened.unwrap_or_else(|e| panic!("open {name} by handle, {when}: {e}"));
+                    // The directory is joined to the tree again: its path is whole.
+                    let path = fs::read_link(format!("/proc/self/fd/{}", dir.as_raw_fd())).expect("fd path");
+                    assert_eq!(path, fx.p("d/sub"), "path of {name} opened by handle, {when}");
+                }
+                _ => {
+                    let mut file = opened.unwrap_or_else(|e| panic!("open {name} by handle, {when}: {e}"));
+                    let mut text = String::new();
+                    file.read_to_string(&mut text).expect("read");
+                    let want = if *name == "f" { "top" } else { "deep" };
+                    assert_eq!(text, want, "{name} opened by handle, {when}");
+                }
+            }
+        }
+    };
+    check_all(&fx, "while the kernel caches the files");
+    drop_kernel_caches();
+    check_all(&fx, "after the kernel forgot them");
+    fx.remount();
+    check_all(&fx, "after a remount");
+    fx.finish();
+}
+
+/// A file's or directory's access time, in nanoseconds.
+fn atime_ns(path: &Path) -> i128 {
+    let m = fs::metadata(path).expect("stat");
+    i128::from(m.atime()) * 1_000_000_000 + i128::from(m.atime_nsec())
+}
+
+/// A file's or directory's modification time, in nanoseconds.
+fn mtime_ns(path: &Path) -> i128 {
+    let m = fs::metadata(path).expect("stat");
+    i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec())
+}
+
+/// Regression: reads never updated access times, and `strictatime` was
+/// refused. With the page cache dropped before each read, every read
+/// reaches fslab: `relatime` (the default) updates an access time not
+/// after the last change once, `strictatime` at every read, `noatime`
+/// never; a directory listing counts as a read of the directory; the new
+/// times are kept across a remount.
+fn reads_update_access_times_as_the_mount_options_say(layout: Layout) {
+    // SAFETY: geteuid has no arguments and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        println!("skipped: dropping the page cache needs root");
+        return;
+    }
+    let drop_page_cache = || fs::write("/proc/sys/vm/drop_caches", "3").expect("drop the page cache");
+    for options in [None, Some("strictatime"), Some("noatime")] {
+        let what = options.unwrap_or("relatime (default)");
+        let Some(mut fx) = Fixture::with_options(layout, options) else { return };
+        let (file, dir) = (fx.p("f"), fx.p("d"));
+        fs::write(&file, b"contents").expect("write");
+        let old = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_600_000_000);
+        File::options()
+            .write(true)
+            .open(&file)
+            .and_then(|f| f.set_times(fs::FileTimes::new().set_accessed(old)))
+            .expect("set the access time back");
+        let set = atime_ns(&file);
+        assert_eq!(set, 1_600_000_000 * 1_000_000_000, "{what}: atime set");
+        fs::create_dir(&dir).expect("mkdir");
+        fs::write(dir.join("x"), b"").expect("create in d");
+        let dir_before = atime_ns(&dir);
+
+        drop_page_cache();
+        assert_eq!(fs::read(&file).expect("read"), b"contents");
+        let first = atime_ns(&file);
+        drop_page_cache();
+        fs::read(&file).expect("read again");
+        let second = atime_ns(&file);
+        drop_page_cache();
+        assert_eq!(fs::read_dir(&dir).expect("list d").count(), 1);
+        let dir_after = atime_ns(&dir);
+        match options {
+            None => {
+                assert!(first > set && first >= mtime_ns(&file), "{what}: an old atime is updated");
+                assert_eq!(second, first, "{what}: an atime after the last change stays");
+                assert!(dir_after > dir_before && dir_after >= mtime_ns(&dir), "{what}: listing d");
+            }
+            Some("strictatime") => {
+                assert!(first > set, "{what}: first read");
+                assert!(second > first, "{what}: every read");
+                assert!(dir_after > dir_before, "{what}: listing d");
+            }
+            _ => {
+                assert_eq!((first, second), (set, set), "{what}: reads leave atime alone");
+                assert_eq!(dir_after, dir_before, "{what}: listing d");
+            }
+        }
+        fx.remount();
+        assert_eq!(atime_ns(&file), second, "{what}: the file's atime kept across a remount");
+        assert_eq!(atime_ns(&dir), dir_after, "{what}: the directory's atime kept across a remount");
+        fx.finish();
+    }
+}
+
+fn set_xattr(path: &Path, name: &str, value: &[u8]) -> io::Result<libc::c_int> {
+    let (c, n) = (cpath(path), CString::new(name).expect("name without NUL"));
+    // SAFETY: valid C strings and a buffer of `value.len()` bytes.
+    check(unsafe { libc::setxattr(c.as_ptr(), n.as_ptr(), value.as_ptr().cast(), value.len(), 0) })
+}
+
+fn remove_xattr(path: &Path, name: &str) -> io::Result<libc::c_int> {
+    let (c, n) = (cpath(path), CString::new(name).expect("name without NUL"));
+    // SAFETY: valid C strings.
+    check(unsafe { libc::removexattr(c.as_ptr(), n.as_ptr()) })
+}
+
+/// The limits docs/SEMANTICS.md states, through the kernel: a file's
+/// attributes share one block (16 bytes of header, 5 bytes a name and
+/// value besides their own bytes), each value at most 64 KiB (E2BIG) and
+/// each name at most 255 bytes (ERANGE); ENOSPC exactly when the block is
+/// full. The block is what `statfs` reports as the fragment size, so the
+/// workload of xfstests' generic/020 (block/40 attributes, a value of
+/// block − 256 bytes) fits on every layout.
+fn extended_attributes_fill_one_block_and_fail_exactly_at_the_limits(layout: Layout) {
+    let Some(fx) = Fixture::new(layout) else { return };
+    let path = fx.p("attrs");
+    fs::write(&path, b"x").expect("create");
+    let block = statvfs(&fx.dir()).f_frsize as usize;
+    let many = block / 40;
+    for n in 0..many {
+        set_xattr(&path, &format!("user.attribute_{n}"), format!("value_{n}").as_bytes()).expect("many");
+    }
+    assert_eq!(xattr_names(&path).len(), many, "all {many} listed");
+    for n in 0..many {
+        remove_xattr(&path, &format!("user.attribute_{n}")).expect("remove");
+    }
+    set_xattr(&path, "user.long_attr", &vec![0u8; block - 256]).expect("a value of a block less 256 bytes");
+    remove_xattr(&path, "user.long_attr").expect("remove");
+
+    // One attribute alone: the largest value fits, a byte more does not.
+    let largest = block - 16 - 5 - "user.v".len();
+    set_xattr(&path, "user.v", &vec![1u8; largest]).expect("the largest value");
+    expect_errno(set_xattr(&path, "user.v", &vec![1u8; largest + 1]), libc::ENOSPC, "a byte more");
+    remove_xattr(&path, "user.v").expect("remove");
+    expect_errno(set_xattr(&path, "user.v", &vec![1u8; 65537]), libc::E2BIG, "a value over 64 KiB");
+    expect_errno(set_xattr(&path, &format!("user.{}", "n".repeat(251)), b""), libc::ERANGE, "256-byte name");
+    set_xattr(&path, &format!("user.{}", "n".repeat(250)), b"v").expect("a 255-byte name");
+    remove_xattr(&path, &format!("user.{}", "n".repeat(250))).expect("remove");
+
+    // Many attributes: exactly as many as the block holds, then the last
+    // bytes to the byte.
+    let entry = 5 + "user.fill_000".len() + 100;
+    let fit = (block - 16) / entry;
+    for n in 0..fit {
+        set_xattr(&path, &format!("user.fill_{n:03}"), &[2u8; 100]).expect("fill");
+    }
+    expect_errno(set_xattr(&path, "user.fill_999", &[2u8; 100]), libc::ENOSPC, "one more");
+    let rest = block - 16 - fit * entry - 5 - "user.z".len();
+    set_xattr(&path, "user.z", &vec![3u8; rest]).expect("the last bytes of the block");
+    expect_errno(set_xattr(&path, "user.y", b""), libc::ENOSPC, "the block is full");
+    assert_eq!(xattr_names(&path).len(), fit + 1);
+    fx.finish();
+}
+
+/// The names `listxattr` returns.
+fn xattr_names(path: &Path) -> Vec<Vec<u8>> {
+    let c = cpath(path);
+    let mut buf = vec![0u8; 1 << 16];
+    // SAFETY: a valid C string and a buffer of the given length.
+    let n = check(unsafe { libc::listxattr(c.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) as libc::c_int })
+        .expect("listxattr");
+    buf[..n as usize].split(|&b| b == 0).filter(|s| !s.is_empty()).map(<[u8]>::to_vec).collect()
+}
+
 on_every_layout!(
+    extended_attributes_fill_one_block_and_fail_exactly_at_the_limits,
+    reads_update_access_times_as_the_mount_options_say,
+    file_handles_open_files_after_the_kernel_forgot_them_and_after_a_remount,
     names_longer_than_255_bytes_are_rejected,
     errno_values_of_namespace_operations,
     names_looked_up_while_missing_can_then_be_made_every_way,

@@ -211,6 +211,107 @@ fn a_truncate_that_clears_set_user_id_shows_at_once(layout: Layout) {
     fx.finish();
 }
 
+/// Who makes a change in [`the_privilege_bits_go_as_ext4_drops_them`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Who {
+    /// Root, with `CAP_FSETID`.
+    Root,
+    /// Nobody, outside the file's group.
+    Outsider,
+    /// Nobody, the file in nobody's group.
+    Member,
+}
+
+/// The four changes that clear set-user-ID and set-group-ID.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Change {
+    Write,
+    Truncate,
+    Fallocate,
+    /// To the owner the file already has.
+    Chown,
+}
+
+/// Runs `change` on `path` as `who`; 0 or the errno of the failed call.
+fn change_as(who: Who, change: Change, path: &Path) -> i32 {
+    let c = cpath(path);
+    let act = || {
+        // SAFETY: a valid path; plain system calls.
+        unsafe {
+            let ok = match change {
+                // Root runs this in the test's own process: the files are
+                // closed again, or the unmount finds the mount busy.
+                Change::Write => {
+                    let fd = libc::open(c.as_ptr(), libc::O_WRONLY | libc::O_APPEND);
+                    let ok = fd >= 0 && libc::write(fd, b"x".as_ptr().cast(), 1) == 1;
+                    ok && libc::close(fd) == 0
+                }
+                Change::Truncate => libc::truncate(c.as_ptr(), 2) == 0,
+                Change::Fallocate => {
+                    let fd = libc::open(c.as_ptr(), libc::O_WRONLY);
+                    let ok = fd >= 0 && libc::fallocate(fd, 0, 0, 8192) == 0;
+                    ok && libc::close(fd) == 0
+                }
+                Change::Chown => {
+                    let owner = if who == Who::Root { 0 } else { NOBODY };
+                    libc::chown(c.as_ptr(), owner, libc::gid_t::MAX) == 0
+                }
+            };
+            if ok {
+                0
+            } else {
+                last_errno()
+            }
+        }
+    };
+    match who {
+        Who::Root => act(),
+        Who::Outsider | Who::Member => as_nobody(act),
+    }
+}
+
+/// Regression: an unprivileged fallocate on a 2666 file left it 2666 and
+/// on a 6666 file cleared set-user-ID only; `chmod 6755 f; chown root f`
+/// by root left `rwsr-sr-x`; and a write by root cleared bits that ext4
+/// keeps for a caller with `CAP_FSETID`. The table is what ext4 on Linux
+/// 6.18 shows for the same calls (`file_remove_privs`, `chown_common`).
+fn the_privilege_bits_go_as_ext4_drops_them(layout: Layout) {
+    let Some(fx) = Fixture::new(layout) else { return };
+    // (who, mode before, after a write, truncate or fallocate, after a chown);
+    // `None`: nobody may not write to the file.
+    let table = [
+        (Who::Root, 0o2666, Some(0o2666), 0o2666),
+        (Who::Root, 0o6666, Some(0o6666), 0o2666),
+        (Who::Root, 0o6777, Some(0o6777), 0o777),
+        (Who::Root, 0o6755, Some(0o6755), 0o755),
+        (Who::Outsider, 0o2666, Some(0o666), 0o666),
+        (Who::Outsider, 0o6666, Some(0o666), 0o666),
+        (Who::Outsider, 0o6777, Some(0o777), 0o777),
+        (Who::Outsider, 0o6755, None, 0o755),
+        (Who::Member, 0o2666, Some(0o2666), 0o2666),
+        (Who::Member, 0o6666, Some(0o2666), 0o2666),
+        (Who::Member, 0o6777, Some(0o777), 0o777),
+        (Who::Member, 0o6755, None, 0o755),
+    ];
+    let changes = [Change::Write, Change::Truncate, Change::Fallocate, Change::Chown];
+    for (who, before, after_change, after_chown) in table {
+        for change in changes {
+            let want = if change == Change::Chown { Some(after_chown) } else { after_change };
+            let Some(want) = want else { continue };
+            let path = fx.p(&format!("{who:?}-{before:o}-{change:?}"));
+            fs::write(&path, b"0123456789").expect("create");
+            let group = if who == Who::Member { NOBODY } else { 0 };
+            let owner = if who != Who::Root && change == Change::Chown { NOBODY } else { 0 };
+            std::os::unix::fs::chown(&path, Some(owner), Some(group)).expect("chown before");
+            fs::set_permissions(&path, fs::Permissions::from_mode(before)).expect("chmod");
+            assert_eq!(mode(&path), before, "mode before");
+            assert_eq!(change_as(who, change, &path), 0, "{change:?} as {who:?} on {before:o}");
+            assert_eq!(mode(&path), want, "{change:?} as {who:?} on {before:o}");
+        }
+    }
+    fx.finish();
+}
+
 /// Regression: the first extended attribute of a file takes a block, the
 /// last one's removal frees it; the kernel dropped only the ctime after
 /// either, so `statx` for the block count answered the old count.
@@ -260,6 +361,7 @@ fn the_kernel_checks_permissions_against_the_stored_mode(layout: Layout) {
 }
 
 on_every_layout!(
+    the_privilege_bits_go_as_ext4_drops_them,
     a_write_that_clears_set_user_id_and_set_group_id_shows_at_once,
     fallocate_and_copy_file_range_that_clear_set_user_id_show_at_once,
     a_truncate_that_clears_set_user_id_shows_at_once,

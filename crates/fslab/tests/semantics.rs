@@ -5,7 +5,7 @@ use disk::MemDisk;
 use fslab::format::inode::kind;
 use fslab::format::ROOT_INO;
 use fslab::lfs::{Lfs, MkfsOptions, MountOptions};
-use fslab::ufs::{Creds, FileSystem, RenameFlags, SetAttr, TimeSet};
+use fslab::ufs::{AtimeOptions, AtimePolicy, Creds, FileSystem, RenameFlags, SetAttr, TimeSet};
 use std::sync::Arc;
 
 const CREDS: Creds = Creds { uid: 0, gid: 0 };
@@ -51,11 +51,12 @@ fn names_still_change_when_file_data_has_filled_the_disk() {
     fs.unmount().expect("unmount");
 }
 
-/// "Timestamps have nanosecond resolution. Reads do not update atime (as
-/// noatime)."
+/// "Timestamps have nanosecond resolution. With `noatime`, reads do not
+/// update atime."
 #[test]
-fn times_keep_their_nanoseconds_and_reads_leave_atime_alone() {
+fn times_keep_their_nanoseconds_and_noatime_reads_leave_atime_alone() {
     let (dev, mut fs) = fresh();
+    fs.set_atime_options(AtimeOptions::NOATIME);
     let ino = fs.mknod(ROOT_INO, b"f", kind::REG | 0o644, 0, CREDS).expect("create").ino;
     fs.write(ino, 0, b"data").expect("write");
     let at = 1_700_000_000_123_456_789;
@@ -68,5 +69,36 @@ fn times_keep_their_nanoseconds_and_reads_leave_atime_alone() {
     fs.read(ino, 0, 4).expect("read after remount");
     let attr = fs.getattr(ino).expect("stat").attr;
     assert_eq!((attr.atime, attr.mtime), (at, at + 1), "nanoseconds kept, atime untouched by reads");
+    fs.unmount().expect("unmount");
+}
+
+/// "With `relatime` a read updates an access time that is not after the
+/// last modification or change (or is a day old), with `strictatime` every
+/// read; the new access time is an ordinary inode change, kept by the next
+/// checkpoint."
+#[test]
+fn reads_update_atime_as_relatime_and_strictatime_say_and_it_survives_a_remount() {
+    let (dev, mut fs) = fresh();
+    fs.set_atime_options(AtimeOptions::RELATIME);
+    let ino = fs.mknod(ROOT_INO, b"f", kind::REG | 0o644, 0, CREDS).expect("create").ino;
+    fs.write(ino, 0, b"data").expect("write");
+    let old = 1_600_000_000_000_000_000;
+    let change = SetAttr { atime: Some(TimeSet::At(old)), ..SetAttr::default() };
+    fs.setattr(ino, &change).expect("utimensat");
+    let atime = |fs: &mut FileSystem<Lfs>| fs.getattr(ino).expect("stat").attr;
+    fs.read(ino, 0, 4).expect("read");
+    let first = atime(&mut fs);
+    assert!(first.atime > first.ctime && first.atime > first.mtime, "relatime: an old atime is updated");
+    fs.read(ino, 0, 4).expect("read again");
+    assert_eq!(atime(&mut fs).atime, first.atime, "relatime: an atime after the last change stays");
+    fs.readdir(ROOT_INO, 0, 100).expect("readdir");
+    assert_eq!(atime(&mut fs).atime, first.atime, "a listing of the root is not a read of the file");
+    fs.set_atime_options(AtimeOptions { policy: AtimePolicy::Always, directories: true });
+    fs.read(ino, 0, 4).expect("read with strictatime");
+    let strict = atime(&mut fs).atime;
+    assert!(strict > first.atime, "strictatime: every read");
+    fs.unmount().expect("unmount");
+    let mut fs = mount(&dev);
+    assert_eq!(fs.getattr(ino).expect("stat").attr.atime, strict, "kept across a remount");
     fs.unmount().expect("unmount");
 }

@@ -12,6 +12,7 @@
 //! some the kernel keeps runs through [`FuseAdapter::changing`], which
 //! tells the kernel to drop them (`stale`).
 
+use crate::caller::Caller;
 use crate::convert::{file_attr, file_type, from_fuse, time_ns, time_set, to_fuse};
 use crate::damage::DamageLog;
 use crate::reply::{lookup_answer, Answer, Created, DirItem, Entry, XattrAnswer};
@@ -21,7 +22,7 @@ use fslab::error::errno;
 use fslab::format::inode::{kind, Inode};
 use fslab::format::ROOT_INO;
 use fslab::storage::StorageManager;
-use fslab::ufs::{BlockCopies, Creds, FileSystem, RenameFlags as UfsRenameFlags, SetAttr};
+use fslab::ufs::{BlockCopies, Creds, FileSystem, Privilege, RenameFlags as UfsRenameFlags, SetAttr};
 use fslab::Result;
 use fuser::{
     AccessFlags, BsdFileFlags, CopyFileRangeFlags, Errno, FileAttr, FileHandle, Filesystem, FopenFlags,
@@ -199,6 +200,22 @@ fn creds(req: &Request) -> Creds {
     Creds { uid: req.uid(), gid: req.gid() }
 }
 
+/// The ids of the caller of a request.
+fn caller(req: &Request) -> Caller {
+    Caller { uid: req.uid(), gid: req.gid(), pid: req.pid() }
+}
+
+/// How Linux's rules see `caller` changing `ino`; worked out (which may
+/// read /proc) only for a file with set-user-ID or set-group-ID to lose.
+fn privilege<S: StorageManager>(fs: &mut FileSystem<S>, ino: INodeNo, caller: Caller) -> Result<Privilege> {
+    let attr = fs.getattr(from_fuse(ino))?.attr;
+    Ok(if attr.mode & (libc::S_ISUID | libc::S_ISGID) != 0 {
+        caller.privilege(attr.gid)
+    } else {
+        Privilege::default()
+    })
+}
+
 /// `mode` with the permission bits `umask` removes taken out (the kernel
 /// usually has done it already; doing it twice changes nothing).
 fn masked(mode: u32, umask: u32) -> u32 {
@@ -240,10 +257,16 @@ impl<S: StorageManager + 'static> Filesystem for FuseAdapter<S> {
             | InitFlags::FUSE_BIG_WRITES
             | InitFlags::FUSE_MAX_PAGES
             | InitFlags::FUSE_PARALLEL_DIROPS
-            // ufs clears set-user-ID and set-group-ID on write, truncate and
-            // chown itself, so the kernel need not ask for
+            // ufs clears set-user-ID and set-group-ID on write, truncate,
+            // fallocate and chown itself (with the caller's privilege,
+            // `caller`), so the kernel need not ask for
             // security.capability before every write.
-            | InitFlags::FUSE_HANDLE_KILLPRIV;
+            | InitFlags::FUSE_HANDLE_KILLPRIV
+            // A file handle is the node id (the inode number) and the
+            // generation, both on disk: the kernel may ask for nodes it
+            // has forgotten (`lookup` of "." and ".."), and handles work
+            // across remounts, so the mount can be exported over NFS.
+            | InitFlags::FUSE_EXPORT_SUPPORT;
         if self.writeback_cache {
             wanted |= InitFlags::FUSE_WRITEBACK_CACHE;
         }
@@ -263,10 +286,16 @@ impl<S: StorageManager + 'static> Filesystem for FuseAdapter<S> {
     }
 
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        lookup_answer(
-            reply,
-            self.entry("lookup", parent, |fs| fs.lookup(from_fuse(parent), name.as_bytes())),
-        );
+        // A path walk resolves "." and ".." in the kernel; they come here
+        // only from file handles (FUSE_EXPORT_SUPPORT): "." for a node the
+        // kernel has forgotten, ".." to join a directory to the tree.
+        match name.as_bytes() {
+            b"." => reply.answer(self.entry("lookup", parent, |fs| fs.by_handle(from_fuse(parent)))),
+            b".." => reply.answer(self.entry("lookup", parent, |fs| fs.parent(from_fuse(parent)))),
+            name => {
+                lookup_answer(reply, self.entry("lookup", parent, |fs| fs.lookup(from_fuse(parent), name)))
+            }
+        }
     }
 
     fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
@@ -283,7 +312,7 @@ impl<S: StorageManager + 'static> Filesystem for FuseAdapter<S> {
 
     fn setattr(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         mode: Option<u32>,
         uid: Option<u32>,
@@ -299,7 +328,8 @@ impl<S: StorageManager + 'static> Filesystem for FuseAdapter<S> {
         flags: Option<BsdFileFlags>,
         reply: ReplyAttr,
     ) {
-        let change = SetAttr {
+        let caller = caller(req);
+        let mut change = SetAttr {
             mode,
             uid,
             gid,
@@ -309,8 +339,14 @@ impl<S: StorageManager + 'static> Filesystem for FuseAdapter<S> {
             ctime: ctime.map(time_ns),
             btime: crtime.map(time_ns),
             flags: flags.map(|f| f.bits()),
+            who: Privilege::default(),
         };
-        reply.answer(self.attr("setattr", ino, |fs| fs.setattr(from_fuse(ino), &change)));
+        reply.answer(self.attr("setattr", ino, |fs| {
+            if size.is_some() || uid.is_some() || gid.is_some() {
+                change.who = privilege(fs, ino, caller)?;
+            }
+            fs.setattr(from_fuse(ino), &change)
+        }));
     }
 
     fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
@@ -412,7 +448,7 @@ impl<S: StorageManager + 'static> Filesystem for FuseAdapter<S> {
 
     fn write(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         _fh: FileHandle,
         offset: u64,
@@ -426,10 +462,12 @@ impl<S: StorageManager + 'static> Filesystem for FuseAdapter<S> {
         // write's work; done here, it overlaps a segment being written
         // behind under the lock.
         let copies = BlockCopies::of(offset, data, self.block_size);
+        let caller = caller(req);
         // A write is at most MAX_IO bytes, so the count fits in 32 bits.
         reply.answer(
             self.changing("write", ino, Dropped::Contents, |fs| {
-                fs.write_copied(from_fuse(ino), offset, data, copies)
+                let who = privilege(fs, ino, caller)?;
+                fs.write_copied(from_fuse(ino), offset, data, copies, who)
             })
             .map(|n| n as u32),
         );
@@ -542,7 +580,7 @@ impl<S: StorageManager + 'static> Filesystem for FuseAdapter<S> {
 
     fn fallocate(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         _fh: FileHandle,
         offset: u64,
@@ -550,8 +588,10 @@ impl<S: StorageManager + 'static> Filesystem for FuseAdapter<S> {
         mode: i32,
         reply: ReplyEmpty,
     ) {
+        let caller = caller(req);
         reply.answer(self.changing("fallocate", ino, Dropped::Contents, |fs| {
-            fs.fallocate(from_fuse(ino), offset, length, mode)
+            let who = privilege(fs, ino, caller)?;
+            fs.fallocate_by(from_fuse(ino), offset, length, mode, who)
         }));
     }
 
@@ -565,16 +605,13 @@ impl<S: StorageManager + 'static> Filesystem for FuseAdapter<S> {
         reply: ReplyLseek,
     ) {
         reply.answer(
-            u64::try_from(offset)
-                .map_err(|_| errno(libc::EINVAL, "negative seek offset"))
-                .and_then(|offset| self.run("lseek", ino, |fs| fs.lseek(from_fuse(ino), offset, whence)))
-                .map(|found| found as i64),
+            self.run("lseek", ino, |fs| fs.lseek(from_fuse(ino), offset, whence)).map(|found| found as i64),
         );
     }
 
     fn copy_file_range(
         &self,
-        _req: &Request,
+        req: &Request,
         ino_in: INodeNo,
         _fh_in: FileHandle,
         offset_in: u64,
@@ -585,14 +622,17 @@ impl<S: StorageManager + 'static> Filesystem for FuseAdapter<S> {
         flags: CopyFileRangeFlags,
         reply: ReplyWrite,
     ) {
+        let caller = caller(req);
         reply.answer(if flags.is_empty() {
             self.changing("copy_file_range", ino_out, Dropped::Contents, |fs| {
-                fs.copy_file_range(
+                let who = privilege(fs, ino_out, caller)?;
+                fs.copy_file_range_by(
                     from_fuse(ino_in),
                     offset_in,
                     from_fuse(ino_out),
                     offset_out,
                     len.min(MAX_COPY),
+                    who,
                 )
             })
             .map(|n| n.min(MAX_COPY) as u32)

@@ -9,6 +9,8 @@
 //! * `adapter` — [`FuseAdapter`]: one kernel request, one `ufs` call, one reply.
 //! * `shared` — the one lock around the file system, the tick thread and the
 //!   write-behind thread.
+//! * `caller` — the caller's capabilities and groups, for clearing
+//!   set-user-ID and set-group-ID as Linux does.
 //! * `convert`, `reply` — inode numbers, attributes, times; replying once.
 //! * `stale` — which cached attributes the kernel must be told to drop.
 //! * `damage` — reports of damage met while serving, rate-limited.
@@ -19,6 +21,7 @@
 #![warn(missing_docs)]
 
 mod adapter;
+mod caller;
 mod convert;
 mod damage;
 mod readahead;

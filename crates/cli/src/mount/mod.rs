@@ -69,8 +69,8 @@ pub struct MountArgs {
     /// integrity=sync|async (FFS; default sync), log=FILE (instead of the system log),
     /// noexec, suid, dev, dirhash=on|off (default on), dirhash_maxmem=SIZE (default 2M),
     /// dirhash_minsize=SIZE (default 2560), dirhash_check (cross-check every dirhash
-    /// answer; slow); and mount(8)'s generic options (defaults, nofail, noauto, x-*, ...).
-    /// ro, sync and atime are refused.
+    /// answer; slow), relatime (default), noatime, strictatime, nodiratime; and mount(8)'s
+    /// generic options (defaults, nofail, noauto, x-*, ...). ro and sync are refused.
     #[arg(short = 'o', value_name = "OPTIONS")]
     options: Vec<String>,
     /// Stay in the foreground until unmounted.
@@ -213,6 +213,7 @@ fn mount(image: &Path, dir: &Path, options: &Options) -> Result<Mount, String> {
             }
             let mut fs = FileSystem::new(lfs);
             fs.set_dirhash_options(options.dirhash);
+            fs.set_atime_options(options.atime);
             let mounted = fslab_fuse::mount(fs, dir, &config).map_err(|e| e.to_string())?;
             let access = MountAccess(mounted.handle());
             let control = control(&access, dir, options.cleaner.unwrap_or("off"));
@@ -227,6 +228,7 @@ fn mount(image: &Path, dir: &Path, options: &Options) -> Result<Mount, String> {
             let ffs = Ffs::mount(Arc::new(disk), options.ffs()).map_err(|e| ffs_refusal(image, e))?;
             let mut fs = FileSystem::new(ffs);
             fs.set_dirhash_options(options.dirhash);
+            fs.set_atime_options(options.atime);
             let mounted = fslab_fuse::mount(fs, dir, &config).map_err(|e| e.to_string())?;
             let control = control(&MountAccess(mounted.handle()), dir, "off");
             (Session::Ffs(mounted), control)

@@ -5,22 +5,24 @@
 //!
 //! 1. honoured: fslab's own (`allow_other`, `cache=`, `checkpoint=`,
 //!    `cleaner=` (LFS), `integrity=` (FFS), `log=`, `dirhash=`,
-//!    `dirhash_maxmem=`, `dirhash_minsize=`, `dirhash_check`) and the
+//!    `dirhash_maxmem=`, `dirhash_minsize=`, `dirhash_check`), the
 //!    kernel flags FUSE can set (`exec`,
-//!    `noexec`, `suid`, `nosuid`, `dev`, `nodev`);
+//!    `noexec`, `suid`, `nosuid`, `dev`, `nodev`) and the access-time
+//!    options (`relatime`, the default, `noatime`, `strictatime`, `atime`,
+//!    `nostrictatime`, `nodiratime`, `diratime`);
 //! 2. accepted, changing nothing: what is already true of every fslab
-//!    mount (`rw`, `async`, `noatime`, `relatime`, ...) and what only
+//!    mount (`rw`, `async`, `lazytime`, ...) and what only
 //!    `mount(8)`, `umount(8)` or systemd read (`defaults`, `auto`,
 //!    `noauto`, `nofail`, `_netdev`, `user`, `users`, `x-*`, ...);
 //! 3. refused, with the reason: what fslab cannot honour (`ro`, `sync`,
-//!    `dirsync`, `atime`, `strictatime`, `mand`, `remount`, ...).
+//!    `dirsync`, `mand`, `remount`, ...).
 //!
 //! Anything else is an unknown option: an error, or with `mount -s`
 //! (sloppy) a warning.
 
 use crate::size::parse_size;
 use fslab::ffs::Integrity;
-use fslab::ufs::DirhashOptions;
+use fslab::ufs::{AtimeOptions, AtimePolicy, DirhashOptions};
 use fslab::Layout;
 use fslab_cleaner::policy;
 use std::path::PathBuf;
@@ -48,6 +50,8 @@ pub(super) struct Options {
     pub log: Option<PathBuf>,
     /// Directory hashing (2002 paper §3).
     pub dirhash: DirhashOptions,
+    /// When reads update access times.
+    pub atime: AtimeOptions,
 }
 
 impl Default for Options {
@@ -65,6 +69,7 @@ impl Default for Options {
             dev: false,
             log: None,
             dirhash: DirhashOptions::default(),
+            atime: AtimeOptions::RELATIME,
         }
     }
 }
@@ -84,14 +89,11 @@ const ACCEPTED: &[&str] = &[
     "users",
     "owner",
     "group",
-    "noatime",
-    "relatime",
-    "nodiratime",
-    "diratime",
+    // Linux's default stays relatime without it, as here.
     "norelatime",
+    // Every inode change, an access time's too, is written lazily.
     "lazytime",
     "nolazytime",
-    "nostrictatime",
     "nomand",
     "silent",
     "loud",
@@ -103,8 +105,6 @@ const REFUSED: &[(&str, &str)] = &[
     ("ro", "read-only mounts are not supported yet"),
     ("sync", "fslab writes asynchronously; use fsync(2) or 'fslab sync DIR' for durability"),
     ("dirsync", "fslab writes directory changes asynchronously; use fsync(2) on the directory"),
-    ("atime", "fslab does not update access times on reads (it behaves as noatime)"),
-    ("strictatime", "fslab does not update access times on reads (it behaves as noatime)"),
     ("mand", "mandatory locks are not supported"),
     ("remount", "a mounted fslab cannot change its options; unmount it and mount again"),
     ("bind", "bind mounts are made by mount(8) itself, not by fslab"),
@@ -135,6 +135,20 @@ pub(super) fn parse(lists: &[String], sloppy: bool) -> Result<(Options, Vec<Stri
             ("nosuid", None) => options.suid = false,
             ("dev", None) => options.dev = true,
             ("nodev", None) => options.dev = false,
+            // As Linux's do_mount: `atime` only undoes `noatime`, and
+            // `nostrictatime` only undoes `strictatime`.
+            ("noatime", None) => options.atime.policy = AtimePolicy::Never,
+            ("relatime", None) => options.atime.policy = AtimePolicy::Relative,
+            ("strictatime", None) => options.atime.policy = AtimePolicy::Always,
+            ("atime", None) if options.atime.policy == AtimePolicy::Never => {
+                options.atime.policy = AtimePolicy::Relative
+            }
+            ("nostrictatime", None) if options.atime.policy == AtimePolicy::Always => {
+                options.atime.policy = AtimePolicy::Relative
+            }
+            ("atime" | "nostrictatime", None) => {}
+            ("nodiratime", None) => options.atime.directories = false,
+            ("diratime", None) => options.atime.directories = true,
             (name, None) if ACCEPTED.contains(&name) => {}
             // mount(8) records who mounted; systemd and others keep their
             // own settings in x-* and comment=.
@@ -231,7 +245,24 @@ impl Options {
 
 /// The options that take no value.
 fn is_flag(name: &str) -> bool {
-    matches!(name, "allow_other" | "exec" | "noexec" | "suid" | "nosuid" | "dev" | "nodev" | "dirhash_check")
+    matches!(
+        name,
+        "allow_other"
+            | "exec"
+            | "noexec"
+            | "suid"
+            | "nosuid"
+            | "dev"
+            | "nodev"
+            | "dirhash_check"
+            | "noatime"
+            | "relatime"
+            | "strictatime"
+            | "atime"
+            | "nostrictatime"
+            | "nodiratime"
+            | "diratime"
+    )
 }
 
 #[cfg(test)]
@@ -295,9 +326,25 @@ mod tests {
     #[test]
     fn generic_options_of_fstab_lines_are_accepted() {
         let fstab = "defaults,rw,auto,noauto,nofail,_netdev,user,users,nouser,owner,group,user=alice,\
-                     noatime,relatime,nodiratime,lazytime,async,nomand,x-systemd.automount,\
+                     norelatime,lazytime,async,nomand,x-systemd.automount,\
                      x-systemd.device-timeout=10,comment=backup";
         assert_eq!(parse(&[fstab.to_string()], false), Ok((Options::default(), Vec::new())));
+    }
+
+    #[test]
+    fn access_time_options_choose_the_policy_as_linux_does() {
+        let policy = |list: &str| one(list).map(|o| o.atime.policy);
+        assert_eq!(Options::default().atime, AtimeOptions::RELATIME, "relatime by default");
+        assert_eq!(policy("noatime"), Ok(AtimePolicy::Never));
+        assert_eq!(policy("strictatime"), Ok(AtimePolicy::Always));
+        assert_eq!(policy("noatime,relatime"), Ok(AtimePolicy::Relative));
+        assert_eq!(policy("noatime,atime"), Ok(AtimePolicy::Relative), "atime undoes noatime");
+        assert_eq!(policy("strictatime,atime"), Ok(AtimePolicy::Always), "and nothing else");
+        assert_eq!(policy("strictatime,nostrictatime"), Ok(AtimePolicy::Relative));
+        assert_eq!(policy("noatime,nostrictatime"), Ok(AtimePolicy::Never));
+        assert_eq!(one("nodiratime").map(|o| o.atime.directories), Ok(false));
+        assert_eq!(one("nodiratime,diratime").map(|o| o.atime.directories), Ok(true));
+        assert!(one("noatime=1").is_err());
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! past a regular file's size reads as zero, so growing a file (truncate up,
 //! a write past the end) never exposes old data.
 
-use super::{now, Ns, SetAttr, TimeSet};
+use super::{now, Ns, Privilege, SetAttr, TimeSet};
 use crate::error::errno;
 use crate::format::inode::{Inode, InodeAttr};
 use crate::format::{Ino, Lbn};
@@ -96,12 +96,12 @@ impl<S: StorageManager> Ns<'_, S> {
             }
             self.truncate(ino, &mut attr, size)?;
             attr.mtime = now;
-            kill_privileges(&mut attr);
+            remove_privileges(&mut attr, change.who);
         }
-        if (change.uid.is_some_and(|u| u != attr.uid) || change.gid.is_some_and(|g| g != attr.gid))
-            && !attr.is_dir()
-        {
-            kill_privileges(&mut attr);
+        // A chown clears them even when the owner stays the same, as
+        // Linux's chown_common() asks notify_change() to.
+        if change.uid.is_some() || change.gid.is_some() {
+            chown_privileges(&mut attr, change.who);
         }
         if let Some(mode) = change.mode {
             attr.mode = (attr.mode & crate::format::inode::kind::MASK) | (mode & 0o7777);
@@ -228,6 +228,7 @@ impl<S: StorageManager> Ns<'_, S> {
         offset: u64,
         data: &[u8],
         mut copies: BlockCopies,
+        who: Privilege,
     ) -> Result<usize> {
         let mut attr = self.regular(ino)?.attr;
         if data.is_empty() {
@@ -270,17 +271,24 @@ impl<S: StorageManager> Ns<'_, S> {
         attr.size = attr.size.max(offset + done as u64);
         attr.mtime = now;
         attr.ctime = now;
-        kill_privileges(&mut attr);
+        remove_privileges(&mut attr, who);
         self.s.update(ino, &attr)?;
         Ok(done)
     }
 
-    pub(super) fn fallocate(&mut self, ino: Ino, offset: u64, len: u64, mode: i32) -> Result<()> {
+    pub(super) fn fallocate(
+        &mut self,
+        ino: Ino,
+        offset: u64,
+        len: u64,
+        mode: i32,
+        who: Privilege,
+    ) -> Result<()> {
         let allocate = mode & !KEEP_SIZE == 0;
         let punch = mode == PUNCH_HOLE | KEEP_SIZE;
         let zero = mode & !KEEP_SIZE == ZERO_RANGE;
         if mode == COLLAPSE_RANGE || mode == INSERT_RANGE {
-            return self.shift_range(ino, offset, len, mode);
+            return self.shift_range(ino, offset, len, mode, who);
         }
         if mode & (COLLAPSE_RANGE | INSERT_RANGE) != 0 {
             // As Linux: these two take no other flag.
@@ -340,7 +348,7 @@ impl<S: StorageManager> Ns<'_, S> {
         attr.ctime = now;
         // As Linux's file_modified() in fallocate(2): with FUSE's
         // HANDLE_KILLPRIV the kernel leaves this to the file system.
-        kill_privileges(&mut attr);
+        remove_privileges(&mut attr, who);
         self.s.update(ino, &attr)
     }
 
@@ -411,11 +419,14 @@ impl<S: StorageManager> Ns<'_, S> {
         Ok(())
     }
 
-    pub(super) fn lseek(&mut self, ino: Ino, offset: u64, whence: i32) -> Result<u64> {
+    pub(super) fn lseek(&mut self, ino: Ino, offset: i64, whence: i32) -> Result<u64> {
         let size = self.s.vget(ino)?.attr.size;
         if whence != libc::SEEK_DATA && whence != libc::SEEK_HOLE {
             return Err(errno(libc::EINVAL, "lseek supports only SEEK_DATA and SEEK_HOLE here"));
         }
+        // As Linux's iomap_seek_data / iomap_seek_hole: a negative offset
+        // lies outside the file, like one past its end.
+        let offset = u64::try_from(offset).map_err(|_| errno(libc::ENXIO, "negative offset"))?;
         if offset >= size {
             return Err(errno(libc::ENXIO, "offset at or past the end of the file"));
         }
@@ -446,6 +457,7 @@ impl<S: StorageManager> Ns<'_, S> {
         to: Ino,
         to_offset: u64,
         len: u64,
+        who: Privilege,
     ) -> Result<u64> {
         let src_size = self.regular(from)?.attr.size;
         let mut dst_attr = self.regular(to)?.attr;
@@ -510,21 +522,41 @@ impl<S: StorageManager> Ns<'_, S> {
         dst_attr.size = dst_attr.size.max(to_offset + done);
         dst_attr.mtime = now;
         dst_attr.ctime = now;
-        kill_privileges(&mut dst_attr);
+        remove_privileges(&mut dst_attr, who);
         self.s.update(to, &dst_attr)?;
         Ok(done)
     }
 }
 
-/// Clears set-user-ID, and set-group-ID where it means "run as group" (the
-/// group-execute bit is set; without it the bit marks mandatory locking),
-/// as POSIX asks when a file is written, truncated or changes owner (and
-/// Linux when fallocate(2) or copy_file_range(2) changes it). The
-/// FUSE adapter tells the kernel fslab does this, which spares a
+/// Clears set-user-ID and set-group-ID as Linux does when a regular file
+/// is written, truncated, or changed by fallocate(2) or copy_file_range(2)
+/// (`file_remove_privs` → `setattr_should_drop_suidgid`): nothing for a
+/// caller with `CAP_FSETID`; otherwise set-user-ID always, and
+/// set-group-ID where group-execute is set or the caller is outside the
+/// file's group. The FUSE adapter tells the kernel fslab does this
+/// (`FUSE_HANDLE_KILLPRIV`), which spares a
 /// `getxattr("security.capability")` round trip on every write.
-pub(super) fn kill_privileges(attr: &mut InodeAttr) {
+pub(super) fn remove_privileges(attr: &mut InodeAttr, who: Privilege) {
+    if who.fsetid || !attr.is_reg() {
+        return;
+    }
     attr.mode &= !libc::S_ISUID;
-    if attr.mode & libc::S_IXGRP != 0 {
+    if attr.mode & libc::S_IXGRP != 0 || !who.in_group {
+        attr.mode &= !libc::S_ISGID;
+    }
+}
+
+/// Clears set-user-ID and set-group-ID as Linux's `chown_common` does on
+/// any change of owner or group of a non-directory, even to the same ids
+/// and even by root: set-user-ID always; set-group-ID where group-execute
+/// is set, or where the caller has neither `CAP_FSETID` nor membership of
+/// the file's group (`setattr_should_drop_sgid`).
+pub(super) fn chown_privileges(attr: &mut InodeAttr, who: Privilege) {
+    if attr.is_dir() {
+        return;
+    }
+    attr.mode &= !libc::S_ISUID;
+    if attr.mode & libc::S_IXGRP != 0 || !(who.in_group || who.fsetid) {
         attr.mode &= !libc::S_ISGID;
     }
 }

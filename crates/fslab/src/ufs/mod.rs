@@ -13,9 +13,10 @@
 //! directories fast), `file` (read, write, truncate, fallocate, lseek,
 //! copy), `shift` (collapsing and inserting a range of a file), `xattr`
 //! (the extended-attribute block).
-//! Permission checks are left to the kernel (`default_permissions`); atime is
-//! not updated by reads.
+//! Permission checks are left to the kernel (`default_permissions`); reads
+//! update access times as `atime` says (not at all, unless set).
 
+mod atime;
 mod dir;
 mod dirhash;
 mod file;
@@ -35,6 +36,7 @@ use crate::format::{now_ns, Ino, TimeNs, NAME_MAX};
 use crate::storage::{Hint, StatFs, StorageManager, TxKind};
 use crate::Result;
 
+pub use atime::{AtimeOptions, AtimePolicy};
 pub use dirhash::{DirhashOptions, DirhashStats};
 pub use file::BlockCopies;
 pub use xattr::{XATTR_MAGIC, XATTR_VALUE_MAX};
@@ -63,6 +65,37 @@ pub struct SetAttr {
     pub btime: Option<TimeNs>,
     /// New BSD file flags.
     pub flags: Option<u32>,
+    /// Who asks: decides which of set-user-ID and set-group-ID a truncate
+    /// or a change of owner clears.
+    pub who: Privilege,
+}
+
+/// The caller of a change to a file, as Linux's rules for clearing
+/// set-user-ID and set-group-ID see it (`setattr_should_drop_suidgid`,
+/// `setattr_should_drop_sgid` in fs/attr.c).
+///
+/// The default is an unprivileged member of the file's group, which clears
+/// the least a caller without `CAP_FSETID` can clear.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Privilege {
+    /// The caller holds `CAP_FSETID`: a write, truncate or fallocate clears
+    /// nothing, and a change of owner keeps a set-group-ID bit that marks
+    /// mandatory locking (group-execute clear).
+    pub fsetid: bool,
+    /// The caller is in the file's group (before a change of owner):
+    /// otherwise set-group-ID goes even where group-execute is clear.
+    pub in_group: bool,
+}
+
+impl Default for Privilege {
+    fn default() -> Privilege {
+        Privilege { fsetid: false, in_group: true }
+    }
+}
+
+impl Privilege {
+    /// A caller with every privilege (root with `CAP_FSETID`).
+    pub const ROOT: Privilege = Privilege { fsetid: true, in_group: true };
 }
 
 /// A timestamp to set: the current time, or a given one.
@@ -131,6 +164,8 @@ pub(crate) struct State {
     pins: HashMap<Ino, u64>,
     /// Inodes with no links that are still pinned.
     orphans: HashSet<Ino>,
+    /// When reads update access times (a mount option).
+    atime: AtimeOptions,
 }
 
 /// One call's view of the file system: the storage manager (inside a
@@ -296,6 +331,35 @@ impl<S: StorageManager> FileSystem<S> {
         ns.s.vget(slot.ino)
     }
 
+    /// The inode a file handle names (`open_by_handle_at(2)`, an NFS
+    /// export): `ino` itself while it is a file of the namespace with a
+    /// link; ESTALE for a number never allocated, freed, unlinked, or
+    /// outside the namespace (the ifile), as ext4's `ext4_nfs_get_inode`.
+    /// The caller compares the generation the handle holds.
+    pub fn by_handle(&mut self, ino: Ino) -> Result<Inode> {
+        let stale = || errno(libc::ESTALE, "no file has this handle any more");
+        if ino < crate::format::ROOT_INO {
+            return Err(stale());
+        }
+        match self.storage.vget(ino) {
+            Ok(inode) if inode.attr.nlink > 0 => Ok(inode),
+            Ok(_) => Err(stale()),
+            Err(e) if e.errno() == libc::ENOENT => Err(stale()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The parent of directory `ino`, which a file handle names (its `..`
+    /// entry; the root is its own parent): how a directory found by handle
+    /// is joined to the tree again. ESTALE as [`FileSystem::by_handle`].
+    pub fn parent(&mut self, ino: Ino) -> Result<Inode> {
+        self.by_handle(ino)?;
+        let mut ns = self.ns();
+        ns.dir_inode(ino)?;
+        let slot = ns.dir_lookup(ino, b"..")?.ok_or(errno(libc::ESTALE, "directory without '..'"))?;
+        ns.s.vget(slot.ino)
+    }
+
     /// The attributes of `ino`.
     pub fn getattr(&mut self, ino: Ino) -> Result<Inode> {
         self.storage.vget(ino)
@@ -355,20 +419,30 @@ impl<S: StorageManager> FileSystem<S> {
         self.tx(TxKind::Link, |ns| ns.link(ino, new_parent, new_name))
     }
 
-    /// Reads up to `len` bytes at `offset`; fewer at end of file.
+    /// Reads up to `len` bytes at `offset`; fewer at end of file. Updates
+    /// the access time as [`FileSystem::set_atime_options`] says.
     pub fn read(&mut self, ino: Ino, offset: u64, len: usize) -> Result<Vec<u8>> {
-        self.ns().read(ino, offset, len)
+        let data = self.ns().read(ino, offset, len)?;
+        self.accessed(ino, false);
+        Ok(data)
     }
 
     /// Writes `data` at `offset`; returns the bytes written.
     pub fn write(&mut self, ino: Ino, offset: u64, data: &[u8]) -> Result<usize> {
-        self.tx(TxKind::Write, |ns| ns.write(ino, offset, data, BlockCopies::default()))
+        self.tx(TxKind::Write, |ns| ns.write(ino, offset, data, BlockCopies::default(), Privilege::default()))
     }
 
     /// [`FileSystem::write`], with `copies` made from the same `offset`
-    /// and `data` ([`BlockCopies::of`]) beforehand.
-    pub fn write_copied(&mut self, ino: Ino, offset: u64, data: &[u8], copies: BlockCopies) -> Result<usize> {
-        self.tx(TxKind::Write, |ns| ns.write(ino, offset, data, copies))
+    /// and `data` ([`BlockCopies::of`]) beforehand, by a caller `who`.
+    pub fn write_copied(
+        &mut self,
+        ino: Ino,
+        offset: u64,
+        data: &[u8],
+        copies: BlockCopies,
+        who: Privilege,
+    ) -> Result<usize> {
+        self.tx(TxKind::Write, |ns| ns.write(ino, offset, data, copies, who))
     }
 
     /// The file system's block size, which [`BlockCopies::of`] needs.
@@ -378,16 +452,22 @@ impl<S: StorageManager> FileSystem<S> {
 
     /// `fallocate(2)`: `mode` holds the `FALLOC_FL_*` flags.
     pub fn fallocate(&mut self, ino: Ino, offset: u64, len: u64, mode: i32) -> Result<()> {
+        self.fallocate_by(ino, offset, len, mode, Privilege::default())
+    }
+
+    /// [`FileSystem::fallocate`] by a caller `who`.
+    pub fn fallocate_by(&mut self, ino: Ino, offset: u64, len: u64, mode: i32, who: Privilege) -> Result<()> {
         let frees = libc::FALLOC_FL_PUNCH_HOLE
             | libc::FALLOC_FL_ZERO_RANGE
             | libc::FALLOC_FL_COLLAPSE_RANGE
             | libc::FALLOC_FL_INSERT_RANGE;
         let kind = if mode & frees != 0 { TxKind::Truncate } else { TxKind::Write };
-        self.tx(kind, |ns| ns.fallocate(ino, offset, len, mode))
+        self.tx(kind, |ns| ns.fallocate(ino, offset, len, mode, who))
     }
 
-    /// `lseek(2)` for SEEK_DATA and SEEK_HOLE (`whence` as in libc).
-    pub fn lseek(&mut self, ino: Ino, offset: u64, whence: i32) -> Result<u64> {
+    /// `lseek(2)` for SEEK_DATA and SEEK_HOLE (`whence` as in libc): ENXIO
+    /// at a negative offset or one at or past the end.
+    pub fn lseek(&mut self, ino: Ino, offset: i64, whence: i32) -> Result<u64> {
         self.ns().lseek(ino, offset, whence)
     }
 
@@ -400,14 +480,30 @@ impl<S: StorageManager> FileSystem<S> {
         to_offset: u64,
         len: u64,
     ) -> Result<u64> {
-        self.tx(TxKind::Write, |ns| ns.copy_file_range(from, from_offset, to, to_offset, len))
+        self.copy_file_range_by(from, from_offset, to, to_offset, len, Privilege::default())
     }
 
-    /// Entries of directory `ino` from `offset` (0 = the start), at most `max`.
+    /// [`FileSystem::copy_file_range`] by a caller `who`.
+    pub fn copy_file_range_by(
+        &mut self,
+        from: Ino,
+        from_offset: u64,
+        to: Ino,
+        to_offset: u64,
+        len: u64,
+        who: Privilege,
+    ) -> Result<u64> {
+        self.tx(TxKind::Write, |ns| ns.copy_file_range(from, from_offset, to, to_offset, len, who))
+    }
+
+    /// Entries of directory `ino` from `offset` (0 = the start), at most
+    /// `max`. Updates the access time as [`FileSystem::set_atime_options`] says.
     pub fn readdir(&mut self, ino: Ino, offset: u64, max: usize) -> Result<Vec<DirEntry>> {
         let mut ns = self.ns();
         ns.dir_inode(ino)?;
-        ns.dir_read(ino, offset, max)
+        let entries = ns.dir_read(ino, offset, max)?;
+        self.accessed(ino, true);
+        Ok(entries)
     }
 
     /// Makes `ino` durable.

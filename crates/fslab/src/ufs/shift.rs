@@ -11,8 +11,8 @@
 //! blocks (FFS grows its tail to a block), and the final size settles the
 //! tail again (FFS shrinks the new last block to its fragments).
 
-use super::file::{kill_privileges, COLLAPSE_RANGE, INSERT_RANGE};
-use super::{now, Ns};
+use super::file::{remove_privileges, COLLAPSE_RANGE, INSERT_RANGE};
+use super::{now, Ns, Privilege};
 use crate::error::errno;
 use crate::format::Ino;
 use crate::storage::StorageManager;
@@ -27,7 +27,14 @@ impl<S: StorageManager> Ns<'_, S> {
     /// that reaches the end of the file, or an insert at or past it; EFBIG
     /// when the file would grow past the largest file; ENOSPC, having
     /// changed nothing, when the move has no room.
-    pub(super) fn shift_range(&mut self, ino: Ino, offset: u64, len: u64, mode: i32) -> Result<()> {
+    pub(super) fn shift_range(
+        &mut self,
+        ino: Ino,
+        offset: u64,
+        len: u64,
+        mode: i32,
+        who: Privilege,
+    ) -> Result<()> {
         let collapse = mode == COLLAPSE_RANGE;
         debug_assert!(collapse || mode == INSERT_RANGE);
         if len == 0 {
@@ -83,7 +90,7 @@ impl<S: StorageManager> Ns<'_, S> {
         attr.size = new_size;
         attr.mtime = now;
         attr.ctime = now;
-        kill_privileges(&mut attr);
+        remove_privileges(&mut attr, who);
         self.s.update(ino, &attr)
     }
 }

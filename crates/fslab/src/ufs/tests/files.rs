@@ -67,13 +67,16 @@ fn seek_data_and_seek_hole_walk_a_sparse_file() {
     fs.write(f, 3 * BS, &[1; 10]).expect("write");
     truncate(&mut fs, f, 8 * BS);
     assert_eq!(fs.lseek(f, 0, libc::SEEK_DATA).expect("data"), 2 * BS);
-    assert_eq!(fs.lseek(f, 2 * BS + 5, libc::SEEK_DATA).expect("data"), 2 * BS + 5);
+    assert_eq!(fs.lseek(f, (2 * BS + 5) as i64, libc::SEEK_DATA).expect("data"), 2 * BS + 5);
     assert_eq!(fs.lseek(f, 0, libc::SEEK_HOLE).expect("hole"), 0);
-    assert_eq!(fs.lseek(f, 2 * BS, libc::SEEK_HOLE).expect("hole"), 4 * BS);
-    assert_eq!(errno(fs.lseek(f, 4 * BS, libc::SEEK_DATA)), libc::ENXIO);
-    assert_eq!(errno(fs.lseek(f, 8 * BS, libc::SEEK_HOLE)), libc::ENXIO);
+    assert_eq!(fs.lseek(f, (2 * BS) as i64, libc::SEEK_HOLE).expect("hole"), 4 * BS);
+    assert_eq!(errno(fs.lseek(f, (4 * BS) as i64, libc::SEEK_DATA)), libc::ENXIO);
+    assert_eq!(errno(fs.lseek(f, (8 * BS) as i64, libc::SEEK_HOLE)), libc::ENXIO);
     fs.write(f, 7 * BS, &[1; 10]).expect("write");
-    assert_eq!(fs.lseek(f, 7 * BS, libc::SEEK_HOLE).expect("hole at eof"), 8 * BS);
+    assert_eq!(fs.lseek(f, (7 * BS) as i64, libc::SEEK_HOLE).expect("hole at eof"), 8 * BS);
+    for whence in [libc::SEEK_DATA, libc::SEEK_HOLE] {
+        assert_eq!(errno(fs.lseek(f, -1, whence)), libc::ENXIO, "negative offset, whence {whence}");
+    }
 }
 
 #[test]
@@ -189,6 +192,65 @@ fn writing_truncating_or_chowning_clears_set_user_id_and_set_group_id() {
     assert_eq!(fs.getattr(f).expect("getattr").attr.mode & 0o7777, 0o755);
 }
 
+/// Linux's rules as ext4 shows them (`file_remove_privs`, `chown_common`):
+/// `CAP_FSETID` keeps both bits on a write, truncate or fallocate; a caller
+/// outside the file's group loses set-group-ID even without group-execute;
+/// a chown clears set-user-ID even by root and to the same owner.
+#[test]
+fn set_user_id_and_set_group_id_go_as_linux_decides_for_each_caller() {
+    type Op<'a> = dyn Fn(&mut FileSystem<MemStorage>) + 'a;
+    use crate::ufs::Privilege;
+    let outsider = Privilege { fsetid: false, in_group: false };
+    let member = Privilege::default();
+    let root = Privilege::ROOT;
+    let mut fs = fs();
+    let f = file(&mut fs, ROOT, "f").ino;
+    let g = file(&mut fs, ROOT, "g").ino;
+    fs.write(g, 0, b"data").expect("write");
+    // (mode before, caller, mode after a write / truncate / fallocate / copy, after a chown)
+    let cases = [
+        (0o2666, outsider, 0o666, 0o666),
+        (0o6666, outsider, 0o666, 0o666),
+        (0o6777, outsider, 0o777, 0o777),
+        (0o2666, member, 0o2666, 0o2666),
+        (0o6666, member, 0o2666, 0o2666),
+        (0o6777, member, 0o777, 0o777),
+        (0o2666, root, 0o2666, 0o2666),
+        (0o6666, root, 0o6666, 0o2666),
+        (0o6755, root, 0o6755, 0o755),
+    ];
+    let mode = |fs: &mut FileSystem<MemStorage>| fs.getattr(f).expect("getattr").attr.mode & 0o7777;
+    for (before, who, after_change, after_chown) in cases {
+        let ops: [(&str, &Op<'_>); 5] = [
+            ("write", &|fs| {
+                fs.write_copied(f, 0, b"x", crate::ufs::BlockCopies::default(), who).expect("write");
+            }),
+            ("truncate", &|fs| {
+                fs.setattr(f, &SetAttr { size: Some(1), who, ..SetAttr::default() }).expect("truncate");
+            }),
+            ("fallocate", &|fs| fs.fallocate_by(f, 0, BS, 0, who).expect("fallocate")),
+            ("copy_file_range", &|fs| {
+                fs.copy_file_range_by(g, 0, f, 0, 4, who).expect("copy");
+            }),
+            ("chown to the same owner", &|fs| {
+                let uid = fs.getattr(f).expect("getattr").attr.uid;
+                fs.setattr(f, &SetAttr { uid: Some(uid), who, ..SetAttr::default() }).expect("chown");
+            }),
+        ];
+        for (what, op) in ops {
+            fs.setattr(f, &SetAttr { mode: Some(before), ..SetAttr::default() }).expect("chmod");
+            op(&mut fs);
+            let want = if what.starts_with("chown") { after_chown } else { after_change };
+            assert_eq!(mode(&mut fs), want, "{what} of {before:o} by {who:?}");
+        }
+    }
+    // A directory keeps its bits through a chown.
+    let d = dir(&mut fs, ROOT, "d").ino;
+    fs.setattr(d, &SetAttr { mode: Some(0o2775), ..SetAttr::default() }).expect("chmod");
+    fs.setattr(d, &SetAttr { uid: Some(5), who: outsider, ..SetAttr::default() }).expect("chown");
+    assert_eq!(fs.getattr(d).expect("getattr").attr.mode & 0o7777, 0o2775);
+}
+
 #[test]
 fn writes_with_blocks_copied_beforehand_store_what_the_bytes_say() {
     use crate::ufs::BlockCopies;
@@ -205,7 +267,10 @@ fn writes_with_blocks_copied_beforehand_store_what_the_bytes_say() {
         // passed over for the bytes.
         let block_size = if step % 7 == 0 { 8192 } else { BS as u32 };
         let copies = BlockCopies::of(offset, &data, block_size);
-        assert_eq!(fs.write_copied(f, offset, &data, copies).expect("write"), len);
+        assert_eq!(
+            fs.write_copied(f, offset, &data, copies, crate::ufs::Privilege::default()).expect("write"),
+            len
+        );
         let end = offset as usize + len;
         if model.len() < end {
             model.resize(end, 0);

@@ -266,3 +266,27 @@ fn a_failed_create_frees_the_new_inode() {
     assert_eq!(fs.storage().inodes_used(), 1 + created);
     assert!(fs.dir_index_matches(ROOT).expect("check"));
 }
+
+/// What `open_by_handle_at` finds: a linked file by its number, a
+/// directory's parent by `..`; ESTALE for whatever a handle can no longer
+/// name (freed, unlinked but still pinned, never allocated, the ifile).
+#[test]
+fn file_handles_find_linked_files_and_parents_and_nothing_else() {
+    let mut fs = fs();
+    let d = dir(&mut fs, ROOT, "d");
+    let sub = dir(&mut fs, d.ino, "sub");
+    let f = file(&mut fs, sub.ino, "f");
+    assert_eq!(fs.by_handle(f.ino).expect("linked file"), fs.getattr(f.ino).expect("getattr"));
+    assert_eq!(fs.parent(sub.ino).expect("parent").ino, d.ino);
+    assert_eq!(fs.parent(d.ino).expect("parent").ino, ROOT);
+    assert_eq!(fs.parent(ROOT).expect("the root is its own parent").ino, ROOT);
+    assert_eq!(errno(fs.parent(f.ino)), libc::ENOTDIR);
+    fs.pin(f.ino);
+    fs.unlink(sub.ino, b"f").expect("unlink");
+    assert_eq!(errno(fs.by_handle(f.ino)), libc::ESTALE, "unlinked, still pinned");
+    fs.unpin(f.ino, 1).expect("unpin");
+    assert_eq!(errno(fs.by_handle(f.ino)), libc::ESTALE, "freed");
+    assert_eq!(errno(fs.by_handle(1_000_000)), libc::ESTALE, "never allocated");
+    assert_eq!(errno(fs.by_handle(1)), libc::ESTALE, "the ifile");
+    assert_eq!(errno(fs.by_handle(0)), libc::ESTALE);
+}

@@ -1,0 +1,109 @@
+//! Who sent a request, as Linux's rules for clearing set-user-ID and
+//! set-group-ID need to know it: whether the caller holds `CAP_FSETID`
+//! and whether it is in a file's group.
+//!
+//! FUSE hands over only the caller's fsuid, fsgid and thread id. With
+//! `FUSE_HANDLE_KILLPRIV` the kernel leaves the clearing to fslab, so the
+//! rest is read from `/proc/<tid>/status` (`CapEff:` and `Groups:`), and
+//! only for a file that has one of the bits to lose. Where that cannot be
+//! read (the thread has gone, or its ids no longer match the request's),
+//! uid 0 counts as holding `CAP_FSETID` and the fsgid as the only group.
+
+use fslab::ufs::Privilege;
+
+/// `CAP_FSETID`'s bit in a capability set (linux/capability.h).
+const CAP_FSETID: u32 = 4;
+
+/// The ids a FUSE request carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Caller {
+    /// fsuid.
+    pub uid: u32,
+    /// fsgid.
+    pub gid: u32,
+    /// Thread id (0 for requests the kernel makes on its own).
+    pub pid: u32,
+}
+
+/// What `/proc/<tid>/status` says of a thread.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Status {
+    fsuid: Option<u32>,
+    fsgid: Option<u32>,
+    cap_eff: Option<u64>,
+    groups: Vec<u32>,
+}
+
+/// Parses the lines of `/proc/<tid>/status` this module needs; the fourth
+/// id of `Uid:` and `Gid:` is the file-system id.
+fn parse_status(text: &str) -> Status {
+    let mut status = Status::default();
+    for line in text.lines() {
+        let Some((key, value)) = line.split_once(':') else { continue };
+        let mut words = value.split_whitespace();
+        match key {
+            "Uid" => status.fsuid = words.nth(3).and_then(|w| w.parse().ok()),
+            "Gid" => status.fsgid = words.nth(3).and_then(|w| w.parse().ok()),
+            "CapEff" => status.cap_eff = words.next().and_then(|w| u64::from_str_radix(w, 16).ok()),
+            "Groups" => status.groups = words.filter_map(|w| w.parse().ok()).collect(),
+            _ => {}
+        }
+    }
+    status
+}
+
+impl Caller {
+    /// How Linux's rules see this caller changing a file of group `gid`.
+    pub fn privilege(&self, gid: u32) -> Privilege {
+        let status = match self.pid {
+            0 => None,
+            pid => std::fs::read_to_string(format!("/proc/{pid}/status")).ok().map(|t| parse_status(&t)),
+        };
+        self.judge(status, gid)
+    }
+
+    /// The privilege `status` (if it is this caller's) grants on a file of
+    /// group `gid`.
+    fn judge(&self, status: Option<Status>, gid: u32) -> Privilege {
+        match status {
+            // A thread id reused by another thread since the request was
+            // sent shows other ids.
+            Some(s) if s.fsuid == Some(self.uid) && s.fsgid == Some(self.gid) => {
+                let fsetid = s.cap_eff.is_some_and(|caps| caps & (1 << CAP_FSETID) != 0);
+                Privilege { fsetid, in_group: gid == self.gid || s.groups.contains(&gid) }
+            }
+            _ => Privilege { fsetid: self.uid == 0, in_group: gid == self.gid },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const STATUS: &str = "Name:\tsh\nUid:\t0\t65534\t65534\t65534\nGid:\t0\t100\t100\t100\n\
+        Groups:\t4 24 27 \nCapEff:\t0000000000000000\n";
+
+    #[test]
+    fn capabilities_and_groups_come_from_the_status_of_the_thread() {
+        let caller = Caller { uid: 65534, gid: 100, pid: 7 };
+        let status = parse_status(STATUS);
+        assert_eq!(status.groups, vec![4, 24, 27]);
+        assert_eq!(caller.judge(Some(parse_status(STATUS)), 24), Privilege { fsetid: false, in_group: true });
+        assert_eq!(
+            caller.judge(Some(parse_status(STATUS)), 100),
+            Privilege { fsetid: false, in_group: true }
+        );
+        assert_eq!(caller.judge(Some(parse_status(STATUS)), 0), Privilege { fsetid: false, in_group: false });
+        let root = STATUS.replace("CapEff:\t0000000000000000", "CapEff:\t000001ffffffffff");
+        assert!(caller.judge(Some(parse_status(&root)), 0).fsetid);
+    }
+
+    #[test]
+    fn a_status_of_other_ids_is_not_believed() {
+        let caller = Caller { uid: 0, gid: 0, pid: 7 };
+        // The status says 65534 and group 24: not this caller's.
+        assert_eq!(caller.judge(Some(parse_status(STATUS)), 24), Privilege { fsetid: true, in_group: false });
+        assert_eq!(caller.judge(None, 0), Privilege::ROOT);
+    }
+}
