@@ -37,41 +37,9 @@ fn is_fslab_mount_point(mountinfo: &str, dir: &Path) -> bool {
 /// `fuse.fslab`), if the last mount on `dir` — the one in effect — is
 /// fslab's.
 pub(crate) fn fslab_source(mountinfo: &str, dir: &Path) -> Option<String> {
-    let mut found = None;
-    for line in mountinfo.lines() {
-        // ID PARENT MAJ:MIN ROOT MOUNT-POINT OPTIONS [TAGS...] - TYPE SOURCE SUPER-OPTIONS
-        let Some((left, right)) = line.split_once(" - ") else { continue };
-        let Some(point) = left.split(' ').nth(4) else { continue };
-        if Path::new(&unescape(point)) != dir {
-            continue;
-        }
-        let mut fields = right.split(' ');
-        let (kind, source) = (fields.next().unwrap_or(""), fields.next().unwrap_or(""));
-        found = fslab_fuse::is_fslab_mount(kind, source).then(|| unescape(source));
-    }
-    found
-}
-
-/// A mountinfo path with its octal escapes (`\040` for a space) undone.
-fn unescape(field: &str) -> String {
-    let bytes = field.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let octal = bytes.get(i + 1..i + 4).filter(|d| d.iter().all(|b| (b'0'..=b'7').contains(b)));
-        match (bytes[i], octal) {
-            (b'\\', Some(d)) => {
-                let value = d.iter().fold(0u32, |v, b| v * 8 + u32::from(b - b'0'));
-                out.push(value as u8);
-                i += 4;
-            }
-            (b, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    let entries = fslab_fuse::mountinfo::parse(mountinfo);
+    let top = fslab_fuse::mountinfo::topmost(&entries, dir)?;
+    fslab_fuse::is_fslab_mount(&top.kind, &top.source).then(|| top.source.clone())
 }
 
 #[cfg(test)]
@@ -107,11 +75,5 @@ mod tests {
         assert_eq!(fslab_source(spaced, Path::new("/mnt/a")).as_deref(), Some("/var/img one"));
         assert_eq!(fslab_source(MOUNTINFO, Path::new("/mnt/over")), None, "mounted over");
         assert_eq!(fslab_source(MOUNTINFO, Path::new("/mnt/other")), None, "not fslab");
-    }
-
-    #[test]
-    fn octal_escapes_are_undone_and_the_rest_kept() {
-        assert_eq!(unescape("/a\\040b\\011c\\134d"), "/a b\tc\\d");
-        assert_eq!(unescape("/x\\04"), "/x\\04", "a short escape stays as it is");
     }
 }

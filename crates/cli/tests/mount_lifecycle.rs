@@ -434,3 +434,101 @@ fn an_open_unlinked_file_is_freed_after_a_killed_daemon(layout: Layout) {
     assert!(r.success(), "fsck after recovery and a clean unmount: {}", r.describe());
     assert!(!r.describe().contains("pending reclaim"), "{}", r.describe());
 }
+
+/// Whether this process may mount (root), saying so when not.
+fn root_or_skip(what: &str) -> bool {
+    // SAFETY: geteuid(2) has no arguments and cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root {
+        println!("skipped: {what} needs root");
+    }
+    root
+}
+
+/// A tmpfs mounted on a directory, unmounted (lazily) when dropped so a
+/// failing test leaves nothing behind.
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    fn mount(dir: &Path) -> Tmpfs {
+        let r =
+            run("mount", &[OsStr::new("-t"), OsStr::new("tmpfs"), OsStr::new("tmpfs"), dir.as_os_str()], T);
+        assert!(r.success(), "mount -t tmpfs: {}", r.describe());
+        Tmpfs(dir.to_path_buf())
+    }
+
+    /// Whether the tmpfs is still the mount it was, holding `file`.
+    fn holds(&self, file: &str, content: &[u8]) -> bool {
+        fs::read(self.0.join(file)).is_ok_and(|c| c == content)
+    }
+
+    fn unmount(mut self) {
+        let r = run("umount", &[self.0.as_os_str()], T);
+        assert!(r.success(), "umount tmpfs: {}", r.describe());
+        self.0 = PathBuf::new();
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        if !self.0.as_os_str().is_empty() {
+            let _ = run("umount", &[OsStr::new("-l"), self.0.as_os_str()], T);
+        }
+    }
+}
+
+#[test]
+fn unmounting_fslab_leaves_the_mount_under_it() {
+    if !root_or_skip("mounting a tmpfs") {
+        return;
+    }
+    let Some(Scratch { _tmp, image, dir }) = scratch("64M") else { return };
+    fs::create_dir(&dir).expect("mkdir mnt");
+
+    // A tmpfs under fslab: the daemon, ending its session, must not take it.
+    let tmpfs = Tmpfs::mount(&dir);
+    fs::write(dir.join("under"), b"tmpfs").expect("write on the tmpfs");
+    let m = Mount::new(&image, &dir, Mode::Foreground, &[]);
+    assert!(!dir.join("under").exists(), "fslab is not on top");
+    m.unmount().expect("clean unmount of fslab");
+    assert!(tmpfs.holds("under", b"tmpfs"), "the tmpfs went with fslab's unmount");
+    tmpfs.unmount();
+
+    // fslab under fslab: only the upper one goes.
+    let upper_image = _tmp.path().join("upper.img");
+    mkfs_layout(&upper_image, "64M", Layout::Lfs, &[]);
+    let lower = Mount::new(&image, &dir, Mode::Foreground, &[]);
+    fs::write(dir.join("lower"), b"lower fslab").expect("write on the lower mount");
+    let upper = Mount::new(&upper_image, &dir, Mode::Foreground, &[]);
+    assert!(!dir.join("lower").exists(), "the upper mount is not on top");
+    upper.unmount().expect("clean unmount of the upper fslab");
+    assert_eq!(
+        fs::read(dir.join("lower")).ok().as_deref(),
+        Some(&b"lower fslab"[..]),
+        "the lower fslab went too"
+    );
+    lower.unmount().expect("clean unmount of the lower fslab");
+}
+
+#[test]
+fn sigterm_does_not_unmount_what_covers_the_mount() {
+    if !root_or_skip("mounting a tmpfs") {
+        return;
+    }
+    let Some(Scratch { _tmp, image, dir }) = scratch("64M") else { return };
+    let m = Mount::new(&image, &dir, Mode::Foreground, &[]);
+    fs::write(dir.join("kept"), b"in fslab").expect("write");
+    let pid = m.pid().expect("foreground daemon pid");
+    let tmpfs = Tmpfs::mount(&dir);
+    fs::write(dir.join("over"), b"tmpfs").expect("write on the tmpfs");
+    signal(pid, libc::SIGTERM);
+    // The daemon says why it cannot unmount and goes on serving.
+    assert!(wait_until(Duration::from_secs(10), || m.log().contains("covered")), "log: {}", m.log());
+    assert!(tmpfs.holds("over", b"tmpfs"), "SIGTERM unmounted the tmpfs over fslab");
+    assert!(!is_zombie(pid), "the daemon exited with its mount still covered");
+    tmpfs.unmount();
+    assert_eq!(fs::read(dir.join("kept")).ok().as_deref(), Some(&b"in fslab"[..]), "fslab still serves");
+    signal(pid, libc::SIGTERM);
+    m.wait_exit().expect("SIGTERM, uncovered, ends the mount cleanly");
+    assert!(!is_mounted(&dir), "still mounted after SIGTERM");
+}

@@ -29,8 +29,9 @@
 //! returns.
 //!
 //! Shutdown: `umount`/`fusermount3 -u` ends the FUSE session; SIGTERM,
-//! SIGINT and SIGHUP make a dedicated thread unmount the directory, which
-//! ends it the same way. Either way the background cleaner is stopped and
+//! SIGINT and SIGHUP make a dedicated thread unmount the mount, which
+//! ends it the same way (this mount only, never one mounted over or under
+//! it on the same directory: `fslab_fuse::Unmounter`). Either way the background cleaner is stopped and
 //! then the final checkpoint is written once, by `fslab_fuse::Mounted::run`,
 //! before the process exits.
 
