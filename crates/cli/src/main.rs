@@ -16,6 +16,8 @@
 //! * `size` — sizes such as "64M" on the command line.
 //! * `image_lock` — an image in use by one fslab process at a time, and
 //!   whether a mount of it is serving or only finishing.
+//! * `storage_id` — which storage an image path names (a hard link, a loop
+//!   device and the file behind it are one).
 //!
 //! Every failure is one line on stderr, `fslab: COMMAND: what went wrong`,
 //! and a non-zero exit status. No file-system logic lives here.
@@ -29,6 +31,7 @@ mod mkfs;
 mod mount;
 mod size;
 mod stat;
+mod storage_id;
 mod sync;
 
 use clap::{CommandFactory, Parser, Subcommand};

@@ -14,6 +14,7 @@ use std::ffi::OsStr;
 use std::fs::{self, File};
 use std::io::Write;
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -531,4 +532,67 @@ fn sigterm_does_not_unmount_what_covers_the_mount() {
     signal(pid, libc::SIGTERM);
     m.wait_exit().expect("SIGTERM, uncovered, ends the mount cleanly");
     assert!(!is_mounted(&dir), "still mounted after SIGTERM");
+}
+
+/// A loop device over a file, detached when dropped.
+struct LoopDevice(PathBuf);
+
+impl LoopDevice {
+    /// `losetup -f --show FILE`; `None` (the test is skipped) where loop
+    /// devices cannot be made.
+    fn over(file: &Path) -> Option<LoopDevice> {
+        let r = run("losetup", &[OsStr::new("-f"), OsStr::new("--show"), file.as_os_str()], T);
+        if !r.success() {
+            println!("skipped: losetup: {}", r.describe());
+            return None;
+        }
+        Some(LoopDevice(PathBuf::from(r.stdout.trim())))
+    }
+}
+
+impl Drop for LoopDevice {
+    fn drop(&mut self) {
+        let _ = run("losetup", &[OsStr::new("-d"), self.0.as_os_str()], T);
+    }
+}
+
+#[test]
+fn one_storage_is_served_once_whatever_name_mounts_it() {
+    if !root_or_skip("losetup") || !common::have("losetup") {
+        return;
+    }
+    let Some(Scratch { _tmp, image, dir }) = scratch("64M") else { return };
+    let other = _tmp.path().join("other");
+    let link = _tmp.path().join("link.img");
+    fs::hard_link(&image, &link).expect("hard link");
+    let Some(device) = LoopDevice::over(&image) else { return };
+    let canonical_dir = |d: &Path| fs::canonicalize(d).expect("canonical mount point");
+
+    // The file first: its hard link and its loop device are refused,
+    // naming the mount that serves it.
+    let first = Mount::new(&image, &dir, Mode::Foreground, &[]);
+    let on = format!("is mounted on {}", canonical_dir(&dir).display());
+    for name in [&link, &device.0] {
+        let refused = Mount::try_new(name, &other, Mode::Foreground, &[]).err();
+        let refused =
+            refused.unwrap_or_else(|| panic!("{} mounted beside {}", name.display(), image.display()));
+        assert!(refused.output.contains(&on), "{}: {refused}", name.display());
+    }
+    first.unmount().expect("clean unmount");
+
+    // The loop device first: the file is refused, and the device is
+    // claimed exclusively while it is served.
+    let first = Mount::new(&device.0, &dir, Mode::Foreground, &[]);
+    let refused = Mount::try_new(&image, &other, Mode::Foreground, &[])
+        .err()
+        .expect("the file mounted beside its loop device");
+    assert!(refused.output.contains(&format!("{on} (as {})", device.0.display())), "{refused}");
+    let exclusive = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_EXCL)
+        .open(&device.0)
+        .err()
+        .and_then(|e| e.raw_os_error());
+    assert_eq!(exclusive, Some(libc::EBUSY), "the served loop device is not claimed exclusively");
+    first.unmount().expect("clean unmount");
 }

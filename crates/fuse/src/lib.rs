@@ -211,7 +211,8 @@ impl<S: StorageManager + 'static> Mounted<S> {
         self.guard.0.clone()
     }
 
-    /// Keeps `file` open while the mount serves requests and closes it as
+    /// Keeps `file` open (with any kept before) while the mount serves
+    /// requests and closes it as
     /// soon as the kernel's mount is gone, before the final checkpoint: a
     /// lock held through it tells other processes whether the file system
     /// is still mounted or only finishing.

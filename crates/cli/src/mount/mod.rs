@@ -137,7 +137,7 @@ impl Session {
 struct Mount {
     mounted: Session,
     /// The image's lock: held until the final checkpoint is written.
-    lock: File,
+    lock: crate::image_lock::ImageLock,
     /// The mount point.
     dir: PathBuf,
     /// The control socket, if it could be made.
@@ -235,8 +235,10 @@ fn mount(image: &Path, dir: &Path, options: &Options) -> Result<Mount, String> {
     };
     // Without the mark (a file system without such locks) another command
     // finding the image locked waits before it says so, instead of at once.
-    if let Ok(mark) = crate::image_lock::mark_serving(image) {
-        mounted.keep_while_serving(mark);
+    if let Ok(marks) = crate::image_lock::mark_serving(image) {
+        for mark in marks {
+            mounted.keep_while_serving(mark);
+        }
     }
     // `umount` finds its helper through this line, and the helper finds
     // the image through the mount's source, which must then be the image.
