@@ -596,3 +596,29 @@ fn one_storage_is_served_once_whatever_name_mounts_it() {
     assert_eq!(exclusive, Some(libc::EBUSY), "the served loop device is not claimed exclusively");
     first.unmount().expect("clean unmount");
 }
+
+/// Mount ids and FUSE device numbers are reused: a daemon finishing after
+/// its unmount must not take the next mount made on its directory for its
+/// own. The first daemon is stopped (SIGSTOP) across its unmount and the
+/// next mount, so it finishes only after that mount exists.
+#[test]
+fn a_finishing_daemon_leaves_the_next_mount_on_its_directory() {
+    let Some(Scratch { _tmp, image, dir }) = scratch("64M") else { return };
+    let next_image = _tmp.path().join("next.img");
+    mkfs_layout(&next_image, "64M", Layout::Lfs, &[]);
+    let first = Mount::new(&image, &dir, Mode::Foreground, &[]);
+    let pid = first.pid().expect("foreground daemon pid");
+    signal(pid, libc::SIGSTOP);
+    let r = run("fusermount3", &[OsStr::new("-u"), dir.as_os_str()], T);
+    assert!(r.success(), "fusermount3 -u: {}", r.describe());
+    let next = Mount::new(&next_image, &dir, Mode::Foreground, &[]);
+    signal(pid, libc::SIGCONT);
+    assert!(
+        wait_until(Duration::from_secs(60), || image_users(&image).is_empty()),
+        "the first daemon did not finish"
+    );
+    fs::write(dir.join("after"), b"next mount").expect("write on the next mount");
+    assert_eq!(common::mounts_at(&dir), 1, "the next mount went with the first daemon");
+    next.unmount().expect("clean unmount of the next mount");
+    drop(first);
+}

@@ -24,13 +24,21 @@ use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::Arc;
 
-/// Which mount is this process's: its id and device number (see the
-/// module's documentation).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Which mount is this process's: its id and device number, and its
+/// connection (see the module's documentation).
+///
+/// Mount ids and the device numbers of FUSE mounts are both reused once
+/// the mount is gone, so a match alone could be a newer mount on the same
+/// directory. The connection tells: the kernel aborts it when the mount's
+/// file system goes away, and while it is alive neither number can have
+/// passed to another mount of another file system.
+#[derive(Debug, Clone)]
 pub struct Identity {
     id: u64,
     device: (u32, u32),
+    connection: Arc<OwnedFd>,
 }
 
 impl Identity {
@@ -41,6 +49,22 @@ impl Identity {
 
     fn is(&self, entry: &mountinfo::MountEntry) -> bool {
         entry.id == self.id && entry.device == self.device
+    }
+
+    /// Whether the kernel still holds the connection open: `poll` reports
+    /// an error on `/dev/fuse` once it is aborted (`fuse_dev_poll`).
+    fn connected(&self) -> bool {
+        let mut poll = libc::pollfd { fd: self.connection.as_raw_fd(), events: 0, revents: 0 };
+        loop {
+            // SAFETY: one pollfd, which outlives the call.
+            let ready = unsafe { libc::poll(&mut poll, 1, 0) };
+            if ready >= 0 {
+                return poll.revents & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) == 0;
+            }
+            if io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                return false;
+            }
+        }
     }
 }
 
@@ -69,7 +93,8 @@ pub(crate) fn attach(mountpoint: &Path, config: &MountConfig, source: &str) -> i
             mountpoint.display()
         )));
     };
-    Ok(Attached { device, identity: Identity { id: top.id, device: top.device } })
+    let connection = Arc::new(device.try_clone()?);
+    Ok(Attached { device, identity: Identity { id: top.id, device: top.device, connection } })
 }
 
 /// The options both ways of mounting take.
@@ -212,8 +237,12 @@ pub(crate) enum Detached {
 /// Unmounts the mount `identity`, and nothing else: only if it is the one
 /// in effect where it is mounted. A busy mount is detached lazily (it
 /// vanishes at once; the session ends at the last close). Fails, touching
-/// nothing, if another mount covers it.
-pub(crate) fn detach(identity: Identity) -> io::Result<Detached> {
+/// nothing, if another mount covers it. A mount whose connection is gone
+/// (unmounted, or aborted) is left alone.
+pub(crate) fn detach(identity: &Identity) -> io::Result<Detached> {
+    if !identity.connected() {
+        return Ok(Detached::AlreadyGone);
+    }
     let entries = mountinfo::read()?;
     let Some(ours) = entries.iter().find(|e| identity.is(e)) else {
         return Ok(Detached::AlreadyGone);

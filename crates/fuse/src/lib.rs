@@ -127,7 +127,7 @@ struct UnmountOnDrop(Unmounter);
 
 impl Drop for UnmountOnDrop {
     fn drop(&mut self) {
-        let _ = attach::detach(self.0.identity);
+        let _ = attach::detach(&self.0.identity);
     }
 }
 
@@ -171,6 +171,7 @@ fn mount_shared<S: StorageManager + 'static>(
     let attached = attach::attach(&mountpoint, config, &source).map_err(|e| {
         io::Error::new(e.kind(), format!("cannot mount on {}: {}", mountpoint.display(), describe(&e)))
     })?;
+    let device = attached.identity.device();
     let unmounter = Unmounter { identity: attached.identity, mountpoint: mountpoint.clone() };
     // From here on, a failure unmounts what was mounted.
     let guard = UnmountOnDrop(unmounter.clone());
@@ -188,7 +189,7 @@ fn mount_shared<S: StorageManager + 'static>(
     let _ = notifier.set(session.notifier());
     // Best effort: without the right to (not root) the kernel's default
     // read-ahead stays, and sequential reads are slower.
-    let _ = readahead::raise(attached.identity.device());
+    let _ = readahead::raise(device);
     Ok(Mounted { session, shared: Arc::clone(shared), guard, tick_interval: config.tick_interval })
 }
 
@@ -263,7 +264,7 @@ impl Unmounter {
     /// namespace at once and the session ends when the last file is
     /// closed. Fails, unmounting nothing, while another mount covers it.
     pub fn unmount(&self) -> io::Result<()> {
-        attach::detach(self.identity).map(|_: Detached| ())
+        attach::detach(&self.identity).map(|_: Detached| ())
     }
 
     /// The mount point (canonical path) it was mounted on.
