@@ -40,8 +40,8 @@ pub(crate) fn lock(image: &Path) -> Result<ImageLock, String> {
 }
 
 /// Waits until no fslab process holds `image`'s lock: after an unmount,
-/// until its mount has written the final checkpoint and exited. Up to the
-/// same minute as [`lock`], saying so after a second.
+/// until its mount has written the final checkpoint and exited, however
+/// long that takes (a large cache on a slow disk), saying so after a second.
 pub(crate) fn wait_released(image: &Path) -> Result<(), String> {
     acquire(image, false).map(drop)
 }
@@ -93,7 +93,7 @@ fn acquire(image: &Path, refuse_served: bool) -> Result<ImageLock, String> {
         } else {
             served_since = None;
         }
-        if started.elapsed() >= LOCK_WAIT {
+        if refuse_served && started.elapsed() >= LOCK_WAIT {
             return Err("in use by another fslab process (an fsck, or a mount still writing its last \
                  checkpoint); try again when it has finished"
                 .to_string());

@@ -201,3 +201,40 @@ fn a_mount_without_a_system_log_names_its_log_file_and_writes_there() {
     let wanted = format!("]: read of inode {ino}: corrupt indirect block at block {daddr}: ");
     assert!(out.lines().any(|l| l.starts_with("logged: ") && l.contains(&wanted)), "{wanted} not in:\n{out}");
 }
+
+/// `umount DIR` returns once the image is free however it was mounted: an
+/// image whose name FUSE cannot show (a comma), and a mount made while an
+/// earlier daemon on the same directory was still finishing (which must
+/// not take the later mount's utab line with it).
+#[test]
+fn umount_waits_for_the_image_however_it_was_mounted() {
+    let Some(tmp) = fresh() else { return };
+    let r = in_namespace(
+        tmp.path(),
+        r#"
+        cp "$IMG" "$T/a,b.img"
+        mount -t fslab "$T/a,b.img" "$DIR"
+        dd if=/dev/urandom of="$DIR/big" bs=1M count=16 2>/dev/null
+        umount "$DIR"
+        if flock -n "$T/a,b.img" true; then echo "comma image free at once"; fi
+
+        "$FSLAB" mkfs "$T/next.img" --size 64M >/dev/null
+        mount -t fslab "$IMG" "$DIR"
+        first=$(pgrep -f "mount.fslab $IMG")
+        kill -STOP $first
+        fusermount3 -u "$DIR"
+        mount -t fslab "$T/next.img" "$DIR"
+        kill -CONT $first
+        flock "$IMG" true
+        if grep -q "next.img" "$LIBMOUNT_UTAB"; then echo "next line kept"; fi
+        dd if=/dev/urandom of="$DIR/big" bs=1M count=16 2>/dev/null
+        umount "$DIR"
+        if flock -n "$T/next.img" true; then echo "next image free at once"; fi
+        "#,
+    );
+    assert!(r.success(), "{}", r.describe());
+    let out = &r.stdout;
+    assert!(out.contains("comma image free at once\n"), "{}", r.describe());
+    assert!(out.contains("next line kept\n"), "{}", r.describe());
+    assert!(out.contains("next image free at once\n"), "{}", r.describe());
+}

@@ -97,6 +97,17 @@ pub fn is_fslab_mount(kind: &str, source: &str) -> bool {
     kind == "fuse.fslab" || ((kind == "fuse" || kind == "fuse.lfs") && source == SUBTYPE)
 }
 
+/// What the mount table shows as the source of a mount of `source`:
+/// `source` itself, or `fslab` for a name FUSE's option strings cannot
+/// carry (one holding a comma or a backslash, or an empty one).
+pub fn shown_source(source: &str) -> String {
+    if source.contains([',', '\\']) || source.is_empty() {
+        SUBTYPE.to_string()
+    } else {
+        source.to_string()
+    }
+}
+
 /// A file system the kernel has mounted, not yet serving requests.
 ///
 /// Lifecycle: [`mount`] → `Mounted` (the mount point exists; requests wait
@@ -163,11 +174,7 @@ fn mount_shared<S: StorageManager + 'static>(
         let why = format!("mount point {} is not a directory", mountpoint.display());
         return Err(io::Error::new(io::ErrorKind::NotADirectory, why));
     }
-    let source = if config.source.contains([',', '\\']) || config.source.is_empty() {
-        SUBTYPE.to_string()
-    } else {
-        config.source.clone()
-    };
+    let source = shown_source(&config.source);
     let attached = attach::attach(&mountpoint, config, &source).map_err(|e| {
         io::Error::new(e.kind(), format!("cannot mount on {}: {}", mountpoint.display(), describe(&e)))
     })?;

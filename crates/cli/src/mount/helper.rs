@@ -15,9 +15,11 @@
 //! at once, but the daemon writes its final checkpoint afterwards; the
 //! helper waits for that (the image's lock, released after the checkpoint)
 //! before it returns, so that after `umount` the image is complete and
-//! free, as after unmounting any other file system. With `-l` (lazy) the
-//! checkpoint comes after the last open file is closed, and the helper does
-//! not wait.
+//! free, as after unmounting any other file system. A mount whose source
+//! is not its image (a name with a comma shows as `fslab`) is waited for
+//! through its serving process instead, found before the unmount by its
+//! control socket. With `-l` (lazy) the checkpoint comes after the last
+//! open file is closed, and the helper does not wait.
 //!
 //! Exit statuses follow mount(8): 0 done, 1 wrong usage, 32 failed.
 
@@ -171,24 +173,77 @@ fn umount(args: &[OsString]) -> Result<(), (u8, String)> {
     let source = crate::sync::fslab_source(&mountinfo, &dir)
         .ok_or_else(|| (FAILED, format!("{}: not the mount point of an fslab file system", dir.display())))?;
     let lazy = parsed.flags.contains('l');
+    let image = PathBuf::from(&source);
+    let named = image.is_absolute() && image.exists();
+    // A mount that does not show its image (a name with a comma) is waited
+    // for through its server, found while it still serves.
+    let server = if named || lazy { None } else { serving_process(&dir) };
     unmount(&dir, lazy, parsed.flags.contains('f'))
         .map_err(|e| (FAILED, format!("{}: {e}", dir.display())))?;
-    let image = PathBuf::from(&source);
     if lazy {
         return Ok(());
     }
-    if !image.is_absolute() || !image.exists() {
+    if named {
+        crate::image_lock::wait_released(&image)
+            .map_err(|e| (FAILED, format!("{}: {e}", image.display())))?;
+    } else if let Some(pid) = server {
+        wait_for_exit(pid);
+    } else {
         eprintln!(
-            "fslab: umount: {}: the mount does not name its image; not waiting for its final checkpoint",
+            "fslab: umount: {}: neither the mount nor a server names its image; not waiting for its final checkpoint",
             dir.display()
         );
         return Ok(());
     }
-    crate::image_lock::wait_released(&image).map_err(|e| (FAILED, format!("{}: {e}", image.display())))?;
     if parsed.flags.contains('v') {
         println!("fslab: {} unmounted; final checkpoint of {} written", dir.display(), image.display());
     }
     Ok(())
+}
+
+/// The process serving the fslab mount on `dir` (canonical): the peer of
+/// its control socket (`SO_PEERCRED`), which the serving process made.
+fn serving_process(dir: &Path) -> Option<libc::pid_t> {
+    use std::os::fd::AsRawFd;
+    let path = fslab_cleaner::control::socket_path_candidates(dir).into_iter().find(|p| p.exists())?;
+    let stream = std::os::unix::net::UnixStream::connect(path).ok()?;
+    // SAFETY: ucred is plain data, filled in by getsockopt below.
+    let mut credentials: libc::ucred = unsafe { std::mem::zeroed() };
+    let mut length = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: `credentials` and `length` outlive the call and match SO_PEERCRED's size.
+    let asked = unsafe {
+        libc::getsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut credentials as *mut libc::ucred).cast(),
+            &mut length,
+        )
+    };
+    (asked == 0 && credentials.pid > 0).then_some(credentials.pid)
+}
+
+/// Waits until process `pid` has exited (its final checkpoint written),
+/// saying so after a second.
+fn wait_for_exit(pid: libc::pid_t) {
+    let started = std::time::Instant::now();
+    let mut told = false;
+    // SAFETY: signal 0 only checks that the process exists.
+    while unsafe { libc::kill(pid, 0) } == 0 && !is_zombie(pid) {
+        if !told && started.elapsed() >= std::time::Duration::from_secs(1) {
+            eprintln!("fslab: umount: waiting for the final checkpoint (process {pid})");
+            told = true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// Whether `pid` has exited and waits only to be reaped by its parent.
+fn is_zombie(pid: libc::pid_t) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit_once(')').map(|(_, rest)| rest.trim_start().starts_with('Z')))
+        .unwrap_or(true)
 }
 
 /// Unmounts `dir`: as root directly, otherwise through fusermount3.

@@ -140,6 +140,8 @@ struct Mount {
     lock: crate::image_lock::ImageLock,
     /// The mount point.
     dir: PathBuf,
+    /// The source the mount table shows (the image, or `fslab`).
+    shown: PathBuf,
     /// The control socket, if it could be made.
     control: Result<Option<Server>, String>,
 }
@@ -240,12 +242,11 @@ fn mount(image: &Path, dir: &Path, options: &Options) -> Result<Mount, String> {
             mounted.keep_while_serving(mark);
         }
     }
-    // `umount` finds its helper through this line, and the helper finds
-    // the image through the mount's source, which must then be the image.
-    if !image.as_os_str().as_encoded_bytes().iter().any(|&b| b == b',' || b == b'\\') {
-        utab::register(image, dir);
-    }
-    Ok(Mount { mounted, lock, dir: dir.to_path_buf(), control })
+    // `umount` finds its helper through this line, which libmount matches
+    // with the mount table's entry by its source: the source shown there.
+    let shown = PathBuf::from(fslab_fuse::shown_source(&config.source));
+    utab::register(&shown, dir);
+    Ok(Mount { mounted, lock, dir: dir.to_path_buf(), shown, control })
 }
 
 /// Says on stderr what mount did with the orphans a crash left: how many
@@ -287,7 +288,7 @@ fn warn_without_control(mount: &Mount) {
 /// Then (the cleaner thread stopped before the final checkpoint) the
 /// control socket goes and the image's lock is released.
 fn serve(mount: Mount, signals: libc::sigset_t) -> Result<(), String> {
-    let Mount { mounted, lock, dir, control } = mount;
+    let Mount { mounted, lock, dir, shown, control } = mount;
     let unmounter = mounted.unmounter();
     std::thread::Builder::new()
         .name("fslab-signals".to_string())
@@ -304,7 +305,7 @@ fn serve(mount: Mount, signals: libc::sigset_t) -> Result<(), String> {
         .map_err(|e| format!("cannot start the signal thread: {e}"))?;
     let served = mounted.run().map_err(|e| e.to_string());
     drop(control);
-    utab::unregister(&dir);
+    utab::unregister(&shown, &dir);
     drop(lock);
     served
 }
