@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 /// Arguments of `fslab clean`.
 #[derive(Args)]
 pub struct CleanArgs {
-    /// The directory an fslab LFS is mounted on.
+    /// The directory an fslab LFS is mounted on, or any path inside it.
     dir: PathBuf,
     /// The cleaning policy: greedy, cost-benefit or hot-cold.
     #[arg(long, value_name = "POLICY", default_value = policy::DEFAULT)]
@@ -30,17 +30,16 @@ pub struct CleanArgs {
 
 /// Connects to the control socket of the mount on `dir`, with errors a
 /// user can act on.
-pub fn connect(dir: &Path) -> Result<Client, String> {
+/// `dir` may be any path inside the mount; the returned path is the
+/// mount's root.
+pub fn connect(dir: &Path) -> Result<(Client, PathBuf), String> {
     let name = dir.display();
-    let canonical = dir.canonicalize().map_err(|e| format!("{name}: {e}"))?;
-    if !canonical.is_dir() {
-        return Err(format!("{name} is not a directory"));
-    }
-    match Client::connect(&canonical) {
-        Ok(client) => Ok(client),
+    let root = crate::mount_point::fslab_root(dir)?;
+    match Client::connect(&root) {
+        Ok(client) => Ok((client, root)),
         // A socket we may not reach (another user's mount) would otherwise
         // hide that the directory is no mount at all.
-        Err(e) if e.errno() == libc::ENOENT || !is_fuse(&canonical) => {
+        Err(e) if e.errno() == libc::ENOENT || !is_fuse(&root) => {
             Err(format!("{name} is not an fslab mount (no control socket serves it)"))
         }
         Err(e) => Err(format!("{name}: {e}")),
@@ -67,7 +66,7 @@ pub fn run(args: &CleanArgs) -> Result<(), String> {
     let Some(chosen) = policy::by_name(&args.policy) else {
         return Err(format!("unknown policy '{}' (use {})", args.policy, policy::NAMES.join(", ")));
     };
-    let mut client = connect(&args.dir)?;
+    let (mut client, _) = connect(&args.dir)?;
     let mut cleaner = Cleaner::new(chosen);
     let name = args.dir.display();
     let failed = |e: fslab::Error| format!("{name}: {e}");

@@ -16,6 +16,8 @@
 //! * `size` — sizes such as "64M" on the command line.
 //! * `image_lock` — an image in use by one fslab process at a time, and
 //!   whether a mount of it is serving or only finishing.
+//! * `mount_point` — the fslab mount a path is in, and dead mounts named
+//!   as such.
 //! * `storage_id` — which storage an image path names (a hard link, a loop
 //!   device and the file behind it are one).
 //!
@@ -29,6 +31,7 @@ mod fsck;
 mod image_lock;
 mod mkfs;
 mod mount;
+mod mount_point;
 mod size;
 mod stat;
 mod storage_id;

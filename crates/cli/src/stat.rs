@@ -21,13 +21,13 @@ use std::path::PathBuf;
 /// Arguments of `fslab stat`.
 #[derive(Args)]
 pub struct StatArgs {
-    /// The directory an fslab file system (LFS or FFS) is mounted on.
+    /// The directory an fslab file system (LFS or FFS) is mounted on, or any path inside it.
     dir: PathBuf,
 }
 
 /// Prints the report.
 pub fn run(args: &StatArgs) -> Result<(), String> {
-    let mut client = crate::clean::connect(&args.dir)?;
+    let (mut client, root) = crate::clean::connect(&args.dir)?;
     let failed = |e: fslab::Error| format!("{}: {e}", args.dir.display());
     // A mount older than the mount request answers EOPNOTSUPP; it is an
     // LFS mount (no other layout served a socket then).
@@ -46,7 +46,7 @@ pub fn run(args: &StatArgs) -> Result<(), String> {
         Err(e) if e.errno() == libc::EOPNOTSUPP => None,
         Err(e) => return Err(failed(e)),
     };
-    print!("{}", render_mount(&args.dir.display().to_string(), mount.as_ref()));
+    print!("{}", render_mount(&root.display().to_string(), mount.as_ref()));
     if let Some(report) = &cleaner {
         print!("\n{}", render(report));
     }

@@ -98,18 +98,31 @@ fn backing_path(rdev: u64) -> Option<PathBuf> {
     path.is_absolute().then_some(path)
 }
 
-/// An fslab mount of the same storage as `storage`: its mount point and
-/// source, from this process's mount table (each fslab mount names its
-/// image as its source).
+/// A served fslab mount of the same storage as `storage`: its mount point
+/// and source, from this process's mount table (each fslab mount names its
+/// image as its source). A dead mount (its server killed) serves nothing
+/// and is passed over: nobody holds its image's lock any more. Call it
+/// while holding no lock on the storage.
 pub(crate) fn mounted(storage: &Storage) -> Option<(PathBuf, String)> {
     let entries = fslab_fuse::mountinfo::read().ok()?;
     entries.into_iter().find_map(|e| {
+        let source = Path::new(&e.source);
         let theirs = fslab_fuse::is_fslab_mount(&e.kind, &e.source)
-            .then(|| Path::new(&e.source))
+            .then_some(source)
             .filter(|source| source.is_absolute())
             .and_then(Storage::of)?;
-        storage.overlaps(&theirs).then_some((e.point, e.source))
+        (storage.overlaps(&theirs) && locked_by_another(source)).then_some((e.point, e.source))
     })
+}
+
+/// Whether some process holds the `flock` of the file at `path` (an fslab
+/// process using it): tried without waiting, and let go at once.
+fn locked_by_another(path: &Path) -> bool {
+    let Ok(file) = File::open(path) else { return false };
+    // SAFETY: flock on a descriptor this function owns; closing it below
+    // releases a lock it took.
+    let taken = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0;
+    !taken && std::io::Error::last_os_error().raw_os_error() == Some(libc::EWOULDBLOCK)
 }
 
 #[cfg(test)]

@@ -90,7 +90,7 @@ pub fn run(args: &MountArgs) -> Result<(), String> {
 fn start(image: &Path, dir: &Path, options: &Options, foreground: bool) -> Result<(), String> {
     // Canonical paths: the background process changes directory to "/".
     let image = image.canonicalize().map_err(|e| format!("{}: {e}", image.display()))?;
-    let dir = dir.canonicalize().map_err(|e| format!("mount point {}: {e}", dir.display()))?;
+    let dir = crate::mount_point::canonical(dir).map_err(|e| format!("mount point {e}"))?;
     if !dir.is_dir() {
         return Err(format!("mount point {} is not a directory", dir.display()));
     }
