@@ -238,3 +238,41 @@ fn umount_waits_for_the_image_however_it_was_mounted() {
     assert!(out.contains("next line kept\n"), "{}", r.describe());
     assert!(out.contains("next image free at once\n"), "{}", r.describe());
 }
+
+/// mount(8) turns `dev` and `suid` into flags and does not pass them to
+/// its helper: the helper reads them back from mount's command line and
+/// from the fstab line, as `fslab mount -o dev,suid` has them.
+#[test]
+fn dev_and_suid_reach_the_mount_through_mount_8() {
+    let Some(tmp) = fresh() else { return };
+    let r = in_namespace(
+        tmp.path(),
+        r#"
+        show() { echo "$1: $(grep " $DIR " /proc/self/mountinfo | cut -d' ' -f6)"; }
+        mount -t fslab "$IMG" "$DIR" -o dev,suid
+        show "command line"
+        umount "$DIR"
+        mount -t fslab -o suid "$IMG" "$DIR"
+        show "suid only"
+        umount "$DIR"
+        printf '%s %s fslab dev,suid,cleaner=greedy 0 0\n' "$IMG" "$DIR" > "$T/fstab"
+        mount -T "$T/fstab" "$DIR"
+        show "fstab"
+        umount "$DIR"
+        mount -T "$T/fstab" "$DIR" -o nodev
+        show "fstab, nodev given"
+        umount "$DIR"
+        "#,
+    );
+    assert!(r.success(), "{}", r.describe());
+    let out = &r.stdout;
+    let flags = |label: &str| {
+        let line = out.lines().find(|l| l.starts_with(&format!("{label}: "))).unwrap_or_default();
+        let options: Vec<&str> = line.split_once(": ").map_or("", |(_, o)| o).split(',').collect();
+        (options.contains(&"nodev"), options.contains(&"nosuid"))
+    };
+    assert_eq!(flags("command line"), (false, false), "{out}");
+    assert_eq!(flags("suid only"), (true, false), "{out}");
+    assert_eq!(flags("fstab"), (false, false), "{out}");
+    assert_eq!(flags("fstab, nodev given"), (true, false), "{out}");
+}

@@ -61,7 +61,7 @@ pub fn topmost<'a>(entries: &'a [MountEntry], point: &Path) -> Option<&'a MountE
 /// A mountinfo field with its octal escapes (`\040` for a space, and so on)
 /// turned back into bytes; a backslash not followed by three octal digits
 /// stays as it is.
-pub(crate) fn unescape(field: &str) -> Vec<u8> {
+pub fn unescape(field: &str) -> Vec<u8> {
     let bytes = field.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;

@@ -136,9 +136,13 @@ fn mount(args: &[OsString]) -> Result<(), (u8, String)> {
     let [image, dir] = parsed.positional.as_slice() else {
         return Err(usage("usage: mount.fslab IMAGE DIR [-sfnv] [-o OPTIONS]".to_string()));
     };
+    // mount(8) keeps `dev` and `suid` to itself: they come back first, so
+    // that what it did pass on (an explicit `nodev`) still wins.
+    let kept = super::kept_flags::recover(image, dir);
+    let given: Vec<String> =
+        std::iter::once(kept).filter(|k| !k.is_empty()).chain(parsed.options.clone()).collect();
     // mount(8) itself calls a bad option a failed mount (32), not wrong usage.
-    let (opts, warnings) =
-        options::parse(&parsed.options, parsed.flags.contains('s')).map_err(|e| (FAILED, e))?;
+    let (opts, warnings) = options::parse(&given, parsed.flags.contains('s')).map_err(|e| (FAILED, e))?;
     for warning in warnings {
         eprintln!("fslab: mount: {warning}");
     }

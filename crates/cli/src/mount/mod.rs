@@ -9,6 +9,8 @@
 //! * `helper` — `mount.fslab` / `umount.fuse.fslab`: mount(8)'s helper
 //!   conventions, and an unmount that waits for the final checkpoint.
 //! * `utab` — the line that makes `umount DIR` run that helper.
+//! * `kept_flags` — `dev` and `suid`, which mount(8) does not pass to the
+//!   helper, read back from its command line and fstab.
 //!
 //! Foreground (`-f`): mount, serve until unmounted, write the final
 //! checkpoint, exit.
@@ -37,6 +39,7 @@
 
 mod background;
 pub mod helper;
+mod kept_flags;
 mod log;
 mod options;
 mod utab;
