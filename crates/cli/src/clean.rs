@@ -96,7 +96,7 @@ pub fn run(args: &CleanArgs) -> Result<(), String> {
         passes += 1;
         segments += pass.cleaned.len();
         moved += pass.moved;
-        println!(
+        outln!(
             "pass {passes}: cleaned {} segment{}, moved {} block{} (read {} segment{})",
             pass.cleaned.len(),
             plural(pass.cleaned.len() as u64),
@@ -104,9 +104,9 @@ pub fn run(args: &CleanArgs) -> Result<(), String> {
             plural(pass.moved),
             pass.segments_read,
             plural(pass.segments_read)
-        );
+        )?;
         for seg in &pass.unreadable {
-            eprintln!(
+            say!(
                 "fslab: clean: segment {seg} holds a block that cannot be read; it is left uncleaned \
                  (run fslab fsck on the unmounted image)"
             );
@@ -122,7 +122,7 @@ pub fn run(args: &CleanArgs) -> Result<(), String> {
             break;
         }
     }
-    println!(
+    outln!(
         "{}: cleaned {segments} segment{} and moved {moved} block{} in {passes} pass{} ({}); \
          clean segments now {} (high-water {})",
         name,
@@ -132,7 +132,7 @@ pub fn run(args: &CleanArgs) -> Result<(), String> {
         cleaner.policy_name(),
         table.clean_segments,
         table.high_water
-    );
+    )?;
     Ok(())
 }
 

@@ -24,9 +24,9 @@ pub fn run(args: &DumpArgs) -> Result<(), String> {
         _ => fslab::lfs::dump(Arc::new(disk)),
     }
     .map_err(|e| format!("{name}: {e}"))?;
-    print!("{report}");
+    out!("{report}")?;
     if !report.ends_with('\n') {
-        println!();
+        outln!()?;
     }
     Ok(())
 }

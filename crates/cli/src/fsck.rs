@@ -44,7 +44,7 @@ pub fn run(args: &FsckArgs) -> ExitCode {
     match check(args) {
         Ok(code) => ExitCode::from(code),
         Err(message) => {
-            eprintln!("fslab: fsck: {message}");
+            say!("fslab: fsck: {message}");
             ExitCode::from(OPERATIONAL_ERROR)
         }
     }
@@ -60,62 +60,65 @@ fn check(args: &FsckArgs) -> Result<u8, String> {
     let show_progress = args.verbose || std::io::stderr().is_terminal();
     let mut progress = |line: &str| {
         if show_progress {
-            eprintln!("fslab: fsck: {name}: {line}");
+            say!("fslab: fsck: {name}: {line}");
         }
     };
     let options = Options { repair, ..Options::default() };
     let outcome = fsck(dev, &options, &mut progress).map_err(|e| format!("{name}: {e}"))?;
-    print_outcome(&name, &outcome, args.verbose);
+    print_outcome(&name, &outcome, args.verbose)?;
     Ok(outcome.exit_code())
 }
 
-fn print_outcome(name: &str, outcome: &Outcome, verbose: bool) {
+fn print_outcome(name: &str, outcome: &Outcome, verbose: bool) -> Result<(), String> {
     let first = &outcome.first;
     if verbose {
         let how = if first.clean_unmount { "unmounted cleanly" } else { "not unmounted cleanly" };
         match first.layout {
-            Layout::Lfs => println!("{name}: LFS, checkpoint {} ({how})", first.checkpoint_serial),
-            Layout::Ffs => println!("{name}: FFS ({how})"),
+            Layout::Lfs => outln!("{name}: LFS, checkpoint {} ({how})", first.checkpoint_serial)?,
+            Layout::Ffs => outln!("{name}: FFS ({how})")?,
         }
     }
     for p in &first.problems {
-        println!("{p}");
+        outln!("{p}")?;
     }
     if first.omitted > 0 {
-        println!("... and {} more problems", first.omitted);
+        outln!("... and {} more problems", first.omitted)?;
     }
     if !first.pending_reclaim.is_empty() {
-        println!(
+        outln!(
             "pending reclaim: {} files unlinked while open (inodes {:?}) are on the orphan list; \
              the next mount frees them, as does --repair (not damage)",
             first.pending_reclaim.len(),
             first.pending_reclaim
-        );
+        )?;
     }
     for r in &outcome.repaired {
-        println!("repaired: {}", r.message);
+        outln!("repaired: {}", r.message)?;
     }
     for f in &outcome.failed {
-        println!("repair failed: {f}");
+        outln!("repair failed: {f}")?;
     }
     let last = &outcome.last;
     let c = last.counts;
     match outcome.exit_code() {
-        0 => println!(
+        0 => outln!(
             "{name}: clean: {} inodes, {} blocks, {} directories, {} entries",
-            c.inodes, c.blocks, c.directories, c.entries
-        ),
-        1 => println!(
+            c.inodes,
+            c.blocks,
+            c.directories,
+            c.entries
+        )?,
+        1 => outln!(
             "{name}: {} problems found and corrected; now clean",
             first.problems.len() as u64 + first.omitted
-        ),
+        )?,
         _ => {
             if !std::ptr::eq(first, last) && !outcome.repaired.is_empty() {
                 for p in &last.problems {
-                    println!("left: {p}");
+                    outln!("left: {p}")?;
                 }
             }
-            println!(
+            outln!(
                 "{name}: {} problems left uncorrected{}",
                 last.problems.len() as u64 + last.omitted,
                 if outcome.first.problems.is_empty() || outcome.repaired.is_empty() {
@@ -123,7 +126,8 @@ fn print_outcome(name: &str, outcome: &Outcome, verbose: bool) {
                 } else {
                     " after repair"
                 }
-            );
+            )?;
         }
     }
+    Ok(())
 }

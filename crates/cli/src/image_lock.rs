@@ -99,7 +99,7 @@ fn acquire(image: &Path, refuse_served: bool) -> Result<ImageLock, String> {
                 .to_string());
         }
         if !told && started.elapsed() >= Duration::from_secs(1) {
-            eprintln!("fslab: waiting for another fslab process to release {}", image.display());
+            say!("fslab: waiting for another fslab process to release {}", image.display());
             told = true;
         }
         std::thread::sleep(Duration::from_millis(50));

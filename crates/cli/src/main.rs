@@ -14,6 +14,7 @@
 //! * `bench` — the lab: runs the papers' experiments, writes results,
 //!   plots and a report (the work is the `fslab-bench` crate's).
 //! * `size` — sizes such as "64M" on the command line.
+//! * `out` — output whose write errors end a command with its own status.
 //! * `image_lock` — an image in use by one fslab process at a time, and
 //!   whether a mount of it is serving or only finishing.
 //! * `mount_point` — the fslab mount a path is in, and dead mounts named
@@ -23,6 +24,9 @@
 //!
 //! Every failure is one line on stderr, `fslab: COMMAND: what went wrong`,
 //! and a non-zero exit status. No file-system logic lives here.
+
+#[macro_use]
+mod out;
 
 mod bench;
 mod clean;
@@ -123,7 +127,7 @@ fn main() -> ExitCode {
             return;
         }
         let location = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
-        eprintln!("fslab: internal error: {}{location}", panic_message(info.payload()));
+        say!("fslab: internal error: {}{location}", panic_message(info.payload()));
     }));
 
     // Installed as mount(8)'s helpers, the binary answers to their names.
@@ -149,7 +153,7 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
-            eprintln!("fslab: {name}: {message}");
+            say!("fslab: {name}: {message}");
             ExitCode::FAILURE
         }
     }
@@ -160,17 +164,20 @@ fn main() -> ExitCode {
 fn usage_error(e: clap::Error) -> ExitCode {
     use clap::error::ErrorKind;
     match e.kind() {
-        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
-            let _ = e.print();
-            ExitCode::SUCCESS
-        }
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => match e.print() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(why) => {
+                say!("fslab: cannot write to standard output: {why}");
+                ExitCode::FAILURE
+            }
+        },
         ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand | ErrorKind::MissingSubcommand => {
             let commands: Vec<String> = Cli::command()
                 .get_subcommands()
                 .map(|c| c.get_name().to_string())
                 .filter(|n| n != "help")
                 .collect();
-            eprintln!("fslab: missing command ({}); try 'fslab --help'", commands.join(", "));
+            say!("fslab: missing command ({}); try 'fslab --help'", commands.join(", "));
             ExitCode::from(2)
         }
         _ => {
@@ -184,7 +191,7 @@ fn usage_error(e: clap::Error) -> ExitCode {
                 .collect();
             let message = message.join(" ");
             let message = message.strip_prefix("error: ").unwrap_or(&message);
-            eprintln!("fslab: {message}; try 'fslab --help'");
+            say!("fslab: {message}; try 'fslab --help'");
             ExitCode::from(2)
         }
     }

@@ -235,16 +235,16 @@ pub fn run(args: &MkfsArgs) -> Result<(), String> {
     }
     made.map_err(|e| format!("{name}: {e}"))?;
     match plan {
-        Plan::Lfs(options) => println!(
+        Plan::Lfs(options) => outln!(
             "fslab: made an LFS on {name}: {}, {}-byte blocks, {} segments of {}",
             human(size),
             options.block_size,
             size / u64::from(options.segment_size),
             human(options.segment_size.into())
-        ),
+        )?,
         Plan::Ffs(_, sb) => {
             let g = sb.geometry;
-            println!(
+            outln!(
                 "fslab: made an FFS on {name}: {}, {}-byte blocks of {}-byte fragments, {} cylinder groups of {}, \
                  {} inodes, maxcontig {}",
                 human(size),
@@ -254,7 +254,7 @@ pub fn run(args: &MkfsArgs) -> Result<(), String> {
                 human(g.fpg as u64 * g.frag_size as u64),
                 g.ninodes(),
                 g.maxcontig
-            )
+            )?
         }
     }
     Ok(())

@@ -46,11 +46,11 @@ pub fn run(args: &StatArgs) -> Result<(), String> {
         Err(e) if e.errno() == libc::EOPNOTSUPP => None,
         Err(e) => return Err(failed(e)),
     };
-    print!("{}", render_mount(&root.display().to_string(), mount.as_ref()));
+    out!("{}", render_mount(&root.display().to_string(), mount.as_ref()))?;
     if let Some(report) = &cleaner {
-        print!("\n{}", render(report));
+        out!("\n{}", render(report))?;
     }
-    print!("{}", render_dirhash(dirhash.as_ref()));
+    out!("{}", render_dirhash(dirhash.as_ref()))?;
     Ok(())
 }
 

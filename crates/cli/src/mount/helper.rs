@@ -120,7 +120,7 @@ pub fn main(helper: Helper, args: &[OsString]) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err((status, message)) => {
-            eprintln!("fslab: {name}: {message}");
+            say!("fslab: {name}: {message}");
             ExitCode::from(status)
         }
     }
@@ -130,7 +130,8 @@ fn mount(args: &[OsString]) -> Result<(), (u8, String)> {
     let usage = |e: String| (USAGE, e);
     let parsed = parse(args, "sfnvh").map_err(usage)?;
     if parsed.flags.contains('h') {
-        println!("usage: mount.fslab IMAGE DIR [-sfnv] [-o OPTIONS]   (run by mount -t fslab)");
+        outln!("usage: mount.fslab IMAGE DIR [-sfnv] [-o OPTIONS]   (run by mount -t fslab)")
+            .map_err(|e| (FAILED, e))?;
         return Ok(());
     }
     let [image, dir] = parsed.positional.as_slice() else {
@@ -144,7 +145,7 @@ fn mount(args: &[OsString]) -> Result<(), (u8, String)> {
     // mount(8) itself calls a bad option a failed mount (32), not wrong usage.
     let (opts, warnings) = options::parse(&given, parsed.flags.contains('s')).map_err(|e| (FAILED, e))?;
     for warning in warnings {
-        eprintln!("fslab: mount: {warning}");
+        say!("fslab: mount: {warning}");
     }
     if parsed.flags.contains('f') {
         // Fake: everything but the mount itself.
@@ -155,7 +156,7 @@ fn mount(args: &[OsString]) -> Result<(), (u8, String)> {
         return Ok(());
     }
     if parsed.flags.contains('v') {
-        println!("fslab: mounting {} on {}", image.display(), dir.display());
+        outln!("fslab: mounting {} on {}", image.display(), dir.display()).map_err(|e| (FAILED, e))?;
     }
     super::start(image, dir, &opts, false).map_err(|e| (FAILED, e))
 }
@@ -163,7 +164,7 @@ fn mount(args: &[OsString]) -> Result<(), (u8, String)> {
 fn umount(args: &[OsString]) -> Result<(), (u8, String)> {
     let parsed = parse(args, "flnrvh").map_err(|e| (USAGE, e))?;
     if parsed.flags.contains('h') {
-        println!("usage: umount.fuse.fslab DIR [-flnrv]   (run by umount)");
+        outln!("usage: umount.fuse.fslab DIR [-flnrv]   (run by umount)").map_err(|e| (FAILED, e))?;
         return Ok(());
     }
     let [dir] = parsed.positional.as_slice() else {
@@ -193,14 +194,15 @@ fn umount(args: &[OsString]) -> Result<(), (u8, String)> {
     } else if let Some(pid) = server {
         wait_for_exit(pid);
     } else {
-        eprintln!(
+        say!(
             "fslab: umount: {}: neither the mount nor a server names its image; not waiting for its final checkpoint",
             dir.display()
         );
         return Ok(());
     }
     if parsed.flags.contains('v') {
-        println!("fslab: {} unmounted; final checkpoint of {} written", dir.display(), image.display());
+        outln!("fslab: {} unmounted; final checkpoint of {} written", dir.display(), image.display())
+            .map_err(|e| (FAILED, e))?;
     }
     Ok(())
 }
@@ -235,7 +237,7 @@ fn wait_for_exit(pid: libc::pid_t) {
     // SAFETY: signal 0 only checks that the process exists.
     while unsafe { libc::kill(pid, 0) } == 0 && !is_zombie(pid) {
         if !told && started.elapsed() >= std::time::Duration::from_secs(1) {
-            eprintln!("fslab: umount: waiting for the final checkpoint (process {pid})");
+            say!("fslab: umount: waiting for the final checkpoint (process {pid})");
             told = true;
         }
         std::thread::sleep(std::time::Duration::from_millis(50));

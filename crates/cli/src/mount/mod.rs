@@ -257,10 +257,10 @@ fn mount(image: &Path, dir: &Path, options: &Options) -> Result<Mount, String> {
 fn tell_orphans(image: &Path, report: &fslab::storage::orphans::OrphanReport) {
     let name = image.display();
     if report.reclaimed > 0 {
-        eprintln!("fslab: mount: {name}: freed {} files left open and unlinked by a crash", report.reclaimed);
+        say!("fslab: mount: {name}: freed {} files left open and unlinked by a crash", report.reclaimed);
     }
     if let Some(why) = &report.damage {
-        eprintln!("fslab: mount: warning: {name}: {why}; run `fslab fsck --repair {name}` after unmounting");
+        say!("fslab: mount: warning: {name}: {why}; run `fslab fsck --repair {name}` after unmounting");
     }
 }
 
@@ -283,7 +283,7 @@ fn ffs_refusal(image: &Path, error: fslab::Error) -> String {
 /// missing.
 fn warn_without_control(mount: &Mount) {
     if let Err(why) = &mount.control {
-        eprintln!("fslab: mount: warning: {why}");
+        say!("fslab: mount: warning: {why}");
     }
 }
 
@@ -302,7 +302,7 @@ fn serve(mount: Mount, signals: libc::sigset_t) -> Result<(), String> {
                 return;
             }
             if let Err(e) = unmounter.unmount() {
-                eprintln!("fslab: mount: cannot unmount {}: {e}", unmounter.mountpoint().display());
+                say!("fslab: mount: cannot unmount {}: {e}", unmounter.mountpoint().display());
             }
         })
         .map_err(|e| format!("cannot start the signal thread: {e}"))?;
