@@ -14,12 +14,12 @@ use clap::Args;
 use disk::{BlockDevice, FileDisk};
 use fslab_check::{fsck, Layout, Options, Outcome};
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
 /// Exit status when fsck could not run (e2fsck's "operational error").
-const OPERATIONAL_ERROR: u8 = 8;
+pub(crate) const OPERATIONAL_ERROR: u8 = 8;
 
 /// Arguments of `fslab fsck`.
 #[derive(Args)]
@@ -51,21 +51,40 @@ pub fn run(args: &FsckArgs) -> ExitCode {
 }
 
 fn check(args: &FsckArgs) -> Result<u8, String> {
-    let name = args.image.display().to_string();
-    let repair = args.repair;
-    let _lock = crate::image_lock::lock(&args.image).map_err(|e| format!("{name}: {e}"))?;
-    let disk = if repair { FileDisk::open(&args.image) } else { FileDisk::open_read_only(&args.image) }
+    let how = How { repair: args.repair, verbose: args.verbose, preen: false };
+    check_image(&args.image, how)
+}
+
+/// How to run a check: repairing or not, and how much to say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct How {
+    /// Repair what can be repaired (otherwise the image is opened read-only).
+    pub(crate) repair: bool,
+    /// Say what was checked, with counts and progress.
+    pub(crate) verbose: bool,
+    /// Preen (`fsck -p`): say nothing unless problems are left.
+    pub(crate) preen: bool,
+}
+
+/// Checks (and repairs) `image`, printing what `how` asks for; returns the
+/// exit status (e2fsck's 0, 1 or 4), or why it could not run (status 8).
+pub(crate) fn check_image(image: &Path, how: How) -> Result<u8, String> {
+    let name = image.display().to_string();
+    let _lock = crate::image_lock::lock(image).map_err(|e| format!("{name}: {e}"))?;
+    let disk = if how.repair { FileDisk::open(image) } else { FileDisk::open_read_only(image) }
         .map_err(|e| format!("{name}: {e}"))?;
     let dev: Arc<dyn BlockDevice> = Arc::new(disk);
-    let show_progress = args.verbose || std::io::stderr().is_terminal();
+    let show_progress = how.verbose || (!how.preen && std::io::stderr().is_terminal());
     let mut progress = |line: &str| {
         if show_progress {
             say!("fslab: fsck: {name}: {line}");
         }
     };
-    let options = Options { repair, ..Options::default() };
+    let options = Options { repair: how.repair, ..Options::default() };
     let outcome = fsck(dev, &options, &mut progress).map_err(|e| format!("{name}: {e}"))?;
-    print_outcome(&name, &outcome, args.verbose)?;
+    if !how.preen || outcome.exit_code() > 1 {
+        print_outcome(&name, &outcome, how.verbose)?;
+    }
     Ok(outcome.exit_code())
 }
 

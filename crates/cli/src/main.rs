@@ -4,7 +4,8 @@
 //! * `mount` — mounts an image through FUSE (in the background unless `-f`);
 //!   started as `mount.fslab` or `umount.fuse.fslab`, mount(8)'s helpers.
 //! * `dump` — prints the superblock, checkpoint and segment usage.
-//! * `fsck` — checks an unmounted image and repairs it (own exit statuses).
+//! * `fsck` — checks an unmounted image and repairs it (own exit statuses);
+//!   `fsck_helper` is the same as `fsck.fslab`, fsck(8)'s checker.
 //! * `clean` — runs cleaning passes on an LFS mount from this process,
 //!   through the mount's control socket (an FFS mount has no cleaner).
 //! * `stat` — prints a mount's counters, of either layout: space, device
@@ -32,6 +33,7 @@ mod bench;
 mod clean;
 mod dump;
 mod fsck;
+mod fsck_helper;
 mod image_lock;
 mod mkfs;
 mod mount;
@@ -130,10 +132,14 @@ fn main() -> ExitCode {
         say!("fslab: internal error: {}{location}", panic_message(info.payload()));
     }));
 
-    // Installed as mount(8)'s helpers, the binary answers to their names.
+    // Installed as mount(8)'s and fsck(8)'s helpers, the binary answers to
+    // their names.
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     if let Some(helper) = args.first().and_then(|argv0| mount::helper::by_program_name(argv0)) {
         return mount::helper::main(helper, &args[1..]);
+    }
+    if args.first().is_some_and(|argv0| fsck_helper::is_program_name(argv0)) {
+        return fsck_helper::main(&args[1..]);
     }
 
     let cli = match Cli::try_parse() {
