@@ -649,3 +649,22 @@ fn a_finishing_daemon_leaves_the_next_mount_on_its_directory() {
     next.unmount().expect("clean unmount of the next mount");
     drop(first);
 }
+
+/// `-o log=FILE` with a relative name is relative to where `fslab mount`
+/// ran, although the background process changes directory to "/".
+#[test]
+fn a_relative_log_file_is_relative_to_the_current_directory() {
+    let Some(Scratch { _tmp, image, dir }) = scratch("64M") else { return };
+    fs::create_dir(&dir).expect("mkdir mnt");
+    let mut command = std::process::Command::new(common::fslab());
+    command.current_dir(_tmp.path()).arg("mount").arg(&image).arg(&dir).args(["-o", "log=rel.log"]);
+    let r = common::run_cmd(command, T);
+    assert!(r.success(), "fslab mount: {}", r.describe());
+    let pid = daemon_pid(&image);
+    let here = _tmp.path().join("rel.log").exists();
+    let at_root = Path::new("/rel.log").exists();
+    signal(pid, libc::SIGTERM);
+    assert!(wait_until(Duration::from_secs(60), || is_zombie(pid)), "daemon did not exit after SIGTERM");
+    assert!(here, "the log is not in the directory fslab mount ran in");
+    assert!(!at_root, "the log went to /rel.log");
+}
