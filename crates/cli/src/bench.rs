@@ -199,7 +199,8 @@ fn run_experiments(args: &RunArgs) -> Result<(), String> {
     results.save(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
     write_report(&results, &args.out)?;
     if !failed.is_empty() {
-        return Err(format!("{} system run(s) failed: {}", failed.len(), failed.join("; ")));
+        let runs = crate::out::count(failed.len() as u64, "system run", "system runs");
+        return Err(format!("{runs} failed: {}", failed.join("; ")));
     }
     Ok(())
 }

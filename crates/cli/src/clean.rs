@@ -6,6 +6,7 @@
 //! re-checks every block it is asked to move. An FFS mount has no cleaner,
 //! and the command says so before any pass.
 
+use crate::out::count;
 use clap::Args;
 use fslab_cleaner::control::{Client, LayoutReport, FFS_HAS_NO_CLEANER};
 use fslab_cleaner::{policy, Cleaner, Mechanism};
@@ -97,13 +98,10 @@ pub fn run(args: &CleanArgs) -> Result<(), String> {
         segments += pass.cleaned.len();
         moved += pass.moved;
         outln!(
-            "pass {passes}: cleaned {} segment{}, moved {} block{} (read {} segment{})",
-            pass.cleaned.len(),
-            plural(pass.cleaned.len() as u64),
-            pass.moved,
-            plural(pass.moved),
-            pass.segments_read,
-            plural(pass.segments_read)
+            "pass {passes}: cleaned {}, moved {} (read {})",
+            count(pass.cleaned.len() as u64, "segment", "segments"),
+            count(pass.moved, "block", "blocks"),
+            count(pass.segments_read, "segment", "segments")
         )?;
         for seg in &pass.unreadable {
             say!(
@@ -123,23 +121,14 @@ pub fn run(args: &CleanArgs) -> Result<(), String> {
         }
     }
     outln!(
-        "{}: cleaned {segments} segment{} and moved {moved} block{} in {passes} pass{} ({}); \
-         clean segments now {} (high-water {})",
+        "{}: cleaned {} and moved {} in {passes} pass{} ({}); clean segments now {} (high-water {})",
         name,
-        plural(segments as u64),
-        plural(moved),
+        count(segments as u64, "segment", "segments"),
+        count(moved, "block", "blocks"),
         if passes == 1 { "" } else { "es" },
         cleaner.policy_name(),
         table.clean_segments,
         table.high_water
     )?;
     Ok(())
-}
-
-fn plural(n: u64) -> &'static str {
-    if n == 1 {
-        ""
-    } else {
-        "s"
-    }
 }

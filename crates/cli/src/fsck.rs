@@ -101,13 +101,13 @@ fn print_outcome(name: &str, outcome: &Outcome, verbose: bool) -> Result<(), Str
         outln!("{p}")?;
     }
     if first.omitted > 0 {
-        outln!("... and {} more problems", first.omitted)?;
+        outln!("... and {} more", crate::out::count(first.omitted, "problem", "problems"))?;
     }
     if !first.pending_reclaim.is_empty() {
         outln!(
-            "pending reclaim: {} files unlinked while open (inodes {:?}) are on the orphan list; \
+            "pending reclaim: {} unlinked while open (inodes {:?}) on the orphan list; \
              the next mount frees them, as does --repair (not damage)",
-            first.pending_reclaim.len(),
+            crate::out::count(first.pending_reclaim.len() as u64, "file", "files"),
             first.pending_reclaim
         )?;
     }
@@ -121,15 +121,15 @@ fn print_outcome(name: &str, outcome: &Outcome, verbose: bool) -> Result<(), Str
     let c = last.counts;
     match outcome.exit_code() {
         0 => outln!(
-            "{name}: clean: {} inodes, {} blocks, {} directories, {} entries",
-            c.inodes,
-            c.blocks,
-            c.directories,
-            c.entries
+            "{name}: clean: {}, {}, {}, {}",
+            crate::out::count(c.inodes, "inode", "inodes"),
+            crate::out::count(c.blocks, "block", "blocks"),
+            crate::out::count(c.directories, "directory", "directories"),
+            crate::out::count(c.entries, "entry", "entries")
         )?,
         1 => outln!(
-            "{name}: {} problems found and corrected; now clean",
-            first.problems.len() as u64 + first.omitted
+            "{name}: {} found and corrected; now clean",
+            crate::out::count(first.problems.len() as u64 + first.omitted, "problem", "problems")
         )?,
         _ => {
             if !std::ptr::eq(first, last) && !outcome.repaired.is_empty() {
@@ -138,8 +138,8 @@ fn print_outcome(name: &str, outcome: &Outcome, verbose: bool) -> Result<(), Str
                 }
             }
             outln!(
-                "{name}: {} problems left uncorrected{}",
-                last.problems.len() as u64 + last.omitted,
+                "{name}: {} left uncorrected{}",
+                crate::out::count(last.problems.len() as u64 + last.omitted, "problem", "problems"),
                 if outcome.first.problems.is_empty() || outcome.repaired.is_empty() {
                     ""
                 } else {

@@ -17,6 +17,11 @@ pub(crate) fn stdout(text: &str) -> Result<(), String> {
         .map_err(|e| format!("cannot write to standard output: {e}"))
 }
 
+/// `n` and the noun, singular for one: "1 problem", "3 problems".
+pub(crate) fn count(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// Writes one line to standard error, ignoring a failure.
 pub(crate) fn stderr_line(line: std::fmt::Arguments) {
     let mut err = std::io::stderr().lock();
@@ -47,4 +52,14 @@ macro_rules! outln {
     ($($arg:tt)*) => {
         $crate::out::stdout(&format!("{}\n", format_args!($($arg)*)))
     };
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn one_is_singular_and_every_other_count_plural() {
+        assert_eq!(super::count(1, "problem", "problems"), "1 problem");
+        assert_eq!(super::count(0, "problem", "problems"), "0 problems");
+        assert_eq!(super::count(2, "directory", "directories"), "2 directories");
+    }
 }

@@ -101,6 +101,7 @@ fn fsck_fslab_answers_fsck_8_with_e2fsck_options_and_statuses() {
 
     let r = fsck_fslab(&bin, &["-n", image]);
     assert_eq!(status(&r), 4, "-n reports and changes nothing\n{}", r.describe());
+    assert!(r.stdout.ends_with(&format!("{image}: 3 problems left uncorrected\n")), "{}", r.describe());
     let r = fsck_fslab(&bin, &["-n", "-y", image]);
     assert_eq!(status(&r), 16, "contradictory options\n{}", r.describe());
     let r = fsck_fslab(&bin, &[image, "-x"]);

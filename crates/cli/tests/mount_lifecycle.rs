@@ -450,7 +450,7 @@ fn an_open_unlinked_file_is_freed_after_a_killed_daemon(layout: Layout) {
     if !layout.is_lfs() {
         let r = common::fslab_run(&[OsStr::new("fsck"), image.as_os_str()], T);
         let out = r.describe();
-        assert!(out.contains("pending reclaim: 1 files"), "{out}");
+        assert!(out.contains("pending reclaim: 1 file unlinked while open"), "{out}");
         assert!(!out.contains("no links and no name"), "the orphan is not damage: {out}");
     }
     recover_after_a_kill(&image, &dir, layout);
