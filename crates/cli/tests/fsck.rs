@@ -151,3 +151,28 @@ fn install_links_fsck_fslab_and_uninstall_says_only_what_it_removed() {
     assert!(r.success(), "{}", r.describe());
     assert!(r.stdout.is_empty(), "nothing left to remove, nothing said\n{}", r.describe());
 }
+
+/// `fslab dump` shows each time as its number and its UTC date.
+#[test]
+fn dump_shows_times_as_utc_dates_beside_their_numbers() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let image = tmp.path().join("lfs.img");
+    mkfs(&image, "16M", &[]);
+    let r = fslab_run(&["dump", image.to_str().expect("utf-8 path")], T);
+    assert_eq!(status(&r), 0, "{}", r.describe());
+    let line =
+        r.stdout.lines().find(|l| l.trim_start().starts_with("created (ns)")).expect("a creation time");
+    let now =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("after 1970").as_secs();
+    let year = 1970 + now / 31_556_952;
+    let (number, date) = line
+        .split_once(" (ns)")
+        .map(|(_, rest)| rest.trim())
+        .and_then(|r| r.split_once(' '))
+        .expect("number and date");
+    assert!(number.parse::<u64>().is_ok(), "{line}");
+    // The year of "now", to within the slack of an average year's length.
+    let shown: u64 = date.get(1..5).and_then(|y| y.parse().ok()).unwrap_or_else(|| panic!("{line}"));
+    assert!(shown.abs_diff(year) <= 1, "{line}");
+    assert!(date.starts_with('(') && date.ends_with("Z)") && date.contains('T'), "{line}");
+}
