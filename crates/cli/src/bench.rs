@@ -13,6 +13,12 @@ use fslab_bench::system::SYSTEMS;
 use fslab_bench::{report, system};
 use std::path::{Path, PathBuf};
 
+/// Examples in `fslab bench --help`.
+pub const EXAMPLES: &str = "Examples:
+  fslab bench list                                experiments, systems, disks and claims
+  fslab bench run all --quick                     every experiment, small, on simulated disks
+  fslab bench report lab-results                  the report again from saved results";
+
 /// Arguments of `fslab bench`.
 #[derive(Args)]
 pub struct BenchArgs {

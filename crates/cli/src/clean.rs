@@ -12,6 +12,11 @@ use fslab_cleaner::control::{Client, LayoutReport, FFS_HAS_NO_CLEANER};
 use fslab_cleaner::{policy, Cleaner, Mechanism};
 use std::path::{Path, PathBuf};
 
+/// Examples in `fslab clean --help`.
+pub const EXAMPLES: &str = "Examples:
+  fslab clean /mnt                                clean to the high-water mark
+  fslab clean /mnt --passes 3 --policy greedy     exactly three greedy passes";
+
 /// Arguments of `fslab clean`.
 #[derive(Args)]
 pub struct CleanArgs {

@@ -8,6 +8,11 @@ use fslab::Layout;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+/// Examples in `fslab dump --help`.
+pub const EXAMPLES: &str = "Examples:
+  fslab dump fs.img                               superblock, checkpoint, segment usage
+  fslab dump fs.img | less";
+
 /// Arguments of `fslab dump`.
 #[derive(Args)]
 pub struct DumpArgs {

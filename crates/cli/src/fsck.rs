@@ -21,6 +21,12 @@ use std::sync::Arc;
 /// Exit status when fsck could not run (e2fsck's "operational error").
 pub(crate) const OPERATIONAL_ERROR: u8 = 8;
 
+/// Examples in `fslab fsck --help`.
+pub const EXAMPLES: &str = "Examples:
+  fslab fsck fs.img                               check; change nothing (status 0 when clean)
+  fslab fsck --repair fs.img                      repair what can be repaired (status 1 when it did)
+  fsck -t fslab fs.img                            the same through fsck(8) (fsck.fslab installed)";
+
 /// Arguments of `fslab fsck`.
 #[derive(Args)]
 pub struct FsckArgs {

@@ -99,22 +99,30 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Make a new file system on an image file or block device.
+    #[command(after_help = mkfs::EXAMPLES)]
     Mkfs(mkfs::MkfsArgs),
     /// Mount a file system on a directory (through FUSE).
+    #[command(after_help = mount::EXAMPLES)]
     Mount(mount::MountArgs),
     /// Print the superblock, latest checkpoint and segment usage of an image.
+    #[command(after_help = dump::EXAMPLES)]
     Dump(dump::DumpArgs),
     /// Check an unmounted image (LFS or FFS); with --repair, repair what can be repaired.
+    #[command(after_help = fsck::EXAMPLES)]
     Fsck(fsck::FsckArgs),
     /// Clean segments of a mounted LFS from this process (FFS has no cleaner).
+    #[command(after_help = clean::EXAMPLES)]
     Clean(clean::CleanArgs),
     /// Print a mounted file system's counters: space, device work, directory hashes,
     /// and on LFS the cleaner's report (write cost, segments cleaned).
+    #[command(after_help = stat::EXAMPLES)]
     Stat(stat::StatArgs),
     /// Make everything written to a mounted file system durable now (a checkpoint);
     /// sync(1) does not reach FUSE file systems.
+    #[command(after_help = sync::EXAMPLES)]
     Sync(sync::SyncArgs),
     /// Run the papers' experiments on simulated disks or mounted directories; write a report.
+    #[command(after_help = bench::EXAMPLES)]
     Bench(bench::BenchArgs),
 }
 
@@ -211,5 +219,30 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         s.clone()
     } else {
         "unknown panic".to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every command's --help ends with examples of itself; mount's lists
+    /// its -o options one to a line.
+    #[test]
+    fn every_help_has_examples_and_mount_lists_its_options() {
+        let mut cli = Cli::command();
+        for command in cli.get_subcommands_mut().filter(|c| c.get_name() != "help") {
+            let name = command.get_name().to_string();
+            let help = command.render_long_help().to_string();
+            assert!(help.contains("Examples:"), "{name}: {help}");
+            assert!(help.contains(&format!("fslab {name} ")), "{name}: {help}");
+            if name == "mount" {
+                for option in
+                    ["cache=SIZE", "cleaner=POLICY|off", "integrity=sync|async", "log=FILE", "dirhash_check"]
+                {
+                    assert!(help.lines().any(|l| l.trim_start().starts_with(option)), "{option}: {help}");
+                }
+            }
+        }
     }
 }

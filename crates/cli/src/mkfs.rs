@@ -26,6 +26,13 @@ use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+/// Examples in `fslab mkfs --help`.
+pub const EXAMPLES: &str = "Examples:
+  fslab mkfs fs.img --size 4G                     a new LFS image file of 4 GiB
+  fslab mkfs ffs.img --size 1G --layout ffs       an FFS image
+  fslab mkfs /dev/sdb1                            the whole block device (its size)
+  fslab mkfs fs.img --size 4G --force             over an image that holds a file system";
+
 /// Arguments of `fslab mkfs`.
 #[derive(Args)]
 pub struct MkfsArgs {

@@ -18,6 +18,11 @@ use fslab_cleaner::control::{DirhashReport, LayoutReport, MountReport, Report};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
+/// Examples in `fslab stat --help`.
+pub const EXAMPLES: &str = "Examples:
+  fslab stat /mnt                                 the mount's counters
+  fslab stat /mnt/some/file                       the same: any path inside the mount";
+
 /// Arguments of `fslab stat`.
 #[derive(Args)]
 pub struct StatArgs {

@@ -8,6 +8,11 @@ use clap::Args;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
+/// Examples in `fslab sync --help`.
+pub const EXAMPLES: &str = "Examples:
+  fslab sync /mnt                                 a checkpoint now; returns once it is on the disk
+  cp big /mnt/ && fslab sync /mnt/big             any path inside the mount names it";
+
 /// Arguments of `fslab sync`.
 #[derive(Args)]
 pub struct SyncArgs {

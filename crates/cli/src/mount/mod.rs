@@ -61,6 +61,13 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+/// Examples in `fslab mount --help`.
+pub const EXAMPLES: &str = "Examples:
+  fslab mount fs.img /mnt                         mount in the background; returns once usable
+  fslab mount fs.img /mnt -o cleaner=greedy,cache=1G
+  fslab mount ffs.img /mnt -o integrity=async -f  serve in the foreground until unmounted
+  umount /mnt                                     unmount (or: fusermount3 -u /mnt)";
+
 /// Arguments of `fslab mount`.
 #[derive(Args)]
 pub struct MountArgs {
@@ -68,14 +75,22 @@ pub struct MountArgs {
     image: PathBuf,
     /// The directory to mount it on.
     dir: PathBuf,
-    /// Comma-separated options: allow_other, cache=SIZE (e.g. 256M), checkpoint=SECONDS,
-    /// cleaner=POLICY|off (LFS: greedy, cost-benefit or hot-cold; default hot-cold),
-    /// integrity=sync|async (FFS; default sync), log=FILE (instead of the system log),
-    /// noexec, suid, dev, dirhash=on|off (default on), dirhash_maxmem=SIZE (default 2M),
-    /// dirhash_minsize=SIZE (default 2560), dirhash_check (cross-check every dirhash
-    /// answer; slow); and mount(8)'s generic options (defaults, nofail, noauto, x-*, ...).
+    /// Comma-separated options (-o may be given more than once):
+    ///   allow_other              let other users in (user_allow_other in /etc/fuse.conf for non-root)
+    ///   cache=SIZE               buffer cache (e.g. 256M; the default)
+    ///   checkpoint=SECONDS       seconds between automatic checkpoints (default 30)
+    ///   cleaner=POLICY|off       LFS: greedy, cost-benefit or hot-cold (default hot-cold)
+    ///   integrity=sync|async     FFS: ordered synchronous metadata, or all delayed (default sync)
+    ///   log=FILE                 a background mount's messages, instead of the system log
+    ///   exec, noexec             programs may run from the mount (default exec)
+    ///   suid, dev                set-user-ID bits and device nodes take effect (root only)
+    ///   dirhash=on|off           hash large directories (default on)
+    ///   dirhash_maxmem=SIZE      memory for all directory hashes (default 2M)
+    ///   dirhash_minsize=SIZE     smallest directory hashed (default 2560)
+    ///   dirhash_check            cross-check every dirhash answer (slow)
+    ///   defaults, nofail, noauto, x-*, ...   mount(8)'s generic options, accepted
     /// ro, sync and atime are refused.
-    #[arg(short = 'o', value_name = "OPTIONS")]
+    #[arg(short = 'o', value_name = "OPTIONS", verbatim_doc_comment)]
     options: Vec<String>,
     /// Stay in the foreground until unmounted.
     #[arg(short = 'f', long = "foreground")]
