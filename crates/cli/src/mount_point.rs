@@ -14,7 +14,11 @@ pub(crate) fn canonical(path: &Path) -> Result<PathBuf, String> {
     // dead mount can resolve; `statfs` always asks the server.
     match path.canonicalize().and_then(|canonical| statfs(&canonical).map(|()| canonical)) {
         Ok(canonical) => Ok(canonical),
-        Err(e) if e.raw_os_error() == Some(libc::ENOTCONN) => Err(dead_mount(path, &read_table())),
+        // ENOTCONN once the server is gone; ECONNABORTED for a request
+        // that was under way when it went.
+        Err(e) if matches!(e.raw_os_error(), Some(libc::ENOTCONN | libc::ECONNABORTED)) => {
+            Err(dead_mount(path, &read_table()))
+        }
         Err(e) => Err(format!("{}: {e}", path.display())),
     }
 }
@@ -50,7 +54,7 @@ fn read_table() -> Vec<MountEntry> {
     mountinfo::read().unwrap_or_default()
 }
 
-/// What to tell a user whose `path` failed with ENOTCONN: the dead mount
+/// What to tell a user whose `path` failed with ENOTCONN (or ECONNABORTED): the dead mount
 /// it is (or is inside), its kind, and the command that removes it.
 fn dead_mount(path: &Path, entries: &[MountEntry]) -> String {
     let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
