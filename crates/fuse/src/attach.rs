@@ -106,11 +106,16 @@ fn common_options(config: &MountConfig, source: &str) -> String {
     options
 }
 
-/// Mounts with mount(2), as root may; `None` when not permitted (EPERM),
-/// so that fusermount3 is asked instead.
+/// Mounts with mount(2), as root may; `None` when not permitted (EPERM, or
+/// no access to `/dev/fuse`), so that fusermount3 is asked instead.
 fn mount_sys(mountpoint: &Path, config: &MountConfig, source: &str) -> io::Result<Option<OwnedFd>> {
     let mode = std::fs::metadata(mountpoint)?.mode() & libc::S_IFMT;
-    let device = std::fs::OpenOptions::new().read(true).write(true).open("/dev/fuse")?;
+    // A user who may not open the device asks fusermount3, which may.
+    let device = match std::fs::OpenOptions::new().read(true).write(true).open("/dev/fuse") {
+        Ok(device) => device,
+        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => return Ok(None),
+        Err(e) => return Err(e),
+    };
     // SAFETY: getuid/getgid have no arguments and cannot fail.
     let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
     let mut data = format!("fd={},rootmode={mode:o},user_id={uid},group_id={gid}", device.as_raw_fd());
@@ -169,7 +174,9 @@ fn mount_fusermount(mountpoint: &Path, config: &MountConfig, source: &str) -> io
         .args(["-o", &options, "--"])
         .arg(mountpoint)
         .env("_FUSE_COMMFD", their_fd.to_string())
-        .stdin(Stdio::null());
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
     // SAFETY: fcntl is async-signal-safe; it only makes the child keep its end.
     unsafe {
         command.pre_exec(move || {
