@@ -78,8 +78,12 @@ fn acquire(image: &Path, refuse_served: bool) -> Result<ImageLock, String> {
     let mut served_since: Option<Instant> = None;
     loop {
         if try_lock_all(&files)? {
-            let mut held = files;
-            held.extend(claim_exclusively(image)?);
+            // Only a user of the image claims it; one waiting for it to be
+            // free does not. The claim goes first, so that it is let go
+            // before the locks are (fields and vectors drop in order): the
+            // next user, finding the locks free, finds the device free too.
+            let claim = if refuse_served { claim_exclusively(image)? } else { None };
+            let held = claim.into_iter().chain(files).collect();
             return Ok(ImageLock { _held: held });
         }
         if refuse_served && files.iter().any(is_served) {
