@@ -13,6 +13,12 @@ use fslab_bench::system::SYSTEMS;
 use fslab_bench::{report, system};
 use std::path::{Path, PathBuf};
 
+/// Examples in `fslab bench --help`.
+pub const EXAMPLES: &str = "Examples:
+  fslab bench list                                experiments, systems, disks and claims
+  fslab bench run all --quick                     every experiment, small, on simulated disks
+  fslab bench report lab-results                  the report again from saved results";
+
 /// Arguments of `fslab bench`.
 #[derive(Args)]
 pub struct BenchArgs {
@@ -78,10 +84,7 @@ struct RunArgs {
 /// Runs `fslab bench`.
 pub fn run(args: &BenchArgs) -> Result<(), String> {
     match &args.command {
-        BenchCommand::List => {
-            list();
-            Ok(())
-        }
+        BenchCommand::List => list(),
         BenchCommand::Run(run) => run_experiments(run),
         BenchCommand::Report { dir } => {
             let results = Results::load(dir).map_err(|e| e.to_string())?;
@@ -90,10 +93,10 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
     }
 }
 
-fn list() {
-    println!("Experiments (fslab bench run ID… | all):");
+fn list() -> Result<(), String> {
+    outln!("Experiments (fslab bench run ID… | all):")?;
     for e in EXPERIMENTS {
-        println!("  {:<16} {} ({}); disk {}", e.id, e.title, e.source, e.disk);
+        outln!("  {:<16} {} ({}); disk {}", e.id, e.title, e.source, e.disk)?;
         let systems: Vec<String> = e
             .systems
             .iter()
@@ -107,18 +110,19 @@ fn list() {
                 }
             })
             .collect();
-        println!("  {:<16} systems: {}", "", systems.join(", "));
+        outln!("  {:<16} systems: {}", "", systems.join(", "))?;
     }
-    println!("\nSystems:");
+    outln!("\nSystems:")?;
     for s in SYSTEMS {
         let later = s.not_yet().map(|w| format!(" [not yet: {w}]")).unwrap_or_default();
-        println!("  {:<14} {}{later}", s.name, s.about);
+        outln!("  {:<14} {}{later}", s.name, s.about)?;
     }
-    println!("\nDisks (--disk): {}, mem, file", disk::DiskModel::names().join(", "));
-    println!("\nClaims (reproduction targets):");
+    outln!("\nDisks (--disk): {}, mem, file", disk::DiskModel::names().join(", "))?;
+    outln!("\nClaims (reproduction targets):")?;
     for c in CLAIMS {
-        println!("  {:>2}. {}", c.number, c.statement);
+        outln!("  {:>2}. {}", c.number, c.statement)?;
     }
+    Ok(())
 }
 
 fn experiments(names: &[String]) -> Result<Vec<&'static Experiment>, String> {
@@ -201,7 +205,8 @@ fn run_experiments(args: &RunArgs) -> Result<(), String> {
     results.save(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
     write_report(&results, &args.out)?;
     if !failed.is_empty() {
-        return Err(format!("{} system run(s) failed: {}", failed.len(), failed.join("; ")));
+        let runs = crate::out::count(failed.len() as u64, "system run", "system runs");
+        return Err(format!("{runs} failed: {}", failed.join("; ")));
     }
     Ok(())
 }
@@ -209,17 +214,13 @@ fn run_experiments(args: &RunArgs) -> Result<(), String> {
 fn write_report(results: &Results, dir: &Path) -> Result<(), String> {
     let written = report::write(results, dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     if let Some(problem) = &written.png_problem {
-        eprintln!("fslab: bench: plots written as SVG only: {problem}");
+        say!("fslab: bench: plots written as SVG only: {problem}");
     }
-    println!("claims:");
+    outln!("claims:")?;
     for c in CLAIMS {
         let o = claim_verdict(c, results);
-        println!("  {:>2}. {:<40} {}", c.number, o.words(), o.summary);
+        outln!("  {:>2}. {:<40} {}", c.number, o.words(), o.summary)?;
     }
-    println!(
-        "{}: report.md, results.json, results.csv and {} plot files",
-        dir.display(),
-        written.plots.len()
-    );
+    outln!("{}: report.md, results.json, results.csv and {} plot files", dir.display(), written.plots.len())?;
     Ok(())
 }

@@ -6,15 +6,21 @@
 //! re-checks every block it is asked to move. An FFS mount has no cleaner,
 //! and the command says so before any pass.
 
+use crate::out::count;
 use clap::Args;
 use fslab_cleaner::control::{Client, LayoutReport, FFS_HAS_NO_CLEANER};
 use fslab_cleaner::{policy, Cleaner, Mechanism};
 use std::path::{Path, PathBuf};
 
+/// Examples in `fslab clean --help`.
+pub const EXAMPLES: &str = "Examples:
+  fslab clean /mnt                                clean to the high-water mark
+  fslab clean /mnt --passes 3 --policy greedy     exactly three greedy passes";
+
 /// Arguments of `fslab clean`.
 #[derive(Args)]
 pub struct CleanArgs {
-    /// The directory an fslab LFS is mounted on.
+    /// The directory an fslab LFS is mounted on, or any path inside it.
     dir: PathBuf,
     /// The cleaning policy: greedy, cost-benefit or hot-cold.
     #[arg(long, value_name = "POLICY", default_value = policy::DEFAULT)]
@@ -30,17 +36,16 @@ pub struct CleanArgs {
 
 /// Connects to the control socket of the mount on `dir`, with errors a
 /// user can act on.
-pub fn connect(dir: &Path) -> Result<Client, String> {
+/// `dir` may be any path inside the mount; the returned path is the
+/// mount's root.
+pub fn connect(dir: &Path) -> Result<(Client, PathBuf), String> {
     let name = dir.display();
-    let canonical = dir.canonicalize().map_err(|e| format!("{name}: {e}"))?;
-    if !canonical.is_dir() {
-        return Err(format!("{name} is not a directory"));
-    }
-    match Client::connect(&canonical) {
-        Ok(client) => Ok(client),
+    let root = crate::mount_point::fslab_root(dir)?;
+    match Client::connect(&root) {
+        Ok(client) => Ok((client, root)),
         // A socket we may not reach (another user's mount) would otherwise
         // hide that the directory is no mount at all.
-        Err(e) if e.errno() == libc::ENOENT || !is_fuse(&canonical) => {
+        Err(e) if e.errno() == libc::ENOENT || !is_fuse(&root) => {
             Err(format!("{name} is not an fslab mount (no control socket serves it)"))
         }
         Err(e) => Err(format!("{name}: {e}")),
@@ -67,7 +72,7 @@ pub fn run(args: &CleanArgs) -> Result<(), String> {
     let Some(chosen) = policy::by_name(&args.policy) else {
         return Err(format!("unknown policy '{}' (use {})", args.policy, policy::NAMES.join(", ")));
     };
-    let mut client = connect(&args.dir)?;
+    let (mut client, _) = connect(&args.dir)?;
     let mut cleaner = Cleaner::new(chosen);
     let name = args.dir.display();
     let failed = |e: fslab::Error| format!("{name}: {e}");
@@ -97,17 +102,14 @@ pub fn run(args: &CleanArgs) -> Result<(), String> {
         passes += 1;
         segments += pass.cleaned.len();
         moved += pass.moved;
-        println!(
-            "pass {passes}: cleaned {} segment{}, moved {} block{} (read {} segment{})",
-            pass.cleaned.len(),
-            plural(pass.cleaned.len() as u64),
-            pass.moved,
-            plural(pass.moved),
-            pass.segments_read,
-            plural(pass.segments_read)
-        );
+        outln!(
+            "pass {passes}: cleaned {}, moved {} (read {})",
+            count(pass.cleaned.len() as u64, "segment", "segments"),
+            count(pass.moved, "block", "blocks"),
+            count(pass.segments_read, "segment", "segments")
+        )?;
         for seg in &pass.unreadable {
-            eprintln!(
+            say!(
                 "fslab: clean: segment {seg} holds a block that cannot be read; it is left uncleaned \
                  (run fslab fsck on the unmounted image)"
             );
@@ -123,17 +125,16 @@ pub fn run(args: &CleanArgs) -> Result<(), String> {
             break;
         }
     }
-    println!(
-        "{}: cleaned {segments} segment{} and moved {moved} block{} in {passes} pass{} ({}); \
-         clean segments now {} (high-water {})",
+    outln!(
+        "{}: cleaned {} and moved {} in {passes} pass{} ({}); clean segments now {} (high-water {})",
         name,
-        plural(segments as u64),
-        plural(moved),
+        count(segments as u64, "segment", "segments"),
+        count(moved, "block", "blocks"),
         if passes == 1 { "" } else { "es" },
         cleaner.policy_name(),
         table.clean_segments,
         table.high_water
-    );
+    )?;
     if segments == 0 && table.clean_segments < table.high_water {
         return Err(format!("{name}: {}", why_no_progress(&table)));
     }
@@ -149,26 +150,16 @@ fn why_no_progress(table: &fslab::lfs::clean::SegmentTable) -> String {
     let percent = (live * 100).checked_div(capacity).unwrap_or(100);
     if table.budget_blocks == 0 {
         format!(
-            "could not clean: no room to move live data ({} clean segment{}, reserve {}); \
+            "could not clean: no room to move live data ({}, reserve {}); \
              delete files and run `fslab sync` on the mount, which makes the space they held clean",
-            table.clean_segments,
-            plural(table.clean_segments),
+            count(table.clean_segments, "clean segment", "clean segments"),
             table.reserve_segments
         )
     } else {
         format!(
             "could not clean: no segment is worth cleaning ({percent}% of the log is live data, \
-             {} clean segment{}); delete files to make room",
-            table.clean_segments,
-            plural(table.clean_segments)
+             {}); delete files to make room",
+            count(table.clean_segments, "clean segment", "clean segments")
         )
-    }
-}
-
-fn plural(n: u64) -> &'static str {
-    if n == 1 {
-        ""
-    } else {
-        "s"
     }
 }

@@ -14,12 +14,18 @@ use clap::Args;
 use disk::{BlockDevice, FileDisk};
 use fslab_check::{fsck, Layout, Options, Outcome};
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
 /// Exit status when fsck could not run (e2fsck's "operational error").
-const OPERATIONAL_ERROR: u8 = 8;
+pub(crate) const OPERATIONAL_ERROR: u8 = 8;
+
+/// Examples in `fslab fsck --help`.
+pub const EXAMPLES: &str = "Examples:
+  fslab fsck fs.img                               check; change nothing (status 0 when clean)
+  fslab fsck --repair fs.img                      repair what can be repaired (status 1 when it did)
+  fsck -t fslab fs.img                            the same through fsck(8) (fsck.fslab installed)";
 
 /// Arguments of `fslab fsck`.
 #[derive(Args)]
@@ -44,86 +50,109 @@ pub fn run(args: &FsckArgs) -> ExitCode {
     match check(args) {
         Ok(code) => ExitCode::from(code),
         Err(message) => {
-            eprintln!("fslab: fsck: {message}");
+            say!("fslab: fsck: {message}");
             ExitCode::from(OPERATIONAL_ERROR)
         }
     }
 }
 
 fn check(args: &FsckArgs) -> Result<u8, String> {
-    let name = args.image.display().to_string();
-    let repair = args.repair;
-    let _lock = crate::image_lock::lock(&args.image).map_err(|e| format!("{name}: {e}"))?;
-    let disk = if repair { FileDisk::open(&args.image) } else { FileDisk::open_read_only(&args.image) }
+    let how = How { repair: args.repair, verbose: args.verbose, preen: false };
+    check_image(&args.image, how)
+}
+
+/// How to run a check: repairing or not, and how much to say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct How {
+    /// Repair what can be repaired (otherwise the image is opened read-only).
+    pub(crate) repair: bool,
+    /// Say what was checked, with counts and progress.
+    pub(crate) verbose: bool,
+    /// Preen (`fsck -p`): say nothing unless problems are left.
+    pub(crate) preen: bool,
+}
+
+/// Checks (and repairs) `image`, printing what `how` asks for; returns the
+/// exit status (e2fsck's 0, 1 or 4), or why it could not run (status 8).
+pub(crate) fn check_image(image: &Path, how: How) -> Result<u8, String> {
+    let name = image.display().to_string();
+    let _lock = crate::image_lock::lock(image).map_err(|e| format!("{name}: {e}"))?;
+    let disk = if how.repair { FileDisk::open(image) } else { FileDisk::open_read_only(image) }
         .map_err(|e| format!("{name}: {e}"))?;
     let dev: Arc<dyn BlockDevice> = Arc::new(disk);
-    let show_progress = args.verbose || std::io::stderr().is_terminal();
+    let show_progress = how.verbose || (!how.preen && std::io::stderr().is_terminal());
     let mut progress = |line: &str| {
         if show_progress {
-            eprintln!("fslab: fsck: {name}: {line}");
+            say!("fslab: fsck: {name}: {line}");
         }
     };
-    let options = Options { repair, ..Options::default() };
+    let options = Options { repair: how.repair, ..Options::default() };
     let outcome = fsck(dev, &options, &mut progress).map_err(|e| format!("{name}: {e}"))?;
-    print_outcome(&name, &outcome, args.verbose);
+    if !how.preen || outcome.exit_code() > 1 {
+        print_outcome(&name, &outcome, how.verbose)?;
+    }
     Ok(outcome.exit_code())
 }
 
-fn print_outcome(name: &str, outcome: &Outcome, verbose: bool) {
+fn print_outcome(name: &str, outcome: &Outcome, verbose: bool) -> Result<(), String> {
     let first = &outcome.first;
     if verbose {
         let how = if first.clean_unmount { "unmounted cleanly" } else { "not unmounted cleanly" };
         match first.layout {
-            Layout::Lfs => println!("{name}: LFS, checkpoint {} ({how})", first.checkpoint_serial),
-            Layout::Ffs => println!("{name}: FFS ({how})"),
+            Layout::Lfs => outln!("{name}: LFS, checkpoint {} ({how})", first.checkpoint_serial)?,
+            Layout::Ffs => outln!("{name}: FFS ({how})")?,
         }
     }
     for p in &first.problems {
-        println!("{p}");
+        outln!("{p}")?;
     }
     if first.omitted > 0 {
-        println!("... and {} more problems", first.omitted);
+        outln!("... and {} more", crate::out::count(first.omitted, "problem", "problems"))?;
     }
     if !first.pending_reclaim.is_empty() {
-        println!(
-            "pending reclaim: {} files unlinked while open (inodes {:?}) are on the orphan list; \
+        outln!(
+            "pending reclaim: {} unlinked while open (inodes {:?}) on the orphan list; \
              the next mount frees them, as does --repair (not damage)",
-            first.pending_reclaim.len(),
+            crate::out::count(first.pending_reclaim.len() as u64, "file", "files"),
             first.pending_reclaim
-        );
+        )?;
     }
     for r in &outcome.repaired {
-        println!("repaired: {}", r.message);
+        outln!("repaired: {}", r.message)?;
     }
     for f in &outcome.failed {
-        println!("repair failed: {f}");
+        outln!("repair failed: {f}")?;
     }
     let last = &outcome.last;
     let c = last.counts;
     match outcome.exit_code() {
-        0 => println!(
-            "{name}: clean: {} inodes, {} blocks, {} directories, {} entries",
-            c.inodes, c.blocks, c.directories, c.entries
-        ),
-        1 => println!(
-            "{name}: {} problems found and corrected; now clean",
-            first.problems.len() as u64 + first.omitted
-        ),
+        0 => outln!(
+            "{name}: clean: {}, {}, {}, {}",
+            crate::out::count(c.inodes, "inode", "inodes"),
+            crate::out::count(c.blocks, "block", "blocks"),
+            crate::out::count(c.directories, "directory", "directories"),
+            crate::out::count(c.entries, "entry", "entries")
+        )?,
+        1 => outln!(
+            "{name}: {} found and corrected; now clean",
+            crate::out::count(first.problems.len() as u64 + first.omitted, "problem", "problems")
+        )?,
         _ => {
             if !std::ptr::eq(first, last) && !outcome.repaired.is_empty() {
                 for p in &last.problems {
-                    println!("left: {p}");
+                    outln!("left: {p}")?;
                 }
             }
-            println!(
-                "{name}: {} problems left uncorrected{}",
-                last.problems.len() as u64 + last.omitted,
+            outln!(
+                "{name}: {} left uncorrected{}",
+                crate::out::count(last.problems.len() as u64 + last.omitted, "problem", "problems"),
                 if outcome.first.problems.is_empty() || outcome.repaired.is_empty() {
                     ""
                 } else {
                     " after repair"
                 }
-            );
+            )?;
         }
     }
+    Ok(())
 }

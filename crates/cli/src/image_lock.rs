@@ -1,11 +1,13 @@
-//! The lock that says an image is in use by an fslab process, and the mark
-//! that says a mount of it is serving. `umount` returns before a daemon's
+//! The lock that says an image (its storage, by whatever name: see
+//! `storage_id`) is in use by an fslab process, and the mark that says a
+//! mount of it is serving. `umount` returns before a daemon's
 //! final checkpoint, so the lock alone cannot tell a mounted image (refuse
 //! at once) from one whose mount is finishing (wait for it); the mark can.
 
+use crate::storage_id::Storage;
 use std::fs::File;
 use std::os::fd::AsRawFd;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// How long a command waits for another fslab process to release an image
@@ -17,60 +19,132 @@ const LOCK_WAIT: Duration = Duration::from_secs(60);
 /// as mounted (see [`lock`]).
 const SERVED_GRACE: Duration = Duration::from_millis(500);
 
-/// Takes the lock that says "this image is in use by an fslab process"
-/// (an exclusive `flock`, held as long as the returned file is open), so an
-/// image is never mounted twice or made over while mounted. If a mount of
-/// the image is serving requests (see [`mark_serving`]), fails (within
-/// half a second: [`SERVED_GRACE`]);
-/// if another process holds the lock without serving, waits for it.
-pub(crate) fn lock(image: &Path) -> Result<File, String> {
+/// The lock on an image (and, for a loop device, on the file behind it),
+/// held until dropped; for a block device also its exclusive claim
+/// (`O_EXCL`), which keeps the kernel and other programs from mounting or
+/// claiming it meanwhile.
+pub(crate) struct ImageLock {
+    _held: Vec<File>,
+}
+
+/// Takes the lock that says "this storage is in use by an fslab process"
+/// (an exclusive `flock` on the image, and on the file behind it if the
+/// image is a loop device), so an image is never mounted twice, by any of
+/// its names, or made over while mounted. If a mount of the same storage
+/// is serving requests (in the mount table, or holding the mark of
+/// [`mark_serving`]), fails naming that mount (within half a second:
+/// [`SERVED_GRACE`]); if another process holds the lock without serving,
+/// waits for it.
+pub(crate) fn lock(image: &Path) -> Result<ImageLock, String> {
     acquire(image, true)
 }
 
 /// Waits until no fslab process holds `image`'s lock: after an unmount,
-/// until its mount has written the final checkpoint and exited. Up to the
-/// same minute as [`lock`], saying so after a second.
+/// until its mount has written the final checkpoint and exited, however
+/// long that takes (a large cache on a slow disk), saying so after a second.
 pub(crate) fn wait_released(image: &Path) -> Result<(), String> {
     acquire(image, false).map(drop)
 }
 
+/// The files whose locks stand for `image`: the image, and the file
+/// behind it if it is a loop device.
+fn lock_targets(image: &Path) -> Vec<PathBuf> {
+    let backing = Storage::of(image).and_then(|s| s.backing);
+    std::iter::once(image.to_path_buf()).chain(backing).collect()
+}
+
+/// Why `image` cannot be used: it is mounted, on the mount point found in
+/// the mount table if it is there.
+fn mounted_message(image: &Path) -> String {
+    match Storage::of(image).as_ref().and_then(crate::storage_id::mounted) {
+        Some((point, source)) if Path::new(&source) == image => {
+            format!("is mounted on {}; unmount it first", point.display())
+        }
+        Some((point, source)) => format!("is mounted on {} (as {source}); unmount it first", point.display()),
+        None => "is mounted (unmount it first)".to_string(),
+    }
+}
+
 /// Takes the lock, waiting while another process holds it; if `refuse_served`,
 /// fails at once when a mount of the image is serving.
-fn acquire(image: &Path, refuse_served: bool) -> Result<File, String> {
-    let file = File::open(image).map_err(|e| e.to_string())?;
+fn acquire(image: &Path, refuse_served: bool) -> Result<ImageLock, String> {
+    if refuse_served && Storage::of(image).as_ref().and_then(crate::storage_id::mounted).is_some() {
+        return Err(mounted_message(image));
+    }
+    let files = lock_targets(image).iter().map(File::open).collect::<std::io::Result<Vec<File>>>();
+    let files = files.map_err(|e| e.to_string())?;
     let started = Instant::now();
     let mut told = false;
     let mut served_since: Option<Instant> = None;
     loop {
-        // SAFETY: flock on a descriptor this function owns.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
-            return Ok(file);
+        if try_lock_all(&files)? {
+            // Only a user of the image claims it; one waiting for it to be
+            // free does not. The claim goes first, so that it is let go
+            // before the locks are (fields and vectors drop in order): the
+            // next user, finding the locks free, finds the device free too.
+            let claim = if refuse_served { claim_exclusively(image)? } else { None };
+            let held = claim.into_iter().chain(files).collect();
+            return Ok(ImageLock { _held: held });
         }
-        let e = std::io::Error::last_os_error();
-        if e.raw_os_error() != Some(libc::EWOULDBLOCK) {
-            return Err(format!("cannot lock: {e}"));
-        }
-        if refuse_served && is_served(&file) {
+        if refuse_served && files.iter().any(is_served) {
             // `fusermount3 -u` returns as the kernel lets go; the daemon
             // drops its mark a moment later (on a loaded machine, some
             // milliseconds): only a mark held for SERVED_GRACE is a mount.
             let since = *served_since.get_or_insert_with(Instant::now);
             if since.elapsed() >= SERVED_GRACE {
-                return Err("is mounted (unmount it first)".to_string());
+                return Err(mounted_message(image));
             }
         } else {
             served_since = None;
         }
-        if started.elapsed() >= LOCK_WAIT {
+        if refuse_served && started.elapsed() >= LOCK_WAIT {
             return Err("in use by another fslab process (an fsck, or a mount still writing its last \
                  checkpoint); try again when it has finished"
                 .to_string());
         }
         if !told && started.elapsed() >= Duration::from_secs(1) {
-            eprintln!("fslab: waiting for another fslab process to release {}", image.display());
+            say!("fslab: waiting for another fslab process to release {}", image.display());
             told = true;
         }
         std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Locks every file, or none: `Ok(false)` (with the ones taken released)
+/// if another process holds one.
+fn try_lock_all(files: &[File]) -> Result<bool, String> {
+    for (taken, file) in files.iter().enumerate() {
+        // SAFETY: flock on a descriptor the caller owns.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+            continue;
+        }
+        let e = std::io::Error::last_os_error();
+        for earlier in &files[..taken] {
+            // SAFETY: as above.
+            unsafe { libc::flock(earlier.as_raw_fd(), libc::LOCK_UN) };
+        }
+        if e.raw_os_error() != Some(libc::EWOULDBLOCK) {
+            return Err(format!("cannot lock: {e}"));
+        }
+        return Ok(false);
+    }
+    Ok(true)
+}
+
+/// A block device opened with `O_EXCL` (Linux's exclusive claim, which a
+/// kernel mount or another exclusive opener also takes); nothing for a file.
+fn claim_exclusively(image: &Path) -> Result<Option<File>, String> {
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let is_block = std::fs::metadata(image).is_ok_and(|m| m.file_type().is_block_device());
+    if !is_block {
+        return Ok(None);
+    }
+    match std::fs::OpenOptions::new().read(true).custom_flags(libc::O_EXCL).open(image) {
+        Ok(claim) => Ok(Some(claim)),
+        Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+            Err("is in use by another program (mounted by the kernel, or opened exclusively)".to_string())
+        }
+        Err(e) => Err(format!("cannot open exclusively: {e}")),
     }
 }
 
@@ -91,14 +165,18 @@ fn serving_lock(l_type: libc::c_int) -> libc::flock {
 /// file as soon as the kernel's mount is gone, so another command can tell
 /// a mounted image (fail at once) from one whose mount is only finishing
 /// (wait for it).
-pub(crate) fn mark_serving(image: &Path) -> std::io::Result<File> {
-    let file = std::fs::OpenOptions::new().read(true).write(true).open(image)?;
-    let lock = serving_lock(libc::F_WRLCK);
-    // SAFETY: `lock` is an initialized flock that outlives the call.
-    if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_SETLK, &lock) } != 0 {
-        return Err(std::io::Error::last_os_error());
+pub(crate) fn mark_serving(image: &Path) -> std::io::Result<Vec<File>> {
+    let mut marks = Vec::new();
+    for target in lock_targets(image) {
+        let file = std::fs::OpenOptions::new().read(true).write(true).open(target)?;
+        let lock = serving_lock(libc::F_WRLCK);
+        // SAFETY: `lock` is an initialized flock that outlives the call.
+        if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_SETLK, &lock) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        marks.push(file);
     }
-    Ok(file)
+    Ok(marks)
 }
 
 /// Whether some process holds the serving mark of the image open as `file`.

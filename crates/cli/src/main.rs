@@ -4,7 +4,8 @@
 //! * `mount` — mounts an image through FUSE (in the background unless `-f`);
 //!   started as `mount.fslab` or `umount.fuse.fslab`, mount(8)'s helpers.
 //! * `dump` — prints the superblock, checkpoint and segment usage.
-//! * `fsck` — checks an unmounted image and repairs it (own exit statuses).
+//! * `fsck` — checks an unmounted image and repairs it (own exit statuses);
+//!   `fsck_helper` is the same as `fsck.fslab`, fsck(8)'s checker.
 //! * `clean` — runs cleaning passes on an LFS mount from this process,
 //!   through the mount's control socket (an FFS mount has no cleaner).
 //! * `stat` — prints a mount's counters, of either layout: space, device
@@ -14,21 +15,32 @@
 //! * `bench` — the lab: runs the papers' experiments, writes results,
 //!   plots and a report (the work is the `fslab-bench` crate's).
 //! * `size` — sizes such as "64M" on the command line.
+//! * `out` — output whose write errors end a command with its own status.
 //! * `image_lock` — an image in use by one fslab process at a time, and
 //!   whether a mount of it is serving or only finishing.
+//! * `mount_point` — the fslab mount a path is in, and dead mounts named
+//!   as such.
+//! * `storage_id` — which storage an image path names (a hard link, a loop
+//!   device and the file behind it are one).
 //!
 //! Every failure is one line on stderr, `fslab: COMMAND: what went wrong`,
 //! and a non-zero exit status. No file-system logic lives here.
+
+#[macro_use]
+mod out;
 
 mod bench;
 mod clean;
 mod dump;
 mod fsck;
+mod fsck_helper;
 mod image_lock;
 mod mkfs;
 mod mount;
+mod mount_point;
 mod size;
 mod stat;
+mod storage_id;
 mod sync;
 
 use clap::{CommandFactory, Parser, Subcommand};
@@ -87,22 +99,30 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Make a new file system on an image file or block device.
+    #[command(after_help = mkfs::EXAMPLES)]
     Mkfs(mkfs::MkfsArgs),
     /// Mount a file system on a directory (through FUSE).
+    #[command(after_help = mount::EXAMPLES)]
     Mount(mount::MountArgs),
     /// Print the superblock, latest checkpoint and segment usage of an image.
+    #[command(after_help = dump::EXAMPLES)]
     Dump(dump::DumpArgs),
     /// Check an unmounted image (LFS or FFS); with --repair, repair what can be repaired.
+    #[command(after_help = fsck::EXAMPLES)]
     Fsck(fsck::FsckArgs),
     /// Clean segments of a mounted LFS from this process (FFS has no cleaner).
+    #[command(after_help = clean::EXAMPLES)]
     Clean(clean::CleanArgs),
     /// Print a mounted file system's counters: space, device work, directory hashes,
     /// and on LFS the cleaner's report (write cost, segments cleaned).
+    #[command(after_help = stat::EXAMPLES)]
     Stat(stat::StatArgs),
     /// Make everything written to a mounted file system durable now (a checkpoint);
     /// sync(1) does not reach FUSE file systems.
+    #[command(after_help = sync::EXAMPLES)]
     Sync(sync::SyncArgs),
     /// Run the papers' experiments on simulated disks or mounted directories; write a report.
+    #[command(after_help = bench::EXAMPLES)]
     Bench(bench::BenchArgs),
 }
 
@@ -117,13 +137,17 @@ fn main() -> ExitCode {
             return;
         }
         let location = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
-        eprintln!("fslab: internal error: {}{location}", panic_message(info.payload()));
+        say!("fslab: internal error: {}{location}", panic_message(info.payload()));
     }));
 
-    // Installed as mount(8)'s helpers, the binary answers to their names.
+    // Installed as mount(8)'s and fsck(8)'s helpers, the binary answers to
+    // their names.
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     if let Some(helper) = args.first().and_then(|argv0| mount::helper::by_program_name(argv0)) {
         return mount::helper::main(helper, &args[1..]);
+    }
+    if args.first().is_some_and(|argv0| fsck_helper::is_program_name(argv0)) {
+        return fsck_helper::main(&args[1..]);
     }
 
     let cli = match Cli::try_parse() {
@@ -143,7 +167,7 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
-            eprintln!("fslab: {name}: {message}");
+            say!("fslab: {name}: {message}");
             ExitCode::FAILURE
         }
     }
@@ -154,17 +178,20 @@ fn main() -> ExitCode {
 fn usage_error(e: clap::Error) -> ExitCode {
     use clap::error::ErrorKind;
     match e.kind() {
-        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
-            let _ = e.print();
-            ExitCode::SUCCESS
-        }
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => match e.print() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(why) => {
+                say!("fslab: cannot write to standard output: {why}");
+                ExitCode::FAILURE
+            }
+        },
         ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand | ErrorKind::MissingSubcommand => {
             let commands: Vec<String> = Cli::command()
                 .get_subcommands()
                 .map(|c| c.get_name().to_string())
                 .filter(|n| n != "help")
                 .collect();
-            eprintln!("fslab: missing command ({}); try 'fslab --help'", commands.join(", "));
+            say!("fslab: missing command ({}); try 'fslab --help'", commands.join(", "));
             ExitCode::from(2)
         }
         _ => {
@@ -178,7 +205,7 @@ fn usage_error(e: clap::Error) -> ExitCode {
                 .collect();
             let message = message.join(" ");
             let message = message.strip_prefix("error: ").unwrap_or(&message);
-            eprintln!("fslab: {message}; try 'fslab --help'");
+            say!("fslab: {message}; try 'fslab --help'");
             ExitCode::from(2)
         }
     }
@@ -192,5 +219,30 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         s.clone()
     } else {
         "unknown panic".to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every command's --help ends with examples of itself; mount's lists
+    /// its -o options one to a line.
+    #[test]
+    fn every_help_has_examples_and_mount_lists_its_options() {
+        let mut cli = Cli::command();
+        for command in cli.get_subcommands_mut().filter(|c| c.get_name() != "help") {
+            let name = command.get_name().to_string();
+            let help = command.render_long_help().to_string();
+            assert!(help.contains("Examples:"), "{name}: {help}");
+            assert!(help.contains(&format!("fslab {name} ")), "{name}: {help}");
+            if name == "mount" {
+                for option in
+                    ["cache=SIZE", "cleaner=POLICY|off", "integrity=sync|async", "log=FILE", "dirhash_check"]
+                {
+                    assert!(help.lines().any(|l| l.trim_start().starts_with(option)), "{option}: {help}");
+                }
+            }
+        }
     }
 }

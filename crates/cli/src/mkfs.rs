@@ -26,6 +26,13 @@ use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+/// Examples in `fslab mkfs --help`.
+pub const EXAMPLES: &str = "Examples:
+  fslab mkfs fs.img --size 4G                     a new LFS image file of 4 GiB
+  fslab mkfs ffs.img --size 1G --layout ffs       an FFS image
+  fslab mkfs /dev/sdb1                            the whole block device (its size)
+  fslab mkfs fs.img --size 4G --force             over an image that holds a file system";
+
 /// Arguments of `fslab mkfs`.
 #[derive(Args)]
 pub struct MkfsArgs {
@@ -235,16 +242,16 @@ pub fn run(args: &MkfsArgs) -> Result<(), String> {
     }
     made.map_err(|e| format!("{name}: {e}"))?;
     match plan {
-        Plan::Lfs(options) => println!(
+        Plan::Lfs(options) => outln!(
             "fslab: made an LFS on {name}: {}, {}-byte blocks, {} segments of {}",
             human(size),
             options.block_size,
             size / u64::from(options.segment_size),
             human(options.segment_size.into())
-        ),
+        )?,
         Plan::Ffs(_, sb) => {
             let g = sb.geometry;
-            println!(
+            outln!(
                 "fslab: made an FFS on {name}: {}, {}-byte blocks of {}-byte fragments, {} cylinder groups of {}, \
                  {} inodes, maxcontig {}",
                 human(size),
@@ -254,7 +261,7 @@ pub fn run(args: &MkfsArgs) -> Result<(), String> {
                 human(g.fpg as u64 * g.frag_size as u64),
                 g.ninodes(),
                 g.maxcontig
-            )
+            )?
         }
     }
     Ok(())

@@ -18,16 +18,21 @@ use fslab_cleaner::control::{DirhashReport, LayoutReport, MountReport, Report};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
+/// Examples in `fslab stat --help`.
+pub const EXAMPLES: &str = "Examples:
+  fslab stat /mnt                                 the mount's counters
+  fslab stat /mnt/some/file                       the same: any path inside the mount";
+
 /// Arguments of `fslab stat`.
 #[derive(Args)]
 pub struct StatArgs {
-    /// The directory an fslab file system (LFS or FFS) is mounted on.
+    /// The directory an fslab file system (LFS or FFS) is mounted on, or any path inside it.
     dir: PathBuf,
 }
 
 /// Prints the report.
 pub fn run(args: &StatArgs) -> Result<(), String> {
-    let mut client = crate::clean::connect(&args.dir)?;
+    let (mut client, root) = crate::clean::connect(&args.dir)?;
     let failed = |e: fslab::Error| format!("{}: {e}", args.dir.display());
     // A mount older than the mount request answers EOPNOTSUPP; it is an
     // LFS mount (no other layout served a socket then).
@@ -46,11 +51,11 @@ pub fn run(args: &StatArgs) -> Result<(), String> {
         Err(e) if e.errno() == libc::EOPNOTSUPP => None,
         Err(e) => return Err(failed(e)),
     };
-    print!("{}", render_mount(&args.dir.display().to_string(), mount.as_ref()));
+    out!("{}", render_mount(&root.display().to_string(), mount.as_ref()))?;
     if let Some(report) = &cleaner {
-        print!("\n{}", render(report));
+        out!("\n{}", render(report))?;
     }
-    print!("{}", render_dirhash(dirhash.as_ref()));
+    out!("{}", render_dirhash(dirhash.as_ref()))?;
     Ok(())
 }
 

@@ -8,28 +8,24 @@ use clap::Args;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
+/// Examples in `fslab sync --help`.
+pub const EXAMPLES: &str = "Examples:
+  fslab sync /mnt                                 a checkpoint now; returns once it is on the disk
+  cp big /mnt/ && fslab sync /mnt/big             any path inside the mount names it";
+
 /// Arguments of `fslab sync`.
 #[derive(Args)]
 pub struct SyncArgs {
-    /// The directory an fslab file system is mounted on.
+    /// The directory an fslab file system is mounted on, or any path inside it.
     dir: PathBuf,
 }
 
-/// Writes the checkpoint; returns once it is on the disk.
+/// Writes the checkpoint; returns once it is on the disk. `dir` may be any
+/// path inside the mount: the checkpoint is asked of its root.
 pub fn run(args: &SyncArgs) -> Result<(), String> {
-    let dir = args.dir.canonicalize().map_err(|e| format!("{}: {e}", args.dir.display()))?;
-    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo")
-        .map_err(|e| format!("cannot read /proc/self/mountinfo: {e}"))?;
-    if !is_fslab_mount_point(&mountinfo, &dir) {
-        return Err(format!("{} is not the mount point of an fslab file system", args.dir.display()));
-    }
-    let root = File::open(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    root.sync_all().map_err(|e| format!("{}: checkpoint failed: {e}", dir.display()))
-}
-
-/// Whether `/proc/self/mountinfo` (its text) has an fslab mount on `dir`.
-fn is_fslab_mount_point(mountinfo: &str, dir: &Path) -> bool {
-    fslab_source(mountinfo, dir).is_some()
+    let root = crate::mount_point::fslab_root(&args.dir)?;
+    let file = File::open(&root).map_err(|e| format!("{}: {e}", root.display()))?;
+    file.sync_all().map_err(|e| format!("{}: checkpoint failed: {e}", root.display()))
 }
 
 /// The source (the image) of the fslab mount on `dir` in a
@@ -37,41 +33,9 @@ fn is_fslab_mount_point(mountinfo: &str, dir: &Path) -> bool {
 /// `fuse.fslab`), if the last mount on `dir` — the one in effect — is
 /// fslab's.
 pub(crate) fn fslab_source(mountinfo: &str, dir: &Path) -> Option<String> {
-    let mut found = None;
-    for line in mountinfo.lines() {
-        // ID PARENT MAJ:MIN ROOT MOUNT-POINT OPTIONS [TAGS...] - TYPE SOURCE SUPER-OPTIONS
-        let Some((left, right)) = line.split_once(" - ") else { continue };
-        let Some(point) = left.split(' ').nth(4) else { continue };
-        if Path::new(&unescape(point)) != dir {
-            continue;
-        }
-        let mut fields = right.split(' ');
-        let (kind, source) = (fields.next().unwrap_or(""), fields.next().unwrap_or(""));
-        found = fslab_fuse::is_fslab_mount(kind, source).then(|| unescape(source));
-    }
-    found
-}
-
-/// A mountinfo path with its octal escapes (`\040` for a space) undone.
-fn unescape(field: &str) -> String {
-    let bytes = field.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let octal = bytes.get(i + 1..i + 4).filter(|d| d.iter().all(|b| (b'0'..=b'7').contains(b)));
-        match (bytes[i], octal) {
-            (b'\\', Some(d)) => {
-                let value = d.iter().fold(0u32, |v, b| v * 8 + u32::from(b - b'0'));
-                out.push(value as u8);
-                i += 4;
-            }
-            (b, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    let entries = fslab_fuse::mountinfo::parse(mountinfo);
+    let top = fslab_fuse::mountinfo::topmost(&entries, dir)?;
+    fslab_fuse::is_fslab_mount(&top.kind, &top.source).then(|| top.source.clone())
 }
 
 #[cfg(test)]
@@ -90,28 +54,11 @@ mod tests {
 ";
 
     #[test]
-    fn only_fslab_mount_points_are_accepted() {
-        assert!(is_fslab_mount_point(MOUNTINFO, Path::new("/mnt/a b")), "escaped space");
-        assert!(!is_fslab_mount_point(MOUNTINFO, Path::new("/mnt/other")), "another FUSE file system");
-        assert!(!is_fslab_mount_point(MOUNTINFO, Path::new("/mnt")), "not a mount point");
-        assert!(!is_fslab_mount_point(MOUNTINFO, Path::new("/mnt/over")), "fslab mounted over");
-        assert!(is_fslab_mount_point(MOUNTINFO, Path::new("/mnt/plain")), "type fuse without the subtype");
-        assert!(!is_fslab_mount_point(MOUNTINFO, Path::new("/mnt/named")), "not FUSE, whatever its source");
-        assert!(is_fslab_mount_point(MOUNTINFO, Path::new("/mnt/image")), "type fuse.fslab, an image's name");
-    }
-
-    #[test]
     fn the_source_of_the_last_fslab_mount_on_a_directory_is_found() {
         assert_eq!(fslab_source(MOUNTINFO, Path::new("/mnt/image")).as_deref(), Some("/var/tmp/fs.img"));
         let spaced = "41 22 0:40 / /mnt/a rw - fuse.fslab /var/img\\040one rw\n";
         assert_eq!(fslab_source(spaced, Path::new("/mnt/a")).as_deref(), Some("/var/img one"));
         assert_eq!(fslab_source(MOUNTINFO, Path::new("/mnt/over")), None, "mounted over");
         assert_eq!(fslab_source(MOUNTINFO, Path::new("/mnt/other")), None, "not fslab");
-    }
-
-    #[test]
-    fn octal_escapes_are_undone_and_the_rest_kept() {
-        assert_eq!(unescape("/a\\040b\\011c\\134d"), "/a b\tc\\d");
-        assert_eq!(unescape("/x\\04"), "/x\\04", "a short escape stays as it is");
     }
 }

@@ -201,3 +201,78 @@ fn a_mount_without_a_system_log_names_its_log_file_and_writes_there() {
     let wanted = format!("]: read of inode {ino}: corrupt indirect block at block {daddr}: ");
     assert!(out.lines().any(|l| l.starts_with("logged: ") && l.contains(&wanted)), "{wanted} not in:\n{out}");
 }
+
+/// `umount DIR` returns once the image is free however it was mounted: an
+/// image whose name FUSE cannot show (a comma), and a mount made while an
+/// earlier daemon on the same directory was still finishing (which must
+/// not take the later mount's utab line with it).
+#[test]
+fn umount_waits_for_the_image_however_it_was_mounted() {
+    let Some(tmp) = fresh() else { return };
+    let r = in_namespace(
+        tmp.path(),
+        r#"
+        cp "$IMG" "$T/a,b.img"
+        mount -t fslab "$T/a,b.img" "$DIR"
+        dd if=/dev/urandom of="$DIR/big" bs=1M count=16 2>/dev/null
+        umount "$DIR"
+        if flock -n "$T/a,b.img" true; then echo "comma image free at once"; fi
+
+        "$FSLAB" mkfs "$T/next.img" --size 64M >/dev/null
+        mount -t fslab "$IMG" "$DIR"
+        first=$(pgrep -f "mount.fslab $IMG")
+        kill -STOP $first
+        fusermount3 -u "$DIR"
+        mount -t fslab "$T/next.img" "$DIR"
+        kill -CONT $first
+        flock "$IMG" true
+        if grep -q "next.img" "$LIBMOUNT_UTAB"; then echo "next line kept"; fi
+        dd if=/dev/urandom of="$DIR/big" bs=1M count=16 2>/dev/null
+        umount "$DIR"
+        if flock -n "$T/next.img" true; then echo "next image free at once"; fi
+        "#,
+    );
+    assert!(r.success(), "{}", r.describe());
+    let out = &r.stdout;
+    assert!(out.contains("comma image free at once\n"), "{}", r.describe());
+    assert!(out.contains("next line kept\n"), "{}", r.describe());
+    assert!(out.contains("next image free at once\n"), "{}", r.describe());
+}
+
+/// mount(8) turns `dev` and `suid` into flags and does not pass them to
+/// its helper: the helper reads them back from mount's command line and
+/// from the fstab line, as `fslab mount -o dev,suid` has them.
+#[test]
+fn dev_and_suid_reach_the_mount_through_mount_8() {
+    let Some(tmp) = fresh() else { return };
+    let r = in_namespace(
+        tmp.path(),
+        r#"
+        show() { echo "$1: $(grep " $DIR " /proc/self/mountinfo | cut -d' ' -f6)"; }
+        mount -t fslab "$IMG" "$DIR" -o dev,suid
+        show "command line"
+        umount "$DIR"
+        mount -t fslab -o suid "$IMG" "$DIR"
+        show "suid only"
+        umount "$DIR"
+        printf '%s %s fslab dev,suid,cleaner=greedy 0 0\n' "$IMG" "$DIR" > "$T/fstab"
+        mount -T "$T/fstab" "$DIR"
+        show "fstab"
+        umount "$DIR"
+        mount -T "$T/fstab" "$DIR" -o nodev
+        show "fstab, nodev given"
+        umount "$DIR"
+        "#,
+    );
+    assert!(r.success(), "{}", r.describe());
+    let out = &r.stdout;
+    let flags = |label: &str| {
+        let line = out.lines().find(|l| l.starts_with(&format!("{label}: "))).unwrap_or_default();
+        let options: Vec<&str> = line.split_once(": ").map_or("", |(_, o)| o).split(',').collect();
+        (options.contains(&"nodev"), options.contains(&"nosuid"))
+    };
+    assert_eq!(flags("command line"), (false, false), "{out}");
+    assert_eq!(flags("suid only"), (true, false), "{out}");
+    assert_eq!(flags("fstab"), (false, false), "{out}");
+    assert_eq!(flags("fstab, nodev given"), (true, false), "{out}");
+}

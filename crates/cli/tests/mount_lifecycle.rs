@@ -14,6 +14,7 @@ use std::ffi::OsStr;
 use std::fs::{self, File};
 use std::io::Write;
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -302,18 +303,45 @@ fn fslab_sync_makes_plain_writes_survive_a_killed_daemon(layout: Layout) {
     let data = Rng::new(31).bytes(300_000);
     fs::write(m.dir.join("sub/plain"), &data).expect("overwrite, no fsync");
     sync();
-    let r = common::fslab_run(&[OsStr::new("sync"), m.dir.join("sub").as_os_str()], T);
-    assert!(!r.success(), "a directory inside the mount is not its mount point");
-    assert!(r.describe().contains("not the mount point of an fslab file system"), "{}", r.describe());
+    // Any path inside the mount names it: its root is synced.
+    fs::write(m.dir.join("sub/inner"), b"synced through a path inside").expect("create");
+    let r = common::fslab_run(&[OsStr::new("sync"), m.dir.join("sub/plain").as_os_str()], T);
+    assert!(r.success(), "fslab sync of a file inside the mount: {}", r.describe());
 
     signal(pid, libc::SIGKILL);
+    assert!(wait_until(Duration::from_secs(10), || is_zombie(pid)), "the killed daemon lingers");
+    every_command_names_the_dead_mount(&image, &dir);
     drop(m);
     detach(&dir);
     recover_after_a_kill(&image, &dir, layout);
     let m = Mount::new(&image, &dir, Mode::Foreground, layout.mount_args());
     let got = fs::read(m.dir.join("sub/plain")).expect("file written before fslab sync, after a crash");
     assert!(got == data, "content after a crash ({} bytes, want {})", got.len(), data.len());
+    assert_eq!(fs::read(m.dir.join("sub/inner")).ok().as_deref(), Some(&b"synced through a path inside"[..]));
     m.unmount().expect("clean unmount");
+}
+
+/// With the server of the mount on `dir` killed, `fslab mount`, `stat`,
+/// `sync` and `clean` on it (or on a path inside it) say it is a dead
+/// mount and how to remove it, in one line.
+fn every_command_names_the_dead_mount(image: &Path, dir: &Path) {
+    let dir = fs::canonicalize(dir.parent().expect("parent")).expect("canonical").join("mnt");
+    let inside = dir.join("sub");
+    let remedy = format!("(its server is gone); run `fusermount3 -u {}`", dir.display());
+    let commands: [&[&OsStr]; 5] = [
+        &[OsStr::new("mount"), image.as_os_str(), dir.as_os_str(), OsStr::new("-f")],
+        &[OsStr::new("stat"), dir.as_os_str()],
+        &[OsStr::new("sync"), dir.as_os_str()],
+        &[OsStr::new("clean"), dir.as_os_str()],
+        &[OsStr::new("stat"), inside.as_os_str()],
+    ];
+    for args in commands {
+        let r = common::fslab_run(args, T);
+        let said = r.stderr.trim_end();
+        assert!(!r.success(), "{args:?}: {}", r.describe());
+        assert_eq!(said.lines().count(), 1, "{args:?}: {}", r.describe());
+        assert!(said.contains("a dead fslab mount") && said.ends_with(&remedy), "{args:?}: {said}");
+    }
 }
 
 /// The first figure on the `fslab stat` line starting with `label`, in MiB.
@@ -422,7 +450,7 @@ fn an_open_unlinked_file_is_freed_after_a_killed_daemon(layout: Layout) {
     if !layout.is_lfs() {
         let r = common::fslab_run(&[OsStr::new("fsck"), image.as_os_str()], T);
         let out = r.describe();
-        assert!(out.contains("pending reclaim: 1 files"), "{out}");
+        assert!(out.contains("pending reclaim: 1 file unlinked while open"), "{out}");
         assert!(!out.contains("no links and no name"), "the orphan is not damage: {out}");
     }
     recover_after_a_kill(&image, &dir, layout);
@@ -433,4 +461,210 @@ fn an_open_unlinked_file_is_freed_after_a_killed_daemon(layout: Layout) {
     let r = common::fslab_run(&[OsStr::new("fsck"), image.as_os_str()], T);
     assert!(r.success(), "fsck after recovery and a clean unmount: {}", r.describe());
     assert!(!r.describe().contains("pending reclaim"), "{}", r.describe());
+}
+
+/// Whether this process may mount (root), saying so when not.
+fn root_or_skip(what: &str) -> bool {
+    // SAFETY: geteuid(2) has no arguments and cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root {
+        println!("skipped: {what} needs root");
+    }
+    root
+}
+
+/// A tmpfs mounted on a directory, unmounted (lazily) when dropped so a
+/// failing test leaves nothing behind.
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    fn mount(dir: &Path) -> Tmpfs {
+        let r =
+            run("mount", &[OsStr::new("-t"), OsStr::new("tmpfs"), OsStr::new("tmpfs"), dir.as_os_str()], T);
+        assert!(r.success(), "mount -t tmpfs: {}", r.describe());
+        Tmpfs(dir.to_path_buf())
+    }
+
+    /// Whether the tmpfs is still the mount it was, holding `file`.
+    fn holds(&self, file: &str, content: &[u8]) -> bool {
+        fs::read(self.0.join(file)).is_ok_and(|c| c == content)
+    }
+
+    fn unmount(mut self) {
+        let r = run("umount", &[self.0.as_os_str()], T);
+        assert!(r.success(), "umount tmpfs: {}", r.describe());
+        self.0 = PathBuf::new();
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        if !self.0.as_os_str().is_empty() {
+            let _ = run("umount", &[OsStr::new("-l"), self.0.as_os_str()], T);
+        }
+    }
+}
+
+#[test]
+fn unmounting_fslab_leaves_the_mount_under_it() {
+    if !root_or_skip("mounting a tmpfs") {
+        return;
+    }
+    let Some(Scratch { _tmp, image, dir }) = scratch("64M") else { return };
+    fs::create_dir(&dir).expect("mkdir mnt");
+
+    // A tmpfs under fslab: the daemon, ending its session, must not take it.
+    let tmpfs = Tmpfs::mount(&dir);
+    fs::write(dir.join("under"), b"tmpfs").expect("write on the tmpfs");
+    let m = Mount::new(&image, &dir, Mode::Foreground, &[]);
+    assert!(!dir.join("under").exists(), "fslab is not on top");
+    m.unmount().expect("clean unmount of fslab");
+    assert!(tmpfs.holds("under", b"tmpfs"), "the tmpfs went with fslab's unmount");
+    tmpfs.unmount();
+
+    // fslab under fslab: only the upper one goes.
+    let upper_image = _tmp.path().join("upper.img");
+    mkfs_layout(&upper_image, "64M", Layout::Lfs, &[]);
+    let lower = Mount::new(&image, &dir, Mode::Foreground, &[]);
+    fs::write(dir.join("lower"), b"lower fslab").expect("write on the lower mount");
+    let upper = Mount::new(&upper_image, &dir, Mode::Foreground, &[]);
+    assert!(!dir.join("lower").exists(), "the upper mount is not on top");
+    upper.unmount().expect("clean unmount of the upper fslab");
+    assert_eq!(
+        fs::read(dir.join("lower")).ok().as_deref(),
+        Some(&b"lower fslab"[..]),
+        "the lower fslab went too"
+    );
+    lower.unmount().expect("clean unmount of the lower fslab");
+}
+
+#[test]
+fn sigterm_does_not_unmount_what_covers_the_mount() {
+    if !root_or_skip("mounting a tmpfs") {
+        return;
+    }
+    let Some(Scratch { _tmp, image, dir }) = scratch("64M") else { return };
+    let m = Mount::new(&image, &dir, Mode::Foreground, &[]);
+    fs::write(dir.join("kept"), b"in fslab").expect("write");
+    let pid = m.pid().expect("foreground daemon pid");
+    let tmpfs = Tmpfs::mount(&dir);
+    fs::write(dir.join("over"), b"tmpfs").expect("write on the tmpfs");
+    signal(pid, libc::SIGTERM);
+    // The daemon says why it cannot unmount and goes on serving.
+    assert!(wait_until(Duration::from_secs(10), || m.log().contains("covered")), "log: {}", m.log());
+    assert!(tmpfs.holds("over", b"tmpfs"), "SIGTERM unmounted the tmpfs over fslab");
+    assert!(!is_zombie(pid), "the daemon exited with its mount still covered");
+    tmpfs.unmount();
+    assert_eq!(fs::read(dir.join("kept")).ok().as_deref(), Some(&b"in fslab"[..]), "fslab still serves");
+    signal(pid, libc::SIGTERM);
+    m.wait_exit().expect("SIGTERM, uncovered, ends the mount cleanly");
+    assert!(!is_mounted(&dir), "still mounted after SIGTERM");
+}
+
+/// A loop device over a file, detached when dropped.
+struct LoopDevice(PathBuf);
+
+impl LoopDevice {
+    /// `losetup -f --show FILE`; `None` (the test is skipped) where loop
+    /// devices cannot be made.
+    fn over(file: &Path) -> Option<LoopDevice> {
+        let r = run("losetup", &[OsStr::new("-f"), OsStr::new("--show"), file.as_os_str()], T);
+        if !r.success() {
+            println!("skipped: losetup: {}", r.describe());
+            return None;
+        }
+        Some(LoopDevice(PathBuf::from(r.stdout.trim())))
+    }
+}
+
+impl Drop for LoopDevice {
+    fn drop(&mut self) {
+        let _ = run("losetup", &[OsStr::new("-d"), self.0.as_os_str()], T);
+    }
+}
+
+#[test]
+fn one_storage_is_served_once_whatever_name_mounts_it() {
+    if !root_or_skip("losetup") || !common::have("losetup") {
+        return;
+    }
+    let Some(Scratch { _tmp, image, dir }) = scratch("64M") else { return };
+    let other = _tmp.path().join("other");
+    let link = _tmp.path().join("link.img");
+    fs::hard_link(&image, &link).expect("hard link");
+    let Some(device) = LoopDevice::over(&image) else { return };
+    let canonical_dir = |d: &Path| fs::canonicalize(d).expect("canonical mount point");
+
+    // The file first: its hard link and its loop device are refused,
+    // naming the mount that serves it.
+    let first = Mount::new(&image, &dir, Mode::Foreground, &[]);
+    let on = format!("is mounted on {}", canonical_dir(&dir).display());
+    for name in [&link, &device.0] {
+        let refused = Mount::try_new(name, &other, Mode::Foreground, &[]).err();
+        let refused =
+            refused.unwrap_or_else(|| panic!("{} mounted beside {}", name.display(), image.display()));
+        assert!(refused.output.contains(&on), "{}: {refused}", name.display());
+    }
+    first.unmount().expect("clean unmount");
+
+    // The loop device first: the file is refused, and the device is
+    // claimed exclusively while it is served.
+    let first = Mount::new(&device.0, &dir, Mode::Foreground, &[]);
+    let refused = Mount::try_new(&image, &other, Mode::Foreground, &[])
+        .err()
+        .expect("the file mounted beside its loop device");
+    assert!(refused.output.contains(&format!("{on} (as {})", device.0.display())), "{refused}");
+    let exclusive = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_EXCL)
+        .open(&device.0)
+        .err()
+        .and_then(|e| e.raw_os_error());
+    assert_eq!(exclusive, Some(libc::EBUSY), "the served loop device is not claimed exclusively");
+    first.unmount().expect("clean unmount");
+}
+
+/// Mount ids and FUSE device numbers are reused: a daemon finishing after
+/// its unmount must not take the next mount made on its directory for its
+/// own. The first daemon is stopped (SIGSTOP) across its unmount and the
+/// next mount, so it finishes only after that mount exists.
+#[test]
+fn a_finishing_daemon_leaves_the_next_mount_on_its_directory() {
+    let Some(Scratch { _tmp, image, dir }) = scratch("64M") else { return };
+    let next_image = _tmp.path().join("next.img");
+    mkfs_layout(&next_image, "64M", Layout::Lfs, &[]);
+    let first = Mount::new(&image, &dir, Mode::Foreground, &[]);
+    let pid = first.pid().expect("foreground daemon pid");
+    signal(pid, libc::SIGSTOP);
+    let r = run("fusermount3", &[OsStr::new("-u"), dir.as_os_str()], T);
+    assert!(r.success(), "fusermount3 -u: {}", r.describe());
+    let next = Mount::new(&next_image, &dir, Mode::Foreground, &[]);
+    signal(pid, libc::SIGCONT);
+    assert!(
+        wait_until(Duration::from_secs(60), || image_users(&image).is_empty()),
+        "the first daemon did not finish"
+    );
+    fs::write(dir.join("after"), b"next mount").expect("write on the next mount");
+    assert_eq!(common::mounts_at(&dir), 1, "the next mount went with the first daemon");
+    next.unmount().expect("clean unmount of the next mount");
+    drop(first);
+}
+
+/// `-o log=FILE` with a relative name is relative to where `fslab mount`
+/// ran, although the background process changes directory to "/".
+#[test]
+fn a_relative_log_file_is_relative_to_the_current_directory() {
+    let Some(Scratch { _tmp, image, dir }) = scratch("64M") else { return };
+    fs::create_dir(&dir).expect("mkdir mnt");
+    let mut command = std::process::Command::new(common::fslab());
+    command.current_dir(_tmp.path()).arg("mount").arg(&image).arg(&dir).args(["-o", "log=rel.log"]);
+    let r = common::run_cmd(command, T);
+    assert!(r.success(), "fslab mount: {}", r.describe());
+    let pid = daemon_pid(&image);
+    let here = _tmp.path().join("rel.log").exists();
+    let at_root = Path::new("/rel.log").exists();
+    signal(pid, libc::SIGTERM);
+    assert!(wait_until(Duration::from_secs(60), || is_zombie(pid)), "daemon did not exit after SIGTERM");
+    assert!(here, "the log is not in the directory fslab mount ran in");
+    assert!(!at_root, "the log went to /rel.log");
 }

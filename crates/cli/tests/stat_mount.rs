@@ -76,6 +76,11 @@ fn stat_and_clean_on(layout: Layout) {
 
     let after = stat(&m.dir);
     eprintln!("{after}");
+    // Any path inside the mount names it, and the report names its root.
+    let inside = stat(&big.join("a-file-with-a-long-name-00001"));
+    let root_line = format!("mount                     {}\n", m.dir.display());
+    assert!(after.contains(&root_line) && inside.contains(&root_line), "{root_line}{after}\n{inside}");
+    assert_eq!(figure(&inside, "inodes"), figure(&after, "inodes"), "{after}\n{inside}");
     assert!(figure(&after, "hashes built") > figure(&before, "hashes built"), "{before}\n{after}");
     assert!(figure(&after, "lookups") > figure(&before, "lookups"), "{before}\n{after}");
     // The directory and its files (LFS counts the inodes its free space

@@ -15,15 +15,19 @@
 //! * `stale` — which cached attributes the kernel must be told to drop.
 //! * `damage` — reports of damage met while serving, rate-limited.
 //! * `readahead` — raises the kernel's read-ahead for the mount.
+//! * `attach` — mounts the connection, and unmounts that mount and no other.
+//! * [`mountinfo`] — the mount table: which mount is which, and which is on top.
 //!
 //! Relies on `fslab::ufs` below; contains no file-system logic.
 
 #![warn(missing_docs)]
 
 mod adapter;
+mod attach;
 mod caller;
 mod convert;
 mod damage;
+pub mod mountinfo;
 mod readahead;
 mod reply;
 mod shared;
@@ -33,13 +37,14 @@ pub use adapter::FuseAdapter;
 pub use reply::{absent_attr, TTL};
 pub use shared::FsHandle;
 
+use attach::{Detached, Identity};
 use fslab::storage::StorageManager;
 use fslab::ufs::FileSystem;
-use fuser::{Config, MountOption, Session, SessionACL, SessionUnmounter};
+use fuser::{Config, Session, SessionACL};
 use shared::Shared;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 /// How to mount.
@@ -95,6 +100,17 @@ pub fn is_fslab_mount(kind: &str, source: &str) -> bool {
     kind == "fuse.fslab" || ((kind == "fuse" || kind == "fuse.lfs") && source == SUBTYPE)
 }
 
+/// What the mount table shows as the source of a mount of `source`:
+/// `source` itself, or `fslab` for a name FUSE's option strings cannot
+/// carry (one holding a comma or a backslash, or an empty one).
+pub fn shown_source(source: &str) -> String {
+    if source.contains([',', '\\']) || source.is_empty() {
+        SUBTYPE.to_string()
+    } else {
+        source.to_string()
+    }
+}
+
 /// A file system the kernel has mounted, not yet serving requests.
 ///
 /// Lifecycle: [`mount`] → `Mounted` (the mount point exists; requests wait
@@ -104,16 +120,29 @@ pub fn is_fslab_mount(kind: &str, source: &str) -> bool {
 pub struct Mounted<S: StorageManager + 'static> {
     session: Session<FuseAdapter<S>>,
     shared: Arc<Shared<S>>,
-    unmounter: Unmounter,
+    /// Unmounts (if still there) when dropped: after the session ends in
+    /// [`Mounted::run`], or when the `Mounted` is dropped without running.
+    guard: UnmountOnDrop,
     tick_interval: Duration,
 }
 
 /// Ends a mount from any thread: unmounting makes the kernel end the
-/// session, which runs the final checkpoint in [`Mounted::run`].
+/// session, which runs the final checkpoint in [`Mounted::run`]. It
+/// unmounts this mount only, never whatever else is mounted on the same
+/// directory (see `attach`).
 #[derive(Clone)]
 pub struct Unmounter {
-    session: Arc<Mutex<SessionUnmounter>>,
+    identity: Identity,
     mountpoint: PathBuf,
+}
+
+/// Unmounts its mount, if still there, when dropped.
+struct UnmountOnDrop(Unmounter);
+
+impl Drop for UnmountOnDrop {
+    fn drop(&mut self) {
+        let _ = attach::detach(&self.0.identity);
+    }
 }
 
 /// Mounts `fs` on `mountpoint`, returning once the kernel has completed the
@@ -148,44 +177,30 @@ fn mount_shared<S: StorageManager + 'static>(
         let why = format!("mount point {} is not a directory", mountpoint.display());
         return Err(io::Error::new(io::ErrorKind::NotADirectory, why));
     }
+    let source = shown_source(&config.source);
+    let attached = attach::attach(&mountpoint, config, &source).map_err(|e| {
+        io::Error::new(e.kind(), format!("cannot mount on {}: {}", mountpoint.display(), describe(&e)))
+    })?;
+    let device = attached.identity.device();
+    let unmounter = Unmounter { identity: attached.identity, mountpoint: mountpoint.clone() };
+    // From here on, a failure unmounts what was mounted.
+    let guard = UnmountOnDrop(unmounter.clone());
     let mut fuse_config = Config::default();
-    let source = if config.source.contains([',', '\\']) || config.source.is_empty() {
-        SUBTYPE.to_string()
-    } else {
-        config.source.clone()
-    };
-    fuse_config.mount_options = vec![
-        MountOption::FSName(source),
-        // Passed to the kernel as is (fuser's own Subtype option reaches
-        // only fusermount3): a mount by root gets its type `fuse.fslab` too.
-        MountOption::CUSTOM(format!("subtype={SUBTYPE}")),
-        MountOption::DefaultPermissions,
-        if config.exec { MountOption::Exec } else { MountOption::NoExec },
-    ];
-    if config.suid {
-        fuse_config.mount_options.push(MountOption::Suid);
-    }
-    if config.dev {
-        fuse_config.mount_options.push(MountOption::Dev);
-    }
-    fuse_config.acl = if config.allow_other { SessionACL::All } else { SessionACL::Owner };
+    let acl = if config.allow_other { SessionACL::All } else { SessionACL::Owner };
+    fuse_config.acl = acl;
     fuse_config.n_threads = Some(config.threads.max(1));
     let notifier = Arc::new(OnceLock::new());
     let adapter =
         FuseAdapter::new(Arc::clone(shared), config.writeback_cache, block_size, Arc::clone(&notifier));
-    let mut session = Session::new(adapter, &mountpoint, &fuse_config).map_err(|e| {
+    let session = Session::from_fd(adapter, attached.device, acl, fuse_config).map_err(|e| {
         io::Error::new(e.kind(), format!("cannot mount on {}: {}", mountpoint.display(), describe(&e)))
     })?;
     // Requests wait until `run`, so none can need it before it is set.
     let _ = notifier.set(session.notifier());
     // Best effort: without the right to (not root) the kernel's default
     // read-ahead stays, and sequential reads are slower.
-    let _ = readahead::raise(&mountpoint);
-    let unmounter = Unmounter {
-        session: Arc::new(Mutex::new(session.unmount_callable())),
-        mountpoint: mountpoint.clone(),
-    };
-    Ok(Mounted { session, shared: Arc::clone(shared), unmounter, tick_interval: config.tick_interval })
+    let _ = readahead::raise(device);
+    Ok(Mounted { session, shared: Arc::clone(shared), guard, tick_interval: config.tick_interval })
 }
 
 /// A mount error in words a user can act on.
@@ -204,10 +219,11 @@ fn describe(e: &io::Error) -> String {
 impl<S: StorageManager + 'static> Mounted<S> {
     /// A handle that unmounts this file system from another thread.
     pub fn unmounter(&self) -> Unmounter {
-        self.unmounter.clone()
+        self.guard.0.clone()
     }
 
-    /// Keeps `file` open while the mount serves requests and closes it as
+    /// Keeps `file` open (with any kept before) while the mount serves
+    /// requests and closes it as
     /// soon as the kernel's mount is gone, before the final checkpoint: a
     /// lock held through it tells other processes whether the file system
     /// is still mounted or only finishing.
@@ -234,10 +250,14 @@ impl<S: StorageManager + 'static> Mounted<S> {
     /// checkpoint (the library's `unmount`, exactly once) and returns. An
     /// error means the session failed or the final checkpoint did.
     pub fn run(self) -> io::Result<()> {
-        let Mounted { session, shared, unmounter: _, tick_interval } = self;
+        let Mounted { session, shared, guard, tick_interval } = self;
         let ticker = shared.start_ticker(tick_interval)?;
         let write_behind = shared.start_write_behind()?;
         let served = session.run();
+        // Normally the kernel's unmount ended the session and this finds
+        // nothing to do; a session that failed leaves its mount, which
+        // would otherwise stay dead (ENOTCONN).
+        drop(guard);
         // Normally `destroy` has already done it; this covers a session that
         // ended without calling it.
         let unmounted = shared.shutdown();
@@ -249,41 +269,16 @@ impl<S: StorageManager + 'static> Mounted<S> {
 }
 
 impl Unmounter {
-    /// Unmounts the file system. If it is busy (open files), detaches it
-    /// lazily instead: it vanishes from the namespace at once and the
-    /// session ends when the last file is closed.
+    /// Unmounts the file system, if it is still mounted. If it is busy
+    /// (open files), detaches it lazily instead: it vanishes from the
+    /// namespace at once and the session ends when the last file is
+    /// closed. Fails, unmounting nothing, while another mount covers it.
     pub fn unmount(&self) -> io::Result<()> {
-        let result = self.session.lock().unwrap_or_else(PoisonError::into_inner).unmount();
-        match result {
-            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => lazy_unmount(&self.mountpoint),
-            other => other,
-        }
+        attach::detach(&self.identity).map(|_: Detached| ())
     }
 
-    /// The mount point (canonical path).
+    /// The mount point (canonical path) it was mounted on.
     pub fn mountpoint(&self) -> &Path {
         &self.mountpoint
-    }
-}
-
-fn lazy_unmount(mountpoint: &Path) -> io::Result<()> {
-    use std::os::unix::ffi::OsStrExt;
-    let path = std::ffi::CString::new(mountpoint.as_os_str().as_bytes())
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "mount point holds a NUL byte"))?;
-    // SAFETY: `path` is a valid NUL-terminated string that outlives the call.
-    if unsafe { libc::umount2(path.as_ptr(), libc::MNT_DETACH) } == 0 {
-        return Ok(());
-    }
-    // Not root: the setuid helper may detach it for us.
-    let status = std::process::Command::new("fusermount3")
-        .args(["-u", "-z", "--"])
-        .arg(mountpoint)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(io::Error::other(format!("cannot unmount {}", mountpoint.display())))
     }
 }

@@ -67,7 +67,7 @@ pub struct Shared<S: StorageManager> {
     written: Condvar,
     /// Kept open while the kernel's mount serves, closed when it is gone,
     /// before the final checkpoint ([`Shared::close_while_serving`]).
-    while_serving: Mutex<Option<std::fs::File>>,
+    while_serving: Mutex<Vec<std::fs::File>>,
     /// Run once, in order, when shutdown begins.
     before_unmount: Mutex<Vec<BeforeUnmount>>,
 }
@@ -99,7 +99,7 @@ impl<S: StorageManager> Shared<S> {
             state: Mutex::new(State { fs: Some(fs), broken: false, unmounted: None }),
             changed: Condvar::new(),
             written: Condvar::new(),
-            while_serving: Mutex::new(None),
+            while_serving: Mutex::new(Vec::new()),
             before_unmount: Mutex::new(Vec::new()),
         }
     }
@@ -111,14 +111,15 @@ impl<S: StorageManager> Shared<S> {
         self.before_unmount.lock().unwrap_or_else(PoisonError::into_inner).push(work);
     }
 
-    /// Keeps `file` open until the mount stops serving requests.
+    /// Keeps `file` open (with those kept before) until the mount stops
+    /// serving requests.
     pub fn keep_while_serving(&self, file: std::fs::File) {
-        *self.while_serving.lock().unwrap_or_else(PoisonError::into_inner) = Some(file);
+        self.while_serving.lock().unwrap_or_else(PoisonError::into_inner).push(file);
     }
 
-    /// Closes the file kept while serving (and so releases its locks).
+    /// Closes the files kept while serving (and so releases their locks).
     fn close_while_serving(&self) {
-        drop(self.while_serving.lock().unwrap_or_else(PoisonError::into_inner).take());
+        drop(std::mem::take(&mut *self.while_serving.lock().unwrap_or_else(PoisonError::into_inner)));
     }
 
     fn lock(&self) -> MutexGuard<'_, State<S>> {

@@ -37,7 +37,7 @@ pub(super) fn background(image: &Path, dir: &Path, options: &Options) -> Result<
             match lines.next().unwrap_or("").trim_end() {
                 READY => {
                     for notice in lines {
-                        eprintln!("fslab: mount: {notice}");
+                        say!("fslab: mount: {notice}");
                     }
                     Ok(())
                 }

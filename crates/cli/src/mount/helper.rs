@@ -15,9 +15,11 @@
 //! at once, but the daemon writes its final checkpoint afterwards; the
 //! helper waits for that (the image's lock, released after the checkpoint)
 //! before it returns, so that after `umount` the image is complete and
-//! free, as after unmounting any other file system. With `-l` (lazy) the
-//! checkpoint comes after the last open file is closed, and the helper does
-//! not wait.
+//! free, as after unmounting any other file system. A mount whose source
+//! is not its image (a name with a comma shows as `fslab`) is waited for
+//! through its serving process instead, found before the unmount by its
+//! control socket. With `-l` (lazy) the checkpoint comes after the last
+//! open file is closed, and the helper does not wait.
 //!
 //! Exit statuses follow mount(8): 0 done, 1 wrong usage, 32 failed.
 
@@ -118,7 +120,7 @@ pub fn main(helper: Helper, args: &[OsString]) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err((status, message)) => {
-            eprintln!("fslab: {name}: {message}");
+            say!("fslab: {name}: {message}");
             ExitCode::from(status)
         }
     }
@@ -128,17 +130,22 @@ fn mount(args: &[OsString]) -> Result<(), (u8, String)> {
     let usage = |e: String| (USAGE, e);
     let parsed = parse(args, "sfnvh").map_err(usage)?;
     if parsed.flags.contains('h') {
-        println!("usage: mount.fslab IMAGE DIR [-sfnv] [-o OPTIONS]   (run by mount -t fslab)");
+        outln!("usage: mount.fslab IMAGE DIR [-sfnv] [-o OPTIONS]   (run by mount -t fslab)")
+            .map_err(|e| (FAILED, e))?;
         return Ok(());
     }
     let [image, dir] = parsed.positional.as_slice() else {
         return Err(usage("usage: mount.fslab IMAGE DIR [-sfnv] [-o OPTIONS]".to_string()));
     };
+    // mount(8) keeps `dev` and `suid` to itself: they come back first, so
+    // that what it did pass on (an explicit `nodev`) still wins.
+    let kept = super::kept_flags::recover(image, dir);
+    let given: Vec<String> =
+        std::iter::once(kept).filter(|k| !k.is_empty()).chain(parsed.options.clone()).collect();
     // mount(8) itself calls a bad option a failed mount (32), not wrong usage.
-    let (opts, warnings) =
-        options::parse(&parsed.options, parsed.flags.contains('s')).map_err(|e| (FAILED, e))?;
+    let (opts, warnings) = options::parse(&given, parsed.flags.contains('s')).map_err(|e| (FAILED, e))?;
     for warning in warnings {
-        eprintln!("fslab: mount: {warning}");
+        say!("fslab: mount: {warning}");
     }
     if parsed.flags.contains('f') {
         // Fake: everything but the mount itself.
@@ -149,7 +156,7 @@ fn mount(args: &[OsString]) -> Result<(), (u8, String)> {
         return Ok(());
     }
     if parsed.flags.contains('v') {
-        println!("fslab: mounting {} on {}", image.display(), dir.display());
+        outln!("fslab: mounting {} on {}", image.display(), dir.display()).map_err(|e| (FAILED, e))?;
     }
     super::start(image, dir, &opts, false).map_err(|e| (FAILED, e))
 }
@@ -157,7 +164,7 @@ fn mount(args: &[OsString]) -> Result<(), (u8, String)> {
 fn umount(args: &[OsString]) -> Result<(), (u8, String)> {
     let parsed = parse(args, "flnrvh").map_err(|e| (USAGE, e))?;
     if parsed.flags.contains('h') {
-        println!("usage: umount.fuse.fslab DIR [-flnrv]   (run by umount)");
+        outln!("usage: umount.fuse.fslab DIR [-flnrv]   (run by umount)").map_err(|e| (FAILED, e))?;
         return Ok(());
     }
     let [dir] = parsed.positional.as_slice() else {
@@ -171,24 +178,78 @@ fn umount(args: &[OsString]) -> Result<(), (u8, String)> {
     let source = crate::sync::fslab_source(&mountinfo, &dir)
         .ok_or_else(|| (FAILED, format!("{}: not the mount point of an fslab file system", dir.display())))?;
     let lazy = parsed.flags.contains('l');
+    let image = PathBuf::from(&source);
+    let named = image.is_absolute() && image.exists();
+    // A mount that does not show its image (a name with a comma) is waited
+    // for through its server, found while it still serves.
+    let server = if named || lazy { None } else { serving_process(&dir) };
     unmount(&dir, lazy, parsed.flags.contains('f'))
         .map_err(|e| (FAILED, format!("{}: {e}", dir.display())))?;
-    let image = PathBuf::from(&source);
     if lazy {
         return Ok(());
     }
-    if !image.is_absolute() || !image.exists() {
-        eprintln!(
-            "fslab: umount: {}: the mount does not name its image; not waiting for its final checkpoint",
+    if named {
+        crate::image_lock::wait_released(&image)
+            .map_err(|e| (FAILED, format!("{}: {e}", image.display())))?;
+    } else if let Some(pid) = server {
+        wait_for_exit(pid);
+    } else {
+        say!(
+            "fslab: umount: {}: neither the mount nor a server names its image; not waiting for its final checkpoint",
             dir.display()
         );
         return Ok(());
     }
-    crate::image_lock::wait_released(&image).map_err(|e| (FAILED, format!("{}: {e}", image.display())))?;
     if parsed.flags.contains('v') {
-        println!("fslab: {} unmounted; final checkpoint of {} written", dir.display(), image.display());
+        outln!("fslab: {} unmounted; final checkpoint of {} written", dir.display(), image.display())
+            .map_err(|e| (FAILED, e))?;
     }
     Ok(())
+}
+
+/// The process serving the fslab mount on `dir` (canonical): the peer of
+/// its control socket (`SO_PEERCRED`), which the serving process made.
+fn serving_process(dir: &Path) -> Option<libc::pid_t> {
+    use std::os::fd::AsRawFd;
+    let path = fslab_cleaner::control::socket_path_candidates(dir).into_iter().find(|p| p.exists())?;
+    let stream = std::os::unix::net::UnixStream::connect(path).ok()?;
+    // SAFETY: ucred is plain data, filled in by getsockopt below.
+    let mut credentials: libc::ucred = unsafe { std::mem::zeroed() };
+    let mut length = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: `credentials` and `length` outlive the call and match SO_PEERCRED's size.
+    let asked = unsafe {
+        libc::getsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut credentials as *mut libc::ucred).cast(),
+            &mut length,
+        )
+    };
+    (asked == 0 && credentials.pid > 0).then_some(credentials.pid)
+}
+
+/// Waits until process `pid` has exited (its final checkpoint written),
+/// saying so after a second.
+fn wait_for_exit(pid: libc::pid_t) {
+    let started = std::time::Instant::now();
+    let mut told = false;
+    // SAFETY: signal 0 only checks that the process exists.
+    while unsafe { libc::kill(pid, 0) } == 0 && !is_zombie(pid) {
+        if !told && started.elapsed() >= std::time::Duration::from_secs(1) {
+            say!("fslab: umount: waiting for the final checkpoint (process {pid})");
+            told = true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// Whether `pid` has exited and waits only to be reaped by its parent.
+fn is_zombie(pid: libc::pid_t) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit_once(')').map(|(_, rest)| rest.trim_start().starts_with('Z')))
+        .unwrap_or(true)
 }
 
 /// Unmounts `dir`: as root directly, otherwise through fusermount3.

@@ -9,6 +9,8 @@
 //! * `helper` — `mount.fslab` / `umount.fuse.fslab`: mount(8)'s helper
 //!   conventions, and an unmount that waits for the final checkpoint.
 //! * `utab` — the line that makes `umount DIR` run that helper.
+//! * `kept_flags` — `dev` and `suid`, which mount(8) does not pass to the
+//!   helper, read back from its command line and fstab.
 //!
 //! Foreground (`-f`): mount, serve until unmounted, write the final
 //! checkpoint, exit.
@@ -29,13 +31,15 @@
 //! returns.
 //!
 //! Shutdown: `umount`/`fusermount3 -u` ends the FUSE session; SIGTERM,
-//! SIGINT and SIGHUP make a dedicated thread unmount the directory, which
-//! ends it the same way. Either way the background cleaner is stopped and
+//! SIGINT and SIGHUP make a dedicated thread unmount the mount, which
+//! ends it the same way (this mount only, never one mounted over or under
+//! it on the same directory: `fslab_fuse::Unmounter`). Either way the background cleaner is stopped and
 //! then the final checkpoint is written once, by `fslab_fuse::Mounted::run`,
 //! before the process exits.
 
 mod background;
 pub mod helper;
+mod kept_flags;
 mod log;
 mod options;
 mod utab;
@@ -57,6 +61,13 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+/// Examples in `fslab mount --help`.
+pub const EXAMPLES: &str = "Examples:
+  fslab mount fs.img /mnt                         mount in the background; returns once usable
+  fslab mount fs.img /mnt -o cleaner=greedy,cache=1G
+  fslab mount ffs.img /mnt -o integrity=async -f  serve in the foreground until unmounted
+  umount /mnt                                     unmount (or: fusermount3 -u /mnt)";
+
 /// Arguments of `fslab mount`.
 #[derive(Args)]
 pub struct MountArgs {
@@ -64,14 +75,24 @@ pub struct MountArgs {
     image: PathBuf,
     /// The directory to mount it on.
     dir: PathBuf,
-    /// Comma-separated options: allow_other, cache=SIZE (e.g. 256M), checkpoint=SECONDS,
-    /// cleaner=POLICY|off (LFS: greedy, cost-benefit or hot-cold; default hot-cold),
-    /// integrity=sync|async (FFS; default sync), log=FILE (instead of the system log),
-    /// noexec, suid, dev, dirhash=on|off (default on), dirhash_maxmem=SIZE (default 2M),
-    /// dirhash_minsize=SIZE (default 2560), dirhash_check (cross-check every dirhash
-    /// answer; slow), relatime (default), noatime, strictatime, nodiratime; and mount(8)'s
-    /// generic options (defaults, nofail, noauto, x-*, ...). ro and sync are refused.
-    #[arg(short = 'o', value_name = "OPTIONS")]
+    /// Comma-separated options (-o may be given more than once):
+    ///   allow_other              let other users in (user_allow_other in /etc/fuse.conf for non-root)
+    ///   cache=SIZE               buffer cache (e.g. 256M; the default)
+    ///   checkpoint=SECONDS       seconds between automatic checkpoints (default 30)
+    ///   cleaner=POLICY|off       LFS: greedy, cost-benefit or hot-cold (default hot-cold)
+    ///   integrity=sync|async     FFS: ordered synchronous metadata, or all delayed (default sync)
+    ///   log=FILE                 a background mount's messages, instead of the system log
+    ///   exec, noexec             programs may run from the mount (default exec)
+    ///   suid, dev                set-user-ID bits and device nodes take effect (root only)
+    ///   dirhash=on|off           hash large directories (default on)
+    ///   dirhash_maxmem=SIZE      memory for all directory hashes (default 2M)
+    ///   dirhash_minsize=SIZE     smallest directory hashed (default 2560)
+    ///   dirhash_check            cross-check every dirhash answer (slow)
+    ///   relatime, strictatime, noatime   when reads update access times (default relatime)
+    ///   nodiratime               listing a directory leaves its access time alone
+    ///   defaults, nofail, noauto, x-*, ...   mount(8)'s generic options, accepted
+    /// ro and sync are refused.
+    #[arg(short = 'o', value_name = "OPTIONS", verbatim_doc_comment)]
     options: Vec<String>,
     /// Stay in the foreground until unmounted.
     #[arg(short = 'f', long = "foreground")]
@@ -89,7 +110,7 @@ pub fn run(args: &MountArgs) -> Result<(), String> {
 fn start(image: &Path, dir: &Path, options: &Options, foreground: bool) -> Result<(), String> {
     // Canonical paths: the background process changes directory to "/".
     let image = image.canonicalize().map_err(|e| format!("{}: {e}", image.display()))?;
-    let dir = dir.canonicalize().map_err(|e| format!("mount point {}: {e}", dir.display()))?;
+    let dir = crate::mount_point::canonical(dir).map_err(|e| format!("mount point {e}"))?;
     if !dir.is_dir() {
         return Err(format!("mount point {} is not a directory", dir.display()));
     }
@@ -136,9 +157,11 @@ impl Session {
 struct Mount {
     mounted: Session,
     /// The image's lock: held until the final checkpoint is written.
-    lock: File,
+    lock: crate::image_lock::ImageLock,
     /// The mount point.
     dir: PathBuf,
+    /// The source the mount table shows (the image, or `fslab`).
+    shown: PathBuf,
     /// The control socket, if it could be made.
     control: Result<Option<Server>, String>,
 }
@@ -236,15 +259,16 @@ fn mount(image: &Path, dir: &Path, options: &Options) -> Result<Mount, String> {
     };
     // Without the mark (a file system without such locks) another command
     // finding the image locked waits before it says so, instead of at once.
-    if let Ok(mark) = crate::image_lock::mark_serving(image) {
-        mounted.keep_while_serving(mark);
+    if let Ok(marks) = crate::image_lock::mark_serving(image) {
+        for mark in marks {
+            mounted.keep_while_serving(mark);
+        }
     }
-    // `umount` finds its helper through this line, and the helper finds
-    // the image through the mount's source, which must then be the image.
-    if !image.as_os_str().as_encoded_bytes().iter().any(|&b| b == b',' || b == b'\\') {
-        utab::register(image, dir);
-    }
-    Ok(Mount { mounted, lock, dir: dir.to_path_buf(), control })
+    // `umount` finds its helper through this line, which libmount matches
+    // with the mount table's entry by its source: the source shown there.
+    let shown = PathBuf::from(fslab_fuse::shown_source(&config.source));
+    utab::register(&shown, dir);
+    Ok(Mount { mounted, lock, dir: dir.to_path_buf(), shown, control })
 }
 
 /// Says on stderr what mount did with the orphans a crash left: how many
@@ -252,10 +276,10 @@ fn mount(image: &Path, dir: &Path, options: &Options) -> Result<Mount, String> {
 fn tell_orphans(image: &Path, report: &fslab::storage::orphans::OrphanReport) {
     let name = image.display();
     if report.reclaimed > 0 {
-        eprintln!("fslab: mount: {name}: freed {} files left open and unlinked by a crash", report.reclaimed);
+        say!("fslab: mount: {name}: freed {} files left open and unlinked by a crash", report.reclaimed);
     }
     if let Some(why) = &report.damage {
-        eprintln!("fslab: mount: warning: {name}: {why}; run `fslab fsck --repair {name}` after unmounting");
+        say!("fslab: mount: warning: {name}: {why}; run `fslab fsck --repair {name}` after unmounting");
     }
 }
 
@@ -278,7 +302,7 @@ fn ffs_refusal(image: &Path, error: fslab::Error) -> String {
 /// missing.
 fn warn_without_control(mount: &Mount) {
     if let Err(why) = &mount.control {
-        eprintln!("fslab: mount: warning: {why}");
+        say!("fslab: mount: warning: {why}");
     }
 }
 
@@ -286,7 +310,7 @@ fn warn_without_control(mount: &Mount) {
 /// Then (the cleaner thread stopped before the final checkpoint) the
 /// control socket goes and the image's lock is released.
 fn serve(mount: Mount, signals: libc::sigset_t) -> Result<(), String> {
-    let Mount { mounted, lock, dir, control } = mount;
+    let Mount { mounted, lock, dir, shown, control } = mount;
     let unmounter = mounted.unmounter();
     std::thread::Builder::new()
         .name("fslab-signals".to_string())
@@ -297,13 +321,13 @@ fn serve(mount: Mount, signals: libc::sigset_t) -> Result<(), String> {
                 return;
             }
             if let Err(e) = unmounter.unmount() {
-                eprintln!("fslab: mount: cannot unmount {}: {e}", unmounter.mountpoint().display());
+                say!("fslab: mount: cannot unmount {}: {e}", unmounter.mountpoint().display());
             }
         })
         .map_err(|e| format!("cannot start the signal thread: {e}"))?;
     let served = mounted.run().map_err(|e| e.to_string());
     drop(control);
-    utab::unregister(&dir);
+    utab::unregister(&shown, &dir);
     drop(lock);
     served
 }

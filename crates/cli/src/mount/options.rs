@@ -183,7 +183,12 @@ pub(super) fn parse(lists: &[String], sloppy: bool) -> Result<(Options, Vec<Stri
                 return Err(format!("option integrity: '{other}' is neither sync nor async"))
             }
             ("log", Some("")) => return Err("option log: needs a file name (log=FILE)".to_string()),
-            ("log", Some(file)) => options.log = Some(PathBuf::from(file)),
+            // Relative to where the command runs, not to where the
+            // background process goes (it changes directory to "/").
+            ("log", Some(file)) => {
+                let path = std::path::absolute(file).map_err(|e| format!("option log: {file}: {e}"))?;
+                options.log = Some(path)
+            }
             ("dirhash", Some("on")) => options.dirhash.enabled = true,
             ("dirhash", Some("off")) => options.dirhash.enabled = false,
             ("dirhash", Some(other)) => return Err(format!("option dirhash: '{other}' is not on or off")),
@@ -292,6 +297,8 @@ mod tests {
             assert_eq!(one(&format!("cleaner={name}")).map(|o| o.cleaner), Ok(Some(*name)));
         }
         assert_eq!(one("log=/var/log/x.log").map(|o| o.log), Ok(Some(PathBuf::from("/var/log/x.log"))));
+        let here = std::env::current_dir().expect("current directory");
+        assert_eq!(one("log=rel.log").map(|o| o.log), Ok(Some(here.join("rel.log"))), "relative to here");
         let dirhash =
             one("dirhash=off,dirhash_maxmem=64M,dirhash_minsize=16K,dirhash_check").map(|o| o.dirhash);
         let want =

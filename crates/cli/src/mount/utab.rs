@@ -10,8 +10,11 @@
 //! writes such a line itself only when the user gives `-o helper=...`.
 //!
 //! The mount adds its line as root (the table is root's) once it is
-//! mounted, and removes it after its final checkpoint; a line left by a
-//! killed daemon is replaced by the next mount on the same directory.
+//! mounted, and removes it (its own line, not a later mount's on the same
+//! directory) after its final checkpoint; a line left by a killed daemon
+//! is replaced by the next mount on the same directory. The line's source
+//! is what the mount table shows, which libmount matches it by: the image,
+//! or `fslab` for an image whose name FUSE cannot show.
 //! Format and locking as libmount's: `SRC=… TARGET=… ROOT=/ OPTS=…`,
 //! values with spaces, tabs, newlines and backslashes in octal; rewritten
 //! whole through a temporary file and a rename, under a `flock` of
@@ -74,13 +77,16 @@ pub(super) fn register(image: &Path, dir: &Path) {
     });
 }
 
-/// Removes the line for `dir`, if the mount added one.
-pub(super) fn unregister(dir: &Path) {
+/// Removes the line the mount of `source` on `dir` added, and only that
+/// one: a daemon finishing after its unmount must leave the line of a
+/// later mount on the same directory.
+pub(super) fn unregister(source: &Path, dir: &Path) {
     // SAFETY: geteuid has no arguments and cannot fail.
     if unsafe { libc::geteuid() } != 0 {
         return;
     }
-    let _ = rewrite(|lines| lines.retain(|l| !is_ours_on(l, dir)));
+    let line = line_for(source, dir);
+    let _ = rewrite(|lines| lines.retain(|l| *l != line));
 }
 
 /// Rewrites the table with `change` applied to its lines, under its lock.

@@ -188,10 +188,18 @@ pub fn mkfs(image: &Path, size: &str, extra: &[&str]) {
 
 /// Whether `dir` is a mount point now (per /proc/self/mountinfo).
 pub fn is_mounted(dir: &Path) -> bool {
+    mounts_at(dir) > 0
+}
+
+/// How many mounts are stacked on `dir` now (per /proc/self/mountinfo).
+pub fn mounts_at(dir: &Path) -> usize {
     let want = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
-    let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else { return false };
+    let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else { return 0 };
     info.lines()
-        .any(|line| line.split(' ').nth(4).map(|mp| Path::new(&unescape_mount(mp)) == want).unwrap_or(false))
+        .filter(|line| {
+            line.split(' ').nth(4).map(|mp| Path::new(&unescape_mount(mp)) == want).unwrap_or(false)
+        })
+        .count()
 }
 
 /// Undoes the octal escapes (`\040` for a space, ...) of /proc/self/mountinfo.
@@ -322,6 +330,8 @@ impl Mount {
             std::fs::canonicalize(dir).map_err(|e| fail(format!("canonicalize {}: {e}", dir.display())))?;
         let image = std::fs::canonicalize(image).unwrap_or_else(|_| image.to_path_buf());
         let log = dir.with_extension("mount.log");
+        // A mount may go on top of others: it is ready when one more is there.
+        let below = mounts_at(&dir);
         let mut m = Mount {
             image: image.clone(),
             dir: dir.clone(),
@@ -345,7 +355,7 @@ impl Mount {
                 m.child = Some(child);
                 let start = Instant::now();
                 loop {
-                    if is_mounted(&dir) {
+                    if mounts_at(&dir) > below {
                         m.mounted = true;
                         break;
                     }
@@ -379,7 +389,7 @@ impl Mount {
                 args.extend([OsStr::new("-o"), OsStr::new(&log_option)]);
                 let r = fslab_run(&args, MOUNT_TIMEOUT);
                 // Mark mounted before checking, so Drop cleans up whatever happened.
-                m.mounted = is_mounted(&dir);
+                m.mounted = mounts_at(&dir) > below;
                 m.pid = image_users(&image).first().copied();
                 if !r.success() {
                     let reason = if r.timed_out { "fslab mount timed out" } else { "fslab mount failed" };
@@ -541,7 +551,9 @@ impl Mount {
 impl Drop for Mount {
     fn drop(&mut self) {
         self.disarm();
-        if self.mounted || is_mounted(&self.dir) {
+        // Only its own mount: whatever else is mounted there (a test's
+        // tmpfs, another fslab) is not this one's to remove.
+        if self.mounted {
             let _ = run("fusermount3", &[OsStr::new("-uz"), self.dir.as_os_str()], Duration::from_secs(20));
             self.mounted = false;
         }
