@@ -79,7 +79,7 @@ pub fn fsck(
 /// How fsck mounts an image to repair it: allowed where an earlier fsck
 /// left it marked damaged.
 fn repair_mount_options() -> MountOptions {
-    MountOptions { cache_bytes: 64 << 20, repairing: true, ..MountOptions::default() }
+    MountOptions { cache_bytes: 64 << 20, allow_damaged: true, ..MountOptions::default() }
 }
 
 /// Marks an image whose damage the repair could not mend, so that mounts

@@ -154,7 +154,7 @@ fn a_corrupted_directory_chunk_is_emptied_and_its_files_reconnected() {
     assert_eq!(outcome.exit_code(), 4);
     let plain = fslab::lfs::Lfs::mount(dev.clone(), fslab::lfs::MountOptions::default());
     assert!(plain.is_err(), "a mount refuses an image a repair left damaged");
-    let repairing = fslab::lfs::MountOptions { repairing: true, ..fslab::lfs::MountOptions::default() };
+    let repairing = fslab::lfs::MountOptions { allow_damaged: true, ..fslab::lfs::MountOptions::default() };
     run_on(fslab::lfs::Lfs::mount(dev.clone(), repairing).expect("a repairing mount"), false, |fs| {
         let lf = fs.lookup(ROOT_INO, b"lost+found").expect("lost+found").ino;
         let moved = fs.readdir(lf, 0, 100).expect("readdir");

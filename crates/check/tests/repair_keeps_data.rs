@@ -27,7 +27,7 @@ const BLOCK: usize = 4096;
 const DAMAGE: usize = 64 << 10;
 
 fn options(repairing: bool) -> MountOptions {
-    MountOptions { cache_bytes: 8 << 20, repairing, ..MountOptions::default() }
+    MountOptions { cache_bytes: 8 << 20, allow_damaged: repairing, ..MountOptions::default() }
 }
 
 fn bytes(seed: u64, len: usize) -> Vec<u8> {

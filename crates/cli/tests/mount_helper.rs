@@ -103,7 +103,7 @@ fn mount_t_fslab_and_umount_work_like_any_file_system() {
 }
 
 #[test]
-fn an_fstab_line_mounts_with_mount_dir_and_what_fslab_cannot_do_is_refused() {
+fn an_fstab_line_mounts_with_mount_dir_ro_mounts_read_only_and_what_fslab_cannot_do_is_refused() {
     let Some(tmp) = fresh() else { return };
     let r = in_namespace(
         tmp.path(),
@@ -113,7 +113,12 @@ fn an_fstab_line_mounts_with_mount_dir_and_what_fslab_cannot_do_is_refused() {
         "$T/prefix/bin/fslab" stat "$DIR" | grep policy
         echo fstab > "$DIR/file"
         umount "$DIR"
-        for option in ro sync dirsync; do
+        mount -t fslab "$IMG" "$DIR" -o ro
+        grep " $DIR " /proc/self/mountinfo | sed 's/.* - /read-only entry: /'
+        echo "read only: $(cat "$DIR/file")"
+        if ! echo more > "$DIR/file" 2>/dev/null; then echo "write refused"; fi
+        umount "$DIR"
+        for option in sync dirsync; do
             status=0
             mount -t fslab "$IMG" "$DIR" -o "$option" 2>"$T/err" || status=$?
             echo "$option: status $status: $(cat "$T/err")"
@@ -127,10 +132,9 @@ fn an_fstab_line_mounts_with_mount_dir_and_what_fslab_cannot_do_is_refused() {
     assert!(r.success(), "{}", r.describe());
     let out = &r.stdout;
     assert!(out.contains("cleaner policy            greedy"), "{out}");
-    assert!(
-        out.contains("ro: status 32: fslab: mount: option ro: read-only mounts are not supported"),
-        "{out}"
-    );
+    let image = tmp.path().join("fs.img");
+    assert!(out.contains(&format!("read-only entry: fuse.fslab {} ro", image.display())), "{out}");
+    assert!(out.contains("read only: fstab\nwrite refused\n"), "{out}");
     assert!(out.contains("sync: status 32: fslab: mount: option sync: fslab writes asynchronously"), "{out}");
     assert!(
         out.contains("dirsync: status 32: fslab: mount: option dirsync: fslab writes directory"),

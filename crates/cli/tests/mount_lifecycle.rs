@@ -109,6 +109,7 @@ on_every_layout!(
     fsynced_and_checkpointed_data_survive_a_killed_daemon,
     fslab_sync_makes_plain_writes_survive_a_killed_daemon,
     an_open_unlinked_file_is_freed_after_a_killed_daemon,
+    a_read_only_mount_recovers_in_memory_and_writes_nothing,
 );
 
 fn background_mount_is_ready_when_the_command_returns_and_sigterm_checkpoints(layout: Layout) {
@@ -667,4 +668,52 @@ fn a_relative_log_file_is_relative_to_the_current_directory() {
     assert!(wait_until(Duration::from_secs(60), || is_zombie(pid)), "daemon did not exit after SIGTERM");
     assert!(here, "the log is not in the directory fslab mount ran in");
     assert!(!at_root, "the log went to /rel.log");
+}
+
+/// `-o ro`: the image left by a killed daemon (LFS: log to roll forward;
+/// FFS: stale bitmaps, which a writable mount refuses) mounts read-only,
+/// shows what was made durable, refuses every change with EROFS, is read-only
+/// in the mount table, and not one byte of the image changes — recovery
+/// happens in memory only. A writable mount afterwards recovers as usual.
+fn a_read_only_mount_recovers_in_memory_and_writes_nothing(layout: Layout) {
+    let Some(Scratch { _tmp, image, dir }) = scratch_of("64M", layout) else { return };
+    let m = Mount::new(&image, &dir, Mode::Foreground, layout.mount_args());
+    let pid = m.pid().expect("foreground daemon pid");
+    fs::write(m.dir.join("checkpointed"), b"synced").expect("write");
+    let synced = common::fslab_run(&[OsStr::new("sync"), m.dir.as_os_str()], T);
+    assert!(synced.success(), "fslab sync: {}", synced.describe());
+    let data = Rng::new(5).bytes(300_000);
+    let mut f = File::create(m.dir.join("fsynced")).expect("create");
+    f.write_all(&data).expect("write");
+    f.sync_all().expect("fsync");
+    drop(f);
+    signal(pid, libc::SIGKILL);
+    drop(m);
+    detach(&dir);
+    let before = fs::read(&image).expect("read the image");
+
+    let m = Mount::new(&image, &dir, Mode::Foreground, &mount_args(layout, &["-o", "ro"]));
+    assert_eq!(fs::read(m.dir.join("checkpointed")).expect("read"), b"synced");
+    assert!(fs::read(m.dir.join("fsynced")).expect("read the fsynced file") == data, "fsynced contents");
+    let refused = [
+        fs::write(m.dir.join("new"), b"x").err(),
+        fs::create_dir(m.dir.join("dir")).err(),
+        fs::remove_file(m.dir.join("checkpointed")).err(),
+        fs::OpenOptions::new().append(true).open(m.dir.join("fsynced")).err(),
+    ];
+    for (i, e) in refused.into_iter().enumerate() {
+        let e = e.unwrap_or_else(|| panic!("change {i} succeeded on a read-only mount"));
+        assert_eq!(e.raw_os_error(), Some(libc::EROFS), "change {i}: {e}");
+    }
+    let table = fs::read_to_string("/proc/self/mounts").expect("mount table");
+    let dir_name = fs::canonicalize(&m.dir).expect("canonical mount point").display().to_string();
+    let line = table.lines().find(|l| l.split(' ').nth(1) == Some(dir_name.as_str())).expect("in the table");
+    assert!(line.split(' ').nth(3).is_some_and(|o| o.split(',').any(|o| o == "ro")), "{line}");
+    m.unmount().expect("unmount the read-only mount");
+    assert!(fs::read(&image).expect("read the image") == before, "a read-only mount changed the image");
+
+    recover_after_a_kill(&image, &dir, layout);
+    let m = Mount::new(&image, &dir, Mode::Foreground, layout.mount_args());
+    assert!(fs::read(m.dir.join("fsynced")).expect("read after recovery") == data);
+    m.unmount().expect("unmount");
 }

@@ -134,6 +134,9 @@ fn mount_sys(mountpoint: &Path, config: &MountConfig, source: &str) -> io::Resul
     if !config.exec {
         flags |= libc::MS_NOEXEC;
     }
+    if config.read_only {
+        flags |= libc::MS_RDONLY;
+    }
     let target = c_path(mountpoint)?;
     let source = CString::new(source).map_err(|_| invalid("the source holds a NUL byte"))?;
     let data = CString::new(data).map_err(|_| invalid("mount options hold a NUL byte"))?;
@@ -157,6 +160,7 @@ fn mount_sys(mountpoint: &Path, config: &MountConfig, source: &str) -> io::Resul
 fn mount_fusermount(mountpoint: &Path, config: &MountConfig, source: &str) -> io::Result<OwnedFd> {
     let mut options = common_options(config, source);
     options.push_str(if config.exec { ",exec" } else { ",noexec" });
+    options.push_str(if config.read_only { ",ro" } else { ",rw" });
     options.push_str(if config.suid { ",suid" } else { ",nosuid" });
     options.push_str(if config.dev { ",dev" } else { ",nodev" });
     let mut fds = [0; 2];

@@ -71,6 +71,8 @@ pub struct MountConfig {
     /// Device nodes may be opened as devices (`dev`; FUSE's default, and
     /// the only choice for a user, is `nodev`).
     pub dev: bool,
+    /// Mount read-only (`ro`): the kernel refuses every change with EROFS.
+    pub read_only: bool,
 }
 
 impl Default for MountConfig {
@@ -84,6 +86,7 @@ impl Default for MountConfig {
             exec: true,
             suid: false,
             dev: false,
+            read_only: false,
         }
     }
 }

@@ -45,7 +45,7 @@ mod options;
 mod utab;
 
 use clap::Args;
-use disk::FileDisk;
+use disk::{BlockDevice, FileDisk, ReadOnlyOverlay};
 use fslab::ffs::Ffs;
 use fslab::lfs::Lfs;
 use fslab::storage::StorageManager;
@@ -90,8 +90,9 @@ pub struct MountArgs {
     ///   dirhash_check            cross-check every dirhash answer (slow)
     ///   relatime, strictatime, noatime   when reads update access times (default relatime)
     ///   nodiratime               listing a directory leaves its access time alone
+    ///   ro, rw                   read-only (nothing reaches the image; recovery in memory)
     ///   defaults, nofail, noauto, x-*, ...   mount(8)'s generic options, accepted
-    /// ro and sync are refused.
+    /// sync is refused.
     #[arg(short = 'o', value_name = "OPTIONS", verbatim_doc_comment)]
     options: Vec<String>,
     /// Stay in the foreground until unmounted.
@@ -216,31 +217,45 @@ fn cleaner(policy_name: &str) -> Result<Cleaner, String> {
 fn mount(image: &Path, dir: &Path, options: &Options) -> Result<Mount, String> {
     let name = image.display();
     let lock = crate::image_lock::lock(image).map_err(|e| format!("{name}: {e}"))?;
-    let disk = FileDisk::open(image).map_err(|e| format!("{name}: {e}"))?;
-    let layout = Layout::probe(&disk).unwrap_or(Layout::Lfs);
+    let disk: Arc<dyn BlockDevice> = if options.read_only {
+        // Recovery still runs (roll-forward, the orphans freed), in memory:
+        // no write reaches the image, which is opened for reading only.
+        let file = FileDisk::open_read_only(image).map_err(|e| format!("{name}: {e}"))?;
+        Arc::new(ReadOnlyOverlay::new(Arc::new(file)))
+    } else {
+        Arc::new(FileDisk::open(image).map_err(|e| format!("{name}: {e}"))?)
+    };
+    let layout = Layout::probe(disk.as_ref()).unwrap_or(Layout::Lfs);
     options.check_layout(layout)?;
+    // A read-only mount cleans nothing and keeps access times as they are.
+    let cleaner_policy = if options.read_only { None } else { options.cleaner };
+    let mut atime = options.atime;
+    if options.read_only {
+        atime.policy = fslab::ufs::AtimePolicy::Never;
+    }
     let config = MountConfig {
         allow_other: options.allow_other,
         source: image.to_string_lossy().into_owned(),
         exec: options.exec,
         suid: options.suid,
         dev: options.dev,
+        read_only: options.read_only,
         ..MountConfig::default()
     };
     let (mounted, control) = match layout {
         Layout::Lfs => {
-            let mut lfs = Lfs::mount(Arc::new(disk), options.lfs()).map_err(|e| format!("{name}: {e}"))?;
+            let mut lfs = Lfs::mount(disk, options.lfs()).map_err(|e| format!("{name}: {e}"))?;
             tell_orphans(image, lfs.orphan_report());
-            if let Some(policy_name) = options.cleaner {
+            if let Some(policy_name) = cleaner_policy {
                 cleaner(policy_name)?.install(&mut lfs);
             }
             let mut fs = FileSystem::new(lfs);
             fs.set_dirhash_options(options.dirhash);
-            fs.set_atime_options(options.atime);
+            fs.set_atime_options(atime);
             let mounted = fslab_fuse::mount(fs, dir, &config).map_err(|e| e.to_string())?;
             let access = MountAccess(mounted.handle());
-            let control = control(&access, dir, options.cleaner.unwrap_or("off"));
-            if let Some(policy_name) = options.cleaner {
+            let control = control(&access, dir, cleaner_policy.unwrap_or("off"));
+            if let Some(policy_name) = cleaner_policy {
                 let background = Background::spawn(LogAccess(access), cleaner(policy_name)?)
                     .map_err(|e| format!("cannot start the cleaner thread: {e}"))?;
                 mounted.stop_before_unmount(move || background.stop());
@@ -248,10 +263,14 @@ fn mount(image: &Path, dir: &Path, options: &Options) -> Result<Mount, String> {
             (Session::Lfs(mounted), control)
         }
         Layout::Ffs => {
-            let ffs = Ffs::mount(Arc::new(disk), options.ffs()).map_err(|e| ffs_refusal(image, e))?;
+            let ffs = if options.read_only {
+                mount_ffs_read_only(image, disk, options)?
+            } else {
+                Ffs::mount(disk, options.ffs()).map_err(|e| ffs_refusal(image, e))?
+            };
             let mut fs = FileSystem::new(ffs);
             fs.set_dirhash_options(options.dirhash);
-            fs.set_atime_options(options.atime);
+            fs.set_atime_options(atime);
             let mounted = fslab_fuse::mount(fs, dir, &config).map_err(|e| e.to_string())?;
             let control = control(&MountAccess(mounted.handle()), dir, "off");
             (Session::Ffs(mounted), control)
@@ -269,6 +288,35 @@ fn mount(image: &Path, dir: &Path, options: &Options) -> Result<Mount, String> {
     let shown = PathBuf::from(fslab_fuse::shown_source(&config.source));
     utab::register(&shown, dir);
     Ok(Mount { mounted, lock, dir: dir.to_path_buf(), shown, control })
+}
+
+/// Mounts a read-only FFS over `disk` (a [`ReadOnlyOverlay`]). An image
+/// not unmounted cleanly has stale cylinder groups — its newest inodes may
+/// lie past a group's initialised mark, and read as free — so fsck's repair
+/// runs first, on the overlay: in memory, as a read-only mount of a
+/// journaled file system replays its journal. Where the repair leaves
+/// damage, the image is mounted as it is, with a warning.
+fn mount_ffs_read_only(image: &Path, disk: Arc<dyn BlockDevice>, options: &Options) -> Result<Ffs, String> {
+    let name = image.display();
+    let refused =
+        match Ffs::mount(disk.clone(), fslab::ffs::MountOptions { allow_unclean: false, ..options.ffs() }) {
+            Ok(ffs) => return Ok(ffs),
+            Err(e) if e.errno() == libc::EUCLEAN => e,
+            Err(e) => return Err(ffs_refusal(image, e)),
+        };
+    let repair = fslab_check::Options { repair: true, ..fslab_check::Options::default() };
+    match fslab_check::fsck(disk.clone(), &repair, &mut |_| {}) {
+        Ok(outcome) if outcome.exit_code() <= 1 => {
+            say!(
+                "fslab: mount: {name} was not unmounted cleanly; repaired in memory for this read-only mount"
+            );
+        }
+        Ok(_) | Err(_) => say!(
+            "fslab: mount: warning: {name} ({refused}): damage remains after a repair in memory; \
+             mounted read-only as it is"
+        ),
+    }
+    Ffs::mount(disk, options.ffs()).map_err(|e| ffs_refusal(image, e))
 }
 
 /// Says on stderr what mount did with the orphans a crash left: how many

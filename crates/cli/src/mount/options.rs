@@ -9,12 +9,12 @@
 //!    kernel flags FUSE can set (`exec`,
 //!    `noexec`, `suid`, `nosuid`, `dev`, `nodev`) and the access-time
 //!    options (`relatime`, the default, `noatime`, `strictatime`, `atime`,
-//!    `nostrictatime`, `nodiratime`, `diratime`);
+//!    `nostrictatime`, `nodiratime`, `diratime`), and `ro` / `rw`;
 //! 2. accepted, changing nothing: what is already true of every fslab
-//!    mount (`rw`, `async`, `lazytime`, ...) and what only
+//!    mount (`async`, `lazytime`, ...) and what only
 //!    `mount(8)`, `umount(8)` or systemd read (`defaults`, `auto`,
 //!    `noauto`, `nofail`, `_netdev`, `user`, `users`, `x-*`, ...);
-//! 3. refused, with the reason: what fslab cannot honour (`ro`, `sync`,
+//! 3. refused, with the reason: what fslab cannot honour (`sync`,
 //!    `dirsync`, `mand`, `remount`, ...).
 //!
 //! Anything else is an unknown option: an error, or with `mount -s`
@@ -52,6 +52,9 @@ pub(super) struct Options {
     pub dirhash: DirhashOptions,
     /// When reads update access times.
     pub atime: AtimeOptions,
+    /// A read-only mount: nothing reaches the image, and the kernel
+    /// refuses every change (EROFS).
+    pub read_only: bool,
 }
 
 impl Default for Options {
@@ -70,6 +73,7 @@ impl Default for Options {
             log: None,
             dirhash: DirhashOptions::default(),
             atime: AtimeOptions::RELATIME,
+            read_only: false,
         }
     }
 }
@@ -78,7 +82,6 @@ impl Default for Options {
 /// the file system: accepted, and nothing changes.
 const ACCEPTED: &[&str] = &[
     "defaults",
-    "rw",
     "async",
     "auto",
     "noauto",
@@ -102,7 +105,6 @@ const ACCEPTED: &[&str] = &[
 
 /// Options fslab cannot honour, with the reason given to the user.
 const REFUSED: &[(&str, &str)] = &[
-    ("ro", "read-only mounts are not supported yet"),
     ("sync", "fslab writes asynchronously; use fsync(2) or 'fslab sync DIR' for durability"),
     ("dirsync", "fslab writes directory changes asynchronously; use fsync(2) on the directory"),
     ("mand", "mandatory locks are not supported"),
@@ -129,6 +131,8 @@ pub(super) fn parse(lists: &[String], sloppy: bool) -> Result<(Options, Vec<Stri
         }
         match (key, value) {
             ("allow_other", None) => options.allow_other = true,
+            ("ro", None) => options.read_only = true,
+            ("rw", None) => options.read_only = false,
             ("exec", None) => options.exec = true,
             ("noexec", None) => options.exec = false,
             ("suid", None) => options.suid = true,
@@ -233,6 +237,8 @@ impl Options {
         fslab::lfs::MountOptions {
             cache_bytes: self.cache_bytes,
             checkpoint_interval: self.interval,
+            // Nothing a read-only mount writes reaches the image.
+            allow_damaged: self.read_only,
             ..fslab::lfs::MountOptions::default()
         }
     }
@@ -243,6 +249,7 @@ impl Options {
             cache_bytes: self.cache_bytes,
             integrity: self.integrity.unwrap_or(Integrity::Sync),
             sync_interval: self.interval,
+            allow_unclean: self.read_only,
             ..fslab::ffs::MountOptions::default()
         }
     }
@@ -253,6 +260,8 @@ fn is_flag(name: &str) -> bool {
     matches!(
         name,
         "allow_other"
+            | "ro"
+            | "rw"
             | "exec"
             | "noexec"
             | "suid"
@@ -379,7 +388,8 @@ mod tests {
             let e = one(name).expect_err(name);
             assert_eq!(e, format!("option {name}: {why}"));
         }
-        assert!(one("defaults,ro").expect_err("ro").contains("read-only"));
+        assert!(one("defaults,ro").expect("ro").read_only);
+        assert!(!one("ro,rw").expect("ro then rw").read_only);
     }
 
     #[test]

@@ -57,6 +57,10 @@ pub struct MountOptions {
     /// The clock automatic syncs go by (default: the host's); a mount on a
     /// simulated disk is given the disk's virtual clock.
     pub clock: TimeSource,
+    /// Mount an image that was not unmounted cleanly, whose bitmaps may be
+    /// stale: only for a read-only mount (over a `disk::ReadOnlyOverlay`),
+    /// which allocates nothing the image will keep.
+    pub allow_unclean: bool,
 }
 
 impl Default for MountOptions {
@@ -67,6 +71,7 @@ impl Default for MountOptions {
             sync_interval: Duration::from_secs(30),
             writes: WriteMode::Thread,
             clock: TimeSource::wall(),
+            allow_unclean: false,
         }
     }
 }
@@ -175,7 +180,7 @@ impl Ffs {
     /// cleanly (run `fslab fsck --repair` first).
     pub fn mount(dev: Arc<dyn BlockDevice>, options: MountOptions) -> Result<Ffs> {
         let sb = read_superblock(dev.as_ref())?;
-        if sb.flags & SB_CLEAN == 0 {
+        if sb.flags & SB_CLEAN == 0 && !options.allow_unclean {
             return Err(errno(
                 libc::EUCLEAN,
                 "the file system was not unmounted cleanly: run `fslab fsck --repair` on it first",

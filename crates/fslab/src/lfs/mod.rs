@@ -81,9 +81,11 @@ pub struct MountOptions {
     /// on a simulated disk is given the disk's virtual clock, so that a run
     /// repeats to the nanosecond.
     pub clock: TimeSource,
-    /// A mount by fsck to repair the image: allowed where the last fsck
-    /// left damage (`SB_DAMAGED`), which refuses every other mount.
-    pub repairing: bool,
+    /// Mount an image the last fsck left marked damaged (`SB_DAMAGED`),
+    /// which every other mount refuses: for fsck's own repair, and for a
+    /// read-only mount (over a `disk::ReadOnlyOverlay`), whose writes
+    /// never reach the image and so cannot make the damage worse.
+    pub allow_damaged: bool,
 }
 
 impl Default for MountOptions {
@@ -93,7 +95,7 @@ impl Default for MountOptions {
             checkpoint_interval: Duration::from_secs(30),
             segment_writes: SegmentWrites::Thread,
             clock: TimeSource::wall(),
-            repairing: false,
+            allow_damaged: false,
         }
     }
 }
@@ -199,12 +201,13 @@ impl Lfs {
     /// roll-forward through the log written after it, then a checkpoint if
     /// anything was recovered.
     pub fn mount(dev: Arc<dyn BlockDevice>, options: MountOptions) -> Result<Lfs> {
-        let repairing = options.repairing;
+        let allow_damaged = options.allow_damaged;
         let mut lfs = mount::mount(dev, options)?;
-        if lfs.sb.checkpoint.flags & layout::SB_DAMAGED != 0 && !repairing {
+        if lfs.sb.checkpoint.flags & layout::SB_DAMAGED != 0 && !allow_damaged {
             return Err(crate::Error::Foreign(
                 "the last fsck left damage it could not repair, and a mount that writes could \
-                 overwrite what a damaged file still holds: run `fslab fsck --repair` again"
+                 overwrite what a damaged file still holds: run `fslab fsck --repair` again, \
+                 or mount it read-only (-o ro) to copy off what can be read"
                     .into(),
             ));
         }
