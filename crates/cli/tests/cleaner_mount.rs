@@ -178,3 +178,41 @@ fn a_bad_cleaner_option_and_a_directory_that_is_no_mount_fail_in_one_line() {
     let r = fslab_run(&[OsStr::new("clean"), tmp.path().join("missing").as_os_str()], T);
     assert!(!r.success() && r.stderr.lines().count() == 1, "{}", r.describe());
 }
+
+/// `fslab clean` on a disk full of live data (nothing dead to compact)
+/// cannot reach the high-water mark: it says why, and fails; with a count
+/// of passes it runs them, says why they cleaned nothing, and succeeds.
+#[test]
+fn fslab_clean_that_can_clean_nothing_says_why_and_fails() {
+    if !common::fuse_or_skip() {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let image = tmp.path().join("fs.img");
+    mkfs(&image, "32M", &["--segment-size", "256K"]);
+    let m = Mount::new(&image, &tmp.path().join("mnt"), Mode::Foreground, &["-o", "cleaner=off"]);
+    let block = vec![7u8; 64 << 10];
+    let mut f = fs::File::create(m.dir.join("full")).expect("create");
+    while f.write_all(&block).is_ok() {}
+    drop(f);
+    let dir = m.dir.as_os_str();
+    // The first runs may still compact what little the writes left dead
+    // (a file's indirect blocks rewritten); then nothing is left to gain.
+    let mut runs = Vec::new();
+    let failed = (0..6).any(|_| {
+        let r = fslab_run(&[OsStr::new("clean"), dir], T);
+        let stuck = r.status.and_then(|s| s.code()) == Some(1);
+        if stuck {
+            assert!(r.stderr.contains("could not clean: no segment is worth cleaning"), "{}", r.describe());
+        } else {
+            assert!(r.success(), "{}", r.describe());
+        }
+        runs.push(r.stdout);
+        stuck
+    });
+    assert!(failed, "fslab clean never said it could clean nothing: {runs:?}");
+    let r = fslab_run(&[OsStr::new("clean"), dir, OsStr::new("--passes"), OsStr::new("1")], T);
+    assert!(r.success(), "{}", r.describe());
+    assert!(r.stderr.contains("could not clean"), "{}", r.describe());
+    m.unmount().expect("unmount");
+}
