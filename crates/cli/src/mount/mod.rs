@@ -246,6 +246,7 @@ fn mount(image: &Path, dir: &Path, options: &Options) -> Result<Mount, String> {
         Layout::Lfs => {
             let mut lfs = Lfs::mount(disk, options.lfs()).map_err(|e| format!("{name}: {e}"))?;
             tell_orphans(image, lfs.orphan_report());
+            tell_fallback(image, &lfs);
             if let Some(policy_name) = cleaner_policy {
                 cleaner(policy_name)?.install(&mut lfs);
             }
@@ -317,6 +318,24 @@ fn mount_ffs_read_only(image: &Path, disk: Arc<dyn BlockDevice>, options: &Optio
         ),
     }
     Ffs::mount(disk, options.ffs()).map_err(|e| ffs_refusal(image, e))
+}
+
+/// Says on stderr that the newest checkpoint could not be used, which one
+/// was, and what that may have lost: whatever the newest recorded that
+/// roll-forward from the older one did not find again.
+fn tell_fallback(image: &Path, lfs: &Lfs) {
+    let Some(f) = lfs.checkpoint_fallback() else { return };
+    let name = image.display();
+    let gap = f.newest.time.saturating_sub(f.used.time) as f64 / 1e9;
+    say!(
+        "fslab: mount: warning: {name}: the newest checkpoint ({}) cannot be used: {}; mounted from \
+         checkpoint {}, {gap:.0} s older, and rolled forward {} partial segments written after it; \
+         changes the newest recorded that those do not hold are lost (run `fslab fsck` after unmounting)",
+        f.newest.serial,
+        f.why,
+        f.used.serial,
+        lfs.recovery().applied
+    );
 }
 
 /// Says on stderr what mount did with the orphans a crash left: how many

@@ -33,7 +33,7 @@ mod space;
 mod usage;
 mod writer;
 
-pub use mount::{dump, mkfs, probe};
+pub use mount::{dump, mkfs, probe, CheckpointFallback};
 pub use placement::UserSeparation;
 pub use rollforward::Recovery;
 
@@ -187,6 +187,8 @@ pub struct Lfs {
     io: io::SegmentIo,
     /// What roll-forward did at mount.
     recovery: Recovery,
+    /// Set when the newest checkpoint could not be used.
+    fallback: Option<CheckpointFallback>,
     unmounted: bool,
     /// The cleaner mechanism's state and counters.
     clean: clean::CleanState,
@@ -229,6 +231,12 @@ impl Lfs {
         } else {
             self.sb.checkpoint.flags &= !layout::SB_DAMAGED;
         }
+    }
+
+    /// Whether the mount fell back from a damaged newest checkpoint to an
+    /// older one, and which.
+    pub fn checkpoint_fallback(&self) -> Option<&CheckpointFallback> {
+        self.fallback.as_ref()
     }
 
     /// What roll-forward recovered at mount.

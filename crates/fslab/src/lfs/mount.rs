@@ -155,6 +155,7 @@ fn assemble(
         unmounted: false,
         clean: Default::default(),
         recovery: super::Recovery::default(),
+        fallback: None,
         orphans: Default::default(),
         read_ahead: Default::default(),
         sb,
@@ -220,15 +221,40 @@ fn find_superblocks(dev: &dyn BlockDevice) -> Result<Vec<Superblock>> {
     Ok(found)
 }
 
+/// A mount that could not use the newest checkpoint and fell back to an
+/// older one: what was lost is what the newest one recorded and roll-forward
+/// from the older one did not find again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckpointFallback {
+    /// The newest checkpoint, which could not be used.
+    pub newest: Checkpoint,
+    /// The checkpoint the mount used.
+    pub used: Checkpoint,
+    /// Why the newest could not be used.
+    pub why: String,
+}
+
 /// Mounts the file system on `dev` (see the module comment).
 pub fn mount(dev: Arc<dyn BlockDevice>, options: MountOptions) -> Result<Lfs> {
     let superblocks = find_superblocks(dev.as_ref())?;
     let mut last_error = None;
+    // The newest checkpoint that could not be used, if the mount falls back.
+    let mut newest_refused: Option<(Checkpoint, String)> = None;
     // A checkpoint whose ifile cannot be read falls back to an older copy.
     for sb in superblocks {
         match mount_checkpoint(dev.clone(), sb, options.clone()) {
-            Ok(lfs) => return Ok(lfs),
-            Err(e) => last_error = Some(e),
+            Ok(mut lfs) => {
+                lfs.fallback = newest_refused
+                    .filter(|(newest, _)| newest.serial != sb.checkpoint.serial)
+                    .map(|(newest, why)| CheckpointFallback { newest, used: sb.checkpoint, why });
+                return Ok(lfs);
+            }
+            Err(e) => {
+                if newest_refused.is_none() {
+                    newest_refused = Some((sb.checkpoint, e.to_string()));
+                }
+                last_error = Some(e)
+            }
         }
     }
     Err(last_error.unwrap_or_else(|| Error::Foreign("no usable checkpoint".into())))

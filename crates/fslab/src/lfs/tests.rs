@@ -769,3 +769,29 @@ fn part_of_a_block_reads_the_same_bytes_cached_or_not_and_never_past_its_end() {
     let past = lfs.read_block_part(ino, 3, 3585, &mut part);
     assert_eq!(past.map_err(|e| e.errno()), Err(libc::EINVAL));
 }
+
+#[test]
+fn a_damaged_newest_checkpoint_falls_back_to_the_older_one_and_says_so() {
+    let (disk, mut lfs, ino) = one_synced_file(16 << 20);
+    lfs.write_block(ino, 0, 0, &pattern(ino, 0, 4096)).expect("write");
+    lfs.sync().expect("the older checkpoint");
+    let older = lfs.superblock().checkpoint;
+    lfs.write_block(ino, 1, 0, &pattern(ino, 1, 4096)).expect("write");
+    lfs.sync().expect("the newest checkpoint");
+    let newest = lfs.superblock().checkpoint;
+    assert!(newest.serial > older.serial);
+    // A crash now (no unmount: the two superblock copies keep the two
+    // checkpoints), then the block with the newest ifile inode is lost.
+    let crashed = crash_image(&disk);
+    drop(lfs);
+    let at = newest.ifile_daddr.get() * 4096;
+    crashed.write_at(at, &vec![0xA5; 4096]).expect("damage");
+    let mut after = mount_mem(&crashed);
+    let fallback = after.checkpoint_fallback().expect("the mount says it fell back").clone();
+    assert_eq!((fallback.newest.serial, fallback.used.serial), (newest.serial, older.serial));
+    assert!(!fallback.why.is_empty());
+    // Roll-forward from the older checkpoint finds the log written after it.
+    assert_blocks(&mut after, ino, 0..1, |lbn| pattern(ino, lbn, 4096));
+    // An undamaged mount reports no fallback.
+    assert!(mount_mem(&fresh(8 << 20, small_options())).checkpoint_fallback().is_none());
+}
