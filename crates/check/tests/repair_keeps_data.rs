@@ -1,20 +1,29 @@
-//! Repair never makes a file worse. An LFS image holding small files and a
-//! large one is damaged over a range of bytes at a time (64 KiB, random
-//! contents, anywhere the image holds anything: summaries, data, inodes,
-//! the ifile, directories). For every file whose bytes read back before the
-//! repair, they must read back the same after it — through a mount made to
-//! repair, whatever the repair left — and, when the repair left the image
-//! clean, again after the disk was filled and emptied. A repair that leaves
-//! damage marks the image, and a plain mount refuses it: a writer would
-//! reuse as clean the space a damaged file may still hold (a segment whose
-//! summary was destroyed looks empty, though its blocks are still there).
+//! Repair never makes a file worse, on either layout. An image holding
+//! small files and a large one is damaged over a range of bytes at a time
+//! (64 KiB of random contents, once over every range the image uses, then
+//! at random offsets: summaries, data, inodes, the ifile, cylinder groups,
+//! directories, indirect blocks). For every file whose bytes read back
+//! before the repair, they must read back the same after it; and, where the
+//! image may be written again, after the disk was filled and emptied twice
+//! (so that the log goes round the whole disk, or FFS allocates from every
+//! group) and remounted.
 //!
-//! `FSLAB_REPAIR_DAMAGE` sets the number of damaged copies (default 48).
+//! A repair that leaves damage leaves an image a plain mount refuses: LFS
+//! marks it damaged (a writer would reuse as clean the space a damaged file
+//! may still hold — a segment whose summary was destroyed looks empty,
+//! though its blocks are still there); FFS does not mark it clean (its
+//! bitmaps cannot be trusted). For LFS the files are then also filled and
+//! emptied through the mount fsck itself uses, so that the recount of live
+//! bytes is what keeps them; for FFS they are read through a read-only
+//! mount.
+//!
+//! `FSLAB_REPAIR_DAMAGE` sets the number of damaged copies per layout
+//! (default 48).
 
-use disk::{BlockDevice, MemDisk};
+use disk::{BlockDevice, MemDisk, ReadOnlyOverlay};
 use fslab::format::inode::kind;
 use fslab::format::{Ino, ROOT_INO};
-use fslab::lfs::{Lfs, MkfsOptions, MountOptions};
+use fslab::storage::StorageManager;
 use fslab::ufs::{Creds, FileSystem};
 use fslab_check::Options;
 use rand::rngs::SmallRng;
@@ -23,11 +32,70 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 const CREDS: Creds = Creds { uid: 0, gid: 0 };
-const BLOCK: usize = 4096;
 const DAMAGE: usize = 64 << 10;
 
-fn options(repairing: bool) -> MountOptions {
-    MountOptions { cache_bytes: 8 << 20, allow_damaged: repairing, ..MountOptions::default() }
+/// How a test makes and mounts one layout.
+trait Layout {
+    type S: StorageManager;
+    /// An empty 16 MiB image.
+    fn mkfs() -> Arc<MemDisk>;
+    /// A plain mount, as `fslab mount` makes it.
+    fn mount(dev: Arc<dyn BlockDevice>) -> fslab::Result<Self::S>;
+    /// A mount of an image a repair left damaged: for LFS the mount fsck
+    /// itself uses, which writes; for FFS, none that writes (`None`).
+    fn mount_damaged(dev: Arc<dyn BlockDevice>) -> Option<fslab::Result<Self::S>>;
+    /// A mount that writes nothing to the image, whatever state it is in.
+    fn mount_read_only(dev: Arc<dyn BlockDevice>) -> fslab::Result<Self::S>;
+}
+
+struct Lfs;
+
+impl Layout for Lfs {
+    type S = fslab::lfs::Lfs;
+    fn mkfs() -> Arc<MemDisk> {
+        let dev = Arc::new(MemDisk::new(16 << 20));
+        let options = fslab::lfs::MkfsOptions { block_size: 4096, segment_size: 256 << 10 };
+        fslab::mkfs_lfs(dev.clone(), &options, CREDS).expect("mkfs");
+        dev
+    }
+    fn mount(dev: Arc<dyn BlockDevice>) -> fslab::Result<Self::S> {
+        fslab::lfs::Lfs::mount(dev, lfs_options(false))
+    }
+    fn mount_damaged(dev: Arc<dyn BlockDevice>) -> Option<fslab::Result<Self::S>> {
+        Some(fslab::lfs::Lfs::mount(dev, lfs_options(true)))
+    }
+    fn mount_read_only(dev: Arc<dyn BlockDevice>) -> fslab::Result<Self::S> {
+        fslab::lfs::Lfs::mount(Arc::new(ReadOnlyOverlay::new(dev)), lfs_options(true))
+    }
+}
+
+fn lfs_options(allow_damaged: bool) -> fslab::lfs::MountOptions {
+    fslab::lfs::MountOptions { cache_bytes: 8 << 20, allow_damaged, ..fslab::lfs::MountOptions::default() }
+}
+
+struct Ffs;
+
+impl Layout for Ffs {
+    type S = fslab::ffs::Ffs;
+    fn mkfs() -> Arc<MemDisk> {
+        let dev = Arc::new(MemDisk::new(16 << 20));
+        let options = fslab::ffs::MkfsOptions { group_size: 4 << 20, ..fslab::ffs::MkfsOptions::default() };
+        fslab::mkfs_ffs(dev.clone(), &options, CREDS).expect("mkfs");
+        dev
+    }
+    fn mount(dev: Arc<dyn BlockDevice>) -> fslab::Result<Self::S> {
+        fslab::ffs::Ffs::mount(dev, ffs_options(false))
+    }
+    fn mount_damaged(_dev: Arc<dyn BlockDevice>) -> Option<fslab::Result<Self::S>> {
+        None
+    }
+    fn mount_read_only(dev: Arc<dyn BlockDevice>) -> fslab::Result<Self::S> {
+        fslab::ffs::Ffs::mount(Arc::new(ReadOnlyOverlay::new(dev)), ffs_options(true))
+    }
+}
+
+fn ffs_options(allow_unclean: bool) -> fslab::ffs::MountOptions {
+    fslab::ffs::MountOptions { cache_bytes: 8 << 20, allow_unclean, ..fslab::ffs::MountOptions::default() }
 }
 
 fn bytes(seed: u64, len: usize) -> Vec<u8> {
@@ -35,13 +103,11 @@ fn bytes(seed: u64, len: usize) -> Vec<u8> {
     (0..len).map(|_| rng.gen()).collect()
 }
 
-/// A 16 MiB image with 256 KiB segments: 40 files of 20 KiB in two
-/// directories, then one of 3 MiB, unmounted cleanly.
-fn image() -> Vec<u8> {
-    let dev = Arc::new(MemDisk::new(16 << 20));
-    fslab::mkfs_lfs(dev.clone(), &MkfsOptions { block_size: BLOCK as u32, segment_size: 256 << 10 }, CREDS)
-        .expect("mkfs");
-    let mut fs = FileSystem::new(Lfs::mount(dev.clone(), options(false)).expect("mount"));
+/// 40 files of 20 KiB in two directories, then one of 3 MiB, unmounted
+/// cleanly; the image's bytes.
+fn image<L: Layout>() -> Vec<u8> {
+    let dev = L::mkfs();
+    let mut fs = FileSystem::new(L::mount(dev.clone()).expect("mount"));
     for d in 0..2u64 {
         let dir = fs.mkdir(ROOT_INO, format!("d{d}").as_bytes(), 0o755, CREDS).expect("mkdir").ino;
         for f in 0..20u64 {
@@ -58,7 +124,7 @@ fn image() -> Vec<u8> {
 
 /// Every regular file reachable from the root whose bytes all read, by
 /// inode number (a repair may move a file to `/lost+found`).
-fn readable_files(fs: &mut FileSystem<Lfs>) -> BTreeMap<Ino, Vec<u8>> {
+fn readable_files<S: StorageManager>(fs: &mut FileSystem<S>) -> BTreeMap<Ino, Vec<u8>> {
     let mut files = BTreeMap::new();
     let mut dirs = vec![ROOT_INO];
     while let Some(dir) = dirs.pop() {
@@ -83,7 +149,11 @@ fn readable_files(fs: &mut FileSystem<Lfs>) -> BTreeMap<Ino, Vec<u8>> {
 }
 
 /// What differs between `before` and the same files read through `fs`.
-fn worse(fs: &mut FileSystem<Lfs>, before: &BTreeMap<Ino, Vec<u8>>) -> Vec<String> {
+fn worse<S: StorageManager>(
+    fs: &mut FileSystem<S>,
+    before: &BTreeMap<Ino, Vec<u8>>,
+    when: &str,
+) -> Result<(), String> {
     let mut changed = Vec::new();
     for (&ino, want) in before {
         match fs.getattr(ino).and_then(|node| fs.read(ino, 0, node.attr.size as usize)) {
@@ -94,18 +164,22 @@ fn worse(fs: &mut FileSystem<Lfs>, before: &BTreeMap<Ino, Vec<u8>>) -> Vec<Strin
             Err(e) => changed.push(format!("inode {ino}: {e}")),
         }
     }
-    changed
+    if changed.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("files read differently {when}: {}", changed.join("; ")))
+    }
 }
 
-/// Fills the disk with one file to ENOSPC, removes it, and checkpoints;
-/// twice, so that the log goes round the whole disk (a fill stops short
-/// of the reserves, which lie ahead of it).
-fn fill_and_empty(fs: &mut FileSystem<Lfs>) -> fslab::Result<()> {
-    let block = vec![0xeeu8; BLOCK];
+/// Fills the disk with one file to ENOSPC, removes it, and syncs; twice,
+/// so that the log goes round the whole disk (a fill stops short of the
+/// reserves, which lie ahead of it).
+fn fill_and_empty<S: StorageManager>(fs: &mut FileSystem<S>) -> fslab::Result<()> {
+    let block = vec![0xeeu8; 64 << 10];
     for _ in 0..2 {
         let ino = fs.mknod(ROOT_INO, b"filler", kind::REG | 0o644, 0, CREDS)?.ino;
         for b in 0.. {
-            match fs.write(ino, b * BLOCK as u64, &block) {
+            match fs.write(ino, b * block.len() as u64, &block) {
                 Ok(_) => {}
                 Err(e) if e.errno() == libc::ENOSPC => break,
                 Err(e) => return Err(e),
@@ -118,59 +192,71 @@ fn fill_and_empty(fs: &mut FileSystem<Lfs>) -> fslab::Result<()> {
     Ok(())
 }
 
-/// One damaged copy: what it broke, if anything.
-fn round(image: &[u8], at: usize, seed: u64) -> Result<(), String> {
-    let mut damaged = image.to_vec();
-    let end = (at + DAMAGE).min(damaged.len());
-    damaged[at..end].copy_from_slice(&bytes(seed, end - at));
-    // What a user could read before the repair (from a copy: nothing the
-    // reading does may reach the image fsck gets).
-    let before = match Lfs::mount(Arc::new(MemDisk::from_bytes(damaged.clone())), options(false)) {
-        Ok(lfs) => readable_files(&mut FileSystem::new(lfs)),
-        Err(_) => BTreeMap::new(),
-    };
-    let dev = Arc::new(MemDisk::from_bytes(damaged));
-    let outcome =
-        fslab_check::fsck(dev.clone(), &Options { repair: true, ..Options::default() }, &mut |_| {})
-            .map_err(|e| format!("fsck could not run: {e:?}"))?;
-    let left = outcome.exit_code() == 4;
-    let shared: Arc<dyn BlockDevice> = dev.clone();
-    let dev: Arc<dyn BlockDevice> = dev;
-    if left && Lfs::mount(shared.clone(), options(false)).is_ok() {
-        return Err("a repair left damage, yet a plain mount took the image".into());
-    }
-    // Through the mount fsck itself uses where damage was left (which
-    // writes as any mount does): a repair that let a file's blocks count
-    // as free would show here, once a fill reuses them.
-    let mut fs = match Lfs::mount(shared, options(left)) {
-        Ok(lfs) => FileSystem::new(lfs),
-        // Nothing could be read before either: nothing was made worse.
-        Err(_) if before.is_empty() => return Ok(()),
-        Err(e) => return Err(format!("no mount after repair: {e}")),
-    };
-    let changed = worse(&mut fs, &before);
-    if !changed.is_empty() {
-        return Err(format!("files read differently after repair: {}", changed.join("; ")));
-    }
+/// Fills and empties the disk through `fs`, then checks the files read
+/// as `before` from the disk again (remounted with `remount`).
+fn fill_empty_and_compare<S: StorageManager>(
+    mut fs: FileSystem<S>,
+    before: &BTreeMap<Ino, Vec<u8>>,
+    remount: impl FnOnce() -> fslab::Result<S>,
+) -> Result<(), String> {
     match fill_and_empty(&mut fs) {
         Ok(()) => {}
         // Damage left in the root directory: no file can be made there.
-        Err(fslab::Error::Corrupt { .. }) if left => return Ok(()),
+        Err(fslab::Error::Corrupt { .. }) => return Ok(()),
         Err(e) => return Err(format!("fill and empty after repair: {e}")),
     }
-    // Read from the disk again, not from the cache.
     fs.unmount().map_err(|e| format!("unmount: {e}"))?;
-    let mut fs = FileSystem::new(Lfs::mount(dev, options(left)).map_err(|e| format!("remount: {e}"))?);
-    let changed = worse(&mut fs, &before);
-    if !changed.is_empty() {
-        return Err(format!("files read differently after a fill and empty: {}", changed.join("; ")));
-    }
+    let mut fs = FileSystem::new(remount().map_err(|e| format!("remount: {e}"))?);
+    worse(&mut fs, before, "after a fill and empty")?;
     fs.unmount().map_err(|e| format!("unmount: {e}"))
 }
 
-#[test]
-fn repair_never_makes_a_readable_file_read_differently() {
-    let image = image();
+/// One damaged copy: what it broke, if anything.
+fn round<L: Layout>(image: &[u8], at: usize, seed: u64) -> Result<(), String> {
+    let mut damaged = image.to_vec();
+    let end = (at + DAMAGE).min(damaged.len());
+    damaged[at..end].copy_from_slice(&bytes(seed, end - at));
+    // What a user could read before the repair, through a mount that
+    // writes nothing to the image fsck gets.
+    let before = match L::mount_read_only(Arc::new(MemDisk::from_bytes(damaged.clone()))) {
+        Ok(s) => readable_files(&mut FileSystem::new(s)),
+        Err(_) => BTreeMap::new(),
+    };
+    let dev: Arc<dyn BlockDevice> = Arc::new(MemDisk::from_bytes(damaged));
+    let outcome =
+        fslab_check::fsck(dev.clone(), &Options { repair: true, ..Options::default() }, &mut |_| {})
+            .map_err(|e| format!("fsck could not run: {e:?}"))?;
+    if outcome.exit_code() == 4 {
+        if L::mount(dev.clone()).is_ok() {
+            return Err("a repair left damage, yet a plain mount took the image".into());
+        }
+        let mut fs = match L::mount_read_only(dev.clone()) {
+            Ok(s) => FileSystem::new(s),
+            // Nothing could be read before either: nothing was made worse.
+            Err(_) if before.is_empty() => return Ok(()),
+            Err(e) => return Err(format!("no read-only mount after repair: {e}")),
+        };
+        worse(&mut fs, &before, "after repair")?;
+        drop(fs);
+        return match L::mount_damaged(dev.clone()) {
+            Some(Ok(s)) => fill_empty_and_compare(FileSystem::new(s), &before, || {
+                L::mount_damaged(dev.clone()).unwrap_or_else(|| L::mount(dev))
+            }),
+            Some(Err(e)) => Err(format!("the mount fsck uses refused the image: {e}")),
+            None => Ok(()),
+        };
+    }
+    let mut fs = match L::mount(dev.clone()) {
+        Ok(s) => FileSystem::new(s),
+        Err(_) if before.is_empty() => return Ok(()),
+        Err(e) => return Err(format!("no mount after a repair that left the image clean: {e}")),
+    };
+    worse(&mut fs, &before, "after repair")?;
+    fill_empty_and_compare(fs, &before, || L::mount(dev))
+}
+
+fn repair_never_makes_a_readable_file_read_differently<L: Layout>(seed: u64) {
+    let image = image::<L>();
     let used: Vec<usize> = image
         .chunks_exact(DAMAGE)
         .enumerate()
@@ -178,19 +264,29 @@ fn repair_never_makes_a_readable_file_read_differently() {
         .map(|(i, _)| i * DAMAGE)
         .collect();
     let copies = testkit::harness::env_or("FSLAB_REPAIR_DAMAGE", 48) as usize;
-    let mut rng = SmallRng::seed_from_u64(0x5eed_da7a);
+    let mut rng = SmallRng::seed_from_u64(seed);
     let mut broken = Vec::new();
     for n in 0..copies {
-        // Every used range once (in a random order), then random offsets
-        // (not block-aligned) within the used ones.
+        // Every used range once (in a scattered order), then random
+        // offsets (not block-aligned) within the used ones.
         let at = if n < used.len() {
             used[(n * 7919) % used.len()]
         } else {
             used[rng.gen_range(0..used.len())] + rng.gen_range(0..DAMAGE / 2)
         };
-        if let Err(why) = round(&image, at, n as u64) {
+        if let Err(why) = round::<L>(&image, at, n as u64) {
             broken.push(format!("damage at byte {at}: {why}"));
         }
     }
     assert!(broken.is_empty(), "{} of {copies} damaged copies:\n{}", broken.len(), broken.join("\n"));
+}
+
+#[test]
+fn lfs_repair_never_makes_a_readable_file_read_differently() {
+    repair_never_makes_a_readable_file_read_differently::<Lfs>(0x5eed_da7a);
+}
+
+#[test]
+fn ffs_repair_never_makes_a_readable_file_read_differently() {
+    repair_never_makes_a_readable_file_read_differently::<Ffs>(0x5eed_0ff5);
 }
