@@ -42,10 +42,10 @@ pub const BS: usize = 4096;
 pub const SEGMENT: u32 = 64 << 10;
 /// Smallest device: 8 segments of 64 KiB, the least mkfs accepts.
 pub const MIN_IMAGE: usize = 512 << 10;
-/// Size of the seed images: 12 segments. On 8 (the least mkfs accepts)
-/// the reserves a writer must leave (a checkpoint's, the metadata's and
-/// the cleaner's) leave room for little more than the populated tree.
-pub const SEED_IMAGE: usize = 768 << 10;
+/// Size of the seed images: 16 segments. On fewer the reserves a writer
+/// must leave (a checkpoint's, the cleaner's, the share of the operations
+/// that free space, the metadata's) leave no room for the populated tree.
+pub const SEED_IMAGE: usize = 1 << 20;
 /// Largest device.
 pub const MAX_IMAGE: usize = 4 << 20;
 /// Magic of an extended-attribute block (`docs/FORMAT.md`).

@@ -135,6 +135,40 @@ pub enum Fix {
     ClearDamaged,
 }
 
+impl Fix {
+    /// Whether the fix only makes counts and lists agree with what the
+    /// image itself proves, or puts back what a crash leaves behind —
+    /// losing no name and no byte a file could still be read from — so
+    /// that preening may apply it unasked, as e2fsck's `-p` does with the
+    /// problems a crash is expected to leave. Removing or retargeting an
+    /// entry, emptying a directory chunk, clearing an inode or a pointer,
+    /// cutting a size, resealing an inode whose checksum failed, or a new
+    /// root all lose or guess something: a person decides.
+    pub fn is_safe(&self) -> bool {
+        match self {
+            Fix::SetNlink { .. }
+            | Fix::Reconnect { .. }
+            | Fix::FreeOrphan { .. }
+            | Fix::SetLiveBytes { .. }
+            | Fix::RewriteSuperblocks
+            | Fix::RestoreSuperblock
+            | Fix::SetBlocks { .. }
+            | Fix::RebuildGroups
+            | Fix::ReclaimOrphans
+            | Fix::ClearOrphanList
+            | Fix::ClearDamaged => true,
+            Fix::RemoveEntry { .. }
+            | Fix::RetargetEntry { .. }
+            | Fix::ResetChunk { .. }
+            | Fix::ClearInode { .. }
+            | Fix::SealInode { .. }
+            | Fix::ClearPointer { .. }
+            | Fix::SetSize { .. }
+            | Fix::CreateRoot => false,
+        }
+    }
+}
+
 /// One thing found wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Problem {
@@ -250,13 +284,18 @@ impl std::error::Error for Fatal {}
 pub struct Options {
     /// Repair what can be repaired (otherwise the image is only read).
     pub repair: bool,
+    /// Preen (fsck(8)'s `-p`): with `repair`, repair only when every fix
+    /// the check plans is one a person need not decide ([`Fix::is_safe`])
+    /// and nothing is left that cannot be repaired; otherwise change
+    /// nothing, so that a person runs the repair and sees what it does.
+    pub preen: bool,
     /// Least time between two progress messages.
     pub progress_every: Duration,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { repair: false, progress_every: Duration::from_secs(2) }
+        Options { repair: false, preen: false, progress_every: Duration::from_secs(2) }
     }
 }
 

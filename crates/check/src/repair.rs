@@ -41,6 +41,13 @@ pub fn fsck(
     options: &Options,
     progress: &mut dyn FnMut(&str),
 ) -> Result<Outcome, Fatal> {
+    if options.repair && options.preen {
+        let first = check(dev.as_ref(), &Options { repair: false, ..*options }, progress)?;
+        if let Some(why) = not_preenable(&first) {
+            let failed = vec![format!("not repaired: {why}; run the repair without -p")];
+            return Ok(Outcome { first: first.clone(), last: first, repaired: Vec::new(), failed });
+        }
+    }
     let layout = match layout_of(dev.as_ref()) {
         Some(layout) => layout,
         None => check(dev.as_ref(), &Options { repair: false, ..*options }, progress)?.layout,
@@ -101,6 +108,16 @@ fn mark_damaged(dev: Arc<dyn BlockDevice>, outcome: &mut Outcome) -> bool {
             false
         }
     }
+}
+
+/// Why preening must leave `report`'s problems to a person, if it must:
+/// one that cannot be repaired, or a fix that is not safe unasked.
+fn not_preenable(report: &Report) -> Option<String> {
+    if let Some(p) = report.problems.iter().find(|p| p.fix.is_none()) {
+        return Some(format!("{} (cannot be repaired)", p.message));
+    }
+    let risky = report.problems.iter().find(|p| p.fix.as_ref().is_some_and(|f| !f.is_safe()))?;
+    Some(format!("{} (its repair loses or guesses something)", risky.message))
 }
 
 /// The fixes of `report`'s problems, each once, in the order found, and

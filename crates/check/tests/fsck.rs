@@ -163,6 +163,35 @@ fn a_corrupted_directory_chunk_is_emptied_and_its_files_reconnected() {
     });
 }
 
+/// Preening (fsck(8)'s `-p`) repairs what a crash leaves and nothing that
+/// loses or guesses: an emptied directory chunk needs a person, so preening
+/// changes nothing and says why; the repair without it then runs.
+#[test]
+fn preening_leaves_a_repair_that_loses_names_to_a_person() {
+    let (dev, tree) = populated();
+    let (_, _, docs) = inode_slot(dev.as_ref(), tree.docs);
+    flip(dev.as_ref(), docs.direct[0], 512 + 40, 4);
+    let before = dev.snapshot();
+    let preen = fslab_check::Options { repair: true, preen: true, ..fslab_check::Options::default() };
+    let outcome = fslab_check::fsck(dev.clone(), &preen, &mut |_| {}).expect("fsck runs");
+    assert_eq!(outcome.exit_code(), 4);
+    assert!(outcome.repaired.is_empty(), "{:?}", outcome.repaired);
+    assert!(outcome.failed.iter().any(|f| f.contains("run the repair without -p")), "{:?}", outcome.failed);
+    assert!(dev.snapshot() == before, "preening changed the image");
+    let outcome = repair(&dev);
+    assert!(outcome.repaired.iter().any(|r| r.message.contains("emptied")), "{:?}", outcome.repaired);
+}
+
+/// What a crash leaves — a wrong link count here — is preened unasked.
+#[test]
+fn preening_repairs_a_link_count() {
+    let (dev, tree) = populated();
+    rewrite_inode(dev.as_ref(), tree.small, |inode| inode.attr.nlink += 1);
+    let preen = fslab_check::Options { repair: true, preen: true, ..fslab_check::Options::default() };
+    let outcome = fslab_check::fsck(dev.clone(), &preen, &mut |_| {}).expect("fsck runs");
+    assert_eq!(outcome.exit_code(), 1, "{:?} {:?}", outcome.repaired, outcome.failed);
+}
+
 #[test]
 fn not_an_image_is_an_operational_error() {
     let dev = std::sync::Arc::new(disk::MemDisk::new(4 << 20));

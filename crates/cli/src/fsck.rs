@@ -86,7 +86,7 @@ pub(crate) fn check_image(image: &Path, how: How) -> Result<u8, String> {
             say!("fslab: fsck: {name}: {line}");
         }
     };
-    let options = Options { repair: how.repair, ..Options::default() };
+    let options = Options { repair: how.repair, preen: how.preen, ..Options::default() };
     let outcome = fsck(dev, &options, &mut progress).map_err(|e| format!("{name}: {e}"))?;
     if !how.preen || outcome.exit_code() > 1 {
         print_outcome(&name, &outcome, how.verbose)?;

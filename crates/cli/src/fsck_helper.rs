@@ -3,10 +3,13 @@
 //! line whose sixth field is not 0): `fsck.fslab [-panyfv] [-C FD] DEVICE`,
 //! with e2fsck's options and exit statuses.
 //!
-//! * `-p`, `-a` — preen: repair without asking, and say nothing unless
-//!   problems are left. fslab's repairs are all of the kind e2fsck makes
-//!   when preening (rebuilt from what the image itself proves), so preening
-//!   repairs all it can.
+//! * `-p`, `-a` — preen: repair without asking what is always safe (what a
+//!   crash leaves: counts, bitmaps, orphans, files to reconnect; see
+//!   `fslab_check::Fix::is_safe`), and say nothing unless problems are
+//!   left. A problem whose repair would lose or guess something (an entry
+//!   removed, a chunk emptied, an inode cleared) or that cannot be
+//!   repaired stops it before anything changes: status 4, and a person
+//!   runs the repair (`-y`, or `fslab fsck --repair`).
 //! * `-y` — repair, saying what was found and done.
 //! * `-n` — change nothing: open the image read-only and report.
 //! * `-f` — check even a clean file system: fslab always checks fully, so
