@@ -46,6 +46,11 @@ use std::time::{Duration, Instant};
 
 pub use repair::fsck;
 
+/// `n` and the noun for it: "1 inode", "2 inodes".
+pub(crate) fn count(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// Problems kept in a report; past this they are only counted.
 pub const MAX_PROBLEMS: usize = 10_000;
 

@@ -193,7 +193,11 @@ impl<N: Namespace> Tree<'_, N> {
                 self.problem(
                     Kind::LinkCount,
                     Some(ino),
-                    format!("inode {ino}: link count {} but {expected} entries name it", info.nlink),
+                    format!(
+                        "inode {ino}: link count {} but {} name it",
+                        info.nlink,
+                        crate::count(expected, "entry", "entries")
+                    ),
                     nlink_fix(ino, expected),
                 );
             }

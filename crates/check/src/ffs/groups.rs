@@ -99,26 +99,33 @@ impl Checker<'_> {
         let (used_free, free_used, first) = differences(rebuilt.inode_map(), on_disk.inode_map());
         if used_free > 0 {
             found.push(format!(
-                "{used_free} inodes in use are marked free (the first is slot {})",
+                "{} in use {} marked free (the first is slot {})",
+                crate::count(used_free as u64, "inode", "inodes"),
+                if used_free == 1 { "is" } else { "are" },
                 first.unwrap_or(0)
             ));
         }
         if free_used > 0 {
-            found.push(format!("{free_used} free inodes are marked in use"));
+            let what = crate::count(free_used as u64, "free inode", "free inodes");
+            found.push(format!("{what} {} marked in use", if free_used == 1 { "is" } else { "are" }));
         }
         // The fragment bitmap's bits are set where a fragment is free.
         let (free_used, used_free, _) = differences(rebuilt.frag_map(), on_disk.frag_map());
         if used_free > 0 {
             let (_, _, first) = differences(on_disk.frag_map(), rebuilt.frag_map());
             let at = self.geo.group_base(g) + first.unwrap_or(0) as u64;
-            found.push(format!("{used_free} fragments in use are marked free (the first at {at})"));
+            let what = crate::count(used_free as u64, "fragment", "fragments");
+            let verb = if used_free == 1 { "is" } else { "are" };
+            found.push(format!("{what} in use {verb} marked free (the first at {at})"));
         }
         if free_used > 0 {
-            found.push(format!("{free_used} free fragments are marked in use"));
+            let what = crate::count(free_used as u64, "free fragment", "free fragments");
+            found.push(format!("{what} {} marked in use", if free_used == 1 { "is" } else { "are" }));
         }
         let (dirs, want) = (on_disk.counts().directories, rebuilt.counts().directories);
         if dirs != want {
-            found.push(format!("it counts {dirs} directories, the inodes {want}"));
+            let counted = crate::count(u64::from(dirs), "directory", "directories");
+            found.push(format!("it counts {counted}, the inodes {want}"));
         }
         for what in found {
             self.problem(

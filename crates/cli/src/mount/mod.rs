@@ -343,7 +343,8 @@ fn tell_fallback(image: &Path, lfs: &Lfs) {
 fn tell_orphans(image: &Path, report: &fslab::storage::orphans::OrphanReport) {
     let name = image.display();
     if report.reclaimed > 0 {
-        say!("fslab: mount: {name}: freed {} files left open and unlinked by a crash", report.reclaimed);
+        let files = crate::out::count(report.reclaimed, "file", "files");
+        say!("fslab: mount: {name}: freed {files} left open and unlinked by a crash");
     }
     if let Some(why) = &report.damage {
         say!("fslab: mount: warning: {name}: {why}; run `fslab fsck --repair {name}` after unmounting");
