@@ -230,6 +230,22 @@ impl<'a> Checker<'a> {
             if checker.load_ifile() {
                 checker.report.checkpoint_serial = sb.checkpoint.serial;
                 checker.report.clean_unmount = sb.checkpoint.flags & SB_CLEAN != 0;
+                if let Some(&newest) = serials.first().filter(|&&n| n != sb.checkpoint.serial) {
+                    // What a mount does too: say which checkpoint is used,
+                    // and what is lost with the newer one.
+                    let older = best.checkpoint.time.saturating_sub(sb.checkpoint.time) as f64 / 1e9;
+                    checker.report.push(
+                        Kind::Superblock,
+                        None,
+                        format!(
+                            "checkpoint {newest} cannot be used (above); checked at checkpoint {}, \
+                             {older:.0} s older: what was written after it is lost unless the log \
+                             after it still holds it (a mount rolls that forward)",
+                            sb.checkpoint.serial
+                        ),
+                        Some(Fix::RewriteSuperblocks),
+                    );
+                }
                 return Ok(Opened::Ready(checker));
             }
             checker.reset_walks();

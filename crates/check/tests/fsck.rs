@@ -192,6 +192,30 @@ fn preening_repairs_a_link_count() {
     assert_eq!(outcome.exit_code(), 1, "{:?} {:?}", outcome.repaired, outcome.failed);
 }
 
+/// A damaged newest checkpoint: the check falls back to the older one, as
+/// a mount does, and says which and what may be lost; the repair writes a
+/// checkpoint anew and the image then checks clean.
+#[test]
+fn a_damaged_newest_checkpoint_is_checked_at_the_older_one_and_repaired() {
+    let dev = fresh(8 << 20);
+    with_fs(&dev, true, |fs| {
+        let ino = fs.mknod(ROOT_INO, b"f", 0o100644, 0, Creds::default()).expect("create").ino;
+        fs.write(ino, 0, b"first").expect("write");
+        fs.sync().expect("the older checkpoint");
+        fs.write(ino, 0, b"second").expect("write");
+        fs.sync().expect("the newest checkpoint");
+    });
+    let newest = superblock(dev.as_ref()).checkpoint;
+    disk::BlockDevice::write_at(dev.as_ref(), newest.ifile_daddr.get() * BS as u64, &[0xA5; BS])
+        .expect("damage");
+    let report = check(&dev);
+    let fallback = report.problems.iter().find(|p| p.message.contains("cannot be used (above)"));
+    let fallback = fallback.unwrap_or_else(|| panic!("no word of the fallback:\n{}", listing(&report)));
+    assert!(fallback.message.contains(&format!("checkpoint {} cannot be used", newest.serial)), "{fallback}");
+    let outcome = repair(&dev);
+    assert!(outcome.last.is_clean(), "after repair:\n{}", listing(&outcome.last));
+}
+
 #[test]
 fn not_an_image_is_an_operational_error() {
     let dev = std::sync::Arc::new(disk::MemDisk::new(4 << 20));
