@@ -41,12 +41,12 @@ pub(super) enum SpaceFor {
     Freeing,
 }
 
-/// The most blocks one operation that frees space may dirty before it
+/// The most blocks one namespace operation or truncate may dirty before it
 /// ends: BSD-LFS's `lfs_reserve` takes `NIADDR + 3` blocks for each vnode
 /// an operation changes (an inode block, a directory or data block, its
 /// indirect blocks, a summary); a rename changes up to four (two
 /// directories, the moved node, the node it replaces).
-pub(super) const FREEING_OP_BLOCKS: u64 = 4 * (crate::format::blockno::NIADDR as u64 + 3);
+pub(super) const OPERATION_BLOCKS: u64 = 4 * (crate::format::blockno::NIADDR as u64 + 3);
 
 pub(super) use super::usage::SegmentSpace;
 
@@ -174,7 +174,7 @@ impl Lfs {
     /// it runs out, the next one checkpoints (the segments it emptied
     /// become clean) or cleans before it begins ([`Lfs::reserve_for`]).
     pub(super) fn freeing_reserve(&self) -> u64 {
-        (self.sb.blocks_per_segment() / 2).max(FREEING_OP_BLOCKS)
+        (self.sb.blocks_per_segment() / 2).max(OPERATION_BLOCKS)
     }
 
     /// The reserves below the cleaner's: what the cleaner must leave (a
@@ -202,17 +202,22 @@ impl Lfs {
     /// checkpoint's share and, when a cleaner is installed, the cleaner's;
     /// without one (`cleaner=off`) nothing else would use those segments.
     fn floor(&self, use_of: SpaceFor) -> u64 {
-        let adding = self.reserve_below_cleaner() + self.cleaner_reserve();
         match use_of {
             SpaceFor::Data => {
                 let unopened_cold = if self.log.cold().is_none() { self.cold_head_share() } else { 0 };
-                adding + self.sb.blocks_per_segment() / 2 + unopened_cold
+                self.data_floor(unopened_cold)
             }
-            SpaceFor::Metadata => adding,
+            SpaceFor::Metadata => self.reserve_below_cleaner() + self.cleaner_reserve(),
             SpaceFor::Freeing => {
                 self.checkpoint_reserve() + if self.has_cleaner() { self.cleaner_reserve() } else { 0 }
             }
         }
+    }
+
+    /// What file data must leave: every reserve, with `cold` blocks for
+    /// the cold head's segments.
+    fn data_floor(&self, cold: u64) -> u64 {
+        self.reserve_below_cleaner() + self.cleaner_reserve() + self.sb.blocks_per_segment() / 2 + cold
     }
 
     /// The use a block newly dirtied inside the open transaction is for:
@@ -238,7 +243,7 @@ impl Lfs {
             TxKind::Create | TxKind::Link => SpaceFor::Metadata,
             _ => return Ok(()),
         };
-        self.check_space(FREEING_OP_BLOCKS, use_of)
+        self.check_space(OPERATION_BLOCKS, use_of)
     }
 
     /// How a cleaning round changed the space: what [`Lfs::available`]
@@ -332,11 +337,7 @@ impl Lfs {
         // Live data rewritten by the cleaner needs summaries again: space
         // that never holds data (two blocks a segment, as in `clean_and_dead`).
         let overhead = 2 * self.sb.nsegments;
-        let data_floor = self.reserve_below_cleaner()
-            + self.cleaner_reserve()
-            + self.sb.blocks_per_segment() / 2
-            + self.cold_head_share();
-        let total_blocks = usable.saturating_sub(data_floor + overhead);
+        let total_blocks = usable.saturating_sub(self.data_floor(self.cold_head_share()) + overhead);
         let free = if self.has_cleaner() {
             self.available_after_cleaning(SpaceFor::Data)
         } else {
