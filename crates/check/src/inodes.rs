@@ -12,7 +12,7 @@
 
 use crate::image::{Checker, Role};
 use crate::tree::InodeInfo;
-use crate::Kind;
+use crate::{Fix, Kind};
 use fslab::bmap;
 use fslab::format::codec::Decoder;
 use fslab::format::dirent::{dt, dt_from_mode};
@@ -316,7 +316,7 @@ impl Checker<'_> {
                     "inode {ino}: records {} blocks of 512 bytes but holds {held} blocks ({units})",
                     inode.blocks
                 ),
-                None,
+                Some(Fix::SetBlocks { ino, blocks: units }),
             );
         }
     }

@@ -168,6 +168,15 @@ fn apply(dev: Arc<dyn BlockDevice>, checked_serial: u64, fixes: &[Fix], outcome:
         );
     }
     for fix in fixes {
+        if let Fix::SetBlocks { ino, blocks } = *fix {
+            match lfs.repair_set_blocks(ino, blocks) {
+                Ok(()) => {
+                    done += 1;
+                    note(outcome, Some(fix.clone()), format!("inode {ino}: blocks held set to {blocks}"));
+                }
+                Err(e) => outcome.failed.push(format!("inode {ino}: {e}")),
+            }
+        }
         if let Fix::SetLiveBytes { segment, bytes } = *fix {
             match lfs.repair_set_live_bytes(segment, bytes) {
                 Ok(()) => {

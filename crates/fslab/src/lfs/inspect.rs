@@ -11,6 +11,7 @@
 use super::layout::{Superblock, MAX_SUPERBLOCKS, SUPERBLOCK_BYTES};
 use super::Lfs;
 use crate::error::{Error, Location};
+use crate::format::Ino;
 use crate::Result;
 use disk::BlockDevice;
 
@@ -98,5 +99,15 @@ impl Lfs {
         self.tables.update_segment(seg, |s| s.live_bytes = bytes).ok_or_else(|| {
             Error::corrupt_at("segment usage table", Location::Segment(seg), "no such segment")
         })
+    }
+
+    /// fsck's repair of an inode's count of space held: sets `ino`'s
+    /// `blocks` (512-byte units) to `units`, what its tree reaches, and
+    /// marks it to be written. The count is bookkeeping (`stat`'s
+    /// `st_blocks`): no block changes hands.
+    pub fn repair_set_blocks(&mut self, ino: Ino, units: u64) -> Result<()> {
+        self.cached_inode(ino)?;
+        self.inode_of(ino)?.blocks = units;
+        self.mark_inode_dirty(ino)
     }
 }
