@@ -982,6 +982,7 @@ impl Lfs {
         let mut order: Vec<Ino> = Vec::new();
         let mut seen: HashSet<Ino> = HashSet::new();
         let mut moved_metas: HashSet<(Ino, Lbn)> = HashSet::new();
+        let mut moved_data: HashSet<(Ino, Lbn)> = HashSet::new();
         let mut ifile = false;
         let mut ages: HashMap<Ino, WriteClock> = HashMap::new();
         for b in &live {
@@ -1011,6 +1012,8 @@ impl Lfs {
                 BlockKind::Block(lbn) => {
                     if is_indirect(lbn) {
                         moved_metas.insert((ino, lbn));
+                    } else {
+                        moved_data.insert((ino, lbn));
                     }
                     self.mark_block(ino, lbn, b)?
                 }
@@ -1019,9 +1022,9 @@ impl Lfs {
         let before = self.stats.blocks_written;
         self.clean.writing = true;
         let written = if cold {
-            self.at_cold_head(|lfs| lfs.write_moved(&order, moved_metas, ifile, ages))
+            self.at_cold_head(|lfs| lfs.write_moved(&order, moved_metas, moved_data, ifile, ages))
         } else {
-            self.write_moved(&order, moved_metas, ifile, ages)
+            self.write_moved(&order, moved_metas, moved_data, ifile, ages)
         };
         self.clean.writing = false;
         written?;
@@ -1067,8 +1070,9 @@ impl Lfs {
         Ok(())
     }
 
-    /// Writes the files in `order` (their data blocks, of their indirect
-    /// blocks only `moved_metas`, then their inodes) and, with `ifile`, the
+    /// Writes the files in `order` (of their dirty blocks only those moved,
+    /// `moved_metas` and `moved_data`, then their inodes, counting only the
+    /// blocks their trees on disk reach) and, with `ifile`, the
     /// ifile; partial segments carry the age of the youngest data in them,
     /// from `ages`.
     ///
@@ -1086,13 +1090,14 @@ impl Lfs {
         &mut self,
         order: &[Ino],
         moved_metas: HashSet<(Ino, Lbn)>,
+        moved_data: HashSet<(Ino, Lbn)>,
         ifile: bool,
         ages: HashMap<Ino, WriteClock>,
     ) -> Result<()> {
         self.ensure_new_serial_epoch()?;
         let mut batch = Batch::aged(ages);
         if !ifile {
-            batch = batch.placing_only(moved_metas);
+            batch = batch.placing_only(moved_metas, moved_data);
         }
         self.write_files(&mut batch, order)?;
         if ifile {

@@ -74,6 +74,13 @@ pub(super) struct Batch {
     /// segment cleaned, more than a segment at 77% utilization frees.
     /// `None`: every dirty indirect block of the files written.
     only_metas: Option<HashSet<(Ino, Lbn)>>,
+    /// For the cleaner's rewrites: the only data blocks to place, those it
+    /// moved. A user's blocks of the same file still dirty wait for the
+    /// next segment write with the indirect blocks above them: placed now,
+    /// a new block would be named only by an indirect block left dirty, and
+    /// the inode written would count a block its tree on disk does not
+    /// reach. `None`: every dirty block of the files written.
+    only_data: Option<HashSet<(Ino, Lbn)>>,
 }
 
 impl Batch {
@@ -82,10 +89,12 @@ impl Batch {
         Batch { ages: Some(ages), ..Batch::default() }
     }
 
-    /// Places, of the files' dirty indirect blocks, only `metas` (see
-    /// [`Batch::only_metas`]).
-    pub(super) fn placing_only(mut self, metas: HashSet<(Ino, Lbn)>) -> Batch {
+    /// Places, of the files' dirty blocks, only the indirect blocks
+    /// `metas` and the data blocks `data`: what the cleaner moved (see
+    /// [`Batch::only_metas`], [`Batch::only_data`]).
+    pub(super) fn placing_only(mut self, metas: HashSet<(Ino, Lbn)>, data: HashSet<(Ino, Lbn)>) -> Batch {
         self.only_metas = Some(metas);
+        self.only_data = Some(data);
         self
     }
 
@@ -455,8 +464,13 @@ impl Lfs {
         for &ino in inos {
             batch.age_of(&[ino]);
             let version = self.tables.entry(ino).map_or(0, |e| e.version);
-            let data: Vec<Lbn> =
-                self.cache.dirty_keys_in(ino, -1..=Lbn::MAX).into_iter().map(|(_, lbn)| lbn).collect();
+            let data: Vec<Lbn> = self
+                .cache
+                .dirty_keys_in(ino, -1..=Lbn::MAX)
+                .into_iter()
+                .filter(|key| batch.only_data.as_ref().is_none_or(|only| only.contains(key)))
+                .map(|(_, lbn)| lbn)
+                .collect();
             for lbn in data {
                 self.place_block(batch, ino, version, lbn, true)?;
             }
@@ -505,10 +519,15 @@ impl Lfs {
     fn place_inode_group(&mut self, batch: &mut Batch, group: &[Ino]) -> Result<()> {
         batch.age_of(group);
         let mut block = AlignedBytes::zeroed(self.block_size);
-        for (slot, ino) in group.iter().enumerate() {
-            if let Some(inode) = self.inodes.get(*ino) {
-                inode.encode(&mut block[slot * INODE_SIZE..])?;
+        let partial = batch.only_data.is_some();
+        for (slot, &ino) in group.iter().enumerate() {
+            let Some(&inode) = self.inodes.get(ino) else { continue };
+            let mut image = inode;
+            if partial {
+                image.blocks =
+                    image.blocks.saturating_sub(self.unplaced_new_blocks(ino)? * self.bytes_per_frag());
             }
+            image.encode(&mut block[slot * INODE_SIZE..])?;
         }
         let daddr = self.place_inode_block(batch, block)?;
         for &ino in group {
@@ -522,6 +541,22 @@ impl Lfs {
             self.inodes.mark_clean(ino);
         }
         Ok(())
+    }
+
+    /// Blocks of `ino` counted in its `blocks` that no pointer on disk can
+    /// reach yet: dirty ones never given an address (a hole a user filled,
+    /// a new indirect block). A cleaner's partial write leaves them for the
+    /// next segment write, and the inode it writes must count only what its
+    /// tree on disk holds, or a crash before that write leaves a count
+    /// fsck finds wrong.
+    fn unplaced_new_blocks(&mut self, ino: Ino) -> Result<u64> {
+        let mut unplaced = 0;
+        for (_, lbn) in self.cache.dirty_keys_in(ino, Lbn::MIN..=Lbn::MAX) {
+            if self.pointer(ino, lbn)?.is_none() {
+                unplaced += 1;
+            }
+        }
+        Ok(unplaced)
     }
 
     /// The segments a write of about `blocks` blocks will touch: the current
