@@ -167,24 +167,27 @@ fn apply(dev: Arc<dyn BlockDevice>, checked_serial: u64, fixes: &[Fix], outcome:
             "the mark of an earlier fsck's unrepaired damage cleared".into(),
         );
     }
+    // Counts only: each changes a number in memory, written by the unmount.
     for fix in fixes {
-        if let Fix::SetBlocks { ino, blocks } = *fix {
-            match lfs.repair_set_blocks(ino, blocks) {
-                Ok(()) => {
-                    done += 1;
-                    note(outcome, Some(fix.clone()), format!("inode {ino}: blocks held set to {blocks}"));
-                }
-                Err(e) => outcome.failed.push(format!("inode {ino}: {e}")),
+        let (subject, applied, what) = match *fix {
+            Fix::SetBlocks { ino, blocks } => (
+                format!("inode {ino}"),
+                lfs.repair_set_blocks(ino, blocks),
+                format!("blocks held set to {blocks}"),
+            ),
+            Fix::SetLiveBytes { segment, bytes } => (
+                format!("segment {segment}"),
+                lfs.repair_set_live_bytes(segment, bytes),
+                format!("live bytes set to {bytes}"),
+            ),
+            _ => continue,
+        };
+        match applied {
+            Ok(()) => {
+                done += 1;
+                note(outcome, Some(fix.clone()), format!("{subject}: {what}"));
             }
-        }
-        if let Fix::SetLiveBytes { segment, bytes } = *fix {
-            match lfs.repair_set_live_bytes(segment, bytes) {
-                Ok(()) => {
-                    done += 1;
-                    note(outcome, Some(fix.clone()), format!("segment {segment}: live bytes set to {bytes}"));
-                }
-                Err(e) => outcome.failed.push(format!("segment {segment}: {e}")),
-            }
+            Err(e) => outcome.failed.push(format!("{subject}: {e}")),
         }
     }
     let mut fs = FileSystem::new(lfs);
