@@ -180,10 +180,11 @@ fn a_bad_cleaner_option_and_a_directory_that_is_no_mount_fail_in_one_line() {
 }
 
 /// `fslab clean` on a disk full of live data (nothing dead to compact)
-/// cannot reach the high-water mark: it says why, and fails; with a count
-/// of passes it runs them, says why they cleaned nothing, and succeeds.
+/// cannot reach the high-water mark: it says why. The clean segments stay
+/// at the reserves, above the low-water mark (writes stop before they
+/// spend them), so it ends with status 0; with a count of passes too.
 #[test]
-fn fslab_clean_that_can_clean_nothing_says_why_and_fails() {
+fn fslab_clean_that_can_clean_nothing_says_why() {
     if !common::fuse_or_skip() {
         return;
     }
@@ -199,18 +200,13 @@ fn fslab_clean_that_can_clean_nothing_says_why_and_fails() {
     // The first runs may still compact what little the writes left dead
     // (a file's indirect blocks rewritten); then nothing is left to gain.
     let mut runs = Vec::new();
-    let failed = (0..6).any(|_| {
+    let said = (0..6).any(|_| {
         let r = fslab_run(&[OsStr::new("clean"), dir], T);
-        let stuck = r.status.and_then(|s| s.code()) == Some(1);
-        if stuck {
-            assert!(r.stderr.contains("could not clean: no segment is worth cleaning"), "{}", r.describe());
-        } else {
-            assert!(r.success(), "{}", r.describe());
-        }
+        assert!(r.success(), "{}", r.describe());
         runs.push(r.stdout);
-        stuck
+        r.stderr.contains("could not clean: no segment is worth cleaning")
     });
-    assert!(failed, "fslab clean never said it could clean nothing: {runs:?}");
+    assert!(said, "fslab clean never said why it cleaned nothing: {runs:?}");
     let r = fslab_run(&[OsStr::new("clean"), dir, OsStr::new("--passes"), OsStr::new("1")], T);
     assert!(r.success(), "{}", r.describe());
     assert!(r.stderr.contains("could not clean"), "{}", r.describe());
