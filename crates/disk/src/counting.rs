@@ -1,18 +1,26 @@
-//! A device that counts the reads made of it: for tests that check how a
+//! A device that counts what is asked of it: for tests that check how a
 //! file system reads (one request per segment, none for a block it is about
-//! to overwrite, read-ahead of the next cluster), where a simulated disk's
-//! timing would be more than needed.
+//! to overwrite, read-ahead of the next cluster), where it writes, and how
+//! many flush barriers it issues, where a simulated disk's timing would be
+//! more than needed. A flush can be made slow, as a disk's cache flush is,
+//! so that a test can see callers share one.
 
 use crate::BlockDevice;
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
 
-/// `inner`, counting its read requests and the bytes they read.
+/// `inner`, counting its read requests and the bytes they read, its flushes,
+/// and where each write began.
 pub struct CountingDisk<D> {
     inner: D,
     reads: AtomicU64,
     bytes_read: AtomicU64,
     read_aheads: AtomicU64,
+    flushes: AtomicU64,
+    writes: Mutex<Vec<(u64, u64)>>,
+    flush_delay: Duration,
 }
 
 impl<D: BlockDevice> CountingDisk<D> {
@@ -23,7 +31,34 @@ impl<D: BlockDevice> CountingDisk<D> {
             reads: AtomicU64::new(0),
             bytes_read: AtomicU64::new(0),
             read_aheads: AtomicU64::new(0),
+            flushes: AtomicU64::new(0),
+            writes: Mutex::new(Vec::new()),
+            flush_delay: Duration::ZERO,
         }
+    }
+
+    /// Counts as [`CountingDisk::new`], and makes every flush take `delay`.
+    pub fn with_flush_delay(inner: D, delay: Duration) -> CountingDisk<D> {
+        CountingDisk { flush_delay: delay, ..CountingDisk::new(inner) }
+    }
+
+    /// Flushes so far.
+    pub fn flushes(&self) -> u64 {
+        self.flushes.load(Ordering::Relaxed)
+    }
+
+    /// Every write so far, in the order made: its byte offset and length.
+    pub fn writes(&self) -> Vec<(u64, u64)> {
+        self.writes.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Forgets the writes recorded so far.
+    pub fn clear_writes(&self) {
+        self.writes.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+
+    fn record_write(&self, offset: u64, len: u64) {
+        self.writes.lock().unwrap_or_else(|e| e.into_inner()).push((offset, len));
     }
 
     /// Read requests so far.
@@ -49,12 +84,18 @@ impl<D: BlockDevice> BlockDevice for CountingDisk<D> {
         self.inner.read_at(offset, buf)
     }
     fn write_at(&self, offset: u64, buf: &[u8]) -> io::Result<()> {
+        self.record_write(offset, buf.len() as u64);
         self.inner.write_at(offset, buf)
     }
     fn write_vectored_at(&self, offset: u64, bufs: &[&[u8]]) -> io::Result<()> {
+        self.record_write(offset, bufs.iter().map(|b| b.len() as u64).sum());
         self.inner.write_vectored_at(offset, bufs)
     }
     fn flush(&self) -> io::Result<()> {
+        self.flushes.fetch_add(1, Ordering::Relaxed);
+        if !self.flush_delay.is_zero() {
+            std::thread::sleep(self.flush_delay);
+        }
         self.inner.flush()
     }
     fn read_ahead(&self, offset: u64, len: usize) -> io::Result<()> {

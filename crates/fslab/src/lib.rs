@@ -19,6 +19,7 @@
 
 pub mod bmap;
 pub mod cache;
+pub mod durable;
 pub mod error;
 pub mod ffs;
 pub mod format;

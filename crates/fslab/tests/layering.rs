@@ -19,6 +19,7 @@ const RULES: &[(&str, &[&str])] = &[
     ("ufs", &["lfs", "ffs", "cache", "bmap"]),
     ("storage", &["ufs", "lfs", "ffs", "cache", "bmap"]),
     ("time", &["format", "cache", "storage", "ufs", "lfs", "ffs", "bmap"]),
+    ("durable", &["format", "cache", "storage", "ufs", "lfs", "ffs", "bmap", "time"]),
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {

@@ -24,8 +24,9 @@ pub mod inodes;
 mod queue;
 mod writeback;
 
+pub use crate::durable::Ticket;
 pub use inodes::InodeCache;
-pub use queue::{Header, WriteJob, WriteMode, WriteQueue};
+pub use queue::{Header, Seq, WriteJob, WriteMode, WriteQueue};
 pub use writeback::{write_back, NoHooks, Placement, WriteDest, WriteHooks, WrittenBack};
 
 use crate::format::{Daddr, Ino, Lbn};
@@ -77,6 +78,12 @@ struct Buffer {
     entry: u64,
     /// Its entry is in the probation queue, not the sweep.
     on_probation: bool,
+    /// The write that last took its contents to the device (0: none since
+    /// it was cached). Its current contents are durable once that write is,
+    /// if it is clean.
+    written: Seq,
+    /// Holders that need it cached whatever its state ([`BufferCache::pin`]).
+    pins: u32,
 }
 
 /// Buffers on probation that one trim passes over because they are still
@@ -156,6 +163,9 @@ pub struct BufferCache {
     probation: VecDeque<(BlockKey, u64)>,
     /// Buffers whose entry is in `probation`.
     on_probation: usize,
+    /// The latest write of any buffer evicted since: what a block no longer
+    /// cached waits for to be durable.
+    evicted_written: Seq,
 }
 
 impl BufferCache {
@@ -171,6 +181,7 @@ impl BufferCache {
             dirty: BTreeSet::new(),
             probation: VecDeque::new(),
             on_probation: 0,
+            evicted_written: 0,
         }
     }
 
@@ -250,20 +261,32 @@ impl BufferCache {
     /// Room is made first, so the block just inserted is never the one
     /// evicted: a caller may use it right away.
     pub fn insert(&mut self, key: BlockKey, data: BlockData, dirty: bool) {
+        let mut pins = 0;
         if let Some(mut old) = self.buffers.remove(&key) {
             self.keys.remove(&key);
             Self::leave_probation(&mut old, &mut self.on_probation);
             if old.dirty && !dirty {
                 self.dirty.remove(&key);
             }
+            pins = old.pins;
         }
         self.evict_to(self.capacity().saturating_sub(1));
         if dirty {
             self.dirty.insert(key);
         }
         // A dirty buffer is queued when it is written out.
-        self.buffers
-            .insert(key, Buffer { data, dirty, referenced: false, entry: NOT_QUEUED, on_probation: false });
+        self.buffers.insert(
+            key,
+            Buffer {
+                data,
+                dirty,
+                referenced: false,
+                entry: NOT_QUEUED,
+                on_probation: false,
+                written: 0,
+                pins,
+            },
+        );
         self.keys.insert(key);
         if !dirty {
             self.enqueue(key, false);
@@ -285,16 +308,54 @@ impl BufferCache {
 
     /// Marks a cached block clean (it has been written).
     pub fn mark_clean(&mut self, key: BlockKey) {
+        self.mark_written(key, 0);
+    }
+
+    /// Marks a cached block clean: write `seq` of the write queue took its
+    /// contents to the device (0 for a write outside the queue).
+    pub fn mark_written(&mut self, key: BlockKey, seq: Seq) {
         if let Some(b) = self.buffers.get_mut(&key) {
             if b.dirty {
                 b.dirty = false;
                 self.dirty.remove(&key);
             }
+            b.written = b.written.max(seq);
         }
         // The sweep dropped its entry while it was dirty; a clean buffer
         // needs one to be evictable.
         self.enqueue(key, true);
         self.trim_probation(self.capacity());
+    }
+
+    /// The write whose durability makes the current contents of `key`
+    /// durable: `None` while it is dirty (nothing has taken them to the
+    /// device yet). A block not cached was evicted clean, after a write no
+    /// later than any eviction's.
+    pub fn durable_after(&self, key: BlockKey) -> Option<Seq> {
+        match self.buffers.get(&key) {
+            Some(b) if b.dirty => None,
+            Some(b) => Some(b.written),
+            None => Some(self.evicted_written),
+        }
+    }
+
+    /// Keeps `key` cached, clean or dirty, until as many [`unpin`]s: for a
+    /// storage manager that will write into the buffer again shortly and
+    /// must find it there (an integrity mode between two writes of it).
+    /// Pinning a block not cached does nothing.
+    ///
+    /// [`unpin`]: BufferCache::unpin
+    pub fn pin(&mut self, key: BlockKey) {
+        if let Some(b) = self.buffers.get_mut(&key) {
+            b.pins += 1;
+        }
+    }
+
+    /// Undoes one [`BufferCache::pin`].
+    pub fn unpin(&mut self, key: BlockKey) {
+        if let Some(b) = self.buffers.get_mut(&key) {
+            b.pins = b.pins.saturating_sub(1);
+        }
     }
 
     /// Drops `key`; returns whether it was dirty.
@@ -375,7 +436,7 @@ impl BufferCache {
             if b.entry != entry || !b.on_probation {
                 continue;
             }
-            if b.referenced {
+            if b.referenced || b.pins > 0 {
                 b.on_probation = false;
                 self.on_probation -= 1;
                 self.sweep.push_back((key, entry));
@@ -385,7 +446,9 @@ impl BufferCache {
                 busy += 1;
             } else {
                 self.on_probation -= 1;
-                self.buffers.remove(&key);
+                if let Some(gone) = self.buffers.remove(&key) {
+                    self.evicted_written = self.evicted_written.max(gone.written);
+                }
                 self.keys.remove(&key);
             }
         }
@@ -411,13 +474,16 @@ impl BufferCache {
             if b.dirty {
                 // Queued again when it is written.
                 b.entry = NOT_QUEUED;
-            } else if b.referenced || Arc::strong_count(&b.data) > 1 {
-                // Used since the last pass, or shared with a write in flight
-                // (a read must find it here until the device has it).
+            } else if b.referenced || b.pins > 0 || Arc::strong_count(&b.data) > 1 {
+                // Used since the last pass, pinned, or shared with a write
+                // in flight (a read must find it here until the device has
+                // it).
                 b.referenced = false;
                 self.sweep.push_back((key, entry));
             } else {
-                self.buffers.remove(&key);
+                if let Some(gone) = self.buffers.remove(&key) {
+                    self.evicted_written = self.evicted_written.max(gone.written);
+                }
                 self.keys.remove(&key);
             }
         }
@@ -590,6 +656,42 @@ mod tests {
         cache.get_mut_dirty((3, 0)).expect("cached")[0] = 9;
         assert_eq!(in_flight[0], 7, "the write in flight keeps the bytes it was given");
         assert_eq!(cache.get((3, 0)).expect("cached")[0], 9);
+    }
+
+    #[test]
+    fn a_block_is_durable_after_the_write_that_took_its_current_contents() {
+        let mut cache = small_cache();
+        cache.insert((2, 0), block(1), true);
+        assert_eq!(cache.durable_after((2, 0)), None, "dirty: no write has its contents yet");
+        cache.mark_written((2, 0), 5);
+        assert_eq!(cache.durable_after((2, 0)), Some(5));
+        cache.get_mut_dirty((2, 0)).expect("cached")[0] = 2;
+        assert_eq!(cache.durable_after((2, 0)), None, "changed again since");
+        cache.mark_written((2, 0), 9);
+        // Evicted, a block is as durable as the latest write of any evicted.
+        for i in 1..40 {
+            cache.insert((3, i), block(0), false);
+        }
+        assert!(!cache.contains((2, 0)));
+        assert_eq!(cache.durable_after((2, 0)), Some(9));
+        assert_eq!(cache.durable_after((7, 7)), Some(9));
+    }
+
+    #[test]
+    fn a_pinned_buffer_stays_until_unpinned_clean_or_dirty() {
+        let mut cache = small_cache();
+        cache.insert((2, 0), block(1), false);
+        cache.pin((2, 0));
+        cache.insert((2, 0), block(2), false);
+        for i in 1..40 {
+            cache.insert((3, i), block(0), false);
+        }
+        assert_eq!(cache.get((2, 0)).map(|b| b[0]), Some(2), "pinned, replaced, and still there");
+        cache.unpin((2, 0));
+        for i in 40..80 {
+            cache.insert((3, i), block(0), false);
+        }
+        assert!(!cache.contains((2, 0)), "unpinned, it is evicted like any other");
     }
 
     /// A cache of 64 buffers with a start-write threshold, and so a

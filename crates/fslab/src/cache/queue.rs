@@ -13,8 +13,22 @@
 //! device: the buffer cache keeps (and will not evict) every buffer it
 //! shares with a write in flight, and [`WriteQueue::wait_for`] makes any
 //! other device read of those addresses wait for the write.
+//!
+//! Every write is numbered when it is submitted ([`Seq`]), and the queue
+//! knows three moments of it: *issued* (submitted), *completed* (the device
+//! has the bytes) and *durable* (a flush barrier issued after it completed
+//! has returned). Only the last survives a power cut on a disk with a write
+//! cache, and on `disk::CrashDisk`, so a dependency between writes is
+//! satisfied by *durable*, never by *issued*. A flush counts a write durable
+//! only if the write had completed when the flush was issued, so *durable*
+//! never claims more than the device holds; flushes go through the queue
+//! ([`WriteQueue::flush`], [`WriteQueue::barrier`], a [`Ticket`]'s wait), so
+//! it is rarely less either. A ticket can be waited on by any thread,
+//! without the file system: whoever waits first issues the flush, and
+//! everyone waiting for a write it covers shares it (group commit).
 
 use super::BlockData;
+use crate::durable::{Barrier, Ticket};
 use crate::error::errno;
 use crate::format::Daddr;
 use crate::Result;
@@ -78,6 +92,10 @@ impl WriteJob {
     }
 }
 
+/// The number of a write, given when it is submitted: 1 for the first,
+/// one more for each after. 0 is "no write" (always durable).
+pub type Seq = u64;
+
 #[derive(Default)]
 struct State {
     /// Writes queued or running: first address → units.
@@ -86,16 +104,75 @@ struct State {
     bytes: u64,
     /// The first write that failed; every later barrier reports it.
     error: Option<String>,
+    /// The last write submitted.
+    issued: Seq,
+    /// Every write up to this one has reached the device (the writer takes
+    /// jobs in the order they were submitted).
+    completed: Seq,
+    /// Every write up to this one is durable: a flush issued after it
+    /// completed has returned.
+    durable: Seq,
+    /// A flush is running; waiters for what it covers wait for it.
+    flushing: bool,
+    /// Flushes the device has been asked for.
+    flushes: u64,
 }
 
 struct Shared {
     state: Mutex<State>,
     changed: Condvar,
+    dev: Arc<dyn BlockDevice>,
 }
 
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn wait<'a>(&self, state: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
+        self.changed.wait(state).unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits until write `seq` is durable, flushing the device if nobody
+    /// else is: the flush covers every write completed when it is issued,
+    /// so concurrent waiters share one.
+    fn wait_durable_now(&self, seq: Seq) -> Result<()> {
+        let mut state = self.lock();
+        loop {
+            WriteQueue::failed(&state)?;
+            if state.durable >= seq {
+                return Ok(());
+            }
+            if state.flushing || state.completed < seq.min(state.issued) {
+                state = self.wait(state);
+                continue;
+            }
+            let covers = state.completed;
+            state.flushing = true;
+            state.flushes += 1;
+            drop(state);
+            let flushed = self.dev.flush();
+            state = self.lock();
+            state.flushing = false;
+            match flushed {
+                Ok(()) => state.durable = state.durable.max(covers),
+                Err(e) => {
+                    state.error.get_or_insert_with(|| format!("flush failed: {e}"));
+                }
+            }
+            self.changed.notify_all();
+        }
+    }
+}
+
+impl Barrier for Shared {
+    fn wait_durable(&self, seq: Seq) -> Result<()> {
+        self.wait_durable_now(seq)
+    }
+
+    fn is_durable(&self, seq: Seq) -> bool {
+        let state = self.lock();
+        state.durable >= seq || state.error.is_some()
     }
 }
 
@@ -109,7 +186,7 @@ impl Shared {
 pub struct WriteQueue {
     /// Set for an inline queue: `submit` writes here itself.
     inline: Option<Arc<dyn BlockDevice>>,
-    sender: Option<mpsc::Sender<WriteJob>>,
+    sender: Option<mpsc::Sender<(Seq, WriteJob)>>,
     shared: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
     unit_bytes: u64,
@@ -133,9 +210,13 @@ impl WriteQueue {
         match mode {
             WriteMode::Thread => WriteQueue::new(dev, name, unit_bytes, header_bytes, stop_access_bytes),
             WriteMode::Inline => WriteQueue {
-                inline: Some(dev),
+                inline: Some(dev.clone()),
                 sender: None,
-                shared: Arc::new(Shared { state: Mutex::new(State::default()), changed: Condvar::new() }),
+                shared: Arc::new(Shared {
+                    state: Mutex::new(State::default()),
+                    changed: Condvar::new(),
+                    dev,
+                }),
                 thread: None,
                 unit_bytes,
                 header_bytes,
@@ -153,18 +234,23 @@ impl WriteQueue {
         header_bytes: u64,
         stop_access_bytes: u64,
     ) -> WriteQueue {
-        let shared = Arc::new(Shared { state: Mutex::new(State::default()), changed: Condvar::new() });
-        let (sender, receiver) = mpsc::channel::<WriteJob>();
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State::default()),
+            changed: Condvar::new(),
+            dev: dev.clone(),
+        });
+        let (sender, receiver) = mpsc::channel::<(Seq, WriteJob)>();
         let worker = shared.clone();
         let thread = std::thread::Builder::new()
             .name(name.into())
             .spawn(move || {
-                for job in receiver {
+                for (seq, job) in receiver {
                     let (bytes, start) = (job.bytes(header_bytes), job.start);
                     let result = job.write_to(dev.as_ref(), unit_bytes);
                     let mut state = worker.lock();
                     state.in_flight.remove(&start);
                     state.bytes -= bytes;
+                    state.completed = seq;
                     if let Err(e) = result {
                         state.error.get_or_insert_with(|| e.to_string());
                     }
@@ -196,34 +282,95 @@ impl WriteQueue {
     }
 
     /// Queues `job`; waits while more than the stop-access threshold is in
-    /// flight. Fails if an earlier write failed.
-    pub fn submit(&self, job: WriteJob) -> Result<()> {
+    /// flight. Fails if an earlier write failed. Returns the job's number.
+    pub fn submit(&self, job: WriteJob) -> Result<Seq> {
         if let Some(dev) = &self.inline {
-            return job
-                .write_to(dev.as_ref(), self.unit_bytes)
-                .map_err(|e| crate::Error::Io(std::io::Error::other(format!("write failed: {e}"))));
+            job.write_to(dev.as_ref(), self.unit_bytes)
+                .map_err(|e| crate::Error::Io(std::io::Error::other(format!("write failed: {e}"))))?;
+            let mut state = self.shared.lock();
+            state.issued += 1;
+            state.completed = state.issued;
+            return Ok(state.issued);
         }
         let bytes = job.bytes(self.header_bytes);
         let (start, units) = (job.start, job.units);
         let Some(sender) = &self.sender else {
             return Err(errno(libc::EIO, "writer thread is not running"));
         };
-        {
-            let mut state = self.shared.lock();
-            Self::failed(&state)?;
-            state.in_flight.insert(start, units);
-            state.bytes += bytes;
-        }
-        if sender.send(job).is_err() {
-            let mut state = self.shared.lock();
+        // Numbered and sent under the lock, so the writer receives jobs in
+        // the order of their numbers and `completed` only moves forward.
+        let mut state = self.shared.lock();
+        Self::failed(&state)?;
+        state.issued += 1;
+        let seq = state.issued;
+        state.in_flight.insert(start, units);
+        state.bytes += bytes;
+        if sender.send((seq, job)).is_err() {
             state.in_flight.remove(&start);
             state.bytes -= bytes;
+            state.error.get_or_insert_with(|| "writer thread has stopped".into());
             return Err(errno(libc::EIO, "writer thread has stopped"));
         }
-        let mut state = self.shared.lock();
         while state.bytes > self.stop_access_bytes && state.error.is_none() {
-            state = self.shared.changed.wait(state).unwrap_or_else(|e| e.into_inner());
+            state = self.shared.wait(state);
         }
+        Self::failed(&state)?;
+        Ok(seq)
+    }
+
+    /// The last write submitted (0: none yet).
+    pub fn issued(&self) -> Seq {
+        self.shared.lock().issued
+    }
+
+    /// Every write up to this one is durable.
+    pub fn durable(&self) -> Seq {
+        self.shared.lock().durable
+    }
+
+    /// Flushes the device has been asked for through this queue.
+    pub fn flushes(&self) -> u64 {
+        self.shared.lock().flushes
+    }
+
+    /// A ticket for write `seq` (and everything submitted before it).
+    pub fn ticket(&self, seq: Seq) -> Ticket {
+        Ticket::new(self.shared.clone(), seq)
+    }
+
+    /// A ticket for everything submitted so far.
+    pub fn ticket_for_all(&self) -> Ticket {
+        self.ticket(self.issued())
+    }
+
+    /// Makes everything submitted so far durable: waits for it to reach
+    /// the device, then a flush barrier (shared with anyone waiting for
+    /// the same). A barrier with nothing new to cover costs nothing.
+    pub fn flush(&self) -> Result<()> {
+        self.wait_idle()?;
+        self.ticket_for_all().wait()
+    }
+
+    /// A flush barrier that is always issued: for writes that went to the
+    /// device beside the queue (a superblock written in place), which
+    /// [`WriteQueue::flush`] knows nothing of. Everything submitted before
+    /// is durable too.
+    pub fn barrier(&self) -> Result<()> {
+        self.wait_idle()?;
+        let covers = {
+            let mut state = self.shared.lock();
+            state.flushes += 1;
+            state.completed
+        };
+        let flushed = self.shared.dev.flush();
+        let mut state = self.shared.lock();
+        match flushed {
+            Ok(()) => state.durable = state.durable.max(covers),
+            Err(e) => {
+                state.error.get_or_insert_with(|| format!("flush failed: {e}"));
+            }
+        }
+        self.shared.changed.notify_all();
         Self::failed(&state)
     }
 
@@ -231,7 +378,7 @@ impl WriteQueue {
     pub fn wait_idle(&self) -> Result<()> {
         let mut state = self.shared.lock();
         while !state.in_flight.is_empty() {
-            state = self.shared.changed.wait(state).unwrap_or_else(|e| e.into_inner());
+            state = self.shared.wait(state);
         }
         Self::failed(&state)
     }
@@ -248,7 +395,7 @@ impl WriteQueue {
             if !covered {
                 return;
             }
-            state = self.shared.changed.wait(state).unwrap_or_else(|e| e.into_inner());
+            state = self.shared.wait(state);
         }
     }
 }
@@ -267,7 +414,58 @@ impl Drop for WriteQueue {
 mod tests {
     use super::*;
     use crate::cache::block_of;
-    use disk::MemDisk;
+    use disk::{CountingDisk, MemDisk};
+    use std::time::Duration;
+
+    fn job_at(addr: u64) -> WriteJob {
+        WriteJob {
+            start: Daddr::new(addr),
+            units: 1,
+            buffers: vec![block_of(&[7; 512])],
+            lens: vec![512],
+            header: None,
+        }
+    }
+
+    #[test]
+    fn a_write_is_durable_only_once_a_flush_issued_after_it_returns() {
+        let disk = Arc::new(CountingDisk::new(MemDisk::new(1 << 20)));
+        let queue = WriteQueue::new(disk.clone(), "test-io", 512, 0, 1 << 20);
+        let first = queue.submit(job_at(4)).expect("submit");
+        assert_eq!((first, queue.issued()), (1, 1));
+        let ticket = queue.ticket(first);
+        assert_eq!(queue.durable(), 0, "issued is not durable");
+        ticket.wait().expect("durable");
+        assert!(ticket.is_ready());
+        assert_eq!((queue.durable(), disk.flushes()), (1, 1));
+        // Nothing new since: waiting again, or a flush, costs no barrier.
+        ticket.wait().expect("still durable");
+        queue.flush().expect("flush");
+        assert_eq!(disk.flushes(), 1);
+        let second = queue.submit(job_at(8)).expect("submit");
+        assert_eq!(second, 2);
+        assert!(ticket.is_ready() && !queue.ticket(second).is_ready());
+        queue.flush().expect("flush");
+        assert_eq!((queue.durable(), disk.flushes()), (2, 2));
+        // A barrier is for writes made beside the queue: always issued.
+        queue.barrier().expect("barrier");
+        assert_eq!(disk.flushes(), 3);
+        assert!(Ticket::none().is_ready() && Ticket::none().wait().is_ok());
+    }
+
+    #[test]
+    fn callers_waiting_for_the_same_writes_share_one_flush() {
+        let disk = Arc::new(CountingDisk::with_flush_delay(MemDisk::new(1 << 20), Duration::from_millis(30)));
+        let queue = WriteQueue::new(disk.clone(), "test-io", 512, 0, 1 << 20);
+        let tickets: Vec<Ticket> =
+            (0..8).map(|i| queue.ticket(queue.submit(job_at(2 * i)).expect("submit"))).collect();
+        let waiters: Vec<_> = tickets.into_iter().map(|t| std::thread::spawn(move || t.wait())).collect();
+        for waiter in waiters {
+            waiter.join().expect("joined").expect("durable");
+        }
+        assert_eq!(disk.flushes(), 1, "eight waiters, one barrier");
+        assert_eq!(queue.durable(), 8);
+    }
 
     #[test]
     fn queued_writes_land_with_their_headers_and_a_read_waits_for_them() {

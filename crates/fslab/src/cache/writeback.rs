@@ -15,7 +15,7 @@
 //! not durable until the device's flush barrier follows: whoever needs
 //! durability (a synchronous write, fsync) issues it.
 
-use super::{BlockData, BlockKey, BufferCache, WriteJob, WriteQueue};
+use super::{BlockData, BlockKey, BufferCache, Seq, WriteJob, WriteQueue};
 use crate::error::errno;
 use crate::format::Daddr;
 use crate::Result;
@@ -25,13 +25,14 @@ use disk::BlockDevice;
 pub trait WriteDest {
     /// Writes `buffers`, each cut to its entry of `lens`, one after another
     /// from address `start` (in units of `unit_bytes`), or queues them.
+    /// Returns the write's number in a [`WriteQueue`] (0 for none).
     fn write(
         &mut self,
         start: Daddr,
         unit_bytes: u64,
         buffers: Vec<BlockData>,
         lens: Vec<usize>,
-    ) -> Result<()>;
+    ) -> Result<Seq>;
 }
 
 /// Straight to the device: done when this returns.
@@ -42,10 +43,10 @@ impl WriteDest for &dyn BlockDevice {
         unit_bytes: u64,
         buffers: Vec<BlockData>,
         lens: Vec<usize>,
-    ) -> Result<()> {
+    ) -> Result<Seq> {
         let slices: Vec<&[u8]> = buffers.iter().zip(&lens).map(|(b, &l)| &b[..l]).collect();
         self.write_vectored_at(start.byte_offset(unit_bytes), &slices)?;
-        Ok(())
+        Ok(0)
     }
 }
 
@@ -57,7 +58,7 @@ impl WriteDest for &WriteQueue {
         unit_bytes: u64,
         buffers: Vec<BlockData>,
         lens: Vec<usize>,
-    ) -> Result<()> {
+    ) -> Result<Seq> {
         let bytes: u64 = lens.iter().map(|&l| l as u64).sum();
         let units = bytes.div_ceil(unit_bytes);
         self.submit(WriteJob { start, units, buffers, lens, header: None })
@@ -86,11 +87,12 @@ pub trait WriteHooks {
         Ok(None)
     }
 
-    /// The write of `key` to `addr` was issued: the device has the bytes,
-    /// or (through a [`WriteQueue`]) they are in flight, and the queue's
-    /// `wait_idle` is when the device has them.
-    fn write_done(&mut self, key: BlockKey, addr: Daddr) {
-        let _ = (key, addr);
+    /// The write of `key` to `addr` was issued as write `seq` of the queue
+    /// (0 for a write straight to the device): the device has the bytes,
+    /// or they are in flight, and the queue's `wait_idle` is when the
+    /// device has them; they are durable once a ticket for `seq` is.
+    fn write_done(&mut self, key: BlockKey, addr: Daddr, seq: Seq) {
+        let _ = (key, addr, seq);
     }
 }
 
@@ -108,6 +110,8 @@ pub struct WrittenBack {
     pub writes: u64,
     /// Bytes written.
     pub bytes: u64,
+    /// The number of the last write queued (0: none, or not queued).
+    pub last: Seq,
 }
 
 /// Writes the buffers of `placements` to `dest`, in address order, and
@@ -164,11 +168,12 @@ pub fn write_back(
             }
             let run_buffers = buffers[start..end].to_vec();
             let lens = written[start..end].iter().map(|p| p.bytes).collect();
-            dest.write(written[start].addr, unit_bytes, run_buffers, lens)?;
+            let seq = dest.write(written[start].addr, unit_bytes, run_buffers, lens)?;
             done.writes += 1;
+            done.last = done.last.max(seq);
             for p in &written[start..end] {
-                cache.mark_clean(p.key);
-                hooks.write_done(p.key, p.addr);
+                cache.mark_written(p.key, seq);
+                hooks.write_done(p.key, p.addr, seq);
                 done.blocks += 1;
                 done.bytes += p.bytes as u64;
             }
@@ -202,7 +207,7 @@ mod tests {
             self.started.push(key);
             Ok((self.roll_back == Some(key)).then(|| block_of(&[0xEE; 1024])))
         }
-        fn write_done(&mut self, key: BlockKey, _addr: Daddr) {
+        fn write_done(&mut self, key: BlockKey, _addr: Daddr, _seq: Seq) {
             self.done.push(key);
         }
     }
@@ -228,7 +233,11 @@ mod tests {
         let mut dest: &dyn BlockDevice = &dev;
         let done =
             write_back(&mut cache, &mut dest, &mut placements, 512, 2048, &mut hooks).expect("write back");
-        assert_eq!(done, WrittenBack { blocks: 5, writes: 3, bytes: 4 * 1024 + 512 }, "10-12, 14-16, 20");
+        assert_eq!(
+            done,
+            WrittenBack { blocks: 5, writes: 3, bytes: 4 * 1024 + 512, last: 0 },
+            "10-12, 14-16, 20"
+        );
         assert_eq!(hooks.started, vec![(5, 0), (5, 1), (5, 2), (5, 3), device_key(Daddr::new(20))]);
         assert_eq!(hooks.done, hooks.started);
         assert_eq!(cache.dirty_count(), 0, "every buffer written is clean");

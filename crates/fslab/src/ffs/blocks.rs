@@ -18,6 +18,7 @@
 //! `update` and `free_blocks` resize the tail when a size change or a free
 //! makes another block the tail.
 
+use super::frees::Freed;
 use super::fs::Ffs;
 use crate::bmap::{self, BlockTree};
 use crate::cache::block_of;
@@ -201,28 +202,21 @@ impl Ffs {
         let metadata = lbn == XATTR_LBN || !inode.attr.is_reg();
         let key = (ino, lbn);
         let end = contents.end();
-        // The block's present contents go into the cache first, dirty — a
+        // The block's present contents go into the cache first, pinned — a
         // partial write keeps them, a tail that moves takes them along, and
-        // a clean buffer could be evicted while allocation reads indirect
-        // blocks (which lost data once: the test
+        // a buffer could be evicted while allocation reads indirect blocks
+        // (which lost data once: the test
         // `random_operations_on_a_disk_that_fills_up_get_enospc_only_when_it_is_full`).
-        if matches!(contents, NewContents::Part { .. }) {
+        let partial = matches!(contents, NewContents::Part { .. });
+        if partial {
             self.load_block(ino, lbn)?;
-            self.cache.mark_dirty(key);
+            self.cache.pin(key);
         }
-        if lbn >= 0 {
-            self.make_tail_whole_before(ino, lbn as u64, metadata)?;
+        let placed = self.place_file_block(ino, lbn, inode.attr.size, end, metadata);
+        if partial {
+            self.cache.unpin(key);
         }
-        let mut shrank = false;
-        if (0..NDADDR as Lbn).contains(&lbn) {
-            let new_size = inode.attr.size.max(lbn as u64 * bs as u64 + end as u64);
-            shrank = self.place_direct(ino, lbn, new_size, metadata)?;
-        } else {
-            self.placing_metadata = metadata;
-            let placed = bmap::balloc(self, ino, lbn);
-            self.placing_metadata = false;
-            placed?;
-        }
+        let shrank = placed?;
         match contents {
             NewContents::Whole(block) => self.cache.insert(key, Arc::new(block), true),
             NewContents::Part { offset, data } => {
@@ -332,6 +326,32 @@ impl Ffs {
         Ok(false)
     }
 
+    /// Gives block `lbn` of `ino` its space for a write reaching `end`
+    /// bytes into it, the file's tail made whole first if the write goes
+    /// past it. Returns whether the file's last block became a shorter
+    /// tail (`place_direct`).
+    fn place_file_block(
+        &mut self,
+        ino: Ino,
+        lbn: Lbn,
+        size: u64,
+        end: usize,
+        metadata: bool,
+    ) -> Result<bool> {
+        let bs = self.block_size();
+        if lbn >= 0 {
+            self.make_tail_whole_before(ino, lbn as u64, metadata)?;
+        }
+        if (0..NDADDR as Lbn).contains(&lbn) {
+            let new_size = size.max(lbn as u64 * bs as u64 + end as u64);
+            return self.place_direct(ino, lbn, new_size, metadata);
+        }
+        self.placing_metadata = metadata;
+        let placed = bmap::balloc(self, ino, lbn);
+        self.placing_metadata = false;
+        placed.map(|_| false)
+    }
+
     /// Grows block `lbn` of `ino` at `addr` from `have` to `want` bytes
     /// (4.4BSD `ffs_realloccg`): in place if the fragments after it are
     /// free, else to a new run, its contents (in the cache) following it and
@@ -349,20 +369,12 @@ impl Ffs {
         let fsize = self.frag_size() as usize;
         let (old_frags, new_frags) = ((have / fsize) as u32, (want / fsize) as u32);
         self.load_block_of(ino, lbn, addr, have)?;
-        // Dirty at once: a clean buffer may be evicted while `blkpref` and
-        // the allocator read indirect blocks.
-        self.cache.mark_dirty((ino, lbn));
-        self.use_space((new_frags - old_frags) as u64, metadata)?;
-        let pref = self.blkpref(ino, lbn)?;
-        match self.alloc.realloccg(addr.get(), old_frags, new_frags, pref.get(), true)? {
-            super::Realloc::Extended => {}
-            super::Realloc::Moved(new) => {
-                bmap::set_pointer(self, ino, lbn, Daddr::new(new))?;
-                self.cache.mark_dirty((ino, lbn));
-                self.before_freeing_moved(ino, lbn)?;
-                self.alloc.free(addr.get(), old_frags)?;
-            }
-        }
+        // Pinned: the buffer must stay while `blkpref` and the allocator
+        // read indirect blocks, and it moves with the fragments.
+        self.cache.pin((ino, lbn));
+        let grown = self.grow_in_place_or_move(ino, lbn, addr, old_frags, new_frags, metadata);
+        self.cache.unpin((ino, lbn));
+        grown?;
         self.count_blocks(ino, (want - have) as i64)?;
         if !self.cache.contains((ino, lbn)) {
             let zero = self.cache.zeroed();
@@ -373,13 +385,39 @@ impl Ffs {
         Ok(())
     }
 
+    /// `ffs_realloccg`: extends the fragments of block `lbn` of `ino` at
+    /// `addr` in place, or moves them to a new place and frees the old.
+    fn grow_in_place_or_move(
+        &mut self,
+        ino: Ino,
+        lbn: Lbn,
+        addr: Daddr,
+        old_frags: u32,
+        new_frags: u32,
+        metadata: bool,
+    ) -> Result<()> {
+        self.use_space((new_frags - old_frags) as u64, metadata)?;
+        let pref = self.blkpref(ino, lbn)?;
+        match self.alloc.realloccg(addr.get(), old_frags, new_frags, pref.get(), true)? {
+            super::Realloc::Extended => {}
+            super::Realloc::Moved(new) => {
+                bmap::set_pointer(self, ino, lbn, Daddr::new(new))?;
+                self.cache.mark_dirty((ino, lbn));
+                self.before_freeing_moved(ino, lbn)?;
+                self.free_or_defer(ino, Freed::Frags { start: addr.get(), count: old_frags })?;
+            }
+        }
+        Ok(())
+    }
+
     /// Shrinks the tail of `ino` at `addr` from `have` to `want` bytes,
     /// freeing the fragments past `want` (what they held lies past the end
     /// of the file).
     fn shrink_block(&mut self, ino: Ino, addr: Daddr, have: usize, want: usize) -> Result<()> {
         let fsize = self.frag_size() as usize;
         let keep = (want / fsize) as u64;
-        self.alloc.free(addr.get() + keep, ((have - want) / fsize) as u32)?;
+        let count = ((have - want) / fsize) as u32;
+        self.free_or_defer(ino, Freed::Frags { start: addr.get() + keep, count })?;
         self.count_blocks(ino, -((have - want) as i64))?;
         Ok(())
     }
@@ -460,6 +498,17 @@ impl Ffs {
     /// block of an `fallocate` of all the space `statfs` offered with
     /// none. Fails with ENOSPC before anything changes.
     fn use_space(&mut self, frags: u64, metadata: bool) -> Result<()> {
+        match self.check_space(frags, metadata) {
+            // Space freed but not yet allocatable is made so, and counted.
+            Err(e) if e.errno() == libc::ENOSPC && self.release_all_frees()? => {
+                self.check_space(frags, metadata)
+            }
+            checked => checked,
+        }
+    }
+
+    /// [`Ffs::use_space`] with what is allocatable now.
+    fn check_space(&mut self, frags: u64, metadata: bool) -> Result<()> {
         if metadata {
             if self.alloc.free_space(0) - (self.reserved_frags as i64) < frags as i64 {
                 return Err(errno(libc::ENOSPC, "file system full"));
@@ -605,14 +654,16 @@ impl BlockTree for Ffs {
         self.cache.remove((ino, lbn));
         if addr.is_some() {
             let frags = (bytes as u64 / self.frag_size()) as u32;
-            self.alloc.free(addr.get(), frags).map_err(|e| match e {
-                Error::Corrupt { why, .. } => Error::corrupt_at(
-                    "block pointer",
-                    Location::FileBlock { ino, lbn: lbn as u64 },
-                    format!("freeing {frags} fragments at {addr}: {why}"),
-                ),
-                other => other,
-            })?;
+            self.free_or_defer(ino, Freed::Frags { start: addr.get(), count: frags }).map_err(
+                |e| match e {
+                    Error::Corrupt { why, .. } => Error::corrupt_at(
+                        "block pointer",
+                        Location::FileBlock { ino, lbn: lbn as u64 },
+                        format!("freeing {frags} fragments at {addr}: {why}"),
+                    ),
+                    other => other,
+                },
+            )?;
             self.count_blocks(ino, -(bytes as i64))?;
         }
         Ok(())

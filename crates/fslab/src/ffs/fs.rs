@@ -8,11 +8,12 @@
 //! demands it (`integrity.rs`), in clusters otherwise (`cache::write_back`).
 
 use super::alloc::Allocator;
+use super::integrity::{mode_for, IntegrityMode};
 use super::layout::{Superblock, SB_CLEAN, SUPERBLOCK_BYTES};
 use super::mkfs::{read_group, read_superblock};
 use crate::cache::{
-    device_addr, write_back, BlockData, BlockKey, BufferCache, CacheLimits, IntMap, Placement, WriteHooks,
-    WriteMode, WriteQueue, DEVICE,
+    device_addr, device_key, write_back, BlockData, BlockKey, BufferCache, CacheLimits, IntMap, Placement,
+    Seq, Ticket, WriteHooks, WriteMode, WriteQueue, DEVICE,
 };
 use crate::error::errno;
 use crate::format::blockno::{is_indirect, seal_indirect, Geometry};
@@ -148,6 +149,15 @@ pub struct Ffs {
     /// them as initialised.
     pub(super) fresh_inode_blocks: BTreeSet<Daddr>,
     pub(super) tx: TxLog,
+    /// The integrity mode (`integrity`): when and in what order metadata
+    /// reaches the device.
+    pub(super) mode: Arc<dyn IntegrityMode>,
+    /// The durability the open transaction's ordered writes wait for.
+    pub(super) tx_ticket: Ticket,
+    /// Frees waiting for the removal of their last pointer to be durable
+    /// (`frees`), and the fragments among them.
+    pub(super) pending_frees: Vec<super::frees::PendingFree>,
+    pub(super) pending_free_frags: u64,
     /// Fragments promised by `reserve_blocks` and not yet allocated.
     pub(super) reserved_frags: u64,
     /// Sizes as the namespace last set them, of inodes whose size a write
@@ -210,6 +220,10 @@ impl Ffs {
             inodes: crate::cache::InodeCache::new(),
             fresh_inode_blocks: BTreeSet::new(),
             tx: TxLog::recording(),
+            mode: mode_for(options.integrity),
+            tx_ticket: Ticket::none(),
+            pending_frees: Vec::new(),
+            pending_free_frags: 0,
             reserved_frags: 0,
             size_before: IntMap::default(),
             placing_metadata: false,
@@ -225,7 +239,7 @@ impl Ffs {
         // In use from now on: a crash leaves the image marked unclean.
         ffs.sb.flags &= !SB_CLEAN;
         ffs.write_superblock()?;
-        ffs.dev.flush()?;
+        ffs.queue.flush()?;
         ffs.reclaim_orphans()?;
         Ok(ffs)
     }
@@ -283,14 +297,34 @@ impl Ffs {
         Ok(())
     }
 
-    /// Writes the primary superblock with the allocator's totals and policy.
-    pub(super) fn write_superblock(&mut self) -> Result<()> {
+    /// The cache key of the primary superblock's block (the first of the
+    /// device; the rest of it is zeros, as mkfs wrote it).
+    pub(super) fn superblock_key(&self) -> BlockKey {
+        device_key(Daddr::new(0))
+    }
+
+    /// Stores the primary superblock, with the allocator's totals and
+    /// policy, in its cached block, which becomes dirty: it reaches the
+    /// device through write-back, as every metadata block does.
+    pub(super) fn store_superblock(&mut self) {
         self.sb.totals = self.alloc.totals();
         self.sb.policy = *self.alloc.policy();
         self.sb.time = now_ns();
+        let mut block = AlignedBytes::zeroed(self.block_size());
         let bytes = self.sb.encode();
         debug_assert_eq!(bytes.len(), SUPERBLOCK_BYTES);
-        self.dev.write_at(0, &bytes)?;
+        block[..bytes.len()].copy_from_slice(&bytes);
+        let key = self.superblock_key();
+        self.cache.insert(key, Arc::new(block), true);
+    }
+
+    /// Stores the superblock and issues its write (durable after the next
+    /// barrier).
+    pub(super) fn write_superblock(&mut self) -> Result<()> {
+        self.store_superblock();
+        let key = self.superblock_key();
+        let mut placements = [Placement { key, addr: Daddr::new(0), bytes: self.block_size() }];
+        self.write_placements(&mut placements)?;
         Ok(())
     }
 
@@ -307,20 +341,28 @@ impl Ffs {
                 .map(|&addr| Placement { key: crate::cache::device_key(addr), addr, bytes: bs })
                 .collect();
             self.write_placements(&mut placements)?;
-            self.queue.wait_idle()?;
-            self.dev.flush()?;
+            self.queue.flush()?;
         }
         let geo = self.sb.geometry;
         let now = now_ns();
+        let bs = self.block_size();
+        let mut placements = Vec::new();
         for cg in self.alloc.take_changed() {
             let Some(group) = self.alloc.groups().get(cg as usize) else { continue };
             let mut group = group.clone();
             group.time = now;
+            // The area goes into the cache block by block, like any
+            // metadata, and out through write-back (one clustered write).
             let area = group.encode(&geo, self.sb.fs_id);
-            self.dev.write_at(geo.byte_offset(geo.cg_addr(cg)), &area)?;
-            self.stats.writes += 1;
-            self.stats.checksummed_blocks += geo.cg_blocks() as u64;
+            for (i, chunk) in area.chunks(bs).enumerate() {
+                let addr = Daddr::new(geo.cg_addr(cg) + i as u64 * geo.frags_per_block as u64);
+                let mut block = AlignedBytes::zeroed(bs);
+                block[..chunk.len()].copy_from_slice(chunk);
+                self.cache.insert(device_key(addr), Arc::new(block), true);
+                placements.push(Placement { key: device_key(addr), addr, bytes: bs });
+            }
         }
+        self.write_placements(&mut placements)?;
         Ok(())
     }
 
@@ -351,11 +393,13 @@ impl Ffs {
 
     /// Queues `placements` in address order, clustered up to `maxcontig`
     /// blocks a write (the 1993 paper's EFS), and marks them clean; they are
-    /// on the device once `queue.wait_idle` returns.
-    pub(super) fn write_placements(&mut self, placements: &mut [Placement]) -> Result<()> {
+    /// on the device once `queue.wait_idle` returns. The integrity mode
+    /// sees each block as it goes. Returns the number of the last write.
+    pub(super) fn write_placements(&mut self, placements: &mut [Placement]) -> Result<Seq> {
         let max_run = self.sb.geometry.maxcontig as usize * self.block_size();
         let unit = self.frag_size();
-        let mut hooks = SealIndirect;
+        let mode = self.mode();
+        let mut hooks = FfsHooks { mode: mode.as_ref() };
         self.stats.checksummed_blocks +=
             placements.iter().filter(|p| p.key.0 == DEVICE || is_indirect(p.key.1)).count() as u64;
         let mut dest = &self.queue;
@@ -363,7 +407,7 @@ impl Ffs {
         self.stats.writes += done.writes;
         self.stats.blocks_written += done.blocks;
         self.stats.bytes_written += done.bytes;
-        Ok(())
+        Ok(done.last)
     }
 
     /// Writes back the dirty blocks of the files in `inos` (all of them
@@ -388,7 +432,8 @@ impl Ffs {
         // Fresh inode-table blocks wait for `write_groups`, which orders them.
         keys.retain(|&k| device_addr(k).is_none_or(|a| !self.fresh_inode_blocks.contains(&a)));
         let mut placements = self.placements_of(&keys)?;
-        self.write_placements(&mut placements)
+        self.write_placements(&mut placements)?;
+        Ok(())
     }
 
     /// Writes everything: inodes into their blocks, every dirty buffer, the
@@ -398,10 +443,16 @@ impl Ffs {
         self.store_dirty_inodes()?;
         self.write_dirty(None, true)?;
         self.clusters.clear();
-        self.queue.wait_idle()?;
         self.write_groups()?;
         self.write_superblock()?;
-        self.dev.flush()?;
+        self.queue.flush()?;
+        if self.release_durable_frees()? > 0 {
+            // The groups the releases changed go too: a clean unmount
+            // leaves no free pending.
+            self.write_groups()?;
+            self.write_superblock()?;
+            self.queue.flush()?;
+        }
         self.stats.syncs += 1;
         self.last_sync = self.options.clock.now();
         Ok(())
@@ -449,27 +500,35 @@ impl Ffs {
         self.sync_all()?;
         self.sb.flags |= SB_CLEAN;
         self.write_superblock()?;
-        self.dev.flush()?;
+        self.queue.flush()?;
         self.unmounted = true;
         Ok(())
     }
 }
 
-/// FFS's write hooks: an indirect block gets its trailer (a checksum bound
-/// to its file and position, FORMAT.md) as it goes to the disk; the cache
-/// keeps the unsealed pointers. No rollback: FFS's integrity modes order
-/// whole writes instead (soft updates will roll back here).
-struct SealIndirect;
+/// FFS's write hooks: the integrity mode sees every block and may hand
+/// back a rolled-back copy; then an indirect block (the copy, if any) gets
+/// its trailer (a checksum bound to its file and position, FORMAT.md) as it
+/// goes to the disk. The cache keeps the current, unsealed pointers.
+struct FfsHooks<'a> {
+    mode: &'a dyn IntegrityMode,
+}
 
-impl WriteHooks for SealIndirect {
-    fn write_starting(&mut self, key: BlockKey, _addr: Daddr, data: &BlockData) -> Result<Option<BlockData>> {
+impl WriteHooks for FfsHooks<'_> {
+    fn write_starting(&mut self, key: BlockKey, addr: Daddr, data: &BlockData) -> Result<Option<BlockData>> {
+        let substitute = self.mode.write_starting(key, addr, data)?;
         let (ino, lbn) = key;
         if ino == DEVICE || !is_indirect(lbn) {
-            return Ok(None);
+            return Ok(substitute);
         }
-        let mut sealed = AlignedBytes::zeroed(data.len());
-        sealed.copy_from_slice(data);
+        let bytes = substitute.as_ref().unwrap_or(data);
+        let mut sealed = AlignedBytes::zeroed(bytes.len());
+        sealed.copy_from_slice(bytes);
         seal_indirect(&mut sealed, ino, lbn);
         Ok(Some(Arc::new(sealed)))
+    }
+
+    fn write_done(&mut self, key: BlockKey, addr: Daddr, seq: Seq) {
+        self.mode.write_done(key, addr, seq);
     }
 }

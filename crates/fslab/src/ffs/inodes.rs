@@ -8,6 +8,7 @@
 //! inode's bytes change — which leaves the block dirty for write-back (or
 //! for an integrity mode to write at once).
 
+use super::frees::Freed;
 use super::fs::Ffs;
 use crate::cache::{block_of, device_key, BlockKey};
 use crate::error::{errno, Error, Location};
@@ -124,7 +125,13 @@ impl Ffs {
     /// inode's generation is one more than its slot's last.
     pub(super) fn alloc_inode(&mut self, parent: Ino, mode: u32) -> Result<Inode> {
         let is_dir = mode & crate::format::inode::kind::MASK == crate::format::inode::kind::DIR;
-        let grant = self.alloc.valloc(parent, is_dir)?;
+        let grant = match self.alloc.valloc(parent, is_dir) {
+            // Inodes freed but not yet allocatable are made so first.
+            Err(e) if e.errno() == libc::ENOSPC && self.release_all_frees()? => {
+                self.alloc.valloc(parent, is_dir)?
+            }
+            granted => granted?,
+        };
         let fpb = self.frags_per_block();
         for b in 0..grant.init_blocks as u64 {
             let addr = Daddr::new(grant.init_addr + b * fpb);
@@ -156,7 +163,7 @@ impl Ffs {
     /// crash, does not find it — keeping the generation for the next use.
     pub(super) fn free_inode(&mut self, ino: Ino) -> Result<()> {
         let inode = *self.cached_inode(ino)?;
-        self.alloc.vfree(ino, inode.attr.is_dir())?;
+        self.free_or_defer(ino, Freed::Inode { ino, is_dir: inode.attr.is_dir() })?;
         for key in self.cache.keys_in(ino, i64::MIN..=i64::MAX) {
             self.cache.remove(key);
         }

@@ -12,7 +12,9 @@
 //! * [`mkfs`] — `newfs` and `dumpfs`, over a `disk::BlockDevice`.
 //! * `fs` — the mounted file system ([`Ffs`]), mount, unmount, write-back;
 //!   `inodes` (inodes in their tables), `blocks` (file blocks, fragments,
-//!   `balloc`), `cluster` (a file's runs of blocks pushed as they fill), `integrity` (sync and async), `orphans` (the on-disk
+//!   `balloc`), `cluster` (a file's runs of blocks pushed as they fill),
+//!   `integrity` (one interface, a module per mode), `frees` (frees
+//!   deferred until the pointer's removal is durable), `orphans` (the on-disk
 //!   list of files unlinked while open), `storage` (the
 //!   `StorageManager` implementation).
 //!
@@ -25,6 +27,7 @@ pub mod bitmap;
 mod blocks;
 pub mod cg;
 mod cluster;
+mod frees;
 mod fs;
 pub mod geometry;
 mod inodes;

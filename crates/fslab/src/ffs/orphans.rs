@@ -1,12 +1,11 @@
 //! The FFS orphan list: inodes with no name that are still open, chained
 //! through their `next_orphan` field from the superblock's head
-//! (`docs/FORMAT.md`, "Orphan list"). In `sync` mode each change reaches
-//! the disk in the order that keeps the list valid after any crash (2000
-//! paper §3.1's rule: never point at something before it is initialised):
-//! an inode joining is written with its `next_orphan` before the superblock
-//! head that names it; an inode leaving is skipped on disk — its
-//! predecessor or the head rewritten — before it is freed. In `async` mode
-//! nothing is ordered; fsck puts right what a crash leaves.
+//! (`docs/FORMAT.md`, "Orphan list"). Each change is told to the
+//! integrity mode, in the order that keeps the list valid after any crash
+//! if the mode writes in that order (2000 paper §3.1's rule: never point at
+//! something before it is initialised): an inode joining has its
+//! `next_orphan` set before the superblock head names it; an inode leaving
+//! is skipped — its predecessor or the head changed — before it is freed.
 
 use super::fs::Ffs;
 use crate::format::Ino;
@@ -46,7 +45,7 @@ impl Ffs {
         if self.sb.orphan_head != 0 {
             self.sb.orphan_head = 0;
             self.write_superblock()?;
-            self.dev.flush()?;
+            self.queue.flush()?;
         }
         Ok(())
     }
@@ -59,9 +58,7 @@ impl Ffs {
         self.cached_inode(ino)?.next_orphan = self.sb.orphan_head;
         self.mark_inode_dirty(ino)?;
         self.orphans.insert(0, ino);
-        if self.is_sync() {
-            self.write_inode_now(ino)?;
-        }
+        self.mode().orphan_link_changed(self, ino)?;
         self.set_orphan_head(ino)
     }
 
@@ -80,21 +77,12 @@ impl Ffs {
         let before = self.orphans[at - 1];
         self.cached_inode(before)?.next_orphan = next;
         self.mark_inode_dirty(before)?;
-        if self.is_sync() {
-            self.write_inode_now(before)?;
-        }
-        Ok(())
+        self.mode().orphan_link_changed(self, before)
     }
 
-    /// Points the list's head at `ino`; in sync mode the superblock is
-    /// written at once, behind a barrier.
+    /// Points the list's head at `ino`.
     fn set_orphan_head(&mut self, ino: Ino) -> Result<()> {
         self.sb.orphan_head = ino;
-        if self.is_sync() {
-            self.write_superblock()?;
-            self.dev.flush()?;
-            self.stats.sync_writes += 1;
-        }
-        Ok(())
+        self.mode().orphan_head_changed(self)
     }
 }

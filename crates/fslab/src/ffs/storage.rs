@@ -8,7 +8,7 @@ use crate::error::errno;
 use crate::format::blockno::XATTR_LBN;
 use crate::format::inode::{Inode, InodeAttr};
 use crate::format::{Ino, Lbn, NAME_MAX};
-use crate::storage::{Hint, StatFs, StorageManager, TxKind};
+use crate::storage::{Hint, StatFs, StorageManager, Ticket, TxSpec};
 use crate::Result;
 use disk::AlignedBytes;
 
@@ -23,8 +23,13 @@ impl Ffs {
     pub(super) fn available_blocks(&self) -> u64 {
         let fpb = self.frags_per_block();
         let reserved = self.reserved_frags;
-        let users = (self.alloc.free_space(self.sb.policy.minfree) - reserved as i64).max(0) as u64 / fpb;
-        let whole = self.alloc.totals().free_blocks.saturating_sub(reserved.div_ceil(fpb));
+        // Frees not yet allocatable are given to the allocation that needs
+        // them (`frees`).
+        let pending = self.pending_free_frags();
+        let users = (self.alloc.free_space(self.sb.policy.minfree) + pending as i64 - reserved as i64).max(0)
+            as u64
+            / fpb;
+        let whole = (self.alloc.totals().free_blocks + pending / fpb).saturating_sub(reserved.div_ceil(fpb));
         let nindir = self.tree.nindir;
         let fits = |n: u64| n.saturating_add(indirect_blocks(n, nindir)) <= whole;
         // Each indirect block serves thousands of data blocks, so the
@@ -203,9 +208,9 @@ impl StorageManager for Ffs {
         false
     }
 
-    fn begin(&mut self, kind: TxKind) -> Result<()> {
+    fn begin(&mut self, spec: TxSpec) -> Result<()> {
         self.check_mounted()?;
-        self.tx.begin(kind);
+        self.tx.begin(spec);
         Ok(())
     }
 
@@ -216,16 +221,20 @@ impl StorageManager for Ffs {
     /// At the outermost commit, what `reserve_blocks` promised and the
     /// operation did not use (a block it found already there) is free
     /// again.
-    fn commit(&mut self) -> Result<()> {
-        if self.tx.commit()?.is_some() {
-            self.reserved_frags = 0;
-            self.restore_unconfirmed_sizes()?;
-            self.maybe_write()?;
+    /// The integrity mode says what the caller waits for.
+    fn commit(&mut self) -> Result<Ticket> {
+        if self.tx.commit()?.is_none() {
+            return Ok(Ticket::none());
         }
-        Ok(())
+        self.reserved_frags = 0;
+        let restored = self.restore_unconfirmed_sizes();
+        let ticket = self.mode().commit(self);
+        restored?;
+        self.maybe_write()?;
+        ticket
     }
 
-    fn fsync(&mut self, ino: Ino, _datasync: bool) -> Result<()> {
+    fn start_fsync(&mut self, ino: Ino, _datasync: bool) -> Result<Ticket> {
         self.check_mounted()?;
         self.cached_inode(ino)?;
         self.fsync_file(ino)
@@ -240,6 +249,7 @@ impl StorageManager for Ffs {
         if self.unmounted {
             return Ok(());
         }
+        self.release_durable_frees()?;
         let since = self.options.clock.now().saturating_sub(self.last_sync);
         if since >= self.options.sync_interval && self.has_changes() {
             return self.sync_all();
@@ -274,7 +284,7 @@ impl StorageManager for Ffs {
             total_blocks: total.max(0) as u64,
             free_blocks: free.min(total.max(0) as u64),
             total_inodes: inodes,
-            free_inodes: totals.free_inodes,
+            free_inodes: totals.free_inodes + self.pending_frees().1,
             name_max: NAME_MAX as u32,
         })
     }

@@ -65,8 +65,7 @@ impl Lfs {
         self.settle_cold_head()?;
         self.write_segments(true)?;
         // Barrier: the log the superblock will point at is durable first.
-        self.io.wait_idle()?;
-        self.dev.flush()?;
+        self.io.barrier()?;
         let mut checkpoint = Checkpoint {
             serial: self.sb.checkpoint.serial + 1,
             time: now_ns(),
@@ -91,7 +90,7 @@ impl Lfs {
             self.dev.write_at(self.sb.copy_offset(i), &bytes)?;
         }
         // Barrier: the checkpoint is durable when this returns.
-        self.dev.flush()?;
+        self.io.barrier()?;
         self.stats.checkpoints += 1;
         self.checkpoints.written(self.options.clock.now());
         self.reclaim_empty_segments();

@@ -49,12 +49,24 @@ impl SegmentIo {
         });
         let lens = vec![block_size; blocks.len()];
         let units = blocks.len() as u64 + 1;
-        self.queue.submit(WriteJob { start, units, buffers: blocks, lens, header: Some(header) })
+        self.queue.submit(WriteJob { start, units, buffers: blocks, lens, header: Some(header) })?;
+        Ok(())
     }
 
     /// Waits until every submitted write has reached the device.
     pub(super) fn wait_idle(&self) -> Result<()> {
         self.queue.wait_idle()
+    }
+
+    /// A flush barrier after every submitted write, and after writes made
+    /// beside the queue (the superblock): what a checkpoint waits for.
+    pub(super) fn barrier(&self) -> Result<()> {
+        self.queue.barrier()
+    }
+
+    /// A ticket for every partial segment submitted so far.
+    pub(super) fn ticket(&self) -> crate::cache::Ticket {
+        self.queue.ticket_for_all()
     }
 
     /// Waits until no write in flight covers any of the `blocks` blocks from

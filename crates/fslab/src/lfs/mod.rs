@@ -42,7 +42,7 @@ use crate::error::errno;
 use crate::format::blockno::Geometry;
 use crate::format::inode::{Inode, InodeAttr};
 use crate::format::{Daddr, Ino, Lbn, IFILE_INO};
-use crate::storage::{Hint, StatFs, StorageManager, TxKind, TxLog};
+use crate::storage::{Hint, StatFs, StorageManager, Ticket, TxLog, TxSpec};
 use crate::time::TimeSource;
 use crate::Result;
 use bmap::NewContents;
@@ -516,12 +516,12 @@ impl StorageManager for Lfs {
         self.check_space(blocks + metas, space::SpaceFor::Data)
     }
 
-    fn begin(&mut self, kind: TxKind) -> Result<()> {
+    fn begin(&mut self, spec: TxSpec) -> Result<()> {
         self.check_mounted()?;
         if !self.tx.is_open() {
-            self.reserve_for(kind)?;
+            self.reserve_for(spec.kind)?;
         }
-        self.tx.begin(kind);
+        self.tx.begin(spec);
         Ok(())
     }
 
@@ -536,14 +536,20 @@ impl StorageManager for Lfs {
         }
     }
 
-    fn commit(&mut self) -> Result<()> {
+    /// A directory operation is durable at the next checkpoint or fsync,
+    /// not at commit: nothing to wait for.
+    fn commit(&mut self) -> Result<Ticket> {
         match self.tx.commit()? {
-            Some(kind) if kind.is_namespace() => self.maybe_write(),
-            _ => Ok(()),
+            Some(kind) if kind.is_namespace() => self.maybe_write()?,
+            _ => {}
         }
+        Ok(Ticket::none())
     }
 
-    fn fsync(&mut self, ino: Ino, _datasync: bool) -> Result<()> {
+    /// The partial segments are queued here; the ticket waits for them to
+    /// reach the device and for the barrier after them, which a caller can
+    /// do without the file system and share with other fsyncs.
+    fn start_fsync(&mut self, ino: Ino, _datasync: bool) -> Result<Ticket> {
         // Roll-forward makes a partial segment durable on its own, so fsync
         // writes the file's blocks and inode and a barrier — not the ifile.
         // A pending directory operation may be what names this file (or is
@@ -555,9 +561,7 @@ impl StorageManager for Lfs {
         } else {
             self.write_segments(false)?;
         }
-        self.io.wait_idle()?;
-        self.dev.flush()?;
-        Ok(())
+        Ok(self.io.ticket())
     }
 
     fn sync(&mut self) -> Result<()> {

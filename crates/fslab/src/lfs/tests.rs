@@ -626,7 +626,7 @@ fn a_few_segments_of_file_data_are_written_behind_unless_a_directory_operation_w
 
     // A pending directory operation keeps the data for the writers' own
     // segment write.
-    lfs.begin(TxKind::Create).expect("begin");
+    lfs.begin(crate::storage::TxKind::Create.into()).expect("begin");
     let other = new_file(&mut lfs);
     lfs.commit().expect("commit");
     for lbn in 0..72 {

@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::{Hint, StatFs, StorageManager, TxKind, TxLog, XATTR_LBN};
+use super::{Hint, StatFs, StorageManager, Ticket, TxLog, TxSpec, XATTR_LBN};
 use crate::error::errno;
 use crate::format::blockno::Geometry;
 use crate::format::dirent::new_dir_block;
@@ -339,11 +339,11 @@ impl StorageManager for MemStorage {
         Ok(())
     }
 
-    fn begin(&mut self, kind: TxKind) -> Result<()> {
+    fn begin(&mut self, spec: TxSpec) -> Result<()> {
         if self.unmounted {
             return Err(errno(libc::EIO, "file system is unmounted"));
         }
-        self.tx.begin(kind);
+        self.tx.begin(spec);
         Ok(())
     }
 
@@ -351,12 +351,13 @@ impl StorageManager for MemStorage {
         self.record(hint)
     }
 
-    fn commit(&mut self) -> Result<()> {
-        self.tx.commit().map(|_| ())
+    /// Memory promises no durability: nothing to wait for.
+    fn commit(&mut self) -> Result<Ticket> {
+        self.tx.commit().map(|_| Ticket::none())
     }
 
-    fn fsync(&mut self, ino: Ino, _datasync: bool) -> Result<()> {
-        self.vget(ino).map(|_| ())
+    fn start_fsync(&mut self, ino: Ino, _datasync: bool) -> Result<Ticket> {
+        self.vget(ino).map(|_| Ticket::none())
     }
 
     fn sync(&mut self) -> Result<()> {

@@ -25,13 +25,14 @@ pub mod mem;
 pub mod orphans;
 mod tx;
 
+pub use crate::durable::Ticket;
 pub use crate::format::blockno::XATTR_LBN;
 use crate::format::inode::{Inode, InodeAttr};
 use crate::format::{Ino, Lbn};
 use crate::Result;
 use disk::AlignedBytes;
 pub use mem::MemStorage;
-pub use tx::{transaction, Hint, TxKind, TxLog};
+pub use tx::{transaction, Hint, TxKind, TxLog, TxSpec};
 
 /// Copies bytes `offset .. offset + buf.len()` of `block` into `buf`;
 /// EINVAL if they pass the block's end.
@@ -181,21 +182,36 @@ pub trait StorageManager: Send {
         true
     }
 
-    /// Opens a transaction of `kind` (see `tx`), or nests inside the open
-    /// one. May fail before anything changed: ENOSPC, EIO on an unmounted
-    /// file system.
-    fn begin(&mut self, kind: TxKind) -> Result<()>;
+    /// Opens a transaction (see `tx`), or nests inside the open one.
+    /// `spec` says what it is and bounds what it may dirty: a storage
+    /// manager that must reserve room for it up front (a journal's log
+    /// space, a log's reserve) does so here. May fail before anything
+    /// changed: ENOSPC, EIO on an unmounted file system.
+    fn begin(&mut self, spec: TxSpec) -> Result<()>;
 
     /// Reports a change the open transaction made (see [`Hint`]). May
     /// write: a layout that orders its writes does so here.
     fn hint(&mut self, hint: Hint) -> Result<()>;
 
     /// Ends the transaction begun last; the outermost one's end may write.
-    fn commit(&mut self) -> Result<()>;
+    /// Returns what the caller waits for before the operation is done as
+    /// the storage manager promises it (a synchronous mount's durability;
+    /// nothing for most): waiting on the ticket needs no access to the
+    /// storage manager, so a caller can wait after letting others in, and
+    /// operations waiting for the same flush share it.
+    fn commit(&mut self) -> Result<Ticket>;
 
-    /// Makes the contents and attributes of `ino` durable (`datasync`: the
-    /// attributes only as far as needed to read the data back).
-    fn fsync(&mut self, ino: Ino, datasync: bool) -> Result<()>;
+    /// Starts making the contents and attributes of `ino` durable
+    /// (`datasync`: the attributes only as far as needed to read the data
+    /// back): writes what it must, and returns the ticket that says when
+    /// that is durable.
+    fn start_fsync(&mut self, ino: Ino, datasync: bool) -> Result<Ticket>;
+
+    /// Makes the contents and attributes of `ino` durable: `start_fsync`,
+    /// then a wait on its ticket.
+    fn fsync(&mut self, ino: Ino, datasync: bool) -> Result<()> {
+        self.start_fsync(ino, datasync)?.wait()
+    }
 
     /// Makes everything durable.
     fn sync(&mut self) -> Result<()>;

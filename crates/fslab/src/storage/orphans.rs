@@ -5,7 +5,7 @@
 //! last close does, so the layout takes each off its list the way it does
 //! at run time.
 
-use super::{transaction, Hint, StorageManager, TxKind};
+use super::{transaction, Hint, StorageManager, TxKind, TxSpec};
 use crate::format::Ino;
 use crate::Result;
 
@@ -22,14 +22,15 @@ pub struct OrphanReport {
 
 /// Frees orphan `ino` — its blocks, its extended-attribute block, the
 /// inode — in one `Reclaim` transaction, as the namespace does at a last
-/// close.
+/// close, and waits for it as the storage manager promises it.
 pub fn reclaim<S: StorageManager + ?Sized>(storage: &mut S, ino: Ino) -> Result<()> {
-    transaction(storage, TxKind::Reclaim, |s| {
+    let ((), ticket) = transaction(storage, TxSpec::new(TxKind::Reclaim), |s| {
         s.hint(Hint::Reclaimed { ino })?;
         s.free_blocks(ino, 0, u64::MAX)?;
         s.free_xattr(ino)?;
         s.vfree(ino)
-    })
+    })?;
+    ticket.wait()
 }
 
 /// Follows an orphan list from `head` through `next_of` (which reads an

@@ -64,6 +64,57 @@ impl TxKind {
     }
 }
 
+/// A transaction as [`StorageManager::begin`] is told it: what it does,
+/// and an upper bound on the file blocks it may dirty (data, directory,
+/// symbolic-link and extended-attribute blocks, new or rewritten). A
+/// storage manager derives from it what it must hold in reserve for the
+/// metadata those blocks bring with them (inode, indirect, group and
+/// summary blocks, by its own geometry): the room a journal reserves in
+/// its log before the operation may start, or a log's space check.
+///
+/// [`StorageManager::begin`]: super::StorageManager::begin
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TxSpec {
+    /// What the transaction does.
+    pub kind: TxKind,
+    /// The most file blocks it may dirty.
+    pub file_blocks: u64,
+}
+
+impl TxSpec {
+    /// A transaction of `kind` that dirties at most what one of its kind
+    /// does, whatever its arguments: a directory operation touches a block
+    /// of each directory it changes and of each node it makes (a new
+    /// directory's first block, a symbolic link's target), a truncate the
+    /// two partial blocks at the ends of its range.
+    pub fn new(kind: TxKind) -> TxSpec {
+        let file_blocks = match kind {
+            // The entry's block (or the block the directory grows by), and
+            // the new node's first block.
+            TxKind::Create => 2,
+            TxKind::Link | TxKind::Unlink | TxKind::Xattr | TxKind::Write => 1,
+            // The entry removed, the entry added (over a target, or in a
+            // block the directory grows by), and a moved directory's `..`.
+            TxKind::Rename => 3,
+            TxKind::Reclaim | TxKind::SetAttr => 0,
+            TxKind::Truncate => 2,
+        };
+        TxSpec { kind, file_blocks }
+    }
+
+    /// A transaction of `kind` that dirties at most `file_blocks` blocks
+    /// (a write of a range: the blocks the range covers).
+    pub fn dirtying(kind: TxKind, file_blocks: u64) -> TxSpec {
+        TxSpec { kind, file_blocks }
+    }
+}
+
+impl From<TxKind> for TxSpec {
+    fn from(kind: TxKind) -> TxSpec {
+        TxSpec::new(kind)
+    }
+}
+
 /// A change made inside a transaction, reported after it was made in
 /// memory. Offsets are byte offsets in the directory file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -98,6 +149,8 @@ pub enum Hint {
 pub struct TxLog {
     depth: u32,
     kind: Option<TxKind>,
+    /// File blocks the open transactions together may dirty.
+    bound: u64,
     recording: bool,
     hints: Vec<Hint>,
     begun: u64,
@@ -111,17 +164,26 @@ impl TxLog {
         TxLog { recording: true, ..TxLog::default() }
     }
 
-    /// Opens a transaction of `kind`, or nests inside the open one.
-    /// Returns whether this is the outermost.
-    pub fn begin(&mut self, kind: TxKind) -> bool {
+    /// Opens a transaction as `spec` says, or nests inside the open one
+    /// (whose bound grows by the nested one's). Returns whether this is
+    /// the outermost.
+    pub fn begin(&mut self, spec: TxSpec) -> bool {
         self.begun += 1;
         self.depth += 1;
         if self.depth == 1 {
-            self.kind = Some(kind);
+            self.kind = Some(spec.kind);
+            self.bound = spec.file_blocks;
             self.hints.clear();
             return true;
         }
+        self.bound = self.bound.saturating_add(spec.file_blocks);
         false
+    }
+
+    /// The most file blocks the open transaction (with those nested in it)
+    /// declared it may dirty.
+    pub fn bound(&self) -> u64 {
+        self.bound
     }
 
     /// Records `hint` for the open transaction (kept only when recording).
@@ -173,20 +235,20 @@ impl TxLog {
     }
 }
 
-/// Runs `body` as one transaction of `kind`: `begin` first (if it fails,
-/// `body` does not run), `commit` after, even when `body` fails. The
-/// first error wins.
+/// Runs `body` as one transaction as `spec` says: `begin` first (if it
+/// fails, `body` does not run), `commit` after, even when `body` fails. The
+/// first error wins. Returns `body`'s value and commit's ticket, which the
+/// caller waits on (now, or once it has let others in).
 pub fn transaction<S: StorageManager + ?Sized, T>(
     storage: &mut S,
-    kind: TxKind,
+    spec: TxSpec,
     body: impl FnOnce(&mut S) -> Result<T>,
-) -> Result<T> {
-    storage.begin(kind)?;
+) -> Result<(T, super::Ticket)> {
+    storage.begin(spec)?;
     let result = body(storage);
     let committed = storage.commit();
     let value = result?;
-    committed?;
-    Ok(value)
+    Ok((value, committed?))
 }
 
 #[cfg(test)]
@@ -196,9 +258,10 @@ mod tests {
     #[test]
     fn only_the_outermost_transaction_counts_and_hints_are_kept_when_recording() {
         let mut log = TxLog::recording();
-        assert!(log.begin(TxKind::Unlink));
+        assert!(log.begin(TxSpec::new(TxKind::Unlink)));
         log.hint(Hint::Orphaned { ino: 5 });
-        assert!(!log.begin(TxKind::Reclaim), "nested");
+        assert!(!log.begin(TxSpec::dirtying(TxKind::Reclaim, 4)), "nested");
+        assert_eq!(log.bound(), 5, "a nested transaction adds its bound");
         assert!(log.in_namespace_op());
         assert_eq!(log.commit().expect("inner"), None);
         assert_eq!(log.kind(), Some(TxKind::Unlink));
@@ -208,7 +271,7 @@ mod tests {
         assert_eq!(log.counts(), (2, 2));
 
         let mut quiet = TxLog::default();
-        quiet.begin(TxKind::Write);
+        quiet.begin(TxSpec::new(TxKind::Write));
         quiet.hint(Hint::BlocksFreed { ino: 3, first: 0, last: 9 });
         assert!(quiet.hints().is_empty() && !quiet.in_namespace_op());
     }

@@ -33,7 +33,7 @@ use std::collections::{HashMap, HashSet};
 use crate::error::errno;
 use crate::format::inode::{Inode, InodeAttr};
 use crate::format::{now_ns, Ino, TimeNs, NAME_MAX};
-use crate::storage::{Hint, StatFs, StorageManager, TxKind};
+use crate::storage::{Hint, StatFs, StorageManager, Ticket, TxKind, TxSpec};
 use crate::Result;
 
 pub use atime::{AtimeOptions, AtimePolicy};
@@ -149,9 +149,18 @@ pub struct DirEntry {
 /// An inode's life: allocated by a create (nlink ≥ 1) → linked and unlinked
 /// any number of times → nlink 0: freed at once if unpinned, else an
 /// *orphan* until its last unpin or unmount.
+///
+/// Durability: a call whose storage manager promises durability (fsync; a
+/// synchronous mount's namespace operations) waits for it before it
+/// returns — unless [`FileSystem::wait_outside`] was set, when it leaves
+/// the wait to its caller ([`FileSystem::take_ticket`]).
 pub struct FileSystem<S: StorageManager> {
     storage: S,
     state: State,
+    /// Waits left to the caller, joined.
+    pending: Ticket,
+    /// Whether the caller waits ([`FileSystem::wait_outside`]).
+    wait_outside: bool,
 }
 
 /// The namespace's memory: nothing here is the truth about the disk except
@@ -269,7 +278,32 @@ impl<S: StorageManager> Ns<'_, S> {
 impl<S: StorageManager> FileSystem<S> {
     /// A namespace over `storage`.
     pub fn new(storage: S) -> FileSystem<S> {
-        FileSystem { storage, state: State::default() }
+        FileSystem { storage, state: State::default(), pending: Ticket::none(), wait_outside: false }
+    }
+
+    /// Leaves every wait for durability to the caller: a call that would
+    /// wait returns at once and adds what it waits for to
+    /// [`FileSystem::take_ticket`]. A caller that serializes calls with a
+    /// lock takes the ticket before it lets go and waits after, so that
+    /// calls finishing together share one flush of the device (group
+    /// commit) and no call waits for a flush while holding the others up.
+    pub fn wait_outside(&mut self, on: bool) {
+        self.wait_outside = on;
+    }
+
+    /// What the calls since the last take left to wait for (with
+    /// [`FileSystem::wait_outside`]); a ticket of nothing otherwise.
+    pub fn take_ticket(&mut self) -> Ticket {
+        std::mem::take(&mut self.pending)
+    }
+
+    /// Waits for `ticket` now, or leaves it to the caller.
+    fn settle(&mut self, ticket: Ticket) -> Result<()> {
+        if self.wait_outside {
+            self.pending = std::mem::take(&mut self.pending).join(ticket);
+            return Ok(());
+        }
+        ticket.wait()
     }
 
     /// Creates the root directory of a new file system: the storage
@@ -279,7 +313,7 @@ impl<S: StorageManager> FileSystem<S> {
         use crate::format::dirent::new_dir_block;
         use crate::format::inode::{kind, InodeAttr};
         use crate::format::{now_ns, ROOT_INO};
-        crate::storage::transaction(&mut self.storage, TxKind::Create, |s| {
+        let (root, ticket) = crate::storage::transaction(&mut self.storage, TxKind::Create.into(), |s| {
             let inode = s.valloc(ROOT_INO, kind::DIR)?;
             if inode.ino != ROOT_INO {
                 return Err(crate::Error::Foreign(format!(
@@ -304,7 +338,9 @@ impl<S: StorageManager> FileSystem<S> {
             };
             s.update(ROOT_INO, &attr)?;
             s.vget(ROOT_INO)
-        })
+        })?;
+        self.settle(ticket)?;
+        Ok(root)
     }
 
     /// The storage manager underneath.
@@ -316,10 +352,25 @@ impl<S: StorageManager> FileSystem<S> {
         Ns { s: &mut self.storage, st: &mut self.state }
     }
 
-    /// Runs `body` as one transaction of `kind` (STYLE.md item 11).
-    fn tx<T>(&mut self, kind: TxKind, body: impl FnOnce(&mut Ns<'_, S>) -> Result<T>) -> Result<T> {
+    /// Runs `body` as one transaction (STYLE.md item 11), and waits for
+    /// what its commit promises ([`FileSystem::settle`]).
+    fn tx<T>(
+        &mut self,
+        spec: impl Into<TxSpec>,
+        body: impl FnOnce(&mut Ns<'_, S>) -> Result<T>,
+    ) -> Result<T> {
         let st = &mut self.state;
-        crate::storage::transaction(&mut self.storage, kind, |s| body(&mut Ns { s, st }))
+        let (value, ticket) =
+            crate::storage::transaction(&mut self.storage, spec.into(), |s| body(&mut Ns { s, st }))?;
+        self.settle(ticket)?;
+        Ok(value)
+    }
+
+    /// A write transaction of the blocks `len` bytes from `offset` cover.
+    fn write_spec(&self, offset: u64, len: u64) -> TxSpec {
+        let bs = u64::from(self.storage.block_size().max(1));
+        let blocks = if len == 0 { 0 } else { (offset.saturating_add(len) - 1) / bs - offset / bs + 1 };
+        TxSpec::dirtying(TxKind::Write, blocks)
     }
 
     /// The attributes of the entry `name` in directory `parent`.
@@ -429,7 +480,8 @@ impl<S: StorageManager> FileSystem<S> {
 
     /// Writes `data` at `offset`; returns the bytes written.
     pub fn write(&mut self, ino: Ino, offset: u64, data: &[u8]) -> Result<usize> {
-        self.tx(TxKind::Write, |ns| ns.write(ino, offset, data, BlockCopies::default(), Privilege::default()))
+        let spec = self.write_spec(offset, data.len() as u64);
+        self.tx(spec, |ns| ns.write(ino, offset, data, BlockCopies::default(), Privilege::default()))
     }
 
     /// [`FileSystem::write`], with `copies` made from the same `offset`
@@ -442,7 +494,8 @@ impl<S: StorageManager> FileSystem<S> {
         copies: BlockCopies,
         who: Privilege,
     ) -> Result<usize> {
-        self.tx(TxKind::Write, |ns| ns.write(ino, offset, data, copies, who))
+        let spec = self.write_spec(offset, data.len() as u64);
+        self.tx(spec, |ns| ns.write(ino, offset, data, copies, who))
     }
 
     /// The file system's block size, which [`BlockCopies::of`] needs.
@@ -461,8 +514,13 @@ impl<S: StorageManager> FileSystem<S> {
             | libc::FALLOC_FL_ZERO_RANGE
             | libc::FALLOC_FL_COLLAPSE_RANGE
             | libc::FALLOC_FL_INSERT_RANGE;
-        let kind = if mode & frees != 0 { TxKind::Truncate } else { TxKind::Write };
-        self.tx(kind, |ns| ns.fallocate(ino, offset, len, mode, who))
+        let spec = if mode & frees != 0 {
+            // Moving a range rewrites the blocks from it to the end.
+            TxSpec::dirtying(TxKind::Truncate, u64::MAX)
+        } else {
+            self.write_spec(offset, len)
+        };
+        self.tx(spec, |ns| ns.fallocate(ino, offset, len, mode, who))
     }
 
     /// `lseek(2)` for SEEK_DATA and SEEK_HOLE (`whence` as in libc): ENXIO
@@ -493,7 +551,8 @@ impl<S: StorageManager> FileSystem<S> {
         len: u64,
         who: Privilege,
     ) -> Result<u64> {
-        self.tx(TxKind::Write, |ns| ns.copy_file_range(from, from_offset, to, to_offset, len, who))
+        let spec = self.write_spec(to_offset, len);
+        self.tx(spec, |ns| ns.copy_file_range(from, from_offset, to, to_offset, len, who))
     }
 
     /// Entries of directory `ino` from `offset` (0 = the start), at most
@@ -508,7 +567,8 @@ impl<S: StorageManager> FileSystem<S> {
 
     /// Makes `ino` durable.
     pub fn fsync(&mut self, ino: Ino, datasync: bool) -> Result<()> {
-        self.storage.fsync(ino, datasync)
+        let ticket = self.storage.start_fsync(ino, datasync)?;
+        self.settle(ticket)
     }
 
     /// Makes everything durable.

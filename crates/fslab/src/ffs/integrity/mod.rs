@@ -1,0 +1,228 @@
+//! Metadata integrity: one interface, [`IntegrityMode`], with one module
+//! per mode (2000 paper §2 for FFS and FFS-async; §3.1 for the three rules
+//! every mode keeps in its own way):
+//!
+//! * `ordered` — 4.4BSD's synchronous, ordered metadata writes (`sync`);
+//! * `delayed` — nothing ordered, nothing synchronous but fsync and sync
+//!   (`async`).
+//!
+//! A mode decides *when* a dirtied block may reach the device and in what
+//! order, never *where* a block lives. `Ffs` calls it at the points where
+//! order matters — each hint of a transaction, a new indirect block, blocks
+//! freed, a block moved, the orphan list changed, commit, fsync — and
+//! around every block write (`write_starting`, `write_done`), which is
+//! where a mode that rolls changes back (soft updates) or holds blocks
+//! until a log covers them (a journal) attaches. A new mode is a new module
+//! here, never a branch in the others.
+//!
+//! Below the modes are the write primitives they share: an *ordered* write
+//! ([`Ffs::write_ordered`]) is issued only once everything issued before it
+//! is durable, and leaves its own durability to whoever needs it (the
+//! transaction's ticket, or a later ordered write's barrier); a *durable*
+//! write ([`Ffs::write_durable`]) is also followed by a barrier, for what
+//! a write the mode does not order (file data, a delayed write-back) must
+//! never overtake.
+
+mod delayed;
+mod ordered;
+
+use super::frees::{FreeWhen, Freed};
+use super::fs::{Ffs, Integrity};
+use crate::cache::{device_addr, BlockData, BlockKey, Seq, Ticket};
+use crate::format::{Daddr, Ino, Lbn};
+use crate::storage::Hint;
+use crate::Result;
+use std::sync::Arc;
+
+/// How FFS keeps its metadata recoverable: what to write, and in what
+/// order, when the namespace changes something. Every method is given the
+/// mounted file system; a mode with state of its own keeps it behind
+/// `&self` (the file system holds the mode in an `Arc`, so a mode can call
+/// back into the file system while it runs).
+pub(super) trait IntegrityMode: Send + Sync {
+    /// A hint of the open transaction, sent after the change it names.
+    fn on_hint(&self, fs: &mut Ffs, hint: Hint) -> Result<()>;
+
+    /// Indirect block `lbn` of `ino` was just given `addr`; no pointer to
+    /// it is set yet (rule 1: never point at a structure before it is
+    /// initialised).
+    fn indirect_allocated(&self, fs: &mut Ffs, ino: Ino, lbn: Lbn, addr: Daddr) -> Result<()>;
+
+    /// Blocks of `ino` were freed in memory: the inode and indirect blocks
+    /// no longer point at them (rule 2: never reuse a resource before every
+    /// pointer to it is nullified).
+    fn blocks_freed(&self, fs: &mut Ffs, ino: Ino) -> Result<()>;
+
+    /// Block `lbn` of `ino` was copied to a new place and its pointer set
+    /// there; the fragments it leaves are freed next (rule 3: never reset
+    /// the old pointer to a live resource before the new one is set).
+    fn block_moving(&self, fs: &mut Ffs, ino: Ino, lbn: Lbn) -> Result<()>;
+
+    /// The `next_orphan` field of `ino` changed in memory (it joined the
+    /// orphan list, or the orphan after it left).
+    fn orphan_link_changed(&self, fs: &mut Ffs, ino: Ino) -> Result<()>;
+
+    /// The orphan list's head in the superblock changed in memory.
+    fn orphan_head_changed(&self, fs: &mut Ffs) -> Result<()>;
+
+    /// The outermost transaction ended: what the caller must wait for
+    /// before the operation counts as done, as this mode promises it.
+    fn commit(&self, fs: &mut Ffs) -> Result<Ticket>;
+
+    /// Starts making `ino`'s contents, attributes and name durable; the
+    /// ticket says when they are.
+    fn fsync(&self, fs: &mut Ffs, ino: Ino) -> Result<Ticket>;
+
+    /// When freeing `what`, whose last pointer was in `ino`, may take
+    /// effect (`frees`): at once, or once the blocks that held the pointer
+    /// are durable without it.
+    fn free_when(&self, fs: &mut Ffs, ino: Ino, what: Freed) -> Result<FreeWhen> {
+        let _ = (fs, ino, what);
+        Ok(FreeWhen::Now)
+    }
+
+    /// `key` is about to be written to `addr`: the bytes to write instead
+    /// of the cached ones, if any (a copy with changes rolled back whose
+    /// dependencies are not yet durable, its checksums recomputed).
+    fn write_starting(&self, key: BlockKey, addr: Daddr, data: &BlockData) -> Result<Option<BlockData>> {
+        let _ = (key, addr, data);
+        Ok(None)
+    }
+
+    /// The write of `key` to `addr` was issued as write `seq`.
+    fn write_done(&self, key: BlockKey, addr: Daddr, seq: Seq) {
+        let _ = (key, addr, seq);
+    }
+}
+
+/// The mode that implements `integrity`.
+pub(super) fn mode_for(integrity: Integrity) -> Arc<dyn IntegrityMode> {
+    match integrity {
+        Integrity::Sync => Arc::new(ordered::Ordered),
+        Integrity::Async => Arc::new(delayed::Delayed),
+    }
+}
+
+impl Ffs {
+    /// The mount's integrity mode, to call while `self` is borrowed.
+    pub(super) fn mode(&self) -> Arc<dyn IntegrityMode> {
+        Arc::clone(&self.mode)
+    }
+
+    /// Acts on a hint of the open transaction.
+    pub(super) fn on_hint(&mut self, hint: Hint) -> Result<()> {
+        self.tx.hint(hint);
+        match hint {
+            Hint::Orphaned { ino } => return self.join_orphans(ino),
+            Hint::Reclaimed { ino } => return self.leave_orphans(ino),
+            _ => {}
+        }
+        self.mode().on_hint(self, hint)
+    }
+
+    /// See [`IntegrityMode::indirect_allocated`].
+    pub(super) fn write_new_indirect(&mut self, ino: Ino, lbn: Lbn, addr: Daddr) -> Result<()> {
+        self.mode().indirect_allocated(self, ino, lbn, addr)
+    }
+
+    /// See [`IntegrityMode::blocks_freed`].
+    pub(super) fn after_free(&mut self, ino: Ino) -> Result<()> {
+        self.mode().blocks_freed(self, ino)
+    }
+
+    /// See [`IntegrityMode::block_moving`].
+    pub(super) fn before_freeing_moved(&mut self, ino: Ino, lbn: Lbn) -> Result<()> {
+        self.mode().block_moving(self, ino, lbn)
+    }
+
+    /// Starts an fsync of `ino` as the mode does it.
+    pub(super) fn fsync_file(&mut self, ino: Ino) -> Result<Ticket> {
+        self.mode().fsync(self, ino)
+    }
+
+    /// Writes the dirty buffers among `keys` once everything issued before
+    /// is durable (a barrier first, if anything is not), and returns
+    /// without waiting for them: an ordered write. Their durability joins
+    /// the open transaction's ticket.
+    pub(super) fn write_ordered(&mut self, keys: &[BlockKey]) -> Result<()> {
+        if keys.iter().any(|&k| device_addr(k).is_some_and(|a| self.fresh_inode_blocks.contains(&a))) {
+            self.write_fresh_inode_blocks()?;
+        }
+        let dirty: Vec<BlockKey> = keys.iter().copied().filter(|&k| self.cache.is_dirty(k)).collect();
+        if dirty.is_empty() {
+            return Ok(());
+        }
+        self.queue.flush()?;
+        let mut placements = self.placements_of(&dirty)?;
+        let last = self.write_placements(&mut placements)?;
+        self.stats.sync_writes += 1;
+        self.tx_ticket = std::mem::take(&mut self.tx_ticket).join(self.queue.ticket(last));
+        for key in dirty {
+            if let Some(addr) = device_addr(key) {
+                self.fresh_inode_blocks.remove(&addr);
+            }
+        }
+        Ok(())
+    }
+
+    /// An ordered write of `keys` followed by a barrier: durable when this
+    /// returns, before anything written after it.
+    pub(super) fn write_durable(&mut self, keys: &[BlockKey]) -> Result<()> {
+        self.write_ordered(keys)?;
+        self.queue.flush()
+    }
+
+    /// Writes the inode-table blocks lazy initialisation zeroed (with the
+    /// inodes stored in them since), a barrier, then the groups that count
+    /// them as initialised, and a barrier: before an inode in such a block
+    /// is named on disk, its group must say the block was initialised,
+    /// since fsck reads no slot past that mark.
+    pub(super) fn write_fresh_inode_blocks(&mut self) -> Result<()> {
+        if self.fresh_inode_blocks.is_empty() {
+            return Ok(());
+        }
+        self.write_groups()?;
+        self.queue.flush()
+    }
+
+    /// The dirty blocks of file `ino` (data, indirect, attributes).
+    pub(super) fn dirty_blocks_of(&self, ino: Ino) -> Vec<BlockKey> {
+        self.cache.dirty_keys_in(ino, Lbn::MIN..=Lbn::MAX)
+    }
+
+    /// An ordered write of inode `ino`; a directory's or symbolic link's
+    /// blocks first (a new directory's `.` and `..`: rule 1).
+    pub(super) fn write_inode_ordered(&mut self, ino: Ino) -> Result<()> {
+        if !self.cached_inode(ino)?.attr.is_reg() {
+            let blocks = self.dirty_blocks_of(ino);
+            self.write_ordered(&blocks)?;
+        }
+        let key = self.store_inode(ino)?;
+        self.write_ordered(&[key])
+    }
+
+    /// An ordered write of the directory block holding the entry at
+    /// `offset` of `dir`; if the directory grew in this transaction, every
+    /// new block of it and then its inode, so the entry is reachable.
+    pub(super) fn write_entry_ordered(&mut self, dir: Ino, offset: u64) -> Result<()> {
+        let grew =
+            self.tx.hints().iter().any(|h| matches!(h, Hint::BlocksAllocated { ino, .. } if *ino == dir));
+        if grew {
+            let blocks = self.dirty_blocks_of(dir);
+            self.write_ordered(&blocks)?;
+            let key = self.store_inode(dir)?;
+            return self.write_ordered(&[key]);
+        }
+        let lbn = (offset / self.block_size() as u64) as Lbn;
+        self.write_ordered(&[(dir, lbn)])
+    }
+
+    /// Whether `ino` is a directory or symbolic link (whose blocks are
+    /// namespace metadata), or the device's own blocks.
+    pub(super) fn is_namespace_file(&mut self, ino: Ino) -> bool {
+        ino == crate::cache::DEVICE || self.cached_inode(ino).is_ok_and(|i| !i.attr.is_reg())
+    }
+}
+
+#[cfg(test)]
+mod tests;

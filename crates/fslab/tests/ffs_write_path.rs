@@ -1,0 +1,97 @@
+//! The write path under every FFS integrity mode: every write the device
+//! sees is one the file system issued through its cache's write-back
+//! (cylinder groups and the superblock included, where an integrity mode
+//! sees them), and what a synchronous mount promises is left to a ticket
+//! its caller waits on.
+
+use disk::{CountingDisk, MemDisk};
+use fslab::ffs::{Ffs, Integrity, MkfsOptions, MountOptions};
+use fslab::format::ROOT_INO;
+use fslab::ufs::{Creds, FileSystem, SetAttr};
+use std::sync::Arc;
+
+/// A fresh FFS image of 32 MiB, as bytes.
+fn fresh_image() -> Vec<u8> {
+    let dev = Arc::new(MemDisk::new(32 << 20));
+    fslab::mkfs_ffs(dev.clone(), &MkfsOptions::default(), Creds::default()).expect("mkfs");
+    dev.snapshot()
+}
+
+/// Creates, writes past the direct blocks (so indirect blocks come and
+/// go), grows a tail, renames, unlinks an open file (the orphan list),
+/// fsyncs, syncs and truncates.
+fn workload(fs: &mut FileSystem<Ffs>) {
+    let creds = Creds::default();
+    let dir = fs.mkdir(ROOT_INO, b"d", 0o755, creds).expect("mkdir").ino;
+    let big = fs.mknod(dir, b"big", 0o100644, 0, creds).expect("create").ino;
+    let block = vec![0x5a_u8; 8192];
+    for i in 0..20u64 {
+        fs.write(big, i * 8192, &block).expect("write");
+    }
+    fs.fsync(big, false).expect("fsync");
+    let small = fs.mknod(ROOT_INO, b"small", 0o100644, 0, creds).expect("create").ino;
+    fs.write(small, 0, b"a tail of a fragment").expect("write");
+    fs.write(small, 3000, b"grown to three fragments").expect("write");
+    fs.rename(ROOT_INO, b"small", dir, b"moved", Default::default()).expect("rename");
+    fs.pin(big);
+    fs.unlink(dir, b"big").expect("unlink an open file");
+    fs.sync().expect("sync");
+    fs.unpin(big, 1).expect("last close");
+    fs.setattr(small, &SetAttr { size: Some(3), ..Default::default() }).expect("truncate");
+}
+
+#[test]
+fn every_write_the_device_sees_went_through_write_back_groups_and_superblock_included() {
+    for integrity in [Integrity::Sync, Integrity::Async] {
+        let disk = Arc::new(CountingDisk::new(MemDisk::from_bytes(fresh_image())));
+        let options = MountOptions { integrity, ..MountOptions::default() };
+        let mut fs = FileSystem::new(Ffs::mount(disk.clone(), options).expect("mount"));
+        let geo = fs.storage().superblock().geometry;
+        workload(&mut fs);
+        fs.unmount().expect("unmount");
+        let writes = disk.writes();
+        let stats = fs.storage().stats();
+        assert_eq!(
+            writes.len() as u64,
+            stats.writes,
+            "{integrity:?}: {} device writes, {} issued through write-back",
+            writes.len(),
+            stats.writes
+        );
+        let wrote = |frag: u64| writes.iter().any(|&(offset, _)| offset == geo.byte_offset(frag));
+        assert!(wrote(0), "{integrity:?}: the superblock was written");
+        assert!(wrote(geo.cg_addr(0)), "{integrity:?}: the first group was written");
+        let mut fs = FileSystem::new(Ffs::mount(disk.clone(), MountOptions::default()).expect("remount"));
+        let moved = fs.lookup(ROOT_INO, b"d").and_then(|d| fs.lookup(d.ino, b"moved")).expect("moved");
+        assert_eq!(fs.read(moved.ino, 0, 100).expect("read"), b"a t");
+        fs.unmount().expect("unmount");
+    }
+}
+
+#[test]
+fn a_synchronous_mount_leaves_what_it_promised_to_a_ticket() {
+    let disk = Arc::new(CountingDisk::new(MemDisk::from_bytes(fresh_image())));
+    for integrity in [Integrity::Sync, Integrity::Async] {
+        let options = MountOptions { integrity, ..MountOptions::default() };
+        let mut fs = FileSystem::new(Ffs::mount(disk.clone(), options).expect("mount"));
+        fs.wait_outside(true);
+        let name = format!("{integrity:?}");
+        fs.mknod(ROOT_INO, name.as_bytes(), 0o100644, 0, Creds::default()).expect("create");
+        let ticket = fs.take_ticket();
+        match integrity {
+            Integrity::Sync => {
+                assert!(ticket.seq() > 0 && !ticket.is_ready(), "the entry's write is left to the caller");
+                let before = disk.flushes();
+                ticket.wait().expect("durable");
+                assert_eq!(disk.flushes(), before + 1, "one barrier makes it durable");
+                assert!(ticket.is_ready());
+            }
+            Integrity::Async => assert!(ticket.is_ready(), "nothing is promised"),
+        }
+        fs.wait_outside(false);
+        fs.mknod(ROOT_INO, b"waited", 0o100644, 0, Creds::default()).expect("create");
+        assert!(fs.take_ticket().is_ready(), "without wait_outside the call waited itself");
+        fs.unlink(ROOT_INO, b"waited").expect("unlink");
+        fs.unmount().expect("unmount");
+    }
+}
