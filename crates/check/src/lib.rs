@@ -147,17 +147,20 @@ pub enum Fix {
 /// a block, fragment or inode marked allocated that nothing references, a
 /// link count higher than the names of its inode, an inode no name reaches
 /// (soft updates' background fsck frees or reconnects these too), or a
-/// count that summarises other structures and errs on the side of holding
-/// too much (group and superblock totals, blocks an inode records, a
-/// segment's live bytes when too high). Running on with a leak wastes space
-/// or an inode until fsck, never data: nothing points where it should not,
-/// and nothing in use can be handed out again. These are what ordered
-/// writes leave after a crash. Everything else is *damage*: a structure
-/// that does not decode, a name or pointer to the wrong place, a link count
-/// lower than the names (the file would be freed while a name still points
-/// at it), a referenced block or inode marked free, or a segment counting
-/// fewer live bytes than it holds (a segment counted empty is reused
-/// without cleaning) — each can lose data if the file system is used.
+/// count that nothing is allocated or freed by (group and superblock
+/// totals, blocks an inode records, a segment's live bytes when too high).
+/// So are the cylinder groups of an FFS not unmounted cleanly, whatever
+/// their bitmaps say: a mount refuses such an image until fsck rebuilds
+/// them, so nothing is handed out from them. Running on with a leak wastes
+/// space or an inode until fsck, never data: nothing points where it should
+/// not, and nothing in use can be handed out again. These are what a crash
+/// leaves. Everything else is *damage*: a structure that does not decode, a
+/// superblock copy or checkpoint that cannot be used, a name or pointer to
+/// the wrong place, a link count lower than the names (the file would be
+/// freed while a name still points at it), a referenced block or inode
+/// marked free in a group a mount trusts, or a segment counting fewer live
+/// bytes than it holds (a segment counted empty is reused without
+/// cleaning) — each can lose data if the file system is used.
 /// Direction decides where it matters, so a problem is classified where it
 /// is found, not by its repair.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -11,8 +11,9 @@
 //! bitmap or the directory count; a group that does not decode is rebuilt.
 //! A fragment in use but marked free is the dangerous direction (it would
 //! be handed out again); one marked in use but free only wastes space until
-//! fsck (fsck_ffs's "BLK(S) MISSING IN BIT MAPS"). The first is damage,
-//! the second a leak, and so are stale totals and directory counts.
+//! fsck (fsck_ffs's "BLK(S) MISSING IN BIT MAPS"). The second is a leak,
+//! and so are stale totals and directory counts; the first is damage where
+//! the file system is marked clean (see `compare_group`).
 
 use super::Checker;
 use crate::{Fix, Kind, Severity};
@@ -96,15 +97,19 @@ impl Checker<'_> {
     }
 
     /// Reports how group `g` on disk differs from the group as rebuilt:
-    /// what is in use but marked free is damage (it would be handed out
-    /// again), what is marked in use but free, and a wrong count of
-    /// directories, are leaks.
+    /// what is marked in use but free, and a wrong count of directories,
+    /// are leaks; what is in use but marked free is damage on a file
+    /// system marked clean (a mount would hand it out again), and a leak
+    /// on one that was not unmounted cleanly, whose groups a mount refuses
+    /// to allocate from until fsck rebuilds them — fslab's FFS writes its
+    /// groups at sync, so a crash leaves exactly this.
     fn compare_group(&mut self, g: u32, on_disk: &CylinderGroup, rebuilt: &CylinderGroup) {
+        let in_use_marked_free = if self.report.clean_unmount { Severity::Damage } else { Severity::Leak };
         let mut found: Vec<(Severity, String)> = Vec::new();
         let (used_free, free_used, first) = differences(rebuilt.inode_map(), on_disk.inode_map());
         if used_free > 0 {
             found.push((
-                Severity::Damage,
+                in_use_marked_free,
                 format!(
                     "{} in use {} marked free (the first is slot {})",
                     crate::count(used_free as u64, "inode", "inodes"),
@@ -127,7 +132,7 @@ impl Checker<'_> {
             let at = self.geo.group_base(g) + first.unwrap_or(0) as u64;
             let what = crate::count(used_free as u64, "fragment", "fragments");
             let verb = if used_free == 1 { "is" } else { "are" };
-            found.push((Severity::Damage, format!("{what} in use {verb} marked free (the first at {at})")));
+            found.push((in_use_marked_free, format!("{what} in use {verb} marked free (the first at {at})")));
         }
         if free_used > 0 {
             let what = crate::count(free_used as u64, "free fragment", "free fragments");
