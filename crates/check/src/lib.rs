@@ -146,7 +146,7 @@ pub enum Fix {
 /// The rule: a *leak* is something held or counted that nothing uses —
 /// a block, fragment or inode marked allocated that nothing references, a
 /// link count higher than the names of its inode, an inode no name reaches
-/// (soft updates' background fsck frees or reconnects these too), or a
+/// (soft updates' background fsck repairs these too), or a
 /// count that nothing is allocated or freed by (group and superblock
 /// totals, blocks an inode records, a segment's live bytes when too high).
 /// So are the cylinder groups of an FFS not unmounted cleanly, whatever

@@ -66,7 +66,8 @@ pub fn fsck(
         }
         // A repair can uncover what the first check could not see; preening
         // goes no further than leaks.
-        if options.preen && not_preenable(&outcome.last).is_some() {
+        if let Some(why) = options.preen.then(|| not_preenable(&outcome.last)).flatten() {
+            outcome.failed.push(format!("not repaired: {why}; run the repair without -p"));
             break;
         }
         let fixes = planned(&outcome.last);
@@ -125,7 +126,7 @@ pub(crate) fn not_preenable(report: &Report) -> Option<String> {
         return Some(format!("{p}"));
     }
     if report.omitted > 0 {
-        return Some(format!("{} more problems than are classified", report.omitted));
+        return Some(format!("{} more problems than a report holds", report.omitted));
     }
     None
 }

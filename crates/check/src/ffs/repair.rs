@@ -56,7 +56,8 @@ pub(crate) fn fsck(
         }
         // A repair can uncover what the first check could not see; preening
         // goes no further than leaks.
-        if options.preen && crate::repair::not_preenable(&outcome.last).is_some() {
+        if let Some(why) = options.preen.then(|| crate::repair::not_preenable(&outcome.last)).flatten() {
+            outcome.failed.push(format!("not repaired: {why}; run the repair without -p"));
             break;
         }
         progress(&format!("repair round {round}: {} fixes", fixes.len()));
