@@ -11,7 +11,7 @@
 //! last made clean). Each address of a walked partial gets a [`Role`].
 
 use crate::tree::{InodeInfo, Namespace, Target};
-use crate::{Counts, Fatal, Fix, Kind, Options, Progress, Report};
+use crate::{Counts, Fatal, Fix, Kind, Options, Progress, Report, Severity};
 use disk::BlockDevice;
 use fslab::format::blockno::Geometry;
 use fslab::format::codec::crc32c_append;
@@ -142,6 +142,7 @@ impl<'a> Checker<'a> {
                 Err(e) => {
                     any_magic = true;
                     report.push(
+                        Severity::Damage,
                         Kind::Superblock,
                         None,
                         format!("superblock copy at byte {}: {e}", copy.offset),
@@ -160,7 +161,13 @@ impl<'a> Checker<'a> {
             for p in &mut report.problems {
                 p.fix = None;
             }
-            report.push(Kind::Superblock, None, "no valid superblock copy: nothing to check".into(), None);
+            report.push(
+                Severity::Damage,
+                Kind::Superblock,
+                None,
+                "no valid superblock copy: nothing to check".into(),
+                None,
+            );
             return Ok(Opened::Unusable(report));
         }
         // As mount does: the file system of the newest checkpoint.
@@ -177,6 +184,7 @@ impl<'a> Checker<'a> {
                 && sb.segtab_blocks == best.segtab_blocks;
             if !same {
                 report.push(
+                    Severity::Damage,
                     Kind::Superblock,
                     None,
                     format!(
@@ -190,6 +198,7 @@ impl<'a> Checker<'a> {
         let fs_bytes = best.nsegments.saturating_mul(best.segment_size as u64);
         if fs_bytes > dev.size() {
             report.push(
+                Severity::Damage,
                 Kind::Superblock,
                 None,
                 format!("the file system is {fs_bytes} bytes but the device holds only {}", dev.size()),
@@ -235,6 +244,7 @@ impl<'a> Checker<'a> {
                     // and what is lost with the newer one.
                     let older = best.checkpoint.time.saturating_sub(sb.checkpoint.time) as f64 / 1e9;
                     checker.report.push(
+                        Severity::Damage,
                         Kind::Superblock,
                         None,
                         format!(
@@ -252,6 +262,7 @@ impl<'a> Checker<'a> {
         }
         let mut report = std::mem::take(&mut checker.report);
         report.push(
+            Severity::Damage,
             Kind::Ifile,
             None,
             "no checkpoint has a readable ifile: nothing more to check".into(),
@@ -278,7 +289,7 @@ impl<'a> Checker<'a> {
         self.check_usage();
         self.check_free_list();
         if self.sb.checkpoint.flags & SB_DAMAGED != 0 {
-            self.problem(
+            self.damage(
                 Kind::Superblock,
                 None,
                 "an earlier fsck left damage it could not repair: the image is marked damaged, \
@@ -296,9 +307,14 @@ impl<'a> Checker<'a> {
         self.report
     }
 
-    /// Records a problem.
-    pub fn problem(&mut self, kind: Kind, ino: Option<Ino>, message: String, fix: Option<Fix>) {
-        self.report.push(kind, ino, message, fix);
+    /// Records a problem that is damage ([`Severity::Damage`]).
+    pub fn damage(&mut self, kind: Kind, ino: Option<Ino>, message: String, fix: Option<Fix>) {
+        self.report.push(Severity::Damage, kind, ino, message, fix);
+    }
+
+    /// Records a problem that is a leak ([`Severity::Leak`]).
+    pub fn leak(&mut self, kind: Kind, ino: Option<Ino>, message: String, fix: Option<Fix>) {
+        self.report.push(Severity::Leak, kind, ino, message, fix);
     }
 
     /// Reads block `daddr`, which the caller has checked is on the file system.
@@ -378,7 +394,7 @@ impl<'a> Checker<'a> {
                 p.crc = if good { Crc::Good } else { Crc::Bad };
             }
             if !good {
-                self.problem(
+                self.damage(
                     Kind::Summary,
                     None,
                     format!(

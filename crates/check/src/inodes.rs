@@ -48,7 +48,7 @@ impl Checker<'_> {
         let at = c.ifile_daddr;
         let (role, in_checkpoint) = self.role(at);
         if !matches!(role, Role::Inodes { .. }) || !in_checkpoint {
-            self.problem(
+            self.damage(
                 Kind::Summary,
                 Some(IFILE_INO),
                 format!("checkpoint {serial}: block {at}, named as the ifile inode's, is not an inode block of the log"),
@@ -58,7 +58,7 @@ impl Checker<'_> {
         let inode = match self.find_inode(at, IFILE_INO) {
             Ok(inode) => inode,
             Err(why) => {
-                self.problem(
+                self.damage(
                     Kind::Ifile,
                     Some(IFILE_INO),
                     format!("checkpoint {serial}: ifile inode: {why}"),
@@ -73,7 +73,7 @@ impl Checker<'_> {
         let size = inode.attr.size;
         let nblocks = size / bs;
         if !size.is_multiple_of(bs) || nblocks < 1 + segtab || nblocks > self.total_blocks {
-            self.problem(
+            self.damage(
                 Kind::Ifile,
                 Some(IFILE_INO),
                 format!("checkpoint {serial}: impossible ifile size {size}"),
@@ -93,7 +93,7 @@ impl Checker<'_> {
             }
         }
         if by_lbn.iter().filter(|d| d.is_some()).count() as u64 != nblocks {
-            self.problem(
+            self.damage(
                 Kind::Ifile,
                 Some(IFILE_INO),
                 format!("checkpoint {serial}: the ifile is {nblocks} blocks long but has holes"),
@@ -119,12 +119,12 @@ impl Checker<'_> {
                 Some(Ok(block)) => match check_ifile_block(&block, lbn as u64) {
                     Ok(()) => Some(block),
                     Err(e) => {
-                        self.problem(Kind::Ifile, Some(IFILE_INO), format!("ifile block {lbn}: {e}"), None);
+                        self.damage(Kind::Ifile, Some(IFILE_INO), format!("ifile block {lbn}: {e}"), None);
                         None
                     }
                 },
                 _ => {
-                    self.problem(
+                    self.damage(
                         Kind::Ifile,
                         Some(IFILE_INO),
                         format!("ifile block {lbn} cannot be read"),
@@ -152,7 +152,7 @@ impl Checker<'_> {
         }
         if let Some(cleaner) = self.cleaner {
             if cleaner.ninodes != self.imap.len() as u64 {
-                self.problem(
+                self.damage(
                     Kind::Ifile,
                     None,
                     format!(
@@ -204,7 +204,7 @@ impl Checker<'_> {
     pub(crate) fn check_inodes(&mut self) {
         for ino in 0..self.imap.len().min(2) {
             if self.imap[ino].is_some_and(|e| e.daddr.is_some()) {
-                self.problem(
+                self.damage(
                     Kind::Ifile,
                     None,
                     format!("inode map entry {ino} (not an inode) has an address"),
@@ -233,7 +233,7 @@ impl Checker<'_> {
         };
         if !matches!(role, Role::Inodes { .. }) || !in_checkpoint {
             let at = entry.daddr;
-            self.problem(
+            self.damage(
                 Kind::Summary,
                 Some(ino),
                 format!("inode {ino}: block {at}, named by the inode map, is not an inode block of the log"),
@@ -243,7 +243,7 @@ impl Checker<'_> {
         let inode = match self.find_inode(entry.daddr, ino) {
             Ok(inode) => inode,
             Err(why) => {
-                self.problem(Kind::Inode, Some(ino), format!("inode {ino}: {why}"), None);
+                self.damage(Kind::Inode, Some(ino), format!("inode {ino}: {why}"), None);
                 self.inodes.insert(ino, unreadable);
                 return;
             }
@@ -251,7 +251,7 @@ impl Checker<'_> {
         self.add_live(entry.daddr, INODE_SIZE as u64);
         let a = inode.attr;
         if inode.generation != entry.version {
-            self.problem(
+            self.damage(
                 Kind::Inode,
                 Some(ino),
                 format!(
@@ -262,7 +262,7 @@ impl Checker<'_> {
             );
         }
         if dt_from_mode(a.mode) == dt::UNKNOWN {
-            self.problem(
+            self.damage(
                 Kind::Inode,
                 Some(ino),
                 format!("inode {ino}: mode {:#o} names no file type", a.mode),
@@ -279,7 +279,7 @@ impl Checker<'_> {
             _ => a.size > max_size,
         };
         if bad_size {
-            self.problem(
+            self.damage(
                 Kind::Inode,
                 Some(ino),
                 format!("inode {ino}: impossible size {} for its type", a.size),
@@ -309,7 +309,9 @@ impl Checker<'_> {
     fn check_held(&mut self, ino: Ino, inode: &Inode, held: u64) {
         let units = held * (self.bs as u64 / 512);
         if inode.blocks != units {
-            self.problem(
+            // Either way a leak: the count is only reported (stat's
+            // blocks), and nothing is allocated or freed by it.
+            self.leak(
                 Kind::Inode,
                 Some(ino),
                 format!(
@@ -331,7 +333,7 @@ impl Checker<'_> {
         let w = visitor.w;
         if w.problems > MAX_PROBLEMS_PER_INODE {
             let more = w.problems - MAX_PROBLEMS_PER_INODE;
-            self.problem(
+            self.damage(
                 Kind::BlockPointer,
                 Some(ino),
                 format!("inode {ino}: {more} more bad block pointers"),
@@ -345,7 +347,7 @@ impl Checker<'_> {
         w.problems += 1;
         if w.problems <= MAX_PROBLEMS_PER_INODE {
             let ino = w.ino;
-            self.problem(kind, Some(ino), format!("inode {ino}: {what}"), None);
+            self.damage(kind, Some(ino), format!("inode {ino}: {what}"), None);
         }
     }
 

@@ -140,43 +140,51 @@ pub enum Fix {
     ClearDamaged,
 }
 
-impl Fix {
-    /// Whether the fix only makes counts and lists agree with what the
-    /// image itself proves, or puts back what a crash leaves behind —
-    /// losing no name and no byte a file could still be read from — so
-    /// that preening may apply it unasked, as e2fsck's `-p` does with the
-    /// problems a crash is expected to leave. Removing or retargeting an
-    /// entry, emptying a directory chunk, clearing an inode or a pointer,
-    /// cutting a size, resealing an inode whose checksum failed, or a new
-    /// root all lose or guess something: a person decides.
-    pub fn is_safe(&self) -> bool {
-        match self {
-            Fix::SetNlink { .. }
-            | Fix::Reconnect { .. }
-            | Fix::FreeOrphan { .. }
-            | Fix::SetLiveBytes { .. }
-            | Fix::RewriteSuperblocks
-            | Fix::RestoreSuperblock
-            | Fix::SetBlocks { .. }
-            | Fix::RebuildGroups
-            | Fix::ReclaimOrphans
-            | Fix::ClearOrphanList
-            | Fix::ClearDamaged => true,
-            Fix::RemoveEntry { .. }
-            | Fix::RetargetEntry { .. }
-            | Fix::ResetChunk { .. }
-            | Fix::ClearInode { .. }
-            | Fix::SealInode { .. }
-            | Fix::ClearPointer { .. }
-            | Fix::SetSize { .. }
-            | Fix::CreateRoot => false,
-        }
+/// How much a problem matters, which decides whether preening may repair
+/// it unasked.
+///
+/// The rule: a *leak* is something held or counted that nothing uses —
+/// a block, fragment or inode marked allocated that nothing references, a
+/// link count higher than the names of its inode, an inode no name reaches
+/// (soft updates' background fsck repairs these too), or a
+/// count that nothing is allocated or freed by (group and superblock
+/// totals, blocks an inode records, a segment's live bytes when too high).
+/// So are the cylinder groups of an FFS not unmounted cleanly, whatever
+/// their bitmaps say: a mount refuses such an image until fsck rebuilds
+/// them, so nothing is handed out from them. Running on with a leak wastes
+/// space or an inode until fsck, never data: nothing points where it should
+/// not, and nothing in use can be handed out again. These are what a crash
+/// leaves. Everything else is *damage*: a structure that does not decode, a
+/// superblock copy or checkpoint that cannot be used, a name or pointer to
+/// the wrong place, a link count lower than the names (the file would be
+/// freed while a name still points at it), a referenced block or inode
+/// marked free in a group a mount trusts, or a segment counting fewer live
+/// bytes than it holds (a segment counted empty is reused without
+/// cleaning) — each can lose data if the file system is used.
+/// Direction decides where it matters, so a problem is classified where it
+/// is found, not by its repair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Severity {
+    /// Harmless: space, an inode or a count held that nothing uses.
+    Leak,
+    /// Anything else: data may be lost if the file system is used as it is.
+    Damage,
+}
+
+impl fmt::Display for Severity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Severity::Leak => "leak",
+            Severity::Damage => "damage",
+        })
     }
 }
 
 /// One thing found wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Problem {
+    /// Whether it is a leak or damage ([`Severity`]).
+    pub severity: Severity,
     /// What it is about.
     pub kind: Kind,
     /// The inode concerned, if any.
@@ -189,7 +197,7 @@ pub struct Problem {
 
 impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.message)?;
+        write!(f, "{}: {}", self.severity, self.message)?;
         if self.fix.is_none() {
             write!(f, " (cannot repair)")?;
         }
@@ -255,9 +263,16 @@ impl Report {
         self.problems.iter().any(|p| p.kind == kind)
     }
 
-    fn push(&mut self, kind: Kind, ino: Option<Ino>, message: String, fix: Option<Fix>) {
+    /// Whether every problem found is a leak (true of a clean report too).
+    /// Problems past [`MAX_PROBLEMS`] are not classified, so a report with
+    /// any is not all leaks.
+    pub fn only_leaks(&self) -> bool {
+        self.omitted == 0 && self.problems.iter().all(|p| p.severity == Severity::Leak)
+    }
+
+    fn push(&mut self, severity: Severity, kind: Kind, ino: Option<Ino>, message: String, fix: Option<Fix>) {
         if self.problems.len() < MAX_PROBLEMS {
-            self.problems.push(Problem { kind, ino, message, fix });
+            self.problems.push(Problem { severity, kind, ino, message, fix });
         } else {
             self.omitted += 1;
         }
@@ -289,10 +304,10 @@ impl std::error::Error for Fatal {}
 pub struct Options {
     /// Repair what can be repaired (otherwise the image is only read).
     pub repair: bool,
-    /// Preen (fsck(8)'s `-p`): with `repair`, repair only when every fix
-    /// the check plans is one a person need not decide ([`Fix::is_safe`])
-    /// and nothing is left that cannot be repaired; otherwise change
-    /// nothing, so that a person runs the repair and sees what it does.
+    /// Preen (fsck(8)'s `-p`): with `repair`, repair only when every
+    /// problem found is a leak ([`Severity::Leak`]) with a repair;
+    /// otherwise change nothing, so that a person runs the repair and sees
+    /// what it does.
     pub preen: bool,
     /// Least time between two progress messages.
     pub progress_every: Duration,

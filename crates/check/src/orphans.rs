@@ -7,7 +7,7 @@
 //! any unreferenced inode is.
 
 use crate::tree::InodeInfo;
-use crate::{Fix, Kind, Report};
+use crate::{Fix, Kind, Report, Severity};
 use fslab::error::errno;
 use fslab::format::Ino;
 use std::collections::{HashMap, HashSet};
@@ -25,6 +25,7 @@ pub(crate) fn check_list(report: &mut Report, head: Ino, inodes: &HashMap<Ino, I
         None => chain.into_iter().collect(),
         Some(why) => {
             report.push(
+                Severity::Damage,
                 Kind::OrphanList,
                 None,
                 format!("{why}; repair frees the unreferenced inodes and empties the list"),

@@ -20,7 +20,7 @@
 //! What cannot be fixed here (damaged inodes, ifile blocks, summaries, the
 //! free list, flags) is left for the final report: exit status 4.
 
-use crate::{check, ffs, layout_of, Fatal, Fix, Layout, Options, Outcome, Repaired, Report};
+use crate::{check, ffs, layout_of, Fatal, Fix, Layout, Options, Outcome, Repaired, Report, Severity};
 use disk::BlockDevice;
 use fslab::format::{Ino, ROOT_INO};
 use fslab::lfs::{Lfs, MountOptions};
@@ -62,6 +62,12 @@ pub fn fsck(
     }
     for round in 1..=MAX_ROUNDS {
         if outcome.last.is_clean() && outcome.last.pending_reclaim.is_empty() {
+            break;
+        }
+        // A repair can uncover what the first check could not see; preening
+        // goes no further than leaks.
+        if let Some(why) = options.preen.then(|| not_preenable(&outcome.last)).flatten() {
+            outcome.failed.push(format!("not repaired: {why}; run the repair without -p"));
             break;
         }
         let fixes = planned(&outcome.last);
@@ -111,13 +117,18 @@ fn mark_damaged(dev: Arc<dyn BlockDevice>, outcome: &mut Outcome) -> bool {
 }
 
 /// Why preening must leave `report`'s problems to a person, if it must:
-/// one that cannot be repaired, or a fix that is not safe unasked.
-fn not_preenable(report: &Report) -> Option<String> {
-    if let Some(p) = report.problems.iter().find(|p| p.fix.is_none()) {
-        return Some(format!("{} (cannot be repaired)", p.message));
+/// damage, or a leak that cannot be repaired.
+pub(crate) fn not_preenable(report: &Report) -> Option<String> {
+    if let Some(p) = report.problems.iter().find(|p| p.severity == Severity::Damage) {
+        return Some(format!("{p}"));
     }
-    let risky = report.problems.iter().find(|p| p.fix.as_ref().is_some_and(|f| !f.is_safe()))?;
-    Some(format!("{} (its repair loses or guesses something)", risky.message))
+    if let Some(p) = report.problems.iter().find(|p| p.fix.is_none()) {
+        return Some(format!("{p}"));
+    }
+    if report.omitted > 0 {
+        return Some(format!("{} more problems than a report holds", report.omitted));
+    }
+    None
 }
 
 /// The fixes of `report`'s problems, each once, in the order found, and

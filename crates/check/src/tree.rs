@@ -16,7 +16,7 @@
 //! the inodes and directory blocks its inode phase found, and what an
 //! entry's inode number names. [`check_tree`] runs the phases.
 
-use crate::{Fix, Kind, Report};
+use crate::{Fix, Kind, Report, Severity};
 use fslab::format::dirent::{dt, dt_from_mode, parse_chunk, DIRBLKSIZ};
 use fslab::format::inode::kind;
 use fslab::format::{Daddr, Ino, ROOT_INO};
@@ -112,8 +112,14 @@ struct DirData {
 }
 
 impl<N: Namespace> Tree<'_, N> {
-    fn problem(&mut self, kind: Kind, ino: Option<Ino>, message: String, fix: Option<Fix>) {
-        self.ns.report_mut().push(kind, ino, message, fix);
+    /// Records a problem that is damage ([`Severity::Damage`]).
+    fn damage(&mut self, kind: Kind, ino: Option<Ino>, message: String, fix: Option<Fix>) {
+        self.ns.report_mut().push(Severity::Damage, kind, ino, message, fix);
+    }
+
+    /// Records a problem that is a leak ([`Severity::Leak`]).
+    fn leak(&mut self, kind: Kind, ino: Option<Ino>, message: String, fix: Option<Fix>) {
+        self.ns.report_mut().push(Severity::Leak, kind, ino, message, fix);
     }
 
     fn info(&self, ino: Ino) -> Option<InodeInfo> {
@@ -127,7 +133,7 @@ impl<N: Namespace> Tree<'_, N> {
     /// Phase 4 (see the module comment).
     fn check_tree(&mut self) {
         if !self.is_dir(ROOT_INO) {
-            self.problem(
+            self.damage(
                 Kind::Directory,
                 Some(ROOT_INO),
                 "the root inode is missing or not a directory".into(),
@@ -154,7 +160,7 @@ impl<N: Namespace> Tree<'_, N> {
             let Some(&p) = parent.get(&dir) else { continue };
             if data.dotdot.is_some_and(|dd| dd != p) {
                 let dd = data.dotdot.unwrap_or(0);
-                self.problem(
+                self.damage(
                     Kind::Directory,
                     Some(dir),
                     format!("directory {dir}: '..' names {dd}, but the directory is in {p}"),
@@ -171,7 +177,7 @@ impl<N: Namespace> Tree<'_, N> {
                     (false, false) => "its entries are lost",
                     (false, true) => "it held no entries",
                 };
-                self.problem(
+                self.damage(
                     Kind::Directory,
                     Some(dir),
                     format!("directory {dir}: {why}; repair empties the chunk ({what})"),
@@ -189,8 +195,23 @@ impl<N: Namespace> Tree<'_, N> {
                 continue;
             }
             let expected = refs.get(&ino).copied().unwrap_or(0);
-            if info.nlink as u64 != expected {
-                self.problem(
+            if info.nlink as u64 > expected {
+                // Too high only keeps the inode until fsck: the order of
+                // writes that unlinking follows leaves this after a crash.
+                self.leak(
+                    Kind::LinkCount,
+                    Some(ino),
+                    format!(
+                        "inode {ino}: link count {} but {} name it",
+                        info.nlink,
+                        crate::count(expected, "entry", "entries")
+                    ),
+                    nlink_fix(ino, expected),
+                );
+            } else if (info.nlink as u64) < expected {
+                // Too low: removing one name would free the inode while
+                // another still points at it.
+                self.damage(
                     Kind::LinkCount,
                     Some(ino),
                     format!(
@@ -257,7 +278,7 @@ impl<N: Namespace> Tree<'_, N> {
             _ => (dir, name.to_vec()),
         };
         let dropped = String::from_utf8_lossy(&drop_name).into_owned();
-        self.problem(
+        self.damage(
             Kind::Directory,
             Some(child),
             format!(
@@ -296,7 +317,7 @@ impl<N: Namespace> Tree<'_, N> {
                     parent.insert(dir, dir);
                     continue;
                 }
-                self.problem(
+                self.leak(
                     Kind::Unreachable,
                     Some(dir),
                     format!("directory {dir} has no links and no name (removed while in use, then a crash); repair frees it"),
@@ -315,12 +336,19 @@ impl<N: Namespace> Tree<'_, N> {
                 }
                 top = up;
             }
-            self.problem(
-                Kind::Unreachable,
-                Some(top),
-                format!("directory {top} is not reachable from the root; repair moves it to /lost+found"),
-                Some(Fix::Reconnect { ino: top }),
-            );
+            let message =
+                format!("directory {top} is not reachable from the root; repair moves it to /lost+found");
+            let fix = Some(Fix::Reconnect { ino: top });
+            if named_by_others(top) == 0 {
+                // Only its own name is missing, as a crash between writing
+                // a new directory and the entry naming it leaves it; the
+                // reconnection keeps everything under it.
+                self.leak(Kind::Unreachable, Some(top), message, fix);
+            } else {
+                // Named, yet not reachable: a loop of directories, which
+                // no order of writes makes.
+                self.damage(Kind::Unreachable, Some(top), message, fix);
+            }
             parent.insert(top, top);
             reached.insert(top);
             self.reach(top, dirs, parent, reached);
@@ -333,8 +361,12 @@ impl<N: Namespace> Tree<'_, N> {
                 continue;
             }
             let holds_nothing = info.mode & kind::MASK == kind::REG && info.size == 0 && info.blocks == 0;
+            // An inode no entry names is a leak whatever it holds: nothing
+            // points at it, so nothing can be misled by it; the repair
+            // frees what has no links or no bytes and keeps the rest in
+            // /lost+found, so preening loses no byte.
             if named_by_others(ino) == 0 && holds_nothing && info.nlink > 0 && self.ns.frees_empty_files() {
-                self.problem(
+                self.leak(
                     Kind::Unreachable,
                     Some(ino),
                     format!(
@@ -346,7 +378,7 @@ impl<N: Namespace> Tree<'_, N> {
             } else if info.nlink == 0 && named_by_others(ino) == 0 && self.ns.on_orphan_list(ino) {
                 self.ns.report_mut().pending_reclaim.push(ino);
             } else if info.nlink == 0 && named_by_others(ino) == 0 {
-                self.problem(
+                self.leak(
                     Kind::Unreachable,
                     Some(ino),
                     format!(
@@ -356,15 +388,16 @@ impl<N: Namespace> Tree<'_, N> {
                     Some(Fix::FreeOrphan { ino }),
                 );
             } else {
-                self.problem(
-                    Kind::Unreachable,
-                    Some(ino),
-                    format!(
-                        "inode {ino} ({} bytes, {} links) is not reachable from the root; repair moves it to /lost+found",
-                        info.size, info.nlink
-                    ),
-                    Some(Fix::Reconnect { ino }),
+                let message = format!(
+                    "inode {ino} ({} bytes, {} links) is not reachable from the root; repair moves it to /lost+found",
+                    info.size, info.nlink
                 );
+                let fix = Some(Fix::Reconnect { ino });
+                if named_by_others(ino) == 0 {
+                    self.leak(Kind::Unreachable, Some(ino), message, fix);
+                } else {
+                    self.damage(Kind::Unreachable, Some(ino), message, fix);
+                }
             }
         }
     }
@@ -385,7 +418,7 @@ impl<N: Namespace> Tree<'_, N> {
         }
         if holes.len() > MAX_HOLE_BLOCKS {
             let missing = nblocks - present.len() as u64;
-            self.problem(
+            self.damage(
                 Kind::Directory,
                 Some(dir),
                 format!("directory {dir}: {missing} of its {nblocks} blocks are holes, too many to fill"),
@@ -423,7 +456,7 @@ impl<N: Namespace> Tree<'_, N> {
                 .zip(blocks.iter())
                 .find(|(l, b)| *l != b.0)
                 .map_or(blocks.len() as u64, |(l, _)| l);
-            self.problem(
+            self.damage(
                 Kind::Directory,
                 Some(dir),
                 format!("directory {dir}: {missing} of its {nblocks} blocks are missing (the first is block {first_missing})"),
@@ -432,7 +465,7 @@ impl<N: Namespace> Tree<'_, N> {
         }
         for (lbn, daddr) in blocks {
             let Ok(block) = self.ns.read_dir_block(daddr) else {
-                self.problem(
+                self.damage(
                     Kind::Directory,
                     Some(dir),
                     format!("directory {dir}: block {lbn} cannot be read"),
@@ -451,7 +484,7 @@ impl<N: Namespace> Tree<'_, N> {
                             self.check_entry(dir, offset, k, e.ino, e.dtype, e.name, refs, &mut data);
                         }
                         if offset == 0 && entries.len() < 2 {
-                            self.problem(
+                            self.damage(
                                 Kind::Directory,
                                 Some(dir),
                                 format!("directory {dir}: no '..' entry"),
@@ -484,7 +517,7 @@ impl<N: Namespace> Tree<'_, N> {
         let first_chunk = offset == 0;
         if first_chunk && k == 0 {
             if name != b"." {
-                self.problem(
+                self.damage(
                     Kind::Directory,
                     Some(dir),
                     format!("directory {dir}: first entry is not '.'"),
@@ -494,7 +527,7 @@ impl<N: Namespace> Tree<'_, N> {
             }
             data.dot = Some(target);
             if target != dir {
-                self.problem(
+                self.damage(
                     Kind::Directory,
                     Some(dir),
                     format!("directory {dir}: '.' names {target}"),
@@ -507,7 +540,7 @@ impl<N: Namespace> Tree<'_, N> {
         }
         if first_chunk && k == 1 {
             if name != b".." {
-                self.problem(
+                self.damage(
                     Kind::Directory,
                     Some(dir),
                     format!("directory {dir}: second entry is not '..'"),
@@ -520,7 +553,7 @@ impl<N: Namespace> Tree<'_, N> {
                 *refs.entry(target).or_insert(0) += 1;
             } else if self.info(target).is_none_or(|i| i.readable) {
                 // Fixed against the parent found by the walk from the root.
-                self.problem(
+                self.damage(
                     Kind::Directory,
                     Some(dir),
                     format!("directory {dir}: '..' names {target}, not a directory"),
@@ -530,7 +563,7 @@ impl<N: Namespace> Tree<'_, N> {
             return;
         }
         if name == b"." || name == b".." {
-            self.problem(
+            self.damage(
                 Kind::Directory,
                 Some(dir),
                 format!("directory {dir}: a second '{shown}' entry at byte {offset}"),
@@ -545,7 +578,7 @@ impl<N: Namespace> Tree<'_, N> {
             Target::Allocated => None,
         };
         if let Some(why) = why_bad {
-            self.problem(
+            self.damage(
                 Kind::DirEntry,
                 Some(dir),
                 format!("directory {dir}: entry '{shown}' names {target}, {why}; repair removes the entry"),
@@ -561,7 +594,7 @@ impl<N: Namespace> Tree<'_, N> {
         }
         let actual = if info.mode & kind::MASK == kind::DIR { dt::DIR } else { dt_from_mode(info.mode) };
         if dtype != actual {
-            self.problem(
+            self.damage(
                 Kind::DirEntry,
                 Some(dir),
                 format!(

@@ -31,17 +31,19 @@ impl Checker<'_> {
             if u.live_bytes as u64 != live {
                 let fix = (live <= capacity && !is_clean)
                     .then_some(Fix::SetLiveBytes { segment: seg, bytes: live as u32 });
-                let how =
-                    if (u.live_bytes as u64) < live { "too low: live blocks at risk" } else { "too high" };
-                self.problem(
-                    Kind::SegmentUsage,
-                    None,
+                let message = |how: &str| {
                     format!(
                         "segment {seg}: the table says {} live bytes, the checkpoint holds {live} ({how})",
                         u.live_bytes
-                    ),
-                    fix,
-                );
+                    )
+                };
+                if (u.live_bytes as u64) < live {
+                    // A segment counted empty is reused without cleaning.
+                    self.damage(Kind::SegmentUsage, None, message("too low: live blocks at risk"), fix);
+                } else {
+                    // Too high only delays cleaning the segment.
+                    self.leak(Kind::SegmentUsage, None, message("too high"), fix);
+                }
             }
             let mut flag_problems: Vec<String> = Vec::new();
             if is_clean && live > 0 {
@@ -77,14 +79,14 @@ impl Checker<'_> {
                 }
             }
             for why in flag_problems {
-                self.problem(Kind::SegmentUsage, None, format!("segment {seg}: {why}"), None);
+                self.damage(Kind::SegmentUsage, None, format!("segment {seg}: {why}"), None);
             }
         }
         if let Some(info) = self.cleaner {
             if self.seguse.iter().all(Option::is_some)
                 && (info.clean_segments != clean || info.dirty_segments != dirty)
             {
-                self.problem(
+                self.damage(
                     Kind::SegmentUsage,
                     None,
                     format!(
@@ -106,7 +108,7 @@ impl Checker<'_> {
         let mut whole = true;
         while at != 0 {
             if at <= IFILE_INO || at >= n {
-                self.problem(
+                self.damage(
                     Kind::FreeList,
                     None,
                     format!("free-inode list names impossible inode {at}"),
@@ -116,12 +118,7 @@ impl Checker<'_> {
                 break;
             }
             if on_list[at as usize] {
-                self.problem(
-                    Kind::FreeList,
-                    None,
-                    format!("free-inode list has a cycle at inode {at}"),
-                    None,
-                );
+                self.damage(Kind::FreeList, None, format!("free-inode list has a cycle at inode {at}"), None);
                 whole = false;
                 break;
             }
@@ -130,7 +127,7 @@ impl Checker<'_> {
                 break;
             };
             if entry.daddr.is_some() {
-                self.problem(
+                self.damage(
                     Kind::FreeList,
                     Some(at),
                     format!("allocated inode {at} is on the free-inode list"),
@@ -150,7 +147,7 @@ impl Checker<'_> {
             if self.imap[ino as usize].is_some_and(|e| e.daddr.is_none()) && !on_list[ino as usize] {
                 missing += 1;
                 if missing <= MAX_LISTED {
-                    self.problem(
+                    self.damage(
                         Kind::FreeList,
                         Some(ino),
                         format!("free inode {ino} is not on the free-inode list"),
@@ -161,7 +158,7 @@ impl Checker<'_> {
         }
         if missing > MAX_LISTED {
             let more = missing - MAX_LISTED;
-            self.problem(
+            self.damage(
                 Kind::FreeList,
                 None,
                 format!("{more} more free inodes are not on the free-inode list"),

@@ -3,13 +3,14 @@
 //! line whose sixth field is not 0): `fsck.fslab [-panyfv] [-C FD] DEVICE`,
 //! with e2fsck's options and exit statuses.
 //!
-//! * `-p`, `-a` — preen: repair without asking what is always safe (what a
-//!   crash leaves: counts, bitmaps, orphans, files to reconnect; see
-//!   `fslab_check::Fix::is_safe`), and say nothing unless problems are
-//!   left. A problem whose repair would lose or guess something (an entry
-//!   removed, a chunk emptied, an inode cleared) or that cannot be
-//!   repaired stops it before anything changes: status 4, and a person
-//!   runs the repair (`-y`, or `fslab fsck --repair`).
+//! * `-p`, `-a` — preen: repair leaks without asking (what a crash leaves:
+//!   space or inodes held that nothing uses, link counts too high, counts
+//!   that disagree; see `fslab_check::Severity`), and say nothing unless
+//!   problems are left. Any damage (a link count too low, something in use
+//!   marked free, a structure that does not decode, a wrong name) or a
+//!   problem that cannot be repaired stops it before anything changes:
+//!   status 4, naming the damage, and a person runs the repair (`-y`, or
+//!   `fslab fsck --repair`).
 //! * `-y` — repair, saying what was found and done.
 //! * `-n` — change nothing: open the image read-only and report.
 //! * `-f` — check even a clean file system: fslab always checks fully, so

@@ -61,6 +61,8 @@ fn fsck_checks_and_repairs_both_layouts_with_e2fsck_statuses() {
     assert_eq!(status(&r), 4, "a crashed FFS has stale groups\n{}", r.describe());
     assert!(r.stdout.contains("FFS (not unmounted cleanly)"), "{}", r.describe());
     assert!(r.stdout.contains("not unmounted cleanly: its cylinder groups"), "{}", r.describe());
+    assert!(r.stdout.contains("leak: cylinder group 0: 1 inode in use is marked free"), "{}", r.describe());
+    assert!(!r.stdout.contains("damage: "), "a crash leaves only leaks\n{}", r.describe());
     let r = fsck(&ffs, &["--repair"]);
     assert_eq!(status(&r), 1, "{}", r.describe());
     assert!(r.stdout.contains("repaired: cylinder groups and superblock totals rebuilt"), "{}", r.describe());

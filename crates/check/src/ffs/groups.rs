@@ -11,11 +11,12 @@
 //! bitmap or the directory count; a group that does not decode is rebuilt.
 //! A fragment in use but marked free is the dangerous direction (it would
 //! be handed out again); one marked in use but free only wastes space until
-//! fsck (fsck_ffs's "BLK(S) MISSING IN BIT MAPS"). After a crash both are
-//! expected, and so are stale totals.
+//! fsck (fsck_ffs's "BLK(S) MISSING IN BIT MAPS"). The second is a leak,
+//! and so are stale totals and directory counts; the first is damage where
+//! the file system is marked clean (see `compare_group`).
 
 use super::Checker;
-use crate::{Fix, Kind};
+use crate::{Fix, Kind, Severity};
 use fslab::ffs::bitmap::Bitmap;
 use fslab::ffs::cg::CylinderGroup;
 use fslab::ffs::Totals;
@@ -49,7 +50,7 @@ impl Checker<'_> {
                 Ok(cg) => cg,
                 Err(why) => {
                     complete = false;
-                    self.problem(
+                    self.damage(
                         Kind::CylinderGroup,
                         None,
                         format!("cylinder group {g} cannot be rebuilt: {why}"),
@@ -60,7 +61,7 @@ impl Checker<'_> {
             };
             totals.add(&rebuilt.counts(), 1);
             match self.model.groups[g as usize].on_disk.clone() {
-                Err(why) => self.problem(
+                Err(why) => self.damage(
                     Kind::CylinderGroup,
                     None,
                     format!("cylinder group {g}: {why}; repair rebuilds it"),
@@ -73,7 +74,9 @@ impl Checker<'_> {
         let sb = &self.model.sb;
         if complete && self.report.clean_unmount && sb.totals != totals {
             let t = sb.totals;
-            self.problem(
+            // The groups decide what is allocated; the totals only
+            // summarise them.
+            self.leak(
                 Kind::Superblock,
                 None,
                 format!(
@@ -93,21 +96,34 @@ impl Checker<'_> {
         }
     }
 
-    /// Reports how group `g` on disk differs from the group as rebuilt.
+    /// Reports how group `g` on disk differs from the group as rebuilt:
+    /// what is marked in use but free, and a wrong count of directories,
+    /// are leaks; what is in use but marked free is damage on a file
+    /// system marked clean (a mount would hand it out again), and a leak
+    /// on one that was not unmounted cleanly, whose groups a mount refuses
+    /// to allocate from until fsck rebuilds them — fslab's FFS writes its
+    /// groups at sync, so a crash leaves exactly this.
     fn compare_group(&mut self, g: u32, on_disk: &CylinderGroup, rebuilt: &CylinderGroup) {
-        let mut found: Vec<String> = Vec::new();
+        let in_use_marked_free = if self.report.clean_unmount { Severity::Damage } else { Severity::Leak };
+        let mut found: Vec<(Severity, String)> = Vec::new();
         let (used_free, free_used, first) = differences(rebuilt.inode_map(), on_disk.inode_map());
         if used_free > 0 {
-            found.push(format!(
-                "{} in use {} marked free (the first is slot {})",
-                crate::count(used_free as u64, "inode", "inodes"),
-                if used_free == 1 { "is" } else { "are" },
-                first.unwrap_or(0)
+            found.push((
+                in_use_marked_free,
+                format!(
+                    "{} in use {} marked free (the first is slot {})",
+                    crate::count(used_free as u64, "inode", "inodes"),
+                    if used_free == 1 { "is" } else { "are" },
+                    first.unwrap_or(0)
+                ),
             ));
         }
         if free_used > 0 {
             let what = crate::count(free_used as u64, "free inode", "free inodes");
-            found.push(format!("{what} {} marked in use", if free_used == 1 { "is" } else { "are" }));
+            found.push((
+                Severity::Leak,
+                format!("{what} {} marked in use", if free_used == 1 { "is" } else { "are" }),
+            ));
         }
         // The fragment bitmap's bits are set where a fragment is free.
         let (free_used, used_free, _) = differences(rebuilt.frag_map(), on_disk.frag_map());
@@ -116,24 +132,26 @@ impl Checker<'_> {
             let at = self.geo.group_base(g) + first.unwrap_or(0) as u64;
             let what = crate::count(used_free as u64, "fragment", "fragments");
             let verb = if used_free == 1 { "is" } else { "are" };
-            found.push(format!("{what} in use {verb} marked free (the first at {at})"));
+            found.push((in_use_marked_free, format!("{what} in use {verb} marked free (the first at {at})")));
         }
         if free_used > 0 {
             let what = crate::count(free_used as u64, "free fragment", "free fragments");
-            found.push(format!("{what} {} marked in use", if free_used == 1 { "is" } else { "are" }));
+            found.push((
+                Severity::Leak,
+                format!("{what} {} marked in use", if free_used == 1 { "is" } else { "are" }),
+            ));
         }
         let (dirs, want) = (on_disk.counts().directories, rebuilt.counts().directories);
         if dirs != want {
             let counted = crate::count(u64::from(dirs), "directory", "directories");
-            found.push(format!("it counts {counted}, the inodes {want}"));
+            found.push((Severity::Leak, format!("it counts {counted}, the inodes {want}")));
         }
-        for what in found {
-            self.problem(
-                Kind::CylinderGroup,
-                None,
-                format!("cylinder group {g}: {what}; repair rebuilds it"),
-                Some(Fix::RebuildGroups),
-            );
+        for (severity, what) in found {
+            let message = format!("cylinder group {g}: {what}; repair rebuilds it");
+            match severity {
+                Severity::Leak => self.leak(Kind::CylinderGroup, None, message, Some(Fix::RebuildGroups)),
+                Severity::Damage => self.damage(Kind::CylinderGroup, None, message, Some(Fix::RebuildGroups)),
+            }
         }
     }
 }

@@ -377,7 +377,7 @@ impl Checker<'_> {
             Ok(table) => (table, true),
             Err(e) => {
                 self.model.io_errors += 1;
-                self.problem(
+                self.damage(
                     Kind::CylinderGroup,
                     None,
                     format!("cylinder group {g}: its inode table cannot be read: {e}"),
@@ -393,7 +393,7 @@ impl Checker<'_> {
 
     /// Plans to clear inode `ino`'s slot, for `why`.
     fn plan_clear(&mut self, ino: Ino, why: String) {
-        self.problem(
+        self.damage(
             Kind::Inode,
             Some(ino),
             format!("inode {ino}: {why}; repair clears it"),
@@ -432,7 +432,7 @@ impl Checker<'_> {
             return self.plan_clear(ino, why);
         }
         if !sealed {
-            self.problem(
+            self.damage(
                 Kind::Inode,
                 Some(ino),
                 format!("inode {ino}: checksum mismatch; repair recomputes it (its fields are checked as any inode's)"),
@@ -455,7 +455,7 @@ impl Checker<'_> {
             scan.directories += 1;
         }
         if size != a.size {
-            self.problem(
+            self.damage(
                 Kind::Inode,
                 Some(ino),
                 format!(
@@ -488,7 +488,7 @@ impl Checker<'_> {
             let (lbn, parent) = (*lbn, *parent);
             self.repair_of(ino).clear_pointers.push((lbn, parent));
             if i < MAX_PROBLEMS_PER_INODE as usize {
-                self.problem(
+                self.damage(
                     Kind::BlockPointer,
                     Some(ino),
                     format!("inode {ino}: {why}; repair clears the pointer"),
@@ -498,7 +498,7 @@ impl Checker<'_> {
         }
         if let Some((lbn, _, _)) = bad.get(MAX_PROBLEMS_PER_INODE as usize) {
             let more = bad.len() - MAX_PROBLEMS_PER_INODE as usize;
-            self.problem(
+            self.damage(
                 Kind::BlockPointer,
                 Some(ino),
                 format!("inode {ino}: {more} more bad block pointers; repair clears them"),
@@ -582,7 +582,7 @@ impl Checker<'_> {
                 format!("inode {}", others.iter().map(|o| o.to_string()).collect::<Vec<_>>().join(", "))
             };
             let (ino, lbn, start) = (c.ino, c.lbn, c.start);
-            self.problem(
+            self.damage(
                 Kind::DuplicateBlock,
                 Some(ino),
                 format!("inode {ino}: block {lbn} at {start} shares fragments with {with}; repair clears the pointer"),
@@ -629,7 +629,9 @@ impl Checker<'_> {
                 continue;
             }
             let recorded = std::mem::replace(&mut info.blocks, held);
-            self.problem(
+            // Either way a leak: the count is only reported (stat's
+            // blocks), and nothing is allocated or freed by it.
+            self.leak(
                 Kind::Inode,
                 Some(ino),
                 format!(

@@ -29,7 +29,7 @@ pub(crate) use repair::fsck;
 pub(crate) use superblock::has_copy;
 
 use crate::tree::{InodeInfo, Namespace, Target};
-use crate::{Counts, Fatal, Fix, Kind, Layout, Options, Progress, Report};
+use crate::{Counts, Fatal, Fix, Kind, Layout, Options, Progress, Report, Severity};
 use disk::BlockDevice;
 use fslab::ffs::bitmap::Bitmap;
 use fslab::ffs::cg::CylinderGroup;
@@ -224,9 +224,14 @@ impl<'a> Checker<'a> {
         }
     }
 
-    /// Records a problem.
-    pub fn problem(&mut self, kind: Kind, ino: Option<Ino>, message: String, fix: Option<Fix>) {
-        self.report.push(kind, ino, message, fix);
+    /// Records a problem that is damage ([`Severity::Damage`]).
+    pub fn damage(&mut self, kind: Kind, ino: Option<Ino>, message: String, fix: Option<Fix>) {
+        self.report.push(Severity::Damage, kind, ino, message, fix);
+    }
+
+    /// Records a problem that is a leak ([`Severity::Leak`]).
+    pub fn leak(&mut self, kind: Kind, ino: Option<Ino>, message: String, fix: Option<Fix>) {
+        self.report.push(Severity::Leak, kind, ino, message, fix);
     }
 
     /// The repair record of inode `ino`, made if new.

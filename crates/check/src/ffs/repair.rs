@@ -54,6 +54,12 @@ pub(crate) fn fsck(
         if (outcome.last.is_clean() && outcome.last.pending_reclaim.is_empty()) || fixes.is_empty() {
             break;
         }
+        // A repair can uncover what the first check could not see; preening
+        // goes no further than leaks.
+        if let Some(why) = options.preen.then(|| crate::repair::not_preenable(&outcome.last)).flatten() {
+            outcome.failed.push(format!("not repaired: {why}; run the repair without -p"));
+            break;
+        }
         progress(&format!("repair round {round}: {} fixes", fixes.len()));
         tried = true;
         let done = apply(&dev, m, &fixes, &mut outcome);

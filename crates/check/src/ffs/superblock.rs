@@ -13,7 +13,7 @@
 //! rebuilds.
 
 use super::{Checker, Opened};
-use crate::{Fatal, Fix, Kind, Layout, Options, Progress, Report};
+use crate::{Fatal, Fix, Kind, Layout, Options, Progress, Report, Severity};
 use disk::BlockDevice;
 use fslab::ffs::geometry::Geometry;
 use fslab::ffs::layout::{SB_CLEAN, SUPERBLOCK_BYTES};
@@ -127,7 +127,10 @@ impl<'a> Checker<'a> {
             Ok(sb) if sb.geometry.byte_offset(sb.geometry.total_frags) <= dev.size() => {
                 report.clean_unmount = sb.flags & SB_CLEAN != 0;
                 if !report.clean_unmount {
+                    // Only a warning that counts may be stale: whatever is
+                    // really wrong is found, and classified, on its own.
                     report.push(
+                        Severity::Leak,
                         Kind::Superblock,
                         None,
                         "the file system was not unmounted cleanly: its cylinder groups and totals \
@@ -153,6 +156,7 @@ impl<'a> Checker<'a> {
                 return Err(Fatal::Foreign("not an fslab image (no superblock found)".into()));
             }
             report.push(
+                Severity::Damage,
                 Kind::Superblock,
                 None,
                 format!("primary superblock: {why}; no copy of it was found: nothing to check"),
@@ -161,6 +165,7 @@ impl<'a> Checker<'a> {
             return Ok(Opened::Unusable(report));
         };
         report.push(
+            Severity::Damage,
             Kind::Superblock,
             None,
             format!("primary superblock: {why}; repair restores it from the copy in group {g}"),
@@ -191,7 +196,7 @@ impl<'a> Checker<'a> {
             };
             self.model.bad_copies.push(g);
             if self.model.bad_copies.len() <= MAX_LISTED_COPIES {
-                self.problem(
+                self.damage(
                     Kind::Superblock,
                     None,
                     format!("superblock copy in group {g}: {why}; repair rewrites it"),
@@ -201,7 +206,7 @@ impl<'a> Checker<'a> {
         }
         let more = self.model.bad_copies.len().saturating_sub(MAX_LISTED_COPIES);
         if more > 0 {
-            self.problem(
+            self.damage(
                 Kind::Superblock,
                 None,
                 format!("{more} more superblock copies are damaged; repair rewrites them"),
