@@ -20,7 +20,7 @@ use fslab::bmap;
 use fslab::ffs::geometry::Geometry;
 use fslab::ffs::layout::{CG_MAGIC, SUPERBLOCK_BYTES};
 use fslab::ffs::{Ffs, Integrity, MkfsOptions, MountOptions, Superblock};
-use fslab::format::blockno::{self, is_indirect, seal_indirect, INDIRECT_MAGIC};
+use fslab::format::blockno::{self, is_indirect, INDIRECT_MAGIC};
 use fslab::format::codec::crc32c_skipping;
 use fslab::format::dirent::{seal_chunk, CHUNK_MAGIC, DIRBLKSIZ};
 use fslab::format::inode::{Inode, INODE_SIZE};
@@ -103,10 +103,11 @@ pub fn reseal(image: &mut [u8]) {
             }
         }
     }
-    let mut resealer = Resealer { image, geo, ino: 0, pending: None, seen: HashSet::new() };
+    let tree = sb.indirect_geometry();
+    let mut resealer = Resealer { image, geo, tree, ino: 0, pending: None, seen: HashSet::new() };
     for inode in inodes {
         resealer.ino = inode.ino;
-        bmap::walk(&blockno::Geometry::new(geo.block_size), &inode, &mut resealer);
+        bmap::walk(&tree, &inode, &mut resealer);
     }
 }
 
@@ -115,6 +116,8 @@ pub fn reseal(image: &mut [u8]) {
 struct Resealer<'i> {
     image: &'i mut [u8],
     geo: Geometry,
+    /// How the image's indirect blocks are laid out.
+    tree: blockno::Geometry,
     ino: Ino,
     pending: Option<Lbn>,
     seen: HashSet<u64>,
@@ -132,8 +135,11 @@ impl bmap::Visitor for Resealer<'_> {
             .image
             .get_mut(at..at + BS)
             .ok_or_else(|| fslab::Error::corrupt("indirect block", addr, "past the image"))?;
-        if let Some(lbn) = self.pending.take().filter(|_| u32_at(block, BS - 4) == INDIRECT_MAGIC) {
-            seal_indirect(block, self.ino, lbn);
+        // A trailer's magic says the block was an indirect block; a
+        // sectored one has none, and is resealed as what it is reached as.
+        let sealable = self.tree.sectored || u32_at(block, BS - 4) == INDIRECT_MAGIC;
+        if let Some(lbn) = self.pending.take().filter(|_| sealable) {
+            self.tree.seal(block, self.ino, lbn);
         }
         Ok(block.to_vec())
     }

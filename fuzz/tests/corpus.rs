@@ -116,9 +116,10 @@ fn ffs_reseal_seals_a_changed_indirect_block_for_its_file_and_position() {
     let at = geo.byte_offset(big.indirect[0].get()) as usize;
     bytes[at] ^= 0x01; // the first pointer
     let lbn = -(fslab::format::blockno::NDADDR as i64);
-    assert!(check_indirect(&bytes[at..at + ffs::BS], big.ino, lbn, big.indirect[0]).is_err());
+    let tree = sb.indirect_geometry();
+    assert!(tree.check(&bytes[at..at + ffs::BS], big.ino, lbn, big.indirect[0]).is_err());
     ffs::reseal(&mut bytes);
-    check_indirect(&bytes[at..at + ffs::BS], big.ino, lbn, big.indirect[0]).expect("resealed");
+    tree.check(&bytes[at..at + ffs::BS], big.ino, lbn, big.indirect[0]).expect("resealed");
 }
 
 #[test]

@@ -122,6 +122,19 @@ impl<N: Namespace> Tree<'_, N> {
         self.ns.report_mut().push(Severity::Leak, kind, ino, message, fix);
     }
 
+    /// A directory rename cut short: a moved directory named in both its
+    /// old and its new parent, or named only in one while its `..` still
+    /// names the other. No order of the rename's writes avoids both (two
+    /// directory blocks and the `..` block change), 4.4BSD's sync writes
+    /// and soft updates leave them, and the `..` entry or the one name left
+    /// says what the repair is, so nothing is guessed or lost (the link
+    /// counts rose first). A leak when the image was not unmounted cleanly,
+    /// which is when a crash can have left it; damage on a clean image.
+    fn interrupted_rename(&mut self, kind: Kind, ino: Option<Ino>, message: String, fix: Option<Fix>) {
+        let severity = if self.ns.report_mut().clean_unmount { Severity::Damage } else { Severity::Leak };
+        self.ns.report_mut().push(severity, kind, ino, message, fix);
+    }
+
     fn info(&self, ino: Ino) -> Option<InodeInfo> {
         self.ns.inodes().get(&ino).copied()
     }
@@ -160,7 +173,9 @@ impl<N: Namespace> Tree<'_, N> {
             let Some(&p) = parent.get(&dir) else { continue };
             if data.dotdot.is_some_and(|dd| dd != p) {
                 let dd = data.dotdot.unwrap_or(0);
-                self.damage(
+                // Found in one parent only (a second name is reported
+                // below): the rename moved it and its `..` lags.
+                self.interrupted_rename(
                     Kind::Directory,
                     Some(dir),
                     format!("directory {dir}: '..' names {dd}, but the directory is in {p}"),
@@ -278,15 +293,17 @@ impl<N: Namespace> Tree<'_, N> {
             _ => (dir, name.to_vec()),
         };
         let dropped = String::from_utf8_lossy(&drop_name).into_owned();
-        self.damage(
-            Kind::Directory,
-            Some(child),
-            format!(
-                "directory {child} has a second name, '{shown}' in directory {dir} (also in {first}); \
-                 repair removes '{dropped}' from directory {drop_dir}"
-            ),
-            Some(Fix::RemoveEntry { dir: drop_dir, name: drop_name }),
+        let message = format!(
+            "directory {child} has a second name, '{shown}' in directory {dir} (also in {first}); \
+             repair removes '{dropped}' from directory {drop_dir}"
         );
+        let fix = Some(Fix::RemoveEntry { dir: drop_dir, name: drop_name });
+        // `..` naming one of the two parents says which name is the
+        // directory's; naming neither, the repair would guess.
+        if child != ROOT_INO && (dotdot == Some(dir) || dotdot == Some(first)) {
+            return self.interrupted_rename(Kind::Directory, Some(child), message, fix);
+        }
+        self.damage(Kind::Directory, Some(child), message, fix);
     }
 
     /// Reports every unreachable inode with its planned repair.

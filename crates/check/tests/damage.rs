@@ -43,7 +43,7 @@ use common::*;
 use disk::{BlockDevice, MemDisk};
 use fslab::bmap;
 use fslab::ffs::mkfs::{read_group, read_superblock};
-use fslab::format::blockno::{self, is_indirect, XATTR_LBN};
+use fslab::format::blockno::{is_indirect, XATTR_LBN};
 use fslab::format::inode::{Inode, INODE_SIZE};
 use fslab::format::{Daddr, Lbn};
 use fslab::lfs::layout::Summary;
@@ -251,7 +251,7 @@ fn ffs_guarded(dev: &dyn BlockDevice) -> Vec<Range<usize>> {
             let Some(inode) = Inode::decode(slot).ok().filter(|i| i.attr.mode != 0) else { continue };
             let mut v =
                 Metadata { dev, frag: geo.frag_size as u64, bs, dir: inode.attr.is_dir(), found: Vec::new() };
-            bmap::walk(&blockno::Geometry::new(geo.block_size), &inode, &mut v);
+            bmap::walk(&sb.indirect_geometry(), &inode, &mut v);
             ranges.extend(v.found.into_iter().map(|f| at(f)..at(f) + bs));
         }
     }

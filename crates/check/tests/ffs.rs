@@ -15,7 +15,7 @@ use common::ffs::*;
 use common::{check, listing, pattern, repair};
 use disk::BlockDevice;
 use fslab::ffs::layout::SB_CLEAN;
-use fslab::format::blockno::{seal_indirect, NDADDR};
+use fslab::format::blockno::NDADDR;
 use fslab::format::{Daddr, Ino, ROOT_INO};
 use fslab_check::{Fix, Kind, Layout, Report};
 use std::time::{Duration, Instant};
@@ -368,17 +368,19 @@ fn indirect_blocks_that_repeat_one_block_are_checked_in_bounded_time() {
     // single indirect block S. Every pointer of S now names S, and every
     // pointer of D names S, each block resealed, so each passes as the
     // block it is read as at one place only.
-    let nindir = (8192 - 8) / 4;
+    let indirect = superblock(dev.as_ref()).indirect_geometry();
+    let nindir = indirect.nindir as i64;
     let (d_lbn, s_lbn) = (-(NDADDR as i64 + nindir) - 1, -(NDADDR as i64 + nindir));
     let double = large.indirect[1].get();
     let single = u32::from_le_bytes(read_frags(dev.as_ref(), double, 4).try_into().expect("4 bytes")) as u64;
     assert!(single != 0, "the double tree has a single indirect block");
     for (addr, lbn) in [(single, s_lbn), (double, d_lbn)] {
         let mut block = read_frags(dev.as_ref(), addr, 8192);
-        for p in block[..8192 - 8].chunks_exact_mut(4) {
-            p.copy_from_slice(&(single as u32).to_le_bytes());
+        for i in 0..nindir as usize {
+            let at = indirect.pointer_offset(i);
+            block[at..at + 4].copy_from_slice(&(single as u32).to_le_bytes());
         }
-        seal_indirect(&mut block, tree.large, lbn);
+        indirect.seal(&mut block, tree.large, lbn);
         write_frags(dev.as_ref(), addr, &block);
     }
     let started = Instant::now();

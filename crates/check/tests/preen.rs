@@ -266,3 +266,56 @@ fn ffs_groups_a_crash_left_stale_are_leaks_preening_rebuilds() {
         assert_eq!(fs.read(ino, 0, 5000).expect("read"), pattern(5000, 3));
     });
 }
+
+/// A directory rename a crash cut short, made through the library: `d`
+/// moving from `a` to `b`, its new entry added and its old one not yet
+/// removed, with the link counts raised first as a rename raises them
+/// (`d` counts the new name, `b` the `..` to come). Returns (a, b, d).
+fn rename_cut_short(dev: &Arc<MemDisk>, crash: bool) -> (Ino, Ino, Ino) {
+    Ffs::with_fs(dev, crash, |fs| {
+        let c = Creds::default();
+        let a = fs.mkdir(ROOT_INO, b"a", 0o755, c).expect("mkdir").ino;
+        let b = fs.mkdir(ROOT_INO, b"b", 0o755, c).expect("mkdir").ino;
+        let d = fs.mkdir(a, b"d", 0o755, c).expect("mkdir").ino;
+        fs.sync().expect("sync");
+        fs.repair_set_nlink(d, 3).expect("d's new name");
+        fs.repair_set_nlink(b, 3).expect("b's `..` to come");
+        fs.repair_add_entry(b, b"d", d).expect("the new entry");
+        fs.sync().expect("sync");
+        (a, b, d)
+    })
+}
+
+/// What a crash leaves of a directory rename — two names, `..` naming
+/// the parent of one — is a leak when the image was not unmounted
+/// cleanly: preening follows `..`, keeps the directory where it names,
+/// and loses nothing.
+#[test]
+fn ffs_a_directory_rename_a_crash_cut_short_is_a_leak_preening_settles_by_dotdot() {
+    let dev = Ffs::fresh(24 << 20);
+    let (a, b, d) = rename_cut_short(&dev, true);
+    let report = check(&dev);
+    assert!(!report.clean_unmount);
+    let second = problem_about(&report, Kind::Directory, d);
+    assert!(second.message.contains("second name"), "{second}");
+    assert_only_leaks(&report);
+    assert_preened_to_clean(&dev);
+    Ffs::after_repair(&dev);
+    Ffs::with_fs(&dev, false, |fs| {
+        assert_eq!(fs.lookup(a, b"d").expect("kept where `..` names").ino, d);
+        assert!(fs.lookup(b, b"d").is_err(), "the second name is gone");
+        assert_eq!(fs.getattr(b).expect("getattr").attr.nlink, 2);
+    });
+}
+
+/// The same on an image marked clean is no crash's doing: damage, which
+/// preening leaves to a person.
+#[test]
+fn ffs_a_directory_with_two_names_on_a_clean_image_is_damage_preening_leaves() {
+    let dev = Ffs::fresh(24 << 20);
+    let (_, _, d) = rename_cut_short(&dev, false);
+    let report = check(&dev);
+    assert!(report.clean_unmount);
+    let damage = problem_about(&report, Kind::Directory, d);
+    assert_preening_refuses(&dev, &damage);
+}

@@ -20,9 +20,7 @@
 //! leaves its new blocks without an address, held in memory.
 
 use crate::error::{errno, Error};
-use crate::format::blockno::{
-    check_indirect, Geometry, Parent, INDIRECT_TRAILER, NDADDR, NIADDR, POINTER_BYTES, XATTR_LBN,
-};
+use crate::format::blockno::{Geometry, Parent, NDADDR, NIADDR, XATTR_LBN};
 use crate::format::codec::{Decoder, Encoder};
 use crate::format::inode::Inode;
 use crate::format::{Daddr, Ino, Lbn};
@@ -51,7 +49,7 @@ pub trait BlockTree {
 
     /// Reads indirect block `meta` of `ino` from `addr` into memory. The
     /// engine has checked `addr` against [`BlockTree::address_limit`]; the
-    /// layout checks the block's trailer ([`check_indirect`]).
+    /// layout checks the block's checksums ([`Geometry::check`]).
     fn read_indirect(&mut self, ino: Ino, meta: Lbn, addr: Daddr) -> Result<()>;
 
     /// The bytes of indirect block `meta` of `ino`, held in memory.
@@ -94,10 +92,11 @@ pub fn ancestors(geometry: &Geometry, lbn: Lbn) -> Vec<Lbn> {
     }
 }
 
-/// The pointer in slot `index` of an indirect block.
-fn slot(block: &[u8], index: usize) -> Result<Daddr> {
+/// The pointer in slot `index` of an indirect block laid out as
+/// `geometry` says.
+fn slot(geometry: &Geometry, block: &[u8], index: usize) -> Result<Daddr> {
     Decoder::new(block)
-        .u32(index * POINTER_BYTES)
+        .u32(geometry.pointer_offset(index))
         .map(Daddr::from_pointer)
         .map_err(|_| Error::corrupt("indirect block", 0u64, "shorter than its pointers"))
 }
@@ -115,7 +114,8 @@ pub fn pointer<T: BlockTree + ?Sized>(t: &mut T, ino: Ino, lbn: Lbn) -> Result<D
             if !load_indirect(t, ino, meta)? {
                 return Ok(Daddr::NONE);
             }
-            slot(t.indirect(ino, meta)?, index)?
+            let geometry = t.geometry();
+            slot(&geometry, t.indirect(ino, meta)?, index)?
         }
     };
     if addr.get() >= t.address_limit() {
@@ -141,7 +141,8 @@ pub fn set_pointer<T: BlockTree + ?Sized>(t: &mut T, ino: Ino, lbn: Lbn, addr: D
         Parent::Xattr => t.inode_mut(ino)?.xattr = addr,
         Parent::Meta { meta, index } => {
             load_indirect(t, ino, meta)?;
-            Encoder::new(t.indirect_mut(ino, meta)?).u32(index * POINTER_BYTES, encoded);
+            let at = t.geometry().pointer_offset(index);
+            Encoder::new(t.indirect_mut(ino, meta)?).u32(at, encoded);
         }
     }
     Ok(())
@@ -508,7 +509,7 @@ pub trait Visitor {
 /// Visits every pointer of `inode` in order: the direct blocks, each
 /// indirect tree depth first (an indirect block before what it points
 /// at), then the extended-attribute block. An indirect block is followed
-/// only if the visitor trusts it and it passes [`check_indirect`]: a
+/// only if the visitor trusts it and it passes [`Geometry::check`]: a
 /// pointer read from a damaged block could send the walk anywhere.
 pub fn walk(geometry: &Geometry, inode: &Inode, visitor: &mut impl Visitor) {
     for (lbn, &addr) in inode.direct.iter().enumerate() {
@@ -537,13 +538,12 @@ fn walk_indirect(geometry: &Geometry, ino: Ino, level: usize, first: u64, addr: 
         Ok(block) => block,
         Err(e) => return v.unreadable(lbn, addr, e),
     };
-    if let Err(e) = check_indirect(&block, ino, lbn, addr) {
+    if let Err(e) = geometry.check(&block, ino, lbn, addr) {
         return v.unreadable(lbn, addr, e);
     }
     let child_span = geometry.nindir.pow(level as u32 - 1);
-    let pointers = geometry.nindir.min(((block.len() - INDIRECT_TRAILER) / POINTER_BYTES) as u64);
-    for i in 0..pointers {
-        let Ok(child) = slot(&block, i as usize) else { break };
+    for i in 0..geometry.pointers_in(block.len()) {
+        let Ok(child) = slot(geometry, &block, i as usize) else { break };
         if child.is_none() {
             continue;
         }
@@ -560,6 +560,7 @@ fn walk_indirect(geometry: &Geometry, ino: Ino, level: usize, first: u64, addr: 
 mod tests {
     use super::*;
     use crate::format::blockno::seal_indirect;
+    use crate::format::blockno::{check_indirect, INDIRECT_TRAILER, POINTER_BYTES};
     use std::collections::BTreeMap;
 
     /// A toy layout: one inode, indirect blocks of four pointers, addresses
@@ -608,7 +609,7 @@ mod tests {
 
     impl BlockTree for Toy {
         fn geometry(&self) -> Geometry {
-            Geometry { nindir: POINTERS }
+            Geometry { nindir: POINTERS, sectored: false }
         }
         fn address_limit(&self) -> u64 {
             1 << 20

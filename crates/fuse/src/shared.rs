@@ -298,7 +298,7 @@ mod tests {
     use fslab::storage::MemStorage;
 
     /// Four threads, each writing and fsyncing its own file ten times, on
-    /// a device whose flush takes 10 ms: requests wait for durability after
+    /// a device whose flush takes 20 ms: requests wait for durability after
     /// letting go of the lock, so fsyncs finishing together share a flush
     /// (group commit) and the device sees fewer flushes than when each
     /// fsync flushed under the lock (one per LFS fsync, two per FFS one).
@@ -347,7 +347,7 @@ mod tests {
             .expect("mkfs");
             let disk = Arc::new(CountingDisk::with_flush_delay(
                 MemDisk::from_bytes(image.snapshot()),
-                Duration::from_millis(10),
+                Duration::from_millis(20),
             ));
             let flushes = match layout {
                 "lfs" => {

@@ -63,7 +63,9 @@ fn indirect_blocks(allocated: &BTreeSet<u64>, nindir: u64) -> u64 {
 /// blocks (see the module comment).
 pub fn contents_blocks(model: &Model, block_size: usize) -> u64 {
     let bs = block_size as u64;
-    let nindir = (bs - 8) / 4;
+    // The fewer pointers of the two indirect-block layouts (sectored, FFS;
+    // with a trailer, LFS): more indirect blocks, an upper bound for both.
+    let nindir = fslab::format::blockno::Geometry::sectored(block_size as u32).nindir;
     let mut blocks = 0;
     let mut nodes = 0;
     for id in model.live() {

@@ -61,6 +61,16 @@ impl Checker<'_> {
             };
             totals.add(&rebuilt.counts(), 1);
             match self.model.groups[g as usize].on_disk.clone() {
+                // A group is rebuilt from the inodes whatever it held, and a
+                // mount refuses an image not unmounted cleanly until it is:
+                // there, an area a crash tore (one checksum covers it) loses
+                // nothing. On a clean image it is damage.
+                Err(why) if !self.report.clean_unmount => self.leak(
+                    Kind::CylinderGroup,
+                    None,
+                    format!("cylinder group {g}: {why} (a write cut short); repair rebuilds it"),
+                    Some(Fix::RebuildGroups),
+                ),
                 Err(why) => self.damage(
                     Kind::CylinderGroup,
                     None,

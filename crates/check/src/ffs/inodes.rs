@@ -39,7 +39,7 @@ use fslab::bmap;
 use fslab::ffs::bitmap::Bitmap;
 use fslab::ffs::cg::CylinderGroup;
 use fslab::ffs::Frag;
-use fslab::format::blockno::{check_indirect, is_indirect, Parent, NDADDR, XATTR_LBN};
+use fslab::format::blockno::{is_indirect, Parent, NDADDR, XATTR_LBN};
 use fslab::format::codec::{crc32c_skipping, Decoder};
 use fslab::format::dirent::{dt, dt_from_mode};
 use fslab::format::inode::{Inode, InodeError, INODE_SIZE};
@@ -303,7 +303,7 @@ impl bmap::Visitor for Walk<'_, '_> {
             self.checker.model.io_errors += 1;
             fslab::Error::from(e)
         })?;
-        check_indirect(&block, self.ino, lbn, addr)?;
+        self.checker.tree.check(&block, self.ino, lbn, addr)?;
         self.claim(lbn, addr.get(), self.checker.geo.frags_per_block);
         self.indirect_at.insert(lbn, addr.get());
         Ok(block)
@@ -402,6 +402,19 @@ impl Checker<'_> {
         self.repair_of(ino).clear = true;
     }
 
+    /// Plans clearing inode `ino`, which holds nothing and has no links:
+    /// a leak (an entry still naming it is reported, as damage, where the
+    /// entries are checked).
+    fn plan_clear_empty(&mut self, ino: Ino, why: String) {
+        self.leak(
+            Kind::Inode,
+            Some(ino),
+            format!("inode {ino}: {why}; repair clears it"),
+            Some(Fix::ClearInode { ino }),
+        );
+        self.repair_of(ino).clear = true;
+    }
+
     /// Checks the inode in `slot` (number `ino`) and, if it stays in use,
     /// records it in `scan` and for the later phases.
     fn check_slot(&mut self, ino: Ino, slot: &[u8], scan: &mut GroupScan) {
@@ -415,16 +428,20 @@ impl Checker<'_> {
         self.report.counts.inodes += 1;
         let a = inode.attr;
         let bs = self.bs as u64;
+        if a.is_dir() && a.nlink == 0 && holds_no_pointer(&inode) {
+            // What rmdir leaves when a crash comes after the directory's
+            // blocks were freed and before its inode was.
+            return self.plan_clear_empty(
+                ino,
+                "a directory with no links and no blocks (removed, then a crash)".into(),
+            );
+        }
         let why_clear = if dt_from_mode(a.mode) == dt::UNKNOWN {
             Some(format!("mode {:#o} names no file type", a.mode))
         } else if ino == ROOT_INO && !a.is_dir() {
             Some("the root inode is not a directory (a new root is made)".into())
         } else if a.is_symlink() && (a.size == 0 || a.size > bs) {
             Some(format!("impossible size {} for a symbolic link", a.size))
-        } else if a.is_dir() && a.nlink == 0 && holds_no_pointer(&inode) {
-            // What rmdir leaves when a crash comes after the directory's
-            // blocks were freed and before its inode was.
-            Some("a directory with no links and no blocks (removed, then a crash)".into())
         } else {
             None
         };

@@ -201,7 +201,7 @@ impl<'a> Checker<'a> {
         Checker {
             dev,
             geo,
-            tree: blockno::Geometry::new(geo.block_size),
+            tree: sb.indirect_geometry(),
             bs: geo.block_size as usize,
             report: Report { layout: Layout::Ffs, ..report },
             progress,

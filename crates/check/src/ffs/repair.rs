@@ -28,7 +28,7 @@ use disk::BlockDevice;
 use fslab::ffs::geometry::Geometry;
 use fslab::ffs::layout::{SB_CLEAN, SUPERBLOCK_BYTES};
 use fslab::ffs::{Ffs, Frag, Integrity, MountOptions, Superblock};
-use fslab::format::blockno::{check_indirect, seal_indirect, Parent, POINTER_BYTES};
+use fslab::format::blockno::{Parent, POINTER_BYTES};
 use fslab::format::inode::{Inode, INODE_SIZE};
 use fslab::format::{blockno, now_ns, Daddr, Ino, Lbn};
 use fslab::ufs::FileSystem;
@@ -160,7 +160,7 @@ fn write_direct(dev: &dyn BlockDevice, model: &Model, clear_orphans: bool) -> Re
             .map_err(|why| format!("cylinder group {g} cannot be rebuilt ({why}); nothing was written"))?;
     }
     let io = |what: String| move |e: std::io::Error| format!("{what}: {e}");
-    write_inodes(dev, &geo, &model.repairs)?;
+    write_inodes(dev, &geo, &model.sb.indirect_geometry(), &model.repairs)?;
     dev.flush().map_err(io("barrier after the inodes".into()))?;
     let now = now_ns();
     for g in 0..geo.ncg {
@@ -198,9 +198,9 @@ fn write_direct(dev: &dyn BlockDevice, model: &Model, clear_orphans: bool) -> Re
 fn write_inodes(
     dev: &dyn BlockDevice,
     geo: &Geometry,
+    tree: &blockno::Geometry,
     repairs: &BTreeMap<Ino, InodeRepair>,
 ) -> Result<(), String> {
-    let tree = blockno::Geometry::new(geo.block_size);
     let bs = geo.block_size as usize;
     let mut by_block: BTreeMap<Frag, Vec<(Ino, &InodeRepair)>> = BTreeMap::new();
     for (&ino, r) in repairs {
@@ -219,7 +219,7 @@ fn write_inodes(
             } else {
                 let mut inode = old.ok_or_else(|| format!("inode {ino}: its slot no longer holds it"))?;
                 for &(lbn, parent) in &r.clear_pointers {
-                    clear_pointer(dev, geo, &tree, &mut inode, lbn, parent)?;
+                    clear_pointer(dev, geo, tree, &mut inode, lbn, parent)?;
                 }
                 if let Some(size) = r.size {
                     inode.attr.size = size;
@@ -256,9 +256,10 @@ fn clear_pointer(
             let mut block = vec![0u8; geo.block_size as usize];
             dev.read_at(at, &mut block)
                 .map_err(|e| format!("reading indirect block {meta} of inode {ino}: {e}"))?;
-            check_indirect(&block, ino, meta, Daddr::new(addr)).map_err(|e| e.to_string())?;
-            block[index * POINTER_BYTES..(index + 1) * POINTER_BYTES].fill(0);
-            seal_indirect(&mut block, ino, meta);
+            tree.check(&block, ino, meta, Daddr::new(addr)).map_err(|e| e.to_string())?;
+            let at_pointer = tree.pointer_offset(index);
+            block[at_pointer..at_pointer + POINTER_BYTES].fill(0);
+            tree.seal(&mut block, ino, meta);
             dev.write_at(at, &block)
                 .map_err(|e| format!("writing indirect block {meta} of inode {ino}: {e}"))?;
         }

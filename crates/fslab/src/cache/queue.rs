@@ -459,6 +459,9 @@ mod tests {
         let queue = WriteQueue::new(disk.clone(), "test-io", 512, 0, 1 << 20);
         let tickets: Vec<Ticket> =
             (0..8).map(|i| queue.ticket(queue.submit(job_at(2 * i)).expect("submit"))).collect();
+        // On the device, not yet durable: the first flush covers all eight.
+        queue.wait_idle().expect("idle");
+        assert_eq!(queue.durable(), 0);
         let waiters: Vec<_> = tickets.into_iter().map(|t| std::thread::spawn(move || t.wait())).collect();
         for waiter in waiters {
             waiter.join().expect("joined").expect("durable");

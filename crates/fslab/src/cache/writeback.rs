@@ -77,14 +77,29 @@ pub struct Placement {
     pub bytes: usize,
 }
 
+/// Which bytes go to the device for a block being written back.
+#[derive(Clone)]
+pub enum WriteAs {
+    /// The cached bytes, as they are.
+    Cached,
+    /// These bytes: the cached ones with what only the disk copy carries
+    /// added (a trailer, a checksum). The buffer is clean once they are
+    /// written.
+    Sealed(BlockData),
+    /// These bytes: a copy of the cached ones with the changes rolled back
+    /// whose dependencies are not yet durable (soft updates), checksums
+    /// recomputed in the copy. The buffer stays dirty with its real
+    /// contents, to be written again once they may go.
+    RolledBack(BlockData),
+}
+
 /// What an integrity scheme does around each block write.
 pub trait WriteHooks {
-    /// `key` is about to be written to `addr`. Returns the bytes to write
-    /// instead of the cached ones, if any (a copy with unsafe changes rolled
-    /// back); may first write what must precede the block.
-    fn write_starting(&mut self, key: BlockKey, addr: Daddr, data: &BlockData) -> Result<Option<BlockData>> {
+    /// `key` is about to be written to `addr`: which bytes to write. May
+    /// first write what must precede the block.
+    fn write_starting(&mut self, key: BlockKey, addr: Daddr, data: &BlockData) -> Result<WriteAs> {
         let _ = (key, addr, data);
-        Ok(None)
+        Ok(WriteAs::Cached)
     }
 
     /// The write of `key` to `addr` was issued as write `seq` of the queue
@@ -115,7 +130,7 @@ pub struct WrittenBack {
 }
 
 /// Writes the buffers of `placements` to `dest`, in address order, and
-/// marks them clean. Buffers whose addresses follow one another — each whole, and
+/// marks them clean (all but those written rolled back, which stay dirty). Buffers whose addresses follow one another — each whole, and
 /// the next starting where it ends — go in one device write of at most
 /// `max_run_bytes` (a layout passes its `maxcontig`). `unit_bytes` is the
 /// size of an address unit (a fragment). A buffer no longer in the cache
@@ -147,14 +162,23 @@ pub fn write_back(
         i += run.len();
         let mut buffers: Vec<BlockData> = Vec::with_capacity(run.len());
         let mut written: Vec<Placement> = Vec::with_capacity(run.len());
+        let mut rolled_back: Vec<bool> = Vec::with_capacity(run.len());
         for p in &run {
             let Some(data) = cache.share(p.key) else { continue };
             if p.bytes > data.len() {
                 return Err(errno(libc::EINVAL, "write-back of more bytes than a buffer holds"));
             }
-            let data = hooks.write_starting(p.key, p.addr, &data)?.unwrap_or(data);
+            let (data, rolled) = match hooks.write_starting(p.key, p.addr, &data)? {
+                WriteAs::Cached => (data, false),
+                WriteAs::Sealed(copy) => (copy, false),
+                WriteAs::RolledBack(copy) => (copy, true),
+            };
+            if data.len() < p.bytes {
+                return Err(errno(libc::EINVAL, "write hook gave back fewer bytes than the block"));
+            }
             buffers.push(data);
             written.push(*p);
+            rolled_back.push(rolled);
         }
         // A skipped buffer splits the run: write what is contiguous.
         let mut start = 0;
@@ -171,8 +195,10 @@ pub fn write_back(
             let seq = dest.write(written[start].addr, unit_bytes, run_buffers, lens)?;
             done.writes += 1;
             done.last = done.last.max(seq);
-            for p in &written[start..end] {
-                cache.mark_written(p.key, seq);
+            for (p, &rolled) in written[start..end].iter().zip(&rolled_back[start..end]) {
+                if !rolled {
+                    cache.mark_written(p.key, seq);
+                }
                 hooks.write_done(p.key, p.addr, seq);
                 done.blocks += 1;
                 done.bytes += p.bytes as u64;
@@ -198,14 +224,13 @@ mod tests {
     }
 
     impl WriteHooks for Recorder {
-        fn write_starting(
-            &mut self,
-            key: BlockKey,
-            _addr: Daddr,
-            _data: &BlockData,
-        ) -> Result<Option<BlockData>> {
+        fn write_starting(&mut self, key: BlockKey, _addr: Daddr, _data: &BlockData) -> Result<WriteAs> {
             self.started.push(key);
-            Ok((self.roll_back == Some(key)).then(|| block_of(&[0xEE; 1024])))
+            Ok(if self.roll_back == Some(key) {
+                WriteAs::RolledBack(block_of(&[0xEE; 1024]))
+            } else {
+                WriteAs::Cached
+            })
         }
         fn write_done(&mut self, key: BlockKey, _addr: Daddr, _seq: Seq) {
             self.done.push(key);
@@ -240,7 +265,8 @@ mod tests {
         );
         assert_eq!(hooks.started, vec![(5, 0), (5, 1), (5, 2), (5, 3), device_key(Daddr::new(20))]);
         assert_eq!(hooks.done, hooks.started);
-        assert_eq!(cache.dirty_count(), 0, "every buffer written is clean");
+        assert_eq!(cache.dirty_count(), 1, "every buffer written is clean but the one rolled back");
+        assert!(cache.is_dirty((5, 1)) && cache.durable_after((5, 1)).is_none());
         let mut image = vec![0u8; 64 * 1024];
         dev.read_at(0, &mut image).expect("read");
         let at = |addr: usize| image[addr * 512];

@@ -23,9 +23,7 @@ use super::fs::Ffs;
 use crate::bmap::{self, BlockTree};
 use crate::cache::block_of;
 use crate::error::{errno, Error, Location};
-use crate::format::blockno::{
-    check_indirect, is_indirect, Geometry, Parent, NDADDR, POINTER_BYTES, XATTR_LBN,
-};
+use crate::format::blockno::{is_indirect, Geometry, Parent, NDADDR, XATTR_LBN};
 use crate::format::codec::Decoder;
 use crate::format::inode::Inode;
 use crate::format::{Daddr, Ino, Lbn, IFILE_INO};
@@ -192,6 +190,7 @@ impl Ffs {
         if !fits {
             return Err(errno(libc::EINVAL, "write does not fit in one block"));
         }
+        self.tx.dirtied(ino, lbn);
         if lbn < 0 && lbn != XATTR_LBN {
             return Err(errno(libc::EINVAL, "indirect blocks belong to the storage manager"));
         }
@@ -551,7 +550,9 @@ impl Ffs {
                 let block =
                     self.cache.get((ino, meta)).ok_or_else(|| errno(libc::EIO, "indirect block evicted"))?;
                 let d = Decoder::new(block);
-                self.alloc.blkpref_with(ino, lbn, index, |k| d.u32(k * POINTER_BYTES).map_or(0, u64::from))
+                let tree = self.tree;
+                self.alloc
+                    .blkpref_with(ino, lbn, index, |k| d.u32(tree.pointer_offset(k)).map_or(0, u64::from))
             }
             _ => 0,
         };
@@ -634,7 +635,7 @@ impl BlockTree for Ffs {
     fn read_indirect(&mut self, ino: Ino, meta: Lbn, addr: Daddr) -> Result<()> {
         let mut buf = AlignedBytes::zeroed(self.block_size());
         self.read_at(addr, &mut buf)?;
-        check_indirect(&buf, ino, meta, addr)?;
+        self.tree.check(&buf, ino, meta, addr)?;
         self.cache.insert((ino, meta), Arc::new(buf), false);
         Ok(())
     }

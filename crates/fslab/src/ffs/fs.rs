@@ -13,10 +13,10 @@ use super::layout::{Superblock, SB_CLEAN, SUPERBLOCK_BYTES};
 use super::mkfs::{read_group, read_superblock};
 use crate::cache::{
     device_addr, device_key, write_back, BlockData, BlockKey, BufferCache, CacheLimits, IntMap, Placement,
-    Seq, Ticket, WriteHooks, WriteMode, WriteQueue, DEVICE,
+    Seq, Ticket, WriteAs, WriteHooks, WriteMode, WriteQueue, DEVICE,
 };
 use crate::error::errno;
-use crate::format::blockno::{is_indirect, seal_indirect, Geometry};
+use crate::format::blockno::{is_indirect, Geometry};
 use crate::format::{now_ns, Daddr, Ino, Lbn};
 use crate::storage::TxLog;
 use crate::time::TimeSource;
@@ -212,7 +212,7 @@ impl Ffs {
         let last_sync = options.clock.now();
         let mut ffs = Ffs {
             queue,
-            tree: Geometry::new(sb.geometry.block_size),
+            tree: sb.indirect_geometry(),
             cache: BufferCache::new(sb.geometry.block_size, limits),
             dev,
             sb,
@@ -262,6 +262,12 @@ impl Ffs {
             g.check().map_err(|e| format!("cylinder group {}: {e}", g.index))?;
         }
         Ok(())
+    }
+
+    /// The last transaction that dirtied more file blocks than `begin`
+    /// was told, and how many did (`storage::TxLog::over_bound`).
+    pub fn tx_over_bound(&self) -> Option<((crate::storage::TxKind, u64, u64), u64)> {
+        self.tx.over_bound()
     }
 
     /// The integrity mode of this mount.
@@ -399,7 +405,7 @@ impl Ffs {
         let max_run = self.sb.geometry.maxcontig as usize * self.block_size();
         let unit = self.frag_size();
         let mode = self.mode();
-        let mut hooks = FfsHooks { mode: mode.as_ref() };
+        let mut hooks = FfsHooks { mode: mode.as_ref(), tree: self.tree };
         self.stats.checksummed_blocks +=
             placements.iter().filter(|p| p.key.0 == DEVICE || is_indirect(p.key.1)).count() as u64;
         let mut dest = &self.queue;
@@ -512,20 +518,28 @@ impl Ffs {
 /// goes to the disk. The cache keeps the current, unsealed pointers.
 struct FfsHooks<'a> {
     mode: &'a dyn IntegrityMode,
+    /// How indirect blocks are sealed.
+    tree: Geometry,
 }
 
 impl WriteHooks for FfsHooks<'_> {
-    fn write_starting(&mut self, key: BlockKey, addr: Daddr, data: &BlockData) -> Result<Option<BlockData>> {
-        let substitute = self.mode.write_starting(key, addr, data)?;
+    fn write_starting(&mut self, key: BlockKey, addr: Daddr, data: &BlockData) -> Result<WriteAs> {
+        let chosen = self.mode.write_starting(key, addr, data)?;
         let (ino, lbn) = key;
         if ino == DEVICE || !is_indirect(lbn) {
-            return Ok(substitute);
+            return Ok(chosen);
         }
-        let bytes = substitute.as_ref().unwrap_or(data);
-        let mut sealed = AlignedBytes::zeroed(bytes.len());
-        sealed.copy_from_slice(bytes);
-        seal_indirect(&mut sealed, ino, lbn);
-        Ok(Some(Arc::new(sealed)))
+        let seal = |bytes: &BlockData| {
+            let mut sealed = AlignedBytes::zeroed(bytes.len());
+            sealed.copy_from_slice(bytes);
+            self.tree.seal(&mut sealed, ino, lbn);
+            Arc::new(sealed)
+        };
+        Ok(match chosen {
+            WriteAs::Cached => WriteAs::Sealed(seal(data)),
+            WriteAs::Sealed(copy) => WriteAs::Sealed(seal(&copy)),
+            WriteAs::RolledBack(copy) => WriteAs::RolledBack(seal(&copy)),
+        })
     }
 
     fn write_done(&mut self, key: BlockKey, addr: Daddr, seq: Seq) {

@@ -19,8 +19,13 @@ use crate::Result;
 /// Magic at byte 0 of every FFS superblock copy (an LFS image has
 /// `fslabLFS` there, so one read at offset 0 tells the layouts apart).
 pub const SUPERBLOCK_MAGIC: &[u8; 8] = b"fslabFFS";
-/// The FFS format version this code writes and reads.
-pub const FORMAT_VERSION: u32 = 2;
+/// The FFS format version this code writes (at mkfs) and reads. Version 3
+/// checksums indirect blocks per sector (`format::blockno`); versions 1
+/// and 2 carry a trailer, and keep it: an image keeps the version it was
+/// made with.
+pub const FORMAT_VERSION: u32 = 3;
+/// The first version whose indirect blocks are sectored.
+pub const SECTORED_INDIRECT_VERSION: u32 = 3;
 /// The oldest FFS format version this code reads: version 1 lacks only the
 /// orphan list, whose fields (superblock byte 160, inode byte 152) are zero
 /// there, so it reads as an empty list.
@@ -117,9 +122,22 @@ pub struct Superblock {
     /// The first inode of the orphan list (0: empty): inodes with no name
     /// that are still open, chained by their `next_orphan`.
     pub orphan_head: Ino,
+    /// The format version the image was made with (what it is written
+    /// back with).
+    pub version: u32,
 }
 
 impl Superblock {
+    /// How this image's indirect blocks are laid out: sectored from
+    /// format version 3, with a trailer before.
+    pub fn indirect_geometry(&self) -> crate::format::blockno::Geometry {
+        if self.version >= SECTORED_INDIRECT_VERSION {
+            crate::format::blockno::Geometry::sectored(self.geometry.block_size)
+        } else {
+            crate::format::blockno::Geometry::new(self.geometry.block_size)
+        }
+    }
+
     /// Encodes into a [`SUPERBLOCK_BYTES`] buffer.
     pub fn encode(&self) -> Vec<u8> {
         let mut out = vec![0u8; SUPERBLOCK_BYTES];
@@ -127,7 +145,7 @@ impl Superblock {
         let p = &self.policy;
         let mut e = Encoder::new(&mut out);
         e.bytes(0, SUPERBLOCK_MAGIC);
-        e.u32(8, FORMAT_VERSION);
+        e.u32(8, self.version);
         e.u32(16, g.block_size);
         e.u32(20, g.frag_size);
         e.u32(24, g.frags_per_block);
@@ -253,6 +271,7 @@ impl Superblock {
                 directories: d.u64(152).map_err(oob)?,
             },
             orphan_head: d.u64(160).map_err(oob)?,
+            version,
         })
     }
 }
@@ -427,6 +446,7 @@ mod tests {
             flags: SB_CLEAN,
             totals: Totals { free_blocks: 100, free_frags: 3, free_inodes: 2000, directories: 1 },
             orphan_head: 0,
+            version: FORMAT_VERSION,
         }
     }
 
@@ -442,8 +462,12 @@ mod tests {
         let sb = Superblock { orphan_head: 99, ..sample() };
         assert_eq!(Superblock::decode(&sb.encode(), 0).expect("valid").orphan_head, 99);
         assert_eq!(Superblock::decode(&with_version(1), 0).expect("version 1 is read").orphan_head, 0);
-        let err = Superblock::decode(&with_version(3), 0).expect_err("a newer version is refused");
-        assert!(err.to_string().contains("version 3"), "{err}");
+        let err = Superblock::decode(&with_version(4), 0).expect_err("a newer version is refused");
+        assert!(err.to_string().contains("version 4"), "{err}");
+        let old = Superblock::decode(&with_version(2), 0).expect("version 2 is read");
+        assert_eq!(old.version, 2, "and written back as version 2");
+        assert!(!old.indirect_geometry().sectored, "with the indirect blocks it was made with");
+        assert!(Superblock::decode(&sample().encode(), 0).expect("valid").indirect_geometry().sectored);
     }
 
     #[test]

@@ -13,7 +13,6 @@ use super::geometry::{Geometry, MAX_MAXCONTIG, MIN_GROUP_DATA_BLOCKS};
 use super::layout::{check_policy, Optim, Policy, RotDelay, Superblock, Totals, SB_CLEAN, SUPERBLOCK_BYTES};
 use super::Frag;
 use crate::error::Error;
-use crate::format::blockno::{INDIRECT_TRAILER, POINTER_BYTES};
 use crate::format::inode::INODE_SIZE;
 use crate::format::now_ns;
 use crate::Result;
@@ -175,7 +174,8 @@ pub fn plan(device_bytes: u64, options: &MkfsOptions) -> Result<Superblock> {
         )));
     }
     let geometry = Geometry::new(bs, fs, ncg as u32, fpg, ipg, total_frags, maxcontig).map_err(refuse)?;
-    let maxbpg = options.maxbpg.unwrap_or(((bs as usize - INDIRECT_TRAILER) / POINTER_BYTES) as u32);
+    // 4.4BSD's default: the blocks one indirect block maps.
+    let maxbpg = options.maxbpg.unwrap_or(crate::format::blockno::Geometry::sectored(bs).nindir as u32);
     let optim = options.optim.unwrap_or(if options.minfree >= 10 { Optim::Time } else { Optim::Space });
     let policy = Policy {
         maxbpg,
@@ -200,6 +200,7 @@ pub fn plan(device_bytes: u64, options: &MkfsOptions) -> Result<Superblock> {
         flags: SB_CLEAN,
         totals: fresh_totals(&geometry),
         orphan_head: 0,
+        version: super::layout::FORMAT_VERSION,
     })
 }
 
@@ -303,7 +304,7 @@ pub fn dump(dev: &dyn BlockDevice) -> Result<String> {
     let p = &sb.policy;
     let mut out = String::new();
     let w = &mut out;
-    let _ = writeln!(w, "FFS superblock (format version {})", super::layout::FORMAT_VERSION);
+    let _ = writeln!(w, "FFS superblock (format version {})", sb.version);
     let _ = writeln!(w, "  block size        {}", g.block_size);
     let _ = writeln!(w, "  fragment size     {} ({} per block)", g.frag_size, g.frags_per_block);
     let _ = writeln!(

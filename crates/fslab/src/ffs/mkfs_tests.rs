@@ -31,7 +31,7 @@ fn default_geometry_of_1_and_4_gib_devices() {
     assert_eq!(g.data_offset(), 8 + 8 + 128 * 8);
     assert_eq!(one.totals.free_blocks, 32 * (4096 - 130));
     assert_eq!(one.totals.free_inodes, 32 * 4096 - 2);
-    assert_eq!((g.maxcontig, one.policy.maxbpg, one.policy.minfree), (128, 2046, 10));
+    assert_eq!((g.maxcontig, one.policy.maxbpg, one.policy.minfree), (128, 2032, 10));
     assert_eq!(one.policy.optim, Optim::Time);
     assert_eq!(one.policy.rotdelay, RotDelay::Off);
 

@@ -8,8 +8,19 @@
 //! Because `d >= NDADDR`, the numbers -1 ..= -11 name no indirect block; -1
 //! names the extended-attribute block ([`XATTR_LBN`]).
 //!
-//! An indirect block is pointers followed by a trailer ([`seal_indirect`]):
-//! a CRC32C bound to the file and the block's name, and a magic number.
+//! An indirect block is laid out one of two ways, which its [`Geometry`]
+//! says:
+//! * *with a trailer* (LFS, and FFS before format version 3): pointers,
+//!   then a CRC32C bound to the file and the block's name, and a magic
+//!   number ([`seal_indirect`]);
+//! * *sectored* (FFS from format version 3): every 512-byte sector holds
+//!   127 pointers and, in its last four bytes, a CRC32C bound to the file,
+//!   the block's name and the sector's place. A write torn at sectors —
+//!   what a power cut does to a block rewritten in place — leaves every
+//!   sector whole, old or new, so every pointer is still one the file
+//!   system wrote, and the block still checks; a block-wide checksum would
+//!   fail and cost the pointers its earlier, durable contents held. LFS
+//!   never rewrites a live block in place, so its blocks keep the trailer.
 
 use super::codec::{crc32c_append, Decoder, Encoder};
 use super::{Daddr, Ino, Lbn};
@@ -29,6 +40,11 @@ pub const POINTER_BYTES: usize = 4;
 pub const INDIRECT_TRAILER: usize = 8;
 /// The last four bytes of every indirect block ("INDR" in a hex dump).
 pub const INDIRECT_MAGIC: u32 = 0x5244_4E49;
+/// Bytes of a sector of a sectored indirect block.
+pub const INDIRECT_SECTOR: usize = 512;
+/// Pointers in one sector of a sectored indirect block (its last four
+/// bytes are the sector's CRC32C).
+pub const POINTERS_PER_SECTOR: usize = (INDIRECT_SECTOR - 4) / POINTER_BYTES;
 
 /// CRC32C of the file's inode number and the block's name (each 8 bytes,
 /// little-endian), then of the pointers: an intact indirect block of
@@ -37,6 +53,16 @@ fn indirect_crc(block: &[u8], ino: Ino, lbn: Lbn) -> u32 {
     let crc = crc32c_append(0, &ino.to_le_bytes());
     let crc = crc32c_append(crc, &lbn.to_le_bytes());
     crc32c_append(crc, &block[..block.len() - INDIRECT_TRAILER])
+}
+
+/// CRC32C of the file's inode number, the block's name (each 8 bytes,
+/// little-endian) and the sector's place in the block (4 bytes), then of
+/// the sector's pointers.
+fn sector_crc(sector: &[u8], ino: Ino, lbn: Lbn, index: usize) -> u32 {
+    let crc = crc32c_append(0, &ino.to_le_bytes());
+    let crc = crc32c_append(crc, &lbn.to_le_bytes());
+    let crc = crc32c_append(crc, &(index as u32).to_le_bytes());
+    crc32c_append(crc, &sector[..INDIRECT_SECTOR - 4])
 }
 
 /// Writes the trailer of indirect block `lbn` of file `ino`.
@@ -96,19 +122,80 @@ pub enum Parent {
     Xattr,
 }
 
-/// The indirect-block arithmetic of one block size.
+/// The indirect-block arithmetic of one block size and layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Geometry {
     /// Pointers per indirect block.
     pub nindir: u64,
+    /// Whether indirect blocks carry a checksum per sector rather than a
+    /// trailer (see the module comment).
+    pub sectored: bool,
 }
 
 impl Geometry {
-    /// The geometry of `block_size`-byte blocks.
+    /// The geometry of `block_size`-byte indirect blocks with a trailer.
     pub fn new(block_size: u32) -> Geometry {
         Geometry {
             nindir: (block_size as u64).saturating_sub(INDIRECT_TRAILER as u64) / POINTER_BYTES as u64,
+            sectored: false,
         }
+    }
+
+    /// The geometry of `block_size`-byte sectored indirect blocks.
+    pub fn sectored(block_size: u32) -> Geometry {
+        let sectors = block_size as u64 / INDIRECT_SECTOR as u64;
+        Geometry { nindir: sectors * POINTERS_PER_SECTOR as u64, sectored: true }
+    }
+
+    /// The byte offset of pointer `index` in an indirect block.
+    pub fn pointer_offset(&self, index: usize) -> usize {
+        if self.sectored {
+            index / POINTERS_PER_SECTOR * INDIRECT_SECTOR + index % POINTERS_PER_SECTOR * POINTER_BYTES
+        } else {
+            index * POINTER_BYTES
+        }
+    }
+
+    /// Pointer slots a block of `len` bytes holds (no more than `nindir`).
+    pub fn pointers_in(&self, len: usize) -> u64 {
+        let fit = if self.sectored {
+            len / INDIRECT_SECTOR * POINTERS_PER_SECTOR
+        } else {
+            len.saturating_sub(INDIRECT_TRAILER) / POINTER_BYTES
+        };
+        self.nindir.min(fit as u64)
+    }
+
+    /// Writes the checksums of indirect block `lbn` of file `ino`.
+    pub fn seal(&self, block: &mut [u8], ino: Ino, lbn: Lbn) {
+        if !self.sectored {
+            return seal_indirect(block, ino, lbn);
+        }
+        for (i, sector) in block.chunks_exact_mut(INDIRECT_SECTOR).enumerate() {
+            let crc = sector_crc(sector, ino, lbn, i);
+            Encoder::new(sector).u32(INDIRECT_SECTOR - 4, crc);
+        }
+    }
+
+    /// Checks the checksums of indirect block `lbn` of file `ino`, read
+    /// from `daddr`.
+    pub fn check(&self, block: &[u8], ino: Ino, lbn: Lbn, daddr: Daddr) -> Result<()> {
+        if !self.sectored {
+            return check_indirect(block, ino, lbn, daddr);
+        }
+        if block.is_empty() || !block.len().is_multiple_of(INDIRECT_SECTOR) {
+            return Err(Error::corrupt("indirect block", daddr, "not whole sectors"));
+        }
+        for (i, sector) in block.chunks_exact(INDIRECT_SECTOR).enumerate() {
+            if Decoder::new(sector).u32(INDIRECT_SECTOR - 4).ok() != Some(sector_crc(sector, ino, lbn, i)) {
+                return Err(Error::corrupt(
+                    "indirect block",
+                    daddr,
+                    format!("block {lbn} of inode {ino}: checksum mismatch in sector {i}"),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// First data block covered by the single, double and triple trees.
@@ -226,7 +313,7 @@ mod tests {
 
     #[test]
     fn numbering_follows_figure_6() {
-        let g = Geometry { nindir: 1024 };
+        let g = Geometry { nindir: 1024, sectored: false };
         let p = g.path(12).expect("in range");
         assert_eq!((p.levels, p.metas[0], p.indices[0]), (1, -12, 0));
         let p = g.path(12 + 1024).expect("in range");
@@ -242,7 +329,7 @@ mod tests {
 
     #[test]
     fn parent_inverts_path_at_every_level() {
-        let g = Geometry { nindir: 16 };
+        let g = Geometry { nindir: 16, sectored: false };
         for lbn in 0..g.max_blocks() {
             let path = g.path(lbn).expect("in range");
             for i in 0..path.levels {
@@ -257,6 +344,40 @@ mod tests {
         }
         assert_eq!(g.parent(XATTR_LBN), Some(Parent::Xattr));
         assert_eq!(g.parent(-5), None);
+    }
+
+    #[test]
+    fn a_sectored_block_checks_each_sector_so_a_torn_one_still_checks() {
+        let g = Geometry::sectored(4096);
+        assert_eq!(g.nindir, 8 * 127);
+        assert_eq!((g.pointer_offset(126), g.pointer_offset(127), g.pointer_offset(128)), (504, 512, 516));
+        let at = Daddr::new(1);
+        let block_with = |first: u8| {
+            let mut block = vec![0u8; 4096];
+            for i in 0..g.nindir as usize {
+                Encoder::new(&mut block).u32(g.pointer_offset(i), first as u32 + i as u32);
+            }
+            g.seal(&mut block, 5, -12);
+            block
+        };
+        let (old, new) = (block_with(1), block_with(9));
+        g.check(&old, 5, -12, at).expect("sealed");
+        assert!(g.check(&vec![0u8; 4096], 5, -12, at).is_err(), "never written");
+        assert!(g.check(&old, 6, -12, at).is_err(), "another file's");
+        assert!(g.check(&old, 5, -1036, at).is_err(), "another position's");
+        // Torn: the first three sectors new, the rest old.
+        let mut torn = old.clone();
+        torn[..3 * 512].copy_from_slice(&new[..3 * 512]);
+        g.check(&torn, 5, -12, at).expect("every sector whole");
+        // Sectors swapped are not whole where they stand.
+        let mut swapped = old.clone();
+        swapped[..512].copy_from_slice(&old[512..1024]);
+        assert!(g.check(&swapped, 5, -12, at).is_err(), "a sector out of place");
+        let mut flipped = old;
+        flipped[600] ^= 1;
+        assert!(g.check(&flipped, 5, -12, at).is_err(), "a flipped pointer bit");
+        assert_eq!(g.pointers_in(4096), g.nindir);
+        assert_eq!(Geometry::new(4096).pointers_in(4096), 1022);
     }
 
     #[test]

@@ -244,6 +244,12 @@ impl Lfs {
         self.recovery
     }
 
+    /// The last transaction that dirtied more file blocks than `begin`
+    /// was told, and how many did (`storage::TxLog::over_bound`).
+    pub fn tx_over_bound(&self) -> Option<((crate::storage::TxKind, u64, u64), u64)> {
+        self.tx.over_bound()
+    }
+
     /// Counters since mount.
     pub fn stats(&self) -> Stats {
         self.stats
@@ -348,6 +354,7 @@ impl Lfs {
     /// A user's write into block `lbn` of `ino`.
     fn store_user_block(&mut self, ino: Ino, lbn: Lbn, contents: NewContents) -> Result<()> {
         self.check_mounted()?;
+        self.tx.dirtied(ino, lbn);
         self.note_user_write(ino)?;
         self.write_file_block(ino, lbn, contents)?;
         self.note_dirop(ino);

@@ -103,6 +103,12 @@ impl MemStorage {
         self.tx.counts()
     }
 
+    /// The last transaction that dirtied more file blocks than `begin`
+    /// was told, and how many did (`storage::TxLog::over_bound`).
+    pub fn tx_over_bound(&self) -> Option<((crate::storage::TxKind, u64, u64), u64)> {
+        self.tx.over_bound()
+    }
+
     /// Transactions open now (0 between calls of the namespace).
     pub fn transaction_depth(&self) -> u32 {
         self.tx.depth()
@@ -245,6 +251,7 @@ impl StorageManager for MemStorage {
         if offset.checked_add(data.len()).is_none_or(|end| end > bs) {
             return Err(errno(libc::EINVAL, "write_block past the end of the block"));
         }
+        self.tx.dirtied(ino, lbn);
         // A reservation covers the next writes, new blocks or not (in a log
         // every write takes a new block).
         let reserved = self.reserved > 0;

@@ -93,9 +93,10 @@ impl TxSpec {
             // the new node's first block.
             TxKind::Create => 2,
             TxKind::Link | TxKind::Unlink | TxKind::Xattr | TxKind::Write => 1,
-            // The entry removed, the entry added (over a target, or in a
-            // block the directory grows by), and a moved directory's `..`.
-            TxKind::Rename => 3,
+            // The two entries, removed and added (over a target, or in a
+            // block the directory grows by) or exchanged, and the `..` of
+            // each directory that moves (two in an exchange).
+            TxKind::Rename => 4,
             TxKind::Reclaim | TxKind::SetAttr => 0,
             TxKind::Truncate => 2,
         };
@@ -151,6 +152,12 @@ pub struct TxLog {
     kind: Option<TxKind>,
     /// File blocks the open transactions together may dirty.
     bound: u64,
+    /// File blocks the open transaction dirtied.
+    dirtied: std::collections::HashSet<(Ino, Lbn)>,
+    /// The last transaction that dirtied more than it declared, and how
+    /// many did.
+    over_bound: Option<(TxKind, u64, u64)>,
+    over_bound_count: u64,
     recording: bool,
     hints: Vec<Hint>,
     begun: u64,
@@ -173,6 +180,7 @@ impl TxLog {
         if self.depth == 1 {
             self.kind = Some(spec.kind);
             self.bound = spec.file_blocks;
+            self.dirtied.clear();
             self.hints.clear();
             return true;
         }
@@ -184,6 +192,22 @@ impl TxLog {
     /// declared it may dirty.
     pub fn bound(&self) -> u64 {
         self.bound
+    }
+
+    /// Block `lbn` of `ino` was written in the open transaction: what its
+    /// declared bound ([`TxSpec::file_blocks`]) must cover. Outside a
+    /// transaction (write-back, the cleaner) nothing is counted.
+    pub fn dirtied(&mut self, ino: Ino, lbn: Lbn) {
+        if self.depth > 0 {
+            self.dirtied.insert((ino, lbn));
+        }
+    }
+
+    /// The last transaction that dirtied more file blocks than it declared
+    /// — its kind, the blocks dirtied, the bound — and how many did: what a
+    /// journal reserving log space by the bound could not have logged.
+    pub fn over_bound(&self) -> Option<((TxKind, u64, u64), u64)> {
+        self.over_bound.map(|last| (last, self.over_bound_count))
     }
 
     /// Records `hint` for the open transaction (kept only when recording).
@@ -201,7 +225,15 @@ impl TxLog {
         }
         self.committed += 1;
         self.depth -= 1;
-        Ok(if self.depth == 0 { self.kind.take() } else { None })
+        if self.depth > 0 {
+            return Ok(None);
+        }
+        let dirtied = self.dirtied.len() as u64;
+        if dirtied > self.bound {
+            self.over_bound_count += 1;
+            self.over_bound = self.kind.map(|kind| (kind, dirtied, self.bound));
+        }
+        Ok(self.kind.take())
     }
 
     /// Whether a transaction is open.
@@ -269,6 +301,22 @@ mod tests {
         assert_eq!(log.hints(), &[Hint::Orphaned { ino: 5 }]);
         assert!(log.commit().is_err(), "an unmatched commit");
         assert_eq!(log.counts(), (2, 2));
+        assert_eq!(log.over_bound(), None);
+
+        // Blocks dirtied are counted once each, against the bound.
+        log.begin(TxSpec::dirtying(TxKind::Write, 2));
+        for lbn in [0, 1, 1, 0] {
+            log.dirtied(9, lbn);
+        }
+        log.commit().expect("within");
+        assert_eq!(log.over_bound(), None);
+        log.begin(TxSpec::new(TxKind::Link));
+        log.dirtied(2, 0);
+        log.dirtied(3, 0);
+        log.commit().expect("over");
+        assert_eq!(log.over_bound(), Some(((TxKind::Link, 2, 1), 1)));
+        log.dirtied(4, 4);
+        assert_eq!(log.over_bound().map(|(_, n)| n), Some(1), "outside a transaction nothing counts");
 
         let mut quiet = TxLog::default();
         quiet.begin(TxSpec::new(TxKind::Write));

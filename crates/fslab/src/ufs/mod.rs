@@ -366,11 +366,13 @@ impl<S: StorageManager> FileSystem<S> {
         Ok(value)
     }
 
-    /// A write transaction of the blocks `len` bytes from `offset` cover.
+    /// A write transaction of the blocks `len` bytes from `offset` cover,
+    /// and the file's last block, whose bytes past the end are zeroed when
+    /// a write begins beyond it.
     fn write_spec(&self, offset: u64, len: u64) -> TxSpec {
         let bs = u64::from(self.storage.block_size().max(1));
-        let blocks = if len == 0 { 0 } else { (offset.saturating_add(len) - 1) / bs - offset / bs + 1 };
-        TxSpec::dirtying(TxKind::Write, blocks)
+        let covered = if len == 0 { 0 } else { (offset.saturating_add(len) - 1) / bs - offset / bs + 1 };
+        TxSpec::dirtying(TxKind::Write, covered + 1)
     }
 
     /// The attributes of the entry `name` in directory `parent`.

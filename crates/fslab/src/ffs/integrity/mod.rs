@@ -28,7 +28,7 @@ mod ordered;
 
 use super::frees::{FreeWhen, Freed};
 use super::fs::{Ffs, Integrity};
-use crate::cache::{device_addr, BlockData, BlockKey, Seq, Ticket};
+use crate::cache::{device_addr, BlockData, BlockKey, Seq, Ticket, WriteAs};
 use crate::format::{Daddr, Ino, Lbn};
 use crate::storage::Hint;
 use crate::Result;
@@ -81,12 +81,13 @@ pub(super) trait IntegrityMode: Send + Sync {
         Ok(FreeWhen::Now)
     }
 
-    /// `key` is about to be written to `addr`: the bytes to write instead
-    /// of the cached ones, if any (a copy with changes rolled back whose
-    /// dependencies are not yet durable, its checksums recomputed).
-    fn write_starting(&self, key: BlockKey, addr: Daddr, data: &BlockData) -> Result<Option<BlockData>> {
+    /// `key` is about to be written to `addr`: which bytes to write — the
+    /// cached ones, or a copy with the changes rolled back whose
+    /// dependencies are not yet durable, its checksums recomputed (the
+    /// buffer then stays dirty). `Ffs` seals an indirect block after.
+    fn write_starting(&self, key: BlockKey, addr: Daddr, data: &BlockData) -> Result<WriteAs> {
         let _ = (key, addr, data);
-        Ok(None)
+        Ok(WriteAs::Cached)
     }
 
     /// The write of `key` to `addr` was issued as write `seq`.

@@ -4,7 +4,7 @@
 //! free all along, and is released at once when an allocation needs it.
 
 use super::{mode_for, IntegrityMode};
-use crate::cache::{BlockData, BlockKey, Seq, Ticket};
+use crate::cache::{BlockData, BlockKey, Seq, Ticket, WriteAs};
 use crate::ffs::frees::{FreeWhen, Freed};
 use crate::ffs::{Ffs, Integrity, MkfsOptions, MountOptions};
 use crate::format::inode::{kind, InodeAttr};
@@ -51,7 +51,7 @@ impl IntegrityMode for Deferring {
         after.push(fs.store_inode(ino)?);
         Ok(FreeWhen::Durable(after))
     }
-    fn write_starting(&self, key: BlockKey, addr: Daddr, data: &BlockData) -> Result<Option<BlockData>> {
+    fn write_starting(&self, key: BlockKey, addr: Daddr, data: &BlockData) -> Result<WriteAs> {
         self.inner.write_starting(key, addr, data)
     }
     fn write_done(&self, key: BlockKey, addr: Daddr, seq: Seq) {
