@@ -38,6 +38,11 @@
 //!    orders nothing, and the same check finds damage in some of its
 //!    untorn states (which shows the check can fail).
 //!
+//! `sync` runs twice: as mounted, and with an adversarial write-back
+//! (`MountOptions::adversary`: a random part of what is dirty written at
+//! every point write-back may run), whose crash states must keep rule 7
+//! too.
+//!
 //! A sample: every `STRIDE`th workload, `STATES` crash states each (seeded),
 //! and every one of the workloads that give a file indirect blocks
 //! ([`indirect_workloads`]), `INDIRECT_STATES` states each.
@@ -188,7 +193,17 @@ fn check_pointed_blocks_written(
 }
 
 fn mount(dev: Arc<dyn BlockDevice>, integrity: Integrity) -> fslab::Result<FileSystem<Ffs>> {
-    let options = MountOptions { cache_bytes: 1 << 20, integrity, ..MountOptions::default() };
+    mount_with(dev, integrity, None)
+}
+
+/// A mount whose write-back, with `adversary`, writes a random part of
+/// what is dirty at every point it may run (`MountOptions::adversary`).
+fn mount_with(
+    dev: Arc<dyn BlockDevice>,
+    integrity: Integrity,
+    adversary: Option<u64>,
+) -> fslab::Result<FileSystem<Ffs>> {
+    let options = MountOptions { cache_bytes: 1 << 20, integrity, adversary, ..MountOptions::default() };
     Ok(FileSystem::new(Ffs::mount(dev, options)?))
 }
 
@@ -372,6 +387,12 @@ fn check_state(
 /// Explores the sampled crash states of `integrity`; returns how many
 /// held damage before repair with no write torn.
 fn explore(integrity: Integrity) -> usize {
+    explore_with(integrity, false)
+}
+
+/// [`explore`], with an adversarial write-back during the workloads when
+/// `adversary` is set.
+fn explore_with(integrity: Integrity, adversary: bool) -> usize {
     let stride = env_or("FSLAB_FFS_CRASH_STRIDE", STRIDE).max(1) as usize;
     let states = env_or("FSLAB_FFS_CRASH_STATES", STATES) as usize;
     let (image, setup_tree) = setup(integrity);
@@ -382,7 +403,8 @@ fn explore(integrity: Integrity) -> usize {
         sampled.chain(indirect_workloads().into_iter().map(|w| (w, INDIRECT_STATES))).collect();
     let (mut checked, mut violations, mut damaged) = (0, Vec::new(), 0);
     for (i, (workload, states)) in list.iter().enumerate() {
-        let rec = record_on(workload, &image, &setup_tree, |dev| mount(dev, integrity));
+        let seed = adversary.then_some(0xadad_0000 ^ i as u64);
+        let rec = record_on(workload, &image, &setup_tree, |dev| mount_with(dev, integrity, seed));
         for state in rec.crash.crash_states(*states, 0xffc5 ^ i as u64) {
             checked += 1;
             let torn = state.description.contains("torn");
@@ -396,7 +418,8 @@ fn explore(integrity: Integrity) -> usize {
         }
     }
     eprintln!(
-        "ffs {integrity:?}: {} workloads, {checked} crash states repaired and checked, {damaged} untorn with damage before",
+        "ffs {integrity:?}{}: {} workloads, {checked} crash states repaired and checked, {damaged} untorn with damage before",
+        if adversary { " (adversarial write-back)" } else { "" },
         list.len()
     );
     assert!(checked > 100, "too few crash states to mean anything: {checked}");
@@ -412,6 +435,14 @@ fn explore(integrity: Integrity) -> usize {
 #[test]
 fn every_sampled_crash_state_of_ffs_sync_repairs_to_a_clean_image_keeping_what_returned() {
     assert_eq!(explore(Integrity::Sync), 0, "sync: damage before repair (rule 7)");
+}
+
+/// Blocks written at every moment write-back could send them, not only
+/// when the cache is full: `sync` mode's order must hold whatever the
+/// cache does between its ordered writes.
+#[test]
+fn every_sampled_crash_state_of_ffs_sync_under_an_adversarial_write_back_holds_only_leaks() {
+    assert_eq!(explore_with(Integrity::Sync, true), 0, "sync: damage before repair (rule 7)");
 }
 
 #[test]

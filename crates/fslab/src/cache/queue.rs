@@ -318,6 +318,42 @@ impl WriteQueue {
         Ok(seq)
     }
 
+    /// Writes `job` on the calling thread when nothing is in flight (a
+    /// write its caller waits for at once gains nothing from the writer
+    /// thread, and pays two thread switches for it), else queues it behind
+    /// what is: either way numbered, and completed in order.
+    pub fn write_now(&self, job: WriteJob) -> Result<Seq> {
+        let Some(dev) = self.inline.clone().or_else(|| self.idle_device()) else {
+            return self.submit(job);
+        };
+        let seq = {
+            let mut state = self.shared.lock();
+            Self::failed(&state)?;
+            state.issued += 1;
+            state.in_flight.insert(job.start, job.units);
+            state.issued
+        };
+        let start = job.start;
+        let written = job.write_to(dev.as_ref(), self.unit_bytes);
+        let mut state = self.shared.lock();
+        state.in_flight.remove(&start);
+        state.completed = seq;
+        if let Err(e) = &written {
+            state.error.get_or_insert_with(|| e.to_string());
+        }
+        self.shared.changed.notify_all();
+        Self::failed(&state)?;
+        Ok(seq)
+    }
+
+    /// The device, when nothing is in flight: the one caller that may write
+    /// past the writer thread (`&mut` use of the file system above makes it
+    /// the only submitter meanwhile).
+    fn idle_device(&self) -> Option<Arc<dyn BlockDevice>> {
+        let state = self.shared.lock();
+        (state.in_flight.is_empty() && state.completed == state.issued).then(|| self.shared.dev.clone())
+    }
+
     /// The last write submitted (0: none yet).
     pub fn issued(&self) -> Seq {
         self.shared.lock().issued

@@ -65,6 +65,25 @@ impl WriteDest for &WriteQueue {
     }
 }
 
+/// To the device on the calling thread when the queue is idle, else
+/// behind what is in flight ([`WriteQueue::write_now`]): for writes waited
+/// for at once.
+pub struct WriteNow<'a>(pub &'a WriteQueue);
+
+impl WriteDest for WriteNow<'_> {
+    fn write(
+        &mut self,
+        start: Daddr,
+        unit_bytes: u64,
+        buffers: Vec<BlockData>,
+        lens: Vec<usize>,
+    ) -> Result<Seq> {
+        let bytes: u64 = lens.iter().map(|&l| l as u64).sum();
+        let units = bytes.div_ceil(unit_bytes);
+        self.0.write_now(WriteJob { start, units, buffers, lens, header: None })
+    }
+}
+
 /// One buffer to write: its name in the cache, its address, and how many of
 /// its bytes to write (all of a block, or a file's last few fragments).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -13,7 +13,7 @@ use super::layout::{Superblock, SB_CLEAN, SUPERBLOCK_BYTES};
 use super::mkfs::{read_group, read_superblock};
 use crate::cache::{
     device_addr, device_key, write_back, BlockData, BlockKey, BufferCache, CacheLimits, IntMap, Placement,
-    Seq, Ticket, WriteAs, WriteHooks, WriteMode, WriteQueue, DEVICE,
+    Seq, Ticket, WriteAs, WriteDest, WriteHooks, WriteMode, WriteNow, WriteQueue, DEVICE,
 };
 use crate::error::errno;
 use crate::format::blockno::{is_indirect, Geometry};
@@ -62,6 +62,11 @@ pub struct MountOptions {
     /// stale: only for a read-only mount (over a `disk::ReadOnlyOverlay`),
     /// which allocates nothing the image will keep.
     pub allow_unclean: bool,
+    /// For tests: at every point where write-back may run, write a random
+    /// part of what is dirty (seeded by this), so that a crash explorer
+    /// sees blocks reach the disk at every moment the cache could send
+    /// them, not only when it is full.
+    pub adversary: Option<u64>,
 }
 
 impl Default for MountOptions {
@@ -73,6 +78,7 @@ impl Default for MountOptions {
             writes: WriteMode::Thread,
             clock: TimeSource::wall(),
             allow_unclean: false,
+            adversary: None,
         }
     }
 }
@@ -330,7 +336,7 @@ impl Ffs {
         self.store_superblock();
         let key = self.superblock_key();
         let mut placements = [Placement { key, addr: Daddr::new(0), bytes: self.block_size() }];
-        self.write_placements(&mut placements)?;
+        self.write_placements_now(&mut placements)?;
         Ok(())
     }
 
@@ -402,14 +408,25 @@ impl Ffs {
     /// on the device once `queue.wait_idle` returns. The integrity mode
     /// sees each block as it goes. Returns the number of the last write.
     pub(super) fn write_placements(&mut self, placements: &mut [Placement]) -> Result<Seq> {
+        self.write_placements_to(placements, false)
+    }
+
+    /// [`Ffs::write_placements`] for writes waited for at once: on this
+    /// thread when nothing is in flight (`WriteQueue::write_now`).
+    pub(super) fn write_placements_now(&mut self, placements: &mut [Placement]) -> Result<Seq> {
+        self.write_placements_to(placements, true)
+    }
+
+    fn write_placements_to(&mut self, placements: &mut [Placement], now: bool) -> Result<Seq> {
         let max_run = self.sb.geometry.maxcontig as usize * self.block_size();
         let unit = self.frag_size();
         let mode = self.mode();
         let mut hooks = FfsHooks { mode: mode.as_ref(), tree: self.tree };
         self.stats.checksummed_blocks +=
             placements.iter().filter(|p| p.key.0 == DEVICE || is_indirect(p.key.1)).count() as u64;
-        let mut dest = &self.queue;
-        let done = write_back(&mut self.cache, &mut dest, placements, unit, max_run, &mut hooks)?;
+        let (mut queued, mut direct) = (&self.queue, WriteNow(&self.queue));
+        let dest: &mut dyn WriteDest = if now { &mut direct } else { &mut queued };
+        let done = write_back(&mut self.cache, dest, placements, unit, max_run, &mut hooks)?;
         self.stats.writes += done.writes;
         self.stats.blocks_written += done.blocks;
         self.stats.bytes_written += done.bytes;
@@ -473,9 +490,56 @@ impl Ffs {
     /// threshold (4.4BSD's delayed writes go when the buffer cache needs
     /// the memory).
     pub(super) fn maybe_write(&mut self) -> Result<()> {
+        // Not in the middle of a namespace operation: its blocks change
+        // before its hints say in what order they may go (a directory
+        // block with a new entry before the hint that writes the inode it
+        // names), and its commit writes back instead. 4.4BSD wrote the new
+        // inode before touching the directory block; here the integrity
+        // mode orders both at the hint, which write-back must not
+        // overtake.
+        if self.tx.in_namespace_op() {
+            return Ok(());
+        }
+        if self.options.adversary.is_some() {
+            self.write_some_at_random()?;
+        }
         if self.cache.should_start_write() {
             self.write_delayed()?;
         }
+        Ok(())
+    }
+
+    /// The adversary of [`MountOptions::adversary`]: each dirty buffer
+    /// written with even odds, or none at all (also even odds).
+    fn write_some_at_random(&mut self) -> Result<()> {
+        let Some(state) = self.options.adversary.as_mut() else { return Ok(()) };
+        let mut next = || {
+            // xorshift64*: enough for tests, and no dependency.
+            *state ^= *state >> 12;
+            *state ^= *state << 25;
+            *state ^= *state >> 27;
+            state.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 32
+        };
+        if next() & 1 == 0 {
+            return Ok(());
+        }
+        let mut keys = Vec::new();
+        for ino in self.cache.dirty_inodes() {
+            keys.extend(self.cache.dirty_keys_in(ino, Lbn::MIN..=Lbn::MAX));
+        }
+        keys.retain(|&k| device_addr(k).is_none_or(|a| !self.fresh_inode_blocks.contains(&a)));
+        let mut chosen = Vec::new();
+        for key in keys {
+            let Some(state) = self.options.adversary.as_mut() else { break };
+            *state ^= *state << 13;
+            *state ^= *state >> 7;
+            *state ^= *state << 17;
+            if *state & 1 == 1 {
+                chosen.push(key);
+            }
+        }
+        let mut placements = self.placements_of(&chosen)?;
+        self.write_placements(&mut placements)?;
         Ok(())
     }
 

@@ -152,8 +152,10 @@ pub struct TxLog {
     kind: Option<TxKind>,
     /// File blocks the open transactions together may dirty.
     bound: u64,
-    /// File blocks the open transaction dirtied.
-    dirtied: std::collections::HashSet<(Ino, Lbn)>,
+    /// File blocks the open transaction dirtied, with repeats (counted
+    /// once each at commit: a push is cheaper on the write path than a
+    /// set's insert).
+    dirtied: Vec<(Ino, Lbn)>,
     /// The last transaction that dirtied more than it declared, and how
     /// many did.
     over_bound: Option<(TxKind, u64, u64)>,
@@ -198,8 +200,8 @@ impl TxLog {
     /// declared bound ([`TxSpec::file_blocks`]) must cover. Outside a
     /// transaction (write-back, the cleaner) nothing is counted.
     pub fn dirtied(&mut self, ino: Ino, lbn: Lbn) {
-        if self.depth > 0 {
-            self.dirtied.insert((ino, lbn));
+        if self.depth > 0 && self.dirtied.last() != Some(&(ino, lbn)) {
+            self.dirtied.push((ino, lbn));
         }
     }
 
@@ -228,6 +230,8 @@ impl TxLog {
         if self.depth > 0 {
             return Ok(None);
         }
+        self.dirtied.sort_unstable();
+        self.dirtied.dedup();
         let dirtied = self.dirtied.len() as u64;
         if dirtied > self.bound {
             self.over_bound_count += 1;

@@ -155,7 +155,7 @@ impl Ffs {
         }
         self.queue.flush()?;
         let mut placements = self.placements_of(&dirty)?;
-        let last = self.write_placements(&mut placements)?;
+        let last = self.write_placements_now(&mut placements)?;
         self.stats.sync_writes += 1;
         self.tx_ticket = std::mem::take(&mut self.tx_ticket).join(self.queue.ticket(last));
         for key in dirty {

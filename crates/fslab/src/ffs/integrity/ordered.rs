@@ -73,7 +73,7 @@ impl IntegrityMode for Ordered {
         fs.cache.insert((ino, lbn), zero, true);
         fs.queue.flush()?;
         let mut placements = [Placement { key: (ino, lbn), addr, bytes: fs.block_size() }];
-        fs.write_placements(&mut placements)?;
+        fs.write_placements_now(&mut placements)?;
         fs.queue.flush()?;
         fs.stats.sync_writes += 1;
         Ok(())
