@@ -512,32 +512,23 @@ impl Ffs {
     /// The adversary of [`MountOptions::adversary`]: each dirty buffer
     /// written with even odds, or none at all (also even odds).
     fn write_some_at_random(&mut self) -> Result<()> {
-        let Some(state) = self.options.adversary.as_mut() else { return Ok(()) };
-        let mut next = || {
+        let Some(mut state) = self.options.adversary else { return Ok(()) };
+        let mut coin = || {
             // xorshift64*: enough for tests, and no dependency.
-            *state ^= *state >> 12;
-            *state ^= *state << 25;
-            *state ^= *state >> 27;
-            state.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 32
+            state ^= state >> 12;
+            state ^= state << 25;
+            state ^= state >> 27;
+            state.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 63 == 1
         };
-        if next() & 1 == 0 {
-            return Ok(());
-        }
-        let mut keys = Vec::new();
-        for ino in self.cache.dirty_inodes() {
-            keys.extend(self.cache.dirty_keys_in(ino, Lbn::MIN..=Lbn::MAX));
-        }
-        keys.retain(|&k| device_addr(k).is_none_or(|a| !self.fresh_inode_blocks.contains(&a)));
         let mut chosen = Vec::new();
-        for key in keys {
-            let Some(state) = self.options.adversary.as_mut() else { break };
-            *state ^= *state << 13;
-            *state ^= *state >> 7;
-            *state ^= *state << 17;
-            if *state & 1 == 1 {
-                chosen.push(key);
+        if coin() {
+            for ino in self.cache.dirty_inodes() {
+                chosen.extend(self.cache.dirty_keys_in(ino, Lbn::MIN..=Lbn::MAX));
             }
+            chosen.retain(|&k| device_addr(k).is_none_or(|a| !self.fresh_inode_blocks.contains(&a)));
+            chosen.retain(|_| coin());
         }
+        self.options.adversary = Some(state);
         let mut placements = self.placements_of(&chosen)?;
         self.write_placements(&mut placements)?;
         Ok(())
