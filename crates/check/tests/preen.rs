@@ -319,3 +319,33 @@ fn ffs_a_directory_with_two_names_on_a_clean_image_is_damage_preening_leaves() {
     let damage = problem_about(&report, Kind::Directory, d);
     assert_preening_refuses(&dev, &damage);
 }
+
+/// A superblock copy that fails its checksum is damage, even after a
+/// crash: no crash writes the copies (mkfs and repair do), so a bad one
+/// is a device's doing. Preening leaves it to a person.
+#[test]
+fn ffs_a_damaged_superblock_copy_is_damage_preening_leaves() {
+    use common::ffs::{flip_bytes, geometry};
+    let (dev, _) = Ffs::populated();
+    let geo = geometry(dev.as_ref());
+    flip_bytes(dev.as_ref(), geo.byte_offset(geo.group_base(1)) + 200, 4);
+    let report = check(&dev);
+    let damage = problem_saying(&report, "superblock copy in group 1");
+    assert_preening_refuses(&dev, &damage);
+}
+
+/// The mark an earlier fsck leaves on an LFS it could not fully repair
+/// says a person must look: preening never clears it.
+#[test]
+fn lfs_the_damage_mark_is_damage_preening_leaves() {
+    let (dev, _) = Lfs::populated();
+    common::with_fs(&dev, false, |fs| fs.storage().set_damaged(true));
+    let report = check(&dev);
+    let damage = report
+        .problems
+        .iter()
+        .find(|p| p.fix == Some(fslab_check::Fix::ClearDamaged))
+        .cloned()
+        .unwrap_or_else(|| panic!("no problem about the damage mark:\n{}", listing(&report)));
+    assert_preening_refuses(&dev, &damage);
+}
