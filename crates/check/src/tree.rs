@@ -210,30 +210,18 @@ impl<N: Namespace> Tree<'_, N> {
                 continue;
             }
             let expected = refs.get(&ino).copied().unwrap_or(0);
-            if info.nlink as u64 > expected {
+            if info.nlink as u64 != expected {
                 // Too high only keeps the inode until fsck: the order of
                 // writes that unlinking follows leaves this after a crash.
-                self.leak(
-                    Kind::LinkCount,
-                    Some(ino),
-                    format!(
-                        "inode {ino}: link count {} but {} name it",
-                        info.nlink,
-                        crate::count(expected, "entry", "entries")
-                    ),
-                    nlink_fix(ino, expected),
-                );
-            } else if (info.nlink as u64) < expected {
                 // Too low: removing one name would free the inode while
                 // another still points at it.
-                self.damage(
+                let severity = if info.nlink as u64 > expected { Severity::Leak } else { Severity::Damage };
+                let names = crate::count(expected, "entry", "entries");
+                self.ns.report_mut().push(
+                    severity,
                     Kind::LinkCount,
                     Some(ino),
-                    format!(
-                        "inode {ino}: link count {} but {} name it",
-                        info.nlink,
-                        crate::count(expected, "entry", "entries")
-                    ),
+                    format!("inode {ino}: link count {} but {names} name it", info.nlink),
                     nlink_fix(ino, expected),
                 );
             }

@@ -40,19 +40,6 @@ pub trait Subject {
     }
 }
 
-/// What a storage manager's transaction log says of transactions that
-/// dirtied more file blocks than they declared (`TxLog::over_bound`): a
-/// journal reserving log space by the bound could not have logged them.
-fn over_bound(found: Option<((fslab::storage::TxKind, u64, u64), u64)>) -> Result<(), String> {
-    match found {
-        None => Ok(()),
-        Some(((kind, dirtied, bound), count)) => Err(format!(
-            "{count} transaction(s) dirtied more file blocks than declared; the last, a {kind:?}, \
-             dirtied {dirtied} of {bound}"
-        )),
-    }
-}
-
 /// fsck, read-only, of the unmounted image on `dev`: `Err` listing every
 /// problem found, and — unless `orphans_allowed` — the orphans it finds
 /// pending reclaim (files unlinked while open, which are no damage when
@@ -105,9 +92,6 @@ impl Subject for MemSubject {
     fn fs(&mut self) -> &mut FileSystem<MemStorage> {
         &mut self.fs
     }
-    fn fsck(&mut self) -> Result<(), String> {
-        over_bound(self.fs.storage().tx_over_bound())
-    }
     fn remount(&mut self) -> fslab::Result<bool> {
         Ok(false)
     }
@@ -125,8 +109,6 @@ pub struct LfsSubject {
     /// every mount as `fslab mount` does; `None`: none.
     cleaner: Option<&'static str>,
     fs: FileSystem<Lfs>,
-    /// A transaction over its declared bound, seen before a remount.
-    over_bound: Option<String>,
 }
 
 impl LfsSubject {
@@ -138,7 +120,7 @@ impl LfsSubject {
         fslab::mkfs_lfs(dev.clone(), &mkfs, Creds::default())?;
         let mount = MountOptions { cache_bytes, ..MountOptions::default() };
         let fs = checked(FileSystem::new(Lfs::mount(dev, mount.clone())?));
-        Ok(LfsSubject { disk, mount, mkfs, cleaner: None, fs, over_bound: None })
+        Ok(LfsSubject { disk, mount, mkfs, cleaner: None, fs })
     }
 
     /// The small layout the model tests use: 4 KiB blocks, 64 KiB segments.
@@ -153,14 +135,6 @@ impl LfsSubject {
         self.cleaner = Some(policy);
         self.install_cleaner();
         self
-    }
-
-    /// Keeps what the mount's transaction log says of transactions over
-    /// their bound, for the next fsck (a remount starts a new log).
-    fn note_over_bound(&mut self) {
-        if let Err(why) = over_bound(self.fs.storage().tx_over_bound()) {
-            self.over_bound.get_or_insert(why);
-        }
     }
 
     fn mount_again(&mut self) -> fslab::Result<()> {
@@ -189,16 +163,11 @@ impl Subject for LfsSubject {
         &mut self.fs
     }
     fn remount(&mut self) -> fslab::Result<bool> {
-        self.note_over_bound();
         self.fs.unmount()?;
         self.mount_again()?;
         Ok(true)
     }
     fn fsck(&mut self) -> Result<(), String> {
-        self.note_over_bound();
-        if let Some(why) = self.over_bound.take() {
-            return Err(why);
-        }
         self.fs.unmount().map_err(|e| format!("unmount: {e}"))?;
         let found = fsck_clean(self.disk.as_ref(), true);
         self.mount_again().map_err(|e| format!("mount after fsck: {e}"))?;
@@ -243,8 +212,6 @@ pub struct FfsSubject {
     mount: fslab::ffs::MountOptions,
     block_size: u32,
     fs: FileSystem<fslab::ffs::Ffs>,
-    /// A transaction over its declared bound, seen before a remount.
-    over_bound: Option<String>,
 }
 
 impl FfsSubject {
@@ -261,7 +228,7 @@ impl FfsSubject {
         fslab::mkfs_ffs(dev.clone(), &mkfs, Creds::default())?;
         let mount = fslab::ffs::MountOptions { cache_bytes, integrity, ..Default::default() };
         let fs = checked(FileSystem::new(fslab::ffs::Ffs::mount(dev, mount.clone())?));
-        Ok(FfsSubject { disk, mount, block_size: mkfs.block_size, fs, over_bound: None })
+        Ok(FfsSubject { disk, mount, block_size: mkfs.block_size, fs })
     }
 
     /// The small layout the model tests use: 8 KiB blocks of 1 KiB
@@ -280,14 +247,6 @@ impl FfsSubject {
         &self.disk
     }
 
-    /// Keeps what the mount's transaction log says of transactions over
-    /// their bound, for the next fsck (a remount starts a new log).
-    fn note_over_bound(&mut self) {
-        if let Err(why) = over_bound(self.fs.storage().tx_over_bound()) {
-            self.over_bound.get_or_insert(why);
-        }
-    }
-
     fn mount_again(&mut self) -> fslab::Result<()> {
         let dev: Arc<dyn BlockDevice> = self.disk.clone();
         self.fs = checked(FileSystem::new(fslab::ffs::Ffs::mount(dev, self.mount.clone())?));
@@ -301,16 +260,11 @@ impl Subject for FfsSubject {
         &mut self.fs
     }
     fn remount(&mut self) -> fslab::Result<bool> {
-        self.note_over_bound();
         self.fs.unmount()?;
         self.mount_again()?;
         Ok(true)
     }
     fn fsck(&mut self) -> Result<(), String> {
-        self.note_over_bound();
-        if let Some(why) = self.over_bound.take() {
-            return Err(why);
-        }
         self.fs.unmount().map_err(|e| format!("unmount: {e}"))?;
         let found = fsck_clean(self.disk.as_ref(), true);
         self.mount_again().map_err(|e| format!("mount after fsck: {e}"))?;

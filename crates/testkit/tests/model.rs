@@ -71,6 +71,18 @@ fn run_seeds(layout: Layout, default_seeds: u64, default_ops: u64, scale: u64) {
     }
 }
 
+/// Four seeds from `first` (`FSLAB_MODEL_SEEDS`) of 800 ops each
+/// (`FSLAB_MODEL_OPS`) drawn by `weights`, checked every 50
+/// (`FSLAB_CHECK_EVERY`).
+fn run_weighted(layout: Layout, weights: Weights, first: u64, what: &'static str) {
+    let seeds = env_or("FSLAB_MODEL_SEEDS", 4);
+    let ops = env_or("FSLAB_MODEL_OPS", 800) as usize;
+    for seed in (0..seeds).map(|i| first + i) {
+        let cfg = RunConfig { seed, ops, check_every: env_or("FSLAB_CHECK_EVERY", 50) as usize, weights };
+        layout.with_subject(DISK, CACHE, Some(policy::DEFAULT), RandomRun(cfg, what));
+    }
+}
+
 fn random_namespace_operations_match_the_model(layout: Layout) {
     run_seeds(layout, 6, 1500, 1);
 }
@@ -447,12 +459,7 @@ fn random_collapse_insert_write_truncate_match_a_byte_model(layout: Layout) {
         remount: 1,
         near_tails: 0,
     };
-    let seeds = env_or("FSLAB_MODEL_SEEDS", 4);
-    let ops = env_or("FSLAB_MODEL_OPS", 800) as usize;
-    for seed in (0..seeds).map(|i| 0x73686600 + i) {
-        let cfg = RunConfig { seed, ops, check_every: env_or("FSLAB_CHECK_EVERY", 50) as usize, weights };
-        layout.with_subject(DISK, CACHE, Some(policy::DEFAULT), RandomRun(cfg, "collapse and insert"));
-    }
+    run_weighted(layout, weights, 0x73686600, "collapse and insert");
 }
 
 /// Writes, truncates and every fallocate mode (allocate, KEEP_SIZE, zero
@@ -488,12 +495,7 @@ fn fallocate_writes_and_truncates_around_file_tails_match_the_model(layout: Layo
         remount: 1,
         near_tails: 70,
     };
-    let seeds = env_or("FSLAB_MODEL_SEEDS", 4);
-    let ops = env_or("FSLAB_MODEL_OPS", 800) as usize;
-    for seed in (0..seeds).map(|i| 0x7461696c + i) {
-        let cfg = RunConfig { seed, ops, check_every: env_or("FSLAB_CHECK_EVERY", 50) as usize, weights };
-        layout.with_subject(DISK, CACHE, Some(policy::DEFAULT), RandomRun(cfg, "around tails"));
-    }
+    run_weighted(layout, weights, 0x7461696c, "around tails");
 }
 
 on_every_layout!(

@@ -34,7 +34,7 @@
 
 use super::{Checker, GroupScan};
 use crate::tree::InodeInfo;
-use crate::{Fix, Kind};
+use crate::{Fix, Kind, Severity};
 use fslab::bmap;
 use fslab::ffs::bitmap::Bitmap;
 use fslab::ffs::cg::CylinderGroup;
@@ -391,22 +391,12 @@ impl Checker<'_> {
         (scan, table)
     }
 
-    /// Plans to clear inode `ino`'s slot, for `why`.
-    fn plan_clear(&mut self, ino: Ino, why: String) {
-        self.damage(
-            Kind::Inode,
-            Some(ino),
-            format!("inode {ino}: {why}; repair clears it"),
-            Some(Fix::ClearInode { ino }),
-        );
-        self.repair_of(ino).clear = true;
-    }
-
-    /// Plans clearing inode `ino`, which holds nothing and has no links:
-    /// a leak (an entry still naming it is reported, as damage, where the
-    /// entries are checked).
-    fn plan_clear_empty(&mut self, ino: Ino, why: String) {
-        self.leak(
+    /// Plans to clear inode `ino`'s slot, for `why`: damage, or a leak
+    /// for an inode that holds nothing and has no links (an entry still
+    /// naming it is reported, as damage, where the entries are checked).
+    fn plan_clear(&mut self, ino: Ino, why: String, severity: Severity) {
+        self.report.push(
+            severity,
             Kind::Inode,
             Some(ino),
             format!("inode {ino}: {why}; repair clears it"),
@@ -421,7 +411,11 @@ impl Checker<'_> {
         let (inode, sealed) = match classify(slot, ino) {
             Slot::Free => return,
             Slot::Garbage(why) => {
-                return self.plan_clear(ino, format!("its slot holds no valid inode ({why})"))
+                return self.plan_clear(
+                    ino,
+                    format!("its slot holds no valid inode ({why})"),
+                    Severity::Damage,
+                )
             }
             Slot::InUse { inode, sealed } => (*inode, sealed),
         };
@@ -431,10 +425,8 @@ impl Checker<'_> {
         if a.is_dir() && a.nlink == 0 && holds_no_pointer(&inode) {
             // What rmdir leaves when a crash comes after the directory's
             // blocks were freed and before its inode was.
-            return self.plan_clear_empty(
-                ino,
-                "a directory with no links and no blocks (removed, then a crash)".into(),
-            );
+            let why = "a directory with no links and no blocks (removed, then a crash)";
+            return self.plan_clear(ino, why.into(), Severity::Leak);
         }
         let why_clear = if dt_from_mode(a.mode) == dt::UNKNOWN {
             Some(format!("mode {:#o} names no file type", a.mode))
@@ -446,7 +438,7 @@ impl Checker<'_> {
             None
         };
         if let Some(why) = why_clear {
-            return self.plan_clear(ino, why);
+            return self.plan_clear(ino, why, Severity::Damage);
         }
         if !sealed {
             self.damage(

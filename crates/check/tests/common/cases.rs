@@ -134,6 +134,15 @@ impl Layout for Ffs {
 #[track_caller]
 pub fn repaired_to_clean<L: Layout>(dev: &Arc<MemDisk>) -> Outcome {
     let outcome = super::repair(dev);
+    assert_repaired_to_clean(dev, &outcome);
+    L::after_repair(dev);
+    outcome
+}
+
+/// Requires `outcome`, a repair of `dev`, to have ended with exit status 1
+/// and `dev` to check clean after it.
+#[track_caller]
+pub fn assert_repaired_to_clean(dev: &Arc<MemDisk>, outcome: &Outcome) {
     assert_eq!(
         outcome.exit_code(),
         1,
@@ -144,8 +153,6 @@ pub fn repaired_to_clean<L: Layout>(dev: &Arc<MemDisk>) -> Outcome {
     );
     let again = check(dev);
     assert!(again.is_clean(), "after repair:\n{}", listing(&again));
-    L::after_repair(dev);
-    outcome
 }
 
 /// A fresh image checks clean as its layout, counts its root, and repair

@@ -72,6 +72,13 @@ pub struct WriteJob {
 }
 
 impl WriteJob {
+    /// A job of `buffers`, each cut to its entry of `lens`, from `start`
+    /// (in address units of `unit_bytes`), with no header.
+    pub fn of(start: Daddr, unit_bytes: u64, buffers: Vec<BlockData>, lens: Vec<usize>) -> WriteJob {
+        let bytes: u64 = lens.iter().map(|&l| l as u64).sum();
+        WriteJob { start, units: bytes.div_ceil(unit_bytes), buffers, lens, header: None }
+    }
+
     /// Bytes the job writes.
     fn bytes(&self, header_bytes: u64) -> u64 {
         self.lens.iter().map(|&l| l as u64).sum::<u64>()
@@ -351,7 +358,7 @@ impl WriteQueue {
     /// the only submitter meanwhile).
     fn idle_device(&self) -> Option<Arc<dyn BlockDevice>> {
         let state = self.shared.lock();
-        (state.in_flight.is_empty() && state.completed == state.issued).then(|| self.shared.dev.clone())
+        state.in_flight.is_empty().then(|| self.shared.dev.clone())
     }
 
     /// The last write submitted (0: none yet).

@@ -59,9 +59,7 @@ impl WriteDest for &WriteQueue {
         buffers: Vec<BlockData>,
         lens: Vec<usize>,
     ) -> Result<Seq> {
-        let bytes: u64 = lens.iter().map(|&l| l as u64).sum();
-        let units = bytes.div_ceil(unit_bytes);
-        self.submit(WriteJob { start, units, buffers, lens, header: None })
+        self.submit(WriteJob::of(start, unit_bytes, buffers, lens))
     }
 }
 
@@ -78,9 +76,7 @@ impl WriteDest for WriteNow<'_> {
         buffers: Vec<BlockData>,
         lens: Vec<usize>,
     ) -> Result<Seq> {
-        let bytes: u64 = lens.iter().map(|&l| l as u64).sum();
-        let units = bytes.div_ceil(unit_bytes);
-        self.0.write_now(WriteJob { start, units, buffers, lens, header: None })
+        self.0.write_now(WriteJob::of(start, unit_bytes, buffers, lens))
     }
 }
 

@@ -66,9 +66,6 @@ impl Ffs {
         match self.mode().free_when(self, ino, what)? {
             FreeWhen::Now => self.free_now(what),
             FreeWhen::Durable(after) => {
-                if let Freed::Frags { count, .. } = what {
-                    self.pending_free_frags += u64::from(count);
-                }
                 self.pending_frees.push(PendingFree { what, after });
                 Ok(())
             }
@@ -84,14 +81,18 @@ impl Ffs {
 
     /// Fragments freed but not yet allocatable.
     pub(super) fn pending_free_frags(&self) -> u64 {
-        self.pending_free_frags
+        let frags = |p: &PendingFree| match p.what {
+            Freed::Frags { count, .. } => u64::from(count),
+            Freed::Inode { .. } => 0,
+        };
+        self.pending_frees.iter().map(frags).sum()
     }
 
     /// Frees and inodes waiting for their pointers' removal to be durable:
     /// (fragments, inodes).
     pub fn pending_frees(&self) -> (u64, u64) {
         let inodes = self.pending_frees.iter().filter(|p| matches!(p.what, Freed::Inode { .. })).count();
-        (self.pending_free_frags, inodes as u64)
+        (self.pending_free_frags(), inodes as u64)
     }
 
     /// Releases every pending free whose blocks are durable now; returns
@@ -108,7 +109,7 @@ impl Ffs {
         self.pending_frees = waiting;
         let released = ready.len();
         for p in ready {
-            self.release(p)?;
+            self.free_now(p.what)?;
         }
         Ok(released)
     }
@@ -129,12 +130,5 @@ impl Ffs {
         self.write_placements(&mut placements)?;
         self.queue.flush()?;
         Ok(self.release_durable_frees()? > 0)
-    }
-
-    fn release(&mut self, p: PendingFree) -> Result<()> {
-        if let Freed::Frags { count, .. } = p.what {
-            self.pending_free_frags -= u64::from(count);
-        }
-        self.free_now(p.what)
     }
 }

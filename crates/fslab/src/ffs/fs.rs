@@ -161,9 +161,8 @@ pub struct Ffs {
     /// The durability the open transaction's ordered writes wait for.
     pub(super) tx_ticket: Ticket,
     /// Frees waiting for the removal of their last pointer to be durable
-    /// (`frees`), and the fragments among them.
+    /// (`frees`).
     pub(super) pending_frees: Vec<super::frees::PendingFree>,
-    pub(super) pending_free_frags: u64,
     /// Fragments promised by `reserve_blocks` and not yet allocated.
     pub(super) reserved_frags: u64,
     /// Sizes as the namespace last set them, of inodes whose size a write
@@ -229,7 +228,6 @@ impl Ffs {
             mode: mode_for(options.integrity),
             tx_ticket: Ticket::none(),
             pending_frees: Vec::new(),
-            pending_free_frags: 0,
             reserved_frags: 0,
             size_before: IntMap::default(),
             placing_metadata: false,
@@ -268,12 +266,6 @@ impl Ffs {
             g.check().map_err(|e| format!("cylinder group {}: {e}", g.index))?;
         }
         Ok(())
-    }
-
-    /// The last transaction that dirtied more file blocks than `begin`
-    /// was told, and how many did (`storage::TxLog::over_bound`).
-    pub fn tx_over_bound(&self) -> Option<((crate::storage::TxKind, u64, u64), u64)> {
-        self.tx.over_bound()
     }
 
     /// The integrity mode of this mount.

@@ -214,6 +214,10 @@ impl StorageManager for Ffs {
         Ok(())
     }
 
+    fn tx_over_bound(&self) -> Option<crate::storage::OverBound> {
+        self.tx.over_bound()
+    }
+
     fn hint(&mut self, hint: Hint) -> Result<()> {
         self.on_hint(hint)
     }

@@ -244,12 +244,6 @@ impl Lfs {
         self.recovery
     }
 
-    /// The last transaction that dirtied more file blocks than `begin`
-    /// was told, and how many did (`storage::TxLog::over_bound`).
-    pub fn tx_over_bound(&self) -> Option<((crate::storage::TxKind, u64, u64), u64)> {
-        self.tx.over_bound()
-    }
-
     /// Counters since mount.
     pub fn stats(&self) -> Stats {
         self.stats
@@ -530,6 +524,10 @@ impl StorageManager for Lfs {
         }
         self.tx.begin(spec);
         Ok(())
+    }
+
+    fn tx_over_bound(&self) -> Option<crate::storage::OverBound> {
+        self.tx.over_bound()
     }
 
     /// LFS orders nothing by hints: a directory operation's blocks go to

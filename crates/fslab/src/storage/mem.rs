@@ -103,12 +103,6 @@ impl MemStorage {
         self.tx.counts()
     }
 
-    /// The last transaction that dirtied more file blocks than `begin`
-    /// was told, and how many did (`storage::TxLog::over_bound`).
-    pub fn tx_over_bound(&self) -> Option<((crate::storage::TxKind, u64, u64), u64)> {
-        self.tx.over_bound()
-    }
-
     /// Transactions open now (0 between calls of the namespace).
     pub fn transaction_depth(&self) -> u32 {
         self.tx.depth()
@@ -352,6 +346,10 @@ impl StorageManager for MemStorage {
         }
         self.tx.begin(spec);
         Ok(())
+    }
+
+    fn tx_over_bound(&self) -> Option<crate::storage::OverBound> {
+        self.tx.over_bound()
     }
 
     fn hint(&mut self, hint: Hint) -> Result<()> {

@@ -32,7 +32,7 @@ use crate::format::{Ino, Lbn};
 use crate::Result;
 use disk::AlignedBytes;
 pub use mem::MemStorage;
-pub use tx::{transaction, Hint, TxKind, TxLog, TxSpec};
+pub use tx::{transaction, Hint, OverBound, TxKind, TxLog, TxSpec};
 
 /// Copies bytes `offset .. offset + buf.len()` of `block` into `buf`;
 /// EINVAL if they pass the block's end.
@@ -206,6 +206,12 @@ pub trait StorageManager: Send {
     /// back): writes what it must, and returns the ticket that says when
     /// that is durable.
     fn start_fsync(&mut self, ino: Ino, datasync: bool) -> Result<Ticket>;
+
+    /// Transactions since mount that dirtied more file blocks than
+    /// `begin` was told ([`TxLog::over_bound`]); tests fail on any.
+    fn tx_over_bound(&self) -> Option<OverBound> {
+        None
+    }
 
     /// Makes the contents and attributes of `ino` durable: `start_fsync`,
     /// then a wait on its ticket.

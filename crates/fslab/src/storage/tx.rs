@@ -142,6 +142,30 @@ pub enum Hint {
     BlocksFreed { ino: Ino, first: u64, last: u64 },
 }
 
+/// Transactions that dirtied more file blocks than [`TxSpec`] declared
+/// ([`TxLog::over_bound`]): the last of them, and how many there were.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OverBound {
+    /// The last one's kind.
+    pub kind: TxKind,
+    /// The file blocks it dirtied.
+    pub dirtied: u64,
+    /// The file blocks it declared.
+    pub bound: u64,
+    /// How many transactions went over.
+    pub count: u64,
+}
+
+impl std::fmt::Display for OverBound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} transaction(s) dirtied more file blocks than declared; the last, a {:?}, dirtied {} of {}",
+            self.count, self.kind, self.dirtied, self.bound
+        )
+    }
+}
+
 /// The bookkeeping every storage manager needs for transactions: nesting
 /// (a reclaim may run inside another operation's transaction; only the
 /// outermost counts), the kind of the open one, and — when asked to
@@ -156,10 +180,8 @@ pub struct TxLog {
     /// once each at commit: a push is cheaper on the write path than a
     /// set's insert).
     dirtied: Vec<(Ino, Lbn)>,
-    /// The last transaction that dirtied more than it declared, and how
-    /// many did.
-    over_bound: Option<(TxKind, u64, u64)>,
-    over_bound_count: u64,
+    /// Transactions that dirtied more file blocks than they declared.
+    over_bound: Option<OverBound>,
     recording: bool,
     hints: Vec<Hint>,
     begun: u64,
@@ -205,11 +227,11 @@ impl TxLog {
         }
     }
 
-    /// The last transaction that dirtied more file blocks than it declared
-    /// — its kind, the blocks dirtied, the bound — and how many did: what a
-    /// journal reserving log space by the bound could not have logged.
-    pub fn over_bound(&self) -> Option<((TxKind, u64, u64), u64)> {
-        self.over_bound.map(|last| (last, self.over_bound_count))
+    /// Transactions that dirtied more file blocks than they declared:
+    /// what a journal reserving log space by the bound could not have
+    /// logged.
+    pub fn over_bound(&self) -> Option<OverBound> {
+        self.over_bound
     }
 
     /// Records `hint` for the open transaction (kept only when recording).
@@ -233,9 +255,9 @@ impl TxLog {
         self.dirtied.sort_unstable();
         self.dirtied.dedup();
         let dirtied = self.dirtied.len() as u64;
-        if dirtied > self.bound {
-            self.over_bound_count += 1;
-            self.over_bound = self.kind.map(|kind| (kind, dirtied, self.bound));
+        if let (Some(kind), true) = (self.kind, dirtied > self.bound) {
+            let count = self.over_bound.map_or(0, |o| o.count) + 1;
+            self.over_bound = Some(OverBound { kind, dirtied, bound: self.bound, count });
         }
         Ok(self.kind.take())
     }
@@ -318,9 +340,9 @@ mod tests {
         log.dirtied(2, 0);
         log.dirtied(3, 0);
         log.commit().expect("over");
-        assert_eq!(log.over_bound(), Some(((TxKind::Link, 2, 1), 1)));
+        assert_eq!(log.over_bound(), Some(OverBound { kind: TxKind::Link, dirtied: 2, bound: 1, count: 1 }));
         log.dirtied(4, 4);
-        assert_eq!(log.over_bound().map(|(_, n)| n), Some(1), "outside a transaction nothing counts");
+        assert_eq!(log.over_bound().map(|o| o.count), Some(1), "outside a transaction nothing counts");
 
         let mut quiet = TxLog::default();
         quiet.begin(TxSpec::new(TxKind::Write));

@@ -555,6 +555,8 @@ impl<T: Subject> Harness<T> {
             }
             Op::DropIndexes => self.fs().drop_dir_indexes(),
             Op::Remount => {
+                // A remount starts a new transaction log.
+                self.check_tx_bounds();
                 match self.subject.remount() {
                     Ok(false) => return,
                     Ok(true) => {}
@@ -573,11 +575,20 @@ impl<T: Subject> Harness<T> {
     /// wrong (free maps, block counts, links: what the model cannot see).
     /// Files held open then are orphans on the image, which is no damage.
     fn check_image(&mut self) {
+        self.check_tx_bounds();
         if let Err(what) = self.subject.fsck() {
             self.fail(format!("at the end of the run, {what}"));
         }
         self.model.close_all();
         self.handles = [None; HANDLE_SLOTS];
+    }
+
+    /// Every transaction dirtied no more file blocks than it declared
+    /// (what a journal's reservation would rest on).
+    fn check_tx_bounds(&mut self) {
+        if let Some(over) = fslab::storage::StorageManager::tx_over_bound(self.fs().storage()) {
+            self.fail(over.to_string());
+        }
     }
 
     /// Whether `r` is an ENOSPC the model allows (then the model is left

@@ -71,7 +71,6 @@ impl IntegrityMode for Ordered {
     fn indirect_allocated(&self, fs: &mut Ffs, ino: Ino, lbn: Lbn, addr: Daddr) -> Result<()> {
         let zero = fs.cache.zeroed();
         fs.cache.insert((ino, lbn), zero, true);
-        fs.queue.flush()?;
         let mut placements = [Placement { key: (ino, lbn), addr, bytes: fs.block_size() }];
         fs.write_placements_now(&mut placements)?;
         fs.queue.flush()?;
