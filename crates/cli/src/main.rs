@@ -238,7 +238,7 @@ mod tests {
             assert!(help.contains(&format!("fslab {name} ")), "{name}: {help}");
             if name == "mount" {
                 for option in
-                    ["cache=SIZE", "cleaner=POLICY|off", "integrity=sync|async", "log=FILE", "dirhash_check"]
+                    ["cache=SIZE", "cleaner=POLICY|off", "integrity=sync|async|softdep", "log=FILE", "dirhash_check"]
                 {
                     assert!(help.lines().any(|l| l.trim_start().starts_with(option)), "{option}: {help}");
                 }

@@ -12,7 +12,6 @@
 
 use crate::size::human;
 use clap::Args;
-use fslab::ffs::Integrity;
 use fslab::lfs::clean::{CleanerCounters, RECENT_SEGMENTS};
 use fslab_cleaner::control::{DirhashReport, LayoutReport, MountReport, Report};
 use std::fmt::Write as _;
@@ -74,10 +73,7 @@ fn render_mount(dir: &str, m: Option<&MountReport>) -> String {
     let layout = match &m.layout {
         LayoutReport::Lfs(_) => "LFS".to_string(),
         LayoutReport::Ffs { integrity, cylinder_groups, .. } => {
-            let integrity = match integrity {
-                Integrity::Sync => "sync",
-                Integrity::Async => "async",
-            };
+            let integrity = integrity.name();
             format!("FFS, integrity={integrity}, {cylinder_groups} cylinder groups")
         }
     };
@@ -297,7 +293,7 @@ mod tests {
         };
         let ffs = MountReport {
             space,
-            layout: LayoutReport::Ffs { integrity: Integrity::Sync, cylinder_groups: 4, stats },
+            layout: LayoutReport::Ffs { integrity: fslab::ffs::Integrity::Sync, cylinder_groups: 4, stats },
         };
         let text = render_mount("/mnt", Some(&ffs));
         let want = "\

@@ -511,6 +511,7 @@ pub(super) fn encode_mount(out: &mut Out, r: &MountReport) {
             out.u8(match integrity {
                 Integrity::Sync => 0,
                 Integrity::Async => 1,
+                Integrity::Softdep => 2,
             });
             out.u32(*cylinder_groups);
             for v in [
@@ -552,6 +553,7 @@ pub(super) fn decode_mount(r: &mut In) -> Result<MountReport> {
             let integrity = match r.u8()? {
                 0 => Integrity::Sync,
                 1 => Integrity::Async,
+                2 => Integrity::Softdep,
                 _ => return Err(malformed()),
             };
             let cylinder_groups = r.u32()?;

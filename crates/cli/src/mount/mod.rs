@@ -16,7 +16,7 @@
 //! checkpoint, exit.
 //!
 //! The layout is the image's (its superblock's magic): LFS or FFS. FFS takes
-//! `-o integrity=sync|async`; LFS takes the cleaner.
+//! `-o integrity=sync|async|softdep`; LFS takes the cleaner.
 //!
 //! Cleaning (LFS): unless `-o cleaner=off`, the file system gets a cleaner of the
 //! chosen policy twice over: one writers run themselves when they are short
@@ -80,7 +80,8 @@ pub struct MountArgs {
     ///   cache=SIZE               buffer cache (e.g. 256M; the default)
     ///   checkpoint=SECONDS       seconds between automatic checkpoints (default 30)
     ///   cleaner=POLICY|off       LFS: greedy, cost-benefit or hot-cold (default hot-cold)
-    ///   integrity=sync|async     FFS: ordered synchronous metadata, or all delayed (default sync)
+    ///   integrity=MODE           FFS: sync (ordered synchronous metadata, the default),
+    ///                            async (all delayed) or softdep (soft updates)
     ///   log=FILE                 a background mount's messages, instead of the system log
     ///   exec, noexec             programs may run from the mount (default exec)
     ///   suid, dev                set-user-ID bits and device nodes take effect (root only)

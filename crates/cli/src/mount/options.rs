@@ -181,10 +181,10 @@ pub(super) fn parse(lists: &[String], sloppy: bool) -> Result<(Options, Vec<Stri
                         )
                     })?)
             }
-            ("integrity", Some("sync")) => options.integrity = Some(Integrity::Sync),
-            ("integrity", Some("async")) => options.integrity = Some(Integrity::Async),
-            ("integrity", Some(other)) => {
-                return Err(format!("option integrity: '{other}' is neither sync nor async"))
+            ("integrity", Some(name)) => {
+                options.integrity = Some(Integrity::from_name(name).ok_or_else(|| {
+                    format!("option integrity: '{name}' is not one of sync, async, softdep")
+                })?)
             }
             ("log", Some("")) => return Err("option log: needs a file name (log=FILE)".to_string()),
             // Relative to where the command runs, not to where the

@@ -40,6 +40,32 @@ pub enum Integrity {
     /// upper bound on what metadata integrity costs. After a crash, fsck
     /// makes the image mountable; what the namespace held may be lost.
     Async,
+    /// Soft updates (McKusick and Ganger; 2000 paper §4): metadata written
+    /// back as lazily as `Async`, but every pointer, entry and link count
+    /// tracked so that whatever block reaches the disk, at whatever
+    /// moment, carries only changes whose dependencies are durable (the
+    /// others rolled back in the copy written). A crash leaves only leaks;
+    /// the image mounts without fsck.
+    Softdep,
+}
+
+impl Integrity {
+    /// Every mode, in the order of the 2000 paper's tables.
+    pub const ALL: [Integrity; 3] = [Integrity::Sync, Integrity::Async, Integrity::Softdep];
+
+    /// The name `-o integrity=` takes and `fslab stat` shows.
+    pub fn name(self) -> &'static str {
+        match self {
+            Integrity::Sync => "sync",
+            Integrity::Async => "async",
+            Integrity::Softdep => "softdep",
+        }
+    }
+
+    /// The mode named `name` (see [`Integrity::name`]).
+    pub fn from_name(name: &str) -> Option<Integrity> {
+        Integrity::ALL.into_iter().find(|i| i.name() == name)
+    }
 }
 
 /// Choices made at each mount.

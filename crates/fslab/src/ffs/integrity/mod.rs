@@ -25,6 +25,7 @@
 
 mod delayed;
 mod ordered;
+mod softdep;
 
 use super::frees::{FreeWhen, Freed};
 use super::fs::{Ffs, Integrity};
@@ -101,6 +102,7 @@ pub(super) fn mode_for(integrity: Integrity) -> Arc<dyn IntegrityMode> {
     match integrity {
         Integrity::Sync => Arc::new(ordered::Ordered),
         Integrity::Async => Arc::new(delayed::Delayed),
+        Integrity::Softdep => Arc::new(softdep::Softdep::new()),
     }
 }
 
