@@ -93,6 +93,11 @@ pub struct MountOptions {
     /// sees blocks reach the disk at every moment the cache could send
     /// them, not only when it is full.
     pub adversary: Option<u64>,
+    /// For tests: soft updates track their dependencies but roll nothing
+    /// back and order nothing, writing every block as cached — what a
+    /// crash explorer runs to show that its checks catch a mode that does
+    /// not keep the rules. Ignored by the other modes.
+    pub disorder: bool,
 }
 
 impl Default for MountOptions {
@@ -105,6 +110,7 @@ impl Default for MountOptions {
             clock: TimeSource::wall(),
             allow_unclean: false,
             adversary: None,
+            disorder: false,
         }
     }
 }
