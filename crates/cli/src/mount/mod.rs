@@ -80,8 +80,8 @@ pub struct MountArgs {
     ///   cache=SIZE               buffer cache (e.g. 256M; the default)
     ///   checkpoint=SECONDS       seconds between automatic checkpoints (default 30)
     ///   cleaner=POLICY|off       LFS: greedy, cost-benefit or hot-cold (default hot-cold)
-    ///   integrity=MODE           FFS: sync (ordered synchronous metadata, the default),
-    ///                            async (all delayed) or softdep (soft updates)
+    ///   integrity=sync|async|softdep   FFS: ordered synchronous metadata (default),
+    ///                            all delayed, or soft updates
     ///   log=FILE                 a background mount's messages, instead of the system log
     ///   exec, noexec             programs may run from the mount (default exec)
     ///   suid, dev                set-user-ID bits and device nodes take effect (root only)

@@ -398,8 +398,9 @@ impl Ffs {
         self.use_space((new_frags - old_frags) as u64, metadata)?;
         let pref = self.blkpref(ino, lbn)?;
         match self.alloc.realloccg(addr.get(), old_frags, new_frags, pref.get(), true)? {
-            super::Realloc::Extended => {}
+            super::Realloc::Extended => self.mode().block_allocated(self, addr),
             super::Realloc::Moved(new) => {
+                self.mode().block_allocated(self, Daddr::new(new));
                 bmap::set_pointer(self, ino, lbn, Daddr::new(new))?;
                 self.cache.mark_dirty((ino, lbn));
                 self.before_freeing_moved(ino, lbn)?;
@@ -529,7 +530,9 @@ impl Ffs {
     fn allocate(&mut self, ino: Ino, pref: Daddr, bytes: usize, metadata: bool) -> Result<Daddr> {
         let frags = bytes as u64 / self.frag_size();
         self.use_space(frags, metadata)?;
-        Ok(Daddr::new(self.alloc.alloc(ino, pref.get(), frags as u32, true)?))
+        let addr = Daddr::new(self.alloc.alloc(ino, pref.get(), frags as u32, true)?);
+        self.mode().block_allocated(self, addr);
+        Ok(addr)
     }
 
     /// Where `blkpref` prefers block `lbn` of `ino` (for an indirect block,
@@ -645,6 +648,7 @@ impl BlockTree for Ffs {
     }
 
     fn indirect_mut(&mut self, ino: Ino, meta: Lbn) -> Result<&mut [u8]> {
+        self.mode().indirect_changing(self, (ino, meta));
         self.cache.get_or_zeroed_mut((ino, meta)).ok_or_else(|| errno(libc::EIO, "indirect block evicted"))
     }
 
@@ -653,6 +657,7 @@ impl BlockTree for Ffs {
     fn release(&mut self, ino: Ino, lbn: Lbn, addr: Daddr) -> Result<()> {
         let bytes = self.block_bytes(ino, lbn)?;
         self.cache.remove((ino, lbn));
+        self.mode().block_released(self, ino, lbn)?;
         if addr.is_some() {
             let frags = (bytes as u64 / self.frag_size()) as u32;
             self.free_or_defer(ino, Freed::Frags { start: addr.get(), count: frags }).map_err(

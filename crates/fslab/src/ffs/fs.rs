@@ -8,8 +8,8 @@
 //! demands it (`integrity.rs`), in clusters otherwise (`cache::write_back`).
 
 use super::alloc::Allocator;
-use super::integrity::{mode_for, IntegrityMode};
-use super::layout::{Superblock, SB_CLEAN, SUPERBLOCK_BYTES};
+use super::integrity::{mode_for, IntegrityMode, WriteContext};
+use super::layout::{Superblock, SB_CLEAN, SB_SOFTDEP, SUPERBLOCK_BYTES};
 use super::mkfs::{read_group, read_superblock};
 use crate::cache::{
     device_addr, device_key, write_back, BlockData, BlockKey, BufferCache, CacheLimits, IntMap, Placement,
@@ -152,6 +152,10 @@ pub struct Stats {
 /// segments: a sequential writer then finds the cache cleaned for it).
 const WRITE_BEHIND_BYTES: u64 = 4 << 20;
 
+/// Rounds of writes a sync makes at most before it gives up on blocks whose
+/// rolled-back changes still wait (soft updates need two or three).
+const SYNC_ROUNDS: usize = 12;
+
 /// Changed inodes held in memory past which a write-back stores them too
 /// (their blocks are 4 MiB; the memory they hold, about as much).
 const MAX_DELAYED_INODES: usize = 16_384;
@@ -227,7 +231,11 @@ impl Ffs {
     /// cleanly (run `fslab fsck --repair` first).
     pub fn mount(dev: Arc<dyn BlockDevice>, options: MountOptions) -> Result<Ffs> {
         let sb = read_superblock(dev.as_ref())?;
-        if sb.flags & SB_CLEAN == 0 && !options.allow_unclean {
+        // Soft updates leave an image that needs no fsck after a crash:
+        // nothing is wrong on it but leaks (blocks and inodes held that
+        // nothing names, link counts too high).
+        let softdep_image = sb.flags & SB_SOFTDEP != 0;
+        if sb.flags & SB_CLEAN == 0 && !options.allow_unclean && !softdep_image {
             return Err(errno(
                 libc::EUCLEAN,
                 "the file system was not unmounted cleanly: run `fslab fsck --repair` on it first",
@@ -257,7 +265,7 @@ impl Ffs {
             inodes: crate::cache::InodeCache::new(),
             fresh_inode_blocks: BTreeSet::new(),
             tx: TxLog::recording(),
-            mode: mode_for(options.integrity),
+            mode: mode_for(options.integrity, options.disorder),
             tx_ticket: Ticket::none(),
             pending_frees: Vec::new(),
             reserved_frags: 0,
@@ -272,8 +280,12 @@ impl Ffs {
             read_ahead: Default::default(),
             clusters: Default::default(),
         };
-        // In use from now on: a crash leaves the image marked unclean.
-        ffs.sb.flags &= !SB_CLEAN;
+        // In use from now on: a crash leaves the image marked unclean, and
+        // says whether soft updates kept it.
+        ffs.sb.flags &= !(SB_CLEAN | SB_SOFTDEP);
+        if ffs.options.integrity == Integrity::Softdep {
+            ffs.sb.flags |= SB_SOFTDEP;
+        }
         ffs.write_superblock()?;
         ffs.queue.flush()?;
         ffs.reclaim_orphans()?;
@@ -383,7 +395,8 @@ impl Ffs {
         let now = now_ns();
         let bs = self.block_size();
         let mut placements = Vec::new();
-        for cg in self.alloc.take_changed() {
+        let changed = self.alloc.take_changed();
+        for &cg in &changed {
             let Some(group) = self.alloc.groups().get(cg as usize) else { continue };
             let mut group = group.clone();
             group.time = now;
@@ -398,7 +411,8 @@ impl Ffs {
                 placements.push(Placement { key: device_key(addr), addr, bytes: bs });
             }
         }
-        self.write_placements(&mut placements)?;
+        let last = self.write_placements(&mut placements)?;
+        self.mode().groups_written(&changed, last);
         Ok(())
     }
 
@@ -445,7 +459,8 @@ impl Ffs {
         let max_run = self.sb.geometry.maxcontig as usize * self.block_size();
         let unit = self.frag_size();
         let mode = self.mode();
-        let mut hooks = FfsHooks { mode: mode.as_ref(), tree: self.tree };
+        let ctx = WriteContext { durable: self.queue.durable(), tree: self.tree };
+        let mut hooks = FfsHooks { mode: mode.as_ref(), ctx: &ctx };
         self.stats.checksummed_blocks +=
             placements.iter().filter(|p| p.key.0 == DEVICE || is_indirect(p.key.1)).count() as u64;
         let (mut queued, mut direct) = (&self.queue, WriteNow(&self.queue));
@@ -487,18 +502,34 @@ impl Ffs {
     /// cylinder groups and the superblock, then a barrier. Everything
     /// written before it returns is durable.
     pub(super) fn sync_all(&mut self) -> Result<()> {
-        self.store_dirty_inodes()?;
-        self.write_dirty(None, true)?;
-        self.clusters.clear();
-        self.write_groups()?;
-        self.write_superblock()?;
-        self.queue.flush()?;
+        // A mode that rolls changes back (soft updates) leaves blocks dirty
+        // after a round: each round makes what the next depends on durable
+        // (the oldest change waiting always depends only on older ones, so
+        // every round lets at least one through; a few rounds suffice).
+        for _ in 0..SYNC_ROUNDS {
+            self.store_dirty_inodes()?;
+            self.write_dirty(None, true)?;
+            self.clusters.clear();
+            self.write_groups()?;
+            self.write_superblock()?;
+            self.queue.flush()?;
+            self.mode().prune(self.queue.durable());
+            if !self.has_changes() {
+                break;
+            }
+        }
         if self.release_durable_frees()? > 0 {
             // The groups the releases changed go too: a clean unmount
             // leaves no free pending.
             self.write_groups()?;
             self.write_superblock()?;
             self.queue.flush()?;
+        }
+        if self.has_changes() && self.options.integrity == Integrity::Softdep {
+            return Err(errno(
+                libc::EIO,
+                "soft updates: blocks still wait for their dependencies after a sync",
+            ));
         }
         self.stats.syncs += 1;
         self.last_sync = self.options.clock.now();
@@ -597,13 +628,14 @@ impl Ffs {
 /// goes to the disk. The cache keeps the current, unsealed pointers.
 struct FfsHooks<'a> {
     mode: &'a dyn IntegrityMode,
-    /// How indirect blocks are sealed.
-    tree: Geometry,
+    /// What the mode is told; its `tree` says how indirect blocks are
+    /// sealed.
+    ctx: &'a WriteContext,
 }
 
 impl WriteHooks for FfsHooks<'_> {
     fn write_starting(&mut self, key: BlockKey, addr: Daddr, data: &BlockData) -> Result<WriteAs> {
-        let chosen = self.mode.write_starting(key, addr, data)?;
+        let chosen = self.mode.write_starting(key, addr, data, self.ctx)?;
         let (ino, lbn) = key;
         if ino == DEVICE || !is_indirect(lbn) {
             return Ok(chosen);
@@ -611,7 +643,7 @@ impl WriteHooks for FfsHooks<'_> {
         let seal = |bytes: &BlockData| {
             let mut sealed = AlignedBytes::zeroed(bytes.len());
             sealed.copy_from_slice(bytes);
-            self.tree.seal(&mut sealed, ino, lbn);
+            self.ctx.tree.seal(&mut sealed, ino, lbn);
             Arc::new(sealed)
         };
         Ok(match chosen {

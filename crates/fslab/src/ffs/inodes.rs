@@ -10,7 +10,7 @@
 
 use super::frees::Freed;
 use super::fs::Ffs;
-use crate::cache::{block_of, device_key, BlockKey};
+use crate::cache::{block_of, device_addr, device_key, BlockKey};
 use crate::error::{errno, Error, Location};
 use crate::format::inode::{Inode, InodeError, INODE_SIZE};
 use crate::format::{Daddr, Ino, ROOT_INO};
@@ -95,7 +95,11 @@ impl Ffs {
         inode.encode(&mut slot)?;
         self.inodes.mark_clean(ino);
         let at = self.sb.geometry.inode_offset_in_block(ino);
+        let mode = self.mode();
         let block = self.cache.get_mut_dirty(key).ok_or_else(|| errno(libc::EIO, "inode block evicted"))?;
+        if let Some(addr) = device_addr(key) {
+            mode.inode_storing(ino, addr, at, &block[at..at + INODE_SIZE]);
+        }
         block[at..at + INODE_SIZE].copy_from_slice(&slot);
         Ok(key)
     }
@@ -139,6 +143,7 @@ impl Ffs {
             self.fresh_inode_blocks.insert(addr);
         }
         let ino = grant.ino;
+        self.mode().inode_allocated(self, ino);
         let key = self.load_inode_block(ino)?;
         let at = self.sb.geometry.inode_offset_in_block(ino);
         let previous = self

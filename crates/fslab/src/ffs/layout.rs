@@ -36,6 +36,10 @@ pub const SUPERBLOCK_BYTES: usize = 4096;
 pub const CG_MAGIC: u32 = 0x4743_4646;
 /// Superblock flag: unmounted cleanly; the totals and every group agree.
 pub const SB_CLEAN: u32 = 0x1;
+/// Superblock flag: the image is (or was, at a crash) mounted with soft
+/// updates, which leave nothing on it after a crash but leaks: it may be
+/// mounted again without fsck.
+pub const SB_SOFTDEP: u32 = 0x2;
 
 const SB_CRC: usize = 12;
 const CG_CRC: usize = 4;

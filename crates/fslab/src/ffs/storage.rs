@@ -210,6 +210,9 @@ impl StorageManager for Ffs {
 
     fn begin(&mut self, spec: TxSpec) -> Result<()> {
         self.check_mounted()?;
+        if !self.tx.is_open() {
+            self.mode().tx_beginning(self, spec.kind)?;
+        }
         self.tx.begin(spec);
         Ok(())
     }

@@ -4,7 +4,10 @@
 //!
 //! * `ordered` — 4.4BSD's synchronous, ordered metadata writes (`sync`);
 //! * `delayed` — nothing ordered, nothing synchronous but fsync and sync
-//!   (`async`).
+//!   (`async`);
+//! * `softdep` — soft updates: nothing synchronous, every change tracked
+//!   and rolled back in what is written until what it depends on is
+//!   durable (`softdep`).
 //!
 //! A mode decides *when* a dirtied block may reach the device and in what
 //! order, never *where* a block lives. `Ffs` calls it at the points where
@@ -30,8 +33,9 @@ mod softdep;
 use super::frees::{FreeWhen, Freed};
 use super::fs::{Ffs, Integrity};
 use crate::cache::{device_addr, BlockData, BlockKey, Seq, Ticket, WriteAs};
+use crate::format::blockno::Geometry;
 use crate::format::{Daddr, Ino, Lbn};
-use crate::storage::Hint;
+use crate::storage::{Hint, TxKind};
 use crate::Result;
 use std::sync::Arc;
 
@@ -41,6 +45,13 @@ use std::sync::Arc;
 /// `&self` (the file system holds the mode in an `Arc`, so a mode can call
 /// back into the file system while it runs).
 pub(super) trait IntegrityMode: Send + Sync {
+    /// An outermost transaction of `kind` begins; nothing of it has
+    /// changed yet.
+    fn tx_beginning(&self, fs: &mut Ffs, kind: TxKind) -> Result<()> {
+        let _ = (fs, kind);
+        Ok(())
+    }
+
     /// A hint of the open transaction, sent after the change it names.
     fn on_hint(&self, fs: &mut Ffs, hint: Hint) -> Result<()>;
 
@@ -82,12 +93,57 @@ pub(super) trait IntegrityMode: Send + Sync {
         Ok(FreeWhen::Now)
     }
 
+    /// Inode `ino` was allocated (its bitmap bit set in memory).
+    fn inode_allocated(&self, fs: &mut Ffs, ino: Ino) {
+        let _ = (fs, ino);
+    }
+
+    /// The block or fragment run at `addr` was allocated, or grew in
+    /// place: what it holds on disk is not yet its contents.
+    fn block_allocated(&self, fs: &mut Ffs, addr: Daddr) {
+        let _ = (fs, addr);
+    }
+
+    /// Inode `ino` is about to be stored in its slot at byte `at` of the
+    /// inode block at `addr`, which holds `old` now.
+    fn inode_storing(&self, ino: Ino, addr: Daddr, at: usize, old: &[u8]) {
+        let _ = (ino, addr, at, old);
+    }
+
+    /// Indirect block `key` is about to change in the cache.
+    fn indirect_changing(&self, fs: &mut Ffs, key: BlockKey) {
+        let _ = (fs, key);
+    }
+
+    /// Block `lbn` of `ino` was freed and dropped from the cache.
+    fn block_released(&self, fs: &mut Ffs, ino: Ino, lbn: Lbn) -> Result<()> {
+        let _ = (fs, ino, lbn);
+        Ok(())
+    }
+
+    /// The cylinder groups `cgs` were written, the last as write `seq`.
+    fn groups_written(&self, cgs: &[u32], seq: Seq) {
+        let _ = (cgs, seq);
+    }
+
+    /// Everything up to write `durable` is durable: state that waited for
+    /// it may go.
+    fn prune(&self, durable: Seq) {
+        let _ = durable;
+    }
+
     /// `key` is about to be written to `addr`: which bytes to write — the
     /// cached ones, or a copy with the changes rolled back whose
     /// dependencies are not yet durable, its checksums recomputed (the
     /// buffer then stays dirty). `Ffs` seals an indirect block after.
-    fn write_starting(&self, key: BlockKey, addr: Daddr, data: &BlockData) -> Result<WriteAs> {
-        let _ = (key, addr, data);
+    fn write_starting(
+        &self,
+        key: BlockKey,
+        addr: Daddr,
+        data: &BlockData,
+        ctx: &WriteContext,
+    ) -> Result<WriteAs> {
+        let _ = (key, addr, data, ctx);
         Ok(WriteAs::Cached)
     }
 
@@ -97,12 +153,21 @@ pub(super) trait IntegrityMode: Send + Sync {
     }
 }
 
-/// The mode that implements `integrity`.
-pub(super) fn mode_for(integrity: Integrity) -> Arc<dyn IntegrityMode> {
+/// What a mode knows as a block write starts.
+pub(super) struct WriteContext {
+    /// Every write up to this one is durable.
+    pub durable: Seq,
+    /// How indirect blocks hold their pointers.
+    pub tree: Geometry,
+}
+
+/// The mode that implements `integrity`; `disorder` for tests (see
+/// `MountOptions::disorder`).
+pub(super) fn mode_for(integrity: Integrity, disorder: bool) -> Arc<dyn IntegrityMode> {
     match integrity {
         Integrity::Sync => Arc::new(ordered::Ordered),
         Integrity::Async => Arc::new(delayed::Delayed),
-        Integrity::Softdep => Arc::new(softdep::Softdep::new()),
+        Integrity::Softdep => Arc::new(softdep::Softdep::new(disorder)),
     }
 }
 

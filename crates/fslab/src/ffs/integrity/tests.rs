@@ -3,7 +3,7 @@
 //! blocks that pointed at it are durable without the pointer, is counted
 //! free all along, and is released at once when an allocation needs it.
 
-use super::{mode_for, IntegrityMode};
+use super::{mode_for, IntegrityMode, WriteContext};
 use crate::cache::{BlockData, BlockKey, Seq, Ticket, WriteAs};
 use crate::ffs::frees::{FreeWhen, Freed};
 use crate::ffs::{Ffs, Integrity, MkfsOptions, MountOptions};
@@ -51,8 +51,14 @@ impl IntegrityMode for Deferring {
         after.push(fs.store_inode(ino)?);
         Ok(FreeWhen::Durable(after))
     }
-    fn write_starting(&self, key: BlockKey, addr: Daddr, data: &BlockData) -> Result<WriteAs> {
-        self.inner.write_starting(key, addr, data)
+    fn write_starting(
+        &self,
+        key: BlockKey,
+        addr: Daddr,
+        data: &BlockData,
+        ctx: &WriteContext,
+    ) -> Result<WriteAs> {
+        self.inner.write_starting(key, addr, data, ctx)
     }
     fn write_done(&self, key: BlockKey, addr: Daddr, seq: Seq) {
         self.inner.write_done(key, addr, seq)
@@ -65,7 +71,7 @@ fn deferring_ffs(mib: u64) -> Ffs {
     crate::mkfs_ffs(dev.clone(), &MkfsOptions::default(), Default::default()).expect("mkfs");
     let options = MountOptions { integrity: Integrity::Async, ..MountOptions::default() };
     let mut ffs = Ffs::mount(dev, options).expect("mount");
-    ffs.mode = Arc::new(Deferring { inner: mode_for(Integrity::Async) });
+    ffs.mode = Arc::new(Deferring { inner: mode_for(Integrity::Async, false) });
     ffs
 }
 
