@@ -237,9 +237,13 @@ mod tests {
             assert!(help.contains("Examples:"), "{name}: {help}");
             assert!(help.contains(&format!("fslab {name} ")), "{name}: {help}");
             if name == "mount" {
-                for option in
-                    ["cache=SIZE", "cleaner=POLICY|off", "integrity=sync|async|softdep", "log=FILE", "dirhash_check"]
-                {
+                for option in [
+                    "cache=SIZE",
+                    "cleaner=POLICY|off",
+                    "integrity=sync|async|softdep",
+                    "log=FILE",
+                    "dirhash_check",
+                ] {
                     assert!(help.lines().any(|l| l.trim_start().starts_with(option)), "{option}: {help}");
                 }
             }
