@@ -565,7 +565,7 @@ fn a_preallocated_block_that_becomes_the_tail_keeps_only_its_fragments() {
             2 * 8192,
         ),
     ];
-    for integrity in [fslab::ffs::Integrity::Sync, fslab::ffs::Integrity::Async] {
+    for integrity in fslab::ffs::Integrity::ALL {
         for (name, ops, bytes) in cases {
             let dev = fresh(24 << 20);
             let empty = free_frags(dev.as_ref());

@@ -1,4 +1,4 @@
-//! FFS filled to ENOSPC and emptied again, in both integrity modes: each
+//! FFS filled to ENOSPC and emptied again, in every integrity mode: each
 //! way of filling (one large file, many small ones in directories, then
 //! rewrites of what is there at 100%) leaves a disk where every way of
 //! giving space back works — rename over an existing file, truncate,
@@ -146,7 +146,7 @@ fn empty(fs: &mut FileSystem<Ffs>, files: &[(Ino, String)], what: &str) {
 
 #[test]
 fn a_disk_filled_to_enospc_empties_to_the_space_it_had_new_and_checks_clean() {
-    for integrity in [Integrity::Sync, Integrity::Async] {
+    for integrity in Integrity::ALL {
         for how in [Fill::OneLarge, Fill::ManySmall, Fill::Mixed] {
             let what = format!("{integrity:?}, {how:?}");
             let dev = fresh(DISK);

@@ -57,8 +57,12 @@ fn stat_and_clean_on(layout: Layout) {
             assert_eq!(layout_line, "layout                    LFS", "{before}");
             assert!(before.contains("cleaner policy"), "{before}");
         }
-        Layout::FfsSync | Layout::FfsAsync => {
-            let mode = if layout == Layout::FfsSync { "sync" } else { "async" };
+        Layout::FfsSync | Layout::FfsAsync | Layout::FfsSoftdep => {
+            let mode = match layout {
+                Layout::FfsSync => "sync",
+                Layout::FfsAsync => "async",
+                _ => "softdep",
+            };
             assert!(layout_line.starts_with(&format!("layout                    FFS, integrity={mode}, ")));
             assert!(!before.contains("cleaner policy"), "no cleaner on FFS:\n{before}");
         }

@@ -11,7 +11,7 @@ use fslab::ufs::{Creds, FileSystem};
 use std::sync::Arc;
 
 const ME: Creds = Creds { uid: 0, gid: 0 };
-const MODES: [Integrity; 2] = [Integrity::Sync, Integrity::Async];
+const MODES: [Integrity; 3] = Integrity::ALL;
 
 fn options(integrity: Integrity) -> MountOptions {
     MountOptions { cache_bytes: 1 << 20, integrity, ..MountOptions::default() }

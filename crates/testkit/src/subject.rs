@@ -1,7 +1,7 @@
 //! The file systems the model tests run against: [`Subject`] and its
 //! kinds, [`MemSubject`] (the namespace over `MemStorage`), [`LfsSubject`]
 //! (over `Lfs` on a `MemDisk`, which can remount and, with a cleaner, says
-//! how much it holds) and [`FfsSubject`] (over `Ffs`, in either integrity
+//! how much it holds) and [`FfsSubject`] (over `Ffs`, in any integrity
 //! mode).
 
 use std::sync::Arc;
@@ -295,10 +295,13 @@ pub enum Layout {
     FfsSync,
     /// FFS with every write delayed.
     FfsAsync,
+    /// FFS with soft updates: writes delayed, but ordered so the image on
+    /// the disk stays consistent.
+    FfsSoftdep,
 }
 
 /// Every layout, in the order tests run them.
-pub const LAYOUTS: [Layout; 3] = [Layout::Lfs, Layout::FfsSync, Layout::FfsAsync];
+pub const LAYOUTS: [Layout; 4] = [Layout::Lfs, Layout::FfsSync, Layout::FfsAsync, Layout::FfsSoftdep];
 
 /// A test body that runs on a subject of any layout.
 pub trait WithSubject {
@@ -325,11 +328,11 @@ impl Layout {
                     None => body.run(subject),
                 }
             }
-            Layout::FfsSync | Layout::FfsAsync => {
-                let integrity = if self == Layout::FfsSync {
-                    fslab::ffs::Integrity::Sync
-                } else {
-                    fslab::ffs::Integrity::Async
+            Layout::FfsSync | Layout::FfsAsync | Layout::FfsSoftdep => {
+                let integrity = match self {
+                    Layout::FfsSync => fslab::ffs::Integrity::Sync,
+                    Layout::FfsAsync => fslab::ffs::Integrity::Async,
+                    _ => fslab::ffs::Integrity::Softdep,
                 };
                 body.run(
                     FfsSubject::small(disk_bytes, cache_bytes, integrity)

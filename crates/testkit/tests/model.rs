@@ -1,6 +1,7 @@
-//! Model tests over every layout (LFS, FFS-sync, FFS-async) on a memory
-//! disk: random operation sequences with a cache small enough that writes
-//! go to the disk mid-sequence, remounts among the ops, and ENOSPC tests.
+//! Model tests over every layout (LFS, FFS-sync, FFS-async, FFS-softdep)
+//! on a memory disk: random operation sequences with a cache small enough
+//! that writes go to the disk mid-sequence, remounts among the ops, and
+//! ENOSPC tests.
 //! Each test body is written once (a `WithSubject`) and run on each layout
 //! (`on_every_layout!`). `FSLAB_MODEL_SEEDS`, `FSLAB_MODEL_OPS` scale the
 //! random runs; `FSLAB_MODEL_SEED` replays one seed.
@@ -15,7 +16,7 @@ use testkit::ops::{fill, Weights};
 use testkit::subject::{Layout, WithSubject};
 
 /// Makes one test per layout of each function named, which takes a
-/// [`Layout`]: `f::lfs`, `f::ffs_sync`, `f::ffs_async`.
+/// [`Layout`]: `f::lfs`, `f::ffs_sync`, `f::ffs_async`, `f::ffs_softdep`.
 macro_rules! on_every_layout {
     ($($name:ident),* $(,)?) => {
         $(
@@ -31,6 +32,10 @@ macro_rules! on_every_layout {
                 #[test]
                 fn ffs_async() {
                     super::$name(testkit::subject::Layout::FfsAsync)
+                }
+                #[test]
+                fn ffs_softdep() {
+                    super::$name(testkit::subject::Layout::FfsSoftdep)
                 }
             }
         )*

@@ -340,6 +340,31 @@ mod tests {
     }
 
     #[test]
+    fn integrity_softdep_parses_and_reaches_the_ffs_mount() {
+        assert_eq!(one("integrity=softdep").map(|o| o.integrity), Ok(Some(Integrity::Softdep)));
+        assert_eq!(one("integrity=softdep").map(|o| o.ffs().integrity), Ok(Integrity::Softdep));
+        assert_eq!(
+            one("integrity=async,integrity=softdep").map(|o| o.integrity),
+            Ok(Some(Integrity::Softdep))
+        );
+        for mode in Integrity::ALL {
+            let option = format!("integrity={}", mode.name());
+            assert_eq!(one(&option).map(|o| o.ffs().integrity), Ok(mode), "{option}");
+        }
+    }
+
+    #[test]
+    fn an_unknown_integrity_mode_is_refused_naming_every_mode() {
+        for bad in ["journal", "Softdep", "soft", ""] {
+            assert_eq!(
+                one(&format!("integrity={bad}")).map(|o| o.integrity),
+                Err(format!("option integrity: '{bad}' is not one of sync, async, softdep")),
+                "integrity={bad}"
+            );
+        }
+    }
+
+    #[test]
     fn generic_options_of_fstab_lines_are_accepted() {
         let fstab = "defaults,rw,auto,noauto,nofail,_netdev,user,users,nouser,owner,group,user=alice,\
                      norelatime,lazytime,async,nomand,x-systemd.automount,\

@@ -646,6 +646,9 @@ pub enum Layout {
     FfsSync,
     /// FFS with every write delayed.
     FfsAsync,
+    /// FFS with soft updates: writes delayed, in an order that keeps the
+    /// image consistent.
+    FfsSoftdep,
 }
 
 impl Layout {
@@ -653,7 +656,7 @@ impl Layout {
     pub fn mkfs_args(self) -> &'static [&'static str] {
         match self {
             Layout::Lfs => &[],
-            Layout::FfsSync | Layout::FfsAsync => &["--layout", "ffs"],
+            Layout::FfsSync | Layout::FfsAsync | Layout::FfsSoftdep => &["--layout", "ffs"],
         }
     }
 
@@ -663,6 +666,7 @@ impl Layout {
             Layout::Lfs => &[],
             Layout::FfsSync => &["-o", "integrity=sync"],
             Layout::FfsAsync => &["-o", "integrity=async"],
+            Layout::FfsSoftdep => &["-o", "integrity=softdep"],
         }
     }
 
@@ -681,7 +685,7 @@ pub fn mkfs_layout(image: &Path, size: &str, layout: Layout, extra: &[&str]) {
 
 /// Makes one test per layout of each function named, which takes a
 /// [`Layout`]: `on_every_layout!(f)` makes the tests `f::lfs`,
-/// `f::ffs_sync` and `f::ffs_async`.
+/// `f::ffs_sync`, `f::ffs_async` and `f::ffs_softdep`.
 #[macro_export]
 macro_rules! on_every_layout {
     ($($name:ident),* $(,)?) => {
@@ -698,6 +702,10 @@ macro_rules! on_every_layout {
                 #[test]
                 fn ffs_async() {
                     super::$name($crate::common::Layout::FfsAsync)
+                }
+                #[test]
+                fn ffs_softdep() {
+                    super::$name($crate::common::Layout::FfsSoftdep)
                 }
             }
         )*
