@@ -71,9 +71,7 @@ fn every_write_the_device_sees_went_through_write_back_groups_and_superblock_inc
 #[test]
 fn a_synchronous_mount_leaves_what_it_promised_to_a_ticket() {
     let disk = Arc::new(CountingDisk::new(MemDisk::from_bytes(fresh_image())));
-    // Softdep's arm below is what soft updates promise; it joins the loop
-    // once its commit stops writing as the ordered mode does.
-    for integrity in [Integrity::Sync, Integrity::Async] {
+    for integrity in Integrity::ALL {
         let options = MountOptions { integrity, ..MountOptions::default() };
         let mut fs = FileSystem::new(Ffs::mount(disk.clone(), options).expect("mount"));
         fs.wait_outside(true);
