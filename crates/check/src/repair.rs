@@ -344,7 +344,11 @@ fn find_lost_found<S: StorageManager>(fs: &mut FileSystem<S>) -> Result<Ino, Str
 }
 
 /// Names `ino` `#<ino>` in `dir` (with a suffix if taken); a directory's
-/// `..` is pointed at `dir`. Returns the name used.
+/// `..` is pointed at `dir`, whose link count counts it at once: left to
+/// the next round, `dir`'s count would be one lower than its names,
+/// damage that preening refuses to repair. (The count of the directory
+/// `..` named before is left one too high, a leak the next round
+/// repairs.) Returns the name used.
 fn reconnect<S: StorageManager>(fs: &mut FileSystem<S>, dir: Ino, ino: Ino) -> fslab::Result<String> {
     let mut name = format!("#{ino}");
     for n in 1..100 {
@@ -356,6 +360,8 @@ fn reconnect<S: StorageManager>(fs: &mut FileSystem<S>, dir: Ino, ino: Ino) -> f
     }
     if fs.getattr(ino)?.attr.is_dir() {
         fs.repair_retarget_entry(ino, b"..", dir)?;
+        let nlink = fs.getattr(dir)?.attr.nlink;
+        fs.repair_set_nlink(dir, nlink + 1)?;
     }
     Ok(name)
 }

@@ -1,7 +1,7 @@
 //! FFS after a power cut. The crash explorer's workloads (`testkit::crash`:
 //! one or two core namespace and data operations with persistence points,
-//! after a synced setup) run on a `CrashDisk` under `Ffs` in both integrity
-//! modes; for a sample of the crash states each can leave (unflushed writes
+//! after a synced setup) run on a `CrashDisk` under `Ffs` in each integrity
+//! mode; for a sample of the crash states each can leave (unflushed writes
 //! dropped, reordered, torn at sectors), `fsck --repair` must:
 //!
 //! 1. run and end with exit status 0 or 1, a clean report, and an image a
@@ -12,36 +12,90 @@
 //!    the cut: each path (outside `/lost+found`) is as after those
 //!    operations, or, for a path the operation running at the cut changes,
 //!    as after it;
-//! 4. in both modes, keep every file covered by an acknowledged fsync (or
+//! 4. in every mode, keep every file covered by an acknowledged fsync (or
 //!    sync) and alive to the end of the workload, with its contents as of
 //!    then or of a later step (found by inode number, anywhere in the tree);
 //! 5. in `sync` mode, a file the run held open when its last name went
 //!    (`Op::UnlinkOpen`), once that unlink returned before the cut, is no
 //!    damage: the first check finds it on the orphan list, pending reclaim,
-//!    and reports no problem about it;
-//! 6. in `sync` mode, before any repair, no pointer on the disk (in an
-//!    inode or an indirect block) names an indirect block, or a block of a
-//!    directory or symbolic link, that was not written after it was given
-//!    to that file: a pointer the setup image lacks must reach a block
-//!    whose bytes differ from the setup image's (4.4BSD `ffs_balloc`
-//!    writes a new indirect block before the pointer to it, so that
-//!    "indirect blocks never point at garbage", and a directory's blocks
-//!    go before its inode). fsck finds an unwritten indirect block of
-//!    zeros, but an old one of the same inode number and position would
-//!    pass its checks and hand the file another file's blocks. A regular
-//!    file's data blocks are not ordered (rule 4 says what that allows);
-//! 7. in `sync` mode, before any repair, a read-only check of the image
-//!    finds only leaks (`fslab_check::Severity`): blocks, inodes and
-//!    counts held that nothing uses, what `fsck -p` repairs unasked —
-//!    4.4BSD's ordered writes leave nothing else, torn writes included,
-//!    since indirect blocks are checksummed per sector. `async` mode
-//!    orders nothing, and the same check finds damage in some of its
-//!    untorn states (which shows the check can fail).
+//!    and reports no problem about it.
 //!
-//! Each mode runs twice: as mounted, and with an adversarial write-back
+//! Before any repair, on the raw crash image (rules 6 to 10 read it as
+//! fsck's phase 1 and pathname phase do: inodes from the tables, not the
+//! bitmaps; each rule's reader is its own, not fsck's):
+//!
+//! 6. in `sync` and `softdep` modes, no pointer on the disk (in an inode or
+//!    an indirect block) names an indirect block, or a block of a
+//!    directory or symbolic link, that was not written after it was given
+//!    to that file: a pointer the setup image lacks must reach fragments
+//!    whose bytes differ from the setup image's, and a tail the setup
+//!    image held over fewer fragments must differ on those added (4.4BSD
+//!    `ffs_balloc` writes a new indirect block before the pointer to it,
+//!    so that "indirect blocks never point at garbage", and a directory's
+//!    blocks go before its inode). fsck finds an unwritten indirect block
+//!    of zeros, but an old one of the same inode number and position would
+//!    pass its checks and hand the file another file's blocks. In
+//!    `softdep` mode the same holds for a regular file's data blocks (soft
+//!    updates roll a pointer back until the block it names is written:
+//!    "no pointer to stale data"), except that a block reading as zeros
+//!    where some version of the file holds zeros passes, a zero written
+//!    and a zero left being the same bytes. `sync` mode does not order
+//!    data (rule 4 says what that allows). When a run ends with `sync()`,
+//!    every such pointer in the image of all its writes must pass, in any
+//!    mode: a check of the check;
+//! 7. in `sync` and `softdep` modes, a read-only check of the image finds
+//!    only leaks (`fslab_check::Severity`): blocks, inodes and counts held
+//!    that nothing uses, what `fsck -p` repairs unasked — 4.4BSD's ordered
+//!    writes leave nothing else, torn writes included, since indirect
+//!    blocks are checksummed per sector, and neither do soft updates. fsck
+//!    calls damage an entry naming a free or uninitialised inode, a block
+//!    claimed twice, and (for an inode its walk reaches) a link count lower
+//!    than the names; rules 8 and 9 cover what it calls a leak or does not
+//!    look at;
+//! 8. in `softdep` mode, every inode in use and every fragment a pointer
+//!    holds (a tail's run as the inode's size gives it) is marked in use in
+//!    its group's bitmaps on the disk. fsck calls "in use but marked free"
+//!    a leak on an image not unmounted cleanly — today's mount refuses
+//!    such an image until fsck rebuilds the groups — but a soft-updates
+//!    image mounts without fsck, and would hand those out again. This
+//!    also covers a size that reaches fragments past those its last
+//!    direct block was given, which fsck's walk claims for it. `sync` mode
+//!    writes its groups at sync only, so its bitmaps are stale;
+//! 9. in `sync` and `softdep` modes, no inode in use has a link count lower
+//!    than the entries naming it in all the directories on the disk,
+//!    reachable or not (fsck compares counts only for the inodes its walk
+//!    from the root reaches; a directory cut off by a crash would hide
+//!    damage under it until the repair reconnects it);
+//! 10. in `sync` and `softdep` modes, every `Op::Rename` that began before
+//!     the cut (returned, or running at it) leaves the inode it moved
+//!     reachable from the root by the old name or the new one or both,
+//!     never neither — until a later operation begun before the cut
+//!     changes what either name (or a directory above it) names. `sync`
+//!     mode's operations are durable once they return, so every such
+//!     rename is checked; in `softdep` mode only those whose old name was
+//!     on the disk from the setup image on;
+//! 11. in `sync` and `softdep` modes, preening a copy (`fsck -p`, which
+//!     repairs only leaks and refuses when a round finds damage) ends with
+//!     exit status 0 or 1, no refusal, an image a fresh check calls clean
+//!     and one that mounts;
+//! 12. in `softdep` mode, a copy of the raw image mounts as it is, without
+//!     fsck or `allow_unclean`, and every entry reached from the root names
+//!     an inode that reads, of the entry's type, whose contents read, with
+//!     a link count no lower than the names found.
+//!
+//! After the repair, the image fsck calls clean must pass rules 8 and 9 as
+//! well (a check of those checks).
+//!
+//! Each mode runs as mounted and with an adversarial write-back
 //! (`MountOptions::adversary`: a random part of what is dirty written at
 //! every point write-back may run), whose crash states must keep the same
-//! rules.
+//! rules. `async` mode orders nothing and promises only rules 1, 2 and 4
+//! (for files unchanged since made durable); every other rule is still
+//! checked there, and each must fire in some of its states, which shows
+//! that each can fail. `softdep` runs a third time with
+//! `MountOptions::disorder` (soft updates keeping no order), which must
+//! break some rule in some state. Every run prints, per rule, how many
+//! states broke it, promised or not.
 //!
 //! A sample: every `STRIDE`th workload, `STATES` crash states each (seeded),
 //! and every one of the workloads that give a file indirect blocks
@@ -50,11 +104,14 @@
 
 mod common;
 
-use disk::{BlockDevice, MemDisk};
+use disk::{BlockDevice, CrashChoice, MemDisk};
 use fslab::bmap::{walk as walk_pointers, Visitor};
-use fslab::ffs::mkfs::read_superblock;
-use fslab::ffs::{Ffs, Integrity, MountOptions};
-use fslab::format::blockno::is_indirect;
+use fslab::ffs::cg::CylinderGroup;
+use fslab::ffs::geometry::Geometry;
+use fslab::ffs::mkfs::{read_group, read_superblock};
+use fslab::ffs::{Ffs, Integrity, MountOptions, WriteMode};
+use fslab::format::blockno::{is_indirect, NDADDR, XATTR_LBN};
+use fslab::format::dirent::{parse_chunk, DIRBLKSIZ};
 use fslab::format::inode::{kind, Inode, INODE_SIZE};
 use fslab::format::{Daddr, Ino, Lbn, ROOT_INO};
 use fslab::ufs::{Creds, FileSystem};
@@ -63,7 +120,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use testkit::crash::{
     build, persist_options, record_on, setup_image_on, walk, workloads, Body, Coverage, Observed, Op,
-    Persist, Recorded, Tree, Workload,
+    Persist, Recorded, Step, Tree, Workload,
 };
 use testkit::harness::env_or;
 
@@ -111,81 +168,440 @@ fn indirect_workloads() -> Vec<Workload> {
     out
 }
 
-/// Every pointer the image on `dev` holds (in an inode or an indirect
-/// block) to a block `sync` mode writes before it — an indirect block, or
-/// a block of a directory or symbolic link: (inode, block name, address).
-/// Slots that do not decode as the inode they are the home of are
-/// skipped.
-fn ordered_pointers(dev: &dyn BlockDevice) -> BTreeSet<(Ino, Lbn, u64)> {
-    struct Pointers<'a> {
-        dev: &'a dyn BlockDevice,
-        frag: u64,
-        block: usize,
-        ino: Ino,
-        namespace: bool,
-        found: BTreeSet<(Ino, Lbn, u64)>,
-    }
-    impl Visitor for Pointers<'_> {
-        fn pointer(&mut self, lbn: Lbn, addr: Daddr) -> bool {
-            if is_indirect(lbn) || (self.namespace && lbn >= 0) {
-                self.found.insert((self.ino, lbn, addr.get()));
-            }
-            true
-        }
-        fn read(&mut self, addr: Daddr) -> fslab::Result<Vec<u8>> {
-            let mut buf = vec![0u8; self.block];
-            self.dev.read_at(addr.byte_offset(self.frag), &mut buf)?;
-            Ok(buf)
-        }
-        fn unreadable(&mut self, _lbn: Lbn, _addr: Daddr, _error: fslab::Error) {}
-    }
-    let Ok(sb) = read_superblock(dev) else { return BTreeSet::new() };
-    let geo = sb.geometry;
-    let tree = sb.indirect_geometry();
-    let mut v = Pointers {
-        dev,
-        frag: geo.frag_size as u64,
-        block: geo.block_size as usize,
-        ino: 0,
-        namespace: false,
-        found: BTreeSet::new(),
-    };
-    for ino in ROOT_INO..geo.ninodes() {
-        let mut slot = [0u8; INODE_SIZE];
-        let at = geo.byte_offset(geo.inode_block_addr(ino)) + geo.inode_offset_in_block(ino) as u64;
-        if dev.read_at(at, &mut slot).is_err() {
-            continue;
-        }
-        let Ok(inode) = Inode::decode(&slot) else { continue };
-        if inode.ino != ino || inode.attr.mode == 0 {
-            continue;
-        }
-        v.ino = ino;
-        v.namespace = !inode.attr.is_reg();
-        walk_pointers(&tree, &inode, &mut v);
-    }
-    v.found
+/// What a pointer on the disk reaches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Held {
+    /// An indirect block.
+    Indirect,
+    /// A data block of a directory or symbolic link.
+    Namespace,
+    /// A data block of a regular file.
+    Data,
+    /// The extended-attribute block.
+    Xattr,
 }
 
-/// Rule 6 (see the module comment): every pointer of [`ordered_pointers`]
-/// in `crash` that the setup image did not hold reaches a block written
-/// since.
+/// One pointer on the disk (in an inode or an indirect block): block `lbn`
+/// of inode `ino` is the `frags` fragments at `addr` — a whole block, or
+/// for a file's tail the run its size gives it, by fsck's rule (the last
+/// block when it is direct, the size does not end on a block boundary and
+/// no block after it is allocated).
+#[derive(Debug, Clone, Copy)]
+struct Pointer {
+    ino: Ino,
+    lbn: Lbn,
+    addr: u64,
+    frags: u64,
+    held: Held,
+}
+
+/// A raw image as fsck's phase 1 reads it, before any repair: every inode
+/// in use (a slot below its group's initialised mark that decodes, passes
+/// its checksum, carries its own number and a mode), every pointer those
+/// hold (indirect blocks followed only when sound), and each group as on
+/// the disk (`None`: it does not decode).
+struct Scan {
+    geo: Geometry,
+    inodes: BTreeMap<Ino, Inode>,
+    pointers: Vec<Pointer>,
+    groups: Vec<Option<CylinderGroup>>,
+}
+
+impl Scan {
+    /// The scan of the image on `dev`; `None` if no superblock decodes.
+    fn read(dev: &dyn BlockDevice) -> Option<Scan> {
+        let sb = read_superblock(dev).ok()?;
+        let geo = sb.geometry;
+        let tree = sb.indirect_geometry();
+        let groups = (0..geo.ncg).map(|g| read_group(dev, &sb, g).ok()).collect();
+        let mut scan = Scan { geo, inodes: BTreeMap::new(), pointers: Vec::new(), groups };
+        for g in 0..geo.ncg {
+            let mark = scan.groups[g as usize].as_ref().map_or(geo.ipg, CylinderGroup::initialised_inodes);
+            let mut table = vec![0u8; mark as usize * INODE_SIZE];
+            let at = geo.byte_offset(geo.group_base(g) + geo.inode_table_offset() as u64);
+            if dev.read_at(at, &mut table).is_err() {
+                continue;
+            }
+            for (s, slot) in table.chunks_exact(INODE_SIZE).enumerate() {
+                let ino = g as Ino * geo.ipg as Ino + s as Ino;
+                let Ok(inode) = Inode::decode(slot) else { continue };
+                if ino < ROOT_INO || inode.ino != ino || inode.attr.mode == 0 {
+                    continue;
+                }
+                scan.add_pointers(dev, &tree, &inode);
+                scan.inodes.insert(ino, inode);
+            }
+        }
+        Some(scan)
+    }
+
+    /// Adds the pointers `inode` holds.
+    fn add_pointers(
+        &mut self,
+        dev: &dyn BlockDevice,
+        tree: &fslab::format::blockno::Geometry,
+        inode: &Inode,
+    ) {
+        struct Collect<'a> {
+            dev: &'a dyn BlockDevice,
+            frag: u64,
+            block: usize,
+            found: Vec<(Lbn, u64)>,
+        }
+        impl Visitor for Collect<'_> {
+            fn pointer(&mut self, lbn: Lbn, addr: Daddr) -> bool {
+                self.found.push((lbn, addr.get()));
+                is_indirect(lbn)
+            }
+            fn read(&mut self, addr: Daddr) -> fslab::Result<Vec<u8>> {
+                let mut buf = vec![0u8; self.block];
+                self.dev.read_at(addr.byte_offset(self.frag), &mut buf)?;
+                Ok(buf)
+            }
+            fn unreadable(&mut self, _lbn: Lbn, _addr: Daddr, _error: fslab::Error) {}
+        }
+        let geo = self.geo;
+        let mut c =
+            Collect { dev, frag: geo.frag_size as u64, block: geo.block_size as usize, found: Vec::new() };
+        walk_pointers(tree, inode, &mut c);
+        let (bs, fpb, a) = (geo.block_size as u64, geo.frags_per_block as u64, inode.attr);
+        let direct = NDADDR as Lbn;
+        let tail = (!a.is_dir() && a.size % bs != 0 && a.size / bs < direct as u64)
+            .then_some(a.size / bs)
+            .filter(|&t| !c.found.iter().any(|&(l, _)| l >= 0 && l as u64 > t));
+        for &(lbn, addr) in &c.found {
+            let held = match lbn {
+                l if is_indirect(l) => Held::Indirect,
+                XATTR_LBN => Held::Xattr,
+                _ if a.is_reg() => Held::Data,
+                _ => Held::Namespace,
+            };
+            let frags = match tail {
+                Some(t) if lbn >= 0 && lbn as u64 == t => geo.frags_for(a.size - t * bs),
+                _ => fpb,
+            };
+            self.pointers.push(Pointer { ino: inode.ino, lbn, addr, frags, held });
+        }
+    }
+}
+
+/// What each crash state is compared with: the setup image, and how many
+/// fragments of each of its pointers' blocks it covered.
+struct Setup {
+    disk: MemDisk,
+    covered: BTreeMap<(Ino, Lbn, u64), u64>,
+}
+
+impl Setup {
+    fn new(image: Vec<u8>) -> Setup {
+        let disk = MemDisk::from_bytes(image);
+        let scan = Scan::read(&disk).expect("the setup image has a superblock");
+        let covered = scan.pointers.iter().map(|p| ((p.ino, p.lbn, p.addr), p.frags)).collect();
+        Setup { disk, covered }
+    }
+}
+
+/// Every version each inode number's file had during a run (by inode
+/// number: what a block of it may rightly hold).
+struct Versions(BTreeMap<Ino, Vec<Vec<u8>>>);
+
+impl Versions {
+    fn of(rec: &Recorded) -> Versions {
+        let mut all: BTreeMap<Ino, Vec<Vec<u8>>> = BTreeMap::new();
+        for node in rec.states.iter().flat_map(|s| s.nodes.values()) {
+            if let Body::File(data) = &node.body {
+                let v = all.entry(node.ino).or_default();
+                if !v.contains(data) {
+                    v.push(data.clone());
+                }
+            }
+        }
+        Versions(all)
+    }
+
+    /// Whether some version of `ino` reaches byte `start` and holds zeros
+    /// from there to `end` (or to its end): then zeros there may have been
+    /// written, not left.
+    fn zeros_allowed(&self, ino: Ino, start: u64, end: u64) -> bool {
+        self.0.get(&ino).is_some_and(|vs| {
+            vs.iter().any(|v| {
+                let len = v.len() as u64;
+                len > start && v[start as usize..end.min(len) as usize].iter().all(|&b| b == 0)
+            })
+        })
+    }
+}
+
+/// Rule 6 (see the module comment): every pointer in `crash` whose kind
+/// `held` selects, and that the setup image did not hold, reaches
+/// fragments written since — bytes that differ from the setup image's
+/// there. A pointer the setup image held over fewer fragments (a tail
+/// extended in place) is checked on the fragments added. A regular file's
+/// block that reads as zeros where some version of the file holds zeros
+/// passes (a zero written cannot be told from a zero left).
 fn check_pointed_blocks_written(
-    setup: &MemDisk,
-    setup_pointers: &BTreeSet<(Ino, Lbn, u64)>,
+    setup: &Setup,
     crash: &MemDisk,
+    scan: &Scan,
+    held: &[Held],
+    versions: &Versions,
 ) -> Result<(), String> {
-    let Ok(sb) = read_superblock(crash) else { return Ok(()) };
-    let geo = sb.geometry;
-    let (mut before, mut now) = (vec![0u8; geo.block_size as usize], vec![0u8; geo.block_size as usize]);
-    for &(ino, lbn, addr) in ordered_pointers(crash).difference(setup_pointers) {
-        let at = geo.byte_offset(addr);
-        if setup.read_at(at, &mut before).is_err() || crash.read_at(at, &mut now).is_err() {
+    let geo = scan.geo;
+    let (fs, bs) = (geo.frag_size as u64, geo.block_size as u64);
+    for p in scan.pointers.iter().filter(|p| held.contains(&p.held)) {
+        let from = setup.covered.get(&(p.ino, p.lbn, p.addr)).copied().unwrap_or(0);
+        if p.frags <= from || p.addr.saturating_add(p.frags) > geo.total_frags {
             continue;
         }
-        if before == now {
+        let at = geo.byte_offset(p.addr + from);
+        let len = ((p.frags - from) * fs) as usize;
+        let (mut before, mut now) = (vec![0u8; len], vec![0u8; len]);
+        if setup.disk.read_at(at, &mut before).is_err()
+            || crash.read_at(at, &mut now).is_err()
+            || before != now
+        {
+            continue;
+        }
+        if p.held == Held::Data && now.iter().all(|&b| b == 0) {
+            let start = p.lbn as u64 * bs + from * fs;
+            if versions.zeros_allowed(p.ino, start, start + len as u64) {
+                continue;
+            }
+        }
+        let what = match p.held {
+            Held::Indirect => "indirect block",
+            Held::Namespace => "directory or symbolic link block",
+            Held::Data => "data block",
+            Held::Xattr => "extended-attribute block",
+        };
+        return Err(format!(
+            "inode {} on disk points at its {what} {} at fragment {} (fragments {from}..{} of it), which were not written since they were allocated",
+            p.ino, p.lbn, p.addr, p.frags
+        ));
+    }
+    Ok(())
+}
+
+/// Rule 8 (see the module comment): every inode in use and every fragment
+/// a pointer holds is marked in use in its group's bitmaps on the disk.
+fn check_bitmaps(scan: &Scan) -> Result<(), String> {
+    let geo = scan.geo;
+    for &ino in scan.inodes.keys() {
+        let Some(Some(cg)) = scan.groups.get(geo.ino_group(ino) as usize) else { continue };
+        if !cg.is_inode_used(geo.ino_slot(ino)) {
+            return Err(format!("inode {ino} is in use, but its group's bitmap on disk marks it free"));
+        }
+    }
+    for p in &scan.pointers {
+        for f in p.addr..p.addr.saturating_add(p.frags).min(geo.total_frags) {
+            let Some(Some(cg)) = scan.groups.get(geo.group_of(f) as usize) else { continue };
+            let within = geo.within_group(f);
+            if within < cg.frags() && cg.is_frag_free(within) {
+                return Err(format!(
+                    "inode {} holds fragment {f} (its block {}, {} fragments at {}), which its group's bitmap on disk marks free",
+                    p.ino, p.lbn, p.frags, p.addr
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One entry of a directory on the disk: the chunk's byte offset in the
+/// directory, the entry's place in its chunk, its name and inode number.
+struct RawEntry {
+    offset: u64,
+    k: usize,
+    name: Vec<u8>,
+    ino: Ino,
+}
+
+impl Scan {
+    /// The entries of every directory in use, from the chunks that parse
+    /// in the blocks its size covers, as fsck's pathname phase reads them.
+    fn entries(&self, dev: &MemDisk) -> BTreeMap<Ino, Vec<RawEntry>> {
+        let geo = self.geo;
+        let bs = geo.block_size as u64;
+        let mut out: BTreeMap<Ino, Vec<RawEntry>> = BTreeMap::new();
+        let mut block = vec![0u8; bs as usize];
+        for p in self.pointers.iter().filter(|p| p.held == Held::Namespace && p.lbn >= 0) {
+            let dir = p.ino;
+            let Some(size) = self.inodes.get(&dir).filter(|i| i.attr.is_dir()).map(|i| i.attr.size) else {
+                continue;
+            };
+            if p.lbn as u64 >= size / bs || dev.read_at(geo.byte_offset(p.addr), &mut block).is_err() {
+                continue;
+            }
+            for (c, chunk) in block.chunks_exact(DIRBLKSIZ).enumerate() {
+                let offset = p.lbn as u64 * bs + (c * DIRBLKSIZ) as u64;
+                let Ok(entries) = parse_chunk(chunk, dir, offset) else { continue };
+                let raw = entries.iter().enumerate().filter(|(_, e)| e.ino != 0);
+                out.entry(dir).or_default().extend(raw.map(|(k, e)| RawEntry {
+                    offset,
+                    k,
+                    name: e.name.to_vec(),
+                    ino: e.ino,
+                }));
+            }
+        }
+        out
+    }
+
+    /// The inode in use `path` leads to from the root, through entries
+    /// naming inodes in use, as fsck's walk follows them.
+    fn resolve(&self, entries: &BTreeMap<Ino, Vec<RawEntry>>, path: &str) -> Option<Ino> {
+        let mut at = ROOT_INO;
+        for part in path.split('/').filter(|p| !p.is_empty()) {
+            let found = entries.get(&at)?.iter().find(|e| {
+                e.name == part.as_bytes()
+                    && e.name != b"."
+                    && e.name != b".."
+                    && self.inodes.contains_key(&e.ino)
+            });
+            at = found?.ino;
+        }
+        Some(at)
+    }
+}
+
+/// Rule 9 (see the module comment): no inode in use has a link count lower
+/// than the entries naming it in every directory on the disk, reachable
+/// or not — counted as fsck counts them (a directory's `.`, its
+/// subdirectories' `..`, entries naming inodes in use; chunks that parse).
+fn check_link_counts(scan: &Scan, entries: &BTreeMap<Ino, Vec<RawEntry>>) -> Result<(), String> {
+    let mut refs: BTreeMap<Ino, u64> = BTreeMap::new();
+    let is_dir = |ino: Ino| scan.inodes.get(&ino).is_some_and(|i| i.attr.is_dir());
+    for (&dir, list) in entries {
+        for e in list {
+            let counted = match (e.offset == 0 && e.k < 2, e.name.as_slice()) {
+                (true, b".") => e.ino == dir,
+                (true, b"..") => is_dir(e.ino),
+                (_, b"." | b"..") => false,
+                _ => scan.inodes.contains_key(&e.ino),
+            };
+            if counted {
+                *refs.entry(e.ino).or_default() += 1;
+            }
+        }
+    }
+    for (ino, names) in refs {
+        let nlink = scan.inodes.get(&ino).map_or(0, |i| u64::from(i.attr.nlink));
+        if nlink < names {
             return Err(format!(
-                "inode {ino} on disk points at its block {lbn} at fragment {addr}, which was not written since it was allocated"
+                "inode {ino} has link count {nlink}, but {names} entries on the disk name it"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A rename of a run, for rule 10: operation `op` moved inode `ino` from
+/// `from` to `to`.
+struct RenameCase {
+    op: usize,
+    from: String,
+    to: String,
+    ino: Ino,
+    /// Device events when it began.
+    start: usize,
+    /// Device events when the first later operation that changes what
+    /// either name or a directory above them names began (`usize::MAX`:
+    /// none): past that cut the rule says nothing.
+    until: usize,
+    /// Whether `from` and the directories above it named the same inodes
+    /// from the setup image to the rename, so that the old name was on
+    /// the disk whatever a lazy mode wrote of the operations before.
+    since_setup: bool,
+}
+
+impl RenameCase {
+    /// Whether rule 10 checks this rename at `cut` in `integrity` mode.
+    fn due(&self, cut: usize, integrity: Integrity) -> bool {
+        self.start < cut && cut <= self.until && (integrity == Integrity::Sync || self.since_setup)
+    }
+}
+
+/// `path` and the directories above it (the root left out).
+fn path_and_parents(path: &str) -> Vec<&str> {
+    let mut out = vec![path];
+    let mut p = path;
+    while let Some(i) = p.rfind('/') {
+        p = &p[..i];
+        out.push(p);
+    }
+    out
+}
+
+/// The renames of a run, for rule 10.
+fn renames(rec: &Recorded) -> Vec<RenameCase> {
+    let (mut starts, mut ops) = (Vec::new(), Vec::new());
+    let (mut end, mut done, mut points) = (0, 0, 1);
+    for step in &rec.steps {
+        match step {
+            Step::Op(op) => {
+                starts.push(end);
+                ops.push(op);
+                end = rec.op_events[done];
+                done += 1;
+            }
+            Step::Persist(_) => {
+                end = rec.points[points].events;
+                points += 1;
+            }
+        }
+    }
+    let names: Vec<BTreeMap<String, (u32, Ino)>> = rec.states.iter().map(Tree::namespace).collect();
+    let binding = |state: usize, path: &str| -> Vec<Option<(u32, Ino)>> {
+        path_and_parents(path).into_iter().map(|p| names[state].get(p).copied()).collect()
+    };
+    let mut out = Vec::new();
+    for (k, op) in ops.iter().enumerate() {
+        let Op::Rename(from, to) = op else { continue };
+        let Some(&(_, ino)) = names[k].get(from.as_str()) else { continue };
+        let since_setup = (0..k).all(|j| binding(j, from) == binding(k, from));
+        let changes = |j: usize| {
+            binding(j + 1, from) != binding(k + 1, from) || binding(j + 1, to) != binding(k + 1, to)
+        };
+        let until = (k + 1..ops.len()).find(|&j| changes(j)).map_or(usize::MAX, |j| starts[j]);
+        out.push(RenameCase {
+            op: k,
+            from: from.clone(),
+            to: to.clone(),
+            ino,
+            start: starts[k],
+            until,
+            since_setup,
+        });
+    }
+    out
+}
+
+/// Options for a mount of a copy of a crash image: no writer thread, a
+/// small cache.
+fn raw_options(integrity: Integrity) -> MountOptions {
+    MountOptions { cache_bytes: 1 << 20, integrity, writes: WriteMode::Inline, ..MountOptions::default() }
+}
+
+/// Rule 10 (see the module comment): every rename of the run that began
+/// before the cut left its inode reachable by the old name or the new one
+/// on the raw image, read as fsck's walk reads it (a read-only mount
+/// would trust the groups' stale bitmaps). `sync` mode's operations are
+/// durable once they return, so every such rename is checked there; in
+/// the lazy modes only those whose old name was on the disk from the
+/// setup image on.
+fn check_renames(
+    renames: &[RenameCase],
+    scan: &Scan,
+    entries: &BTreeMap<Ino, Vec<RawEntry>>,
+    cut: usize,
+    integrity: Integrity,
+) -> Result<(), String> {
+    for r in renames.iter().filter(|r| r.due(cut, integrity)) {
+        let names_it = |path: &str| scan.resolve(entries, path) == Some(r.ino);
+        if !names_it(&r.from) && !names_it(&r.to) {
+            return Err(format!(
+                "rename({} -> {}), operation {} of the run, begun before the cut: inode {} is named by neither",
+                r.from, r.to, r.op, r.ino
             ));
         }
     }
@@ -193,17 +609,20 @@ fn check_pointed_blocks_written(
 }
 
 fn mount(dev: Arc<dyn BlockDevice>, integrity: Integrity) -> fslab::Result<FileSystem<Ffs>> {
-    mount_with(dev, integrity, None)
+    mount_with(dev, integrity, None, false)
 }
 
 /// A mount whose write-back, with `adversary`, writes a random part of
-/// what is dirty at every point it may run (`MountOptions::adversary`).
+/// what is dirty at every point it may run (`MountOptions::adversary`),
+/// and whose soft updates, with `disorder`, keep no order.
 fn mount_with(
     dev: Arc<dyn BlockDevice>,
     integrity: Integrity,
     adversary: Option<u64>,
+    disorder: bool,
 ) -> fslab::Result<FileSystem<Ffs>> {
-    let options = MountOptions { cache_bytes: 1 << 20, integrity, adversary, ..MountOptions::default() };
+    let options =
+        MountOptions { cache_bytes: 1 << 20, integrity, adversary, disorder, ..MountOptions::default() };
     Ok(FileSystem::new(Ffs::mount(dev, options)?))
 }
 
@@ -306,46 +725,196 @@ fn check_durable_files(
     Ok(())
 }
 
-/// What each crash state is compared with: the setup image and its
-/// [`ordered_pointers`].
-struct Setup {
-    disk: MemDisk,
-    pointers: BTreeSet<(Ino, Lbn, u64)>,
-}
-
 /// Rule 7 (see the module comment): what a read-only check of the raw
 /// crash image finds that is not a leak, if anything.
-fn damage_before_repair(dev: &Arc<MemDisk>) -> Option<String> {
+fn damage_before_repair(dev: &Arc<MemDisk>) -> Result<(), String> {
     let raw = common::check(dev);
-    (!raw.only_leaks()).then(|| {
-        let damage: Vec<String> = raw
-            .problems
-            .iter()
-            .filter(|p| p.severity != Severity::Leak)
-            .map(|p| format!("  {p}\n"))
-            .collect();
-        format!("before repair, the image holds damage, not only leaks:\n{}", damage.concat())
-    })
+    if raw.only_leaks() {
+        return Ok(());
+    }
+    let damage: Vec<String> =
+        raw.problems.iter().filter(|p| p.severity != Severity::Leak).map(|p| format!("  {p}\n")).collect();
+    Err(format!("before repair, the image holds damage, not only leaks:\n{}", damage.concat()))
 }
 
-/// Checks rules 6 and 7 on one crash image, then repairs it and checks
-/// rules 1-5. Returns whether the raw image held damage (allowed in
-/// `async` mode only).
+/// Rule 11 (see the module comment): preening a copy of the raw image
+/// (`fsck -p`: leaks only) leaves an image a check calls clean and that
+/// mounts.
+fn check_preen(dev: &Arc<MemDisk>, integrity: Integrity) -> Result<(), String> {
+    let copy = Arc::new(MemDisk::from_bytes(dev.snapshot()));
+    let options = Options { repair: true, preen: true, ..Options::default() };
+    let outcome = fslab_check::fsck(copy.clone(), &options, &mut |_| {})
+        .map_err(|e| format!("fsck -p could not run: {e}"))?;
+    if outcome.exit_code() > 1 || !outcome.failed.is_empty() {
+        return Err(format!(
+            "fsck -p exited {}; found:\n{}failed: {:?}",
+            outcome.exit_code(),
+            common::listing(&outcome.first),
+            outcome.failed
+        ));
+    }
+    let again = common::check(&copy);
+    if !again.is_clean() {
+        return Err(format!("a check after fsck -p reports:\n{}", common::listing(&again)));
+    }
+    let mut fs = FileSystem::new(
+        Ffs::mount(copy, raw_options(integrity))
+            .map_err(|e| format!("the preened image does not mount: {e}"))?,
+    );
+    fs.unmount().map_err(|e| format!("unmount after fsck -p: {e}"))
+}
+
+/// Rule 12 (see the module comment): a copy of the raw image mounts as it
+/// is, without fsck, and every entry reached from the root names an inode
+/// that reads, of the entry's type, whose contents read, and whose link
+/// count is no lower than the names found.
+fn check_mounts_without_fsck(dev: &Arc<MemDisk>, integrity: Integrity) -> Result<(), String> {
+    let copy: Arc<dyn BlockDevice> = Arc::new(MemDisk::from_bytes(dev.snapshot()));
+    let mut fs = FileSystem::new(
+        Ffs::mount(copy, raw_options(integrity))
+            .map_err(|e| format!("the crash image does not mount without fsck: {e}"))?,
+    );
+    let mut names: BTreeMap<Ino, (u32, u32)> = BTreeMap::new();
+    let mut dirs = BTreeSet::from([ROOT_INO]);
+    let mut stack = vec![(String::new(), ROOT_INO)];
+    while let Some((path, dir)) = stack.pop() {
+        let (mut offset, mut entries) = (0, Vec::new());
+        loop {
+            let page =
+                fs.readdir(dir, offset, 64).map_err(|e| format!("readdir of /{path} (#{dir}): {e}"))?;
+            let Some(last) = page.last() else { break };
+            offset = last.next_offset;
+            entries.extend(page);
+            if entries.len() > 10_000 {
+                return Err(format!("directory /{path} does not end"));
+            }
+        }
+        for e in entries.into_iter().filter(|e| e.name != b"." && e.name != b"..") {
+            let child = format!("{path}/{}", String::from_utf8_lossy(&e.name));
+            let inode = fs
+                .getattr(e.ino)
+                .map_err(|err| format!("{child} names inode {} that does not read: {err}", e.ino))?;
+            let (k, a) = (inode.attr.mode & kind::MASK, inode.attr);
+            if k != e.kind {
+                return Err(format!("{child}: the entry's type is {:#o}, inode {}'s {k:#o}", e.kind, e.ino));
+            }
+            names.entry(e.ino).or_insert((a.nlink, 0)).1 += 1;
+            match k {
+                kind::REG => {
+                    let data = fs
+                        .read(e.ino, 0, a.size as usize + 1)
+                        .map_err(|err| format!("read {child}: {err}"))?;
+                    if data.len() as u64 != a.size {
+                        return Err(format!("{child}: size {} but {} bytes read", a.size, data.len()));
+                    }
+                }
+                kind::LNK => {
+                    fs.readlink(e.ino).map_err(|err| format!("readlink {child}: {err}"))?;
+                }
+                kind::DIR if dirs.insert(e.ino) => stack.push((child, e.ino)),
+                _ => {}
+            }
+        }
+    }
+    for (ino, (nlink, found)) in names {
+        if !dirs.contains(&ino) && nlink < found {
+            return Err(format!("inode {ino} has link count {nlink}, but {found} names reach it"));
+        }
+    }
+    fs.unmount().map_err(|e| format!("unmount of the crash image: {e}"))
+}
+
+/// The rules a crash state is held to (see the module comment).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Rule {
+    /// Rules 1 to 5: the repair and what it keeps.
+    Repair,
+    /// Rule 6: indirect, directory and symbolic-link blocks written before
+    /// a pointer names them.
+    Ordered,
+    /// Rule 6 for `softdep`: regular files' data blocks too.
+    Data,
+    /// Rule 7: only leaks before repair.
+    Leaks,
+    /// Rule 8: what is in use marked in use in the groups on disk.
+    Bitmaps,
+    /// Rule 9: no link count lower than the entries on the disk.
+    LinkCounts,
+    /// Rule 10: a renamed inode keeps the old name or the new one.
+    Rename,
+    /// Rule 11: preening makes the image clean.
+    Preen,
+    /// Rule 12: the image mounts without fsck.
+    Mount,
+}
+
+impl Rule {
+    /// Whether `integrity` promises this rule.
+    fn binds(self, integrity: Integrity) -> bool {
+        use Integrity::{Softdep, Sync};
+        match self {
+            Rule::Repair => true,
+            Rule::Ordered | Rule::Leaks | Rule::LinkCounts | Rule::Rename | Rule::Preen => {
+                matches!(integrity, Sync | Softdep)
+            }
+            Rule::Data | Rule::Bitmaps | Rule::Mount => integrity == Softdep,
+        }
+    }
+}
+
+/// What one workload's run gives every crash state of it.
+struct Run {
+    rec: Recorded,
+    versions: Versions,
+    renames: Vec<RenameCase>,
+}
+
+/// Checks one crash image: rules 6 to 12 on the raw image (each on its own
+/// copy where it writes; rule 12 only in `softdep` mode, which alone
+/// mounts an image not unmounted cleanly), then repairs it and checks
+/// rules 1 to 5. Returns every rule the state broke, with what broke it —
+/// whether or not `integrity` promises the rule, so that a run shows the
+/// checks firing on a mode that does not keep them.
 fn check_state(
-    rec: &Recorded,
+    run: &Run,
     setup: &Setup,
     disk: MemDisk,
     cut: usize,
     integrity: Integrity,
-) -> Result<bool, String> {
-    if integrity == Integrity::Sync {
-        check_pointed_blocks_written(&setup.disk, &setup.pointers, &disk)?;
+) -> Vec<(Rule, String)> {
+    let mut broken = Vec::new();
+    let mut note = |rule: Rule, result: Result<(), String>| {
+        if let Err(what) = result {
+            broken.push((rule, what));
+        }
+    };
+    if let Some(scan) = Scan::read(&disk) {
+        let held = [Held::Indirect, Held::Namespace];
+        note(Rule::Ordered, check_pointed_blocks_written(setup, &disk, &scan, &held, &run.versions));
+        note(Rule::Data, check_pointed_blocks_written(setup, &disk, &scan, &[Held::Data], &run.versions));
+        note(Rule::Bitmaps, check_bitmaps(&scan));
+        let entries = scan.entries(&disk);
+        note(Rule::LinkCounts, check_link_counts(&scan, &entries));
+        note(Rule::Rename, check_renames(&run.renames, &scan, &entries, cut, integrity));
     }
     let dev = Arc::new(disk);
-    let damage = damage_before_repair(&dev);
-    if let (Integrity::Sync, Some(what)) = (integrity, &damage) {
-        return Err(what.clone());
+    note(Rule::Leaks, damage_before_repair(&dev));
+    note(Rule::Preen, check_preen(&dev, integrity));
+    if integrity == Integrity::Softdep {
+        note(Rule::Mount, check_mounts_without_fsck(&dev, integrity));
     }
+    note(Rule::Repair, repair_and_check(&run.rec, dev, cut, integrity));
+    broken
+}
+
+/// Rules 1 to 5 (see the module comment) on the image on `dev`, which
+/// they repair.
+fn repair_and_check(
+    rec: &Recorded,
+    dev: Arc<MemDisk>,
+    cut: usize,
+    integrity: Integrity,
+) -> Result<(), String> {
     let outcome =
         fslab_check::fsck(dev.clone(), &Options { repair: true, ..Options::default() }, &mut |_| {})
             .map_err(|e| format!("fsck could not run: {e}"))?;
@@ -374,67 +943,148 @@ fn check_state(
     if !again.is_clean() {
         return Err(format!("a check after the repair reports:\n{}", listing(&again)));
     }
+    // What fsck calls clean, rules 8 and 9 must too (a check of the checks).
+    let scan = Scan::read(dev.as_ref()).ok_or("the repaired image has no superblock")?;
+    let entries = scan.entries(&dev);
+    check_bitmaps(&scan)
+        .map_err(|e| format!("rule 8 fails on the repaired image, which fsck calls clean: {e}"))?;
+    check_link_counts(&scan, &entries)
+        .map_err(|e| format!("rule 9 fails on the repaired image, which fsck calls clean: {e}"))?;
     let mut fs = mount(dev, integrity).map_err(|e| format!("the repaired image does not mount: {e}"))?;
     let seen = walk(&mut fs)?;
     if integrity == Integrity::Sync {
         check_acknowledged_names(rec, cut, &seen)?;
     }
     check_durable_files(rec, cut, &seen, integrity)?;
-    fs.unmount().map_err(|e| format!("unmount: {e}"))?;
-    Ok(damage.is_some())
+    fs.unmount().map_err(|e| format!("unmount: {e}"))
 }
 
-/// Explores the sampled crash states of `integrity`; returns how many
-/// held damage before repair with no write torn.
-fn explore(integrity: Integrity) -> usize {
-    explore_with(integrity, false)
+/// A check of rule 6's check: when a run ends with `sync()`, every block
+/// it gave a file is written, so in the image of every write the run made
+/// no pointer may reach a block rule 6 calls unwritten, in any mode.
+fn check_after_final_sync(run: &Run, setup: &Setup) -> Result<(), String> {
+    if run.rec.steps.last() != Some(&Step::Persist(Persist::Sync)) {
+        return Ok(());
+    }
+    let disk =
+        run.rec.crash.crash_image(run.rec.events, &CrashChoice::AllPersisted).map_err(|e| e.to_string())?;
+    let scan = Scan::read(&disk).ok_or("no superblock")?;
+    let all = [Held::Indirect, Held::Namespace, Held::Data, Held::Xattr];
+    check_pointed_blocks_written(setup, &disk, &scan, &all, &run.versions)
 }
 
-/// [`explore`], with an adversarial write-back during the workloads when
-/// `adversary` is set.
-fn explore_with(integrity: Integrity, adversary: bool) -> usize {
+/// How a mode's writes are driven during the workloads.
+#[derive(Debug, Clone, Copy, Default)]
+struct Drive {
+    /// An adversarial write-back (`MountOptions::adversary`).
+    adversary: bool,
+    /// Soft updates keeping no order (`MountOptions::disorder`).
+    disorder: bool,
+}
+
+/// What a run of the explorer found.
+struct Explored {
+    checked: usize,
+    /// Crash states that broke a rule their mode promises, described.
+    violations: Vec<String>,
+    /// Per rule, the crash states that broke it (promised or not).
+    fired: BTreeMap<Rule, usize>,
+    /// Crash states with no write torn that held damage before repair.
+    damaged: usize,
+    /// Crash states in which rule 10 checked a rename.
+    renames: usize,
+}
+
+impl Explored {
+    fn fired(&self, rule: Rule) -> usize {
+        self.fired.get(&rule).copied().unwrap_or(0)
+    }
+
+    /// Requires that no crash state broke a rule its mode promises.
+    #[track_caller]
+    fn assert_kept(&self) {
+        assert!(
+            self.violations.is_empty(),
+            "{} of {} crash states broke a rule; the first:\n{}",
+            self.violations.len(),
+            self.checked,
+            self.violations[..self.violations.len().min(3)].join("\n")
+        );
+    }
+}
+
+/// Explores the sampled crash states of `integrity`.
+fn explore(integrity: Integrity) -> Explored {
+    explore_with(integrity, Drive::default())
+}
+
+/// [`explore`], with the workloads' writes driven as `drive` says.
+fn explore_with(integrity: Integrity, drive: Drive) -> Explored {
     let stride = env_or("FSLAB_FFS_CRASH_STRIDE", STRIDE).max(1) as usize;
     let states = env_or("FSLAB_FFS_CRASH_STATES", STATES) as usize;
     let (image, setup_tree) = setup(integrity);
-    let disk = MemDisk::from_bytes(image.clone());
-    let base = Setup { pointers: ordered_pointers(&disk), disk };
+    let base = Setup::new(image.clone());
     let sampled = workloads(Coverage::Default).into_iter().step_by(stride).map(|w| (w, states));
     let list: Vec<(Workload, usize)> =
         sampled.chain(indirect_workloads().into_iter().map(|w| (w, INDIRECT_STATES))).collect();
-    let (mut checked, mut violations, mut damaged) = (0, Vec::new(), 0);
+    let mut out =
+        Explored { checked: 0, violations: Vec::new(), fired: BTreeMap::new(), damaged: 0, renames: 0 };
     for (i, (workload, states)) in list.iter().enumerate() {
-        let seed = adversary.then_some(0xadad_0000 ^ i as u64);
-        let rec = record_on(workload, &image, &setup_tree, |dev| mount_with(dev, integrity, seed));
-        for state in rec.crash.crash_states(*states, 0xffc5 ^ i as u64) {
-            checked += 1;
+        let seed = drive.adversary.then_some(0xadad_0000 ^ i as u64);
+        let rec =
+            record_on(workload, &image, &setup_tree, |dev| mount_with(dev, integrity, seed, drive.disorder));
+        let run = Run { versions: Versions::of(&rec), renames: renames(&rec), rec };
+        if let Err(what) = check_after_final_sync(&run, &base) {
+            out.violations.push(format!("{workload}\n  after its final sync: {what}"));
+        }
+        for state in run.rec.crash.crash_states(*states, 0xffc5 ^ i as u64) {
+            out.checked += 1;
+            out.renames += usize::from(run.renames.iter().any(|r| r.due(state.cut, integrity)));
             let torn = state.description.contains("torn");
-            match check_state(&rec, &base, state.disk, state.cut, integrity) {
-                Ok(held_damage) => damaged += usize::from(held_damage && !torn),
-                Err(what) => violations.push(format!(
-                    "{workload}\n  crash state: {} (cut {})\n  {what}",
-                    state.description, state.cut
-                )),
+            let broken = check_state(&run, &base, state.disk, state.cut, integrity);
+            let rules: BTreeSet<Rule> = broken.iter().map(|(rule, _)| *rule).collect();
+            for &rule in &rules {
+                *out.fired.entry(rule).or_default() += 1;
+            }
+            out.damaged += usize::from(rules.contains(&Rule::Leaks) && !torn);
+            let promised: Vec<String> = broken
+                .iter()
+                .filter(|(rule, _)| rule.binds(integrity))
+                .map(|(rule, what)| format!("  {rule:?}: {what}"))
+                .collect();
+            if !promised.is_empty() {
+                out.violations.push(format!(
+                    "{workload}\n  crash state: {} (cut {})\n{}",
+                    state.description,
+                    state.cut,
+                    promised.join("\n")
+                ));
             }
         }
     }
+    let how = match (drive.adversary, drive.disorder) {
+        (false, false) => "",
+        (true, false) => " (adversarial write-back)",
+        (false, true) => " (disorder)",
+        (true, true) => " (adversarial write-back, disorder)",
+    };
     eprintln!(
-        "ffs {integrity:?}{}: {} workloads, {checked} crash states repaired and checked, {damaged} untorn with damage before",
-        if adversary { " (adversarial write-back)" } else { "" },
-        list.len()
+        "ffs {integrity:?}{how}: {} workloads, {} crash states checked ({} with a rename checked), {} untorn \
+         with damage before repair, {} broke a promised rule; states breaking each rule (promised or not): {:?}",
+        list.len(),
+        out.checked,
+        out.renames,
+        out.damaged,
+        out.violations.len(),
+        out.fired
     );
-    assert!(checked > 100, "too few crash states to mean anything: {checked}");
-    assert!(
-        violations.is_empty(),
-        "{} of {checked} crash states broke a rule; the first:\n{}",
-        violations.len(),
-        violations[..violations.len().min(3)].join("\n")
-    );
-    damaged
+    assert!(out.checked > 100, "too few crash states to mean anything: {}", out.checked);
+    out
 }
 
 #[test]
 fn every_sampled_crash_state_of_ffs_sync_repairs_to_a_clean_image_keeping_what_returned() {
-    assert_eq!(explore(Integrity::Sync), 0, "sync: damage before repair (rule 7)");
+    explore(Integrity::Sync).assert_kept();
 }
 
 /// Blocks written at every moment write-back could send them, not only
@@ -442,19 +1092,56 @@ fn every_sampled_crash_state_of_ffs_sync_repairs_to_a_clean_image_keeping_what_r
 /// cache does between its ordered writes.
 #[test]
 fn every_sampled_crash_state_of_ffs_sync_under_an_adversarial_write_back_holds_only_leaks() {
-    assert_eq!(explore_with(Integrity::Sync, true), 0, "sync: damage before repair (rule 7)");
+    explore_with(Integrity::Sync, Drive { adversary: true, ..Drive::default() }).assert_kept();
 }
 
 /// `async` promises only what fsync and sync covered: that holds whatever
 /// the cache writes when.
 #[test]
 fn every_sampled_crash_state_of_ffs_async_under_an_adversarial_write_back_keeps_what_was_fsynced() {
-    let damaged = explore_with(Integrity::Async, true);
-    assert!(damaged > 0, "async orders nothing, yet no crash state held damage");
+    let found = explore_with(Integrity::Async, Drive { adversary: true, ..Drive::default() });
+    found.assert_kept();
+    assert!(found.damaged > 0, "async orders nothing, yet no crash state held damage");
 }
 
+/// `async` orders nothing, so each check of the raw image (rules 6 to 11)
+/// must fire on some of its crash states: that shows each can fail.
 #[test]
 fn every_sampled_crash_state_of_ffs_async_repairs_to_a_clean_image_keeping_what_was_fsynced() {
-    let damaged = explore(Integrity::Async);
-    assert!(damaged > 0, "async orders nothing, yet no crash state held damage: rule 7 could not fail");
+    let found = explore(Integrity::Async);
+    found.assert_kept();
+    assert!(found.damaged > 0, "async orders nothing, yet no crash state held damage: rule 7 could not fail");
+    for rule in [Rule::Ordered, Rule::Data, Rule::Bitmaps, Rule::LinkCounts, Rule::Rename, Rule::Preen] {
+        assert!(
+            found.fired(rule) > 0,
+            "async orders nothing, yet no crash state broke {rule:?}: it could not fail"
+        );
+    }
+}
+
+/// Soft updates: whatever reaches the disk, only leaks, no pointer to a
+/// block not yet written (data included), bitmaps that cover what is in
+/// use, renames that keep a name, and an image that mounts without fsck.
+#[test]
+fn every_sampled_crash_state_of_ffs_softdep_holds_only_leaks_and_mounts_without_fsck() {
+    explore(Integrity::Softdep).assert_kept();
+}
+
+/// [`every_sampled_crash_state_of_ffs_softdep_holds_only_leaks_and_mounts_without_fsck`]
+/// with blocks written at every moment write-back could send them: the
+/// rollbacks must hold whatever the cache writes when.
+#[test]
+fn every_sampled_crash_state_of_ffs_softdep_under_an_adversarial_write_back_holds_only_leaks() {
+    explore_with(Integrity::Softdep, Drive { adversary: true, ..Drive::default() }).assert_kept();
+}
+
+/// Soft updates that keep no order (`MountOptions::disorder`) must break
+/// the rules in some crash state: the checks can fail on `softdep`.
+#[test]
+fn every_sampled_crash_state_of_ffs_softdep_keeping_no_order_breaks_a_rule_somewhere() {
+    let found = explore_with(Integrity::Softdep, Drive { disorder: true, ..Drive::default() });
+    assert!(
+        !found.violations.is_empty(),
+        "soft updates that keep no order, yet every crash state kept the rules"
+    );
 }

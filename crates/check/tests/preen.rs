@@ -340,3 +340,39 @@ fn lfs_the_damage_mark_is_damage_preening_leaves() {
         .unwrap_or_else(|| panic!("no problem about the damage mark:\n{}", listing(&report)));
     assert_preening_refuses(&dev, &damage);
 }
+
+/// A directory whose name a crash kept off the disk (its inode and its
+/// `..` written, the entry in its parent not): a leak, and preening
+/// reconnects it into `/lost+found` — whose link count must count the
+/// directory's `..` at once, or the next round finds it one lower than
+/// its names, damage that preening refuses.
+fn an_unnamed_directory_is_preened_into_lost_and_found<L: Layout>() {
+    let (dev, _) = L::populated();
+    let dir = L::with_fs(&dev, false, |fs| {
+        let c = Creds::default();
+        let dir = fs.mkdir(ROOT_INO, b"unnamed", 0o755, c).expect("mkdir").ino;
+        fs.mknod(dir, b"inside", 0o100644, 0, c).expect("create");
+        fs.repair_remove_entry(ROOT_INO, b"unnamed").expect("remove the entry");
+        dir
+    });
+    let report = check(&dev);
+    problem_about(&report, Kind::Unreachable, dir);
+    assert_only_leaks(&report);
+    assert_preened_to_clean(&dev);
+    L::with_fs(&dev, false, |fs| {
+        let lf = fs.lookup(ROOT_INO, b"lost+found").expect("lost+found").ino;
+        let kept = fs.lookup(lf, format!("#{dir}").as_bytes()).expect("reconnected").ino;
+        assert_eq!(kept, dir);
+        fs.lookup(dir, b"inside").expect("what it held is kept");
+    });
+}
+
+#[test]
+fn lfs_an_unnamed_directory_is_preened_into_lost_and_found() {
+    an_unnamed_directory_is_preened_into_lost_and_found::<Lfs>();
+}
+
+#[test]
+fn ffs_an_unnamed_directory_is_preened_into_lost_and_found() {
+    an_unnamed_directory_is_preened_into_lost_and_found::<Ffs>();
+}
