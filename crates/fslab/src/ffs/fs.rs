@@ -241,8 +241,19 @@ impl Ffs {
                 "the file system was not unmounted cleanly: run `fslab fsck --repair` on it first",
             ));
         }
-        let groups =
-            (0..sb.geometry.ncg).map(|cg| read_group(dev.as_ref(), &sb, cg)).collect::<Result<_>>()?;
+        let unclean = sb.flags & SB_CLEAN == 0;
+        let groups = (0..sb.geometry.ncg)
+            .map(|cg| {
+                read_group(dev.as_ref(), &sb, cg).map_err(|e| match e {
+                    // A group area torn by the crash (one checksum per area).
+                    crate::Error::Corrupt { .. } if unclean && softdep_image => errno(
+                        libc::EUCLEAN,
+                        "a cylinder group was torn by the crash: run `fslab fsck --repair` on it first",
+                    ),
+                    other => other,
+                })
+            })
+            .collect::<Result<_>>()?;
         let alloc = Allocator::new(&sb, groups)?;
         let limits = CacheLimits::for_memory(options.cache_bytes);
         let unit = sb.geometry.frag_size as u64;

@@ -257,7 +257,16 @@ impl State {
             }
         }
         let safe = Map::of(&out).pointers().all(|a| self.pointee_safe(a, durable));
+        // A new inode's slot shows nothing until its group's bitmap says it
+        // is in use (FreeBSD writes such a slot as zeros).
+        let allocated = self.inodes.get(&ino).and_then(|d| d.allocated);
+        let unmarked = allocated.is_some_and(|(cg, since)| !self.group_written_after(cg, since, durable));
         let deps = self.inodes.entry(ino).or_default();
+        if unmarked {
+            if let Some(prior) = &deps.prior {
+                return (Err(**prior), false);
+            }
+        }
         if safe {
             if whole {
                 deps.safe_map = None;
@@ -545,10 +554,7 @@ impl IntegrityMode for Softdep {
 
     fn indirect_changing(&self, fs: &mut Ffs, key: BlockKey) {
         let mut state = self.state();
-        if !state.indirect.contains_key(&key) {
-            let safe = fs.cache.share(key).unwrap_or_else(|| fs.cache.zeroed());
-            state.indirect.insert(key, safe);
-        }
+        state.indirect.entry(key).or_insert_with(|| fs.cache.share(key).unwrap_or_else(|| fs.cache.zeroed()));
     }
 
     /// A directory block freed: what waited for a write of it waits for
