@@ -146,9 +146,7 @@ fn empty(fs: &mut FileSystem<Ffs>, files: &[(Ino, String)], what: &str) {
 
 #[test]
 fn a_disk_filled_to_enospc_empties_to_the_space_it_had_new_and_checks_clean() {
-    // Not softdep yet: on this workload its unmount's sync still finds
-    // blocks waiting after its last round (a known bug being chased).
-    for integrity in [Integrity::Sync, Integrity::Async] {
+    for integrity in Integrity::ALL {
         for how in [Fill::OneLarge, Fill::ManySmall, Fill::Mixed] {
             let what = format!("{integrity:?}, {how:?}");
             let dev = fresh(DISK);

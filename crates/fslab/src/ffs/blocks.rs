@@ -397,7 +397,10 @@ impl Ffs {
     ) -> Result<()> {
         self.use_space((new_frags - old_frags) as u64, metadata)?;
         let pref = self.blkpref(ino, lbn)?;
-        match self.alloc.realloccg(addr.get(), old_frags, new_frags, pref.get(), true)? {
+        let grown = self.with_frees_released(|fs| {
+            fs.alloc.realloccg(addr.get(), old_frags, new_frags, pref.get(), true)
+        })?;
+        match grown {
             super::Realloc::Extended => self.mode().block_allocated(self, addr),
             super::Realloc::Moved(new) => {
                 self.mode().block_allocated(self, Daddr::new(new));
@@ -498,13 +501,8 @@ impl Ffs {
     /// block of an `fallocate` of all the space `statfs` offered with
     /// none. Fails with ENOSPC before anything changes.
     fn use_space(&mut self, frags: u64, metadata: bool) -> Result<()> {
-        match self.check_space(frags, metadata) {
-            // Space freed but not yet allocatable is made so, and counted.
-            Err(e) if e.errno() == libc::ENOSPC && self.release_all_frees()? => {
-                self.check_space(frags, metadata)
-            }
-            checked => checked,
-        }
+        // Space freed but not yet allocatable is made so, and counted.
+        self.with_frees_released(|fs| fs.check_space(frags, metadata))
     }
 
     /// [`Ffs::use_space`] with what is allocatable now.
@@ -530,7 +528,8 @@ impl Ffs {
     fn allocate(&mut self, ino: Ino, pref: Daddr, bytes: usize, metadata: bool) -> Result<Daddr> {
         let frags = bytes as u64 / self.frag_size();
         self.use_space(frags, metadata)?;
-        let addr = Daddr::new(self.alloc.alloc(ino, pref.get(), frags as u32, true)?);
+        let addr =
+            Daddr::new(self.with_frees_released(|fs| fs.alloc.alloc(ino, pref.get(), frags as u32, true))?);
         self.mode().block_allocated(self, addr);
         Ok(addr)
     }

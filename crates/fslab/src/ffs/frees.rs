@@ -16,12 +16,16 @@
 //! contents release it, until:
 //! * a sync, fsync or tick finds those blocks durable
 //!   ([`Ffs::release_durable_frees`]);
-//! * an allocation would fail for want of space: then the blocks are
-//!   written, a barrier follows, and everything pending is released
-//!   ([`Ffs::release_all_frees`]) before the allocation tries again.
+//! * an allocation — a count of space, the allocator's search for a run,
+//!   an inode — would fail for want of space: then the blocks are written
+//!   (with what their rolled-back changes wait for, in rounds), a barrier
+//!   follows each round, and what is durable is released
+//!   ([`Ffs::with_frees_released`]) before the allocation tries again.
 //!
 //! `statfs` counts pending frees as free, since the next allocation that
-//! needs them gets them.
+//! needs them gets them, and a block whose fragments are all free or
+//! pending as a whole free block. A freed inode is gone at once for
+//! lookups, whenever its bit clears.
 
 use super::fs::Ffs;
 use super::Frag;
@@ -45,9 +49,8 @@ pub(super) enum FreeWhen {
     Now,
     /// Once the current contents of these blocks — the blocks that held
     /// the last pointer, without it now — are durable. (The modes that
-    /// answer this are soft updates and the journal; `sync` and `async`
-    /// free at once, so outside tests nothing defers yet.)
-    #[cfg_attr(not(test), allow(dead_code))]
+    /// answer this are soft updates and, later, the journal; `sync` and
+    /// `async` free at once.)
     Durable(Vec<BlockKey>),
 }
 
@@ -72,11 +75,27 @@ impl Ffs {
         }
     }
 
+    /// The blocks whose durable contents release a free whose last pointer
+    /// was in `ino`: its dirty indirect blocks and its inode's block, with
+    /// the inode stored in it now (a mode that defers frees answers
+    /// `FreeWhen::Durable` with these).
+    pub(super) fn blocks_without_pointers(&mut self, ino: Ino) -> Result<Vec<BlockKey>> {
+        let mut after = self.cache.dirty_keys_in(ino, crate::format::Lbn::MIN..=-2);
+        self.mark_inode_dirty(ino)?;
+        after.push(self.store_inode(ino)?);
+        Ok(after)
+    }
+
     fn free_now(&mut self, what: Freed) -> Result<()> {
         match what {
             Freed::Frags { start, count } => self.alloc.free(start, count),
             Freed::Inode { ino, is_dir } => self.alloc.vfree(ino, is_dir),
         }
+    }
+
+    /// Whether inode `ino` was freed and waits to become allocatable.
+    pub(super) fn is_free_pending(&self, ino: Ino) -> bool {
+        self.pending_frees.iter().any(|p| matches!(p.what, Freed::Inode { ino: i, .. } if i == ino))
     }
 
     /// Fragments freed but not yet allocatable.
@@ -86,6 +105,30 @@ impl Ffs {
             Freed::Inode { .. } => 0,
         };
         self.pending_frees.iter().map(frags).sum()
+    }
+
+    /// Blocks that will be wholly free once the pending frees are released:
+    /// fragments pending, with the free ones beside them, that fill a block
+    /// (what `statfs` counts as whole free blocks).
+    pub(super) fn pending_whole_blocks(&self) -> u64 {
+        let geo = self.sb.geometry;
+        let fpb = geo.frags_per_block;
+        let mut pending: std::collections::HashMap<(u32, u32), u32> = Default::default();
+        for p in &self.pending_frees {
+            if let Freed::Frags { start, count } = p.what {
+                for f in start..start + u64::from(count) {
+                    let cg = geo.group_of(f);
+                    *pending.entry((cg, geo.within_group(f) / fpb)).or_default() += 1;
+                }
+            }
+        }
+        let groups = self.alloc.groups();
+        let whole = |&((cg, block), count): &((u32, u32), u32)| {
+            let Some(group) = groups.get(cg as usize) else { return false };
+            let free = (block * fpb..(block + 1) * fpb).filter(|&f| group.is_frag_free(f)).count() as u32;
+            free + count == fpb
+        };
+        pending.into_iter().filter(whole).count() as u64
     }
 
     /// Frees and inodes waiting for their pointers' removal to be durable:
@@ -114,21 +157,58 @@ impl Ffs {
         Ok(released)
     }
 
-    /// Writes every block pending frees wait for, a barrier, and releases
-    /// them all: what an allocation short of space does before it fails.
-    /// Returns whether anything was released.
-    pub(super) fn release_all_frees(&mut self) -> Result<bool> {
-        if self.pending_frees.is_empty() {
-            return Ok(false);
+    /// Runs `attempt`; if it fails for want of space while frees are
+    /// pending, releases them (`release_all_frees`) and runs it once more.
+    /// Every allocation goes through here: a count that says there is room
+    /// (pending frees counted) is not a run of fragments the allocator can
+    /// give, until they are released.
+    pub(super) fn with_frees_released<T>(
+        &mut self,
+        mut attempt: impl FnMut(&mut Ffs) -> Result<T>,
+    ) -> Result<T> {
+        match attempt(self) {
+            Err(e) if e.errno() == libc::ENOSPC && self.release_all_frees()? => attempt(self),
+            done => done,
         }
-        let mut keys: Vec<BlockKey> =
-            self.pending_frees.iter().flat_map(|p| p.after.iter().copied()).collect();
-        keys.sort_unstable();
-        keys.dedup();
-        keys.retain(|&k| self.cache.is_dirty(k));
-        let mut placements = self.placements_of(&keys)?;
-        self.write_placements(&mut placements)?;
-        self.queue.flush()?;
-        Ok(self.release_durable_frees()? > 0)
+    }
+
+    /// Writes every block pending frees wait for, a barrier, and releases
+    /// what is durable: what an allocation short of space does before it
+    /// fails. A mode that rolls changes back may have written those blocks
+    /// without the change a free waits for; so, in rounds, what such a
+    /// change depends on goes too — file data, indirect blocks and the
+    /// groups, and directory blocks unless a namespace operation is half
+    /// done (its entries may not have their hints yet). Returns whether
+    /// anything was released.
+    pub(super) fn release_all_frees(&mut self) -> Result<bool> {
+        let mut released = 0;
+        for _ in 0..super::fs::SYNC_ROUNDS {
+            released += self.release_durable_frees()?;
+            if self.pending_frees.is_empty() {
+                break;
+            }
+            let mut keys: Vec<BlockKey> =
+                self.pending_frees.iter().flat_map(|p| p.after.iter().copied()).collect();
+            let halfway = self.tx.in_namespace_op();
+            for ino in self.cache.dirty_inodes() {
+                if ino != crate::cache::DEVICE && !(halfway && self.is_namespace_file(ino)) {
+                    keys.extend(
+                        self.cache.dirty_keys_in(ino, crate::format::Lbn::MIN..=crate::format::Lbn::MAX),
+                    );
+                }
+            }
+            keys.sort_unstable();
+            keys.dedup();
+            keys.retain(|&k| self.cache.is_dirty(k));
+            if keys.is_empty() {
+                break;
+            }
+            let mut placements = self.placements_of(&keys)?;
+            self.write_placements(&mut placements)?;
+            self.write_groups()?;
+            self.queue.flush()?;
+            self.mode().prune(self.queue.durable());
+        }
+        Ok(released > 0)
     }
 }

@@ -154,7 +154,7 @@ const WRITE_BEHIND_BYTES: u64 = 4 << 20;
 
 /// Rounds of writes a sync makes at most before it gives up on blocks whose
 /// rolled-back changes still wait (soft updates need two or three).
-const SYNC_ROUNDS: usize = 12;
+pub(super) const SYNC_ROUNDS: usize = 12;
 
 /// Changed inodes held in memory past which a write-back stores them too
 /// (their blocks are 4 MiB; the memory they hold, about as much).

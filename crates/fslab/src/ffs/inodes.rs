@@ -37,10 +37,13 @@ impl Ffs {
         Ok(key)
     }
 
-    /// Whether the inode bitmap says `ino` is in use.
+    /// Whether the inode bitmap says `ino` is in use, and no free of it
+    /// waits (`frees`): a freed inode is gone at once, whenever its bit
+    /// clears.
     fn is_allocated(&self, ino: Ino) -> bool {
         let geo = &self.sb.geometry;
-        ino >= ROOT_INO
+        !self.is_free_pending(ino)
+            && ino >= ROOT_INO
             && ino < geo.ninodes()
             && self
                 .alloc
@@ -129,13 +132,7 @@ impl Ffs {
     /// inode's generation is one more than its slot's last.
     pub(super) fn alloc_inode(&mut self, parent: Ino, mode: u32) -> Result<Inode> {
         let is_dir = mode & crate::format::inode::kind::MASK == crate::format::inode::kind::DIR;
-        let grant = match self.alloc.valloc(parent, is_dir) {
-            // Inodes freed but not yet allocatable are made so first.
-            Err(e) if e.errno() == libc::ENOSPC && self.release_all_frees()? => {
-                self.alloc.valloc(parent, is_dir)?
-            }
-            granted => granted?,
-        };
+        let grant = self.with_frees_released(|fs| fs.alloc.valloc(parent, is_dir))?;
         let fpb = self.frags_per_block();
         for b in 0..grant.init_blocks as u64 {
             let addr = Daddr::new(grant.init_addr + b * fpb);

@@ -29,7 +29,8 @@ impl Ffs {
         let users = (self.alloc.free_space(self.sb.policy.minfree) + pending as i64 - reserved as i64).max(0)
             as u64
             / fpb;
-        let whole = (self.alloc.totals().free_blocks + pending / fpb).saturating_sub(reserved.div_ceil(fpb));
+        let whole = (self.alloc.totals().free_blocks + self.pending_whole_blocks())
+            .saturating_sub(reserved.div_ceil(fpb));
         let nindir = self.tree.nindir;
         let fits = |n: u64| n.saturating_add(indirect_blocks(n, nindir)) <= whole;
         // Each indirect block serves thousands of data blocks, so the

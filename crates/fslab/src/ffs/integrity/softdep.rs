@@ -96,6 +96,20 @@ struct Fresh {
     written: Seq,
 }
 
+impl Fresh {
+    /// Whether its contents and its group's bitmap are both durable.
+    fn durable(&self, groups: &[Seq], durable: Seq) -> bool {
+        self.written > self.since
+            && self.written <= durable
+            && group_written_after(groups, self.cg, self.since, durable)
+    }
+}
+
+/// Whether group `cg` was written after write `since`, durably.
+fn group_written_after(groups: &[Seq], cg: u32, since: Seq, durable: Seq) -> bool {
+    groups.get(cg as usize).is_some_and(|&w| w > since && w <= durable)
+}
+
 /// A directory entry added and not yet safe to write.
 #[derive(Debug, Clone)]
 struct Add {
@@ -150,6 +164,9 @@ enum Shows {
     /// The slot free (a removed directory, whose `..` names its parent
     /// until then).
     Freed,
+    /// A map without a block it dropped, or the slot free: either way the
+    /// entries in that block are out of reach (a directory block freed).
+    Dropped,
 }
 
 /// What the mode tracks of one inode.
@@ -207,22 +224,12 @@ impl State {
     }
 
     fn group_written_after(&self, cg: u32, since: Seq, durable: Seq) -> bool {
-        self.groups.get(cg as usize).is_some_and(|&w| w > since && w <= durable)
+        group_written_after(&self.groups, cg, since, durable)
     }
 
     /// Whether `addr` may be pointed at on disk now.
     fn pointee_safe(&self, addr: Daddr, durable: Seq) -> bool {
-        if addr.is_none() {
-            return true;
-        }
-        match self.fresh.get(&addr.get()) {
-            None => true,
-            Some(f) => {
-                f.written > f.since
-                    && f.written <= durable
-                    && self.group_written_after(f.cg, f.since, durable)
-            }
-        }
+        addr.is_none() || self.fresh.get(&addr.get()).is_none_or(|f| f.durable(&self.groups, durable))
     }
 
     fn removals_pending(&mut self, ino: Ino, durable: Seq) -> usize {
@@ -351,8 +358,19 @@ impl Softdep {
         let live = *fs.cached_inode(ino)?;
         self.track(fs, ino)?;
         let w = new_written();
+        // The removal dirtied the block, unless the directory shrank and
+        // freed it: then the entry is gone once the directory's inode is
+        // durable without the block (or free).
+        let dropped = !fs.cache.is_dirty(key);
+        if dropped {
+            self.track(fs, dir)?;
+        }
         let mut state = self.state();
-        state.removals.entry(key).or_default().push(w.clone());
+        if dropped {
+            state.inodes.entry(dir).or_default().waiters.push((w.clone(), Shows::Dropped));
+        } else {
+            state.removals.entry(key).or_default().push(w.clone());
+        }
         let deps = state.inodes.entry(ino).or_default();
         if deps.removals.is_empty() {
             deps.live = Some(live);
@@ -406,6 +424,7 @@ impl Softdep {
                     Shows::Inode => shown && !freed,
                     Shows::Whole => shown && !freed && whole,
                     Shows::Freed => freed,
+                    Shows::Dropped => freed || (shown && whole),
                 };
                 if met {
                     satisfied.push(w.clone());
@@ -569,7 +588,7 @@ impl IntegrityMode for Softdep {
         self.track(fs, ino)?;
         let mut state = self.state();
         let deps = state.inodes.entry(ino).or_default();
-        deps.waiters.extend(waiting.into_iter().map(|w| (w, Shows::Whole)));
+        deps.waiters.extend(waiting.into_iter().map(|w| (w, Shows::Dropped)));
         Ok(())
     }
 
@@ -628,10 +647,7 @@ impl IntegrityMode for Softdep {
         if self.disorder {
             return Ok(FreeWhen::Now);
         }
-        let mut after = fs.cache.dirty_keys_in(ino, Lbn::MIN..=-2);
-        fs.mark_inode_dirty(ino)?;
-        after.push(fs.store_inode(ino)?);
-        Ok(FreeWhen::Durable(after))
+        Ok(FreeWhen::Durable(fs.blocks_without_pointers(ino)?))
     }
 
     fn groups_written(&self, cgs: &[u32], seq: Seq) {
@@ -683,17 +699,13 @@ impl IntegrityMode for Softdep {
         let mut guard = self.state();
         let state = &mut *guard;
         let groups = &state.groups;
-        let written_after =
-            |cg: u32, since: Seq| groups.get(cg as usize).is_some_and(|&w| w > since && w <= durable);
-        state
-            .fresh
-            .retain(|_, f| !(f.written > f.since && f.written <= durable && written_after(f.cg, f.since)));
+        state.fresh.retain(|_, f| !f.durable(groups, durable));
         state.inodes.retain(|_, d| {
             d.removals.retain(|w| !is_durable(w, durable));
             if d.removals.is_empty() {
                 d.live = None;
             }
-            if d.allocated.is_some_and(|(cg, since)| written_after(cg, since)) {
+            if d.allocated.is_some_and(|(cg, since)| group_written_after(groups, cg, since, durable)) {
                 d.allocated = None;
             }
             d.safe_map.is_some() || !d.removals.is_empty() || !d.waiters.is_empty() || d.allocated.is_some()

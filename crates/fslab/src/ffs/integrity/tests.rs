@@ -46,10 +46,7 @@ impl IntegrityMode for Deferring {
         self.inner.fsync(fs, ino)
     }
     fn free_when(&self, fs: &mut Ffs, ino: Ino, _what: Freed) -> Result<FreeWhen> {
-        let mut after = fs.cache.dirty_keys_in(ino, Lbn::MIN..=-2);
-        fs.mark_inode_dirty(ino)?;
-        after.push(fs.store_inode(ino)?);
-        Ok(FreeWhen::Durable(after))
+        Ok(FreeWhen::Durable(fs.blocks_without_pointers(ino)?))
     }
     fn write_starting(
         &self,
