@@ -188,8 +188,8 @@ impl Barrier for Shared {
 /// Lifecycle: `new` starts the thread; `submit` queues writes; `wait_idle`
 /// is the point after which everything submitted is on the device (not yet
 /// durable: a flush barrier follows); dropping it finishes the queue and
-/// joins the thread. Writes in flight never overlap one another (a layout
-/// never queues an address twice before the first write is done).
+/// joins the thread. Writes in flight never overlap one another: `submit`
+/// waits for an earlier write to the same units to be done.
 pub struct WriteQueue {
     /// Set for an inline queue: `submit` writes here itself.
     inline: Option<Arc<dyn BlockDevice>>,
@@ -307,6 +307,14 @@ impl WriteQueue {
         // Numbered and sent under the lock, so the writer receives jobs in
         // the order of their numbers and `completed` only moves forward.
         let mut state = self.shared.lock();
+        // A block written again while its last write is still queued (a
+        // rolled-back copy, then the block whole) waits for that write:
+        // writes in flight never overlap, so `in_flight` keyed by start
+        // address stays exact, and `write_now` never overtakes a queued
+        // write and so moves `completed` past it.
+        while Self::overlaps(&state, start, units) {
+            state = self.shared.wait(state);
+        }
         Self::failed(&state)?;
         state.issued += 1;
         let seq = state.issued;
@@ -429,17 +437,19 @@ impl WriteQueue {
     /// Waits until no write in flight covers any of the `units` units from
     /// `addr` on.
     pub fn wait_for(&self, addr: Daddr, units: u64) {
-        let end = addr + units.max(1);
         let mut state = self.shared.lock();
-        loop {
-            // Writes in flight never overlap one another, so the last one
-            // starting before `end` is the only one that can reach `addr`.
-            let covered = state.in_flight.range(..end).next_back().is_some_and(|(&s, &n)| addr < s + n);
-            if !covered {
-                return;
-            }
+        while Self::overlaps(&state, addr, units) {
             state = self.shared.wait(state);
         }
+    }
+
+    /// Whether a write in flight covers any of the `units` units from
+    /// `addr` on.
+    fn overlaps(state: &State, addr: Daddr, units: u64) -> bool {
+        // Writes in flight never overlap one another, so the last one
+        // starting before the end is the only one that can reach `addr`.
+        let end = addr + units.max(1);
+        state.in_flight.range(..end).next_back().is_some_and(|(&s, &n)| addr < s + n)
     }
 }
 
@@ -511,6 +521,62 @@ mod tests {
         }
         assert_eq!(disk.flushes(), 1, "eight waiters, one barrier");
         assert_eq!(queue.durable(), 8);
+    }
+
+    /// A memory disk whose writes wait until the test opens the gate.
+    struct GatedDisk {
+        inner: MemDisk,
+        open: std::sync::Mutex<bool>,
+        opened: std::sync::Condvar,
+    }
+
+    impl disk::BlockDevice for GatedDisk {
+        fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+            self.inner.read_at(offset, buf)
+        }
+
+        fn write_at(&self, offset: u64, buf: &[u8]) -> std::io::Result<()> {
+            let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+            while !*open {
+                open = self.opened.wait(open).unwrap_or_else(|e| e.into_inner());
+            }
+            self.inner.write_at(offset, buf)
+        }
+
+        fn flush(&self) -> std::io::Result<()> {
+            self.inner.flush()
+        }
+
+        fn size(&self) -> u64 {
+            self.inner.size()
+        }
+    }
+
+    #[test]
+    fn a_block_written_again_while_queued_waits_and_a_flush_still_ends() {
+        let disk = Arc::new(GatedDisk {
+            inner: MemDisk::new(1 << 20),
+            open: std::sync::Mutex::new(false),
+            opened: std::sync::Condvar::new(),
+        });
+        let queue = Arc::new(WriteQueue::new(disk.clone(), "test-io", 512, 0, 1 << 20));
+        queue.submit(job_at(4)).expect("first write");
+        let again = {
+            let queue = queue.clone();
+            std::thread::spawn(move || queue.submit(job_at(4)))
+        };
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(!again.is_finished(), "the second write waits for the first");
+        *disk.open.lock().expect("gate") = true;
+        disk.opened.notify_all();
+        let second = again.join().expect("joined").expect("second write");
+        // Nothing in flight now: a write made on the caller's thread comes
+        // after both, and a flush covers all three.
+        queue.wait_idle().expect("idle");
+        let third = queue.write_now(job_at(8)).expect("third write");
+        assert_eq!((second, third), (2, 3));
+        queue.flush().expect("flush");
+        assert_eq!(queue.durable(), 3);
     }
 
     #[test]
