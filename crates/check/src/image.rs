@@ -283,8 +283,12 @@ impl<'a> Checker<'a> {
     /// Runs phases 3 to 6 (phases 1 and 2 ran in `open`).
     pub fn run(&mut self) {
         self.check_inodes();
-        self.orphans =
-            crate::orphans::check_list(&mut self.report, self.sb.checkpoint.orphan_head, &self.inodes);
+        self.orphans = crate::orphans::check_list(
+            &mut self.report,
+            self.sb.checkpoint.orphan_head,
+            &self.inodes,
+            Severity::Damage,
+        );
         crate::tree::check_tree(self);
         self.check_usage();
         self.check_free_list();

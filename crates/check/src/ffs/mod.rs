@@ -179,7 +179,13 @@ pub(crate) fn check_keeping_model(
     };
     checker.check_inodes();
     let head = checker.model.sb.orphan_head;
-    checker.orphans = crate::orphans::check_list(&mut checker.report, head, &checker.inodes);
+    // Soft updates write the list in no order (`orphans`).
+    let broken = if checker.model.sb.flags & fslab::ffs::layout::SB_SOFTDEP != 0 {
+        Severity::Leak
+    } else {
+        Severity::Damage
+    };
+    checker.orphans = crate::orphans::check_list(&mut checker.report, head, &checker.inodes, broken);
     crate::tree::check_tree(checker.as_mut());
     checker.check_groups();
     let Checker { mut report, model, .. } = *checker;

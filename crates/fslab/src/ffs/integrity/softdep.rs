@@ -46,8 +46,14 @@
 //!   may have taken; it is rare next to create and remove (decision 0006);
 //! * fsync syncs the whole file system, in rounds, until nothing is dirty:
 //!   the chain of a file's names up to the root is then durable with it;
-//! * the orphan list is ordered as `sync` orders it (synchronous writes of
-//!   the inode and the superblock head): an unlink of an open file is rare.
+//! * the orphan list is written lazily, in no order, as `async` writes it:
+//!   the walk at mount frees only inodes whose link count on the disk is
+//!   0, and soft updates keep a count raised on the disk until every
+//!   removal of a name is, so the walk never frees what a durable entry
+//!   names. A crash may leave the list stopping early; what it no longer
+//!   reaches is a leak. (Through FUSE every unlink of a file the kernel has
+//!   looked up makes an orphan until the kernel forgets it: ordering the
+//!   list made every such unlink wait for the disk.)
 
 use super::ordered::Ordered;
 use super::{IntegrityMode, WriteContext};
@@ -607,28 +613,14 @@ impl IntegrityMode for Softdep {
         Ok(())
     }
 
-    /// The entries' removal first: the orphan list names only inodes
-    /// whose on-disk link count is 0.
-    fn orphan_link_changed(&self, fs: &mut Ffs, ino: Ino) -> Result<()> {
-        let dirs: Vec<BlockKey> = {
-            let state = self.state();
-            let pending: Vec<Written> =
-                state.inodes.get(&ino).map(|d| d.removals.clone()).unwrap_or_default();
-            state
-                .removals
-                .iter()
-                .filter(|(_, ws)| ws.iter().any(|w| pending.iter().any(|p| Arc::ptr_eq(p, w))))
-                .map(|(&k, _)| k)
-                .collect()
-        };
-        if !dirs.is_empty() && !self.disorder {
-            fs.write_durable(&dirs)?;
-        }
-        Ordered.orphan_link_changed(fs, ino)
+    /// Nothing: the list is written with whatever carries it (module
+    /// comment).
+    fn orphan_link_changed(&self, _fs: &mut Ffs, _ino: Ino) -> Result<()> {
+        Ok(())
     }
 
-    fn orphan_head_changed(&self, fs: &mut Ffs) -> Result<()> {
-        Ordered.orphan_head_changed(fs)
+    fn orphan_head_changed(&self, _fs: &mut Ffs) -> Result<()> {
+        Ok(())
     }
 
     fn commit(&self, fs: &mut Ffs) -> Result<Ticket> {
