@@ -10,8 +10,10 @@
 //! lookups answered by a hash and by a scan, builds, drops and the memory
 //! they hold.
 
+use crate::out::count;
 use crate::size::human;
 use clap::Args;
+use fslab::ffs::{LeakReport, LeakScanState};
 use fslab::lfs::clean::{CleanerCounters, RECENT_SEGMENTS};
 use fslab_cleaner::control::{DirhashReport, LayoutReport, MountReport, Report};
 use std::fmt::Write as _;
@@ -40,7 +42,7 @@ pub fn run(args: &StatArgs) -> Result<(), String> {
         Err(e) if e.errno() == libc::EOPNOTSUPP => None,
         Err(e) => return Err(failed(e)),
     };
-    let cleaner = match mount.map(|m| m.layout) {
+    let cleaner = match mount.as_ref().map(|m| &m.layout) {
         Some(LayoutReport::Ffs { .. }) => None,
         _ => Some(client.report().map_err(failed)?),
     };
@@ -107,7 +109,10 @@ fn render_mount(dir: &str, m: Option<&MountReport>) -> String {
             row(&mut out, "checkpoints", c.checkpoints.to_string());
             row(&mut out, "segments found empty", c.segments_reclaimed.to_string());
         }
-        LayoutReport::Ffs { stats: c, .. } => {
+        LayoutReport::Ffs { stats: c, leaks, .. } => {
+            if let Some(scan) = leak_scan(leaks) {
+                row(&mut out, "leak scan", scan);
+            }
             row(&mut out, "device reads", c.reads.to_string());
             row(
                 &mut out,
@@ -125,6 +130,40 @@ fn render_mount(dir: &str, m: Option<&MountReport>) -> String {
         }
     }
     out
+}
+
+/// The background leak scan of a crash-left soft-updates image, in a
+/// line; `None` when the mount needed none.
+fn leak_scan(l: &LeakReport) -> Option<String> {
+    let found = || {
+        let mut parts = vec![
+            format!(
+                "freed {} and {}",
+                count(l.frags_freed, "fragment", "fragments"),
+                count(l.inodes_freed, "inode", "inodes")
+            ),
+            format!("lowered {}", count(l.links_lowered, "link count", "link counts")),
+            format!("set {}", count(l.block_counts_set, "block count", "block counts")),
+        ];
+        if l.left_for_fsck > 0 {
+            parts.push(format!(
+                "left {} for `fslab fsck -p` once unmounted",
+                count(l.left_for_fsck, "directory", "directories")
+            ));
+        }
+        parts.join(", ")
+    };
+    Some(match &l.state {
+        LeakScanState::NotNeeded => return None,
+        LeakScanState::Running { next, of } => {
+            let percent = next.saturating_mul(100) / (*of).max(1);
+            format!("running: inode {next} of {of} ({percent}%); frees at the end")
+        }
+        LeakScanState::Done => format!("done: {}", found()),
+        LeakScanState::Stopped(why) => {
+            format!("stopped ({why}): nothing freed; run `fslab fsck -p` once unmounted")
+        }
+    })
 }
 
 /// The dirhash section, or a line saying the mount does not report it.
@@ -293,7 +332,12 @@ mod tests {
         };
         let ffs = MountReport {
             space,
-            layout: LayoutReport::Ffs { integrity: fslab::ffs::Integrity::Sync, cylinder_groups: 4, stats },
+            layout: LayoutReport::Ffs {
+                integrity: fslab::ffs::Integrity::Sync,
+                cylinder_groups: 4,
+                stats,
+                leaks: LeakReport::default(),
+            },
         };
         let text = render_mount("/mnt", Some(&ffs));
         let want = "\
@@ -306,6 +350,26 @@ device writes             40 (400 KiB in 50 blocks, 12 synchronous, 5 clusters a
 syncs                     3
 ";
         assert_eq!(text, want);
+
+        let mut leaks = LeakReport {
+            state: LeakScanState::Done,
+            frags_freed: 12,
+            inodes_freed: 1,
+            links_lowered: 2,
+            block_counts_set: 0,
+            left_for_fsck: 1,
+        };
+        assert_eq!(
+            leak_scan(&leaks).as_deref(),
+            Some(
+                "done: freed 12 fragments and 1 inode, lowered 2 link counts, set 0 block counts, left 1 directory \
+                 for `fslab fsck -p` once unmounted"
+            )
+        );
+        leaks.state = LeakScanState::Running { next: 250, of: 1000 };
+        assert_eq!(leak_scan(&leaks).as_deref(), Some("running: inode 250 of 1000 (25%); frees at the end"));
+        leaks.state = LeakScanState::NotNeeded;
+        assert_eq!(leak_scan(&leaks), None);
 
         let stats = fslab::lfs::Stats {
             partial_segments: 5,

@@ -74,3 +74,98 @@ fn a_create_writes_nothing_before_it_returns() {
     fs.sync().expect("sync");
     assert!(counting.writes().len() > before);
 }
+
+/// Through FUSE every file the kernel has looked up is an orphan between
+/// its unlink and the kernel's forget: syncs in between settle, and the
+/// space comes back at the last unpin.
+#[test]
+fn files_unlinked_while_in_use_sync_and_are_freed_at_their_last_unpin() {
+    let (disk, mut fs) = fresh(32 << 20);
+    let d = fs.mkdir(ROOT_INO, b"d", 0o755, ME).expect("mkdir").ino;
+    fs.sync().expect("sync");
+    let free_before = fs.statfs().expect("statfs").free_blocks;
+    let mut inos = Vec::new();
+    for i in 0..120u32 {
+        let ino = create(&mut fs, d, &format!("f{i}"));
+        fs.write(ino, 0, &vec![7u8; 3000 + i as usize * 50]).expect("write");
+        fs.pin(ino);
+        inos.push(ino);
+    }
+    fs.sync().expect("sync");
+    for i in 0..120u32 {
+        fs.unlink(d, format!("f{i}").as_bytes()).expect("unlink");
+        if i % 40 == 39 {
+            fs.sync().expect("sync with orphans");
+        }
+    }
+    for (i, &ino) in inos.iter().enumerate() {
+        fs.unpin(ino, 1).expect("unpin");
+        if i % 30 == 29 {
+            fs.sync().expect("sync while orphans are freed");
+        }
+    }
+    fs.sync().expect("sync");
+    assert_eq!(fs.statfs().expect("statfs").free_blocks, free_before);
+    fs.unmount().expect("unmount");
+    let dev: Arc<dyn BlockDevice> = disk.clone();
+    let mut fs = FileSystem::new(Ffs::mount(dev, options()).expect("mount again"));
+    assert_eq!(fs.statfs().expect("statfs").free_blocks, free_before);
+    fs.storage().check_groups().unwrap_or_else(|e| panic!("{e}"));
+}
+
+/// A removed tree clears on the disk one level a round (a directory's slot
+/// only once its own name is gone there): a sync of a deep one goes on as
+/// long as each round settles more.
+#[test]
+fn a_deep_tree_removed_syncs_and_gives_its_space_back() {
+    let (disk, mut fs) = fresh(32 << 20);
+    fs.sync().expect("sync");
+    let free_before = fs.statfs().expect("statfs").free_blocks;
+    let mut chain = vec![ROOT_INO];
+    for depth in 0..40 {
+        let parent = *chain.last().expect("a parent");
+        let d = fs.mkdir(parent, format!("d{depth}").as_bytes(), 0o755, ME).expect("mkdir").ino;
+        let f = create(&mut fs, d, "f");
+        fs.write(f, 0, &[depth as u8; 2000]).expect("write");
+        chain.push(d);
+    }
+    fs.sync().expect("sync");
+    for depth in (0..40).rev() {
+        let (parent, dir) = (chain[depth], chain[depth + 1]);
+        fs.unlink(dir, b"f").expect("unlink");
+        fs.rmdir(parent, format!("d{depth}").as_bytes()).expect("rmdir");
+    }
+    fs.sync().expect("a sync of a removed deep tree settles");
+    assert_eq!(fs.statfs().expect("statfs").free_blocks, free_before);
+    fs.unmount().expect("unmount");
+    let dev: Arc<dyn BlockDevice> = disk.clone();
+    let mut fs = FileSystem::new(Ffs::mount(dev, options()).expect("mount again"));
+    assert_eq!(fs.statfs().expect("statfs").free_blocks, free_before);
+}
+
+/// More removed inodes than write-back keeps in memory: each write-back
+/// stored them all, rolled back (their removals not yet durable), and left
+/// them dirty for the next — a write of every inode block at every call.
+/// Write-back now settles them with a sync; the writes stay a few per file.
+#[test]
+fn removing_more_files_than_write_back_holds_writes_each_block_a_few_times() {
+    let disk = Arc::new(MemDisk::new(256 << 20));
+    let counting = Arc::new(CountingDisk::new(disk));
+    let dev: Arc<dyn BlockDevice> = counting.clone();
+    fslab::mkfs_ffs(dev.clone(), &MkfsOptions::default(), ME).expect("mkfs");
+    let options = MountOptions { cache_bytes: 8 << 20, ..options() };
+    let mut fs = FileSystem::new(Ffs::mount(dev, options).expect("mount"));
+    let d = fs.mkdir(ROOT_INO, b"d", 0o755, ME).expect("mkdir").ino;
+    const FILES: u32 = 17_500;
+    for i in 0..FILES {
+        create(&mut fs, d, &format!("{i}"));
+    }
+    fs.sync().expect("sync");
+    let before = counting.writes().len();
+    for i in 0..FILES {
+        fs.unlink(d, format!("{i}").as_bytes()).expect("unlink");
+    }
+    fs.sync().expect("sync");
+    let writes = counting.writes().len() - before;
+    assert!(writes < FILES as usize, "{writes} writes to remove {FILES} files");
+}

@@ -53,6 +53,7 @@ impl ServedStorage for Ffs {
             integrity: self.integrity(),
             cylinder_groups: self.superblock().geometry.ncg,
             stats: self.stats(),
+            leaks: self.leak_report().clone(),
         }
     }
 

@@ -130,7 +130,7 @@ pub struct DirhashReport {
 
 /// What `fslab stat` shows of a mount of any layout: its space as `df`
 /// sees it and the layout's counters since mount.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MountReport {
     /// Blocks and inodes, in all and free.
     pub space: StatFs,
@@ -139,7 +139,7 @@ pub struct MountReport {
 }
 
 /// A layout's counters since mount, with what names its configuration.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LayoutReport {
     /// The log: partial segments, blocks and device writes, checkpoints.
     Lfs(fslab::lfs::Stats),
@@ -152,6 +152,8 @@ pub enum LayoutReport {
         cylinder_groups: u32,
         /// The counters.
         stats: fslab::ffs::Stats,
+        /// The background scan for what a crash leaked.
+        leaks: fslab::ffs::LeakReport,
     },
 }
 

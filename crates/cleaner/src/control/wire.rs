@@ -5,7 +5,7 @@
 
 use super::{DirhashReport, LayoutReport, MountReport, Report};
 use fslab::error::errno;
-use fslab::ffs::Integrity;
+use fslab::ffs::{Integrity, LeakReport, LeakScanState};
 use fslab::format::Daddr;
 use fslab::lfs::clean::{
     BlockKind, BlockRef, CleanerCounters, CleanerReport, Destination, SegmentState, SegmentTable,
@@ -18,7 +18,7 @@ use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 pub(super) const MAGIC: &[u8; 4] = b"FSLC";
-pub(super) const VERSION: u32 = 5;
+pub(super) const VERSION: u32 = 6;
 
 pub(super) const OP_HELLO: u8 = 0;
 pub(super) const OP_SEGMENT_TABLE: u8 = 1;
@@ -507,7 +507,7 @@ pub(super) fn encode_mount(out: &mut Out, r: &MountReport) {
                 out.u64(v);
             }
         }
-        LayoutReport::Ffs { integrity, cylinder_groups, stats: c } => {
+        LayoutReport::Ffs { integrity, cylinder_groups, stats: c, leaks } => {
             out.u8(match integrity {
                 Integrity::Sync => 0,
                 Integrity::Async => 1,
@@ -526,8 +526,57 @@ pub(super) fn encode_mount(out: &mut Out, r: &MountReport) {
             ] {
                 out.u64(v);
             }
+            encode_leaks(out, leaks);
         }
     }
+}
+
+/// Longest reason a stopped leak scan's report carries.
+const MAX_LEAK_REASON: usize = 200;
+
+fn encode_leaks(out: &mut Out, l: &LeakReport) {
+    match &l.state {
+        LeakScanState::NotNeeded => out.u8(0),
+        LeakScanState::Running { next, of } => {
+            out.u8(1);
+            out.u64(*next);
+            out.u64(*of);
+        }
+        LeakScanState::Done => out.u8(2),
+        LeakScanState::Stopped(why) => {
+            out.u8(3);
+            let why = truncate_utf8(why, MAX_LEAK_REASON);
+            out.u8(why.len() as u8);
+            out.bytes(why.as_bytes());
+        }
+    }
+    for v in [l.frags_freed, l.inodes_freed, l.links_lowered, l.block_counts_set, l.left_for_fsck] {
+        out.u64(v);
+    }
+}
+
+fn decode_leaks(r: &mut In) -> Result<LeakReport> {
+    let state = match r.u8()? {
+        0 => LeakScanState::NotNeeded,
+        1 => LeakScanState::Running { next: r.u64()?, of: r.u64()? },
+        2 => LeakScanState::Done,
+        3 => {
+            let len = r.u8()? as usize;
+            if len > MAX_LEAK_REASON {
+                return Err(malformed());
+            }
+            LeakScanState::Stopped(r.text(len)?)
+        }
+        _ => return Err(malformed()),
+    };
+    Ok(LeakReport {
+        state,
+        frags_freed: r.u64()?,
+        inodes_freed: r.u64()?,
+        links_lowered: r.u64()?,
+        block_counts_set: r.u64()?,
+        left_for_fsck: r.u64()?,
+    })
 }
 
 pub(super) fn decode_mount(r: &mut In) -> Result<MountReport> {
@@ -567,9 +616,49 @@ pub(super) fn decode_mount(r: &mut In) -> Result<MountReport> {
                 checksummed_blocks: r.u64()?,
                 cluster_pushes: r.u64()?,
             };
-            LayoutReport::Ffs { integrity, cylinder_groups, stats }
+            LayoutReport::Ffs { integrity, cylinder_groups, stats, leaks: decode_leaks(r)? }
         }
         _ => return Err(malformed()),
     };
     Ok(MountReport { space, layout })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_state_of_a_leak_scan_crosses_the_wire_and_a_bad_one_is_refused() {
+        let long = "x".repeat(3 * MAX_LEAK_REASON);
+        for state in [
+            LeakScanState::NotNeeded,
+            LeakScanState::Running { next: 5, of: 9 },
+            LeakScanState::Done,
+            LeakScanState::Stopped("inode 7 could not be read".into()),
+            LeakScanState::Stopped(long.clone()),
+        ] {
+            let sent = LeakReport {
+                state,
+                frags_freed: 1,
+                inodes_freed: 2,
+                links_lowered: 3,
+                block_counts_set: 4,
+                left_for_fsck: 5,
+            };
+            let mut out = Out::new(0);
+            encode_leaks(&mut out, &sent);
+            let mut r = In(&out.0[5..]);
+            let got = decode_leaks(&mut r).expect("decodes");
+            r.end().expect("nothing left over");
+            match (&sent.state, &got.state) {
+                (LeakScanState::Stopped(a), LeakScanState::Stopped(b)) if a.len() > MAX_LEAK_REASON => {
+                    assert_eq!(b.len(), MAX_LEAK_REASON, "a long reason is cut");
+                    assert_eq!(LeakReport { state: got.state.clone(), ..sent.clone() }, got);
+                }
+                _ => assert_eq!(got, sent),
+            }
+        }
+        assert!(decode_leaks(&mut In(&[9])).is_err(), "an unknown state");
+        assert!(decode_leaks(&mut In(&[3, 255])).is_err(), "a reason longer than any sent");
+    }
 }

@@ -268,7 +268,9 @@ fn mount(image: &Path, dir: &Path, options: &Options) -> Result<Mount, String> {
             let ffs = if options.read_only {
                 mount_ffs_read_only(image, disk, options)?
             } else {
-                Ffs::mount(disk, options.ffs()).map_err(|e| ffs_refusal(image, e))?
+                let ffs = Ffs::mount(disk, options.ffs()).map_err(|e| ffs_refusal(image, e))?;
+                tell_ffs_recovery(image, &ffs);
+                ffs
             };
             let mut fs = FileSystem::new(ffs);
             fs.set_dirhash_options(options.dirhash);
@@ -349,6 +351,31 @@ fn tell_orphans(image: &Path, report: &fslab::storage::orphans::OrphanReport) {
     }
     if let Some(why) = &report.damage {
         say!("fslab: mount: warning: {name}: {why}; run `fslab fsck --repair {name}` after unmounting");
+    }
+}
+
+/// What mount did with an FFS a crash left under soft updates: mounted as
+/// it is, with a background scan for its leaks, and what the orphan list
+/// freed. A list that ends early there is no damage (soft updates write it
+/// in no order): what it no longer reaches, the scan frees.
+fn tell_ffs_recovery(image: &Path, ffs: &Ffs) {
+    let name = image.display();
+    let scanning = matches!(ffs.leak_report().state, fslab::ffs::LeakScanState::Running { .. });
+    if scanning {
+        say!(
+            "fslab: mount: {name}: left by a crash under soft updates, mounted without fsck; a background \
+             scan frees what the crash leaked (`fslab stat` shows it)"
+        );
+    }
+    let report = ffs.orphan_report();
+    match &report.damage {
+        Some(why) if scanning => {
+            let mut quiet = report.clone();
+            quiet.damage = None;
+            tell_orphans(image, &quiet);
+            say!("fslab: mount: {name}: the orphan list ended early ({why}); the background scan frees the rest");
+        }
+        _ => tell_orphans(image, report),
     }
 }
 

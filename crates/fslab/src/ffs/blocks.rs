@@ -486,6 +486,7 @@ impl Ffs {
 
     /// Adds `bytes` (negative: removes) to the space inode `ino` holds.
     fn count_blocks(&mut self, ino: Ino, bytes: i64) -> Result<()> {
+        self.leak_scan_touch(ino);
         let inode = self.inode_mut(ino)?;
         inode.blocks = inode.blocks.saturating_add_signed(bytes / 512);
         Ok(())
@@ -655,8 +656,8 @@ impl BlockTree for Ffs {
     /// `ffs_blkfree`) and forgets any cached copy.
     fn release(&mut self, ino: Ino, lbn: Lbn, addr: Daddr) -> Result<()> {
         let bytes = self.block_bytes(ino, lbn)?;
-        self.cache.remove((ino, lbn));
         self.mode().block_released(self, ino, lbn)?;
+        self.cache.remove((ino, lbn));
         if addr.is_some() {
             let frags = (bytes as u64 / self.frag_size()) as u32;
             self.free_or_defer(ino, Freed::Frags { start: addr.get(), count: frags }).map_err(

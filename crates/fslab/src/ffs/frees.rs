@@ -66,6 +66,7 @@ impl Ffs {
     /// blocks these were, or the inode itself), now or once the mode's
     /// blocks are durable.
     pub(super) fn free_or_defer(&mut self, ino: Ino, what: Freed) -> Result<()> {
+        self.leak_scan_freeing(what);
         match self.mode().free_when(self, ino, what)? {
             FreeWhen::Now => self.free_now(what),
             FreeWhen::Durable(after) => {
@@ -96,6 +97,16 @@ impl Ffs {
     /// Whether inode `ino` was freed and waits to become allocatable.
     pub(super) fn is_free_pending(&self, ino: Ino) -> bool {
         self.pending_frees.iter().any(|p| matches!(p.what, Freed::Inode { ino: i, .. } if i == ino))
+    }
+
+    /// The runs of fragments freed and not yet allocatable, as (start,
+    /// count).
+    pub(super) fn pending_free_runs(&self) -> Vec<(u64, u32)> {
+        let run = |p: &PendingFree| match p.what {
+            Freed::Frags { start, count } => Some((start, count)),
+            Freed::Inode { .. } => None,
+        };
+        self.pending_frees.iter().filter_map(run).collect()
     }
 
     /// Fragments freed but not yet allocatable.

@@ -37,10 +37,26 @@ impl Ffs {
         Ok(key)
     }
 
+    /// Whether the slot of `ino` holds no inode at all, whatever the
+    /// bitmap says: never written (zeros), or cleared by a free, with no
+    /// type and no pointers. What a crash leaves where a group reached the
+    /// disk before the inode block (soft updates allow both).
+    pub(super) fn slot_is_blank(&mut self, ino: Ino) -> Result<bool> {
+        if let Some(inode) = self.inodes.get(ino) {
+            return Ok(is_cleared(inode));
+        }
+        let key = self.load_inode_block(ino)?;
+        let at = self.sb.geometry.inode_offset_in_block(ino);
+        let block = self.cache.get(key).ok_or_else(|| errno(libc::EIO, "inode block evicted"))?;
+        let slot = &block[at..at + INODE_SIZE];
+        Ok(slot.iter().all(|&b| b == 0)
+            || Inode::decode(slot).is_ok_and(|inode| inode.ino == ino && is_cleared(&inode)))
+    }
+
     /// Whether the inode bitmap says `ino` is in use, and no free of it
     /// waits (`frees`): a freed inode is gone at once, whenever its bit
     /// clears.
-    fn is_allocated(&self, ino: Ino) -> bool {
+    pub(super) fn is_allocated(&self, ino: Ino) -> bool {
         let geo = &self.sb.geometry;
         !self.is_free_pending(ino)
             && ino >= ROOT_INO
@@ -140,6 +156,7 @@ impl Ffs {
             self.fresh_inode_blocks.insert(addr);
         }
         let ino = grant.ino;
+        self.leak_scan_touch(ino);
         self.mode().inode_allocated(self, ino);
         let key = self.load_inode_block(ino)?;
         let at = self.sb.geometry.inode_offset_in_block(ino);
@@ -175,4 +192,11 @@ impl Ffs {
         self.inodes.remove(ino);
         Ok(())
     }
+}
+
+/// Whether `inode` is a slot a free cleared: no type, no pointers.
+fn is_cleared(inode: &Inode) -> bool {
+    inode.attr.mode == 0
+        && inode.direct.iter().chain(inode.indirect.iter()).all(|a| a.is_none())
+        && inode.xattr.is_none()
 }

@@ -15,7 +15,8 @@
 //!   `balloc`), `cluster` (a file's runs of blocks pushed as they fill),
 //!   `integrity` (one interface, a module per mode), `frees` (frees
 //!   deferred until the pointer's removal is durable), `orphans` (the on-disk
-//!   list of files unlinked while open), `storage` (the
+//!   list of files unlinked while open), `leaks` (the background scan that
+//!   frees what a crash left leaked on a soft-updates image), `storage` (the
 //!   `StorageManager` implementation).
 //!
 //! Below it are only `format` (codec, inode size, block-pointer
@@ -33,6 +34,7 @@ pub mod geometry;
 mod inodes;
 mod integrity;
 pub mod layout;
+mod leaks;
 pub mod mkfs;
 mod orphans;
 mod storage;
@@ -41,6 +43,7 @@ pub use crate::cache::WriteMode;
 pub use alloc::{Allocator, InodeGrant, Realloc};
 pub use fs::{Ffs, Integrity, MountOptions, Stats};
 pub use layout::{Optim, Policy, RotDelay, Superblock, Totals};
+pub use leaks::{LeakReport, LeakScanState};
 pub use mkfs::{dump, mkfs, plan, MkfsOptions};
 
 /// An FFS disk address: a fragment number counted from byte 0 of the

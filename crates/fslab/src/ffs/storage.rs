@@ -258,6 +258,7 @@ impl StorageManager for Ffs {
             return Ok(());
         }
         self.release_durable_frees()?;
+        self.leak_scan_step()?;
         let since = self.options.clock.now().saturating_sub(self.last_sync);
         if since >= self.options.sync_interval && self.has_changes() {
             return self.sync_all();

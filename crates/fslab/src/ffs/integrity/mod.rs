@@ -115,7 +115,8 @@ pub(super) trait IntegrityMode: Send + Sync {
         let _ = (fs, key);
     }
 
-    /// Block `lbn` of `ino` was freed and dropped from the cache.
+    /// Block `lbn` of `ino` is being freed: it is still in the cache, and
+    /// is dropped from it next (its space goes back by `free_when`).
     fn block_released(&self, fs: &mut Ffs, ino: Ino, lbn: Lbn) -> Result<()> {
         let _ = (fs, ino, lbn);
         Ok(())
@@ -130,6 +131,12 @@ pub(super) trait IntegrityMode: Send + Sync {
     /// it may go.
     fn prune(&self, durable: Seq) {
         let _ = durable;
+    }
+
+    /// How much the mode still tracks as waiting (dependencies not yet
+    /// durable): a sync's rounds go on while each leaves less.
+    fn waiting(&self) -> usize {
+        0
     }
 
     /// `key` is about to be written to `addr`: which bytes to write — the
@@ -180,6 +187,16 @@ impl Ffs {
     /// Acts on a hint of the open transaction.
     pub(super) fn on_hint(&mut self, hint: Hint) -> Result<()> {
         self.tx.hint(hint);
+        match hint {
+            Hint::EntryAdded { ino, .. } | Hint::EntryRemoved { ino, .. } | Hint::LinkCount { ino, .. } => {
+                self.leak_scan_touch(ino)
+            }
+            Hint::EntryChanged { old, ino, .. } => {
+                self.leak_scan_touch(old);
+                self.leak_scan_touch(ino);
+            }
+            _ => {}
+        }
         match hint {
             Hint::Orphaned { ino } => return self.join_orphans(ino),
             Hint::Reclaimed { ino } => return self.leave_orphans(ino),

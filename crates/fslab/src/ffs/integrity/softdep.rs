@@ -582,13 +582,26 @@ impl IntegrityMode for Softdep {
         state.indirect.entry(key).or_insert_with(|| fs.cache.share(key).unwrap_or_else(|| fs.cache.zeroed()));
     }
 
-    /// A directory block freed: what waited for a write of it waits for
-    /// the directory's inode, durable without the pointer to it, instead.
+    /// A directory block freed with removals of entries that wait for a
+    /// write of it: it is written now, as it is (its space is not given
+    /// out again before its free, which waits for the directory's inode to
+    /// be durable without it). Waiting instead for that inode, durable
+    /// without the pointer or free, made a cycle when the directory was
+    /// removed too: its slot is freed on the disk only once its children's
+    /// are (their `..` counts it), and theirs only once their names are
+    /// gone — from this very block. A block not in the cache to write has
+    /// its removals wait for the inode.
     fn block_released(&self, fs: &mut Ffs, ino: Ino, lbn: Lbn) -> Result<()> {
+        let key = (ino, lbn);
+        let waits = self.state().removals.contains_key(&key);
+        if waits && !self.disorder && fs.cache.is_dirty(key) {
+            let mut placements = fs.placements_of(&[key])?;
+            fs.write_placements(&mut placements)?;
+        }
         let waiting = {
             let mut state = self.state();
-            state.adds.remove(&(ino, lbn));
-            state.removals.remove(&(ino, lbn))
+            state.adds.remove(&key);
+            state.removals.remove(&key)
         };
         let Some(waiting) = waiting else { return Ok(()) };
         self.track(fs, ino)?;
@@ -685,6 +698,15 @@ impl IntegrityMode for Softdep {
                 w.store(seq, Ordering::Relaxed);
             }
         }
+    }
+
+    fn waiting(&self) -> usize {
+        let state = self.state();
+        state.fresh.len()
+            + state.inodes.values().map(|d| 1 + d.removals.len() + d.waiters.len()).sum::<usize>()
+            + state.indirect.len()
+            + state.adds.values().map(Vec::len).sum::<usize>()
+            + state.removals.values().map(Vec::len).sum::<usize>()
     }
 
     fn prune(&self, durable: Seq) {
