@@ -656,13 +656,14 @@ impl Ffs {
         !self.unmounted && !self.tx.is_open() && self.cache.dirty_bytes() >= WRITE_BEHIND_BYTES
     }
 
-    /// Syncs everything and marks the image clean — unless the leak scan
-    /// did not end or left work for fsck: the image stays as a crash left
-    /// it, so that the next mount scans again (or fsck is asked for).
+    /// Finishes the leak scan if one runs, syncs everything and marks the
+    /// image clean — unless the scan stopped or left work for fsck: the
+    /// image then stays as a crash left it, so that fsck is asked for.
     pub(super) fn unmount_now(&mut self) -> Result<()> {
         if self.unmounted {
             return Ok(());
         }
+        while self.leak_scan_step()? {}
         self.sync_all()?;
         if !self.leak_report.leaks_remain() {
             self.sb.flags |= SB_CLEAN;
