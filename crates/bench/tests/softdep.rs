@@ -93,9 +93,10 @@ fn the_2000_microbenchmarks_run_small_with_their_phases() {
         let zero = r.value(e.id, system, "create-delete", "files/s", 0.0).unwrap_or(-1.0);
         assert!(zero > 0.0, "{system}: create-delete {zero}");
     }
-    // Synchronous FFS writes an inode and an entry per create; the others do not wait.
+    // Synchronous FFS waits for an inode and an entry write per create;
+    // soft updates write them at the phase's closing sync, many a block.
     let at = |s: &str| r.value(e.id, s, "create", "files/s", 4096.0).unwrap_or(0.0);
-    assert!(at("ffs-softdep") > 5.0 * at("ffs-m8r0"), "{} vs {}", at("ffs-softdep"), at("ffs-m8r0"));
+    assert!(at("ffs-softdep") > 2.0 * at("ffs-m8r0"), "{} vs {}", at("ffs-softdep"), at("ffs-m8r0"));
 }
 
 #[test]
