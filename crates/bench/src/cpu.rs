@@ -48,12 +48,16 @@
 //!   memory) and 4,096 buffers (32 MB of 512 MB) are estimates.
 //! * **Directory scans** are what dirhash saves (2002 §3): a lookup or a
 //!   change without a hash reads the directory's blocks, one comparison
-//!   per entry. The machines of the 2000 and 2002 papers charge each block
-//!   read (fslab's dirhash counter, `DirhashStats::blocks_read`) as one
-//!   pass over it at the copy rate; at 10,000 entries a linear create then
-//!   costs a few hundred µs, as in 2002 Fig. 2. The 1993 and 1995 machines
-//!   do not: their results were calibrated without it, and those papers'
-//!   directories held at most 100 files.
+//!   per entry. On a system with dirhash off, the machines of the 2000 and
+//!   2002 papers charge each block read (fslab's dirhash counter,
+//!   `DirhashStats::blocks_read`) as one pass over it at the copy rate; at
+//!   10,000 entries a linear create then costs a few hundred µs, as in 2002
+//!   Fig. 2. With dirhash on nothing more is charged: the 50 µs the
+//!   Pentium 4 is calibrated to were measured with dirhash, and a hashed
+//!   lookup's reads depend on its table's random key (§3.5), which would
+//!   make runs differ. The 1993 and 1995 machines charge no scans: their
+//!   results were calibrated without them, and those papers' directories
+//!   held at most 100 files.
 //!
 //! Checksums are charged at the copy rate because a checksum reads every
 //! byte once, as a copy does. fslab checksums whole blocks (CRC32C over

@@ -333,10 +333,9 @@ pub const EXPERIMENTS: &[Experiment] = &[
                 dirhash (ffs-linear and ffs-softdep-linear: off, the paper's maxmem 0; on with 2 MB). The paper's \
                 platform (Pentium 4 1.6 GHz, a 20 GB IDE disk of unnamed model) is not in the catalogue: the \
                 Cheetah 9LP, the newest and fastest drive the lab has (10,000 RPM, 1999), stands for the disk, and \
-                the Pentium 4's CPU model is calibrated to the paper's 50 us create (Fig. 2), charging directory \
-                blocks scanned. A 2 GB partition at the drive's start. The paper's speedups are factors in time: \
-                published here as the SU and dirhash factors on files/s. A hashed lookup reads one 512-byte chunk, \
-                charged as a whole 8 KB block: dirhash's CPU is overstated by at most 8 us a call.",
+                the Pentium 4's CPU model is calibrated to the paper's 50 us create with dirhash (Fig. 2), and \
+                without dirhash charges each directory block scanned. A 2 GB partition at the drive's start. The \
+                paper's speedups are factors in time: published here as the SU and dirhash factors on files/s.",
         disk: "cheetah9lp",
         machine: PENTIUM4_1600,
         systems: &["ffs-m8r0", "ffs-linear", "ffs-softdep", "ffs-softdep-linear"],

@@ -102,8 +102,8 @@ pub trait Backend {
     fn checksummed_blocks(&mut self) -> (u64, u32) {
         (0, 0)
     }
-    /// Directory blocks the namespace has read for lookups and changes so
-    /// far, and the block size (for the CPU model's scan charge).
+    /// Directory blocks the namespace has scanned for lookups and changes
+    /// so far, and the block size (for the CPU model's scan charge).
     fn dir_blocks_scanned(&mut self) -> (u64, u32) {
         (0, 0)
     }
