@@ -519,9 +519,9 @@ pub const CLAIMS: &[Claim] = &[
                 why_not: "Past 16,384 changed inodes held in memory, each of FFS's write-backs stores them all; \
                           under soft updates an inode whose link count fell is written rolled back until the \
                           removal of its entry is durable, which only a sync's flush makes it, so it stays dirty \
-                          and every later write-back writes it again. 33,164 removes made 4.9 million writes (204 \
-                          GB); a folder of 16,000 is removed in 5.5 s (2,900 files/s, where synchronous FFS \
-                          removes 62 a second), one of 17,000 in 9,523 s",
+                          and every later write-back writes it again. 33,164 removes made about 4.9 million writes \
+                          (204 GB); a folder of 16,000 is removed in 5.1 s (3,100 files/s, where synchronous FFS \
+                          removes 62 a second), one of 17,000 in 9,586 s",
             },
             Check {
                 text: "with soft updates, dirhash speeds create, pack and remove up >= x1.5 each (paper x12, x38, x3)",
@@ -532,7 +532,7 @@ pub const CLAIMS: &[Claim] = &[
                     Some((least, least >= 1.5))
                 },
                 unit: "x (least)",
-                why_not: "Create gains x7.8 (paper x12). Pack and remove are bound by the \
+                why_not: "Create gains x8.7 (paper x12). Pack and remove are bound by the \
                           soft-updates costs above (a sync before every rename; the write-back rewriting rolled-back \
                           inodes), which dirhash does not touch",
             },
@@ -610,7 +610,7 @@ pub const CLAIMS: &[Claim] = &[
                           1 MB, but collapse where many files' dependencies wait at once: 32,768 files of 4 KB and \
                           1,024 of 128 KB (an indirect block each) make FFS's write-back rewrite the same rolled-back \
                           blocks again and again (4 KB files: 20,000 make 1.07 million writes, 8.5 GB, for 80 MB of \
-                          files; 17,000 create at 109 files/s, FFS-async's rate is 158). docs/lab/analysis.md",
+                          files; 17,000 create at 109 files/s, FFS-async at 158). docs/lab/analysis.md",
             },
             Check {
                 text: "create (Fig. 1): soft updates >= 2 x FFS at the smallest size, where metadata dominates",
@@ -639,7 +639,7 @@ pub const CLAIMS: &[Claim] = &[
                 why_not: "From 16 KB up soft updates delete exactly as fast as FFS-async, \
                           not faster: fslab defers the frees but reads a file's indirect block in the unlink, where \
                           FreeBSD's soft updates read it in the background (§8.1), so above 96 KB both pay the \
-                          read. 4 KB: the 32,768 files of the write-back collapse (415 files/s, FFS-async 1,797)",
+                          read. 4 KB: the 32,768 files of the write-back collapse (430 files/s, FFS-async 2,102)",
             },
             Check {
                 text: "create/delete of empty files (Fig. 3): FFS-async best, soft updates 0.7-1.0 x it",
