@@ -12,6 +12,7 @@
 //! | inode change | each create, remove, mkdir, rmdir | [`INODE_CHANGE_INSTRUCTIONS`] |
 //! | copy | each byte between user and kernel | the machine's copy rate |
 //! | checksum | each block the layout checksums | one pass over the block at the copy rate |
+//! | directory scan | each directory block a lookup or change reads (2000/2002 machines only) | one pass over the block at the copy rate |
 //!
 //! Where the figures come from:
 //!
@@ -36,6 +37,27 @@
 //!   layout's inode allocation). The papers state none; the report prints
 //!   the CPU share each phase measured beside the 1995 paper's 64% (LFS
 //!   creates), 73% (LFS deletes) and 5–6% (FFS), so their effect is visible.
+//!
+//! * **Pentium 4, 1.6 GHz** (2002 §4.2): its speed is calibrated so that
+//!   a create costs the 50 µs that 2002 Fig. 2 measured with dirhash (the
+//!   call, two path components and the inode change, 11,000 instructions:
+//!   220 MIPS). Its copy rate, 1 GB/s, and its buffer cache, 2,048 buffers
+//!   (16 MB of 8 KB blocks, of 256 MB of memory), are estimates.
+//! * **Pentium III Xeon, 500 MHz** (2000 Table 3): the Pentium 4's
+//!   calibration scaled by the clock, 69 MIPS; copy rate 300 MB/s (PC100
+//!   memory) and 4,096 buffers (32 MB of 512 MB) are estimates.
+//! * **Directory scans** are what dirhash saves (2002 §3): a lookup or a
+//!   change without a hash reads the directory's blocks, one comparison
+//!   per entry. On a system with dirhash off, the machines of the 2000 and
+//!   2002 papers charge each block read (fslab's dirhash counter,
+//!   `DirhashStats::blocks_read`) as one pass over it at the copy rate; at
+//!   10,000 entries a linear create then costs a few hundred µs, as in 2002
+//!   Fig. 2. With dirhash on nothing more is charged: the 50 µs the
+//!   Pentium 4 is calibrated to were measured with dirhash, and a hashed
+//!   lookup's reads depend on its table's random key (§3.5), which would
+//!   make runs differ. The 1993 and 1995 machines charge no scans: their
+//!   results were calibrated without them, and those papers' directories
+//!   held at most 100 files.
 //!
 //! Checksums are charged at the copy rate because a checksum reads every
 //! byte once, as a copy does. fslab checksums whole blocks (CRC32C over
@@ -65,6 +87,9 @@ pub struct Machine {
     /// threshold the paper states, since fslab starts a segment write at a
     /// quarter of its cache.
     pub buffers: u64,
+    /// Whether directory blocks read by lookups and changes are charged
+    /// (see the module's notes).
+    pub charges_directory_scans: bool,
     /// Where the figures come from.
     pub source: &'static str,
 }
@@ -75,6 +100,7 @@ pub const HP9000_380: Machine = Machine {
     mips: 11.0,
     copy_bytes_per_s: 12.0e6,
     buffers: 800,
+    charges_directory_scans: false,
     source: "1993 Table 5: 10-12 MIPS, memory bandwidth 12.0 MB/s; §5.2.1: writes start at about 800 KB",
 };
 
@@ -84,7 +110,31 @@ pub const SPARCSTATION_2: Machine = Machine {
     mips: 25.0,
     copy_bytes_per_s: 4096.0 / 0.9e-3,
     buffers: 4 * 115,
+    charges_directory_scans: false,
     source: "1995 §4: a 4 KB copy takes 0.9 ms, LFS writes at 115 dirty blocks; 25 MIPS = 10 (Sun 4/260) x 2.5 (Table 2)",
+};
+
+/// The Pentium 4 of the 2002 paper.
+pub const PENTIUM4_1600: Machine = Machine {
+    name: "pentium4-1600",
+    mips: 220.0,
+    copy_bytes_per_s: 1.0e9,
+    buffers: 2048,
+    charges_directory_scans: true,
+    source:
+        "2002 §4.2: Pentium 4 1.6 GHz, 256 MB; Fig. 2: 50 us a create with dirhash = 220 MIPS; copy rate and \
+             cache are estimates",
+};
+
+/// The Pentium III Xeon of the 2000 paper.
+pub const PENTIUM3_500: Machine = Machine {
+    name: "pentium3-500",
+    mips: 220.0 * 500.0 / 1600.0,
+    copy_bytes_per_s: 300.0e6,
+    buffers: 4096,
+    charges_directory_scans: true,
+    source: "2000 Table 3: 500 MHz Pentium III Xeon, 512 MB; the Pentium 4's calibration scaled by the clock; copy \
+             rate and cache are estimates",
 };
 
 impl Machine {
@@ -96,7 +146,7 @@ impl Machine {
 }
 
 /// Every machine, by name.
-pub const MACHINES: &[Machine] = &[HP9000_380, SPARCSTATION_2];
+pub const MACHINES: &[Machine] = &[HP9000_380, SPARCSTATION_2, PENTIUM3_500, PENTIUM4_1600];
 
 /// The machine called `name`.
 pub fn machine(name: &str) -> Option<Machine> {
@@ -158,6 +208,15 @@ impl CpuModel {
     pub fn checksum_ns(&self, blocks: u64, block_size: u32) -> u64 {
         self.copy_ns(blocks.saturating_mul(block_size as u64))
     }
+
+    /// Scanning `blocks` directory blocks of `block_size` bytes: nothing
+    /// on a machine calibrated without it.
+    pub fn dir_scan_ns(&self, blocks: u64, block_size: u32) -> u64 {
+        match self.machine {
+            Some(m) if m.charges_directory_scans => self.copy_ns(blocks.saturating_mul(block_size as u64)),
+            _ => 0,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -184,6 +243,18 @@ mod tests {
         assert_eq!(SPARCSTATION_2.cache_bytes(8192) / 4, 115 * 8192, "of 8 KB blocks, 115 of them too");
         let hp = HP9000_380.cache_bytes(4096) / 4;
         assert!((780_000..=830_000).contains(&hp), "1993 §5.2.1: about 800 KB, {hp}");
+    }
+
+    #[test]
+    fn the_2002_machine_creates_in_the_papers_50_us() {
+        let p4 = CpuModel::of(PENTIUM4_1600);
+        // 2002 Fig. 2: about 50 us a create with dirhash: the call, two
+        // components ("folder/123") and the inode change.
+        let create = p4.syscall_ns() + p4.lookup_ns(2) + p4.inode_change_ns();
+        assert_eq!(create, 50_000);
+        assert!(p4.dir_scan_ns(1, 8192) > 0);
+        assert_eq!(CpuModel::of(SPARCSTATION_2).dir_scan_ns(10, 4096), 0, "calibrated without it");
+        assert_eq!(machine("pentium3-500"), Some(PENTIUM3_500));
     }
 
     #[test]

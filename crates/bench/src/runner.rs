@@ -5,7 +5,7 @@
 
 use crate::cpu::CpuModel;
 use crate::device::{self, Medium};
-use crate::experiment::{missing_feature, Experiment, Workload};
+use crate::experiment::{factors, missing_feature, Experiment, Workload};
 use crate::progress::Progress;
 use crate::results::{Point, Results, RunInfo, Skipped};
 use crate::system::{self, Kind, System};
@@ -345,6 +345,29 @@ fn run_subject(
             workload::andrew::run(&mut t, &spec, rec)?;
             finish(t)
         }
+        Workload::MhFolder => {
+            let spec = if quick {
+                workload::mh_folder::Spec::quick(seed)
+            } else {
+                workload::mh_folder::Spec::paper(seed)
+            };
+            let mut t = open(e, settings, subject, partition(e, quick))?;
+            workload::mh_folder::run(&mut t, &spec, rec)?;
+            finish(t)
+        }
+        Workload::Microbench => {
+            let spec =
+                if quick { workload::microbench::Spec::quick() } else { workload::microbench::Spec::paper() };
+            let mut sizes = spec.sizes.iter();
+            let mut fresh = || {
+                match sizes.next() {
+                    Some(size) => progress.step(&format!("{name} {}", human_bytes(*size))),
+                    None => progress.step(&format!("{name} create/delete")),
+                }
+                open(e, settings, subject, partition(e, quick))
+            };
+            workload::microbench::run(&mut fresh, &spec, rec)
+        }
         Workload::DirOps => {
             let spec =
                 if quick { workload::dirops::Spec::quick(seed) } else { workload::dirops::Spec::paper(seed) };
@@ -352,6 +375,18 @@ fn run_subject(
             workload::dirops::run(&mut t, &spec, rec)?;
             finish(t)
         }
+    }
+}
+
+/// The partition the 2000 and 2002 papers' workloads run on: the start of
+/// the drive, smaller than the whole (which makes each fresh file system
+/// slower to make and changes no result of theirs: a folder or 128 MB of
+/// files stays in the first cylinder groups), smaller still for `--quick`.
+fn partition(e: &Experiment, quick: bool) -> Option<u64> {
+    match (e.workload, quick) {
+        (Workload::MhFolder | Workload::Microbench, true) => Some(256 << 20),
+        (Workload::MhFolder | Workload::Microbench, false) => Some(2 << 30),
+        _ => None,
     }
 }
 
@@ -364,6 +399,31 @@ pub fn human_bytes(b: u64) -> String {
     } else {
         format!("{b} B")
     }
+}
+
+/// Adds `e`'s factors (see [`factors`]) from the files/s its systems
+/// measured: one point per phase both systems of a factor measured.
+pub fn derive_factors(e: &Experiment, results: &mut Results) {
+    let mut derived = Vec::new();
+    for f in factors(e) {
+        for p in results.points.iter().filter(|p| {
+            p.experiment == e.id && p.system == f.faster && p.metric == "files/s" && p.value > 0.0
+        }) {
+            if let Some(slower) = results.value(e.id, f.slower, &p.phase, "files/s", p.x) {
+                if slower > 0.0 {
+                    derived.push(Point {
+                        experiment: e.id.to_string(),
+                        system: f.faster.to_string(),
+                        phase: p.phase.clone(),
+                        x: p.x,
+                        metric: f.metric.to_string(),
+                        value: p.value / slower,
+                    });
+                }
+            }
+        }
+    }
+    results.points.extend(derived);
 }
 
 /// Runs `experiments` and returns everything they produced.
@@ -416,6 +476,7 @@ pub fn run(experiments: &[&'static Experiment], settings: &Settings) -> Results 
                 progress.warn(&format!("{}: {name}: {err}", e.id));
             }
         }
+        derive_factors(e, &mut results);
         let clock = match (&settings.place, medium.is_virtual()) {
             (Place::Real(_), _) | (_, false) => "wall",
             _ => "virtual",

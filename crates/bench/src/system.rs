@@ -40,6 +40,10 @@ pub enum Integrity {
     Sync,
     /// Metadata written when the cache pleases.
     Async,
+    /// Soft updates: metadata written behind, in an order that keeps the
+    /// image recoverable, frees deferred until what pointed at them is on
+    /// the disk (2000 §4).
+    Softdep,
 }
 
 /// FFS's rotational delay between clusters, as the papers give it.
@@ -52,7 +56,7 @@ pub enum Rotdelay {
 }
 
 /// Parameters of an FFS (mkfs `--block-size --frag-size --maxcontig
-/// --rotdelay`, mount `integrity=`).
+/// --rotdelay`, mount `integrity=` and `dirhash=`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FfsParams {
     /// Bytes per block.
@@ -65,6 +69,10 @@ pub struct FfsParams {
     pub rotdelay: Rotdelay,
     /// Metadata integrity.
     pub integrity: Integrity,
+    /// Whether the namespace keeps dirhash's name index for large
+    /// directories, or scans them linearly (the 2002 paper's "dirhash
+    /// maxmem 0").
+    pub dirhash: bool,
 }
 
 /// What a system is.
@@ -94,7 +102,20 @@ const fn lfs(block_size: u32, segment_size: u32, cleaner: Option<&'static str>) 
 }
 
 const fn ffs(block_size: u32, maxcontig: u32, rotdelay: Rotdelay, integrity: Integrity) -> Kind {
-    Kind::Ffs(FfsParams { block_size, fragment_size: 1024, maxcontig, rotdelay, integrity })
+    Kind::Ffs(FfsParams { block_size, fragment_size: 1024, maxcontig, rotdelay, integrity, dirhash: true })
+}
+
+/// The FFS of the 2000 and 2002 papers' FreeBSD: 8 KB blocks, 1 KB
+/// fragments, I/O clustered in 64 KB (2000 §8.1), no rotational gap.
+const fn freebsd_ffs(integrity: Integrity, dirhash: bool) -> Kind {
+    Kind::Ffs(FfsParams {
+        block_size: 8192,
+        fragment_size: 1024,
+        maxcontig: 8,
+        rotdelay: Rotdelay::Blocks(0),
+        integrity,
+        dirhash,
+    })
 }
 
 /// Every system, by name.
@@ -175,6 +196,21 @@ pub const SYSTEMS: &[System] = &[
         kind: ffs(8192, 8, Rotdelay::Blocks(0), Integrity::Async),
         about: "FFS, 8 KB/1 KB, 64 KB clusters, asynchronous metadata",
     },
+    System {
+        name: "ffs-softdep",
+        kind: freebsd_ffs(Integrity::Softdep, true),
+        about: "FFS, 8 KB/1 KB, 64 KB clusters, soft updates (2000 §4; 2002's \"softupdates\")",
+    },
+    System {
+        name: "ffs-linear",
+        kind: freebsd_ffs(Integrity::Sync, false),
+        about: "ffs-m8r0 with dirhash off: synchronous metadata, directories scanned linearly (2002 §4.2)",
+    },
+    System {
+        name: "ffs-softdep-linear",
+        kind: freebsd_ffs(Integrity::Softdep, false),
+        about: "ffs-softdep with dirhash off: directories scanned linearly (2002 §4.2)",
+    },
 ];
 
 /// The system called `name`.
@@ -250,6 +286,10 @@ impl Layout for Lfs {
 impl Layout for Ffs {
     type Params = FfsParams;
 
+    fn dirhash(params: &FfsParams) -> bool {
+        params.dirhash
+    }
+
     fn mkfs(dev: Arc<dyn BlockDevice>, p: &FfsParams) -> fslab::Result<()> {
         let rotdelay = match p.rotdelay {
             Rotdelay::Blocks(0) | Rotdelay::Millis(0) => RotDelay::Off,
@@ -270,6 +310,7 @@ impl Layout for Ffs {
         let integrity = match p.integrity {
             Integrity::Sync => FfsIntegrity::Sync,
             Integrity::Async => FfsIntegrity::Async,
+            Integrity::Softdep => FfsIntegrity::Softdep,
         };
         let writes =
             if env.deterministic { fslab::ffs::WriteMode::Inline } else { fslab::ffs::WriteMode::Thread };

@@ -113,6 +113,10 @@ impl Backend for Dir {
         fs::remove_file(self.path(path))
     }
 
+    fn rename(&mut self, from: &str, to: &str) -> io::Result<()> {
+        fs::rename(self.path(from), self.path(to))
+    }
+
     fn stat(&mut self, path: &str) -> io::Result<Option<u64>> {
         match fs::metadata(self.path(path)) {
             Ok(m) => Ok(Some(m.len())),

@@ -79,6 +79,8 @@ pub trait Backend {
     fn fsync(&mut self, fd: Fd) -> io::Result<()>;
     /// Removes a file.
     fn unlink(&mut self, path: &str) -> io::Result<()>;
+    /// Renames a file, replacing `to` if it exists (`rename(2)`).
+    fn rename(&mut self, from: &str, to: &str) -> io::Result<()>;
     /// The size of the file at `path`, or `None` if there is none.
     fn stat(&mut self, path: &str) -> io::Result<Option<u64>>;
     /// Makes everything durable.
@@ -98,6 +100,11 @@ pub trait Backend {
     /// Blocks the layout has checksummed so far, and their size (for the
     /// CPU model's checksum charge).
     fn checksummed_blocks(&mut self) -> (u64, u32) {
+        (0, 0)
+    }
+    /// Directory blocks the namespace has scanned for lookups and changes
+    /// so far, and the block size (for the CPU model's scan charge).
+    fn dir_blocks_scanned(&mut self) -> (u64, u32) {
         (0, 0)
     }
     /// The simulated disk's counters, if on one.
@@ -177,6 +184,7 @@ pub struct Target {
     time: Time,
     cpu_charged: u64,
     checksummed: u64,
+    scanned: u64,
     next_tick: Duration,
     /// Whether every `drop_caches` so far really dropped them.
     caches_dropped: bool,
@@ -212,11 +220,13 @@ impl Target {
 
     fn new(mut backend: Box<dyn Backend>, time: Time) -> Target {
         let checksummed = backend.checksummed_blocks().0;
+        let scanned = backend.dir_blocks_scanned().0;
         let mut target = Target {
             backend,
             time,
             cpu_charged: 0,
             checksummed,
+            scanned,
             next_tick: Duration::ZERO,
             caches_dropped: true,
             kept: Vec::new(),
@@ -265,12 +275,17 @@ impl Target {
         }
     }
 
-    /// After a call: charge the checksums it made, and tick if due.
+    /// After a call: charge the checksums and directory scans it made, and
+    /// tick if due.
     fn after(&mut self) -> io::Result<()> {
         let (blocks, block_size) = self.backend.checksummed_blocks();
         let new = blocks.saturating_sub(self.checksummed);
         self.checksummed = blocks;
         self.charge(self.cpu().checksum_ns(new, block_size));
+        let (scanned, block_size) = self.backend.dir_blocks_scanned();
+        let new = scanned.saturating_sub(self.scanned);
+        self.scanned = scanned;
+        self.charge(self.cpu().dir_scan_ns(new, block_size));
         if self.now() >= self.next_tick {
             self.next_tick = self.now() + TICK;
             self.backend.tick()?;
@@ -323,6 +338,12 @@ impl Target {
     /// `unlink`.
     pub fn unlink(&mut self, path: &str) -> io::Result<()> {
         self.name_op(path, true, |b| b.unlink(path))
+    }
+
+    /// `rename(2)`: charged as one name change, its lookups by the source's
+    /// path (both names are in one directory in the workloads that rename).
+    pub fn rename(&mut self, from: &str, to: &str) -> io::Result<()> {
+        self.name_op(from, true, |b| b.rename(from, to))
     }
 
     /// `stat`: the size, or `None` for no such file.
@@ -416,6 +437,7 @@ impl Target {
         let dropped = self.backend.drop_caches()?;
         self.caches_dropped &= dropped;
         self.checksummed = self.backend.checksummed_blocks().0;
+        self.scanned = self.backend.dir_blocks_scanned().0;
         Ok(())
     }
 

@@ -141,6 +141,12 @@ impl Backend for Raw {
         self.files.remove(path).map(|_| ()).ok_or_else(|| io::Error::from_raw_os_error(libc::ENOENT))
     }
 
+    fn rename(&mut self, from: &str, to: &str) -> io::Result<()> {
+        let file = self.files.remove(from).ok_or_else(|| io::Error::from_raw_os_error(libc::ENOENT))?;
+        self.files.insert(to.to_string(), file);
+        Ok(())
+    }
+
     fn stat(&mut self, path: &str) -> io::Result<Option<u64>> {
         Ok(self.files.get(path).map(|&(_, size)| size))
     }

@@ -17,11 +17,17 @@
 //! * [`andrew`] — the Andrew benchmark's five phases on a synthetic tree
 //!   (1993 Table 6).
 //! * [`dirops`] — per-operation cost against directory size (2002 Fig. 2–6).
+//! * [`mh_folder`] — create, `folder -pack` and remove an MH mailbox (2002
+//!   §4.1, Table 3).
+//! * [`microbench`] — create, read, delete files of each size, and create
+//!   and delete empty files (2000 §7.2, Fig. 1–3).
 
 pub mod andrew;
 pub mod bandwidth;
 pub mod dirops;
 pub mod large_file;
+pub mod mh_folder;
+pub mod microbench;
 pub mod sequential;
 pub mod small_files;
 pub mod tpcb;
