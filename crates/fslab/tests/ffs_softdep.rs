@@ -169,3 +169,31 @@ fn removing_more_files_than_write_back_holds_writes_each_block_a_few_times() {
     let writes = counting.writes().len() - before;
     assert!(writes < FILES as usize, "{writes} writes to remove {FILES} files");
 }
+
+/// Soft updates keep a link count raised on the disk while a removal is
+/// not yet durable, so the count on the disk may pass the effective one.
+/// `link` is judged by the effective count (FreeBSD, whose on-disk field is
+/// 16 bits, answers EMLINK there): the on-disk field has 32 bits, so a
+/// name removed and another made at LINK_MAX works, and only the effective
+/// count's limit is EMLINK.
+#[test]
+fn at_link_max_a_name_removed_makes_room_for_another_before_the_removal_is_durable() {
+    let (disk, mut fs) = fresh(64 << 20);
+    let d = fs.mkdir(ROOT_INO, b"d", 0o755, ME).expect("mkdir").ino;
+    let f = create(&mut fs, d, "f0");
+    let max = fslab::ufs::LINK_MAX;
+    for i in 1..max {
+        fs.link(f, d, format!("f{i}").as_bytes()).expect("link");
+    }
+    fs.sync().expect("sync");
+    let errno = |r: fslab::Result<fslab::format::inode::Inode>| r.expect_err("EMLINK").errno();
+    assert_eq!(errno(fs.link(f, d, b"one-too-many")), libc::EMLINK);
+    fs.unlink(d, b"f7").expect("unlink");
+    fs.link(f, d, b"again").expect("a link where a removal is not yet durable");
+    assert_eq!(errno(fs.link(f, d, b"one-too-many")), libc::EMLINK);
+    fs.unmount().expect("unmount");
+    let dev: Arc<dyn BlockDevice> = disk.clone();
+    let mut fs = FileSystem::new(Ffs::mount(dev, options()).expect("mount again"));
+    assert_eq!(fs.getattr(f).expect("getattr").attr.nlink, max);
+    assert!(fs.lookup(d, b"again").is_ok() && fs.lookup(d, b"f7").is_err());
+}

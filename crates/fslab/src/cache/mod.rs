@@ -82,6 +82,11 @@ struct Buffer {
     /// it was cached). Its current contents are durable once that write is,
     /// if it is clean.
     written: Seq,
+    /// Set when its last write was a rolled-back copy and it stayed dirty:
+    /// the durable point of that write, plus one (0: not parked). Until
+    /// something durable changes, or the block does, writing it again
+    /// would write the same copy ([`BufferCache::is_parked`]).
+    parked: Seq,
     /// Holders that need it cached whatever its state ([`BufferCache::pin`]).
     pins: u32,
 }
@@ -284,6 +289,7 @@ impl BufferCache {
                 entry: NOT_QUEUED,
                 on_probation: false,
                 written: 0,
+                parked: 0,
                 pins,
             },
         );
@@ -295,6 +301,10 @@ impl BufferCache {
 
     /// Marks a cached block dirty; returns whether it was clean before.
     pub fn mark_dirty(&mut self, key: BlockKey) -> bool {
+        if let Some(b) = self.buffers.get_mut(&key) {
+            // Changed: a write would carry something new.
+            b.parked = 0;
+        }
         match self.buffers.get_mut(&key) {
             Some(b) if !b.dirty => {
                 b.dirty = true;
@@ -320,11 +330,30 @@ impl BufferCache {
                 self.dirty.remove(&key);
             }
             b.written = b.written.max(seq);
+            b.parked = 0;
         }
         // The sweep dropped its entry while it was dirty; a clean buffer
         // needs one to be evictable.
         self.enqueue(key, true);
         self.trim_probation(self.capacity());
+    }
+
+    /// Notes that `key` was just written as a rolled-back copy, at durable
+    /// point `durable`, and stays dirty (see [`BufferCache::is_parked`]).
+    pub fn park(&mut self, key: BlockKey, durable: Seq) {
+        if let Some(b) = self.buffers.get_mut(&key) {
+            if b.dirty {
+                b.parked = durable + 1;
+            }
+        }
+    }
+
+    /// Whether writing `key` now would only write again the rolled-back
+    /// copy its last write carried: it has not changed since, and nothing
+    /// became durable (`durable` is what is durable now), so whatever held
+    /// its changes back still does. Write-back skips it; a barrier ends it.
+    pub fn is_parked(&self, key: BlockKey, durable: Seq) -> bool {
+        self.buffers.get(&key).is_some_and(|b| b.dirty && b.parked == durable + 1)
     }
 
     /// The write whose durability makes the current contents of `key`
@@ -556,6 +585,22 @@ mod tests {
             4096,
             CacheLimits { memory_bytes: 16 * 4096, start_write_bytes: 4 * 4096, stop_access_bytes: 8 * 4096 },
         )
+    }
+
+    #[test]
+    fn a_block_written_rolled_back_is_parked_until_it_changes_or_something_becomes_durable() {
+        let mut cache = small_cache();
+        cache.insert((5, 0), block(1), true);
+        cache.park((5, 0), 7);
+        assert!(cache.is_parked((5, 0), 7));
+        assert!(!cache.is_parked((5, 0), 8), "something became durable since");
+        cache.get_mut_dirty((5, 0)).expect("cached")[0] = 2;
+        assert!(!cache.is_parked((5, 0), 7), "changed since");
+        cache.park((5, 0), 7);
+        cache.mark_written((5, 0), 9);
+        assert!(!cache.is_parked((5, 0), 7), "clean");
+        cache.park((5, 0), 7);
+        assert!(!cache.is_parked((5, 0), 7), "a clean block is never parked");
     }
 
     #[test]

@@ -489,6 +489,10 @@ impl Ffs {
         let (mut queued, mut direct) = (&self.queue, WriteNow(&self.queue));
         let dest: &mut dyn WriteDest = if now { &mut direct } else { &mut queued };
         let done = write_back(&mut self.cache, dest, placements, unit, max_run, &mut hooks)?;
+        for p in placements.iter() {
+            // Still dirty: written rolled back.
+            self.cache.park(p.key, ctx.durable);
+        }
         self.stats.writes += done.writes;
         self.stats.blocks_written += done.blocks;
         self.stats.bytes_written += done.bytes;
@@ -516,6 +520,11 @@ impl Ffs {
         keys.dedup();
         // Fresh inode-table blocks wait for `write_groups`, which orders them.
         keys.retain(|&k| device_addr(k).is_none_or(|a| !self.fresh_inode_blocks.contains(&a)));
+        // A block written rolled back, unchanged since, with nothing durable
+        // since, would be written the same again (soft updates' write-back
+        // rewrote every such block at every call until a sync).
+        let durable = self.queue.durable();
+        keys.retain(|&k| !self.cache.is_parked(k, durable));
         let mut placements = self.placements_of(&keys)?;
         self.write_placements(&mut placements)?;
         Ok(())
@@ -635,16 +644,21 @@ impl Ffs {
     /// until a barrier makes what those changes wait for durable; without
     /// one, every later write-back wrote the same blocks again (soft updates
     /// past [`MAX_DELAYED_INODES`] removed inodes: 17,000 unlinks made
-    /// 951,000 writes). When the mode still waits and write-back did not
-    /// make room, a sync settles it, in rounds.
+    /// 951,000 writes). Write-back skips a block so held back; when the mode
+    /// still waits and write-back did not make room, a sync settles it, in
+    /// rounds.
     pub(super) fn write_delayed(&mut self) -> Result<()> {
         let crowded = self.inodes.dirty().len() > MAX_DELAYED_INODES;
         if crowded {
             self.store_dirty_inodes()?;
         }
         self.write_dirty(None, true)?;
-        let still = crowded || self.cache.should_start_write();
-        if still && self.mode().waiting() > 0 {
+        // What write-back could not take below half the threshold is held
+        // back (parked, `write_dirty`): left there, it would keep the cache
+        // over the threshold and every later change would be written the
+        // moment it is made.
+        let held = self.cache.dirty_bytes() >= self.cache.start_write_bytes() / 2;
+        if (crowded || held) && self.mode().waiting() > 0 {
             self.sync_all()?;
         }
         Ok(())
