@@ -113,9 +113,10 @@ fn list() -> Result<(), String> {
         outln!("  {:<16} systems: {}", "", systems.join(", "))?;
     }
     outln!("\nSystems:")?;
+    let width = SYSTEMS.iter().map(|s| s.name.len()).max().unwrap_or(0);
     for s in SYSTEMS {
         let later = s.not_yet().map(|w| format!(" [not yet: {w}]")).unwrap_or_default();
-        outln!("  {:<14} {}{later}", s.name, s.about)?;
+        outln!("  {:<width$} {}{later}", s.name, s.about)?;
     }
     outln!("\nDisks (--disk): {}, mem, file", disk::DiskModel::names().join(", "))?;
     outln!("\nClaims (reproduction targets):")?;
