@@ -230,6 +230,9 @@ pub struct Ffs {
     pub(super) leak_scan: Option<super::leaks::LeakScan>,
     /// What it found and freed.
     pub(super) leak_report: super::leaks::LeakReport,
+    /// The superblock as last stored in its buffer, its time zeroed
+    /// (`write_superblock_if_changed`).
+    pub(super) sb_stored: Option<Superblock>,
 }
 
 impl Ffs {
@@ -299,6 +302,7 @@ impl Ffs {
             clusters: Default::default(),
             leak_scan: None,
             leak_report: Default::default(),
+            sb_stored: None,
         };
         // In use from now on: a crash leaves the image marked unclean, and
         // says whether soft updates kept it.
@@ -387,6 +391,20 @@ impl Ffs {
         block[..bytes.len()].copy_from_slice(&bytes);
         let key = self.superblock_key();
         self.cache.insert(key, Arc::new(block), true);
+        self.sb_stored = Some(Superblock { time: 0, ..self.sb });
+    }
+
+    /// [`Ffs::write_superblock`] unless nothing but its time would change:
+    /// the superblock as last stored is what it would store, and that copy
+    /// is not waiting to be written. A sync's every round wrote it, one
+    /// write more in each (soft updates' syncs take two or three rounds).
+    pub(super) fn write_superblock_if_changed(&mut self) -> Result<()> {
+        let now =
+            Superblock { time: 0, totals: self.alloc.totals(), policy: *self.alloc.policy(), ..self.sb };
+        if self.sb_stored == Some(now) && !self.cache.is_dirty(self.superblock_key()) {
+            return Ok(());
+        }
+        self.write_superblock()
     }
 
     /// Stores the superblock and issues its write (durable after the next
@@ -550,7 +568,7 @@ impl Ffs {
             self.write_dirty(None, true)?;
             self.clusters.clear();
             self.write_groups()?;
-            self.write_superblock()?;
+            self.write_superblock_if_changed()?;
             self.queue.flush()?;
             self.mode().prune(self.queue.durable());
             if !self.has_changes() {
@@ -566,7 +584,7 @@ impl Ffs {
             // The groups the releases changed go too: a clean unmount
             // leaves no free pending.
             self.write_groups()?;
-            self.write_superblock()?;
+            self.write_superblock_if_changed()?;
             self.queue.flush()?;
         }
         if self.has_changes() && self.options.integrity == Integrity::Softdep {
