@@ -246,7 +246,7 @@ fn mount(image: &Path, dir: &Path, options: &Options) -> Result<Mount, String> {
     let (mounted, control) = match layout {
         Layout::Lfs => {
             let mut lfs = Lfs::mount(disk, options.lfs()).map_err(|e| format!("{name}: {e}"))?;
-            tell_orphans(image, lfs.orphan_report());
+            tell_orphans(image, lfs.orphan_report(), false);
             tell_fallback(image, &lfs);
             if let Some(policy_name) = cleaner_policy {
                 cleaner(policy_name)?.install(&mut lfs);
@@ -343,40 +343,38 @@ fn tell_fallback(image: &Path, lfs: &Lfs) {
 
 /// Says on stderr what mount did with the orphans a crash left: how many
 /// it freed, and why it stopped if the list was damaged.
-fn tell_orphans(image: &Path, report: &fslab::storage::orphans::OrphanReport) {
+fn tell_orphans(image: &Path, report: &fslab::storage::orphans::OrphanReport, scanning: bool) {
     let name = image.display();
     if report.reclaimed > 0 {
         let files = crate::out::count(report.reclaimed, "file", "files");
         say!("fslab: mount: {name}: freed {files} left open and unlinked by a crash");
     }
-    if let Some(why) = &report.damage {
-        say!("fslab: mount: warning: {name}: {why}; run `fslab fsck --repair {name}` after unmounting");
+    match &report.damage {
+        // Soft updates write the list in no order: what it no longer
+        // reaches is a leak, which the background scan frees.
+        Some(why) if scanning => {
+            say!("fslab: mount: {name}: the orphan list ended early ({why}); the background scan frees the rest")
+        }
+        Some(why) => {
+            say!("fslab: mount: warning: {name}: {why}; run `fslab fsck --repair {name}` after unmounting")
+        }
+        None => {}
     }
 }
 
 /// What mount did with an FFS a crash left under soft updates: mounted as
 /// it is, with a background scan for its leaks, and what the orphan list
-/// freed. A list that ends early there is no damage (soft updates write it
-/// in no order): what it no longer reaches, the scan frees.
+/// freed.
 fn tell_ffs_recovery(image: &Path, ffs: &Ffs) {
-    let name = image.display();
     let scanning = matches!(ffs.leak_report().state, fslab::ffs::LeakScanState::Running { .. });
     if scanning {
         say!(
-            "fslab: mount: {name}: left by a crash under soft updates, mounted without fsck; a background \
-             scan frees what the crash leaked (`fslab stat` shows it)"
+            "fslab: mount: {}: left by a crash under soft updates, mounted without fsck; a background scan \
+             frees what the crash leaked (`fslab stat` shows it)",
+            image.display()
         );
     }
-    let report = ffs.orphan_report();
-    match &report.damage {
-        Some(why) if scanning => {
-            let mut quiet = report.clone();
-            quiet.damage = None;
-            tell_orphans(image, &quiet);
-            say!("fslab: mount: {name}: the orphan list ended early ({why}); the background scan frees the rest");
-        }
-        _ => tell_orphans(image, report),
-    }
+    tell_orphans(image, ffs.orphan_report(), scanning);
 }
 
 /// Why an FFS image was not mounted, for its user. An image left unclean

@@ -23,22 +23,6 @@ impl IntegrityMode for Delayed {
         Ok(())
     }
 
-    fn blocks_freed(&self, _fs: &mut Ffs, _ino: Ino) -> Result<()> {
-        Ok(())
-    }
-
-    fn block_moving(&self, _fs: &mut Ffs, _ino: Ino, _lbn: Lbn) -> Result<()> {
-        Ok(())
-    }
-
-    fn orphan_link_changed(&self, _fs: &mut Ffs, _ino: Ino) -> Result<()> {
-        Ok(())
-    }
-
-    fn orphan_head_changed(&self, _fs: &mut Ffs) -> Result<()> {
-        Ok(())
-    }
-
     /// Nothing is promised at commit.
     fn commit(&self, _fs: &mut Ffs) -> Result<Ticket> {
         Ok(Ticket::none())

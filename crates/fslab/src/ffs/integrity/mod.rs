@@ -62,20 +62,36 @@ pub(super) trait IntegrityMode: Send + Sync {
 
     /// Blocks of `ino` were freed in memory: the inode and indirect blocks
     /// no longer point at them (rule 2: never reuse a resource before every
-    /// pointer to it is nullified).
-    fn blocks_freed(&self, fs: &mut Ffs, ino: Ino) -> Result<()>;
+    /// pointer to it is nullified). A mode that orders nothing here, or
+    /// defers the frees (`free_when`), does nothing.
+    fn blocks_freed(&self, fs: &mut Ffs, ino: Ino) -> Result<()> {
+        let _ = (fs, ino);
+        Ok(())
+    }
 
     /// Block `lbn` of `ino` was copied to a new place and its pointer set
     /// there; the fragments it leaves are freed next (rule 3: never reset
     /// the old pointer to a live resource before the new one is set).
-    fn block_moving(&self, fs: &mut Ffs, ino: Ino, lbn: Lbn) -> Result<()>;
+    /// Nothing by default, as for `blocks_freed`.
+    fn block_moving(&self, fs: &mut Ffs, ino: Ino, lbn: Lbn) -> Result<()> {
+        let _ = (fs, ino, lbn);
+        Ok(())
+    }
 
     /// The `next_orphan` field of `ino` changed in memory (it joined the
-    /// orphan list, or the orphan after it left).
-    fn orphan_link_changed(&self, fs: &mut Ffs, ino: Ino) -> Result<()>;
+    /// orphan list, or the orphan after it left). Nothing by default: the
+    /// list goes with whatever writes the inode and the superblock.
+    fn orphan_link_changed(&self, fs: &mut Ffs, ino: Ino) -> Result<()> {
+        let _ = (fs, ino);
+        Ok(())
+    }
 
-    /// The orphan list's head in the superblock changed in memory.
-    fn orphan_head_changed(&self, fs: &mut Ffs) -> Result<()>;
+    /// The orphan list's head in the superblock changed in memory (nothing
+    /// by default, as for `orphan_link_changed`).
+    fn orphan_head_changed(&self, fs: &mut Ffs) -> Result<()> {
+        let _ = fs;
+        Ok(())
+    }
 
     /// The outermost transaction ended: what the caller must wait for
     /// before the operation counts as done, as this mode promises it.

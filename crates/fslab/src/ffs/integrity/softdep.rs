@@ -618,24 +618,6 @@ impl IntegrityMode for Softdep {
         Ok(())
     }
 
-    fn blocks_freed(&self, _fs: &mut Ffs, _ino: Ino) -> Result<()> {
-        Ok(())
-    }
-
-    fn block_moving(&self, _fs: &mut Ffs, _ino: Ino, _lbn: Lbn) -> Result<()> {
-        Ok(())
-    }
-
-    /// Nothing: the list is written with whatever carries it (module
-    /// comment).
-    fn orphan_link_changed(&self, _fs: &mut Ffs, _ino: Ino) -> Result<()> {
-        Ok(())
-    }
-
-    fn orphan_head_changed(&self, _fs: &mut Ffs) -> Result<()> {
-        Ok(())
-    }
-
     fn commit(&self, fs: &mut Ffs) -> Result<Ticket> {
         self.state().raised.clear();
         Ok(std::mem::take(&mut fs.tx_ticket))
