@@ -506,9 +506,9 @@ pub const CLAIMS: &[Claim] = &[
                 unit: "x",
                 why_not: "fslab's soft updates order a rename as synchronous FFS does, after a sync that settles \
                           everything before it (decision 0006: a rolled-back rename would have to restore a removed \
-                          entry). Pack is renames only, so each pays a sync and the ordered writes: soft updates \
-                          pack slower than synchronous FFS. FreeBSD's tracked renames as it tracks creates and \
-                          removes.",
+                          entry). Pack is renames only, so each pays a sync and the ordered writes (5 writes a \
+                          rename): soft updates pack slower than synchronous FFS. FreeBSD's tracked renames as it \
+                          tracks creates and removes.",
             },
             Check {
                 text: "soft updates speed remove up x38.5-x154 (paper x77; dirhash off)",
@@ -516,12 +516,12 @@ pub const CLAIMS: &[Claim] = &[
                 needs: &["ffs-linear", "ffs-softdep-linear"],
                 eval: |r| within_2x(mh(r, "ffs-softdep-linear", "remove", "x SU")?, 77.0),
                 unit: "x",
-                why_not: "Past 16,384 changed inodes held in memory, each of FFS's write-backs stores them all; \
-                          under soft updates an inode whose link count fell is written rolled back until the \
-                          removal of its entry is durable, which only a sync's flush makes it, so it stays dirty \
-                          and every later write-back writes it again. 33,164 removes made about 4.9 million writes \
-                          (204 GB); a folder of 16,000 is removed in 5.1 s (3,100 files/s, where synchronous FFS \
-                          removes 62 a second), one of 17,000 in 9,586 s",
+                why_not: "A remove under soft updates stores the inode in its inode-table block, to tie its \
+                          dependencies to that block's next write. The folder's inodes lie in about 1,000 such \
+                          blocks in creation (random) order, so the removes fill the cache's write threshold with \
+                          them every few hundred files, and write-back and a sync write them out: one write a \
+                          remove (29,842 in all), where FFS-async, which keeps changed inodes in memory until a \
+                          sync, makes 278. docs/lab/analysis.md",
             },
             Check {
                 text: "with soft updates, dirhash speeds create, pack and remove up >= x1.5 each (paper x12, x38, x3)",
@@ -532,9 +532,9 @@ pub const CLAIMS: &[Claim] = &[
                     Some((least, least >= 1.5))
                 },
                 unit: "x (least)",
-                why_not: "Create gains x8.7 (paper x12). Pack and remove are bound by the \
-                          soft-updates costs above (a sync before every rename; the write-back rewriting rolled-back \
-                          inodes), which dirhash does not touch",
+                why_not: "Create gains x4.7 (paper x12). Pack and remove are bound by the \
+                          soft-updates costs above (a sync before every rename; an inode-table block written for \
+                          about every remove), which dirhash does not touch",
             },
             Check {
                 text: "without soft updates, dirhash changes no phase by more than x1.25 (Table 3: no dirhash term \
@@ -606,11 +606,8 @@ pub const CLAIMS: &[Claim] = &[
                     Some((least, least >= 0.8))
                 },
                 unit: "x (least)",
-                why_not: "Soft updates create within 10% of FFS-async at 64 KB, 96 KB and \
-                          1 MB, but collapse where many files' dependencies wait at once: 32,768 files of 4 KB and \
-                          1,024 of 128 KB (an indirect block each) make FFS's write-back rewrite the same rolled-back \
-                          blocks again and again (4 KB files: 20,000 make 1.07 million writes, 8.5 GB, for 80 MB of \
-                          files; 17,000 create at 109 files/s, FFS-async at 158). docs/lab/analysis.md",
+                why_not: "Soft updates create at 0.89-0.96 of FFS-async at every size; the least is 128 KB, \
+                          where each file's indirect block waits for its data. docs/lab/analysis.md",
             },
             Check {
                 text: "create (Fig. 1): soft updates >= 2 x FFS at the smallest size, where metadata dominates",
@@ -622,8 +619,8 @@ pub const CLAIMS: &[Claim] = &[
                     Some((ratio, ratio >= 2.0))
                 },
                 unit: "x",
-                why_not: "The 4 KB run is the 32,768 files of the collapse above; \
-                          below about 17,000 files soft updates create 4 KB files at twice synchronous FFS's rate",
+                why_not: "Soft updates create 4 KB files at 0.95 of FFS-async, which is 2.8 times \
+                          synchronous FFS here",
             },
             Check {
                 text: "delete (Fig. 2): soft updates >= 0.9 x the faster of FFS and FFS-async at every size \
@@ -639,7 +636,8 @@ pub const CLAIMS: &[Claim] = &[
                 why_not: "From 16 KB up soft updates delete exactly as fast as FFS-async, \
                           not faster: fslab defers the frees but reads a file's indirect block in the unlink, where \
                           FreeBSD's soft updates read it in the background (§8.1), so above 96 KB both pay the \
-                          read. 4 KB: the 32,768 files of the write-back collapse (430 files/s, FFS-async 2,102)",
+                          read. 4 KB: 0.84 of FFS-async, each remove storing its inode in an inode-table block that \
+                          write-back then writes (the MH folder's remove)",
             },
             Check {
                 text: "create/delete of empty files (Fig. 3): FFS-async best, soft updates 0.7-1.0 x it",
