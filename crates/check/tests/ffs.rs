@@ -567,7 +567,7 @@ fn a_preallocated_block_that_becomes_the_tail_keeps_only_its_fragments() {
     ];
     for integrity in fslab::ffs::Integrity::ALL {
         for (name, ops, bytes) in cases {
-            let dev = fresh(24 << 20);
+            let dev = common::ffs::fresh_for(24 << 20, integrity);
             let empty = free_frags(dev.as_ref());
             let f = with_fs_in(&dev, integrity, false, |fs| {
                 let f = fs.mknod(ROOT_INO, b"f", 0o644, 0, fslab::ufs::Creds::default()).expect("create").ino;

@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::ffs::{fresh, with_fs_in};
+use common::ffs::{fresh_for, with_fs_in};
 use common::{check, listing};
 use fslab::ffs::{Ffs, Integrity};
 use fslab::format::inode::kind;
@@ -149,7 +149,7 @@ fn a_disk_filled_to_enospc_empties_to_the_space_it_had_new_and_checks_clean() {
     for integrity in Integrity::ALL {
         for how in [Fill::OneLarge, Fill::ManySmall, Fill::Mixed] {
             let what = format!("{integrity:?}, {how:?}");
-            let dev = fresh(DISK);
+            let dev = fresh_for(DISK, integrity);
             let new = with_fs_in(&dev, integrity, false, |fs| fs.statfs().expect("statfs"));
             let files = with_fs_in(&dev, integrity, false, |fs| {
                 let files = fill(fs, how, &what);

@@ -18,7 +18,7 @@
 use crate::size::{human, parse_size};
 use clap::Args;
 use disk::{BlockDevice, FileDisk};
-use fslab::ffs::{Optim, RotDelay};
+use fslab::ffs::{JournalKind, Optim, RotDelay};
 use fslab::lfs::MkfsOptions;
 use fslab::Layout;
 use std::io;
@@ -90,6 +90,12 @@ pub struct FfsArgs {
     /// FFS: revolutions per second, for a rotdelay in milliseconds [default: 66].
     #[arg(long)]
     rps: Option<u32>,
+    /// FFS: a journal, for `-o integrity=journal`: file (a log inside the file system, written 64K at a time) or wafs (a log region after it, written 4K at a time) [default: none].
+    #[arg(long, value_parser = ["none", "file", "wafs"])]
+    journal: Option<String>,
+    /// FFS: bytes of the journal's log [default: 1% of the device, from 1M to 64M].
+    #[arg(long, value_parser = parse_size)]
+    journal_size: Option<u64>,
 }
 
 impl FfsArgs {
@@ -111,6 +117,8 @@ impl FfsArgs {
         note(self.optim.is_some(), "--optim");
         note(self.sectors_per_track.is_some(), "--sectors-per-track");
         note(self.rps.is_some(), "--rps");
+        note(self.journal.is_some(), "--journal");
+        note(self.journal_size.is_some(), "--journal-size");
         given
     }
 
@@ -151,6 +159,12 @@ impl FfsArgs {
         if let Some(n) = self.rps {
             o.revolutions_per_second = n;
         }
+        o.journal = match self.journal.as_deref() {
+            Some("file") => JournalKind::File,
+            Some("wafs") => JournalKind::Wafs,
+            _ => JournalKind::None,
+        };
+        o.journal_bytes = self.journal_size;
         Ok(o)
     }
 }
@@ -230,7 +244,7 @@ pub fn run(args: &MkfsArgs) -> Result<(), String> {
             let options = args.ffs.options(args.block_size)?;
             // Checked before anything is created or written.
             let sb = fslab::ffs::plan(size, &options).map_err(|e| e.to_string())?;
-            Plan::Ffs(options, sb)
+            Plan::Ffs(options, Box::new(sb))
         }
     };
 
@@ -261,7 +275,17 @@ pub fn run(args: &MkfsArgs) -> Result<(), String> {
                 human(g.fpg as u64 * g.frag_size as u64),
                 g.ninodes(),
                 g.maxcontig
-            )?
+            )?;
+            let j = sb.journal;
+            if j.present() {
+                outln!(
+                    "fslab: with a {} journal of {} at fragment {}, written {} at a time",
+                    j.kind.name(),
+                    human(j.bytes),
+                    j.start,
+                    human(u64::from(j.unit))
+                )?;
+            }
         }
     }
     Ok(())
@@ -270,7 +294,7 @@ pub fn run(args: &MkfsArgs) -> Result<(), String> {
 /// What mkfs will make.
 enum Plan {
     Lfs(MkfsOptions),
-    Ffs(fslab::ffs::MkfsOptions, fslab::ffs::Superblock),
+    Ffs(fslab::ffs::MkfsOptions, Box<fslab::ffs::Superblock>),
 }
 
 fn make(path: &Path, size: u64, plan: &Plan) -> Result<(), String> {

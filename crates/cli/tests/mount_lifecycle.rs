@@ -84,12 +84,13 @@ fn mount_args<'a>(layout: Layout, extra: &[&'a str]) -> Vec<&'a str> {
 
 /// What a user does after the daemon of `image` was killed, before the
 /// next mount. LFS: nothing, its mount rolls forward. FFS with soft
-/// updates: nothing, the image holds only leaks and mounts. FFS: the mount
+/// updates: nothing, the image holds only leaks and mounts. FFS with its
+/// journal: nothing, the mount replays the log. FFS: the mount
 /// refuses the unclean image in one line that names the command to run;
 /// `fslab fsck --repair` then rebuilds the bitmaps and marks it clean
 /// (status 1, as e2fsck's "errors corrected").
 fn recover_after_a_kill(image: &Path, dir: &Path, layout: Layout) {
-    if layout.is_lfs() || layout == Layout::FfsSoftdep {
+    if layout.is_lfs() || matches!(layout, Layout::FfsSoftdep | Layout::FfsJournal) {
         return;
     }
     let refused = Mount::try_new(image, dir, Mode::Foreground, layout.mount_args())

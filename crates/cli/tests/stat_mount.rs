@@ -57,10 +57,11 @@ fn stat_and_clean_on(layout: Layout) {
             assert_eq!(layout_line, "layout                    LFS", "{before}");
             assert!(before.contains("cleaner policy"), "{before}");
         }
-        Layout::FfsSync | Layout::FfsAsync | Layout::FfsSoftdep => {
+        Layout::FfsSync | Layout::FfsAsync | Layout::FfsSoftdep | Layout::FfsJournal => {
             let mode = match layout {
                 Layout::FfsSync => "sync",
                 Layout::FfsAsync => "async",
+                Layout::FfsJournal => "journal",
                 _ => "softdep",
             };
             assert!(layout_line.starts_with(&format!("layout                    FFS, integrity={mode}, ")));

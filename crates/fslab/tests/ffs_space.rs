@@ -11,7 +11,7 @@ use fslab::ufs::{Creds, FileSystem};
 use std::sync::Arc;
 
 const ME: Creds = Creds { uid: 0, gid: 0 };
-const MODES: [Integrity; 3] = Integrity::ALL;
+const MODES: [Integrity; 5] = Integrity::ALL;
 
 fn options(integrity: Integrity) -> MountOptions {
     MountOptions { cache_bytes: 1 << 20, integrity, ..MountOptions::default() }
@@ -22,7 +22,11 @@ fn options(integrity: Integrity) -> MountOptions {
 fn fresh(bytes: u64, minfree: u32, integrity: Integrity) -> (Arc<MemDisk>, FileSystem<Ffs>) {
     let disk = Arc::new(MemDisk::new(bytes));
     let dev: Arc<dyn BlockDevice> = disk.clone();
-    let mkfs = MkfsOptions { group_size: 4 << 20, minfree, ..MkfsOptions::default() };
+    let journal = match integrity {
+        Integrity::Journal | Integrity::JournalSync => fslab::ffs::JournalKind::File,
+        _ => fslab::ffs::JournalKind::None,
+    };
+    let mkfs = MkfsOptions { group_size: 4 << 20, minfree, journal, ..MkfsOptions::default() };
     fslab::mkfs_ffs(dev.clone(), &mkfs, ME).expect("mkfs");
     let fs = FileSystem::new(Ffs::mount(dev, options(integrity)).expect("mount"));
     (disk, fs)

@@ -13,7 +13,9 @@ use std::sync::Arc;
 /// A fresh FFS image of 32 MiB, as bytes.
 fn fresh_image() -> Vec<u8> {
     let dev = Arc::new(MemDisk::new(32 << 20));
-    fslab::mkfs_ffs(dev.clone(), &MkfsOptions::default(), Creds::default()).expect("mkfs");
+    // With a journal, which every mode but the journal's leaves alone.
+    let mkfs = MkfsOptions { journal: fslab::ffs::JournalKind::File, ..MkfsOptions::default() };
+    fslab::mkfs_ffs(dev.clone(), &mkfs, Creds::default()).expect("mkfs");
     dev.snapshot()
 }
 
@@ -89,6 +91,15 @@ fn a_synchronous_mount_leaves_what_it_promised_to_a_ticket() {
             Integrity::Async => assert!(ticket.is_ready(), "nothing is promised"),
             Integrity::Softdep => {
                 assert!(ticket.is_ready(), "soft updates promise nothing synchronous at commit")
+            }
+            Integrity::Journal => {
+                assert!(ticket.is_ready(), "an asynchronous journal promises nothing at commit")
+            }
+            Integrity::JournalSync => {
+                assert!(ticket.seq() > 0 && !ticket.is_ready(), "the log's write is left to the caller");
+                let before = disk.flushes();
+                ticket.wait().expect("durable");
+                assert_eq!(disk.flushes(), before + 1, "one barrier makes it durable");
             }
         }
         fs.wait_outside(false);

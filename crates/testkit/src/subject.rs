@@ -238,7 +238,10 @@ impl FfsSubject {
         cache_bytes: u64,
         integrity: fslab::ffs::Integrity,
     ) -> fslab::Result<FfsSubject> {
-        let mkfs = fslab::ffs::MkfsOptions { group_size: 4 << 20, ..Default::default() };
+        let journaled =
+            matches!(integrity, fslab::ffs::Integrity::Journal | fslab::ffs::Integrity::JournalSync);
+        let journal = if journaled { fslab::ffs::JournalKind::File } else { fslab::ffs::JournalKind::None };
+        let mkfs = fslab::ffs::MkfsOptions { group_size: 4 << 20, journal, ..Default::default() };
         FfsSubject::new(disk_bytes, mkfs, cache_bytes, integrity)
     }
 
@@ -298,10 +301,13 @@ pub enum Layout {
     /// FFS with soft updates: writes delayed, but ordered so the image on
     /// the disk stays consistent.
     FfsSoftdep,
+    /// FFS with its journal (a `file` log, asynchronous commits).
+    FfsJournal,
 }
 
 /// Every layout, in the order tests run them.
-pub const LAYOUTS: [Layout; 4] = [Layout::Lfs, Layout::FfsSync, Layout::FfsAsync, Layout::FfsSoftdep];
+pub const LAYOUTS: [Layout; 5] =
+    [Layout::Lfs, Layout::FfsSync, Layout::FfsAsync, Layout::FfsSoftdep, Layout::FfsJournal];
 
 /// A test body that runs on a subject of any layout.
 pub trait WithSubject {
@@ -328,10 +334,11 @@ impl Layout {
                     None => body.run(subject),
                 }
             }
-            Layout::FfsSync | Layout::FfsAsync | Layout::FfsSoftdep => {
+            Layout::FfsSync | Layout::FfsAsync | Layout::FfsSoftdep | Layout::FfsJournal => {
                 let integrity = match self {
                     Layout::FfsSync => fslab::ffs::Integrity::Sync,
                     Layout::FfsAsync => fslab::ffs::Integrity::Async,
+                    Layout::FfsJournal => fslab::ffs::Integrity::Journal,
                     _ => fslab::ffs::Integrity::Softdep,
                 };
                 body.run(

@@ -16,7 +16,8 @@ use testkit::ops::{fill, Weights};
 use testkit::subject::{Layout, WithSubject};
 
 /// Makes one test per layout of each function named, which takes a
-/// [`Layout`]: `f::lfs`, `f::ffs_sync`, `f::ffs_async`, `f::ffs_softdep`.
+/// [`Layout`]: `f::lfs`, `f::ffs_sync`, `f::ffs_async`, `f::ffs_softdep`,
+/// `f::ffs_journal`.
 macro_rules! on_every_layout {
     ($($name:ident),* $(,)?) => {
         $(
@@ -36,6 +37,10 @@ macro_rules! on_every_layout {
                 #[test]
                 fn ffs_softdep() {
                     super::$name(testkit::subject::Layout::FfsSoftdep)
+                }
+                #[test]
+                fn ffs_journal() {
+                    super::$name(testkit::subject::Layout::FfsJournal)
                 }
             }
         )*

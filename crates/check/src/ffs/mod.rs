@@ -120,6 +120,15 @@ impl Model {
                 frags_free.set(f);
             }
         }
+        // A `file` journal's log lies in a group's data area, in use though
+        // no inode names it.
+        let j = &self.sb.journal;
+        if j.kind == fslab::ffs::JournalKind::File {
+            let log = j.start..j.start + j.bytes.div_ceil(geo.frag_size as u64);
+            for f in log.filter(|&f| geo.group_of(f) == g) {
+                frags_free.clear(geo.within_group(f));
+            }
+        }
         let (time, rotors) = match &scan.on_disk {
             Ok(cg) => (cg.time, cg.rotors()),
             Err(_) => (fslab::format::now_ns(), [0; 3]),

@@ -25,6 +25,7 @@ use super::{check_keeping_model, InodeRepair, Model};
 use crate::repair::{apply_namespace, changes_namespace, note, planned, MAX_ROUNDS};
 use crate::{check, Fatal, Fix, Options, Outcome};
 use disk::BlockDevice;
+use fslab::ffs::journal::Replayed;
 use fslab::ffs::geometry::Geometry;
 use fslab::ffs::layout::{SB_CLEAN, SUPERBLOCK_BYTES};
 use fslab::ffs::{Ffs, Frag, Integrity, MountOptions, Superblock};
@@ -42,7 +43,21 @@ pub(crate) fn fsck(
     options: &Options,
     progress: &mut dyn FnMut(&str),
 ) -> Result<Outcome, Fatal> {
+    // A journal mount's crash is put right by replaying its log, as mount
+    // does; a check that may not write replays onto a copy in memory.
+    let replayed = replay_journal(&dev, options.repair);
+    let dev = replayed.as_ref().map_or(dev, |(dev, _)| dev.clone());
     let (first, mut model) = check_keeping_model(dev.as_ref(), options, progress)?;
+    if let Some((_, done)) = &replayed {
+        progress(&format!(
+            "journal replayed: {} transactions, {} changes ({} revoked), {} blocks written{}",
+            done.transactions,
+            done.changes,
+            done.revoked,
+            done.blocks,
+            if options.repair { "" } else { " (to a copy in memory: -n writes nothing)" }
+        ));
+    }
     let mut outcome = Outcome { first: first.clone(), last: first, repaired: Vec::new(), failed: Vec::new() };
     if !options.repair {
         return Ok(outcome);
@@ -281,4 +296,20 @@ fn mark_unclean(dev: &dyn BlockDevice) -> bool {
     }
     let sb = Superblock { flags: sb.flags & !SB_CLEAN, ..sb };
     dev.write_at(0, &sb.encode()).is_ok() && dev.flush().is_ok()
+}
+
+/// Replays the journal of the FFS on `dev` if a journal mount's crash left
+/// it to replay: onto `dev` when `write`, else onto an overlay in memory.
+/// Returns the device to check then, and what the replay did.
+fn replay_journal(dev: &Arc<dyn BlockDevice>, write: bool) -> Option<(Arc<dyn BlockDevice>, Replayed)> {
+    use fslab::ffs::layout::{SB_CLEAN, SB_JOURNALED};
+    let sb = fslab::ffs::mkfs::read_superblock(dev.as_ref()).ok()?;
+    if sb.flags & SB_CLEAN != 0 || sb.flags & SB_JOURNALED == 0 || !sb.journal.present() {
+        return None;
+    }
+    let target: Arc<dyn BlockDevice> =
+        if write { dev.clone() } else { Arc::new(disk::ReadOnlyOverlay::new(dev.clone())) };
+    // A log that cannot be replayed leaves the image to the check.
+    let done = fslab::ffs::journal::replay(target.as_ref(), &sb).ok()?;
+    Some((target, done))
 }

@@ -31,6 +31,18 @@ pub fn fresh(bytes: u64) -> Arc<MemDisk> {
     dev
 }
 
+/// A fresh, empty FFS of `bytes` bytes for `integrity`: with a `file`
+/// journal for the journal's modes.
+pub fn fresh_for(bytes: u64, integrity: Integrity) -> Arc<MemDisk> {
+    if !matches!(integrity, Integrity::Journal | Integrity::JournalSync) {
+        return fresh(bytes);
+    }
+    let dev = Arc::new(MemDisk::new(bytes));
+    let mkfs = MkfsOptions { journal: fslab::ffs::JournalKind::File, ..mkfs_options() };
+    fslab::mkfs_ffs(dev.clone(), &mkfs, Creds::default()).expect("mkfs");
+    dev
+}
+
 /// Mounts `dev` in `integrity` mode, runs `body`, then unmounts — or with
 /// `crash`, drops the file system without unmounting.
 pub fn with_fs_in<T>(

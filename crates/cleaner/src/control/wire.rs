@@ -18,7 +18,8 @@ use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 pub(super) const MAGIC: &[u8; 4] = b"FSLC";
-pub(super) const VERSION: u32 = 6;
+/// Version 7: the journal's integrity modes (3, 4) in a mount report.
+pub(super) const VERSION: u32 = 7;
 
 pub(super) const OP_HELLO: u8 = 0;
 pub(super) const OP_SEGMENT_TABLE: u8 = 1;
@@ -512,6 +513,8 @@ pub(super) fn encode_mount(out: &mut Out, r: &MountReport) {
                 Integrity::Sync => 0,
                 Integrity::Async => 1,
                 Integrity::Softdep => 2,
+                Integrity::Journal => 3,
+                Integrity::JournalSync => 4,
             });
             out.u32(*cylinder_groups);
             for v in [
@@ -603,6 +606,8 @@ pub(super) fn decode_mount(r: &mut In) -> Result<MountReport> {
                 0 => Integrity::Sync,
                 1 => Integrity::Async,
                 2 => Integrity::Softdep,
+                3 => Integrity::Journal,
+                4 => Integrity::JournalSync,
                 _ => return Err(malformed()),
             };
             let cylinder_groups = r.u32()?;

@@ -16,7 +16,8 @@
 //! checkpoint, exit.
 //!
 //! The layout is the image's (its superblock's magic): LFS or FFS. FFS takes
-//! `-o integrity=sync|async|softdep`; LFS takes the cleaner.
+//! `-o integrity=sync|async|softdep|journal` (with `journal=sync|async`);
+//! LFS takes the cleaner.
 //!
 //! Cleaning (LFS): unless `-o cleaner=off`, the file system gets a cleaner of the
 //! chosen policy twice over: one writers run themselves when they are short
@@ -80,8 +81,11 @@ pub struct MountArgs {
     ///   cache=SIZE               buffer cache (e.g. 256M; the default)
     ///   checkpoint=SECONDS       seconds between automatic checkpoints (default 30)
     ///   cleaner=POLICY|off       LFS: greedy, cost-benefit or hot-cold (default hot-cold)
-    ///   integrity=sync|async|softdep   FFS: ordered synchronous metadata (default),
-    ///                            all delayed, or soft updates
+    ///   integrity=sync|async|softdep|journal   FFS: ordered synchronous metadata
+    ///                            (default), all delayed, soft updates, or the
+    ///                            journal (an image made with mkfs --journal)
+    ///   journal=async|sync       FFS journal: commits flushed once a second
+    ///                            (default), or namespace operations durable at return
     ///   log=FILE                 a background mount's messages, instead of the system log
     ///   exec, noexec             programs may run from the mount (default exec)
     ///   suid, dev                set-user-ID bits and device nodes take effect (root only)

@@ -120,6 +120,7 @@ const REFUSED: &[(&str, &str)] = &[
 /// a warning (returned) instead of an error.
 pub(super) fn parse(lists: &[String], sloppy: bool) -> Result<(Options, Vec<String>), String> {
     let mut options = Options::default();
+    let mut journal_sync: Option<bool> = None;
     let mut warnings = Vec::new();
     for option in lists.iter().flat_map(|list| list.split(',')).filter(|o| !o.is_empty()) {
         let (key, value) = match option.split_once('=') {
@@ -183,8 +184,13 @@ pub(super) fn parse(lists: &[String], sloppy: bool) -> Result<(Options, Vec<Stri
             }
             ("integrity", Some(name)) => {
                 options.integrity = Some(Integrity::from_name(name).ok_or_else(|| {
-                    format!("option integrity: '{name}' is not one of sync, async, softdep")
+                    format!("option integrity: '{name}' is not one of sync, async, softdep, journal")
                 })?)
+            }
+            ("journal", Some("sync")) => journal_sync = Some(true),
+            ("journal", Some("async")) => journal_sync = Some(false),
+            ("journal", Some(other)) => {
+                return Err(format!("option journal: '{other}' is not sync or async"))
             }
             ("log", Some("")) => return Err("option log: needs a file name (log=FILE)".to_string()),
             // Relative to where the command runs, not to where the
@@ -206,8 +212,8 @@ pub(super) fn parse(lists: &[String], sloppy: bool) -> Result<(Options, Vec<Stri
             }
             ("dirhash_check", None) => options.dirhash.check = true,
             (
-                "cache" | "checkpoint" | "cleaner" | "integrity" | "log" | "dirhash" | "dirhash_maxmem"
-                | "dirhash_minsize",
+                "cache" | "checkpoint" | "cleaner" | "integrity" | "journal" | "log" | "dirhash"
+                | "dirhash_maxmem" | "dirhash_minsize",
                 None,
             ) => return Err(format!("option {key} needs a value ({key}=...)")),
             (name, Some(_)) if ACCEPTED.contains(&name) || is_flag(name) => {
@@ -216,6 +222,13 @@ pub(super) fn parse(lists: &[String], sloppy: bool) -> Result<(Options, Vec<Stri
             _ if sloppy => warnings.push(format!("ignoring unknown mount option '{option}'")),
             _ => return Err(format!("unknown mount option '{option}'")),
         }
+    }
+    if let Some(sync) = journal_sync {
+        options.integrity = match options.integrity {
+            Some(Integrity::Journal | Integrity::JournalSync) if sync => Some(Integrity::JournalSync),
+            Some(Integrity::Journal | Integrity::JournalSync) => Some(Integrity::Journal),
+            _ => return Err("option journal: goes with integrity=journal".into()),
+        };
     }
     Ok((options, warnings))
 }
@@ -333,7 +346,10 @@ mod tests {
             "log",
             "log=",
             "integrity",
-            "integrity=journal",
+            "integrity=jbd2",
+            "journal=sync",
+            "integrity=softdep,journal=async",
+            "integrity=journal,journal=later",
         ] {
             assert!(one(bad).is_err(), "{bad}");
         }
@@ -354,11 +370,25 @@ mod tests {
     }
 
     #[test]
+    fn integrity_journal_takes_its_commit_from_the_journal_option() {
+        assert_eq!(one("integrity=journal").map(|o| o.ffs().integrity), Ok(Integrity::Journal));
+        assert_eq!(
+            one("integrity=journal,journal=sync").map(|o| o.ffs().integrity),
+            Ok(Integrity::JournalSync)
+        );
+        assert_eq!(
+            one("journal=async,integrity=journal-sync").map(|o| o.ffs().integrity),
+            Ok(Integrity::Journal),
+            "journal= decides, wherever it stands"
+        );
+    }
+
+    #[test]
     fn an_unknown_integrity_mode_is_refused_naming_every_mode() {
-        for bad in ["journal", "Softdep", "soft", ""] {
+        for bad in ["wapbl", "Softdep", "soft", ""] {
             assert_eq!(
                 one(&format!("integrity={bad}")).map(|o| o.integrity),
-                Err(format!("option integrity: '{bad}' is not one of sync, async, softdep")),
+                Err(format!("option integrity: '{bad}' is not one of sync, async, softdep, journal")),
                 "integrity={bad}"
             );
         }

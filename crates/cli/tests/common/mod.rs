@@ -649,6 +649,8 @@ pub enum Layout {
     /// FFS with soft updates: writes delayed, in an order that keeps the
     /// image consistent.
     FfsSoftdep,
+    /// FFS with its journal: a `file` log, asynchronous commits.
+    FfsJournal,
 }
 
 impl Layout {
@@ -657,6 +659,7 @@ impl Layout {
         match self {
             Layout::Lfs => &[],
             Layout::FfsSync | Layout::FfsAsync | Layout::FfsSoftdep => &["--layout", "ffs"],
+            Layout::FfsJournal => &["--layout", "ffs", "--journal", "file"],
         }
     }
 
@@ -667,6 +670,7 @@ impl Layout {
             Layout::FfsSync => &["-o", "integrity=sync"],
             Layout::FfsAsync => &["-o", "integrity=async"],
             Layout::FfsSoftdep => &["-o", "integrity=softdep"],
+            Layout::FfsJournal => &["-o", "integrity=journal"],
         }
     }
 
@@ -685,7 +689,7 @@ pub fn mkfs_layout(image: &Path, size: &str, layout: Layout, extra: &[&str]) {
 
 /// Makes one test per layout of each function named, which takes a
 /// [`Layout`]: `on_every_layout!(f)` makes the tests `f::lfs`,
-/// `f::ffs_sync`, `f::ffs_async` and `f::ffs_softdep`.
+/// `f::ffs_sync`, `f::ffs_async`, `f::ffs_softdep` and `f::ffs_journal`.
 #[macro_export]
 macro_rules! on_every_layout {
     ($($name:ident),* $(,)?) => {
@@ -706,6 +710,10 @@ macro_rules! on_every_layout {
                 #[test]
                 fn ffs_softdep() {
                     super::$name($crate::common::Layout::FfsSoftdep)
+                }
+                #[test]
+                fn ffs_journal() {
+                    super::$name($crate::common::Layout::FfsJournal)
                 }
             }
         )*

@@ -171,6 +171,13 @@ pub struct BufferCache {
     /// The latest write of any buffer evicted since: what a block no longer
     /// cached waits for to be durable.
     evicted_written: Seq,
+    /// While a journal runs: each block changed since the last
+    /// [`take_changes`](Self::take_changes), with its contents before the
+    /// first of those changes (`None`: it was not cached, a new block).
+    /// Holding the old contents costs nothing until the change: the
+    /// change copies the buffer (`Arc::make_mut`) instead of writing it in
+    /// place.
+    changes: Option<IntMap<BlockKey, Option<BlockData>>>,
 }
 
 impl BufferCache {
@@ -187,6 +194,37 @@ impl BufferCache {
             probation: VecDeque::new(),
             on_probation: 0,
             evicted_written: 0,
+            changes: None,
+        }
+    }
+
+    /// Starts keeping, for each block changed, its contents before the
+    /// change (what a journal diffs against).
+    pub fn keep_changes(&mut self) {
+        self.changes.get_or_insert_with(IntMap::default);
+    }
+
+    /// The blocks changed since the last call, each with its contents
+    /// before the first change; the record starts again empty.
+    pub fn take_changes(&mut self) -> Vec<(BlockKey, Option<BlockData>)> {
+        let Some(changes) = self.changes.as_mut() else { return Vec::new() };
+        let mut out: Vec<_> = std::mem::take(changes).into_iter().collect();
+        out.sort_unstable_by_key(|&(k, _)| k);
+        out
+    }
+
+    /// The contents of `key` before its first change since the last
+    /// [`take_changes`](Self::take_changes): `None` if it has not changed
+    /// since, `Some(None)` if it was not cached then.
+    pub fn before_changes(&self, key: BlockKey) -> Option<Option<BlockData>> {
+        self.changes.as_ref()?.get(&key).cloned()
+    }
+
+    /// Notes that `key` is about to change, keeping its contents first.
+    fn changing(&mut self, key: BlockKey) {
+        if let Some(changes) = self.changes.as_mut() {
+            let buffers = &self.buffers;
+            changes.entry(key).or_insert_with(|| buffers.get(&key).map(|b| b.data.clone()));
         }
     }
 
@@ -237,6 +275,9 @@ impl BufferCache {
     /// Mutable contents of a cached block, which becomes dirty. Returns
     /// `None` if `key` is not cached.
     pub fn get_mut_dirty(&mut self, key: BlockKey) -> Option<&mut [u8]> {
+        if self.buffers.contains_key(&key) {
+            self.changing(key);
+        }
         self.mark_dirty(key);
         self.buffers.get_mut(&key).map(|b| &mut Arc::make_mut(&mut b.data)[..])
     }
@@ -266,6 +307,9 @@ impl BufferCache {
     /// Room is made first, so the block just inserted is never the one
     /// evicted: a caller may use it right away.
     pub fn insert(&mut self, key: BlockKey, data: BlockData, dirty: bool) {
+        if dirty {
+            self.changing(key);
+        }
         let mut pins = 0;
         if let Some(mut old) = self.buffers.remove(&key) {
             self.keys.remove(&key);

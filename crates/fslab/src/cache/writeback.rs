@@ -106,6 +106,9 @@ pub enum WriteAs {
     /// recomputed in the copy. The buffer stays dirty with its real
     /// contents, to be written again once they may go.
     RolledBack(BlockData),
+    /// Nothing: the block may not reach the disk yet (a journal's new
+    /// block whose first contents are not yet logged). It stays dirty.
+    Held,
 }
 
 /// What an integrity scheme does around each block write.
@@ -187,6 +190,7 @@ pub fn write_back(
                 WriteAs::Cached => (data, false),
                 WriteAs::Sealed(copy) => (copy, false),
                 WriteAs::RolledBack(copy) => (copy, true),
+                WriteAs::Held => continue,
             };
             if data.len() < p.bytes {
                 return Err(errno(libc::EINVAL, "write hook gave back fewer bytes than the block"));

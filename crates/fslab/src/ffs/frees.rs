@@ -49,16 +49,21 @@ pub(super) enum FreeWhen {
     Now,
     /// Once the current contents of these blocks — the blocks that held
     /// the last pointer, without it now — are durable. (The modes that
-    /// answer this are soft updates and, later, the journal; `sync` and
-    /// `async` free at once.)
+    /// answer this are soft updates; `sync` and `async` free at once.)
     Durable(Vec<BlockKey>),
+    /// Once the journal's transaction with this sequence number is
+    /// durable in the log. What the disk's groups hold shows the free at
+    /// once — the transaction logs the bitmaps with it — and only the
+    /// allocator waits (jbd2's rule: nothing freed in a transaction is
+    /// reused before it commits).
+    Committed(u64),
 }
 
 /// A free waiting for its blocks to be durable.
 #[derive(Debug, Clone)]
 pub(super) struct PendingFree {
-    what: Freed,
-    after: Vec<BlockKey>,
+    pub(super) what: Freed,
+    pub(super) when: FreeWhen,
 }
 
 impl Ffs {
@@ -69,8 +74,17 @@ impl Ffs {
         self.leak_scan_freeing(what);
         match self.mode().free_when(self, ino, what)? {
             FreeWhen::Now => self.free_now(what),
-            FreeWhen::Durable(after) => {
-                self.pending_frees.push(PendingFree { what, after });
+            when => {
+                if matches!(when, FreeWhen::Committed(_)) {
+                    // Its group goes into the transaction, showing the free.
+                    let geo = self.sb.geometry;
+                    let cg = match what {
+                        Freed::Frags { start, .. } => geo.group_of(start),
+                        Freed::Inode { ino, .. } => geo.ino_group(ino),
+                    };
+                    self.alloc.touch(cg);
+                }
+                self.pending_frees.push(PendingFree { what, when });
                 Ok(())
             }
         }
@@ -156,10 +170,17 @@ impl Ffs {
             return Ok(0);
         }
         let durable = self.queue.durable();
+        let committed = self.mode().committed_through(durable);
         let cache = &self.cache;
-        let (ready, waiting): (Vec<PendingFree>, Vec<PendingFree>) = std::mem::take(&mut self.pending_frees)
-            .into_iter()
-            .partition(|p| p.after.iter().all(|&k| cache.durable_after(k).is_some_and(|seq| seq <= durable)));
+        let ready = |p: &PendingFree| match &p.when {
+            FreeWhen::Now => true,
+            FreeWhen::Durable(after) => {
+                after.iter().all(|&k| cache.durable_after(k).is_some_and(|seq| seq <= durable))
+            }
+            FreeWhen::Committed(seq) => *seq <= committed,
+        };
+        let (ready, waiting): (Vec<PendingFree>, Vec<PendingFree>) =
+            std::mem::take(&mut self.pending_frees).into_iter().partition(ready);
         self.pending_frees = waiting;
         let released = ready.len();
         for p in ready {
@@ -194,12 +215,19 @@ impl Ffs {
     pub(super) fn release_all_frees(&mut self) -> Result<bool> {
         let mut released = 0;
         for _ in 0..super::fs::SYNC_ROUNDS {
+            self.mode().force_commits(self)?;
             released += self.release_durable_frees()?;
             if self.pending_frees.is_empty() {
                 break;
             }
-            let mut keys: Vec<BlockKey> =
-                self.pending_frees.iter().flat_map(|p| p.after.iter().copied()).collect();
+            let mut keys: Vec<BlockKey> = self
+                .pending_frees
+                .iter()
+                .flat_map(|p| match &p.when {
+                    FreeWhen::Durable(after) => after.clone(),
+                    _ => Vec::new(),
+                })
+                .collect();
             let halfway = self.tx.in_namespace_op();
             for ino in self.cache.dirty_inodes() {
                 if ino != crate::cache::DEVICE && !(halfway && self.is_namespace_file(ino)) {

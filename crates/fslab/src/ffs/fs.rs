@@ -9,7 +9,7 @@
 
 use super::alloc::Allocator;
 use super::integrity::{mode_for, IntegrityMode, WriteContext};
-use super::layout::{Superblock, SB_CLEAN, SB_SOFTDEP, SUPERBLOCK_BYTES};
+use super::layout::{Superblock, SB_CLEAN, SB_JOURNALED, SB_SOFTDEP, SUPERBLOCK_BYTES};
 use super::mkfs::{read_group, read_superblock};
 use crate::cache::{
     device_addr, device_key, write_back, BlockData, BlockKey, BufferCache, CacheLimits, IntMap, Placement,
@@ -47,11 +47,21 @@ pub enum Integrity {
     /// others rolled back in the copy written). A crash leaves only leaks;
     /// the image mounts without fsck.
     Softdep,
+    /// A write-ahead log of metadata (2000 paper §5, LFFS), committed
+    /// asynchronously: integrity without durability, like soft updates
+    /// (§6); the log is flushed by fsync, sync and once a second. After a
+    /// crash, mount replays the log and needs no fsck.
+    Journal,
+    /// The journal with synchronous commits: a create, remove, rename,
+    /// link, mkdir or rmdir is durable when it returns (FFS's promise,
+    /// §6), operations finishing together sharing a flush.
+    JournalSync,
 }
 
 impl Integrity {
     /// Every mode, in the order of the 2000 paper's tables.
-    pub const ALL: [Integrity; 3] = [Integrity::Sync, Integrity::Async, Integrity::Softdep];
+    pub const ALL: [Integrity; 5] =
+        [Integrity::Sync, Integrity::Async, Integrity::Softdep, Integrity::Journal, Integrity::JournalSync];
 
     /// The name `-o integrity=` takes and `fslab stat` shows.
     pub fn name(self) -> &'static str {
@@ -59,6 +69,8 @@ impl Integrity {
             Integrity::Sync => "sync",
             Integrity::Async => "async",
             Integrity::Softdep => "softdep",
+            Integrity::Journal => "journal",
+            Integrity::JournalSync => "journal-sync",
         }
     }
 
@@ -240,18 +252,26 @@ impl Ffs {
     /// group, validated. Fails with EUCLEAN if the image was not unmounted
     /// cleanly (run `fslab fsck --repair` first).
     pub fn mount(dev: Arc<dyn BlockDevice>, options: MountOptions) -> Result<Ffs> {
-        let sb = read_superblock(dev.as_ref())?;
+        let mut sb = read_superblock(dev.as_ref())?;
+        // A journal mount's crash leaves nothing that replaying its log
+        // does not put right (on a read-only mount, the overlay takes the
+        // replay's writes).
+        let replayed = sb.flags & SB_CLEAN == 0 && sb.flags & SB_JOURNALED != 0 && sb.journal.present();
+        if replayed {
+            super::journal::replay(dev.as_ref(), &sb)?;
+            sb = read_superblock(dev.as_ref())?;
+        }
         // Soft updates leave an image that needs no fsck after a crash:
         // nothing is wrong on it but leaks (blocks and inodes held that
         // nothing names, link counts too high).
         let softdep_image = sb.flags & SB_SOFTDEP != 0;
-        if sb.flags & SB_CLEAN == 0 && !options.allow_unclean && !softdep_image {
+        if sb.flags & SB_CLEAN == 0 && !options.allow_unclean && !softdep_image && !replayed {
             return Err(errno(
                 libc::EUCLEAN,
                 "the file system was not unmounted cleanly: run `fslab fsck --repair` on it first",
             ));
         }
-        let unclean = sb.flags & SB_CLEAN == 0;
+        let unclean = sb.flags & SB_CLEAN == 0 && !replayed;
         let groups = (0..sb.geometry.ncg)
             .map(|cg| {
                 read_group(dev.as_ref(), &sb, cg).map_err(|e| match e {
@@ -306,12 +326,20 @@ impl Ffs {
         };
         // In use from now on: a crash leaves the image marked unclean, and
         // says whether soft updates kept it.
-        ffs.sb.flags &= !(SB_CLEAN | SB_SOFTDEP);
-        if ffs.options.integrity == Integrity::Softdep {
-            ffs.sb.flags |= SB_SOFTDEP;
+        ffs.sb.flags &= !(SB_CLEAN | SB_SOFTDEP | SB_JOURNALED);
+        match ffs.options.integrity {
+            Integrity::Softdep => ffs.sb.flags |= SB_SOFTDEP,
+            Integrity::Journal | Integrity::JournalSync => {
+                ffs.sb.flags |= SB_JOURNALED;
+                // Transactions of this mount carry its generation, so that
+                // replay never takes an older mount's for its own.
+                ffs.sb.journal.generation += 1;
+            }
+            _ => {}
         }
         ffs.write_superblock()?;
         ffs.queue.flush()?;
+        ffs.mode().mounted(&mut ffs)?;
         ffs.reclaim_orphans()?;
         if unclean && softdep_image && !ffs.options.allow_unclean {
             ffs.begin_leak_scan();
@@ -394,6 +422,20 @@ impl Ffs {
         self.sb_stored = Some(Superblock { time: 0, ..self.sb });
     }
 
+    /// Whether the superblock as stored in its buffer differs from what it
+    /// would store now in more than its time and totals (which are a hint:
+    /// the groups are the truth) — what a journal logs of it.
+    pub(super) fn superblock_needs_store(&self) -> bool {
+        let now =
+            Superblock { time: 0, totals: self.sb_stored.map_or(self.sb.totals, |s| s.totals), ..self.sb };
+        self.sb_stored.is_none_or(|stored| Superblock { policy: now.policy, ..stored } != now)
+    }
+
+    /// What the journal has done since mount, on a journal mount.
+    pub fn journal_stats(&self) -> Option<super::JournalStats> {
+        self.mode.journal_stats()
+    }
+
     /// [`Ffs::write_superblock`] unless nothing but its time would change:
     /// the superblock as last stored is what it would store, and that copy
     /// is not waiting to be written. A sync's every round wrote it, one
@@ -432,6 +474,17 @@ impl Ffs {
             self.write_placements(&mut placements)?;
             self.queue.flush()?;
         }
+        let (changed, mut placements) = self.store_groups();
+        let last = self.write_placements(&mut placements)?;
+        self.mode().groups_written(&changed, last);
+        Ok(())
+    }
+
+    /// Encodes every cylinder group changed since the last call into its
+    /// cached blocks, which become dirty; returns the groups and their
+    /// blocks. A free a journal defers shows as done in what is stored
+    /// (`FreeWhen::Committed`): only the allocator waits for it.
+    pub(super) fn store_groups(&mut self) -> (Vec<u32>, Vec<Placement>) {
         let geo = self.sb.geometry;
         let now = now_ns();
         let bs = self.block_size();
@@ -441,6 +494,21 @@ impl Ffs {
             let Some(group) = self.alloc.groups().get(cg as usize) else { continue };
             let mut group = group.clone();
             group.time = now;
+            for p in &self.pending_frees {
+                if !matches!(p.when, super::frees::FreeWhen::Committed(_)) {
+                    continue;
+                }
+                // Refused only for what is free already: nothing to show.
+                let _ = match p.what {
+                    super::frees::Freed::Frags { start, count } if geo.group_of(start) == cg => {
+                        group.free(geo.within_group(start), count)
+                    }
+                    super::frees::Freed::Inode { ino, is_dir } if geo.ino_group(ino) == cg => {
+                        group.free_inode(geo.ino_slot(ino), is_dir)
+                    }
+                    _ => Ok(()),
+                };
+            }
             // The area goes into the cache block by block, like any
             // metadata, and out through write-back (one clustered write).
             let area = group.encode(&geo, self.sb.fs_id);
@@ -452,9 +520,7 @@ impl Ffs {
                 placements.push(Placement { key: device_key(addr), addr, bytes: bs });
             }
         }
-        let last = self.write_placements(&mut placements)?;
-        self.mode().groups_written(&changed, last);
-        Ok(())
+        (changed, placements)
     }
 
     /// Where each of `keys` goes and how many of its bytes: a device block
@@ -497,6 +563,8 @@ impl Ffs {
     }
 
     fn write_placements_to(&mut self, placements: &mut [Placement], now: bool) -> Result<Seq> {
+        let keys: Vec<BlockKey> = placements.iter().map(|p| p.key).collect();
+        self.mode().writes_starting(self, &keys)?;
         let max_run = self.sb.geometry.maxcontig as usize * self.block_size();
         let unit = self.frag_size();
         let mode = self.mode();
@@ -593,6 +661,7 @@ impl Ffs {
                 "soft updates: blocks still wait for their dependencies after a sync",
             ));
         }
+        self.mode().synced(self)?;
         self.stats.syncs += 1;
         self.last_sync = self.options.clock.now();
         Ok(())
@@ -702,6 +771,7 @@ impl Ffs {
         }
         self.write_superblock()?;
         self.queue.flush()?;
+        self.mode().synced(self)?;
         self.unmounted = true;
         Ok(())
     }
@@ -735,6 +805,7 @@ impl WriteHooks for FfsHooks<'_> {
             WriteAs::Cached => WriteAs::Sealed(seal(data)),
             WriteAs::Sealed(copy) => WriteAs::Sealed(seal(&copy)),
             WriteAs::RolledBack(copy) => WriteAs::RolledBack(seal(&copy)),
+            WriteAs::Held => WriteAs::Held,
         })
     }
 

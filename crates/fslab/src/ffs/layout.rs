@@ -22,8 +22,9 @@ pub const SUPERBLOCK_MAGIC: &[u8; 8] = b"fslabFFS";
 /// The FFS format version this code writes (at mkfs) and reads. Version 3
 /// checksums indirect blocks per sector (`format::blockno`); versions 1
 /// and 2 carry a trailer, and keep it: an image keeps the version it was
-/// made with.
-pub const FORMAT_VERSION: u32 = 3;
+/// made with. Version 4 adds the journal's fields (superblock bytes
+/// 168..216), zero on an image without a journal.
+pub const FORMAT_VERSION: u32 = 4;
 /// The first version whose indirect blocks are sectored.
 pub const SECTORED_INDIRECT_VERSION: u32 = 3;
 /// The oldest FFS format version this code reads: version 1 lacks only the
@@ -40,8 +41,93 @@ pub const SB_CLEAN: u32 = 0x1;
 /// updates, which leave nothing on it after a crash but leaks: it may be
 /// mounted again without fsck.
 pub const SB_SOFTDEP: u32 = 0x2;
+/// Superblock flag: the image is (or was, at a crash) mounted with its
+/// journal: a crash left nothing on it that replaying the log does not
+/// put right.
+pub const SB_JOURNALED: u32 = 0x4;
 
 const SB_CRC: usize = 12;
+/// Where the journal's checkpoint (tail, tail sequence) lies in the
+/// superblock: written by the journal itself, never from a logged image.
+const SB_JOURNAL_TAIL: usize = 192;
+const SB_JOURNAL_TAIL_SEQ: usize = 200;
+
+/// Where an FFS keeps its journal, if it has one (2000 paper §5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum JournalKind {
+    /// No journal: the image cannot be mounted with `integrity=journal`.
+    #[default]
+    None,
+    /// A preallocated region inside the file system, in one group's data
+    /// area (LFFS-file, §5.1), written in clusters.
+    File,
+    /// A region past the last cylinder group, outside the file system
+    /// (LFFS-wafs on the same disk, §5.2), written a log block at a time.
+    Wafs,
+}
+
+impl JournalKind {
+    /// The name `fslab mkfs --journal` takes and `fslab dump` shows.
+    pub fn name(self) -> &'static str {
+        match self {
+            JournalKind::None => "none",
+            JournalKind::File => "file",
+            JournalKind::Wafs => "wafs",
+        }
+    }
+
+    fn code(self) -> u32 {
+        match self {
+            JournalKind::None => 0,
+            JournalKind::File => 1,
+            JournalKind::Wafs => 2,
+        }
+    }
+}
+
+/// The journal as the superblock records it (FORMAT.md, "Journal").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct JournalInfo {
+    /// Where the log lives; `None` for an image without one.
+    pub kind: JournalKind,
+    /// Bytes of one log write: 64 KiB for `file`, 4 KiB for `wafs`
+    /// (2000 paper §8.1).
+    pub unit: u32,
+    /// First fragment of the log region.
+    pub start: Frag,
+    /// Bytes in the log region (a multiple of the log block, 4096).
+    pub bytes: u64,
+    /// The checkpoint: the log position (bytes since the log began, never
+    /// wrapped) of the oldest transaction whose changes may not all be at
+    /// home yet. Replay starts here.
+    pub tail: u64,
+    /// The sequence number of the transaction at `tail`.
+    pub tail_seq: u64,
+    /// Mounts that have written the image: each transaction carries the
+    /// generation it was written in.
+    pub generation: u64,
+}
+
+impl JournalInfo {
+    /// Whether the image has a journal.
+    pub fn present(&self) -> bool {
+        self.kind != JournalKind::None
+    }
+}
+
+/// Writes the journal's checkpoint into an encoded superblock and seals it
+/// again: what the journal does to every copy of the primary superblock
+/// it lets reach the disk, whatever image of it was logged.
+pub fn patch_journal_checkpoint(bytes: &mut [u8], tail: u64, tail_seq: u64) {
+    if bytes.len() < SUPERBLOCK_BYTES {
+        return;
+    }
+    let mut e = Encoder::new(bytes);
+    e.u64(SB_JOURNAL_TAIL, tail);
+    e.u64(SB_JOURNAL_TAIL_SEQ, tail_seq);
+    let crc = crc32c_skipping(&bytes[..SUPERBLOCK_BYTES], SB_CRC);
+    Encoder::new(bytes).u32(SB_CRC, crc);
+}
 const CG_CRC: usize = 4;
 
 /// What `rotdelay` is given in (1993 paper §5.2.1 speaks of milliseconds,
@@ -129,6 +215,8 @@ pub struct Superblock {
     /// The format version the image was made with (what it is written
     /// back with).
     pub version: u32,
+    /// The journal, if the image has one (format version 4).
+    pub journal: JournalInfo,
 }
 
 impl Superblock {
@@ -184,6 +272,16 @@ impl Superblock {
         e.u64(144, t.free_inodes);
         e.u64(152, t.directories);
         e.u64(160, self.orphan_head);
+        let j = &self.journal;
+        if j.present() {
+            e.u32(168, j.kind.code());
+            e.u32(172, j.unit);
+            e.u64(176, j.start);
+            e.u64(184, j.bytes);
+            e.u64(SB_JOURNAL_TAIL, j.tail);
+            e.u64(SB_JOURNAL_TAIL_SEQ, j.tail_seq);
+            e.u64(208, j.generation);
+        }
         let crc = crc32c_skipping(&out, SB_CRC);
         Encoder::new(&mut out).u32(SB_CRC, crc);
         out
@@ -261,6 +359,7 @@ impl Superblock {
             revolutions_per_second: u32_at(116)?,
         };
         check_policy(&policy).map_err(bad)?;
+        let journal = decode_journal(&d).map_err(bad)?;
         Ok(Superblock {
             geometry,
             policy,
@@ -276,9 +375,53 @@ impl Superblock {
             },
             orphan_head: d.u64(160).map_err(oob)?,
             version,
+            journal,
         })
     }
 }
+
+/// The journal's fields (zero before version 4), checked for what the
+/// superblock alone can say; where the region lies against the groups is
+/// checked at mount and by fsck.
+fn decode_journal(d: &Decoder) -> std::result::Result<JournalInfo, String> {
+    let oob = |_| "journal field out of bounds".to_string();
+    let kind = match d.u32(168).map_err(oob)? {
+        0 => return Ok(JournalInfo::default()),
+        1 => JournalKind::File,
+        2 => JournalKind::Wafs,
+        k => return Err(format!("journal kind {k} is none of none (0), file (1), wafs (2)")),
+    };
+    let j = JournalInfo {
+        kind,
+        unit: d.u32(172).map_err(oob)?,
+        start: d.u64(176).map_err(oob)?,
+        bytes: d.u64(184).map_err(oob)?,
+        tail: d.u64(SB_JOURNAL_TAIL).map_err(oob)?,
+        tail_seq: d.u64(SB_JOURNAL_TAIL_SEQ).map_err(oob)?,
+        generation: d.u64(208).map_err(oob)?,
+    };
+    if !j.unit.is_power_of_two() || !(LOG_BLOCK..=MAX_LOG_UNIT).contains(&j.unit) {
+        return Err(format!(
+            "journal write unit {} is not a power of two from {LOG_BLOCK} to {MAX_LOG_UNIT}",
+            j.unit
+        ));
+    }
+    if j.bytes < MIN_LOG_BYTES || !j.bytes.is_multiple_of(u64::from(j.unit)) {
+        return Err(format!(
+            "journal of {} bytes is not a multiple of its write unit {} of at least {MIN_LOG_BYTES}",
+            j.bytes, j.unit
+        ));
+    }
+    Ok(j)
+}
+
+/// Bytes of a log block: the journal's smallest write (2000 paper §8.1,
+/// LFFS-wafs).
+pub const LOG_BLOCK: u32 = 4096;
+/// The largest log write unit a superblock may name.
+pub const MAX_LOG_UNIT: u32 = 1 << 20;
+/// The smallest journal: room for the largest transaction twice over.
+pub const MIN_LOG_BYTES: u64 = 1 << 20;
 
 /// Checks allocation parameters; says what is wrong.
 pub fn check_policy(p: &Policy) -> std::result::Result<(), String> {
@@ -451,6 +594,7 @@ mod tests {
             totals: Totals { free_blocks: 100, free_frags: 3, free_inodes: 2000, directories: 1 },
             orphan_head: 0,
             version: FORMAT_VERSION,
+            journal: JournalInfo::default(),
         }
     }
 
@@ -466,8 +610,8 @@ mod tests {
         let sb = Superblock { orphan_head: 99, ..sample() };
         assert_eq!(Superblock::decode(&sb.encode(), 0).expect("valid").orphan_head, 99);
         assert_eq!(Superblock::decode(&with_version(1), 0).expect("version 1 is read").orphan_head, 0);
-        let err = Superblock::decode(&with_version(4), 0).expect_err("a newer version is refused");
-        assert!(err.to_string().contains("version 4"), "{err}");
+        let err = Superblock::decode(&with_version(5), 0).expect_err("a newer version is refused");
+        assert!(err.to_string().contains("version 5"), "{err}");
         let old = Superblock::decode(&with_version(2), 0).expect("version 2 is read");
         assert_eq!(old.version, 2, "and written back as version 2");
         assert!(!old.indirect_geometry().sectored, "with the indirect blocks it was made with");

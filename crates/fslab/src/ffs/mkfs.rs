@@ -10,7 +10,10 @@
 
 use super::cg::CylinderGroup;
 use super::geometry::{Geometry, MAX_MAXCONTIG, MIN_GROUP_DATA_BLOCKS};
-use super::layout::{check_policy, Optim, Policy, RotDelay, Superblock, Totals, SB_CLEAN, SUPERBLOCK_BYTES};
+use super::layout::{
+    check_policy, JournalInfo, JournalKind, Optim, Policy, RotDelay, Superblock, Totals, LOG_BLOCK,
+    MIN_LOG_BYTES, SB_CLEAN, SUPERBLOCK_BYTES,
+};
 use super::Frag;
 use crate::error::Error;
 use crate::format::inode::INODE_SIZE;
@@ -60,7 +63,25 @@ pub struct MkfsOptions {
     pub minfree: u32,
     /// `None`: time when `minfree` ≥ 10%, else space (as `newfs`).
     pub optim: Option<Optim>,
+    /// A journal, for `integrity=journal` (2000 paper §5): where its log
+    /// lives; `JournalKind::None` for none.
+    pub journal: JournalKind,
+    /// Bytes of the log; `None`: 1% of the device (LFFS-file's size,
+    /// §5.1), from 1 MiB to 64 MiB (WAPBL's bounds).
+    pub journal_bytes: Option<u64>,
 }
+
+/// Bytes of one log write for a journal of `kind` (2000 paper §8.1:
+/// LFFS-file clusters eight 8 KiB blocks, LFFS-wafs writes 4 KB).
+pub fn journal_unit(kind: JournalKind) -> u32 {
+    match kind {
+        JournalKind::File => 64 << 10,
+        JournalKind::None | JournalKind::Wafs => LOG_BLOCK,
+    }
+}
+
+/// The largest default journal (WAPBL's bound, 64 MiB).
+const MAX_DEFAULT_LOG_BYTES: u64 = 64 << 20;
 
 impl Default for MkfsOptions {
     fn default() -> Self {
@@ -80,6 +101,8 @@ impl Default for MkfsOptions {
             maxbpg: None,
             minfree: 10,
             optim: None,
+            journal: JournalKind::None,
+            journal_bytes: None,
         }
     }
 }
@@ -92,6 +115,72 @@ fn refuse(why: String) -> Error {
 /// (file-system id 0 and times 0; [`mkfs`] fills them in), or why the
 /// options cannot make a file system there.
 pub fn plan(device_bytes: u64, options: &MkfsOptions) -> Result<Superblock> {
+    let log_bytes = journal_bytes(device_bytes, options)?;
+    // A `wafs` log takes the end of the device; the file system the rest.
+    let fs_bytes = match options.journal {
+        JournalKind::Wafs => device_bytes.checked_sub(log_bytes).filter(|&b| b > 0).ok_or_else(|| {
+            refuse(format!("a journal of {log_bytes} bytes does not fit a device of {device_bytes} bytes"))
+        })?,
+        _ => device_bytes,
+    };
+    let mut sb = plan_groups(fs_bytes, options)?;
+    let geo = sb.geometry;
+    let unit = journal_unit(options.journal);
+    sb.journal = match options.journal {
+        JournalKind::None => JournalInfo::default(),
+        JournalKind::Wafs => {
+            let start = (device_bytes - log_bytes) / geo.frag_size as u64;
+            JournalInfo { kind: JournalKind::Wafs, unit, start, bytes: log_bytes, ..JournalInfo::default() }
+        }
+        JournalKind::File => {
+            let (start, bytes) = file_log_place(&geo, log_bytes)?;
+            JournalInfo { kind: JournalKind::File, unit, start, bytes, ..JournalInfo::default() }
+        }
+    };
+    Ok(sb)
+}
+
+/// The log's size: as asked, or 1% of the device within the default
+/// bounds, a whole number of write units and at least `MIN_LOG_BYTES`.
+fn journal_bytes(device_bytes: u64, options: &MkfsOptions) -> Result<u64> {
+    if options.journal == JournalKind::None {
+        if options.journal_bytes.is_some() {
+            return Err(refuse("a journal size needs a journal (--journal file or wafs)".into()));
+        }
+        return Ok(0);
+    }
+    let unit = journal_unit(options.journal) as u64;
+    let wanted =
+        options.journal_bytes.unwrap_or((device_bytes / 100).clamp(MIN_LOG_BYTES, MAX_DEFAULT_LOG_BYTES));
+    let bytes = wanted / unit * unit;
+    if bytes < MIN_LOG_BYTES {
+        return Err(refuse(format!(
+            "a journal of {wanted} bytes is smaller than the least, {MIN_LOG_BYTES}"
+        )));
+    }
+    Ok(bytes)
+}
+
+/// Where a `file` log goes: the front of the data area of the middle group
+/// (half the file system's seeks away from any block, at most), leaving
+/// that group its minimum of data blocks. Returns (first fragment, bytes).
+fn file_log_place(geo: &Geometry, bytes: u64) -> Result<(Frag, u64)> {
+    let cg = geo.ncg / 2;
+    let frag = geo.frag_size as u64;
+    let room = (geo.group_frags(cg) - geo.data_offset()) as u64
+        - MIN_GROUP_DATA_BLOCKS as u64 * geo.frags_per_block as u64;
+    if bytes.div_ceil(frag) > room {
+        return Err(refuse(format!(
+            "a journal of {bytes} bytes does not fit in a cylinder group ({} bytes of data room): \
+             make it smaller (--journal-size) or the groups larger (--group-size)",
+            room * frag
+        )));
+    }
+    Ok((geo.group_data_start(cg), bytes))
+}
+
+/// The groups and superblock for `device_bytes` (without a journal).
+fn plan_groups(device_bytes: u64, options: &MkfsOptions) -> Result<Superblock> {
     let bs = options.block_size;
     if !bs.is_power_of_two() || !(4096..=65536).contains(&bs) {
         return Err(refuse(format!("block size {bs} must be a power of two from 4096 to 65536")));
@@ -201,6 +290,7 @@ pub fn plan(device_bytes: u64, options: &MkfsOptions) -> Result<Superblock> {
         totals: fresh_totals(&geometry),
         orphan_head: 0,
         version: super::layout::FORMAT_VERSION,
+        journal: JournalInfo::default(),
     })
 }
 
@@ -231,27 +321,53 @@ pub fn mkfs(dev: Arc<dyn BlockDevice>, options: &MkfsOptions) -> Result<Superblo
     sb.time = now;
     let geo = sb.geometry;
     let bs = geo.block_size as usize;
-    let sb_block = {
-        let mut block = sb.encode();
-        block.resize(bs, 0);
-        block
-    };
+    let log_frags = sb.journal.bytes.div_ceil(geo.frag_size as u64);
     for cg in 0..geo.ncg {
-        let group = CylinderGroup::new_empty(&geo, cg, now);
+        let mut group = CylinderGroup::new_empty(&geo, cg, now);
+        if sb.journal.kind == JournalKind::File && geo.group_of(sb.journal.start) == cg {
+            take_log_blocks(&mut group, &geo, sb.journal.start, log_frags)?;
+            sb.totals.free_blocks -= log_frags.div_ceil(geo.frags_per_block as u64);
+        }
         let area = group.encode(&geo, sb.fs_id);
         let at = geo.byte_offset(geo.group_base(cg));
+        let sb_block = {
+            let mut block = sb.encode();
+            block.resize(bs, 0);
+            block
+        };
         if cg == 0 {
             dev.write_at(at + bs as u64, &area)?;
         } else {
             dev.write_vectored_at(at, &[&sb_block, &area])?;
         }
     }
+    if sb.journal.present() {
+        // An empty log: its first block zero, so nothing reads as a
+        // transaction at the checkpoint (replay also checks sequence numbers,
+        // so older bytes further on are never taken for one).
+        dev.write_at(geo.byte_offset(sb.journal.start), &vec![0u8; LOG_BLOCK as usize])?;
+    }
     // The primary superblock last, behind a barrier: an interrupted mkfs
     // leaves no FFS magic at byte 0 over groups that were never written.
     dev.flush()?;
+    let mut sb_block = sb.encode();
+    sb_block.resize(bs, 0);
     dev.write_at(0, &sb_block)?;
     dev.flush()?;
     Ok(sb)
+}
+
+/// Marks the `file` log's whole blocks in use in its group.
+fn take_log_blocks(group: &mut CylinderGroup, geo: &Geometry, start: Frag, frags: u64) -> Result<()> {
+    let fpb = geo.frags_per_block;
+    let first = geo.within_group(start);
+    for b in 0..frags.div_ceil(fpb as u64) as u32 {
+        let at = first + b * fpb;
+        if group.alloc_block(Some(at)) != Some(at) {
+            return Err(refuse(format!("the journal's block at fragment {at} of its group is not free")));
+        }
+    }
+    Ok(())
 }
 
 /// Reads and validates the primary superblock (byte 0).
@@ -265,12 +381,15 @@ pub fn read_superblock(dev: &dyn BlockDevice) -> Result<Superblock> {
         return Err(Error::Foreign("not an fslab FFS image: no fslabFFS magic at byte 0".into()));
     }
     let sb = Superblock::decode(&bytes, 0)?;
-    let end = sb.geometry.byte_offset(sb.geometry.total_frags);
+    let mut end = sb.geometry.byte_offset(sb.geometry.total_frags);
+    if sb.journal.present() {
+        end = end.max(sb.geometry.byte_offset(sb.journal.start) + sb.journal.bytes);
+    }
     if end > dev.size() {
         return Err(Error::corrupt(
             "FFS superblock",
             0u64,
-            format!("file system of {end} bytes exceeds the device"),
+            format!("file system (with its journal) of {end} bytes exceeds the device"),
         ));
     }
     Ok(sb)
@@ -333,6 +452,32 @@ pub fn dump(dev: &dyn BlockDevice) -> Result<String> {
     let _ = writeln!(w, "  created (ns)      {}", sb.created);
     let _ = writeln!(w, "  written (ns)      {}", sb.time);
     let _ = writeln!(w, "  clean             {}", sb.flags & SB_CLEAN != 0);
+    let j = &sb.journal;
+    if j.present() {
+        let _ = writeln!(
+            w,
+            "  journal           {} at fragment {}, {} bytes, written {} bytes at a time",
+            j.kind.name(),
+            j.start,
+            j.bytes,
+            j.unit
+        );
+        let _ = writeln!(
+            w,
+            "  journal tail      position {}, transaction {}, mount generation {}",
+            j.tail, j.tail_seq, j.generation
+        );
+        match super::journal::describe(dev, &sb) {
+            Ok(log) => {
+                for line in log.lines().skip(1) {
+                    let _ = writeln!(w, "  {line}");
+                }
+            }
+            Err(e) => {
+                let _ = writeln!(w, "  the log cannot be read: {e}");
+            }
+        }
+    }
     let t = &sb.totals;
     let _ = writeln!(
         w,

@@ -16,7 +16,8 @@
 //!   `integrity` (one interface, a module per mode), `frees` (frees
 //!   deferred until the pointer's removal is durable), `orphans` (the on-disk
 //!   list of files unlinked while open), `leaks` (the background scan that
-//!   frees what a crash left leaked on a soft-updates image), `storage` (the
+//!   frees what a crash left leaked on a soft-updates image), [`journal`]
+//!   (the journal's log format and replay), `storage` (the
 //!   `StorageManager` implementation).
 //!
 //! Below it are only `format` (codec, inode size, block-pointer
@@ -33,6 +34,7 @@ mod fs;
 pub mod geometry;
 mod inodes;
 mod integrity;
+pub mod journal;
 pub mod layout;
 mod leaks;
 pub mod mkfs;
@@ -42,7 +44,8 @@ mod storage;
 pub use crate::cache::WriteMode;
 pub use alloc::{Allocator, InodeGrant, Realloc};
 pub use fs::{Ffs, Integrity, MountOptions, Stats};
-pub use layout::{Optim, Policy, RotDelay, Superblock, Totals};
+pub use integrity::JournalStats;
+pub use layout::{JournalInfo, JournalKind, Optim, Policy, RotDelay, Superblock, Totals};
 pub use leaks::{LeakReport, LeakScanState};
 pub use mkfs::{dump, mkfs, plan, MkfsOptions};
 

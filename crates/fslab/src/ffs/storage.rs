@@ -257,6 +257,7 @@ impl StorageManager for Ffs {
         if self.unmounted {
             return Ok(());
         }
+        self.mode().tick(self)?;
         self.release_durable_frees()?;
         self.leak_scan_step()?;
         let since = self.options.clock.now().saturating_sub(self.last_sync);

@@ -57,6 +57,8 @@ pub enum Realloc {
 /// every group modified since the last [`take_changed`](Self::take_changed).
 #[derive(Debug, Clone)]
 pub struct Allocator {
+    /// Fragments of the data area a `file` journal's log holds.
+    log_frags: u64,
     geo: Geometry,
     policy: Policy,
     groups: Vec<CylinderGroup>,
@@ -93,7 +95,13 @@ impl Allocator {
             }
             totals.add(&g.counts(), 1);
         }
-        Ok(Allocator { geo, policy: sb.policy, groups, totals, changed: BTreeSet::new() })
+        // A `file` journal's log holds data-area fragments for good: like
+        // the groups' metadata, it is no space a file could have.
+        let log_frags = match sb.journal.kind {
+            crate::ffs::layout::JournalKind::File => sb.journal.bytes.div_ceil(u64::from(geo.frag_size)),
+            _ => 0,
+        };
+        Ok(Allocator { geo, policy: sb.policy, groups, totals, changed: BTreeSet::new(), log_frags })
     }
 
     /// The file system's geometry.
@@ -121,10 +129,18 @@ impl Allocator {
         std::mem::take(&mut self.changed).into_iter().collect()
     }
 
+    /// Marks group `cg` changed: what it holds on the disk is to be
+    /// written again (a journal's group with a free deferred in it).
+    pub fn touch(&mut self, cg: u32) {
+        if cg < self.geo.ncg {
+            self.changed.insert(cg);
+        }
+    }
+
     /// Fragments of the data area: everything but the groups' metadata
     /// (4.4BSD `fs_dsize`).
     pub fn data_frags(&self) -> u64 {
-        self.geo.total_frags - self.geo.ncg as u64 * self.geo.data_offset() as u64
+        self.geo.total_frags - self.geo.ncg as u64 * self.geo.data_offset() as u64 - self.log_frags
     }
 
     /// Free fragments beyond a reserve of `percent` of the data area

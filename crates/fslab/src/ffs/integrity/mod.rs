@@ -7,7 +7,10 @@
 //!   (`async`);
 //! * `softdep` — soft updates: nothing synchronous, every change tracked
 //!   and rolled back in what is written until what it depends on is
-//!   durable (`softdep`).
+//!   durable (`softdep`);
+//! * `journal` — a write-ahead log of the bytes each operation changed in
+//!   metadata, committed synchronously or not (`journal`,
+//!   `journal-sync`).
 //!
 //! A mode decides *when* a dirtied block may reach the device and in what
 //! order, never *where* a block lives. `Ffs` calls it at the points where
@@ -27,8 +30,11 @@
 //! never overtake.
 
 mod delayed;
+mod journal;
 mod ordered;
 mod softdep;
+
+pub use journal::JournalStats;
 
 use super::frees::{FreeWhen, Freed};
 use super::fs::{Ffs, Integrity};
@@ -45,6 +51,13 @@ use std::sync::Arc;
 /// `&self` (the file system holds the mode in an `Arc`, so a mode can call
 /// back into the file system while it runs).
 pub(super) trait IntegrityMode: Send + Sync {
+    /// The file system is mounted and its superblock written: the mode
+    /// may start (a journal takes up its log where the superblock says).
+    fn mounted(&self, fs: &mut Ffs) -> Result<()> {
+        let _ = fs;
+        Ok(())
+    }
+
     /// An outermost transaction of `kind` begins; nothing of it has
     /// changed yet.
     fn tx_beginning(&self, fs: &mut Ffs, kind: TxKind) -> Result<()> {
@@ -138,6 +151,45 @@ pub(super) trait IntegrityMode: Send + Sync {
         Ok(())
     }
 
+    /// Blocks `keys` are about to be written back: what must reach the
+    /// disk before them goes first (a journal's log).
+    fn writes_starting(&self, fs: &mut Ffs, keys: &[BlockKey]) -> Result<()> {
+        let _ = (fs, keys);
+        Ok(())
+    }
+
+    /// The newest journal transaction durable in the log once everything
+    /// up to write `durable` is (what `FreeWhen::Committed` waits for).
+    fn committed_through(&self, durable: Seq) -> u64 {
+        let _ = durable;
+        0
+    }
+
+    /// Makes every committed transaction durable (a journal's log), as an
+    /// allocation short of space asks before it fails.
+    fn force_commits(&self, fs: &mut Ffs) -> Result<()> {
+        let _ = fs;
+        Ok(())
+    }
+
+    /// Called at each tick of the mount, between operations.
+    fn tick(&self, fs: &mut Ffs) -> Result<()> {
+        let _ = fs;
+        Ok(())
+    }
+
+    /// A sync wrote everything: the mode settles what it keeps of its own
+    /// (a journal's checkpoint).
+    fn synced(&self, fs: &mut Ffs) -> Result<()> {
+        let _ = fs;
+        Ok(())
+    }
+
+    /// What a journal has done since mount (`None` for other modes).
+    fn journal_stats(&self) -> Option<JournalStats> {
+        None
+    }
+
     /// The cylinder groups `cgs` were written, the last as write `seq`.
     fn groups_written(&self, cgs: &[u32], seq: Seq) {
         let _ = (cgs, seq);
@@ -191,6 +243,8 @@ pub(super) fn mode_for(integrity: Integrity, disorder: bool) -> Arc<dyn Integrit
         Integrity::Sync => Arc::new(ordered::Ordered),
         Integrity::Async => Arc::new(delayed::Delayed),
         Integrity::Softdep => Arc::new(softdep::Softdep::new(disorder)),
+        Integrity::Journal => Arc::new(journal::Journal::new(false, disorder)),
+        Integrity::JournalSync => Arc::new(journal::Journal::new(true, disorder)),
     }
 }
 

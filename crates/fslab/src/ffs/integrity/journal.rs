@@ -1,0 +1,642 @@
+//! `journal`: a write-ahead log of metadata, the 2000 paper's LFFS
+//! (§5; `ffs/journal.rs` has the log's format and replay).
+//!
+//! Every operation is one transaction. At its commit the metadata blocks
+//! it changed — directory, indirect and extended-attribute blocks,
+//! inode-table blocks, cylinder groups, the superblock — are compared with
+//! what they held before its first change (the cache keeps that copy,
+//! `BufferCache::keep_changes`), and the bytes that differ go into the log
+//! as redo records, with a record per run of fragments freed. Records are
+//! that small on purpose: the paper's results turn on the bytes logged per
+//! operation (§8.1), and whole-block logging would make a synchronous
+//! journal slower than FFS.
+//!
+//! The rules:
+//! * **Write-ahead** (§5.1): a metadata block reaches its home only once
+//!   the log holding its last committed change is durable — before any
+//!   write-back, the log is written and flushed first if it must be. A
+//!   block changed by the transaction still open (write-back in the middle
+//!   of a write) goes home as it was at the last commit; a block new in it
+//!   does not go at all.
+//! * **Frees** are reused only once the transaction that freed them is
+//!   durable (`FreeWhen::Committed`), though the groups it logs already
+//!   show them free.
+//! * **Commit**: with `journal=sync`, a namespace operation (create,
+//!   remove, rename, link, mkdir, rmdir) is durable when it returns — its
+//!   transaction is written at commit and the caller waits, outside the
+//!   file system's lock, for the flush, which every operation committed
+//!   meanwhile shares (group commit). With `journal=async` the log is
+//!   written a unit at a time as it fills (64 KiB for a `file` log, 4 KiB
+//!   for `wafs`: §8.1), and flushed by fsync, sync and once a second.
+//! * **Checkpoint** (§5.1): the log's start is the oldest transaction with
+//!   a block not yet durable at home; a sync writes it to the superblock,
+//!   and an operation that finds the log half full syncs first.
+
+use super::IntegrityMode;
+use super::WriteContext;
+use crate::cache::{device_key, BlockData, BlockKey, IntMap, Placement, Seq, Ticket, WriteAs, DEVICE};
+use crate::error::errno;
+use crate::ffs::frees::{FreeWhen, Freed};
+use crate::ffs::fs::Ffs;
+use crate::ffs::journal::{changed_ranges, encode_transaction, Record, BLOCK};
+use crate::ffs::layout::{patch_journal_checkpoint, JournalInfo};
+use crate::format::blockno::is_indirect;
+use crate::format::{Daddr, Ino, Lbn};
+use crate::storage::{Hint, TxKind};
+use crate::Result;
+use disk::AlignedBytes;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+/// How often an asynchronous journal's log is flushed (the syncer's once
+/// a second, §5.1).
+const COMMIT_INTERVAL: Duration = Duration::from_secs(1);
+
+/// The journal mode.
+pub(super) struct Journal {
+    /// `journal=sync`: namespace operations are durable when they return.
+    sync: bool,
+    /// For tests: the write-ahead rule switched off (blocks go home as
+    /// cached, whatever the log holds), so that a crash explorer shows its
+    /// checks catch a journal that breaks it.
+    disorder: bool,
+    state: Mutex<Option<State>>,
+}
+
+/// What the journal keeps between calls.
+struct State {
+    info: JournalInfo,
+    frag_size: u64,
+    /// The position after the last transaction committed.
+    head: u64,
+    /// The sequence number the next transaction gets.
+    next_seq: u64,
+    /// The log's bytes from `buf_start` (a log block's start) to `head`.
+    buf: Vec<u8>,
+    buf_start: u64,
+    /// The log is issued to the device up to here.
+    issued: u64,
+    /// Log writes in flight: (write, transactions below this number it
+    /// completes).
+    in_flight: Vec<(Seq, u64)>,
+    /// Transactions below this number are durable in the log.
+    durable_seq: u64,
+    /// Where each transaction still in the log starts.
+    starts: BTreeMap<u64, u64>,
+    /// Metadata blocks with committed changes not yet durable at home.
+    unsettled: IntMap<BlockKey, Unsettled>,
+    /// The checkpoint the disk's superblock holds (position, sequence).
+    checkpoint: (u64, u64),
+    /// A superblock write carrying a newer checkpoint: (write, checkpoint).
+    checkpoint_in_flight: Option<(Seq, (u64, u64))>,
+    /// Free records of the transaction being built.
+    frees: Vec<Record>,
+    /// The kind of the open transaction.
+    open: Option<TxKind>,
+    /// For the write-back under way: what to write of each block with
+    /// changes not yet committed (its image at the last commit; `None`: a
+    /// block new since, held back).
+    rollback: IntMap<BlockKey, Option<BlockData>>,
+    /// When the log was last flushed, on the mount's clock.
+    last_force: Duration,
+    /// Counters for `fslab stat` and the lab.
+    stats: JournalStats,
+}
+
+/// A block's committed changes not yet at home.
+#[derive(Debug, Clone, Copy)]
+struct Unsettled {
+    /// The oldest transaction whose change to it may not be at home.
+    oldest: u64,
+    /// The newest transaction that changed it.
+    latest: u64,
+    /// A write of it: (write, the newest transaction its image holds).
+    written: Option<(Seq, u64)>,
+    /// Freed by this transaction: nothing of it need reach home once that
+    /// transaction is durable.
+    released: Option<u64>,
+}
+
+/// What the journal has done since mount.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct JournalStats {
+    /// Transactions committed.
+    pub transactions: u64,
+    /// Bytes of them in the log.
+    pub bytes_logged: u64,
+    /// Log writes issued.
+    pub log_writes: u64,
+    /// Flushes the journal asked for.
+    pub forces: u64,
+    /// Syncs made to free log space.
+    pub checkpoints: u64,
+}
+
+impl Journal {
+    pub(super) fn new(sync: bool, disorder: bool) -> Journal {
+        Journal { sync, disorder, state: Mutex::new(None) }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Option<State>> {
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Whether `key` is metadata, which the journal logs: a device block
+    /// (inode table, group, superblock), an indirect or extended-attribute
+    /// block, or a block of a directory or symbolic link.
+    fn is_logged(fs: &mut Ffs, key: BlockKey) -> bool {
+        key.0 == DEVICE || key.1 < 0 || fs.is_namespace_file(key.0)
+    }
+
+    /// Commits what changed since the last commit as one transaction:
+    /// inodes and groups stored into their blocks, each changed metadata
+    /// block diffed against its image before the change.
+    fn log_changes(&self, fs: &mut Ffs) -> Result<()> {
+        fs.store_dirty_inodes()?;
+        fs.store_groups();
+        if fs.superblock_needs_store() {
+            fs.store_superblock();
+        }
+        let changes = fs.cache.take_changes();
+        let mut records = Vec::new();
+        let mut touched = Vec::new();
+        for (key, before) in changes {
+            if !Self::is_logged(fs, key) {
+                continue;
+            }
+            let Some(now) = fs.cache.share(key) else { continue };
+            let Ok(placed) = fs.placements_of(&[key]) else { continue };
+            let Some(&Placement { addr, bytes: run, .. }) = placed.first() else { continue };
+            let (ino, lbn) = key;
+            let sealed = |bytes: &[u8]| -> Vec<u8> {
+                let mut copy = AlignedBytes::copy_of(bytes);
+                if ino != DEVICE && is_indirect(lbn) {
+                    fs.tree.seal(&mut copy, ino, lbn);
+                }
+                copy.to_vec()
+            };
+            let new = before.is_none();
+            let old = match &before {
+                Some(b) => sealed(b),
+                None => vec![0u8; now.len()],
+            };
+            let now = sealed(&now);
+            let ranges = changed_ranges(&old, &now);
+            let ranges: Vec<(usize, usize)> =
+                ranges.into_iter().filter(|&(o, _)| o < run).map(|(o, l)| (o, l.min(run - o))).collect();
+            let zeroed = if new { run as u32 } else { 0 };
+            if new && ranges.is_empty() {
+                records.push(Record::Change { block: addr.get(), offset: 0, zeroed, bytes: Vec::new() });
+            }
+            // Only the block's first record zeroes it at replay.
+            for (i, (offset, len)) in ranges.into_iter().enumerate() {
+                records.push(Record::Change {
+                    block: addr.get(),
+                    offset: offset as u32,
+                    zeroed: if i == 0 { zeroed } else { 0 },
+                    bytes: now[offset..offset + len].to_vec(),
+                });
+            }
+            touched.push(key);
+        }
+        let mut guard = self.lock();
+        let Some(st) = guard.as_mut() else { return Ok(()) };
+        records.append(&mut st.frees);
+        if records.is_empty() {
+            return Ok(());
+        }
+        let seq = st.next_seq;
+        let bytes = encode_transaction(seq, st.info.generation, &records);
+        if bytes.len() as u64 + 2 * BLOCK > st.info.bytes {
+            return Err(errno(
+                libc::EFBIG,
+                "journal: one operation changed more metadata than the log holds (make a larger \
+                 journal with `fslab mkfs --journal-size`)",
+            ));
+        }
+        if st.head + bytes.len() as u64 + BLOCK > st.checkpoint.0 + st.info.bytes {
+            // No room until a checkpoint: sync, then log. What this
+            // transaction changed is held at its last commit meanwhile.
+            drop(guard);
+            self.make_room(fs, bytes.len() as u64)?;
+            guard = self.lock();
+        }
+        let Some(st) = guard.as_mut() else { return Ok(()) };
+        st.starts.insert(seq, st.head);
+        st.buf.extend_from_slice(&bytes);
+        st.head += bytes.len() as u64;
+        st.next_seq += 1;
+        st.stats.transactions += 1;
+        st.stats.bytes_logged += bytes.len() as u64;
+        for key in touched {
+            let u = st.unsettled.entry(key).or_insert(Unsettled {
+                oldest: seq,
+                latest: seq,
+                written: None,
+                released: None,
+            });
+            u.latest = seq;
+        }
+        Ok(())
+    }
+
+    /// Writes every block home and moves the checkpoint, until the log
+    /// has room for `bytes` more.
+    fn make_room(&self, fs: &mut Ffs, bytes: u64) -> Result<()> {
+        if let Some(st) = self.lock().as_mut() {
+            st.stats.checkpoints += 1;
+        }
+        self.force(fs)?;
+        fs.write_dirty(None, true)?;
+        fs.write_groups()?;
+        fs.queue.flush()?;
+        self.prune(fs.queue.durable());
+        self.write_checkpoint(fs)?;
+        let guard = self.lock();
+        let Some(st) = guard.as_ref() else { return Ok(()) };
+        if st.head + bytes + BLOCK > st.checkpoint.0 + st.info.bytes {
+            return Err(errno(libc::EIO, "journal: a checkpoint left the log without room"));
+        }
+        Ok(())
+    }
+
+    /// Issues the log's bytes not yet issued: all of them (the last block
+    /// padded), or only whole write units. Returns the last write's
+    /// number (0: nothing written).
+    fn write_log(&self, fs: &mut Ffs, whole_units_only: bool) -> Result<Seq> {
+        let mut guard = self.lock();
+        let Some(st) = guard.as_mut() else { return Ok(0) };
+        let unit = u64::from(st.info.unit);
+        let from = st.issued / BLOCK * BLOCK;
+        let to = if whole_units_only { st.head / unit * unit } else { st.head.next_multiple_of(BLOCK) };
+        if to <= st.issued || st.head == st.issued {
+            return Ok(0);
+        }
+        let end = to.min(st.head);
+        let mut bytes = st.buf[(from - st.buf_start) as usize..(end - st.buf_start) as usize].to_vec();
+        bytes.resize((to - from) as usize, 0);
+        // Transactions wholly in what is written.
+        let through =
+            st.starts.range(..).rev().find(|&(_, &pos)| pos < end).map_or(st.next_seq, |(&s, &pos)| {
+                let tx_end = st.starts.range(s + 1..).next().map_or(st.head, |(_, &p)| p);
+                let _ = pos;
+                if tx_end <= end {
+                    s + 1
+                } else {
+                    s
+                }
+            });
+        let mut last = 0;
+        let size = st.info.bytes;
+        let mut at = from;
+        let mut rest = &bytes[..];
+        while !rest.is_empty() {
+            let off = at % size;
+            let take = ((size - off) as usize).min(rest.len());
+            let start = Daddr::new(st.info.start + off / st.frag_size);
+            let buffer: BlockData = Arc::new(AlignedBytes::copy_of(&rest[..take]));
+            last =
+                fs.queue.submit(crate::cache::WriteJob::of(start, st.frag_size, vec![buffer], vec![take]))?;
+            st.stats.log_writes += 1;
+            fs.stats.writes += 1;
+            fs.stats.bytes_written += take as u64;
+            at += take as u64;
+            rest = &rest[take..];
+        }
+        st.issued = end;
+        st.in_flight.push((last, through));
+        let keep_from = end / BLOCK * BLOCK;
+        if keep_from > st.buf_start {
+            st.buf.drain(..(keep_from - st.buf_start) as usize);
+            st.buf_start = keep_from;
+        }
+        Ok(last)
+    }
+
+    /// Makes every committed transaction durable in the log.
+    fn force(&self, fs: &mut Ffs) -> Result<()> {
+        let pending = self.lock().as_ref().is_some_and(|st| st.durable_seq < st.next_seq);
+        if !pending {
+            return Ok(());
+        }
+        self.write_log(fs, false)?;
+        fs.queue.flush()?;
+        if let Some(st) = self.lock().as_mut() {
+            st.stats.forces += 1;
+            st.last_force = fs.options.clock.now();
+        }
+        self.prune(fs.queue.durable());
+        Ok(())
+    }
+
+    /// Writes the superblock, which carries the checkpoint, if the
+    /// checkpoint moved since the disk's copy.
+    fn write_checkpoint(&self, fs: &mut Ffs) -> Result<()> {
+        self.prune(fs.queue.durable());
+        let moved = self.lock().as_ref().is_some_and(|st| tail_of(st) != st.checkpoint);
+        if !moved {
+            return Ok(());
+        }
+        let key = fs.superblock_key();
+        if !fs.cache.contains(key) {
+            fs.store_superblock();
+        }
+        let mut placements = [Placement { key, addr: Daddr::new(0), bytes: fs.block_size() }];
+        fs.write_placements_now(&mut placements)?;
+        fs.queue.flush()?;
+        self.prune(fs.queue.durable());
+        Ok(())
+    }
+}
+
+/// The checkpoint the journal's state allows now: the oldest transaction
+/// with a block not durable at home, else the log's head.
+fn tail_of(st: &State) -> (u64, u64) {
+    let oldest = st.unsettled.values().map(|u| u.oldest).min().unwrap_or(st.next_seq);
+    match st.starts.get(&oldest) {
+        Some(&pos) => (pos, oldest),
+        None => (st.head, st.next_seq),
+    }
+}
+
+impl IntegrityMode for Journal {
+    fn mounted(&self, fs: &mut Ffs) -> Result<()> {
+        let info = fs.sb.journal;
+        if !info.present() {
+            return Err(errno(
+                libc::EINVAL,
+                "this image has no journal: make it with `fslab mkfs --layout ffs --journal file` (or wafs)",
+            ));
+        }
+        *self.lock() = Some(State {
+            info,
+            frag_size: fs.frag_size(),
+            head: info.tail,
+            next_seq: info.tail_seq,
+            buf: Vec::new(),
+            buf_start: info.tail / BLOCK * BLOCK,
+            issued: info.tail,
+            in_flight: Vec::new(),
+            durable_seq: info.tail_seq,
+            starts: BTreeMap::new(),
+            unsettled: IntMap::default(),
+            checkpoint: (info.tail, info.tail_seq),
+            checkpoint_in_flight: None,
+            frees: Vec::new(),
+            open: None,
+            rollback: IntMap::default(),
+            last_force: fs.options.clock.now(),
+            stats: JournalStats::default(),
+        });
+        // The block holding the head is rewritten from the log's own
+        // bytes: load what the disk has of it before the head.
+        let from = info.tail / BLOCK * BLOCK;
+        if from < info.tail {
+            let mut block = vec![0u8; BLOCK as usize];
+            let off = from % info.bytes;
+            fs.dev.read_at(fs.sb.geometry.byte_offset(info.start) + off, &mut block)?;
+            block.truncate((info.tail - from) as usize);
+            if let Some(st) = self.lock().as_mut() {
+                st.buf = block;
+            }
+        }
+        fs.cache.keep_changes();
+        Ok(())
+    }
+
+    fn tx_beginning(&self, fs: &mut Ffs, kind: TxKind) -> Result<()> {
+        let crowded = {
+            let mut guard = self.lock();
+            let Some(st) = guard.as_mut() else { return Ok(()) };
+            st.open = Some(kind);
+            st.head - st.checkpoint.0 > st.info.bytes / 2
+        };
+        if crowded {
+            // Between operations: nothing is half done, so a sync writes
+            // every block home as it is.
+            self.log_changes(fs)?;
+            self.make_room(fs, 0)?;
+        }
+        Ok(())
+    }
+
+    fn on_hint(&self, _fs: &mut Ffs, _hint: Hint) -> Result<()> {
+        Ok(())
+    }
+
+    fn indirect_allocated(&self, _fs: &mut Ffs, _ino: Ino, _lbn: Lbn, _addr: Daddr) -> Result<()> {
+        Ok(())
+    }
+
+    fn commit(&self, fs: &mut Ffs) -> Result<Ticket> {
+        self.log_changes(fs)?;
+        let kind = self.lock().as_mut().and_then(|st| st.open.take());
+        let durable_now = self.sync && kind.is_some_and(|k| k.is_namespace() && k != TxKind::Reclaim);
+        if durable_now {
+            let last = self.write_log(fs, false)?;
+            return Ok(fs.queue.ticket(last));
+        }
+        self.write_log(fs, true)?;
+        Ok(Ticket::none())
+    }
+
+    /// The file's blocks, then the log through the last commit (which
+    /// holds the file's name since it was made), behind one barrier.
+    fn fsync(&self, fs: &mut Ffs, ino: Ino) -> Result<Ticket> {
+        fs.write_dirty(Some(&[ino]), false)?;
+        if !fs.tx.is_open() {
+            self.log_changes(fs)?;
+        }
+        self.write_log(fs, false)?;
+        Ok(fs.queue.ticket_for_all())
+    }
+
+    fn free_when(&self, _fs: &mut Ffs, _ino: Ino, what: Freed) -> Result<FreeWhen> {
+        let mut guard = self.lock();
+        let Some(st) = guard.as_mut() else { return Ok(FreeWhen::Now) };
+        if let Freed::Frags { start, count } = what {
+            st.frees.push(Record::Free { start, count });
+        }
+        Ok(FreeWhen::Committed(st.next_seq))
+    }
+
+    fn committed_through(&self, durable: Seq) -> u64 {
+        self.prune(durable);
+        self.lock().as_ref().map_or(0, |st| st.durable_seq.saturating_sub(1))
+    }
+
+    fn force_commits(&self, fs: &mut Ffs) -> Result<()> {
+        if !fs.tx.is_open() {
+            self.log_changes(fs)?;
+        }
+        self.force(fs)
+    }
+
+    fn block_released(&self, _fs: &mut Ffs, ino: Ino, lbn: Lbn) -> Result<()> {
+        let mut guard = self.lock();
+        let Some(st) = guard.as_mut() else { return Ok(()) };
+        let next = st.next_seq;
+        if let Some(u) = st.unsettled.get_mut(&(ino, lbn)) {
+            u.released = Some(next);
+        }
+        Ok(())
+    }
+
+    fn prune(&self, durable: Seq) {
+        let mut guard = self.lock();
+        let Some(st) = guard.as_mut() else { return };
+        let mut durable_seq = st.durable_seq;
+        st.in_flight.retain(|&(write, through)| {
+            if write <= durable {
+                durable_seq = durable_seq.max(through);
+                false
+            } else {
+                true
+            }
+        });
+        st.durable_seq = durable_seq;
+        st.unsettled.retain(|_, u| {
+            if u.released.is_some_and(|r| r < durable_seq) {
+                return false;
+            }
+            match u.written {
+                Some((write, covers)) if write <= durable => {
+                    if u.latest <= covers {
+                        return false;
+                    }
+                    u.oldest = covers + 1;
+                    u.written = None;
+                    true
+                }
+                _ => true,
+            }
+        });
+        if let Some((write, checkpoint)) = st.checkpoint_in_flight {
+            if write <= durable {
+                st.checkpoint = checkpoint;
+                st.checkpoint_in_flight = None;
+            }
+        }
+        let (_, tail_seq) = tail_of(st).min(st.checkpoint);
+        st.starts = st.starts.split_off(&tail_seq);
+    }
+
+    fn waiting(&self) -> usize {
+        self.lock().as_ref().map_or(0, |st| st.unsettled.len())
+    }
+
+    fn writes_starting(&self, fs: &mut Ffs, keys: &[BlockKey]) -> Result<()> {
+        if self.disorder {
+            return Ok(());
+        }
+        if !fs.tx.is_open() {
+            // Changes made outside an operation (a sync storing inodes
+            // and groups, frees released) are a transaction of their own.
+            self.log_changes(fs)?;
+        }
+        // File data is not logged, and goes as it is (the journal does not
+        // order data before metadata: 2000 paper §6).
+        let mut rollback: IntMap<BlockKey, Option<BlockData>> = IntMap::default();
+        for &k in keys {
+            if let Some(before) = fs.cache.before_changes(k) {
+                if Self::is_logged(fs, k) {
+                    rollback.insert(k, before);
+                }
+            }
+        }
+        let needs_log = {
+            let mut guard = self.lock();
+            let Some(st) = guard.as_mut() else { return Ok(()) };
+            st.rollback = rollback;
+            keys.iter().any(|k| st.unsettled.get(k).is_some_and(|u| u.latest >= st.durable_seq))
+        };
+        if needs_log {
+            self.prune(fs.queue.durable());
+            let still = self.lock().as_ref().is_some_and(|st| {
+                keys.iter().any(|k| st.unsettled.get(k).is_some_and(|u| u.latest >= st.durable_seq))
+            });
+            if still {
+                self.force(fs)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn write_starting(
+        &self,
+        key: BlockKey,
+        _addr: Daddr,
+        data: &BlockData,
+        _ctx: &WriteContext,
+    ) -> Result<WriteAs> {
+        let mut guard = self.lock();
+        let Some(st) = guard.as_mut() else { return Ok(WriteAs::Cached) };
+        let superblock = key == device_key(Daddr::new(0));
+        let chosen = if self.disorder {
+            WriteAs::Cached
+        } else {
+            if let Some(u) = st.unsettled.get(&key) {
+                if u.latest >= st.durable_seq {
+                    return Err(errno(libc::EIO, "journal: a block would reach its home before its log"));
+                }
+            }
+            match st.rollback.get(&key) {
+                Some(Some(image)) => WriteAs::RolledBack(image.clone()),
+                Some(None) => WriteAs::Held,
+                None => WriteAs::Cached,
+            }
+        };
+        if !superblock {
+            return Ok(chosen);
+        }
+        let tail = tail_of(st);
+        let patch = |bytes: &[u8]| {
+            let mut copy = AlignedBytes::copy_of(bytes);
+            patch_journal_checkpoint(&mut copy, tail.0, tail.1);
+            Arc::new(copy)
+        };
+        st.checkpoint_in_flight = Some((0, tail));
+        Ok(match chosen {
+            WriteAs::Cached => WriteAs::Sealed(patch(data)),
+            WriteAs::RolledBack(image) => WriteAs::RolledBack(patch(&image)),
+            other => other,
+        })
+    }
+
+    fn write_done(&self, key: BlockKey, _addr: Daddr, seq: Seq) {
+        let mut guard = self.lock();
+        let Some(st) = guard.as_mut() else { return };
+        if let Some(u) = st.unsettled.get_mut(&key) {
+            u.written = Some((seq, u.latest));
+        }
+        if key == device_key(Daddr::new(0)) {
+            if let Some((write, _)) = st.checkpoint_in_flight.as_mut() {
+                if *write == 0 {
+                    *write = seq;
+                }
+            }
+        }
+    }
+
+    fn tick(&self, fs: &mut Ffs) -> Result<()> {
+        let due = self
+            .lock()
+            .as_ref()
+            .is_some_and(|st| fs.options.clock.now().saturating_sub(st.last_force) >= COMMIT_INTERVAL);
+        if due && !fs.tx.is_open() {
+            self.log_changes(fs)?;
+            self.force(fs)?;
+        }
+        Ok(())
+    }
+
+    fn synced(&self, fs: &mut Ffs) -> Result<()> {
+        self.force(fs)?;
+        self.write_checkpoint(fs)
+    }
+
+    fn journal_stats(&self) -> Option<JournalStats> {
+        self.lock().as_ref().map(|st| st.stats)
+    }
+}

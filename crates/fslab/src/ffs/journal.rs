@@ -1,0 +1,435 @@
+//! The journal's log: how a transaction is laid out in it, and replay
+//! (2000 paper §5; `docs/FORMAT.md`, "Journal"). Shared by the journal
+//! mode that writes it (`integrity/journal.rs`), by mount, and by fsck.
+//!
+//! The log is a circular region of the device. A *position* counts bytes
+//! since the log began and never wraps; byte `p` of the log lives at byte
+//! `p mod size` of the region. Transactions follow one another, each
+//! starting at a multiple of 8, each numbered one more than the last. A
+//! transaction holds redo records — the bytes a metadata block changed
+//! (block, offset, bytes), never whole blocks unless a block is new, so
+//! that what is logged per operation stays what the paper's journals
+//! logged — and a record per run of fragments freed, which also revokes
+//! what the log held for those fragments before (a freed directory block
+//! may be file data by the time replay runs). It ends in a commit record
+//! whose CRC32C covers the whole transaction: a transaction torn by a
+//! crash, or bytes of an older lap of the log, fail it, and replay stops
+//! there.
+
+use super::layout::{patch_journal_checkpoint, Superblock, LOG_BLOCK};
+use super::Frag;
+use crate::error::Error;
+use crate::format::codec::{crc32c_skipping, Decoder, Encoder};
+use crate::Result;
+use disk::BlockDevice;
+use std::collections::BTreeMap;
+
+/// Magic at the front of a transaction ("FJTX").
+const TX_MAGIC: u32 = 0x5854_4a46;
+/// Magic of a commit record ("FJCM").
+const COMMIT_MAGIC: u32 = 0x4d43_4a46;
+/// Bytes of a transaction's header.
+const HEADER_BYTES: usize = 32;
+/// Bytes of a commit record.
+const COMMIT_BYTES: usize = 16;
+/// Bytes of a change record before its bytes.
+const CHANGE_HEADER_BYTES: usize = 24;
+/// Bytes of a free record.
+const FREE_BYTES: usize = 16;
+const CHANGE: u8 = 1;
+const FREE: u8 = 2;
+
+/// One record of a transaction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Record {
+    /// `bytes` now lie at `offset` of the metadata block at `block`. A
+    /// block new in the transaction held zeros before: its first record
+    /// says how many bytes of it to zero first (`zeroed`, the length of
+    /// the block or of its run of fragments), the others 0.
+    Change { block: Frag, offset: u32, zeroed: u32, bytes: Vec<u8> },
+    /// `count` fragments from `start` were freed: records before this one
+    /// for blocks among them are void.
+    Free { start: Frag, count: u32 },
+}
+
+impl Record {
+    /// Bytes the record takes in the log.
+    pub fn encoded_len(&self) -> usize {
+        match self {
+            Record::Change { bytes, .. } => CHANGE_HEADER_BYTES + bytes.len().next_multiple_of(8),
+            Record::Free { .. } => FREE_BYTES,
+        }
+    }
+}
+
+/// Bytes a transaction of `records` takes in the log.
+pub fn transaction_len(records: &[Record]) -> usize {
+    HEADER_BYTES + records.iter().map(Record::encoded_len).sum::<usize>() + COMMIT_BYTES
+}
+
+/// Encodes transaction `seq` of mount `generation`.
+pub fn encode_transaction(seq: u64, generation: u64, records: &[Record]) -> Vec<u8> {
+    let len = transaction_len(records);
+    let mut out = vec![0u8; len];
+    let mut e = Encoder::new(&mut out);
+    e.u32(0, TX_MAGIC);
+    e.u32(4, len as u32);
+    e.u64(8, seq);
+    e.u64(16, generation);
+    e.u32(24, records.len() as u32);
+    let mut at = HEADER_BYTES;
+    for r in records {
+        match r {
+            Record::Change { block, offset, zeroed, bytes } => {
+                e.u8(at, CHANGE);
+                e.u32(at + 4, bytes.len() as u32);
+                e.u64(at + 8, *block);
+                e.u32(at + 16, *offset);
+                e.u32(at + 20, *zeroed);
+                e.bytes(at + CHANGE_HEADER_BYTES, bytes);
+            }
+            Record::Free { start, count } => {
+                e.u8(at, FREE);
+                e.u32(at + 4, *count);
+                e.u64(at + 8, *start);
+            }
+        }
+        at += r.encoded_len();
+    }
+    e.u32(at, COMMIT_MAGIC);
+    e.u64(at + 8, seq);
+    let crc = crc32c_skipping(&out, at + 4);
+    Encoder::new(&mut out).u32(at + 4, crc);
+    out
+}
+
+/// A transaction read back from the log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoggedTransaction {
+    /// Its sequence number.
+    pub seq: u64,
+    /// Bytes it takes in the log.
+    pub len: usize,
+    /// Its records, in order.
+    pub records: Vec<Record>,
+}
+
+/// Decodes the transaction at the front of `bytes` if it is whole and is
+/// transaction `seq` of mount `generation`; `None` for anything else (the
+/// end of the log: a torn or unwritten transaction, an older lap).
+pub fn decode_transaction(bytes: &[u8], seq: u64, generation: u64) -> Option<LoggedTransaction> {
+    let d = Decoder::new(bytes);
+    if d.u32(0).ok()? != TX_MAGIC || d.u64(8).ok()? != seq || d.u64(16).ok()? != generation {
+        return None;
+    }
+    let len = d.u32(4).ok()? as usize;
+    if len < HEADER_BYTES + COMMIT_BYTES || !len.is_multiple_of(8) || len > bytes.len() {
+        return None;
+    }
+    let commit = len - COMMIT_BYTES;
+    if d.u32(commit).ok()? != COMMIT_MAGIC
+        || d.u64(commit + 8).ok()? != seq
+        || d.u32(commit + 4).ok()? != crc32c_skipping(&bytes[..len], commit + 4)
+    {
+        return None;
+    }
+    let count = d.u32(24).ok()?;
+    let mut records = Vec::with_capacity(count.min(1 << 16) as usize);
+    let mut at = HEADER_BYTES;
+    for _ in 0..count {
+        let record = match d.u8(at).ok()? {
+            CHANGE => {
+                let n = d.u32(at + 4).ok()? as usize;
+                let bytes = d.bytes(at + CHANGE_HEADER_BYTES, n).ok()?.to_vec();
+                Record::Change {
+                    block: d.u64(at + 8).ok()?,
+                    offset: d.u32(at + 16).ok()?,
+                    zeroed: d.u32(at + 20).ok()?,
+                    bytes,
+                }
+            }
+            FREE => Record::Free { start: d.u64(at + 8).ok()?, count: d.u32(at + 4).ok()? },
+            _ => return None,
+        };
+        at += record.encoded_len();
+        if at > commit {
+            return None;
+        }
+        records.push(record);
+    }
+    (at == commit).then_some(LoggedTransaction { seq, len, records })
+}
+
+/// What a scan of the log found from the checkpoint on.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LogScan {
+    /// The whole transactions, in order.
+    pub transactions: Vec<LoggedTransaction>,
+    /// The position after the last of them: where the log continues.
+    pub end: u64,
+    /// The sequence number the next transaction gets.
+    pub next_seq: u64,
+}
+
+/// Reads the log region of `sb`'s journal from `dev`.
+fn read_region(dev: &dyn BlockDevice, sb: &Superblock) -> Result<Vec<u8>> {
+    let j = &sb.journal;
+    let mut region = vec![0u8; j.bytes as usize];
+    dev.read_at(sb.geometry.byte_offset(j.start), &mut region)?;
+    Ok(region)
+}
+
+/// The log's bytes from position `pos` on, `len` of them, wrapping around
+/// the region.
+fn log_bytes(region: &[u8], pos: u64, len: usize) -> Vec<u8> {
+    let size = region.len();
+    let mut out = Vec::with_capacity(len);
+    let mut at = (pos % size as u64) as usize;
+    while out.len() < len {
+        let take = (size - at).min(len - out.len());
+        out.extend_from_slice(&region[at..at + take]);
+        at = 0;
+    }
+    out
+}
+
+/// Finds every whole transaction from the checkpoint on (jbd2's SCAN
+/// pass): each must carry the next sequence number and the superblock's
+/// mount generation, and pass its CRC.
+pub fn scan(dev: &dyn BlockDevice, sb: &Superblock) -> Result<LogScan> {
+    let j = &sb.journal;
+    if !j.present() {
+        return Ok(LogScan::default());
+    }
+    let region = read_region(dev, sb)?;
+    let mut found = LogScan { transactions: Vec::new(), end: j.tail, next_seq: j.tail_seq };
+    while found.end - j.tail < j.bytes {
+        let room = (j.bytes - (found.end - j.tail)) as usize;
+        let bytes = log_bytes(&region, found.end, room);
+        let Some(tx) = decode_transaction(&bytes, found.next_seq, j.generation) else { break };
+        found.end += tx.len as u64;
+        found.next_seq += 1;
+        found.transactions.push(tx);
+    }
+    Ok(found)
+}
+
+/// What replay did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Replayed {
+    /// Transactions replayed.
+    pub transactions: u64,
+    /// Change records applied.
+    pub changes: u64,
+    /// Change records skipped: their block was freed later in the log.
+    pub revoked: u64,
+    /// Blocks written.
+    pub blocks: u64,
+}
+
+/// Replays `sb`'s journal onto `dev` (jbd2's REVOKE and REPLAY passes in
+/// one): every change of every whole transaction from the checkpoint on,
+/// in log order, except those a later free revoked; then the superblock's
+/// checkpoint moves to the log's end, and a barrier. Idempotent: the
+/// records are after-images, so a replay cut short by a crash is run again
+/// from the same checkpoint. Returns what it did; the superblock on `dev`
+/// is then the one to mount.
+pub fn replay(dev: &dyn BlockDevice, sb: &Superblock) -> Result<Replayed> {
+    let found = scan(dev, sb)?;
+    let geo = sb.geometry;
+    let bs = geo.block_size as usize;
+    let fpb = geo.frags_per_block as u64;
+    // The last free of each fragment, by its index among all records.
+    let mut freed_at: BTreeMap<Frag, usize> = BTreeMap::new();
+    let mut index = 0usize;
+    for tx in &found.transactions {
+        for r in &tx.records {
+            if let Record::Free { start, count } = r {
+                for f in *start..start + u64::from(*count) {
+                    freed_at.insert(f, index);
+                }
+            }
+            index += 1;
+        }
+    }
+    // Each block's image, and the span of it changed: only that span is
+    // written back, since a metadata block may be a run of fragments (a
+    // symbolic link's) with other files' fragments after it.
+    let mut blocks: BTreeMap<Frag, (Vec<u8>, usize, usize)> = BTreeMap::new();
+    let fs_bytes = geo.byte_offset(geo.total_frags);
+    let mut done = Replayed { transactions: found.transactions.len() as u64, ..Replayed::default() };
+    let mut index = 0usize;
+    for tx in &found.transactions {
+        for r in &tx.records {
+            let here = index;
+            index += 1;
+            let Record::Change { block, offset, zeroed, bytes } = r else { continue };
+            let bad = |why: &str| Error::corrupt("journal record", *block, why.to_string());
+            let (start, end) = (*offset as usize, *offset as usize + bytes.len());
+            if end > bs || *zeroed as usize > bs {
+                return Err(bad("runs past the end of its block"));
+            }
+            if *block >= geo.total_frags || geo.byte_offset(*block) + end as u64 > fs_bytes {
+                return Err(bad("names a block outside the file system"));
+            }
+            if (*block..block + fpb).any(|f| freed_at.get(&f).is_some_and(|&at| at > here)) {
+                done.revoked += 1;
+                continue;
+            }
+            if !blocks.contains_key(block) {
+                let mut buf = vec![0u8; bs];
+                let readable = (fs_bytes - geo.byte_offset(*block)).min(bs as u64) as usize;
+                dev.read_at(geo.byte_offset(*block), &mut buf[..readable])?;
+                blocks.insert(*block, (buf, usize::MAX, 0));
+            }
+            let Some((buf, lo, hi)) = blocks.get_mut(block) else { continue };
+            if *zeroed > 0 {
+                // The block was zeros before this transaction's records.
+                buf[..*zeroed as usize].fill(0);
+                *lo = 0;
+                *hi = (*hi).max(*zeroed as usize);
+            }
+            buf[start..end].copy_from_slice(bytes);
+            *lo = (*lo).min(start);
+            *hi = (*hi).max(end);
+            done.changes += 1;
+        }
+    }
+    for (&addr, (buf, lo, hi)) in &blocks {
+        if addr == 0 || lo >= hi {
+            continue;
+        }
+        dev.write_at(geo.byte_offset(addr) + *lo as u64, &buf[*lo..*hi])?;
+        done.blocks += 1;
+    }
+    dev.flush()?;
+    // The superblock last: its checkpoint says the log is replayed.
+    let mut primary = match blocks.remove(&0) {
+        Some((buf, _, _)) => buf,
+        None => {
+            let mut buf = vec![0u8; bs];
+            dev.read_at(0, &mut buf)?;
+            buf
+        }
+    };
+    patch_journal_checkpoint(&mut primary, found.end, found.next_seq);
+    dev.write_at(0, &primary)?;
+    dev.flush()?;
+    Ok(done)
+}
+
+/// A description of the log for `fslab dump`: where it is, the checkpoint,
+/// and each whole transaction after it.
+pub fn describe(dev: &dyn BlockDevice, sb: &Superblock) -> Result<String> {
+    use std::fmt::Write as _;
+    let found = scan(dev, sb)?;
+    let j = &sb.journal;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "journal: {} log of {} bytes at fragment {}, checkpoint at position {} (transaction {})",
+        j.kind.name(),
+        j.bytes,
+        j.start,
+        j.tail,
+        j.tail_seq
+    );
+    for tx in &found.transactions {
+        let (mut changes, mut bytes, mut frees) = (0, 0, 0);
+        for r in &tx.records {
+            match r {
+                Record::Change { bytes: b, .. } => {
+                    changes += 1;
+                    bytes += b.len();
+                }
+                Record::Free { .. } => frees += 1,
+            }
+        }
+        let _ = writeln!(
+            out,
+            "  transaction {}: {} bytes, {changes} changes ({bytes} bytes), {frees} frees",
+            tx.seq, tx.len
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  {} transactions to replay; the log continues at position {}",
+        found.transactions.len(),
+        found.end
+    );
+    Ok(out)
+}
+
+/// The byte ranges where `new` differs from `old` (equal lengths), as
+/// (offset, length), ranges closer than a change record's header merged.
+pub fn changed_ranges(old: &[u8], new: &[u8]) -> Vec<(usize, usize)> {
+    let mut out: Vec<(usize, usize)> = Vec::new();
+    let n = old.len().min(new.len());
+    let mut i = 0;
+    while i < n {
+        // Eight bytes at a time where they agree.
+        if i + 8 <= n && old[i..i + 8] == new[i..i + 8] {
+            i += 8;
+            continue;
+        }
+        if old[i] == new[i] {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < n && old[i] != new[i] {
+            i += 1;
+        }
+        match out.last_mut() {
+            Some((s, len)) if start - (*s + *len) < CHANGE_HEADER_BYTES => *len = i - *s,
+            _ => out.push((start, i - start)),
+        }
+    }
+    out
+}
+
+/// Log positions are kept in whole log blocks on the device.
+pub const BLOCK: u64 = LOG_BLOCK as u64;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_transaction_round_trips_and_any_flipped_bit_ends_the_log() {
+        let records = vec![
+            Record::Change { block: 64, offset: 8, zeroed: 0, bytes: vec![1, 2, 3] },
+            Record::Free { start: 72, count: 8 },
+            Record::Change { block: 80, offset: 0, zeroed: 8192, bytes: vec![9; 17] },
+        ];
+        let bytes = encode_transaction(7, 3, &records);
+        assert_eq!(bytes.len(), transaction_len(&records));
+        let tx = decode_transaction(&bytes, 7, 3).expect("whole");
+        assert_eq!(tx.records, records);
+        assert!(decode_transaction(&bytes, 8, 3).is_none(), "another sequence number");
+        assert!(decode_transaction(&bytes, 7, 4).is_none(), "another mount's");
+        assert!(decode_transaction(&bytes[..bytes.len() - 1], 7, 3).is_none(), "torn");
+        for bit in (0..bytes.len() * 8).step_by(13) {
+            let mut bad = bytes.clone();
+            bad[bit / 8] ^= 1 << (bit % 8);
+            assert!(decode_transaction(&bad, 7, 3).is_none(), "bit {bit} flipped");
+        }
+    }
+
+    #[test]
+    fn changed_ranges_find_every_difference_and_merge_near_ones() {
+        let old = vec![0u8; 100];
+        let mut new = old.clone();
+        new[3] = 1;
+        new[10] = 1;
+        new[90] = 1;
+        assert_eq!(changed_ranges(&old, &new), vec![(3, 8), (90, 1)]);
+        assert!(changed_ranges(&old, &old).is_empty());
+    }
+
+    #[test]
+    fn log_bytes_wrap_around_the_region() {
+        let region: Vec<u8> = (0..16).collect();
+        assert_eq!(log_bytes(&region, 30, 4), vec![14, 15, 0, 1]);
+    }
+}

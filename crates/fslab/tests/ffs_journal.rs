@@ -1,0 +1,143 @@
+//! The journal (`Integrity::Journal`, `JournalSync`) on a memory disk:
+//! what it logs, replay after a crash, and the log's space reused.
+
+use disk::{BlockDevice, MemDisk};
+use fslab::ffs::{Ffs, Integrity, JournalKind, MkfsOptions, MountOptions};
+use fslab::format::inode::kind;
+use fslab::format::{Ino, ROOT_INO};
+use fslab::ufs::{Creds, FileSystem};
+use std::sync::Arc;
+
+const ME: Creds = Creds { uid: 0, gid: 0 };
+
+fn options(integrity: Integrity) -> MountOptions {
+    MountOptions { cache_bytes: 1 << 20, integrity, ..MountOptions::default() }
+}
+
+fn fresh(bytes: u64, journal: JournalKind, integrity: Integrity) -> (Arc<MemDisk>, FileSystem<Ffs>) {
+    let disk = Arc::new(MemDisk::new(bytes));
+    let dev: Arc<dyn BlockDevice> = disk.clone();
+    let mkfs = MkfsOptions { group_size: 4 << 20, journal, ..MkfsOptions::default() };
+    fslab::mkfs_ffs(dev.clone(), &mkfs, ME).expect("mkfs");
+    let fs = FileSystem::new(Ffs::mount(dev, options(integrity)).expect("mount"));
+    (disk, fs)
+}
+
+fn create(fs: &mut FileSystem<Ffs>, dir: Ino, name: &str) -> Ino {
+    fs.mknod(dir, name.as_bytes(), kind::REG | 0o644, 0, ME).expect("create").ino
+}
+
+/// The image as a crash now would leave it if every write issued reached
+/// the disk: a copy of the disk, the mount forgotten.
+fn crash(disk: &MemDisk, fs: FileSystem<Ffs>) -> Arc<MemDisk> {
+    std::mem::forget(fs);
+    Arc::new(MemDisk::from_bytes(disk.snapshot()))
+}
+
+#[test]
+fn a_crash_after_fsync_replays_to_the_files_made() {
+    for journal in [JournalKind::File, JournalKind::Wafs] {
+        let (disk, mut fs) = fresh(16 << 20, journal, Integrity::Journal);
+        let d = fs.mkdir(ROOT_INO, b"d", 0o755, ME).expect("mkdir").ino;
+        let f = create(&mut fs, d, "f");
+        fs.write(f, 0, b"hello").expect("write");
+        fs.fsync(f, false).expect("fsync");
+        let image = crash(&disk, fs);
+        let sb = fslab::ffs::mkfs::read_superblock(image.as_ref()).expect("superblock");
+        eprintln!("{}", fslab::ffs::journal::describe(image.as_ref(), &sb).expect("describe"));
+        let dev: Arc<dyn BlockDevice> = image.clone();
+        let mut fs = FileSystem::new(Ffs::mount(dev, options(Integrity::Journal)).expect("mount replays"));
+        let d = fs.lookup(ROOT_INO, b"d").expect("d").ino;
+        let f = fs.lookup(d, b"f").expect("f").ino;
+        assert_eq!(fs.read(f, 0, 100).expect("read"), b"hello");
+        fs.storage().check_groups().unwrap_or_else(|e| panic!("{e}"));
+        fs.unmount().expect("unmount");
+    }
+}
+
+#[test]
+fn the_log_wraps_many_times_and_a_crash_at_the_end_replays_to_the_last_fsync() {
+    let (disk, mut fs) = fresh(24 << 20, JournalKind::Wafs, Integrity::Journal);
+    let d = fs.mkdir(ROOT_INO, b"d", 0o755, ME).expect("mkdir").ino;
+    // About 300 bytes logged per create and as many per remove: 20,000
+    // operations go round a 1 MiB log several times.
+    for round in 0..10u32 {
+        for i in 0..1000u32 {
+            let f = create(&mut fs, d, &format!("r{round}-{i}"));
+            fs.write(f, 0, &[round as u8 + 1; 100]).expect("write");
+        }
+        if round > 0 {
+            for i in 0..1000u32 {
+                fs.unlink(d, format!("r{}-{i}", round - 1).as_bytes()).expect("unlink");
+            }
+        }
+    }
+    let stats = fs.storage().journal_stats().expect("a journal mount");
+    assert!(stats.bytes_logged > 4 << 20, "the log went round: {stats:?}");
+    assert!(stats.checkpoints > 0, "checkpoints made room: {stats:?}");
+    let last = fs.lookup(d, b"r9-999").expect("last").ino;
+    fs.fsync(last, false).expect("fsync");
+    let image = crash(&disk, fs);
+    let dev: Arc<dyn BlockDevice> = image.clone();
+    let mut fs = FileSystem::new(Ffs::mount(dev, options(Integrity::Journal)).expect("mount replays"));
+    let names = fs.readdir(d, 0, 5000).expect("readdir");
+    let files: Vec<_> = names.iter().filter(|e| e.name != b"." && e.name != b"..").collect();
+    assert_eq!(files.len(), 1000, "the last round's files, and only those");
+    assert!(files.iter().all(|e| e.name.starts_with(b"r9-")));
+    let f = fs.lookup(d, b"r9-500").expect("r9-500").ino;
+    assert_eq!(fs.read(f, 0, 200).expect("read"), vec![10u8; 100]);
+    fs.storage().check_groups().unwrap_or_else(|e| panic!("{e}"));
+    fs.unmount().expect("unmount");
+}
+
+#[test]
+fn journal_sync_makes_a_create_durable_when_it_returns() {
+    let (disk, mut fs) = fresh(16 << 20, JournalKind::File, Integrity::JournalSync);
+    create(&mut fs, ROOT_INO, "made");
+    fs.mkdir(ROOT_INO, b"dir", 0o755, ME).expect("mkdir");
+    fs.rename(ROOT_INO, b"made", ROOT_INO, b"moved", Default::default()).expect("rename");
+    let image = crash(&disk, fs);
+    let dev: Arc<dyn BlockDevice> = image.clone();
+    let mut fs = FileSystem::new(Ffs::mount(dev, options(Integrity::JournalSync)).expect("mount replays"));
+    assert!(fs.lookup(ROOT_INO, b"moved").is_ok(), "the renamed file");
+    assert!(fs.lookup(ROOT_INO, b"made").is_err(), "under one name only");
+    assert!(fs.lookup(ROOT_INO, b"dir").is_ok(), "the directory");
+    fs.unmount().expect("unmount");
+}
+
+#[test]
+fn a_journal_mount_of_an_image_without_a_journal_is_refused_by_name() {
+    let disk = Arc::new(MemDisk::new(16 << 20));
+    let dev: Arc<dyn BlockDevice> = disk.clone();
+    fslab::mkfs_ffs(dev.clone(), &MkfsOptions::default(), ME).expect("mkfs");
+    let err = Ffs::mount(dev, options(Integrity::Journal)).err().expect("refused");
+    assert!(err.to_string().contains("no journal") && err.to_string().contains("--journal"), "{err}");
+}
+
+#[test]
+fn mkfs_refuses_a_journal_that_does_not_fit_and_a_size_without_a_journal() {
+    let too_big = MkfsOptions {
+        group_size: 4 << 20,
+        journal: JournalKind::File,
+        journal_bytes: Some(8 << 20),
+        ..MkfsOptions::default()
+    };
+    let err = fslab::ffs::plan(64 << 20, &too_big).expect_err("refused");
+    assert!(err.to_string().contains("does not fit in a cylinder group"), "{err}");
+    let tiny =
+        MkfsOptions { journal: JournalKind::Wafs, journal_bytes: Some(4096), ..MkfsOptions::default() };
+    let err = fslab::ffs::plan(64 << 20, &tiny).expect_err("refused");
+    assert!(err.to_string().contains("smaller than the least"), "{err}");
+    let stray = MkfsOptions { journal_bytes: Some(1 << 20), ..MkfsOptions::default() };
+    assert!(fslab::ffs::plan(64 << 20, &stray).is_err(), "a size needs a journal");
+}
+
+#[test]
+fn a_crash_of_another_mode_on_a_journaled_image_still_asks_for_fsck() {
+    let (disk, mut fs) = fresh(16 << 20, JournalKind::File, Integrity::Async);
+    create(&mut fs, ROOT_INO, "lost-maybe");
+    let image = crash(&disk, fs);
+    let dev: Arc<dyn BlockDevice> = image.clone();
+    let err = Ffs::mount(dev, options(Integrity::Journal)).err().expect("refused");
+    assert_eq!(err.errno(), libc::EUCLEAN, "{err}");
+}
