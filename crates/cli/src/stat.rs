@@ -109,9 +109,23 @@ fn render_mount(dir: &str, m: Option<&MountReport>) -> String {
             row(&mut out, "checkpoints", c.checkpoints.to_string());
             row(&mut out, "segments found empty", c.segments_reclaimed.to_string());
         }
-        LayoutReport::Ffs { stats: c, leaks, .. } => {
+        LayoutReport::Ffs { stats: c, leaks, journal, .. } => {
             if let Some(scan) = leak_scan(leaks) {
                 row(&mut out, "leak scan", scan);
+            }
+            if let Some(j) = journal {
+                row(
+                    &mut out,
+                    "journal",
+                    format!(
+                        "{} ({} logged in {} log writes), {} flushes, {} checkpoints to make room",
+                        count(j.transactions, "transaction", "transactions"),
+                        human(j.bytes_logged),
+                        j.log_writes,
+                        j.forces,
+                        j.checkpoints
+                    ),
+                );
             }
             row(&mut out, "device reads", c.reads.to_string());
             row(
@@ -337,6 +351,7 @@ mod tests {
                 cylinder_groups: 4,
                 stats,
                 leaks: LeakReport::default(),
+                journal: None,
             },
         };
         let text = render_mount("/mnt", Some(&ffs));
@@ -370,6 +385,32 @@ syncs                     3
         assert_eq!(leak_scan(&leaks).as_deref(), Some("running: inode 250 of 1000 (25%); frees at the end"));
         leaks.state = LeakScanState::NotNeeded;
         assert_eq!(leak_scan(&leaks), None);
+
+        let journal = fslab::ffs::JournalStats {
+            transactions: 1000,
+            bytes_logged: 300 << 10,
+            log_writes: 12,
+            forces: 3,
+            checkpoints: 0,
+        };
+        let journaled = MountReport {
+            space,
+            layout: LayoutReport::Ffs {
+                integrity: fslab::ffs::Integrity::Journal,
+                cylinder_groups: 4,
+                stats,
+                leaks: LeakReport::default(),
+                journal: Some(journal),
+            },
+        };
+        let text = render_mount("/mnt", Some(&journaled));
+        assert!(
+            text.contains(
+                "journal                   1000 transactions (300 KiB logged in 12 log writes), 3 flushes, \
+                 0 checkpoints to make room"
+            ),
+            "{text}"
+        );
 
         let stats = fslab::lfs::Stats {
             partial_segments: 5,

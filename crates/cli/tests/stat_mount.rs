@@ -65,6 +65,13 @@ fn stat_and_clean_on(layout: Layout) {
                 _ => "softdep",
             };
             assert!(layout_line.starts_with(&format!("layout                    FFS, integrity={mode}, ")));
+            let journal_line =
+                before.lines().any(|l| l.starts_with("journal ") && l.contains("transactions"));
+            assert_eq!(
+                journal_line,
+                layout == Layout::FfsJournal,
+                "a journal line on a journal mount:\n{before}"
+            );
             assert!(!before.contains("cleaner policy"), "no cleaner on FFS:\n{before}");
         }
     }

@@ -54,6 +54,7 @@ impl ServedStorage for Ffs {
             cylinder_groups: self.superblock().geometry.ncg,
             stats: self.stats(),
             leaks: self.leak_report().clone(),
+            journal: self.journal_stats(),
         }
     }
 

@@ -154,6 +154,8 @@ pub enum LayoutReport {
         stats: fslab::ffs::Stats,
         /// The background scan for what a crash leaked.
         leaks: fslab::ffs::LeakReport,
+        /// What the journal did, on a journal mount.
+        journal: Option<fslab::ffs::JournalStats>,
     },
 }
 

@@ -189,12 +189,13 @@ fn an_ffs_mount_serves_its_reports_and_answers_each_cleaners_request_with_one_cl
     let mut client = pair(&shared);
 
     let local = shared.mount_report().expect("local");
-    let LayoutReport::Ffs { integrity, cylinder_groups, stats, ref leaks } = local.layout else {
+    let LayoutReport::Ffs { integrity, cylinder_groups, stats, ref leaks, journal } = local.layout else {
         panic!("an FFS mount reports FFS: {local:?}")
     };
     assert_eq!(integrity, Integrity::Async);
     assert_eq!(cylinder_groups, 4);
     assert_eq!(leaks.state, fslab::ffs::LeakScanState::NotNeeded, "a fresh image has nothing to scan");
+    assert_eq!(journal, None, "no journal on an async mount");
     assert!(stats.writes > 0 && stats.syncs == 1, "{local:?}");
     assert!(local.space.total_inodes - local.space.free_inodes > 300, "{local:?}");
     assert_eq!(client.mount_report().expect("mount report"), local);

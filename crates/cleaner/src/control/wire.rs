@@ -18,7 +18,8 @@ use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 pub(super) const MAGIC: &[u8; 4] = b"FSLC";
-/// Version 7: the journal's integrity modes (3, 4) in a mount report.
+/// Version 7: the journal's integrity modes (3, 4) and counters in a mount
+/// report.
 pub(super) const VERSION: u32 = 7;
 
 pub(super) const OP_HELLO: u8 = 0;
@@ -508,7 +509,7 @@ pub(super) fn encode_mount(out: &mut Out, r: &MountReport) {
                 out.u64(v);
             }
         }
-        LayoutReport::Ffs { integrity, cylinder_groups, stats: c, leaks } => {
+        LayoutReport::Ffs { integrity, cylinder_groups, stats: c, leaks, journal } => {
             out.u8(match integrity {
                 Integrity::Sync => 0,
                 Integrity::Async => 1,
@@ -530,6 +531,15 @@ pub(super) fn encode_mount(out: &mut Out, r: &MountReport) {
                 out.u64(v);
             }
             encode_leaks(out, leaks);
+            match journal {
+                None => out.u8(0),
+                Some(j) => {
+                    out.u8(1);
+                    for v in [j.transactions, j.bytes_logged, j.log_writes, j.forces, j.checkpoints] {
+                        out.u64(v);
+                    }
+                }
+            }
         }
     }
 }
@@ -621,7 +631,19 @@ pub(super) fn decode_mount(r: &mut In) -> Result<MountReport> {
                 checksummed_blocks: r.u64()?,
                 cluster_pushes: r.u64()?,
             };
-            LayoutReport::Ffs { integrity, cylinder_groups, stats, leaks: decode_leaks(r)? }
+            let leaks = decode_leaks(r)?;
+            let journal = match r.u8()? {
+                0 => None,
+                1 => Some(fslab::ffs::JournalStats {
+                    transactions: r.u64()?,
+                    bytes_logged: r.u64()?,
+                    log_writes: r.u64()?,
+                    forces: r.u64()?,
+                    checkpoints: r.u64()?,
+                }),
+                _ => return Err(malformed()),
+            };
+            LayoutReport::Ffs { integrity, cylinder_groups, stats, leaks, journal }
         }
         _ => return Err(malformed()),
     };
