@@ -130,6 +130,10 @@ fn mkfs_refuses_a_journal_that_does_not_fit_and_a_size_without_a_journal() {
     assert!(err.to_string().contains("smaller than the least"), "{err}");
     let stray = MkfsOptions { journal_bytes: Some(1 << 20), ..MkfsOptions::default() };
     assert!(fslab::ffs::plan(64 << 20, &stray).is_err(), "a size needs a journal");
+    // The default size (1% of the device) shrinks to fit its group.
+    let default = MkfsOptions { journal: JournalKind::File, ..MkfsOptions::default() };
+    let sb = fslab::ffs::plan(4 << 30, &default).expect("a default journal on 4 GiB of 32 MiB groups");
+    assert!(sb.journal.bytes < 32 << 20 && sb.journal.bytes >= 30 << 20, "{:?}", sb.journal);
 }
 
 #[test]

@@ -73,6 +73,11 @@ pub struct MountConfig {
     pub dev: bool,
     /// Mount read-only (`ro`): the kernel refuses every change with EROFS.
     pub read_only: bool,
+    /// Requests that wait for durability (fsync, a synchronous operation)
+    /// wait outside the file system's lock, sharing flushes with whatever
+    /// finished meanwhile (`group_commit=on`, the default); off, each
+    /// waits holding the lock: one flush per operation.
+    pub group_commit: bool,
 }
 
 impl Default for MountConfig {
@@ -87,6 +92,7 @@ impl Default for MountConfig {
             suid: false,
             dev: false,
             read_only: false,
+            group_commit: true,
         }
     }
 }
@@ -159,7 +165,7 @@ pub fn mount<S: StorageManager + 'static>(
     config: &MountConfig,
 ) -> io::Result<Mounted<S>> {
     let block_size = fs.block_size();
-    let shared = Arc::new(Shared::new(fs));
+    let shared = Arc::new(Shared::with_group_commit(fs, config.group_commit));
     let result = mount_shared(&shared, mountpoint, config, block_size);
     if result.is_err() {
         let _ = shared.shutdown();

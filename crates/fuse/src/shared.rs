@@ -93,12 +93,20 @@ struct State<S: StorageManager> {
 }
 
 impl<S: StorageManager> Shared<S> {
-    /// A serving file system.
-    pub fn new(mut fs: FileSystem<S>) -> Shared<S> {
-        // Requests wait for durability after letting go of the lock
-        // (`with`), so that fsyncs and synchronous operations finishing
-        // together share one flush.
-        fs.wait_outside(true);
+    /// A serving file system, with group commit.
+    #[cfg(test)]
+    pub fn new(fs: FileSystem<S>) -> Shared<S> {
+        Shared::with_group_commit(fs, true)
+    }
+
+    /// A serving file system; with `group_commit`, requests wait for
+    /// durability after letting go of the lock (`with`), so that fsyncs
+    /// and synchronous operations finishing together share one flush
+    /// (group commit); without, each waits for its own holding the lock,
+    /// one flush per operation — the baseline group commit is measured
+    /// against.
+    pub fn with_group_commit(mut fs: FileSystem<S>, group_commit: bool) -> Shared<S> {
+        fs.wait_outside(group_commit);
         Shared {
             state: Mutex::new(State { fs: Some(fs), broken: false, unmounted: None }),
             changed: Condvar::new(),

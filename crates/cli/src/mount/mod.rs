@@ -86,6 +86,8 @@ pub struct MountArgs {
     ///                            journal (an image made with mkfs --journal)
     ///   journal=async|sync       FFS journal: commits flushed once a second
     ///                            (default), or namespace operations durable at return
+    ///   group_commit=on|off      operations waiting for the disk share flushes
+    ///                            (default on); off: one flush each, the lock held
     ///   log=FILE                 a background mount's messages, instead of the system log
     ///   exec, noexec             programs may run from the mount (default exec)
     ///   suid, dev                set-user-ID bits and device nodes take effect (root only)
@@ -245,6 +247,7 @@ fn mount(image: &Path, dir: &Path, options: &Options) -> Result<Mount, String> {
         suid: options.suid,
         dev: options.dev,
         read_only: options.read_only,
+        group_commit: options.group_commit,
         ..MountConfig::default()
     };
     let (mounted, control) = match layout {

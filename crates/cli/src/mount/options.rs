@@ -55,6 +55,8 @@ pub(super) struct Options {
     /// A read-only mount: nothing reaches the image, and the kernel
     /// refuses every change (EROFS).
     pub read_only: bool,
+    /// Requests that wait for durability share flushes (`group_commit=on`).
+    pub group_commit: bool,
 }
 
 impl Default for Options {
@@ -74,6 +76,7 @@ impl Default for Options {
             dirhash: DirhashOptions::default(),
             atime: AtimeOptions::RELATIME,
             read_only: false,
+            group_commit: true,
         }
     }
 }
@@ -187,6 +190,11 @@ pub(super) fn parse(lists: &[String], sloppy: bool) -> Result<(Options, Vec<Stri
                     format!("option integrity: '{name}' is not one of sync, async, softdep, journal")
                 })?)
             }
+            ("group_commit", Some("on")) => options.group_commit = true,
+            ("group_commit", Some("off")) => options.group_commit = false,
+            ("group_commit", Some(other)) => {
+                return Err(format!("option group_commit: '{other}' is not on or off"))
+            }
             ("journal", Some("sync")) => journal_sync = Some(true),
             ("journal", Some("async")) => journal_sync = Some(false),
             ("journal", Some(other)) => {
@@ -212,8 +220,8 @@ pub(super) fn parse(lists: &[String], sloppy: bool) -> Result<(Options, Vec<Stri
             }
             ("dirhash_check", None) => options.dirhash.check = true,
             (
-                "cache" | "checkpoint" | "cleaner" | "integrity" | "journal" | "log" | "dirhash"
-                | "dirhash_maxmem" | "dirhash_minsize",
+                "cache" | "checkpoint" | "cleaner" | "integrity" | "journal" | "group_commit" | "log"
+                | "dirhash" | "dirhash_maxmem" | "dirhash_minsize",
                 None,
             ) => return Err(format!("option {key} needs a value ({key}=...)")),
             (name, Some(_)) if ACCEPTED.contains(&name) || is_flag(name) => {
@@ -367,6 +375,15 @@ mod tests {
             let option = format!("integrity={}", mode.name());
             assert_eq!(one(&option).map(|o| o.ffs().integrity), Ok(mode), "{option}");
         }
+    }
+
+    #[test]
+    fn group_commit_is_on_unless_turned_off() {
+        assert!(Options::default().group_commit);
+        assert!(!one("group_commit=off").expect("off").group_commit);
+        assert!(one("group_commit=off,group_commit=on").expect("on").group_commit);
+        assert!(one("group_commit=maybe").is_err());
+        assert!(one("group_commit").is_err());
     }
 
     #[test]

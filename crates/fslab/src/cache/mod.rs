@@ -213,6 +213,15 @@ impl BufferCache {
         out
     }
 
+    /// Puts changes taken by [`take_changes`](Self::take_changes) back:
+    /// they are older than any change recorded since, so theirs are the
+    /// images before.
+    pub fn put_back_changes(&mut self, taken: Vec<(BlockKey, Option<BlockData>)>) {
+        if let Some(changes) = self.changes.as_mut() {
+            changes.extend(taken);
+        }
+    }
+
     /// The contents of `key` before its first change since the last
     /// [`take_changes`](Self::take_changes): `None` if it has not changed
     /// since, `Some(None)` if it was not cached then.

@@ -245,6 +245,10 @@ pub struct Ffs {
     /// The superblock as last stored in its buffer, its time zeroed
     /// (`write_superblock_if_changed`).
     pub(super) sb_stored: Option<Superblock>,
+    /// Set while write-back runs because the cache passed its threshold,
+    /// not because anything waits for it: a mode may hold back what would
+    /// cost a wait (a journal, a block whose log is not yet durable).
+    pub(super) writing_in_background: bool,
 }
 
 impl Ffs {
@@ -323,6 +327,7 @@ impl Ffs {
             leak_scan: None,
             leak_report: Default::default(),
             sb_stored: None,
+            writing_in_background: false,
         };
         // In use from now on: a crash leaves the image marked unclean, and
         // says whether soft updates kept it.
@@ -739,7 +744,10 @@ impl Ffs {
         if crowded {
             self.store_dirty_inodes()?;
         }
-        self.write_dirty(None, true)?;
+        self.writing_in_background = true;
+        let written = self.write_dirty(None, true);
+        self.writing_in_background = false;
+        written?;
         // What write-back could not take below half the threshold is held
         // back (parked, `write_dirty`): left there, it would keep the cache
         // over the threshold and every later change would be written the

@@ -133,7 +133,7 @@ pub fn plan(device_bytes: u64, options: &MkfsOptions) -> Result<Superblock> {
             JournalInfo { kind: JournalKind::Wafs, unit, start, bytes: log_bytes, ..JournalInfo::default() }
         }
         JournalKind::File => {
-            let (start, bytes) = file_log_place(&geo, log_bytes)?;
+            let (start, bytes) = file_log_place(&geo, log_bytes, options.journal_bytes.is_none())?;
             JournalInfo { kind: JournalKind::File, unit, start, bytes, ..JournalInfo::default() }
         }
     };
@@ -163,16 +163,21 @@ fn journal_bytes(device_bytes: u64, options: &MkfsOptions) -> Result<u64> {
 
 /// Where a `file` log goes: the front of the data area of the middle group
 /// (half the file system's seeks away from any block, at most), leaving
-/// that group its minimum of data blocks. Returns (first fragment, bytes).
-fn file_log_place(geo: &Geometry, bytes: u64) -> Result<(Frag, u64)> {
+/// that group its minimum of data blocks. A default size larger than that
+/// room shrinks to it (a 4 GiB image's 1% does not fit a 32 MiB group); a
+/// size asked for is refused. Returns (first fragment, bytes).
+fn file_log_place(geo: &Geometry, bytes: u64, default_size: bool) -> Result<(Frag, u64)> {
     let cg = geo.ncg / 2;
     let frag = geo.frag_size as u64;
-    let room = (geo.group_frags(cg) - geo.data_offset()) as u64
-        - MIN_GROUP_DATA_BLOCKS as u64 * geo.frags_per_block as u64;
+    let room = ((geo.group_frags(cg) - geo.data_offset()) as u64)
+        .saturating_sub(MIN_GROUP_DATA_BLOCKS as u64 * geo.frags_per_block as u64);
+    let unit = u64::from(journal_unit(JournalKind::File));
+    let fits = room * frag / unit * unit;
+    let bytes = if default_size && bytes > fits && fits >= MIN_LOG_BYTES { fits } else { bytes };
     if bytes.div_ceil(frag) > room {
         return Err(refuse(format!(
             "a journal of {bytes} bytes does not fit in a cylinder group ({} bytes of data room): \
-             make it smaller (--journal-size) or the groups larger (--group-size)",
+             make it smaller (--journal-size) or the groups larger (--cg-size)",
             room * frag
         )));
     }

@@ -53,6 +53,11 @@ use std::time::Duration;
 /// a second, §5.1).
 const COMMIT_INTERVAL: Duration = Duration::from_secs(1);
 
+/// Frees waiting for their transaction to be durable past which a commit
+/// flushes the log (an asynchronous journal's removes would otherwise keep
+/// thousands, each shown again in every group stored).
+const MAX_PENDING_FREES: usize = 1024;
+
 /// The journal mode.
 pub(super) struct Journal {
     /// `journal=sync`: namespace operations are durable when they return.
@@ -100,6 +105,9 @@ struct State {
     rollback: IntMap<BlockKey, Option<BlockData>>,
     /// When the log was last flushed, on the mount's clock.
     last_force: Duration,
+    /// Set while a checkpoint makes room: what changed stays uncommitted
+    /// (and goes home as it was at the last commit) until it ends.
+    making_room: bool,
     /// Counters for `fslab stat` and the lab.
     stats: JournalStats,
 }
@@ -159,50 +167,10 @@ impl Journal {
             fs.store_superblock();
         }
         let changes = fs.cache.take_changes();
-        let mut records = Vec::new();
-        let mut touched = Vec::new();
-        for (key, before) in changes {
-            if !Self::is_logged(fs, key) {
-                continue;
-            }
-            let Some(now) = fs.cache.share(key) else { continue };
-            let Ok(placed) = fs.placements_of(&[key]) else { continue };
-            let Some(&Placement { addr, bytes: run, .. }) = placed.first() else { continue };
-            let (ino, lbn) = key;
-            let sealed = |bytes: &[u8]| -> Vec<u8> {
-                let mut copy = AlignedBytes::copy_of(bytes);
-                if ino != DEVICE && is_indirect(lbn) {
-                    fs.tree.seal(&mut copy, ino, lbn);
-                }
-                copy.to_vec()
-            };
-            let new = before.is_none();
-            let old = match &before {
-                Some(b) => sealed(b),
-                None => vec![0u8; now.len()],
-            };
-            let now = sealed(&now);
-            let ranges = changed_ranges(&old, &now);
-            let ranges: Vec<(usize, usize)> =
-                ranges.into_iter().filter(|&(o, _)| o < run).map(|(o, l)| (o, l.min(run - o))).collect();
-            let zeroed = if new { run as u32 } else { 0 };
-            if new && ranges.is_empty() {
-                records.push(Record::Change { block: addr.get(), offset: 0, zeroed, bytes: Vec::new() });
-            }
-            // Only the block's first record zeroes it at replay.
-            for (i, (offset, len)) in ranges.into_iter().enumerate() {
-                records.push(Record::Change {
-                    block: addr.get(),
-                    offset: offset as u32,
-                    zeroed: if i == 0 { zeroed } else { 0 },
-                    bytes: now[offset..offset + len].to_vec(),
-                });
-            }
-            touched.push(key);
-        }
+        let (mut records, touched) = Self::records_of(fs, &changes);
         let mut guard = self.lock();
         let Some(st) = guard.as_mut() else { return Ok(()) };
-        records.append(&mut st.frees);
+        records.extend(st.frees.iter().cloned());
         if records.is_empty() {
             return Ok(());
         }
@@ -216,13 +184,16 @@ impl Journal {
             ));
         }
         if st.head + bytes.len() as u64 + BLOCK > st.checkpoint.0 + st.info.bytes {
-            // No room until a checkpoint: sync, then log. What this
-            // transaction changed is held at its last commit meanwhile.
+            // No room until a checkpoint. The changes go back to the
+            // cache's record first, so that the checkpoint's write-back
+            // sends these blocks home as they were at the last commit; then
+            // the same transaction is made again and logged.
             drop(guard);
+            fs.cache.put_back_changes(changes);
             self.make_room(fs, bytes.len() as u64)?;
-            guard = self.lock();
+            return self.log_changes(fs);
         }
-        let Some(st) = guard.as_mut() else { return Ok(()) };
+        st.frees.clear();
         st.starts.insert(seq, st.head);
         st.buf.extend_from_slice(&bytes);
         st.head += bytes.len() as u64;
@@ -241,24 +212,88 @@ impl Journal {
         Ok(())
     }
 
+    /// The change records of the metadata blocks among `changes` (each
+    /// with its image before the first change), and the blocks they name.
+    fn records_of(fs: &mut Ffs, changes: &[(BlockKey, Option<BlockData>)]) -> (Vec<Record>, Vec<BlockKey>) {
+        let mut records = Vec::new();
+        let mut touched = Vec::new();
+        for (key, before) in changes {
+            let key = *key;
+            if !Self::is_logged(fs, key) {
+                continue;
+            }
+            let Some(now) = fs.cache.share(key) else { continue };
+            let Ok(placed) = fs.placements_of(&[key]) else { continue };
+            let Some(&Placement { addr, bytes: run, .. }) = placed.first() else { continue };
+            let (ino, lbn) = key;
+            // An indirect block is logged as it goes to the disk, with its
+            // sector checksums; every other block as cached.
+            let seals = ino != DEVICE && is_indirect(lbn);
+            let sealed = |bytes: &BlockData| -> BlockData {
+                if !seals {
+                    return bytes.clone();
+                }
+                let mut copy = AlignedBytes::copy_of(bytes);
+                fs.tree.seal(&mut copy, ino, lbn);
+                Arc::new(copy)
+            };
+            let new = before.is_none();
+            let old = match before {
+                Some(b) => sealed(b),
+                None => Arc::new(AlignedBytes::zeroed(now.len())),
+            };
+            let now = sealed(&now);
+            let ranges: Vec<(usize, usize)> = changed_ranges(&old, &now)
+                .into_iter()
+                .filter(|&(o, _)| o < run)
+                .map(|(o, l)| (o, l.min(run - o)))
+                .collect();
+            let zeroed = if new { run as u32 } else { 0 };
+            if new && ranges.is_empty() {
+                records.push(Record::Change { block: addr.get(), offset: 0, zeroed, bytes: Vec::new() });
+            }
+            // Only the block's first record zeroes it at replay.
+            for (i, (offset, len)) in ranges.into_iter().enumerate() {
+                records.push(Record::Change {
+                    block: addr.get(),
+                    offset: offset as u32,
+                    zeroed: if i == 0 { zeroed } else { 0 },
+                    bytes: now[offset..offset + len].to_vec(),
+                });
+            }
+            touched.push(key);
+        }
+        (records, touched)
+    }
+
     /// Writes every block home and moves the checkpoint, until the log
     /// has room for `bytes` more.
     fn make_room(&self, fs: &mut Ffs, bytes: u64) -> Result<()> {
         if let Some(st) = self.lock().as_mut() {
             st.stats.checkpoints += 1;
+            st.making_room = true;
         }
-        self.force(fs)?;
-        fs.write_dirty(None, true)?;
-        fs.write_groups()?;
-        fs.queue.flush()?;
-        self.prune(fs.queue.durable());
-        self.write_checkpoint(fs)?;
+        let made = self.write_home(fs);
+        if let Some(st) = self.lock().as_mut() {
+            st.making_room = false;
+        }
+        made?;
         let guard = self.lock();
         let Some(st) = guard.as_ref() else { return Ok(()) };
         if st.head + bytes + BLOCK > st.checkpoint.0 + st.info.bytes {
             return Err(errno(libc::EIO, "journal: a checkpoint left the log without room"));
         }
         Ok(())
+    }
+
+    /// Every committed change durable at home, and the checkpoint moved.
+    fn write_home(&self, fs: &mut Ffs) -> Result<()> {
+        self.force(fs)?;
+        fs.write_dirty(None, true)?;
+        fs.write_groups()?;
+        fs.queue.flush()?;
+        self.prune(fs.queue.durable());
+        self.write_checkpoint(fs)
     }
 
     /// Issues the log's bytes not yet issued: all of them (the last block
@@ -340,7 +375,11 @@ impl Journal {
         }
         let key = fs.superblock_key();
         if !fs.cache.contains(key) {
-            fs.store_superblock();
+            // The disk's copy, as it is: what it holds besides the
+            // checkpoint is the last commit's (or older, and in the log).
+            let mut block = AlignedBytes::zeroed(fs.block_size());
+            fs.read_at(Daddr::new(0), &mut block)?;
+            fs.cache.insert(key, Arc::new(block), false);
         }
         let mut placements = [Placement { key, addr: Daddr::new(0), bytes: fs.block_size() }];
         fs.write_placements_now(&mut placements)?;
@@ -387,6 +426,7 @@ impl IntegrityMode for Journal {
             open: None,
             rollback: IntMap::default(),
             last_force: fs.options.clock.now(),
+            making_room: false,
             stats: JournalStats::default(),
         });
         // The block holding the head is rewritten from the log's own
@@ -431,6 +471,12 @@ impl IntegrityMode for Journal {
 
     fn commit(&self, fs: &mut Ffs) -> Result<Ticket> {
         self.log_changes(fs)?;
+        if fs.pending_frees.len() > MAX_PENDING_FREES {
+            // Each group the next transactions log shows these frees again
+            // (`Ffs::store_groups`): a flush lets them go.
+            self.force(fs)?;
+            fs.release_durable_frees()?;
+        }
         let kind = self.lock().as_mut().and_then(|st| st.open.take());
         let durable_now = self.sync && kind.is_some_and(|k| k.is_namespace() && k != TxKind::Reclaim);
         if durable_now {
@@ -530,7 +576,8 @@ impl IntegrityMode for Journal {
         if self.disorder {
             return Ok(());
         }
-        if !fs.tx.is_open() {
+        let making_room = self.lock().as_ref().is_some_and(|st| st.making_room);
+        if !fs.tx.is_open() && !making_room {
             // Changes made outside an operation (a sync storing inodes
             // and groups, frees released) are a transaction of their own.
             self.log_changes(fs)?;
@@ -551,7 +598,10 @@ impl IntegrityMode for Journal {
             st.rollback = rollback;
             keys.iter().any(|k| st.unsettled.get(k).is_some_and(|u| u.latest >= st.durable_seq))
         };
-        if needs_log {
+        // A background write-back (the cache past its threshold) does not
+        // wait for the log: what needs it is held (`write_starting`) until
+        // the next flush — a tick's, an fsync's, a sync's.
+        if needs_log && !fs.writing_in_background {
             self.prune(fs.queue.durable());
             let still = self.lock().as_ref().is_some_and(|st| {
                 keys.iter().any(|k| st.unsettled.get(k).is_some_and(|u| u.latest >= st.durable_seq))
@@ -576,12 +626,11 @@ impl IntegrityMode for Journal {
         let chosen = if self.disorder {
             WriteAs::Cached
         } else {
-            if let Some(u) = st.unsettled.get(&key) {
-                if u.latest >= st.durable_seq {
-                    return Err(errno(libc::EIO, "journal: a block would reach its home before its log"));
-                }
-            }
+            // The write-ahead rule: a change not yet durable in the log
+            // keeps its block at home as it was (held, dirty).
+            let ahead = st.unsettled.get(&key).is_some_and(|u| u.latest >= st.durable_seq);
             match st.rollback.get(&key) {
+                _ if ahead => WriteAs::Held,
                 Some(Some(image)) => WriteAs::RolledBack(image.clone()),
                 Some(None) => WriteAs::Held,
                 None => WriteAs::Cached,
