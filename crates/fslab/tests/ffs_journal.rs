@@ -145,3 +145,20 @@ fn a_crash_of_another_mode_on_a_journaled_image_still_asks_for_fsck() {
     let err = Ffs::mount(dev, options(Integrity::Journal)).err().expect("refused");
     assert_eq!(err.errno(), libc::EUCLEAN, "{err}");
 }
+
+#[test]
+fn a_superblock_whose_log_lies_over_the_groups_is_refused() {
+    let (disk, fs) = fresh(16 << 20, JournalKind::File, Integrity::Journal);
+    let mut fs = fs;
+    fs.unmount().expect("unmount");
+    let mut sb = fslab::ffs::mkfs::read_superblock(disk.as_ref()).expect("superblock");
+    // The log moved onto group 0's inode table: a damaged superblock whose
+    // checksum still holds must not lead the journal to write there.
+    sb.journal.start = sb.geometry.frags_per_block as u64 * 2;
+    disk.write_at(0, &sb.encode()).expect("write");
+    let err = fslab::ffs::mkfs::read_superblock(disk.as_ref()).expect_err("refused");
+    assert!(err.to_string().contains("not where that kind of log lies"), "{err}");
+    sb.journal.start = u64::MAX / 2;
+    disk.write_at(0, &sb.encode()).expect("write");
+    assert!(fslab::ffs::mkfs::read_superblock(disk.as_ref()).is_err(), "a region past the device");
+}

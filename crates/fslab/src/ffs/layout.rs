@@ -406,6 +406,9 @@ fn decode_journal(d: &Decoder) -> std::result::Result<JournalInfo, String> {
             j.unit
         ));
     }
+    if j.bytes > MAX_LOG_BYTES {
+        return Err(format!("journal of {} bytes is larger than the most, {MAX_LOG_BYTES}", j.bytes));
+    }
     if j.bytes < MIN_LOG_BYTES || !j.bytes.is_multiple_of(u64::from(j.unit)) {
         return Err(format!(
             "journal of {} bytes is not a multiple of its write unit {} of at least {MIN_LOG_BYTES}",
@@ -422,6 +425,8 @@ pub const LOG_BLOCK: u32 = 4096;
 pub const MAX_LOG_UNIT: u32 = 1 << 20;
 /// The smallest journal: room for the largest transaction twice over.
 pub const MIN_LOG_BYTES: u64 = 1 << 20;
+/// The largest journal (replay reads it whole into memory).
+pub const MAX_LOG_BYTES: u64 = 1 << 30;
 
 /// Checks allocation parameters; says what is wrong.
 pub fn check_policy(p: &Policy) -> std::result::Result<(), String> {

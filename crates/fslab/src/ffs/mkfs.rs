@@ -12,7 +12,7 @@ use super::cg::CylinderGroup;
 use super::geometry::{Geometry, MAX_MAXCONTIG, MIN_GROUP_DATA_BLOCKS};
 use super::layout::{
     check_policy, JournalInfo, JournalKind, Optim, Policy, RotDelay, Superblock, Totals, LOG_BLOCK,
-    MIN_LOG_BYTES, SB_CLEAN, SUPERBLOCK_BYTES,
+    MAX_LOG_BYTES, MIN_LOG_BYTES, SB_CLEAN, SUPERBLOCK_BYTES,
 };
 use super::Frag;
 use crate::error::Error;
@@ -153,6 +153,9 @@ fn journal_bytes(device_bytes: u64, options: &MkfsOptions) -> Result<u64> {
     let wanted =
         options.journal_bytes.unwrap_or((device_bytes / 100).clamp(MIN_LOG_BYTES, MAX_DEFAULT_LOG_BYTES));
     let bytes = wanted / unit * unit;
+    if bytes > MAX_LOG_BYTES {
+        return Err(refuse(format!("a journal of {wanted} bytes is larger than the most, {MAX_LOG_BYTES}")));
+    }
     if bytes < MIN_LOG_BYTES {
         return Err(refuse(format!(
             "a journal of {wanted} bytes is smaller than the least, {MIN_LOG_BYTES}"
@@ -388,7 +391,7 @@ pub fn read_superblock(dev: &dyn BlockDevice) -> Result<Superblock> {
     let sb = Superblock::decode(&bytes, 0)?;
     let mut end = sb.geometry.byte_offset(sb.geometry.total_frags);
     if sb.journal.present() {
-        end = end.max(sb.geometry.byte_offset(sb.journal.start) + sb.journal.bytes);
+        end = end.max(check_log_region(&sb, dev.size())?);
     }
     if end > dev.size() {
         return Err(Error::corrupt(
@@ -398,6 +401,39 @@ pub fn read_superblock(dev: &dyn BlockDevice) -> Result<Superblock> {
         ));
     }
     Ok(sb)
+}
+
+/// Checks that the journal's region lies where its kind says — a `file`
+/// log inside one group's data area, a `wafs` log past the last group —
+/// and on the device; returns the byte after it.
+fn check_log_region(sb: &Superblock, device_bytes: u64) -> Result<u64> {
+    let geo = &sb.geometry;
+    let j = &sb.journal;
+    let bad = |why: String| Error::corrupt("FFS superblock", 0u64, why);
+    let frags = j.bytes.div_ceil(geo.frag_size as u64);
+    let last = j.start.checked_add(frags).ok_or_else(|| bad("the journal's region overflows".into()))?;
+    if last > device_bytes / geo.frag_size as u64 {
+        return Err(bad(format!(
+            "the journal's region (fragments {} to {last}) is past the device",
+            j.start
+        )));
+    }
+    let inside = match j.kind {
+        JournalKind::File => {
+            let cg = geo.group_of(j.start);
+            j.start >= geo.group_data_start(cg) && last <= geo.group_base(cg) + geo.group_frags(cg) as u64
+        }
+        JournalKind::Wafs => j.start >= geo.total_frags,
+        JournalKind::None => true,
+    };
+    if !inside {
+        return Err(bad(format!(
+            "a {} journal's region (fragments {} to {last}) is not where that kind of log lies",
+            j.kind.name(),
+            j.start
+        )));
+    }
+    Ok(geo.byte_offset(last))
 }
 
 /// Reads and validates cylinder group `cg`.
