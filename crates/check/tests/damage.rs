@@ -36,6 +36,8 @@
 //! guarded byte, all were found and repaired (exit 1); the other 136
 //! touched only file data and checked clean. With fsck's inode-checksum
 //! check turned off, 2 of the 64 go unreported and 8 rounds break a rule.
+//! A journaled image runs the same rounds, and is used after its repair
+//! with the journal.
 
 mod common;
 
@@ -289,7 +291,17 @@ impl bmap::Visitor for Metadata<'_> {
 
 /// What an FFS repair must leave (module comment).
 fn ffs_after(dev: &Arc<MemDisk>, outcome: &Outcome) -> Result<(), String> {
-    let mount = || fslab::ffs::Ffs::mount(dev.clone(), fslab::ffs::MountOptions::default());
+    ffs_after_in(dev, outcome, fslab::ffs::Integrity::Sync)
+}
+
+/// [`ffs_after`], the image mounted in `integrity` mode.
+fn ffs_after_in(
+    dev: &Arc<MemDisk>,
+    outcome: &Outcome,
+    integrity: fslab::ffs::Integrity,
+) -> Result<(), String> {
+    let options = fslab::ffs::MountOptions { integrity, ..fslab::ffs::MountOptions::default() };
+    let mount = || fslab::ffs::Ffs::mount(dev.clone(), options.clone());
     match outcome.exit_code() {
         1 => {
             let again = check(dev);
@@ -313,6 +325,26 @@ fn random_damage_to_ffs_is_found_wherever_fsck_can_see_it_and_repairs_leave_a_so
     let guarded = ffs_guarded(dev.as_ref());
     let is_guarded = |at: usize| guarded.iter().any(|r| r.contains(&at));
     let rounds = damage_rounds(&dev.snapshot(), 8192, 0xdead_ffc4, &is_guarded, &ffs_after);
+    let copies = rounds.assert_unbroken();
+    assert!(
+        rounds.guarded * 4 >= copies,
+        "only {} of {copies} rounds damaged what fsck can see: the test says little",
+        rounds.guarded
+    );
+}
+
+/// The same on a journaled image (a `file` log in one group's data area,
+/// which a clean image's check need not read), repaired and then used
+/// with its journal.
+#[test]
+fn random_damage_to_a_journaled_ffs_is_found_and_repairs_leave_an_image_the_journal_mounts() {
+    let journal = fslab::ffs::Integrity::Journal;
+    let dev = ffs::fresh_for(24 << 20, journal);
+    ffs::with_fs_in(&dev, journal, false, populate);
+    let guarded = ffs_guarded(dev.as_ref());
+    let is_guarded = |at: usize| guarded.iter().any(|r| r.contains(&at));
+    let after = |dev: &Arc<MemDisk>, outcome: &Outcome| ffs_after_in(dev, outcome, journal);
+    let rounds = damage_rounds(&dev.snapshot(), 8192, 0xdead_ffc5, &is_guarded, &after);
     let copies = rounds.assert_unbroken();
     assert!(
         rounds.guarded * 4 >= copies,

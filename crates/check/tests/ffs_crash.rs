@@ -109,9 +109,9 @@
 //! `MountOptions::disorder` (soft updates keeping no order), which must
 //! break some rule in some state, and a fourth with the adversary in a
 //! starved cache (16 buffers: most blocks go out rolled back, many times).
-//! `journal` runs again with the adversary and once more with the
-//! write-ahead rule switched off (`disorder`), which must break rule 13
-//! somewhere. Every run prints, per rule, how many states broke it,
+//! `journal` runs again with the adversary, with it in a starved cache,
+//! and once more with the write-ahead rule switched off (`disorder`),
+//! which must break rule 13 somewhere. Every run prints, per rule, how many states broke it,
 //! promised or not.
 //!
 //! A sample: every `STRIDE`th workload, `STATES` crash states each (seeded),
@@ -1344,6 +1344,15 @@ fn every_sampled_crash_state_of_ffs_journal_sync_replays_to_a_clean_image_keepin
 #[test]
 fn every_sampled_crash_state_of_ffs_journal_under_an_adversarial_write_back_replays_clean() {
     explore_with(Integrity::Journal, Drive { adversary: true, ..Drive::default() }).assert_kept();
+}
+
+/// The journal in a starved cache (16 buffers): write-back runs for room
+/// at nearly every call, and holds back what its log has not yet made
+/// durable (the superblock with its checkpoint among them).
+#[test]
+fn every_sampled_crash_state_of_ffs_journal_in_a_starved_cache_replays_clean() {
+    explore_with(Integrity::Journal, Drive { adversary: true, starved: true, ..Drive::default() })
+        .assert_kept();
 }
 
 /// With the write-ahead rule switched off, rule 13 fails somewhere: the

@@ -162,3 +162,30 @@ fn a_superblock_whose_log_lies_over_the_groups_is_refused() {
     disk.write_at(0, &sb.encode()).expect("write");
     assert!(fslab::ffs::mkfs::read_superblock(disk.as_ref()).is_err(), "a region past the device");
 }
+
+#[test]
+fn removing_a_file_many_times_the_logs_size_fits_one_transaction() {
+    // A 1 MiB log holds 65,536 free records: a 600 MiB file has 76,800
+    // blocks, each freed on its own by the truncate.
+    let disk = Arc::new(MemDisk::new(768 << 20));
+    let dev: Arc<dyn BlockDevice> = disk.clone();
+    let mkfs =
+        MkfsOptions { journal: JournalKind::Wafs, journal_bytes: Some(1 << 20), ..MkfsOptions::default() };
+    fslab::mkfs_ffs(dev.clone(), &mkfs, ME).expect("mkfs");
+    let mut fs = FileSystem::new(Ffs::mount(dev, options(Integrity::Journal)).expect("mount"));
+    let f = create(&mut fs, ROOT_INO, "big");
+    let chunk = vec![7u8; 1 << 20];
+    for i in 0..600u64 {
+        fs.write(f, i << 20, &chunk).expect("write");
+    }
+    let free_before = fs.statfs().expect("statfs").free_blocks;
+    fs.unlink(ROOT_INO, b"big").expect("a removal larger than the log");
+    fs.sync().expect("sync");
+    let image = crash(&disk, fs);
+    let dev: Arc<dyn BlockDevice> = image.clone();
+    let mut fs = FileSystem::new(Ffs::mount(dev, options(Integrity::Journal)).expect("mount replays"));
+    assert!(fs.lookup(ROOT_INO, b"big").is_err());
+    assert!(fs.statfs().expect("statfs").free_blocks > free_before + 70_000, "the space came back");
+    fs.storage().check_groups().unwrap_or_else(|e| panic!("{e}"));
+    fs.unmount().expect("unmount");
+}

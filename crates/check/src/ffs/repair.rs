@@ -302,9 +302,8 @@ fn mark_unclean(dev: &dyn BlockDevice) -> bool {
 /// it to replay: onto `dev` when `write`, else onto an overlay in memory.
 /// Returns the device to check then, and what the replay did.
 fn replay_journal(dev: &Arc<dyn BlockDevice>, write: bool) -> Option<(Arc<dyn BlockDevice>, Replayed)> {
-    use fslab::ffs::layout::{SB_CLEAN, SB_JOURNALED};
     let sb = fslab::ffs::mkfs::read_superblock(dev.as_ref()).ok()?;
-    if sb.flags & SB_CLEAN != 0 || sb.flags & SB_JOURNALED == 0 || !sb.journal.present() {
+    if !fslab::ffs::journal::needs_replay(&sb) {
         return None;
     }
     let target: Arc<dyn BlockDevice> =

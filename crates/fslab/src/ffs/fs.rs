@@ -260,7 +260,7 @@ impl Ffs {
         // A journal mount's crash leaves nothing that replaying its log
         // does not put right (on a read-only mount, the overlay takes the
         // replay's writes).
-        let replayed = sb.flags & SB_CLEAN == 0 && sb.flags & SB_JOURNALED != 0 && sb.journal.present();
+        let replayed = super::journal::needs_replay(&sb);
         if replayed {
             super::journal::replay(dev.as_ref(), &sb)?;
             sb = read_superblock(dev.as_ref())?;
@@ -428,12 +428,11 @@ impl Ffs {
     }
 
     /// Whether the superblock as stored in its buffer differs from what it
-    /// would store now in more than its time and totals (which are a hint:
-    /// the groups are the truth) — what a journal logs of it.
+    /// would store now in more than its time, totals (a hint: the groups
+    /// are the truth) and policy — what a journal logs of it.
     pub(super) fn superblock_needs_store(&self) -> bool {
-        let now =
-            Superblock { time: 0, totals: self.sb_stored.map_or(self.sb.totals, |s| s.totals), ..self.sb };
-        self.sb_stored.is_none_or(|stored| Superblock { policy: now.policy, ..stored } != now)
+        let Some(stored) = self.sb_stored else { return true };
+        Superblock { time: 0, totals: stored.totals, policy: stored.policy, ..self.sb } != stored
     }
 
     /// What the journal has done since mount, on a journal mount.

@@ -214,6 +214,13 @@ pub fn scan(dev: &dyn BlockDevice, sb: &Superblock) -> Result<LogScan> {
     Ok(found)
 }
 
+/// Whether the image `sb` describes was left by a crash of a mount with its
+/// journal: replaying the log puts it right (mount and fsck do, first).
+pub fn needs_replay(sb: &Superblock) -> bool {
+    use super::layout::{SB_CLEAN, SB_JOURNALED};
+    sb.flags & SB_CLEAN == 0 && sb.flags & SB_JOURNALED != 0 && sb.journal.present()
+}
+
 /// What replay did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Replayed {

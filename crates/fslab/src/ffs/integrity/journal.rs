@@ -53,6 +53,9 @@ use std::time::Duration;
 /// a second, §5.1).
 const COMMIT_INTERVAL: Duration = Duration::from_secs(1);
 
+/// Bytes a free record takes in the log.
+const FREE_RECORD_BYTES: usize = 16;
+
 /// Frees waiting for their transaction to be durable past which a commit
 /// flushes the log (an asynchronous journal's removes would otherwise keep
 /// thousands, each shown again in every group stored).
@@ -95,6 +98,10 @@ struct State {
     checkpoint: (u64, u64),
     /// A superblock write carrying a newer checkpoint: (write, checkpoint).
     checkpoint_in_flight: Option<(Seq, (u64, u64))>,
+    /// The checkpoint in the superblock copy whose write is starting: it
+    /// is in flight once the write is issued (a copy held back carries
+    /// none to the disk).
+    checkpoint_starting: Option<(u64, u64)>,
     /// Free records of the transaction being built.
     frees: Vec<Record>,
     /// The kind of the open transaction.
@@ -177,6 +184,11 @@ impl Journal {
         let seq = st.next_seq;
         let bytes = encode_transaction(seq, st.info.generation, &records);
         if bytes.len() as u64 + 2 * BLOCK > st.info.bytes {
+            // Nothing of it may reach home unlogged: the changes stay
+            // recorded, so write-back keeps sending these blocks as they
+            // were at the last commit.
+            drop(guard);
+            fs.cache.put_back_changes(changes);
             return Err(errno(
                 libc::EFBIG,
                 "journal: one operation changed more metadata than the log holds (make a larger \
@@ -311,17 +323,19 @@ impl Journal {
         let end = to.min(st.head);
         let mut bytes = st.buf[(from - st.buf_start) as usize..(end - st.buf_start) as usize].to_vec();
         bytes.resize((to - from) as usize, 0);
-        // Transactions wholly in what is written.
-        let through =
-            st.starts.range(..).rev().find(|&(_, &pos)| pos < end).map_or(st.next_seq, |(&s, &pos)| {
-                let tx_end = st.starts.range(s + 1..).next().map_or(st.head, |(_, &p)| p);
-                let _ = pos;
-                if tx_end <= end {
-                    s + 1
+        // Transactions below `through` are wholly in what is written: all
+        // of them but the last begun before `end`, if that one runs past.
+        let through = match st.starts.iter().rev().find(|&(_, &pos)| pos < end) {
+            None => st.next_seq,
+            Some((&last, _)) => {
+                let last_end = st.starts.range(last + 1..).next().map_or(st.head, |(_, &pos)| pos);
+                if last_end <= end {
+                    last + 1
                 } else {
-                    s
+                    last
                 }
-            });
+            }
+        };
         let mut last = 0;
         let size = st.info.bytes;
         let mut at = from;
@@ -422,6 +436,7 @@ impl IntegrityMode for Journal {
             unsettled: IntMap::default(),
             checkpoint: (info.tail, info.tail_seq),
             checkpoint_in_flight: None,
+            checkpoint_starting: None,
             frees: Vec::new(),
             open: None,
             rollback: IntMap::default(),
@@ -502,7 +517,20 @@ impl IntegrityMode for Journal {
         let mut guard = self.lock();
         let Some(st) = guard.as_mut() else { return Ok(FreeWhen::Now) };
         if let Freed::Frags { start, count } = what {
-            st.frees.push(Record::Free { start, count });
+            // A record per run freed, as the paper's journals logged one
+            // per block (§8.1: delete costs grow with the file) — until
+            // they would take an eighth of the log: then a run that
+            // continues the last one joins it, so that removing a file
+            // many times the log's size still fits one transaction.
+            let crowded = (st.frees.len() * FREE_RECORD_BYTES) as u64 > st.info.bytes / 8;
+            match st.frees.last_mut() {
+                Some(Record::Free { start: last, count: n })
+                    if crowded && *last + u64::from(*n) == start && n.checked_add(count).is_some() =>
+                {
+                    *n += count
+                }
+                _ => st.frees.push(Record::Free { start, count }),
+            }
         }
         Ok(FreeWhen::Committed(st.next_seq))
     }
@@ -645,12 +673,15 @@ impl IntegrityMode for Journal {
             patch_journal_checkpoint(&mut copy, tail.0, tail.1);
             Arc::new(copy)
         };
-        st.checkpoint_in_flight = Some((0, tail));
-        Ok(match chosen {
+        let chosen = match chosen {
             WriteAs::Cached => WriteAs::Sealed(patch(data)),
             WriteAs::RolledBack(image) => WriteAs::RolledBack(patch(&image)),
             other => other,
-        })
+        };
+        if !matches!(chosen, WriteAs::Held) {
+            st.checkpoint_starting = Some(tail);
+        }
+        Ok(chosen)
     }
 
     fn write_done(&self, key: BlockKey, _addr: Daddr, seq: Seq) {
@@ -660,10 +691,8 @@ impl IntegrityMode for Journal {
             u.written = Some((seq, u.latest));
         }
         if key == device_key(Daddr::new(0)) {
-            if let Some((write, _)) = st.checkpoint_in_flight.as_mut() {
-                if *write == 0 {
-                    *write = seq;
-                }
+            if let Some(tail) = st.checkpoint_starting.take() {
+                st.checkpoint_in_flight = Some((seq, tail));
             }
         }
     }
