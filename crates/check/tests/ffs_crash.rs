@@ -89,7 +89,8 @@
 //!     image clean (or only leaks, if the scan left a directory nothing
 //!     names but that holds entries, for fsck to reconnect).
 //! 13. in the journal's modes (`journal` on a `wafs` log, `journal-sync`
-//!     on a `file` one), a copy of the raw image mounts, replaying the log;
+//!     on a `file` one, and each on a log device of its own, whose power
+//!     fails with the file system's), a copy of the raw image mounts, replaying the log;
 //!     the namespace found is one the run passed through (operations are
 //!     whole: a rename has one name, never both, never neither) — with
 //!     `journal-sync`, one holding every operation that returned before
@@ -143,6 +144,8 @@ use testkit::crash::{
 use testkit::harness::env_or;
 
 const DISK: u64 = 4 << 20;
+/// The log device of the runs with one (the least journal and its header).
+const LOG_DEVICE: u64 = (1 << 20) + 4096;
 const STRIDE: u64 = 7;
 const STATES: u64 = 6;
 const INDIRECT_STATES: usize = 40;
@@ -663,7 +666,7 @@ fn is_journal(integrity: Integrity) -> bool {
 /// cut — and after an unmount a check finds nothing at all.
 fn check_replay(rec: &Recorded, dev: &Arc<MemDisk>, cut: usize, integrity: Integrity) -> Result<(), String> {
     let image = Arc::new(MemDisk::from_bytes(dev.snapshot()));
-    let copy: Arc<dyn BlockDevice> = image.clone();
+    let (copy, split) = as_devices(&image)?;
     let mounted = Ffs::mount(copy, raw_options(integrity))
         .map_err(|e| format!("the crash image does not mount, replaying its journal: {e}"))?;
     let mut fs = FileSystem::new(mounted);
@@ -687,6 +690,9 @@ fn check_replay(rec: &Recorded, dev: &Arc<MemDisk>, cut: usize, integrity: Integ
         ));
     }
     fs.unmount().map_err(|e| format!("unmount after replay: {e}"))?;
+    if let Some(split) = split {
+        split.join_into(&image).map_err(|e| format!("joining the devices again: {e}"))?;
+    }
     let after = common::check(&image);
     if !after.is_clean() {
         return Err(format!("after replay and an unmount, a check reports:\n{}", common::listing(&after)));
@@ -697,18 +703,67 @@ fn check_replay(rec: &Recorded, dev: &Arc<MemDisk>, cut: usize, integrity: Integ
 /// The synced setup image and its model. The journal's modes get a log:
 /// `journal` a `wafs` one at the end of the disk, `journal-sync` a `file`
 /// one in the one group of the disk (a log of 1 MiB, the least, does not
-/// fit the other modes' 1 MiB groups).
-fn setup(integrity: Integrity) -> (Vec<u8>, Tree) {
-    setup_image_on(DISK, |dev| {
-        let (group_size, journal) = match integrity {
-            Integrity::Journal => (1 << 20, JournalKind::Wafs),
-            Integrity::JournalSync => (4 << 20, JournalKind::File),
-            _ => (1 << 20, JournalKind::None),
-        };
-        let mkfs = fslab::ffs::MkfsOptions { group_size, journal, ..common::ffs::mkfs_options() };
-        fslab::mkfs_ffs(dev.clone(), &mkfs, Creds::default())?;
+/// fit the other modes' 1 MiB groups). With `log_device`, the log is on a
+/// device of its own, and the image is the pair's address space: the
+/// file system's device, then (at the log device's base) the log device,
+/// so that the crash disk records the two devices' writes in one order and
+/// a cut takes the power from both at once.
+fn setup(integrity: Integrity, log_device: bool) -> (Vec<u8>, Tree) {
+    let (group_size, journal) = match integrity {
+        Integrity::Journal => (1 << 20, JournalKind::Wafs),
+        Integrity::JournalSync => (4 << 20, JournalKind::File),
+        _ => (1 << 20, JournalKind::None),
+    };
+    if !log_device {
+        return setup_image_on(DISK, |dev| {
+            let mkfs = fslab::ffs::MkfsOptions { group_size, journal, ..common::ffs::mkfs_options() };
+            fslab::mkfs_ffs(dev.clone(), &mkfs, Creds::default())?;
+            mount(dev, integrity)
+        });
+    }
+    let mkfs =
+        fslab::ffs::MkfsOptions { group_size, journal: JournalKind::Device, ..common::ffs::mkfs_options() };
+    let sb = fslab::ffs::plan_with_log(DISK, Some(LOG_DEVICE), &mkfs).expect("plan");
+    let base = fslab::ffs::log_device::log_device_base(&sb.geometry);
+    setup_image_on(base + LOG_DEVICE, |dev| {
+        let (data, log) = (Arc::new(MemDisk::new(DISK)), Arc::new(MemDisk::new(LOG_DEVICE)));
+        fslab::mkfs_ffs_with_log(data.clone(), log.clone(), "log", &mkfs, Creds::default())?;
+        dev.write_at(0, &data.snapshot())?;
+        dev.write_at(base, &log.snapshot())?;
         mount(dev, integrity)
     })
+}
+
+/// A crash image of the pair (see `setup`) as the two devices it stands
+/// for, attached again as a mount would attach them, and a way to put
+/// what was written on them back into the image; any other image as it is.
+fn as_devices(image: &Arc<MemDisk>) -> Result<(Arc<dyn BlockDevice>, Option<Split>), String> {
+    let sb = read_superblock(image.as_ref()).map_err(|e| format!("the crash image's superblock: {e}"))?;
+    if sb.journal.kind != JournalKind::Device {
+        return Ok((image.clone(), None));
+    }
+    let bytes = image.snapshot();
+    let base = fslab::ffs::log_device::log_device_base(&sb.geometry);
+    let data = Arc::new(MemDisk::from_bytes(bytes[..DISK as usize].to_vec()));
+    let log = Arc::new(MemDisk::from_bytes(bytes[base as usize..].to_vec()));
+    let pair = fslab::ffs::log_device::attach(data.clone(), Some(log.clone()))
+        .map_err(|e| format!("the log device does not attach: {e}"))?;
+    Ok((pair, Some(Split { data, log, base })))
+}
+
+/// The two devices a crash image of the pair was split into.
+struct Split {
+    data: Arc<MemDisk>,
+    log: Arc<MemDisk>,
+    base: u64,
+}
+
+impl Split {
+    /// Writes both devices back into `image`, at their places in the pair.
+    fn join_into(&self, image: &MemDisk) -> std::io::Result<()> {
+        image.write_at(0, &self.data.snapshot())?;
+        image.write_at(self.base, &self.log.snapshot())
+    }
 }
 
 /// Rule 3 (see the module comment).
@@ -1114,6 +1169,8 @@ struct Drive {
     disorder: bool,
     /// A cache of 16 buffers (see `mount_with`).
     starved: bool,
+    /// The journal's log on a device of its own (see `setup`).
+    log_device: bool,
 }
 
 /// What a run of the explorer found.
@@ -1158,7 +1215,7 @@ fn explore(integrity: Integrity) -> Explored {
 fn explore_with(integrity: Integrity, drive: Drive) -> Explored {
     let stride = env_or("FSLAB_FFS_CRASH_STRIDE", STRIDE).max(1) as usize;
     let states = env_or("FSLAB_FFS_CRASH_STATES", STATES) as usize;
-    let (image, setup_tree) = setup(integrity);
+    let (image, setup_tree) = setup(integrity, drive.log_device);
     let base = Setup::new(image.clone());
     let sampled = workloads(Coverage::Default).into_iter().step_by(stride).map(|w| (w, states));
     let list: Vec<(Workload, usize)> =
@@ -1352,6 +1409,21 @@ fn every_sampled_crash_state_of_ffs_journal_under_an_adversarial_write_back_repl
 #[test]
 fn every_sampled_crash_state_of_ffs_journal_in_a_starved_cache_replays_clean() {
     explore_with(Integrity::Journal, Drive { adversary: true, starved: true, ..Drive::default() })
+        .assert_kept();
+}
+
+/// Rule 13 with the log on a device of its own (LFFS-wafs-2): the power
+/// fails on both devices at once; each crash image is split into the two
+/// devices and attached again before the replay.
+#[test]
+fn every_sampled_crash_state_of_ffs_journal_sync_on_a_log_device_replays_clean_keeping_what_returned() {
+    explore_with(Integrity::JournalSync, Drive { log_device: true, ..Drive::default() }).assert_kept();
+}
+
+/// The same under an adversarial write-back, commits asynchronous.
+#[test]
+fn every_sampled_crash_state_of_ffs_journal_on_a_log_device_under_an_adversarial_write_back_replays_clean() {
+    explore_with(Integrity::Journal, Drive { adversary: true, log_device: true, ..Drive::default() })
         .assert_kept();
 }
 

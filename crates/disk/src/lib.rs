@@ -4,7 +4,8 @@
 //! [`BlockDevice`] trait and its contract, [`FileDisk`] (an image file or a
 //! block device), [`MemDisk`] (a vector in memory), [`CrashDisk`] (replays
 //! power cuts), [`ReadOnlyOverlay`] (keeps writes in memory, for read-only
-//! mounts) and [`SimDisk`] (a simulated 1990s disk on a virtual clock,
+//! mounts), [`DevicePair`] (a second device after the first, as a journal's
+//! log device) and [`SimDisk`] (a simulated 1990s disk on a virtual clock,
 //! module [`sim`]). It knows no file-system structure: every caller speaks in
 //! byte offsets and lengths.
 
@@ -14,6 +15,7 @@ mod crash;
 mod file;
 mod mem;
 mod overlay;
+mod pair;
 pub mod sim;
 
 pub use aligned::{all_aligned, AlignedBytes, DIRECT_ALIGN};
@@ -22,6 +24,7 @@ pub use crash::{CrashChoice, CrashDisk, CrashState, CrashStates, Persist, Record
 pub use file::{FileDisk, DIRECT_READ_MIN};
 pub use mem::MemDisk;
 pub use overlay::ReadOnlyOverlay;
+pub use pair::DevicePair;
 pub use sim::{DiskModel, SimDisk, SimOptions, VirtualClock};
 
 use std::io;

@@ -85,6 +85,25 @@ pub fn mkfs_ffs(
     fs.unmount()
 }
 
+/// Makes a new FFS on `dev` with its journal on the log device `log`
+/// (recorded as found at `log_path`), and an empty root directory owned
+/// by `creds`. Returns the pair the file system mounts on.
+pub fn mkfs_ffs_with_log(
+    dev: std::sync::Arc<dyn disk::BlockDevice>,
+    log: std::sync::Arc<dyn disk::BlockDevice>,
+    log_path: &str,
+    options: &ffs::MkfsOptions,
+    creds: ufs::Creds,
+) -> Result<std::sync::Arc<dyn disk::BlockDevice>> {
+    ffs::mkfs_with_log(dev.clone(), log.clone(), log_path, options)?;
+    let pair = ffs::log_device::attach(dev, Some(log))?;
+    let storage = ffs::Ffs::mount(pair.clone(), ffs::MountOptions::default())?;
+    let mut fs = ufs::FileSystem::new(storage);
+    fs.create_root(0o755, creds)?;
+    fs.unmount()?;
+    Ok(pair)
+}
+
 /// Makes a new LFS on `dev` with an empty root directory owned by `creds`:
 /// the storage manager's mkfs, then the namespace's root.
 pub fn mkfs_lfs(

@@ -23,8 +23,9 @@ pub const SUPERBLOCK_MAGIC: &[u8; 8] = b"fslabFFS";
 /// checksums indirect blocks per sector (`format::blockno`); versions 1
 /// and 2 carry a trailer, and keep it: an image keeps the version it was
 /// made with. Version 4 adds the journal's fields (superblock bytes
-/// 168..216), zero on an image without a journal.
-pub const FORMAT_VERSION: u32 = 4;
+/// 168..216), zero on an image without a journal; version 5 a log on a
+/// device of its own (journal kind 3, bytes 216..488).
+pub const FORMAT_VERSION: u32 = 5;
 /// The first version whose indirect blocks are sectored.
 pub const SECTORED_INDIRECT_VERSION: u32 = 3;
 /// The oldest FFS format version this code reads: version 1 lacks only the
@@ -51,6 +52,9 @@ const SB_CRC: usize = 12;
 /// superblock: written by the journal itself, never from a logged image.
 const SB_JOURNAL_TAIL: usize = 192;
 const SB_JOURNAL_TAIL_SEQ: usize = 200;
+/// Where a log device's identity and path lie in the superblock.
+const SB_LOG_UUID: usize = 216;
+const SB_LOG_PATH: usize = 232;
 
 /// Where an FFS keeps its journal, if it has one (2000 paper §5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -64,6 +68,10 @@ pub enum JournalKind {
     /// A region past the last cylinder group, outside the file system
     /// (LFFS-wafs on the same disk, §5.2), written a log block at a time.
     Wafs,
+    /// A log on a device of its own (LFFS-wafs on a second disk, §5.2),
+    /// written a log block at a time; the superblock names the device by
+    /// path and identity ([`LogDeviceName`]).
+    Device,
 }
 
 impl JournalKind {
@@ -73,6 +81,7 @@ impl JournalKind {
             JournalKind::None => "none",
             JournalKind::File => "file",
             JournalKind::Wafs => "wafs",
+            JournalKind::Device => "device",
         }
     }
 
@@ -81,7 +90,62 @@ impl JournalKind {
             JournalKind::None => 0,
             JournalKind::File => 1,
             JournalKind::Wafs => 2,
+            JournalKind::Device => 3,
         }
+    }
+}
+
+/// Bytes the superblock keeps for a log device's path (NUL-padded).
+pub const LOG_PATH_BYTES: usize = 256;
+
+/// The log device as the superblock names it: the identity its header
+/// carries (random at mkfs), and where it was when mkfs formatted it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct LogDeviceName {
+    /// The identity in the log device's header; a device whose header
+    /// carries another is not this file system's log.
+    pub uuid: [u8; 16],
+    path: [u8; LOG_PATH_BYTES],
+}
+
+impl LogDeviceName {
+    /// The name of the log device with `uuid` at `path`; fails if the path
+    /// is empty or does not fit (with its terminating NUL).
+    pub fn new(uuid: [u8; 16], path: &str) -> std::result::Result<LogDeviceName, String> {
+        let bytes = path.as_bytes();
+        if bytes.is_empty() || bytes.len() >= LOG_PATH_BYTES || bytes.contains(&0) {
+            return Err(format!(
+                "a log device's path must be 1 to {} bytes without NUL: {path:?}",
+                LOG_PATH_BYTES - 1
+            ));
+        }
+        let mut name = LogDeviceName { uuid, path: [0; LOG_PATH_BYTES] };
+        name.path[..bytes.len()].copy_from_slice(bytes);
+        Ok(name)
+    }
+
+    /// The path the log device had at mkfs.
+    pub fn path(&self) -> String {
+        let len = self.path.iter().position(|&b| b == 0).unwrap_or(LOG_PATH_BYTES);
+        String::from_utf8_lossy(&self.path[..len]).into_owned()
+    }
+
+    /// The identity as text, 32 hex digits in 8-4-4-4-12 groups.
+    pub fn uuid_text(&self) -> String {
+        let hex: String = self.uuid.iter().map(|b| format!("{b:02x}")).collect();
+        format!("{}-{}-{}-{}-{}", &hex[..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..])
+    }
+}
+
+impl Default for LogDeviceName {
+    fn default() -> Self {
+        LogDeviceName { uuid: [0; 16], path: [0; LOG_PATH_BYTES] }
+    }
+}
+
+impl std::fmt::Debug for LogDeviceName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LogDeviceName").field("uuid", &self.uuid_text()).field("path", &self.path()).finish()
     }
 }
 
@@ -106,6 +170,8 @@ pub struct JournalInfo {
     /// Mounts that have written the image: each transaction carries the
     /// generation it was written in.
     pub generation: u64,
+    /// For a [`JournalKind::Device`] log, the device; blank otherwise.
+    pub device: LogDeviceName,
 }
 
 impl JournalInfo {
@@ -281,6 +347,10 @@ impl Superblock {
             e.u64(SB_JOURNAL_TAIL, j.tail);
             e.u64(SB_JOURNAL_TAIL_SEQ, j.tail_seq);
             e.u64(208, j.generation);
+            if j.kind == JournalKind::Device {
+                e.bytes(SB_LOG_UUID, &j.device.uuid);
+                e.bytes(SB_LOG_PATH, &j.device.path);
+            }
         }
         let crc = crc32c_skipping(&out, SB_CRC);
         Encoder::new(&mut out).u32(SB_CRC, crc);
@@ -389,8 +459,17 @@ fn decode_journal(d: &Decoder) -> std::result::Result<JournalInfo, String> {
         0 => return Ok(JournalInfo::default()),
         1 => JournalKind::File,
         2 => JournalKind::Wafs,
-        k => return Err(format!("journal kind {k} is none of none (0), file (1), wafs (2)")),
+        3 => JournalKind::Device,
+        k => return Err(format!("journal kind {k} is none of none (0), file (1), wafs (2), device (3)")),
     };
+    let mut device = LogDeviceName::default();
+    if kind == JournalKind::Device {
+        device.uuid.copy_from_slice(d.bytes(SB_LOG_UUID, 16).map_err(oob)?);
+        device.path.copy_from_slice(d.bytes(SB_LOG_PATH, LOG_PATH_BYTES).map_err(oob)?);
+        if device.uuid == [0; 16] || device.path[0] == 0 || device.path[LOG_PATH_BYTES - 1] != 0 {
+            return Err("the journal's log device has no identity, or no path, or one not ended".into());
+        }
+    }
     let j = JournalInfo {
         kind,
         unit: d.u32(172).map_err(oob)?,
@@ -399,6 +478,7 @@ fn decode_journal(d: &Decoder) -> std::result::Result<JournalInfo, String> {
         tail: d.u64(SB_JOURNAL_TAIL).map_err(oob)?,
         tail_seq: d.u64(SB_JOURNAL_TAIL_SEQ).map_err(oob)?,
         generation: d.u64(208).map_err(oob)?,
+        device,
     };
     if !j.unit.is_power_of_two() || !(LOG_BLOCK..=MAX_LOG_UNIT).contains(&j.unit) {
         return Err(format!(

@@ -76,7 +76,7 @@ pub struct MkfsOptions {
 pub fn journal_unit(kind: JournalKind) -> u32 {
     match kind {
         JournalKind::File => 64 << 10,
-        JournalKind::None | JournalKind::Wafs => LOG_BLOCK,
+        JournalKind::None | JournalKind::Wafs | JournalKind::Device => LOG_BLOCK,
     }
 }
 
@@ -115,6 +115,41 @@ fn refuse(why: String) -> Error {
 /// (file-system id 0 and times 0; [`mkfs`] fills them in), or why the
 /// options cannot make a file system there.
 pub fn plan(device_bytes: u64, options: &MkfsOptions) -> Result<Superblock> {
+    plan_with_log(device_bytes, None, options)
+}
+
+/// As [`plan`], for a journal on a log device of `log_device_bytes` (a
+/// [`JournalKind::Device`] journal needs one; no other kind takes one).
+/// The log fills the device after its header, up to the largest log,
+/// unless `journal_bytes` asks for less.
+pub fn plan_with_log(
+    device_bytes: u64,
+    log_device_bytes: Option<u64>,
+    options: &MkfsOptions,
+) -> Result<Superblock> {
+    if (options.journal == JournalKind::Device) != log_device_bytes.is_some() {
+        return Err(refuse(
+            "a journal on a log device needs the device (--journal-device), and only it".into(),
+        ));
+    }
+    if let Some(log_device_bytes) = log_device_bytes {
+        let mut sb = plan_groups(device_bytes, options)?;
+        let geo = sb.geometry;
+        let offset = super::log_device::region_offset(&geo);
+        let room = log_device_bytes.saturating_sub(offset).min(MAX_LOG_BYTES);
+        let unit = journal_unit(JournalKind::Device);
+        let wanted = options.journal_bytes.unwrap_or(room);
+        let bytes = wanted / u64::from(unit) * u64::from(unit);
+        if bytes < MIN_LOG_BYTES || bytes > room {
+            return Err(refuse(format!(
+                "a journal of {wanted} bytes does not fit the log device: it has room for {room} bytes \
+                 after its header, and a journal takes at least {MIN_LOG_BYTES}"
+            )));
+        }
+        let start = (super::log_device::log_device_base(&geo) + offset) / u64::from(geo.frag_size);
+        sb.journal = JournalInfo { kind: JournalKind::Device, unit, start, bytes, ..JournalInfo::default() };
+        return Ok(sb);
+    }
     let log_bytes = journal_bytes(device_bytes, options)?;
     // A `wafs` log takes the end of the device; the file system the rest.
     let fs_bytes = match options.journal {
@@ -136,6 +171,7 @@ pub fn plan(device_bytes: u64, options: &MkfsOptions) -> Result<Superblock> {
             let (start, bytes) = file_log_place(&geo, log_bytes, options.journal_bytes.is_none())?;
             JournalInfo { kind: JournalKind::File, unit, start, bytes, ..JournalInfo::default() }
         }
+        JournalKind::Device => unreachable!("a log device's journal is planned above"),
     };
     Ok(sb)
 }
@@ -322,9 +358,36 @@ fn new_fs_id() -> u64 {
 /// and 1 are marked in use and nothing else; the namespace creates the
 /// root directory (inode 2) on top.
 pub fn mkfs(dev: Arc<dyn BlockDevice>, options: &MkfsOptions) -> Result<Superblock> {
-    let mut sb = plan(dev.size(), options)?;
-    let now = now_ns();
+    let sb = plan(dev.size(), options)?;
+    write_new(dev, sb)
+}
+
+/// As [`mkfs`], with the journal on the log device `log`, which mkfs
+/// formats (a header naming it and this file system); the superblock
+/// records `log_path`, where a mount looks for it.
+pub fn mkfs_with_log(
+    dev: Arc<dyn BlockDevice>,
+    log: Arc<dyn BlockDevice>,
+    log_path: &str,
+    options: &MkfsOptions,
+) -> Result<Superblock> {
+    let mut sb = plan_with_log(dev.size(), Some(log.size()), options)?;
+    sb.journal.device =
+        super::layout::LogDeviceName::new(super::log_device::new_uuid(), log_path).map_err(refuse)?;
     sb.fs_id = new_fs_id();
+    super::log_device::format(log.as_ref(), &sb)?;
+    let base = super::log_device::log_device_base(&sb.geometry);
+    let pair = disk::DevicePair::new(dev, log, base).map_err(|e| refuse(e.to_string()))?;
+    write_new(Arc::new(pair), sb)
+}
+
+/// Writes the groups and superblock `sb` plans (with a new identity
+/// unless it has one) and returns the superblock written.
+fn write_new(dev: Arc<dyn BlockDevice>, mut sb: Superblock) -> Result<Superblock> {
+    let now = now_ns();
+    if sb.fs_id == 0 {
+        sb.fs_id = new_fs_id();
+    }
     sb.created = now;
     sb.time = now;
     let geo = sb.geometry;
@@ -412,6 +475,14 @@ fn check_log_region(sb: &Superblock, device_bytes: u64) -> Result<u64> {
     let bad = |why: String| Error::corrupt("FFS superblock", 0u64, why);
     let frags = j.bytes.div_ceil(geo.frag_size as u64);
     let last = j.start.checked_add(frags).ok_or_else(|| bad("the journal's region overflows".into()))?;
+    if last > device_bytes / geo.frag_size as u64 && j.kind == JournalKind::Device {
+        return Err(Error::Foreign(format!(
+            "the journal of this file system is on a log device ({}, identity {}), not attached: \
+             give it with -o journal_device=PATH",
+            j.device.path(),
+            j.device.uuid_text()
+        )));
+    }
     if last > device_bytes / geo.frag_size as u64 {
         return Err(bad(format!(
             "the journal's region (fragments {} to {last}) is past the device",
@@ -423,7 +494,7 @@ fn check_log_region(sb: &Superblock, device_bytes: u64) -> Result<u64> {
             let cg = geo.group_of(j.start);
             j.start >= geo.group_data_start(cg) && last <= geo.group_base(cg) + geo.group_frags(cg) as u64
         }
-        JournalKind::Wafs => j.start >= geo.total_frags,
+        JournalKind::Wafs | JournalKind::Device => j.start >= geo.total_frags,
         JournalKind::None => true,
     };
     if !inside {

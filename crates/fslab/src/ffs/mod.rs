@@ -17,7 +17,8 @@
 //!   deferred until the pointer's removal is durable), `orphans` (the on-disk
 //!   list of files unlinked while open), `leaks` (the background scan that
 //!   frees what a crash left leaked on a soft-updates image), [`journal`]
-//!   (the journal's log format and replay), `storage` (the
+//!   (the journal's log format and replay), [`log_device`] (a log on a
+//!   device of its own, paired with the file system's), `storage` (the
 //!   `StorageManager` implementation).
 //!
 //! Below it are only `format` (codec, inode size, block-pointer
@@ -37,6 +38,7 @@ mod integrity;
 pub mod journal;
 pub mod layout;
 mod leaks;
+pub mod log_device;
 pub mod mkfs;
 mod orphans;
 mod storage;
@@ -45,9 +47,9 @@ pub use crate::cache::WriteMode;
 pub use alloc::{Allocator, InodeGrant, Realloc};
 pub use fs::{Ffs, Integrity, MountOptions, Stats};
 pub use integrity::JournalStats;
-pub use layout::{JournalInfo, JournalKind, Optim, Policy, RotDelay, Superblock, Totals};
+pub use layout::{JournalInfo, JournalKind, LogDeviceName, Optim, Policy, RotDelay, Superblock, Totals};
 pub use leaks::{LeakReport, LeakScanState};
-pub use mkfs::{dump, mkfs, plan, MkfsOptions};
+pub use mkfs::{dump, mkfs, mkfs_with_log, plan, plan_with_log, MkfsOptions};
 
 /// An FFS disk address: a fragment number counted from byte 0 of the
 /// device. 0 is the primary superblock, so it also means "no block".

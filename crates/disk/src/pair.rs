@@ -1,0 +1,159 @@
+//! Two devices seen as one address space: a file system's device, and a
+//! second device placed after it at a fixed offset (a journal's log on a
+//! disk of its own, as the 2000 journaling paper's LFFS-wafs-2 kept it).
+//! Whoever writes above the offset writes the second device; nothing else
+//! changes, so the write queue, its sequence numbers and its flushes stay
+//! one, and a crash cuts the power of both devices at the same moment
+//! (a `CrashDisk` over a pair records the two devices' writes in one
+//! order).
+//!
+//! A flush flushes each device written since its last flush: a log write
+//! followed by a flush does not also wait for the first device, unless it
+//! was written too — then it must, since the flush promises every write
+//! before it.
+
+use crate::{check_bounds, BlockDevice};
+use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// A device of `first` (bytes `0 .. first.size()`) and `second` (bytes
+/// `base .. base + second.size()`); bytes between the two are neither, and
+/// an access there fails.
+pub struct DevicePair {
+    first: Arc<dyn BlockDevice>,
+    second: Arc<dyn BlockDevice>,
+    base: u64,
+    first_written: AtomicBool,
+    second_written: AtomicBool,
+}
+
+impl DevicePair {
+    /// `second` placed at byte `base` after `first`; fails if `base` lies
+    /// inside `first`.
+    pub fn new(
+        first: Arc<dyn BlockDevice>,
+        second: Arc<dyn BlockDevice>,
+        base: u64,
+    ) -> io::Result<DevicePair> {
+        if base < first.size() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "the second device's place, byte {base}, lies inside the first ({} bytes)",
+                    first.size()
+                ),
+            ));
+        }
+        Ok(DevicePair {
+            first,
+            second,
+            base,
+            first_written: AtomicBool::new(false),
+            second_written: AtomicBool::new(false),
+        })
+    }
+
+    /// Where the second device begins.
+    pub fn base(&self) -> u64 {
+        self.base
+    }
+
+    /// The device of `len` bytes at `offset` and the offset on it; an
+    /// access across the two, or in the gap between them, is refused.
+    fn route(&self, offset: u64, len: usize) -> io::Result<(&Arc<dyn BlockDevice>, u64, &AtomicBool)> {
+        check_bounds(offset, len, self.size())?;
+        if offset >= self.base {
+            return Ok((&self.second, offset - self.base, &self.second_written));
+        }
+        check_bounds(offset, len, self.first.size())?;
+        Ok((&self.first, offset, &self.first_written))
+    }
+}
+
+impl BlockDevice for DevicePair {
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        let (dev, at, _) = self.route(offset, buf.len())?;
+        dev.read_at(at, buf)
+    }
+
+    fn write_at(&self, offset: u64, buf: &[u8]) -> io::Result<()> {
+        let (dev, at, written) = self.route(offset, buf.len())?;
+        written.store(true, Ordering::SeqCst);
+        dev.write_at(at, buf)
+    }
+
+    fn write_vectored_at(&self, offset: u64, bufs: &[&[u8]]) -> io::Result<()> {
+        let len = bufs.iter().map(|b| b.len()).sum();
+        let (dev, at, written) = self.route(offset, len)?;
+        written.store(true, Ordering::SeqCst);
+        dev.write_vectored_at(at, bufs)
+    }
+
+    fn flush(&self) -> io::Result<()> {
+        // Cleared before the flush: a write racing with it sets the flag
+        // again and is flushed next time.
+        if self.second_written.swap(false, Ordering::SeqCst) {
+            self.second.flush()?;
+        }
+        if self.first_written.swap(false, Ordering::SeqCst) {
+            self.first.flush()?;
+        }
+        Ok(())
+    }
+
+    fn read_ahead(&self, offset: u64, len: usize) -> io::Result<()> {
+        let (dev, at, _) = self.route(offset, len)?;
+        dev.read_ahead(at, len)
+    }
+
+    fn takes_read_ahead(&self) -> bool {
+        self.first.takes_read_ahead()
+    }
+
+    fn size(&self) -> u64 {
+        self.base + self.second.size()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{CountingDisk, MemDisk};
+
+    #[test]
+    fn each_half_of_the_address_space_reaches_its_own_device() {
+        let a = Arc::new(MemDisk::new(8192));
+        let b = Arc::new(MemDisk::new(4096));
+        let pair = DevicePair::new(a.clone(), b.clone(), 12288).expect("pair");
+        assert_eq!(pair.size(), 16384);
+        pair.write_at(4096, &[1u8; 512]).expect("first");
+        pair.write_at(12288 + 512, &[2u8; 512]).expect("second");
+        assert_eq!(a.snapshot()[4096..4608], [1u8; 512]);
+        assert_eq!(b.snapshot()[512..1024], [2u8; 512]);
+        let mut back = [0u8; 512];
+        pair.read_at(12288 + 512, &mut back).expect("read");
+        assert_eq!(back, [2u8; 512]);
+        // The gap, a write across the end of the first, and past the end.
+        assert!(pair.read_at(8192, &mut back).is_err());
+        assert!(pair.write_at(8192 - 256, &[0u8; 512]).is_err());
+        assert!(pair.write_at(16384 - 256, &[0u8; 512]).is_err());
+        assert!(DevicePair::new(a, b, 4096).is_err());
+    }
+
+    #[test]
+    fn a_flush_flushes_only_the_devices_written_since_the_last() {
+        let a = Arc::new(CountingDisk::new(MemDisk::new(8192)));
+        let b = Arc::new(CountingDisk::new(MemDisk::new(8192)));
+        let pair = DevicePair::new(a.clone(), b.clone(), 8192).expect("pair");
+        pair.write_at(8192, &[1u8; 512]).expect("log");
+        pair.flush().expect("flush");
+        assert_eq!((a.flushes(), b.flushes()), (0, 1));
+        pair.write_at(0, &[1u8; 512]).expect("data");
+        pair.write_at(8192, &[1u8; 512]).expect("log");
+        pair.flush().expect("flush");
+        assert_eq!((a.flushes(), b.flushes()), (1, 2));
+        pair.flush().expect("nothing to flush");
+        assert_eq!((a.flushes(), b.flushes()), (1, 2));
+    }
+}
