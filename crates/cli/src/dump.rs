@@ -3,7 +3,7 @@
 //! `(ns)`) are shown as dates too, in UTC and ISO 8601, after the number.
 
 use clap::Args;
-use disk::FileDisk;
+use disk::{BlockDevice, FileDisk};
 use fslab::Layout;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -18,16 +18,25 @@ pub const EXAMPLES: &str = "Examples:
 pub struct DumpArgs {
     /// The image file or block device to read.
     image: PathBuf,
+    /// FFS: the journal's log device, if not at the path mkfs recorded.
+    #[arg(long)]
+    journal_device: Option<PathBuf>,
 }
 
 /// Prints the report; the image is opened read-only.
 pub fn run(args: &DumpArgs) -> Result<(), String> {
     let name = args.image.display();
-    let disk = FileDisk::open_read_only(&args.image).map_err(|e| format!("{name}: {e}"))?;
-    let report = match Layout::probe(&disk) {
-        Some(Layout::Ffs) => fslab::ffs::dump(&disk),
+    let disk: Arc<dyn BlockDevice> =
+        Arc::new(FileDisk::open_read_only(&args.image).map_err(|e| format!("{name}: {e}"))?);
+    let report = match Layout::probe(disk.as_ref()) {
+        Some(Layout::Ffs) => {
+            let access = crate::log_device::Access::ReadOnly;
+            let (dev, _log_lock) =
+                crate::log_device::attach(&args.image, disk, args.journal_device.as_deref(), access)?;
+            fslab::ffs::dump(dev.as_ref())
+        }
         // Not FFS: LFS's dump names what it finds (or why it is not LFS).
-        _ => fslab::lfs::dump(Arc::new(disk)),
+        _ => fslab::lfs::dump(disk),
     }
     .map_err(|e| format!("{name}: {e}"))?;
     let report = with_dates(&report);

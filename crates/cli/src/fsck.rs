@@ -10,8 +10,9 @@
 //! terminal or with `--verbose`. Exit status as e2fsck: 0 clean, 1 errors
 //! corrected, 4 errors left uncorrected, 8 operational error.
 
+use crate::log_device;
 use clap::Args;
-use disk::{BlockDevice, FileDisk};
+use disk::FileDisk;
 use fslab_check::{fsck, Layout, Options, Outcome};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -42,6 +43,9 @@ pub struct FsckArgs {
     /// Show the checkpoint checked, counts, and progress on stderr.
     #[arg(short = 'v', long)]
     verbose: bool,
+    /// FFS: the journal's log device, if not at the path mkfs recorded.
+    #[arg(long)]
+    journal_device: Option<PathBuf>,
 }
 
 /// Runs fsck and returns its exit status; a failure to run is one line on
@@ -58,7 +62,7 @@ pub fn run(args: &FsckArgs) -> ExitCode {
 
 fn check(args: &FsckArgs) -> Result<u8, String> {
     let how = How { repair: args.repair, verbose: args.verbose, preen: false };
-    check_image(&args.image, how)
+    check_image(&args.image, args.journal_device.as_deref(), how)
 }
 
 /// How to run a check: repairing or not, and how much to say.
@@ -74,12 +78,13 @@ pub(crate) struct How {
 
 /// Checks (and repairs) `image`, printing what `how` asks for; returns the
 /// exit status (e2fsck's 0, 1 or 4), or why it could not run (status 8).
-pub(crate) fn check_image(image: &Path, how: How) -> Result<u8, String> {
+pub(crate) fn check_image(image: &Path, journal_device: Option<&Path>, how: How) -> Result<u8, String> {
     let name = image.display().to_string();
     let _lock = crate::image_lock::lock(image).map_err(|e| format!("{name}: {e}"))?;
     let disk = if how.repair { FileDisk::open(image) } else { FileDisk::open_read_only(image) }
         .map_err(|e| format!("{name}: {e}"))?;
-    let dev: Arc<dyn BlockDevice> = Arc::new(disk);
+    let access = if how.repair { log_device::Access::Write } else { log_device::Access::ReadOnly };
+    let (dev, _log_lock) = log_device::attach(image, Arc::new(disk), journal_device, access)?;
     let show_progress = how.verbose || (!how.preen && std::io::stderr().is_terminal());
     let mut progress = |line: &str| {
         if show_progress {

@@ -96,7 +96,7 @@ pub fn main(args: &[OsString]) -> ExitCode {
             return ExitCode::from(USAGE);
         }
     };
-    match check_image(&request.image, request.how) {
+    match check_image(&request.image, None, request.how) {
         Ok(status) => ExitCode::from(status),
         Err(message) => {
             say!("fsck.fslab: {message}");

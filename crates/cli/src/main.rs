@@ -35,6 +35,7 @@ mod dump;
 mod fsck;
 mod fsck_helper;
 mod image_lock;
+mod log_device;
 mod mkfs;
 mod mount;
 mod mount_point;

@@ -13,7 +13,10 @@
 //! 2. an XFS superblock ("XFSB" at byte 0);
 //! 3. a btrfs superblock ("_BHRfS_M" at byte 65600);
 //! 4. an fslab superblock of either layout (`fslab::Layout::probe`);
-//! 5. any non-zero byte in the first 64 KiB.
+//! 5. an fslab journal's log device;
+//! 6. any non-zero byte in the first 64 KiB.
+//!
+//! `--journal-device` (FFS) is checked the same way, and created if absent.
 
 use crate::size::{human, parse_size};
 use clap::Args;
@@ -31,7 +34,9 @@ pub const EXAMPLES: &str = "Examples:
   fslab mkfs fs.img --size 4G                     a new LFS image file of 4 GiB
   fslab mkfs ffs.img --size 1G --layout ffs       an FFS image
   fslab mkfs /dev/sdb1                            the whole block device (its size)
-  fslab mkfs fs.img --size 4G --force             over an image that holds a file system";
+  fslab mkfs fs.img --size 4G --force             over an image that holds a file system
+  fslab mkfs ffs.img --size 1G --layout ffs --journal-device log.img --journal-size 128M
+                                                  an FFS whose journal is on a device of its own";
 
 /// Arguments of `fslab mkfs`.
 #[derive(Args)]
@@ -93,9 +98,12 @@ pub struct FfsArgs {
     /// FFS: a journal, for `-o integrity=journal`: file (a log inside the file system, written 64K at a time) or wafs (a log region after it, written 4K at a time) [default: none].
     #[arg(long, value_parser = ["none", "file", "wafs"])]
     journal: Option<String>,
-    /// FFS: bytes of the journal's log [default: 1% of the device, from 1M to 64M].
+    /// FFS: bytes of the journal's log [default: 1% of the device, from 1M to 64M; with --journal-device, all of that device].
     #[arg(long, value_parser = parse_size)]
     journal_size: Option<u64>,
+    /// FFS: the journal's log on a device of its own (a wafs log on a second disk): a block device or an image file, created if absent (of --journal-size, 64M if not given); the superblock records its path and identity.
+    #[arg(long)]
+    journal_device: Option<PathBuf>,
 }
 
 impl FfsArgs {
@@ -119,6 +127,7 @@ impl FfsArgs {
         note(self.rps.is_some(), "--rps");
         note(self.journal.is_some(), "--journal");
         note(self.journal_size.is_some(), "--journal-size");
+        note(self.journal_device.is_some(), "--journal-device");
         given
     }
 
@@ -159,9 +168,13 @@ impl FfsArgs {
         if let Some(n) = self.rps {
             o.revolutions_per_second = n;
         }
-        o.journal = match self.journal.as_deref() {
-            Some("file") => JournalKind::File,
-            Some("wafs") => JournalKind::Wafs,
+        o.journal = match (self.journal.as_deref(), &self.journal_device) {
+            (Some("wafs") | None, Some(_)) => JournalKind::Device,
+            (Some(other), Some(_)) => {
+                return Err(format!("a journal on --journal-device is a wafs log, not {other}"))
+            }
+            (Some("file"), None) => JournalKind::File,
+            (Some("wafs"), None) => JournalKind::Wafs,
             _ => JournalKind::None,
         };
         o.journal_bytes = self.journal_size;
@@ -243,16 +256,28 @@ pub fn run(args: &MkfsArgs) -> Result<(), String> {
             }
             let options = args.ffs.options(args.block_size)?;
             // Checked before anything is created or written.
-            let sb = fslab::ffs::plan(size, &options).map_err(|e| e.to_string())?;
-            Plan::Ffs(options, Box::new(sb))
+            let log = match &args.ffs.journal_device {
+                Some(log_path) => Some(LogDevice::open(log_path, path, &options, args.force)?),
+                None => None,
+            };
+            let sb = fslab::ffs::plan_with_log(size, log.as_ref().map(|l| l.size), &options)
+                .map_err(|e| e.to_string())?;
+            Plan::Ffs(options, Box::new(sb), log)
         }
     };
 
     let created = existing.is_none();
     let made = make(path, size, &plan);
-    if made.is_err() && created {
+    if made.is_err() {
         // Leave nothing half-made behind.
-        let _ = std::fs::remove_file(path);
+        if created {
+            let _ = std::fs::remove_file(path);
+        }
+        if let Plan::Ffs(_, _, Some(log)) = &plan {
+            if log.created {
+                let _ = std::fs::remove_file(&log.path);
+            }
+        }
     }
     made.map_err(|e| format!("{name}: {e}"))?;
     match plan {
@@ -263,7 +288,7 @@ pub fn run(args: &MkfsArgs) -> Result<(), String> {
             size / u64::from(options.segment_size),
             human(options.segment_size.into())
         )?,
-        Plan::Ffs(_, sb) => {
+        Plan::Ffs(_, sb, log) => {
             let g = sb.geometry;
             outln!(
                 "fslab: made an FFS on {name}: {}, {}-byte blocks of {}-byte fragments, {} cylinder groups of {}, \
@@ -277,7 +302,14 @@ pub fn run(args: &MkfsArgs) -> Result<(), String> {
                 g.maxcontig
             )?;
             let j = sb.journal;
-            if j.present() {
+            if let Some(log) = log {
+                outln!(
+                    "fslab: with a journal of {} on the log device {}, written {} at a time",
+                    human(j.bytes),
+                    log.path.display(),
+                    human(u64::from(j.unit))
+                )?;
+            } else if j.present() {
                 outln!(
                     "fslab: with a {} journal of {} at fragment {}, written {} at a time",
                     j.kind.name(),
@@ -294,8 +326,73 @@ pub fn run(args: &MkfsArgs) -> Result<(), String> {
 /// What mkfs will make.
 enum Plan {
     Lfs(MkfsOptions),
-    Ffs(fslab::ffs::MkfsOptions, Box<fslab::ffs::Superblock>),
+    Ffs(fslab::ffs::MkfsOptions, Box<fslab::ffs::Superblock>, Option<LogDevice>),
 }
+
+/// The device `--journal-device` names, checked (and locked) before
+/// anything is written.
+struct LogDevice {
+    /// Its absolute path: what the superblock records.
+    path: PathBuf,
+    /// Its size, or the size it will be made.
+    size: u64,
+    /// Whether mkfs creates it (and removes it if mkfs fails).
+    created: bool,
+    _lock: Option<crate::image_lock::ImageLock>,
+}
+
+impl LogDevice {
+    /// Checks the log device at `path` as the image is checked: a regular
+    /// file or block device that holds nothing, unless `force`; not the
+    /// image itself. One that does not exist will be an image file of the
+    /// journal's size after its header.
+    fn open(
+        path: &Path,
+        image: &Path,
+        options: &fslab::ffs::MkfsOptions,
+        force: bool,
+    ) -> Result<LogDevice, String> {
+        let name = path.display();
+        let same =
+            |a: &Path, b: &Path| a.canonicalize().ok().is_some_and(|a| b.canonicalize().ok() == Some(a));
+        if same(path, image) {
+            return Err(format!("{name}: the journal's device cannot be the file system's own"));
+        }
+        match std::fs::metadata(path) {
+            Ok(meta) => {
+                let kind = meta.file_type();
+                if !kind.is_file() && !kind.is_block_device() {
+                    return Err(format!("{name} is not a regular file or a block device"));
+                }
+                let lock = crate::image_lock::lock(path).map_err(|e| format!("{name}: {e}"))?;
+                let disk = FileDisk::open_read_only(path).map_err(|e| format!("{name}: {e}"))?;
+                if !force {
+                    if let Some(what) = existing_contents(&disk).map_err(|e| format!("{name}: {e}"))? {
+                        return Err(format!("{name} already holds {what}; use --force to overwrite it"));
+                    }
+                }
+                let path = path.canonicalize().map_err(|e| format!("{name}: {e}"))?;
+                Ok(LogDevice { path, size: disk.size(), created: false, _lock: Some(lock) })
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                let header = u64::from(options.fragment_size).max(fslab::ffs::log_device::LOG_HEADER_BYTES);
+                let size = options.journal_bytes.unwrap_or(DEFAULT_LOG_DEVICE_JOURNAL) + header;
+                let parent = match path.parent() {
+                    Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+                    _ => PathBuf::from("."),
+                };
+                let dir = parent.canonicalize().map_err(|e| format!("{}: {e}", parent.display()))?;
+                let file = path.file_name().ok_or_else(|| format!("{name} names no file"))?;
+                Ok(LogDevice { path: dir.join(file), size, created: true, _lock: None })
+            }
+            Err(e) => Err(format!("{name}: {e}")),
+        }
+    }
+}
+
+/// The journal of a log device mkfs creates, when no size is given
+/// (WAPBL's largest default).
+const DEFAULT_LOG_DEVICE_JOURNAL: u64 = 64 << 20;
 
 fn make(path: &Path, size: u64, plan: &Plan) -> Result<(), String> {
     let disk = FileDisk::create(path, size).map_err(|e| e.to_string())?;
@@ -303,7 +400,18 @@ fn make(path: &Path, size: u64, plan: &Plan) -> Result<(), String> {
     let creds = unsafe { fslab::ufs::Creds { uid: libc::geteuid(), gid: libc::getegid() } };
     match plan {
         Plan::Lfs(options) => fslab::mkfs_lfs(Arc::new(disk), options, creds),
-        Plan::Ffs(options, _) => fslab::mkfs_ffs(Arc::new(disk), options, creds),
+        Plan::Ffs(options, _, None) => fslab::mkfs_ffs(Arc::new(disk), options, creds),
+        Plan::Ffs(options, _, Some(log)) => {
+            let log_disk = FileDisk::create(&log.path, log.size)
+                .map_err(|e| format!("the log device {}: {e}", log.path.display()))?;
+            let recorded = log.path.to_str().ok_or_else(|| {
+                format!(
+                    "the log device's path {} is not UTF-8, which the superblock keeps",
+                    log.path.display()
+                )
+            })?;
+            fslab::mkfs_ffs_with_log(Arc::new(disk), Arc::new(log_disk), recorded, options, creds).map(|_| ())
+        }
     }
     .map_err(|e| e.to_string())
 }
@@ -374,6 +482,9 @@ fn existing_contents(disk: &FileDisk) -> io::Result<Option<&'static str>> {
             Layout::Lfs => "an fslab file system (LFS)",
             Layout::Ffs => "an fslab file system (FFS)",
         }));
+    }
+    if magic(&head, 0, fslab::ffs::log_device::LOG_DEVICE_MAGIC) {
+        return Ok(Some("an fslab journal's log device"));
     }
     if head.iter().take(64 << 10).any(|&b| b != 0) {
         return Ok(Some("data (non-zero bytes in its first 64 KiB)"));

@@ -719,3 +719,48 @@ fn a_read_only_mount_recovers_in_memory_and_writes_nothing(layout: Layout) {
     assert!(fs::read(m.dir.join("fsynced")).expect("read after recovery") == data);
     m.unmount().expect("unmount");
 }
+
+/// A journal on a log device of its own (`mkfs --journal-device`): a
+/// create under `journal=sync` survives a killed daemon, whose next mount
+/// finds the log where mkfs recorded it and replays it; a moved log is
+/// named by `-o journal_device=`, and a missing or foreign one is refused
+/// in a message that names what the image wants.
+#[test]
+fn a_journal_on_its_own_device_survives_a_killed_daemon_and_a_wrong_device_is_refused() {
+    if !common::fuse_or_skip() {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (image, log, dir) = (tmp.path().join("fs.img"), tmp.path().join("log.img"), tmp.path().join("mnt"));
+    let log_arg = log.to_str().expect("utf-8 path");
+    mkfs_layout(&image, "64M", Layout::FfsSync, &["--journal-device", log_arg, "--journal-size", "4M"]);
+    assert_eq!(fs::metadata(&log).expect("log device made").len(), (4 << 20) + 4096);
+    let sync = ["-o", "integrity=journal,journal=sync"];
+    let m = Mount::new(&image, &dir, Mode::Foreground, &sync);
+    let pid = m.pid().expect("foreground daemon pid");
+    fs::create_dir(m.dir.join("made")).expect("mkdir");
+    signal(pid, libc::SIGKILL);
+    drop(m);
+    detach(&dir);
+
+    let moved = tmp.path().join("moved.img");
+    fs::rename(&log, &moved).expect("move the log device");
+    let refused = Mount::try_new(&image, &dir, Mode::Foreground, &sync).err().expect("no log, no mount");
+    assert!(refused.output.contains(log_arg) && refused.output.contains("journal_device"), "{refused}");
+    let other = (tmp.path().join("other.img"), tmp.path().join("other-log.img"));
+    mkfs_layout(&other.0, "64M", Layout::FfsSync, &["--journal-device", other.1.to_str().expect("utf-8")]);
+    let wrong = format!("integrity=journal,journal_device={}", other.1.display());
+    let refused =
+        Mount::try_new(&image, &dir, Mode::Foreground, &["-o", &wrong]).err().expect("another's log");
+    assert!(refused.output.contains("not the file system's log device"), "{refused}");
+
+    let found = format!("integrity=journal,journal_device={}", moved.display());
+    let m = Mount::new(&image, &dir, Mode::Foreground, &["-o", &found]);
+    assert!(m.dir.join("made").is_dir(), "the directory made under journal=sync, replayed");
+    m.unmount().expect("unmount");
+    let r = common::fslab_run(
+        &[OsStr::new("fsck"), image.as_os_str(), OsStr::new("--journal-device"), moved.as_os_str()],
+        T,
+    );
+    assert_eq!(r.status.and_then(|s| s.code()), Some(0), "fsck: {}", r.describe());
+}

@@ -222,7 +222,7 @@ fn a_log_on_its_own_device_takes_the_logs_writes_and_replays_after_a_crash() {
         (Arc::new(MemDisk::from_bytes(data.snapshot())), Arc::new(MemDisk::from_bytes(log.snapshot())));
     let alone = Ffs::mount(data.clone(), options(Integrity::JournalSync)).err().expect("no log, no mount");
     assert!(
-        alone.to_string().contains("-o journal_device") && alone.to_string().contains("/dev/log"),
+        alone.to_string().contains("journal_device") && alone.to_string().contains("/dev/log"),
         "{alone}"
     );
     let pair = fslab::ffs::log_device::attach(data, Some(log)).expect("attach");

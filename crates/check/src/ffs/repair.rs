@@ -23,7 +23,7 @@
 use super::inodes::decode_unsealed;
 use super::{check_keeping_model, InodeRepair, Model};
 use crate::repair::{apply_namespace, changes_namespace, note, planned, MAX_ROUNDS};
-use crate::{check, Fatal, Fix, Options, Outcome};
+use crate::{check, Fatal, Fix, Kind, Options, Outcome};
 use disk::BlockDevice;
 use fslab::ffs::geometry::Geometry;
 use fslab::ffs::journal::Replayed;
@@ -47,7 +47,14 @@ pub(crate) fn fsck(
     // does; a check that may not write replays onto a copy in memory.
     let replayed = replay_journal(&dev, options.repair);
     let dev = replayed.as_ref().map_or(dev, |(dev, _)| dev.clone());
-    let (first, mut model) = check_keeping_model(dev.as_ref(), options, progress)?;
+    let (mut first, mut model) = check_keeping_model(dev.as_ref(), options, progress)?;
+    if replayed.is_some() && !options.repair {
+        // After a replay the groups are what the log made them, not stale:
+        // a journal's crash needs no repair, so a check that may not mark
+        // the image clean does not count its unclean flag as a problem (a
+        // repair still rebuilds the totals and marks it clean).
+        first.problems.retain(|p| !(p.kind == Kind::Superblock && p.fix == Some(Fix::RebuildGroups)));
+    }
     if let Some((_, done)) = &replayed {
         progress(&format!(
             "journal replayed: {} transactions, {} changes ({} revoked), {} blocks written{}",

@@ -45,6 +45,7 @@ mod log;
 mod options;
 mod utab;
 
+use crate::log_device;
 use clap::Args;
 use disk::{BlockDevice, FileDisk, ReadOnlyOverlay};
 use fslab::ffs::Ffs;
@@ -86,6 +87,8 @@ pub struct MountArgs {
     ///                            journal (an image made with mkfs --journal)
     ///   journal=async|sync       FFS journal: commits flushed once a second
     ///                            (default), or namespace operations durable at return
+    ///   journal_device=PATH      FFS journal: its log device, if not at the path
+    ///                            mkfs recorded (its identity must match)
     ///   group_commit=on|off      operations waiting for the disk share flushes
     ///                            (default on); off: one flush each, the lock held
     ///   log=FILE                 a background mount's messages, instead of the system log
@@ -166,6 +169,8 @@ struct Mount {
     mounted: Session,
     /// The image's lock: held until the final checkpoint is written.
     lock: crate::image_lock::ImageLock,
+    /// The journal's log device's lock, if it has one, held as long.
+    log_lock: Option<crate::image_lock::ImageLock>,
     /// The mount point.
     dir: PathBuf,
     /// The source the mount table shows (the image, or `fslab`).
@@ -234,6 +239,8 @@ fn mount(image: &Path, dir: &Path, options: &Options) -> Result<Mount, String> {
     };
     let layout = Layout::probe(disk.as_ref()).unwrap_or(Layout::Lfs);
     options.check_layout(layout)?;
+    let access = if options.read_only { log_device::Access::Overlay } else { log_device::Access::Write };
+    let (disk, log_lock) = log_device::attach(image, disk, options.journal_device.as_deref(), access)?;
     // A read-only mount cleans nothing and keeps access times as they are.
     let cleaner_policy = if options.read_only { None } else { options.cleaner };
     let mut atime = options.atime;
@@ -298,7 +305,7 @@ fn mount(image: &Path, dir: &Path, options: &Options) -> Result<Mount, String> {
     // with the mount table's entry by its source: the source shown there.
     let shown = PathBuf::from(fslab_fuse::shown_source(&config.source));
     utab::register(&shown, dir);
-    Ok(Mount { mounted, lock, dir: dir.to_path_buf(), shown, control })
+    Ok(Mount { mounted, lock, log_lock, dir: dir.to_path_buf(), shown, control })
 }
 
 /// Mounts a read-only FFS over `disk` (a [`ReadOnlyOverlay`]). An image
@@ -411,7 +418,7 @@ fn warn_without_control(mount: &Mount) {
 /// Then (the cleaner thread stopped before the final checkpoint) the
 /// control socket goes and the image's lock is released.
 fn serve(mount: Mount, signals: libc::sigset_t) -> Result<(), String> {
-    let Mount { mounted, lock, dir, shown, control } = mount;
+    let Mount { mounted, lock, log_lock, dir, shown, control } = mount;
     let unmounter = mounted.unmounter();
     std::thread::Builder::new()
         .name("fslab-signals".to_string())
@@ -429,6 +436,7 @@ fn serve(mount: Mount, signals: libc::sigset_t) -> Result<(), String> {
     let served = mounted.run().map_err(|e| e.to_string());
     drop(control);
     utab::unregister(&shown, &dir);
+    drop(log_lock);
     drop(lock);
     served
 }

@@ -57,6 +57,8 @@ pub(super) struct Options {
     pub read_only: bool,
     /// Requests that wait for durability share flushes (`group_commit=on`).
     pub group_commit: bool,
+    /// FFS: the journal's log device, if not where the superblock says.
+    pub journal_device: Option<PathBuf>,
 }
 
 impl Default for Options {
@@ -77,6 +79,7 @@ impl Default for Options {
             atime: AtimeOptions::RELATIME,
             read_only: false,
             group_commit: true,
+            journal_device: None,
         }
     }
 }
@@ -200,6 +203,14 @@ pub(super) fn parse(lists: &[String], sloppy: bool) -> Result<(Options, Vec<Stri
             ("journal", Some(other)) => {
                 return Err(format!("option journal: '{other}' is not sync or async"))
             }
+            ("journal_device", Some("")) => {
+                return Err("option journal_device: needs a path (journal_device=PATH)".to_string())
+            }
+            ("journal_device", Some(path)) => {
+                let path =
+                    std::path::absolute(path).map_err(|e| format!("option journal_device: {path}: {e}"))?;
+                options.journal_device = Some(path)
+            }
             ("log", Some("")) => return Err("option log: needs a file name (log=FILE)".to_string()),
             // Relative to where the command runs, not to where the
             // background process goes (it changes directory to "/").
@@ -220,8 +231,8 @@ pub(super) fn parse(lists: &[String], sloppy: bool) -> Result<(Options, Vec<Stri
             }
             ("dirhash_check", None) => options.dirhash.check = true,
             (
-                "cache" | "checkpoint" | "cleaner" | "integrity" | "journal" | "group_commit" | "log"
-                | "dirhash" | "dirhash_maxmem" | "dirhash_minsize",
+                "cache" | "checkpoint" | "cleaner" | "integrity" | "journal" | "journal_device"
+                | "group_commit" | "log" | "dirhash" | "dirhash_maxmem" | "dirhash_minsize",
                 None,
             ) => return Err(format!("option {key} needs a value ({key}=...)")),
             (name, Some(_)) if ACCEPTED.contains(&name) || is_flag(name) => {
@@ -249,6 +260,10 @@ impl Options {
                 Err("option integrity is for FFS; LFS writes every operation atomically to its log".into())
             }
             Layout::Ffs if self.cleaner_given => Err("option cleaner is for LFS; FFS has no cleaner".into()),
+            Layout::Lfs if self.journal_device.is_some() => {
+                Err("option journal_device is for FFS with a journal on a log device; LFS is its own log"
+                    .into())
+            }
             _ => Ok(()),
         }
     }

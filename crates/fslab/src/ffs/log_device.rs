@@ -162,8 +162,7 @@ pub fn attach(data: Arc<dyn BlockDevice>, log: Option<Arc<dyn BlockDevice>>) -> 
     let Some(log) = log else {
         if j.kind == JournalKind::Device {
             return Err(Error::Foreign(format!(
-                "the journal of this file system is on a log device ({}, identity {}): \
-                 give it with -o journal_device=PATH",
+                "the journal of this file system is on a log device ({}, identity {}), not given",
                 j.device.path(),
                 j.device.uuid_text()
             )));

@@ -477,8 +477,8 @@ fn check_log_region(sb: &Superblock, device_bytes: u64) -> Result<u64> {
     let last = j.start.checked_add(frags).ok_or_else(|| bad("the journal's region overflows".into()))?;
     if last > device_bytes / geo.frag_size as u64 && j.kind == JournalKind::Device {
         return Err(Error::Foreign(format!(
-            "the journal of this file system is on a log device ({}, identity {}), not attached: \
-             give it with -o journal_device=PATH",
+            "the journal of this file system is on a log device ({}, identity {}), not attached \
+             (mount -o journal_device=PATH)",
             j.device.path(),
             j.device.uuid_text()
         )));
@@ -574,6 +574,15 @@ pub fn dump(dev: &dyn BlockDevice) -> Result<String> {
             j.bytes,
             j.unit
         );
+        if j.kind == JournalKind::Device {
+            let _ = writeln!(
+                w,
+                "  log device        {} (identity {}; the pair's byte {} is its byte 0)",
+                j.device.path(),
+                j.device.uuid_text(),
+                super::log_device::log_device_base(&sb.geometry)
+            );
+        }
         let _ = writeln!(
             w,
             "  journal tail      position {}, transaction {}, mount generation {}",
