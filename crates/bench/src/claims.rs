@@ -686,6 +686,15 @@ pub const CLAIMS: &[Claim] = &[
                 why_not: "",
             },
             Check {
+                text: "create (Fig. 1): asynchronous WAFS on a second disk (wafs-2async) 0.7-1.05 x FFS-async at \
+                       the smallest size (§8.1: with soft updates and FFS-async on top)",
+                experiment: S00,
+                needs: &["wafs-2async", "ffs-async"],
+                eval: |r| s00_near_smallest(r, "create", "MB/s", "wafs-2async", "ffs-async", 0.7, 1.05),
+                unit: "x FFS-async",
+                why_not: "",
+            },
+            Check {
                 text: "create/delete of empty files (Fig. 3): synchronous WAFS (wafs-1sync) within 10% of FFS \
                        (§8.1: \"behave identically to FFS\")",
                 experiment: S00,

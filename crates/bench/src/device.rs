@@ -74,6 +74,67 @@ impl Drop for Device {
     }
 }
 
+/// A second device for a journal's log (LFFS-wafs-2's third disk), of
+/// `bytes`, beside `data` on `medium`: on a simulated medium, the first
+/// `bytes` of another drive of the same model on the same virtual clock
+/// (its own seed, so its rotation is not the first one's); otherwise a
+/// memory disk or an image file like the first.
+pub fn prepare_log(
+    medium: &Medium,
+    data: &Device,
+    bytes: u64,
+    tag: &str,
+) -> io::Result<Arc<dyn BlockDevice>> {
+    match (medium, &data.clock) {
+        (Medium::Sim { model, seed }, Some(clock)) => {
+            let drive = DiskModel::by_name(model).ok_or_else(|| unknown_model(model))?;
+            let options = SimOptions { seed: seed.wrapping_add(1), ..SimOptions::default() };
+            let whole: Arc<dyn BlockDevice> = Arc::new(SimDisk::with_options(drive, clock.clone(), options)?);
+            Ok(Arc::new(Partition::new(whole, bytes)))
+        }
+        _ => {
+            let mut log = prepare(medium, Some(bytes), &format!("{tag}-log"))?;
+            // The image file goes when the data device does: the log
+            // device outlives this `Device`, so it keeps the file's path.
+            let dev = log.dev.clone();
+            if let Some(path) = log.image.take() {
+                return Ok(Arc::new(RemovedWhenDropped { dev, path }));
+            }
+            Ok(dev)
+        }
+    }
+}
+
+/// A device whose image file is removed when it is dropped.
+struct RemovedWhenDropped {
+    dev: Arc<dyn BlockDevice>,
+    path: PathBuf,
+}
+
+impl Drop for RemovedWhenDropped {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+impl BlockDevice for RemovedWhenDropped {
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        self.dev.read_at(offset, buf)
+    }
+    fn write_at(&self, offset: u64, buf: &[u8]) -> io::Result<()> {
+        self.dev.write_at(offset, buf)
+    }
+    fn write_vectored_at(&self, offset: u64, bufs: &[&[u8]]) -> io::Result<()> {
+        self.dev.write_vectored_at(offset, bufs)
+    }
+    fn flush(&self) -> io::Result<()> {
+        self.dev.flush()
+    }
+    fn size(&self) -> u64 {
+        self.dev.size()
+    }
+}
+
 /// A fresh device on `medium`: the whole drive, or its first `bytes` when
 /// given (a memory disk or image file must be given a size). `tag` names
 /// an image file.

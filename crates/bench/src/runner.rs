@@ -205,7 +205,12 @@ fn open(
                 deterministic: dev.clock.is_some(),
                 cache_bytes: e.machine.cache_bytes(system.block_size()),
             };
-            system::open_library(system, dev.dev.clone(), dev.sim.clone(), env)?
+            let tag = format!("{}-{}", e.id, system.name);
+            let log = match system.log_device_bytes() {
+                Some(bytes) => Some(device::prepare_log(medium, &dev, bytes, &tag)?),
+                None => None,
+            };
+            system::open_library(system, dev.dev.clone(), log, dev.sim.clone(), env)?
         }
     };
     let mut target = match dev.clock.clone() {

@@ -71,6 +71,9 @@ pub enum LogPlace {
     /// A region after the last cylinder group of the same disk, written
     /// 4 KB at a time (2000 §5.2, LFFS-wafs-1).
     Wafs,
+    /// A second disk of the same model, written 4 KB at a time (2000 §5.2,
+    /// LFFS-wafs-2): the log's writes never seek away from the data.
+    Device,
 }
 
 /// LFFS-file's log: 20 MB, about 1% of the 2 GB partition the 2000
@@ -90,6 +93,12 @@ const LFFS_FILE_LOG: Log = Log { place: LogPlace::File, bytes: 20 << 20 };
 /// one of `--quick`, leaving 128 MB. The seek between the first groups and
 /// the log is thus about 2 GB long, where the paper's crossed its 9 GB.
 const WAFS_1_LOG: Log = Log { place: LogPlace::Wafs, bytes: 128 << 20 };
+
+/// LFFS-wafs-2's log: the paper's 128 MB log partition on its third disk
+/// (Table 3), here the first 128 MB of a second simulated drive of the
+/// data disk's model on the same clock; the journal takes it all but the
+/// log device's 4 KB header.
+const WAFS_2_LOG: Log = Log { place: LogPlace::Device, bytes: 128 << 20 };
 
 /// FFS's rotational delay between clusters, as the papers give it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -265,6 +274,18 @@ pub const SYSTEMS: &[System] = &[
                 disk, 4 KB log writes (2000 §5.2, LFFS-wafs-1async)",
     },
     System {
+        name: "wafs-2sync",
+        kind: freebsd_ffs(Integrity::JournalSync(WAFS_2_LOG), true),
+        about: "FFS, 8 KB/1 KB, 64 KB clusters, synchronous journal on 128 MB of a second disk, 4 KB log \
+                writes (2000 §5.2, LFFS-wafs-2sync)",
+    },
+    System {
+        name: "wafs-2async",
+        kind: freebsd_ffs(Integrity::Journal(WAFS_2_LOG), true),
+        about: "FFS, 8 KB/1 KB, 64 KB clusters, asynchronous journal on 128 MB of a second disk, 4 KB log \
+                writes (2000 §5.2, LFFS-wafs-2async)",
+    },
+    System {
         name: "ffs-linear",
         kind: freebsd_ffs(Integrity::Sync, false),
         about: "ffs-m8r0 with dirhash off: synchronous metadata, directories scanned linearly (2002 §4.2)",
@@ -290,6 +311,17 @@ impl System {
         }
     }
 
+    /// Bytes of the second disk the system's journal is on, if it is on
+    /// one (LFFS-wafs-2).
+    pub fn log_device_bytes(&self) -> Option<u64> {
+        match self.kind {
+            Kind::Ffs(FfsParams {
+                integrity: Integrity::Journal(log) | Integrity::JournalSync(log), ..
+            }) if log.place == LogPlace::Device => Some(log.bytes),
+            _ => None,
+        }
+    }
+
     /// The file system's block size (the raw device's transfer unit).
     pub fn block_size(&self) -> u32 {
         match self.kind {
@@ -310,8 +342,16 @@ impl Layout for Lfs {
         params.dirhash
     }
 
-    fn mkfs(dev: Arc<dyn BlockDevice>, p: &LfsParams) -> fslab::Result<()> {
-        fslab::lfs::mkfs(dev, &MkfsOptions { block_size: p.block_size, segment_size: p.segment_size })
+    fn mkfs(
+        dev: Arc<dyn BlockDevice>,
+        _log: Option<Arc<dyn BlockDevice>>,
+        p: &LfsParams,
+    ) -> fslab::Result<Arc<dyn BlockDevice>> {
+        fslab::lfs::mkfs(
+            dev.clone(),
+            &MkfsOptions { block_size: p.block_size, segment_size: p.segment_size },
+        )?;
+        Ok(dev)
     }
 
     fn mount(dev: Arc<dyn BlockDevice>, p: &LfsParams, env: &MountEnv) -> fslab::Result<Lfs> {
@@ -357,8 +397,10 @@ fn ffs_mkfs_options(p: &FfsParams) -> FfsMkfs {
             let kind = match log.place {
                 LogPlace::File => JournalKind::File,
                 LogPlace::Wafs => JournalKind::Wafs,
+                // The log fills its device, whose size the system gives.
+                LogPlace::Device => JournalKind::Device,
             };
-            (kind, Some(log.bytes))
+            (kind, (log.place != LogPlace::Device).then_some(log.bytes))
         }
         Integrity::Sync | Integrity::Async | Integrity::Softdep => (JournalKind::None, None),
     };
@@ -382,8 +424,19 @@ impl Layout for Ffs {
         params.dirhash
     }
 
-    fn mkfs(dev: Arc<dyn BlockDevice>, p: &FfsParams) -> fslab::Result<()> {
-        fslab::ffs::mkfs(dev, &ffs_mkfs_options(p)).map(|_| ())
+    fn mkfs(
+        dev: Arc<dyn BlockDevice>,
+        log: Option<Arc<dyn BlockDevice>>,
+        p: &FfsParams,
+    ) -> fslab::Result<Arc<dyn BlockDevice>> {
+        let options = ffs_mkfs_options(p);
+        match log {
+            Some(log) => {
+                fslab::ffs::mkfs_with_log(dev.clone(), log.clone(), "second disk", &options)?;
+                fslab::ffs::log_device::attach(dev, Some(log))
+            }
+            None => fslab::ffs::mkfs(dev.clone(), &options).map(|_| dev),
+        }
     }
 
     fn mount(dev: Arc<dyn BlockDevice>, p: &FfsParams, env: &MountEnv) -> fslab::Result<Ffs> {
@@ -418,12 +471,13 @@ impl Layout for Ffs {
 pub fn open_library(
     system: &System,
     dev: Arc<dyn BlockDevice>,
+    log: Option<Arc<dyn BlockDevice>>,
     sim: Option<Arc<SimDisk>>,
     env: MountEnv,
 ) -> io::Result<Box<dyn Backend>> {
     match system.kind {
-        Kind::Lfs(p) => Ok(Box::new(Library::<Lfs>::make(dev, sim, p, env)?)),
-        Kind::Ffs(p) => Ok(Box::new(Library::<Ffs>::make(dev, sim, p, env)?)),
+        Kind::Lfs(p) => Ok(Box::new(Library::<Lfs>::make(dev, log, sim, p, env)?)),
+        Kind::Ffs(p) => Ok(Box::new(Library::<Ffs>::make(dev, log, sim, p, env)?)),
         Kind::Raw => Err(io::Error::other("the raw device is not a file system")),
     }
 }
@@ -450,7 +504,8 @@ mod tests {
         for s in SYSTEMS {
             if let Kind::Ffs(p) = s.kind {
                 for bytes in [256u64 << 20, 2 << 30] {
-                    let planned = fslab::ffs::plan(bytes, &ffs_mkfs_options(&p));
+                    let planned =
+                        fslab::ffs::plan_with_log(bytes, s.log_device_bytes(), &ffs_mkfs_options(&p));
                     assert!(planned.is_ok(), "{} on {bytes} bytes: {:?}", s.name, planned.err());
                 }
             }

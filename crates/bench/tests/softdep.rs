@@ -127,7 +127,7 @@ fn softdep_target() -> Target {
         cache_bytes: PENTIUM4_1600.cache_bytes(8192),
     };
     let s = by_name("ffs-softdep").expect("system");
-    let backend = system::open_library(s, dev.dev.clone(), dev.sim.clone(), env).expect("mount");
+    let backend = system::open_library(s, dev.dev.clone(), None, dev.sim.clone(), env).expect("mount");
     let mut t = Target::on_virtual_time(backend, clock, CpuModel::of(PENTIUM4_1600));
     t.keep(Box::new(dev));
     t
@@ -165,7 +165,7 @@ fn soft_updates_frees_wait_for_durable_inodes_and_the_tick_releases_them() {
         cache_bytes: 16 << 20,
     };
     let Some(Kind::Ffs(params)) = by_name("ffs-softdep").map(|s| s.kind) else { panic!("an FFS") };
-    <Ffs as Layout>::mkfs(dev.dev.clone(), &params).expect("mkfs");
+    <Ffs as Layout>::mkfs(dev.dev.clone(), None, &params).expect("mkfs");
     let mut fs = FileSystem::new(<Ffs as Layout>::mount(dev.dev.clone(), &params, &env).expect("mount"));
     let creds = Creds { uid: 0, gid: 0 };
     fs.create_root(0o755, creds).expect("root");

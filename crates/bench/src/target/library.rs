@@ -38,8 +38,14 @@ pub trait Layout: StorageManager + Sized + 'static {
     type Params: Clone;
 
     /// Writes an empty file system (without the root directory, which
-    /// [`Library::make`] creates through the namespace).
-    fn mkfs(dev: Arc<dyn BlockDevice>, params: &Self::Params) -> fslab::Result<()>;
+    /// [`Library::make`] creates through the namespace) on `dev`, with its
+    /// journal on `log` if given; returns the device it mounts on (`dev`,
+    /// or the two paired).
+    fn mkfs(
+        dev: Arc<dyn BlockDevice>,
+        log: Option<Arc<dyn BlockDevice>>,
+        params: &Self::Params,
+    ) -> fslab::Result<Arc<dyn BlockDevice>>;
 
     /// Mounts it.
     fn mount(dev: Arc<dyn BlockDevice>, params: &Self::Params, env: &MountEnv) -> fslab::Result<Self>;
@@ -87,15 +93,17 @@ pub struct Library<L: Layout> {
 }
 
 impl<L: Layout> Library<L> {
-    /// Makes a file system of `params` on `dev` and mounts it. `sim` is the
-    /// simulated disk under `dev`, if any, for its counters.
+    /// Makes a file system of `params` on `dev` (its journal on `log`, if
+    /// given) and mounts it. `sim` is the simulated disk under `dev`, if
+    /// any, for its counters.
     pub fn make(
         dev: Arc<dyn BlockDevice>,
+        log: Option<Arc<dyn BlockDevice>>,
         sim: Option<Arc<SimDisk>>,
         params: L::Params,
         env: MountEnv,
     ) -> io::Result<Library<L>> {
-        L::mkfs(dev.clone(), &params).map_err(io_error)?;
+        let dev = L::mkfs(dev, log, &params).map_err(io_error)?;
         let mut fs = namespace::<L>(L::mount(dev.clone(), &params, &env).map_err(io_error)?, &params);
         fs.create_root(0o755, CREDS).map_err(io_error)?;
         let mut dirs = HashMap::new();
