@@ -695,6 +695,20 @@ pub const CLAIMS: &[Claim] = &[
                 why_not: "",
             },
             Check {
+                text: "create/delete of empty files (Fig. 3): asynchronous WAFS (wafs-1async, wafs-2async) under \
+                       half of FFS-async, and LFFS-file above both",
+                experiment: S00,
+                needs: &["wafs-1async", "wafs-2async", "lffs-file", "ffs-async"],
+                eval: |r| {
+                    let at = |s: &str| v(r, S00, s, "create-delete", "files/s", 0.0);
+                    let wafs = at("wafs-1async")?.max(at("wafs-2async")?);
+                    let (file, fast) = (at("lffs-file")?, at("ffs-async")?);
+                    Some((wafs / fast, wafs < fast / 2.0 && file > wafs))
+                },
+                unit: "x FFS-async (faster WAFS)",
+                why_not: "",
+            },
+            Check {
                 text: "create/delete of empty files (Fig. 3): synchronous WAFS (wafs-1sync) within 10% of FFS \
                        (§8.1: \"behave identically to FFS\")",
                 experiment: S00,

@@ -436,9 +436,6 @@ pub fn by_id(id: &str) -> Option<&'static Experiment> {
 pub fn missing_feature(system: &str) -> Option<&'static str> {
     match system {
         "ffs-aged" => Some("an FFS aged by a replayed workload (1995 §5, 1997) is not in the lab yet"),
-        "wafs-2sync" | "wafs-2async" => {
-            Some("a journal on a second disk (the 2000 paper's LFFS-wafs-2, §5.2) is not in fslab yet")
-        }
         _ => None,
     }
 }
