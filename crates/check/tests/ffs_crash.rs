@@ -117,7 +117,8 @@
 //!
 //! A sample: every `STRIDE`th workload, `STATES` crash states each (seeded),
 //! and every one of the workloads that give a file indirect blocks
-//! ([`indirect_workloads`]), `INDIRECT_STATES` states each.
+//! ([`indirect_workloads`]) and chains of renames ([`rename_workloads`]),
+//! `INDIRECT_STATES` states each.
 //! `FSLAB_FFS_CRASH_STRIDE` and `FSLAB_FFS_CRASH_STATES` change them.
 
 mod common;
@@ -185,6 +186,39 @@ fn indirect_workloads() -> Vec<Workload> {
             add(&[(write, None), (then, Some(p))]);
         }
         add(&[(write, Some(Persist::Fdatasync(s(file)))), (then, Some(Persist::Sync))]);
+    }
+    out
+}
+
+/// Renames in chains and runs, beyond the pairs of the sampled families:
+/// a name renamed again before the first rename is durable, renamed back,
+/// renamed and then removed, a create renamed over, and a run of renames
+/// in one directory (the MH folder's pack): soft updates keep each old
+/// name on the disk until its new one is there, and a rename of a rename
+/// hands that wait on.
+fn rename_workloads() -> Vec<Workload> {
+    let s = |x: &str| x.to_string();
+    let r = |a: &str, b: &str| Op::Rename(s(a), s(b));
+    let chains: Vec<Vec<Op>> = vec![
+        vec![r("A/foo", "A/x"), r("A/x", "A/y"), r("A/y", "B/z")],
+        vec![r("A/foo", "A/bar"), r("A/bar", "A/foo")],
+        vec![r("A/foo", "A/x"), Op::Unlink(s("A/x"))],
+        vec![Op::Create(s("A/n1")), r("A/n1", "A/n2"), r("A/foo", "A/n1")],
+        vec![r("A/foo", "B/foo"), Op::Create(s("A/foo")), r("A/bar", "A/foo")],
+        vec![r("A/foo", "A/p1"), r("A/bar", "A/p2"), r("B/baz", "A/p3"), r("A/p1", "A/foo")],
+    ];
+    let mut out = Vec::new();
+    for chain in &chains {
+        for last in [None, Some(Persist::FsyncDir(s("A"))), Some(Persist::Sync)] {
+            let mut core: Vec<(&Op, Option<Persist>)> = chain.iter().map(|op| (op, None)).collect();
+            if let Some(step) = core.last_mut() {
+                step.1 = last.clone();
+            }
+            let name = format!("renames-{:02}", out.len());
+            if let Some(w) = build(name, &core) {
+                out.push(w);
+            }
+        }
     }
     out
 }
@@ -1218,8 +1252,9 @@ fn explore_with(integrity: Integrity, drive: Drive) -> Explored {
     let (image, setup_tree) = setup(integrity, drive.log_device);
     let base = Setup::new(image.clone());
     let sampled = workloads(Coverage::Default).into_iter().step_by(stride).map(|w| (w, states));
-    let list: Vec<(Workload, usize)> =
-        sampled.chain(indirect_workloads().into_iter().map(|w| (w, INDIRECT_STATES))).collect();
+    let list: Vec<(Workload, usize)> = sampled
+        .chain(indirect_workloads().into_iter().chain(rename_workloads()).map(|w| (w, INDIRECT_STATES)))
+        .collect();
     let mut out = Explored {
         checked: 0,
         scanned: LeakReport::default(),

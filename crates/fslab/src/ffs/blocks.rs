@@ -216,6 +216,9 @@ impl Ffs {
             self.cache.unpin(key);
         }
         let shrank = placed?;
+        if inode.attr.is_dir() {
+            self.mode().dir_block_changing(self, key);
+        }
         match contents {
             NewContents::Whole(block) => self.cache.insert(key, Arc::new(block), true),
             NewContents::Part { offset, data } => {

@@ -695,12 +695,39 @@ mod tests {
         let sb = Superblock { orphan_head: 99, ..sample() };
         assert_eq!(Superblock::decode(&sb.encode(), 0).expect("valid").orphan_head, 99);
         assert_eq!(Superblock::decode(&with_version(1), 0).expect("version 1 is read").orphan_head, 0);
-        let err = Superblock::decode(&with_version(5), 0).expect_err("a newer version is refused");
-        assert!(err.to_string().contains("version 5"), "{err}");
+        let newer = FORMAT_VERSION + 1;
+        let err = Superblock::decode(&with_version(newer), 0).expect_err("a newer version is refused");
+        assert!(err.to_string().contains(&format!("version {newer}")), "{err}");
         let old = Superblock::decode(&with_version(2), 0).expect("version 2 is read");
         assert_eq!(old.version, 2, "and written back as version 2");
         assert!(!old.indirect_geometry().sectored, "with the indirect blocks it was made with");
         assert!(Superblock::decode(&sample().encode(), 0).expect("valid").indirect_geometry().sectored);
+    }
+
+    #[test]
+    fn a_log_devices_name_round_trips_and_an_unended_path_is_refused() {
+        let device = LogDeviceName::new([7; 16], "/dev/disk/by-id/log").expect("a path");
+        let journal = JournalInfo {
+            kind: JournalKind::Device,
+            unit: LOG_BLOCK,
+            start: 1 << 20,
+            bytes: 1 << 20,
+            device,
+            ..JournalInfo::default()
+        };
+        let sb = Superblock { journal, ..sample() };
+        let back = Superblock::decode(&sb.encode(), 0).expect("valid");
+        assert_eq!(back.journal.device.path(), "/dev/disk/by-id/log");
+        assert_eq!(back.journal.device.uuid_text(), "07070707-0707-0707-0707-070707070707");
+        assert_eq!(back, sb);
+        assert!(LogDeviceName::new([1; 16], "").is_err());
+        assert!(LogDeviceName::new([1; 16], &"x".repeat(LOG_PATH_BYTES)).is_err());
+        // A path that fills its field to the end, without its NUL.
+        let mut bytes = sb.encode();
+        bytes[SB_LOG_PATH..SB_LOG_PATH + LOG_PATH_BYTES].fill(b'x');
+        let crc = crc32c_skipping(&bytes, SB_CRC);
+        Encoder::new(&mut bytes).u32(SB_CRC, crc);
+        assert!(Superblock::decode(&bytes, 0).is_err());
     }
 
     #[test]

@@ -144,6 +144,12 @@ pub(super) trait IntegrityMode: Send + Sync {
         let _ = (fs, key);
     }
 
+    /// Directory block `key`, in the cache as it is now, is about to
+    /// change.
+    fn dir_block_changing(&self, fs: &mut Ffs, key: BlockKey) {
+        let _ = (fs, key);
+    }
+
     /// Block `lbn` of `ino` is being freed: it is still in the cache, and
     /// is dropped from it next (its space goes back by `free_when`).
     fn block_released(&self, fs: &mut Ffs, ino: Ino, lbn: Lbn) -> Result<()> {

@@ -39,11 +39,18 @@
 //! without it (`frees`): released by the tick ("background deletes"), by a
 //! sync, or at once when an allocation would fail.
 //!
+//! A regular file's rename [DIRCHG diradd, dirrem] adds or changes its new
+//! name as above (a changed entry shows the name it replaced while it
+//! waits) and, stricter than FreeBSD, keeps its old name on the disk until
+//! the new one is durable: writes of the old name's 512-byte directory
+//! chunk send the chunk as it was before the rename (`Guard`), so a crash
+//! leaves the file one name or both, never neither (decision 0006, item
+//! 4 revised).
+//!
 //! What is simpler than FreeBSD's, and why:
-//! * a rename is ordered as `sync` orders it (after a sync that settles
-//!   everything before it): it changes an existing name, where a rolled-back
-//!   copy would have to restore a removed entry into space a later entry
-//!   may have taken; it is rare next to create and remove (decision 0006);
+//! * a directory's rename, or an exchange, is ordered as `sync` orders it
+//!   (after a sync that settles everything before it): it moves `..` and
+//!   two parents' counts as well; it is rarer still (decision 0006);
 //! * fsync syncs the whole file system, in rounds, until nothing is dirty:
 //!   the chain of a file's names up to the root is then durable with it;
 //! * the orphan list is written lazily, in no order, as `async` writes it:
@@ -58,10 +65,11 @@
 use super::ordered::Ordered;
 use super::{IntegrityMode, WriteContext};
 use crate::cache::{BlockData, BlockKey, Seq, Ticket, WriteAs, DEVICE};
+use crate::error::errno;
 use crate::ffs::frees::{FreeWhen, Freed};
 use crate::ffs::fs::Ffs;
 use crate::format::blockno::is_indirect;
-use crate::format::dirent::{seal_chunk, DIRBLKSIZ};
+use crate::format::dirent::{dt, seal_chunk, DIRBLKSIZ, ENTRY_HEADER};
 use crate::format::inode::{Inode, INODE_SIZE};
 use crate::format::{Daddr, Ino, Lbn};
 use crate::storage::{Hint, TxKind};
@@ -122,7 +130,55 @@ struct Add {
     /// Offset of the entry in its block.
     offset: usize,
     ino: Ino,
+    /// What the entry named before, with its type, when a rename changed
+    /// an existing entry (FreeBSD's DIRCHG): what a write shows while the
+    /// add waits. `None`: a new entry, shown free (inode 0).
+    previous: Option<(Ino, u8)>,
+    /// For a rename's new name: set to the first write that shows it.
+    shown: Option<Written>,
     waits: Vec<Cond>,
+    /// An entry removed before any write showed it, kept while a rename's
+    /// image of its chunk (`Guard`) may still hold it: rolled back
+    /// wherever a copy shows it, never shown.
+    ghost: bool,
+}
+
+/// A rename's old name, removed from a directory chunk, and the rename's
+/// new name: until the new name is durable, a write of the old name's
+/// chunk shows the chunk as it was before the rename, so that a crash
+/// leaves the file its old name, its new one or both, never neither (the
+/// old entry's space may meanwhile hold a later entry, which that write
+/// leaves out: it is newer than the image, and waits in turn).
+#[derive(Debug, Clone)]
+struct Guard {
+    /// The old name's chunk in its block.
+    chunk: usize,
+    /// That chunk before the rename.
+    image: Arc<[u8]>,
+    /// The new name's first write that shows it (see `Add::shown`).
+    shown: Written,
+    /// The file renamed, and where its new name is.
+    moved: Ino,
+    new_dir: Ino,
+    new_offset: u64,
+}
+
+/// The rename in the open transaction, if any.
+#[derive(Debug, Default)]
+enum Rename {
+    #[default]
+    Idle,
+    /// Begun: its first hint decides how it is kept.
+    Undecided,
+    /// A regular file renamed: its names kept by rollbacks (`Guard`).
+    Soft {
+        moved: Ino,
+        /// The new name's block, offset and first showing write.
+        new: Option<(Ino, u64, Written)>,
+    },
+    /// Anything else (a directory, an exchange): settled by a sync, then
+    /// ordered as `sync` orders it.
+    Ordered,
 }
 
 /// The map part of an inode: what rolls back as a whole.
@@ -213,8 +269,15 @@ struct State {
     indirect: HashMap<BlockKey, BlockData>,
     /// New entries of each directory block.
     adds: HashMap<BlockKey, Vec<Add>>,
-    /// Removals waiting for a write of each directory block.
-    removals: HashMap<BlockKey, Vec<Written>>,
+    /// Removals waiting for a write of each directory block: the removed
+    /// entry's offset in the block and inode.
+    removals: HashMap<BlockKey, Vec<(usize, Ino, Written)>>,
+    /// Old names of renames whose new names are not durable yet.
+    guards: HashMap<BlockKey, Vec<Guard>>,
+    /// The rename in the open transaction.
+    rename: Rename,
+    /// Directory blocks as they were before the open rename changed them.
+    before: HashMap<BlockKey, BlockData>,
     /// What the write of each block now starting satisfies.
     starting: HashMap<BlockKey, Vec<Written>>,
     /// Inodes whose link count rose in the open transaction.
@@ -245,6 +308,50 @@ impl State {
             deps.live = None;
         }
         deps.removals.len()
+    }
+
+    /// Takes the add of the entry naming `ino` at `at` of block `key`, if
+    /// no write has shown it yet; a guard's image of its chunk may still
+    /// hold it, so a ghost of it stays while one may.
+    fn take_unshown(&mut self, key: BlockKey, at: usize, ino: Ino) -> Option<Add> {
+        let adds = self.adds.get_mut(&key)?;
+        let i = adds.iter().position(|a| a.offset == at && a.ino == ino && !a.ghost)?;
+        let add = adds.remove(i);
+        // An image of the chunk holds it if a guard's does, or if the open
+        // rename's view of the block from before it (its guards' images to
+        // come) does.
+        let imaged = self.before.contains_key(&key)
+            || self.guards.get(&key).is_some_and(|g| g.iter().any(|g| g.chunk == at / DIRBLKSIZ));
+        if imaged {
+            let ghost = Add { shown: None, waits: Vec::new(), ghost: true, ..add.clone() };
+            self.adds.entry(key).or_default().push(ghost);
+        }
+        Some(add)
+    }
+
+    /// An add no write showed is gone (its entry removed or replaced):
+    /// the renames waiting for it, if it was a rename's new name, wait
+    /// for `moved_to` instead (the name was renamed again), or for
+    /// nothing (the name was removed: the file has none to keep).
+    fn unshown_gone(&mut self, _key: BlockKey, add: &Add, moved_to: Option<&(Ino, u64, Written)>) {
+        let Some(shown) = &add.shown else { return };
+        for guards in self.guards.values_mut() {
+            guards.retain_mut(|g| {
+                if !Arc::ptr_eq(&g.shown, shown) {
+                    return true;
+                }
+                match moved_to {
+                    Some((dir, offset, next)) => {
+                        g.shown = next.clone();
+                        g.new_dir = *dir;
+                        g.new_offset = *offset;
+                        true
+                    }
+                    None => false,
+                }
+            });
+        }
+        self.guards.retain(|_, g| !g.is_empty());
     }
 
     /// The slot to write for `inode` (as stored): the inode (or the slot's
@@ -328,6 +435,22 @@ impl Softdep {
     }
 
     fn entry_added(&self, fs: &mut Ffs, dir: Ino, offset: u64, ino: Ino) -> Result<()> {
+        self.add_entry(fs, dir, offset, ino, None, None)
+    }
+
+    /// The entry at `offset` of `dir` names `ino` now: it waits for the
+    /// inode (and what the same operation raised) to be durable; until
+    /// then a write shows `previous` there (a rename over an existing
+    /// name), or the slot free. A rename's new name has `shown`.
+    fn add_entry(
+        &self,
+        fs: &mut Ffs,
+        dir: Ino,
+        offset: u64,
+        ino: Ino,
+        previous: Option<(Ino, u8)>,
+        shown: Option<Written>,
+    ) -> Result<()> {
         let named = *fs.cached_inode(ino)?;
         let shows = if named.attr.is_reg() { Shows::Inode } else { Shows::Whole };
         let mut waits = vec![Cond::Write(self.wait_for_inode(fs, ino, shows)?)];
@@ -341,24 +464,31 @@ impl Softdep {
         }
         let bs = fs.block_size() as u64;
         let key = (dir, (offset / bs) as Lbn);
-        state.adds.entry(key).or_default().push(Add { offset: (offset % bs) as usize, ino, waits });
+        let add = Add { offset: (offset % bs) as usize, ino, previous, shown, waits, ghost: false };
+        state.adds.entry(key).or_default().push(add);
         Ok(())
     }
 
     /// The entry at `offset` of `dir` naming `ino` is gone; `destroyed`
     /// when `ino` goes with it (rmdir, unlink: not a rename's move).
-    fn entry_removed(&self, fs: &mut Ffs, dir: Ino, offset: u64, ino: Ino, destroyed: bool) -> Result<()> {
+    /// Returns the entry's add if no write had shown it yet (then there is
+    /// nothing to wait for).
+    fn entry_removed(
+        &self,
+        fs: &mut Ffs,
+        dir: Ino,
+        offset: u64,
+        ino: Ino,
+        destroyed: bool,
+    ) -> Result<Option<Add>> {
         let bs = fs.block_size() as u64;
         let key = (dir, (offset / bs) as Lbn);
         let at = (offset % bs) as usize;
         {
             let mut state = self.state();
-            if let Some(adds) = state.adds.get_mut(&key) {
-                if let Some(i) = adds.iter().position(|a| a.offset == at && a.ino == ino) {
-                    // The entry never reached the disk: nothing to wait for.
-                    adds.remove(i);
-                    return Ok(());
-                }
+            if let Some(unshown) = state.take_unshown(key, at, ino) {
+                // The entry never reached the disk: nothing to wait for.
+                return Ok(Some(unshown));
             }
         }
         let live = *fs.cached_inode(ino)?;
@@ -375,7 +505,7 @@ impl Softdep {
         if dropped {
             state.inodes.entry(dir).or_default().waiters.push((w.clone(), Shows::Dropped));
         } else {
-            state.removals.entry(key).or_default().push(w.clone());
+            state.removals.entry(key).or_default().push((at, ino, w.clone()));
         }
         let deps = state.inodes.entry(ino).or_default();
         if deps.removals.is_empty() {
@@ -396,6 +526,145 @@ impl Softdep {
             }
             deps.removals.push(freed);
         }
+        Ok(None)
+    }
+
+    /// A rename's hint, once the rename is known to be a regular file's
+    /// (see `Rename::Soft`).
+    fn soft_rename_hint(&self, fs: &mut Ffs, hint: Hint) -> Result<()> {
+        match hint {
+            Hint::LinkCount { ino, nlink } => {
+                if fs.stored_nlink(ino)?.is_none_or(|stored| nlink > stored) {
+                    self.state().raised.push(ino);
+                }
+                Ok(())
+            }
+            Hint::EntryAdded { dir, offset, ino } => {
+                let shown = new_written();
+                self.add_entry(fs, dir, offset, ino, None, Some(shown.clone()))?;
+                self.new_name(dir, offset, shown);
+                self.settle_guards_hiding(fs, dir, offset)
+            }
+            Hint::EntryChanged { dir, offset, old, ino } => {
+                let bs = fs.block_size() as u64;
+                let (key, at) = ((dir, (offset / bs) as Lbn), (offset % bs) as usize);
+                // What the disk has there: what the replaced entry's add
+                // would have shown, if no write showed it yet; otherwise
+                // the replaced entry, whose count falls once a write shows
+                // the change.
+                let before_type = self.state().before.get(&key).and_then(|b| b.get(at + 6).copied());
+                let previous = match self.entry_removed(fs, dir, offset, old, true)? {
+                    Some(unshown) => {
+                        self.state().unshown_gone(key, &unshown, None);
+                        unshown.previous
+                    }
+                    None => Some((old, before_type.unwrap_or(dt::UNKNOWN))),
+                };
+                let shown = new_written();
+                self.add_entry(fs, dir, offset, ino, previous, Some(shown.clone()))?;
+                self.new_name(dir, offset, shown);
+                self.settle_guards_hiding(fs, dir, offset)
+            }
+            Hint::EntryRemoved { dir, offset, ino } => {
+                let bs = fs.block_size() as u64;
+                let key = (dir, (offset / bs) as Lbn);
+                let (moved, new) = match &self.state().rename {
+                    Rename::Soft { moved, new: Some(new) } => (*moved, new.clone()),
+                    _ => return Err(errno(libc::EIO, "soft updates: a rename removed its old name first")),
+                };
+                match self.entry_removed(fs, dir, offset, ino, false)? {
+                    // The old name never reached the disk: what did (an
+                    // older name, if any) now waits for the new one.
+                    Some(unshown) => {
+                        self.state().unshown_gone(key, &unshown, Some(&new));
+                        Ok(())
+                    }
+                    None => self.guard_old_name(fs, key, (offset % bs) as usize, moved, new),
+                }
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Records the open rename's new name.
+    fn new_name(&self, dir: Ino, offset: u64, shown: Written) {
+        if let Rename::Soft { new, .. } = &mut self.state().rename {
+            *new = Some((dir, offset, shown));
+        }
+    }
+
+    /// The old name at `at` of block `key` is gone in memory: until the
+    /// new name is durable, writes of its chunk show it as it was before
+    /// the rename.
+    fn guard_old_name(
+        &self,
+        fs: &mut Ffs,
+        key: BlockKey,
+        at: usize,
+        moved: Ino,
+        (new_dir, new_offset, shown): (Ino, u64, Written),
+    ) -> Result<()> {
+        let chunk = at / DIRBLKSIZ;
+        let mut state = self.state();
+        if is_durable(&shown, fs.queue.durable()) {
+            // Made durable already (its old name's block was freed).
+            return Ok(());
+        }
+        let image: Option<Arc<[u8]>> = state
+            .before
+            .get(&key)
+            .and_then(|b| b.get(chunk * DIRBLKSIZ..(chunk + 1) * DIRBLKSIZ))
+            .map(Arc::from);
+        let Some(image) = image else {
+            // No image of the chunk from before the rename: the new name
+            // is made durable now instead.
+            drop(state);
+            return self.settle_new_name(fs, moved, new_dir, new_offset);
+        };
+        let guard = Guard { chunk, image, shown, moved, new_dir, new_offset };
+        state.guards.entry(key).or_default().push(guard);
+        Ok(())
+    }
+
+    /// A rename's new name at `offset` of `dir` lies in a chunk an older
+    /// rename holds back (its old name's space, taken again): no write
+    /// would show the new name until that rename's own new name is
+    /// durable, and renames would wait on one another in a chain a round
+    /// of writes long each (the MH folder's pack: every new name takes the
+    /// space the last old name left). The older renames' new names are
+    /// made durable now (this one's add is recorded first, so those writes
+    /// do not show it).
+    fn settle_guards_hiding(&self, fs: &mut Ffs, dir: Ino, offset: u64) -> Result<()> {
+        let bs = fs.block_size() as u64;
+        let key = (dir, (offset / bs) as Lbn);
+        let chunk = (offset % bs) as usize / DIRBLKSIZ;
+        let durable = fs.queue.durable();
+        let hiding: Vec<(Ino, Ino, u64)> = self
+            .state()
+            .guards
+            .get(&key)
+            .map(|g| {
+                g.iter()
+                    .filter(|g| g.chunk == chunk && !is_durable(&g.shown, durable))
+                    .map(|g| (g.moved, g.new_dir, g.new_offset))
+                    .collect()
+            })
+            .unwrap_or_default();
+        for (moved, new_dir, new_offset) in hiding {
+            self.settle_new_name(fs, moved, new_dir, new_offset)?;
+        }
+        Ok(())
+    }
+
+    /// Makes a rename's new name durable now, in `sync`'s order: the
+    /// groups (a new inode's bitmap), the renamed inode with its raised
+    /// count, then the new name's block, and a barrier.
+    fn settle_new_name(&self, fs: &mut Ffs, moved: Ino, new_dir: Ino, new_offset: u64) -> Result<()> {
+        fs.write_groups()?;
+        fs.write_inode_ordered(moved)?;
+        fs.write_entry_ordered(new_dir, new_offset)?;
+        fs.queue.flush()?;
+        self.prune(fs.queue.durable());
         Ok(())
     }
 
@@ -457,33 +726,117 @@ impl Softdep {
         copy.map(Arc::new)
     }
 
+    /// The copy of directory block `key` to write: each chunk held back by
+    /// a rename (`Guard`) as it was before it, and each entry whose add
+    /// waits shown as before it (free, or the name it replaced). What the
+    /// copy shows is what the write satisfies: adds shown, removals in
+    /// chunks written as they are now.
     fn rolled_back_dir_block(&self, key: BlockKey, data: &BlockData, durable: Seq) -> Option<BlockData> {
-        let mut state = self.state();
-        if let Some(removals) = state.removals.remove(&key) {
-            state.starting.entry(key).or_default().extend(removals);
+        let mut guard = self.state();
+        let state = &mut *guard;
+        let bs = data.len() as u64;
+        let mut adds = state.adds.remove(&key).unwrap_or_default();
+        let met = |state: &State, a: &Add| !a.ghost && a.waits.iter().all(|c| state.cond_met(c, durable));
+        // The chunks a rename holds back: in each, the oldest rename whose
+        // new name is not durable, unless its new name is in the same
+        // chunk and may be shown now (one sector: both names change in
+        // the one write). Its image is the chunk before it.
+        let mut imaged: HashMap<usize, Arc<[u8]>> = HashMap::new();
+        if let Some(guards) = state.guards.get_mut(&key) {
+            guards.retain(|g| !is_durable(&g.shown, durable));
         }
-        let adds = state.adds.remove(&key)?;
-        let (met, waiting): (Vec<Add>, Vec<Add>) =
-            adds.into_iter().partition(|a| a.waits.iter().all(|c| state.cond_met(c, durable)));
-        drop(met);
-        if waiting.is_empty() {
-            return None;
+        let guards = state.guards.remove(&key).unwrap_or_default();
+        for g in &guards {
+            if imaged.contains_key(&g.chunk) {
+                continue;
+            }
+            let same_chunk = (g.new_dir, g.new_offset / bs) == (key.0, key.1 as u64)
+                && (g.new_offset % bs) as usize / DIRBLKSIZ == g.chunk;
+            let passes = same_chunk
+                && adds
+                    .iter()
+                    .any(|a| a.shown.as_ref().is_some_and(|w| Arc::ptr_eq(w, &g.shown)) && met(state, a));
+            if !passes {
+                imaged.insert(g.chunk, g.image.clone());
+            }
         }
-        let mut copy = AlignedBytes::copy_of(data);
-        for add in &waiting {
+        let mut copy: Option<AlignedBytes> = None;
+        for (&chunk, image) in &imaged {
+            let at = chunk * DIRBLKSIZ;
+            if at + DIRBLKSIZ <= data.len() {
+                copy.get_or_insert_with(|| AlignedBytes::copy_of(data))[at..at + DIRBLKSIZ]
+                    .copy_from_slice(image);
+            }
+        }
+        // Entries whose adds wait (and ghosts) are shown as before them,
+        // wherever the copy holds them.
+        let mut restored: Vec<(usize, Ino)> = Vec::new();
+        let mut resealed: HashSet<usize> = HashSet::new();
+        for add in &adds {
+            if met(state, add) {
+                continue;
+            }
             let at = add.offset;
-            if at + 4 > copy.len()
-                || u64::from(u32::from_le_bytes([copy[at], copy[at + 1], copy[at + 2], copy[at + 3]]))
+            let view: &[u8] = copy.as_deref().unwrap_or(data);
+            if at + ENTRY_HEADER > view.len()
+                || u64::from(u32::from_le_bytes([view[at], view[at + 1], view[at + 2], view[at + 3]]))
                     != add.ino
             {
                 continue;
             }
-            copy[at..at + 4].fill(0);
-            let chunk = at / DIRBLKSIZ * DIRBLKSIZ;
-            seal_chunk(&mut copy[chunk..chunk + DIRBLKSIZ]);
+            let c = copy.get_or_insert_with(|| AlignedBytes::copy_of(data));
+            let (ino, dtype) = add.previous.unwrap_or((0, dt::UNKNOWN));
+            c[at..at + 4].copy_from_slice(&(ino as u32).to_le_bytes());
+            if add.previous.is_some() {
+                c[at + 6] = dtype;
+                restored.push((at, ino));
+            }
+            resealed.insert(at / DIRBLKSIZ);
         }
-        state.adds.insert(key, waiting);
-        Some(Arc::new(copy))
+        if let Some(c) = copy.as_mut() {
+            for chunk in resealed {
+                let at = chunk * DIRBLKSIZ;
+                seal_chunk(&mut c[at..at + DIRBLKSIZ]);
+            }
+        }
+        let view: &[u8] = copy.as_deref().unwrap_or(data);
+        let shows = |a: &Add| {
+            let at = a.offset;
+            at + 4 <= view.len()
+                && u64::from(u32::from_le_bytes([view[at], view[at + 1], view[at + 2], view[at + 3]]))
+                    == a.ino
+        };
+        // Adds met and shown are done; the rest wait on. Ghosts stay while
+        // a guard may image their chunk.
+        let mut satisfied = Vec::new();
+        adds.retain(|a| {
+            if a.ghost {
+                return guards.iter().any(|g| g.chunk == a.offset / DIRBLKSIZ);
+            }
+            if met(state, a) && shows(a) {
+                satisfied.extend(a.shown.clone());
+                return false;
+            }
+            true
+        });
+        // A removal is written with its chunk as it is now, unless the
+        // entry it removed is restored there (a change rolled back).
+        let removals = state.removals.remove(&key).unwrap_or_default();
+        let (done, held): (Vec<_>, Vec<_>) = removals.into_iter().partition(|(at, ino, _)| {
+            !imaged.contains_key(&(at / DIRBLKSIZ)) && !restored.contains(&(*at, *ino))
+        });
+        satisfied.extend(done.into_iter().map(|(_, _, w)| w));
+        if !held.is_empty() {
+            state.removals.insert(key, held);
+        }
+        if !adds.is_empty() {
+            state.adds.insert(key, adds);
+        }
+        if !guards.is_empty() {
+            state.guards.insert(key, guards);
+        }
+        state.starting.entry(key).or_default().extend(satisfied);
+        copy.map(Arc::new)
     }
 
     fn rolled_back_indirect(&self, key: BlockKey, data: &BlockData, ctx: &WriteContext) -> Option<BlockData> {
@@ -504,24 +857,57 @@ impl Softdep {
 }
 
 impl IntegrityMode for Softdep {
-    fn tx_beginning(&self, fs: &mut Ffs, kind: TxKind) -> Result<()> {
-        self.state().raised.clear();
-        if kind == TxKind::Rename && !self.disorder {
-            // Settled first, so the rename's ordered writes name only
-            // durable inodes and blocks.
-            fs.sync_all()?;
-        }
+    fn tx_beginning(&self, _fs: &mut Ffs, kind: TxKind) -> Result<()> {
+        let mut state = self.state();
+        state.raised.clear();
+        state.before.clear();
+        state.rename =
+            if kind == TxKind::Rename && !self.disorder { Rename::Undecided } else { Rename::Idle };
         Ok(())
     }
 
     fn on_hint(&self, fs: &mut Ffs, hint: Hint) -> Result<()> {
         if fs.tx.kind() == Some(TxKind::Rename) && !self.disorder {
+            if matches!(self.state().rename, Rename::Undecided) {
+                // The first hint says what is renamed: a regular file's
+                // link count rises first (4.4BSD's order); anything else
+                // (a directory, an exchange) is settled by a sync, then
+                // ordered as `sync` orders it.
+                let soft = match hint {
+                    Hint::LinkCount { ino, nlink } => {
+                        fs.cached_inode(ino)?.attr.is_reg() && fs.stored_nlink(ino)?.is_none_or(|s| nlink > s)
+                    }
+                    Hint::EntryAdded { .. } | Hint::EntryChanged { .. } | Hint::EntryRemoved { .. } => false,
+                    _ => return Ok(()),
+                };
+                let ino = if let Hint::LinkCount { ino, .. } = hint { ino } else { 0 };
+                self.state().rename =
+                    if soft { Rename::Soft { moved: ino, new: None } } else { Rename::Ordered };
+                if !soft {
+                    fs.sync_all()?;
+                }
+            }
+            let soft = matches!(self.state().rename, Rename::Soft { .. });
+            if soft {
+                if let Hint::EntryChanged { old, .. } = hint {
+                    if !fs.cached_inode(old)?.attr.is_reg() {
+                        // Over another kind of file: settled as above.
+                        self.state().rename = Rename::Ordered;
+                        fs.sync_all()?;
+                    }
+                }
+            }
+            if matches!(self.state().rename, Rename::Soft { .. }) {
+                return self.soft_rename_hint(fs, hint);
+            }
             // Link counts that fall wait for the entries' removal, as
             // anywhere else; the rest is ordered as `sync` orders it.
             match hint {
-                Hint::EntryRemoved { dir, offset, ino } => self.entry_removed(fs, dir, offset, ino, false)?,
+                Hint::EntryRemoved { dir, offset, ino } => {
+                    self.entry_removed(fs, dir, offset, ino, false)?;
+                }
                 Hint::EntryChanged { dir, offset, old, .. } => {
-                    self.entry_removed(fs, dir, offset, old, false)?
+                    self.entry_removed(fs, dir, offset, old, false)?;
                 }
                 _ => {}
             }
@@ -531,7 +917,14 @@ impl IntegrityMode for Softdep {
             Hint::EntryAdded { dir, offset, ino } => self.entry_added(fs, dir, offset, ino),
             // Only a rename changes an entry (above).
             Hint::EntryChanged { .. } => Ordered.on_hint(fs, hint),
-            Hint::EntryRemoved { dir, offset, ino } => self.entry_removed(fs, dir, offset, ino, true),
+            Hint::EntryRemoved { dir, offset, ino } => {
+                let bs = fs.block_size() as u64;
+                let key = (dir, (offset / bs) as Lbn);
+                if let Some(unshown) = self.entry_removed(fs, dir, offset, ino, true)? {
+                    self.state().unshown_gone(key, &unshown, None);
+                }
+                Ok(())
+            }
             Hint::LinkCount { ino, nlink } => {
                 if fs.stored_nlink(ino)?.is_none_or(|stored| nlink > stored) {
                     self.state().raised.push(ino);
@@ -539,6 +932,16 @@ impl IntegrityMode for Softdep {
                 Ok(())
             }
             _ => Ok(()),
+        }
+    }
+
+    fn dir_block_changing(&self, fs: &mut Ffs, key: BlockKey) {
+        let mut state = self.state();
+        if matches!(state.rename, Rename::Undecided | Rename::Soft { .. }) && !state.before.contains_key(&key)
+        {
+            if let Some(data) = fs.cache.share(key) {
+                state.before.insert(key, data);
+            }
         }
     }
 
@@ -593,6 +996,27 @@ impl IntegrityMode for Softdep {
     /// its removals wait for the inode.
     fn block_released(&self, fs: &mut Ffs, ino: Ino, lbn: Lbn) -> Result<()> {
         let key = (ino, lbn);
+        // An old name a rename holds back goes with its block (a directory
+        // shrinks when its last block empties): the new names are made
+        // durable first — the open rename's too, if its old name was there.
+        let mut held: Vec<(Ino, Ino, u64)> = self
+            .state()
+            .guards
+            .get(&key)
+            .map(|g| g.iter().map(|g| (g.moved, g.new_dir, g.new_offset)).collect())
+            .unwrap_or_default();
+        {
+            let state = self.state();
+            if let Rename::Soft { moved, new: Some((dir, offset, _)) } = &state.rename {
+                if state.before.contains_key(&key) {
+                    held.push((*moved, *dir, *offset));
+                }
+            }
+        }
+        for (moved, new_dir, new_offset) in held {
+            self.settle_new_name(fs, moved, new_dir, new_offset)?;
+        }
+        self.state().guards.remove(&key);
         let waits = self.state().removals.contains_key(&key);
         if waits && !self.disorder && fs.cache.is_dirty(key) {
             let mut placements = fs.placements_of(&[key])?;
@@ -607,7 +1031,7 @@ impl IntegrityMode for Softdep {
         self.track(fs, ino)?;
         let mut state = self.state();
         let deps = state.inodes.entry(ino).or_default();
-        deps.waiters.extend(waiting.into_iter().map(|w| (w, Shows::Dropped)));
+        deps.waiters.extend(waiting.into_iter().map(|(_, _, w)| (w, Shows::Dropped)));
         Ok(())
     }
 
@@ -619,7 +1043,11 @@ impl IntegrityMode for Softdep {
     }
 
     fn commit(&self, fs: &mut Ffs) -> Result<Ticket> {
-        self.state().raised.clear();
+        let mut state = self.state();
+        state.raised.clear();
+        state.before.clear();
+        state.rename = Rename::Idle;
+        drop(state);
         Ok(std::mem::take(&mut fs.tx_ticket))
     }
 
@@ -689,6 +1117,7 @@ impl IntegrityMode for Softdep {
             + state.indirect.len()
             + state.adds.values().map(Vec::len).sum::<usize>()
             + state.removals.values().map(Vec::len).sum::<usize>()
+            + state.guards.values().map(Vec::len).sum::<usize>()
     }
 
     fn prune(&self, durable: Seq) {
@@ -706,6 +1135,10 @@ impl IntegrityMode for Softdep {
             }
             d.safe_map.is_some() || !d.removals.is_empty() || !d.waiters.is_empty() || d.allocated.is_some()
         });
+        for guards in state.guards.values_mut() {
+            guards.retain(|g| !is_durable(&g.shown, durable));
+        }
+        state.guards.retain(|_, g| !g.is_empty());
         let tracked: HashSet<Ino> = state.inodes.keys().copied().collect();
         state.blocks.retain(|_, inos| {
             inos.retain(|i| tracked.contains(i));
