@@ -194,6 +194,8 @@ const NEWS: &str = "s00-netnews";
 /// See [`SSH`].
 const POSTMARK: &str = "s00-postmark";
 /// See [`SSH`].
+const POSTMARK_LARGE: &str = "s00-postmark-large";
+/// See [`SSH`].
 const SDET: &str = "s00-sdet";
 
 /// `system`'s time in `phase` relative to FFS-async's, as the 2000
@@ -204,8 +206,15 @@ fn rel(r: &Results, e: &str, system: &str, phase: &str, x: f64) -> Option<f64> {
 
 /// PostMark's transactions per second of `a` over `b` with `files` in the
 /// pool.
+/// The pool size the large PostMark set ran at (150,000 in the paper,
+/// smaller unless the lab was told to run it in full).
+fn large_set(r: &Results) -> Option<f64> {
+    r.series(POSTMARK_LARGE, "ffs-async", "transactions", "TPS").last().map(|p| p.0)
+}
+
 fn tps_over(r: &Results, a: &str, b: &str, files: f64) -> Option<f64> {
-    Some(v(r, POSTMARK, a, "transactions", "TPS", files)? / v(r, POSTMARK, b, "transactions", "TPS", files)?)
+    let e = if files > 10_000.0 { POSTMARK_LARGE } else { POSTMARK };
+    Some(v(r, e, a, "transactions", "TPS", files)? / v(r, e, b, "transactions", "TPS", files)?)
 }
 
 /// Why the ssh unpack ratios miss (see `docs/lab/analysis.md`).
@@ -870,13 +879,14 @@ pub const CLAIMS: &[Claim] = &[
                 why_not: "",
             },
             Check {
-                text: "PostMark, 150,000 files (Fig. 5): soft updates within 15% of the asynchronous journals \
+                text: "PostMark, large set (Fig. 5): soft updates within 15% of the asynchronous journals \
                        (\"comparable\")",
-                experiment: POSTMARK,
+                experiment: POSTMARK_LARGE,
                 needs: &["ffs-softdep", "lffs-file", "wafs-1async"],
                 eval: |r| {
-                    let a = tps_over(r, "ffs-softdep", "lffs-file", 150_000.0)?;
-                    let b = tps_over(r, "ffs-softdep", "wafs-1async", 150_000.0)?;
+                    let x = large_set(r)?;
+                    let a = tps_over(r, "ffs-softdep", "lffs-file", x)?;
+                    let b = tps_over(r, "ffs-softdep", "wafs-1async", x)?;
                     let worst = if (a - 1.0).abs() > (b - 1.0).abs() { a } else { b };
                     Some((worst, (0.85..=1.15).contains(&a) && (0.85..=1.15).contains(&b)))
                 },
@@ -884,16 +894,17 @@ pub const CLAIMS: &[Claim] = &[
                 why_not: "",
             },
             Check {
-                text: "PostMark (§7.3.4): FFS-async's transactions per second fall 8-25x from 10,000 to 150,000 \
-                       files (\"by nearly the same factor\", 15)",
-                experiment: POSTMARK,
+                text: "PostMark (§7.3.4): FFS-async's transactions per second fall about as the pool grows, \
+                       by 0.5-1.7 x the growth in files (paper: 15 x the data, \"nearly the same factor\")",
+                experiment: POSTMARK_LARGE,
                 needs: &["ffs-async"],
                 eval: |r| {
+                    let x = large_set(r)?;
                     let small = v(r, POSTMARK, "ffs-async", "transactions", "TPS", 10_000.0)?;
-                    let large = v(r, POSTMARK, "ffs-async", "transactions", "TPS", 150_000.0)?;
-                    within(small / large, 8.0, 25.0)
+                    let large = v(r, POSTMARK_LARGE, "ffs-async", "transactions", "TPS", x)?;
+                    within((small / large) / (x / 10_000.0), 0.5, 1.7)
                 },
-                unit: "x",
+                unit: "x the growth",
                 why_not: "",
             },
             Check {
