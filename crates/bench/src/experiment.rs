@@ -407,7 +407,7 @@ pub const EXPERIMENTS: &[Experiment] = &[
         title: "ssh: unpack, configure and build ssh-1.2.26, a proxy",
         source: "2000 §7.3.1, §8.2.1, Table 4",
         about: "A synthetic tree shaped after ssh-1.2.26's distribution (ssh with GNU MP 2.0.2 and zlib 1.0.4 \
-                bundled: about 620 files in 30 directories, 5 MB, five files over 64 KB; counts and sizes are \
+                bundled: about 650 files in 28 directories, 6 MB, five files over 64 KB; counts and sizes are \
                 approximations, the tarball's manifest is not in the paper): the tarball, in the cache, unpacked; \
                 240 configure tests, each writing conftest.c and preprocessing, compiling or compiling, linking \
                 and running it, then config.status writing every Makefile; make compiling each source with the \
