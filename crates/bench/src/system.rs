@@ -322,6 +322,17 @@ impl System {
         }
     }
 
+    /// The same system mounted with dirhash off (`dirhash=off`):
+    /// directories scanned linearly, as before dirhash (2002 §3).
+    pub fn without_dirhash(&self) -> System {
+        let kind = match self.kind {
+            Kind::Lfs(p) => Kind::Lfs(LfsParams { dirhash: false, ..p }),
+            Kind::Ffs(p) => Kind::Ffs(FfsParams { dirhash: false, ..p }),
+            Kind::Raw => Kind::Raw,
+        };
+        System { kind, ..*self }
+    }
+
     /// The file system's block size (the raw device's transfer unit).
     pub fn block_size(&self) -> u32 {
         match self.kind {

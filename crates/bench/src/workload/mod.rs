@@ -21,6 +21,14 @@
 //!   §4.1, Table 3).
 //! * [`microbench`] — create, read, delete files of each size, and create
 //!   and delete empty files (2000 §7.2, Fig. 1–3).
+//! * [`postmark`] — PostMark 1.13 with every setting explicit (2000 §7.3.4,
+//!   Fig. 5).
+//! * [`ssh_build`] — unpack, configure and build a proxy of ssh-1.2.26's
+//!   source tree (2000 §7.3.1, Table 4).
+//! * [`netnews`] — a news spool: pre-fill, unbatch, expire (2000 §7.3.2,
+//!   Table 5).
+//! * [`sdet`] — a multi-user software-development mix standing in for
+//!   SPEC's SDET (2000 §7.3.3, Fig. 4).
 
 pub mod andrew;
 pub mod bandwidth;
@@ -28,8 +36,12 @@ pub mod dirops;
 pub mod large_file;
 pub mod mh_folder;
 pub mod microbench;
+pub mod netnews;
+pub mod postmark;
+pub mod sdet;
 pub mod sequential;
 pub mod small_files;
+pub mod ssh_build;
 pub mod tpcb;
 
 use crate::target::Target;
@@ -139,4 +151,28 @@ pub fn note_cache(t: &Target, rec: &mut dyn Record) {
                 .into(),
         );
     }
+}
+
+/// A fresh `system` on a partition of `bytes` at the start of a simulated
+/// Cheetah 9LP, on virtual time with the Pentium III's CPU model, as the
+/// runner makes one for the 2000 paper's experiments (tests).
+#[cfg(test)]
+pub(crate) fn test_target(system: &str, bytes: u64) -> Target {
+    use crate::cpu::{CpuModel, PENTIUM3_500};
+    use crate::device::{prepare, Medium};
+    use crate::target::library::MountEnv;
+    let dev =
+        prepare(&Medium::Sim { model: "cheetah9lp".into(), seed: 1 }, Some(bytes), "test").expect("device");
+    let s = crate::system::by_name(system).expect("a known system");
+    let clock = dev.clock.clone().expect("a simulated disk's clock");
+    let env = MountEnv {
+        clock: fslab::time::TimeSource::virtual_clock(clock.clone()),
+        deterministic: true,
+        cache_bytes: PENTIUM3_500.cache_bytes(s.block_size()),
+    };
+    let backend =
+        crate::system::open_library(s, dev.dev.clone(), dev.sim.clone(), env).expect("mkfs and mount");
+    let mut t = Target::on_virtual_time(backend, clock, CpuModel::of(PENTIUM3_500));
+    t.keep(Box::new(dev));
+    t
 }
