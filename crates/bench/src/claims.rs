@@ -795,6 +795,14 @@ pub const CLAIMS: &[Claim] = &[
                 why_not: "",
             },
             Check {
+                text: "ssh total (Table 4): synchronous WAFS on a second disk 0.75-1.0 x FFS-async (paper 0.86)",
+                experiment: SSH,
+                needs: &["wafs-2sync", "ffs-async"],
+                eval: |r| within(rel(r, SSH, "wafs-2sync", "total", 0.0)?, 0.75, 1.0),
+                unit: "x FFS-async",
+                why_not: "",
+            },
+            Check {
                 text: "ssh unpack (Table 4): FFS <= 0.3 x FFS-async (paper 0.14: metadata dominates)",
                 experiment: SSH,
                 needs: &["ffs-m8r0", "ffs-async"],
@@ -874,6 +882,26 @@ pub const CLAIMS: &[Claim] = &[
                 experiment: NEWS,
                 needs: &["wafs-1sync", "ffs-async"],
                 eval: |r| within(rel(r, NEWS, "wafs-1sync", "total", 0.0)?, 0.45, 0.75),
+                unit: "x FFS-async",
+                why_not: "",
+            },
+            Check {
+                text: "Netnews total (Table 5): the log on its own disk, wafs-2sync, >= 1.1 x wafs-1sync (paper \
+                       0.81 against 0.59: the log's writes no longer seek away from the spool)",
+                experiment: NEWS,
+                needs: &["wafs-2sync", "wafs-1sync", "ffs-async"],
+                eval: |r| {
+                    let ratio = rel(r, NEWS, "wafs-2sync", "total", 0.0)? / rel(r, NEWS, "wafs-1sync", "total", 0.0)?;
+                    Some((ratio, ratio >= 1.1))
+                },
+                unit: "x wafs-1sync",
+                why_not: "",
+            },
+            Check {
+                text: "Netnews total (Table 5): asynchronous WAFS on a second disk 0.85-1.05 x FFS-async (paper 0.96)",
+                experiment: NEWS,
+                needs: &["wafs-2async", "ffs-async"],
+                eval: |r| within(rel(r, NEWS, "wafs-2async", "total", 0.0)?, 0.85, 1.05),
                 unit: "x FFS-async",
                 why_not: "",
             },

@@ -130,6 +130,20 @@ const fn published(
     Published { system, phase, x, metric, value, source }
 }
 
+/// What both PostMark experiments run, after the number of files.
+macro_rules! postmark_settings {
+    () => {
+        "transactions 20,000, read and write 512, bias read 5 and create 5, subdirectories 0 (every file in \
+         one directory), buffering on (stdio's 8 KB calls); each transaction a whole-file read or an append of \
+         1..(16384 - size) bytes, then a create or a delete; the pool's creation and deletion timed as their \
+         own phases; no fsync; the lab's seeded generator in place of 1.13's. One run each (the paper \
+         averaged 5). Cheetah 9LP, the whole drive, dirhash off: a create scans the whole directory and a \
+         lookup half of it on average, charged by the Pentium III's CPU model. The paper plotted throughput \
+         relative to FFS-async: here FFS-async's time over the system's per phase (transactions: the same as \
+         the ratio of TPS)."
+    };
+}
+
 /// Every experiment, in the order `bench list` shows and `all` runs them.
 pub const EXPERIMENTS: &[Experiment] = &[
     Experiment {
@@ -548,15 +562,10 @@ pub const EXPERIMENTS: &[Experiment] = &[
         id: "s00-postmark",
         title: "PostMark 1.13: the default set, 10,000 files",
         source: "2000 §7.3.4, §8.2.4, Fig. 5",
-        about: "Every setting explicit (workload/postmark.rs): size 512-16384, number 10,000, \
-                transactions 20,000, read and write 512, bias read 5 and create 5, subdirectories 0 (every file \
-                in one directory), buffering on (stdio's 8 KB calls); each transaction a whole-file read or an \
-                append of 1..(16384 - size) bytes, then a create or a delete; the pool's creation and deletion \
-                timed as their own phases; no fsync; the lab's seeded generator in place of 1.13's. One run \
-                each (the paper averaged 5). Cheetah 9LP, the whole drive, dirhash off: a create scans the \
-                whole directory and a lookup half of it on average, charged by the Pentium III's CPU model. The \
-                paper plotted throughput relative to FFS-async: here FFS-async's time over the system's per \
-                phase (transactions: the same as the ratio of TPS).",
+        about: concat!(
+            "Every setting explicit (workload/postmark.rs): size 512-16384, number 10,000, ",
+            postmark_settings!()
+        ),
         disk: "cheetah9lp",
         machine: PENTIUM3_500_512MB,
         systems: S00_SYSTEMS,
@@ -579,17 +588,13 @@ pub const EXPERIMENTS: &[Experiment] = &[
         id: "s00-postmark-large",
         title: "PostMark 1.13: the large set, scaled to 50,000 files (the paper's 150,000 with FSLAB_BENCH_FULL)",
         source: "2000 §7.3.4, §8.2.4, Fig. 5",
-        about: "Every setting explicit (workload/postmark.rs): size 512-16384, number 50,000 (about 420 MB; the paper's 150,000, 1.1 GB, with \
-                FSLAB_BENCH_FULL=1 in the environment: without dirhash each create scans the whole directory, and \
-                the host time for that grows with the square of the files, about half an hour a system at 150,000), \
-                transactions 20,000, read and write 512, bias read 5 and create 5, subdirectories 0 (every file \
-                in one directory), buffering on (stdio's 8 KB calls); each transaction a whole-file read or an \
-                append of 1..(16384 - size) bytes, then a create or a delete; the pool's creation and deletion \
-                timed as their own phases; no fsync; the lab's seeded generator in place of 1.13's. One run \
-                each (the paper averaged 5). Cheetah 9LP, the whole drive, dirhash off: a create scans the \
-                whole directory and a lookup half of it on average, charged by the Pentium III's CPU model. The \
-                paper plotted throughput relative to FFS-async: here FFS-async's time over the system's per \
-                phase (transactions: the same as the ratio of TPS).",
+        about: concat!(
+            "Every setting explicit (workload/postmark.rs): size 512-16384, number 50,000 (about 420 MB; the \
+             paper's 150,000, 1.1 GB, with FSLAB_BENCH_FULL=1 in the environment: without dirhash each create \
+             scans the whole directory, and the host time for that grows with the square of the files, about \
+             half an hour a system at 150,000), ",
+            postmark_settings!()
+        ),
         disk: "cheetah9lp",
         machine: PENTIUM3_500_512MB,
         systems: S00_SYSTEMS,
@@ -611,9 +616,18 @@ pub const EXPERIMENTS: &[Experiment] = &[
 ];
 
 /// The systems of the 2000 paper's experiments: FFS (synchronous),
-/// FFS-async, soft updates, LFFS-file, LFFS-wafs-1sync and -1async.
-const S00_SYSTEMS: &[&str] =
-    &["ffs-m8r0", "ffs-async", "ffs-softdep", "lffs-file", "wafs-1sync", "wafs-1async"];
+/// FFS-async, soft updates, LFFS-file, LFFS-wafs-1sync and -1async, and
+/// LFFS-wafs-2sync and -2async (the log on a second disk).
+const S00_SYSTEMS: &[&str] = &[
+    "ffs-m8r0",
+    "ffs-async",
+    "ffs-softdep",
+    "lffs-file",
+    "wafs-1sync",
+    "wafs-1async",
+    "wafs-2sync",
+    "wafs-2async",
+];
 
 /// How the Netnews experiment runs.
 const NETNEWS_ABOUT: &str = "A news spool of 7,000 newsgroup directories (news/hH/gG) pre-filled, untimed, then \

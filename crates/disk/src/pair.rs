@@ -17,9 +17,10 @@ use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-/// A device of `first` (bytes `0 .. first.size()`) and `second` (bytes
-/// `base .. base + second.size()`); bytes between the two are neither, and
-/// an access there fails.
+/// A device of `first` (bytes `0 .. min(first.size(), base)`) and
+/// `second` (bytes `base .. base + second.size()`); bytes between the two
+/// are neither, and an access there fails. Bytes of `first` from `base` on
+/// (past a file system that does not fill its device) are out of reach.
 pub struct DevicePair {
     first: Arc<dyn BlockDevice>,
     second: Arc<dyn BlockDevice>,
@@ -29,29 +30,15 @@ pub struct DevicePair {
 }
 
 impl DevicePair {
-    /// `second` placed at byte `base` after `first`; fails if `base` lies
-    /// inside `first`.
-    pub fn new(
-        first: Arc<dyn BlockDevice>,
-        second: Arc<dyn BlockDevice>,
-        base: u64,
-    ) -> io::Result<DevicePair> {
-        if base < first.size() {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!(
-                    "the second device's place, byte {base}, lies inside the first ({} bytes)",
-                    first.size()
-                ),
-            ));
-        }
-        Ok(DevicePair {
+    /// `second` placed at byte `base` of the pair.
+    pub fn new(first: Arc<dyn BlockDevice>, second: Arc<dyn BlockDevice>, base: u64) -> DevicePair {
+        DevicePair {
             first,
             second,
             base,
             first_written: AtomicBool::new(false),
             second_written: AtomicBool::new(false),
-        })
+        }
     }
 
     /// Where the second device begins.
@@ -66,7 +53,7 @@ impl DevicePair {
         if offset >= self.base {
             return Ok((&self.second, offset - self.base, &self.second_written));
         }
-        check_bounds(offset, len, self.first.size())?;
+        check_bounds(offset, len, self.first.size().min(self.base))?;
         Ok((&self.first, offset, &self.first_written))
     }
 }
@@ -125,7 +112,7 @@ mod tests {
     fn each_half_of_the_address_space_reaches_its_own_device() {
         let a = Arc::new(MemDisk::new(8192));
         let b = Arc::new(MemDisk::new(4096));
-        let pair = DevicePair::new(a.clone(), b.clone(), 12288).expect("pair");
+        let pair = DevicePair::new(a.clone(), b.clone(), 12288);
         assert_eq!(pair.size(), 16384);
         pair.write_at(4096, &[1u8; 512]).expect("first");
         pair.write_at(12288 + 512, &[2u8; 512]).expect("second");
@@ -138,14 +125,20 @@ mod tests {
         assert!(pair.read_at(8192, &mut back).is_err());
         assert!(pair.write_at(8192 - 256, &[0u8; 512]).is_err());
         assert!(pair.write_at(16384 - 256, &[0u8; 512]).is_err());
-        assert!(DevicePair::new(a, b, 4096).is_err());
+        // Placed inside the first device: its bytes from there on are out
+        // of reach, and the second's are there instead.
+        let inside = DevicePair::new(a, b, 4096);
+        assert_eq!(inside.size(), 8192);
+        inside.read_at(4096 + 512, &mut back).expect("read the second");
+        assert_eq!(back, [2u8; 512]);
+        assert!(inside.write_at(4096 - 256, &[0u8; 512]).is_err(), "across the two");
     }
 
     #[test]
     fn a_flush_flushes_only_the_devices_written_since_the_last() {
         let a = Arc::new(CountingDisk::new(MemDisk::new(8192)));
         let b = Arc::new(CountingDisk::new(MemDisk::new(8192)));
-        let pair = DevicePair::new(a.clone(), b.clone(), 8192).expect("pair");
+        let pair = DevicePair::new(a.clone(), b.clone(), 8192);
         pair.write_at(8192, &[1u8; 512]).expect("log");
         pair.flush().expect("flush");
         assert_eq!((a.flushes(), b.flushes()), (0, 1));

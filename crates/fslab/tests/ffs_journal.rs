@@ -250,6 +250,11 @@ fn a_log_device_that_is_not_the_file_systems_is_refused() {
     let err =
         fslab::ffs::log_device::attach(plain, Some(Arc::new(MemDisk::new(2 << 20)))).err().expect("refused");
     assert!(err.to_string().contains("no journal on a log device"), "{err}");
+    // A file system that does not fill its device: the log device sits
+    // after the file system, over the device's unused end.
+    let (_, _, mut odd) = fresh_with_log((18 << 20) + 12_288, 2 << 20, Integrity::JournalSync);
+    odd.mkdir(ROOT_INO, b"d", 0o755, ME).expect("mkdir");
+    odd.unmount().expect("unmount");
     // mkfs: a log device too small for the least journal.
     let mkfs = MkfsOptions { journal: JournalKind::Device, ..MkfsOptions::default() };
     let err = fslab::ffs::plan_with_log(16 << 20, Some(512 << 10), &mkfs).expect_err("too small");

@@ -171,7 +171,7 @@ pub(crate) fn test_target(system: &str, bytes: u64) -> Target {
         cache_bytes: PENTIUM3_500.cache_bytes(s.block_size()),
     };
     let backend =
-        crate::system::open_library(s, dev.dev.clone(), dev.sim.clone(), env).expect("mkfs and mount");
+        crate::system::open_library(s, dev.dev.clone(), None, dev.sim.clone(), env).expect("mkfs and mount");
     let mut t = Target::on_virtual_time(backend, clock, CpuModel::of(PENTIUM3_500));
     t.keep(Box::new(dev));
     t

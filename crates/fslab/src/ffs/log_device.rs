@@ -204,6 +204,5 @@ pub fn attach(data: Arc<dyn BlockDevice>, log: Option<Arc<dyn BlockDevice>>) -> 
     {
         return mismatch("its region is not the one the superblock records");
     }
-    let pair = DevicePair::new(data, log, base).map_err(|e| Error::Foreign(e.to_string()))?;
-    Ok(Arc::new(pair))
+    Ok(Arc::new(DevicePair::new(data, log, base)))
 }

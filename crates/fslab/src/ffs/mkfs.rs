@@ -377,8 +377,7 @@ pub fn mkfs_with_log(
     sb.fs_id = new_fs_id();
     super::log_device::format(log.as_ref(), &sb)?;
     let base = super::log_device::log_device_base(&sb.geometry);
-    let pair = disk::DevicePair::new(dev, log, base).map_err(|e| refuse(e.to_string()))?;
-    write_new(Arc::new(pair), sb)
+    write_new(Arc::new(disk::DevicePair::new(dev, log, base)), sb)
 }
 
 /// Writes the groups and superblock `sb` plans (with a new identity
