@@ -208,10 +208,10 @@ impl Ffs {
     /// what is durable: what an allocation short of space does before it
     /// fails. A mode that rolls changes back may have written those blocks
     /// without the change a free waits for; so, in rounds, what such a
-    /// change depends on goes too — file data, indirect blocks and the
-    /// groups, and directory blocks unless a namespace operation is half
-    /// done (its entries may not have their hints yet). Returns whether
-    /// anything was released.
+    /// change depends on goes too — file data, indirect blocks, inode
+    /// blocks and the groups, and directory blocks unless a namespace
+    /// operation is half done (its entries may not have their hints yet).
+    /// Returns whether anything was released.
     pub(super) fn release_all_frees(&mut self) -> Result<bool> {
         let mut released = 0;
         for _ in 0..super::fs::SYNC_ROUNDS {
@@ -229,13 +229,17 @@ impl Ffs {
                 })
                 .collect();
             let halfway = self.tx.in_namespace_op();
+            let all = crate::format::Lbn::MIN..=crate::format::Lbn::MAX;
             for ino in self.cache.dirty_inodes() {
                 if ino != crate::cache::DEVICE && !(halfway && self.is_namespace_file(ino)) {
-                    keys.extend(
-                        self.cache.dirty_keys_in(ino, crate::format::Lbn::MIN..=crate::format::Lbn::MAX),
-                    );
+                    keys.extend(self.cache.dirty_keys_in(ino, all.clone()));
                 }
             }
+            // And the inode blocks: a change a free waits for may wait in
+            // turn for an inode to be durable (soft updates: a rename's
+            // new name for the renamed inode, before the name it replaced
+            // is gone and that file's blocks may go).
+            keys.extend(self.cache.dirty_keys_in(crate::cache::DEVICE, all));
             keys.sort_unstable();
             keys.dedup();
             keys.retain(|&k| self.cache.is_dirty(k));
