@@ -197,3 +197,46 @@ fn at_link_max_a_name_removed_makes_room_for_another_before_the_removal_is_durab
     assert_eq!(fs.getattr(f).expect("getattr").attr.nlink, max);
     assert!(fs.lookup(d, b"again").is_ok() && fs.lookup(d, b"f7").is_err());
 }
+
+#[test]
+fn a_file_rename_writes_nothing_and_renames_of_renames_and_exchanges_still_settle() {
+    let disk = Arc::new(CountingDisk::new(MemDisk::new(32 << 20)));
+    let dev: Arc<dyn BlockDevice> = disk.clone();
+    let mkfs = MkfsOptions { group_size: 4 << 20, ..MkfsOptions::default() };
+    fslab::mkfs_ffs(dev.clone(), &mkfs, ME).expect("mkfs");
+    let mut fs = FileSystem::new(Ffs::mount(dev, options()).expect("mount"));
+    let d = fs.mkdir(ROOT_INO, b"d", 0o755, ME).expect("mkdir").ino;
+    for i in 0..100 {
+        create(&mut fs, d, &format!("old{i}"));
+    }
+    fs.sync().expect("sync");
+    // A pack: every file to a new name, each taking the space the last
+    // one's old name left. No rename of a file writes before it returns
+    // (the old name is held back on the disk by rollbacks, not by syncs).
+    disk.clear_writes();
+    let flushes = disk.flushes();
+    for i in 0..100 {
+        fs.rename(d, format!("old{i}").as_bytes(), d, format!("{i}").as_bytes(), Default::default())
+            .expect("rename");
+    }
+    assert!(disk.flushes() - flushes < 100, "renames settled by syncs: {} flushes", disk.flushes() - flushes);
+    // A rename of a name not yet durable, a rename back, an exchange of a
+    // name not yet durable, and a rename over a file just made.
+    fs.rename(d, b"1", d, b"one", Default::default()).expect("rename again");
+    fs.rename(d, b"one", d, b"1", Default::default()).expect("rename back");
+    let exchange = fslab::ufs::RenameFlags { exchange: true, ..Default::default() };
+    fs.rename(d, b"2", d, b"3", exchange).expect("exchange");
+    create(&mut fs, d, "fresh");
+    fs.rename(d, b"4", d, b"fresh", Default::default()).expect("rename over a new file");
+    fs.sync().expect("every rename settles");
+    fs.unmount().expect("unmount");
+    let dev: Arc<dyn BlockDevice> = disk.clone();
+    let mut fs = FileSystem::new(Ffs::mount(dev, options()).expect("mount again"));
+    let names: Vec<Vec<u8>> = fs.readdir(d, 0, 1000).expect("readdir").into_iter().map(|e| e.name).collect();
+    assert_eq!(names.len(), 2 + 100, "{} names", names.len());
+    assert!(names.contains(&b"fresh".to_vec()) && !names.contains(&b"4".to_vec()));
+    assert!(names.contains(&b"1".to_vec()) && !names.contains(&b"one".to_vec()));
+    assert!(!names.iter().any(|n| n.starts_with(b"old")));
+    fs.storage().check_groups().unwrap_or_else(|e| panic!("{e}"));
+    fs.unmount().expect("unmount");
+}

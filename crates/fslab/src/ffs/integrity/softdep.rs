@@ -333,7 +333,7 @@ impl State {
     /// the renames waiting for it, if it was a rename's new name, wait
     /// for `moved_to` instead (the name was renamed again), or for
     /// nothing (the name was removed: the file has none to keep).
-    fn unshown_gone(&mut self, _key: BlockKey, add: &Add, moved_to: Option<&(Ino, u64, Written)>) {
+    fn unshown_gone(&mut self, add: &Add, moved_to: Option<&(Ino, u64, Written)>) {
         let Some(shown) = &add.shown else { return };
         for guards in self.guards.values_mut() {
             guards.retain_mut(|g| {
@@ -555,7 +555,7 @@ impl Softdep {
                 let before_type = self.state().before.get(&key).and_then(|b| b.get(at + 6).copied());
                 let previous = match self.entry_removed(fs, dir, offset, old, true)? {
                     Some(unshown) => {
-                        self.state().unshown_gone(key, &unshown, None);
+                        self.state().unshown_gone(&unshown, None);
                         unshown.previous
                     }
                     None => Some((old, before_type.unwrap_or(dt::UNKNOWN))),
@@ -576,7 +576,7 @@ impl Softdep {
                     // The old name never reached the disk: what did (an
                     // older name, if any) now waits for the new one.
                     Some(unshown) => {
-                        self.state().unshown_gone(key, &unshown, Some(&new));
+                        self.state().unshown_gone(&unshown, Some(&new));
                         Ok(())
                     }
                     None => self.guard_old_name(fs, key, (offset % bs) as usize, moved, new),
@@ -868,6 +868,7 @@ impl IntegrityMode for Softdep {
 
     fn on_hint(&self, fs: &mut Ffs, hint: Hint) -> Result<()> {
         if fs.tx.kind() == Some(TxKind::Rename) && !self.disorder {
+            let mut settle = false;
             if matches!(self.state().rename, Rename::Undecided) {
                 // The first hint says what is renamed: a regular file's
                 // link count rises first (4.4BSD's order); anything else
@@ -883,33 +884,36 @@ impl IntegrityMode for Softdep {
                 let ino = if let Hint::LinkCount { ino, .. } = hint { ino } else { 0 };
                 self.state().rename =
                     if soft { Rename::Soft { moved: ino, new: None } } else { Rename::Ordered };
-                if !soft {
-                    fs.sync_all()?;
-                }
+                settle = !soft;
             }
             let soft = matches!(self.state().rename, Rename::Soft { .. });
-            if soft {
-                if let Hint::EntryChanged { old, .. } = hint {
-                    if !fs.cached_inode(old)?.attr.is_reg() {
-                        // Over another kind of file: settled as above.
-                        self.state().rename = Rename::Ordered;
-                        fs.sync_all()?;
-                    }
+            if let (true, Hint::EntryChanged { old, .. }) = (soft, hint) {
+                if !fs.cached_inode(old)?.attr.is_reg() {
+                    // Over another kind of file: settled as above.
+                    self.state().rename = Rename::Ordered;
+                    settle = true;
                 }
             }
             if matches!(self.state().rename, Rename::Soft { .. }) {
                 return self.soft_rename_hint(fs, hint);
             }
             // Link counts that fall wait for the entries' removal, as
-            // anywhere else; the rest is ordered as `sync` orders it.
-            match hint {
-                Hint::EntryRemoved { dir, offset, ino } => {
-                    self.entry_removed(fs, dir, offset, ino, false)?;
+            // anywhere else. An entry no write showed yet is simply gone
+            // (before the sync: a rename's new name retargeted now can no
+            // longer be shown, and the rename waiting for it would never
+            // settle). The rest is ordered as `sync` orders it.
+            let gone = match hint {
+                Hint::EntryRemoved { dir, offset, ino: old }
+                | Hint::EntryChanged { dir, offset, old, .. } => {
+                    self.entry_removed(fs, dir, offset, old, false)?
                 }
-                Hint::EntryChanged { dir, offset, old, .. } => {
-                    self.entry_removed(fs, dir, offset, old, false)?;
-                }
-                _ => {}
+                _ => None,
+            };
+            if let Some(unshown) = gone {
+                self.state().unshown_gone(&unshown, None);
+            }
+            if settle {
+                fs.sync_all()?;
             }
             return Ordered.on_hint(fs, hint);
         }
@@ -918,10 +922,8 @@ impl IntegrityMode for Softdep {
             // Only a rename changes an entry (above).
             Hint::EntryChanged { .. } => Ordered.on_hint(fs, hint),
             Hint::EntryRemoved { dir, offset, ino } => {
-                let bs = fs.block_size() as u64;
-                let key = (dir, (offset / bs) as Lbn);
                 if let Some(unshown) = self.entry_removed(fs, dir, offset, ino, true)? {
-                    self.state().unshown_gone(key, &unshown, None);
+                    self.state().unshown_gone(&unshown, None);
                 }
                 Ok(())
             }
