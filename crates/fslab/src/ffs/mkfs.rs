@@ -171,7 +171,7 @@ pub fn plan_with_log(
             let (start, bytes) = file_log_place(&geo, log_bytes, options.journal_bytes.is_none())?;
             JournalInfo { kind: JournalKind::File, unit, start, bytes, ..JournalInfo::default() }
         }
-        JournalKind::Device => unreachable!("a log device's journal is planned above"),
+        JournalKind::Device => return Err(refuse("a journal on a log device needs the device".into())),
     };
     Ok(sb)
 }
