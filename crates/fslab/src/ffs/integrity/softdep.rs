@@ -51,8 +51,10 @@
 //! * a directory's rename, or an exchange, is ordered as `sync` orders it
 //!   (after a sync that settles everything before it): it moves `..` and
 //!   two parents' counts as well; it is rarer still (decision 0006);
-//! * fsync syncs the whole file system, in rounds, until nothing is dirty:
-//!   the chain of a file's names up to the root is then durable with it;
+//! * fsync writes the file and the chain of its new names up to the root
+//!   in rounds until none of it waits, as FreeBSD walks it; a chain that
+//!   does not settle in a few rounds (a name a rename elsewhere holds
+//!   back) gets a whole sync;
 //! * the orphan list is written lazily, in no order, as `async` writes it:
 //!   the walk at mount frees only inodes whose link count on the disk is
 //!   0, and soft updates keep a count raised on the disk until every
@@ -78,6 +80,9 @@ use disk::AlignedBytes;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Rounds an fsync writes its chain in before it syncs everything.
+const FSYNC_ROUNDS: usize = 8;
 
 /// A write some change waits for: 0 until the write that satisfies it is
 /// issued, then that write's number. Satisfied once a flush covers it.
@@ -656,6 +661,55 @@ impl Softdep {
         Ok(())
     }
 
+    /// What an fsync of `ino` still has to write (dirty blocks), and
+    /// whether anything of its chain waits at all: `ino`'s blocks, the
+    /// inodes of `ino` and of every directory on the way up through names
+    /// not yet shown, those names' directory blocks, and for a directory
+    /// the inodes its own new entries name.
+    fn fsync_chain(&self, fs: &mut Ffs, ino: Ino) -> Result<(Vec<BlockKey>, bool)> {
+        let all = Lbn::MIN..=Lbn::MAX;
+        let mut keys: Vec<BlockKey> = fs.cache.dirty_keys_in(ino, all.clone());
+        let mut chain = vec![ino];
+        let mut named: Vec<Ino> = Vec::new();
+        let mut waiting = false;
+        {
+            let state = self.state();
+            let mut i = 0;
+            while i < chain.len() {
+                let member = chain[i];
+                i += 1;
+                for (key, adds) in &state.adds {
+                    if adds.iter().any(|a| !a.ghost && a.ino == member) {
+                        waiting = true;
+                        keys.push(*key);
+                        if !chain.contains(&key.0) {
+                            chain.push(key.0);
+                        }
+                    }
+                }
+            }
+            for (key, adds) in &state.adds {
+                if key.0 == ino {
+                    waiting |= adds.iter().any(|a| !a.ghost);
+                    named.extend(adds.iter().filter(|a| !a.ghost).map(|a| a.ino));
+                }
+            }
+            waiting |= state.removals.keys().any(|k| k.0 == ino);
+        }
+        for &member in chain.iter().chain(named.iter()) {
+            let key = fs.store_inode(member)?;
+            keys.push(key);
+            if member != ino && !fs.cached_inode(member)?.attr.is_reg() {
+                keys.extend(fs.cache.dirty_keys_in(member, all.clone()));
+            }
+        }
+        keys.sort_unstable();
+        keys.dedup();
+        keys.retain(|&k| fs.cache.is_dirty(k));
+        waiting |= !keys.is_empty();
+        Ok((keys, waiting))
+    }
+
     /// Makes a rename's new name durable now, in `sync`'s order: the
     /// groups (a new inode's bitmap), the renamed inode with its raised
     /// count, then the new name's block, and a barrier.
@@ -1053,9 +1107,31 @@ impl IntegrityMode for Softdep {
         Ok(std::mem::take(&mut fs.tx_ticket))
     }
 
-    /// Everything, in rounds until nothing is dirty: the file, its inode
-    /// and every name on the way to it are then durable.
-    fn fsync(&self, fs: &mut Ffs, _ino: Ino) -> Result<Ticket> {
+    /// The file's blocks and inode, and the chain of its new names up to
+    /// the root (FreeBSD's `softdep_fsync`; for a directory, also the
+    /// inodes its new entries name), in rounds — each a write of what the
+    /// chain still has dirty, the groups, and a barrier — until none of it
+    /// waits. A chain that does not settle in a few rounds (a name held
+    /// back by a rename elsewhere) gets a whole sync instead.
+    fn fsync(&self, fs: &mut Ffs, ino: Ino) -> Result<Ticket> {
+        if self.disorder {
+            fs.sync_all()?;
+            return Ok(fs.queue.ticket_for_all());
+        }
+        for _ in 0..FSYNC_ROUNDS {
+            let (keys, waiting) = self.fsync_chain(fs, ino)?;
+            if keys.is_empty() {
+                if !waiting {
+                    return Ok(fs.queue.ticket_for_all());
+                }
+                break;
+            }
+            let mut placements = fs.placements_of(&keys)?;
+            fs.write_placements(&mut placements)?;
+            fs.write_groups()?;
+            fs.queue.flush()?;
+            self.prune(fs.queue.durable());
+        }
         fs.sync_all()?;
         Ok(fs.queue.ticket_for_all())
     }
