@@ -217,19 +217,9 @@ pub fn run(args: &MkfsArgs) -> Result<(), String> {
     // The lock (held until the end) keeps a mounted image from being made over.
     let (size, _lock) = match &existing {
         Some(meta) => {
-            let kind = meta.file_type();
-            if !kind.is_file() && !kind.is_block_device() {
-                return Err(format!("{name} is not a regular file or a block device"));
-            }
-            let lock = crate::image_lock::lock(path).map_err(|e| format!("{name}: {e}"))?;
-            let disk = FileDisk::open_read_only(path).map_err(|e| format!("{name}: {e}"))?;
-            if !args.force {
-                if let Some(what) = existing_contents(&disk).map_err(|e| format!("{name}: {e}"))? {
-                    return Err(format!("{name} already holds {what}; use --force to overwrite it"));
-                }
-            }
+            let (lock, disk) = claim_existing(path, meta, args.force)?;
             let size = match args.size {
-                Some(size) if kind.is_block_device() && size != disk.size() => {
+                Some(size) if meta.file_type().is_block_device() && size != disk.size() => {
                     return Err(format!(
                         "{name} is a block device of {}; --size cannot change it",
                         human(disk.size())
@@ -360,22 +350,12 @@ impl LogDevice {
         }
         match std::fs::metadata(path) {
             Ok(meta) => {
-                let kind = meta.file_type();
-                if !kind.is_file() && !kind.is_block_device() {
-                    return Err(format!("{name} is not a regular file or a block device"));
-                }
-                let lock = crate::image_lock::lock(path).map_err(|e| format!("{name}: {e}"))?;
-                let disk = FileDisk::open_read_only(path).map_err(|e| format!("{name}: {e}"))?;
-                if !force {
-                    if let Some(what) = existing_contents(&disk).map_err(|e| format!("{name}: {e}"))? {
-                        return Err(format!("{name} already holds {what}; use --force to overwrite it"));
-                    }
-                }
+                let (lock, disk) = claim_existing(path, &meta, force)?;
                 let path = path.canonicalize().map_err(|e| format!("{name}: {e}"))?;
                 Ok(LogDevice { path, size: disk.size(), created: false, _lock: Some(lock) })
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                let header = u64::from(options.fragment_size).max(fslab::ffs::log_device::LOG_HEADER_BYTES);
+                let header = fslab::ffs::log_device::region_offset_for(options.fragment_size);
                 let size = options.journal_bytes.unwrap_or(DEFAULT_LOG_DEVICE_JOURNAL) + header;
                 let parent = match path.parent() {
                     Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
@@ -388,6 +368,30 @@ impl LogDevice {
             Err(e) => Err(format!("{name}: {e}")),
         }
     }
+}
+
+/// An image or device that exists at `path` (`meta`), claimed for mkfs:
+/// a regular file or a block device, locked (so that a mounted one is
+/// never made over, and the lock is held until mkfs ends), and holding
+/// nothing (see the module comment) unless `force`.
+fn claim_existing(
+    path: &Path,
+    meta: &std::fs::Metadata,
+    force: bool,
+) -> Result<(crate::image_lock::ImageLock, FileDisk), String> {
+    let name = path.display();
+    let kind = meta.file_type();
+    if !kind.is_file() && !kind.is_block_device() {
+        return Err(format!("{name} is not a regular file or a block device"));
+    }
+    let lock = crate::image_lock::lock(path).map_err(|e| format!("{name}: {e}"))?;
+    let disk = FileDisk::open_read_only(path).map_err(|e| format!("{name}: {e}"))?;
+    if !force {
+        if let Some(what) = existing_contents(&disk).map_err(|e| format!("{name}: {e}"))? {
+            return Err(format!("{name} already holds {what}; use --force to overwrite it"));
+        }
+    }
+    Ok((lock, disk))
 }
 
 /// The journal of a log device mkfs creates, when no size is given

@@ -85,7 +85,12 @@ impl LogDeviceHeader {
 /// Where the log region begins on a log device: after the header, at a
 /// whole fragment (the journal addresses its region in fragments).
 pub fn region_offset(geo: &Geometry) -> u64 {
-    LOG_HEADER_BYTES.max(u64::from(geo.frag_size))
+    region_offset_for(geo.frag_size)
+}
+
+/// [`region_offset`] for fragments of `frag_size` bytes.
+pub fn region_offset_for(frag_size: u32) -> u64 {
+    LOG_HEADER_BYTES.max(u64::from(frag_size))
 }
 
 /// Where the log device begins in the pair's address space: the first
@@ -149,26 +154,14 @@ pub fn log_device_of(dev: &dyn BlockDevice) -> Option<LogDeviceName> {
 /// header shows it is this file system's log (the identity the superblock
 /// records, the same file system, the region the superblock says).
 /// Fails with a message that names the device the image wants when `log`
-/// is missing or another's, and when a log is given to an image without
-/// one.
+/// is another's, and when a log is given to an image without one (mount
+/// names it when it is missing).
 pub fn attach(data: Arc<dyn BlockDevice>, log: Option<Arc<dyn BlockDevice>>) -> Result<Arc<dyn BlockDevice>> {
-    let sb = match bare_superblock(data.as_ref()) {
-        Ok(sb) => sb,
-        // Not an FFS (an LFS image, damage): mount and fsck say what it is.
-        Err(_) if log.is_none() => return Ok(data),
-        Err(e) => return Err(e),
-    };
+    // Without a log device, the image goes as it is: a mount of an image
+    // whose journal is on one says which device it lacks.
+    let Some(log) = log else { return Ok(data) };
+    let sb = bare_superblock(data.as_ref())?;
     let j = &sb.journal;
-    let Some(log) = log else {
-        if j.kind == JournalKind::Device {
-            return Err(Error::Foreign(format!(
-                "the journal of this file system is on a log device ({}, identity {}), not given",
-                j.device.path(),
-                j.device.uuid_text()
-            )));
-        }
-        return Ok(data);
-    };
     if j.kind != JournalKind::Device {
         return Err(errno(
             libc::EINVAL,

@@ -788,6 +788,12 @@ impl Softdep {
     fn rolled_back_dir_block(&self, key: BlockKey, data: &BlockData, durable: Seq) -> Option<BlockData> {
         let mut guard = self.state();
         let state = &mut *guard;
+        if !state.adds.contains_key(&key)
+            && !state.guards.contains_key(&key)
+            && !state.removals.contains_key(&key)
+        {
+            return None;
+        }
         let bs = data.len() as u64;
         let mut adds = state.adds.remove(&key).unwrap_or_default();
         let met = |state: &State, a: &Add| !a.ghost && a.waits.iter().all(|c| state.cond_met(c, durable));
@@ -889,7 +895,9 @@ impl Softdep {
         if !guards.is_empty() {
             state.guards.insert(key, guards);
         }
-        state.starting.entry(key).or_default().extend(satisfied);
+        if !satisfied.is_empty() {
+            state.starting.entry(key).or_default().extend(satisfied);
+        }
         copy.map(Arc::new)
     }
 
