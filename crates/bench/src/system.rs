@@ -465,6 +465,10 @@ impl Layout for Ffs {
             integrity,
             writes,
             clock: env.clock.clone(),
+            // The 2000 paper's journals logged each operation's records
+            // on their own (§5); the bytes logged per operation decide
+            // its results (§8.1).
+            journal_batch: 1,
             ..FfsMount::default()
         };
         Ffs::mount(dev, options)

@@ -110,10 +110,12 @@
 //! `MountOptions::disorder` (soft updates keeping no order), which must
 //! break some rule in some state, and a fourth with the adversary in a
 //! starved cache (16 buffers: most blocks go out rolled back, many times).
-//! `journal` runs again with the adversary, with it in a starved cache,
-//! and once more with the write-ahead rule switched off (`disorder`),
-//! which must break rule 13 somewhere. Every run prints, per rule, how many states broke it,
-//! promised or not.
+//! `journal` (whose transactions gather up to 64 operations each unless
+//! told otherwise) runs again with each operation its own transaction, as
+//! the lab's journals log them, with the adversary, with it in a starved
+//! cache, and once more with the write-ahead rule switched off
+//! (`disorder`), which must break rule 13 somewhere. Every run prints, per
+//! rule, how many states broke it, promised or not.
 //!
 //! A sample: every `STRIDE`th workload, `STATES` crash states each (seeded),
 //! and every one of the workloads that give a file indirect blocks
@@ -684,6 +686,7 @@ fn mount_with(
         integrity,
         adversary: drive.adversary.then_some(seed),
         disorder: drive.disorder,
+        journal_batch: if drive.unbatched { 1 } else { fslab::ffs::DEFAULT_JOURNAL_BATCH },
         ..MountOptions::default()
     };
     Ok(FileSystem::new(Ffs::mount(dev, options)?))
@@ -1205,6 +1208,9 @@ struct Drive {
     starved: bool,
     /// The journal's log on a device of its own (see `setup`).
     log_device: bool,
+    /// The journal logs each operation as its own transaction
+    /// (`MountOptions::journal_batch` 1), as the lab's journals do.
+    unbatched: bool,
 }
 
 /// What a run of the explorer found.
@@ -1299,6 +1305,8 @@ fn explore_with(integrity: Integrity, drive: Drive) -> Explored {
         (drive.adversary, "adversarial write-back"),
         (drive.disorder, "disorder"),
         (drive.starved, "starved cache"),
+        (drive.log_device, "log device"),
+        (drive.unbatched, "each operation its own transaction"),
     ]
     .iter()
     .filter(|(on, _)| *on)
@@ -1422,6 +1430,13 @@ fn every_sampled_crash_state_of_ffs_softdep_keeping_no_order_breaks_a_rule_somew
 #[test]
 fn every_sampled_crash_state_of_ffs_journal_replays_to_a_clean_image_of_whole_operations() {
     explore(Integrity::Journal).assert_kept();
+}
+
+/// Rule 13 on `journal` with each operation its own transaction, as the
+/// 2000 paper's journals (and the lab's) log them.
+#[test]
+fn every_sampled_crash_state_of_ffs_journal_logging_each_operation_alone_replays_clean() {
+    explore_with(Integrity::Journal, Drive { unbatched: true, ..Drive::default() }).assert_kept();
 }
 
 /// Rule 13 on `journal-sync` (a `file` log): and every namespace

@@ -15,11 +15,15 @@ fn options(integrity: Integrity) -> MountOptions {
 }
 
 fn fresh(bytes: u64, journal: JournalKind, integrity: Integrity) -> (Arc<MemDisk>, FileSystem<Ffs>) {
+    fresh_with(bytes, journal, options(integrity))
+}
+
+fn fresh_with(bytes: u64, journal: JournalKind, options: MountOptions) -> (Arc<MemDisk>, FileSystem<Ffs>) {
     let disk = Arc::new(MemDisk::new(bytes));
     let dev: Arc<dyn BlockDevice> = disk.clone();
     let mkfs = MkfsOptions { group_size: 4 << 20, journal, ..MkfsOptions::default() };
     fslab::mkfs_ffs(dev.clone(), &mkfs, ME).expect("mkfs");
-    let fs = FileSystem::new(Ffs::mount(dev, options(integrity)).expect("mount"));
+    let fs = FileSystem::new(Ffs::mount(dev, options).expect("mount"));
     (disk, fs)
 }
 
@@ -57,10 +61,12 @@ fn a_crash_after_fsync_replays_to_the_files_made() {
 
 #[test]
 fn the_log_wraps_many_times_and_a_crash_at_the_end_replays_to_the_last_fsync() {
-    let (disk, mut fs) = fresh(24 << 20, JournalKind::Wafs, Integrity::Journal);
+    // Each operation its own transaction: about 300 bytes logged per
+    // create and as many per remove, so 20,000 operations go round a 1 MiB
+    // log several times.
+    let unbatched = MountOptions { journal_batch: 1, ..options(Integrity::Journal) };
+    let (disk, mut fs) = fresh_with(24 << 20, JournalKind::Wafs, unbatched);
     let d = fs.mkdir(ROOT_INO, b"d", 0o755, ME).expect("mkdir").ino;
-    // About 300 bytes logged per create and as many per remove: 20,000
-    // operations go round a 1 MiB log several times.
     for round in 0..10u32 {
         for i in 0..1000u32 {
             let f = create(&mut fs, d, &format!("r{round}-{i}"));
@@ -260,4 +266,43 @@ fn a_log_device_that_is_not_the_file_systems_is_refused() {
     let err = fslab::ffs::plan_with_log(16 << 20, Some(512 << 10), &mkfs).expect_err("too small");
     assert!(err.to_string().contains("does not fit the log device"), "{err}");
     assert!(fslab::ffs::plan(16 << 20, &mkfs).is_err(), "a device journal needs its device");
+}
+
+/// Operations that need not be durable share a transaction (up to
+/// `journal_batch` of them), logged once for all; a crash keeps a batch
+/// whole or not at all, and what fsync covered survives.
+#[test]
+fn a_batch_of_operations_is_one_transaction_kept_whole_by_a_crash() {
+    let run = |batch: u32| {
+        let options = MountOptions { journal_batch: batch, ..options(Integrity::Journal) };
+        let (disk, mut fs) = fresh_with(16 << 20, JournalKind::Wafs, options.clone());
+        let before = fs.storage().journal_stats().expect("a journal mount");
+        for i in 0..32 {
+            create(&mut fs, ROOT_INO, &format!("kept{i}"));
+        }
+        fs.fsync(ROOT_INO, false).expect("fsync");
+        let kept = fs.storage().journal_stats().expect("a journal mount");
+        // Fewer than a batch: no transaction is logged until a commit
+        // point, so a crash keeps none of them.
+        for i in 0..(batch.min(64) - 1) {
+            create(&mut fs, ROOT_INO, &format!("lost{i}"));
+        }
+        let image = crash(&disk, fs);
+        let dev: Arc<dyn BlockDevice> = image;
+        let mut fs = FileSystem::new(Ffs::mount(dev, options).expect("mount replays"));
+        for i in 0..32 {
+            fs.lookup(ROOT_INO, format!("kept{i}").as_bytes()).expect("what fsync covered survives");
+        }
+        let lost = (0..(batch.min(64) - 1))
+            .filter(|i| fs.lookup(ROOT_INO, format!("lost{i}").as_bytes()).is_ok())
+            .count();
+        fs.storage().check_groups().unwrap_or_else(|e| panic!("{e}"));
+        fs.unmount().expect("unmount");
+        (kept.transactions - before.transactions, lost)
+    };
+    let (one_each, _) = run(1);
+    let (batched, lost) = run(16);
+    assert!(one_each >= 32, "each create its own transaction: {one_each} transactions");
+    assert!(batched <= 3, "32 creates in batches of 16 made {batched} transactions");
+    assert_eq!(lost, 0, "a crash kept {lost} creates of a batch never committed");
 }

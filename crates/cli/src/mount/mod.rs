@@ -87,6 +87,8 @@ pub struct MountArgs {
     ///                            journal (an image made with mkfs --journal)
     ///   journal=async|sync       FFS journal: commits flushed once a second
     ///                            (default), or namespace operations durable at return
+    ///   journal_batch=N          FFS journal: operations one transaction may gather
+    ///                            (default 64; 1: each its own, as the 2000 paper)
     ///   journal_device=PATH      FFS journal: its log device, if not at the path
     ///                            mkfs recorded (its identity must match)
     ///   group_commit=on|off      operations waiting for the disk share flushes

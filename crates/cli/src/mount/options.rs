@@ -59,6 +59,8 @@ pub(super) struct Options {
     pub group_commit: bool,
     /// FFS: the journal's log device, if not where the superblock says.
     pub journal_device: Option<PathBuf>,
+    /// FFS: operations a journal may gather into one transaction.
+    pub journal_batch: u32,
 }
 
 impl Default for Options {
@@ -80,6 +82,7 @@ impl Default for Options {
             read_only: false,
             group_commit: true,
             journal_device: None,
+            journal_batch: fslab::ffs::DEFAULT_JOURNAL_BATCH,
         }
     }
 }
@@ -127,6 +130,7 @@ const REFUSED: &[(&str, &str)] = &[
 pub(super) fn parse(lists: &[String], sloppy: bool) -> Result<(Options, Vec<String>), String> {
     let mut options = Options::default();
     let mut journal_sync: Option<bool> = None;
+    let mut journal_batch: Option<u32> = None;
     let mut warnings = Vec::new();
     for option in lists.iter().flat_map(|list| list.split(',')).filter(|o| !o.is_empty()) {
         let (key, value) = match option.split_once('=') {
@@ -203,6 +207,12 @@ pub(super) fn parse(lists: &[String], sloppy: bool) -> Result<(Options, Vec<Stri
             ("journal", Some(other)) => {
                 return Err(format!("option journal: '{other}' is not sync or async"))
             }
+            ("journal_batch", Some(n)) => {
+                journal_batch =
+                    Some(n.parse().ok().filter(|&n| (1..=4096).contains(&n)).ok_or_else(|| {
+                        format!("option journal_batch: '{n}' is not a number of operations from 1 to 4096")
+                    })?)
+            }
             ("journal_device", Some("")) => {
                 return Err("option journal_device: needs a path (journal_device=PATH)".to_string())
             }
@@ -232,7 +242,7 @@ pub(super) fn parse(lists: &[String], sloppy: bool) -> Result<(Options, Vec<Stri
             ("dirhash_check", None) => options.dirhash.check = true,
             (
                 "cache" | "checkpoint" | "cleaner" | "integrity" | "journal" | "journal_device"
-                | "group_commit" | "log" | "dirhash" | "dirhash_maxmem" | "dirhash_minsize",
+                | "group_commit" | "journal_batch" | "log" | "dirhash" | "dirhash_maxmem" | "dirhash_minsize",
                 None,
             ) => return Err(format!("option {key} needs a value ({key}=...)")),
             (name, Some(_)) if ACCEPTED.contains(&name) || is_flag(name) => {
@@ -248,6 +258,12 @@ pub(super) fn parse(lists: &[String], sloppy: bool) -> Result<(Options, Vec<Stri
             Some(Integrity::Journal | Integrity::JournalSync) => Some(Integrity::Journal),
             _ => return Err("option journal: goes with integrity=journal".into()),
         };
+    }
+    if let Some(batch) = journal_batch {
+        if !matches!(options.integrity, Some(Integrity::Journal | Integrity::JournalSync)) {
+            return Err("option journal_batch: goes with integrity=journal".into());
+        }
+        options.journal_batch = batch;
     }
     Ok((options, warnings))
 }
@@ -286,6 +302,7 @@ impl Options {
             integrity: self.integrity.unwrap_or(Integrity::Sync),
             sync_interval: self.interval,
             allow_unclean: self.read_only,
+            journal_batch: self.journal_batch,
             ..fslab::ffs::MountOptions::default()
         }
     }
@@ -390,6 +407,20 @@ mod tests {
             let option = format!("integrity={}", mode.name());
             assert_eq!(one(&option).map(|o| o.ffs().integrity), Ok(mode), "{option}");
         }
+    }
+
+    #[test]
+    fn journal_batch_goes_with_a_journal_and_a_sensible_count() {
+        assert_eq!(
+            one("integrity=journal").map(|o| o.ffs().journal_batch),
+            Ok(fslab::ffs::DEFAULT_JOURNAL_BATCH)
+        );
+        assert_eq!(one("integrity=journal,journal_batch=1").map(|o| o.ffs().journal_batch), Ok(1));
+        assert_eq!(one("journal_batch=8,integrity=journal").map(|o| o.ffs().journal_batch), Ok(8));
+        assert!(one("integrity=softdep,journal_batch=8").is_err());
+        assert!(one("integrity=journal,journal_batch=0").is_err());
+        assert!(one("integrity=journal,journal_batch=many").is_err());
+        assert!(one("integrity=journal,journal_batch").is_err());
     }
 
     #[test]

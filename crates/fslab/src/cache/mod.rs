@@ -213,6 +213,12 @@ impl BufferCache {
         out
     }
 
+    /// How many blocks have changes recorded since the last
+    /// [`take_changes`](Self::take_changes).
+    pub fn changes_held(&self) -> usize {
+        self.changes.as_ref().map_or(0, |c| c.len())
+    }
+
     /// Puts changes taken by [`take_changes`](Self::take_changes) back:
     /// they are older than any change recorded since, so theirs are the
     /// images before.

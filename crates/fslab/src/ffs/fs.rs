@@ -105,6 +105,11 @@ pub struct MountOptions {
     /// sees blocks reach the disk at every moment the cache could send
     /// them, not only when it is full.
     pub adversary: Option<u64>,
+    /// Operations a journal may gather into one transaction when none of
+    /// them must be durable as it returns (a compound transaction, as
+    /// jbd2's): fewer, larger transactions cost less to log. 1 logs each
+    /// operation on its own, as the 2000 paper's LFFS did (§5).
+    pub journal_batch: u32,
     /// For tests: soft updates track their dependencies but roll nothing
     /// back and order nothing, writing every block as cached — what a
     /// crash explorer runs to show that its checks catch a mode that does
@@ -122,6 +127,7 @@ impl Default for MountOptions {
             clock: TimeSource::wall(),
             allow_unclean: false,
             adversary: None,
+            journal_batch: DEFAULT_JOURNAL_BATCH,
             disorder: false,
         }
     }
@@ -135,6 +141,11 @@ impl MountOptions {
         MountOptions { writes: WriteMode::Inline, clock, ..MountOptions::default() }
     }
 }
+
+/// Operations a journal gathers into one transaction unless told
+/// otherwise: enough that a batch's diffs cost a few percent of what its
+/// operations' own would, few enough that a batch's blocks stay cached.
+pub const DEFAULT_JOURNAL_BATCH: u32 = 64;
 
 /// Counters since mount, for benchmarks and `fslab stat`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -310,7 +321,7 @@ impl Ffs {
             inodes: crate::cache::InodeCache::new(),
             fresh_inode_blocks: BTreeSet::new(),
             tx: TxLog::recording(),
-            mode: mode_for(options.integrity, options.disorder),
+            mode: mode_for(&options),
             tx_ticket: Ticket::none(),
             pending_frees: Vec::new(),
             reserved_frags: 0,

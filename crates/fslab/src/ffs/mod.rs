@@ -45,7 +45,7 @@ mod storage;
 
 pub use crate::cache::WriteMode;
 pub use alloc::{Allocator, InodeGrant, Realloc};
-pub use fs::{Ffs, Integrity, MountOptions, Stats};
+pub use fs::{Ffs, Integrity, MountOptions, Stats, DEFAULT_JOURNAL_BATCH};
 pub use integrity::JournalStats;
 pub use layout::{JournalInfo, JournalKind, LogDeviceName, Optim, Policy, RotDelay, Superblock, Totals};
 pub use leaks::{LeakReport, LeakScanState};

@@ -37,7 +37,7 @@ mod softdep;
 pub use journal::JournalStats;
 
 use super::frees::{FreeWhen, Freed};
-use super::fs::{Ffs, Integrity};
+use super::fs::{Ffs, Integrity, MountOptions};
 use crate::cache::{device_addr, BlockData, BlockKey, Seq, Ticket, WriteAs};
 use crate::format::blockno::Geometry;
 use crate::format::{Daddr, Ino, Lbn};
@@ -242,15 +242,16 @@ pub(super) struct WriteContext {
     pub tree: Geometry,
 }
 
-/// The mode that implements `integrity`; `disorder` for tests (see
-/// `MountOptions::disorder`).
-pub(super) fn mode_for(integrity: Integrity, disorder: bool) -> Arc<dyn IntegrityMode> {
-    match integrity {
+/// The mode that implements the mount's `integrity`, with its
+/// `journal_batch` and (for tests) `disorder`.
+pub(super) fn mode_for(options: &MountOptions) -> Arc<dyn IntegrityMode> {
+    let (batch, disorder) = (options.journal_batch, options.disorder);
+    match options.integrity {
         Integrity::Sync => Arc::new(ordered::Ordered),
         Integrity::Async => Arc::new(delayed::Delayed),
         Integrity::Softdep => Arc::new(softdep::Softdep::new(disorder)),
-        Integrity::Journal => Arc::new(journal::Journal::new(false, disorder)),
-        Integrity::JournalSync => Arc::new(journal::Journal::new(true, disorder)),
+        Integrity::Journal => Arc::new(journal::Journal::new(false, batch, disorder)),
+        Integrity::JournalSync => Arc::new(journal::Journal::new(true, batch, disorder)),
     }
 }
 

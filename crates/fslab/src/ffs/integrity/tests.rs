@@ -67,8 +67,8 @@ fn deferring_ffs(mib: u64) -> Ffs {
     let dev = Arc::new(MemDisk::new(mib << 20));
     crate::mkfs_ffs(dev.clone(), &MkfsOptions::default(), Default::default()).expect("mkfs");
     let options = MountOptions { integrity: Integrity::Async, ..MountOptions::default() };
-    let mut ffs = Ffs::mount(dev, options).expect("mount");
-    ffs.mode = Arc::new(Deferring { inner: mode_for(Integrity::Async, false) });
+    let mut ffs = Ffs::mount(dev, options.clone()).expect("mount");
+    ffs.mode = Arc::new(Deferring { inner: mode_for(&options) });
     ffs
 }
 
