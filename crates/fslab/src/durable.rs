@@ -27,17 +27,21 @@ pub trait Barrier: Send + Sync {
 }
 
 /// The durability of one write and of every write numbered before it by
-/// the same [`Barrier`]. A ticket of no write ([`Ticket::none`]) is ready at
-/// once.
+/// the same [`Barrier`], or of such writes of several barriers (a ticket
+/// joined from tickets of different barriers waits for each). A ticket of
+/// no write ([`Ticket::none`]) is ready at once.
 #[derive(Clone, Default)]
 pub struct Ticket {
-    seq: u64,
-    barrier: Option<Arc<dyn Barrier>>,
+    /// The first barrier's write, and any other barrier's after it: a
+    /// ticket of one barrier, the usual one, allocates nothing.
+    first: Option<(Arc<dyn Barrier>, u64)>,
+    more: Vec<(Arc<dyn Barrier>, u64)>,
 }
 
 impl std::fmt::Debug for Ticket {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Ticket({})", self.seq)
+        let seqs: Vec<u64> = self.waits().map(|(_, seq)| seq).collect();
+        write!(f, "Ticket({seqs:?})")
     }
 }
 
@@ -49,35 +53,94 @@ impl Ticket {
 
     /// A ticket for write `seq` of `barrier`.
     pub fn new(barrier: Arc<dyn Barrier>, seq: u64) -> Ticket {
-        Ticket { seq, barrier: Some(barrier) }
+        if seq == 0 {
+            return Ticket::none();
+        }
+        Ticket { first: Some((barrier, seq)), more: Vec::new() }
     }
 
-    /// The write this ticket waits for (0: none).
+    fn waits(&self) -> impl Iterator<Item = (&Arc<dyn Barrier>, u64)> {
+        self.first.iter().chain(self.more.iter()).map(|(b, seq)| (b, *seq))
+    }
+
+    /// The latest write this ticket waits for, of any barrier (0: none).
     pub fn seq(&self) -> u64 {
-        self.seq
+        self.waits().map(|(_, seq)| seq).max().unwrap_or(0)
     }
 
     /// Whether waiting would return at once.
     pub fn is_ready(&self) -> bool {
-        self.seq == 0 || self.barrier.as_ref().is_none_or(|b| b.is_durable(self.seq))
+        self.waits().all(|(b, seq)| b.is_durable(seq))
     }
 
-    /// The later of two tickets: waiting for it waits for both, since a
-    /// storage manager numbers all its writes with one barrier.
-    pub fn join(self, other: Ticket) -> Ticket {
-        if other.seq > self.seq {
-            other
-        } else {
-            self
+    /// Both tickets: waiting for it waits for both. Of two writes of one
+    /// barrier it keeps the later, since a barrier's writes are durable in
+    /// the order of their numbers.
+    pub fn join(mut self, other: Ticket) -> Ticket {
+        for (barrier, seq) in other.first.into_iter().chain(other.more) {
+            let mine =
+                self.first.iter_mut().chain(self.more.iter_mut()).find(|(b, _)| Arc::ptr_eq(b, &barrier));
+            if let Some((_, have)) = mine {
+                *have = (*have).max(seq);
+            } else if self.first.is_none() {
+                self.first = Some((barrier, seq));
+            } else {
+                self.more.push((barrier, seq));
+            }
         }
+        self
     }
 
-    /// Waits until the write is durable; fails if it, or the barrier meant
-    /// to cover it, failed.
+    /// Waits until the writes are durable; fails if one of them, or a
+    /// barrier meant to cover it, failed.
     pub fn wait(&self) -> Result<()> {
-        match &self.barrier {
-            Some(b) if self.seq > 0 => b.wait_durable(self.seq),
-            _ => Ok(()),
+        for (barrier, seq) in self.waits() {
+            barrier.wait_durable(seq)?;
         }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    /// A barrier whose writes up to `durable` are durable; a wait makes
+    /// every write up to the one waited for durable, and is counted.
+    #[derive(Default)]
+    struct Counted {
+        durable: Mutex<u64>,
+        waits: Mutex<Vec<u64>>,
+    }
+
+    impl Barrier for Counted {
+        fn wait_durable(&self, seq: u64) -> Result<()> {
+            self.waits.lock().expect("lock").push(seq);
+            let mut durable = self.durable.lock().expect("lock");
+            *durable = (*durable).max(seq);
+            Ok(())
+        }
+
+        fn is_durable(&self, seq: u64) -> bool {
+            *self.durable.lock().expect("lock") >= seq
+        }
+    }
+
+    #[test]
+    fn a_joined_ticket_keeps_the_later_write_of_a_barrier_and_waits_for_every_barrier() {
+        let (a, b) = (Arc::new(Counted::default()), Arc::new(Counted::default()));
+        let ticket = Ticket::new(a.clone(), 3)
+            .join(Ticket::new(b.clone(), 7))
+            .join(Ticket::new(a.clone(), 5))
+            .join(Ticket::none())
+            .join(Ticket::new(a.clone(), 4));
+        assert_eq!(ticket.seq(), 7);
+        assert!(!ticket.is_ready());
+        ticket.wait().expect("wait");
+        assert_eq!(*a.waits.lock().expect("lock"), vec![5], "one wait, for the later write");
+        assert_eq!(*b.waits.lock().expect("lock"), vec![7]);
+        assert!(ticket.is_ready());
+        assert!(Ticket::new(a, 0).is_ready(), "write 0 is no write");
     }
 }

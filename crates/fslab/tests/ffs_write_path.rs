@@ -109,3 +109,32 @@ fn a_synchronous_mount_leaves_what_it_promised_to_a_ticket() {
         fs.unmount().expect("unmount");
     }
 }
+
+/// Group commit in `journal=sync`: operations that commit while none of
+/// them has waited yet leave their records to the first waiter, which
+/// writes the log once and flushes once for all of them; the others find
+/// their transactions durable.
+#[test]
+fn synchronous_journal_operations_committed_together_share_one_log_write_and_one_flush() {
+    let disk = Arc::new(CountingDisk::new(MemDisk::from_bytes(fresh_image())));
+    let options = MountOptions { integrity: Integrity::JournalSync, ..MountOptions::default() };
+    let mut fs = FileSystem::new(Ffs::mount(disk.clone(), options).expect("mount"));
+    fs.wait_outside(true);
+    let (flushes, writes) = (disk.flushes(), disk.writes().len());
+    let tickets: Vec<_> = (0..6)
+        .map(|i| {
+            fs.mknod(ROOT_INO, format!("f{i}").as_bytes(), 0o100644, 0, Creds::default()).expect("create");
+            fs.take_ticket()
+        })
+        .collect();
+    assert!(tickets.iter().all(|t| !t.is_ready()), "each create is left to its waiter");
+    for ticket in &tickets {
+        ticket.wait().expect("durable");
+    }
+    assert_eq!(disk.flushes() - flushes, 1, "one flush for the six creates");
+    assert_eq!(disk.writes().len() - writes, 1, "one log write for the six creates");
+    let stats = fs.storage().journal_stats().expect("a journal mount");
+    assert!(stats.transactions >= 6, "each create its own transaction: {stats:?}");
+    fs.wait_outside(false);
+    fs.unmount().expect("unmount");
+}

@@ -53,7 +53,10 @@ pub struct MountConfig {
     /// Let users other than the one mounting use the file system
     /// (`allow_other`; needs `user_allow_other` in /etc/fuse.conf for non-root).
     pub allow_other: bool,
-    /// Threads reading kernel requests.
+    /// Threads reading kernel requests. A request waiting for durability
+    /// holds its thread until the flush returns, so this bounds how many
+    /// operations one flush can make durable (group commit): 4 threads
+    /// shared a flush among at most 4 of 8 fsyncing writers.
     pub threads: usize,
     /// Let the kernel cache writes and send them in large batches.
     pub writeback_cache: bool,
@@ -84,7 +87,7 @@ impl Default for MountConfig {
     fn default() -> Self {
         MountConfig {
             allow_other: false,
-            threads: 4,
+            threads: 16,
             writeback_cache: false,
             tick_interval: Duration::from_secs(1),
             source: SUBTYPE.to_string(),

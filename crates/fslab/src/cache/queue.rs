@@ -33,7 +33,7 @@ use crate::error::errno;
 use crate::format::Daddr;
 use crate::Result;
 use disk::BlockDevice;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
@@ -113,9 +113,13 @@ struct State {
     error: Option<String>,
     /// The last write submitted.
     issued: Seq,
-    /// Every write up to this one has reached the device (the writer takes
-    /// jobs in the order they were submitted).
+    /// Every write up to this one has reached the device.
     completed: Seq,
+    /// Writes past `completed` that have reached the device, ahead of one
+    /// before them: a write made on a caller's thread (`write_now`) can
+    /// finish before or after the writer thread's, whose jobs finish in
+    /// the order they were submitted.
+    completed_ahead: BTreeSet<Seq>,
     /// Every write up to this one is durable: a flush issued after it
     /// completed has returned.
     durable: Seq,
@@ -129,6 +133,20 @@ struct Shared {
     state: Mutex<State>,
     changed: Condvar,
     dev: Arc<dyn BlockDevice>,
+}
+
+impl State {
+    /// Write `seq` has reached the device.
+    fn complete(&mut self, seq: Seq) {
+        if seq != self.completed + 1 {
+            self.completed_ahead.insert(seq);
+            return;
+        }
+        self.completed = seq;
+        while self.completed_ahead.remove(&(self.completed + 1)) {
+            self.completed += 1;
+        }
+    }
 }
 
 impl Shared {
@@ -257,7 +275,7 @@ impl WriteQueue {
                     let mut state = worker.lock();
                     state.in_flight.remove(&start);
                     state.bytes -= bytes;
-                    state.completed = seq;
+                    state.complete(seq);
                     if let Err(e) = result {
                         state.error.get_or_insert_with(|| e.to_string());
                     }
@@ -338,35 +356,33 @@ impl WriteQueue {
     /// thread, and pays two thread switches for it), else queues it behind
     /// what is: either way numbered, and completed in order.
     pub fn write_now(&self, job: WriteJob) -> Result<Seq> {
-        let Some(dev) = self.inline.clone().or_else(|| self.idle_device()) else {
+        if self.inline.is_some() {
             return self.submit(job);
-        };
+        }
         let seq = {
             let mut state = self.shared.lock();
+            // Checked and claimed under one lock: a write submitted from
+            // another thread meanwhile goes behind this one.
+            if !state.in_flight.is_empty() {
+                drop(state);
+                return self.submit(job);
+            }
             Self::failed(&state)?;
             state.issued += 1;
             state.in_flight.insert(job.start, job.units);
             state.issued
         };
         let start = job.start;
-        let written = job.write_to(dev.as_ref(), self.unit_bytes);
+        let written = job.write_to(self.shared.dev.as_ref(), self.unit_bytes);
         let mut state = self.shared.lock();
         state.in_flight.remove(&start);
-        state.completed = seq;
+        state.complete(seq);
         if let Err(e) = &written {
             state.error.get_or_insert_with(|| e.to_string());
         }
         self.shared.changed.notify_all();
         Self::failed(&state)?;
         Ok(seq)
-    }
-
-    /// The device, when nothing is in flight: the one caller that may write
-    /// past the writer thread (`&mut` use of the file system above makes it
-    /// the only submitter meanwhile).
-    fn idle_device(&self) -> Option<Arc<dyn BlockDevice>> {
-        let state = self.shared.lock();
-        state.in_flight.is_empty().then(|| self.shared.dev.clone())
     }
 
     /// The last write submitted (0: none yet).
@@ -423,6 +439,21 @@ impl WriteQueue {
         }
         self.shared.changed.notify_all();
         Self::failed(&state)
+    }
+
+    /// Waits while a flush runs (a write issued now would not be covered
+    /// by it): a caller with writes to add waits so that what the others
+    /// add meanwhile goes with its own, as one write, under the next flush.
+    pub fn wait_flush_done(&self) {
+        let mut state = self.shared.lock();
+        while state.flushing && state.error.is_none() {
+            state = self.shared.wait(state);
+        }
+    }
+
+    /// Whether a flush is running.
+    pub fn is_flushing(&self) -> bool {
+        self.shared.lock().flushing
     }
 
     /// Waits until every submitted write has reached the device.
@@ -577,6 +608,51 @@ mod tests {
         assert_eq!((second, third), (2, 3));
         queue.flush().expect("flush");
         assert_eq!(queue.durable(), 3);
+    }
+
+    #[test]
+    fn writes_completing_out_of_order_count_as_completed_only_behind_every_earlier_one() {
+        let mut state = State::default();
+        for seq in [2, 4, 3] {
+            state.complete(seq);
+            assert_eq!(state.completed, 0, "write 1 has not completed");
+        }
+        state.complete(1);
+        assert_eq!(state.completed, 4);
+        assert!(state.completed_ahead.is_empty());
+        state.complete(5);
+        assert_eq!(state.completed, 5);
+    }
+
+    /// Threads submitting while another writes on its own thread: every
+    /// write is numbered once, none is counted durable before it lands.
+    #[test]
+    fn writes_from_several_threads_at_once_are_all_durable_after_a_flush() {
+        let disk = Arc::new(MemDisk::new(1 << 20));
+        let queue = Arc::new(WriteQueue::new(disk.clone(), "test-io", 512, 0, 1 << 20));
+        let workers: Vec<_> = (0..4u64)
+            .map(|t| {
+                let (queue, disk) = (queue.clone(), disk.clone());
+                std::thread::spawn(move || {
+                    for i in 0..50u64 {
+                        let at = t * 100 + i;
+                        let job =
+                            WriteJob::of(Daddr::new(at), 512, vec![block_of(&[t as u8 + 1; 512])], vec![512]);
+                        let seq =
+                            if i % 2 == 0 { queue.write_now(job) } else { queue.submit(job) }.expect("write");
+                        queue.ticket(seq).wait().expect("durable");
+                        let mut got = [0u8; 512];
+                        disk.read_at(at * 512, &mut got).expect("read");
+                        assert_eq!(got[0], t as u8 + 1, "write {seq} durable before it landed");
+                    }
+                })
+            })
+            .collect();
+        for w in workers {
+            w.join().expect("worker");
+        }
+        assert_eq!(queue.issued(), 200);
+        assert_eq!(queue.durable(), 200);
     }
 
     #[test]

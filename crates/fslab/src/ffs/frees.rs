@@ -163,6 +163,16 @@ impl Ffs {
         (self.pending_free_frags(), inodes as u64)
     }
 
+    /// Whether free space or free inodes, not counting pending frees, are
+    /// down to an eighth of the file system's: short enough that one
+    /// operation might need what is pending.
+    pub(super) fn space_is_short(&self) -> bool {
+        let totals = self.alloc.totals();
+        let free_frags = totals.free_blocks * self.frags_per_block() + totals.free_frags;
+        let inodes = self.sb.geometry.ninodes();
+        free_frags < self.alloc.data_frags() / 8 || totals.free_inodes < inodes / 8
+    }
+
     /// Releases every pending free whose blocks are durable now; returns
     /// how many.
     pub(super) fn release_durable_frees(&mut self) -> Result<usize> {

@@ -205,7 +205,7 @@ pub struct Ffs {
     pub(super) dev: Arc<dyn BlockDevice>,
     /// Write-back goes through a thread of its own; a synchronous write,
     /// a sync and the groups' writes wait for it to drain.
-    pub(super) queue: WriteQueue,
+    pub(super) queue: Arc<WriteQueue>,
     pub(super) sb: Superblock,
     pub(super) tree: Geometry,
     pub(super) alloc: Allocator,
@@ -302,14 +302,14 @@ impl Ffs {
         let alloc = Allocator::new(&sb, groups)?;
         let limits = CacheLimits::for_memory(options.cache_bytes);
         let unit = sb.geometry.frag_size as u64;
-        let queue = WriteQueue::with_mode(
+        let queue = Arc::new(WriteQueue::with_mode(
             dev.clone(),
             "fslab-ffs-io",
             unit,
             0,
             limits.stop_access_bytes,
             options.writes,
-        );
+        ));
         let last_sync = options.clock.now();
         let mut ffs = Ffs {
             queue,
@@ -587,7 +587,7 @@ impl Ffs {
         let mut hooks = FfsHooks { mode: mode.as_ref(), ctx: &ctx };
         self.stats.checksummed_blocks +=
             placements.iter().filter(|p| p.key.0 == DEVICE || is_indirect(p.key.1)).count() as u64;
-        let (mut queued, mut direct) = (&self.queue, WriteNow(&self.queue));
+        let (mut queued, mut direct) = (&*self.queue, WriteNow(&self.queue));
         let dest: &mut dyn WriteDest = if now { &mut direct } else { &mut queued };
         let done = write_back(&mut self.cache, dest, placements, unit, max_run, &mut hooks)?;
         for p in placements.iter() {

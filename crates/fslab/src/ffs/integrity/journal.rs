@@ -43,7 +43,10 @@
 
 use super::IntegrityMode;
 use super::WriteContext;
-use crate::cache::{device_key, BlockData, BlockKey, IntMap, Placement, Seq, Ticket, WriteAs, DEVICE};
+use crate::cache::{
+    device_key, BlockData, BlockKey, IntMap, Placement, Seq, Ticket, WriteAs, WriteQueue, DEVICE,
+};
+use crate::durable::Barrier;
 use crate::error::errno;
 use crate::ffs::frees::{FreeWhen, Freed};
 use crate::ffs::fs::Ffs;
@@ -84,7 +87,9 @@ pub(super) struct Journal {
     /// cached, whatever the log holds), so that a crash explorer shows its
     /// checks catch a journal that breaks it.
     disorder: bool,
-    state: Mutex<Option<State>>,
+    state: Arc<Mutex<Option<State>>>,
+    /// The commits' barrier, made at mount (it needs the write queue).
+    commits: Mutex<Option<Arc<Commits>>>,
 }
 
 /// What the journal keeps between calls.
@@ -123,6 +128,9 @@ struct State {
     open: Option<TxKind>,
     /// Operations committed since the last transaction was logged.
     batched: u32,
+    /// Something was freed since the last transaction was logged: frees
+    /// the batch holds, which no allocation can have until it is logged.
+    batch_frees: bool,
     /// For the write-back under way: what to write of each block with
     /// changes not yet committed (its image at the last commit; `None`: a
     /// block new since, held back).
@@ -134,6 +142,9 @@ struct State {
     making_room: bool,
     /// Counters for `fslab stat` and the lab.
     stats: JournalStats,
+    /// Log writes (and their bytes) not yet counted in the file system's
+    /// statistics: made by waiters outside its lock.
+    uncounted: (u64, u64),
 }
 
 /// A block's committed changes not yet at home.
@@ -167,7 +178,13 @@ pub struct JournalStats {
 
 impl Journal {
     pub(super) fn new(sync: bool, batch: u32, disorder: bool) -> Journal {
-        Journal { sync, batch: batch.max(1), disorder, state: Mutex::new(None) }
+        Journal {
+            sync,
+            batch: batch.max(1),
+            disorder,
+            state: Arc::new(Mutex::new(None)),
+            commits: Mutex::new(None),
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, Option<State>> {
@@ -195,6 +212,7 @@ impl Journal {
         let mut guard = self.lock();
         let Some(st) = guard.as_mut() else { return Ok(()) };
         st.batched = 0;
+        st.batch_frees = false;
         records.extend(st.frees.iter().cloned());
         if records.is_empty() {
             return Ok(());
@@ -326,59 +344,27 @@ impl Journal {
         self.write_checkpoint(fs)
     }
 
-    /// Issues the log's bytes not yet issued: all of them (the last block
-    /// padded), or only whole write units. Returns the last write's
-    /// number (0: nothing written).
+    /// Issues the log's bytes not yet issued (see [`issue_log`]), and
+    /// counts the journal's writes in the file system's.
     fn write_log(&self, fs: &mut Ffs, whole_units_only: bool) -> Result<Seq> {
         let mut guard = self.lock();
         let Some(st) = guard.as_mut() else { return Ok(0) };
-        let unit = u64::from(st.info.unit);
-        let from = st.issued / BLOCK * BLOCK;
-        let to = if whole_units_only { st.head / unit * unit } else { st.head.next_multiple_of(BLOCK) };
-        if to <= st.issued || st.head == st.issued {
-            return Ok(0);
+        let last = issue_log(st, &fs.queue, whole_units_only);
+        let (writes, bytes) = std::mem::take(&mut st.uncounted);
+        fs.stats.writes += writes;
+        fs.stats.bytes_written += bytes;
+        last
+    }
+
+    /// A ticket for every transaction committed so far (none if they are
+    /// durable already): its waiter writes the log if nobody has.
+    fn commits_ticket(&self) -> Ticket {
+        let through = self.lock().as_ref().filter(|st| st.durable_seq < st.next_seq).map(|st| st.next_seq);
+        let commits = self.commits.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clone();
+        match (through, commits) {
+            (Some(through), Some(commits)) => Ticket::new(commits, through),
+            _ => Ticket::none(),
         }
-        let end = to.min(st.head);
-        let mut bytes = st.buf[(from - st.buf_start) as usize..(end - st.buf_start) as usize].to_vec();
-        bytes.resize((to - from) as usize, 0);
-        // Transactions below `through` are wholly in what is written: all
-        // of them but the last begun before `end`, if that one runs past.
-        let through = match st.starts.iter().rev().find(|&(_, &pos)| pos < end) {
-            None => st.next_seq,
-            Some((&last, _)) => {
-                let last_end = st.starts.range(last + 1..).next().map_or(st.head, |(_, &pos)| pos);
-                if last_end <= end {
-                    last + 1
-                } else {
-                    last
-                }
-            }
-        };
-        let mut last = 0;
-        let size = st.info.bytes;
-        let mut at = from;
-        let mut rest = &bytes[..];
-        while !rest.is_empty() {
-            let off = at % size;
-            let take = ((size - off) as usize).min(rest.len());
-            let start = Daddr::new(st.info.start + off / st.frag_size);
-            let buffer: BlockData = Arc::new(AlignedBytes::copy_of(&rest[..take]));
-            last =
-                fs.queue.submit(crate::cache::WriteJob::of(start, st.frag_size, vec![buffer], vec![take]))?;
-            st.stats.log_writes += 1;
-            fs.stats.writes += 1;
-            fs.stats.bytes_written += take as u64;
-            at += take as u64;
-            rest = &rest[take..];
-        }
-        st.issued = end;
-        st.in_flight.push((last, through));
-        let keep_from = end / BLOCK * BLOCK;
-        if keep_from > st.buf_start {
-            st.buf.drain(..(keep_from - st.buf_start) as usize);
-            st.buf_start = keep_from;
-        }
-        Ok(last)
     }
 
     /// Makes every committed transaction durable in the log.
@@ -431,6 +417,162 @@ fn tail_of(st: &State) -> (u64, u64) {
     }
 }
 
+/// Issues the log's bytes not yet issued: all of them (the last block
+/// padded), for a caller that waits for them next, or only whole write
+/// units. Returns the last write's number (0: nothing written). Called
+/// with the file system's lock held or, by a caller waiting for a commit
+/// ([`Commits`]), without it: the journal's own lock orders the two.
+fn issue_log(st: &mut State, queue: &WriteQueue, whole_units_only: bool) -> Result<Seq> {
+    let unit = u64::from(st.info.unit);
+    let from = st.issued / BLOCK * BLOCK;
+    let to = if whole_units_only { st.head / unit * unit } else { st.head.next_multiple_of(BLOCK) };
+    if to <= st.issued || st.head == st.issued {
+        return Ok(0);
+    }
+    let end = to.min(st.head);
+    let mut bytes = st.buf[(from - st.buf_start) as usize..(end - st.buf_start) as usize].to_vec();
+    bytes.resize((to - from) as usize, 0);
+    // Transactions below `through` are wholly in what is written: all
+    // of them but the last begun before `end`, if that one runs past.
+    let through = match st.starts.iter().rev().find(|&(_, &pos)| pos < end) {
+        None => st.next_seq,
+        Some((&last, _)) => {
+            let last_end = st.starts.range(last + 1..).next().map_or(st.head, |(_, &pos)| pos);
+            if last_end <= end {
+                last + 1
+            } else {
+                last
+            }
+        }
+    };
+    let mut last = 0;
+    let size = st.info.bytes;
+    let mut at = from;
+    let mut rest = &bytes[..];
+    while !rest.is_empty() {
+        let off = at % size;
+        let take = ((size - off) as usize).min(rest.len());
+        let start = Daddr::new(st.info.start + off / st.frag_size);
+        let buffer: BlockData = Arc::new(AlignedBytes::copy_of(&rest[..take]));
+        let job = crate::cache::WriteJob::of(start, st.frag_size, vec![buffer], vec![take]);
+        // The whole log is written for a caller about to wait for it:
+        // on this thread, if nothing is in flight, which saves that wait
+        // two thread switches. Whole units go behind.
+        last = if whole_units_only { queue.submit(job)? } else { queue.write_now(job)? };
+        st.stats.log_writes += 1;
+        st.uncounted.0 += 1;
+        st.uncounted.1 += take as u64;
+        at += take as u64;
+        rest = &rest[take..];
+    }
+    st.issued = end;
+    st.in_flight.push((last, through));
+    let keep_from = end / BLOCK * BLOCK;
+    if keep_from > st.buf_start {
+        st.buf.drain(..(keep_from - st.buf_start) as usize);
+        st.buf_start = keep_from;
+    }
+    Ok(last)
+}
+
+/// Forgets what `durable` (the write queue's durable point) has made of
+/// no more use: log writes, blocks settled at home, transactions behind
+/// the checkpoint.
+fn prune_state(st: &mut State, durable: Seq) {
+    let mut durable_seq = st.durable_seq;
+    st.in_flight.retain(|&(write, through)| {
+        if write <= durable {
+            durable_seq = durable_seq.max(through);
+            false
+        } else {
+            true
+        }
+    });
+    st.durable_seq = durable_seq;
+    st.unsettled.retain(|_, u| {
+        if u.released.is_some_and(|r| r < durable_seq) {
+            return false;
+        }
+        match u.written {
+            Some((write, covers)) if write <= durable => {
+                if u.latest <= covers {
+                    return false;
+                }
+                u.oldest = covers + 1;
+                u.written = None;
+                true
+            }
+            _ => true,
+        }
+    });
+    if let Some((write, checkpoint)) = st.checkpoint_in_flight {
+        if write <= durable {
+            st.checkpoint = checkpoint;
+            st.checkpoint_in_flight = None;
+        }
+    }
+    let (_, tail_seq) = tail_of(st).min(st.checkpoint);
+    st.starts = st.starts.split_off(&tail_seq);
+}
+
+/// The journal's commits as a [`Barrier`], numbered by transaction: the
+/// ticket of transaction `n` is `n + 1` ("every transaction below it
+/// durable"). Its waiters write the log themselves, outside the file
+/// system's lock, the first of them for all (group commit: one log write
+/// and one flush for every operation that committed meanwhile). A waiter
+/// that finds a flush running waits for it to end first, since a write
+/// issued now would not be covered by it: meanwhile more operations
+/// commit, and their records go out in the same write.
+struct Commits {
+    state: Arc<Mutex<Option<State>>>,
+    queue: Arc<WriteQueue>,
+}
+
+impl Commits {
+    fn lock(&self) -> MutexGuard<'_, Option<State>> {
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl Barrier for Commits {
+    fn wait_durable(&self, through: u64) -> Result<()> {
+        loop {
+            let write = {
+                let mut guard = self.lock();
+                let Some(st) = guard.as_mut() else { return Ok(()) };
+                prune_state(st, self.queue.durable());
+                if st.durable_seq >= through {
+                    return Ok(());
+                }
+                match st.in_flight.iter().find(|&&(_, covers)| covers >= through) {
+                    Some(&(write, _)) => write,
+                    None if self.queue.is_flushing() => {
+                        drop(guard);
+                        self.queue.wait_flush_done();
+                        continue;
+                    }
+                    None => {
+                        match issue_log(st, &self.queue, false)? {
+                            // Nothing left to write: the transaction is not
+                            // committed (a ticket is made only for one that is).
+                            0 => return Ok(()),
+                            write => write,
+                        }
+                    }
+                }
+            };
+            self.queue.ticket(write).wait()?;
+        }
+    }
+
+    fn is_durable(&self, through: u64) -> bool {
+        let mut guard = self.lock();
+        let Some(st) = guard.as_mut() else { return true };
+        prune_state(st, self.queue.durable());
+        st.durable_seq >= through
+    }
+}
+
 impl IntegrityMode for Journal {
     fn mounted(&self, fs: &mut Ffs) -> Result<()> {
         let info = fs.sb.journal;
@@ -458,11 +600,15 @@ impl IntegrityMode for Journal {
             frees: Vec::new(),
             open: None,
             batched: 0,
+            batch_frees: false,
             rollback: IntMap::default(),
             last_force: fs.options.clock.now(),
             making_room: false,
             stats: JournalStats::default(),
+            uncounted: (0, 0),
         });
+        *self.commits.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) =
+            Some(Arc::new(Commits { state: Arc::clone(&self.state), queue: Arc::clone(&fs.queue) }));
         // The block holding the head is rewritten from the log's own
         // bytes: load what the disk has of it before the head.
         let from = info.tail / BLOCK * BLOCK;
@@ -480,12 +626,19 @@ impl IntegrityMode for Journal {
     }
 
     fn tx_beginning(&self, fs: &mut Ffs, kind: TxKind) -> Result<()> {
-        let crowded = {
+        let (crowded, batch_frees) = {
             let mut guard = self.lock();
             let Some(st) = guard.as_mut() else { return Ok(()) };
             st.open = Some(kind);
-            st.head - st.checkpoint.0 > st.info.bytes / 2
+            (st.head - st.checkpoint.0 > st.info.bytes / 2, st.batch_frees)
         };
+        if batch_frees && fs.space_is_short() {
+            // What the batch freed becomes allocatable only once it is
+            // logged and durable, and an operation short of space cannot
+            // log it (its own changes would go with it, half made): the
+            // batch ends here, between operations, while space is short.
+            self.log_changes(fs)?;
+        }
         if crowded {
             // Between operations: nothing is half done, so a sync writes
             // every block home as it is.
@@ -522,27 +675,28 @@ impl IntegrityMode for Journal {
             fs.release_durable_frees()?;
         }
         if durable_now {
-            let last = self.write_log(fs, false)?;
-            return Ok(fs.queue.ticket(last));
+            // Written by the first of those who wait for it (`Commits`).
+            return Ok(self.commits_ticket());
         }
         self.write_log(fs, true)?;
         Ok(Ticket::none())
     }
 
     /// The file's blocks, then the log through the last commit (which
-    /// holds the file's name since it was made), behind one barrier.
+    /// holds the file's name since it was made), behind one barrier: the
+    /// log's waiter writes it after the blocks, and its flush covers both.
     fn fsync(&self, fs: &mut Ffs, ino: Ino) -> Result<Ticket> {
         fs.write_dirty(Some(&[ino]), false)?;
         if !fs.tx.is_open() {
             self.log_changes(fs)?;
         }
-        self.write_log(fs, false)?;
-        Ok(fs.queue.ticket_for_all())
+        Ok(self.commits_ticket().join(fs.queue.ticket_for_all()))
     }
 
     fn free_when(&self, _fs: &mut Ffs, _ino: Ino, what: Freed) -> Result<FreeWhen> {
         let mut guard = self.lock();
         let Some(st) = guard.as_mut() else { return Ok(FreeWhen::Now) };
+        st.batch_frees = true;
         if let Freed::Frags { start, count } = what {
             // A record per run freed, as the paper's journals logged one
             // per block (§8.1: delete costs grow with the file) — until
@@ -585,42 +739,9 @@ impl IntegrityMode for Journal {
     }
 
     fn prune(&self, durable: Seq) {
-        let mut guard = self.lock();
-        let Some(st) = guard.as_mut() else { return };
-        let mut durable_seq = st.durable_seq;
-        st.in_flight.retain(|&(write, through)| {
-            if write <= durable {
-                durable_seq = durable_seq.max(through);
-                false
-            } else {
-                true
-            }
-        });
-        st.durable_seq = durable_seq;
-        st.unsettled.retain(|_, u| {
-            if u.released.is_some_and(|r| r < durable_seq) {
-                return false;
-            }
-            match u.written {
-                Some((write, covers)) if write <= durable => {
-                    if u.latest <= covers {
-                        return false;
-                    }
-                    u.oldest = covers + 1;
-                    u.written = None;
-                    true
-                }
-                _ => true,
-            }
-        });
-        if let Some((write, checkpoint)) = st.checkpoint_in_flight {
-            if write <= durable {
-                st.checkpoint = checkpoint;
-                st.checkpoint_in_flight = None;
-            }
+        if let Some(st) = self.lock().as_mut() {
+            prune_state(st, durable);
         }
-        let (_, tail_seq) = tail_of(st).min(st.checkpoint);
-        st.starts = st.starts.split_off(&tail_seq);
     }
 
     fn waiting(&self) -> usize {
