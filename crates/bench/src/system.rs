@@ -10,7 +10,8 @@ use crate::target::library::{Layout, Library, MountEnv};
 use crate::target::Backend;
 use disk::{BlockDevice, SimDisk};
 use fslab::ffs::{
-    DirPref, Ffs, Integrity as FfsIntegrity, JournalKind, MkfsOptions as FfsMkfs, MountOptions as FfsMount, RotDelay,
+    DirPref, Ffs, Integrity as FfsIntegrity, JournalKind, MkfsOptions as FfsMkfs, MountOptions as FfsMount,
+    RotDelay,
 };
 use fslab::lfs::clean::CleanerCounters;
 use fslab::lfs::{Lfs, MkfsOptions, MountOptions, SegmentWrites};

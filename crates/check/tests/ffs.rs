@@ -14,11 +14,11 @@ use common::cases::{
 use common::ffs::*;
 use common::{check, listing, pattern, repair};
 use disk::{BlockDevice, MemDisk};
-use std::sync::Arc;
 use fslab::ffs::layout::SB_CLEAN;
 use fslab::format::blockno::NDADDR;
 use fslab::format::{Daddr, Ino, ROOT_INO};
 use fslab_check::{Fix, Kind, Layout, Report};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 shared_cases!(Ffs);
@@ -632,7 +632,10 @@ fn the_new_dirpref_keeps_a_trees_directories_with_their_parent_and_the_old_one_s
     for integrity in fslab::ffs::Integrity::ALL {
         let dev = fresh_with_dirpref(DirPref::New, integrity);
         let (parent, groups) = directory_tree(&dev, integrity);
-        assert!(groups.iter().all(|&g| g == parent), "{integrity:?}: parent in {parent}, children in {groups:?}");
+        assert!(
+            groups.iter().all(|&g| g == parent),
+            "{integrity:?}: parent in {parent}, children in {groups:?}"
+        );
         let report = check(&dev);
         assert!(report.is_clean(), "{integrity:?}, new:\n{}", listing(&report));
     }

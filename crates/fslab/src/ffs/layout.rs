@@ -788,7 +788,10 @@ mod tests {
     fn the_directory_policy_round_trips_and_a_version_5_image_reads_as_the_old_policy() {
         let sb = sample();
         let back = Superblock::decode(&sb.encode(), 0).expect("valid");
-        assert_eq!((back.policy.dirpref, back.policy.avgfilesize, back.policy.avgfpdir), (DirPref::New, 20000, 50));
+        assert_eq!(
+            (back.policy.dirpref, back.policy.avgfilesize, back.policy.avgfpdir),
+            (DirPref::New, 20000, 50)
+        );
         let bytes = sb.encode();
         assert_eq!(&bytes[SB_DIRPREF..SB_AVGFPDIR + 4], [1, 0, 0, 0, 0x20, 0x4e, 0, 0, 50, 0, 0, 0]);
 

@@ -120,7 +120,8 @@ fn mkfs_writes_every_group_and_dump_reads_them_back() {
 #[test]
 fn the_directory_policy_chosen_at_mkfs_is_in_the_superblock_and_the_dump() {
     let dev: Arc<dyn BlockDevice> = Arc::new(MemDisk::new(72 * MIB));
-    let options = MkfsOptions { dirpref: DirPref::Old, avgfilesize: 4096, avgfpdir: 8, ..MkfsOptions::default() };
+    let options =
+        MkfsOptions { dirpref: DirPref::Old, avgfilesize: 4096, avgfpdir: 8, ..MkfsOptions::default() };
     let sb = mkfs(dev.clone(), &options).expect("mkfs");
     let read = read_superblock(dev.as_ref()).expect("superblock");
     assert_eq!((read.policy.dirpref, read.policy.avgfilesize, read.policy.avgfpdir), (DirPref::Old, 4096, 8));

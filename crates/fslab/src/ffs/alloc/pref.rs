@@ -153,7 +153,10 @@ impl Allocator {
         let mut fewest = self.geo.ipg;
         for cg in self.forward_from(start) {
             let c = self.groups[cg as usize].counts();
-            if c.directories < fewest && c.free_inodes as u64 >= l.avgifree && c.free_blocks as u64 >= l.avgbfree {
+            if c.directories < fewest
+                && c.free_inodes as u64 >= l.avgifree
+                && c.free_blocks as u64 >= l.avgbfree
+            {
                 best = cg;
                 fewest = c.directories;
             }
@@ -207,8 +210,8 @@ impl Allocator {
         // and then forced the limit to 1).
         let cgsize = geo.frag_size as u64 * geo.fpg as u64;
         let mut dirsize = self.policy.avgfilesize as u64 * self.policy.avgfpdir as u64;
-        if avgndir > 0 {
-            dirsize = dirsize.max(cgsize.saturating_sub(avgbfree * bsize) / avgndir);
+        if let Some(now) = cgsize.saturating_sub(avgbfree * bsize).checked_div(avgndir) {
+            dirsize = dirsize.max(now);
         }
         let maxcontigdirs = (avgbfree * bsize / dirsize.max(1))
             .min(MAX_CONTIGDIRS as u64)
@@ -231,7 +234,7 @@ impl Allocator {
     /// file takes one off.
     pub(super) fn count_contiguous_dir(&mut self, cg: u32, is_dir: bool) {
         if let Some(n) = self.contigdirs.get_mut(cg as usize) {
-            *n = if is_dir { n.saturating_add(1).min(MAX_CONTIGDIRS) } else { n.saturating_sub(1) };
+            *n = if is_dir { n.saturating_add(1) } else { n.saturating_sub(1) };
         }
     }
 
@@ -243,8 +246,8 @@ impl Allocator {
     }
 }
 
-/// The most directories counted as made one after another in one group
-/// (FreeBSD keeps the count in a byte).
+/// The most directories counted as made one after another in one group:
+/// the count is a byte, as FreeBSD's, and stops there.
 pub const MAX_CONTIGDIRS: u8 = 255;
 
 /// The quantities the new directory placement decides by (research notes

@@ -515,7 +515,14 @@ fn the_new_dirprefs_limits_follow_the_formulas() {
     // minbfree = 387 − 387/4; dirsize = 16384 · 64 = 1 MiB (more than
     // the (4 MiB − 387 · 8 KiB) / 14 directories take now), so
     // maxcontigdirs = min(387 · 8192 / 1 MiB, 255, 512 / 64) = 3.
-    let want = DirLimits { avgifree: 420, avgbfree: 387, maxndir: 46, minifree: 315, minbfree: 291, maxcontigdirs: 3 };
+    let want = DirLimits {
+        avgifree: 420,
+        avgbfree: 387,
+        maxndir: 46,
+        minifree: 315,
+        minbfree: 291,
+        maxcontigdirs: 3,
+    };
     assert_eq!(a.dir_limits(), want);
     // Twice the files per directory: dirsize 2 MiB, so 387 · 8 KiB holds
     // one, and ipg / 128 = 4 does not bind.
@@ -636,6 +643,9 @@ fn valloc_counts_directories_made_in_a_row_and_a_file_between_lets_the_next_stay
         group(&mut a, false);
     }
     assert_eq!(a.contigdirs[home as usize], 0, "never below zero");
+    a.contigdirs[home as usize] = MAX_CONTIGDIRS;
+    a.count_contiguous_dir(home, true);
+    assert_eq!(a.contigdirs[home as usize], MAX_CONTIGDIRS, "never above a byte");
 }
 
 #[test]
