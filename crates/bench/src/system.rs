@@ -10,7 +10,8 @@ use crate::target::library::{Layout, Library, MountEnv};
 use crate::target::Backend;
 use disk::{BlockDevice, SimDisk};
 use fslab::ffs::{
-    Ffs, Integrity as FfsIntegrity, JournalKind, MkfsOptions as FfsMkfs, MountOptions as FfsMount, RotDelay,
+    DirPref, Ffs, Integrity as FfsIntegrity, JournalKind, MkfsOptions as FfsMkfs, MountOptions as FfsMount,
+    RotDelay,
 };
 use fslab::lfs::clean::CleanerCounters;
 use fslab::lfs::{Lfs, MkfsOptions, MountOptions, SegmentWrites};
@@ -422,6 +423,10 @@ fn ffs_mkfs_options(p: &FfsParams) -> FfsMkfs {
         rotdelay,
         journal,
         journal_bytes,
+        // Every paper the lab reruns measured an FFS that spread its
+        // directories (4.4BSD's policy; the 2001 one came with FreeBSD
+        // 4.5, and the 2002 paper §4 switches between the two).
+        dirpref: DirPref::Old,
         ..FfsMkfs::default()
     }
 }

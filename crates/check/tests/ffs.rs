@@ -13,11 +13,12 @@ use common::cases::{
 };
 use common::ffs::*;
 use common::{check, listing, pattern, repair};
-use disk::BlockDevice;
+use disk::{BlockDevice, MemDisk};
 use fslab::ffs::layout::SB_CLEAN;
 use fslab::format::blockno::NDADDR;
 use fslab::format::{Daddr, Ino, ROOT_INO};
 use fslab_check::{Fix, Kind, Layout, Report};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 shared_cases!(Ffs);
@@ -583,4 +584,86 @@ fn a_preallocated_block_that_becomes_the_tail_keeps_only_its_fragments() {
             assert_eq!(free_frags(dev.as_ref()), empty, "{integrity:?}, {name}: space back after rm");
         }
     }
+}
+
+/// Makes a directory under the root and twenty subdirectories in it, each
+/// with three small files, then unmounts. Returns the group of the parent
+/// and of each subdirectory.
+fn directory_tree(dev: &Arc<MemDisk>, integrity: fslab::ffs::Integrity) -> (u32, Vec<u32>) {
+    let geo = geometry(dev.as_ref());
+    let c = fslab::ufs::Creds::default();
+    let (top, subdirs) = with_fs_in(dev, integrity, false, |fs| {
+        let top = fs.mkdir(ROOT_INO, b"src", 0o755, c).expect("mkdir").ino;
+        let mut subdirs = Vec::new();
+        for d in 0..20u8 {
+            let dir = fs.mkdir(top, format!("d{d}").as_bytes(), 0o755, c).expect("mkdir").ino;
+            for f in 0..3u8 {
+                let file = fs.mknod(dir, format!("f{f}").as_bytes(), 0o644, 0, c).expect("create").ino;
+                fs.write(file, 0, &pattern(3000, d ^ f)).expect("write");
+            }
+            subdirs.push(dir);
+        }
+        (top, subdirs)
+    });
+    (geo.ino_group(top), subdirs.into_iter().map(|d| geo.ino_group(d)).collect())
+}
+
+/// A fresh 64 MiB FFS (sixteen 4 MiB groups) placing directories by
+/// `dirpref`, with a `file` journal for the journal's modes.
+fn fresh_with_dirpref(dirpref: fslab::ffs::DirPref, integrity: fslab::ffs::Integrity) -> Arc<MemDisk> {
+    let dev = Arc::new(MemDisk::new(64 << 20));
+    let journal = match integrity {
+        fslab::ffs::Integrity::Journal | fslab::ffs::Integrity::JournalSync => fslab::ffs::JournalKind::File,
+        _ => fslab::ffs::JournalKind::None,
+    };
+    let mkfs = fslab::ffs::MkfsOptions { dirpref, journal, ..mkfs_options() };
+    fslab::mkfs_ffs(dev.clone(), &mkfs, fslab::ufs::Creds::default()).expect("mkfs");
+    dev
+}
+
+/// How many of `groups` fall in the one that holds the most.
+fn most_in_one_group(groups: &[u32]) -> usize {
+    groups.iter().map(|g| groups.iter().filter(|h| *h == g).count()).max().unwrap_or(0)
+}
+
+#[test]
+fn the_new_dirpref_keeps_a_trees_directories_with_their_parent_and_the_old_one_spreads_them() {
+    use fslab::ffs::DirPref;
+    for integrity in fslab::ffs::Integrity::ALL {
+        let dev = fresh_with_dirpref(DirPref::New, integrity);
+        let (parent, groups) = directory_tree(&dev, integrity);
+        assert!(
+            groups.iter().all(|&g| g == parent),
+            "{integrity:?}: parent in {parent}, children in {groups:?}"
+        );
+        let report = check(&dev);
+        assert!(report.is_clean(), "{integrity:?}, new:\n{}", listing(&report));
+    }
+    let dev = fresh_with_dirpref(DirPref::Old, fslab::ffs::Integrity::Sync);
+    let (_, groups) = directory_tree(&dev, fslab::ffs::Integrity::Sync);
+    assert!(most_in_one_group(&groups) <= 2, "old: children in {groups:?}");
+    let report = check(&dev);
+    assert!(report.is_clean(), "old:\n{}", listing(&report));
+}
+
+#[test]
+fn a_version_5_image_still_mounts_places_directories_by_the_old_policy_and_stays_version_5() {
+    let dev = fresh_with_dirpref(fslab::ffs::DirPref::New, fslab::ffs::Integrity::Sync);
+    // What a version-5 mkfs wrote: the same superblock without the
+    // placement fields, at byte 0 and at the front of every group.
+    let sb = superblock(dev.as_ref());
+    let v5 = fslab::ffs::Superblock { version: 5, ..sb }.encode();
+    for cg in 0..sb.geometry.ncg {
+        dev.write_at(sb.geometry.byte_offset(sb.geometry.group_base(cg)), &v5).expect("write");
+    }
+    let read = superblock(dev.as_ref());
+    assert_eq!((read.version, read.policy.dirpref), (5, fslab::ffs::DirPref::Old));
+    assert!(check(&dev).is_clean());
+    let (_, groups) = directory_tree(&dev, fslab::ffs::Integrity::Sync);
+    assert!(most_in_one_group(&groups) <= 2, "spread as the old policy does: {groups:?}");
+    assert_eq!(superblock(dev.as_ref()).version, 5, "an image keeps its version");
+    let report = check(&dev);
+    assert!(report.is_clean(), "{}", listing(&report));
+    let dump = fslab::ffs::dump(dev.as_ref()).expect("dump");
+    assert!(dump.contains("format version 5") && dump.contains("dirpref           old"), "{dump}");
 }

@@ -2,9 +2,10 @@
 //!
 //! LFS takes `--segment-size`; FFS takes `--frag-size`, `--cg-size`,
 //! `--bytes-per-inode`, `--maxcontig`, `--rotdelay`, `--maxbpg`,
-//! `--minfree`, `--optim` and the disk geometry a rotdelay in milliseconds
-//! needs (`--sectors-per-track`, `--rps`). An option of the other layout is
-//! refused.
+//! `--minfree`, `--optim`, the disk geometry a rotdelay in milliseconds
+//! needs (`--sectors-per-track`, `--rps`), the journal's options and the
+//! directory placement (`--dirpref`, `--avgfilesize`, `--avgfpdir`). An
+//! option of the other layout is refused.
 //!
 //! Refuses, unless `--force`, to write over anything that looks like it holds
 //! data, checked in this order (the first match names what was found):
@@ -21,7 +22,7 @@
 use crate::size::{human, parse_size};
 use clap::Args;
 use disk::{BlockDevice, FileDisk};
-use fslab::ffs::{JournalKind, Optim, RotDelay};
+use fslab::ffs::{DirPref, JournalKind, Optim, RotDelay};
 use fslab::lfs::MkfsOptions;
 use fslab::Layout;
 use std::io;
@@ -104,6 +105,15 @@ pub struct FfsArgs {
     /// FFS: the journal's log on a device of its own (a wafs log on a second disk): a block device or an image file, created if absent (of --journal-size, 64M if not given); the superblock records its path and identity.
     #[arg(long)]
     journal_device: Option<PathBuf>,
+    /// FFS: where new directories go: new (near their parent while its cylinder group has room, FreeBSD's since 2001) or old (4.4BSD's: spread over the groups) [default: new].
+    #[arg(long, value_parser = ["old", "new"])]
+    dirpref: Option<String>,
+    /// FFS: the expected average file size, for --dirpref new (FreeBSD newfs -g) [default: 16K].
+    #[arg(long, value_parser = parse_size)]
+    avgfilesize: Option<u64>,
+    /// FFS: the expected files per directory, for --dirpref new (FreeBSD newfs -h) [default: 64].
+    #[arg(long)]
+    avgfpdir: Option<u32>,
 }
 
 impl FfsArgs {
@@ -128,6 +138,9 @@ impl FfsArgs {
         note(self.journal.is_some(), "--journal");
         note(self.journal_size.is_some(), "--journal-size");
         note(self.journal_device.is_some(), "--journal-device");
+        note(self.dirpref.is_some(), "--dirpref");
+        note(self.avgfilesize.is_some(), "--avgfilesize");
+        note(self.avgfpdir.is_some(), "--avgfpdir");
         given
     }
 
@@ -178,6 +191,15 @@ impl FfsArgs {
             _ => JournalKind::None,
         };
         o.journal_bytes = self.journal_size;
+        if self.dirpref.as_deref() == Some("old") {
+            o.dirpref = DirPref::Old;
+        }
+        if let Some(size) = self.avgfilesize {
+            o.avgfilesize = small("average file size", size)?;
+        }
+        if let Some(n) = self.avgfpdir {
+            o.avgfpdir = n;
+        }
         Ok(o)
     }
 }
@@ -532,5 +554,22 @@ mod tests {
         let o = args.options(Some(4096)).expect("options");
         assert_eq!((o.block_size, o.fragment_size, o.maxcontig), (4096, 1024, Some(1)));
         assert_eq!(args.given(), ["--maxcontig", "--rotdelay"]);
+    }
+
+    #[test]
+    fn dirpref_and_its_parameters_reach_the_mkfs_options() {
+        let o = FfsArgs::default().options(None).expect("options");
+        assert_eq!((o.dirpref, o.avgfilesize, o.avgfpdir), (DirPref::New, 16384, 64));
+        let args = FfsArgs {
+            dirpref: Some("old".into()),
+            avgfilesize: Some(4096),
+            avgfpdir: Some(8),
+            ..FfsArgs::default()
+        };
+        let o = args.options(None).expect("options");
+        assert_eq!((o.dirpref, o.avgfilesize, o.avgfpdir), (DirPref::Old, 4096, 8));
+        assert_eq!(args.given(), ["--dirpref", "--avgfilesize", "--avgfpdir"]);
+        let huge = FfsArgs { avgfilesize: Some(1 << 40), ..FfsArgs::default() };
+        assert!(huge.options(None).is_err());
     }
 }

@@ -714,13 +714,7 @@ impl Ffs {
     /// written with even odds, or none at all (also even odds).
     fn write_some_at_random(&mut self) -> Result<()> {
         let Some(mut state) = self.options.adversary else { return Ok(()) };
-        let mut coin = || {
-            // xorshift64*: enough for tests, and no dependency.
-            state ^= state >> 12;
-            state ^= state << 25;
-            state ^= state >> 27;
-            state.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 63 == 1
-        };
+        let mut coin = || super::alloc::xorshift64_star(&mut state) >> 63 == 1;
         let mut chosen = Vec::new();
         if coin() {
             for ino in self.cache.dirty_inodes() {

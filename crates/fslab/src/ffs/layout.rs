@@ -24,8 +24,18 @@ pub const SUPERBLOCK_MAGIC: &[u8; 8] = b"fslabFFS";
 /// and 2 carry a trailer, and keep it: an image keeps the version it was
 /// made with. Version 4 adds the journal's fields (superblock bytes
 /// 168..216), zero on an image without a journal; version 5 a log on a
-/// device of its own (journal kind 3, bytes 216..488).
-pub const FORMAT_VERSION: u32 = 5;
+/// device of its own (journal kind 3, bytes 216..488); version 6 the
+/// directory-placement policy (bytes 488..500).
+pub const FORMAT_VERSION: u32 = 6;
+/// The first version that records the directory-placement policy; an
+/// older image places directories by the old policy ([`DirPref::Old`]).
+pub const DIRPREF_VERSION: u32 = 6;
+/// The expected average file size, in bytes, the new directory placement
+/// plans for (FreeBSD's `AVFILESIZ`, `tunefs -f`).
+pub const DEFAULT_AVGFILESIZE: u32 = 16384;
+/// The expected number of files in a directory, which the new directory
+/// placement plans for (FreeBSD's `AFPDIR`, `tunefs -s`).
+pub const DEFAULT_AVGFPDIR: u32 = 64;
 /// The first version whose indirect blocks are sectored.
 pub const SECTORED_INDIRECT_VERSION: u32 = 3;
 /// The oldest FFS format version this code reads: version 1 lacks only the
@@ -55,6 +65,10 @@ const SB_JOURNAL_TAIL_SEQ: usize = 200;
 /// Where a log device's identity and path lie in the superblock.
 const SB_LOG_UUID: usize = 216;
 const SB_LOG_PATH: usize = 232;
+/// Where the directory-placement policy and its two parameters lie.
+const SB_DIRPREF: usize = 488;
+const SB_AVGFILESIZE: usize = 492;
+const SB_AVGFPDIR: usize = 496;
 
 /// Where an FFS keeps its journal, if it has one (2000 paper §5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -218,6 +232,36 @@ pub enum Optim {
     Space,
 }
 
+/// Where a new directory's inode goes (2002 paper §2.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DirPref {
+    /// 4.4BSD's `ffs_dirpref`: every directory to the group with the
+    /// fewest directories among those with at least the average number of
+    /// free inodes, spreading directories (and their files) over the disk.
+    Old,
+    /// Orlov's 2001 policy (FreeBSD 4.5 on): a directory under the root is
+    /// spread as before; any other goes near its parent while the parent's
+    /// group has room for it and its files.
+    New,
+}
+
+impl DirPref {
+    /// The name `fslab mkfs --dirpref` takes and `fslab dump` shows.
+    pub fn name(self) -> &'static str {
+        match self {
+            DirPref::Old => "old",
+            DirPref::New => "new",
+        }
+    }
+
+    fn code(self) -> u32 {
+        match self {
+            DirPref::Old => 0,
+            DirPref::New => 1,
+        }
+    }
+}
+
 /// Allocation parameters kept in the superblock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Policy {
@@ -233,6 +277,13 @@ pub struct Policy {
     pub sectors_per_track: u32,
     /// Revolutions per second (`fs_rps`), for a rotdelay in ms.
     pub revolutions_per_second: u32,
+    /// How a new directory's group is chosen (format version 6; older
+    /// images read as [`DirPref::Old`]).
+    pub dirpref: DirPref,
+    /// Expected bytes per file, for [`DirPref::New`] (`fs_avgfilesize`).
+    pub avgfilesize: u32,
+    /// Expected files per directory, for [`DirPref::New`] (`fs_avgfpdir`).
+    pub avgfpdir: u32,
 }
 
 /// File-system-wide counts (4.4BSD `fs_cstotal`).
@@ -338,6 +389,13 @@ impl Superblock {
         e.u64(144, t.free_inodes);
         e.u64(152, t.directories);
         e.u64(160, self.orphan_head);
+        // An older image keeps its version and so these bytes' zeros: it
+        // reads back as what it is, an image placed by the old policy.
+        if self.version >= DIRPREF_VERSION {
+            e.u32(SB_DIRPREF, p.dirpref.code());
+            e.u32(SB_AVGFILESIZE, p.avgfilesize);
+            e.u32(SB_AVGFPDIR, p.avgfpdir);
+        }
         let j = &self.journal;
         if j.present() {
             e.u32(168, j.kind.code());
@@ -420,6 +478,16 @@ impl Superblock {
             1 => Optim::Space,
             o => return Err(bad(format!("optimization {o} is neither time (0) nor space (1)"))),
         };
+        let (dirpref, avgfilesize, avgfpdir) = if version >= DIRPREF_VERSION {
+            let dirpref = match u32_at(SB_DIRPREF)? {
+                0 => DirPref::Old,
+                1 => DirPref::New,
+                k => return Err(bad(format!("directory placement {k} is neither old (0) nor new (1)"))),
+            };
+            (dirpref, u32_at(SB_AVGFILESIZE)?, u32_at(SB_AVGFPDIR)?)
+        } else {
+            (DirPref::Old, DEFAULT_AVGFILESIZE, DEFAULT_AVGFPDIR)
+        };
         let policy = Policy {
             maxbpg: u32_at(100)?,
             minfree: u32_at(92)?,
@@ -427,6 +495,9 @@ impl Superblock {
             rotdelay,
             sectors_per_track: u32_at(112)?,
             revolutions_per_second: u32_at(116)?,
+            dirpref,
+            avgfilesize,
+            avgfpdir,
         };
         check_policy(&policy).map_err(bad)?;
         let journal = decode_journal(&d).map_err(bad)?;
@@ -515,6 +586,12 @@ pub fn check_policy(p: &Policy) -> std::result::Result<(), String> {
     }
     if p.minfree > 99 {
         return Err(format!("minfree {}% is more than 99%", p.minfree));
+    }
+    if p.avgfilesize == 0 || p.avgfpdir == 0 {
+        return Err(format!(
+            "the average file size ({}) and files per directory ({}) must be at least 1",
+            p.avgfilesize, p.avgfpdir
+        ));
     }
     if let RotDelay::Millis(ms) = p.rotdelay {
         if ms > 1000 {
@@ -671,6 +748,9 @@ mod tests {
                 rotdelay: RotDelay::Millis(4),
                 sectors_per_track: 72,
                 revolutions_per_second: 66,
+                dirpref: DirPref::New,
+                avgfilesize: 20000,
+                avgfpdir: 50,
             },
             fs_id: 0xfeed,
             created: 5,
@@ -702,6 +782,41 @@ mod tests {
         assert_eq!(old.version, 2, "and written back as version 2");
         assert!(!old.indirect_geometry().sectored, "with the indirect blocks it was made with");
         assert!(Superblock::decode(&sample().encode(), 0).expect("valid").indirect_geometry().sectored);
+    }
+
+    #[test]
+    fn the_directory_policy_round_trips_and_a_version_5_image_reads_as_the_old_policy() {
+        let sb = sample();
+        let back = Superblock::decode(&sb.encode(), 0).expect("valid");
+        assert_eq!(
+            (back.policy.dirpref, back.policy.avgfilesize, back.policy.avgfpdir),
+            (DirPref::New, 20000, 50)
+        );
+        let bytes = sb.encode();
+        assert_eq!(&bytes[SB_DIRPREF..SB_AVGFPDIR + 4], [1, 0, 0, 0, 0x20, 0x4e, 0, 0, 50, 0, 0, 0]);
+
+        // A version-5 image has zeros there and keeps them when written back.
+        let v5 = Superblock { version: 5, ..sample() };
+        let bytes = v5.encode();
+        assert!(bytes[SB_DIRPREF..SB_AVGFPDIR + 4].iter().all(|&b| b == 0));
+        let back = Superblock::decode(&bytes, 0).expect("version 5 is read");
+        assert_eq!(back.version, 5);
+        assert_eq!(
+            (back.policy.dirpref, back.policy.avgfilesize, back.policy.avgfpdir),
+            (DirPref::Old, DEFAULT_AVGFILESIZE, DEFAULT_AVGFPDIR)
+        );
+        assert_eq!(Superblock::decode(&back.encode(), 0).expect("again"), back);
+
+        let reseal = |at: usize, value: u32| {
+            let mut bytes = sample().encode();
+            Encoder::new(&mut bytes).u32(at, value);
+            let crc = crc32c_skipping(&bytes, SB_CRC);
+            Encoder::new(&mut bytes).u32(SB_CRC, crc);
+            Superblock::decode(&bytes, 0).expect_err("refused").to_string()
+        };
+        assert!(reseal(SB_DIRPREF, 2).contains("directory placement 2"));
+        assert!(reseal(SB_AVGFILESIZE, 0).contains("average file size"));
+        assert!(reseal(SB_AVGFPDIR, 0).contains("files per directory"));
     }
 
     #[test]

@@ -11,8 +11,9 @@
 use super::cg::CylinderGroup;
 use super::geometry::{Geometry, MAX_MAXCONTIG, MIN_GROUP_DATA_BLOCKS};
 use super::layout::{
-    check_policy, JournalInfo, JournalKind, Optim, Policy, RotDelay, Superblock, Totals, LOG_BLOCK,
-    MAX_LOG_BYTES, MIN_LOG_BYTES, SB_CLEAN, SUPERBLOCK_BYTES,
+    check_policy, DirPref, JournalInfo, JournalKind, Optim, Policy, RotDelay, Superblock, Totals,
+    DEFAULT_AVGFILESIZE, DEFAULT_AVGFPDIR, LOG_BLOCK, MAX_LOG_BYTES, MIN_LOG_BYTES, SB_CLEAN,
+    SUPERBLOCK_BYTES,
 };
 use super::Frag;
 use crate::error::Error;
@@ -33,7 +34,9 @@ pub const DEFAULT_CLUSTER_BYTES: u32 = 1 << 20;
 /// 8 KiB blocks of 1 KiB fragments (1995 paper §2), no rotdelay (as the file systems of the 1995 paper §5 and the SCSI
 /// disks with track buffers of §3.2), `minfree` 10% and time optimisation
 /// (4.4BSD `newfs`) — except `maxcontig`: 1 MiB of blocks (`DEFAULT_CLUSTER_BYTES`),
-/// where the papers' was 64 KiB, the largest transfer of their controllers.
+/// where the papers' was 64 KiB, the largest transfer of their controllers,
+/// and directory placement: the 2001 policy, FreeBSD's default since 4.5
+/// (2002 paper §2.2), where the older papers' FFS had the old one.
 /// The lab's FFS systems give theirs explicitly.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MkfsOptions {
@@ -69,6 +72,14 @@ pub struct MkfsOptions {
     /// Bytes of the log; `None`: 1% of the device (LFFS-file's size,
     /// §5.1), from 1 MiB to 64 MiB (WAPBL's bounds).
     pub journal_bytes: Option<u64>,
+    /// How new directories are placed.
+    pub dirpref: DirPref,
+    /// Expected bytes per file, for the new directory placement (FreeBSD
+    /// `newfs -g`, `tunefs -f`).
+    pub avgfilesize: u32,
+    /// Expected files per directory, for the new directory placement
+    /// (FreeBSD `newfs -h`, `tunefs -s`).
+    pub avgfpdir: u32,
 }
 
 /// Bytes of one log write for a journal of `kind` (2000 paper §8.1:
@@ -103,6 +114,9 @@ impl Default for MkfsOptions {
             optim: None,
             journal: JournalKind::None,
             journal_bytes: None,
+            dirpref: DirPref::New,
+            avgfilesize: DEFAULT_AVGFILESIZE,
+            avgfpdir: DEFAULT_AVGFPDIR,
         }
     }
 }
@@ -317,6 +331,9 @@ fn plan_groups(device_bytes: u64, options: &MkfsOptions) -> Result<Superblock> {
         rotdelay: options.rotdelay,
         sectors_per_track: options.sectors_per_track,
         revolutions_per_second: options.revolutions_per_second,
+        dirpref: options.dirpref,
+        avgfilesize: options.avgfilesize,
+        avgfpdir: options.avgfpdir,
     };
     check_policy(&policy).map_err(refuse)?;
     if let RotDelay::Blocks(b) = policy.rotdelay {
@@ -559,6 +576,14 @@ pub fn dump(dev: &dyn BlockDevice) -> Result<String> {
     let _ = writeln!(w, "  maxbpg            {} blocks", p.maxbpg);
     let _ = writeln!(w, "  minfree           {}%", p.minfree);
     let _ = writeln!(w, "  optimization      {}", if p.optim == Optim::Time { "time" } else { "space" });
+    let _ = match p.dirpref {
+        DirPref::Old => writeln!(w, "  dirpref           old (4.4BSD: spread over the groups)"),
+        DirPref::New => writeln!(
+            w,
+            "  dirpref           new (near the parent; avgfilesize {} bytes, avgfpdir {})",
+            p.avgfilesize, p.avgfpdir
+        ),
+    };
     let _ = writeln!(w, "  file system id    {:016x}", sb.fs_id);
     let _ = writeln!(w, "  created (ns)      {}", sb.created);
     let _ = writeln!(w, "  written (ns)      {}", sb.time);

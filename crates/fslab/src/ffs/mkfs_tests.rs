@@ -108,12 +108,29 @@ fn mkfs_writes_every_group_and_dump_reads_them_back() {
         "cylinder groups   3",
         "maxcontig         128 blocks",
         "minfree           10%",
+        "dirpref           new (near the parent; avgfilesize 16384 bytes, avgfpdir 64)",
     ] {
         assert!(report.contains(want), "missing {want:?} in\n{report}");
     }
     let per_group = format!("{:>6} {:>12} {:>11} {:>12} {:>8}", 2, 1024 - 130, 0, 4096, 0);
     assert!(report.contains(&per_group), "missing {per_group:?} in\n{report}");
     assert!(!report.contains("stale"));
+}
+
+#[test]
+fn the_directory_policy_chosen_at_mkfs_is_in_the_superblock_and_the_dump() {
+    let dev: Arc<dyn BlockDevice> = Arc::new(MemDisk::new(72 * MIB));
+    let options =
+        MkfsOptions { dirpref: DirPref::Old, avgfilesize: 4096, avgfpdir: 8, ..MkfsOptions::default() };
+    let sb = mkfs(dev.clone(), &options).expect("mkfs");
+    let read = read_superblock(dev.as_ref()).expect("superblock");
+    assert_eq!((read.policy.dirpref, read.policy.avgfilesize, read.policy.avgfpdir), (DirPref::Old, 4096, 8));
+    assert_eq!(read, sb);
+    let report = dump(dev.as_ref()).expect("dump");
+    assert!(report.contains("dirpref           old (4.4BSD: spread over the groups)"), "{report}");
+    let zero = MkfsOptions { avgfpdir: 0, ..MkfsOptions::default() };
+    let err = plan(72 * MIB, &zero).expect_err("refused");
+    assert!(err.to_string().contains("files per directory"), "{err}");
 }
 
 #[test]

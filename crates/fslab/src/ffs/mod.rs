@@ -47,7 +47,9 @@ pub use crate::cache::WriteMode;
 pub use alloc::{Allocator, InodeGrant, Realloc};
 pub use fs::{Ffs, Integrity, MountOptions, Stats, DEFAULT_JOURNAL_BATCH};
 pub use integrity::JournalStats;
-pub use layout::{JournalInfo, JournalKind, LogDeviceName, Optim, Policy, RotDelay, Superblock, Totals};
+pub use layout::{
+    DirPref, JournalInfo, JournalKind, LogDeviceName, Optim, Policy, RotDelay, Superblock, Totals,
+};
 pub use leaks::{LeakReport, LeakScanState};
 pub use mkfs::{dump, mkfs, mkfs_with_log, plan, plan_with_log, MkfsOptions};
 

@@ -16,11 +16,12 @@ mod pref;
 #[cfg(test)]
 mod tests;
 
-pub use pref::rotdelay_gap_frags;
+pub(crate) use pref::xorshift64_star;
+pub use pref::{rotdelay_gap_frags, DirLimits, MAX_CONTIGDIRS};
 
 use super::cg::CylinderGroup;
 use super::geometry::Geometry;
-use super::layout::{Optim, Policy, Superblock, Totals};
+use super::layout::{DirPref, Optim, Policy, Superblock, Totals};
 use super::Frag;
 use crate::error::{errno, Error};
 use crate::format::{Ino, ROOT_INO};
@@ -64,6 +65,17 @@ pub struct Allocator {
     groups: Vec<CylinderGroup>,
     totals: Totals,
     changed: BTreeSet<u32>,
+    /// Per group, directories whose inodes were placed there one after
+    /// another without a file between (FreeBSD's `fs_contigdirs`), for the
+    /// new dirpref. In memory only, zero at mount, as FreeBSD keeps it: it
+    /// is a hint about the last few allocations, not a fact about the
+    /// image, so a stale or lost count costs only placement, never
+    /// consistency — and keeping it on disk would make every inode
+    /// allocation a change to a group for fsck and the integrity modes to
+    /// order, and a field for fsck to check, for nothing a remount needs.
+    contigdirs: Vec<u8>,
+    /// The generator of a top-level directory's random starting group.
+    rng: u64,
 }
 
 fn no_space() -> Error {
@@ -101,7 +113,17 @@ impl Allocator {
             crate::ffs::layout::JournalKind::File => sb.journal.bytes.div_ceil(u64::from(geo.frag_size)),
             _ => 0,
         };
-        Ok(Allocator { geo, policy: sb.policy, groups, totals, changed: BTreeSet::new(), log_frags })
+        Ok(Allocator {
+            geo,
+            policy: sb.policy,
+            groups,
+            totals,
+            changed: BTreeSet::new(),
+            log_frags,
+            contigdirs: vec![0; geo.ncg as usize],
+            // Never zero, which would stay zero.
+            rng: sb.fs_id | 1,
+        })
     }
 
     /// The file system's geometry.
@@ -356,7 +378,9 @@ impl Allocator {
     ///    inode 2 (as `newfs` makes it); any other directory goes to the
     ///    group [`dirpref`](Self::dirpref) picks, preferring its first
     ///    inode; any other file prefers its parent's inode number, i.e. the
-    ///    parent's group (1984 FFS paper §4);
+    ///    parent's group (1984 FFS paper §4); the preferred group's count
+    ///    of directories made one after another goes up for a directory
+    ///    and down for a file (FreeBSD `ffs_valloc`);
     /// 2. in that group, the preferred slot, else the next free one after
     ///    the group's inode rotor;
     /// 3. then other groups in [`hashalloc`](Self::hashalloc) order.
@@ -370,13 +394,22 @@ impl Allocator {
         let root_missing = self.groups.first().is_some_and(|g| !g.is_inode_used(ROOT_INO as u32));
         let mut ipref = match (is_dir, root_missing) {
             (true, true) => ROOT_INO,
-            (true, false) => self.dirpref() as Ino * ipg,
+            (true, false) => {
+                // Drawn only where the policy looks at it, so the old
+                // policy's placements are what they always were.
+                let start = match self.policy.dirpref {
+                    DirPref::New if parent == ROOT_INO => self.random_group(),
+                    _ => 0,
+                };
+                self.dirpref(parent, start) as Ino * ipg
+            }
             (false, _) => parent,
         };
         if ipref >= self.geo.ninodes() {
             ipref = 0;
         }
         let cg = self.geo.ino_group(ipref);
+        self.count_contiguous_dir(cg, is_dir);
         let pref = (ipref != 0).then(|| self.geo.ino_slot(ipref));
         let (cg, got) = self
             .hashalloc(cg, pref, |g, p| g.alloc_inode(p, is_dir))

@@ -1,13 +1,15 @@
 //! Where new things should go: `blkpref` for a file's next block and
 //! `dirpref` for a new directory's group (4.4BSD `ffs_blkpref`,
-//! `ffs_dirpref`, the "old" policy of the 2002 paper §2.2).
+//! `ffs_dirpref`), with both directory policies of the 2002 paper §2.2:
+//! the old one, which spreads directories, and Orlov's 2001 one, which
+//! keeps a directory near its parent while the parent's group has room.
 
 use super::Allocator;
 use crate::ffs::geometry::Geometry;
-use crate::ffs::layout::{Policy, RotDelay};
+use crate::ffs::layout::{DirPref, Policy, RotDelay};
 use crate::ffs::Frag;
 use crate::format::blockno::NDADDR;
-use crate::format::{Ino, Lbn};
+use crate::format::{Ino, Lbn, ROOT_INO};
 
 /// Bytes per disk sector, the unit 4.4BSD's `fs_nsect` counts in.
 const SECTOR_BYTES: u64 = 512;
@@ -98,12 +100,25 @@ impl Allocator {
         next + gap
     }
 
-    /// The group for a new directory — the "old" dirpref (4.4BSD
-    /// `ffs_dirpref`; 2002 paper §2.2): among groups with at least the
-    /// average number of free inodes, the one with the fewest directories
-    /// (the first such on ties). Spreads directories, and so their files,
-    /// over the disk.
-    pub fn dirpref(&self) -> u32 {
+    /// The group for a new directory in directory `parent`, by the
+    /// superblock's policy (2002 paper §2.2): [`dirpref_old`](Self::dirpref_old),
+    /// or for the new policy [`dirpref_top`](Self::dirpref_top) under the
+    /// root — starting its scan at group `start`, which the caller draws
+    /// at random as FreeBSD does — and [`dirpref_near`](Self::dirpref_near)
+    /// anywhere else.
+    pub fn dirpref(&self, parent: Ino, start: u32) -> u32 {
+        match self.policy.dirpref {
+            DirPref::Old => self.dirpref_old(),
+            DirPref::New if parent == ROOT_INO => self.dirpref_top(start),
+            DirPref::New => self.dirpref_near(self.geo.ino_group(parent).min(self.geo.ncg - 1)),
+        }
+    }
+
+    /// The "old" dirpref (4.4BSD `ffs_dirpref`; 2002 paper §2.2): among
+    /// groups with at least the average number of free inodes, the one
+    /// with the fewest directories (the first such on ties). Spreads
+    /// directories, and so their files, over the disk.
+    pub fn dirpref_old(&self) -> u32 {
         let average = self.totals.free_inodes / self.geo.ncg as u64;
         let mut best = 0;
         let mut fewest = self.geo.ipg;
@@ -116,4 +131,152 @@ impl Allocator {
         }
         best
     }
+
+    /// The groups from `start` to the last, then from the first up to
+    /// `start`: the new policy's forward scan, which wraps rather than
+    /// turning back, so that on a nearly full disk each call looks at
+    /// groups the last did not (FreeBSD's `ffs_dirpref` comment).
+    fn forward_from(&self, start: u32) -> impl Iterator<Item = u32> {
+        let start = start.min(self.geo.ncg - 1);
+        (start..self.geo.ncg).chain(0..start)
+    }
+
+    /// A directory under the root, by the new policy (FreeBSD
+    /// `ffs_dirpref`, Orlov 2001): top-level directories are spread as
+    /// the old policy spreads all of them — among groups with at least the
+    /// average free inodes *and* free blocks, the one with the fewest
+    /// directories, the first such in a scan from `start` on ties; `start`
+    /// if none qualifies.
+    pub fn dirpref_top(&self, start: u32) -> u32 {
+        let l = self.dir_limits();
+        let mut best = start.min(self.geo.ncg - 1);
+        let mut fewest = self.geo.ipg;
+        for cg in self.forward_from(start) {
+            let c = self.groups[cg as usize].counts();
+            if c.directories < fewest
+                && c.free_inodes as u64 >= l.avgifree
+                && c.free_blocks as u64 >= l.avgbfree
+            {
+                best = cg;
+                fewest = c.directories;
+            }
+        }
+        best
+    }
+
+    /// Any other directory, by the new policy (FreeBSD `ffs_dirpref`,
+    /// Orlov 2001; 2002 paper §2.2): near its parent, in group `parent_cg`,
+    /// while that has room for it and its files.
+    /// 1. the first group, scanning forward from `parent_cg` and wrapping,
+    ///    with fewer than `maxndir` directories, at least `minifree` free
+    ///    inodes and `minbfree` free blocks, and fewer than
+    ///    `maxcontigdirs` directories made there one after another without
+    ///    a file between ([`DirLimits`]);
+    /// 2. else (a deficit of inodes or space), the first group in the same
+    ///    order with at least the average free inodes;
+    /// 3. else `parent_cg`.
+    pub fn dirpref_near(&self, parent_cg: u32) -> u32 {
+        let l = self.dir_limits();
+        let roomy = |cg: &u32| {
+            let c = self.groups[*cg as usize].counts();
+            c.directories < l.maxndir
+                && c.free_inodes as u64 >= l.minifree
+                && c.free_blocks as u64 >= l.minbfree
+                && u32::from(self.contigdirs[*cg as usize]) < l.maxcontigdirs
+        };
+        let inodes = |cg: &u32| self.groups[*cg as usize].counts().free_inodes as u64 >= l.avgifree;
+        self.forward_from(parent_cg)
+            .find(roomy)
+            .or_else(|| self.forward_from(parent_cg).find(inodes))
+            .unwrap_or(parent_cg.min(self.geo.ncg - 1))
+    }
+
+    /// The new policy's limits from the current totals (the table of
+    /// research notes §4, after FreeBSD's `ffs_dirpref`).
+    pub(super) fn dir_limits(&self) -> DirLimits {
+        let geo = &self.geo;
+        let ncg = geo.ncg as u64;
+        let ipg = geo.ipg as u64;
+        let bsize = geo.block_size as u64;
+        let avgifree = self.totals.free_inodes / ncg;
+        let avgbfree = self.totals.free_blocks / ncg;
+        let avgndir = self.totals.directories / ncg;
+        let maxndir = (avgndir + ipg / 16).min(ipg);
+        let minifree = (avgifree - avgifree / 4).max(1);
+        let minbfree = (avgbfree - avgbfree / 4).max(1);
+        // Bytes a directory with its files is expected to take: the
+        // superblock's guess, or what directories take now if more. In
+        // 64 bits, so no product overflows (FreeBSD's 32-bit `int` could,
+        // and then forced the limit to 1).
+        let cgsize = geo.frag_size as u64 * geo.fpg as u64;
+        let mut dirsize = self.policy.avgfilesize as u64 * self.policy.avgfpdir as u64;
+        if let Some(now) = cgsize.saturating_sub(avgbfree * bsize).checked_div(avgndir) {
+            dirsize = dirsize.max(now);
+        }
+        let maxcontigdirs = (avgbfree * bsize / dirsize.max(1))
+            .min(MAX_CONTIGDIRS as u64)
+            .min(ipg / (self.policy.avgfpdir as u64).max(1))
+            .max(1);
+        DirLimits {
+            avgifree,
+            avgbfree,
+            maxndir: maxndir as u32,
+            minifree,
+            minbfree,
+            maxcontigdirs: maxcontigdirs as u32,
+        }
+    }
+
+    /// Notes an inode about to be taken in group `cg` (the preferred
+    /// group, before `hashalloc` looks elsewhere, as FreeBSD's
+    /// `ffs_valloc` does): a directory adds one to the group's run of
+    /// directories made one after another (at most [`MAX_CONTIGDIRS`]), a
+    /// file takes one off.
+    pub(super) fn count_contiguous_dir(&mut self, cg: u32, is_dir: bool) {
+        if let Some(n) = self.contigdirs.get_mut(cg as usize) {
+            *n = if is_dir { n.saturating_add(1) } else { n.saturating_sub(1) };
+        }
+    }
+
+    /// The group a top-level directory's scan starts from: at random, as
+    /// FreeBSD draws it, from a generator seeded by the file-system id, so
+    /// that a run on the same image places the same way.
+    pub(super) fn random_group(&mut self) -> u32 {
+        (xorshift64_star(&mut self.rng) % self.geo.ncg as u64) as u32
+    }
+}
+
+/// The most directories counted as made one after another in one group:
+/// the count is a byte, as FreeBSD's, and stops there.
+pub const MAX_CONTIGDIRS: u8 = 255;
+
+/// The quantities the new directory placement decides by (research notes
+/// §4; FreeBSD `ffs_dirpref`), from the totals over `ncg` groups.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DirLimits {
+    /// Free inodes / ncg.
+    pub avgifree: u64,
+    /// Free blocks / ncg.
+    pub avgbfree: u64,
+    /// min(directories / ncg + ipg / 16, ipg): a group with this many
+    /// directories takes no more near their parents.
+    pub maxndir: u32,
+    /// avgifree − avgifree/4, at least 1.
+    pub minifree: u64,
+    /// avgbfree − avgbfree/4, at least 1.
+    pub minbfree: u64,
+    /// min(avgbfree · bsize / dirsize, 255, ipg / avgfpdir), at least 1:
+    /// directories a group takes one after another before the next moves
+    /// on, so that their files still find room. `dirsize` is avgfilesize ·
+    /// avgfpdir, or the space each directory takes now when more.
+    pub maxcontigdirs: u32,
+}
+
+/// One step of xorshift64* (Vigna): a cheap generator for choices that
+/// need only to be spread, never secret. `state` must not be zero.
+pub(crate) fn xorshift64_star(state: &mut u64) -> u64 {
+    *state ^= *state >> 12;
+    *state ^= *state << 25;
+    *state ^= *state >> 27;
+    state.wrapping_mul(0x2545_f491_4f6c_dd1d)
 }

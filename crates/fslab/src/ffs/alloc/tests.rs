@@ -198,7 +198,7 @@ fn realloccg_switches_between_time_and_space_as_4_4bsd_does() {
 
 #[test]
 fn dirpref_picks_the_group_with_fewest_directories_among_those_with_above_average_free_inodes() {
-    let mut a = allocator(4, &options());
+    let mut a = allocator(4, &MkfsOptions { dirpref: DirPref::Old, ..options() });
     // The first directory of a new file system is the root, inode 2.
     assert_eq!(a.valloc(0, true).expect("root").ino, 2);
     // Group 0 holds the reserved inodes and the root, so it is below
@@ -214,11 +214,14 @@ fn dirpref_picks_the_group_with_fewest_directories_among_those_with_above_averag
     dirs(&mut a, 1, 300, false); // fewest directories, but few free inodes
     dirs(&mut a, 2, 2, true);
     dirs(&mut a, 3, 2, true);
-    assert_eq!(a.dirpref(), 2);
+    assert_eq!(a.dirpref_old(), 2);
+    // Under the old policy the parent does not matter.
+    assert_eq!(a.dirpref(ROOT_INO, 0), 2);
+    assert_eq!(a.dirpref(3 * 512 + 7, 3), 2);
     let grant = a.valloc(0, true).expect("inode");
     assert_eq!(a.geometry().ino_group(grant.ino), 2);
     assert_eq!(a.groups()[2].counts().directories, 3);
-    assert_eq!(a.dirpref(), 3);
+    assert_eq!(a.dirpref_old(), 3);
 }
 
 #[test]
@@ -482,4 +485,178 @@ fn random_allocations_and_frees_keep_every_map_summary_and_total_exact() {
         }
         assert_eq!(a.totals(), plan(3 * 2 * MIB, &opts).expect("plan").totals);
     }
+}
+
+/// Sets every group's counts to `(free inodes, free blocks, directories)`
+/// and the totals to their sum: a hand-built state for the placement
+/// functions, which read nothing else.
+fn set_counts(a: &mut Allocator, counts: &[(u32, u32, u32)]) {
+    let mut totals = Totals::default();
+    for (g, &(free_inodes, free_blocks, directories)) in a.groups.iter_mut().zip(counts) {
+        g.counts = crate::ffs::cg::GroupCounts { free_inodes, free_blocks, directories, free_frags: 0 };
+        totals.add(&g.counts, 1);
+    }
+    a.totals = totals;
+}
+
+/// Four 4 MiB groups of 512 inodes and 8 KiB blocks: free inodes 400,
+/// 500, 300, 480 (average 420), free blocks 400, 480, 200, 470 (average
+/// 387), directories 10, 2, 40, 4 (average 14).
+fn hand_built(options: &MkfsOptions) -> Allocator {
+    let mut a = allocator(4, options);
+    set_counts(&mut a, &[(400, 400, 10), (500, 480, 2), (300, 200, 40), (480, 470, 4)]);
+    a
+}
+
+#[test]
+fn the_new_dirprefs_limits_follow_the_formulas() {
+    let a = hand_built(&options());
+    // maxndir = min(14 + 512/16, 512); minifree = 420 − 420/4;
+    // minbfree = 387 − 387/4; dirsize = 16384 · 64 = 1 MiB (more than
+    // the (4 MiB − 387 · 8 KiB) / 14 directories take now), so
+    // maxcontigdirs = min(387 · 8192 / 1 MiB, 255, 512 / 64) = 3.
+    let want = DirLimits {
+        avgifree: 420,
+        avgbfree: 387,
+        maxndir: 46,
+        minifree: 315,
+        minbfree: 291,
+        maxcontigdirs: 3,
+    };
+    assert_eq!(a.dir_limits(), want);
+    // Twice the files per directory: dirsize 2 MiB, so 387 · 8 KiB holds
+    // one, and ipg / 128 = 4 does not bind.
+    let a = hand_built(&MkfsOptions { avgfpdir: 128, ..options() });
+    assert_eq!(a.dir_limits().maxcontigdirs, 1);
+    // Tiny files: ipg / avgfpdir binds (512 / 256 = 2).
+    let a = hand_built(&MkfsOptions { avgfilesize: 1024, avgfpdir: 256, ..options() });
+    assert_eq!(a.dir_limits().maxcontigdirs, 2);
+    // A guess of one byte: what the directories take now, (4 MiB − 387 ·
+    // 8 KiB) / 14 = 73142 bytes each, decides: 387 · 8192 / 73142 = 43.
+    let a = hand_built(&MkfsOptions { avgfilesize: 1, avgfpdir: 1, ..options() });
+    assert_eq!(a.dir_limits().maxcontigdirs, 43);
+    // An empty file system: no average directory, and the floors of 1.
+    let mut a = allocator(4, &options());
+    set_counts(&mut a, &[(0, 0, 0), (1, 1, 0), (0, 0, 0), (0, 0, 0)]);
+    let l = a.dir_limits();
+    assert_eq!((l.minifree, l.minbfree, l.maxcontigdirs, l.maxndir), (1, 1, 1, 32));
+}
+
+#[test]
+fn the_new_dirpref_keeps_a_directory_in_its_parents_group_while_it_has_room_then_scans_forward_and_wraps() {
+    let mut a = hand_built(&options());
+    let ipg = 512;
+    // Group 0 passes every limit: the directory stays with its parent.
+    assert_eq!(a.dirpref_near(0), 0);
+    assert_eq!(a.dirpref(ipg / 2, 0), 0, "the policy sends a non-root parent to dirpref_near");
+    // Group 2 has fewer free inodes than minifree (300 < 315): the next.
+    assert_eq!(a.dirpref_near(2), 3);
+    // Group 1 is fine on its own.
+    assert_eq!(a.dirpref_near(1), 1);
+    // Three directories in a row in group 0 (maxcontigdirs): it takes no more.
+    a.contigdirs[0] = 3;
+    assert_eq!(a.dirpref_near(0), 1);
+    // From group 3, with group 3's run full too: past the last group to
+    // group 0 (full), then group 1.
+    a.contigdirs[3] = 3;
+    assert_eq!(a.dirpref_near(3), 1);
+    // A group with maxndir directories takes no more: 59 in group 1 make
+    // the average 113 / 4 = 28 and maxndir 28 + 32 = 60; one more keeps
+    // maxndir at 60 and group 1 reaches it.
+    a.contigdirs.fill(0);
+    set_counts(&mut a, &[(400, 400, 10), (500, 480, 59), (300, 200, 40), (480, 470, 4)]);
+    assert_eq!(a.dir_limits().maxndir, 60);
+    assert_eq!(a.dirpref_near(1), 1);
+    set_counts(&mut a, &[(400, 400, 10), (500, 480, 60), (300, 200, 40), (480, 470, 4)]);
+    assert_eq!(a.dir_limits().maxndir, 60);
+    assert_eq!(a.dirpref_near(1), 3, "group 1 is at maxndir and group 2 short of inodes");
+}
+
+#[test]
+fn the_new_dirprefs_backstop_takes_the_first_group_with_average_free_inodes_from_the_parents() {
+    let mut a = hand_built(&options());
+    // Every group's run of directories is full: no group passes the
+    // limits, and the backstop wants 420 free inodes.
+    a.contigdirs.fill(3);
+    assert_eq!(a.dirpref_near(0), 1, "group 0 has 400");
+    assert_eq!(a.dirpref_near(1), 1);
+    assert_eq!(a.dirpref_near(2), 3);
+    assert_eq!(a.dirpref_near(3), 3);
+    // Group 1 out of blocks and group 3 at its directory limit: from group
+    // 3 (inodes enough) the backstop stays there.
+    a.contigdirs.fill(0);
+    set_counts(&mut a, &[(400, 400, 10), (500, 0, 2), (300, 200, 40), (480, 470, 60)]);
+    assert_eq!(a.dirpref_near(3), 0, "group 3 fails maxndir, group 0 passes");
+    set_counts(&mut a, &[(100, 400, 10), (500, 0, 2), (300, 200, 40), (480, 470, 60)]);
+    assert_eq!(a.dirpref_near(2), 3, "nothing passes; group 3 has average free inodes (345)");
+    assert_eq!(a.dirpref_near(0), 1, "nothing passes; group 1 is the first from 0 with 345");
+}
+
+#[test]
+fn the_new_dirpref_spreads_top_level_directories_from_a_random_start() {
+    let mut a = hand_built(&options());
+    // Groups with average free inodes (420) and blocks (387): 1 and 3;
+    // group 1 has fewer directories, wherever the scan starts.
+    for start in 0..4 {
+        assert_eq!(a.dirpref_top(start), 1, "start {start}");
+        assert_eq!(a.dirpref(ROOT_INO, start), 1);
+    }
+    // A tie goes to the first in the scan, which wraps.
+    set_counts(&mut a, &[(400, 400, 10), (500, 480, 2), (300, 200, 40), (480, 470, 2)]);
+    assert_eq!(a.dirpref_top(0), 1);
+    assert_eq!(a.dirpref_top(1), 1);
+    assert_eq!(a.dirpref_top(2), 3);
+    assert_eq!(a.dirpref_top(3), 3);
+    // No group has both averages: the start.
+    set_counts(&mut a, &[(600, 0, 0), (0, 600, 0), (200, 200, 0), (200, 200, 0)]);
+    for start in 0..4 {
+        assert_eq!(a.dirpref_top(start), start);
+    }
+    // The old policy on the same state: free inodes only (250 average).
+    assert_eq!(a.dirpref_old(), 0);
+}
+
+#[test]
+fn valloc_counts_directories_made_in_a_row_and_a_file_between_lets_the_next_stay() {
+    let mut a = allocator(4, &options());
+    assert_eq!(a.policy().dirpref, DirPref::New, "the default");
+    assert_eq!(a.valloc(0, true).expect("root").ino, ROOT_INO);
+    let top = a.valloc(ROOT_INO, true).expect("top-level directory").ino;
+    let home = a.geometry().ino_group(top);
+    // 494 free blocks a group: maxcontigdirs = 494 · 8 KiB / 1 MiB = 3.
+    assert_eq!(a.dir_limits().maxcontigdirs, 3);
+    let group = |a: &mut Allocator, is_dir: bool| {
+        let ino = a.valloc(top, is_dir).expect("inode").ino;
+        a.geometry().ino_group(ino)
+    };
+    // The top-level directory itself counted one in its group.
+    assert_eq!(a.contigdirs[home as usize], 1);
+    assert_eq!(group(&mut a, true), home);
+    assert_eq!(group(&mut a, true), home);
+    assert_eq!(a.contigdirs[home as usize], 3);
+    assert_eq!(group(&mut a, true), (home + 1) % 4, "three in a row: the next moves on");
+    assert_eq!(group(&mut a, false), home, "a file stays with its directory");
+    assert_eq!(a.contigdirs[home as usize], 2);
+    assert_eq!(group(&mut a, true), home, "and lets the next directory stay");
+    assert_eq!(a.contigdirs[home as usize], 3);
+    for _ in 0..10 {
+        group(&mut a, false);
+    }
+    assert_eq!(a.contigdirs[home as usize], 0, "never below zero");
+    a.contigdirs[home as usize] = MAX_CONTIGDIRS;
+    a.count_contiguous_dir(home, true);
+    assert_eq!(a.contigdirs[home as usize], MAX_CONTIGDIRS, "never above a byte");
+}
+
+#[test]
+fn the_old_policy_never_draws_a_random_start() {
+    let mut a = allocator(4, &MkfsOptions { dirpref: DirPref::Old, ..options() });
+    let before = a.rng;
+    a.valloc(0, true).expect("root");
+    a.valloc(ROOT_INO, true).expect("directory");
+    assert_eq!(a.rng, before);
+    let mut a = allocator(4, &options());
+    a.valloc(0, true).expect("root");
+    a.valloc(ROOT_INO, true).expect("directory");
+    assert_ne!(a.rng, before, "the new policy draws one for a top-level directory");
 }
