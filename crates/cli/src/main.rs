@@ -14,6 +14,8 @@
 //! * `sync` — makes everything written to a mount durable (a checkpoint).
 //! * `bench` — the lab: runs the papers' experiments, writes results,
 //!   plots and a report (the work is the `fslab-bench` crate's).
+//! * `age` — ages a file system (an FFS image in-process, or any mounted
+//!   directory) with a seeded stream or a trace (1997 paper §3).
 //! * `layout` — the layout score of an FFS image (1997 paper §3.3).
 //! * `size` — sizes such as "64M" on the command line.
 //! * `out` — output whose write errors end a command with its own status.
@@ -30,6 +32,7 @@
 #[macro_use]
 mod out;
 
+mod age;
 mod bench;
 mod clean;
 mod dump;
@@ -124,6 +127,10 @@ enum Command {
     /// sync(1) does not reach FUSE file systems.
     #[command(after_help = sync::EXAMPLES)]
     Sync(sync::SyncArgs),
+    /// Age a file system: a seeded stream of creates, writes, overwrites and deletes over
+    /// simulated days, with utilisation and (FFS) the layout score each day (1997 paper §3).
+    #[command(after_help = age::EXAMPLES)]
+    Age(age::AgeArgs),
     /// Print the layout score of an FFS image: how much of each file lies in one run (1997 paper §3.3).
     #[command(after_help = layout::EXAMPLES)]
     Layout(layout::LayoutArgs),
@@ -169,6 +176,7 @@ fn main() -> ExitCode {
         Command::Stat(args) => ("stat", stat::run(&args)),
         Command::Sync(args) => ("sync", sync::run(&args)),
         Command::Bench(args) => ("bench", bench::run(&args)),
+        Command::Age(args) => ("age", age::run(&args)),
         Command::Layout(args) => ("layout", layout::run(&args)),
     };
     match result {

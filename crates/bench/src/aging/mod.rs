@@ -8,10 +8,13 @@
 //! * [`trace`] — the stream as versioned text (`docs/FORMAT.md`, "Aging
 //!   trace").
 //! * [`score`] — the layout score of an FFS image (§3.3).
+//! * [`report`] — the day lines and the results file.
 //! * [`run`] — replaying a stream on a [`crate::target::Target`], a day at
 //!   a time, with the day's utilisation and score.
 
 pub mod generate;
 pub mod ops;
+pub mod report;
+pub mod run;
 pub mod score;
 pub mod trace;
