@@ -53,11 +53,16 @@ pub struct AgeArgs {
     /// size [default: 100, as the paper's 48.6 GB on 502 MB].
     #[arg(long, default_value_t = 100)]
     write_factor: u64,
+    /// The file-system size the stream is made for [default: the
+    /// target's]: on a directory of a large file system, the size of the
+    /// part to age.
+    #[arg(long, value_parser = crate::size::parse_size)]
+    fs_size: Option<u64>,
     /// Stop after this many operations.
     #[arg(long)]
     ops: Option<u64>,
     /// Replay this trace instead of generating a stream.
-    #[arg(long, conflicts_with_all = ["seed", "days", "write_factor"])]
+    #[arg(long, conflicts_with_all = ["seed", "days", "write_factor", "fs_size"])]
     trace: Option<PathBuf>,
     /// Record the stream as run (back-off unlinks included) to this trace.
     #[arg(long)]
@@ -131,7 +136,10 @@ pub fn run(args: &AgeArgs) -> Result<(), String> {
 }
 
 fn age(args: &AgeArgs, name: &str, target: &mut Target, clock: Option<&VirtualClock>) -> Result<(), String> {
-    let fs_bytes = target.usage().map_err(|e| format!("{name}: {e}"))?.total;
+    let fs_bytes = match args.fs_size {
+        Some(size) => size,
+        None => target.usage().map_err(|e| format!("{name}: {e}"))?.total,
+    };
     let mut generator;
     let mut reader;
     let (source, described): (&mut dyn OpSource, String) = match &args.trace {

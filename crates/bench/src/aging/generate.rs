@@ -16,8 +16,11 @@
 //!
 //! A day: directories and the initial files on day 0; then operations
 //! until the day's write budget (its share of the total, ±50%) is spent,
-//! spread evenly over 08:00–24:00 of simulated time, so that every night
-//! is an eight-hour idle gap. Each operation is drawn by weight:
+//! spread evenly over 08:00–24:00 of simulated time by the count the
+//! budget predicts (at 48 KiB an operation; any beyond share 23:59:59),
+//! so that every night is an idle gap of eight hours or more. The stream
+//! is made an operation at a time: a run cut short by `--ops` never makes
+//! the rest of its day. Each operation is drawn by weight:
 //!
 //! | operation | weight (per 1000) |
 //! |---|---|
@@ -74,6 +77,12 @@ const UTILISATION_KNOTS: [(u64, u64); 8] =
 /// cylinder groups and one directory per group; the stream only names
 /// directories).
 const TOP_DIRS: u64 = 16;
+/// The active hours of a simulated day: 08:00 to 24:00.
+const ACTIVE_FROM: u64 = 8 * 3600;
+const ACTIVE_SECONDS: u64 = 16 * 3600;
+/// Bytes an operation writes on average, by which a day's operations are
+/// spaced before they are made (the stream is made lazily).
+const MEAN_OP_BYTES: u64 = 48 << 10;
 /// The deepest directory the stream makes.
 const MAX_DEPTH: usize = 4;
 
@@ -178,7 +187,35 @@ pub struct Generator {
     /// Bytes of every file that exists in the stream's model.
     live: u64,
     day: u64,
+    /// The day being made, if one is.
+    today: Option<Today>,
     ready: VecDeque<TimedOp>,
+}
+
+/// Where the day being made stands.
+#[derive(Debug, Clone, Copy)]
+struct Today {
+    /// Its first operation's time.
+    start: u64,
+    /// Operations it is expected to hold (its bytes over
+    /// [`MEAN_OP_BYTES`]), which spaces them.
+    expected_ops: u64,
+    /// Operations made so far.
+    index: usize,
+    written: u64,
+    budget: u64,
+    /// Live bytes aimed at.
+    target: u64,
+    /// Live bytes a create may not take the model past.
+    limit: u64,
+}
+
+impl Today {
+    /// The time of operation `index`: spaced evenly over the active
+    /// hours by the expected count; any past it share the last second.
+    fn time(&self, index: usize) -> u64 {
+        self.start + (index as u64 * ACTIVE_SECONDS / self.expected_ops).min(ACTIVE_SECONDS - 1)
+    }
 }
 
 impl Generator {
@@ -194,6 +231,7 @@ impl Generator {
             dying: Vec::new(),
             live: 0,
             day: 0,
+            today: None,
             ready: VecDeque::new(),
         }
     }
@@ -205,11 +243,42 @@ impl Generator {
 
     /// The next operation, `None` after the last day.
     pub fn next_op(&mut self) -> Option<TimedOp> {
-        while self.ready.is_empty() && self.day < self.params.days {
-            self.make_day();
+        loop {
+            if let Some(op) = self.ready.pop_front() {
+                return Some(op);
+            }
+            let Some(mut today) = self.today.take() else {
+                if self.day >= self.params.days {
+                    return None;
+                }
+                self.begin_day();
+                continue;
+            };
+            let index = today.index;
+            let time = today.time(index);
+            if let Some(i) = self.dying.iter().position(|(at, _, _)| *at <= index) {
+                let (_, path, size) = self.dying.remove(i);
+                self.live = self.live.saturating_sub(size);
+                today.index += 1;
+                self.today = Some(today);
+                return Some(TimedOp { time, op: Op::Unlink { path } });
+            }
+            if today.written < today.budget || (self.day == 0 && self.live < today.target) {
+                let op = self.draw(today.target, today.limit, index);
+                today.written += op.bytes_written().max(1);
+                today.index += 1;
+                self.today = Some(today);
+                return Some(TimedOp { time, op });
+            }
+            // The day's end: what is left of its short-lived files goes.
+            for (_, path, size) in std::mem::take(&mut self.dying) {
+                self.live = self.live.saturating_sub(size);
+                let time = today.time(today.index);
+                today.index += 1;
+                self.ready.push_back(TimedOp { time, op: Op::Unlink { path } });
+            }
             self.day += 1;
         }
-        self.ready.pop_front()
     }
 
     /// `path` is gone (the runner unlinked it to make room): the model
@@ -257,49 +326,33 @@ impl Generator {
         name
     }
 
-    /// Makes day `self.day`'s operations, with their times.
-    fn make_day(&mut self) {
-        let mut ops: Vec<Op> = Vec::new();
+    /// Begins day `self.day`: its target, its budget, and on day 0 the
+    /// top-level directories.
+    fn begin_day(&mut self) {
         let fs = self.params.fs_bytes.max(1);
         let target = fs / 1000 * target_utilisation(self.day, self.params.days);
         let share = self.params.write_factor.saturating_mul(fs) / self.params.days.max(1);
         let budget = share / 100 * (50 + self.rng.below(101));
+        let expected = if self.day == 0 { budget.max(target) } else { budget };
+        let mut today = Today {
+            start: self.day * DAY + ACTIVE_FROM,
+            expected_ops: (expected / MEAN_OP_BYTES).max(1),
+            index: 0,
+            written: 0,
+            budget,
+            target,
+            limit: fs / 100 * 97,
+        };
         if self.day == 0 {
             for _ in 0..TOP_DIRS {
                 let d = self.new_dir(None);
-                ops.push(Op::Mkdir { path: d.clone() });
+                self.ready
+                    .push_back(TimedOp { time: today.time(today.index), op: Op::Mkdir { path: d.clone() } });
+                today.index += 1;
                 self.dirs.push(d);
             }
         }
-        let mut written = 0;
-        let limit = fs / 100 * 97;
-        while written < budget || (self.day == 0 && self.live < target) {
-            let now = ops.len();
-            let mut due: Vec<(String, u64)> = Vec::new();
-            self.dying.retain(|(at, path, size)| {
-                let keep = *at > now;
-                if !keep {
-                    due.push((path.clone(), *size));
-                }
-                keep
-            });
-            for (path, size) in due {
-                self.live = self.live.saturating_sub(size);
-                ops.push(Op::Unlink { path });
-            }
-            let op = self.draw(target, limit, ops.len());
-            written += op.bytes_written().max(1);
-            ops.push(op);
-        }
-        for (_, path, size) in std::mem::take(&mut self.dying) {
-            self.live = self.live.saturating_sub(size);
-            ops.push(Op::Unlink { path });
-        }
-        let (start, span) = (self.day * DAY + 8 * 3600, 16 * 3600);
-        let n = ops.len() as u64;
-        self.ready.extend(
-            ops.into_iter().enumerate().map(|(i, op)| TimedOp { time: start + i as u64 * span / n, op }),
-        );
+        self.today = Some(today);
     }
 
     /// One operation, drawn by the weights in the module comment.
@@ -485,6 +538,18 @@ mod tests {
         assert!(died_same_day * 2 > died, "{died_same_day} of {died} files died the day they were born");
         let fs = SMALL.fs_bytes;
         assert!(peak > fs / 100 * 80 && peak <= fs / 100 * 97, "peak {peak} of {fs}");
+    }
+
+    /// A day's operations are made as they are asked for: the first
+    /// thousand of a stream for a 1 TiB file system come at once, in
+    /// time order, the night before them idle.
+    #[test]
+    fn the_stream_is_made_lazily_and_in_time_order() {
+        let mut g = Generator::new(Params { seed: 1, fs_bytes: 1 << 40, days: 300, write_factor: 100 });
+        let ops: Vec<TimedOp> = (0..1000).map_while(|_| g.next_op()).collect();
+        assert_eq!(ops.len(), 1000);
+        assert!(ops.windows(2).all(|w| w[0].time <= w[1].time));
+        assert_eq!(ops[0].time, 8 * 3600, "the first day starts at 08:00");
     }
 
     #[test]

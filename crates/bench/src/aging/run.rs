@@ -59,7 +59,8 @@ impl<R: BufRead> OpSource for TraceReader<R> {
 pub struct DayReport {
     /// The day (0 is the first).
     pub day: u64,
-    /// Operations run that day (back-off unlinks included).
+    /// Operations of the stream that day, skipped ones included (back-off
+    /// unlinks are counted apart).
     pub ops: u64,
     /// Bytes written that day.
     pub bytes_written: u64,

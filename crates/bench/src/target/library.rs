@@ -224,11 +224,18 @@ impl<L: Layout> Backend for Library<L> {
         self.open.remove(&fd).map(|_| ()).ok_or_else(|| io::Error::from_raw_os_error(libc::EBADF))
     }
 
+    /// A short write goes on with the rest, as a program's write loop
+    /// (and `Dir`'s `write_all_at`) does: the next call says why it
+    /// stopped (ENOSPC on a full file system).
     fn write(&mut self, fd: Fd, offset: u64, data: &[u8]) -> io::Result<()> {
         let ino = self.handle(fd)?;
-        let written = self.fs()?.write(ino, offset, data).map_err(io_error)?;
-        if written != data.len() {
-            return Err(io::Error::other(format!("short write: {written} of {} bytes", data.len())));
+        let mut done = 0;
+        while done < data.len() {
+            let written = self.fs()?.write(ino, offset + done as u64, &data[done..]).map_err(io_error)?;
+            if written == 0 {
+                return Err(io::Error::other(format!("short write: {done} of {} bytes", data.len())));
+            }
+            done += written;
         }
         Ok(())
     }
