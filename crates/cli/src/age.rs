@@ -159,7 +159,7 @@ fn age(args: &AgeArgs, name: &str, target: &mut Target, clock: Option<&VirtualCl
         Some(path) => {
             let file = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
             let mut w = BufWriter::new(file);
-            trace::write_header(&mut w, &[described.clone()])
+            trace::write_header(&mut w, std::slice::from_ref(&described))
                 .map_err(|e| format!("{}: {e}", path.display()))?;
             Some(w)
         }
