@@ -263,7 +263,9 @@ impl Generator {
                 self.today = Some(today);
                 return Some(TimedOp { time, op: Op::Unlink { path } });
             }
-            if today.written < today.budget || (self.day == 0 && self.live < today.target) {
+            // Day 0 also fills to its target with files that outlive it.
+            let lasting = self.live - self.dying.iter().map(|d| d.2).sum::<u64>().min(self.live);
+            if today.written < today.budget || (self.day == 0 && lasting < today.target) {
                 let op = self.draw(today.target, today.limit, index);
                 today.written += op.bytes_written().max(1);
                 today.index += 1;
