@@ -103,3 +103,60 @@ fn an_indirect_block_is_placed_and_counted_only_in_its_variant() {
     let thirteenth = u64::from(f.blocks[13].addr == f.blocks[11].addr + 8);
     assert_eq!(with_ind.optimal, data.optimal - thirteenth + contiguous_around);
 }
+
+/// Device writes an async FFS makes while `trace` runs on it (virtual
+/// time, no explicit sync), the mount's own left out.
+fn writes_during(trace: &str) -> usize {
+    use disk::{CountingDisk, VirtualClock};
+    use fslab_bench::aging::run::{run, RunOptions};
+    use fslab_bench::aging::trace::TraceReader;
+    use fslab_bench::cpu::CpuModel;
+    use fslab_bench::system::{FfsParams, Integrity, Rotdelay};
+    use fslab_bench::target::library::{Library, MountEnv};
+    use fslab_bench::target::Target;
+
+    let counting = Arc::new(CountingDisk::new(MemDisk::new(32 << 20)));
+    let dev: Arc<dyn BlockDevice> = counting.clone();
+    fslab::mkfs_ffs(dev.clone(), &MkfsOptions::default(), CREDS).expect("mkfs");
+    let clock = Arc::new(VirtualClock::new());
+    let params = FfsParams {
+        block_size: 8192,
+        fragment_size: 1024,
+        maxcontig: 8,
+        rotdelay: Rotdelay::Blocks(0),
+        integrity: Integrity::Async,
+        dirhash: true,
+    };
+    let env = MountEnv {
+        clock: TimeSource::virtual_clock(clock.clone()),
+        deterministic: true,
+        cache_bytes: 64 << 20,
+    };
+    let library = Library::<Ffs>::open(dev, None, params, env).expect("mount");
+    let mut target = Target::on_virtual_time(Box::new(library), clock.clone(), CpuModel::off());
+    counting.clear_writes();
+    let mut source = TraceReader::new(trace.as_bytes());
+    let options = RunOptions {
+        max_ops: None,
+        clock: Some(clock.as_ref()),
+        record: None,
+        on_op: &mut |_, _| {},
+        on_day: &mut |_| {},
+    };
+    run(&mut target, &mut source, options).expect("run");
+    assert!(clock.now() >= 1_000_000_000 * 2, "the clock follows the operations' times");
+    let writes = counting.writes().len();
+    target.finish().expect("unmount");
+    writes
+}
+
+/// The clock moves to each operation's simulated time, so an idle hour
+/// between two operations lets the periodic sync (every 30 s of the
+/// mount's clock) write what the first left in the cache; a second's gap
+/// does not.
+#[test]
+fn an_idle_gap_in_the_stream_is_idle_time_for_the_mount() {
+    let quiet = writes_during("fslab-age-trace 1\n0 create f 100000\n2 mkdir d\n");
+    let idle = writes_during("fslab-age-trace 1\n0 create f 100000\n3600 mkdir d\n");
+    assert!(idle > quiet, "writes with an idle hour {idle}, without {quiet}");
+}
