@@ -46,11 +46,11 @@ pub struct AgeArgs {
     /// The stream's seed.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Simulated days [default: 300, the 1997 paper's ten months].
+    /// Simulated days (the 1997 paper's ten months: 300).
     #[arg(long, default_value_t = 300)]
     days: u64,
     /// Bytes written over the run, as a multiple of the file system's
-    /// size [default: 100, as the paper's 48.6 GB on 502 MB].
+    /// size (the paper's 48.6 GB on 502 MB: about 100).
     #[arg(long, default_value_t = 100)]
     write_factor: u64,
     /// The file-system size the stream is made for [default: the
