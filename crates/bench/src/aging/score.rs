@@ -7,7 +7,8 @@
 //! counted (`integrity_and_aging.md` §3.2), so each of the four choices is
 //! a [`Variant`]; [`Variant::PRIMARY`] leaves indirect blocks out and
 //! counts the tail as one more block (contiguous when it starts where the
-//! previous block ends). Only regular files are scored: the paper scores
+//! previous block ends). A hole is passed over: the block after it is
+//! judged against the block before it. Only regular files are scored: the paper scores
 //! the files of a home-directory file system, and a directory's blocks
 //! follow the namespace's growth, not a writer's.
 
