@@ -165,17 +165,18 @@ fn age(args: &AgeArgs, name: &str, target: &mut Target, clock: Option<&VirtualCl
         }
         None => None,
     };
-    let progress = RefCell::new(Progress::new(std::io::stderr().is_terminal()));
-    progress.borrow_mut().start(&format!("age {name}"));
-    outln!(
-        "{name}: {} of {}; {described}",
-        if clock.is_some() { "FFS image" } else { "directory" },
-        crate::size::human(fs_bytes)
-    )?;
+    let kind = if clock.is_some() { "FFS image" } else { "directory" };
+    outln!("{name}: {kind} of {}; {described}", crate::size::human(fs_bytes))?;
     if clock.is_none() {
-        outln!("layout score: not available (it is defined on FFS's placement and read from an FFS image); utilisation, operations and bytes are")?;
+        outln!(
+            "layout score: not available (it is defined on FFS's placement and read from an FFS image); \
+             utilisation, operations and bytes are"
+        )?;
     }
     outln!("{}", report::day_header())?;
+    let started = std::time::Instant::now();
+    let progress = RefCell::new(Progress::new(std::io::stderr().is_terminal()));
+    progress.borrow_mut().start(&format!("age {name}"));
     let mut printed = Ok(());
     let summary = run::run(
         target,
@@ -201,7 +202,7 @@ fn age(args: &AgeArgs, name: &str, target: &mut Target, clock: Option<&VirtualCl
     if let Some(mut w) = record {
         w.flush().map_err(|e| format!("recording: {e}"))?;
     }
-    progress.borrow_mut().done(std::time::Duration::ZERO);
+    progress.borrow_mut().done(started.elapsed());
     outln!(
         "{} operations, {} written over {} days",
         summary.ops,
