@@ -114,6 +114,8 @@ pub fn run(args: &AgeArgs) -> Result<(), String> {
             crate::log_device::Access::Write,
         )?;
         _log_lock = Some(log_lock);
+        // Only the mount's choices are read from these: the image's own
+        // geometry is its superblock's.
         let params = FfsParams {
             block_size: 0,
             fragment_size: 0,

@@ -60,7 +60,7 @@ fn os(s: &str) -> &std::ffi::OsStr {
 }
 
 #[test]
-fn layout_refuses_lfs_and_what_is_no_file_system() {
+fn layout_refuses_lfs_an_unclean_image_and_what_is_no_file_system() {
     let dir = tempfile::tempdir().expect("tempdir");
     let lfs = dir.path().join("lfs.img");
     mkfs(&lfs, "64M", &[]);
@@ -71,6 +71,13 @@ fn layout_refuses_lfs_and_what_is_no_file_system() {
         "{}",
         r.describe()
     );
+    let unclean = dir.path().join("unclean.img");
+    mkfs(&unclean, "16M", &["--layout", "ffs"]);
+    let dev: Arc<dyn BlockDevice> = Arc::new(FileDisk::open(&unclean).expect("open"));
+    // Mounted and never unmounted: the image stays marked in use.
+    std::mem::forget(Ffs::mount(dev, MountOptions::deterministic(TimeSource::wall())).expect("mount"));
+    let r = fslab_run(&[os("layout"), unclean.as_os_str()], T);
+    assert!(!r.success() && r.stderr.contains("not unmounted cleanly"), "{}", r.describe());
     let junk = dir.path().join("junk");
     std::fs::write(&junk, vec![7u8; 1 << 20]).expect("write");
     let r = fslab_run(&[os("layout"), junk.as_os_str()], T);
