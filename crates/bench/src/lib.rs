@@ -4,6 +4,8 @@
 //! papers' numbers in a report with plots. No file-system logic lives
 //! here.
 //!
+//! * [`aging`] — aging streams (seeded or traced), their replay, the
+//!   layout score.
 //! * [`cpu`] — the CPU cost model of the papers' machines.
 //! * [`target`] — what workloads drive: [`target::Target`] over a library
 //!   file system, the raw device, or a mounted directory.
@@ -18,6 +20,7 @@
 //! * [`report`] and [`plot`] — the markdown report, SVG and PNG plots.
 //! * [`progress`] — the progress line.
 
+pub mod aging;
 pub mod claims;
 pub mod cpu;
 pub mod device;

@@ -109,6 +109,20 @@ impl Progress {
         }
     }
 
+    /// A line of the command's output on standard output, with the
+    /// progress line cleared from the terminal first (it is drawn again
+    /// at the next step).
+    pub fn print(&mut self, line: &str) -> std::io::Result<()> {
+        if self.enabled && self.terminal {
+            let mut err = std::io::stderr().lock();
+            let _ = write!(err, "\r\x1b[K");
+            let _ = err.flush();
+        }
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "{line}")?;
+        out.flush()
+    }
+
     /// Something went wrong; the run goes on.
     pub fn warn(&mut self, message: &str) {
         if self.enabled {

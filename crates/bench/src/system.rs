@@ -484,6 +484,12 @@ impl Layout for Ffs {
     fn checksummed_blocks(&self) -> u64 {
         self.stats().checksummed_blocks
     }
+
+    fn placements(&mut self) -> Option<fslab::Result<crate::target::Placements>> {
+        let g = self.superblock().geometry;
+        let frags_per_block = g.block_size / g.frag_size;
+        Some(self.file_placements().map(|files| crate::target::Placements { files, frags_per_block }))
+    }
 }
 
 /// Makes `system`'s file system on `dev` and mounts it. Fails for the raw

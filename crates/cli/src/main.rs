@@ -14,6 +14,9 @@
 //! * `sync` — makes everything written to a mount durable (a checkpoint).
 //! * `bench` — the lab: runs the papers' experiments, writes results,
 //!   plots and a report (the work is the `fslab-bench` crate's).
+//! * `age` — ages a file system (an FFS image in-process, or any mounted
+//!   directory) with a seeded stream or a trace (1997 paper §3).
+//! * `layout` — the layout score of an FFS image (1997 paper §3.3).
 //! * `size` — sizes such as "64M" on the command line.
 //! * `out` — output whose write errors end a command with its own status.
 //! * `image_lock` — an image in use by one fslab process at a time, and
@@ -29,12 +32,14 @@
 #[macro_use]
 mod out;
 
+mod age;
 mod bench;
 mod clean;
 mod dump;
 mod fsck;
 mod fsck_helper;
 mod image_lock;
+mod layout;
 mod log_device;
 mod mkfs;
 mod mount;
@@ -122,6 +127,13 @@ enum Command {
     /// sync(1) does not reach FUSE file systems.
     #[command(after_help = sync::EXAMPLES)]
     Sync(sync::SyncArgs),
+    /// Age a file system: a seeded stream of creates, writes, overwrites and deletes over
+    /// simulated days, with utilisation and (FFS) the layout score each day (1997 paper §3).
+    #[command(after_help = age::EXAMPLES)]
+    Age(age::AgeArgs),
+    /// Print the layout score of an FFS image: how much of each file lies in one run (1997 paper §3.3).
+    #[command(after_help = layout::EXAMPLES)]
+    Layout(layout::LayoutArgs),
     /// Run the papers' experiments on simulated disks or mounted directories; write a report.
     #[command(after_help = bench::EXAMPLES)]
     Bench(bench::BenchArgs),
@@ -164,6 +176,8 @@ fn main() -> ExitCode {
         Command::Stat(args) => ("stat", stat::run(&args)),
         Command::Sync(args) => ("sync", sync::run(&args)),
         Command::Bench(args) => ("bench", bench::run(&args)),
+        Command::Age(args) => ("age", age::run(&args)),
+        Command::Layout(args) => ("layout", layout::run(&args)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

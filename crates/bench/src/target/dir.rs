@@ -20,9 +20,26 @@ pub struct Dir {
     drop_kernel_caches: bool,
     files: HashMap<Fd, File>,
     next_fd: Fd,
+    /// Whether `finish` removes `root` (the run directory `new` made).
+    remove_at_finish: bool,
 }
 
 impl Dir {
+    /// Works in `root` as it is: nothing made, nothing removed at the end
+    /// but what the workload removes (aging leaves its files).
+    pub fn existing(root: &Path) -> io::Result<Dir> {
+        if !root.is_dir() {
+            return Err(io::Error::from_raw_os_error(libc::ENOTDIR));
+        }
+        Ok(Dir {
+            root: root.to_path_buf(),
+            drop_kernel_caches: false,
+            files: HashMap::new(),
+            next_fd: 1,
+            remove_at_finish: false,
+        })
+    }
+
     /// Makes the run directory `name` inside `mount` and works there.
     /// `drop_kernel_caches`: whether `drop_caches` may empty the kernel's
     /// caches (root only; it slows everything else on the machine).
@@ -32,7 +49,7 @@ impl Dir {
             fs::remove_dir_all(&root)?;
         }
         fs::create_dir_all(&root)?;
-        Ok(Dir { root, drop_kernel_caches, files: HashMap::new(), next_fd: 1 })
+        Ok(Dir { root, drop_kernel_caches, files: HashMap::new(), next_fd: 1, remove_at_finish: true })
     }
 
     fn path(&self, rel: &str) -> PathBuf {
@@ -109,6 +126,10 @@ impl Backend for Dir {
         self.file(fd)?.sync_all()
     }
 
+    fn truncate(&mut self, fd: Fd, size: u64) -> io::Result<()> {
+        self.file(fd)?.set_len(size)
+    }
+
     fn unlink(&mut self, path: &str) -> io::Result<()> {
         fs::remove_file(self.path(path))
     }
@@ -150,6 +171,9 @@ impl Backend for Dir {
 
     fn finish(&mut self) -> io::Result<()> {
         self.files.clear();
+        if !self.remove_at_finish {
+            return Ok(());
+        }
         fs::remove_dir_all(&self.root)
     }
 }

@@ -58,6 +58,11 @@ pub trait Layout: StorageManager + Sized + 'static {
         true
     }
 
+    /// Where every file's blocks lie, for a layout that places them.
+    fn placements(&mut self) -> Option<fslab::Result<super::Placements>> {
+        None
+    }
+
     /// The cleaner's counters since mount, for a layout that cleans.
     fn cleaner(&self) -> Option<CleanerCounters> {
         None
@@ -106,6 +111,32 @@ impl<L: Layout> Library<L> {
         let dev = L::mkfs(dev, log, &params).map_err(io_error)?;
         let mut fs = namespace::<L>(L::mount(dev.clone(), &params, &env).map_err(io_error)?, &params);
         fs.create_root(0o755, CREDS).map_err(io_error)?;
+        let mut dirs = HashMap::new();
+        dirs.insert(String::new(), ROOT_INO);
+        Ok(Library {
+            fs: Some(fs),
+            dev,
+            sim,
+            params,
+            env,
+            dirs,
+            open: HashMap::new(),
+            next_fd: 1,
+            checksummed_base: 0,
+            scanned_base: 0,
+            cleaner_base: None,
+        })
+    }
+
+    /// Mounts the file system already on `dev` (made by `fslab mkfs`, with
+    /// its root), as [`Library::make`] does after its mkfs.
+    pub fn open(
+        dev: Arc<dyn BlockDevice>,
+        sim: Option<Arc<SimDisk>>,
+        params: L::Params,
+        env: MountEnv,
+    ) -> io::Result<Library<L>> {
+        let fs = namespace::<L>(L::mount(dev.clone(), &params, &env).map_err(io_error)?, &params);
         let mut dirs = HashMap::new();
         dirs.insert(String::new(), ROOT_INO);
         Ok(Library {
@@ -193,11 +224,18 @@ impl<L: Layout> Backend for Library<L> {
         self.open.remove(&fd).map(|_| ()).ok_or_else(|| io::Error::from_raw_os_error(libc::EBADF))
     }
 
+    /// A short write goes on with the rest, as a program's write loop
+    /// (and `Dir`'s `write_all_at`) does: the next call says why it
+    /// stopped (ENOSPC on a full file system).
     fn write(&mut self, fd: Fd, offset: u64, data: &[u8]) -> io::Result<()> {
         let ino = self.handle(fd)?;
-        let written = self.fs()?.write(ino, offset, data).map_err(io_error)?;
-        if written != data.len() {
-            return Err(io::Error::other(format!("short write: {written} of {} bytes", data.len())));
+        let mut done = 0;
+        while done < data.len() {
+            let written = self.fs()?.write(ino, offset + done as u64, &data[done..]).map_err(io_error)?;
+            if written == 0 {
+                return Err(io::Error::other(format!("short write: {done} of {} bytes", data.len())));
+            }
+            done += written;
         }
         Ok(())
     }
@@ -213,6 +251,12 @@ impl<L: Layout> Backend for Library<L> {
     fn fsync(&mut self, fd: Fd) -> io::Result<()> {
         let ino = self.handle(fd)?;
         self.fs()?.fsync(ino, false).map_err(io_error)
+    }
+
+    fn truncate(&mut self, fd: Fd, size: u64) -> io::Result<()> {
+        let ino = self.handle(fd)?;
+        let change = fslab::ufs::SetAttr { size: Some(size), ..Default::default() };
+        self.fs()?.setattr(ino, &change).map(drop).map_err(io_error)
     }
 
     fn unlink(&mut self, path: &str) -> io::Result<()> {
@@ -313,6 +357,11 @@ impl<L: Layout> Backend for Library<L> {
             },
             None => now,
         })
+    }
+
+    fn placements(&mut self) -> Option<io::Result<super::Placements>> {
+        let fs = self.fs.as_mut()?;
+        fs.storage().placements().map(|r| r.map_err(io_error))
     }
 
     fn finish(&mut self) -> io::Result<()> {

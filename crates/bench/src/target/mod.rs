@@ -77,6 +77,11 @@ pub trait Backend {
     fn read(&mut self, fd: Fd, offset: u64, buf: &mut [u8]) -> io::Result<()>;
     /// Makes one file durable.
     fn fsync(&mut self, fd: Fd) -> io::Result<()>;
+    /// Sets an open file's length (`ftruncate(2)`): cuts it down, or
+    /// extends it with a hole. The raw device has no files to cut.
+    fn truncate(&mut self, _fd: Fd, _size: u64) -> io::Result<()> {
+        Err(io::Error::from_raw_os_error(libc::EOPNOTSUPP))
+    }
     /// Removes a file.
     fn unlink(&mut self, path: &str) -> io::Result<()>;
     /// Renames a file, replacing `to` if it exists (`rename(2)`).
@@ -115,8 +120,23 @@ pub trait Backend {
     fn cleaner(&mut self) -> Option<CleanerCounters> {
         None
     }
+    /// Where every file's blocks lie, on a layout that places blocks
+    /// (FFS), for the layout score; `None` elsewhere.
+    fn placements(&mut self) -> Option<io::Result<Placements>> {
+        None
+    }
     /// Unmounts, or removes the run's files; the backend is not used after.
     fn finish(&mut self) -> io::Result<()>;
+}
+
+/// Every file's placement and the fragments in a block, for
+/// `crate::aging::score`.
+#[derive(Debug, Clone)]
+pub struct Placements {
+    /// One entry per file.
+    pub files: Vec<fslab::ffs::FilePlacement>,
+    /// Fragments per block (tells a tail from a block).
+    pub frags_per_block: u32,
 }
 
 /// Counters at one moment, for a phase's share.
@@ -349,6 +369,19 @@ impl Target {
     /// `stat`: the size, or `None` for no such file.
     pub fn stat(&mut self, path: &str) -> io::Result<Option<u64>> {
         self.name_op(path, false, |b| b.stat(path))
+    }
+
+    /// `ftruncate`.
+    pub fn truncate(&mut self, fd: Fd, size: u64) -> io::Result<()> {
+        self.charge(self.cpu().syscall_ns());
+        let result = self.backend.truncate(fd, size);
+        self.after()?;
+        result
+    }
+
+    /// Where every file's blocks lie (FFS), or `None`; not timed.
+    pub fn placements(&mut self) -> Option<io::Result<Placements>> {
+        self.backend.placements()
     }
 
     /// `close`.

@@ -177,13 +177,29 @@ impl LeakScan {
 
 /// Collects an inode's pointers as `bmap::walk` finds them, reading its
 /// indirect blocks as the cache holds them (sealed here, since a dirty
-/// one is sealed only when written).
-struct Pointers<'a> {
+/// one is sealed only when written). Also the walk of `placement`.
+pub(super) struct Pointers<'a> {
     fs: &'a mut Ffs,
     ino: Ino,
     last: Lbn,
     found: Vec<(Lbn, Daddr)>,
     failed: Option<Error>,
+}
+
+impl<'a> Pointers<'a> {
+    /// A walk of inode `ino`'s pointers.
+    pub(super) fn new(fs: &'a mut Ffs, ino: Ino) -> Pointers<'a> {
+        Pointers { fs, ino, last: 0, found: Vec::new(), failed: None }
+    }
+
+    /// The pointers found, or the first indirect block that could not be
+    /// read.
+    pub(super) fn finish(self) -> Result<Vec<(Lbn, Daddr)>> {
+        match self.failed {
+            Some(e) => Err(e),
+            None => Ok(self.found),
+        }
+    }
 }
 
 impl Visitor for Pointers<'_> {
@@ -290,12 +306,9 @@ impl Ffs {
     fn scan_inode(&mut self, scan: &mut LeakScan, ino: Ino) -> Result<u64> {
         let inode = *self.cached_inode(ino)?;
         let tree = self.tree;
-        let mut walk = Pointers { fs: self, ino, last: 0, found: Vec::new(), failed: None };
+        let mut walk = Pointers::new(self, ino);
         bmap::walk(&tree, &inode, &mut walk);
-        let Pointers { found, failed, .. } = walk;
-        if let Some(e) = failed {
-            return Err(e);
-        }
+        let found = walk.finish()?;
         let geo = self.sb.geometry;
         let mut holds = 0;
         for &(lbn, addr) in &found {
@@ -338,7 +351,7 @@ impl Ffs {
     /// The fragments pointer `lbn` of `inode` holds: a tail's (the last
     /// direct block, partly covered by the size, with nothing after it),
     /// else a whole block.
-    fn frags_at(&self, inode: &Inode, lbn: Lbn, pointers: &[(Lbn, Daddr)]) -> u64 {
+    pub(super) fn frags_at(&self, inode: &Inode, lbn: Lbn, pointers: &[(Lbn, Daddr)]) -> u64 {
         let fpb = self.frags_per_block();
         let bs = self.block_size() as u64;
         let size = inode.attr.size;

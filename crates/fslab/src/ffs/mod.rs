@@ -19,7 +19,8 @@
 //!   frees what a crash left leaked on a soft-updates image), [`journal`]
 //!   (the journal's log format and replay), [`log_device`] (a log on a
 //!   device of its own, paired with the file system's), `storage` (the
-//!   `StorageManager` implementation).
+//!   `StorageManager` implementation), [`placement`] (where every file's
+//!   blocks lie, read-only, for the aging lab's layout score).
 //!
 //! Below it are only `format` (codec, inode size, block-pointer
 //! arithmetic) and `disk`. Disk addresses are fragment numbers ([`Frag`]);
@@ -41,6 +42,7 @@ mod leaks;
 pub mod log_device;
 pub mod mkfs;
 mod orphans;
+pub mod placement;
 mod storage;
 
 pub use crate::cache::WriteMode;
@@ -52,6 +54,7 @@ pub use layout::{
 };
 pub use leaks::{LeakReport, LeakScanState};
 pub use mkfs::{dump, mkfs, mkfs_with_log, plan, plan_with_log, MkfsOptions};
+pub use placement::{FilePlacement, PlacedBlock};
 
 /// An FFS disk address: a fragment number counted from byte 0 of the
 /// device. 0 is the primary superblock, so it also means "no block".

@@ -1,0 +1,20 @@
+//! Aging: a file system as it lives for years (the 1997 paper, Smith and
+//! Seltzer, "File System Aging"), replayed from a seed or a trace, and the
+//! layout score it is judged by.
+//!
+//! * [`ops`] — the operations of a stream and their simulated times.
+//! * [`generate`] — the seeded stream, calibrated to the paper's
+//!   aggregates (§3.1, §3.2).
+//! * [`trace`] — the stream as versioned text (`docs/FORMAT.md`, "Aging
+//!   trace").
+//! * [`score`] — the layout score of an FFS image (§3.3).
+//! * [`report`] — the day lines and the results file.
+//! * [`run`] — replaying a stream on a [`crate::target::Target`], a day at
+//!   a time, with the day's utilisation and score.
+
+pub mod generate;
+pub mod ops;
+pub mod report;
+pub mod run;
+pub mod score;
+pub mod trace;

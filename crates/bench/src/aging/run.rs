@@ -1,0 +1,350 @@
+//! Replaying an aging stream on a [`Target`], a simulated day at a time.
+//!
+//! * Writes go through the ordinary write path (`pwrite`, a 64 KiB
+//!   pattern at a time), never preallocation: only then does the
+//!   allocator see the blocks as a writer hands them over
+//!   (`integrity_and_aging.md` §3.4 item 2).
+//! * On virtual time the clock is moved to each operation's simulated
+//!   time before it runs, so the tick (syncs, soft updates' deferred
+//!   frees) sees the stream's idle gaps, nights included (§3.4 item 4).
+//!   On a mounted directory the host's time runs and the times are not
+//!   kept.
+//! * ENOSPC never ends a run: the runner backs off, unlinking the largest
+//!   files it knows of (largest first, ties by name) until the write goes
+//!   through, and tells the stream to forget them (a recorded trace has
+//!   those unlinks just before the operation that needed them). Later operations that
+//!   name a file gone this way, or a directory the stream expected and
+//!   cannot have, are skipped and counted.
+//! * At the end of every simulated day: utilisation, and where the target
+//!   places blocks (FFS), the layout score (`score`).
+
+use super::ops::{Op, TimedOp};
+use super::score::{self, LayoutScore};
+use super::trace::{self, TraceReader};
+use crate::target::{is_no_space, Fd, Target};
+use disk::VirtualClock;
+use std::collections::{HashMap, HashSet};
+use std::io::{self, BufRead, Write};
+
+/// Bytes handed to one `pwrite`.
+const WRITE_CHUNK: usize = 64 << 10;
+/// Files a back-off unlinks at most before it gives up on the write.
+const MAX_BACKOFF_UNLINKS: u64 = 256;
+
+/// Where the operations come from.
+pub trait OpSource {
+    /// The next operation, `Ok(None)` at the end.
+    fn next_op(&mut self) -> Result<Option<TimedOp>, String>;
+    /// The runner unlinked `path` to make room.
+    fn forget(&mut self, _path: &str) {}
+}
+
+impl OpSource for super::generate::Generator {
+    fn next_op(&mut self) -> Result<Option<TimedOp>, String> {
+        Ok(super::generate::Generator::next_op(self))
+    }
+    fn forget(&mut self, path: &str) {
+        super::generate::Generator::forget(self, path);
+    }
+}
+
+impl<R: BufRead> OpSource for TraceReader<R> {
+    fn next_op(&mut self) -> Result<Option<TimedOp>, String> {
+        TraceReader::next_op(self).map_err(|e| format!("trace: {e}"))
+    }
+}
+
+/// One simulated day's result.
+#[derive(Debug, Clone)]
+pub struct DayReport {
+    /// The day (0 is the first).
+    pub day: u64,
+    /// Operations of the stream that day, skipped ones included (back-off
+    /// unlinks are counted apart).
+    pub ops: u64,
+    /// Bytes written that day.
+    pub bytes_written: u64,
+    /// Share of the file system in use at the end of the day, 0 to 1.
+    pub utilisation: f64,
+    /// Files the runner knows to exist at the end of the day.
+    pub live_files: u64,
+    /// Operations skipped that day (their file gone by a back-off, or
+    /// otherwise missing or already there).
+    pub skipped: u64,
+    /// Files unlinked that day to make room.
+    pub backoff_unlinks: u64,
+    /// The layout score at the end of the day, where the target has one.
+    pub score: Option<LayoutScore>,
+}
+
+/// What a run does besides running.
+pub struct RunOptions<'a> {
+    /// Stop after this many operations of the stream.
+    pub max_ops: Option<u64>,
+    /// The virtual clock to move to each operation's time (a target on
+    /// virtual time), or `None` (wall time).
+    pub clock: Option<&'a VirtualClock>,
+    /// Where to record the stream as run (a trace), header written.
+    pub record: Option<&'a mut dyn Write>,
+    /// Called after every operation with the count so far (progress).
+    pub on_op: &'a mut dyn FnMut(u64, u64),
+    /// Called at the end of every day.
+    pub on_day: &'a mut dyn FnMut(&DayReport),
+}
+
+/// The whole run.
+#[derive(Debug, Clone, Default)]
+pub struct Summary {
+    /// Each day's report.
+    pub days: Vec<DayReport>,
+    /// Operations of the stream run.
+    pub ops: u64,
+    /// Bytes written.
+    pub bytes_written: u64,
+}
+
+/// The runner's state.
+struct Runner<'a, 'b> {
+    target: &'a mut Target,
+    source: &'a mut dyn OpSource,
+    options: RunOptions<'b>,
+    /// Sizes of the files the runner made, by path.
+    files: HashMap<String, u64>,
+    /// Paths unlinked by a back-off.
+    gone: HashSet<String>,
+    day: DayReport,
+    summary: Summary,
+    start_ns: u64,
+    pattern: Vec<u8>,
+}
+
+/// Runs `source` on `target` to its end (or `options.max_ops`).
+pub fn run(target: &mut Target, source: &mut dyn OpSource, options: RunOptions<'_>) -> io::Result<Summary> {
+    let start_ns = options.clock.map_or(0, |c| c.now());
+    let mut runner = Runner {
+        target,
+        source,
+        options,
+        files: HashMap::new(),
+        gone: HashSet::new(),
+        day: empty_day(0),
+        summary: Summary::default(),
+        start_ns,
+        pattern: (0..WRITE_CHUNK).map(|i| (i % 251) as u8).collect(),
+    };
+    runner.run()?;
+    Ok(runner.summary)
+}
+
+fn empty_day(day: u64) -> DayReport {
+    DayReport {
+        day,
+        ops: 0,
+        bytes_written: 0,
+        utilisation: 0.0,
+        live_files: 0,
+        skipped: 0,
+        backoff_unlinks: 0,
+        score: None,
+    }
+}
+
+fn missing(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::ENOENT) | Some(libc::EEXIST) | Some(libc::ENOTDIR) | Some(libc::ENOTEMPTY)
+    )
+}
+
+impl Runner<'_, '_> {
+    fn run(&mut self) -> io::Result<()> {
+        let mut any = false;
+        loop {
+            if self.options.max_ops.is_some_and(|max| self.summary.ops >= max) {
+                break;
+            }
+            let Some(op) = self.source.next_op().map_err(io::Error::other)? else { break };
+            if any && op.day() != self.day.day {
+                self.end_day()?;
+                self.day = empty_day(op.day());
+            }
+            any = true;
+            self.day.day = op.day();
+            if let Some(clock) = self.options.clock {
+                clock.advance_to(self.start_ns + op.time.saturating_mul(1_000_000_000));
+            }
+            self.apply(&op)?;
+            self.summary.ops += 1;
+            self.day.ops += 1;
+            (self.options.on_op)(self.summary.ops, self.day.day);
+        }
+        if any {
+            self.end_day()?;
+        }
+        Ok(())
+    }
+
+    fn record(&mut self, op: &TimedOp) -> io::Result<()> {
+        match self.options.record.as_mut() {
+            Some(w) => trace::write_op(*w, op),
+            None => Ok(()),
+        }
+    }
+
+    fn end_day(&mut self) -> io::Result<()> {
+        self.day.utilisation = self.target.usage()?.utilization();
+        self.day.live_files = self.files.len() as u64;
+        self.day.score = match self.target.placements() {
+            Some(p) => {
+                let p = p?;
+                Some(score::score(&p.files, p.frags_per_block))
+            }
+            None => None,
+        };
+        (self.options.on_day)(&self.day);
+        self.summary.days.push(self.day.clone());
+        Ok(())
+    }
+
+    /// Runs one operation; a file the stream names that a back-off
+    /// removed, or that is missing, skips it.
+    fn apply(&mut self, op: &TimedOp) -> io::Result<()> {
+        let names_gone = |p: &String| self.gone.contains(p);
+        let skip = match &op.op {
+            Op::Create { path, .. } => {
+                self.gone.remove(path);
+                false
+            }
+            Op::Mkdir { .. } => false,
+            Op::Append { path, .. } | Op::Overwrite { path, .. } | Op::Truncate { path, .. } => {
+                names_gone(path)
+            }
+            Op::Unlink { path } => names_gone(path),
+            Op::Rename { from, .. } => names_gone(from),
+        };
+        if skip {
+            if let Op::Rename { from, to } = &op.op {
+                // What the stream calls `to` now is gone as well.
+                self.gone.remove(from);
+                self.gone.insert(to.clone());
+            }
+            self.day.skipped += 1;
+            return Ok(());
+        }
+        // Recorded after it ran, so that a back-off's unlinks come
+        // before the operation that needed them.
+        match self.apply_op(op) {
+            Ok(()) => self.record(op),
+            Err(e) if missing(&e) => {
+                self.day.skipped += 1;
+                self.record(op)
+            }
+            Err(e) => Err(io::Error::new(e.kind(), format!("at time {} ({}): {e}", op.time, op))),
+        }
+    }
+
+    fn apply_op(&mut self, op: &TimedOp) -> io::Result<()> {
+        match &op.op {
+            Op::Mkdir { path } => self.with_room(op, path, |t| t.mkdir(path)),
+            Op::Create { path, size } => {
+                let fd = self.with_room(op, path, |t| t.create(path))?;
+                self.files.insert(path.clone(), 0);
+                self.write_closing(op, path, fd, 0, *size)
+            }
+            Op::Append { path, bytes } => {
+                let at = self.target.stat(path)?.ok_or_else(|| io::Error::from_raw_os_error(libc::ENOENT))?;
+                let fd = self.target.open(path)?;
+                self.write_closing(op, path, fd, at, *bytes)
+            }
+            Op::Overwrite { path, size } => {
+                let fd = self.target.open(path)?;
+                self.target.truncate(fd, 0)?;
+                self.files.insert(path.clone(), 0);
+                self.write_closing(op, path, fd, 0, *size)
+            }
+            Op::Truncate { path, size } => {
+                let fd = self.target.open(path)?;
+                let result = self.target.truncate(fd, *size);
+                self.target.close(fd)?;
+                result?;
+                self.files.insert(path.clone(), *size);
+                Ok(())
+            }
+            Op::Unlink { path } => {
+                self.target.unlink(path)?;
+                self.files.remove(path);
+                Ok(())
+            }
+            Op::Rename { from, to } => {
+                self.target.rename(from, to)?;
+                let size = self.files.remove(from).unwrap_or(0);
+                self.files.insert(to.clone(), size);
+                Ok(())
+            }
+        }
+    }
+
+    /// Writes `len` bytes at `at` through `fd`, then closes it.
+    fn write_closing(&mut self, op: &TimedOp, path: &str, fd: Fd, at: u64, len: u64) -> io::Result<()> {
+        let result = self.write(op, path, fd, at, len);
+        let closed = self.target.close(fd);
+        result.and(closed)
+    }
+
+    fn write(&mut self, op: &TimedOp, path: &str, fd: Fd, at: u64, len: u64) -> io::Result<()> {
+        let mut done = 0;
+        while done < len {
+            let n = (len - done).min(WRITE_CHUNK as u64) as usize;
+            let pattern = std::mem::take(&mut self.pattern);
+            let offset = at + done;
+            let result = self.with_room(op, path, |t| t.write(fd, offset, &pattern[..n]));
+            self.pattern = pattern;
+            match result {
+                Ok(()) => {}
+                // No file left to unlink: the file keeps what it got.
+                Err(e) if is_no_space(&e) => break,
+                Err(e) => return Err(e),
+            }
+            done += n as u64;
+            self.day.bytes_written += n as u64;
+            self.summary.bytes_written += n as u64;
+            if let Some(size) = self.files.get_mut(path) {
+                *size = (*size).max(offset + n as u64);
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs `call`; on ENOSPC unlinks the largest other file and tries
+    /// again, until it goes through or nothing is left to unlink.
+    fn with_room<T>(
+        &mut self,
+        op: &TimedOp,
+        keep: &str,
+        mut call: impl FnMut(&mut Target) -> io::Result<T>,
+    ) -> io::Result<T> {
+        let mut unlinked = 0;
+        loop {
+            match call(self.target) {
+                Err(e) if is_no_space(&e) && unlinked < MAX_BACKOFF_UNLINKS => {
+                    let victim = self
+                        .files
+                        .iter()
+                        .filter(|(p, _)| p.as_str() != keep)
+                        .max_by(|a, b| a.1.cmp(b.1).then_with(|| b.0.cmp(a.0)))
+                        .map(|(p, _)| p.clone());
+                    let Some(victim) = victim else { return Err(e) };
+                    self.target.unlink(&victim).or_else(|e| if missing(&e) { Ok(()) } else { Err(e) })?;
+                    self.files.remove(&victim);
+                    self.source.forget(&victim);
+                    let unlink = TimedOp { time: op.time, op: Op::Unlink { path: victim.clone() } };
+                    self.record(&unlink)?;
+                    self.gone.insert(victim);
+                    self.day.backoff_unlinks += 1;
+                    unlinked += 1;
+                }
+                other => return other,
+            }
+        }
+    }
+}

@@ -1,0 +1,237 @@
+//! `fslab layout` and `fslab age` on image files: exact scores of files
+//! placed on purpose, refusals of what is not FFS, and a small aging run.
+
+mod common;
+
+use common::{fslab_run, mkfs};
+use disk::{BlockDevice, FileDisk};
+use fslab::ffs::{Ffs, MountOptions};
+use fslab::format::inode::kind;
+use fslab::format::ROOT_INO;
+use fslab::time::TimeSource;
+use fslab::ufs::{Creds, FileSystem};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+const T: Duration = Duration::from_secs(60);
+const BLOCK: usize = 8192;
+
+/// On a fresh FFS image: a file of six blocks and a 3000-byte tail written
+/// alone (one run: 6 of 6), and two files of six blocks written a block at
+/// a time in turn (interleaved: 0 of 5 each).
+fn write_placed_files(image: &Path) {
+    let dev: Arc<dyn BlockDevice> = Arc::new(FileDisk::open(image).expect("open"));
+    let mut fs =
+        FileSystem::new(Ffs::mount(dev, MountOptions::deterministic(TimeSource::wall())).expect("mount"));
+    let creds = Creds { uid: 0, gid: 0 };
+    let create = |fs: &mut FileSystem<Ffs>, name: &str| {
+        fs.mknod(ROOT_INO, name.as_bytes(), kind::REG | 0o644, 0, creds).expect("create").ino
+    };
+    let alone = create(&mut fs, "alone");
+    fs.write(alone, 0, &vec![1u8; 6 * BLOCK + 3000]).expect("write");
+    let (a, b) = (create(&mut fs, "a"), create(&mut fs, "b"));
+    for i in 0..6u64 {
+        for ino in [a, b] {
+            fs.write(ino, i * BLOCK as u64, &vec![2u8; BLOCK]).expect("write");
+        }
+    }
+    fs.unmount().expect("unmount");
+}
+
+#[test]
+fn layout_prints_the_exact_score_of_files_placed_on_purpose() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let image = dir.path().join("ffs.img");
+    mkfs(&image, "64M", &["--layout", "ffs"]);
+    write_placed_files(&image);
+    let r = fslab_run(&[os("layout"), image.as_os_str()], T);
+    assert!(r.success(), "{}", r.describe());
+    let lines: Vec<&str> = r.stdout.lines().collect();
+    assert!(lines.contains(&"regular files   3"), "{}", r.stdout);
+    // 6 optimal of 6 + 5 + 5 counted; without the tail, 5 of 15.
+    assert!(lines.contains(&"data+tail        0.3750             6/16  3"), "{}", r.stdout);
+    assert!(lines.contains(&"data             0.3333             5/15  3"), "{}", r.stdout);
+    assert!(lines.contains(&"  <=64K    0.3750             6/16  3"), "{}", r.stdout);
+}
+
+fn os(s: &str) -> &std::ffi::OsStr {
+    std::ffi::OsStr::new(s)
+}
+
+#[test]
+fn layout_refuses_lfs_an_unclean_image_and_what_is_no_file_system() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lfs = dir.path().join("lfs.img");
+    mkfs(&lfs, "64M", &[]);
+    let r = fslab_run(&[os("layout"), lfs.as_os_str()], T);
+    assert!(!r.success(), "{}", r.describe());
+    assert!(
+        r.stderr.contains("an LFS image: the layout score is defined on FFS's placement"),
+        "{}",
+        r.describe()
+    );
+    let unclean = dir.path().join("unclean.img");
+    mkfs(&unclean, "16M", &["--layout", "ffs"]);
+    let dev: Arc<dyn BlockDevice> = Arc::new(FileDisk::open(&unclean).expect("open"));
+    // Mounted and never unmounted: the image stays marked in use.
+    std::mem::forget(Ffs::mount(dev, MountOptions::deterministic(TimeSource::wall())).expect("mount"));
+    let r = fslab_run(&[os("layout"), unclean.as_os_str()], T);
+    assert!(!r.success() && r.stderr.contains("not unmounted cleanly"), "{}", r.describe());
+    let junk = dir.path().join("junk");
+    std::fs::write(&junk, vec![7u8; 1 << 20]).expect("write");
+    let r = fslab_run(&[os("layout"), junk.as_os_str()], T);
+    assert!(!r.success() && r.stderr.contains("not an fslab file system image"), "{}", r.describe());
+}
+
+fn results(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).expect("results file")).expect("JSON")
+}
+
+fn ffs_image(dir: &Path, name: &str, size: &str) -> std::path::PathBuf {
+    let image = dir.join(name);
+    mkfs(&image, size, &["--layout", "ffs"]);
+    image
+}
+
+/// A short run: a line per day with a score, a results file with every
+/// day; its recorded trace replayed on a fresh image gives the same days
+/// (the library on virtual time is deterministic).
+#[test]
+fn age_runs_days_and_a_recorded_trace_replays_to_the_same_results() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (a, b) = (ffs_image(dir.path(), "a.img", "32M"), ffs_image(dir.path(), "b.img", "32M"));
+    let (trace, ra, rb) = (dir.path().join("t.trace"), dir.path().join("a.json"), dir.path().join("b.json"));
+    let r = fslab_run(
+        &[
+            os("age"),
+            a.as_os_str(),
+            os("--days"),
+            os("4"),
+            os("--write-factor"),
+            os("3"),
+            os("--seed"),
+            os("5"),
+            os("--record"),
+            trace.as_os_str(),
+            os("--results"),
+            ra.as_os_str(),
+        ],
+        T,
+    );
+    assert!(r.success(), "{}", r.describe());
+    assert!(r.stdout.contains("data+tail data+tail+ind"), "{}", r.stdout);
+    let first = results(&ra);
+    assert_eq!(first["format"], "fslab-age-results");
+    let days = first["days"].as_array().expect("days");
+    assert_eq!(days.len(), 4, "{first}");
+    for d in days {
+        let s = d["score"]["data+tail"].as_f64().expect("a score each day");
+        assert!((0.0..=1.0).contains(&s), "{d}");
+    }
+    assert!(first["final_by_size"].as_array().is_some_and(|b| b.len() == 11));
+    let text = std::fs::read_to_string(&trace).expect("trace");
+    assert!(text.starts_with("fslab-age-trace 1\n# generator 1 seed=5 "), "{}", &text[..100]);
+
+    let r = fslab_run(
+        &[os("age"), b.as_os_str(), os("--trace"), trace.as_os_str(), os("--results"), rb.as_os_str()],
+        T,
+    );
+    assert!(r.success(), "{}", r.describe());
+    assert_eq!(results(&rb)["days"], first["days"]);
+}
+
+/// Files larger than the file system can hold: each create that runs out
+/// of space unlinks the largest earlier file and goes on; the run ends
+/// well, and the recorded trace has each unlink before the create that
+/// needed it.
+#[test]
+fn age_backs_off_on_enospc_and_never_aborts() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let image = ffs_image(dir.path(), "small.img", "16M");
+    let (trace, record, json) = (dir.path().join("in"), dir.path().join("out"), dir.path().join("r.json"));
+    let mut text = String::from("fslab-age-trace 1\n0 mkdir d\n");
+    for i in 0..6 {
+        text.push_str(&format!("{} create d/f{i} {}\n", 10 + i, 5 << 20));
+    }
+    text.push_str("100 append d/f0 10\n200 unlink d/f5\n");
+    std::fs::write(&trace, text).expect("trace");
+    let r = fslab_run(
+        &[
+            os("age"),
+            image.as_os_str(),
+            os("--trace"),
+            trace.as_os_str(),
+            os("--record"),
+            record.as_os_str(),
+            os("--results"),
+            json.as_os_str(),
+        ],
+        T,
+    );
+    assert!(r.success(), "{}", r.describe());
+    let day = &results(&json)["days"][0];
+    let backoff = day["backoff_unlinks"].as_u64().expect("count");
+    assert!(backoff >= 3, "{day}");
+    assert_eq!(day["skipped"].as_u64(), Some(1), "the append to f0, gone: {day}");
+    let recorded = std::fs::read_to_string(&record).expect("record");
+    let lines: Vec<&str> = recorded.lines().collect();
+    let unlink_f0 = lines.iter().position(|l| l.ends_with("unlink d/f0")).expect("f0 unlinked to make room");
+    assert!(lines[unlink_f0 + 1..].iter().any(|l| l.contains(" create d/f")), "{recorded}");
+    assert!(!recorded.contains("append d/f0"), "a skipped operation is not recorded: {recorded}");
+}
+
+#[test]
+fn age_names_the_line_of_a_malformed_trace_and_refuses_lfs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let image = ffs_image(dir.path(), "a.img", "16M");
+    let trace = dir.path().join("bad");
+    std::fs::write(&trace, "fslab-age-trace 1\n0 mkdir d\n1 create d/x\n").expect("trace");
+    let r = fslab_run(
+        &[
+            os("age"),
+            image.as_os_str(),
+            os("--trace"),
+            trace.as_os_str(),
+            os("--results"),
+            dir.path().join("r").as_os_str(),
+        ],
+        T,
+    );
+    assert!(!r.success(), "{}", r.describe());
+    assert!(r.stderr.contains("trace: line 3: missing size"), "{}", r.describe());
+    let lfs = dir.path().join("lfs.img");
+    mkfs(&lfs, "64M", &[]);
+    let r = fslab_run(&[os("age"), lfs.as_os_str(), os("--ops"), os("10")], T);
+    assert!(!r.success() && r.stderr.contains("an LFS image"), "{}", r.describe());
+}
+
+/// A directory is aged through ordinary file calls; its files stay; no
+/// score is claimed.
+#[test]
+fn age_on_a_directory_reports_no_score_and_keeps_the_files() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let target = dir.path().join("aged");
+    std::fs::create_dir(&target).expect("mkdir");
+    let json = dir.path().join("r.json");
+    let r = fslab_run(
+        &[
+            os("age"),
+            target.as_os_str(),
+            os("--days"),
+            os("2"),
+            os("--ops"),
+            os("300"),
+            os("--results"),
+            json.as_os_str(),
+        ],
+        T,
+    );
+    assert!(r.success(), "{}", r.describe());
+    assert!(r.stdout.contains("layout score: not available"), "{}", r.stdout);
+    assert!(r.stdout.contains("n/a"), "{}", r.stdout);
+    let out = results(&json);
+    assert_eq!(out["ops"].as_u64(), Some(300));
+    assert!(out["days"][0]["score"].is_null());
+    assert!(std::fs::read_dir(target.join("d0")).is_ok(), "the aged tree stays");
+}
