@@ -543,7 +543,10 @@ pub const CLAIMS: &[Claim] = &[
         source: "1997 Fig. 2, Table 2, Fig. 4",
         criterion: "Final layout score: realloc >= 0.88, original <= 0.80; hot-file read gain 20-40%, write gain 10-30%",
         checks: &[],
-        not_yet: Some("needs an aging replay (the 1997 paper's ten months of operations), not in the lab yet"),
+        not_yet: Some(
+            "needs realloc in fslab's FFS; the aging replay exists (`fslab age`, `fslab layout`: docs/lab/aging.md) \
+             but is not yet a lab experiment",
+        ),
     },
     Claim {
         number: 6,
@@ -1108,7 +1111,10 @@ pub const CLAIMS: &[Claim] = &[
         source: "2002 Table 1, 2, Fig. 10",
         criterion: "SU is the largest coefficient, dirpref second, vmiodir small; DP:SU positive",
         checks: &[],
-        not_yet: Some("needs soft updates and dirpref switches and a build workload, not in fslab or the lab yet"),
+        not_yet: Some(
+            "needs a source-tree build workload in the lab; fslab has the switches (soft updates: \
+             `-o integrity=softdep`; dirpref: `mkfs --dirpref old|new`; dirhash: `-o dirhash`)",
+        ),
     },
     Claim {
         number: 12,
