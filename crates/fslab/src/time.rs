@@ -7,9 +7,13 @@
 //! given a [`TimeSource`]: the host's monotonic clock by default, or a
 //! `disk::VirtualClock` shared with the simulated disk under it.
 //!
-//! Only elapsed time comes from here. Timestamps stored in inodes stay the
-//! host's calendar time (`format::now_ns`): they are data, not decisions.
+//! Timestamps stored in inodes come from here too
+//! ([`TimeSource::calendar_ns`]): the host's calendar time on the host's
+//! clock, and on a virtual clock a fixed date plus the time simulated, so
+//! that a run on a simulated disk writes the same bytes every time (a
+//! journal's records, the diff of each changed block, hold them).
 
+use crate::format::{now_ns, TimeNs};
 use disk::VirtualClock;
 use std::fmt;
 use std::sync::Arc;
@@ -22,6 +26,10 @@ pub trait Clock: Send + Sync + std::panic::RefUnwindSafe {
     /// decreases.
     fn now_ns(&self) -> u64;
 }
+
+/// When a simulated run's time begins, for its timestamps:
+/// 2000-01-01T00:00:00Z, the year of the last paper the lab reproduces.
+pub const VIRTUAL_EPOCH_NS: TimeNs = 946_684_800 * 1_000_000_000;
 
 /// The host's monotonic clock, counted from when it was made.
 #[derive(Debug)]
@@ -80,6 +88,17 @@ impl TimeSource {
     /// Time since the clock's origin.
     pub fn now(&self) -> Duration {
         Duration::from_nanos(self.clock.now_ns())
+    }
+
+    /// The calendar time for timestamps, in nanoseconds since the Unix
+    /// epoch: the host's, or on a virtual clock [`VIRTUAL_EPOCH_NS`] plus
+    /// the time simulated.
+    pub fn calendar_ns(&self) -> TimeNs {
+        if self.is_virtual {
+            VIRTUAL_EPOCH_NS.saturating_add(i64::try_from(self.clock.now_ns()).unwrap_or(i64::MAX))
+        } else {
+            now_ns()
+        }
     }
 
     /// Whether this is simulated time.

@@ -17,7 +17,7 @@ use crate::cache::{
 };
 use crate::error::errno;
 use crate::format::blockno::{is_indirect, Geometry};
-use crate::format::{now_ns, Daddr, Ino, Lbn};
+use crate::format::{Daddr, Ino, Lbn};
 use crate::storage::TxLog;
 use crate::time::TimeSource;
 use crate::Result;
@@ -428,7 +428,7 @@ impl Ffs {
     pub(super) fn store_superblock(&mut self) {
         self.sb.totals = self.alloc.totals();
         self.sb.policy = *self.alloc.policy();
-        self.sb.time = now_ns();
+        self.sb.time = self.options.clock.calendar_ns();
         let mut block = AlignedBytes::zeroed(self.block_size());
         let bytes = self.sb.encode();
         debug_assert_eq!(bytes.len(), SUPERBLOCK_BYTES);
@@ -501,7 +501,7 @@ impl Ffs {
     /// (`FreeWhen::Committed`): only the allocator waits for it.
     pub(super) fn store_groups(&mut self) -> (Vec<u32>, Vec<Placement>) {
         let geo = self.sb.geometry;
-        let now = now_ns();
+        let now = self.options.clock.calendar_ns();
         let bs = self.block_size();
         let mut placements = Vec::new();
         let changed = self.alloc.take_changed();

@@ -76,6 +76,10 @@ impl StorageManager for Ffs {
         self.sb.geometry.block_size
     }
 
+    fn now(&self) -> crate::format::TimeNs {
+        self.options.clock.calendar_ns()
+    }
+
     fn max_file_size(&self) -> u64 {
         self.tree.max_blocks().saturating_mul(self.block_size() as u64).min(i64::MAX as u64)
     }

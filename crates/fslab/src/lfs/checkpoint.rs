@@ -10,7 +10,6 @@ use super::layout::{
     Checkpoint, HeadPosition, SB_CLEAN, SB_DAMAGED, SEGUSE_CLEAN, SEGUSE_DIRTY, SEGUSE_SUPERBLOCK,
 };
 use super::Lfs;
-use crate::format::now_ns;
 use crate::Result;
 use std::time::Duration;
 
@@ -68,7 +67,7 @@ impl Lfs {
         self.io.barrier()?;
         let mut checkpoint = Checkpoint {
             serial: self.sb.checkpoint.serial + 1,
-            time: now_ns(),
+            time: self.options.clock.calendar_ns(),
             ifile_daddr: self.ifile_daddr,
             flags: if clean { SB_CLEAN } else { 0 } | (self.sb.checkpoint.flags & SB_DAMAGED),
             write_clock: self.clean.write_clock(),

@@ -32,7 +32,7 @@ use crate::cache::block_of;
 use crate::error::errno;
 use crate::format::blockno::{check_indirect, is_indirect};
 use crate::format::inode::{Inode, INODE_SIZE};
-use crate::format::{now_ns, Daddr, Ino, Lbn, TimeNs, IFILE_INO};
+use crate::format::{Daddr, Ino, Lbn, TimeNs, IFILE_INO};
 use crate::Result;
 use disk::AlignedBytes;
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -457,13 +457,14 @@ impl CleanState {
         }
     }
 
-    /// Notes that the log moved into a new segment.
-    pub(super) fn entered_segment(&mut self) {
+    /// Notes that the log moved into a new segment at `now` (the mount's
+    /// calendar time, the clock modification times are stamped by).
+    pub(super) fn entered_segment(&mut self, now: TimeNs) {
         self.history.push_back(self.counters);
         if self.history.len() > RECENT_SEGMENTS {
             self.history.pop_front();
         }
-        self.write_times.push_back((now_ns(), self.write_clock()));
+        self.write_times.push_back((now, self.write_clock()));
         if self.write_times.len() > WRITE_TIME_SAMPLES {
             self.write_times.pop_front();
         }
@@ -474,10 +475,11 @@ impl CleanState {
         self.clock_base.saturating_add(self.counters.user_bytes_written as i64)
     }
 
-    /// What the write clock read at `time` (ns), as far as this mount
-    /// knows: `None` for a time before the oldest sample kept.
-    pub(super) fn clock_at(&self, time: TimeNs) -> Option<WriteClock> {
-        if time >= now_ns() {
+    /// What the write clock read at `time` (ns, on the mount's calendar;
+    /// `now` is that calendar's present), as far as this mount knows:
+    /// `None` for a time before the oldest sample kept.
+    pub(super) fn clock_at(&self, time: TimeNs, now: TimeNs) -> Option<WriteClock> {
+        if time >= now {
             return Some(self.write_clock());
         }
         self.write_times.iter().rev().find(|&&(t, _)| t <= time).map(|&(_, clock)| clock)

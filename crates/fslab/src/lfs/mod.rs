@@ -409,6 +409,10 @@ impl StorageManager for Lfs {
         self.block_size as u32
     }
 
+    fn now(&self) -> crate::format::TimeNs {
+        self.options.clock.calendar_ns()
+    }
+
     fn max_file_size(&self) -> u64 {
         self.geometry.max_blocks().saturating_mul(self.block_size as u64).min(i64::MAX as u64)
     }

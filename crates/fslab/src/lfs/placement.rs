@@ -212,12 +212,13 @@ impl Lfs {
         // hot data until it grew old.
         let mut plain = Vec::with_capacity(files.len());
         let mut cold = Vec::new();
+        let now = self.options.clock.calendar_ns();
         for ino in files {
             let Some(&mtime) = last_written.get(&ino) else {
                 plain.push(ino);
                 continue;
             };
-            let quiet = self.clean.clock_at(mtime).is_none_or(|c| c < line);
+            let quiet = self.clean.clock_at(mtime, now).is_none_or(|c| c < line);
             let was_quiet = self.separation.long_quiet.get(ino);
             self.separation.long_quiet.set(ino, quiet);
             if quiet || was_quiet {

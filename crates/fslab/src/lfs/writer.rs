@@ -23,7 +23,7 @@ use crate::cache::{block_of, BlockData};
 use crate::error::errno;
 use crate::format::blockno::{is_indirect, seal_indirect};
 use crate::format::inode::INODE_SIZE;
-use crate::format::{now_ns, Daddr, Ino, Lbn, IFILE_INO};
+use crate::format::{Daddr, Ino, Lbn, IFILE_INO};
 use crate::Result;
 use disk::AlignedBytes;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -139,7 +139,7 @@ impl Lfs {
         let offset = self.enter_segment(new)?;
         let next_segment = self.clean_after(new).unwrap_or(new);
         self.log.move_head(HeadPosition { segment: new, offset, next_segment });
-        self.clean.entered_segment();
+        self.clean.entered_segment(self.options.clock.calendar_ns());
         Ok(())
     }
 
@@ -646,7 +646,7 @@ impl Lfs {
         }
         self.place_metas(batch, IFILE_INO, 0)?;
         self.ifile.attr.size = nblocks * self.block_size as u64;
-        self.ifile.attr.mtime = now_ns();
+        self.ifile.attr.mtime = self.options.clock.calendar_ns();
         self.ifile.attr.ctime = self.ifile.attr.mtime;
         let mut block = AlignedBytes::zeroed(self.block_size);
         self.ifile.encode(&mut block)?;

@@ -73,6 +73,12 @@ pub trait StorageManager: Send {
     /// Bytes in a block.
     fn block_size(&self) -> u32;
 
+    /// The time for timestamps, by the mount's clock (the host's calendar
+    /// unless the mount runs on simulated time: `TimeSource::calendar_ns`).
+    fn now(&self) -> crate::format::TimeNs {
+        crate::format::now_ns()
+    }
+
     /// The largest file size this layout can represent, in bytes.
     fn max_file_size(&self) -> u64;
 

@@ -6,7 +6,7 @@
 //! itself. As Linux's `touch_atime`, it cannot fail the read that caused
 //! it: an update that finds no room (ENOSPC) is skipped.
 
-use super::{now, FileSystem};
+use super::FileSystem;
 use crate::format::inode::InodeAttr;
 use crate::format::{Ino, TimeNs};
 use crate::storage::{StorageManager, TxKind};
@@ -75,7 +75,7 @@ impl<S: StorageManager> FileSystem<S> {
             return;
         }
         let Ok(inode) = self.storage.vget(ino) else { return };
-        let now = now();
+        let now = self.storage.now();
         if !needs_update(options.policy, &inode.attr, now) {
             return;
         }

@@ -6,7 +6,7 @@
 //! past a regular file's size reads as zero, so growing a file (truncate up,
 //! a write past the end) never exposes old data.
 
-use super::{now, Ns, Privilege, SetAttr, TimeSet};
+use super::{Ns, Privilege, SetAttr, TimeSet};
 use crate::error::errno;
 use crate::format::inode::{Inode, InodeAttr};
 use crate::format::{Ino, Lbn};
@@ -86,7 +86,7 @@ impl<S: StorageManager> Ns<'_, S> {
 
     pub(super) fn setattr(&mut self, ino: Ino, change: &SetAttr) -> Result<Inode> {
         let mut attr = self.s.vget(ino)?.attr;
-        let now = now();
+        let now = self.s.now();
         if let Some(size) = change.size {
             if attr.is_dir() {
                 return Err(errno(libc::EISDIR, "truncate of a directory"));
@@ -267,7 +267,7 @@ impl<S: StorageManager> Ns<'_, S> {
                 return Err(e);
             }
         }
-        let now = now();
+        let now = self.s.now();
         attr.size = attr.size.max(offset + done as u64);
         attr.mtime = now;
         attr.ctime = now;
@@ -338,7 +338,7 @@ impl<S: StorageManager> Ns<'_, S> {
         for lbn in holes {
             self.s.write_block(ino, lbn as Lbn, 0, &zeros)?;
         }
-        let now = now();
+        let now = self.s.now();
         if !punch && mode & KEEP_SIZE == 0 && end > attr.size {
             attr.size = end;
         }
@@ -518,7 +518,7 @@ impl<S: StorageManager> Ns<'_, S> {
                 return Err(e);
             }
         }
-        let now = now();
+        let now = self.s.now();
         dst_attr.size = dst_attr.size.max(to_offset + done);
         dst_attr.mtime = now;
         dst_attr.ctime = now;

@@ -32,7 +32,7 @@ use std::collections::{HashMap, HashSet};
 
 use crate::error::errno;
 use crate::format::inode::{Inode, InodeAttr};
-use crate::format::{now_ns, Ino, TimeNs, NAME_MAX};
+use crate::format::{Ino, TimeNs, NAME_MAX};
 use crate::storage::{Hint, StatFs, StorageManager, Ticket, TxKind, TxSpec};
 use crate::Result;
 
@@ -312,7 +312,7 @@ impl<S: StorageManager> FileSystem<S> {
     pub fn create_root(&mut self, mode: u32, creds: Creds) -> Result<Inode> {
         use crate::format::dirent::new_dir_block;
         use crate::format::inode::{kind, InodeAttr};
-        use crate::format::{now_ns, ROOT_INO};
+        use crate::format::ROOT_INO;
         let (root, ticket) = crate::storage::transaction(&mut self.storage, TxKind::Create.into(), |s| {
             let inode = s.valloc(ROOT_INO, kind::DIR)?;
             if inode.ino != ROOT_INO {
@@ -323,7 +323,7 @@ impl<S: StorageManager> FileSystem<S> {
             }
             let bs = s.block_size() as usize;
             s.write_block(ROOT_INO, 0, 0, &new_dir_block(bs, ROOT_INO, ROOT_INO))?;
-            let now = now_ns();
+            let now = s.now();
             let attr = InodeAttr {
                 mode: kind::DIR | (mode & 0o7777),
                 nlink: 2,
@@ -689,9 +689,4 @@ impl<S: StorageManager> FileSystem<S> {
         }
         self.storage.unmount()
     }
-}
-
-/// The current time, for timestamps.
-pub(crate) fn now() -> TimeNs {
-    now_ns()
 }

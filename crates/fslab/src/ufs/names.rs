@@ -9,7 +9,7 @@
 //! drops. Each change is reported as a hint after it is made. A failure
 //! after allocation frees the new inode again.
 
-use super::{check_name, is_dot, now, Creds, Ns, LINK_MAX};
+use super::{check_name, is_dot, Creds, Ns, LINK_MAX};
 use crate::error::errno;
 use crate::format::dirent::{dt, dt_from_mode, new_dir_block};
 use crate::format::inode::{kind, Inode, InodeAttr};
@@ -86,7 +86,7 @@ impl<S: StorageManager> Ns<'_, S> {
         if is_dir && p.nlink >= LINK_MAX {
             return Err(errno(libc::EMLINK, "parent has too many subdirectories"));
         }
-        let now = now();
+        let now = self.s.now();
         let mut attr = InodeAttr {
             mode,
             nlink: if is_dir { 2 } else { 1 },
@@ -171,7 +171,7 @@ impl<S: StorageManager> Ns<'_, S> {
         if self.dir_lookup(new_parent, new_name)?.is_some() {
             return Err(errno(libc::EEXIST, "name exists"));
         }
-        let now = now();
+        let now = self.s.now();
         self.add_links(ino, now, 1)?;
         match self.dir_add(new_parent, new_name, ino, dt_from_mode(target.mode)) {
             Ok(offset) => self.s.hint(Hint::EntryAdded { dir: new_parent, offset, ino })?,
@@ -196,7 +196,7 @@ impl<S: StorageManager> Ns<'_, S> {
         }
         self.dir_remove(parent, name)?;
         self.s.hint(Hint::EntryRemoved { dir: parent, offset: slot.offset, ino: slot.ino })?;
-        let now = now();
+        let now = self.s.now();
         let attr = self.add_links(slot.ino, now, -1)?;
         self.touch_dir(parent, now, 0)?;
         if attr.nlink == 0 {
@@ -226,7 +226,7 @@ impl<S: StorageManager> Ns<'_, S> {
         }
         self.dir_remove(parent, name)?;
         self.s.hint(Hint::EntryRemoved { dir: parent, offset: slot.offset, ino: slot.ino })?;
-        let now = now();
+        let now = self.s.now();
         self.modify(slot.ino, |a| {
             a.nlink = 0;
             a.ctime = now;

@@ -10,7 +10,7 @@
 //! that count it (4.4BSD's order, which FFS's synchronous writes follow).
 
 use super::names::dtype_of;
-use super::{check_name, is_dot, now, Ns, RenameFlags, LINK_MAX};
+use super::{check_name, is_dot, Ns, RenameFlags, LINK_MAX};
 use crate::error::{errno, Location};
 use crate::format::dirent::dt;
 use crate::format::TimeNs;
@@ -53,7 +53,7 @@ impl<S: StorageManager> Ns<'_, S> {
         if moves_dir {
             self.check_not_inside(src.ino, new_parent)?;
         }
-        let now = now();
+        let now = self.s.now();
         if flags.exchange {
             let dst = dst.ok_or(errno(libc::ENOENT, "no target to exchange with"))?;
             return self.exchange(parent, name, src.ino, new_parent, new_name, dst.ino, now);

@@ -12,7 +12,7 @@
 //! tail again (FFS shrinks the new last block to its fragments).
 
 use super::file::{remove_privileges, COLLAPSE_RANGE, INSERT_RANGE};
-use super::{now, Ns, Privilege};
+use super::{Ns, Privilege};
 use crate::error::errno;
 use crate::format::Ino;
 use crate::storage::StorageManager;
@@ -86,7 +86,7 @@ impl<S: StorageManager> Ns<'_, S> {
             self.s.update(ino, &attr)?;
             return Err(e);
         }
-        let now = now();
+        let now = self.s.now();
         attr.size = new_size;
         attr.mtime = now;
         attr.ctime = now;

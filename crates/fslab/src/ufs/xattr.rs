@@ -18,7 +18,7 @@
 //! are unique. A block of all zeros (a hole) means "no attributes"; when the
 //! last attribute goes, the block is freed with `free_xattr`.
 
-use super::{now, Ns};
+use super::Ns;
 use crate::error::{errno, Location};
 use crate::format::codec::{crc32c_skipping, Decoder, Encoder};
 use crate::format::Ino;
@@ -139,7 +139,7 @@ impl<S: StorageManager> Ns<'_, S> {
             let block = encode(attrs, self.s.block_size() as usize)?;
             self.s.write_block(ino, XATTR_LBN, 0, &block)?;
         }
-        let now = now();
+        let now = self.s.now();
         self.modify(ino, |a| a.ctime = now)?;
         Ok(())
     }
