@@ -111,21 +111,7 @@ impl<L: Layout> Library<L> {
         let dev = L::mkfs(dev, log, &params).map_err(io_error)?;
         let mut fs = namespace::<L>(L::mount(dev.clone(), &params, &env).map_err(io_error)?, &params);
         fs.create_root(0o755, CREDS).map_err(io_error)?;
-        let mut dirs = HashMap::new();
-        dirs.insert(String::new(), ROOT_INO);
-        Ok(Library {
-            fs: Some(fs),
-            dev,
-            sim,
-            params,
-            env,
-            dirs,
-            open: HashMap::new(),
-            next_fd: 1,
-            checksummed_base: 0,
-            scanned_base: 0,
-            cleaner_base: None,
-        })
+        Ok(Library::serving(fs, dev, sim, params, env))
     }
 
     /// Mounts the file system already on `dev` (made by `fslab mkfs`, with
@@ -137,9 +123,20 @@ impl<L: Layout> Library<L> {
         env: MountEnv,
     ) -> io::Result<Library<L>> {
         let fs = namespace::<L>(L::mount(dev.clone(), &params, &env).map_err(io_error)?, &params);
+        Ok(Library::serving(fs, dev, sim, params, env))
+    }
+
+    /// A target over `fs`, mounted on `dev`, with nothing open yet.
+    fn serving(
+        fs: FileSystem<L>,
+        dev: Arc<dyn BlockDevice>,
+        sim: Option<Arc<SimDisk>>,
+        params: L::Params,
+        env: MountEnv,
+    ) -> Library<L> {
         let mut dirs = HashMap::new();
         dirs.insert(String::new(), ROOT_INO);
-        Ok(Library {
+        Library {
             fs: Some(fs),
             dev,
             sim,
@@ -151,7 +148,7 @@ impl<L: Layout> Library<L> {
             checksummed_base: 0,
             scanned_base: 0,
             cleaner_base: None,
-        })
+        }
     }
 
     fn fs(&mut self) -> io::Result<&mut FileSystem<L>> {

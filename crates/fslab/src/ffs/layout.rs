@@ -807,13 +807,6 @@ mod tests {
         );
         assert_eq!(Superblock::decode(&back.encode(), 0).expect("again"), back);
 
-        let reseal = |at: usize, value: u32| {
-            let mut bytes = sample().encode();
-            Encoder::new(&mut bytes).u32(at, value);
-            let crc = crc32c_skipping(&bytes, SB_CRC);
-            Encoder::new(&mut bytes).u32(SB_CRC, crc);
-            Superblock::decode(&bytes, 0).expect_err("refused").to_string()
-        };
         assert!(reseal(SB_DIRPREF, 2).contains("directory placement 2"));
         assert!(reseal(SB_AVGFILESIZE, 0).contains("average file size"));
         assert!(reseal(SB_AVGFPDIR, 0).contains("files per directory"));
@@ -845,6 +838,16 @@ mod tests {
         assert!(Superblock::decode(&bytes, 0).is_err());
     }
 
+    /// The sample superblock with the u32 at `at` set to `value` and its
+    /// checksum made good again: why it is refused.
+    fn reseal(at: usize, value: u32) -> String {
+        let mut bytes = sample().encode();
+        Encoder::new(&mut bytes).u32(at, value);
+        let crc = crc32c_skipping(&bytes, SB_CRC);
+        Encoder::new(&mut bytes).u32(SB_CRC, crc);
+        Superblock::decode(&bytes, 0).expect_err("refused").to_string()
+    }
+
     #[test]
     fn superblock_round_trips_and_rejects_a_flipped_bit() {
         let sb = sample();
@@ -868,13 +871,6 @@ mod tests {
 
     #[test]
     fn superblock_with_bad_fields_but_a_good_checksum_is_refused() {
-        let reseal = |at: usize, value: u32| {
-            let mut bytes = sample().encode();
-            Encoder::new(&mut bytes).u32(at, value);
-            let crc = crc32c_skipping(&bytes, SB_CRC);
-            Encoder::new(&mut bytes).u32(SB_CRC, crc);
-            Superblock::decode(&bytes, 0).expect_err("refused").to_string()
-        };
         assert!(reseal(20, 3000).contains("fragment size"));
         assert!(reseal(56, 99).contains("data offset"));
         assert!(reseal(108, 2).contains("both"));
