@@ -38,6 +38,9 @@
 //!   the CPU share each phase measured beside the 1995 paper's 64% (LFS
 //!   creates), 73% (LFS deletes) and 5–6% (FFS), so their effect is visible.
 //!
+//! * **SparcStation I** (1995 Table 5, §5's fragmentation study): the
+//!   SparcStation II's speed and copy rate scaled by the clock, 20 MHz
+//!   against 40: 12.5 MIPS, 2.3 MB/s (estimates).
 //! * **Pentium 4, 1.6 GHz** (2002 §4.2): its speed is calibrated so that
 //!   a create costs the 50 µs that 2002 Fig. 2 measured with dirhash (the
 //!   call, two path components and the inode change, 11,000 instructions:
@@ -114,6 +117,20 @@ pub const SPARCSTATION_2: Machine = Machine {
     source: "1995 §4: a 4 KB copy takes 0.9 ms, LFS writes at 115 dirty blocks; 25 MIPS = 10 (Sun 4/260) x 2.5 (Table 2)",
 };
 
+/// The SparcStation I of the 1995 paper's fragmentation study (§5.3,
+/// Table 5: 20 MHz, 32 MB). Its speed and copy rate are the SparcStation
+/// II's scaled by the clock (20 against 40 MHz); its buffer cache the
+/// SparcStation II's (the paper states none for it). Estimates.
+pub const SPARCSTATION_1: Machine = Machine {
+    name: "sparcstation1",
+    mips: 25.0 * 20.0 / 40.0,
+    copy_bytes_per_s: 4096.0 / 0.9e-3 * 20.0 / 40.0,
+    buffers: 4 * 115,
+    charges_directory_scans: false,
+    source:
+        "1995 Table 5: SparcStation I, 20 MHz; the SparcStation II's figures scaled by the clock (estimate)",
+};
+
 /// The Pentium 4 of the 2002 paper.
 pub const PENTIUM4_1600: Machine = Machine {
     name: "pentium4-1600",
@@ -163,7 +180,7 @@ impl Machine {
 
 /// Every machine, by name.
 pub const MACHINES: &[Machine] =
-    &[HP9000_380, SPARCSTATION_2, PENTIUM3_500, PENTIUM3_500_512MB, PENTIUM4_1600];
+    &[HP9000_380, SPARCSTATION_2, SPARCSTATION_1, PENTIUM3_500, PENTIUM3_500_512MB, PENTIUM4_1600];
 
 /// The machine called `name`.
 pub fn machine(name: &str) -> Option<Machine> {

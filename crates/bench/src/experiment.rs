@@ -2,7 +2,9 @@
 //! machine, which systems, which workload, what to plot, and what the
 //! paper published to set beside the results.
 
-use crate::cpu::{Machine, HP9000_380, PENTIUM3_500, PENTIUM3_500_512MB, PENTIUM4_1600, SPARCSTATION_2};
+use crate::cpu::{
+    Machine, HP9000_380, PENTIUM3_500, PENTIUM3_500_512MB, PENTIUM4_1600, SPARCSTATION_1, SPARCSTATION_2,
+};
 
 /// Which workload an experiment runs (see `crate::workload`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -15,6 +17,9 @@ pub enum Workload {
     LargeFile,
     /// 1995 Fig. 3–6.
     Sequential,
+    /// The create and read phases of 1995 Fig. 3–4 on an FFS rebuilt
+    /// from an aged free-space map and on an empty one (1995 §5, Fig. 8).
+    AgedSequential,
     /// TPC-B across utilizations (1995 Fig. 7).
     TpcbByUtilization,
     /// TPC-B at 80% (1993 Table 7).
@@ -239,6 +244,33 @@ pub const EXPERIMENTS: &[Experiment] = &[
             published("lfs-8k", "create", f64::INFINITY, "MB/s", 0.67 * 2.5, "1995 §3.1: about 67% of the 2.5 MB/s disk"),
             published("ffs-m8r2", "create", f64::INFINITY, "MB/s", 0.75 * 2.5, "1995 §3.1: about 75%"),
             published("lfs-8k", "read", f64::INFINITY, "MB/s", 2.3, "1995 §3.2: large files approach the 2.3 MB/s bus"),
+        ],
+    },
+    Experiment {
+        id: "s95-aged",
+        title: "FFS on an aged free-space map against an empty FFS: create and read 8 KB, 64 KB, 1 MB files",
+        source: "1995 §5, Fig. 8",
+        about: "The paper rebuilt Harvard file systems from their snapshots' free-space bitmaps; those are not \
+                public, so an image aged by the lab's 1997 stream (docs/lab/aging.md) stands in: ffs-m7r0 (8 KB \
+                blocks, 1 KB fragments, maxcontig 7, rotdelay 0, 12 MB groups as Table 4's 1520 blocks) made on \
+                a memory disk, aged (seed as --seed, 300 days writing 100 x the file system; --quick: 30 days, \
+                10 x), and its free-space map, only that, imposed on a new ffs-m7r0 on the simulated disk \
+                (ffs-aged; §5.3). The partition: 372 MB, 31 groups (Table 4's staff: 353 MB, 31 groups; \
+                --quick: 48 MB, 4 groups). Then the create and read phases of the sequential benchmark, 25 files \
+                a directory, 32 MB per size (--quick: 4 MB), each size on a new copy, against the same on an \
+                empty ffs-m7r0; caches dropped before the reads. One aged map, where the paper had six file \
+                systems on four dates. Fujitsu M2694EXA, SparcStation I (estimated). The result is x empty: the \
+                aged system's MB/s over the empty one's. MB = 2^20 bytes.",
+        disk: "m2694",
+        machine: SPARCSTATION_1,
+        systems: &["ffs-m7r0", "ffs-aged"],
+        workload: Workload::AgedSequential,
+        plots: &[
+            by_size("s95-aged", "Aged FFS as a share of empty (1995 Fig. 8)", &["create", "read"], OF_EMPTY, "File size (KB, log scale)", "Aged / empty throughput"),
+            by_size("s95-aged-throughput", "Create and read on aged and empty FFS", &["create", "read"], "MB/s", "File size (KB, log scale)", "Throughput (MB/s)"),
+        ],
+        published: &[
+            published("ffs-aged", "create", 65536.0, OF_EMPTY, 0.71, "1995 §5.4: the worst case, cnews, 64 KB write, January"),
         ],
     },
     Experiment {
@@ -690,6 +722,18 @@ pub fn relative_to(e: &Experiment) -> Option<&'static str> {
     }
 }
 
+/// The metric of the aged-FFS experiment (1995 Fig. 8): the aged system's
+/// throughput over the empty one's, in the same phase at the same size.
+pub const OF_EMPTY: &str = "x empty";
+
+/// The (aged, empty) pair of systems `e` compares in [`OF_EMPTY`], if any.
+pub fn aged_pair(e: &Experiment) -> Option<(&'static str, &'static str)> {
+    match e.workload {
+        Workload::AgedSequential => Some(("ffs-aged", "ffs-m7r0")),
+        _ => None,
+    }
+}
+
 /// Whether `e` mounts its systems with dirhash off. The 2000 paper's
 /// FreeBSD of January 2000 had no dirhash (it dates from 2001, 2002 §3),
 /// and its macrobenchmarks hold directories large enough for dirhash to
@@ -708,11 +752,12 @@ pub fn by_id(id: &str) -> Option<&'static Experiment> {
 /// Systems that experiments name but the registry does not have, with why:
 /// variants of a feature fslab lacks.
 pub fn missing_feature(system: &str) -> Option<&'static str> {
-    match system {
-        "ffs-aged" => Some("an FFS aged by a replayed workload (1995 §5, 1997) is not in the lab yet"),
-        _ => None,
-    }
+    MISSING.iter().find(|(name, _)| *name == system).map(|(_, why)| *why)
 }
+
+/// Systems the papers compare that fslab has no way to run yet, and why
+/// (none at present).
+const MISSING: &[(&str, &str)] = &[];
 
 #[cfg(test)]
 mod tests {
@@ -733,6 +778,10 @@ mod tests {
             }
             if let Some(base) = relative_to(e) {
                 assert!(e.systems.contains(&base), "{}: normalized to {base}", e.id);
+            }
+            if let Some((aged, empty)) = aged_pair(e) {
+                assert!(e.systems.contains(&aged) && e.systems.contains(&empty), "{}: {aged}/{empty}", e.id);
+                assert!(crate::system::is_aged(aged) && !crate::system::is_aged(empty), "{}", e.id);
             }
         }
     }

@@ -3,17 +3,23 @@
 //! that does not exist yet is recorded as *not yet*; one that fails is
 //! recorded with its error, and the run goes on.
 
+use crate::aging::generate::Params as AgingParams;
+use crate::aging::rebuild::{self, FreeMaps};
 use crate::cpu::CpuModel;
 use crate::device::{self, Medium};
-use crate::experiment::{dirhash_off, factors, missing_feature, relative_to, Experiment, Workload, RELATIVE};
+use crate::experiment::{
+    aged_pair, dirhash_off, factors, missing_feature, relative_to, Experiment, Workload, OF_EMPTY, RELATIVE,
+};
 use crate::progress::Progress;
 use crate::results::{Point, Results, RunInfo, Skipped};
-use crate::system::{self, Kind, System};
+use crate::system::{self, FfsParams, Kind, System};
 use crate::target::dir::Dir;
-use crate::target::library::MountEnv;
+use crate::target::library::{Library, MountEnv};
 use crate::target::raw::Raw;
+use crate::target::Backend;
 use crate::target::Target;
 use crate::workload::{self, Record};
+use fslab::ffs::Ffs;
 use fslab::time::TimeSource;
 use std::io;
 use std::path::PathBuf;
@@ -243,6 +249,67 @@ fn partition_for(
     Ok(wanted + wanted.saturating_sub(total))
 }
 
+/// How the aged-FFS experiment (1995 §5) runs, full or `--quick`.
+struct AgedSetup {
+    /// The benchmark: create and read, 25 files a directory.
+    spec: workload::sequential::Spec,
+    /// Bytes of the partition, aged and benchmarked alike.
+    partition: u64,
+    /// The aging stream (its `fs_bytes` is the file system's, set when
+    /// aging begins).
+    stream: AgingParams,
+}
+
+impl AgedSetup {
+    /// The paper's benchmark (32 MB per size) on 372 MB, 31 groups of 12
+    /// MB (Table 4's staff: 353 MB, 31 groups), aged 300 days writing 100
+    /// times the file system (`fslab age`'s defaults, the 1997 paper's
+    /// ten months); `--quick`: 4 MB per size on 48 MB aged 30 days at 10
+    /// times, a few seconds of host time.
+    fn new(quick: bool, seed: u64) -> AgedSetup {
+        let (spec, partition, days, write_factor) = if quick {
+            (workload::sequential::Spec::aged_quick(), 48 << 20, 30, 10)
+        } else {
+            (workload::sequential::Spec::aged(), 372 << 20, 300, 100)
+        };
+        AgedSetup { spec, partition, stream: AgingParams { seed, fs_bytes: 0, days, write_factor } }
+    }
+}
+
+/// A fresh FFS of `params` for `system` on a new device of `bytes`,
+/// mounted: made and unmounted first, then, for the aged system, given
+/// `maps` (1995 §5.3), then mounted again. The empty system goes through
+/// the same unmount and mount, so that the two differ in their free space
+/// only.
+fn open_rebuilt(
+    e: &Experiment,
+    settings: &Settings,
+    system: &System,
+    medium: &Medium,
+    params: &FfsParams,
+    bytes: u64,
+    maps: Option<&FreeMaps>,
+) -> io::Result<Target> {
+    let dev = device::prepare(medium, Some(bytes), &format!("{}-{}", e.id, system.name))?;
+    let env = || MountEnv {
+        clock: dev.clock.clone().map_or_else(TimeSource::wall, TimeSource::virtual_clock),
+        deterministic: dev.clock.is_some(),
+        cache_bytes: e.machine.cache_bytes(system.block_size()),
+    };
+    Library::<Ffs>::make(dev.dev.clone(), None, dev.sim.clone(), *params, env())?.finish()?;
+    if let Some(maps) = maps {
+        rebuild::impose(dev.dev.as_ref(), maps)?;
+    }
+    let library = Library::<Ffs>::open(dev.dev.clone(), dev.sim.clone(), *params, env())?;
+    let cpu = if settings.cpu_model { CpuModel::of(e.machine) } else { CpuModel::off() };
+    let mut target = match dev.clock.clone() {
+        Some(clock) => Target::on_virtual_time(Box::new(library), clock, cpu),
+        None => Target::on_wall_time(Box::new(library)),
+    };
+    target.keep(Box::new(dev));
+    Ok(target)
+}
+
 /// The utilization of TPC-B's partition that the database alone makes:
 /// the 1995 paper's lowest, 48%, where it measured LFS without the cleaner
 /// ("measured on the lowest utilization (48%) and projected across").
@@ -315,6 +382,51 @@ fn run_subject(
                 open(e, settings, subject, None)
             };
             workload::sequential::run(&mut fresh, &spec, rec)
+        }
+        Workload::AgedSequential => {
+            let setup = AgedSetup::new(quick, seed);
+            let mut sizes = setup.spec.sizes.iter();
+            let Subject::System(system, medium) = subject else {
+                // A mounted directory is benchmarked as its file system
+                // stands: no free-space map can be given to it.
+                let mut fresh = || {
+                    if let Some(size) = sizes.next() {
+                        progress.step(&format!("{name} {}", human_bytes(*size)));
+                    }
+                    open(e, settings, subject, None)
+                };
+                return workload::sequential::run(&mut fresh, &setup.spec, rec);
+            };
+            let Kind::Ffs(params) = system.kind else {
+                return Err(io::Error::other(format!("{name}: the aged-FFS experiment runs FFS only")));
+            };
+            let maps = if system::is_aged(system.name) {
+                progress.step(&format!("{name} aging"));
+                let aged = rebuild::age_on_memory(&params, setup.partition, setup.stream)?;
+                let util = aged.maps.utilisation();
+                let score =
+                    aged.summary.days.last().and_then(|d| d.score.as_ref()).and_then(|s| s.primary().score());
+                rec.record("aged", 0.0, "used %", 100.0 * util);
+                rec.note(format!(
+                    "aged by {} ({} operations, {} MB written): {:.1}% of the data fragments in use, layout \
+                     score (data+tail) {}",
+                    aged.stream.describe(),
+                    aged.summary.ops,
+                    aged.summary.bytes_written >> 20,
+                    100.0 * util,
+                    score.map_or_else(|| "none".into(), |s| format!("{s:.3}")),
+                ));
+                Some(aged.maps)
+            } else {
+                None
+            };
+            let mut fresh = || {
+                if let Some(size) = sizes.next() {
+                    progress.step(&format!("{name} {}", human_bytes(*size)));
+                }
+                open_rebuilt(e, settings, system, medium, &params, setup.partition, maps.as_ref())
+            };
+            workload::sequential::run(&mut fresh, &setup.spec, rec)
         }
         Workload::TpcbByUtilization | Workload::TpcbAt80 => {
             let mut spec =
@@ -485,6 +597,23 @@ pub fn derive_relative(e: &Experiment, results: &mut Results) {
     results.points.extend(derived);
 }
 
+/// Adds, for the aged-FFS experiment ([`aged_pair`]), the aged system's
+/// MB/s over the empty one's in each phase and size both measured
+/// ([`OF_EMPTY`]; 1995 Fig. 8's "percentage of the throughput").
+pub fn derive_of_empty(e: &Experiment, results: &mut Results) {
+    let Some((aged, empty)) = aged_pair(e) else { return };
+    let derived: Vec<Point> = results
+        .points
+        .iter()
+        .filter(|p| p.experiment == e.id && p.system == aged && p.metric == "MB/s")
+        .filter_map(|p| {
+            let base = results.value(e.id, empty, &p.phase, "MB/s", p.x).filter(|b| *b > 0.0)?;
+            Some(Point { metric: OF_EMPTY.to_string(), value: p.value / base, ..p.clone() })
+        })
+        .collect();
+    results.points.extend(derived);
+}
+
 /// Bytes as "4 KB", "16 MB".
 pub fn human_bytes(b: u64) -> String {
     if b >= 1 << 20 && b.is_multiple_of(1 << 20) {
@@ -573,6 +702,7 @@ pub fn run(experiments: &[&'static Experiment], settings: &Settings) -> Results 
         }
         derive_factors(e, &mut results);
         derive_relative(e, &mut results);
+        derive_of_empty(e, &mut results);
         let clock = match (&settings.place, medium.is_virtual()) {
             (Place::Real(_), _) | (_, false) => "wall",
             _ => "virtual",

@@ -128,6 +128,8 @@ pub struct FfsParams {
     /// directories, or scans them linearly (the 2002 paper's "dirhash
     /// maxmem 0").
     pub dirhash: bool,
+    /// Bytes per cylinder group (mkfs `--cg-size`), or mkfs's default.
+    pub group_bytes: Option<u64>,
 }
 
 /// What a system is.
@@ -157,7 +159,15 @@ const fn lfs(block_size: u32, segment_size: u32, cleaner: Option<&'static str>) 
 }
 
 const fn ffs(block_size: u32, maxcontig: u32, rotdelay: Rotdelay, integrity: Integrity) -> Kind {
-    Kind::Ffs(FfsParams { block_size, fragment_size: 1024, maxcontig, rotdelay, integrity, dirhash: true })
+    Kind::Ffs(FfsParams {
+        block_size,
+        fragment_size: 1024,
+        maxcontig,
+        rotdelay,
+        integrity,
+        dirhash: true,
+        group_bytes: None,
+    })
 }
 
 /// The FFS of the 2000 and 2002 papers' FreeBSD: 8 KB blocks, 1 KB
@@ -170,7 +180,33 @@ const fn freebsd_ffs(integrity: Integrity, dirhash: bool) -> Kind {
         rotdelay: Rotdelay::Blocks(0),
         integrity,
         dirhash,
+        group_bytes: None,
     })
+}
+
+/// The FFS of the 1995 paper's fragmentation study (§5, Table 4): 8 KB
+/// blocks, 1 KB fragments, maxcontig 7, rotdelay 0; groups of 12 MB, the
+/// 1520 blocks of most of Table 4's file systems. Synchronous metadata, as
+/// 4.4BSD-Lite's.
+const FFS_1995_FIG8: Kind = Kind::Ffs(FfsParams {
+    block_size: 8192,
+    fragment_size: 1024,
+    maxcontig: 7,
+    rotdelay: Rotdelay::Blocks(0),
+    integrity: Integrity::Sync,
+    dirhash: true,
+    group_bytes: Some(12 << 20),
+});
+
+/// The systems that run on a file system rebuilt from an aged one's
+/// free-space map (1995 §5.3) rather than on an empty one: the runner ages
+/// an image of the same system and carries its map over
+/// (`crate::aging::rebuild`).
+pub const AGED: &[&str] = &["ffs-aged"];
+
+/// Whether `name` runs on an aged free-space map (see [`AGED`]).
+pub fn is_aged(name: &str) -> bool {
+    AGED.contains(&name)
 }
 
 /// Every system, by name.
@@ -240,6 +276,16 @@ pub const SYSTEMS: &[System] = &[
         name: "ffs-m8r2",
         kind: ffs(8192, 8, Rotdelay::Blocks(2), Integrity::Sync),
         about: "1995 FFS, 8 KB/1 KB, maxcontig 8 (64 KB), rotdelay 2 blocks",
+    },
+    System {
+        name: "ffs-m7r0",
+        kind: FFS_1995_FIG8,
+        about: "1995 §5 FFS: 8 KB/1 KB, maxcontig 7, rotdelay 0, 12 MB groups (Table 4), empty",
+    },
+    System {
+        name: "ffs-aged",
+        kind: FFS_1995_FIG8,
+        about: "ffs-m7r0 rebuilt from the free-space map of an image aged by the 1997 stream (1995 §5.3)",
     },
     System {
         name: "ffs-4k",
@@ -427,6 +473,7 @@ fn ffs_mkfs_options(p: &FfsParams) -> FfsMkfs {
         // directories (4.4BSD's policy; the 2001 one came with FreeBSD
         // 4.5, and the 2002 paper §4 switches between the two).
         dirpref: DirPref::Old,
+        group_size: p.group_bytes.unwrap_or(FfsMkfs::default().group_size),
         ..FfsMkfs::default()
     }
 }

@@ -126,6 +126,7 @@ fn writes_during(trace: &str) -> usize {
         rotdelay: Rotdelay::Blocks(0),
         integrity: Integrity::Async,
         dirhash: true,
+        group_bytes: None,
     };
     let env = MountEnv {
         clock: TimeSource::virtual_clock(clock.clone()),

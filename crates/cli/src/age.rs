@@ -123,6 +123,7 @@ pub fn run(args: &AgeArgs) -> Result<(), String> {
             rotdelay: Rotdelay::Blocks(0),
             integrity,
             dirhash: true,
+            group_bytes: None,
         };
         let env = MountEnv {
             clock: TimeSource::virtual_clock(clock.clone()),

@@ -8,12 +8,15 @@
 //! * [`trace`] — the stream as versioned text (`docs/FORMAT.md`, "Aging
 //!   trace").
 //! * [`score`] — the layout score of an FFS image (§3.3).
+//! * [`rebuild`] — an empty FFS given an aged one's free-space map (the
+//!   1995 paper's §5.3), and aging an image on a memory disk to get one.
 //! * [`report`] — the day lines and the results file.
 //! * [`run`] — replaying a stream on a [`crate::target::Target`], a day at
 //!   a time, with the day's utilisation and score.
 
 pub mod generate;
 pub mod ops;
+pub mod rebuild;
 pub mod report;
 pub mod run;
 pub mod score;

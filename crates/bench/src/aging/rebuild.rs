@@ -1,0 +1,167 @@
+//! An FFS rebuilt from an aged one's free-space map, as the 1995 paper
+//! rebuilt its Harvard snapshots (Seltzer et al. 1995, §5.3): "the only
+//! meta-data copied from the snapshots of the original file systems was the
+//! free space bitmap for each cylinder group. The resulting test file
+//! system contained the root directory and no other data, but could only
+//! utilize the same free blocks as the original file system."
+//!
+//! Here the original is an image aged by the 1997 paper's stream
+//! ([`age_on_memory`]), whose maps stand in for the unavailable snapshots;
+//! [`impose`] writes them over a new, empty FFS of the same geometry: a
+//! fragment stays free only where both the aged image and the new one have
+//! it free (the new root directory's block stays in use), and every
+//! group's counts and summaries follow from its bitmap
+//! ([`CylinderGroup::rebuilt`], as fsck rebuilds a group). Inodes and
+//! directory counts are the new file system's: new files and directories
+//! are placed as on an empty file system, only their blocks are not.
+//!
+//! Both functions work on an unmounted image; the mount that follows
+//! reads the groups as the truth and the superblock's totals as a hint, so
+//! [`impose`] rewrites the totals too.
+
+use super::generate::{Generator, Params};
+use super::run::{self, RunOptions, Summary};
+use crate::cpu::CpuModel;
+use crate::system::FfsParams;
+use crate::target::library::{Library, MountEnv};
+use crate::target::Target;
+use disk::{BlockDevice, MemDisk, VirtualClock};
+use fslab::ffs::bitmap::Bitmap;
+use fslab::ffs::cg::CylinderGroup;
+use fslab::ffs::geometry::Geometry;
+use fslab::ffs::layout::{Superblock, Totals};
+use fslab::ffs::mkfs::{read_group, read_superblock};
+use fslab::ffs::Ffs;
+use fslab::time::TimeSource;
+use std::io;
+use std::sync::Arc;
+
+/// Every group's free-fragment bitmap of an FFS image, and its geometry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FreeMaps {
+    /// The image's geometry: the maps fit only an image of the same.
+    pub geometry: Geometry,
+    /// Group by group, a bit set where a fragment is free.
+    pub groups: Vec<Bitmap>,
+}
+
+impl FreeMaps {
+    /// Share of the data fragments the maps have in use, 0 to 1 (the
+    /// 1995 paper's "percentage of total blocks that are allocated",
+    /// Fig. 8, counting the minfree reserve as free).
+    pub fn utilisation(&self) -> f64 {
+        let g = &self.geometry;
+        let (mut data, mut free) = (0u64, 0u64);
+        for (i, map) in self.groups.iter().enumerate() {
+            data += u64::from(g.group_frags(i as u32).saturating_sub(g.data_offset()));
+            free += u64::from(map.count_ones());
+        }
+        if data == 0 {
+            return 0.0;
+        }
+        1.0 - free as f64 / data as f64
+    }
+}
+
+fn fs_error(e: fslab::Error) -> io::Error {
+    io::Error::other(e.to_string())
+}
+
+/// The free-space maps of the unmounted FFS image on `dev`.
+pub fn free_maps(dev: &dyn BlockDevice) -> io::Result<FreeMaps> {
+    let sb = read_superblock(dev).map_err(fs_error)?;
+    let groups = (0..sb.geometry.ncg)
+        .map(|g| read_group(dev, &sb, g).map(|cg| cg.frag_map().clone()).map_err(fs_error))
+        .collect::<io::Result<_>>()?;
+    Ok(FreeMaps { geometry: sb.geometry, groups })
+}
+
+/// Marks in use, on the unmounted FFS image on `dev`, every fragment that
+/// `maps` have in use (§5.3's rebuild; see the module comment). Fails,
+/// writing nothing, unless the image has the maps' geometry.
+pub fn impose(dev: &dyn BlockDevice, maps: &FreeMaps) -> io::Result<()> {
+    let sb = read_superblock(dev).map_err(fs_error)?;
+    let geo = sb.geometry;
+    if geo != maps.geometry || maps.groups.len() != geo.ncg as usize {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("free-space maps of {:?} do not fit an image of {geo:?}", maps.geometry),
+        ));
+    }
+    let mut rebuilt = Vec::with_capacity(geo.ncg as usize);
+    for (g, aged) in maps.groups.iter().enumerate() {
+        let g = g as u32;
+        let cg = read_group(dev, &sb, g).map_err(fs_error)?;
+        let mut free = Bitmap::new(geo.fpg);
+        for f in 0..geo.fpg {
+            if cg.is_frag_free(f) && aged.get(f) {
+                free.set(f);
+            }
+        }
+        let cg = CylinderGroup::rebuilt(
+            &geo,
+            g,
+            cg.time,
+            cg.inode_map().clone(),
+            free,
+            cg.counts().directories,
+            cg.initialised_inodes(),
+            cg.rotors(),
+        )
+        .map_err(|why| io::Error::other(format!("group {g}: {why}")))?;
+        rebuilt.push(cg);
+    }
+    let mut totals = Totals::default();
+    for cg in &rebuilt {
+        dev.write_at(geo.byte_offset(geo.cg_addr(cg.index)), &cg.encode(&geo, sb.fs_id))?;
+        totals.add(&cg.counts(), 1);
+    }
+    let sb = Superblock { totals, ..sb };
+    dev.write_at(0, &sb.encode())?;
+    dev.flush()
+}
+
+/// What aging an image gave.
+#[derive(Debug, Clone)]
+pub struct Aged {
+    /// The aged image's free-space maps.
+    pub maps: FreeMaps,
+    /// The run, day by day.
+    pub summary: Summary,
+    /// The stream it ran, with the file system's size.
+    pub stream: Params,
+}
+
+/// Makes an FFS of `params` on a memory disk of `bytes`, ages it with the
+/// stream `stream` describes (its `fs_bytes` replaced by the new file
+/// system's, as `fslab age` does), unmounts it and returns its free-space
+/// maps. The mount is asynchronous and on a virtual clock moved to each
+/// operation's simulated time (as `fslab age`'s default), with no CPU
+/// model: only where the blocks end up matters, not how long aging takes.
+pub fn age_on_memory(params: &FfsParams, bytes: u64, stream: Params) -> io::Result<Aged> {
+    let dev: Arc<dyn BlockDevice> = Arc::new(MemDisk::new(bytes));
+    let clock = Arc::new(VirtualClock::new());
+    let env = MountEnv {
+        clock: TimeSource::virtual_clock(clock.clone()),
+        deterministic: true,
+        cache_bytes: 64 << 20,
+    };
+    let aging = FfsParams { integrity: crate::system::Integrity::Async, ..*params };
+    let library = Library::<Ffs>::make(dev.clone(), None, None, aging, env)?;
+    let mut target = Target::on_virtual_time(Box::new(library), clock.clone(), CpuModel::off());
+    let fs_bytes = target.usage()?.total;
+    let stream = Params { fs_bytes, ..stream };
+    let mut generator = Generator::new(stream);
+    let options = RunOptions {
+        max_ops: None,
+        clock: Some(clock.as_ref()),
+        record: None,
+        on_op: &mut |_, _| {},
+        on_day: &mut |_| {},
+    };
+    let ran = run::run(&mut target, &mut generator, options);
+    let finished = target.finish();
+    let summary = ran?;
+    finished?;
+    Ok(Aged { maps: free_maps(dev.as_ref())?, summary, stream })
+}
