@@ -1,6 +1,6 @@
 //! The journal's log: how a transaction is laid out in it, and replay
 //! (2000 paper §5; `docs/FORMAT.md`, "Journal"). Shared by the journal
-//! mode that writes it (`integrity/journal.rs`), by mount, and by fsck.
+//! mode that writes it (`integrity/journal/`), by mount, and by fsck.
 //!
 //! The log is a circular region of the device. A *position* counts bytes
 //! since the log began and never wraps; byte `p` of the log lives at byte
