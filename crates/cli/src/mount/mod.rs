@@ -91,6 +91,8 @@ pub struct MountArgs {
     ///                            (default 64; 1: each its own, as the 2000 paper)
     ///   journal_device=PATH      FFS journal: its log device, if not at the path
     ///                            mkfs recorded (its identity must match)
+    ///   threads=N                threads serving kernel requests (default 16): a
+    ///                            request waiting for the disk holds one
     ///   group_commit=on|off      operations waiting for the disk share flushes
     ///                            (default on); off: one flush each, the lock held
     ///   log=FILE                 a background mount's messages, instead of the system log
@@ -257,6 +259,7 @@ fn mount(image: &Path, dir: &Path, options: &Options) -> Result<Mount, String> {
         dev: options.dev,
         read_only: options.read_only,
         group_commit: options.group_commit,
+        threads: options.threads,
         ..MountConfig::default()
     };
     let (mounted, control) = match layout {

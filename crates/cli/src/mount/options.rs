@@ -61,6 +61,8 @@ pub(super) struct Options {
     pub journal_device: Option<PathBuf>,
     /// FFS: operations a journal may gather into one transaction.
     pub journal_batch: u32,
+    /// Threads serving kernel requests (`threads=N`).
+    pub threads: usize,
 }
 
 impl Default for Options {
@@ -83,6 +85,7 @@ impl Default for Options {
             group_commit: true,
             journal_device: None,
             journal_batch: fslab::ffs::DEFAULT_JOURNAL_BATCH,
+            threads: fslab_fuse::MountConfig::default().threads,
         }
     }
 }
@@ -207,6 +210,12 @@ pub(super) fn parse(lists: &[String], sloppy: bool) -> Result<(Options, Vec<Stri
             ("journal", Some(other)) => {
                 return Err(format!("option journal: '{other}' is not sync or async"))
             }
+            ("threads", Some(n)) => {
+                options.threads =
+                    n.parse().ok().filter(|&n| (1..=64).contains(&n)).ok_or_else(|| {
+                        format!("option threads: '{n}' is not a number of threads from 1 to 64")
+                    })?
+            }
             ("journal_batch", Some(n)) => {
                 journal_batch =
                     Some(n.parse().ok().filter(|&n| (1..=4096).contains(&n)).ok_or_else(|| {
@@ -242,7 +251,8 @@ pub(super) fn parse(lists: &[String], sloppy: bool) -> Result<(Options, Vec<Stri
             ("dirhash_check", None) => options.dirhash.check = true,
             (
                 "cache" | "checkpoint" | "cleaner" | "integrity" | "journal" | "journal_device"
-                | "group_commit" | "journal_batch" | "log" | "dirhash" | "dirhash_maxmem" | "dirhash_minsize",
+                | "group_commit" | "journal_batch" | "threads" | "log" | "dirhash" | "dirhash_maxmem"
+                | "dirhash_minsize",
                 None,
             ) => return Err(format!("option {key} needs a value ({key}=...)")),
             (name, Some(_)) if ACCEPTED.contains(&name) || is_flag(name) => {
@@ -421,6 +431,16 @@ mod tests {
         assert!(one("integrity=journal,journal_batch=0").is_err());
         assert!(one("integrity=journal,journal_batch=many").is_err());
         assert!(one("integrity=journal,journal_batch").is_err());
+    }
+
+    #[test]
+    fn threads_are_a_count_from_1_to_64() {
+        assert_eq!(one("threads=1").map(|o| o.threads), Ok(1));
+        assert_eq!(one("threads=64").map(|o| o.threads), Ok(64));
+        assert_eq!(Options::default().threads, fslab_fuse::MountConfig::default().threads);
+        for bad in ["threads=0", "threads=65", "threads=four", "threads"] {
+            assert!(one(bad).is_err(), "{bad} accepted");
+        }
     }
 
     #[test]
