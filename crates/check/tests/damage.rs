@@ -326,8 +326,12 @@ fn random_damage_to_ffs_is_found_wherever_fsck_can_see_it_and_repairs_leave_a_so
     let is_guarded = |at: usize| guarded.iter().any(|r| r.contains(&at));
     let rounds = damage_rounds(&dev.snapshot(), 8192, 0xdead_ffc4, &is_guarded, &ffs_after);
     let copies = rounds.assert_unbroken();
+    // A fifth, not a quarter: the log's blocks, about a quarter of those
+    // in use here, are nothing a check of a clean image reads (what lands
+    // there must only do no harm), and how many of them hold records
+    // depends on the image's identity, drawn at mkfs.
     assert!(
-        rounds.guarded * 4 >= copies,
+        rounds.guarded * 5 >= copies,
         "only {} of {copies} rounds damaged what fsck can see: the test says little",
         rounds.guarded
     );
@@ -346,8 +350,12 @@ fn random_damage_to_a_journaled_ffs_is_found_and_repairs_leave_an_image_the_jour
     let after = |dev: &Arc<MemDisk>, outcome: &Outcome| ffs_after_in(dev, outcome, journal);
     let rounds = damage_rounds(&dev.snapshot(), 8192, 0xdead_ffc5, &is_guarded, &after);
     let copies = rounds.assert_unbroken();
+    // A fifth, not a quarter: the log's blocks, about a quarter of those
+    // in use here, are nothing a check of a clean image reads (what lands
+    // there must only do no harm), and how many of them hold records
+    // depends on the image's identity, drawn at mkfs.
     assert!(
-        rounds.guarded * 4 >= copies,
+        rounds.guarded * 5 >= copies,
         "only {} of {copies} rounds damaged what fsck can see: the test says little",
         rounds.guarded
     );

@@ -51,7 +51,12 @@ pub fn with_fs_in<T>(
     crash: bool,
     body: impl FnOnce(&mut FileSystem<Ffs>) -> T,
 ) -> T {
-    let options = MountOptions { cache_bytes: 32 << 20, integrity, ..MountOptions::default() };
+    // Timestamps from a clock that stands still, and write-back inline:
+    // the same workload makes the same image, byte for byte (a journal's
+    // log among them), so that tests damaging it at seeded places damage
+    // the same bytes every run.
+    let clock = fslab::time::TimeSource::virtual_clock(Arc::new(disk::VirtualClock::new()));
+    let options = MountOptions { cache_bytes: 32 << 20, integrity, ..MountOptions::deterministic(clock) };
     run_on(Ffs::mount(dev.clone(), options).expect("mount"), crash, body)
 }
 
