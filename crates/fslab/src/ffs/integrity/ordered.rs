@@ -15,7 +15,10 @@
 //! 4. blocks freed: the inode (and indirect blocks) no longer pointing at
 //!    them, durable before the space can be given to anyone else; for a
 //!    block moved to grow (a tail), its new copy and then the inode, before
-//!    its old fragments are freed;
+//!    its old fragments are freed; for blocks `realloc` moved before they
+//!    were ever written, no write at all: their old places are freed once
+//!    the inode or indirect block naming the new ones is durable (a
+//!    deferred free, `frees`);
 //! 5. a new indirect block: written, empty, and durable the moment it is
 //!    allocated, before any pointer to it can reach the disk (4.4BSD
 //!    `ffs_balloc`: "write synchronously so that indirect blocks never
@@ -42,6 +45,7 @@
 
 use super::IntegrityMode;
 use crate::cache::{Placement, Ticket};
+use crate::ffs::frees::{FreeWhen, Freed};
 use crate::ffs::fs::Ffs;
 use crate::format::{Daddr, Ino, Lbn};
 use crate::storage::Hint;
@@ -97,6 +101,18 @@ impl IntegrityMode for Ordered {
         });
         fs.cache.unpin((ino, lbn));
         written
+    }
+
+    /// Not at once, and not after a synchronous write either: the inode
+    /// (or indirect block) on the disk may still name the old place — a
+    /// write-back of its block carries whatever pointers it holds — so the
+    /// space waits until the block holding the new pointer is durable, as
+    /// soft updates wait (the 1997 paper's `ffs_reallocblks` comment: "for
+    /// strict correctness, the writes should be synchronous since the old
+    /// block values may have been written to disk"; deferring the free
+    /// gives that without a synchronous write per move).
+    fn realloc_free_when(&self, fs: &mut Ffs, ino: Ino, _what: Freed) -> Result<FreeWhen> {
+        Ok(FreeWhen::Durable(fs.blocks_without_pointers(ino)?))
     }
 
     fn orphan_link_changed(&self, fs: &mut Ffs, ino: Ino) -> Result<()> {
