@@ -170,3 +170,27 @@ fn write_in_turn_with_fsync(fs: &mut FileSystem<Ffs>) -> [Ino; 2] {
     }
     inos
 }
+
+/// A block fsynced and then written again is dirty once more, but its
+/// first contents are on the disk where the inode names them: its run is
+/// never moved (`Run::written`), though every block of it is dirty.
+#[test]
+fn a_run_with_a_block_written_and_then_rewritten_is_not_moved() {
+    let dev = fresh(Integrity::Softdep, true);
+    let mut fs = mount(&dev, Integrity::Softdep, None);
+    let creat = |fs: &mut FileSystem<Ffs>, name: &[u8]| {
+        fs.mknod(ROOT_INO, name, kind::REG | 0o644, 0, Creds::default()).expect("create").ino
+    };
+    let (a, b) = (creat(&mut fs, b"a"), creat(&mut fs, b"b"));
+    fs.write(b, 0, &block_of(1, 0)).expect("write");
+    fs.fsync(b, false).expect("fsync");
+    fs.write(b, 0, &block_of(1, 9)).expect("rewrite");
+    // The block after b's first is a's now: b's second lands elsewhere.
+    fs.write(a, 0, &block_of(0, 0)).expect("write");
+    fs.write(b, BLOCK as u64, &block_of(1, 1)).expect("write");
+    assert_eq!(fs.storage().reallocations(), 0);
+    fs.sync().expect("sync");
+    assert_eq!(fs.read(b, 0, 2 * BLOCK).expect("read"), [block_of(1, 9), block_of(1, 1)].concat());
+    fs.unmount().expect("unmount");
+    testkit::subject::fsck_clean(dev.as_ref(), false).expect("fsck");
+}
