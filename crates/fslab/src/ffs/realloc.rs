@@ -21,9 +21,12 @@
 //! `block_allocated` (soft updates then hold back any pointer to it until
 //! its contents and bitmap are durable), each pointer changes through the
 //! inode or indirect block (which a journal logs), and each old place is
-//! freed when `realloc_free_when` says — `sync` once the block naming the
-//! new place is durable, soft updates likewise, a journal once its
-//! transaction commits, `async` at once.
+//! freed when `realloc_free_when` says — soft updates once the block
+//! naming the new place is durable, a journal once its transaction
+//! commits, `async` at once, `sync` at once for a run of direct blocks
+//! (which it moves only if the inode on the disk names none of them,
+//! `realloc_may_move`) and once the indirect block is durable for the
+//! others.
 
 use super::fs::Ffs;
 use super::frees::Freed;
@@ -75,6 +78,8 @@ impl Ffs {
     ///   (FreeBSD: "the filesystem has decided to move and do not force it
     ///   back to the previous cylinder group" — `maxbpg` sent it on);
     /// * any block's pointer is not where the run says (the run is stale);
+    /// * the integrity mode forbids it (`realloc_may_move`: `sync` moves a
+    ///   run of direct blocks only if the inode on the disk names none);
     /// * no group has a free run of the length needed
     ///   (`Allocator::cluster_alloc`: 4.4BSD's `ffs_clusteralloc` through
     ///   `ffs_hashalloc`; FreeBSD's later limit of ten groups and its
@@ -120,6 +125,9 @@ impl Ffs {
             }
             old.push(at);
         }
+        if !self.mode().realloc_may_move(self, ino, map, &old)? {
+            return Ok(None);
+        }
         let pref = self.blkpref(ino, run.first)?;
         // The indirect block holding the pointers stays in memory from
         // here to the last pointer changed, so no change can fail halfway
@@ -129,7 +137,7 @@ impl Ffs {
             self.cache.pin((ino, meta));
         }
         let moved = match self.alloc.cluster_alloc(ino, pref.get(), len) {
-            Some(new) => self.move_run(ino, run.first, &old, Daddr::new(new)).map(Some),
+            Some(new) => self.move_run(ino, run.first, map, &old, Daddr::new(new)).map(Some),
             None => Ok(None),
         };
         if let Some(meta) = map {
@@ -160,7 +168,7 @@ impl Ffs {
     /// Returns `new`. Should a pointer fail to change, the blocks already
     /// moved stay moved (their old places freed) and the rest of the new
     /// run goes back at once: no pointer ever named it.
-    fn move_run(&mut self, ino: Ino, first: Lbn, old: &[Daddr], new: Daddr) -> Result<Daddr> {
+    fn move_run(&mut self, ino: Ino, first: Lbn, map: Option<Lbn>, old: &[Daddr], new: Daddr) -> Result<Daddr> {
         let fpb = self.frags_per_block();
         let to = |i: usize| Daddr::new(new.get() + i as u64 * fpb);
         let mut failed = None;
@@ -176,7 +184,7 @@ impl Ffs {
         let moved = failed.as_ref().map_or(old.len(), |&(i, _)| i);
         for &from in &old[..moved] {
             self.mode().unwritten_block_dropped(self, from);
-            self.free_reallocated(ino, Freed::Frags { start: from.get(), count: fpb as u32 })?;
+            self.free_reallocated(ino, map, Freed::Frags { start: from.get(), count: fpb as u32 })?;
         }
         match failed {
             None => Ok(new),
