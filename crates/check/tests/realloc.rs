@@ -113,7 +113,10 @@ fn files_written_in_turn_stay_interleaved_without_realloc() {
     for integrity in [Integrity::Sync, Integrity::Softdep, Integrity::Journal] {
         let (breaks, moved) = run(integrity, false, None);
         assert_eq!(moved, 0, "{integrity:?}");
-        assert!(breaks.iter().all(|&b| b >= BLOCKS - 2), "{integrity:?}: {breaks:?} breaks; FFS alone alternates");
+        assert!(
+            breaks.iter().all(|&b| b >= BLOCKS - 2),
+            "{integrity:?}: {breaks:?} breaks; FFS alone alternates"
+        );
     }
 }
 

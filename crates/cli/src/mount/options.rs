@@ -283,9 +283,10 @@ impl Options {
                 Err("option integrity is for FFS; LFS writes every operation atomically to its log".into())
             }
             Layout::Ffs if self.cleaner_given => Err("option cleaner is for LFS; FFS has no cleaner".into()),
-            Layout::Lfs if self.realloc.is_some() => Err(
-                "option realloc is for FFS; LFS writes every block where its log is, contiguous already".into(),
-            ),
+            Layout::Lfs if self.realloc.is_some() => {
+                Err("option realloc is for FFS; LFS writes every block where its log is, contiguous already"
+                    .into())
+            }
             Layout::Lfs if self.journal_device.is_some() => {
                 Err("option journal_device is for FFS with a journal on a log device; LFS is its own log"
                     .into())

@@ -219,6 +219,9 @@ mod tests {
         assert!(note(&mut c, 5, 1, 1000 + FPB, 4).is_empty());
         assert_eq!(note(&mut c, 5, 2, 1000 + 2 * FPB, 4), vec![]);
         assert_eq!(note(&mut c, 5, 3, 1000 + 3 * FPB, 4)[0].blocks, 4);
-        assert_eq!(note(&mut c, 7, 0, 64, 1), vec![Run { first: 0, addr: Daddr::new(64), blocks: 1, written: false }]);
+        assert_eq!(
+            note(&mut c, 7, 0, 64, 1),
+            vec![Run { first: 0, addr: Daddr::new(64), blocks: 1, written: false }]
+        );
     }
 }

@@ -80,7 +80,12 @@ impl Ffs {
     /// (its pointer in `map`: an indirect block, or the inode for `None`),
     /// when the mode says such a free may take effect
     /// (`IntegrityMode::realloc_free_when`).
-    pub(super) fn free_reallocated(&mut self, ino: Ino, map: Option<crate::format::Lbn>, what: Freed) -> Result<()> {
+    pub(super) fn free_reallocated(
+        &mut self,
+        ino: Ino,
+        map: Option<crate::format::Lbn>,
+        what: Freed,
+    ) -> Result<()> {
         self.leak_scan_freeing(what);
         let when = self.mode().realloc_free_when(self, ino, map, what)?;
         self.free_when_told(what, when)

@@ -28,8 +28,8 @@
 //! `realloc_may_move`) and once the indirect block is durable for the
 //! others.
 
-use super::fs::Ffs;
 use super::frees::Freed;
+use super::fs::Ffs;
 use crate::bmap;
 use crate::format::blockno::{Parent, NDADDR};
 use crate::format::{Daddr, Ino, Lbn};
@@ -168,7 +168,14 @@ impl Ffs {
     /// Returns `new`. Should a pointer fail to change, the blocks already
     /// moved stay moved (their old places freed) and the rest of the new
     /// run goes back at once: no pointer ever named it.
-    fn move_run(&mut self, ino: Ino, first: Lbn, map: Option<Lbn>, old: &[Daddr], new: Daddr) -> Result<Daddr> {
+    fn move_run(
+        &mut self,
+        ino: Ino,
+        first: Lbn,
+        map: Option<Lbn>,
+        old: &[Daddr],
+        new: Daddr,
+    ) -> Result<Daddr> {
         let fpb = self.frags_per_block();
         let to = |i: usize| Daddr::new(new.get() + i as u64 * fpb);
         let mut failed = None;
