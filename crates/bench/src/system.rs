@@ -427,6 +427,9 @@ fn ffs_mkfs_options(p: &FfsParams) -> FfsMkfs {
         // directories (4.4BSD's policy; the 2001 one came with FreeBSD
         // 4.5, and the 2002 paper §4 switches between the two).
         dirpref: DirPref::Old,
+        // The lab's FFS systems are the allocator its results were
+        // recorded with; the 1997 paper's realloc is a system of its own.
+        realloc: false,
         ..FfsMkfs::default()
     }
 }
