@@ -127,7 +127,7 @@ impl Default for MkfsOptions {
 }
 
 /// Whether mkfs turns `realloc` on unless told otherwise.
-pub const DEFAULT_REALLOC: bool = false;
+pub const DEFAULT_REALLOC: bool = true;
 
 fn refuse(why: String) -> Error {
     Error::Foreign(why)

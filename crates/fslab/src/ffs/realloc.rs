@@ -64,9 +64,14 @@ impl Ffs {
     ///   buffer it gathers: a block that was written may be named by an
     ///   inode that is durable, whose data must then be rewritten — a
     ///   move would cost a write where it is meant to save seeks);
-    /// * less than 4% of the data area is free (FreeBSD), or the move
-    ///   would take space `reserve_blocks` promised or the `minfree`
-    ///   reserve (fslab's: a move may never cost a promised write);
+    /// * the move would leave less than 4% of the data area free
+    ///   (FreeBSD asks for 4% before it; fslab after, since where a mode
+    ///   defers frees the old places are not free again until the
+    ///   operation's changes are durable, and the rest of the operation
+    ///   must still find room), or would dig into the `minfree` reserve;
+    /// * space is promised (`reserve_blocks`: an `fallocate` writing the
+    ///   blocks it promised): a move takes whole blocks before it gives
+    ///   any back, and a promise of every block left must be kept;
     /// * the run crosses from the direct blocks to the indirect ones
     ///   (FreeBSD: "indirect blocks are usually initially laid out in a
     ///   position between the data blocks", and moving the run would push
@@ -106,9 +111,9 @@ impl Ffs {
             return Ok(None);
         }
         let frags = i64::from(len) * fpb as i64;
-        let promised = self.reserved_frags as i64;
-        if self.alloc.free_space(MIN_FREE_PERCENT) < 0
-            || self.alloc.free_space(self.sb.policy.minfree) - promised < frags
+        if self.reserved_frags > 0
+            || self.alloc.free_space(MIN_FREE_PERCENT) < frags
+            || self.alloc.free_space(self.sb.policy.minfree) < frags
         {
             return Ok(None);
         }
