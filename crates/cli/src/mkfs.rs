@@ -115,7 +115,7 @@ pub struct FfsArgs {
     /// FFS: the expected files per directory, for --dirpref new (FreeBSD newfs -h) [default: 64].
     #[arg(long)]
     avgfpdir: Option<u32>,
-    /// FFS: move a file's blocks not yet written to a contiguous free run when its next block lands elsewhere (McKusick's ffs_reallocblks; a mount's -o realloc= overrides it) [default: off].
+    /// FFS: move a file's blocks not yet written to a contiguous free run when its next block lands elsewhere (McKusick's ffs_reallocblks; a mount's -o realloc= overrides it) [default: on].
     #[arg(long, value_parser = ["on", "off"])]
     realloc: Option<String>,
 }
