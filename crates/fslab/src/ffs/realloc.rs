@@ -36,8 +36,8 @@ use crate::format::{Daddr, Ino, Lbn};
 use crate::storage::Hint;
 use crate::Result;
 
-/// Percent of the data area that must be free for a move (FreeBSD's
-/// `freespace(fs, 4)`: "running with less than 5% free block reserve is
+/// Percent of the data area a move must leave free (FreeBSD's
+/// `freespace(fs, 4)`, asked before the move there: "running with less than 5% free block reserve is
 /// not recommended and those that choose to do so do not expect to have
 /// good file layout").
 const MIN_FREE_PERCENT: u32 = 4;
