@@ -242,3 +242,36 @@ fn fallocate_of_all_that_is_available_succeeds_with_realloc_on() {
         testkit::subject::fsck_clean(dev.as_ref(), false).unwrap_or_else(|e| panic!("{integrity:?}: {e}"));
     }
 }
+
+/// A file written alone on one cylinder group: its first indirect block
+/// goes right after the twelve direct blocks, and the thirteenth block
+/// after it. The run of direct blocks and the thirteenth would cross into
+/// the indirect blocks, which FreeBSD never moves ("indirect blocks are
+/// usually initially laid out in a position between the data blocks"):
+/// nothing moves, and the indirect block stays between them.
+#[test]
+fn a_run_crossing_into_the_indirect_blocks_is_not_moved() {
+    let dev = Arc::new(MemDisk::new(8 << 20));
+    let mkfs = MkfsOptions { group_size: 8 << 20, realloc: true, ..MkfsOptions::default() };
+    fslab::mkfs_ffs(dev.clone(), &mkfs, Creds::default()).expect("mkfs");
+    let mut fs = mount(&dev, Integrity::Async, None);
+    let f = fs.mknod(ROOT_INO, b"f", kind::REG | 0o644, 0, Creds::default()).expect("create").ino;
+    for lbn in 0..14 {
+        fs.write(f, (lbn * BLOCK) as u64, &block_of(0, lbn)).expect("write");
+    }
+    fs.sync().expect("sync");
+    assert_eq!(fs.storage().reallocations(), 0);
+    let placements = fs.storage().file_placements().expect("placements");
+    let file = placements.iter().find(|p| p.ino == f).expect("placed");
+    let at = |lbn: i64| file.blocks.iter().find(|b| b.lbn == lbn).expect("block").addr;
+    let fpb = 8;
+    assert_eq!(at(11), at(0) + 11 * fpb, "the direct blocks follow one another: {:?}", file.blocks);
+    assert_ne!(
+        at(12),
+        at(11) + fpb,
+        "the thirteenth block was moved to follow the twelfth: {:?}",
+        file.blocks
+    );
+    fs.unmount().expect("unmount");
+    testkit::subject::fsck_clean(dev.as_ref(), false).expect("fsck");
+}
