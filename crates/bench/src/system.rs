@@ -474,6 +474,9 @@ fn ffs_mkfs_options(p: &FfsParams) -> FfsMkfs {
         // 4.5, and the 2002 paper §4 switches between the two).
         dirpref: DirPref::Old,
         group_size: p.group_bytes.unwrap_or(FfsMkfs::default().group_size),
+        // The lab's FFS systems are the allocator its results were
+        // recorded with; the 1997 paper's realloc is a system of its own.
+        realloc: false,
         ..FfsMkfs::default()
     }
 }

@@ -16,7 +16,14 @@ const BLOCK: usize = 8192;
 
 fn new_ffs() -> FileSystem<Ffs> {
     let dev: Arc<dyn BlockDevice> = Arc::new(MemDisk::new(64 << 20));
-    let options = MkfsOptions { block_size: BLOCK as u32, fragment_size: 1024, ..MkfsOptions::default() };
+    // Without realloc, which would move the files written in turn to runs
+    // of their own: the placements below are FFS's first choices.
+    let options = MkfsOptions {
+        block_size: BLOCK as u32,
+        fragment_size: 1024,
+        realloc: false,
+        ..MkfsOptions::default()
+    };
     fslab::ffs::mkfs(dev.clone(), &options).expect("mkfs");
     let ffs = Ffs::mount(dev, MountOptions::deterministic(TimeSource::wall())).expect("mount");
     let mut fs = FileSystem::new(ffs);

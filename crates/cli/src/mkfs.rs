@@ -4,7 +4,8 @@
 //! `--bytes-per-inode`, `--maxcontig`, `--rotdelay`, `--maxbpg`,
 //! `--minfree`, `--optim`, the disk geometry a rotdelay in milliseconds
 //! needs (`--sectors-per-track`, `--rps`), the journal's options and the
-//! directory placement (`--dirpref`, `--avgfilesize`, `--avgfpdir`). An
+//! directory placement (`--dirpref`, `--avgfilesize`, `--avgfpdir`) and
+//! `--realloc`. An
 //! option of the other layout is refused.
 //!
 //! Refuses, unless `--force`, to write over anything that looks like it holds
@@ -114,6 +115,9 @@ pub struct FfsArgs {
     /// FFS: the expected files per directory, for --dirpref new (FreeBSD newfs -h) [default: 64].
     #[arg(long)]
     avgfpdir: Option<u32>,
+    /// FFS: move a file's blocks not yet written to a contiguous free run when its next block lands elsewhere (McKusick's ffs_reallocblks; a mount's -o realloc= overrides it) [default: on].
+    #[arg(long, value_parser = ["on", "off"])]
+    realloc: Option<String>,
 }
 
 impl FfsArgs {
@@ -141,6 +145,7 @@ impl FfsArgs {
         note(self.dirpref.is_some(), "--dirpref");
         note(self.avgfilesize.is_some(), "--avgfilesize");
         note(self.avgfpdir.is_some(), "--avgfpdir");
+        note(self.realloc.is_some(), "--realloc");
         given
     }
 
@@ -199,6 +204,9 @@ impl FfsArgs {
         }
         if let Some(n) = self.avgfpdir {
             o.avgfpdir = n;
+        }
+        if let Some(r) = &self.realloc {
+            o.realloc = r == "on";
         }
         Ok(o)
     }
@@ -571,5 +579,16 @@ mod tests {
         assert_eq!(args.given(), ["--dirpref", "--avgfilesize", "--avgfpdir"]);
         let huge = FfsArgs { avgfilesize: Some(1 << 40), ..FfsArgs::default() };
         assert!(huge.options(None).is_err());
+    }
+
+    #[test]
+    fn realloc_reaches_the_mkfs_options_and_is_an_ffs_option() {
+        let default = FfsArgs::default().options(None).expect("options");
+        assert_eq!(default.realloc, fslab::ffs::mkfs::DEFAULT_REALLOC);
+        for (given, want) in [("on", true), ("off", false)] {
+            let args = FfsArgs { realloc: Some(given.into()), ..FfsArgs::default() };
+            assert_eq!(args.options(None).expect("options").realloc, want, "--realloc {given}");
+            assert_eq!(args.given(), ["--realloc"]);
+        }
     }
 }

@@ -43,7 +43,9 @@ fn write_placed_files(image: &Path) {
 fn layout_prints_the_exact_score_of_files_placed_on_purpose() {
     let dir = tempfile::tempdir().expect("tempdir");
     let image = dir.path().join("ffs.img");
-    mkfs(&image, "64M", &["--layout", "ffs"]);
+    // Without realloc, which would move each interleaved file's blocks
+    // together (`layout_scores_files_written_in_turn_as_contiguous_with_realloc`).
+    mkfs(&image, "64M", &["--layout", "ffs", "--realloc", "off"]);
     write_placed_files(&image);
     let r = fslab_run(&[os("layout"), image.as_os_str()], T);
     assert!(r.success(), "{}", r.describe());
@@ -53,6 +55,22 @@ fn layout_prints_the_exact_score_of_files_placed_on_purpose() {
     assert!(lines.contains(&"data+tail        0.3750             6/16  3"), "{}", r.stdout);
     assert!(lines.contains(&"data             0.3333             5/15  3"), "{}", r.stdout);
     assert!(lines.contains(&"  <=64K    0.3750             6/16  3"), "{}", r.stdout);
+}
+
+/// The same files on an image made with realloc (the default): the two
+/// written in turn are moved to runs of their own as they grow, and every
+/// block counted is optimal (the 1997 paper's point).
+#[test]
+fn layout_scores_files_written_in_turn_as_contiguous_with_realloc() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let image = dir.path().join("ffs.img");
+    mkfs(&image, "64M", &["--layout", "ffs", "--realloc", "on"]);
+    write_placed_files(&image);
+    let r = fslab_run(&[os("layout"), image.as_os_str()], T);
+    assert!(r.success(), "{}", r.describe());
+    let lines: Vec<&str> = r.stdout.lines().collect();
+    assert!(lines.contains(&"data+tail        1.0000            16/16  3"), "{}", r.stdout);
+    assert!(lines.contains(&"data             1.0000            15/15  3"), "{}", r.stdout);
 }
 
 fn os(s: &str) -> &std::ffi::OsStr {

@@ -206,6 +206,14 @@ impl Subject for LfsSubject {
     }
 }
 
+/// The small layout's mkfs options for `integrity`: a `file` journal for
+/// the journal's modes.
+fn small_mkfs(integrity: fslab::ffs::Integrity) -> fslab::ffs::MkfsOptions {
+    let journaled = matches!(integrity, fslab::ffs::Integrity::Journal | fslab::ffs::Integrity::JournalSync);
+    let journal = if journaled { fslab::ffs::JournalKind::File } else { fslab::ffs::JournalKind::None };
+    fslab::ffs::MkfsOptions { group_size: 4 << 20, journal, ..Default::default() }
+}
+
 /// `FileSystem<Ffs>` on a `MemDisk`, in one integrity mode.
 pub struct FfsSubject {
     disk: Arc<MemDisk>,
@@ -223,10 +231,20 @@ impl FfsSubject {
         cache_bytes: u64,
         integrity: fslab::ffs::Integrity,
     ) -> fslab::Result<FfsSubject> {
+        let mount = fslab::ffs::MountOptions { cache_bytes, integrity, ..Default::default() };
+        FfsSubject::with_mount(disk_bytes, mkfs, mount)
+    }
+
+    /// Makes a new FFS on a `disk_bytes` memory disk and mounts it, and
+    /// every time again, with `mount`.
+    pub fn with_mount(
+        disk_bytes: u64,
+        mkfs: fslab::ffs::MkfsOptions,
+        mount: fslab::ffs::MountOptions,
+    ) -> fslab::Result<FfsSubject> {
         let disk = Arc::new(MemDisk::new(disk_bytes));
         let dev: Arc<dyn BlockDevice> = disk.clone();
         fslab::mkfs_ffs(dev.clone(), &mkfs, Creds::default())?;
-        let mount = fslab::ffs::MountOptions { cache_bytes, integrity, ..Default::default() };
         let fs = checked(FileSystem::new(fslab::ffs::Ffs::mount(dev, mount.clone())?));
         Ok(FfsSubject { disk, mount, block_size: mkfs.block_size, fs })
     }
@@ -238,11 +256,25 @@ impl FfsSubject {
         cache_bytes: u64,
         integrity: fslab::ffs::Integrity,
     ) -> fslab::Result<FfsSubject> {
-        let journaled =
-            matches!(integrity, fslab::ffs::Integrity::Journal | fslab::ffs::Integrity::JournalSync);
-        let journal = if journaled { fslab::ffs::JournalKind::File } else { fslab::ffs::JournalKind::None };
-        let mkfs = fslab::ffs::MkfsOptions { group_size: 4 << 20, journal, ..Default::default() };
-        FfsSubject::new(disk_bytes, mkfs, cache_bytes, integrity)
+        FfsSubject::new(disk_bytes, small_mkfs(integrity), cache_bytes, integrity)
+    }
+
+    /// [`FfsSubject::small`] with `realloc` moving a file's run at every
+    /// block where a move is allowed (`MountOptions::realloc_always`), so
+    /// that a model test sees blocks move all the time.
+    pub fn small_realloc_always(
+        disk_bytes: u64,
+        cache_bytes: u64,
+        integrity: fslab::ffs::Integrity,
+    ) -> fslab::Result<FfsSubject> {
+        let mount = fslab::ffs::MountOptions {
+            cache_bytes,
+            integrity,
+            realloc: Some(true),
+            realloc_always: true,
+            ..Default::default()
+        };
+        FfsSubject::with_mount(disk_bytes, small_mkfs(integrity), mount)
     }
 
     /// The device.

@@ -13,7 +13,7 @@ use fslab::ufs::{Creds, SetAttr};
 use fslab_cleaner::policy;
 use testkit::harness::{env_or, first_difference, run, RunConfig, Subject};
 use testkit::ops::{fill, Weights};
-use testkit::subject::{Layout, WithSubject};
+use testkit::subject::{FfsSubject, Layout, WithSubject};
 
 /// Makes one test per layout of each function named, which takes a
 /// [`Layout`]: `f::lfs`, `f::ffs_sync`, `f::ffs_async`, `f::ffs_softdep`,
@@ -506,6 +506,92 @@ fn fallocate_writes_and_truncates_around_file_tails_match_the_model(layout: Layo
         near_tails: 70,
     };
     run_weighted(layout, weights, 0x7461696c, "around tails");
+}
+
+/// An FFS subject that counts the runs `realloc` moved, over remounts.
+struct CountingMoves {
+    inner: FfsSubject,
+    moved: std::rc::Rc<std::cell::Cell<u64>>,
+}
+
+impl CountingMoves {
+    fn count(&mut self) {
+        self.moved.set(self.moved.get() + self.inner.fs().storage().reallocations());
+    }
+}
+
+impl Drop for CountingMoves {
+    fn drop(&mut self) {
+        self.count();
+    }
+}
+
+impl Subject for CountingMoves {
+    type S = fslab::ffs::Ffs;
+    fn fs(&mut self) -> &mut fslab::ufs::FileSystem<fslab::ffs::Ffs> {
+        self.inner.fs()
+    }
+    fn remount(&mut self) -> fslab::Result<bool> {
+        self.count();
+        self.inner.remount()
+    }
+    fn limits(&self) -> testkit::model::Limits {
+        self.inner.limits()
+    }
+    fn capacity(&mut self) -> Option<testkit::space::Capacity> {
+        self.inner.capacity()
+    }
+    fn fsck(&mut self) -> Result<(), String> {
+        self.count();
+        self.inner.fsck()
+    }
+}
+
+/// Random operations (with remounts, fsck at each check) on FFS in
+/// `integrity` mode with `realloc` moving a file's run at every block
+/// where a move is allowed (`MountOptions::realloc_always`): every byte
+/// read back matches the model, and runs did move.
+fn random_operations_with_realloc_at_every_block_match_the_model(integrity: fslab::ffs::Integrity) {
+    let seeds = env_or("FSLAB_MODEL_SEEDS", 4);
+    let ops = env_or("FSLAB_MODEL_OPS", 1500) as usize;
+    let moved = std::rc::Rc::new(std::cell::Cell::new(0));
+    for seed in (0..seeds).map(|i| 0x7265616c + i) {
+        let cfg = RunConfig {
+            seed,
+            ops,
+            check_every: env_or("FSLAB_CHECK_EVERY", 100) as usize,
+            weights: Weights::with_remount(),
+        };
+        let inner = FfsSubject::small_realloc_always(DISK, CACHE, integrity).expect("mkfs and mount");
+        let (stats, _) = run(CountingMoves { inner, moved: moved.clone() }, cfg);
+        eprintln!("realloc everywhere, {integrity:?}, seed {seed:#x}: {stats:?}");
+    }
+    assert!(moved.get() > 0, "{integrity:?}: no run moved: the test no longer tests realloc");
+    eprintln!("{integrity:?}: {} runs moved", moved.get());
+}
+
+mod random_operations_with_realloc_at_every_block_match_the_model {
+    use fslab::ffs::Integrity;
+    #[test]
+    fn ffs_sync() {
+        super::random_operations_with_realloc_at_every_block_match_the_model(Integrity::Sync)
+    }
+    #[test]
+    fn ffs_async() {
+        super::random_operations_with_realloc_at_every_block_match_the_model(Integrity::Async)
+    }
+    #[test]
+    fn ffs_softdep() {
+        super::random_operations_with_realloc_at_every_block_match_the_model(Integrity::Softdep)
+    }
+    #[test]
+    fn ffs_journal() {
+        super::random_operations_with_realloc_at_every_block_match_the_model(Integrity::Journal)
+    }
+    #[test]
+    fn ffs_journal_sync() {
+        super::random_operations_with_realloc_at_every_block_match_the_model(Integrity::JournalSync)
+    }
 }
 
 on_every_layout!(

@@ -4,7 +4,7 @@
 //! Every option is in one of three groups, in this order of preference:
 //!
 //! 1. honoured: fslab's own (`allow_other`, `cache=`, `checkpoint=`,
-//!    `cleaner=` (LFS), `integrity=` (FFS), `log=`, `dirhash=`,
+//!    `cleaner=` (LFS), `integrity=` (FFS), `realloc=` (FFS), `log=`, `dirhash=`,
 //!    `dirhash_maxmem=`, `dirhash_minsize=`, `dirhash_check`), the
 //!    kernel flags FUSE can set (`exec`,
 //!    `noexec`, `suid`, `nosuid`, `dev`, `nodev`) and the access-time
@@ -63,6 +63,8 @@ pub(super) struct Options {
     pub journal_batch: u32,
     /// Threads serving kernel requests (`threads=N`).
     pub threads: usize,
+    /// FFS: `realloc=on|off`, overriding what mkfs recorded.
+    pub realloc: Option<bool>,
 }
 
 impl Default for Options {
@@ -86,6 +88,7 @@ impl Default for Options {
             journal_device: None,
             journal_batch: fslab::ffs::DEFAULT_JOURNAL_BATCH,
             threads: fslab_fuse::MountConfig::default().threads,
+            realloc: None,
         }
     }
 }
@@ -200,6 +203,9 @@ pub(super) fn parse(lists: &[String], sloppy: bool) -> Result<(Options, Vec<Stri
                     format!("option integrity: '{name}' is not one of sync, async, softdep, journal")
                 })?)
             }
+            ("realloc", Some("on")) => options.realloc = Some(true),
+            ("realloc", Some("off")) => options.realloc = Some(false),
+            ("realloc", Some(other)) => return Err(format!("option realloc: '{other}' is not on or off")),
             ("group_commit", Some("on")) => options.group_commit = true,
             ("group_commit", Some("off")) => options.group_commit = false,
             ("group_commit", Some(other)) => {
@@ -252,7 +258,7 @@ pub(super) fn parse(lists: &[String], sloppy: bool) -> Result<(Options, Vec<Stri
             (
                 "cache" | "checkpoint" | "cleaner" | "integrity" | "journal" | "journal_device"
                 | "group_commit" | "journal_batch" | "threads" | "log" | "dirhash" | "dirhash_maxmem"
-                | "dirhash_minsize",
+                | "dirhash_minsize" | "realloc",
                 None,
             ) => return Err(format!("option {key} needs a value ({key}=...)")),
             (name, Some(_)) if ACCEPTED.contains(&name) || is_flag(name) => {
@@ -286,6 +292,10 @@ impl Options {
                 Err("option integrity is for FFS; LFS writes every operation atomically to its log".into())
             }
             Layout::Ffs if self.cleaner_given => Err("option cleaner is for LFS; FFS has no cleaner".into()),
+            Layout::Lfs if self.realloc.is_some() => {
+                Err("option realloc is for FFS; LFS writes every block where its log is, contiguous already"
+                    .into())
+            }
             Layout::Lfs if self.journal_device.is_some() => {
                 Err("option journal_device is for FFS with a journal on a log device; LFS is its own log"
                     .into())
@@ -313,6 +323,7 @@ impl Options {
             sync_interval: self.interval,
             allow_unclean: self.read_only,
             journal_batch: self.journal_batch,
+            realloc: self.realloc,
             ..fslab::ffs::MountOptions::default()
         }
     }
@@ -441,6 +452,18 @@ mod tests {
         for bad in ["threads=0", "threads=65", "threads=four", "threads"] {
             assert!(one(bad).is_err(), "{bad} accepted");
         }
+    }
+
+    #[test]
+    fn realloc_overrides_the_superblock_on_ffs_and_is_refused_on_lfs() {
+        assert_eq!(Options::default().ffs().realloc, None, "the superblock decides");
+        assert_eq!(one("realloc=on").map(|o| o.ffs().realloc), Ok(Some(true)));
+        assert_eq!(one("realloc=off").map(|o| o.ffs().realloc), Ok(Some(false)));
+        assert!(one("realloc=maybe").is_err());
+        assert!(one("realloc").is_err());
+        let on = one("realloc=on").expect("parse");
+        assert!(on.check_layout(Layout::Ffs).is_ok());
+        assert!(on.check_layout(Layout::Lfs).is_err());
     }
 
     #[test]

@@ -541,7 +541,7 @@ impl Ffs {
     /// Where `blkpref` prefers block `lbn` of `ino` (for an indirect block,
     /// the data block its tree starts at, with no pointer array: 4.4BSD
     /// asks `ffs_blkpref(ip, lbn, 0, NULL)` for indirect blocks).
-    fn blkpref(&mut self, ino: Ino, lbn: Lbn) -> Result<Daddr> {
+    pub(super) fn blkpref(&mut self, ino: Ino, lbn: Lbn) -> Result<Daddr> {
         if lbn < 0 {
             let first = self.tree.meta_level(lbn).map_or(NDADDR as u64, |(_, first)| first);
             return Ok(Daddr::new(self.alloc.blkpref(ino, first as Lbn, 0, &[])));

@@ -11,8 +11,10 @@
 //! their end take part, as in `ffs_write` (a partly written block is
 //! delayed: the next write probably completes it). A run broken by a seek
 //! in the file or a jump on the disk is pushed as it stands and a new one
-//! begins — the point where 4.4BSD's `cluster_write` later tried
-//! `ffs_reallocblks` to make the run contiguous (the 1997 realloc paper).
+//! begins — unless the file's next block, at its end, merely landed
+//! elsewhere on the disk: then `realloc` first tries to move the run and
+//! the block to a contiguous free run, as 4.4BSD's `cluster_write` tried
+//! `ffs_reallocblks` (the 1997 realloc paper; `realloc.rs`).
 
 use super::fs::Ffs;
 use crate::bmap;
@@ -30,6 +32,9 @@ pub(super) struct Run {
     pub addr: Daddr,
     /// Blocks in the run.
     pub blocks: u32,
+    /// Whether a block of the run has been written to the disk since it
+    /// joined: such a run is never moved (`realloc`).
+    pub written: bool,
 }
 
 impl Run {
@@ -69,7 +74,7 @@ impl WriteClusters {
             // The same block again (a rewrite inside the run) changes nothing.
             Some(run) if (run.first..run.first + run.blocks as Lbn).contains(&lbn) => {}
             _ => {
-                broken = self.open.insert(ino, Run { first: lbn, addr, blocks: 1 });
+                broken = self.open.insert(ino, Run { first: lbn, addr, blocks: 1, written: false });
             }
         }
         let full = match self.open.get(&ino) {
@@ -77,6 +82,28 @@ impl WriteClusters {
             _ => None,
         };
         [broken, full]
+    }
+
+    /// The open run of `ino`, if any.
+    pub(super) fn open_run(&self, ino: Ino) -> Option<Run> {
+        self.open.get(&ino).copied()
+    }
+
+    /// The open run of `ino` now starts at `addr` (`realloc` moved it).
+    pub(super) fn moved(&mut self, ino: Ino, addr: Daddr) {
+        if let Some(run) = self.open.get_mut(&ino) {
+            run.addr = addr;
+        }
+    }
+
+    /// Block `lbn` of `ino` was written to the disk: if it is in the
+    /// file's open run, the run may no longer move.
+    pub(super) fn written(&mut self, ino: Ino, lbn: Lbn) {
+        if let Some(run) = self.open.get_mut(&ino) {
+            if (run.first..run.first + run.blocks as Lbn).contains(&lbn) {
+                run.written = true;
+            }
+        }
     }
 
     /// Forgets the open run of `ino` (its file was freed).
@@ -100,9 +127,12 @@ impl Ffs {
         if lbn < 0 || !self.cached_inode(ino)?.attr.is_reg() {
             return Ok(());
         }
-        let addr = bmap::pointer(self, ino, lbn)?;
+        let mut addr = bmap::pointer(self, ino, lbn)?;
         if addr.is_none() {
             return Ok(());
+        }
+        if let Some(moved) = self.realloc_run(ino, lbn, addr)? {
+            addr = moved;
         }
         let fpb = self.frags_per_block();
         let maxcontig = self.sb.geometry.maxcontig;
@@ -137,7 +167,7 @@ mod tests {
             assert!(note(&mut c, 5, lbn, 1000 + lbn as u64 * FPB, 4).is_empty());
         }
         let pushed = note(&mut c, 5, 3, 1000 + 3 * FPB, 4);
-        assert_eq!(pushed, vec![Run { first: 0, addr: Daddr::new(1000), blocks: 4 }]);
+        assert_eq!(pushed, vec![Run { first: 0, addr: Daddr::new(1000), blocks: 4, written: false }]);
         // The next block starts a new run.
         assert!(note(&mut c, 5, 4, 1000 + 4 * FPB, 4).is_empty());
     }
@@ -149,10 +179,10 @@ mod tests {
         note(&mut c, 5, 1, 1000 + FPB, 8);
         // Block 2 went to another group (blkpref at the indirect boundary).
         let pushed = note(&mut c, 5, 2, 9000, 8);
-        assert_eq!(pushed, vec![Run { first: 0, addr: Daddr::new(1000), blocks: 2 }]);
+        assert_eq!(pushed, vec![Run { first: 0, addr: Daddr::new(1000), blocks: 2, written: false }]);
         // A seek back in the file breaks the new run too.
         let pushed = note(&mut c, 5, 0, 1000, 8);
-        assert_eq!(pushed, vec![Run { first: 2, addr: Daddr::new(9000), blocks: 1 }]);
+        assert_eq!(pushed, vec![Run { first: 2, addr: Daddr::new(9000), blocks: 1, written: false }]);
     }
 
     #[test]
@@ -168,6 +198,20 @@ mod tests {
     }
 
     #[test]
+    fn a_write_of_a_block_in_the_run_marks_it_written_and_a_move_gives_it_its_new_place() {
+        let mut c = WriteClusters::default();
+        note(&mut c, 5, 0, 1000, 8);
+        note(&mut c, 5, 1, 1000 + FPB, 8);
+        c.written(5, 2);
+        c.written(6, 0);
+        assert!(!c.open_run(5).is_some_and(|r| r.written), "a block outside the run");
+        c.moved(5, Daddr::new(4000));
+        assert!(note(&mut c, 5, 2, 4000 + 2 * FPB, 8).is_empty(), "the moved run continues");
+        c.written(5, 1);
+        assert_eq!(c.open_run(5), Some(Run { first: 0, addr: Daddr::new(4000), blocks: 3, written: true }));
+    }
+
+    #[test]
     fn rewriting_a_block_inside_the_run_keeps_it_and_maxcontig_one_pushes_every_block() {
         let mut c = WriteClusters::default();
         note(&mut c, 5, 0, 1000, 4);
@@ -175,6 +219,9 @@ mod tests {
         assert!(note(&mut c, 5, 1, 1000 + FPB, 4).is_empty());
         assert_eq!(note(&mut c, 5, 2, 1000 + 2 * FPB, 4), vec![]);
         assert_eq!(note(&mut c, 5, 3, 1000 + 3 * FPB, 4)[0].blocks, 4);
-        assert_eq!(note(&mut c, 7, 0, 64, 1), vec![Run { first: 0, addr: Daddr::new(64), blocks: 1 }]);
+        assert_eq!(
+            note(&mut c, 7, 0, 64, 1),
+            vec![Run { first: 0, addr: Daddr::new(64), blocks: 1, written: false }]
+        );
     }
 }

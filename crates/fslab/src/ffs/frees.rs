@@ -72,7 +72,27 @@ impl Ffs {
     /// blocks are durable.
     pub(super) fn free_or_defer(&mut self, ino: Ino, what: Freed) -> Result<()> {
         self.leak_scan_freeing(what);
-        match self.mode().free_when(self, ino, what)? {
+        let when = self.mode().free_when(self, ino, what)?;
+        self.free_when_told(what, when)
+    }
+
+    /// Frees `what`, fragments `realloc` moved a block of `ino` away from
+    /// (its pointer in `map`: an indirect block, or the inode for `None`),
+    /// when the mode says such a free may take effect
+    /// (`IntegrityMode::realloc_free_when`).
+    pub(super) fn free_reallocated(
+        &mut self,
+        ino: Ino,
+        map: Option<crate::format::Lbn>,
+        what: Freed,
+    ) -> Result<()> {
+        self.leak_scan_freeing(what);
+        let when = self.mode().realloc_free_when(self, ino, map, what)?;
+        self.free_when_told(what, when)
+    }
+
+    fn free_when_told(&mut self, what: Freed, when: FreeWhen) -> Result<()> {
+        match when {
             FreeWhen::Now => self.free_now(what),
             when => {
                 if matches!(when, FreeWhen::Committed(_)) {

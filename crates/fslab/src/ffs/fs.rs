@@ -115,6 +115,14 @@ pub struct MountOptions {
     /// crash explorer runs to show that its checks catch a mode that does
     /// not keep the rules. Ignored by the other modes.
     pub disorder: bool,
+    /// Whether a file's delayed blocks are moved to a contiguous free run
+    /// as it is written (`realloc`); `None`: as the superblock says
+    /// (`SB_REALLOC`, chosen at mkfs).
+    pub realloc: Option<bool>,
+    /// For tests: with `realloc` on, every filled block that continues a
+    /// file's run moves the run, contiguous or not — so that a model test
+    /// sees blocks move at every write where a move is allowed.
+    pub realloc_always: bool,
 }
 
 impl Default for MountOptions {
@@ -129,6 +137,8 @@ impl Default for MountOptions {
             adversary: None,
             journal_batch: DEFAULT_JOURNAL_BATCH,
             disorder: false,
+            realloc: None,
+            realloc_always: false,
         }
     }
 }
@@ -248,6 +258,11 @@ pub struct Ffs {
     pub(super) read_ahead: crate::bmap::ReadAhead,
     /// Each file's run of blocks not yet pushed (`cluster`).
     pub(super) clusters: super::cluster::WriteClusters,
+    /// Whether runs are moved to contiguous space as they grow (`realloc`):
+    /// the mount's choice, else the superblock's.
+    pub(super) realloc: bool,
+    /// Runs moved since mount (`realloc`).
+    pub(super) reallocated: u64,
     /// The background scan for what a crash leaked, while it runs
     /// (`leaks`).
     pub(super) leak_scan: Option<super::leaks::LeakScan>,
@@ -311,6 +326,7 @@ impl Ffs {
             options.writes,
         ));
         let last_sync = options.clock.now();
+        let realloc = options.realloc.unwrap_or(sb.realloc());
         let mut ffs = Ffs {
             queue,
             tree: sb.indirect_geometry(),
@@ -335,6 +351,8 @@ impl Ffs {
             orphan_report: Default::default(),
             read_ahead: Default::default(),
             clusters: Default::default(),
+            realloc,
+            reallocated: 0,
             leak_scan: None,
             leak_report: Default::default(),
             sb_stored: None,
@@ -381,6 +399,18 @@ impl Ffs {
             g.check().map_err(|e| format!("cylinder group {}: {e}", g.index))?;
         }
         Ok(())
+    }
+
+    /// Whether this mount moves runs of delayed blocks to contiguous space
+    /// as files are written (`realloc`).
+    pub fn realloc(&self) -> bool {
+        self.realloc
+    }
+
+    /// Runs of a file's blocks moved to contiguous space since mount
+    /// (`realloc`).
+    pub fn reallocations(&self) -> u64 {
+        self.reallocated
     }
 
     /// The integrity mode of this mount.
@@ -593,6 +623,10 @@ impl Ffs {
         for p in placements.iter() {
             // Still dirty: written rolled back.
             self.cache.park(p.key, ctx.durable);
+            if p.key.0 != DEVICE && p.key.1 >= 0 {
+                // A block on the disk is never moved (`realloc`).
+                self.clusters.written(p.key.0, p.key.1);
+            }
         }
         self.stats.writes += done.writes;
         self.stats.blocks_written += done.blocks;

@@ -135,10 +135,17 @@ impl Ffs {
     /// The link count of `ino` as last stored in its block (what the disk
     /// will hold once the block is written), if the slot holds it.
     pub(super) fn stored_nlink(&mut self, ino: Ino) -> Result<Option<u32>> {
+        Ok(self.stored_inode(ino)?.map(|i| i.attr.nlink))
+    }
+
+    /// Inode `ino` as last stored in its inode-table block (what the disk
+    /// holds, or will once that block is written), `None` if the slot
+    /// holds another inode or none.
+    pub(super) fn stored_inode(&mut self, ino: Ino) -> Result<Option<Inode>> {
         let key = self.load_inode_block(ino)?;
         let at = self.sb.geometry.inode_offset_in_block(ino);
         let block = self.cache.get(key).ok_or_else(|| errno(libc::EIO, "inode block evicted"))?;
-        Ok(Inode::decode(&block[at..at + INODE_SIZE]).ok().filter(|i| i.ino == ino).map(|i| i.attr.nlink))
+        Ok(Inode::decode(&block[at..at + INODE_SIZE]).ok().filter(|i| i.ino == ino))
     }
 
     /// Allocates an inode for a node of type `mode` in directory `parent`

@@ -56,6 +56,13 @@ pub const SB_SOFTDEP: u32 = 0x2;
 /// journal: a crash left nothing on it that replaying the log does not
 /// put right.
 pub const SB_JOURNALED: u32 = 0x4;
+/// Superblock flag: move a file's delayed blocks to a contiguous free run
+/// as it is written (`realloc`, McKusick's `ffs_reallocblks`; Smith and
+/// Seltzer 1997). A choice made at mkfs, as FreeBSD keeps its own choices
+/// (`FS_DOSOFTDEP`, `FS_TRIM`) in `fs_flags`; a mount may override it.
+/// Readers that do not know it ignore it and simply do not move blocks:
+/// it changes where blocks go, never what the image means.
+pub const SB_REALLOC: u32 = 0x8;
 
 const SB_CRC: usize = 12;
 /// Where the journal's checkpoint (tail, tail sequence) lies in the
@@ -322,7 +329,8 @@ pub struct Superblock {
     pub created: TimeNs,
     /// When this copy was written.
     pub time: TimeNs,
-    /// `SB_CLEAN` or 0.
+    /// `SB_CLEAN`, `SB_SOFTDEP`, `SB_JOURNALED` (the state a mount left)
+    /// and `SB_REALLOC` (a choice made at mkfs).
     pub flags: u32,
     /// Counts as of when this copy was written (the groups are the truth).
     pub totals: Totals,
@@ -345,6 +353,12 @@ impl Superblock {
         } else {
             crate::format::blockno::Geometry::new(self.geometry.block_size)
         }
+    }
+
+    /// Whether blocks are moved to contiguous runs as files are written,
+    /// unless a mount says otherwise ([`SB_REALLOC`]).
+    pub fn realloc(&self) -> bool {
+        self.flags & SB_REALLOC != 0
     }
 
     /// Encodes into a [`SUPERBLOCK_BYTES`] buffer.

@@ -13,6 +13,8 @@
 //! * `fs` — the mounted file system ([`Ffs`]), mount, unmount, write-back;
 //!   `inodes` (inodes in their tables), `blocks` (file blocks, fragments,
 //!   `balloc`), `cluster` (a file's runs of blocks pushed as they fill),
+//!   `realloc` (a run of delayed blocks moved to contiguous space as it
+//!   grows: `ffs_reallocblks`),
 //!   `integrity` (one interface, a module per mode), `frees` (frees
 //!   deferred until the pointer's removal is durable), `orphans` (the on-disk
 //!   list of files unlinked while open), `leaks` (the background scan that
@@ -43,6 +45,7 @@ pub mod log_device;
 pub mod mkfs;
 mod orphans;
 pub mod placement;
+mod realloc;
 mod storage;
 
 pub use crate::cache::WriteMode;

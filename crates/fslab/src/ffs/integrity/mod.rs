@@ -122,6 +122,33 @@ pub(super) trait IntegrityMode: Send + Sync {
         Ok(FreeWhen::Now)
     }
 
+    /// `realloc` is about to move blocks of `ino` that were never written
+    /// away from `old`; their pointers are in `map` (an indirect block, or
+    /// the inode's direct pointers for `None`). Whether it may: yes unless
+    /// the mode says otherwise.
+    fn realloc_may_move(&self, fs: &mut Ffs, ino: Ino, map: Option<Lbn>, old: &[Daddr]) -> Result<bool> {
+        let _ = (fs, ino, map, old);
+        Ok(true)
+    }
+
+    /// `realloc` moved blocks of `ino` that were never written to a
+    /// contiguous run (each new place given to `block_allocated`, each
+    /// pointer, in `map` as for `realloc_may_move`, set there); `what`,
+    /// the fragments one of them leaves, is freed next. When that free
+    /// may take effect: as any free's (`free_when`) unless the mode says
+    /// otherwise.
+    fn realloc_free_when(&self, fs: &mut Ffs, ino: Ino, map: Option<Lbn>, what: Freed) -> Result<FreeWhen> {
+        let _ = map;
+        self.free_when(fs, ino, what)
+    }
+
+    /// The block at `addr` was given up before anything was written to it
+    /// (`realloc` moved it away, and no pointer in memory names it): what
+    /// the mode tracks of its contents may go.
+    fn unwritten_block_dropped(&self, fs: &mut Ffs, addr: Daddr) {
+        let _ = (fs, addr);
+    }
+
     /// Inode `ino` was allocated (its bitmap bit set in memory).
     fn inode_allocated(&self, fs: &mut Ffs, ino: Ino) {
         let _ = (fs, ino);

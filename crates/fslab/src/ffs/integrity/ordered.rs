@@ -15,7 +15,12 @@
 //! 4. blocks freed: the inode (and indirect blocks) no longer pointing at
 //!    them, durable before the space can be given to anyone else; for a
 //!    block moved to grow (a tail), its new copy and then the inode, before
-//!    its old fragments are freed;
+//!    its old fragments are freed; for blocks `realloc` moved before they
+//!    were ever written, no write at all: a run of direct blocks moves only
+//!    if the inode on the disk cannot name it, and its old places are
+//!    freed at once; a run in an indirect block frees its old places once
+//!    the indirect block naming the new ones is durable (a deferred free,
+//!    `frees`);
 //! 5. a new indirect block: written, empty, and durable the moment it is
 //!    allocated, before any pointer to it can reach the disk (4.4BSD
 //!    `ffs_balloc`: "write synchronously so that indirect blocks never
@@ -42,6 +47,7 @@
 
 use super::IntegrityMode;
 use crate::cache::{Placement, Ticket};
+use crate::ffs::frees::{FreeWhen, Freed};
 use crate::ffs::fs::Ffs;
 use crate::format::{Daddr, Ino, Lbn};
 use crate::storage::Hint;
@@ -97,6 +103,34 @@ impl IntegrityMode for Ordered {
         });
         fs.cache.unpin((ino, lbn));
         written
+    }
+
+    /// Only a run no pointer on the disk may name: the old places are
+    /// freed without a write, and an inode stored with the new pointers
+    /// in the middle of the write would carry a size the file never had
+    /// when the operation began or ended. So a run of direct blocks moves
+    /// only if the inode as last stored names none of them (a tail moved
+    /// before, an fsync or a link stores it; then the run stays where it
+    /// is); a run whose pointers are in an indirect block always may.
+    fn realloc_may_move(&self, fs: &mut Ffs, ino: Ino, map: Option<Lbn>, old: &[Daddr]) -> Result<bool> {
+        if map.is_some() {
+            return Ok(true);
+        }
+        Ok(fs.stored_inode(ino)?.is_none_or(|stored| !stored.direct.iter().any(|d| old.contains(d))))
+    }
+
+    /// A direct block's old place at once: nothing on the disk names it
+    /// (`realloc_may_move`). An indirect block's once the indirect block
+    /// naming the new place is durable: a write-back may have taken the
+    /// old pointers to the disk (4.4BSD's `ffs_reallocblks`: "for strict
+    /// correctness, the writes should be synchronous since the old block
+    /// values may have been written to disk"; a deferred free, `frees`,
+    /// gives that without a synchronous write per move).
+    fn realloc_free_when(&self, _fs: &mut Ffs, ino: Ino, map: Option<Lbn>, _what: Freed) -> Result<FreeWhen> {
+        Ok(match map {
+            None => FreeWhen::Now,
+            Some(meta) => FreeWhen::Durable(vec![(ino, meta)]),
+        })
     }
 
     fn orphan_link_changed(&self, fs: &mut Ffs, ino: Ino) -> Result<()> {

@@ -1021,6 +1021,13 @@ impl IntegrityMode for Softdep {
         self.state().fresh.insert(addr.get(), Fresh { cg, since, written: 0 });
     }
 
+    /// No pointer will wait for it: nothing in memory names it, and the
+    /// entry would otherwise stay until remount (it is never written),
+    /// counted as waiting.
+    fn unwritten_block_dropped(&self, _fs: &mut Ffs, addr: Daddr) {
+        self.state().fresh.remove(&addr.get());
+    }
+
     fn inode_storing(&self, ino: Ino, addr: Daddr, at: usize, old: &[u8]) {
         let mut state = self.state();
         let deps = state.inodes.entry(ino).or_default();
