@@ -13,7 +13,6 @@
 //! that a run on a simulated disk writes the same bytes every time (a
 //! journal's records, the diff of each changed block, hold them).
 
-use crate::format::{now_ns, TimeNs};
 use disk::VirtualClock;
 use std::fmt;
 use std::sync::Arc;
@@ -27,9 +26,19 @@ pub trait Clock: Send + Sync + std::panic::RefUnwindSafe {
     fn now_ns(&self) -> u64;
 }
 
-/// When a simulated run's time begins, for its timestamps:
-/// 2000-01-01T00:00:00Z, the year of the last paper the lab reproduces.
-pub const VIRTUAL_EPOCH_NS: TimeNs = 946_684_800 * 1_000_000_000;
+/// When a simulated run's time begins, for its timestamps, in
+/// nanoseconds since the Unix epoch: 2000-01-01T00:00:00Z, the year of
+/// the last paper the lab reproduces.
+pub const VIRTUAL_EPOCH_NS: i64 = 946_684_800 * 1_000_000_000;
+
+/// The host's calendar time, in nanoseconds since the Unix epoch
+/// (negative before it).
+pub fn host_calendar_ns() -> i64 {
+    match std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
+        Ok(d) => d.as_nanos() as i64,
+        Err(e) => -(e.duration().as_nanos() as i64),
+    }
+}
 
 /// The host's monotonic clock, counted from when it was made.
 #[derive(Debug)]
@@ -93,11 +102,11 @@ impl TimeSource {
     /// The calendar time for timestamps, in nanoseconds since the Unix
     /// epoch: the host's, or on a virtual clock [`VIRTUAL_EPOCH_NS`] plus
     /// the time simulated.
-    pub fn calendar_ns(&self) -> TimeNs {
+    pub fn calendar_ns(&self) -> i64 {
         if self.is_virtual {
             VIRTUAL_EPOCH_NS.saturating_add(i64::try_from(self.clock.now_ns()).unwrap_or(i64::MAX))
         } else {
-            now_ns()
+            host_calendar_ns()
         }
     }
 

@@ -34,8 +34,5 @@ pub type TimeNs = i64;
 
 /// The current time as [`TimeNs`].
 pub fn now_ns() -> TimeNs {
-    match std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
-        Ok(d) => d.as_nanos() as TimeNs,
-        Err(e) => -(e.duration().as_nanos() as TimeNs),
-    }
+    crate::time::host_calendar_ns()
 }
