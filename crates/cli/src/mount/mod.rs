@@ -91,6 +91,8 @@ pub struct MountArgs {
     ///                            (default 64; 1: each its own, as the 2000 paper)
     ///   journal_device=PATH      FFS journal: its log device, if not at the path
     ///                            mkfs recorded (its identity must match)
+    ///   realloc=on|off           FFS: move a file's unwritten blocks together as it
+    ///                            grows (ffs_reallocblks); default: what mkfs recorded
     ///   threads=N                threads serving kernel requests (default 16): a
     ///                            request waiting for the disk holds one
     ///   group_commit=on|off      operations waiting for the disk share flushes
