@@ -1,7 +1,7 @@
 //! Writing the log, and waiting for it: the journal's commits as a
 //! barrier its waiters share (group commit, decision 0007 item 10).
 
-use super::{prune_state, State, BLOCK};
+use super::{advance_durable, State, BLOCK};
 use crate::cache::{BlockData, Seq, WriteQueue};
 use crate::durable::Barrier;
 use crate::format::Daddr;
@@ -92,7 +92,7 @@ impl Barrier for Commits {
             let write = {
                 let mut guard = self.lock();
                 let Some(st) = guard.as_mut() else { return Ok(()) };
-                prune_state(st, self.queue.durable());
+                advance_durable(st, self.queue.durable());
                 if st.durable_seq >= through {
                     return Ok(());
                 }
@@ -120,7 +120,7 @@ impl Barrier for Commits {
     fn is_durable(&self, through: u64) -> bool {
         let mut guard = self.lock();
         let Some(st) = guard.as_mut() else { return true };
-        prune_state(st, self.queue.durable());
+        advance_durable(st, self.queue.durable());
         st.durable_seq >= through
     }
 }

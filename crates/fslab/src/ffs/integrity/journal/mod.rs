@@ -417,10 +417,10 @@ fn tail_of(st: &State) -> (u64, u64) {
     }
 }
 
-/// Forgets what `durable` (the write queue's durable point) has made of
-/// no more use: log writes, blocks settled at home, transactions behind
-/// the checkpoint.
-fn prune_state(st: &mut State, durable: Seq) {
+/// Moves the log's durable point to what `durable` (the write queue's)
+/// covers, dropping the log writes it covers: all a waiter for a commit
+/// needs, and cheap (the blocks at home are [`prune_state`]'s).
+fn advance_durable(st: &mut State, durable: Seq) {
     let mut durable_seq = st.durable_seq;
     st.in_flight.retain(|&(write, through)| {
         if write <= durable {
@@ -431,6 +431,14 @@ fn prune_state(st: &mut State, durable: Seq) {
         }
     });
     st.durable_seq = durable_seq;
+}
+
+/// Forgets what `durable` (the write queue's durable point) has made of
+/// no more use: log writes, blocks settled at home, transactions behind
+/// the checkpoint.
+fn prune_state(st: &mut State, durable: Seq) {
+    advance_durable(st, durable);
+    let durable_seq = st.durable_seq;
     st.unsettled.retain(|_, u| {
         if u.released.is_some_and(|r| r < durable_seq) {
             return false;
