@@ -7,7 +7,7 @@ use fslab::ffs::Ffs;
 use fslab::format::inode::kind;
 use fslab::format::ROOT_INO;
 use fslab::time::TimeSource;
-use fslab::ufs::{Creds, FileSystem};
+use fslab::ufs::{Creds, FileSystem, RenameFlags};
 use fslab_bench::cpu::{CpuModel, PENTIUM4_1600};
 use fslab_bench::device::{self, Medium};
 use fslab_bench::experiment::{by_id, factors, Experiment};
@@ -190,5 +190,70 @@ fn soft_updates_frees_wait_for_durable_inodes_and_the_tick_releases_them() {
         fs.tick().expect("tick");
     }
     assert_eq!(fs.storage().pending_frees(), (0, 0), "the tick released them");
+    fs.unmount().expect("unmount");
+}
+
+/// An FFS with soft updates on a simulated disk, with a cache of
+/// `cache_bytes`, its root made.
+fn softdep_fs(cache_bytes: u64, name: &str) -> (FileSystem<Ffs>, device::Device) {
+    let medium = Medium::Sim { model: "cheetah9lp".into(), seed: 1 };
+    let dev = device::prepare(&medium, Some(256 << 20), name).expect("device");
+    let clock = dev.clock.clone().expect("a simulated disk has a clock");
+    let env = MountEnv { clock: TimeSource::virtual_clock(clock), deterministic: true, cache_bytes };
+    let Some(Kind::Ffs(params)) = by_name("ffs-softdep").map(|s| s.kind) else { panic!("an FFS") };
+    <Ffs as Layout>::mkfs(dev.dev.clone(), None, &params).expect("mkfs");
+    let mut fs = FileSystem::new(<Ffs as Layout>::mount(dev.dev.clone(), &params, &env).expect("mount"));
+    fs.create_root(0o755, Creds { uid: 0, gid: 0 }).expect("root");
+    (fs, dev)
+}
+
+/// MH's folder in small, in a cache of 64 blocks: its 2,000 inodes span
+/// 63 inode-table blocks, and an unlink or a rename that stored its inode
+/// dirtied one of them a file, passing the write-back threshold every few
+/// dozen files. Packing (each file renamed to its rank, often the old name
+/// of a file moved before it) must write nothing; removing must sync
+/// nothing; and both leave an image whose groups check and whose names
+/// are the ones expected.
+#[test]
+fn a_pack_and_a_remove_under_soft_updates_dirty_no_inode_block() {
+    let (mut fs, _dev) = softdep_fs(512 << 10, "softdep-pack");
+    let creds = Creds { uid: 0, gid: 0 };
+    let dir = fs.mkdir(ROOT_INO, b"inbox", 0o755, creds).expect("mkdir").ino;
+    let numbers: Vec<u64> = (0..2000u64).map(|i| 3 * i + 1 + i % 2).collect();
+    for &n in numbers.iter().rev() {
+        fs.mknod(dir, n.to_string().as_bytes(), kind::REG | 0o644, 0, creds).expect("create");
+    }
+    fs.sync().expect("sync");
+    let before = fs.storage().stats();
+    for (k, &n) in numbers.iter().enumerate() {
+        let k = k as u64 + 1;
+        fs.rename(dir, n.to_string().as_bytes(), dir, k.to_string().as_bytes(), RenameFlags::default())
+            .expect("rename");
+    }
+    let packed = fs.storage().stats();
+    assert_eq!(packed.writes, before.writes, "a pack that stores no inode writes nothing");
+    for k in 1..=numbers.len() as u64 {
+        assert!(fs.lookup(dir, k.to_string().as_bytes()).is_ok(), "{k} after the pack");
+    }
+    for k in 1..=numbers.len() as u64 {
+        fs.unlink(dir, k.to_string().as_bytes()).expect("unlink");
+    }
+    let removed = fs.storage().stats();
+    assert_eq!(removed.syncs, packed.syncs, "the remove waited for no sync");
+    assert!(
+        removed.writes - packed.writes < numbers.len() as u64 / 10,
+        "the remove wrote {} times for {} files",
+        removed.writes - packed.writes,
+        numbers.len()
+    );
+    assert_eq!(
+        fs.storage().pending_frees().1,
+        numbers.len() as u64,
+        "each inode waits for its name's removal"
+    );
+    fs.rmdir(ROOT_INO, b"inbox").expect("rmdir");
+    fs.sync().expect("sync");
+    assert_eq!(fs.storage().pending_frees(), (0, 0), "the sync freed them");
+    fs.storage().check_groups().expect("groups");
     fs.unmount().expect("unmount");
 }

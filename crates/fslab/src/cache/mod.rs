@@ -87,6 +87,9 @@ struct Buffer {
     /// something durable changes, or the block does, writing it again
     /// would write the same copy ([`BufferCache::is_parked`]).
     parked: Seq,
+    /// The rolled-back copy its last write carried, where, and that
+    /// write's number, while it stays dirty ([`BufferCache::copy_on_disk`]).
+    copy_on_disk: Option<(Daddr, BlockData, Seq)>,
     /// Holders that need it cached whatever its state ([`BufferCache::pin`]).
     pins: u32,
 }
@@ -349,6 +352,7 @@ impl BufferCache {
                 on_probation: false,
                 written: 0,
                 parked: 0,
+                copy_on_disk: None,
                 pins,
             },
         );
@@ -390,6 +394,7 @@ impl BufferCache {
             }
             b.written = b.written.max(seq);
             b.parked = 0;
+            b.copy_on_disk = None;
         }
         // The sweep dropped its entry while it was dirty; a clean buffer
         // needs one to be evictable.
@@ -404,6 +409,29 @@ impl BufferCache {
             if b.dirty {
                 b.parked = durable + 1;
             }
+        }
+    }
+
+    /// Notes that write `seq` took `copy`, a rolled-back copy of `key`, to
+    /// `addr`, and `key` stays dirty.
+    pub fn note_copy_written(&mut self, key: BlockKey, addr: Daddr, copy: BlockData, seq: Seq) {
+        if let Some(b) = self.buffers.get_mut(&key) {
+            if b.dirty {
+                b.copy_on_disk = Some((addr, copy, seq));
+            }
+        }
+    }
+
+    /// The write that took exactly `copy` to `addr` as `key`'s last
+    /// rolled-back copy, if one did: writing it again would change
+    /// nothing on the disk. (A sync's rounds made soft updates write the
+    /// same rolled-back inode blocks once per round, while what held them
+    /// back waited for a later round.)
+    pub fn copy_on_disk(&self, key: BlockKey, addr: Daddr, copy: &[u8]) -> Option<Seq> {
+        let b = self.buffers.get(&key)?;
+        match &b.copy_on_disk {
+            Some((at, written, seq)) if b.dirty && *at == addr && written[..] == *copy => Some(*seq),
+            _ => None,
         }
     }
 

@@ -189,7 +189,16 @@ pub fn write_back(
             let (data, rolled) = match hooks.write_starting(p.key, p.addr, &data)? {
                 WriteAs::Cached => (data, false),
                 WriteAs::Sealed(copy) => (copy, false),
-                WriteAs::RolledBack(copy) => (copy, true),
+                WriteAs::RolledBack(copy) => {
+                    if let Some(seq) = cache.copy_on_disk(p.key, p.addr, &copy) {
+                        // These very bytes went with write `seq`: what this
+                        // write would satisfy, that one does.
+                        hooks.write_done(p.key, p.addr, seq);
+                        done.last = done.last.max(seq);
+                        continue;
+                    }
+                    (copy, true)
+                }
                 WriteAs::Held => continue,
             };
             if data.len() < p.bytes {
@@ -214,8 +223,12 @@ pub fn write_back(
             let seq = dest.write(written[start].addr, unit_bytes, run_buffers, lens)?;
             done.writes += 1;
             done.last = done.last.max(seq);
-            for (p, &rolled) in written[start..end].iter().zip(&rolled_back[start..end]) {
-                if !rolled {
+            for ((p, &rolled), data) in
+                written[start..end].iter().zip(&rolled_back[start..end]).zip(&buffers[start..end])
+            {
+                if rolled {
+                    cache.note_copy_written(p.key, p.addr, data.clone(), seq);
+                } else {
                     cache.mark_written(p.key, seq);
                 }
                 hooks.write_done(p.key, p.addr, seq);
@@ -292,5 +305,38 @@ mod tests {
         assert_eq!((at(10), at(12), at(14), at(16), at(20)), (1, 0xEE, 3, 4, 9), "the rolled-back copy went");
         assert_eq!(image[16 * 512 + 512], 0, "only the fragment's bytes of the tail");
         assert_eq!(cache.get((5, 1)).map(|b| b[0]), Some(2), "the cache keeps the current bytes");
+    }
+
+    /// A write queue's numbers, so that the first write's can be told.
+    struct Numbered(u64);
+
+    impl WriteDest for Numbered {
+        fn write(&mut self, _: Daddr, _: u64, _: Vec<BlockData>, _: Vec<usize>) -> Result<Seq> {
+            self.0 += 1;
+            Ok(self.0)
+        }
+    }
+
+    #[test]
+    fn a_rolled_back_copy_already_written_there_is_not_written_again() {
+        let mut cache = BufferCache::new(1024, CacheLimits::for_memory(1 << 20));
+        cache.insert((5, 1), block_of(&[2; 1024]), true);
+        let placement = Placement { key: (5, 1), addr: Daddr::new(12), bytes: 1024 };
+        let mut hooks = Recorder { roll_back: Some((5, 1)), ..Recorder::default() };
+        let mut dest = Numbered(0);
+        let first =
+            write_back(&mut cache, &mut dest, &mut [placement], 512, 2048, &mut hooks).expect("write");
+        assert_eq!((first.writes, first.last), (1, 1));
+        let again =
+            write_back(&mut cache, &mut dest, &mut [placement], 512, 2048, &mut hooks).expect("write");
+        assert_eq!((again.writes, again.last, dest.0), (0, 1, 1), "the same bytes: write 1 stands for it");
+        assert_eq!(hooks.done, vec![(5, 1), (5, 1)], "what the write would satisfy, write 1 does");
+        let moved = Placement { addr: Daddr::new(20), ..placement };
+        let elsewhere =
+            write_back(&mut cache, &mut dest, &mut [moved], 512, 2048, &mut hooks).expect("write");
+        assert_eq!((elsewhere.writes, elsewhere.last), (1, 2), "another address is written");
+        hooks.roll_back = None;
+        write_back(&mut cache, &mut dest, &mut [placement], 512, 2048, &mut hooks).expect("write");
+        assert!(!cache.is_dirty((5, 1)), "written as it is: clean");
     }
 }

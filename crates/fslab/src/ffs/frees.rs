@@ -51,6 +51,14 @@ pub(super) enum FreeWhen {
     /// the last pointer, without it now — are durable. (The modes that
     /// answer this are soft updates; `sync` and `async` free at once.)
     Durable(Vec<BlockKey>),
+    /// An inode, not a directory, freed while the removal of its last
+    /// name waits to be durable (soft updates: FreeBSD's dirrem, whose
+    /// work frees the inode once the directory block is on disk, 2000
+    /// paper §4, "background deletes"). Its slot is left as it is until
+    /// then — cleared, it would dirty its inode block at every unlink, for
+    /// a write that could only go rolled back — and it is freed as
+    /// `Durable` once the mode says `names_gone`.
+    NamesGone,
     /// Once the journal's transaction with this sequence number is
     /// durable in the log. What the disk's groups hold shows the free at
     /// once — the transaction logs the bitmaps with it — and only the
@@ -104,7 +112,7 @@ impl Ffs {
                     };
                     self.alloc.touch(cg);
                 }
-                self.pending_frees.push(PendingFree { what, when });
+                self.defer_free(PendingFree { what, when });
                 Ok(())
             }
         }
@@ -128,9 +136,17 @@ impl Ffs {
         }
     }
 
+    /// Adds a free to those waiting.
+    pub(super) fn defer_free(&mut self, p: PendingFree) {
+        if let Freed::Inode { ino, .. } = p.what {
+            self.pending_inodes.insert(ino);
+        }
+        self.pending_frees.push(p);
+    }
+
     /// Whether inode `ino` was freed and waits to become allocatable.
     pub(super) fn is_free_pending(&self, ino: Ino) -> bool {
-        self.pending_frees.iter().any(|p| matches!(p.what, Freed::Inode { ino: i, .. } if i == ino))
+        self.pending_inodes.contains(&ino)
     }
 
     /// The runs of fragments freed and not yet allocatable, as (start,
@@ -200,23 +216,44 @@ impl Ffs {
             return Ok(0);
         }
         let durable = self.queue.durable();
-        let committed = self.mode().committed_through(durable);
+        let mode = self.mode();
+        let committed = mode.committed_through(durable);
         let cache = &self.cache;
         let ready = |p: &PendingFree| match &p.when {
             FreeWhen::Now => true,
             FreeWhen::Durable(after) => {
                 after.iter().all(|&k| cache.durable_after(k).is_some_and(|seq| seq <= durable))
             }
+            FreeWhen::NamesGone => match p.what {
+                Freed::Inode { ino, .. } => mode.names_gone(ino, durable),
+                Freed::Frags { .. } => true,
+            },
             FreeWhen::Committed(seq) => *seq <= committed,
         };
         let (ready, waiting): (Vec<PendingFree>, Vec<PendingFree>) =
             std::mem::take(&mut self.pending_frees).into_iter().partition(ready);
         self.pending_frees = waiting;
+        for p in &ready {
+            if let Freed::Inode { ino, .. } = p.what {
+                self.pending_inodes.remove(&ino);
+            }
+        }
         let released = ready.len();
         for p in ready {
-            self.free_now(p.what)?;
+            match (p.when, p.what) {
+                // Its names are gone from the disk: now its slot is cleared
+                // and the free waits, like any other, for that to be durable.
+                (FreeWhen::NamesGone, Freed::Inode { ino, .. }) => self.free_inode_now(ino)?,
+                (_, what) => self.free_now(what)?,
+            }
         }
         Ok(released)
+    }
+
+    /// Whether an inode's free waits for its names' removal to be durable
+    /// (`FreeWhen::NamesGone`): its slot still to be cleared.
+    pub(super) fn has_inodes_to_clear(&self) -> bool {
+        self.pending_frees.iter().any(|p| p.when == FreeWhen::NamesGone)
     }
 
     /// Runs `attempt`; if it fails for want of space while frees are
@@ -246,6 +283,9 @@ impl Ffs {
         let mut released = 0;
         for _ in 0..super::fs::SYNC_ROUNDS {
             self.mode().force_commits(self)?;
+            // A change a free waits for may wait for an inode changed in
+            // memory only (soft updates store one at the next write-back).
+            self.store_dirty_inodes()?;
             released += self.release_durable_frees()?;
             if self.pending_frees.is_empty() {
                 break;

@@ -234,6 +234,8 @@ pub struct Ffs {
     /// Frees waiting for the removal of their last pointer to be durable
     /// (`frees`).
     pub(super) pending_frees: Vec<super::frees::PendingFree>,
+    /// The inodes among `pending_frees`, for lookups.
+    pub(super) pending_inodes: std::collections::HashSet<Ino>,
     /// Fragments promised by `reserve_blocks` and not yet allocated.
     pub(super) reserved_frags: u64,
     /// Sizes as the namespace last set them, of inodes whose size a write
@@ -340,6 +342,7 @@ impl Ffs {
             mode: mode_for(&options),
             tx_ticket: Ticket::none(),
             pending_frees: Vec::new(),
+            pending_inodes: std::collections::HashSet::new(),
             reserved_frags: 0,
             size_before: IntMap::default(),
             placing_metadata: false,
@@ -718,7 +721,10 @@ impl Ffs {
 
     /// Whether anything waits to be written.
     pub(super) fn has_changes(&self) -> bool {
-        self.cache.dirty_count() > 0 || !self.inodes.dirty().is_empty() || !self.fresh_inode_blocks.is_empty()
+        self.cache.dirty_count() > 0
+            || !self.inodes.dirty().is_empty()
+            || !self.fresh_inode_blocks.is_empty()
+            || self.has_inodes_to_clear()
     }
 
     /// Writes back dirty buffers once they pass the cache's start-write

@@ -8,7 +8,7 @@
 //! inode's bytes change — which leaves the block dirty for write-back (or
 //! for an integrity mode to write at once).
 
-use super::frees::Freed;
+use super::frees::{FreeWhen, Freed, PendingFree};
 use super::fs::Ffs;
 use crate::cache::{block_of, device_addr, device_key, BlockKey};
 use crate::error::{errno, Error, Location};
@@ -187,12 +187,29 @@ impl Ffs {
     /// Frees inode `ino`, which holds no blocks any more: its bitmap bit,
     /// and its slot cleared — so that fsck, which trusts no bitmap after a
     /// crash, does not find it — keeping the generation for the next use.
+    ///
+    /// A file whose last name's removal the mode holds back keeps its slot
+    /// until that removal is durable (`FreeWhen::NamesGone`); a directory's
+    /// slot is cleared at once (its `..` counts in its parent until the
+    /// disk shows it free, which the mode orders).
     pub(super) fn free_inode(&mut self, ino: Ino) -> Result<()> {
         let inode = *self.cached_inode(ino)?;
-        self.free_or_defer(ino, Freed::Inode { ino, is_dir: inode.attr.is_dir() })?;
         for key in self.cache.keys_in(ino, i64::MIN..=i64::MAX) {
             self.cache.remove(key);
         }
+        let what = Freed::Inode { ino, is_dir: inode.attr.is_dir() };
+        if !inode.attr.is_dir() && !self.mode().names_gone(ino, self.queue.durable()) {
+            self.leak_scan_freeing(what);
+            self.defer_free(PendingFree { what, when: FreeWhen::NamesGone });
+            return Ok(());
+        }
+        self.free_inode_now(ino)
+    }
+
+    /// Frees inode `ino` as `free_inode` does, its names' removal durable.
+    pub(super) fn free_inode_now(&mut self, ino: Ino) -> Result<()> {
+        let inode = *self.cached_inode(ino)?;
+        self.free_or_defer(ino, Freed::Inode { ino, is_dir: inode.attr.is_dir() })?;
         let cleared = Inode { ino, generation: inode.generation, ..Inode::default() };
         self.inodes.insert(cleared, true);
         self.store_inode(ino)?;

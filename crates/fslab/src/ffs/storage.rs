@@ -97,6 +97,10 @@ impl StorageManager for Ffs {
     }
 
     fn vget(&mut self, ino: Ino) -> Result<Inode> {
+        if self.is_free_pending(ino) {
+            // Freed, its slot or bit not yet cleared on the disk.
+            return Err(errno(libc::ENOENT, "inode is not allocated"));
+        }
         Ok(*self.cached_inode(ino)?)
     }
 
@@ -211,6 +215,18 @@ impl StorageManager for Ffs {
     /// the file's size holds the fragments the rewrite touches).
     fn rewrites_take_space(&self) -> bool {
         false
+    }
+
+    fn dir_chunk_held(&mut self, dir: Ino, offset: u64) -> bool {
+        let bs = self.block_size() as u64;
+        let key = (dir, (offset / bs) as crate::format::Lbn);
+        self.mode().dir_chunk_held(key, (offset % bs) as usize / crate::format::dirent::DIRBLKSIZ)
+    }
+
+    fn dir_chunk_keeping(&mut self, dir: Ino, name: &[u8], ino: Ino) -> Option<u64> {
+        let bs = self.block_size() as u64;
+        let ((_, lbn), chunk) = self.mode().dir_chunk_keeping(dir, name, ino)?;
+        Some(lbn as u64 * bs + (chunk * crate::format::dirent::DIRBLKSIZ) as u64)
     }
 
     fn begin(&mut self, spec: TxSpec) -> Result<()> {

@@ -188,6 +188,30 @@ pub trait StorageManager: Send {
         true
     }
 
+    /// Whether the 512-byte chunk of directory `dir` at byte `offset`
+    /// should take no new entry now: the storage manager must still write
+    /// it as it was before a change (soft updates keep a renamed file's
+    /// old name on the disk, in that chunk's image, until its new name is
+    /// durable), and an entry placed there could not reach the disk until
+    /// that change has. The directory puts a new entry elsewhere if it
+    /// can. No chunk is held by default.
+    fn dir_chunk_held(&mut self, dir: Ino, offset: u64) -> bool {
+        let _ = (dir, offset);
+        false
+    }
+
+    /// The byte offset of the 512-byte chunk of directory `dir` that the
+    /// disk may still show holding an entry `name` naming `ino`, gone in
+    /// memory (soft updates keep a renamed file's old name until its new
+    /// one is durable), if any: a file renamed back to that name goes
+    /// there if it has room, so that one sector's write replaces the one
+    /// entry by the other and the disk never shows the name twice. None
+    /// by default.
+    fn dir_chunk_keeping(&mut self, dir: Ino, name: &[u8], ino: Ino) -> Option<u64> {
+        let _ = (dir, name, ino);
+        None
+    }
+
     /// Opens a transaction (see `tx`), or nests inside the open one.
     /// `spec` says what it is and bounds what it may dirty: a storage
     /// manager that must reserve room for it up front (a journal's log

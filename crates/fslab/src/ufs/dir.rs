@@ -176,6 +176,48 @@ impl<S: StorageManager> Ns<'_, S> {
         self.first_chunk_where(dir, |entries| max_free(entries) >= need)
     }
 
+    /// The largest record a new entry could take in chunk `c` of `dir`.
+    fn chunk_room(&mut self, dir: Ino, c: usize) -> Result<usize> {
+        let (block, _, within, chunk_offset) = self.read_chunk_of(dir, (c * DIRBLKSIZ) as u64)?;
+        Ok(max_free(&parse_chunk(&block[within..within + DIRBLKSIZ], dir, chunk_offset)?))
+    }
+
+    /// Whether the storage manager holds chunk `c` of `dir`
+    /// (`StorageManager::dir_chunk_held`).
+    fn chunk_held(&mut self, dir: Ino, c: usize) -> bool {
+        self.s.dir_chunk_held(dir, (c * DIRBLKSIZ) as u64)
+    }
+
+    /// The chunk a new entry of `need` bytes goes into among those the
+    /// storage manager does not hold, by the same policy as `dir_add`'s
+    /// first choice `held` (the hash's summary, or a scan from `held` on:
+    /// no chunk before the first with room has any).
+    fn unheld_free_chunk(&mut self, dir: Ino, need: usize, held: usize) -> Result<Option<usize>> {
+        if self.dirhash_ready(dir)? {
+            let (dirs, s) = (&self.st.dirs, &mut self.s);
+            let unheld = |c: usize| !s.dir_chunk_held(dir, (c * DIRBLKSIZ) as u64);
+            return Ok(dirs.free_chunk_where(dir, need, unheld));
+        }
+        let blocks = self.dir_blocks(dir)?;
+        let bs = self.block_bytes();
+        let per_block = bs / DIRBLKSIZ;
+        let mut block = vec![0u8; bs];
+        for lbn in (held / per_block) as u64..blocks {
+            self.read_dir_block(dir, lbn as Lbn, &mut block)?;
+            for (i, chunk) in block.chunks_exact(DIRBLKSIZ).enumerate() {
+                let chunk_offset = lbn * bs as u64 + (i * DIRBLKSIZ) as u64;
+                let c = (chunk_offset / DIRBLKSIZ as u64) as usize;
+                if c <= held {
+                    continue;
+                }
+                if max_free(&parse_chunk(chunk, dir, chunk_offset)?) >= need && !self.chunk_held(dir, c) {
+                    return Ok(Some(c));
+                }
+            }
+        }
+        Ok(None)
+    }
+
     /// Whether directory `dir` holds nothing but `.` and `..`.
     pub(crate) fn dir_is_empty(&mut self, dir: Ino) -> Result<bool> {
         if self.st.dirs.live_entries(dir).is_some_and(|n| n > 2) {
@@ -213,19 +255,37 @@ impl<S: StorageManager> Ns<'_, S> {
         }
         let need = entry_size(name.len());
         let seen = self.st.dirs.take_create_hint(dir, need);
+        let keeping =
+            self.s.dir_chunk_keeping(dir, name, ino).map(|offset| (offset / DIRBLKSIZ as u64) as usize);
         self.changing(dir, |ns| {
-            let chunk = if ns.dirhash_ready(dir)? {
-                let found = ns.st.dirs.free_chunk(dir, need);
-                if found.is_none() && ns.st.dirs.checking() && ns.scan_free(dir, need)?.is_some() {
-                    return Err(stale(dir, "the summary says no chunk has room, but one has"));
-                }
-                found
-            } else if let Some(room) = seen {
-                room
-            } else {
-                ns.scan_free(dir, need)?
-            };
+            let chunk =
+                if let Some(c) = keeping.filter(|&c| ns.chunk_room(dir, c).is_ok_and(|room| room >= need)) {
+                    Some(c)
+                } else if ns.dirhash_ready(dir)? {
+                    let found = ns.st.dirs.free_chunk(dir, need);
+                    if found.is_none() && ns.st.dirs.checking() && ns.scan_free(dir, need)?.is_some() {
+                        return Err(stale(dir, "the summary says no chunk has room, but one has"));
+                    }
+                    found
+                } else if let Some(room) = seen {
+                    room
+                } else {
+                    ns.scan_free(dir, need)?
+                };
             let (offset, free) = match chunk {
+                Some(c) if keeping != Some(c) && ns.chunk_held(dir, c) => {
+                    match ns.unheld_free_chunk(dir, need, c)? {
+                        Some(other) => ns.insert_in_chunk(dir, other, name, ino, dtype)?,
+                        // Growing is the way around a held chunk, not a reason
+                        // to fail: on a full disk the entry goes there after all.
+                        None => match ns.append_block(dir, name, ino, dtype) {
+                            Err(e) if e.errno() == libc::ENOSPC => {
+                                ns.insert_in_chunk(dir, c, name, ino, dtype)?
+                            }
+                            appended => appended?,
+                        },
+                    }
+                }
                 Some(c) => ns.insert_in_chunk(dir, c, name, ino, dtype)?,
                 None => ns.append_block(dir, name, ino, dtype)?,
             };

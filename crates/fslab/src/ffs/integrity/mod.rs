@@ -122,6 +122,34 @@ pub(super) trait IntegrityMode: Send + Sync {
         Ok(FreeWhen::Now)
     }
 
+    /// Whether every removal of a name of `ino` that this mode holds back
+    /// is durable by write `durable`: until then, freeing the inode (its
+    /// slot cleared, its bitmap bit) waits (`FreeWhen::NamesGone`), and the
+    /// unlink that freed it dirties no inode block. Yes by default: a mode
+    /// that orders or logs removals as they happen has none held back.
+    fn names_gone(&self, ino: Ino, durable: Seq) -> bool {
+        let _ = (ino, durable);
+        true
+    }
+
+    /// Whether chunk `chunk` (512-byte chunks, from 0) of directory block
+    /// `key` must be written as it was before a change that is not yet
+    /// durable, so that a new entry placed there would wait for it
+    /// (`StorageManager::dir_chunk_held`). No by default.
+    fn dir_chunk_held(&self, key: BlockKey, chunk: usize) -> bool {
+        let _ = (key, chunk);
+        false
+    }
+
+    /// The chunk (block, chunk in it) whose copy on the disk may still
+    /// hold an entry `name` of directory `dir` naming `ino`, gone in
+    /// memory (a rename's old name the mode keeps), if any. None by
+    /// default.
+    fn dir_chunk_keeping(&self, dir: Ino, name: &[u8], ino: Ino) -> Option<(BlockKey, usize)> {
+        let _ = (dir, name, ino);
+        None
+    }
+
     /// `realloc` is about to move blocks of `ino` that were never written
     /// away from `old`; their pointers are in `map` (an indirect block, or
     /// the inode's direct pointers for `None`). Whether it may: yes unless
@@ -394,9 +422,7 @@ impl Ffs {
     /// `offset` of `dir`; if the directory grew in this transaction, every
     /// new block of it and then its inode, so the entry is reachable.
     pub(super) fn write_entry_ordered(&mut self, dir: Ino, offset: u64) -> Result<()> {
-        let grew =
-            self.tx.hints().iter().any(|h| matches!(h, Hint::BlocksAllocated { ino, .. } if *ino == dir));
-        if grew {
+        if self.grew_in_tx(dir) {
             let blocks = self.dirty_blocks_of(dir);
             self.write_ordered(&blocks)?;
             let key = self.store_inode(dir)?;
@@ -404,6 +430,11 @@ impl Ffs {
         }
         let lbn = (offset / self.block_size() as u64) as Lbn;
         self.write_ordered(&[(dir, lbn)])
+    }
+
+    /// Whether directory `dir` grew in the open transaction.
+    pub(super) fn grew_in_tx(&self, dir: Ino) -> bool {
+        self.tx.hints().iter().any(|h| matches!(h, Hint::BlocksAllocated { ino, .. } if *ino == dir))
     }
 
     /// Whether `ino` is a directory or symbolic link (whose blocks are

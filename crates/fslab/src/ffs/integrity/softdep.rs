@@ -37,7 +37,10 @@
 //! Frees wait too [freeblks, freefile]: a block or inode freed becomes
 //! allocatable once the blocks that held its last pointer are durable
 //! without it (`frees`): released by the tick ("background deletes"), by a
-//! sync, or at once when an allocation would fail.
+//! sync, or at once when an allocation would fail. A file's inode is not
+//! even cleared before its last name's removal is durable [dirrem]
+//! (`names_gone`), and no namespace operation stores an inode in its
+//! block: an unlink or a rename dirties its directory block alone.
 //!
 //! A regular file's rename [DIRCHG diradd, dirrem] adds or changes its new
 //! name as above (a changed entry shows the name it replaced while it
@@ -45,7 +48,10 @@
 //! the new one is durable: writes of the old name's 512-byte directory
 //! chunk send the chunk as it was before the rename (`Guard`), so a crash
 //! leaves the file one name or both, never neither (decision 0006, item
-//! 4 revised).
+//! 4 revised). New entries keep out of a chunk so held
+//! (`dir_chunk_held`), and a new entry of a name a held image still shows
+//! waits for that image to go (`Cond::GuardGone`), so that the disk never
+//! shows one name twice.
 //!
 //! What is simpler than FreeBSD's, and why:
 //! * a directory's rename, or an exchange, is ordered as `sync` orders it
@@ -79,10 +85,16 @@ use crate::Result;
 use disk::AlignedBytes;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 /// Rounds an fsync writes its chain in before it syncs everything.
 const FSYNC_ROUNDS: usize = 8;
+
+/// Rounds that make renames' new names durable at most: one per rename
+/// in a chain of new names each waiting for an older image of its name
+/// (MH's pack: name k was the old name of the message now k/2 or so,
+/// a chain as long as log2 of the folder).
+const SETTLE_ROUNDS: usize = 64;
 
 /// A write some change waits for: 0 until the write that satisfies it is
 /// issued, then that write's number. Satisfied once a flush covers it.
@@ -104,6 +116,10 @@ enum Cond {
     Write(Written),
     /// A write of cylinder group `cg` issued after write `since`.
     Group { cg: u32, since: Seq },
+    /// The end of a rename's guard whose image holds the same name (a
+    /// name that may still be on the disk there): gone once the guard is
+    /// dropped, whatever ends it.
+    GuardGone(Weak<()>),
 }
 
 /// A block allocated since mount whose pointer must wait: for its contents
@@ -154,7 +170,7 @@ struct Add {
 /// leaves the file its old name, its new one or both, never neither (the
 /// old entry's space may meanwhile hold a later entry, which that write
 /// leaves out: it is newer than the image, and waits in turn).
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 struct Guard {
     /// The old name's chunk in its block.
     chunk: usize,
@@ -166,6 +182,30 @@ struct Guard {
     moved: Ino,
     new_dir: Ino,
     new_offset: u64,
+    /// Alive as long as the guard: what a new entry of a name its image
+    /// holds waits on (`Cond::GuardGone`). Never read: dropping it is the
+    /// signal.
+    _alive: Arc<()>,
+}
+
+/// A name a guard's image holds (`State::imaged_names`).
+#[derive(Debug, Clone)]
+struct Imaged {
+    /// The guard's token.
+    alive: Weak<()>,
+    /// The image's block and chunk in it.
+    key: BlockKey,
+    chunk: usize,
+    /// The inode the image's entry names.
+    ino: Ino,
+}
+
+/// The key of a name in a directory in `State::imaged_names`.
+fn name_key(dir: Ino, name: &[u8]) -> (Ino, u64) {
+    // FNV-1a: a collision only makes an entry wait longer.
+    let hash =
+        name.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+    (dir, hash)
 }
 
 /// The rename in the open transaction, if any.
@@ -279,6 +319,11 @@ struct State {
     removals: HashMap<BlockKey, Vec<(usize, Ino, Written)>>,
     /// Old names of renames whose new names are not durable yet.
     guards: HashMap<BlockKey, Vec<Guard>>,
+    /// The names each guard's image holds, by directory and name: a new
+    /// entry of one of them, put in another chunk, must not be shown
+    /// while the image may show the old one (two entries of one name).
+    /// Entries of guards since dropped are cleared lazily.
+    imaged_names: HashMap<(Ino, u64), Vec<Imaged>>,
     /// The rename in the open transaction.
     rename: Rename,
     /// Directory blocks as they were before the open rename changed them.
@@ -294,6 +339,7 @@ impl State {
         match cond {
             Cond::Write(w) => is_durable(w, durable),
             Cond::Group { cg, since } => self.group_written_after(*cg, *since, durable),
+            Cond::GuardGone(token) => token.strong_count() == 0,
         }
     }
 
@@ -340,6 +386,7 @@ impl State {
     /// nothing (the name was removed: the file has none to keep).
     fn unshown_gone(&mut self, add: &Add, moved_to: Option<&(Ino, u64, Written)>) {
         let Some(shown) = &add.shown else { return };
+        let mut retargeted: Vec<Weak<()>> = Vec::new();
         for guards in self.guards.values_mut() {
             guards.retain_mut(|g| {
                 if !Arc::ptr_eq(&g.shown, shown) {
@@ -350,6 +397,7 @@ impl State {
                         g.shown = next.clone();
                         g.new_dir = *dir;
                         g.new_offset = *offset;
+                        retargeted.push(Arc::downgrade(&g._alive));
                         true
                     }
                     None => false,
@@ -357,6 +405,29 @@ impl State {
             });
         }
         self.guards.retain(|_, g| !g.is_empty());
+        // A name renamed back to one its guard's image holds (foo -> bar ->
+        // foo): the new entry may not wait for the guard that now waits
+        // for it. Its `dir_chunk_keeping` chunk made the two one sector's
+        // change; a new entry the chunk had no room for is shown without
+        // that wait (a crash may then leave the name twice, which fsck
+        // repairs), rather than never.
+        if let (Some((_, _, next)), false) = (moved_to, retargeted.is_empty()) {
+            for adds in self.adds.values_mut() {
+                for a in adds.iter_mut().filter(|a| a.shown.as_ref().is_some_and(|w| Arc::ptr_eq(w, next))) {
+                    a.waits.retain(
+                        |c| !matches!(c, Cond::GuardGone(t) if retargeted.iter().any(|r| r.ptr_eq(t))),
+                    );
+                }
+            }
+        }
+    }
+
+    /// The chunk (block, chunk in it) a guard's image of which still holds
+    /// an entry of this name key naming `ino`, if any.
+    fn keeping(&mut self, name: (Ino, u64), ino: Ino) -> Option<(BlockKey, usize)> {
+        let imaged = self.imaged_names.get_mut(&name)?;
+        imaged.retain(|i| i.alive.strong_count() > 0);
+        imaged.iter().find(|i| i.ino == ino).map(|i| (i.key, i.chunk))
     }
 
     /// The slot to write for `inode` (as stored): the inode (or the slot's
@@ -431,9 +502,15 @@ impl Softdep {
         Ok(())
     }
 
-    /// A waiter for the next write of `ino`'s slot.
+    /// A waiter for the next write of `ino`'s slot. The inode is not
+    /// stored in its block now but at the next sync, fsync or crowded
+    /// write-back, as any changed inode is: stored at every name added, it
+    /// dirtied an inode-table block per rename, and write-back went round
+    /// every few hundred renames (MH's pack, a rename per file in name
+    /// order, spread over a thousand blocks). What waits for it waits a
+    /// little longer; nothing it orders changes.
     fn wait_for_inode(&self, fs: &mut Ffs, ino: Ino, shows: Shows) -> Result<Written> {
-        self.track(fs, ino)?;
+        fs.mark_inode_dirty(ino)?;
         let w = new_written();
         self.state().inodes.entry(ino).or_default().waiters.push((w.clone(), shows));
         Ok(w)
@@ -463,12 +540,31 @@ impl Softdep {
         for other in raised.into_iter().filter(|&r| r != ino) {
             waits.push(Cond::Write(self.wait_for_inode(fs, other, Shows::Inode)?));
         }
+        let bs = fs.block_size() as u64;
+        let key = (dir, (offset / bs) as Lbn);
+        let name = fs.cache.share(key).and_then(|block| {
+            let within = (offset % bs) as usize;
+            let chunk = within - within % DIRBLKSIZ;
+            let bytes = block.get(chunk..chunk + DIRBLKSIZ)?;
+            let chunk_offset = offset - (within % DIRBLKSIZ) as u64;
+            let entry = crate::format::dirent::entry_in_chunk(bytes, dir, chunk_offset, within % DIRBLKSIZ)
+                .ok()??;
+            Some(name_key(dir, entry.name))
+        });
         let mut state = self.state();
         if let Some(&(cg, since)) = state.inodes.get(&ino).and_then(|d| d.allocated.as_ref()) {
             waits.push(Cond::Group { cg, since });
         }
-        let bs = fs.block_size() as u64;
-        let key = (dir, (offset / bs) as Lbn);
+        // The same name, still in a rename's image of another chunk: shown
+        // only once that image is gone (the disk never names two).
+        // In the image's own chunk the one sector's write replaces the one
+        // entry by the other (`rolled_back_dir_block`): no wait for it.
+        let chunk = (key, (offset % bs) as usize / DIRBLKSIZ);
+        if let Some(imaged) = name.and_then(|n| state.imaged_names.get_mut(&n)) {
+            imaged.retain(|i| i.alive.strong_count() > 0);
+            let elsewhere = imaged.iter().filter(|i| (i.key, i.chunk) != chunk);
+            waits.extend(elsewhere.map(|i| Cond::GuardGone(i.alive.clone())));
+        }
         let add = Add { offset: (offset % bs) as usize, ino, previous, shown, waits, ghost: false };
         state.adds.entry(key).or_default().push(add);
         Ok(())
@@ -497,7 +593,14 @@ impl Softdep {
             }
         }
         let live = *fs.cached_inode(ino)?;
-        self.track(fs, ino)?;
+        // Not stored in its block now: the slot's next write shows the
+        // count raised by this removal until it is durable (`slot_to_write`),
+        // and a file freed meanwhile keeps its slot until then
+        // (`names_gone`), so the unlink dirties no inode block. FreeBSD's
+        // dirrem likewise leaves the inode alone until the directory block
+        // is written. A slot stored before this removal shows a count one
+        // higher still: too high is a leak, never damage.
+        fs.mark_inode_dirty(ino)?;
         let w = new_written();
         // The removal dirtied the block, unless the directory shrank and
         // freed it: then the entry is gone once the directory's inode is
@@ -624,41 +727,50 @@ impl Softdep {
             // No image of the chunk from before the rename: the new name
             // is made durable now instead.
             drop(state);
-            return self.settle_new_name(fs, moved, new_dir, new_offset);
+            return self.settle_new_names(fs, &[(moved, new_dir, new_offset, shown)]);
         };
-        let guard = Guard { chunk, image, shown, moved, new_dir, new_offset };
+        let token = Arc::new(());
+        let chunk_offset = key.1 as u64 * fs.block_size() as u64 + (chunk * DIRBLKSIZ) as u64;
+        if let Ok(entries) = crate::format::dirent::parse_chunk(&image, key.0, chunk_offset) {
+            for e in entries.iter().filter(|e| e.ino != 0) {
+                let imaged = Imaged { alive: Arc::downgrade(&token), key, chunk, ino: e.ino };
+                state.imaged_names.entry(name_key(key.0, e.name)).or_default().push(imaged);
+            }
+        }
+        let guard = Guard { chunk, image, shown, moved, new_dir, new_offset, _alive: token };
         state.guards.entry(key).or_default().push(guard);
         Ok(())
     }
 
     /// A rename's new name at `offset` of `dir` lies in a chunk an older
-    /// rename holds back (its old name's space, taken again): no write
-    /// would show the new name until that rename's own new name is
-    /// durable, and renames would wait on one another in a chain a round
-    /// of writes long each (the MH folder's pack: every new name takes the
-    /// space the last old name left). The older renames' new names are
-    /// made durable now (this one's add is recorded first, so those writes
-    /// do not show it).
+    /// rename holds back: no write would show it until that rename's own
+    /// new name is durable. New entries keep out of held chunks
+    /// (`dir_chunk_held`), but a rename back to a name the disk still
+    /// shows for the same file goes there (`dir_chunk_keeping`), and so
+    /// does a change in place or an entry on a full disk. Two renames
+    /// each in the other's held chunk would wait for each other for ever,
+    /// so the older renames' new names are made durable now (this one's
+    /// add is recorded first, so those writes do not show it).
     fn settle_guards_hiding(&self, fs: &mut Ffs, dir: Ino, offset: u64) -> Result<()> {
         let bs = fs.block_size() as u64;
         let key = (dir, (offset / bs) as Lbn);
         let chunk = (offset % bs) as usize / DIRBLKSIZ;
         let durable = fs.queue.durable();
-        let hiding: Vec<(Ino, Ino, u64)> = self
+        let hiding: Vec<(Ino, Ino, u64, Written)> = self
             .state()
             .guards
             .get(&key)
             .map(|g| {
                 g.iter()
                     .filter(|g| g.chunk == chunk && !is_durable(&g.shown, durable))
-                    .map(|g| (g.moved, g.new_dir, g.new_offset))
+                    .map(|g| (g.moved, g.new_dir, g.new_offset, g.shown.clone()))
                     .collect()
             })
             .unwrap_or_default();
-        for (moved, new_dir, new_offset) in hiding {
-            self.settle_new_name(fs, moved, new_dir, new_offset)?;
+        if hiding.is_empty() {
+            return Ok(());
         }
-        Ok(())
+        self.settle_new_names(fs, &hiding)
     }
 
     /// What an fsync of `ino` still has to write (dirty blocks), and
@@ -710,13 +822,68 @@ impl Softdep {
         Ok((keys, waiting))
     }
 
-    /// Makes a rename's new name durable now, in `sync`'s order: the
-    /// groups (a new inode's bitmap), the renamed inode with its raised
-    /// count, then the new name's block, and a barrier.
-    fn settle_new_name(&self, fs: &mut Ffs, moved: Ino, new_dir: Ino, new_offset: u64) -> Result<()> {
+    /// Makes renames' new names durable now (each: the moved inode, the
+    /// new name's directory and offset, and its first showing write), in
+    /// `sync`'s order and a few barriers whatever their number: the groups
+    /// (a new inode's bitmap), the moved inodes with their raised counts,
+    /// then the new names' blocks, and a barrier; in rounds, since a new
+    /// name may wait for another rename's image of the same name to go.
+    /// Every rename held anywhere goes with them: barriers are paid for
+    /// anyway, and a directory emptied from its end after a run of renames
+    /// (MH's remove after its pack) released one held block after another,
+    /// a thousand renames settled a barrier pair each.
+    fn settle_new_names(&self, fs: &mut Ffs, names: &[(Ino, Ino, u64, Written)]) -> Result<()> {
+        let mut waiting: Vec<Written> = names.iter().map(|n| n.3.clone()).collect();
+        for _ in 0..SETTLE_ROUNDS {
+            let durable = fs.queue.durable();
+            waiting.retain(|w| !is_durable(w, durable));
+            if waiting.is_empty() {
+                return Ok(());
+            }
+            let mut all: Vec<(Ino, Ino, u64)> = names.iter().map(|n| (n.0, n.1, n.2)).collect();
+            all.extend(self.state().guards.values().flatten().map(|g| (g.moved, g.new_dir, g.new_offset)));
+            self.settle_round(fs, &all)?;
+        }
+        Err(errno(libc::EIO, "soft updates: a rename's new name did not become durable"))
+    }
+
+    /// One round of `settle_new_names`.
+    fn settle_round(&self, fs: &mut Ffs, names: &[(Ino, Ino, u64)]) -> Result<()> {
         fs.write_groups()?;
-        fs.write_inode_ordered(moved)?;
-        fs.write_entry_ordered(new_dir, new_offset)?;
+        // A moved directory's or symbolic link's blocks before its inode,
+        // the inodes before the names.
+        let mut blocks = Vec::new();
+        for &(moved, _, _) in names {
+            if !fs.cached_inode(moved)?.attr.is_reg() {
+                blocks.extend(fs.dirty_blocks_of(moved));
+            }
+        }
+        fs.write_ordered(&blocks)?;
+        let mut inodes = Vec::new();
+        for &(moved, _, _) in names {
+            inodes.push(fs.store_inode(moved)?);
+        }
+        fs.write_ordered(&inodes)?;
+        // A directory that grew in this transaction: its new blocks, then
+        // its inode, so the name is reachable.
+        let bs = fs.block_size() as u64;
+        let (mut entries, mut grown) = (Vec::new(), Vec::new());
+        for &(_, dir, offset) in names {
+            if fs.grew_in_tx(dir) {
+                entries.extend(fs.dirty_blocks_of(dir));
+                grown.push(dir);
+            } else {
+                entries.push((dir, (offset / bs) as Lbn));
+            }
+        }
+        entries.sort_unstable();
+        entries.dedup();
+        fs.write_ordered(&entries)?;
+        let mut dir_inodes = Vec::new();
+        for dir in grown {
+            dir_inodes.push(fs.store_inode(dir)?);
+        }
+        fs.write_ordered(&dir_inodes)?;
         fs.queue.flush()?;
         self.prune(fs.queue.durable());
         Ok(())
@@ -1070,23 +1237,21 @@ impl IntegrityMode for Softdep {
         // An old name a rename holds back goes with its block (a directory
         // shrinks when its last block empties): the new names are made
         // durable first — the open rename's too, if its old name was there.
-        let mut held: Vec<(Ino, Ino, u64)> = self
+        let mut held: Vec<(Ino, Ino, u64, Written)> = self
             .state()
             .guards
             .get(&key)
-            .map(|g| g.iter().map(|g| (g.moved, g.new_dir, g.new_offset)).collect())
+            .map(|g| g.iter().map(|g| (g.moved, g.new_dir, g.new_offset, g.shown.clone())).collect())
             .unwrap_or_default();
         {
             let state = self.state();
-            if let Rename::Soft { moved, new: Some((dir, offset, _)) } = &state.rename {
+            if let Rename::Soft { moved, new: Some((dir, offset, shown)) } = &state.rename {
                 if state.before.contains_key(&key) {
-                    held.push((*moved, *dir, *offset));
+                    held.push((*moved, *dir, *offset, shown.clone()));
                 }
             }
         }
-        for (moved, new_dir, new_offset) in held {
-            self.settle_new_name(fs, moved, new_dir, new_offset)?;
-        }
+        self.settle_new_names(fs, &held)?;
         self.state().guards.remove(&key);
         let waits = self.state().removals.contains_key(&key);
         if waits && !self.disorder && fs.cache.is_dirty(key) {
@@ -1095,7 +1260,17 @@ impl IntegrityMode for Softdep {
         }
         let waiting = {
             let mut state = self.state();
-            state.adds.remove(&key);
+            // The block is released inside the operation that emptied it,
+            // before its hints: the add of the entry it removed now (a
+            // rename's new name, say) stays for the hint to take
+            // (`take_unshown`), so that what waits for it learns where the
+            // name went. Ghosts go with the block.
+            if let Some(adds) = state.adds.get_mut(&key) {
+                adds.retain(|a| !a.ghost);
+                if adds.is_empty() {
+                    state.adds.remove(&key);
+                }
+            }
             state.removals.remove(&key)
         };
         let Some(waiting) = waiting else { return Ok(()) };
@@ -1149,6 +1324,22 @@ impl IntegrityMode for Softdep {
         }
         fs.sync_all()?;
         Ok(fs.queue.ticket_for_all())
+    }
+
+    /// A chunk a rename's guard holds: an entry placed there could not be
+    /// shown before that rename's new name is durable, and the new names
+    /// of a run of renames (MH's `folder -pack`) would chain, each waiting
+    /// for the one before.
+    fn dir_chunk_held(&self, key: BlockKey, chunk: usize) -> bool {
+        self.state().guards.get(&key).is_some_and(|g| g.iter().any(|g| g.chunk == chunk))
+    }
+
+    fn dir_chunk_keeping(&self, dir: Ino, name: &[u8], ino: Ino) -> Option<(BlockKey, usize)> {
+        self.state().keeping(name_key(dir, name), ino)
+    }
+
+    fn names_gone(&self, ino: Ino, durable: Seq) -> bool {
+        self.disorder || self.state().removals_pending(ino, durable) == 0
     }
 
     fn free_when(&self, fs: &mut Ffs, ino: Ino, _what: Freed) -> Result<FreeWhen> {
@@ -1232,6 +1423,10 @@ impl IntegrityMode for Softdep {
             guards.retain(|g| !is_durable(&g.shown, durable));
         }
         state.guards.retain(|_, g| !g.is_empty());
+        state.imaged_names.retain(|_, tokens| {
+            tokens.retain(|i| i.alive.strong_count() > 0);
+            !tokens.is_empty()
+        });
         let tracked: HashSet<Ino> = state.inodes.keys().copied().collect();
         state.blocks.retain(|_, inos| {
             inos.retain(|i| tracked.contains(i));

@@ -112,6 +112,25 @@ impl FreeSpace {
         self.first[from..].iter().find(|&&c| c != NONE).map(|&c| c as usize)
     }
 
+    /// The chunk `find` would choose among those `usable` accepts (a
+    /// chunk the storage manager holds is not): a scan of the summary,
+    /// for when `find`'s choice is refused.
+    pub fn find_where(&self, need: usize, mut usable: impl FnMut(usize) -> bool) -> Option<usize> {
+        let from = need.div_ceil(UNIT).min(CLASSES - 1);
+        let mut best: Option<(usize, usize)> = None;
+        for (c, &u) in self.units.iter().enumerate() {
+            let k = class(u);
+            if k < from || best.is_some_and(|(b, _)| k >= b) || !usable(c) {
+                continue;
+            }
+            best = Some((k, c));
+            if k == from {
+                break;
+            }
+        }
+        best.map(|(_, c)| c)
+    }
+
     /// Forgets the chunks from `chunks` on (the directory was truncated).
     pub fn truncate(&mut self, chunks: usize) {
         for &u in self.units.get(chunks..).unwrap_or(&[]) {

@@ -396,6 +396,16 @@ impl Dirhash {
         self.hashes.get(&dir)?.free.find(need)
     }
 
+    /// As `free_chunk`, among the chunks `usable` accepts.
+    pub(super) fn free_chunk_where(
+        &self,
+        dir: Ino,
+        need: usize,
+        usable: impl FnMut(usize) -> bool,
+    ) -> Option<usize> {
+        self.hashes.get(&dir)?.free.find_where(need, usable)
+    }
+
     /// The chunks the hash of `dir` summarises, if it has one.
     pub(super) fn chunks(&self, dir: Ino) -> Option<usize> {
         Some(self.hashes.get(&dir)?.free.chunks())
