@@ -721,8 +721,11 @@ impl Ffs {
 
     /// Whether anything waits to be written.
     pub(super) fn has_changes(&self) -> bool {
+        // An inode changed only by a size its operation has not confirmed
+        // is stored as it may be (`store_inode`); the operation's end
+        // stores the rest.
         self.cache.dirty_count() > 0
-            || !self.inodes.dirty().is_empty()
+            || self.inodes.dirty().iter().any(|ino| !self.size_before.contains_key(ino))
             || !self.fresh_inode_blocks.is_empty()
             || self.has_inodes_to_clear()
     }

@@ -110,10 +110,27 @@ impl Ffs {
             return Ok(key);
         }
         let Some(inode) = self.inodes.get(ino) else { return Ok(key) };
+        let mut inode = *inode;
+        // A size the open operation raised and has not confirmed (a write
+        // in the middle of placing its blocks, `Ffs::size_before`) is not
+        // one the file has had: the slot keeps the size before it, and the
+        // inode stays changed for the store after the operation. (Soft
+        // updates, stored mid-write by a realloc's free, rolled a crash
+        // image back to such a slot: a file 24,576 bytes long that was
+        // only ever 17,000 and 43,000.)
+        let unconfirmed = self.size_before.get(&ino).copied().filter(|&before| before < inode.attr.size);
+        if let Some(before) = unconfirmed {
+            inode.attr.size = before;
+        }
         let mut slot = [0u8; INODE_SIZE];
         inode.encode(&mut slot)?;
-        self.inodes.mark_clean(ino);
         let at = self.sb.geometry.inode_offset_in_block(ino);
+        if unconfirmed.is_none() {
+            self.inodes.mark_clean(ino);
+        } else if self.cache.get(key).is_some_and(|b| b[at..at + INODE_SIZE] == slot) {
+            // Stored so already: a sync's rounds find it changed still.
+            return Ok(key);
+        }
         let mode = self.mode();
         let block = self.cache.get_mut_dirty(key).ok_or_else(|| errno(libc::EIO, "inode block evicted"))?;
         if let Some(addr) = device_addr(key) {

@@ -155,3 +155,30 @@ fn an_allocation_short_of_space_releases_pending_frees_first() {
     ffs.check_groups().expect("groups agree with their bitmaps");
     ffs.unmount().expect("unmount");
 }
+
+/// An inode stored in the middle of a write (a free's blocks stored it,
+/// say) carries the size the file had before the write, never the size
+/// the write has reached so far; the size the write confirms is stored
+/// after it, and a sync settles with the inode stored only so far.
+#[test]
+fn an_inode_stored_in_the_middle_of_a_write_keeps_the_size_before_it() {
+    let mut ffs = deferring_ffs(32);
+    let (ino, _) = file_of(&mut ffs, 2);
+    ffs.sync().expect("sync");
+    let bs = ffs.block_size();
+    let before = 2 * bs as u64;
+    ffs.begin(TxSpec::dirtying(TxKind::Write, 2)).expect("begin");
+    ffs.write_block(ino, 2, 0, &vec![7u8; bs]).expect("write");
+    assert_eq!(ffs.cached_inode(ino).expect("inode").attr.size, 3 * bs as u64, "reached, not confirmed");
+    ffs.store_inode(ino).expect("store");
+    let stored = ffs.stored_inode(ino).expect("read").expect("stored");
+    assert_eq!(stored.attr.size, before, "the slot holds a size the file had");
+    assert_ne!(stored.direct[2], Daddr::NONE, "and the block it now points at");
+    ffs.sync().expect("a sync in the middle of the write settles");
+    let attr = InodeAttr { size: 3 * bs as u64, ..ffs.vget(ino).expect("vget").attr };
+    ffs.update(ino, &attr).expect("update");
+    ffs.commit().expect("commit");
+    ffs.sync().expect("sync");
+    assert_eq!(ffs.stored_inode(ino).expect("read").expect("stored").attr.size, 3 * bs as u64);
+    ffs.unmount().expect("unmount");
+}
