@@ -587,12 +587,7 @@ pub const CLAIMS: &[Claim] = &[
                 needs: &["ffs-linear", "ffs-softdep-linear"],
                 eval: |r| within_2x(mh(r, "ffs-softdep-linear", "pack", "x SU")?, 13.0),
                 unit: "x",
-                why_not: "fslab's soft updates keep a renamed file's old name on the disk until its new one is \
-                          there (never neither name after a crash; FreeBSD's do not, decision 0006). In pack each \
-                          new name takes the space the last old name left, whose chunk is held as it was until \
-                          that rename's new name is durable; rather than chain the renames (a round of writes \
-                          each), the older rename is made durable at once, so a rename costs about two \
-                          synchronous writes, as on synchronous FFS: x1.2 (x0.26 while renames synced first).",
+                why_not: "",
             },
             Check {
                 text: "soft updates speed remove up x38.5-x154 (paper x77; dirhash off)",
@@ -600,12 +595,7 @@ pub const CLAIMS: &[Claim] = &[
                 needs: &["ffs-linear", "ffs-softdep-linear"],
                 eval: |r| within_2x(mh(r, "ffs-softdep-linear", "remove", "x SU")?, 77.0),
                 unit: "x",
-                why_not: "A remove under soft updates stores the inode in its inode-table block, to tie its \
-                          dependencies to that block's next write. The folder's inodes lie in about 1,000 such \
-                          blocks in creation (random) order, so the removes fill the cache's write threshold with \
-                          them every few hundred files, and write-back and a sync write them out: one write a \
-                          remove (29,842 in all), where FFS-async, which keeps changed inodes in memory until a \
-                          sync, makes 278. docs/lab/analysis.md",
+                why_not: "",
             },
             Check {
                 text: "with soft updates, dirhash speeds create, pack and remove up >= x1.5 each (paper x12, x38, x3)",
@@ -616,9 +606,7 @@ pub const CLAIMS: &[Claim] = &[
                     Some((least, least >= 1.5))
                 },
                 unit: "x (least)",
-                why_not: "Create gains x4.7 (paper x12). Pack and remove are bound by the \
-                          soft-updates costs above (a sync before every rename; an inode-table block written for \
-                          about every remove), which dirhash does not touch",
+                why_not: "",
             },
             Check {
                 text: "without soft updates, dirhash changes no phase by more than x1.25 (Table 3: no dirhash term \
@@ -719,11 +707,7 @@ pub const CLAIMS: &[Claim] = &[
                     Some((a.min(b), a.min(b) >= 0.9))
                 },
                 unit: "x (least)",
-                why_not: "From 16 KB up soft updates delete exactly as fast as FFS-async, \
-                          not faster: fslab defers the frees but reads a file's indirect block in the unlink, where \
-                          FreeBSD's soft updates read it in the background (§8.1), so above 96 KB both pay the \
-                          read. 4 KB: 0.84 of FFS-async, each remove storing its inode in an inode-table block that \
-                          write-back then writes (the MH folder's remove)",
+                why_not: "",
             },
             Check {
                 text: "create/delete of empty files (Fig. 3): FFS-async best, soft updates 0.7-1.0 x it",
@@ -883,12 +867,11 @@ pub const CLAIMS: &[Claim] = &[
                 needs: &["ffs-softdep", "ffs-async"],
                 eval: |r| within(rel(r, NEWS, "ffs-softdep", "total", 0.0)?, 0.75, 0.95),
                 unit: "x FFS-async",
-                why_not: "Expire reproduces (0.96; paper 0.89); unbatch does not (0.45; paper 0.86). Soft \
-                          updates write 390,119 blocks (3.0 GB) to unbatch 270 MB of articles: 16% more requests \
-                          than synchronous FFS (the paper counted 13% more writes than FFS) and 2.4 times \
-                          FFS-async's. The scattered groups' inode and directory blocks leave the cache with \
-                          rolled-back changes and are written again (§8.2.2); the paper's FreeBSD deferred such \
-                          blocks (twice around the LRU), fslab's write-back does not",
+                why_not: "Expire reproduces (0.92; paper 0.89); unbatch does not (0.66; paper 0.86). Soft \
+                          updates make 252,369 write requests in unbatch, 1.55 times FFS-async's: the scattered \
+                          groups' inode and directory blocks leave the cache with rolled-back changes and are \
+                          written again (§8.2.2); the paper's FreeBSD deferred such blocks (twice around the \
+                          LRU), fslab's write-back does not",
             },
             Check {
                 text: "Netnews total (Table 5): LFFS-file 0.85-1.05 x FFS-async (paper 0.95)",
@@ -946,7 +929,9 @@ pub const CLAIMS: &[Claim] = &[
                     Some((journal / su, ordered))
                 },
                 unit: "x (async journaling / SU)",
-                why_not: "",
+                why_not: "Soft updates (0.73 of FFS-async) tie the asynchronous journals (wafs-1async 0.74, \
+                          LFFS-file 0.79), which fall short of the paper's 0.95-0.96 for the reasons their own \
+                          checks give; the rest of the order holds",
             },
             Check {
                 text: "PostMark, 10,000 files (Fig. 5): soft updates' transactions faster than LFFS-file's, by \
