@@ -563,8 +563,9 @@ pub const CLAIMS: &[Claim] = &[
         criterion: "Final layout score: realloc >= 0.88, original <= 0.80; hot-file read gain 20-40%, write gain 10-30%",
         checks: &[],
         not_yet: Some(
-            "needs realloc in fslab's FFS; the aging replay exists (`fslab age`, `fslab layout`: docs/lab/aging.md) \
-             but is not yet a lab experiment",
+            "needs a lab experiment: realloc and the aging replay exist, and docs/lab/aging.md gives the layout \
+             scores of `fslab age` with realloc off and on; the hot-file and sequential runs after aging are not \
+             built yet",
         ),
     },
     Claim {

@@ -81,7 +81,7 @@ fn checks_say_reproduced_not_reproduced_or_not_yet() {
         Verdict::NoData,
         "claim 12: neither s93-andrew nor s95-aged was run"
     );
-    assert_eq!(claim_verdict(&CLAIMS[4], &r).verdict, Verdict::NotYet, "claim 5 needs realloc and aging");
+    assert_eq!(claim_verdict(&CLAIMS[4], &r).verdict, Verdict::NotYet, "claim 5 needs its lab experiment");
 }
 
 /// `s95-aged` with the given aged / empty ratios per (size, create,
