@@ -141,6 +141,13 @@ fn render_mount(dir: &str, m: Option<&MountReport>) -> String {
                 ),
             );
             row(&mut out, "syncs", c.syncs.to_string());
+            if c.reallocations > 0 {
+                row(
+                    &mut out,
+                    "realloc",
+                    format!("{} moved to contiguous space", count(c.reallocations, "run", "runs")),
+                );
+            }
         }
     }
     out
@@ -343,6 +350,7 @@ mod tests {
             syncs: 3,
             checksummed_blocks: 9,
             cluster_pushes: 5,
+            reallocations: 0,
         };
         let ffs = MountReport {
             space,
@@ -365,6 +373,23 @@ device writes             40 (400 KiB in 50 blocks, 12 synchronous, 5 clusters a
 syncs                     3
 ";
         assert_eq!(text, want);
+        let moved = MountReport {
+            layout: match ffs.layout {
+                LayoutReport::Ffs { integrity, cylinder_groups, stats, leaks, journal } => {
+                    LayoutReport::Ffs {
+                        integrity,
+                        cylinder_groups,
+                        stats: fslab::ffs::Stats { reallocations: 3, ..stats },
+                        leaks,
+                        journal,
+                    }
+                }
+                other => other,
+            },
+            ..ffs
+        };
+        let text = render_mount("/mnt", Some(&moved));
+        assert!(text.ends_with("realloc                   3 runs moved to contiguous space\n"), "{text}");
 
         let mut leaks = LeakReport {
             state: LeakScanState::Done,

@@ -20,7 +20,7 @@ use std::time::Duration;
 pub(super) const MAGIC: &[u8; 4] = b"FSLC";
 /// Version 7: the journal's integrity modes (3, 4) and counters in a mount
 /// report.
-pub(super) const VERSION: u32 = 7;
+pub(super) const VERSION: u32 = 8;
 
 pub(super) const OP_HELLO: u8 = 0;
 pub(super) const OP_SEGMENT_TABLE: u8 = 1;
@@ -527,6 +527,7 @@ pub(super) fn encode_mount(out: &mut Out, r: &MountReport) {
                 c.syncs,
                 c.checksummed_blocks,
                 c.cluster_pushes,
+                c.reallocations,
             ] {
                 out.u64(v);
             }
@@ -630,6 +631,7 @@ pub(super) fn decode_mount(r: &mut In) -> Result<MountReport> {
                 syncs: r.u64()?,
                 checksummed_blocks: r.u64()?,
                 cluster_pushes: r.u64()?,
+                reallocations: r.u64()?,
             };
             let leaks = decode_leaks(r)?;
             let journal = match r.u8()? {

@@ -179,6 +179,8 @@ pub struct Stats {
     /// Runs of a file's blocks written as they filled (`cluster`), ahead
     /// of the write-back threshold.
     pub cluster_pushes: u64,
+    /// Runs of a file's blocks moved to contiguous free space (`realloc`).
+    pub reallocations: u64,
 }
 
 /// Dirty bytes at which the write-behind thread is woken (as LFS's four
@@ -391,7 +393,7 @@ impl Ffs {
 
     /// Counters since mount.
     pub fn stats(&self) -> Stats {
-        self.stats
+        Stats { reallocations: self.reallocated, ..self.stats }
     }
 
     /// Whether every cylinder group agrees with its own bitmaps (counts,
