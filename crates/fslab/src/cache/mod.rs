@@ -89,7 +89,9 @@ struct Buffer {
     parked: Seq,
     /// The rolled-back copy its last write carried, where, and that
     /// write's number, while it stays dirty ([`BufferCache::copy_on_disk`]).
-    copy_on_disk: Option<(Daddr, BlockData, Seq)>,
+    /// Boxed: only soft updates' rolled-back blocks have one, and every
+    /// buffer carries the field.
+    copy_on_disk: Option<Box<(Daddr, BlockData, Seq)>>,
     /// Holders that need it cached whatever its state ([`BufferCache::pin`]).
     pins: u32,
 }
@@ -417,7 +419,7 @@ impl BufferCache {
     pub fn note_copy_written(&mut self, key: BlockKey, addr: Daddr, copy: BlockData, seq: Seq) {
         if let Some(b) = self.buffers.get_mut(&key) {
             if b.dirty {
-                b.copy_on_disk = Some((addr, copy, seq));
+                b.copy_on_disk = Some(Box::new((addr, copy, seq)));
             }
         }
     }
@@ -429,7 +431,7 @@ impl BufferCache {
     /// back waited for a later round.)
     pub fn copy_on_disk(&self, key: BlockKey, addr: Daddr, copy: &[u8]) -> Option<Seq> {
         let b = self.buffers.get(&key)?;
-        match &b.copy_on_disk {
+        match b.copy_on_disk.as_deref() {
             Some((at, written, seq)) if b.dirty && *at == addr && written[..] == *copy => Some(*seq),
             _ => None,
         }
