@@ -542,7 +542,10 @@ impl Softdep {
         }
         let bs = fs.block_size() as u64;
         let key = (dir, (offset / bs) as Lbn);
-        let name = fs.cache.share(key).and_then(|block| {
+        // The entry's name, read back only while some rename's image may
+        // hold one (a create's path otherwise).
+        let imaging = !self.state().imaged_names.is_empty();
+        let name = fs.cache.share(key).filter(|_| imaging).and_then(|block| {
             let within = (offset % bs) as usize;
             let chunk = within - within % DIRBLKSIZ;
             let bytes = block.get(chunk..chunk + DIRBLKSIZ)?;
@@ -767,9 +770,6 @@ impl Softdep {
                     .collect()
             })
             .unwrap_or_default();
-        if hiding.is_empty() {
-            return Ok(());
-        }
         self.settle_new_names(fs, &hiding)
     }
 
