@@ -257,3 +257,72 @@ fn a_pack_and_a_remove_under_soft_updates_dirty_no_inode_block() {
     fs.storage().check_groups().expect("groups");
     fs.unmount().expect("unmount");
 }
+
+/// The 2000 paper's delete microbenchmark (§8.1, Fig. 2): past 96 KB a
+/// delete must read the file's first indirect block to free what it
+/// points at, except under soft updates, which free a removed file in the
+/// background once its name's removal is durable. Here, on a cold cache,
+/// soft updates' unlinks read nothing; the sync that follows reads the
+/// indirect blocks and frees everything. FFS-async, the same files, reads
+/// one per unlink (so the count can tell).
+#[test]
+fn soft_updates_free_a_removed_file_in_the_background_and_async_in_the_unlink() {
+    for (system, background) in [("ffs-softdep", true), ("ffs-async", false)] {
+        let medium = Medium::Sim { model: "cheetah9lp".into(), seed: 1 };
+        let dev = device::prepare(&medium, Some(256 << 20), &format!("{system}-background")).expect("device");
+        let clock = dev.clock.clone().expect("a simulated disk has a clock");
+        let env =
+            MountEnv { clock: TimeSource::virtual_clock(clock), deterministic: true, cache_bytes: 16 << 20 };
+        let Some(Kind::Ffs(params)) = by_name(system).map(|s| s.kind) else { panic!("an FFS") };
+        <Ffs as Layout>::mkfs(dev.dev.clone(), None, &params).expect("mkfs");
+        let mount =
+            || FileSystem::new(<Ffs as Layout>::mount(dev.dev.clone(), &params, &env).expect("mount"));
+        let mut fs = mount();
+        let creds = Creds { uid: 0, gid: 0 };
+        fs.create_root(0o755, creds).expect("root");
+        let files = 20;
+        let data = contents(200 << 10, 3);
+        for i in 0..files {
+            let name = format!("f{i}");
+            let inode = fs.mknod(ROOT_INO, name.as_bytes(), kind::REG | 0o644, 0, creds).expect("create");
+            fs.write(inode.ino, 0, &data).expect("write");
+        }
+        fs.unmount().expect("unmount");
+        let mut fs = mount();
+        let free_before = fs.statfs().expect("statfs").free_blocks;
+        for i in 0..files {
+            fs.lookup(ROOT_INO, format!("f{i}").as_bytes()).expect("lookup");
+        }
+        let before = fs.storage().stats();
+        for i in 0..files {
+            fs.unlink(ROOT_INO, format!("f{i}").as_bytes()).expect("unlink");
+        }
+        let unlinked = fs.storage().stats();
+        let held = 200 / 8 + 1;
+        let freed = fs.statfs().expect("statfs").free_blocks - free_before;
+        assert!(
+            freed >= files * held,
+            "{system}: statfs counts a removed file's blocks free at once ({freed})"
+        );
+        if background {
+            assert_eq!(unlinked.reads, before.reads, "{system}: the unlinks read nothing");
+            assert_eq!(fs.storage().pending_frees().1, files, "{system}: every file waits");
+        } else {
+            assert!(unlinked.reads >= before.reads + files, "{system}: each unlink read its indirect block");
+        }
+        fs.sync().expect("sync");
+        assert_eq!(fs.storage().pending_frees(), (0, 0), "{system}: the sync freed everything");
+        if background {
+            assert!(
+                fs.storage().stats().reads >= unlinked.reads + files,
+                "{system}: the sync read the indirect blocks"
+            );
+        }
+        assert!(
+            fs.statfs().expect("statfs").free_blocks - free_before >= files * held,
+            "{system}: freed for good"
+        );
+        fs.storage().check_groups().expect("groups");
+        fs.unmount().expect("unmount");
+    }
+}

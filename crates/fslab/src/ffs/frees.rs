@@ -40,6 +40,11 @@ pub(super) enum Freed {
     Frags { start: Frag, count: u32 },
     /// Inode `ino`, a directory or not.
     Inode { ino: Ino, is_dir: bool },
+    /// File `ino` (not a directory) whose last name is gone, with all it
+    /// holds: its blocks (`frags` fragments of them), its extended
+    /// attributes and the inode, freed together once that name's removal
+    /// is durable (`FreeWhen::NamesGone`).
+    File { ino: Ino, frags: u64 },
 }
 
 /// When a free may take effect, as the integrity mode says.
@@ -51,13 +56,15 @@ pub(super) enum FreeWhen {
     /// the last pointer, without it now — are durable. (The modes that
     /// answer this are soft updates; `sync` and `async` free at once.)
     Durable(Vec<BlockKey>),
-    /// An inode, not a directory, freed while the removal of its last
-    /// name waits to be durable (soft updates: FreeBSD's dirrem, whose
-    /// work frees the inode once the directory block is on disk, 2000
-    /// paper §4, "background deletes"). Its slot is left as it is until
-    /// then — cleared, it would dirty its inode block at every unlink, for
-    /// a write that could only go rolled back — and it is freed as
-    /// `Durable` once the mode says `names_gone`.
+    /// A file (`Freed::File`) whose last name's removal waits to be
+    /// durable (soft updates: FreeBSD's dirrem, whose work frees the file
+    /// once the directory block is on disk — the 2000 paper's "background
+    /// deletes", §4). Nothing of it changes until then: its slot cleared
+    /// would dirty its inode block at every unlink, for a write that could
+    /// only go rolled back, and walking its indirect blocks would put
+    /// their reads in the unlink (§8.1: "Soft Updates removes this read
+    /// from the measurement path"). Once the mode says `names_gone` its
+    /// blocks and inode are freed, each free waiting as `Durable` does.
     NamesGone,
     /// Once the journal's transaction with this sequence number is
     /// durable in the log. What the disk's groups hold shows the free at
@@ -108,7 +115,7 @@ impl Ffs {
                     let geo = self.sb.geometry;
                     let cg = match what {
                         Freed::Frags { start, .. } => geo.group_of(start),
-                        Freed::Inode { ino, .. } => geo.ino_group(ino),
+                        Freed::Inode { ino, .. } | Freed::File { ino, .. } => geo.ino_group(ino),
                     };
                     self.alloc.touch(cg);
                 }
@@ -133,12 +140,48 @@ impl Ffs {
         match what {
             Freed::Frags { start, count } => self.alloc.free(start, count),
             Freed::Inode { ino, is_dir } => self.alloc.vfree(ino, is_dir),
+            Freed::File { ino, .. } => self.free_file_now(ino),
         }
+    }
+
+    /// Whether file `ino`, its last name removed, must wait for that
+    /// removal to be durable before anything of it is freed.
+    pub(super) fn frees_when_names_gone(&self, ino: Ino, is_dir: bool) -> bool {
+        !is_dir && !self.mode().names_gone(ino, self.queue.durable())
+    }
+
+    /// Frees file `ino` (no name left, not a directory) once its last
+    /// name's removal is durable, as `FreeWhen::NamesGone` says. Its data
+    /// blocks leave the cache now (nothing will read them, and a dirty one
+    /// need not be written).
+    pub(super) fn free_file_later(&mut self, ino: Ino) -> Result<()> {
+        self.size_before.remove(&ino);
+        self.clusters.forget(ino);
+        for key in self.cache.keys_in(ino, 0..=crate::format::Lbn::MAX) {
+            self.cache.remove(key);
+        }
+        let frags = self.cached_inode(ino)?.blocks * 512 / self.frag_size();
+        let what = Freed::File { ino, frags };
+        self.leak_scan_freeing(what);
+        self.defer_free(PendingFree { what, when: FreeWhen::NamesGone });
+        Ok(())
+    }
+
+    /// Frees file `ino` and all it holds now, in a transaction of its own
+    /// (a reclaim's, nested in the open one if there is one).
+    fn free_file_now(&mut self, ino: Ino) -> Result<()> {
+        use crate::storage::{StorageManager, TxKind, TxSpec};
+        crate::storage::transaction(self, TxSpec::new(TxKind::Reclaim), |fs| {
+            fs.free_blocks(ino, 0, u64::MAX)?;
+            fs.free_xattr(ino)?;
+            fs.vfree(ino)
+        })
+        .map(|((), _ticket)| ())
     }
 
     /// Adds a free to those waiting.
     pub(super) fn defer_free(&mut self, p: PendingFree) {
-        if let Freed::Inode { ino, .. } = p.what {
+        if let Freed::Inode { ino, .. } | Freed::File { ino, .. } = p.what {
             self.pending_inodes.insert(ino);
         }
         self.pending_frees.push(p);
@@ -154,15 +197,17 @@ impl Ffs {
     pub(super) fn pending_free_runs(&self) -> Vec<(u64, u32)> {
         let run = |p: &PendingFree| match p.what {
             Freed::Frags { start, count } => Some((start, count)),
-            Freed::Inode { .. } => None,
+            Freed::Inode { .. } | Freed::File { .. } => None,
         };
         self.pending_frees.iter().filter_map(run).collect()
     }
 
-    /// Fragments freed but not yet allocatable.
+    /// Fragments freed but not yet allocatable (a file's waiting to be
+    /// freed included).
     pub(super) fn pending_free_frags(&self) -> u64 {
         let frags = |p: &PendingFree| match p.what {
             Freed::Frags { count, .. } => u64::from(count),
+            Freed::File { frags, .. } => frags,
             Freed::Inode { .. } => 0,
         };
         self.pending_frees.iter().map(frags).sum()
@@ -170,17 +215,41 @@ impl Ffs {
 
     /// Blocks that will be wholly free once the pending frees are released:
     /// fragments pending, with the free ones beside them, that fill a block
-    /// (what `statfs` counts as whole free blocks).
+    /// (what `statfs` counts as whole free blocks). A file waiting to be
+    /// freed counts by its inode's direct pointers, and the rest of what
+    /// it holds as whole blocks (indirect blocks and the data past the
+    /// direct ones are whole blocks; where they lie is not read until the
+    /// file is freed).
     pub(super) fn pending_whole_blocks(&self) -> u64 {
         let geo = self.sb.geometry;
         let fpb = geo.frags_per_block;
         let mut pending: std::collections::HashMap<(u32, u32), u32> = Default::default();
+        let mut count_run = |start: u64, count: u64| {
+            for f in start..start + count {
+                let cg = geo.group_of(f);
+                *pending.entry((cg, geo.within_group(f) / fpb)).or_default() += 1;
+            }
+        };
+        let mut files = 0;
         for p in &self.pending_frees {
-            if let Freed::Frags { start, count } = p.what {
-                for f in start..start + u64::from(count) {
-                    let cg = geo.group_of(f);
-                    *pending.entry((cg, geo.within_group(f) / fpb)).or_default() += 1;
+            match p.what {
+                Freed::Frags { start, count } => count_run(start, u64::from(count)),
+                Freed::File { ino, frags } => {
+                    let mut rest = frags;
+                    if let Some(inode) = self.inodes.get(ino) {
+                        let direct: Vec<(crate::format::Lbn, crate::format::Daddr)> = (0..)
+                            .zip(inode.direct.iter().copied())
+                            .filter(|(_, addr)| addr.is_some())
+                            .collect();
+                        for &(lbn, addr) in &direct {
+                            let count = self.frags_at(inode, lbn, &direct).min(rest);
+                            count_run(addr.get(), count);
+                            rest -= count;
+                        }
+                    }
+                    files += rest / u64::from(fpb);
                 }
+                Freed::Inode { .. } => {}
             }
         }
         let groups = self.alloc.groups();
@@ -189,13 +258,17 @@ impl Ffs {
             let free = (block * fpb..(block + 1) * fpb).filter(|&f| group.is_frag_free(f)).count() as u32;
             free + count == fpb
         };
-        pending.into_iter().filter(whole).count() as u64
+        pending.into_iter().filter(whole).count() as u64 + files
     }
 
     /// Frees and inodes waiting for their pointers' removal to be durable:
     /// (fragments, inodes).
     pub fn pending_frees(&self) -> (u64, u64) {
-        let inodes = self.pending_frees.iter().filter(|p| matches!(p.what, Freed::Inode { .. })).count();
+        let inodes = self
+            .pending_frees
+            .iter()
+            .filter(|p| matches!(p.what, Freed::Inode { .. } | Freed::File { .. }))
+            .count();
         (self.pending_free_frags(), inodes as u64)
     }
 
@@ -225,7 +298,7 @@ impl Ffs {
                 after.iter().all(|&k| cache.durable_after(k).is_some_and(|seq| seq <= durable))
             }
             FreeWhen::NamesGone => match p.what {
-                Freed::Inode { ino, .. } => mode.names_gone(ino, durable),
+                Freed::File { ino, .. } | Freed::Inode { ino, .. } => mode.names_gone(ino, durable),
                 Freed::Frags { .. } => true,
             },
             FreeWhen::Committed(seq) => *seq <= committed,
@@ -234,18 +307,16 @@ impl Ffs {
             std::mem::take(&mut self.pending_frees).into_iter().partition(ready);
         self.pending_frees = waiting;
         for p in &ready {
-            if let Freed::Inode { ino, .. } = p.what {
+            if let Freed::Inode { ino, .. } | Freed::File { ino, .. } = p.what {
                 self.pending_inodes.remove(&ino);
             }
         }
         let released = ready.len();
         for p in ready {
-            match (p.when, p.what) {
-                // Its names are gone from the disk: now its slot is cleared
-                // and the free waits, like any other, for that to be durable.
-                (FreeWhen::NamesGone, Freed::Inode { ino, .. }) => self.free_inode_now(ino)?,
-                (_, what) => self.free_now(what)?,
-            }
+            // A file's names are gone from the disk: now its blocks and
+            // inode are freed, each free waiting, like any other, for the
+            // pointer's removal to be durable.
+            self.free_now(p.what)?;
         }
         Ok(released)
     }

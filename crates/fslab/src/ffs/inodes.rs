@@ -8,7 +8,7 @@
 //! inode's bytes change — which leaves the block dirty for write-back (or
 //! for an integrity mode to write at once).
 
-use super::frees::{FreeWhen, Freed, PendingFree};
+use super::frees::Freed;
 use super::fs::Ffs;
 use crate::cache::{block_of, device_addr, device_key, BlockKey};
 use crate::error::{errno, Error, Location};
@@ -211,21 +211,12 @@ impl Ffs {
     /// disk shows it free, which the mode orders).
     pub(super) fn free_inode(&mut self, ino: Ino) -> Result<()> {
         let inode = *self.cached_inode(ino)?;
+        if self.frees_when_names_gone(ino, inode.attr.is_dir()) {
+            return self.free_file_later(ino);
+        }
         for key in self.cache.keys_in(ino, i64::MIN..=i64::MAX) {
             self.cache.remove(key);
         }
-        let what = Freed::Inode { ino, is_dir: inode.attr.is_dir() };
-        if !inode.attr.is_dir() && !self.mode().names_gone(ino, self.queue.durable()) {
-            self.leak_scan_freeing(what);
-            self.defer_free(PendingFree { what, when: FreeWhen::NamesGone });
-            return Ok(());
-        }
-        self.free_inode_now(ino)
-    }
-
-    /// Frees inode `ino` as `free_inode` does, its names' removal durable.
-    pub(super) fn free_inode_now(&mut self, ino: Ino) -> Result<()> {
-        let inode = *self.cached_inode(ino)?;
         self.free_or_defer(ino, Freed::Inode { ino, is_dir: inode.attr.is_dir() })?;
         let cleared = Inode { ino, generation: inode.generation, ..Inode::default() };
         self.inodes.insert(cleared, true);

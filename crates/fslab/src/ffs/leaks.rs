@@ -255,7 +255,7 @@ impl Ffs {
         if let Some(scan) = &mut self.leak_scan {
             match what {
                 Freed::Frags { start, count } => scan.claim(&geo, start, u64::from(count)),
-                Freed::Inode { ino, .. } => {
+                Freed::Inode { ino, .. } | Freed::File { ino, .. } => {
                     scan.touched.insert(ino);
                 }
             }

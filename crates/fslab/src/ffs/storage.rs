@@ -199,6 +199,20 @@ impl StorageManager for Ffs {
         self.after_free(ino)
     }
 
+    /// A file whose last name's removal is not durable yet is freed, whole,
+    /// once it is (soft updates' background delete,
+    /// `FreeWhen::NamesGone`); anything else at once.
+    fn free_file(&mut self, ino: Ino) -> Result<()> {
+        self.check_mounted()?;
+        let is_dir = self.cached_inode(ino)?.attr.is_dir();
+        if self.frees_when_names_gone(ino, is_dir) {
+            return self.free_file_later(ino);
+        }
+        self.free_blocks(ino, 0, u64::MAX)?;
+        self.free_xattr(ino)?;
+        self.vfree(ino)
+    }
+
     /// Promises space for `blocks` whole blocks of file data, out of what
     /// users (not the `minfree` reserve) may have, with the indirect
     /// blocks they may need: no more than `statfs` reports available

@@ -173,6 +173,18 @@ pub trait StorageManager: Send {
     /// Frees the extended-attribute block of `ino`, if it has one.
     fn free_xattr(&mut self, ino: Ino) -> Result<()>;
 
+    /// Frees inode `ino`, which no name and no open file holds any more,
+    /// with everything it holds: its blocks, its extended attributes, the
+    /// inode. The inode is gone for `vget` once this returns; what it
+    /// held may be freed later (soft updates' background deletes, 2000
+    /// paper §4), provided `statfs` counts it as free meanwhile and a
+    /// `sync` finishes the job.
+    fn free_file(&mut self, ino: Ino) -> Result<()> {
+        self.free_blocks(ino, 0, u64::MAX)?;
+        self.free_xattr(ino)?;
+        self.vfree(ino)
+    }
+
     /// Guarantees that the next `blocks` writes of data blocks (new ones,
     /// or overwrites, which take a new block in a log) will not fail for
     /// lack of space, or fails with ENOSPC: lets `fallocate` promise space,

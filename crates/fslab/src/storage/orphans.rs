@@ -26,9 +26,7 @@ pub struct OrphanReport {
 pub fn reclaim<S: StorageManager + ?Sized>(storage: &mut S, ino: Ino) -> Result<()> {
     let ((), ticket) = transaction(storage, TxSpec::new(TxKind::Reclaim), |s| {
         s.hint(Hint::Reclaimed { ino })?;
-        s.free_blocks(ino, 0, u64::MAX)?;
-        s.free_xattr(ino)?;
-        s.vfree(ino)
+        s.free_file(ino)
     })?;
     ticket.wait()
 }

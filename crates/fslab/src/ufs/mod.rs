@@ -269,9 +269,7 @@ impl<S: StorageManager> Ns<'_, S> {
             self.s.hint(Hint::Reclaimed { ino })?;
         }
         self.st.dirs.forget(ino);
-        self.s.free_blocks(ino, 0, u64::MAX)?;
-        self.s.free_xattr(ino)?;
-        self.s.vfree(ino)
+        self.s.free_file(ino)
     }
 }
 

@@ -36,11 +36,13 @@
 //!
 //! Frees wait too [freeblks, freefile]: a block or inode freed becomes
 //! allocatable once the blocks that held its last pointer are durable
-//! without it (`frees`): released by the tick ("background deletes"), by a
-//! sync, or at once when an allocation would fail. A file's inode is not
-//! even cleared before its last name's removal is durable [dirrem]
-//! (`names_gone`), and no namespace operation stores an inode in its
-//! block: an unlink or a rename dirties its directory block alone.
+//! without it (`frees`): released by the tick, by a sync, or at once when
+//! an allocation would fail. A removed file is not even touched before its
+//! last name's removal is durable [dirrem] (`names_gone`): then its blocks
+//! and inode are freed — the 2000 paper's "background deletes", which take
+//! the indirect block's read out of the unlink (§8.1). No namespace
+//! operation stores an inode in its block: an unlink or a rename dirties
+//! its directory block alone.
 //!
 //! A regular file's rename [DIRCHG diradd, dirrem] adds or changes its new
 //! name as above (a changed entry shows the name it replaced while it
