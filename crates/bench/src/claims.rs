@@ -841,15 +841,6 @@ pub const CLAIMS: &[Claim] = &[
                 why_not: "",
             },
             Check {
-                text: "ssh build on FFS at 85-95% CPU (§7.3.1: 90%; the CPU charge is calibrated to it, so this \
-                       checks the calibration holds)",
-                experiment: SSH,
-                needs: &["ffs-m8r0"],
-                eval: |r| within(v(r, SSH, "ffs-m8r0", "build", "cpu%", 0.0)?, 85.0, 95.0),
-                unit: "%",
-                why_not: "",
-            },
-            Check {
                 text: "Netnews total (Table 5): FFS 0.40-0.66 x FFS-async (paper 0.53)",
                 experiment: NEWS,
                 needs: &["ffs-m8r0", "ffs-async"],
@@ -1123,23 +1114,10 @@ pub const CLAIMS: &[Claim] = &[
     },
     Claim {
         number: 12,
-        statement: "Aged real FFS keeps 85-95% of empty-FS throughput, worst ~71% (64 KB files); Andrew: LFS 63.8 s \
-                    vs FFS 70.1 s (calibrated, not the criterion)",
-        source: "1995 Fig. 8; 1993 Table 6",
+        statement: "Aged real FFS keeps 85-95% of empty-FS throughput, worst ~71% (64 KB files)",
+        source: "1995 Fig. 8",
         criterion: "Most configurations 80-100% of empty; 64 KB shows the largest loss; 1 MB >= 85%",
         checks: &[
-            Check {
-                text: "Andrew, apart from the criterion (its times are calibrated): LFS's total time / FFS's in \
-                       0.85-0.95 (paper 63.8 / 70.1 = 0.91)",
-                experiment: "s93-andrew",
-                needs: &["lfs-nocleaner", "ffs"],
-                eval: |r| {
-                    let lfs = v(r, "s93-andrew", "lfs-nocleaner", "total", "s", 0.0)?;
-                    within(lfs / v(r, "s93-andrew", "ffs", "total", "s", 0.0)?, 0.85, 0.95)
-                },
-                unit: "x",
-                why_not: "",
-            },
             Check {
                 text: "most configurations (size x phase) at 80-100% of the empty FS's throughput (to 101%: a \
                        few tenths of a percent above is no loss)",
@@ -1187,6 +1165,34 @@ pub const CLAIMS: &[Claim] = &[
             },
         ],
         not_yet: None,
+    },
+];
+
+/// Results the lab calibrates to the paper, each a check of its own that
+/// no claim counts: where the CPU charged is set from the paper's own
+/// times, agreeing with the paper shows that the calibration holds, not
+/// that fslab behaves as the papers' systems did. The report shows them
+/// apart from the claims, labelled as calibrated.
+pub const CALIBRATED: &[Check] = &[
+    Check {
+        text: "Andrew (1993 Table 6): LFS's total time / FFS's in 0.85-0.95 (paper 63.8 / 70.1 = 0.91); each phase \
+               is charged the CPU the paper's LFS spent in it",
+        experiment: "s93-andrew",
+        needs: &["lfs-nocleaner", "ffs"],
+        eval: |r| {
+            let lfs = v(r, "s93-andrew", "lfs-nocleaner", "total", "s", 0.0)?;
+            within(lfs / v(r, "s93-andrew", "ffs", "total", "s", 0.0)?, 0.85, 0.95)
+        },
+        unit: "x",
+        why_not: "",
+    },
+    Check {
+        text: "ssh build on FFS at 85-95% CPU (2000 §7.3.1: 90%); the tools' CPU charge is set so that it is",
+        experiment: SSH,
+        needs: &["ffs-m8r0"],
+        eval: |r| within(v(r, SSH, "ffs-m8r0", "build", "cpu%", 0.0)?, 85.0, 95.0),
+        unit: "%",
+        why_not: "",
     },
 ];
 

@@ -1,7 +1,7 @@
 //! The report generator on fixed results: the verdicts it gives, and a
 //! row for every claim.
 
-use fslab_bench::claims::{claim_verdict, evaluate, Verdict, CLAIMS};
+use fslab_bench::claims::{claim_verdict, evaluate, Verdict, CALIBRATED, CLAIMS};
 use fslab_bench::report;
 use fslab_bench::results::{Point, Results, RunInfo, Skipped};
 
@@ -76,11 +76,7 @@ fn checks_say_reproduced_not_reproduced_or_not_yet() {
 
     assert_eq!(claim_verdict(&CLAIMS[2], &r).verdict, Verdict::NotReproduced, "one check of claim 3 fails");
     assert_eq!(claim_verdict(&CLAIMS[6], &r).verdict, Verdict::NoData, "claim 7: dm02-dirops was not run");
-    assert_eq!(
-        claim_verdict(&CLAIMS[11], &r).verdict,
-        Verdict::NoData,
-        "claim 12: neither s93-andrew nor s95-aged was run"
-    );
+    assert_eq!(claim_verdict(&CLAIMS[11], &r).verdict, Verdict::NoData, "claim 12: s95-aged was not run");
     assert_eq!(claim_verdict(&CLAIMS[4], &r).verdict, Verdict::NotYet, "claim 5 needs its lab experiment");
 }
 
@@ -100,7 +96,7 @@ fn aged(ratios: [(f64, f64, f64); 3]) -> Results {
 /// Claim 12's criterion on the aged experiment (1995 Fig. 8): most
 /// configurations at 80-100% of empty, the largest loss at 64 KB, 1 MB at
 /// 85% or more; the paper's picture passes all three, and each way of
-/// missing one fails only that one. Andrew, not run here, is its own line.
+/// missing one fails only that one.
 #[test]
 fn claim_12_reads_the_aged_ffs_over_the_empty_one() {
     let verdicts = |r: &Results| {
@@ -117,7 +113,7 @@ fn claim_12_reads_the_aged_ffs_over_the_empty_one() {
     let most_lost = aged([(8192.0, 0.70, 0.75), (65536.0, 0.60, 0.79), (1048576.0, 0.86, 0.90)]);
     assert_eq!(verdicts(&most_lost), [No, Yes, Yes]);
     let claim = claim_verdict(&CLAIMS[11], &paper);
-    assert!(claim.verdict == Yes && claim.partial, "Andrew not run: reproduced in part: {claim:?}");
+    assert!(claim.verdict == Yes && !claim.partial, "the aged checks alone decide: {claim:?}");
     let one_phase_missing = Results {
         points: paper.points.iter().filter(|p| !(p.phase == "read" && p.x == 8192.0)).cloned().collect(),
         ..paper.clone()
@@ -186,4 +182,44 @@ fn a_check_not_reproduced_says_why_when_the_cause_is_known() {
     assert_eq!(evaluate(ordering, &r).verdict, Verdict::NotReproduced);
     let md = report::markdown(&r, false);
     assert!(md.contains(&format!("* *{}*: {}", ordering.text, ordering.why_not)), "{md}");
+}
+
+/// Andrew alone, its LFS at 0.91 of FFS's time: in range, but calibrated.
+fn andrew_only() -> Results {
+    Results {
+        runs: vec![run_info("s93-andrew")],
+        points: vec![
+            point("s93-andrew", "lfs-nocleaner", "total", 0.0, "s", 63.8),
+            point("s93-andrew", "ffs", "total", 0.0, "s", 70.1),
+        ],
+        skipped: vec![],
+    }
+}
+
+/// A calibrated result decides no claim: Andrew in range leaves claim 12
+/// not run until the aged FFS has run, and shows on a line of its own,
+/// labelled as calibrated, whether in range or not.
+#[test]
+fn a_calibrated_result_is_its_own_line_and_no_claims_verdict() {
+    let r = andrew_only();
+    assert_eq!(claim_verdict(&CLAIMS[11], &r).verdict, Verdict::NoData, "Andrew is not claim 12's criterion");
+    for c in CLAIMS {
+        assert!(c.checks.iter().all(|k| k.experiment != "s93-andrew"), "claim {} counts Andrew", c.number);
+    }
+    let andrew = CALIBRATED.iter().find(|k| k.experiment == "s93-andrew").expect("Andrew is calibrated");
+    assert_eq!(evaluate(andrew, &r).verdict, Verdict::Reproduced);
+    let md = report::markdown(&r, false);
+    let line = md.lines().find(|l| l.starts_with(&format!("| {} |", andrew.text))).expect("Andrew's line");
+    assert!(line.ends_with("| 0.91 x | in range (calibrated) |"), "{line}");
+    let row12 = md.lines().find(|l| l.starts_with("| 12 | ")).expect("claim 12's row");
+    assert!(row12.contains("**not run**") && !row12.contains("Andrew"), "{row12}");
+    let slow = Results {
+        points: vec![
+            point("s93-andrew", "lfs-nocleaner", "total", 0.0, "s", 70.1),
+            point("s93-andrew", "ffs", "total", 0.0, "s", 70.1),
+        ],
+        ..r
+    };
+    let md = report::markdown(&slow, false);
+    assert!(md.contains("| 1.00 x | out of range (calibrated) |"), "out of range is said too");
 }
