@@ -152,10 +152,50 @@ fn all_sizes(
 ) -> Option<(f64, bool)> {
     let sizes = sizes_from(r, "s95-sequential", "ffs-m8r2", phase, metric, min, max);
     let ratios: Vec<f64> = sizes.iter().filter_map(|&x| lfs_over_ffs(r, phase, metric, x)).collect();
-    let outside = |x: f64| (low - x).max(x - high);
-    let worst = ratios.iter().copied().max_by(|a, b| outside(*a).total_cmp(&outside(*b)))?;
-    Some((worst, ratios.iter().all(|&x| (low..=high).contains(&x))))
+    worst_within(&ratios, low, high)
 }
+
+/// Of values that must each lie in `[low, high]`: the worst (the farthest
+/// outside, or the nearest an edge when all are inside) and whether all
+/// are inside; `None` for no values. What a check made at every size
+/// reports, where a mean would hide the size that misses.
+fn worst_within(values: &[f64], low: f64, high: f64) -> Option<(f64, bool)> {
+    let outside = |x: f64| (low - x).max(x - high);
+    let worst = values.iter().copied().max_by(|a, b| outside(*a).total_cmp(&outside(*b)))?;
+    Some((worst, values.iter().all(|&x| (low..=high).contains(&x))))
+}
+
+/// The 1995 sequential benchmark's DSP 3105 moves 2.5 MB/s (§3.1).
+const DSP3105_MBS: f64 = 2.5;
+
+/// `system`'s large-file creates (1 MB and more) as percentages of the
+/// disk's bandwidth, each in `[low, high]` (1995 §3.1: "approximately
+/// 67%", "approximately 75%"): the worst size.
+fn large_creates(r: &Results, system: &str, low: f64, high: f64) -> Option<(f64, bool)> {
+    let shares: Vec<f64> = r
+        .series("s95-sequential", system, "create", "MB/s")
+        .into_iter()
+        .filter(|&(x, _)| x >= 1048576.0)
+        .map(|(_, mbs)| 100.0 * mbs / DSP3105_MBS)
+        .collect();
+    worst_within(&shares, low, high)
+}
+
+/// The 1993 bandwidth test at its largest transfer size: `a`'s MB/s over
+/// `b`'s in `phase`.
+fn s93_largest_over(r: &Results, a: &str, b: &str, phase: &str) -> Option<f64> {
+    let (x, va) = last(r, "s93-bandwidth", a, phase, "MB/s")?;
+    Some(va / v(r, "s93-bandwidth", b, phase, "MB/s", x)?)
+}
+
+/// Table 7's TPS for each of the 1993 TPC-B's systems and phases.
+const S93_TPCB_PAPER: &[(&str, &str, f64)] = &[
+    ("lfs", "no-cleaning", 19.3),
+    ("efs", "no-cleaning", 16.8),
+    ("ffs", "no-cleaning", 14.2),
+    ("lfs", "cleaning", 11.6),
+    ("lfs-256k", "cleaning", 12.4),
+];
 
 /// Median of a series' values with x in `[low, high]`: wall-time costs
 /// per group of operations carry the odd group that paid for a segment
@@ -297,6 +337,28 @@ fn s00_near_smallest(
     let (x, va) = r.series(S00, a, phase, metric).first().copied()?;
     within(va / v(r, S00, b, phase, metric, x)?, low, high)
 }
+
+/// Why FFS's large creates fall short of the 1995 paper's shares of the
+/// disk (see `docs/lab/analysis.md`).
+const LARGE_CREATE_WHY: &str = "Each 64 KB request on the simulated DSP 3105 also pays the controller's 1.94 ms \
+     write overhead and two head switches, which the paper's arithmetic (a lost rotation, or two thirds of one, per \
+     64 KB) leaves out: back-to-back clusters reach at most 64% of the disk; FFS-m8r0 reaches 62% and FFS-m8r2 69% \
+     (32 MB files). The worst size is 1 MB (54% for both), where each file's synchronous inode and directory writes \
+     and the seek to another cylinder group at its first indirect block weigh most";
+
+/// Why the 1993 read bandwidth passes raw (see `docs/lab/analysis.md`).
+const S93_RAW_READ_WHY: &str = "The lab's raw device reads synchronously in 64 KB transfers, each copied after it \
+     arrives, with no read-ahead: 1.38 MB/s at 4 MB, below the 1.6 MB/s bus. LFS and EFS read ahead, so their \
+     transfers overlap the copies and pass raw. The paper's raw partition came within 3% of both; how it read \
+     (transfer size, whether the driver overlapped) it does not say";
+
+/// Why the 1993 TPC-B runs about twice the paper's rates, and its cleaned
+/// LFS above FFS (see `docs/lab/analysis.md`).
+const S93_TPCB_WHY: &str = "The lab charges the HP 9000/380's file-system CPU but none for the database: every \
+     system runs 1.5-2.3 times Table 7's rate (LFS without the cleaner 23.9 ms a transaction, the paper's 51.8). The \
+     cleaner costs 13.4 ms a transaction (one 1 MB segment per 100 transactions) where the paper's cost 34.4 ms (one \
+     per 50), so cleaned LFS stays above FFS (26.8 against 24.6 TPS); with 27.9 ms more per transaction on every \
+     system, which brings LFS without the cleaner to 19.3, it would still be (15.3 against 14.6)";
 
 /// The claims.
 pub const CLAIMS: &[Claim] = &[
@@ -493,10 +555,9 @@ pub const CLAIMS: &[Claim] = &[
                             )
                         })
                         .collect();
-                    let mean = ratios.iter().sum::<f64>() / ratios.len().max(1) as f64;
-                    (!ratios.is_empty()).then_some((mean, ratios.iter().all(|x| (1.10..=1.20).contains(x))))
+                    worst_within(&ratios, 1.10, 1.20)
                 },
-                unit: "x (mean)",
+                unit: "x (worst)",
                 why_not: "In range from 2 MB up; at 1 MB (128 blocks) FFS-m8r2's switch of cylinder group after \
                           the 12 direct blocks, whose last 4 blocks go as a short request, weighs most.",
             },
@@ -535,23 +596,33 @@ pub const CLAIMS: &[Claim] = &[
                 why_not: "",
             },
             Check {
-                text: "LFS creates of files >= 1 MB at 60-75% of the 2.5 MB/s disk (~67%)",
+                text: "LFS creates of files >= 1 MB at 60-75% of the 2.5 MB/s disk (~67%) at every size",
                 experiment: "s95-sequential",
                 needs: &["lfs-8k"],
-                eval: |r| {
-                    let sizes = sizes_from(r, "s95-sequential", "lfs-8k", "create", "MB/s", 1048576.0, f64::INFINITY);
-                    let shares: Vec<f64> = sizes
-                        .iter()
-                        .filter_map(|&x| Some(100.0 * v(r, "s95-sequential", "lfs-8k", "create", "MB/s", x)? / 2.5))
-                        .collect();
-                    let mean = shares.iter().sum::<f64>() / shares.len().max(1) as f64;
-                    (!shares.is_empty()).then_some((mean, shares.iter().all(|x| (60.0..=75.0).contains(x))))
-                },
-                unit: "% (mean)",
+                eval: |r| large_creates(r, "lfs-8k", 60.0, 75.0),
+                unit: "% (worst)",
                 why_not: "The simulated DSP 3105 takes 38.8 ms for each back-to-back 64 KB write: the lost \
                           revolution, the controller's overhead and two head switches, at most 64% of the disk for \
                           any file system (FFS-m8r0 reaches 62%). LFS adds its summaries, inode and indirect blocks \
                           and one short request per partial segment. The paper's 67% counts the revolution alone.",
+            },
+            Check {
+                text: "FFS-m8r0 creates of files >= 1 MB at 60-75% of the disk (~67%, one rotation lost per 64 KB) \
+                       at every size",
+                experiment: "s95-sequential",
+                needs: &["ffs-m8r0"],
+                eval: |r| large_creates(r, "ffs-m8r0", 60.0, 75.0),
+                unit: "% (worst)",
+                why_not: LARGE_CREATE_WHY,
+            },
+            Check {
+                text: "FFS-m8r2 creates of files >= 1 MB at 68-82% of the disk (~75%, two thirds of a rotation lost \
+                       per 64 KB) at every size",
+                experiment: "s95-sequential",
+                needs: &["ffs-m8r2"],
+                eval: |r| large_creates(r, "ffs-m8r2", 68.0, 82.0),
+                unit: "% (worst)",
+                why_not: LARGE_CREATE_WHY,
             },
         ],
         not_yet: None,
@@ -860,15 +931,6 @@ pub const CLAIMS: &[Claim] = &[
                 why_not: "",
             },
             Check {
-                text: "ssh build on FFS at 85-95% CPU (§7.3.1: 90%; the CPU charge is calibrated to it, so this \
-                       checks the calibration holds)",
-                experiment: SSH,
-                needs: &["ffs-m8r0"],
-                eval: |r| within(v(r, SSH, "ffs-m8r0", "build", "cpu%", 0.0)?, 85.0, 95.0),
-                unit: "%",
-                why_not: "",
-            },
-            Check {
                 text: "Netnews total (Table 5): FFS 0.40-0.66 x FFS-async (paper 0.53)",
                 experiment: NEWS,
                 needs: &["ffs-m8r0", "ffs-async"],
@@ -1046,7 +1108,9 @@ pub const CLAIMS: &[Claim] = &[
         statement: "FFS rot_delay caps sequential bandwidth at about 1/4 (0.5 of 1.6 MB/s); EFS and LFS reads within \
                     3% of raw; EFS writes >= raw",
         source: "1993 Fig. 9, 11, 12",
-        criterion: "FFS 0.45-0.6 MB/s; LFS/EFS read >= 0.95 x raw at large S; EFS write >= raw at large S",
+        criterion: "FFS 0.45-0.6 MB/s; LFS/EFS read within 3% of raw at large S (§5.2.1's \"very small (3%) \
+                    differences\"; the research notes proposed >= 0.95 x); LFS write noticeably below EFS and raw; EFS \
+                    write >= raw at large S",
         checks: &[
             Check {
                 text: "FFS write at the largest S in 0.45-0.6 MB/s",
@@ -1057,25 +1121,55 @@ pub const CLAIMS: &[Claim] = &[
                 why_not: "",
             },
             Check {
-                text: "LFS read >= 0.95 x raw at the largest S",
+                text: "LFS read within 3% of raw at the largest S (0.97-1.03 x)",
                 experiment: "s93-bandwidth",
                 needs: &["lfs", "raw"],
-                eval: |r| {
-                    let (x, lfs) = last(r, "s93-bandwidth", "lfs", "read", "MB/s")?;
-                    let raw = v(r, "s93-bandwidth", "raw", "read", "MB/s", x)?;
-                    Some((lfs / raw, lfs >= 0.95 * raw))
-                },
+                eval: |r| within(s93_largest_over(r, "lfs", "raw", "read")?, 0.97, 1.03),
                 unit: "x raw",
-                why_not: "",
+                why_not: S93_RAW_READ_WHY,
+            },
+            Check {
+                text: "EFS read within 3% of raw at the largest S (0.97-1.03 x)",
+                experiment: "s93-bandwidth",
+                needs: &["efs", "raw"],
+                eval: |r| within(s93_largest_over(r, "efs", "raw", "read")?, 0.97, 1.03),
+                unit: "x raw",
+                why_not: S93_RAW_READ_WHY,
+            },
+            Check {
+                text: "LFS write noticeably below both EFS and raw, by 10% or more, at every S (Fig. 9, §5.2.1: \
+                       \"noticeably worse than either\", its fsync after buffering about 800 KB)",
+                experiment: "s93-bandwidth",
+                needs: &["lfs", "efs", "raw"],
+                eval: |r| {
+                    let ratios: Vec<f64> = r
+                        .series("s93-bandwidth", "lfs", "write", "MB/s")
+                        .into_iter()
+                        .filter_map(|(x, lfs)| {
+                            let efs = v(r, "s93-bandwidth", "efs", "write", "MB/s", x)?;
+                            let raw = v(r, "s93-bandwidth", "raw", "write", "MB/s", x)?;
+                            Some(lfs / efs.min(raw))
+                        })
+                        .collect();
+                    let worst = ratios.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                    (!ratios.is_empty()).then_some((worst, worst <= 0.9))
+                },
+                unit: "x the slower of EFS and raw (worst)",
+                why_not: "LFS writes below both only at 64 and 256 KB, and by 3-7%; above raw from 1 MB up and \
+                          above EFS too at 4 MB (1.36 MB/s against 1.29 and 1.10); above EFS at 4 and 16 KB, where \
+                          an fsync costs LFS one write (data, inode and summary in one partial segment) and EFS two, \
+                          a seek apart. At 4 MB LFS's 3,490 requests take 44 ms each, EFS's 3,304 take 49 ms and \
+                          raw's 3,200 take 60 ms (each waits for its copy). The paper puts its LFS's deficit down to \
+                          the fsync after about 800 KB buffered; the lab's LFS also writes at its threshold, and why \
+                          its requests run faster than EFS's is not established",
             },
             Check {
                 text: "EFS write >= raw at the largest S",
                 experiment: "s93-bandwidth",
                 needs: &["efs", "raw"],
                 eval: |r| {
-                    let (x, efs) = last(r, "s93-bandwidth", "efs", "write", "MB/s")?;
-                    let raw = v(r, "s93-bandwidth", "raw", "write", "MB/s", x)?;
-                    Some((efs / raw, efs >= raw))
+                    let ratio = s93_largest_over(r, "efs", "raw", "write")?;
+                    Some((ratio, ratio >= 1.0))
                 },
                 unit: "x raw",
                 why_not: "",
@@ -1088,7 +1182,8 @@ pub const CLAIMS: &[Claim] = &[
         statement: "1993 TPC-B ordering: LFS without cleaner 19.3 > EFS 16.8 > FFS 14.2 TPS; with the cleaner LFS \
                     falls to 11.6 (1 MB segments) or 12.4 (256 KB)",
         source: "1993 Table 7",
-        criterion: "Same ordering; cleaner loss 30-45%; 256 KB >= 1 MB by a few %",
+        criterion: "Same ordering; cleaner loss 30-45%; 256 KB >= 1 MB by a few %; with the cleaner LFS below FFS \
+                    and EFS; every TPS within 25% of Table 7's (the HP 9000/380 and HP 97560 are modelled)",
         checks: &[
             Check {
                 text: "ordering: LFS (no cleaning) > EFS > FFS, each by 2% or more (paper: 15%, 18%)",
@@ -1114,6 +1209,36 @@ pub const CLAIMS: &[Claim] = &[
                 eval: |r| within(loss(r, "s93-tpcb", "lfs", 80.0, 80.0)?, 30.0, 45.0),
                 unit: "%",
                 why_not: "",
+            },
+            Check {
+                text: "with the cleaner, LFS (1 MB and 256 KB segments) below both FFS and EFS, by 2% or more (paper \
+                       11.6 and 12.4 against 14.2 and 16.8: \"the cleaner decreased performance by 40%\")",
+                experiment: "s93-tpcb",
+                needs: &["lfs", "lfs-256k", "ffs", "efs"],
+                eval: |r| {
+                    let at = |s: &str, phase: &str| v(r, "s93-tpcb", s, phase, "TPS", 80.0);
+                    let cleaned = at("lfs", "cleaning")?.max(at("lfs-256k", "cleaning")?);
+                    let update_in_place = at("ffs", "no-cleaning")?.min(at("efs", "no-cleaning")?);
+                    let ratio = cleaned / update_in_place;
+                    Some((ratio, 1.02 * ratio <= 1.0))
+                },
+                unit: "x (faster cleaned LFS / slower of FFS and EFS)",
+                why_not: S93_TPCB_WHY,
+            },
+            Check {
+                text: "every system's TPS within 25% of Table 7's (LFS 19.3, EFS 16.8, FFS 14.2; with the cleaner \
+                       11.6 and 12.4)",
+                experiment: "s93-tpcb",
+                needs: &["lfs", "lfs-256k", "ffs", "efs"],
+                eval: |r| {
+                    let ratios = S93_TPCB_PAPER
+                        .iter()
+                        .map(|&(s, phase, paper)| Some(v(r, "s93-tpcb", s, phase, "TPS", 80.0)? / paper))
+                        .collect::<Option<Vec<f64>>>()?;
+                    worst_within(&ratios, 0.75, 1.25)
+                },
+                unit: "x the paper (farthest)",
+                why_not: S93_TPCB_WHY,
             },
             Check {
                 text: "with the cleaner, 256 KB segments / 1 MB segments in 1.00-1.15",
@@ -1142,23 +1267,10 @@ pub const CLAIMS: &[Claim] = &[
     },
     Claim {
         number: 12,
-        statement: "Aged real FFS keeps 85-95% of empty-FS throughput, worst ~71% (64 KB files); Andrew: LFS 63.8 s \
-                    vs FFS 70.1 s (calibrated, not the criterion)",
-        source: "1995 Fig. 8; 1993 Table 6",
+        statement: "Aged real FFS keeps 85-95% of empty-FS throughput, worst ~71% (64 KB files)",
+        source: "1995 Fig. 8",
         criterion: "Most configurations 80-100% of empty; 64 KB shows the largest loss; 1 MB >= 85%",
         checks: &[
-            Check {
-                text: "Andrew, apart from the criterion (its times are calibrated): LFS's total time / FFS's in \
-                       0.85-0.95 (paper 63.8 / 70.1 = 0.91)",
-                experiment: "s93-andrew",
-                needs: &["lfs-nocleaner", "ffs"],
-                eval: |r| {
-                    let lfs = v(r, "s93-andrew", "lfs-nocleaner", "total", "s", 0.0)?;
-                    within(lfs / v(r, "s93-andrew", "ffs", "total", "s", 0.0)?, 0.85, 0.95)
-                },
-                unit: "x",
-                why_not: "",
-            },
             Check {
                 text: "most configurations (size x phase) at 80-100% of the empty FS's throughput (to 101%: a \
                        few tenths of a percent above is no loss)",
@@ -1206,6 +1318,34 @@ pub const CLAIMS: &[Claim] = &[
             },
         ],
         not_yet: None,
+    },
+];
+
+/// Results the lab calibrates to the paper, each a check of its own that
+/// no claim counts: where the CPU charged is set from the paper's own
+/// times, agreeing with the paper shows that the calibration holds, not
+/// that fslab behaves as the papers' systems did. The report shows them
+/// apart from the claims, labelled as calibrated.
+pub const CALIBRATED: &[Check] = &[
+    Check {
+        text: "Andrew (1993 Table 6): LFS's total time / FFS's in 0.85-0.95 (paper 63.8 / 70.1 = 0.91); each phase \
+               is charged the CPU the paper's LFS spent in it",
+        experiment: "s93-andrew",
+        needs: &["lfs-nocleaner", "ffs"],
+        eval: |r| {
+            let lfs = v(r, "s93-andrew", "lfs-nocleaner", "total", "s", 0.0)?;
+            within(lfs / v(r, "s93-andrew", "ffs", "total", "s", 0.0)?, 0.85, 0.95)
+        },
+        unit: "x",
+        why_not: "",
+    },
+    Check {
+        text: "ssh build on FFS at 85-95% CPU (2000 §7.3.1: 90%); the tools' CPU charge is set so that it is",
+        experiment: SSH,
+        needs: &["ffs-m8r0"],
+        eval: |r| within(v(r, SSH, "ffs-m8r0", "build", "cpu%", 0.0)?, 85.0, 95.0),
+        unit: "%",
+        why_not: "",
     },
 ];
 

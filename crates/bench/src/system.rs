@@ -404,10 +404,12 @@ impl Layout for Lfs {
         dev: Arc<dyn BlockDevice>,
         _log: Option<Arc<dyn BlockDevice>>,
         p: &LfsParams,
+        env: &MountEnv,
     ) -> fslab::Result<Arc<dyn BlockDevice>> {
-        fslab::lfs::mkfs(
+        fslab::lfs::mkfs_at(
             dev.clone(),
             &MkfsOptions { block_size: p.block_size, segment_size: p.segment_size },
+            &env.clock,
         )?;
         Ok(dev)
     }
@@ -494,7 +496,10 @@ impl Layout for Ffs {
         dev: Arc<dyn BlockDevice>,
         log: Option<Arc<dyn BlockDevice>>,
         p: &FfsParams,
+        _env: &MountEnv,
     ) -> fslab::Result<Arc<dyn BlockDevice>> {
+        // FFS's mkfs takes no clock: its superblock's and groups' times
+        // are the host's, which no measured time depends on.
         let options = ffs_mkfs_options(p);
         match log {
             Some(log) => {

@@ -165,7 +165,7 @@ fn soft_updates_frees_wait_for_durable_inodes_and_the_tick_releases_them() {
         cache_bytes: 16 << 20,
     };
     let Some(Kind::Ffs(params)) = by_name("ffs-softdep").map(|s| s.kind) else { panic!("an FFS") };
-    <Ffs as Layout>::mkfs(dev.dev.clone(), None, &params).expect("mkfs");
+    <Ffs as Layout>::mkfs(dev.dev.clone(), None, &params, &env).expect("mkfs");
     let mut fs = FileSystem::new(<Ffs as Layout>::mount(dev.dev.clone(), &params, &env).expect("mount"));
     let creds = Creds { uid: 0, gid: 0 };
     fs.create_root(0o755, creds).expect("root");
@@ -201,7 +201,7 @@ fn softdep_fs(cache_bytes: u64, name: &str) -> (FileSystem<Ffs>, device::Device)
     let clock = dev.clock.clone().expect("a simulated disk has a clock");
     let env = MountEnv { clock: TimeSource::virtual_clock(clock), deterministic: true, cache_bytes };
     let Some(Kind::Ffs(params)) = by_name("ffs-softdep").map(|s| s.kind) else { panic!("an FFS") };
-    <Ffs as Layout>::mkfs(dev.dev.clone(), None, &params).expect("mkfs");
+    <Ffs as Layout>::mkfs(dev.dev.clone(), None, &params, &env).expect("mkfs");
     let mut fs = FileSystem::new(<Ffs as Layout>::mount(dev.dev.clone(), &params, &env).expect("mount"));
     fs.create_root(0o755, Creds { uid: 0, gid: 0 }).expect("root");
     (fs, dev)

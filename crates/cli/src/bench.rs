@@ -4,7 +4,7 @@
 //! results. The work is the `fslab-bench` crate's.
 
 use clap::{Args, Subcommand, ValueEnum};
-use fslab_bench::claims::{claim_verdict, CLAIMS};
+use fslab_bench::claims::{claim_verdict, evaluate, Verdict, CALIBRATED, CLAIMS};
 use fslab_bench::device::Medium;
 use fslab_bench::experiment::{self, Experiment, EXPERIMENTS};
 use fslab_bench::results::Results;
@@ -221,6 +221,16 @@ fn write_report(results: &Results, dir: &Path) -> Result<(), String> {
     for c in CLAIMS {
         let o = claim_verdict(c, results);
         outln!("  {:>2}. {:<40} {}", c.number, o.words(), o.summary)?;
+    }
+    outln!("calibrated (counted in no claim):")?;
+    for check in CALIBRATED {
+        let o = evaluate(check, results);
+        let range = match o.verdict {
+            Verdict::Reproduced => "in range",
+            Verdict::NotReproduced => "out of range",
+            other => other.words(),
+        };
+        outln!("      {:<40} {}: {}", range, check.experiment, o.measured)?;
     }
     outln!("{}: report.md, results.json, results.csv and {} plot files", dir.display(), written.plots.len())?;
     Ok(())

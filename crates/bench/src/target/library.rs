@@ -40,11 +40,13 @@ pub trait Layout: StorageManager + Sized + 'static {
     /// Writes an empty file system (without the root directory, which
     /// [`Library::make`] creates through the namespace) on `dev`, with its
     /// journal on `log` if given; returns the device it mounts on (`dev`,
-    /// or the two paired).
+    /// or the two paired). Timestamps it writes come from `env`'s clock
+    /// where the layout's mkfs takes one.
     fn mkfs(
         dev: Arc<dyn BlockDevice>,
         log: Option<Arc<dyn BlockDevice>>,
         params: &Self::Params,
+        env: &MountEnv,
     ) -> fslab::Result<Arc<dyn BlockDevice>>;
 
     /// Mounts it.
@@ -108,7 +110,7 @@ impl<L: Layout> Library<L> {
         params: L::Params,
         env: MountEnv,
     ) -> io::Result<Library<L>> {
-        let dev = L::mkfs(dev, log, &params).map_err(io_error)?;
+        let dev = L::mkfs(dev, log, &params, &env).map_err(io_error)?;
         let mut fs = namespace::<L>(L::mount(dev.clone(), &params, &env).map_err(io_error)?, &params);
         fs.create_root(0o755, CREDS).map_err(io_error)?;
         Ok(Library::serving(fs, dev, sim, params, env))

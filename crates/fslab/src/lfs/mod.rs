@@ -33,7 +33,7 @@ mod space;
 mod usage;
 mod writer;
 
-pub use mount::{dump, mkfs, probe, CheckpointFallback};
+pub use mount::{dump, mkfs, mkfs_at, probe, CheckpointFallback};
 pub use placement::UserSeparation;
 pub use rollforward::Recovery;
 

@@ -19,6 +19,7 @@ use crate::format::blockno::Geometry;
 use crate::format::inode::{kind, Inode, InodeAttr};
 use crate::format::{crc32c, now_ns, Daddr, IFILE_INO};
 use crate::storage::TxLog;
+use crate::time::TimeSource;
 use crate::Result;
 use disk::BlockDevice;
 use std::collections::HashSet;
@@ -74,13 +75,21 @@ fn check_options(options: &MkfsOptions, device_bytes: u64) -> Result<u64> {
 
 /// Writes a new, empty file system to `dev`: the ifile, an empty inode map
 /// whose first free number is the root's, and every superblock copy. The
-/// namespace creates the root directory on top (see `crate::mkfs`).
+/// namespace creates the root directory on top (see `crate::mkfs`). Its
+/// timestamps are the host's calendar time ([`mkfs_at`] takes a clock).
 pub fn mkfs(dev: Arc<dyn BlockDevice>, options: &MkfsOptions) -> Result<()> {
+    mkfs_at(dev, options, &TimeSource::wall())
+}
+
+/// [`mkfs`], with the file system's creation time, the ifile's timestamps
+/// and the first checkpoint's time read from `clock`: on a simulated
+/// disk's virtual clock, the same run writes the same times.
+pub fn mkfs_at(dev: Arc<dyn BlockDevice>, options: &MkfsOptions, clock: &TimeSource) -> Result<()> {
     let nsegments = check_options(options, dev.size())?;
     let bs = options.block_size;
     let (sb_segments, ncopies) = superblock_segments(nsegments);
     let segtab_blocks = nsegments.div_ceil(segtab_entries_per_block(bs) as u64);
-    let now = now_ns();
+    let now = clock.calendar_ns();
     let sb = Superblock {
         block_size: bs,
         segment_size: options.segment_size,
@@ -112,7 +121,11 @@ pub fn mkfs(dev: Arc<dyn BlockDevice>, options: &MkfsOptions) -> Result<()> {
     };
     // Inline: mkfs writes one checkpoint, and no thread's timing may move
     // it on a simulated disk.
-    let options = MountOptions { segment_writes: super::SegmentWrites::Inline, ..MountOptions::default() };
+    let options = MountOptions {
+        segment_writes: super::SegmentWrites::Inline,
+        clock: clock.clone(),
+        ..MountOptions::default()
+    };
     let mut lfs = assemble(dev, sb, tables, ifile, Daddr::NONE, Log::new_file_system(), options);
     lfs.log.set_next_segment(lfs.clean_after(0).unwrap_or(0));
     lfs.checkpoint(true)

@@ -795,3 +795,20 @@ fn a_damaged_newest_checkpoint_falls_back_to_the_older_one_and_says_so() {
     // An undamaged mount reports no fallback.
     assert!(mount_mem(&fresh(8 << 20, small_options())).checkpoint_fallback().is_none());
 }
+
+/// A file system made on a simulated disk's clock carries that clock's
+/// times, not the host's: the lab's runs write the same bytes each time.
+#[test]
+fn mkfs_on_a_virtual_clock_takes_its_times_from_it() {
+    let clock = Arc::new(disk::VirtualClock::new());
+    clock.advance(5_000_000_000);
+    let at = crate::time::TimeSource::virtual_clock(clock);
+    let disk = Arc::new(MemDisk::new(8 << 20));
+    mkfs_at(disk.clone(), &small_options(), &at).expect("mkfs");
+    let expected = crate::time::VIRTUAL_EPOCH_NS + 5_000_000_000;
+    let mut lfs = Lfs::mount(disk, MountOptions::deterministic(at)).expect("mount");
+    assert_eq!(lfs.superblock().created, expected);
+    assert_eq!(lfs.superblock().checkpoint.time, expected);
+    let ifile = lfs.inode_of(IFILE_INO).expect("ifile").attr;
+    assert_eq!((ifile.mtime, ifile.btime), (expected, expected));
+}
