@@ -274,7 +274,7 @@ fn soft_updates_free_a_removed_file_in_the_background_and_async_in_the_unlink() 
         let env =
             MountEnv { clock: TimeSource::virtual_clock(clock), deterministic: true, cache_bytes: 16 << 20 };
         let Some(Kind::Ffs(params)) = by_name(system).map(|s| s.kind) else { panic!("an FFS") };
-        <Ffs as Layout>::mkfs(dev.dev.clone(), None, &params).expect("mkfs");
+        <Ffs as Layout>::mkfs(dev.dev.clone(), None, &params, &env).expect("mkfs");
         let mount =
             || FileSystem::new(<Ffs as Layout>::mount(dev.dev.clone(), &params, &env).expect("mount"));
         let mut fs = mount();
