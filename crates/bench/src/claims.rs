@@ -631,13 +631,71 @@ pub const CLAIMS: &[Claim] = &[
         number: 5,
         statement: "Realloc halves fragmentation under aging (layout 0.766 -> 0.899); hot files read +32%, write +20%",
         source: "1997 Fig. 2, Table 2, Fig. 4",
-        criterion: "Final layout score: realloc >= 0.88, original <= 0.80; hot-file read gain 20-40%, write gain 10-30%",
-        checks: &[],
-        not_yet: Some(
-            "needs a lab experiment: realloc and the aging replay exist, and docs/lab/aging.md gives the layout \
-             scores of `fslab age` with realloc off and on; the hot-file and sequential runs after aging are not \
-             built yet",
-        ),
+        criterion: "Final layout score: realloc >= 0.88, original <= 0.80, gap >= 0.10; hot-file read gain \
+                    20-40%, write gain 10-30%",
+        checks: &[
+            Check {
+                text: "layout score at the end of aging, realloc: >= 0.88 (paper 0.899, Fig. 2)",
+                experiment: "ss97-realloc",
+                needs: &["ffs97-realloc"],
+                eval: |r| {
+                    let (_, end) = last(r, "ss97-realloc", "ffs97-realloc", "aging", "score")?;
+                    Some((end, end >= 0.88))
+                },
+                unit: "",
+                why_not: "",
+            },
+            Check {
+                text: "layout score at the end of aging, original allocator: <= 0.80 (paper 0.766)",
+                experiment: "ss97-realloc",
+                needs: &["ffs97"],
+                eval: |r| {
+                    let (_, end) = last(r, "ss97-realloc", "ffs97", "aging", "score")?;
+                    Some((end, end <= 0.80))
+                },
+                unit: "",
+                why_not: "",
+            },
+            Check {
+                text: "realloc's lead in layout score at the end: >= 0.10 (paper 0.133)",
+                experiment: "ss97-realloc",
+                needs: &["ffs97", "ffs97-realloc"],
+                eval: |r| {
+                    let (_, with) = last(r, "ss97-realloc", "ffs97-realloc", "aging", "score")?;
+                    let (_, without) = last(r, "ss97-realloc", "ffs97", "aging", "score")?;
+                    Some((with - without, with - without >= 0.10))
+                },
+                unit: "",
+                why_not: "",
+            },
+            Check {
+                text: "hot files read (Table 2): realloc's throughput over the original's, +20% to +40% (paper \
+                       +32%)",
+                experiment: "ss97-realloc",
+                needs: &["ffs97", "ffs97-realloc"],
+                eval: |r| {
+                    let with = v(r, "ss97-realloc", "ffs97-realloc", "hot-read", "MB/s", 0.0)?;
+                    let without = v(r, "ss97-realloc", "ffs97", "hot-read", "MB/s", 0.0)?;
+                    within(100.0 * (with / without - 1.0), 20.0, 40.0)
+                },
+                unit: "%",
+                why_not: "",
+            },
+            Check {
+                text: "hot files rewritten in place (Table 2): realloc's throughput over the original's, +10% to \
+                       +30% (paper +20%)",
+                experiment: "ss97-realloc",
+                needs: &["ffs97", "ffs97-realloc"],
+                eval: |r| {
+                    let with = v(r, "ss97-realloc", "ffs97-realloc", "hot-write", "MB/s", 0.0)?;
+                    let without = v(r, "ss97-realloc", "ffs97", "hot-write", "MB/s", 0.0)?;
+                    within(100.0 * (with / without - 1.0), 10.0, 30.0)
+                },
+                unit: "%",
+                why_not: "",
+            },
+        ],
+        not_yet: None,
     },
     Claim {
         number: 6,

@@ -41,6 +41,13 @@
 //! * **SparcStation I** (1995 Table 5, §5's fragmentation study): the
 //!   SparcStation II's speed and copy rate scaled by the clock, 20 MHz
 //!   against 40: 12.5 MIPS, 2.3 MB/s (estimates).
+//! * **Pentium, 120 MHz** (1997 Table 1, the aging study's): SPECint92
+//!   about 120 (estimate) against the Sun 4/260's 8.7, so 10 × 120 / 8.7
+//!   ≈ 138 MIPS on the SparcStation II's scale; copy rate 40 MB/s (a PCI
+//!   machine of 1995 with page-mode memory; estimate); 800 buffers of 8
+//!   KB, 6.4 MB, a tenth of its 64 MB, as 4.4BSD-derived kernels sized a
+//!   fixed buffer cache (estimate; §5.2 says only that the 59.5 MB of hot
+//!   files "cannot all fit in the buffer cache").
 //! * **Pentium 4, 1.6 GHz** (2002 §4.2): its speed is calibrated so that
 //!   a create costs the 50 µs that 2002 Fig. 2 measured with dirhash (the
 //!   call, two path components and the inode change, 11,000 instructions:
@@ -131,6 +138,18 @@ pub const SPARCSTATION_1: Machine = Machine {
         "1995 Table 5: SparcStation I, 20 MHz; the SparcStation II's figures scaled by the clock (estimate)",
 };
 
+/// The Pentium 120 of the 1997 aging paper (Table 1: Intel Pentium, 120
+/// MHz, 64 MB, PCI). Estimates, as the module's notes say.
+pub const PENTIUM_120: Machine = Machine {
+    name: "pentium-120",
+    mips: 10.0 * 120.0 / 8.7,
+    copy_bytes_per_s: 40.0e6,
+    buffers: 800,
+    charges_directory_scans: false,
+    source: "1997 Table 1: Pentium 120 MHz, 64 MB; SPECint92 ~120 on the SparcStation II's scale, 40 MB/s \
+             copies and a 6.4 MB buffer cache (estimates)",
+};
+
 /// The Pentium 4 of the 2002 paper.
 pub const PENTIUM4_1600: Machine = Machine {
     name: "pentium4-1600",
@@ -179,8 +198,15 @@ impl Machine {
 }
 
 /// Every machine, by name.
-pub const MACHINES: &[Machine] =
-    &[HP9000_380, SPARCSTATION_2, SPARCSTATION_1, PENTIUM3_500, PENTIUM3_500_512MB, PENTIUM4_1600];
+pub const MACHINES: &[Machine] = &[
+    HP9000_380,
+    SPARCSTATION_2,
+    SPARCSTATION_1,
+    PENTIUM_120,
+    PENTIUM3_500,
+    PENTIUM3_500_512MB,
+    PENTIUM4_1600,
+];
 
 /// The machine called `name`.
 pub fn machine(name: &str) -> Option<Machine> {

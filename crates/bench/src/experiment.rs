@@ -3,7 +3,8 @@
 //! paper published to set beside the results.
 
 use crate::cpu::{
-    Machine, HP9000_380, PENTIUM3_500, PENTIUM3_500_512MB, PENTIUM4_1600, SPARCSTATION_1, SPARCSTATION_2,
+    Machine, HP9000_380, PENTIUM3_500, PENTIUM3_500_512MB, PENTIUM4_1600, PENTIUM_120, SPARCSTATION_1,
+    SPARCSTATION_2,
 };
 
 /// Which workload an experiment runs (see `crate::workload`).
@@ -20,6 +21,11 @@ pub enum Workload {
     /// The create and read phases of 1995 Fig. 3–4 on an FFS rebuilt
     /// from an aged free-space map and on an empty one (1995 §5, Fig. 8).
     AgedSequential,
+    /// The 1997 paper's aging with the original allocator and with
+    /// realloc, then its benchmarks on the aged images: the hot files read
+    /// and rewritten (§5.2, Table 2) and the sequential benchmark (§5.1,
+    /// Fig. 4).
+    AgedRealloc,
     /// TPC-B across utilizations (1995 Fig. 7).
     TpcbByUtilization,
     /// TPC-B at 80% (1993 Table 7).
@@ -271,6 +277,70 @@ pub const EXPERIMENTS: &[Experiment] = &[
         ],
         published: &[
             published("ffs-aged", "create", 65536.0, OF_EMPTY, 0.71, "1995 §5.4: the worst case, cnews, 64 KB write, January"),
+        ],
+    },
+    Experiment {
+        id: "ss97-realloc",
+        title: "Realloc on an aged FFS: layout by day, hot files read and rewritten, sequential I/O",
+        source: "1997 Fig. 2, Table 2, Fig. 4-5",
+        about: "The paper's file system (Table 1): 502 MB, 8 KB blocks, 1 KB fragments, maxcontig 7, rotdelay 0, \
+                27 groups; ffs97 with the original allocator, ffs97-realloc with realloc. Each is made on a \
+                memory disk and aged by the 1997 stream from the same seed (--seed; 300 days writing 100 x \
+                the file system, `fslab age`'s defaults; asynchronous, on a virtual clock moved to each \
+                operation's time, no CPU model: the image docs/lab/aging.md measured), its layout score \
+                recorded every tenth day and on the last (Fig. 2). The aged image is then copied onto the \
+                start of a simulated ST32430N and mounted with synchronous metadata (BSD/OS 2.0.1's) on \
+                virtual time with the Pentium 120's CPU model (estimated). Hot files (§5.2): the files \
+                modified (created, written or truncated) in the last 30 days, sorted by directory, read whole \
+                and then overwritten in place ending in sync, 4 MB I/Os, caches dropped before each (Table 2); \
+                their layout score too. The stream's last month modifies nearly every file, so the same \
+                benchmark also runs on the most recently modified 10.6% of the files (recent: the paper's \
+                929 of 8774), each set on its own copy of the image. Sequential (§5.1): 32 MB as files of 16 KB to 32 MB, 25 files a \
+                directory, created (one write up to 4 MB, 4 MB writes above, ending in sync) and read in \
+                creation order after the caches are dropped, each size on a new copy of the aged image; the \
+                layout score of the files created (Fig. 5). --quick: 48 MB (3 groups) aged 30 days at 10 x, \
+                hot files of the last 3 days, 4 MB per size at four sizes. One run each; the paper ran ten. \
+                MB = 2^20 bytes.",
+        disk: "st32430n",
+        machine: PENTIUM_120,
+        systems: &["ffs97", "ffs97-realloc"],
+        workload: Workload::AgedRealloc,
+        plots: &[
+            PlotSpec {
+                name: "ss97-aging",
+                title: "Aggregate layout score while aging (1997 Fig. 2)",
+                phases: &["aging"],
+                metric: "score",
+                x_label: "Simulated day",
+                y_label: "Layout score (data+tail)",
+                log_x: false,
+                x_unit: 1.0,
+            },
+            PlotSpec {
+                name: "ss97-hot",
+                title: "Hot files on the aged FFS (1997 Table 2)",
+                phases: &["hot-read", "hot-write", "recent-read", "recent-write"],
+                metric: "MB/s",
+                x_label: "phase",
+                y_label: "Throughput (MB/s)",
+                log_x: false,
+                x_unit: 1.0,
+            },
+            by_size("ss97-seq-read", "Sequential read on the aged FFS (1997 Fig. 4, top)", &["read"], "MB/s", "File size (KB, log scale)", "Throughput (MB/s)"),
+            by_size("ss97-seq-write", "Sequential create on the aged FFS (1997 Fig. 4, bottom)", &["create"], "MB/s", "File size (KB, log scale)", "Throughput (MB/s)"),
+            by_size("ss97-seq-layout", "Layout score of the sequential benchmark's files (1997 Fig. 5)", &["seq-layout"], "score", "File size (KB, log scale)", "Layout score (data+tail)"),
+        ],
+        published: &[
+            published("ffs97", "aging", f64::INFINITY, "score", 0.766, "1997 §4, Fig. 2: FFS at the end of 300 days"),
+            published("ffs97-realloc", "aging", f64::INFINITY, "score", 0.899, "1997 §4, Fig. 2: FFS + realloc at the end"),
+            published("ffs97", "hot", 0.0, "score", 0.80, "1997 Table 2: FFS, layout of the hot files"),
+            published("ffs97-realloc", "hot", 0.0, "score", 0.96, "1997 Table 2: FFS + realloc"),
+            published("ffs97", "hot", 0.0, "files", 929.0, "1997 §5.2: 929 of 8774 files"),
+            published("ffs97", "hot", 0.0, "MB", 59.5, "1997 §5.2: 59.5 MB, 19% of the allocated space"),
+            published("ffs97", "hot-read", 0.0, "MB/s", 1.65, "1997 Table 2: FFS"),
+            published("ffs97-realloc", "hot-read", 0.0, "MB/s", 2.18, "1997 Table 2: FFS + realloc (+32%)"),
+            published("ffs97", "hot-write", 0.0, "MB/s", 1.04, "1997 Table 2: FFS"),
+            published("ffs97-realloc", "hot-write", 0.0, "MB/s", 1.25, "1997 Table 2: FFS + realloc (+20%)"),
         ],
     },
     Experiment {

@@ -130,6 +130,11 @@ pub struct FfsParams {
     pub dirhash: bool,
     /// Bytes per cylinder group (mkfs `--cg-size`), or mkfs's default.
     pub group_bytes: Option<u64>,
+    /// Whether the allocator moves a file's growing cluster of delayed
+    /// blocks to contiguous free space before it is written (mkfs
+    /// `--realloc`; McKusick's `ffs_reallocblks`, the 1997 paper's
+    /// "realloc algorithm", §2).
+    pub realloc: bool,
 }
 
 /// What a system is.
@@ -167,6 +172,7 @@ const fn ffs(block_size: u32, maxcontig: u32, rotdelay: Rotdelay, integrity: Int
         integrity,
         dirhash: true,
         group_bytes: None,
+        realloc: false,
     })
 }
 
@@ -181,6 +187,7 @@ const fn freebsd_ffs(integrity: Integrity, dirhash: bool) -> Kind {
         integrity,
         dirhash,
         group_bytes: None,
+        realloc: false,
     })
 }
 
@@ -196,7 +203,27 @@ const FFS_1995_FIG8: Kind = Kind::Ffs(FfsParams {
     integrity: Integrity::Sync,
     dirhash: true,
     group_bytes: Some(12 << 20),
+    realloc: false,
 });
+
+/// The FFS of the 1997 aging paper (Table 1): 502 MB, 8 KB blocks, 1 KB
+/// fragments, maximum cluster 56 KB (maxcontig 7), rotational gap 0, 27
+/// cylinder groups (19 MB groups on 502 MB), with the original allocator
+/// or with realloc (§2, §4). Synchronous metadata, as BSD/OS 2.0.1's
+/// (§5.1 puts small-file creates down to "the synchronous metadata
+/// updates that FFS performs").
+const fn ffs_1997(realloc: bool) -> Kind {
+    Kind::Ffs(FfsParams {
+        block_size: 8192,
+        fragment_size: 1024,
+        maxcontig: 7,
+        rotdelay: Rotdelay::Blocks(0),
+        integrity: Integrity::Sync,
+        dirhash: true,
+        group_bytes: Some(19 << 20),
+        realloc,
+    })
+}
 
 /// The systems that run on a file system rebuilt from an aged one's
 /// free-space map (1995 §5.3) rather than on an empty one: the runner ages
@@ -286,6 +313,16 @@ pub const SYSTEMS: &[System] = &[
         name: "ffs-aged",
         kind: FFS_1995_FIG8,
         about: "ffs-m7r0 rebuilt from the free-space map of an image aged by the 1997 stream (1995 §5.3)",
+    },
+    System {
+        name: "ffs97",
+        kind: ffs_1997(false),
+        about: "1997 FFS (Table 1): 8 KB/1 KB, maxcontig 7, rotdelay 0, 19 MB groups, the original allocator",
+    },
+    System {
+        name: "ffs97-realloc",
+        kind: ffs_1997(true),
+        about: "ffs97 with realloc: delayed blocks moved to a contiguous free run before they are written",
     },
     System {
         name: "ffs-4k",
@@ -476,9 +513,10 @@ fn ffs_mkfs_options(p: &FfsParams) -> FfsMkfs {
         // 4.5, and the 2002 paper §4 switches between the two).
         dirpref: DirPref::Old,
         group_size: p.group_bytes.unwrap_or(FfsMkfs::default().group_size),
-        // The lab's FFS systems are the allocator its results were
-        // recorded with; the 1997 paper's realloc is a system of its own.
-        realloc: false,
+        // Off in every system but the 1997 paper's realloc: the others
+        // reproduce papers whose FFS predates it or whose results were
+        // recorded without it.
+        realloc: p.realloc,
         ..FfsMkfs::default()
     }
 }

@@ -23,6 +23,7 @@ const PARAMS: FfsParams = FfsParams {
     integrity: Integrity::Sync,
     dirhash: true,
     group_bytes: Some(4 << 20),
+    realloc: false,
 };
 
 /// A new FFS of `PARAMS` on a memory disk of `bytes`, mounted.

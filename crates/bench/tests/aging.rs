@@ -134,6 +134,7 @@ fn writes_during(trace: &str) -> usize {
         integrity: Integrity::Async,
         dirhash: true,
         group_bytes: None,
+        realloc: false,
     };
     let env = MountEnv {
         clock: TimeSource::virtual_clock(clock.clone()),

@@ -124,6 +124,7 @@ pub fn run(args: &AgeArgs) -> Result<(), String> {
             integrity,
             dirhash: true,
             group_bytes: None,
+            realloc: false,
         };
         let env = MountEnv {
             clock: TimeSource::virtual_clock(clock.clone()),

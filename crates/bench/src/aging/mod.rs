@@ -9,7 +9,9 @@
 //!   trace").
 //! * [`score`] — the layout score of an FFS image (§3.3).
 //! * [`rebuild`] — an empty FFS given an aged one's free-space map (the
-//!   1995 paper's §5.3), and aging an image on a memory disk to get one.
+//!   1995 paper's §5.3), aging an image on a memory disk to get one, and
+//!   copying an aged image to the disk it is benchmarked on (the 1997
+//!   paper's §5).
 //! * [`report`] — the day lines and the results file.
 //! * [`run`] — replaying a stream on a [`crate::target::Target`], a day at
 //!   a time, with the day's utilisation and score.

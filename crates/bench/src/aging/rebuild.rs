@@ -132,14 +132,28 @@ pub struct Aged {
     pub stream: Params,
 }
 
+/// An image aged on a memory disk, unmounted.
+pub struct AgedImage {
+    /// The device, holding the unmounted image.
+    pub dev: Arc<MemDisk>,
+    /// The run, day by day, and the files live at its end.
+    pub summary: Summary,
+    /// The stream it ran, with the file system's size.
+    pub stream: Params,
+}
+
 /// Makes an FFS of `params` on a memory disk of `bytes`, ages it with the
 /// stream `stream` describes (its `fs_bytes` replaced by the new file
-/// system's, as `fslab age` does), unmounts it and returns its free-space
-/// maps. The mount is asynchronous and on a virtual clock moved to each
-/// operation's simulated time (as `fslab age`'s default), with no CPU
-/// model: only where the blocks end up matters, not how long aging takes.
-pub fn age_on_memory(params: &FfsParams, bytes: u64, stream: Params) -> io::Result<Aged> {
-    let dev: Arc<dyn BlockDevice> = Arc::new(MemDisk::new(bytes));
+/// system's, as `fslab age` does) and unmounts it. The mount is
+/// asynchronous and on a virtual clock moved to each operation's
+/// simulated time (as `fslab age`'s default), with no CPU model: only
+/// where the blocks end up matters, not how long aging takes. The
+/// asynchronous mount is `fslab age`'s default, so the image is the one
+/// `docs/lab/aging.md` measured from the same seed; `params`' own mode is
+/// for the benchmarks that follow on the image.
+pub fn age_image(params: &FfsParams, bytes: u64, stream: Params) -> io::Result<AgedImage> {
+    let mem = Arc::new(MemDisk::new(bytes));
+    let dev: Arc<dyn BlockDevice> = mem.clone();
     let clock = Arc::new(VirtualClock::new());
     let env = MountEnv {
         clock: TimeSource::virtual_clock(clock.clone()),
@@ -147,7 +161,7 @@ pub fn age_on_memory(params: &FfsParams, bytes: u64, stream: Params) -> io::Resu
         cache_bytes: 64 << 20,
     };
     let aging = FfsParams { integrity: crate::system::Integrity::Async, ..*params };
-    let library = Library::<Ffs>::make(dev.clone(), None, None, aging, env)?;
+    let library = Library::<Ffs>::make(dev, None, None, aging, env)?;
     let mut target = Target::on_virtual_time(Box::new(library), clock.clone(), CpuModel::off());
     let fs_bytes = target.usage()?.total;
     let stream = Params { fs_bytes, ..stream };
@@ -163,5 +177,37 @@ pub fn age_on_memory(params: &FfsParams, bytes: u64, stream: Params) -> io::Resu
     let finished = target.finish();
     let summary = ran?;
     finished?;
-    Ok(Aged { maps: free_maps(dev.as_ref())?, summary, stream })
+    Ok(AgedImage { dev: mem, summary, stream })
+}
+
+/// [`age_image`], keeping only the aged image's free-space maps.
+pub fn age_on_memory(params: &FfsParams, bytes: u64, stream: Params) -> io::Result<Aged> {
+    let aged = age_image(params, bytes, stream)?;
+    Ok(Aged { maps: free_maps(aged.dev.as_ref())?, summary: aged.summary, stream: aged.stream })
+}
+
+/// Copies the image on `from` to `to` (a device of at least its size),
+/// leaving out the runs of 64 KiB that hold only zeros, which a new
+/// device reads as zeros already: the blocks aging never touched, most of
+/// an image's inode tables among them.
+pub fn copy_image(from: &dyn BlockDevice, to: &dyn BlockDevice) -> io::Result<()> {
+    const CHUNK: u64 = 64 << 10;
+    let size = from.size();
+    if to.size() < size {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("an image of {size} bytes does not fit a device of {}", to.size()),
+        ));
+    }
+    let mut buf = vec![0u8; CHUNK as usize];
+    let mut at = 0;
+    while at < size {
+        let len = (size - at).min(CHUNK) as usize;
+        from.read_at(at, &mut buf[..len])?;
+        if buf[..len].iter().any(|&b| b != 0) {
+            to.write_at(at, &buf[..len])?;
+        }
+        at += len as u64;
+    }
+    to.flush()
 }

@@ -363,6 +363,10 @@ impl<L: Layout> Backend for Library<L> {
         fs.storage().placements().map(|r| r.map_err(io_error))
     }
 
+    fn inode(&mut self, path: &str) -> Option<io::Result<u64>> {
+        Some(self.lookup(path))
+    }
+
     fn finish(&mut self) -> io::Result<()> {
         if let Some(mut fs) = self.fs.take() {
             fs.unmount().map_err(io_error)?;

@@ -125,6 +125,13 @@ pub trait Backend {
     fn placements(&mut self) -> Option<io::Result<Placements>> {
         None
     }
+    /// The inode number of the file at `path` (by which [`placements`]
+    /// name files), where fslab serves it; `None` on a mounted directory.
+    ///
+    /// [`placements`]: Backend::placements
+    fn inode(&mut self, _path: &str) -> Option<io::Result<u64>> {
+        None
+    }
     /// Unmounts, or removes the run's files; the backend is not used after.
     fn finish(&mut self) -> io::Result<()>;
 }
@@ -382,6 +389,13 @@ impl Target {
     /// Where every file's blocks lie (FFS), or `None`; not timed.
     pub fn placements(&mut self) -> Option<io::Result<Placements>> {
         self.backend.placements()
+    }
+
+    /// The inode number of the file at `path`, where [`Target::placements`]
+    /// has one; not timed (it picks files out of the placements, no
+    /// workload's call).
+    pub fn inode(&mut self, path: &str) -> Option<io::Result<u64>> {
+        self.backend.inode(path)
     }
 
     /// `close`.

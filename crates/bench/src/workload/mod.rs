@@ -11,7 +11,9 @@
 //! * [`small_files`] — Rosenblum's small-file test (1995 Fig. 1).
 //! * [`large_file`] — Rosenblum's large-file test (1995 Fig. 2).
 //! * [`sequential`] — create, read, overwrite, delete 32 MB as files of one
-//!   size (1995 Fig. 3–6).
+//!   size (1995 Fig. 3–6; 1997 Fig. 4–5).
+//! * [`hot_files`] — read and rewrite in place the files an aging run
+//!   modified last (1997 §5.2, Table 2).
 //! * [`tpcb`] — TPC-B at the 10-TPS scale with an application cache
 //!   (1995 Fig. 7, 1993 Table 7).
 //! * [`andrew`] — the Andrew benchmark's five phases on a synthetic tree
@@ -33,6 +35,7 @@
 pub mod andrew;
 pub mod bandwidth;
 pub mod dirops;
+pub mod hot_files;
 pub mod large_file;
 pub mod mh_folder;
 pub mod microbench;

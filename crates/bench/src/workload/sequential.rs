@@ -20,10 +20,13 @@
 //! block in memory.
 //!
 //! [`Spec::aged`] runs only the create and read phases, 25 files to a
-//! directory (1995 §5.3).
+//! directory (1995 §5.3); [`Spec::ss97`] is the 1997 paper's version of the
+//! same (§5.1, Fig. 4), which also scores the layout of the files it
+//! created (Fig. 5).
 //!
 //! Records `create`, `read`, `overwrite` in MB/s and `delete` in files/s,
-//! each at x = the file size in bytes.
+//! each at x = the file size in bytes; with [`Spec::score_layout`], on a
+//! target that places blocks, `seq-layout` `score` too.
 
 use super::{contents, note_cache, per_second, rate, Fresh, Record};
 use crate::target::Target;
@@ -47,6 +50,9 @@ pub struct Spec {
     /// Whether the overwrite and delete phases follow the read (the 1995
     /// paper's §5.3 used "the create and read phases" only).
     pub overwrite_and_delete: bool,
+    /// Whether the aggregate layout score of the files created is
+    /// recorded after the create phase (1997 Fig. 5).
+    pub score_layout: bool,
 }
 
 impl Spec {
@@ -60,7 +66,39 @@ impl Spec {
             max_io: 4 << 20,
             mb: (1 << 20) as f64,
             overwrite_and_delete: true,
+            score_layout: false,
         }
+    }
+
+    /// The 1997 paper's sequential benchmark on its aged file systems
+    /// (§5.1, Fig. 4): "thirty-two megabytes of data, which was decomposed
+    /// into the appropriate number of files for the file size" (a single
+    /// file at 32 MB), "no more than twenty-five files" a directory, files
+    /// of 4 MB or less written in one write and larger ones in 4 MB writes,
+    /// then read in creation order in the same units. Its sizes run "from
+    /// sixteen kilobytes (two file blocks) to thirty-two megabytes": powers
+    /// of two, with the points the text discusses (56 KB, the cluster; 96
+    /// KB, the last size without an indirect block; 104 KB, the first with
+    /// one).
+    pub fn ss97() -> Spec {
+        let mut sizes: Vec<u64> = (0..12).map(|i| 16u64 << (10 + i)).collect();
+        sizes.extend([56 << 10, 96 << 10, 104 << 10]);
+        sizes.sort_unstable();
+        Spec {
+            sizes,
+            total_bytes: 32 << 20,
+            min_files: 1,
+            per_dir: 25,
+            overwrite_and_delete: false,
+            score_layout: true,
+            ..Spec::paper()
+        }
+    }
+
+    /// [`Spec::ss97`] with 4 MB per size, at four sizes about the
+    /// cluster and the first indirect block.
+    pub fn ss97_quick() -> Spec {
+        Spec { sizes: vec![16 << 10, 64 << 10, 104 << 10, 1 << 20], total_bytes: 4 << 20, ..Spec::ss97() }
     }
 
     /// The 1995 paper's fragmentation benchmark (§5.3): the create and
@@ -90,6 +128,7 @@ impl Spec {
             max_io: 4 << 20,
             mb: (1 << 20) as f64,
             overwrite_and_delete: true,
+            score_layout: false,
         }
     }
 
@@ -132,6 +171,13 @@ pub fn run(fresh: &mut Fresh<'_>, spec: &Spec, rec: &mut dyn Record) -> io::Resu
         t.mkdir("seq")?;
         let (_, create) = t.phase(|t| write_all(t, spec, size, n, true, &chunk))?;
         rec.record("create", size as f64, "MB/s", rate(bytes, create.seconds(), spec.mb));
+        if spec.score_layout {
+            let paths: Vec<String> = (0..n).map(|i| path(spec, i)).collect();
+            let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
+            if let Some(s) = super::hot_files::layout_score(&mut t, &paths)? {
+                rec.record("seq-layout", size as f64, "score", s);
+            }
+        }
 
         t.drop_caches()?;
         let mut buf = vec![0u8; size.min(spec.max_io) as usize];
