@@ -326,3 +326,41 @@ fn soft_updates_free_a_removed_file_in_the_background_and_async_in_the_unlink() 
         fs.unmount().expect("unmount");
     }
 }
+
+/// A directory's rename under soft updates is ordered like a file's, by
+/// rollbacks at write time: moving a directory (its `..` and two parents'
+/// counts with it) and renaming one in place waits for no write and no
+/// sync, and the image after a sync has the directories where they went.
+#[test]
+fn a_directory_renamed_or_moved_under_soft_updates_waits_for_no_write() {
+    let (mut fs, _dev) = softdep_fs(16 << 20, "softdep-dir-rename");
+    let creds = Creds { uid: 0, gid: 0 };
+    let a = fs.mkdir(ROOT_INO, b"a", 0o755, creds).expect("mkdir").ino;
+    let b = fs.mkdir(ROOT_INO, b"b", 0o755, creds).expect("mkdir").ino;
+    let mut moved = Vec::new();
+    for i in 0..20 {
+        let d = fs.mkdir(a, format!("d{i}").as_bytes(), 0o755, creds).expect("mkdir").ino;
+        fs.mknod(d, b"file", kind::REG | 0o644, 0, creds).expect("create");
+        moved.push(d);
+    }
+    fs.sync().expect("sync");
+    let before = fs.storage().stats();
+    for i in 0..20 {
+        let (to, name) = if i % 2 == 0 { (b, format!("m{i}")) } else { (a, format!("r{i}")) };
+        fs.rename(a, format!("d{i}").as_bytes(), to, name.as_bytes(), RenameFlags::default())
+            .expect("rename");
+    }
+    let renamed = fs.storage().stats();
+    assert_eq!(renamed.syncs, before.syncs, "no rename synced");
+    assert_eq!(renamed.writes, before.writes, "no rename wrote");
+    fs.sync().expect("sync");
+    for (i, &d) in moved.iter().enumerate() {
+        let (to, name) = if i % 2 == 0 { (b, format!("m{i}")) } else { (a, format!("r{i}")) };
+        assert_eq!(fs.lookup(to, name.as_bytes()).expect("new name").ino, d);
+        assert_eq!(fs.lookup(d, b"..").expect("..").ino, to, "d{i}'s .. names its new parent");
+    }
+    assert_eq!(fs.getattr(a).expect("a").attr.nlink, 2 + 10, "a keeps the ten renamed in place");
+    assert_eq!(fs.getattr(b).expect("b").attr.nlink, 2 + 10, "b gained the ten moved");
+    fs.storage().check_groups().expect("groups");
+    fs.unmount().expect("unmount");
+}

@@ -243,9 +243,9 @@ impl<N: Namespace> Tree<'_, N> {
                 let child = *child;
                 if self.is_dir(child) && dirs.contains_key(&child) {
                     if let Some(&first) = parent.get(&child) {
-                        if first != dir || child == ROOT_INO {
-                            self.second_name(child, (dir, name), first, dirs, parent);
-                        }
+                        // In another directory or in the same one (a
+                        // rename within one directory, cut short).
+                        self.second_name(child, (dir, name), first, dirs, parent);
                         continue;
                     }
                     parent.insert(child, dir);
@@ -258,10 +258,16 @@ impl<N: Namespace> Tree<'_, N> {
 
     /// Directory `child`, found in `first`, is named again by entry `name`
     /// of `dir` — as a rename of a directory cut short by a crash leaves it
-    /// in FFS, which names the new place before it removes the old. The
-    /// name in the directory its `..` names stays (it becomes the parent);
-    /// the other entry is removed. When `..` names neither, the first name
-    /// stays and `..` is pointed at it.
+    /// in FFS, which names the new place, then removes the old name, then
+    /// points `..` at the new parent (4.4BSD's order, which soft updates
+    /// keep for `..`). So when `..` names one of the two directories, the
+    /// name there is the old one, and the repair completes the rename if
+    /// the other directory's link count already counts the `..` to come
+    /// (a rename raises it first): it keeps the other name (which may have
+    /// replaced an empty directory: it must not go) and points `..` at
+    /// it. Otherwise (a rename back, cut short) the name where `..` points
+    /// stays. When `..` names neither, or both names are in one directory,
+    /// the first name found stays.
     fn second_name(
         &mut self,
         child: Ino,
@@ -273,8 +279,31 @@ impl<N: Namespace> Tree<'_, N> {
         let shown = String::from_utf8_lossy(name).into_owned();
         let dotdot = dirs.get(&child).and_then(|d| d.dotdot);
         let old_name = dirs.get(&first).and_then(|d| d.children.iter().find(|(c, _)| *c == child));
+        // The names and `..` entries naming `p`, with its own `.`: the
+        // `..` of a directory nothing names (one a rename replaced) does
+        // not count, since the repair frees it.
+        let named: HashSet<Ino> = dirs.values().flat_map(|d| d.children.iter().map(|&(c, _)| c)).collect();
+        let names_of = |p: Ino| -> u64 {
+            let own_dot = u64::from(dirs.get(&p).is_some_and(|d| d.dot == Some(p)));
+            let entries: u64 = dirs
+                .iter()
+                .map(|(ino, d)| {
+                    let dotdot = d.dotdot == Some(p) && named.contains(ino);
+                    d.children.iter().filter(|(c, _)| *c == p).count() as u64 + u64::from(dotdot)
+                })
+                .sum();
+            own_dot + entries
+        };
+        let counts_one_more = |p: Ino| self.info(p).is_some_and(|i| u64::from(i.nlink) > names_of(p));
+        let keep_second = child != ROOT_INO
+            && first != dir
+            && match dotdot {
+                Some(d) if d == first => counts_one_more(dir),
+                Some(d) if d == dir => !counts_one_more(first),
+                _ => false,
+            };
         let (drop_dir, drop_name) = match old_name {
-            Some((_, old)) if child != ROOT_INO && dotdot == Some(dir) => {
+            Some((_, old)) if keep_second => {
                 parent.insert(child, dir);
                 (first, old.clone())
             }

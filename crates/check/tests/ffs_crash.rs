@@ -195,9 +195,10 @@ fn indirect_workloads() -> Vec<Workload> {
 /// Renames in chains and runs, beyond the pairs of the sampled families:
 /// a name renamed again before the first rename is durable, renamed back,
 /// renamed and then removed, a create renamed over, and a run of renames
-/// in one directory (the MH folder's pack): soft updates keep each old
-/// name on the disk until its new one is there, and a rename of a rename
-/// hands that wait on.
+/// in one directory (the MH folder's pack), and directories renamed and
+/// moved: soft updates keep each old name on the disk until its new one is
+/// there, a rename of a rename hands that wait on, and a moved directory's
+/// `..` waits for its new parent's count.
 fn rename_workloads() -> Vec<Workload> {
     let s = |x: &str| x.to_string();
     let r = |a: &str, b: &str| Op::Rename(s(a), s(b));
@@ -208,6 +209,14 @@ fn rename_workloads() -> Vec<Workload> {
         vec![Op::Create(s("A/n1")), r("A/n1", "A/n2"), r("A/foo", "A/n1")],
         vec![r("A/foo", "B/foo"), Op::Create(s("A/foo")), r("A/bar", "A/foo")],
         vec![r("A/foo", "A/p1"), r("A/bar", "A/p2"), r("B/baz", "A/p3"), r("A/p1", "A/foo")],
+        // A directory: renamed in its parent, then given a file; moved and
+        // moved back; moved, its old name taken by a new directory; moved
+        // over an empty directory; moved and removed.
+        vec![r("A/sub", "A/sub2"), Op::Create(s("A/sub2/n"))],
+        vec![r("A/sub", "B/sub"), r("B/sub", "A/sub")],
+        vec![r("A/sub", "B/sub"), Op::Mkdir(s("A/sub"))],
+        vec![Op::Mkdir(s("B/empty")), r("A/sub", "B/empty")],
+        vec![Op::Mkdir(s("A/sub/deep")), r("A/sub/deep", "B/deep"), Op::Rmdir(s("B/deep"))],
     ];
     let mut out = Vec::new();
     for chain in &chains {

@@ -279,10 +279,12 @@ fn rename_cut_short(dev: &Arc<MemDisk>, crash: bool) -> (Ino, Ino, Ino) {
 
 /// What a crash leaves of a directory rename — two names, `..` naming
 /// the parent of one — is a leak when the image was not unmounted
-/// cleanly: preening follows `..`, keeps the directory where it names,
-/// and loses nothing.
+/// cleanly: `..` changes last, so the name where it points is the old
+/// one, and preening completes the rename (the new name may have replaced
+/// another: it must stay), pointing `..` at the new parent. Nothing is
+/// lost.
 #[test]
-fn ffs_a_directory_rename_a_crash_cut_short_is_a_leak_preening_settles_by_dotdot() {
+fn ffs_a_directory_rename_a_crash_cut_short_is_a_leak_preening_completes() {
     let dev = Ffs::fresh(24 << 20);
     let (a, b, d) = rename_cut_short(&dev, true);
     let report = check(&dev);
@@ -293,9 +295,11 @@ fn ffs_a_directory_rename_a_crash_cut_short_is_a_leak_preening_settles_by_dotdot
     assert_preened_to_clean(&dev);
     Ffs::after_repair(&dev);
     Ffs::with_fs(&dev, false, |fs| {
-        assert_eq!(fs.lookup(a, b"d").expect("kept where `..` names").ino, d);
-        assert!(fs.lookup(b, b"d").is_err(), "the second name is gone");
-        assert_eq!(fs.getattr(b).expect("getattr").attr.nlink, 2);
+        assert_eq!(fs.lookup(b, b"d").expect("the new name kept").ino, d);
+        assert!(fs.lookup(a, b"d").is_err(), "the old name is gone");
+        assert_eq!(fs.lookup(d, b"..").expect("..").ino, b, "`..` names the new parent");
+        assert_eq!(fs.getattr(a).expect("getattr").attr.nlink, 2);
+        assert_eq!(fs.getattr(b).expect("getattr").attr.nlink, 3);
     });
 }
 

@@ -51,9 +51,18 @@ pub(super) const OPERATION_BLOCKS: u64 = 4 * (crate::format::blockno::NIADDR as 
 pub(super) use super::usage::SegmentSpace;
 
 /// Whether a transaction of `kind` frees space (or changes no more than
-/// it frees): what may use the freeing share.
+/// it frees): what may use the freeing share. An exchange frees nothing
+/// but changes no more than a rename does, which may.
 fn frees_space(kind: TxKind) -> bool {
-    matches!(kind, TxKind::Unlink | TxKind::Rename | TxKind::Reclaim | TxKind::Truncate | TxKind::SetAttr)
+    matches!(
+        kind,
+        TxKind::Unlink
+            | TxKind::Rename
+            | TxKind::Exchange
+            | TxKind::Reclaim
+            | TxKind::Truncate
+            | TxKind::SetAttr
+    )
 }
 
 impl Lfs {

@@ -42,8 +42,11 @@ pub enum TxKind {
     Link,
     /// A name removed: unlink, rmdir.
     Unlink,
-    /// A name moved or exchanged.
+    /// A name moved (and what it replaces unlinked).
     Rename,
+    /// Two names exchanged (`RENAME_EXCHANGE`): each entry stays where it
+    /// is and names the other's node.
+    Exchange,
     /// An orphan freed at its last close (or at unmount).
     Reclaim,
     /// Blocks of a file freed or zeroed: truncate, punching a hole.
@@ -60,7 +63,15 @@ impl TxKind {
     /// Whether this changes the namespace (names, links, which inodes
     /// exist): what BSD-LFS calls a directory operation (§4.3).
     pub fn is_namespace(self) -> bool {
-        matches!(self, TxKind::Create | TxKind::Link | TxKind::Unlink | TxKind::Rename | TxKind::Reclaim)
+        matches!(
+            self,
+            TxKind::Create
+                | TxKind::Link
+                | TxKind::Unlink
+                | TxKind::Rename
+                | TxKind::Exchange
+                | TxKind::Reclaim
+        )
     }
 }
 
@@ -96,7 +107,7 @@ impl TxSpec {
             // The two entries, removed and added (over a target, or in a
             // block the directory grows by) or exchanged, and the `..` of
             // each directory that moves (two in an exchange).
-            TxKind::Rename => 4,
+            TxKind::Rename | TxKind::Exchange => 4,
             TxKind::Reclaim | TxKind::SetAttr => 0,
             TxKind::Truncate => 2,
         };

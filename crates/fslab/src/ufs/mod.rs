@@ -462,7 +462,8 @@ impl<S: StorageManager> FileSystem<S> {
         new_name: &[u8],
         flags: RenameFlags,
     ) -> Result<()> {
-        self.tx(TxKind::Rename, |ns| ns.rename(parent, name, new_parent, new_name, flags))
+        let kind = if flags.exchange { TxKind::Exchange } else { TxKind::Rename };
+        self.tx(kind, |ns| ns.rename(parent, name, new_parent, new_name, flags))
     }
 
     /// Adds the name `new_parent/new_name` for `ino`.

@@ -44,9 +44,11 @@
 //! operation stores an inode in its block: an unlink or a rename dirties
 //! its directory block alone.
 //!
-//! A regular file's rename [DIRCHG diradd, dirrem] adds or changes its new
-//! name as above (a changed entry shows the name it replaced while it
-//! waits) and, stricter than FreeBSD, keeps its old name on the disk until
+//! A rename [DIRCHG diradd, dirrem] adds or changes its new name as above
+//! (a changed entry shows the name it replaced while it waits; a moved
+//! directory's `..` is such a change, shown once the new parent's raised
+//! count is durable, and the old parent's count stays raised until it is)
+//! and, stricter than FreeBSD, keeps its old name on the disk until
 //! the new one is durable: writes of the old name's 512-byte directory
 //! chunk send the chunk as it was before the rename (`Guard`), so a crash
 //! leaves the file one name or both, never neither (decision 0006, item
@@ -56,9 +58,9 @@
 //! shows one name twice.
 //!
 //! What is simpler than FreeBSD's, and why:
-//! * a directory's rename, or an exchange, is ordered as `sync` orders it
-//!   (after a sync that settles everything before it): it moves `..` and
-//!   two parents' counts as well; it is rarer still (decision 0006);
+//! * an exchange, or a rename over anything but a regular file (an empty
+//!   directory, a symbolic link), is ordered as `sync` orders it (after a
+//!   sync that settles everything before it): rarer still (decision 0006);
 //! * fsync writes the file and the chain of its new names up to the root
 //!   in rounds until none of it waits, as FreeBSD walks it; a chain that
 //!   does not settle in a few rounds (a name a rename elsewhere holds
@@ -126,22 +128,24 @@ impl IntegrityMode for Softdep {
         let mut state = self.state();
         state.raised.clear();
         state.before.clear();
-        state.rename =
-            if kind == TxKind::Rename && !self.disorder { Rename::Undecided } else { Rename::Idle };
+        state.old_name_gone = None;
+        let renaming = matches!(kind, TxKind::Rename | TxKind::Exchange);
+        state.rename = if renaming && !self.disorder { Rename::Undecided } else { Rename::Idle };
         Ok(())
     }
 
     fn on_hint(&self, fs: &mut Ffs, hint: Hint) -> Result<()> {
-        if fs.tx.kind() == Some(TxKind::Rename) && !self.disorder {
+        let kind = fs.tx.kind();
+        if matches!(kind, Some(TxKind::Rename | TxKind::Exchange)) && !self.disorder {
             let mut settle = false;
             if matches!(self.state().rename, Rename::Undecided) {
-                // The first hint says what is renamed: a regular file's
-                // link count rises first (4.4BSD's order); anything else
-                // (a directory, an exchange) is settled by a sync, then
-                // ordered as `sync` orders it.
+                // The first hint says what is renamed: in a rename the
+                // moved node's link count rises first (4.4BSD's order);
+                // an exchange (or anything else) is settled by a sync,
+                // then ordered as `sync` orders it.
                 let soft = match hint {
                     Hint::LinkCount { ino, nlink } => {
-                        fs.cached_inode(ino)?.attr.is_reg() && fs.stored_nlink(ino)?.is_none_or(|s| nlink > s)
+                        kind == Some(TxKind::Rename) && fs.stored_nlink(ino)?.is_none_or(|s| nlink > s)
                     }
                     Hint::EntryAdded { .. } | Hint::EntryChanged { .. } | Hint::EntryRemoved { .. } => false,
                     _ => return Ok(()),
@@ -151,11 +155,26 @@ impl IntegrityMode for Softdep {
                     if soft { Rename::Soft { moved: ino, new: None } } else { Rename::Ordered };
                 settle = !soft;
             }
-            let soft = matches!(self.state().rename, Rename::Soft { .. });
-            if let (true, Hint::EntryChanged { old, .. }) = (soft, hint) {
-                if !fs.cached_inode(old)?.attr.is_reg() {
-                    // Over another kind of file: settled as above.
+            let moved = match self.state().rename {
+                Rename::Soft { moved, .. } => Some(moved),
+                _ => None,
+            };
+            if let (Some(moved), Hint::EntryChanged { dir, old, .. }) = (moved, hint) {
+                if dir != moved && !fs.cached_inode(old)?.attr.is_reg() {
+                    // Over anything but a regular file (an empty
+                    // directory, a symbolic link): settled as above. The
+                    // entry already names the moved node in its block, and
+                    // the sync writes that block with everything else:
+                    // the counts this rename raised go first (rule 1).
                     self.state().rename = Rename::Ordered;
+                    let raised = self.state().raised.clone();
+                    let mut keys = Vec::new();
+                    for ino in raised {
+                        keys.push(fs.store_inode(ino)?);
+                    }
+                    keys.sort_unstable();
+                    keys.dedup();
+                    fs.write_durable(&keys)?;
                     settle = true;
                 }
             }
@@ -328,6 +347,7 @@ impl IntegrityMode for Softdep {
         let mut state = self.state();
         state.raised.clear();
         state.before.clear();
+        state.old_name_gone = None;
         state.rename = Rename::Idle;
         drop(state);
         Ok(std::mem::take(&mut fs.tx_ticket))

@@ -167,6 +167,9 @@ impl Softdep {
                 self.new_name(dir, offset, shown);
                 self.settle_guards_hiding(fs, dir, offset)
             }
+            Hint::EntryChanged { dir, offset, old, ino } if self.is_moved(dir) => {
+                self.dotdot_changed(fs, dir, offset, old, ino)
+            }
             Hint::EntryChanged { dir, offset, old, ino } => {
                 let bs = fs.block_size() as u64;
                 let (key, at) = ((dir, (offset / bs) as Lbn), (offset % bs) as usize);
@@ -194,6 +197,7 @@ impl Softdep {
                     Rename::Soft { moved, new: Some(new) } => (*moved, new.clone()),
                     _ => return Err(errno(libc::EIO, "soft updates: a rename removed its old name first")),
                 };
+                let at = (offset % bs) as usize;
                 match self.entry_removed(fs, dir, offset, ino, false)? {
                     // The old name never reached the disk: what did (an
                     // older name, if any) now waits for the new one.
@@ -201,11 +205,58 @@ impl Softdep {
                         self.state().unshown_gone(&unshown, Some(&new));
                         Ok(())
                     }
-                    None => self.guard_old_name(fs, key, (offset % bs) as usize, moved, new),
+                    None => {
+                        let mut state = self.state();
+                        let removal = state
+                            .removals
+                            .get(&key)
+                            .and_then(|r| r.iter().rev().find(|r| r.0 == at && r.1 == ino));
+                        state.old_name_gone = removal.map(|r| r.2.clone());
+                        drop(state);
+                        self.guard_old_name(fs, key, at, moved, new)
+                    }
                 }
             }
             _ => Ok(()),
         }
+    }
+
+    /// Whether `ino` is what the open rename moves.
+    fn is_moved(&self, ino: Ino) -> bool {
+        matches!(self.state().rename, Rename::Soft { moved, .. } if moved == ino)
+    }
+
+    /// A moved directory's `..` at `offset` names its new parent `ino`
+    /// instead of `old` [FreeBSD's DIRCHG on `..`]. The change is an entry
+    /// added over another: shown once the new parent is durable with the
+    /// count this rename raised (rule 1), the old parent until then; and a
+    /// removal of a name of the old parent, whose count stays raised on the
+    /// disk until the change is durable (rule 3). A crash between the
+    /// rename's writes may leave the directory with both names, or with a
+    /// `..` that names its other parent: what fsck settles after 4.4BSD's
+    /// ordered writes too, with every count high enough. As in 4.4BSD's
+    /// order the `..` changes last: not before the old name's removal is
+    /// durable, so a `..` naming the new parent says the rename is done
+    /// on the disk but for it, and fsck completes a rename cut short
+    /// (both names, `..` naming the old parent) by keeping the new name.
+    fn dotdot_changed(&self, fs: &mut Ffs, dir: Ino, offset: u64, old: Ino, ino: Ino) -> Result<()> {
+        let previous = match self.entry_removed(fs, dir, offset, old, false)? {
+            Some(unshown) => {
+                self.state().unshown_gone(&unshown, None);
+                unshown.previous
+            }
+            None => Some((old, dt::DIR)),
+        };
+        self.add_entry(fs, dir, offset, ino, previous, None)?;
+        let bs = fs.block_size() as u64;
+        let key = (dir, (offset / bs) as Lbn);
+        let mut state = self.state();
+        if let Some(gone) = state.old_name_gone.clone() {
+            if let Some(add) = state.adds.get_mut(&key).and_then(|adds| adds.last_mut()) {
+                add.waits.push(Cond::Write(gone));
+            }
+        }
+        Ok(())
     }
 
     /// Records the open rename's new name.
@@ -370,10 +421,17 @@ impl Softdep {
             }
         }
         fs.write_ordered(&blocks)?;
+        // A moved directory's new parent, with the count its `..` raised,
+        // is one of what the new name waits for.
         let mut inodes = Vec::new();
-        for &(moved, _, _) in names {
+        for &(moved, new_dir, _) in names {
             inodes.push(fs.store_inode(moved)?);
+            if fs.cached_inode(moved)?.attr.is_dir() {
+                inodes.push(fs.store_inode(new_dir)?);
+            }
         }
+        inodes.sort_unstable();
+        inodes.dedup();
         fs.write_ordered(&inodes)?;
         // A directory that grew in this transaction: its new blocks, then
         // its inode, so the name is reachable.

@@ -240,6 +240,9 @@ pub(super) struct State {
     pub(super) starting: HashMap<BlockKey, Vec<Written>>,
     /// Inodes whose link count rose in the open transaction.
     pub(super) raised: Vec<Ino>,
+    /// The open rename's removal of its old name, once the disk showed
+    /// that name: what a moved directory's `..` waits for.
+    pub(super) old_name_gone: Option<Written>,
 }
 
 impl State {
