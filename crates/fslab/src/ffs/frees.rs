@@ -167,16 +167,16 @@ impl Ffs {
         Ok(())
     }
 
-    /// Frees file `ino` and all it holds now, in a transaction of its own
-    /// (a reclaim's, nested in the open one if there is one).
+    /// Frees file `ino` and all it holds now. Not a transaction of its own:
+    /// it runs in a sync's rounds, the tick, or inside the operation short
+    /// of space, and a commit's write-back after each file went round the
+    /// cache once per file (the MH folder's remove wrote 12,297 times
+    /// instead of 573).
     fn free_file_now(&mut self, ino: Ino) -> Result<()> {
-        use crate::storage::{StorageManager, TxKind, TxSpec};
-        crate::storage::transaction(self, TxSpec::new(TxKind::Reclaim), |fs| {
-            fs.free_blocks(ino, 0, u64::MAX)?;
-            fs.free_xattr(ino)?;
-            fs.vfree(ino)
-        })
-        .map(|((), _ticket)| ())
+        use crate::storage::StorageManager;
+        self.free_blocks(ino, 0, u64::MAX)?;
+        self.free_xattr(ino)?;
+        self.vfree(ino)
     }
 
     /// Adds a free to those waiting.
