@@ -204,17 +204,13 @@ fn open(
     };
     let dev = device::prepare(medium, Some(size), &format!("{}-{}", e.id, system.name))?;
     let cpu = if settings.cpu_model { CpuModel::of(e.machine) } else { CpuModel::off() };
-    let backend: Box<dyn crate::target::Backend> = match system.kind {
+    let backend: Box<dyn Backend> = match system.kind {
         Kind::Raw => {
             let charge = dev.clock.clone().map(|c| (c, cpu));
             Box::new(Raw::new(dev.dev.clone(), dev.sim.clone(), charge, 8))
         }
         _ => {
-            let env = MountEnv {
-                clock: dev.clock.clone().map_or_else(TimeSource::wall, TimeSource::virtual_clock),
-                deterministic: dev.clock.is_some(),
-                cache_bytes: e.machine.cache_bytes(system.block_size()),
-            };
+            let env = mount_env(e, system, &dev);
             let tag = format!("{}-{}", e.id, system.name);
             let log = match system.log_device_bytes() {
                 Some(bytes) => Some(device::prepare_log(medium, &dev, bytes, &tag)?),
@@ -223,12 +219,29 @@ fn open(
             system::open_library(system, dev.dev.clone(), log, dev.sim.clone(), env)?
         }
     };
+    Ok(target_on(dev, backend, cpu))
+}
+
+/// How `system` is mounted on `dev` in experiment `e`: on the simulated
+/// disk's clock (deterministic) or on wall time, with the experiment
+/// machine's cache.
+fn mount_env(e: &Experiment, system: &System, dev: &device::Device) -> MountEnv {
+    MountEnv {
+        clock: dev.clock.clone().map_or_else(TimeSource::wall, TimeSource::virtual_clock),
+        deterministic: dev.clock.is_some(),
+        cache_bytes: e.machine.cache_bytes(system.block_size()),
+    }
+}
+
+/// `backend` on `dev`: in virtual time, charging `cpu`, on a simulated
+/// disk; in wall time otherwise. The target keeps the device.
+fn target_on(dev: device::Device, backend: Box<dyn Backend>, cpu: CpuModel) -> Target {
     let mut target = match dev.clock.clone() {
         Some(clock) => Target::on_virtual_time(backend, clock, cpu),
         None => Target::on_wall_time(backend),
     };
     target.keep(Box::new(dev));
-    Ok(target)
+    target
 }
 
 /// A partition on which `data` bytes make the file system `utilization`
@@ -344,19 +357,10 @@ fn open_aged_copy(
 ) -> io::Result<Target> {
     let dev = device::prepare(medium, Some(bytes), &format!("{}-{}", e.id, system.name))?;
     rebuild::copy_image(aged, dev.dev.as_ref())?;
-    let env = MountEnv {
-        clock: dev.clock.clone().map_or_else(TimeSource::wall, TimeSource::virtual_clock),
-        deterministic: dev.clock.is_some(),
-        cache_bytes: e.machine.cache_bytes(system.block_size()),
-    };
+    let env = mount_env(e, system, &dev);
     let library = Library::<Ffs>::open(dev.dev.clone(), dev.sim.clone(), *params, env)?;
     let cpu = if settings.cpu_model { CpuModel::of(e.machine) } else { CpuModel::off() };
-    let mut target = match dev.clock.clone() {
-        Some(clock) => Target::on_virtual_time(Box::new(library), clock, cpu),
-        None => Target::on_wall_time(Box::new(library)),
-    };
-    target.keep(Box::new(dev));
-    Ok(target)
+    Ok(target_on(dev, Box::new(library), cpu))
 }
 
 /// The realloc experiment on a mounted directory: aged in place by the
@@ -406,23 +410,14 @@ fn open_rebuilt(
     maps: Option<&FreeMaps>,
 ) -> io::Result<Target> {
     let dev = device::prepare(medium, Some(bytes), &format!("{}-{}", e.id, system.name))?;
-    let env = || MountEnv {
-        clock: dev.clock.clone().map_or_else(TimeSource::wall, TimeSource::virtual_clock),
-        deterministic: dev.clock.is_some(),
-        cache_bytes: e.machine.cache_bytes(system.block_size()),
-    };
+    let env = || mount_env(e, system, &dev);
     Library::<Ffs>::make(dev.dev.clone(), None, dev.sim.clone(), *params, env())?.finish()?;
     if let Some(maps) = maps {
         rebuild::impose(dev.dev.as_ref(), maps)?;
     }
     let library = Library::<Ffs>::open(dev.dev.clone(), dev.sim.clone(), *params, env())?;
     let cpu = if settings.cpu_model { CpuModel::of(e.machine) } else { CpuModel::off() };
-    let mut target = match dev.clock.clone() {
-        Some(clock) => Target::on_virtual_time(Box::new(library), clock, cpu),
-        None => Target::on_wall_time(Box::new(library)),
-    };
-    target.keep(Box::new(dev));
-    Ok(target)
+    Ok(target_on(dev, Box::new(library), cpu))
 }
 
 /// The utilization of TPC-B's partition that the database alone makes:
