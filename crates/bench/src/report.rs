@@ -2,7 +2,7 @@
 //! verdict, every experiment's data, the paper's numbers beside the
 //! measured ones, and the plots (`plots/NAME.svg` and `.png`).
 
-use crate::claims::{claim_verdict, evaluate, Verdict, CALIBRATED, CLAIMS};
+use crate::claims::{claim_verdict, evaluate, Check, Outcome, Verdict, CALIBRATED, CLAIMS};
 use crate::experiment::{by_id, Experiment, PlotSpec, EXPERIMENTS};
 use crate::plot::{self, Chart, Series};
 use crate::results::Results;
@@ -223,16 +223,22 @@ fn calibrated_section(out: &mut String, results: &Results) {
             Verdict::NotReproduced => "out of range (calibrated)",
             other => other.words(),
         };
-        let _ = writeln!(
-            out,
-            "| {} | {} | {} | {} | {} |",
-            check.text,
-            check.experiment,
-            check.needs.join(", "),
-            o.measured,
-            range
-        );
+        check_row(out, check, &o, range);
     }
+}
+
+/// One check's row of a claims table: what it checks, where, on what, the
+/// value measured and `verdict`.
+fn check_row(out: &mut String, check: &Check, o: &Outcome, verdict: &str) {
+    let _ = writeln!(
+        out,
+        "| {} | {} | {} | {} | {} |",
+        check.text,
+        check.experiment,
+        check.needs.join(", "),
+        o.measured,
+        verdict
+    );
 }
 
 fn claims_section(out: &mut String, results: &Results) {
@@ -268,15 +274,7 @@ fn claims_section(out: &mut String, results: &Results) {
                 Verdict::Reproduced | Verdict::NotReproduced => format!("**{}**", o.verdict.words()),
                 _ => o.verdict.words().to_string(),
             };
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} | {} | {} |",
-                check.text,
-                check.experiment,
-                check.needs.join(", "),
-                o.measured,
-                verdict
-            );
+            check_row(out, check, &o, &verdict);
         }
         if !why_not.is_empty() {
             let _ = writeln!(out, "\nWhy not (measured in `docs/lab/analysis.md` of the source tree):\n");
