@@ -149,12 +149,27 @@ pub fn valid_name(name: &[u8]) -> bool {
 /// Decodes and validates one chunk. `ino` and `chunk_offset` (the chunk's
 /// byte offset in the directory) only name the chunk in errors.
 pub fn parse_chunk(chunk: &[u8], ino: Ino, chunk_offset: u64) -> Result<Vec<Entry<'_>>> {
-    let mut walk = ChunkWalk::new(chunk, ino, chunk_offset)?;
-    let mut entries = Vec::new();
-    while let Some(e) = walk.next_entry(true)? {
-        entries.push(e);
-    }
+    let mut entries = Vec::with_capacity(8);
+    for_each_entry(chunk, ino, chunk_offset, |e| entries.push(*e))?;
     Ok(entries)
+}
+
+/// Validates one chunk as [`parse_chunk`] does and hands each entry to
+/// `visit` in order, without collecting them: the linear scan of a large
+/// directory visits every chunk per lookup, and an allocation per chunk
+/// was most of its cost. `visit` sees every entry before the chunk is
+/// known valid; the caller discards what it learned on an error.
+pub fn for_each_entry<'a>(
+    chunk: &'a [u8],
+    ino: Ino,
+    chunk_offset: u64,
+    mut visit: impl FnMut(&Entry<'a>),
+) -> Result<()> {
+    let mut walk = ChunkWalk::new(chunk, ino, chunk_offset)?;
+    while let Some(e) = walk.next(true)? {
+        visit(&e);
+    }
+    Ok(())
 }
 
 /// The entry that starts at byte `at` of one chunk, found without decoding
@@ -166,7 +181,7 @@ pub fn parse_chunk(chunk: &[u8], ino: Ino, chunk_offset: u64) -> Result<Vec<Entr
 pub fn entry_in_chunk(chunk: &[u8], ino: Ino, chunk_offset: u64, at: usize) -> Result<Option<Entry<'_>>> {
     let mut walk = ChunkWalk::new(chunk, ino, chunk_offset)?;
     while walk.at <= at {
-        match walk.next_entry(walk.at == at)? {
+        match walk.next(walk.at == at)? {
             Some(e) if e.offset == at => return Ok(Some(e)),
             Some(_) => {}
             None => break,
@@ -178,7 +193,8 @@ pub fn entry_in_chunk(chunk: &[u8], ino: Ino, chunk_offset: u64, at: usize) -> R
 /// The records of one chunk, decoded and validated one at a time, after
 /// its tail has been checked.
 struct ChunkWalk<'a> {
-    entries: Decoder<'a>,
+    /// Bytes 0..504 of the chunk.
+    entries: &'a [u8],
     at: usize,
     ino: Ino,
     chunk_offset: u64,
@@ -187,7 +203,7 @@ struct ChunkWalk<'a> {
 impl<'a> ChunkWalk<'a> {
     /// Checks the tail of `chunk` (its magic and CRC).
     fn new(chunk: &'a [u8], ino: Ino, chunk_offset: u64) -> Result<ChunkWalk<'a>> {
-        let walk = ChunkWalk { entries: Decoder::new(&[]), at: 0, ino, chunk_offset };
+        let walk = ChunkWalk { entries: &[], at: 0, ino, chunk_offset };
         let d = Decoder::new(chunk);
         let magic = d.u32(ENTRY_BYTES + 4).map_err(|_| walk.bad("chunk shorter than 512 bytes".into()))?;
         if magic != CHUNK_MAGIC {
@@ -199,7 +215,7 @@ impl<'a> ChunkWalk<'a> {
             return Err(walk.bad(format!("checksum {stored:#010x}, computed {computed:#010x}")));
         }
         // Entries are read only from bytes 0..504, so a record can never reach into the tail.
-        Ok(ChunkWalk { entries: Decoder::new(&chunk[..ENTRY_BYTES]), ..walk })
+        Ok(ChunkWalk { entries: &chunk[..ENTRY_BYTES], ..walk })
     }
 
     fn bad(&self, why: String) -> Error {
@@ -211,40 +227,70 @@ impl<'a> ChunkWalk<'a> {
     }
 
     /// The next record, validated (its name too if `check_name`); `None`
-    /// after the last.
-    fn next_entry(&mut self, check_name: bool) -> Result<Option<Entry<'a>>> {
+    /// after the last. The error is a small value and becomes an [`Error`]
+    /// only when it happens ([`ChunkWalk::bad`]): this runs for every entry
+    /// of every chunk a linear lookup passes, and a wide return value was
+    /// a large part of that.
+    fn next_entry(&mut self, check_name: bool) -> std::result::Result<Option<Entry<'a>>, Damage> {
         let at = self.at;
         if at >= ENTRY_BYTES {
             return Ok(None);
         }
-        let d = self.entries;
-        // The walk only reaches 4-aligned offsets below 504, so the header fits.
-        let field =
-            |r: std::result::Result<u32, _>| r.map_err(|_| self.bad(format!("entry at {at} cut short")));
-        let entry_ino = field(d.u32(at))?;
-        let reclen = field(d.u16(at + 4).map(u32::from))? as usize;
-        let dtype = field(d.u8(at + 6).map(u32::from))? as u8;
-        let namelen = field(d.u8(at + 7).map(u32::from))? as usize;
-        let why = if !reclen.is_multiple_of(4) {
-            Some(format!("entry at {at}: reclen {reclen} not a multiple of 4"))
-        } else if reclen < entry_size(namelen) {
-            Some(format!("entry at {at}: reclen {reclen} shorter than its name needs"))
-        } else if at + reclen > ENTRY_BYTES {
-            Some(format!("entry at {at}: reclen {reclen} runs past the chunk"))
-        } else {
-            None
+        let damage = |kind| Damage { at, kind };
+        let Some(header) = self.entries.get(at..at + ENTRY_HEADER) else {
+            return Err(damage(DamageKind::CutShort));
         };
-        if let Some(why) = why {
-            return Err(self.bad(why));
+        let entry_ino = u32::from_le_bytes([header[0], header[1], header[2], header[3]]);
+        let reclen = usize::from(u16::from_le_bytes([header[4], header[5]]));
+        let (dtype, namelen) = (header[6], usize::from(header[7]));
+        if !reclen.is_multiple_of(4) {
+            return Err(damage(DamageKind::ReclenUnaligned(reclen)));
+        } else if reclen < entry_size(namelen) {
+            return Err(damage(DamageKind::ReclenShort(reclen)));
+        } else if at + reclen > ENTRY_BYTES {
+            return Err(damage(DamageKind::ReclenPastChunk(reclen)));
         }
-        let name = d
-            .bytes(at + ENTRY_HEADER, namelen)
-            .map_err(|_| self.bad(format!("entry at {at}: name cut short")))?;
+        // reclen >= entry_size(namelen) and at + reclen <= 504: the name fits.
+        let name = &self.entries[at + ENTRY_HEADER..at + ENTRY_HEADER + namelen];
         if check_name && entry_ino != 0 && !valid_name(name) {
-            return Err(self.bad(format!("entry at {at}: invalid name")));
+            return Err(damage(DamageKind::InvalidName));
         }
         self.at = at + reclen;
         Ok(Some(Entry { offset: at, ino: entry_ino as Ino, reclen, dtype, name }))
+    }
+
+    /// The next record as [`ChunkWalk::next_entry`], its damage described.
+    fn next(&mut self, check_name: bool) -> Result<Option<Entry<'a>>> {
+        self.next_entry(check_name).map_err(|d| self.bad(d.to_string()))
+    }
+}
+
+/// What is wrong with a record, and where it starts.
+#[derive(Debug, Clone, Copy)]
+struct Damage {
+    at: usize,
+    kind: DamageKind,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum DamageKind {
+    CutShort,
+    ReclenUnaligned(usize),
+    ReclenShort(usize),
+    ReclenPastChunk(usize),
+    InvalidName,
+}
+
+impl std::fmt::Display for Damage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let at = self.at;
+        match self.kind {
+            DamageKind::CutShort => write!(f, "entry at {at} cut short"),
+            DamageKind::ReclenUnaligned(r) => write!(f, "entry at {at}: reclen {r} not a multiple of 4"),
+            DamageKind::ReclenShort(r) => write!(f, "entry at {at}: reclen {r} shorter than its name needs"),
+            DamageKind::ReclenPastChunk(r) => write!(f, "entry at {at}: reclen {r} runs past the chunk"),
+            DamageKind::InvalidName => write!(f, "entry at {at}: invalid name"),
+        }
     }
 }
 

@@ -132,14 +132,20 @@ impl<S: StorageManager> Ns<'_, S> {
             self.read_dir_block(dir, lbn as Lbn, &mut block)?;
             for (c, chunk) in block.chunks_exact(DIRBLKSIZ).enumerate() {
                 let chunk_offset = lbn * bs + (c * DIRBLKSIZ) as u64;
-                let entries = parse_chunk(chunk, dir, chunk_offset)?;
-                if let Some(e) = entries.iter().find(|e| e.ino != 0 && e.name == name) {
-                    let offset = chunk_offset + e.offset as u64;
+                let (mut hit, mut free) = (None, 0);
+                dirent::for_each_entry(chunk, dir, chunk_offset, |e| {
+                    if hit.is_none() && e.ino != 0 && e.name == name {
+                        hit = Some((e.offset, e.ino));
+                    }
+                    free = free.max(e.free_bytes());
+                })?;
+                if let Some((within, ino)) = hit {
+                    let offset = chunk_offset + within as u64;
                     self.st.dirs.set_scan_hint(dir, offset);
-                    return Ok(Some(Slot { offset, ino: e.ino }));
+                    return Ok(Some(Slot { offset, ino }));
                 }
                 let index = (chunk_offset / DIRBLKSIZ as u64) as usize;
-                if max_free(&entries) >= need && room.is_none_or(|r| index < r) {
+                if free >= need && room.is_none_or(|r| index < r) {
                     room = Some(index);
                 }
             }

@@ -240,7 +240,12 @@ impl Dirhash {
     /// Forgets the hash of `dir` (changed behind its back, or freed).
     pub fn forget(&mut self, dir: Ino) {
         self.remove(dir);
-        self.create_hint = None;
+        // Only a hint about `dir` itself: a create forgets the new inode's
+        // stale hash between its lookup and its insertion, and must keep
+        // what the lookup saw of the parent.
+        if self.create_hint.is_some_and(|(d, _, _)| d == dir) {
+            self.create_hint = None;
+        }
         let hint = &mut self.scan_hints[dir as usize % SCAN_HINTS];
         if hint.0 == dir {
             *hint = (0, 0);

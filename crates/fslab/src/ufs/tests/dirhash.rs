@@ -56,6 +56,24 @@ fn without_dirhash_a_create_scans_the_whole_directory() {
 }
 
 #[test]
+fn without_dirhash_a_create_scans_once_and_inserts_where_the_lookup_saw_room() {
+    let mut fs = fs_with_block(512);
+    with_dirhash(&mut fs, |o| o.enabled = false);
+    let d = dir(&mut fs, ROOT, "big").ino;
+    reads_to_create(&mut fs, d, 0, 2000);
+    let blocks = fs.getattr(d).expect("getattr").attr.size / 512;
+    assert!(blocks > 50);
+    for i in 2000..2010 {
+        let before = fs.dirhash_stats().blocks_read;
+        file(&mut fs, d, &format!("file-{i:05}"));
+        let read = fs.dirhash_stats().blocks_read - before;
+        // The lookup that finds the name absent reads every block once; the
+        // insertion rereads the one block it changes (2002 paper §3.3).
+        assert!(read <= blocks + 1, "create {i}: {read} directory blocks read, the directory has {blocks}");
+    }
+}
+
+#[test]
 fn a_lookup_remembers_the_entry_after_it_and_lookups_in_order_read_one_block_each() {
     let mut fs = fs();
     let d = dir(&mut fs, ROOT, "big").ino;
