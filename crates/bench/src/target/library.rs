@@ -353,6 +353,7 @@ impl<L: Layout> Backend for Library<L> {
                 user_data_bytes_written: base.user_data_bytes_written + now.user_data_bytes_written,
                 cleaner_bytes_written: base.cleaner_bytes_written + now.cleaner_bytes_written,
                 cleaner_bytes_read: base.cleaner_bytes_read + now.cleaner_bytes_read,
+                blocks_moved: base.blocks_moved + now.blocks_moved,
             },
             None => now,
         })

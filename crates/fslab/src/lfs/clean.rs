@@ -224,6 +224,10 @@ pub struct CleanerCounters {
     pub cleaner_bytes_written: u64,
     /// Bytes read by the cleaner: segments and live blocks.
     pub cleaner_bytes_read: u64,
+    /// Live blocks and inodes [`Lfs::markv`] copied to the head of the
+    /// log (what the cleaner moved, without the summaries and metadata
+    /// the move wrote with them).
+    pub blocks_moved: u64,
 }
 
 impl CleanerCounters {
@@ -251,6 +255,7 @@ impl CleanerCounters {
             user_data_bytes_written: self.user_data_bytes_written - earlier.user_data_bytes_written,
             cleaner_bytes_written: self.cleaner_bytes_written - earlier.cleaner_bytes_written,
             cleaner_bytes_read: self.cleaner_bytes_read - earlier.cleaner_bytes_read,
+            blocks_moved: self.blocks_moved - earlier.blocks_moved,
         }
     }
 }
@@ -1031,6 +1036,7 @@ impl Lfs {
         self.clean.writing = false;
         written?;
         report.blocks_written = self.stats.blocks_written - before;
+        self.clean.counters.blocks_moved += report.moved;
         Ok(report)
     }
 
