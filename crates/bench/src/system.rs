@@ -479,6 +479,12 @@ impl Layout for Lfs {
     fn cleaner(&self) -> Option<CleanerCounters> {
         Some(self.cleaner_report().total)
     }
+
+    /// The installed cleaner's round when cleaning is wanted, as the
+    /// background thread of a mount would run it in a quiet moment.
+    fn idle(&mut self) -> fslab::Result<()> {
+        self.clean_while_idle().map(drop)
+    }
 }
 
 /// The mkfs options of an FFS with parameters `p` (apart from the device,
@@ -582,6 +588,14 @@ impl Layout for Ffs {
         let g = self.superblock().geometry;
         let frags_per_block = g.block_size / g.frag_size;
         Some(self.file_placements().map(|files| crate::target::Placements { files, frags_per_block }))
+    }
+
+    fn free_space(&self) -> Option<crate::target::FreeSpaceMap> {
+        let g = self.superblock().geometry;
+        Some(crate::target::FreeSpaceMap {
+            groups: self.free_space_by_group(),
+            frags_per_block: g.block_size / g.frag_size,
+        })
     }
 }
 

@@ -1,6 +1,7 @@
-//! Aging on fslab's FFS: the layout score read from a real image, with
+//! Aging on fslab: the layout score read from a real FFS image, with
 //! placements made on purpose (one file alone; two files written a block
-//! at a time in turn), and a small run of the seeded stream.
+//! at a time in turn); the free-space figures after frees made on
+//! purpose; idle gaps; and an LFS aged until its cleaner works.
 
 use disk::{BlockDevice, MemDisk};
 use fslab::ffs::{Ffs, FilePlacement, MkfsOptions, MountOptions};
@@ -8,7 +9,9 @@ use fslab::format::inode::kind;
 use fslab::format::{Ino, ROOT_INO};
 use fslab::time::TimeSource;
 use fslab::ufs::{Creds, FileSystem};
+use fslab_bench::aging::fragmentation::Fragmentation;
 use fslab_bench::aging::score::{score, Tally, Variant};
+use fslab_bench::target::FreeSpaceMap;
 use std::sync::Arc;
 
 const CREDS: Creds = Creds { uid: 0, gid: 0 };
@@ -168,4 +171,223 @@ fn an_idle_gap_in_the_stream_is_idle_time_for_the_mount() {
     let quiet = writes_during("fslab-age-trace 1\n0 create f 100000\n2 mkdir d\n");
     let idle = writes_during("fslab-age-trace 1\n0 create f 100000\n3600 mkdir d\n");
     assert!(idle > quiet, "writes with an idle hour {idle}, without {quiet}");
+}
+
+/// The fragmentation figures of the file system as it is now.
+fn fragmentation(fs: &mut FileSystem<Ffs>) -> (Fragmentation, Vec<fslab::ffs::GroupFreeSpace>) {
+    let groups = fs.storage().free_space_by_group();
+    let map = FreeSpaceMap { groups: groups.clone(), frags_per_block: (BLOCK / 1024) as u32 };
+    (Fragmentation::of(&map), groups)
+}
+
+/// Three files of whole blocks written one after the other lie end to
+/// end (checked from their placements). Removing the middle one leaves a
+/// hole of exactly its two blocks: one more run of 2 in the summary, 16
+/// more free fragments, nothing else changed. Removing the last one joins
+/// the hole, its three blocks and the free run after it: the run of 2 is
+/// gone and the group's longest run is five blocks longer.
+#[test]
+fn free_space_figures_follow_frees_made_on_purpose() {
+    let mut fs = new_ffs();
+    let mut inos = Vec::new();
+    for (name, blocks) in [("a", 3), ("b", 2), ("c", 3)] {
+        let ino = create(&mut fs, name);
+        fs.write(ino, 0, &vec![1u8; blocks * BLOCK]).expect("write");
+        inos.push(ino);
+    }
+    let all = fs.storage().file_placements().expect("placements");
+    let data = |ino| -> Vec<u64> {
+        placement(&all, ino).blocks.iter().filter(|b| b.lbn >= 0).map(|b| b.addr).collect()
+    };
+    let (a, b, c) = (data(inos[0]), data(inos[1]), data(inos[2]));
+    let frag = 8;
+    let mut all_blocks = [a.clone(), b.clone(), c.clone()].concat();
+    all_blocks.dedup();
+    assert!(all_blocks.windows(2).all(|w| w[1] == w[0] + frag), "end to end: {a:?} {b:?} {c:?}");
+    let geo = fs.storage().superblock().geometry;
+    let group = geo.group_of(b[0]) as usize;
+
+    let (before, groups_before) = fragmentation(&mut fs);
+    fs.unlink(ROOT_INO, b"b").expect("unlink b");
+    let (hole, groups_hole) = fragmentation(&mut fs);
+    let mut expected = before.cluster_sum.clone();
+    expected[1] += 1;
+    assert_eq!(hole.cluster_sum, expected);
+    assert_eq!(hole.free_frags, before.free_frags + 2 * frag);
+    assert_eq!(hole.full_cluster_frags, before.full_cluster_frags);
+    assert_eq!(hole.longest_run, before.longest_run);
+    assert_eq!(groups_hole[group].cluster_sum[1], groups_before[group].cluster_sum[1] + 1);
+
+    fs.unlink(ROOT_INO, b"c").expect("unlink c");
+    let (joined, groups_joined) = fragmentation(&mut fs);
+    assert_eq!(joined.cluster_sum[1], before.cluster_sum[1], "the hole joined the run after it");
+    assert_eq!(joined.free_frags, before.free_frags + 5 * frag);
+    let (g0, g1) = (&groups_before[group], &groups_joined[group]);
+    assert_eq!(g1.longest_run, g0.longest_run + 5, "{g0:?} then {g1:?}");
+    assert_eq!(g1.blocks_in_full_clusters, g0.blocks_in_full_clusters + 5);
+    assert_eq!(joined.full_cluster_frags, before.full_cluster_frags + 5 * frag);
+}
+
+/// Runs `source` on a new LFS of `mib` MiB (4 KiB blocks, 128 KiB
+/// segments, the greedy cleaner in-line) on virtual time.
+fn age_lfs(mib: u64, source: &mut dyn fslab_bench::aging::run::OpSource) -> fslab_bench::aging::run::Summary {
+    use disk::VirtualClock;
+    use fslab::lfs::Lfs;
+    use fslab_bench::aging::run::{run, RunOptions};
+    use fslab_bench::cpu::CpuModel;
+    use fslab_bench::system::LfsParams;
+    use fslab_bench::target::library::{Library, MountEnv};
+    use fslab_bench::target::Target;
+
+    let dev: Arc<dyn BlockDevice> = Arc::new(MemDisk::new(mib << 20));
+    let clock = Arc::new(VirtualClock::new());
+    let params =
+        LfsParams { block_size: 4096, segment_size: 128 << 10, cleaner: Some("greedy"), dirhash: true };
+    let env = MountEnv {
+        clock: TimeSource::virtual_clock(clock.clone()),
+        deterministic: true,
+        cache_bytes: 4 << 20,
+    };
+    let library = Library::<Lfs>::make(dev, None, None, params, env).expect("mkfs and mount");
+    let mut target = Target::on_virtual_time(Box::new(library), clock.clone(), CpuModel::off());
+    let options = RunOptions {
+        max_ops: None,
+        clock: Some(clock.as_ref()),
+        record: None,
+        on_op: &mut |_, _| {},
+        on_day: &mut |_| {},
+    };
+    let summary = run(&mut target, source, options).expect("run");
+    target.finish().expect("unmount");
+    summary
+}
+
+/// A stream writing six times a small LFS over three days makes its
+/// cleaner work: segments cleaned and blocks moved each day they are
+/// needed, a write cost above 1 on those days, and the days adding up to
+/// the run's total. The results file holds every figure and reads back
+/// into the same values.
+#[test]
+fn an_aged_lfs_reports_its_cleaners_work_and_the_results_read_back() {
+    use fslab_bench::aging::generate::{Generator, Params};
+    use fslab_bench::aging::report::{parse_results, results_json, results_text, Described};
+
+    let params = Params { seed: 3, fs_bytes: 14 << 20, days: 3, write_factor: 6 };
+    let summary = age_lfs(16, &mut Generator::new(params));
+    let total = summary.cleaner.expect("an LFS has a cleaner");
+    assert!(total.segments_cleaned > 0 && total.blocks_moved > 0, "{total:?}");
+    let days: Vec<_> = summary.days.iter().map(|d| d.cleaner.expect("each day's work")).collect();
+    assert_eq!(days.iter().map(|d| d.segments_cleaned).sum::<u64>(), total.segments_cleaned);
+    assert_eq!(days.iter().map(|d| d.blocks_moved).sum::<u64>(), total.blocks_moved);
+    for d in days.iter().filter(|d| d.segments_cleaned > 0) {
+        let cost = d.write_cost.expect("data written on a day with cleaning");
+        assert!(cost > 1.0, "cleaning costs reads and writes: {d:?}");
+    }
+    assert!(summary.days.iter().all(|d| d.free_space.is_none() && d.score.is_none()));
+
+    let described = Described { target: "lfs", source: &params.describe(), cleaner_policy: Some("greedy") };
+    let back = parse_results(&results_text(&results_json(&summary, &described))).expect("reads back");
+    assert_eq!(back.cleaner_policy.as_deref(), Some("greedy"));
+    assert_eq!(back.cleaner_total, summary.cleaner);
+    assert_eq!(back.final_groups, None);
+    assert_eq!(back.days.len(), summary.days.len());
+    for (read, day) in back.days.iter().zip(&summary.days) {
+        assert_eq!((read.day, read.cleaner, &read.free_space), (day.day, day.cleaner, &day.free_space));
+    }
+}
+
+/// The same on an FFS: each day's free-space figures and the groups at
+/// the end are in the results file and read back unchanged.
+#[test]
+fn an_aged_ffs_reports_its_free_space_and_the_results_read_back() {
+    use disk::VirtualClock;
+    use fslab_bench::aging::generate::{Generator, Params};
+    use fslab_bench::aging::report::{parse_results, results_json, results_text, Described};
+    use fslab_bench::aging::run::{run, RunOptions};
+    use fslab_bench::cpu::CpuModel;
+    use fslab_bench::system::{FfsParams, Integrity, Rotdelay};
+    use fslab_bench::target::library::{Library, MountEnv};
+    use fslab_bench::target::Target;
+
+    let dev: Arc<dyn BlockDevice> = Arc::new(MemDisk::new(32 << 20));
+    let clock = Arc::new(VirtualClock::new());
+    let params = FfsParams {
+        block_size: 8192,
+        fragment_size: 1024,
+        maxcontig: 8,
+        rotdelay: Rotdelay::Blocks(0),
+        integrity: Integrity::Async,
+        dirhash: true,
+        group_bytes: Some(8 << 20),
+        realloc: false,
+    };
+    let env = MountEnv {
+        clock: TimeSource::virtual_clock(clock.clone()),
+        deterministic: true,
+        cache_bytes: 8 << 20,
+    };
+    let library = Library::<Ffs>::make(dev, None, None, params, env).expect("mkfs and mount");
+    let mut target = Target::on_virtual_time(Box::new(library), clock.clone(), CpuModel::off());
+    let stream = Params { seed: 2, fs_bytes: 28 << 20, days: 2, write_factor: 2 };
+    let options = RunOptions {
+        max_ops: None,
+        clock: Some(clock.as_ref()),
+        record: None,
+        on_op: &mut |_, _| {},
+        on_day: &mut |_| {},
+    };
+    let summary = run(&mut target, &mut Generator::new(stream), options).expect("run");
+    target.finish().expect("unmount");
+    let groups = summary.final_groups.clone().expect("the groups at the end");
+    assert_eq!(groups.len(), 4, "32 MiB in 8 MiB groups");
+    for d in &summary.days {
+        let f = d.free_space.as_ref().expect("each day's free space");
+        assert_eq!((f.maxcontig, f.cluster_sum.len()), (8, 8));
+        assert!(f.full_cluster_frags <= f.free_frags, "{f:?}");
+        assert!(d.cleaner.is_none(), "FFS has no cleaner");
+    }
+    let last = summary.days.last().and_then(|d| d.free_space.as_ref()).expect("a last day");
+    let longest = groups.iter().map(|g| g.longest_run).max();
+    assert_eq!(last.longest_run.map(|r| r.max), longest);
+
+    let described = Described { target: "ffs", source: &stream.describe(), cleaner_policy: None };
+    let back = parse_results(&results_text(&results_json(&summary, &described))).expect("reads back");
+    assert_eq!(back.final_groups, Some(groups));
+    assert_eq!((back.cleaner_policy, back.cleaner_total), (None, None));
+    for (read, day) in back.days.iter().zip(&summary.days) {
+        assert_eq!((read.day, &read.free_space, read.cleaner), (day.day, &day.free_space, day.cleaner));
+    }
+}
+
+/// An idle hour before the stream's last operation is when the cleaner
+/// runs its background round, as a mount's cleaning thread would: 20 MiB
+/// of files that stay written in turn with 5 MiB that are then
+/// overwritten leave a 32 MiB LFS (256 segments) below its high-water
+/// mark but above the low-water mark at which writers clean. Without the
+/// pause nothing is cleaned; with it, a round is.
+#[test]
+fn an_idle_gap_in_the_stream_is_when_the_lfs_cleaner_runs() {
+    use fslab_bench::aging::trace::TraceReader;
+
+    let trace = |last: u64| {
+        let mut text = String::from("fslab-age-trace 1\n0 mkdir d\n");
+        for i in 0..80 {
+            text.push_str(&format!("0 create d/k{i} {}\n", 256 << 10));
+            if i < 20 {
+                text.push_str(&format!("0 create d/f{i} {}\n", 256 << 10));
+            }
+        }
+        for i in 0..20 {
+            text.push_str(&format!("0 overwrite d/f{i} {}\n", 256 << 10));
+        }
+        text.push_str(&format!("{last} mkdir e\n"));
+        text
+    };
+    let cleaned = |text: String| {
+        let summary = age_lfs(32, &mut TraceReader::new(text.as_bytes()));
+        summary.cleaner.expect("an LFS has a cleaner").segments_cleaned
+    };
+    let (busy, idle) = (cleaned(trace(0)), cleaned(trace(3600)));
+    assert_eq!(busy, 0, "the writers had no need to clean");
+    assert!(idle > 0, "no segment cleaned in an idle hour");
 }

@@ -179,9 +179,15 @@ fn markv_moves_live_blocks_and_keeps_contents_and_times_across_remount() {
     let ours = live.iter().filter(|r| files.contains(&r.ino)).count();
     assert!(ours > 1, "the segment holds several blocks of the test files");
 
+    let counted = lfs.cleaner_report().total.blocks_moved;
     let report = lfs.markv(&with_contents(&live, seg, &bytes, bps), Destination::Shared).expect("markv");
     assert_eq!(report.moved, live.len() as u64, "every live block and inode moved: {report:?}");
     assert_eq!(report.skipped, 0);
+    assert_eq!(
+        lfs.cleaner_report().total.blocks_moved - counted,
+        report.moved,
+        "the counters count each move"
+    );
     assert!(report.blocks_written >= live.len() as u64);
     let now = lfs.bmapv(&live).expect("bmapv after markv");
     for (r, at) in live.iter().zip(&now) {

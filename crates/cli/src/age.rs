@@ -1,30 +1,34 @@
 //! `fslab age TARGET`: ages a file system with a seeded operation stream
 //! or a recorded trace (the 1997 paper's aging, §3), printing each
-//! simulated day's utilisation and, on an FFS image, its layout score
-//! (§3.3); writes a results file at the end. The work is the lab's
-//! (`fslab_bench::aging`).
+//! simulated day's utilisation; on an FFS image its layout score (§3.3)
+//! and free-space fragmentation, on an LFS image its cleaner's work and
+//! write cost. Writes a results file at the end, and with `--plots` the
+//! figures by day as SVG. The work is the lab's (`fslab_bench::aging`).
 //!
 //! An image is mounted in this process on virtual time, moved to each
-//! operation's simulated time, so syncs and deferred frees see the
-//! stream's idle gaps. A directory (any mounted file system) is aged
-//! through ordinary file calls on the host's time.
+//! operation's simulated time, so syncs, deferred frees and the LFS
+//! cleaner see the stream's idle gaps. A directory (any mounted file
+//! system) is aged through ordinary file calls on the host's time.
 
 use clap::Args;
 use disk::{BlockDevice, FileDisk, VirtualClock};
 use fslab::ffs::Ffs;
+use fslab::lfs::Lfs;
 use fslab::time::TimeSource;
 use fslab::Layout;
 use fslab_bench::aging::generate::{Generator, Params};
-use fslab_bench::aging::report;
+use fslab_bench::aging::plots;
+use fslab_bench::aging::report::{self, Described, Extra};
 use fslab_bench::aging::run::{self, OpSource, RunOptions};
 use fslab_bench::aging::score;
 use fslab_bench::aging::trace::{self, TraceReader};
 use fslab_bench::cpu::CpuModel;
 use fslab_bench::progress::Progress;
-use fslab_bench::system::{FfsParams, Integrity, Rotdelay};
+use fslab_bench::system::{FfsParams, Integrity, LfsParams, Rotdelay};
 use fslab_bench::target::dir::Dir;
 use fslab_bench::target::library::{Library, MountEnv};
 use fslab_bench::target::Target;
+use fslab_cleaner::policy;
 use std::cell::RefCell;
 use std::io::{BufReader, BufWriter, IsTerminal, Write};
 use std::path::PathBuf;
@@ -35,13 +39,15 @@ pub const EXAMPLES: &str = "Examples:
   fslab age ffs.img --days 30 --write-factor 10   a month, writing 10x the file system
   fslab age ffs.img --seed 7 --record run.trace   the same seed, its stream recorded
   fslab age ffs2.img --trace run.trace            the recorded stream again
+  fslab age lfs.img --days 30 --cleaner greedy    an LFS: the cleaner's work and write cost
+  fslab age ffs.img --days 30 --plots plots/      the figures by day as SVG
   fslab age /mnt/ext4 --days 30                   a mounted directory (no layout score)";
 
 /// Arguments of `fslab age`.
 #[derive(Args)]
 pub struct AgeArgs {
-    /// An unmounted FFS image (or block device), or a directory of any
-    /// mounted file system.
+    /// An unmounted FFS or LFS image (or block device), or a directory of
+    /// any mounted file system.
     target: PathBuf,
     /// The stream's seed.
     #[arg(long, default_value_t = 1)]
@@ -76,6 +82,35 @@ pub struct AgeArgs {
     /// FFS image: the journal's log device, if not at the path mkfs recorded.
     #[arg(long)]
     journal_device: Option<PathBuf>,
+    /// LFS image: the cleaning policy (greedy, cost-benefit or hot-cold),
+    /// or off [default: hot-cold].
+    #[arg(long, value_name = "POLICY")]
+    cleaner: Option<String>,
+    /// Write the figures by day as SVG charts into this directory.
+    #[arg(long, value_name = "DIR")]
+    plots: Option<PathBuf>,
+}
+
+/// What was aged, as the report names it.
+struct Aged {
+    kind: &'static str,
+    extra: Extra,
+    /// The LFS cleaner's policy, if one runs.
+    cleaner: Option<&'static str>,
+}
+
+/// The cleaner `--cleaner` asks for: a policy's name, or `None` for off.
+fn cleaner_policy(args: &AgeArgs) -> Result<Option<&'static str>, String> {
+    match args.cleaner.as_deref() {
+        None => Ok(Some(policy::DEFAULT)),
+        Some("off") => Ok(None),
+        Some(name) => policy::NAMES
+            .iter()
+            .copied()
+            .find(|&n| n == name)
+            .map(Some)
+            .ok_or_else(|| format!("--cleaner {name}: one of {}, or off", policy::NAMES.join(", "))),
+    }
 }
 
 /// Runs the aging.
@@ -87,59 +122,82 @@ pub fn run(args: &AgeArgs) -> Result<(), String> {
         "softdep" => Integrity::Softdep,
         other => return Err(format!("--integrity {other}: one of sync, async, softdep")),
     };
+    let cleaner = cleaner_policy(args)?;
     let mut _lock = None;
     let mut _log_lock = None;
     let clock = Arc::new(VirtualClock::new());
-    let (mut target, on_image) = if args.target.is_dir() {
+    let env = MountEnv {
+        clock: TimeSource::virtual_clock(clock.clone()),
+        deterministic: true,
+        cache_bytes: 64 << 20,
+    };
+    let (mut target, aged) = if args.target.is_dir() {
+        if args.cleaner.is_some() {
+            return Err(format!(
+                "{name}: --cleaner is for an LFS image; a mounted directory cleans as mounted"
+            ));
+        }
         let dir = Dir::existing(&args.target).map_err(|e| format!("{name}: {e}"))?;
-        (Target::on_wall_time(Box::new(dir)), false)
+        (Target::on_wall_time(Box::new(dir)), Aged { kind: "directory", extra: Extra::None, cleaner: None })
     } else {
         _lock = Some(crate::image_lock::lock(&args.target).map_err(|e| format!("{name}: {e}"))?);
         let disk: Arc<dyn BlockDevice> =
             Arc::new(FileDisk::open(&args.target).map_err(|e| format!("{name}: {e}"))?);
-        match Layout::probe(disk.as_ref()) {
-            Some(Layout::Ffs) => {}
-            Some(Layout::Lfs) => {
-                return Err(format!(
-                    "{name}: an LFS image: aging an image runs on FFS, whose layout score it reports; \
-                     mount the LFS and age its directory"
-                ))
-            }
-            None => return Err(format!("{name}: neither an FFS image nor a directory")),
-        }
-        let (dev, log_lock) = crate::log_device::attach(
-            &args.target,
-            disk,
-            args.journal_device.as_deref(),
-            crate::log_device::Access::Write,
-        )?;
-        _log_lock = Some(log_lock);
-        // Only the mount's choices are read from these: the image's own
-        // geometry is its superblock's.
-        let params = FfsParams {
-            block_size: 0,
-            fragment_size: 0,
-            maxcontig: 0,
-            rotdelay: Rotdelay::Blocks(0),
-            integrity,
-            dirhash: true,
-            group_bytes: None,
-            realloc: false,
-        };
-        let env = MountEnv {
-            clock: TimeSource::virtual_clock(clock.clone()),
-            deterministic: true,
-            cache_bytes: 64 << 20,
-        };
-        let library = Library::<Ffs>::open(dev, None, params, env).map_err(|e| format!("{name}: {e}"))?;
-        (Target::on_virtual_time(Box::new(library), clock.clone(), CpuModel::off()), true)
+        let (backend, aged): (Box<dyn fslab_bench::target::Backend>, Aged) =
+            match Layout::probe(disk.as_ref()) {
+                Some(Layout::Ffs) => {
+                    if args.cleaner.is_some() {
+                        return Err(format!("{name}: an FFS image: --cleaner is for an LFS image"));
+                    }
+                    let (dev, log_lock) = crate::log_device::attach(
+                        &args.target,
+                        disk,
+                        args.journal_device.as_deref(),
+                        crate::log_device::Access::Write,
+                    )?;
+                    _log_lock = Some(log_lock);
+                    // Only the mount's choices are read from these: the image's
+                    // own geometry is its superblock's.
+                    let params = FfsParams {
+                        block_size: 0,
+                        fragment_size: 0,
+                        maxcontig: 0,
+                        rotdelay: Rotdelay::Blocks(0),
+                        integrity,
+                        dirhash: true,
+                        group_bytes: None,
+                        realloc: false,
+                    };
+                    let library =
+                        Library::<Ffs>::open(dev, None, params, env).map_err(|e| format!("{name}: {e}"))?;
+                    (Box::new(library), Aged { kind: "FFS image", extra: Extra::FreeSpace, cleaner: None })
+                }
+                Some(Layout::Lfs) => {
+                    // As for FFS, the geometry is the superblock's; the
+                    // cleaner runs in-line, by writers short of clean
+                    // segments and in the stream's idle gaps.
+                    let params = LfsParams { block_size: 0, segment_size: 0, cleaner, dirhash: true };
+                    let library =
+                        Library::<Lfs>::open(disk, None, params, env).map_err(|e| format!("{name}: {e}"))?;
+                    (Box::new(library), Aged { kind: "LFS image", extra: Extra::Cleaner, cleaner })
+                }
+                None => return Err(format!("{name}: neither an fslab image nor a directory")),
+            };
+        (Target::on_virtual_time(backend, clock.clone(), CpuModel::off()), aged)
     };
-    let result = age(args, &name, &mut target, on_image.then_some(clock.as_ref()));
+    let on_image = target.is_virtual();
+    let result = age(args, &name, &aged, &mut target, on_image.then_some(clock.as_ref()));
     let finished = target.finish().map_err(|e| format!("{name}: {e}"));
     result.and(finished)
 }
 
-fn age(args: &AgeArgs, name: &str, target: &mut Target, clock: Option<&VirtualClock>) -> Result<(), String> {
+fn age(
+    args: &AgeArgs,
+    name: &str,
+    aged: &Aged,
+    target: &mut Target,
+    clock: Option<&VirtualClock>,
+) -> Result<(), String> {
     let fs_bytes = match args.fs_size {
         Some(size) => size,
         None => target.usage().map_err(|e| format!("{name}: {e}"))?.total,
@@ -169,15 +227,18 @@ fn age(args: &AgeArgs, name: &str, target: &mut Target, clock: Option<&VirtualCl
         }
         None => None,
     };
-    let kind = if clock.is_some() { "FFS image" } else { "directory" };
-    outln!("{name}: {kind} of {}; {described}", crate::size::human(fs_bytes))?;
-    if clock.is_none() {
+    outln!("{name}: {} of {}; {described}", aged.kind, crate::size::human(fs_bytes))?;
+    if aged.extra != Extra::FreeSpace {
         outln!(
-            "layout score: not available (it is defined on FFS's placement and read from an FFS image); \
-             utilisation, operations and bytes are"
+            "layout score and free-space fragmentation: not available (they are defined on FFS's placement \
+             and read from an FFS image); utilisation, operations and bytes are"
         )?;
     }
-    outln!("{}", report::day_header())?;
+    if aged.extra == Extra::Cleaner {
+        let policy = aged.cleaner.unwrap_or("off");
+        outln!("cleaner: {policy}; each day its segments cleaned, live blocks moved and write cost")?;
+    }
+    outln!("{}", report::day_header(aged.extra))?;
     let started = std::time::Instant::now();
     let progress = RefCell::new(Progress::new(std::io::stderr().is_terminal()));
     progress.borrow_mut().start(&format!("age {name}"));
@@ -196,7 +257,7 @@ fn age(args: &AgeArgs, name: &str, target: &mut Target, clock: Option<&VirtualCl
             },
             on_day: &mut |day| {
                 if printed.is_ok() {
-                    printed = progress.borrow_mut().print(&report::day_line(day));
+                    printed = progress.borrow_mut().print(&report::day_line(day, aged.extra));
                 }
             },
         },
@@ -216,8 +277,32 @@ fn age(args: &AgeArgs, name: &str, target: &mut Target, clock: Option<&VirtualCl
     if let Some(last) = summary.days.last().and_then(|d| d.score.as_ref()) {
         out!("layout at the end\n{}", score::render(last))?;
     }
-    let text = report::results_text(&summary, name, &described);
-    std::fs::write(&args.results, text).map_err(|e| format!("{}: {e}", args.results.display()))?;
+    if let Some(groups) = &summary.final_groups {
+        let runs: Vec<String> = groups.iter().map(|g| g.longest_run.to_string()).collect();
+        outln!("longest free run by cylinder group at the end (blocks): {}", runs.join(" "))?;
+    }
+    if let Some(c) = &summary.cleaner {
+        let cost = c.write_cost.map_or("-".to_string(), |w| format!("{w:.2}"));
+        outln!(
+            "cleaner over the run: {} segments cleaned, {} blocks moved, write cost {cost}",
+            c.segments_cleaned,
+            c.blocks_moved
+        )?;
+    }
+    let described = Described { target: name, source: &described, cleaner_policy: aged.cleaner };
+    let json = report::results_json(&summary, &described);
+    std::fs::write(&args.results, report::results_text(&json))
+        .map_err(|e| format!("{}: {e}", args.results.display()))?;
     outln!("results: {}", args.results.display())?;
+    if let Some(dir) = &args.plots {
+        let figures = report::figures(&json)?;
+        let written =
+            plots::write_svgs(&figures, name, dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let names: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
+        outln!(
+            "plots: {}",
+            if names.is_empty() { "none (nothing to draw)".to_string() } else { names.join(" ") }
+        )?;
+    }
     Ok(())
 }

@@ -128,7 +128,8 @@ enum Command {
     #[command(after_help = sync::EXAMPLES)]
     Sync(sync::SyncArgs),
     /// Age a file system: a seeded stream of creates, writes, overwrites and deletes over
-    /// simulated days, with utilisation and (FFS) the layout score each day (1997 paper §3).
+    /// simulated days, with utilisation each day, and on an FFS image the layout score and
+    /// free-space fragmentation, on an LFS image the cleaner's work (1997 paper §3).
     #[command(after_help = age::EXAMPLES)]
     Age(age::AgeArgs),
     /// Print the layout score of an FFS image: how much of each file lies in one run (1997 paper §3.3).

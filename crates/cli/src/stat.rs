@@ -290,6 +290,7 @@ mod tests {
             user_data_bytes_written: 250 << 20,
             cleaner_bytes_written: 60 << 20,
             cleaner_bytes_read: 90 << 20,
+            blocks_moved: 5000,
         };
         let report = Report {
             policy: "hot-cold".to_string(),

@@ -139,14 +139,20 @@ fn age_runs_days_and_a_recorded_trace_replays_to_the_same_results() {
     );
     assert!(r.success(), "{}", r.describe());
     assert!(r.stdout.contains("data+tail data+tail+ind"), "{}", r.stdout);
+    assert!(r.stdout.contains("backoff  full%   run"), "{}", r.stdout);
+    assert!(r.stdout.contains("longest free run by cylinder group at the end"), "{}", r.stdout);
     let first = results(&ra);
-    assert_eq!(first["format"], "fslab-age-results");
+    assert_eq!((first["format"].as_str(), first["version"].as_u64()), (Some("fslab-age-results"), Some(2)));
     let days = first["days"].as_array().expect("days");
     assert_eq!(days.len(), 4, "{first}");
     for d in days {
         let s = d["score"]["data+tail"].as_f64().expect("a score each day");
         assert!((0.0..=1.0).contains(&s), "{d}");
+        let share = d["free_space"]["full_cluster_share"].as_f64().expect("free space each day");
+        assert!((0.0..=1.0).contains(&share), "{d}");
+        assert!(d["cleaner"].is_null(), "{d}");
     }
+    assert!(first["final_free_space_by_group"].as_array().is_some_and(|g| !g.is_empty()), "{first}");
     assert!(first["final_by_size"].as_array().is_some_and(|b| b.len() == 11));
     let text = std::fs::read_to_string(&trace).expect("trace");
     assert!(text.starts_with("fslab-age-trace 1\n# generator 1 seed=5 "), "{}", &text[..100]);
@@ -200,7 +206,7 @@ fn age_backs_off_on_enospc_and_never_aborts() {
 }
 
 #[test]
-fn age_names_the_line_of_a_malformed_trace_and_refuses_lfs() {
+fn age_names_the_line_of_a_malformed_trace() {
     let dir = tempfile::tempdir().expect("tempdir");
     let image = ffs_image(dir.path(), "a.img", "16M");
     let trace = dir.path().join("bad");
@@ -218,10 +224,56 @@ fn age_names_the_line_of_a_malformed_trace_and_refuses_lfs() {
     );
     assert!(!r.success(), "{}", r.describe());
     assert!(r.stderr.contains("trace: line 3: missing size"), "{}", r.describe());
+}
+
+/// An LFS image ages with the cleaner chosen: each day its cleaner's
+/// columns, no score and no free-space figures; an FFS image refuses a
+/// cleaner; plots are written where asked.
+#[test]
+fn age_on_an_lfs_reports_the_cleaner_and_plots_the_write_cost() {
+    let dir = tempfile::tempdir().expect("tempdir");
     let lfs = dir.path().join("lfs.img");
-    mkfs(&lfs, "64M", &[]);
-    let r = fslab_run(&[os("age"), lfs.as_os_str(), os("--ops"), os("10")], T);
-    assert!(!r.success() && r.stderr.contains("an LFS image"), "{}", r.describe());
+    mkfs(&lfs, "16M", &[]);
+    let (json, plots) = (dir.path().join("r.json"), dir.path().join("plots"));
+    let r = fslab_run(
+        &[
+            os("age"),
+            lfs.as_os_str(),
+            os("--days"),
+            os("3"),
+            os("--write-factor"),
+            os("6"),
+            os("--cleaner"),
+            os("greedy"),
+            os("--results"),
+            json.as_os_str(),
+            os("--plots"),
+            plots.as_os_str(),
+        ],
+        T,
+    );
+    assert!(r.success(), "{}", r.describe());
+    assert!(
+        r.stdout.contains("cleaner: greedy") && r.stdout.contains("cleaned    moved  wcost"),
+        "{}",
+        r.stdout
+    );
+    let out = results(&json);
+    assert_eq!(out["cleaner_policy"], "greedy");
+    assert!(out["cleaner_total"]["segments_cleaned"].as_u64().is_some_and(|n| n > 0), "{out}");
+    for d in out["days"].as_array().expect("days") {
+        assert!(d["score"].is_null() && d["free_space"].is_null(), "{d}");
+        assert!(d["cleaner"]["blocks_moved"].as_u64().is_some(), "{d}");
+    }
+    let svg = std::fs::read_to_string(plots.join("write-cost.svg")).expect("the write cost plot");
+    assert!(svg.starts_with("<svg") && svg.contains("greedy"), "{}", &svg[..svg.len().min(200)]);
+    assert!(!plots.join("layout-score.svg").exists(), "no score, no plot");
+
+    let ffs = ffs_image(dir.path(), "ffs.img", "16M");
+    let r = fslab_run(&[os("age"), ffs.as_os_str(), os("--cleaner"), os("greedy")], T);
+    assert!(!r.success() && r.stderr.contains("--cleaner is for an LFS image"), "{}", r.describe());
+    let r = fslab_run(&[os("age"), lfs.as_os_str(), os("--cleaner"), os("tidy")], T);
+    assert!(!r.success() && r.stderr.contains("one of greedy"), "{}", r.describe());
 }
 
 /// A directory is aged through ordinary file calls; its files stay; no
@@ -246,10 +298,12 @@ fn age_on_a_directory_reports_no_score_and_keeps_the_files() {
         T,
     );
     assert!(r.success(), "{}", r.describe());
-    assert!(r.stdout.contains("layout score: not available"), "{}", r.stdout);
+    assert!(r.stdout.contains("layout score and free-space fragmentation: not available"), "{}", r.stdout);
     assert!(r.stdout.contains("n/a"), "{}", r.stdout);
     let out = results(&json);
     assert_eq!(out["ops"].as_u64(), Some(300));
     assert!(out["days"][0]["score"].is_null());
+    assert!(out["days"][0]["free_space"].is_null() && out["days"][0]["cleaner"].is_null());
+    assert!(out["final_free_space_by_group"].is_null());
     assert!(std::fs::read_dir(target.join("d0")).is_ok(), "the aged tree stays");
 }

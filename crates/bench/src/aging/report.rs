@@ -1,29 +1,81 @@
 //! What an aging run shows: a line per simulated day, and the results
 //! file (JSON, `docs/FORMAT.md`, "Aging results").
+//!
+//! A day line has the same columns on every target, then those of what
+//! the target has besides ([`Extra`]): an FFS's free-space fragmentation,
+//! or an LFS cleaner's work.
 
+use super::fragmentation::{four_places, CleanerDay, Fragmentation, GroupRuns};
 use super::run::{DayReport, Summary};
 use super::score::{bucket_label, Tally, Variant, BUCKET_BOUNDS};
 use serde_json::{json, Value};
 
 /// The results file's `format` field.
 pub const RESULTS_FORMAT: &str = "fslab-age-results";
-/// Its version.
-pub const RESULTS_VERSION: u32 = 1;
+/// Its version: 2 added `free_space`, `cleaner`, `cleaner_policy`,
+/// `final_free_space_by_group` and `cleaner_total`.
+pub const RESULTS_VERSION: u32 = 2;
+
+/// The columns a day line has after the common ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Extra {
+    /// None (a mounted directory).
+    None,
+    /// An FFS's free space: the share in runs of maxcontig blocks or more
+    /// (`full%`) and the median group's longest free run in blocks
+    /// (`run`).
+    FreeSpace,
+    /// An LFS cleaner's day: segments cleaned (`cleaned`), live blocks
+    /// moved (`moved`) and the write cost (`wcost`).
+    Cleaner,
+}
 
 fn value(t: Tally) -> Value {
     t.score().map_or(Value::Null, |s| json!((s * 10_000.0).round() / 10_000.0))
 }
 
 /// The header of the day lines.
-pub fn day_header() -> String {
-    format!(
+pub fn day_header(extra: Extra) -> String {
+    let common = format!(
         "{:>5} {:>8} {:>10} {:>6} {:>9} {:>13} {:>7} {:>7} {:>7}",
         "day", "ops", "MiB", "util", "data+tail", "data+tail+ind", "files", "skipped", "backoff"
-    )
+    );
+    match extra {
+        Extra::None => common,
+        Extra::FreeSpace => format!("{common} {:>6} {:>5}", "full%", "run"),
+        Extra::Cleaner => format!("{common} {:>7} {:>8} {:>6}", "cleaned", "moved", "wcost"),
+    }
 }
 
-/// One day's line: the scores read `n/a` where the target has none.
-pub fn day_line(d: &DayReport) -> String {
+/// One day's line: the scores read `n/a` where the target has none, a
+/// figure `-` where it is undefined that day (no free space, no data
+/// written).
+pub fn day_line(d: &DayReport, extra: Extra) -> String {
+    let common = common_columns(d);
+    let undefined = || "-".to_string();
+    match extra {
+        Extra::None => common,
+        Extra::FreeSpace => {
+            let f = d.free_space.as_ref();
+            let share =
+                f.and_then(|f| f.full_cluster_share).map_or_else(undefined, |s| format!("{:.1}", s * 100.0));
+            let run = f.and_then(|f| f.longest_run).map_or_else(undefined, |r| r.median.to_string());
+            format!("{common} {share:>6} {run:>5}")
+        }
+        Extra::Cleaner => {
+            let c = d.cleaner.as_ref();
+            let count = |n: Option<u64>| n.map_or_else(undefined, |n| n.to_string());
+            let cost = c.and_then(|c| c.write_cost).map_or_else(undefined, |w| format!("{w:.2}"));
+            format!(
+                "{common} {:>7} {:>8} {cost:>6}",
+                count(c.map(|c| c.segments_cleaned)),
+                count(c.map(|c| c.blocks_moved))
+            )
+        }
+    }
+}
+
+fn common_columns(d: &DayReport) -> String {
     let fmt = |t: Option<Tally>| match t {
         None => "n/a".to_string(),
         Some(t) => t.score().map_or("-".to_string(), |s| format!("{s:.4}")),
@@ -43,9 +95,21 @@ pub fn day_line(d: &DayReport) -> String {
     )
 }
 
-/// The results file of a run on `target` from `source` (both described
-/// in words).
-pub fn results_json(summary: &Summary, target: &str, source: &str) -> Value {
+/// What a results file says of the run besides its days: where it ran,
+/// from what stream, with which cleaner.
+#[derive(Debug, Clone, Copy)]
+pub struct Described<'a> {
+    /// The aged image or directory.
+    pub target: &'a str,
+    /// The stream, in words (`Params::describe`, or `trace FILE`).
+    pub source: &'a str,
+    /// The cleaning policy of an LFS image, `None` elsewhere (or with the
+    /// cleaner off).
+    pub cleaner_policy: Option<&'a str>,
+}
+
+/// The results file of a run.
+pub fn results_json(summary: &Summary, described: &Described<'_>) -> Value {
     let days: Vec<Value> = summary
         .days
         .iter()
@@ -54,7 +118,7 @@ pub fn results_json(summary: &Summary, target: &str, source: &str) -> Value {
                 "day": d.day,
                 "ops": d.ops,
                 "bytes_written": d.bytes_written,
-                "utilisation": (d.utilisation * 10_000.0).round() / 10_000.0,
+                "utilisation": four_places(d.utilisation),
                 "live_files": d.live_files,
                 "skipped": d.skipped,
                 "backoff_unlinks": d.backoff_unlinks,
@@ -65,6 +129,8 @@ pub fn results_json(summary: &Summary, target: &str, source: &str) -> Value {
                     }
                     Value::Object(m)
                 }),
+                "free_space": to_value(&d.free_space),
+                "cleaner": to_value(&d.cleaner),
             })
         })
         .collect();
@@ -87,17 +153,96 @@ pub fn results_json(summary: &Summary, target: &str, source: &str) -> Value {
     json!({
         "format": RESULTS_FORMAT,
         "version": RESULTS_VERSION,
-        "target": target,
-        "source": source,
+        "target": described.target,
+        "source": described.source,
+        "cleaner_policy": described.cleaner_policy,
         "ops": summary.ops,
         "bytes_written": summary.bytes_written,
         "days": days,
         "final_by_size": by_size,
+        "final_free_space_by_group": to_value(&summary.final_groups),
+        "cleaner_total": to_value(&summary.cleaner),
     })
 }
 
-/// [`results_json`] as the file's text (pretty JSON, a newline at the end).
-pub fn results_text(summary: &Summary, target: &str, source: &str) -> String {
-    let json = results_json(summary, target, source);
-    serde_json::to_string_pretty(&json).map_or_else(|e| format!("{{\"error\": \"{e}\"}}\n"), |t| t + "\n")
+/// A figure as JSON; these are plain numbers and lists, which always
+/// convert (`null` otherwise, as for a figure the target lacks).
+fn to_value<T: serde::Serialize>(figure: &T) -> Value {
+    serde_json::to_value(figure).unwrap_or(Value::Null)
+}
+
+/// [`results_json`]'s value as the file's text (pretty JSON, a newline at
+/// the end).
+pub fn results_text(json: &Value) -> String {
+    serde_json::to_string_pretty(json).map_or_else(|e| format!("{{\"error\": \"{e}\"}}\n"), |t| t + "\n")
+}
+
+/// One day's figures besides the layout score, as a results file holds
+/// them.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+pub struct DayFigures {
+    /// The day.
+    pub day: u64,
+    /// Share of the file system in use at the end of the day.
+    pub utilisation: f64,
+    /// The `data+tail` layout score, where there is one.
+    pub score: Option<f64>,
+    /// The free space's fragmentation (FFS).
+    pub free_space: Option<Fragmentation>,
+    /// The cleaner's day (LFS).
+    pub cleaner: Option<CleanerDay>,
+}
+
+/// A results file read back: what [`crate::aging::plots`] draws, and
+/// what a reader of an earlier run compares with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResultsFigures {
+    /// The cleaning policy of an LFS run.
+    pub cleaner_policy: Option<String>,
+    /// Every day's figures.
+    pub days: Vec<DayFigures>,
+    /// Each group's free space at the end (FFS).
+    pub final_groups: Option<Vec<GroupRuns>>,
+    /// The cleaner's work over the run (LFS).
+    pub cleaner_total: Option<CleanerDay>,
+}
+
+/// Reads the figures of a results file of this version; says what is
+/// wrong with one that is not.
+pub fn parse_results(text: &str) -> Result<ResultsFigures, String> {
+    let v: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+    figures(&v)
+}
+
+/// The figures of a results file's JSON ([`results_json`]'s value, or a
+/// file's, read).
+pub fn figures(v: &Value) -> Result<ResultsFigures, String> {
+    if v["format"] != RESULTS_FORMAT {
+        return Err(format!("not an aging results file (format {})", v["format"]));
+    }
+    if v["version"] != RESULTS_VERSION {
+        return Err(format!("results version {}, this fslab reads {RESULTS_VERSION}", v["version"]));
+    }
+    let days = v["days"]
+        .as_array()
+        .ok_or("no list of days")?
+        .iter()
+        .map(|d| {
+            let mut d = d.clone();
+            // The primary variant is the one a reader plots.
+            d["score"] = d["score"]["data+tail"].clone();
+            serde_json::from_value::<DayFigures>(d).map_err(|e| format!("a day: {e}"))
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    Ok(ResultsFigures {
+        cleaner_policy: field(v, "cleaner_policy")?,
+        days,
+        final_groups: field(v, "final_free_space_by_group")?,
+        cleaner_total: field(v, "cleaner_total")?,
+    })
+}
+
+/// The field `name` of `v` (`null` if missing), decoded.
+fn field<T: serde::de::DeserializeOwned>(v: &Value, name: &str) -> Result<T, String> {
+    serde_json::from_value(v.get(name).cloned().unwrap_or(Value::Null)).map_err(|e| format!("{name}: {e}"))
 }

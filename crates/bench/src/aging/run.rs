@@ -15,17 +15,25 @@
 //!   those unlinks just before the operation that needed them). Later operations that
 //!   name a file gone this way, or a directory the stream expected and
 //!   cannot have, are skipped and counted.
-//! * At the end of every simulated day: utilisation, and where the target
-//!   places blocks (FFS), the layout score (`score`).
+//! * A pause of a second or more before an operation is idle time: the
+//!   target does its idle work first (LFS: the cleaner's background round,
+//!   which a mount's cleaning thread would run in a quiet moment), then
+//!   the clock moves on.
+//! * At the end of every simulated day: utilisation; where the target
+//!   places blocks (FFS), the layout score (`score`) and the free space's
+//!   fragmentation; where it cleans (LFS), the cleaner's work that day
+//!   (`fragmentation`).
 //! * At the end of the run: every live file, its size and when its
 //!   contents last changed ([`LiveFile`]), from which [`hot_files`] picks
 //!   the 1997 paper's hot files (§5.2).
 
+use super::fragmentation::{CleanerDay, Fragmentation, GroupRuns};
 use super::ops::{Op, TimedOp};
 use super::score::{self, LayoutScore};
 use super::trace::{self, TraceReader};
 use crate::target::{is_no_space, Fd, Target};
 use disk::VirtualClock;
+use fslab::lfs::clean::CleanerCounters;
 use std::collections::{HashMap, HashSet};
 use std::io::{self, BufRead, Write};
 
@@ -33,6 +41,10 @@ use std::io::{self, BufRead, Write};
 const WRITE_CHUNK: usize = 64 << 10;
 /// Files a back-off unlinks at most before it gives up on the write.
 const MAX_BACKOFF_UNLINKS: u64 = 256;
+/// The shortest pause in the stream that counts as idle time: a mount's
+/// cleaning thread starts a round after half a second without a request
+/// (`fslab_cleaner::background`), and the stream's times are whole seconds.
+const IDLE_GAP_NS: u64 = 1_000_000_000;
 
 /// Where the operations come from.
 pub trait OpSource {
@@ -78,6 +90,11 @@ pub struct DayReport {
     pub backoff_unlinks: u64,
     /// The layout score at the end of the day, where the target has one.
     pub score: Option<LayoutScore>,
+    /// The free space's fragmentation at the end of the day, where the
+    /// target keeps cylinder groups (FFS).
+    pub free_space: Option<Fragmentation>,
+    /// The cleaner's work that day, where the target cleans (LFS).
+    pub cleaner: Option<CleanerDay>,
 }
 
 /// What a run does besides running.
@@ -106,6 +123,10 @@ pub struct Summary {
     pub bytes_written: u64,
     /// The files live at the end, by path.
     pub live: Vec<LiveFile>,
+    /// Each group's free space at the end of the last day (FFS).
+    pub final_groups: Option<Vec<GroupRuns>>,
+    /// The cleaner's work over the whole run (LFS).
+    pub cleaner: Option<CleanerDay>,
 }
 
 /// A file live at the end of a run, as the runner made it.
@@ -171,6 +192,9 @@ struct Runner<'a, 'b> {
     gone: HashSet<String>,
     day: DayReport,
     summary: Summary,
+    /// The cleaner's counters when the run and the day began.
+    cleaner_at_start: Option<CleanerCounters>,
+    cleaner_at_day_start: Option<CleanerCounters>,
     start_ns: u64,
     pattern: Vec<u8>,
 }
@@ -178,6 +202,7 @@ struct Runner<'a, 'b> {
 /// Runs `source` on `target` to its end (or `options.max_ops`).
 pub fn run(target: &mut Target, source: &mut dyn OpSource, options: RunOptions<'_>) -> io::Result<Summary> {
     let start_ns = options.clock.map_or(0, |c| c.now());
+    let cleaner_at_start = target.counters().cleaner;
     let mut runner = Runner {
         target,
         source,
@@ -187,6 +212,8 @@ pub fn run(target: &mut Target, source: &mut dyn OpSource, options: RunOptions<'
         gone: HashSet::new(),
         day: empty_day(0),
         summary: Summary::default(),
+        cleaner_at_start,
+        cleaner_at_day_start: cleaner_at_start,
         start_ns,
         pattern: (0..WRITE_CHUNK).map(|i| (i % 251) as u8).collect(),
     };
@@ -202,6 +229,8 @@ pub fn run(target: &mut Target, source: &mut dyn OpSource, options: RunOptions<'
         .collect();
     live.sort_by(|a, b| a.path.cmp(&b.path));
     runner.summary.live = live;
+    let cleaner_at_end = runner.target.counters().cleaner;
+    runner.summary.cleaner = worked(runner.cleaner_at_start, cleaner_at_end);
     Ok(runner.summary)
 }
 
@@ -215,7 +244,14 @@ fn empty_day(day: u64) -> DayReport {
         skipped: 0,
         backoff_unlinks: 0,
         score: None,
+        free_space: None,
+        cleaner: None,
     }
+}
+
+/// The cleaner's work between two readings of its counters.
+fn worked(before: Option<CleanerCounters>, after: Option<CleanerCounters>) -> Option<CleanerDay> {
+    Some(CleanerDay::from(after?.since(&before?)))
 }
 
 fn missing(e: &io::Error) -> bool {
@@ -240,7 +276,11 @@ impl Runner<'_, '_> {
             any = true;
             self.day.day = op.day();
             if let Some(clock) = self.options.clock {
-                clock.advance_to(self.start_ns + op.time.saturating_mul(1_000_000_000));
+                let at = self.start_ns.saturating_add(op.time.saturating_mul(1_000_000_000));
+                if at >= clock.now().saturating_add(IDLE_GAP_NS) {
+                    self.target.idle()?;
+                }
+                clock.advance_to(at);
             }
             self.apply(&op)?;
             self.summary.ops += 1;
@@ -270,6 +310,12 @@ impl Runner<'_, '_> {
             }
             None => None,
         };
+        let map = self.target.free_space();
+        self.day.free_space = map.as_ref().map(Fragmentation::of);
+        self.summary.final_groups = map.map(|m| m.groups.iter().map(GroupRuns::from).collect());
+        let cleaner = self.target.counters().cleaner;
+        self.day.cleaner = worked(self.cleaner_at_day_start, cleaner);
+        self.cleaner_at_day_start = cleaner;
         (self.options.on_day)(&self.day);
         self.summary.days.push(self.day.clone());
         Ok(())

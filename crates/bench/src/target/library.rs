@@ -65,6 +65,16 @@ pub trait Layout: StorageManager + Sized + 'static {
         None
     }
 
+    /// Every group's free space, for a layout that keeps groups.
+    fn free_space(&self) -> Option<super::FreeSpaceMap> {
+        None
+    }
+
+    /// The idle work of [`super::Backend::idle`].
+    fn idle(&mut self) -> fslab::Result<()> {
+        Ok(())
+    }
+
     /// The cleaner's counters since mount, for a layout that cleans.
     fn cleaner(&self) -> Option<CleanerCounters> {
         None
@@ -353,6 +363,7 @@ impl<L: Layout> Backend for Library<L> {
                 user_data_bytes_written: base.user_data_bytes_written + now.user_data_bytes_written,
                 cleaner_bytes_written: base.cleaner_bytes_written + now.cleaner_bytes_written,
                 cleaner_bytes_read: base.cleaner_bytes_read + now.cleaner_bytes_read,
+                blocks_moved: base.blocks_moved + now.blocks_moved,
             },
             None => now,
         })
@@ -361,6 +372,14 @@ impl<L: Layout> Backend for Library<L> {
     fn placements(&mut self) -> Option<io::Result<super::Placements>> {
         let fs = self.fs.as_mut()?;
         fs.storage().placements().map(|r| r.map_err(io_error))
+    }
+
+    fn free_space(&mut self) -> Option<super::FreeSpaceMap> {
+        self.fs.as_mut()?.storage().free_space()
+    }
+
+    fn idle(&mut self) -> io::Result<()> {
+        self.fs()?.storage().idle().map_err(io_error)
     }
 
     fn inode(&mut self, path: &str) -> Option<io::Result<u64>> {

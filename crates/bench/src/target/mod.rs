@@ -125,6 +125,17 @@ pub trait Backend {
     fn placements(&mut self) -> Option<io::Result<Placements>> {
         None
     }
+    /// How the free space lies, group by group, on a layout that keeps
+    /// cylinder groups (FFS); `None` elsewhere.
+    fn free_space(&mut self) -> Option<FreeSpaceMap> {
+        None
+    }
+    /// Work a file system does while nobody calls it: on LFS without a
+    /// cleaning thread, the background cleaner's round
+    /// (`fslab::lfs::Lfs::clean_while_idle`). Nothing elsewhere.
+    fn idle(&mut self) -> io::Result<()> {
+        Ok(())
+    }
     /// The inode number of the file at `path` (by which [`placements`]
     /// name files), where fslab serves it; `None` on a mounted directory.
     ///
@@ -143,6 +154,16 @@ pub struct Placements {
     /// One entry per file.
     pub files: Vec<fslab::ffs::FilePlacement>,
     /// Fragments per block (tells a tail from a block).
+    pub frags_per_block: u32,
+}
+
+/// Every cylinder group's free space and the fragments in a block, for
+/// `crate::aging::fragmentation`.
+#[derive(Debug, Clone)]
+pub struct FreeSpaceMap {
+    /// One entry per group, in group order.
+    pub groups: Vec<fslab::ffs::GroupFreeSpace>,
+    /// Fragments per block.
     pub frags_per_block: u32,
 }
 
@@ -389,6 +410,18 @@ impl Target {
     /// Where every file's blocks lie (FFS), or `None`; not timed.
     pub fn placements(&mut self) -> Option<io::Result<Placements>> {
         self.backend.placements()
+    }
+
+    /// How the free space lies (FFS), or `None`; not timed.
+    pub fn free_space(&mut self) -> Option<FreeSpaceMap> {
+        self.backend.free_space()
+    }
+
+    /// Lets the file system do its idle work ([`Backend::idle`]): called
+    /// where a workload pauses. Not charged: on virtual time, what the
+    /// work does on a simulated disk moves the clock by itself.
+    pub fn idle(&mut self) -> io::Result<()> {
+        self.backend.idle()
     }
 
     /// The inode number of the file at `path`, where [`Target::placements`]

@@ -22,7 +22,7 @@
 //!   [`Client::report`], [`Client::mount_report`] and
 //!   [`Client::dirhash_report`].
 //!
-//! Protocol, version 5 (`wire`). Every integer is little-endian.
+//! Protocol, version 9 (`wire`). Every integer is little-endian.
 //!
 //! ```text
 //! frame    = u32 length, then `length` bytes (requests ≤ 16 MiB, responses ≤ 1 GiB + 1 MiB)
@@ -49,6 +49,7 @@
 //!                                               then LFS: 6 × u64 (the order of `lfs::Stats`' fields)
 //!                                               or FFS: u8 integrity (0 sync, 1 async),
 //!                                               u32 cylinder groups, 8 × u64 (`ffs::Stats`' order)
+//! counters = 6 × u64 (the order of `CleanerCounters`' fields; `blocks_moved`, the sixth, since version 9)
 //! ref      = u64 ino, u32 version, u8 kind (0 block, 1 inode), i64 lbn, u64 daddr, i64 age
 //! ```
 //!

@@ -20,7 +20,7 @@ use std::time::Duration;
 pub(super) const MAGIC: &[u8; 4] = b"FSLC";
 /// Version 7: the journal's integrity modes (3, 4) and counters in a mount
 /// report.
-pub(super) const VERSION: u32 = 8;
+pub(super) const VERSION: u32 = 9;
 
 pub(super) const OP_HELLO: u8 = 0;
 pub(super) const OP_SEGMENT_TABLE: u8 = 1;
@@ -115,6 +115,7 @@ impl Out {
         self.u64(c.user_data_bytes_written);
         self.u64(c.cleaner_bytes_written);
         self.u64(c.cleaner_bytes_read);
+        self.u64(c.blocks_moved);
     }
     /// The frame, length filled in; fails if it exceeds `max`.
     pub(super) fn finish(mut self, max: usize) -> Result<Vec<u8>> {
@@ -216,6 +217,7 @@ impl<'a> In<'a> {
             user_data_bytes_written: self.u64()?,
             cleaner_bytes_written: self.u64()?,
             cleaner_bytes_read: self.u64()?,
+            blocks_moved: self.u64()?,
         })
     }
     pub(super) fn text(&mut self, len: usize) -> Result<String> {

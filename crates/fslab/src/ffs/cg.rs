@@ -41,6 +41,17 @@ pub struct Recount {
     pub cluster_sum: Vec<u32>,
 }
 
+/// Runs of free whole blocks of a group, in blocks (see
+/// [`CylinderGroup::free_runs`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FreeRuns {
+    /// The longest run, uncapped (0 when no block is wholly free).
+    pub longest: u32,
+    /// Free blocks that lie in runs of maxcontig blocks or more: where a
+    /// whole cluster can still be written.
+    pub blocks_in_full_clusters: u32,
+}
+
 /// An inode taken by [`CylinderGroup::alloc_inode`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InodeSlot {
@@ -244,6 +255,28 @@ impl CylinderGroup {
     /// Free clusters by length (index 1 up to maxcontig).
     pub fn cluster_sum(&self) -> &[u32] {
         &self.cluster_sum
+    }
+
+    /// The runs of free whole blocks beyond what the capped summary says:
+    /// the longest run and how many free blocks lie in runs of at least
+    /// maxcontig, read from the cluster map. What free-space fragmentation
+    /// is measured by (the 1997 paper's aging, `integrity_and_aging.md`
+    /// §3.4 item 6); no allocation decision uses it.
+    pub fn free_runs(&self) -> FreeRuns {
+        let mut found = FreeRuns::default();
+        let mut run = 0u32;
+        for b in 0..=self.blocks() {
+            if b < self.blocks() && self.clusters_free.get(b) {
+                run += 1;
+                continue;
+            }
+            found.longest = found.longest.max(run);
+            if run >= self.maxcontig {
+                found.blocks_in_full_clusters += run;
+            }
+            run = 0;
+        }
+        found
     }
 
     /// Whether fragment `f` of the group is free.

@@ -235,3 +235,25 @@ fn a_group_rebuilt_from_its_bitmaps_equals_the_group_operations_left() {
     );
     assert!(refused.expect_err("past the mark").contains("initialised"));
 }
+
+/// Free runs of a hand-made state: blocks 20, 22 and 27 taken whole and
+/// block 30 broken by a fragment leave runs of 2 (18–19), 1 (21), 4
+/// (23–26), 2 (28–29) and 481 (31–511) free blocks.
+#[test]
+fn free_runs_and_the_cluster_summary_of_a_hand_made_state() {
+    let mut cg = group();
+    for b in [20, 22, 27] {
+        assert_eq!(cg.alloc_block(Some(b * 8)), Some(b * 8));
+    }
+    assert_eq!(cg.alloc_frags(Some(30 * 8), 1), Some(30 * 8));
+    checked(&cg);
+    assert_eq!(cg.cluster_sum(), &[0, 1, 2, 0, 2]);
+    assert_eq!(cg.free_runs(), FreeRuns { longest: 481, blocks_in_full_clusters: 4 + 481 });
+    // Freeing 27 joins 23–26 and 28–29 into one run of 7.
+    cg.free(27 * 8, 8).expect("free");
+    assert_eq!(cg.cluster_sum(), &[0, 1, 1, 0, 2]);
+    assert_eq!(cg.free_runs(), FreeRuns { longest: 481, blocks_in_full_clusters: 7 + 481 });
+    // Every block taken: no run at all.
+    while cg.alloc_block(None).is_some() {}
+    assert_eq!(cg.free_runs(), FreeRuns::default());
+}

@@ -22,7 +22,8 @@
 //!   (the journal's log format and replay), [`log_device`] (a log on a
 //!   device of its own, paired with the file system's), `storage` (the
 //!   `StorageManager` implementation), [`placement`] (where every file's
-//!   blocks lie, read-only, for the aging lab's layout score).
+//!   blocks lie and how the free space lies, read-only, for the aging
+//!   lab's layout score and fragmentation figures).
 //!
 //! Below it are only `format` (codec, inode size, block-pointer
 //! arithmetic) and `disk`. Disk addresses are fragment numbers ([`Frag`]);
@@ -57,7 +58,7 @@ pub use layout::{
 };
 pub use leaks::{LeakReport, LeakScanState};
 pub use mkfs::{dump, mkfs, mkfs_with_log, plan, plan_with_log, MkfsOptions};
-pub use placement::{FilePlacement, PlacedBlock};
+pub use placement::{FilePlacement, GroupFreeSpace, PlacedBlock};
 
 /// An FFS disk address: a fragment number counted from byte 0 of the
 /// device. 0 is the primary superblock, so it also means "no block".

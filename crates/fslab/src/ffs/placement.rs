@@ -1,6 +1,8 @@
-//! Where every file's blocks lie: a read-only walk of the mounted file
-//! system, for the aging lab's layout score (1997 paper §3.3). Nothing is
-//! judged here; the score itself is the lab's (`fslab-bench`, `aging`).
+//! Where every file's blocks lie, and how the free space lies between
+//! them: read-only views of the mounted file system for the aging lab's
+//! layout score (1997 paper §3.3) and free-space fragmentation
+//! (`integrity_and_aging.md` §3.4 item 6). Nothing is judged here; the
+//! figures are the lab's (`fslab-bench`, `aging`).
 //!
 //! The walk reads each inode in use and its pointers through the cache,
 //! as the leak scan does (`leaks.rs`), so a mount that is aging can be
@@ -49,7 +51,49 @@ impl FilePlacement {
     }
 }
 
+/// The free space of one cylinder group, as its summaries and its
+/// cluster map say.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupFreeSpace {
+    /// The group.
+    pub group: u32,
+    /// Whole free blocks.
+    pub free_blocks: u32,
+    /// Free fragments in blocks that are not wholly free.
+    pub free_frags: u32,
+    /// The cluster summary: `cluster_sum[n - 1]` maximal runs of exactly
+    /// `n` free blocks, for `n` from 1 to maxcontig, the last counting
+    /// every run of maxcontig or more (4.4BSD's `cg_clustersum`).
+    pub cluster_sum: Vec<u32>,
+    /// The longest run of free blocks, uncapped.
+    pub longest_run: u32,
+    /// Free blocks in runs of maxcontig or more.
+    pub blocks_in_full_clusters: u32,
+}
+
 impl Ffs {
+    /// The free space of every group, in group order, as the allocator
+    /// sees it now (frees that soft updates or a journal still defer are
+    /// not free yet). Reads nothing from the disk.
+    pub fn free_space_by_group(&self) -> Vec<GroupFreeSpace> {
+        self.alloc
+            .groups()
+            .iter()
+            .map(|g| {
+                let runs = g.free_runs();
+                let counts = g.counts();
+                GroupFreeSpace {
+                    group: g.index,
+                    free_blocks: counts.free_blocks,
+                    free_frags: counts.free_frags,
+                    cluster_sum: g.cluster_sum().iter().skip(1).copied().collect(),
+                    longest_run: runs.longest,
+                    blocks_in_full_clusters: runs.blocks_in_full_clusters,
+                }
+            })
+            .collect()
+    }
+
     /// Every file's placement, in inode-number order: regular files,
     /// directories and symbolic links alike. Read-only; fails only when an
     /// inode or an indirect block cannot be read.

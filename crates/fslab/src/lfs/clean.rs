@@ -224,6 +224,10 @@ pub struct CleanerCounters {
     pub cleaner_bytes_written: u64,
     /// Bytes read by the cleaner: segments and live blocks.
     pub cleaner_bytes_read: u64,
+    /// Live blocks and inodes [`Lfs::markv`] copied to the head of the
+    /// log (what the cleaner moved, without the summaries and metadata
+    /// the move wrote with them).
+    pub blocks_moved: u64,
 }
 
 impl CleanerCounters {
@@ -251,6 +255,7 @@ impl CleanerCounters {
             user_data_bytes_written: self.user_data_bytes_written - earlier.user_data_bytes_written,
             cleaner_bytes_written: self.cleaner_bytes_written - earlier.cleaner_bytes_written,
             cleaner_bytes_read: self.cleaner_bytes_read - earlier.cleaner_bytes_read,
+            blocks_moved: self.blocks_moved - earlier.blocks_moved,
         }
     }
 }
@@ -1031,6 +1036,7 @@ impl Lfs {
         self.clean.writing = false;
         written?;
         report.blocks_written = self.stats.blocks_written - before;
+        self.clean.counters.blocks_moved += report.moved;
         Ok(report)
     }
 
@@ -1162,21 +1168,43 @@ impl Lfs {
     /// clean segments than it began with and users have neither written
     /// nor deleted data since ([`Lfs::users_activity`]).
     pub(super) fn maybe_clean(&mut self) -> Result<()> {
+        let (low, _) = self.cleaning_thresholds();
+        self.clean_below(low).map(drop)
+    }
+
+    /// What a background cleaner does while the file system is idle: runs
+    /// the installed cleaner towards the high-water mark when the clean
+    /// segments are below it, unless the last background round gained
+    /// nothing and users have done nothing since (the rule of
+    /// [`CleaningWanted::repeats`]). A mount without a cleaning thread
+    /// (the lab's, on virtual time) calls it in a workload's idle gaps, so
+    /// that cleaning falls there as it would with the thread. Returns
+    /// whether a segment was cleaned; without a cleaner, or inside a
+    /// directory operation, it does nothing.
+    pub fn clean_while_idle(&mut self) -> Result<bool> {
+        self.check_mounted()?;
+        let (_, high) = self.cleaning_thresholds();
+        self.clean_below(high)
+    }
+
+    /// Cleans in the background when the clean segments are below
+    /// `threshold` (see [`Lfs::maybe_clean`] and [`Lfs::clean_while_idle`]).
+    fn clean_below(&mut self, threshold: u64) -> Result<bool> {
         if self.in_dirop() {
-            return Ok(());
+            return Ok(false);
         }
         self.reclaim_if_short()?;
         if self.clean.hook.is_none() {
-            return Ok(());
+            return Ok(false);
         }
-        let (low, _) = self.cleaning_thresholds();
         let now = self.cleaning_wanted();
-        if now.clean_segments >= low || now.repeats(self.clean.background_start) {
-            return Ok(());
+        if now.clean_segments >= threshold || now.repeats(self.clean.background_start) {
+            return Ok(false);
         }
         self.clean.background_start = Some(now);
-        self.run_cleaner(Urgency::Background)?;
-        self.reclaim_if_short()
+        let cleaned = self.run_cleaner(Urgency::Background)?;
+        self.reclaim_if_short()?;
+        Ok(cleaned)
     }
 
     /// Writes a checkpoint when segments a cleaner emptied wait for one
