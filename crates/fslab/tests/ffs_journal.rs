@@ -306,3 +306,61 @@ fn a_batch_of_operations_is_one_transaction_kept_whole_by_a_crash() {
     assert!(batched <= 3, "32 creates in batches of 16 made {batched} transactions");
     assert_eq!(lost, 0, "a crash kept {lost} creates of a batch never committed");
 }
+
+#[test]
+fn a_background_write_back_leaves_logged_inode_blocks_for_the_sync() {
+    // 240 files of 64 KiB in 8 directories: several write-behind rounds
+    // past their 4 MiB threshold.
+    let disk = Arc::new(disk::CountingDisk::new(MemDisk::new(64 << 20)));
+    let dev: Arc<dyn BlockDevice> = disk.clone();
+    let mkfs = MkfsOptions { group_size: 8 << 20, journal: JournalKind::File, ..MkfsOptions::default() };
+    fslab::mkfs_ffs(dev.clone(), &mkfs, ME).expect("mkfs");
+    let clock = Arc::new(disk::VirtualClock::new());
+    let roomy = MountOptions {
+        cache_bytes: 32 << 20,
+        clock: fslab::time::TimeSource::virtual_clock(clock.clone()),
+        ..options(Integrity::Journal)
+    };
+    let mut fs = FileSystem::new(Ffs::mount(dev, roomy).expect("mount"));
+    let geo = fs.storage().superblock().geometry;
+    let in_inode_table = |offset: u64, len: u64| {
+        (0..geo.ncg).any(|cg| {
+            let start = geo.byte_offset(geo.group_base(cg) + u64::from(geo.inode_table_offset()));
+            let end = start + u64::from(geo.inode_table_blocks()) * u64::from(geo.block_size);
+            offset < end && start < offset + len
+        })
+    };
+    let dirs: Vec<Ino> = (0..8)
+        .map(|d| fs.mkdir(ROOT_INO, format!("d{d}").as_bytes(), 0o755, ME).expect("mkdir").ino)
+        .collect();
+    fs.sync().expect("sync");
+    disk.clear_writes();
+    let mut rounds = 0;
+    for i in 0..240 {
+        let f = create(&mut fs, dirs[i % 8], &format!("f{i}"));
+        fs.write(f, 0, &[i as u8; 64 << 10]).expect("write");
+        if i % 10 == 9 {
+            // A second passes: the tick's commit makes the inode blocks
+            // durable in the log, and free to go home.
+            clock.advance(1_000_000_000);
+            fs.tick().expect("tick");
+        }
+        if fs.write_behind_due() {
+            fs.write_behind().expect("write behind");
+            rounds += 1;
+        }
+    }
+    let writes = disk.writes();
+    assert!(rounds >= 2, "{rounds} write-behind rounds");
+    let home: Vec<_> = writes.iter().filter(|&&(o, l)| in_inode_table(o, l)).collect();
+    assert!(writes.len() > 10, "the data went out: {} writes", writes.len());
+    assert!(home.is_empty(), "inode blocks written by write-behind (the log has them): {home:?}");
+    // The sync writes them home, and a crash after it needs nothing from the log.
+    fs.sync().expect("sync");
+    assert!(disk.writes().iter().any(|&(o, l)| in_inode_table(o, l)));
+    for (i, &d) in dirs.iter().enumerate() {
+        assert_eq!(fs.readdir(d, 0, usize::MAX).expect("readdir").len(), 2 + 30, "d{i}");
+    }
+    fs.storage().check_groups().unwrap_or_else(|e| panic!("{e}"));
+    fs.unmount().expect("unmount");
+}

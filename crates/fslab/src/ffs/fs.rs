@@ -618,7 +618,11 @@ impl Ffs {
         let max_run = self.sb.geometry.maxcontig as usize * self.block_size();
         let unit = self.frag_size();
         let mode = self.mode();
-        let ctx = WriteContext { durable: self.queue.durable(), tree: self.tree };
+        let ctx = WriteContext {
+            durable: self.queue.durable(),
+            tree: self.tree,
+            background: self.writing_in_background,
+        };
         let mut hooks = FfsHooks { mode: mode.as_ref(), ctx: &ctx };
         self.stats.checksummed_blocks +=
             placements.iter().filter(|p| p.key.0 == DEVICE || is_indirect(p.key.1)).count() as u64;
@@ -801,8 +805,19 @@ impl Ffs {
         // back (parked, `write_dirty`): left there, it would keep the cache
         // over the threshold and every later change would be written the
         // moment it is made.
-        let held = self.cache.dirty_bytes() >= self.cache.start_write_bytes() / 2;
-        if (crowded || held) && self.mode().waiting() > 0 {
+        let held = |fs: &Self| fs.cache.dirty_bytes() >= fs.cache.start_write_bytes() / 2;
+        if !crowded && held(self) && self.mode().force_commits(self)? {
+            // Blocks held only for the log (the write-ahead rule) may go
+            // once it is durable: a log write and a flush, where a sync
+            // would also store every delayed inode and write every group,
+            // scattered blocks the next sync writes again (2000 §5: the
+            // log is flushed before a buffer it covers is written).
+            self.writing_in_background = true;
+            let written = self.write_dirty(None, true);
+            self.writing_in_background = false;
+            written?;
+        }
+        if (crowded || held(self)) && self.mode().waiting() > 0 {
             self.sync_all()?;
         }
         Ok(())

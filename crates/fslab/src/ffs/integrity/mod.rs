@@ -227,10 +227,12 @@ pub(super) trait IntegrityMode: Send + Sync {
     }
 
     /// Makes every committed transaction durable (a journal's log), as an
-    /// allocation short of space asks before it fails.
-    fn force_commits(&self, fs: &mut Ffs) -> Result<()> {
+    /// allocation short of space asks before it fails, and a write-back
+    /// that left blocks held for it. Returns whether anything was made
+    /// durable that was not: then blocks the write-ahead rule held may go.
+    fn force_commits(&self, fs: &mut Ffs) -> Result<bool> {
         let _ = fs;
-        Ok(())
+        Ok(false)
     }
 
     /// Called at each tick of the mount, between operations.
@@ -295,6 +297,9 @@ pub(super) struct WriteContext {
     pub durable: Seq,
     /// How indirect blocks hold their pointers.
     pub tree: Geometry,
+    /// Whether the write-back runs only because the cache passed its
+    /// threshold (not a sync, an fsync or a tick).
+    pub background: bool,
 }
 
 /// The mode that implements the mount's `integrity`, with its

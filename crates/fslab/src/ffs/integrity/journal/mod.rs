@@ -368,10 +368,12 @@ impl Journal {
     }
 
     /// Makes every committed transaction durable in the log.
-    fn force(&self, fs: &mut Ffs) -> Result<()> {
+    /// Writes and flushes the log if it holds commits not yet durable;
+    /// returns whether it did.
+    fn force(&self, fs: &mut Ffs) -> Result<bool> {
         let pending = self.lock().as_ref().is_some_and(|st| st.durable_seq < st.next_seq);
         if !pending {
-            return Ok(());
+            return Ok(false);
         }
         self.write_log(fs, false)?;
         fs.queue.flush()?;
@@ -380,7 +382,7 @@ impl Journal {
             st.last_force = fs.options.clock.now();
         }
         self.prune(fs.queue.durable());
-        Ok(())
+        Ok(true)
     }
 
     /// Writes the superblock, which carries the checkpoint, if the
@@ -613,7 +615,7 @@ impl IntegrityMode for Journal {
         self.lock().as_ref().map_or(0, |st| st.durable_seq.saturating_sub(1))
     }
 
-    fn force_commits(&self, fs: &mut Ffs) -> Result<()> {
+    fn force_commits(&self, fs: &mut Ffs) -> Result<bool> {
         if !fs.tx.is_open() {
             self.log_changes(fs)?;
         }
@@ -686,11 +688,21 @@ impl IntegrityMode for Journal {
         key: BlockKey,
         _addr: Daddr,
         data: &BlockData,
-        _ctx: &WriteContext,
+        ctx: &WriteContext,
     ) -> Result<WriteAs> {
         let mut guard = self.lock();
         let Some(st) = guard.as_mut() else { return Ok(WriteAs::Cached) };
         let superblock = key == device_key(Daddr::new(0));
+        if ctx.background && key.0 == DEVICE && !superblock {
+            // Inode and group blocks wait for a sync or the checkpoint: the
+            // log holds their changes, and nearly every operation changes
+            // them again, so a write at every threshold wrote the same
+            // scattered blocks over and over (a journal's metadata goes
+            // home lazily, 2000 §5; FFS-async keeps inodes in memory for
+            // the sync likewise). Directory blocks still go: too many to
+            // keep, they would crowd the cache into a sync each time.
+            return Ok(WriteAs::Held);
+        }
         let chosen = if self.disorder {
             WriteAs::Cached
         } else {
