@@ -263,14 +263,14 @@ fn rel(r: &Results, e: &str, system: &str, phase: &str, x: f64) -> Option<f64> {
     v(r, e, system, phase, crate::experiment::RELATIVE, x)
 }
 
-/// PostMark's transactions per second of `a` over `b` with `files` in the
-/// pool.
-/// The pool size the large PostMark set ran at (150,000 in the paper,
-/// smaller unless the lab was told to run it in full).
+/// The pool size the large PostMark set ran at (150,000, as the paper's;
+/// results of an older, smaller run still read).
 fn large_set(r: &Results) -> Option<f64> {
     r.series(POSTMARK_LARGE, "ffs-async", "transactions", "TPS").last().map(|p| p.0)
 }
 
+/// PostMark's transactions per second of `a` over `b` with `files` in the
+/// pool.
 fn tps_over(r: &Results, a: &str, b: &str, files: f64) -> Option<f64> {
     let e = if files > 10_000.0 { POSTMARK_LARGE } else { POSTMARK };
     Some(v(r, e, a, "transactions", "TPS", files)? / v(r, e, b, "transactions", "TPS", files)?)

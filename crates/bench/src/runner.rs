@@ -679,8 +679,7 @@ fn run_subject(
                 (Workload::PostMark, true) => Spec::quick(seed),
                 (_, true) => Spec { files: 1_500, ..Spec::quick(seed) },
                 (Workload::PostMark, false) => Spec::paper(seed),
-                (_, false) if std::env::var_os("FSLAB_BENCH_FULL").is_some() => Spec::large(seed),
-                (_, false) => Spec { files: POSTMARK_LARGE_FILES, ..Spec::large(seed) },
+                (_, false) => Spec::large(seed),
             };
             let mut t = open(e, settings, subject, partition(e, quick))?;
             workload::postmark::run(&mut t, &spec, rec)?;
@@ -748,14 +747,6 @@ fn partition(e: &Experiment, quick: bool) -> Option<u64> {
         _ => None,
     }
 }
-
-/// Files in the large PostMark set the lab runs unless `FSLAB_BENCH_FULL`
-/// is set: 50,000, five times the default set, where the paper's had
-/// 150,000. Without dirhash (as the paper's FreeBSD) every create scans
-/// the whole directory, and the host's time for that grows with the
-/// square of the files: the paper's 150,000 take about half an hour of
-/// host time per system, 50,000 about three minutes.
-pub const POSTMARK_LARGE_FILES: u64 = 50_000;
 
 /// Adds, for an experiment normalized to a system (`relative_to`), every
 /// system's time relative to it in each phase and x both measured: the
