@@ -11,7 +11,7 @@
 
 use clap::Args;
 use disk::{BlockDevice, FileDisk, VirtualClock};
-use fslab::ffs::Ffs;
+use fslab::ffs::{DirPref, Ffs};
 use fslab::time::TimeSource;
 use fslab::Layout;
 use fslab_bench::aging::generate::{Generator, Params};
@@ -125,6 +125,7 @@ pub fn run(args: &AgeArgs) -> Result<(), String> {
             dirhash: true,
             group_bytes: None,
             realloc: false,
+            dirpref: DirPref::Old,
         };
         let env = MountEnv {
             clock: TimeSource::virtual_clock(clock.clone()),
