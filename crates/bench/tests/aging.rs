@@ -135,6 +135,7 @@ fn writes_during(trace: &str) -> usize {
         dirhash: true,
         group_bytes: None,
         realloc: false,
+        dirpref: fslab::ffs::DirPref::Old,
     };
     let env = MountEnv {
         clock: TimeSource::virtual_clock(clock.clone()),
