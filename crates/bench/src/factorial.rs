@@ -15,7 +15,7 @@
 //! algorithm computes ±1 effects.
 //!
 //! [`derive`] fits an experiment's lattice ([`Lattice`]) per phase and
-//! records the coefficients as percentages of the base time, beside each
+//! records the other coefficients as percentages of the base time, beside each
 //! cell's time as a percentage of the base's (Table 1's "Time%").
 
 use crate::experiment::{lattice, Experiment};
@@ -98,7 +98,8 @@ pub fn predict(coefficients: &[f64], mask: usize) -> f64 {
 
 /// Fits `e`'s lattice, if it has one, in every phase each cell measured
 /// in seconds, and records each cell's [`OF_BASE`] and each term's
-/// [`COEFFICIENT`] (under the term's name as the system; "base" is 100).
+/// [`COEFFICIENT`] (under the term's name as the system; the base's,
+/// 100 by definition, is not recorded).
 pub fn derive(e: &Experiment, results: &mut Results) {
     let Some(lattice) = lattice(e) else { return };
     let mut phases: Vec<String> = Vec::new();
@@ -132,7 +133,8 @@ pub fn derive(e: &Experiment, results: &mut Results) {
         for (system, t) in lattice.systems.iter().zip(&times) {
             derived.push(point(system.to_string(), OF_BASE, 100.0 * t / base));
         }
-        for (mask, c) in coefficients.iter().enumerate() {
+        // The base's own coefficient is 100% by definition: left out.
+        for (mask, c) in coefficients.iter().enumerate().skip(1) {
             derived.push(point(lattice.term(mask), COEFFICIENT, 100.0 * c / base));
         }
     }
