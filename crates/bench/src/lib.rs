@@ -25,6 +25,7 @@ pub mod claims;
 pub mod cpu;
 pub mod device;
 pub mod experiment;
+pub mod factorial;
 pub mod plot;
 pub mod progress;
 pub mod report;

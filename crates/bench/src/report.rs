@@ -123,7 +123,9 @@ fn plot_table(out: &mut String, results: &Results, e: &Experiment, spec: &PlotSp
             let _ = write!(out, "---:|");
         }
         out.push('\n');
-        for s in &systems {
+        // Only the rows with this metric: an experiment's derived rows (a
+        // linear model's terms) have none of its systems' metrics.
+        for s in systems.iter().filter(|s| columns.iter().any(|(c, _)| c == *s)) {
             let _ = write!(out, "| {s} |");
             for p in spec.phases {
                 let v = results.series(e.id, s, p, spec.metric).first().map(|p| p.1);

@@ -177,7 +177,11 @@ mod tests {
     fn results_round_trip_through_json_and_merge_replaces_a_rerun() {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut r = Results {
-            points: vec![point("lfs", 4096.0, 1.5), point("lfs", 1024.0, 0.5)],
+            points: vec![
+                point("lfs", 4096.0, 1.5),
+                point("lfs", 1024.0, 0.5),
+                point("ffs", 1024.0, 10.849125183630237),
+            ],
             ..Results::default()
         };
         r.runs.push(RunInfo {
@@ -192,7 +196,10 @@ mod tests {
         });
         r.save(dir.path()).expect("save");
         let back = Results::load(dir.path()).expect("load");
-        assert_eq!(back, r);
+        assert_eq!(
+            back, r,
+            "every value read back bit for bit (a run merged into saved results rewrites them)"
+        );
         assert_eq!(back.series("e", "lfs", "create", "MB/s"), vec![(1024.0, 0.5), (4096.0, 1.5)]);
         assert_eq!(back.value("e", "lfs", "create", "MB/s", 4096.0), Some(1.5));
         assert!(std::fs::read_to_string(dir.path().join("results.csv"))

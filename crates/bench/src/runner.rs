@@ -713,6 +713,13 @@ fn run_subject(
             }
             Ok(())
         }
+        Workload::Buildworld => {
+            use workload::buildworld::Spec;
+            let spec = if quick { Spec::quick() } else { Spec::paper() };
+            let mut t = open(e, settings, subject, partition(e, quick))?;
+            workload::buildworld::run(&mut t, &spec, rec)?;
+            finish(t)
+        }
         Workload::DirOps => {
             let spec =
                 if quick { workload::dirops::Spec::quick(seed) } else { workload::dirops::Spec::paper(seed) };
@@ -743,6 +750,9 @@ fn partition(e: &Experiment, quick: bool) -> Option<u64> {
             false,
         ) => None,
         (Workload::MhFolder | Workload::Microbench, true) => Some(256 << 20),
+        // The paper's /usr was the test partition, size not given: the
+        // whole drive (old dirpref spreads directories over all of it).
+        (Workload::Buildworld, true) => Some(512 << 20),
         (Workload::MhFolder | Workload::Microbench, false) => Some(2 << 30),
         _ => None,
     }
@@ -878,6 +888,7 @@ pub fn run(experiments: &[&'static Experiment], settings: &Settings) -> Results 
         derive_factors(e, &mut results);
         derive_relative(e, &mut results);
         derive_of_empty(e, &mut results);
+        crate::factorial::derive(e, &mut results);
         let clock = match (&settings.place, medium.is_virtual()) {
             (Place::Real(_), _) | (_, false) => "wall",
             _ => "virtual",

@@ -135,6 +135,12 @@ pub struct FfsParams {
     /// `--realloc`; McKusick's `ffs_reallocblks`, the 1997 paper's
     /// "realloc algorithm", §2).
     pub realloc: bool,
+    /// Where new directories go (mkfs `--dirpref`): 4.4BSD's policy,
+    /// which spreads them over the groups, or Orlov's of 2001, which keeps
+    /// a directory near its parent (2002 §2.2). Every paper the lab reruns
+    /// measured an FFS with the old one, and the 2002 paper §4 switches
+    /// between the two.
+    pub dirpref: DirPref,
 }
 
 /// What a system is.
@@ -173,6 +179,7 @@ const fn ffs(block_size: u32, maxcontig: u32, rotdelay: Rotdelay, integrity: Int
         dirhash: true,
         group_bytes: None,
         realloc: false,
+        dirpref: DirPref::Old,
     })
 }
 
@@ -188,7 +195,17 @@ const fn freebsd_ffs(integrity: Integrity, dirhash: bool) -> Kind {
         dirhash,
         group_bytes: None,
         realloc: false,
+        dirpref: DirPref::Old,
     })
+}
+
+/// `kind` with Orlov's directory placement (2002 §2.2; FreeBSD 4.5's
+/// default) in place of 4.4BSD's.
+const fn with_new_dirpref(kind: Kind) -> Kind {
+    match kind {
+        Kind::Ffs(p) => Kind::Ffs(FfsParams { dirpref: DirPref::New, ..p }),
+        other => other,
+    }
 }
 
 /// The FFS of the 1995 paper's fragmentation study (§5, Table 4): 8 KB
@@ -204,6 +221,7 @@ const FFS_1995_FIG8: Kind = Kind::Ffs(FfsParams {
     dirhash: true,
     group_bytes: Some(12 << 20),
     realloc: false,
+    dirpref: DirPref::Old,
 });
 
 /// The FFS of the 1997 aging paper (Table 1): 502 MB, 8 KB blocks, 1 KB
@@ -222,6 +240,7 @@ const fn ffs_1997(realloc: bool) -> Kind {
         dirhash: true,
         group_bytes: Some(19 << 20),
         realloc,
+        dirpref: DirPref::Old,
     })
 }
 
@@ -379,7 +398,32 @@ pub const SYSTEMS: &[System] = &[
         kind: freebsd_ffs(Integrity::Softdep, false),
         about: "ffs-softdep with dirhash off: directories scanned linearly (2002 §4.2)",
     },
+    System {
+        name: "ffs-dirpref",
+        kind: with_new_dirpref(freebsd_ffs(Integrity::Sync, true)),
+        about: "ffs-m8r0 made with the new dirpref: a directory near its parent (2002 §2.2)",
+    },
+    System {
+        name: "ffs-dirpref-linear",
+        kind: with_new_dirpref(freebsd_ffs(Integrity::Sync, false)),
+        about: "ffs-linear made with the new dirpref (2002 §2.2)",
+    },
+    System {
+        name: "ffs-softdep-dirpref",
+        kind: with_new_dirpref(freebsd_ffs(Integrity::Softdep, true)),
+        about: "ffs-softdep made with the new dirpref (2002 §2.2): soft updates, dirpref and dirhash all on",
+    },
+    System {
+        name: "ffs-softdep-dirpref-linear",
+        kind: with_new_dirpref(freebsd_ffs(Integrity::Softdep, false)),
+        about: "ffs-softdep-linear made with the new dirpref (2002 §2.2)",
+    },
 ];
+
+/// The identity every FFS made on virtual time gets (mkfs's `id`): it
+/// seeds where the new dirpref starts looking for a group for a directory
+/// under the root, which would otherwise differ from run to run.
+const LAB_FS_ID: u64 = 0x2002_0001;
 
 /// The system called `name`.
 pub fn by_name(name: &str) -> Option<&'static System> {
@@ -514,10 +558,7 @@ fn ffs_mkfs_options(p: &FfsParams) -> FfsMkfs {
         rotdelay,
         journal,
         journal_bytes,
-        // Every paper the lab reruns measured an FFS that spread its
-        // directories (4.4BSD's policy; the 2001 one came with FreeBSD
-        // 4.5, and the 2002 paper §4 switches between the two).
-        dirpref: DirPref::Old,
+        dirpref: p.dirpref,
         group_size: p.group_bytes.unwrap_or(FfsMkfs::default().group_size),
         // Off in every system but the 1997 paper's realloc: the others
         // reproduce papers whose FFS predates it or whose results were
@@ -540,11 +581,11 @@ impl Layout for Ffs {
         dev: Arc<dyn BlockDevice>,
         log: Option<Arc<dyn BlockDevice>>,
         p: &FfsParams,
-        _env: &MountEnv,
+        env: &MountEnv,
     ) -> fslab::Result<Arc<dyn BlockDevice>> {
         // FFS's mkfs takes no clock: its superblock's and groups' times
         // are the host's, which no measured time depends on.
-        let options = ffs_mkfs_options(p);
+        let options = FfsMkfs { id: env.deterministic.then_some(LAB_FS_ID), ..ffs_mkfs_options(p) };
         match log {
             Some(log) => {
                 fslab::ffs::mkfs_with_log(dev.clone(), log.clone(), "second disk", &options)?;
@@ -626,6 +667,29 @@ mod tests {
             assert_eq!(by_name(s.name), Some(s));
         }
         assert!(by_name("zfs").is_none());
+    }
+
+    /// The 2002 paper's switches, one at a time (§4.2): each new-dirpref
+    /// system is its old-dirpref counterpart but for where directories go.
+    #[test]
+    fn the_dirpref_systems_differ_from_their_counterparts_in_dirpref_only() {
+        let params = |name| match by_name(name).map(|s| s.kind) {
+            Some(Kind::Ffs(p)) => p,
+            other => panic!("{name}: {other:?}"),
+        };
+        for (new, old) in [
+            ("ffs-dirpref", "ffs-m8r0"),
+            ("ffs-dirpref-linear", "ffs-linear"),
+            ("ffs-softdep-dirpref", "ffs-softdep"),
+            ("ffs-softdep-dirpref-linear", "ffs-softdep-linear"),
+        ] {
+            assert_eq!(params(new).dirpref, DirPref::New, "{new}");
+            assert_eq!(
+                FfsParams { dirpref: DirPref::Old, ..params(new) },
+                params(old),
+                "{new} against {old}"
+            );
+        }
     }
 
     /// Every FFS, journaled ones included, can be made on the partitions

@@ -24,6 +24,7 @@ const PARAMS: FfsParams = FfsParams {
     dirhash: true,
     group_bytes: Some(4 << 20),
     realloc: false,
+    dirpref: fslab::ffs::DirPref::Old,
 };
 
 /// A new FFS of `PARAMS` on a memory disk of `bytes`, mounted.

@@ -138,6 +138,7 @@ fn writes_during(trace: &str) -> usize {
         dirhash: true,
         group_bytes: None,
         realloc: false,
+        dirpref: fslab::ffs::DirPref::Old,
     };
     let env = MountEnv {
         clock: TimeSource::virtual_clock(clock.clone()),

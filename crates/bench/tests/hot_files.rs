@@ -4,7 +4,7 @@
 //! configuration.
 
 use disk::{BlockDevice, MemDisk, VirtualClock};
-use fslab::ffs::Ffs;
+use fslab::ffs::{DirPref, Ffs};
 use fslab::time::TimeSource;
 use fslab_bench::aging::run::{hot_files, most_recent, run, LiveFile, RunOptions};
 use fslab_bench::aging::trace::TraceReader;
@@ -87,6 +87,7 @@ fn the_runner_knows_when_each_live_file_last_changed() {
         dirhash: true,
         group_bytes: None,
         realloc: true,
+        dirpref: DirPref::Old,
     };
     let env = MountEnv {
         clock: TimeSource::virtual_clock(clock.clone()),

@@ -82,6 +82,15 @@ fn every_experiment_runs_small_on_the_papers_disks() {
         }
     }
     assert!(r.systems("dm02-dirops").iter().any(|s| s == "lfs-linear"), "dirhash off runs (dirhash=off)");
+    // The buildworld lattice is fitted in every phase: its model predicts
+    // every cell exactly, so all on is the sum of the terms.
+    for phase in ["checkout", "build", "grep", "remove", "total"] {
+        let at = |system: &str, metric: &str| r.value("dm02-buildworld", system, phase, metric, 0.0);
+        let terms = ["DH", "DP", "DH:DP", "SU", "DH:SU", "DP:SU", "DH:DP:SU"];
+        let sum: f64 = terms.iter().map(|t| at(t, "coef %").expect("a coefficient")).sum();
+        let all_on = at("ffs-softdep-dirpref", "% base").expect("% of the base");
+        assert!((100.0 + sum - all_on).abs() < 1e-6, "{phase}: 100 + {sum} against {all_on}");
+    }
     // A few shapes any LFS must show.
     let large = r.series("s93-bandwidth", "lfs", "read", "MB/s");
     assert!(large.len() >= 2 && large[large.len() - 1].1 > large[0].1, "bigger reads go faster: {large:?}");

@@ -12,7 +12,7 @@
 
 use clap::Args;
 use disk::{BlockDevice, FileDisk, VirtualClock};
-use fslab::ffs::Ffs;
+use fslab::ffs::{DirPref, Ffs};
 use fslab::lfs::Lfs;
 use fslab::time::TimeSource;
 use fslab::Layout;
@@ -167,6 +167,7 @@ pub fn run(args: &AgeArgs) -> Result<(), String> {
                         dirhash: true,
                         group_bytes: None,
                         realloc: false,
+                        dirpref: DirPref::Old,
                     };
                     let library =
                         Library::<Ffs>::open(dev, None, params, env).map_err(|e| format!("{name}: {e}"))?;

@@ -131,9 +131,14 @@ pub fn draw(chart: &Chart, canvas: &mut dyn Canvas) {
 
     let ys: Vec<f64> =
         chart.series.iter().flat_map(|s| s.points.iter().map(|p| p.1)).filter(|y| y.is_finite()).collect();
-    let y_ticks = nice_ticks(ys.iter().copied().fold(0.0, f64::max) * 1.05);
+    // From 0 up, unless some value is negative (a linear model's
+    // coefficients): then from below the least.
+    let (y_low, y_high) =
+        (ys.iter().copied().fold(0.0, f64::min) * 1.05, ys.iter().copied().fold(0.0, f64::max) * 1.05);
+    let y_ticks = if y_low < 0.0 { linear_ticks(y_low, y_high) } else { nice_ticks(y_high) };
+    let y_min = y_ticks.first().copied().unwrap_or(0.0).min(0.0);
     let y_max = *y_ticks.last().unwrap_or(&1.0);
-    let y_of = |y: f64| TOP + plot_h - (y / y_max) as f32 * plot_h;
+    let y_of = |y: f64| TOP + plot_h - ((y - y_min) / (y_max - y_min).max(1e-9)) as f32 * plot_h;
 
     // X: categories, log2, or linear.
     let xs: Vec<f64> = chart.series.iter().flat_map(|s| s.points.iter().map(|p| p.0)).collect();
@@ -182,6 +187,9 @@ pub fn draw(chart: &Chart, canvas: &mut dyn Canvas) {
     }
     canvas.line((LEFT, TOP), (LEFT, TOP + plot_h), INK, 1.5);
     canvas.line((LEFT, TOP + plot_h), (LEFT + plot_w, TOP + plot_h), INK, 1.5);
+    if y_min < 0.0 {
+        canvas.line((LEFT, y_of(0.0)), (LEFT + plot_w, y_of(0.0)), INK, 1.0);
+    }
     canvas.text((LEFT + plot_w / 2.0, HEIGHT - 22.0), &chart.x_label, 14.0, Anchor::Middle, false, INK);
     canvas.text((24.0, TOP + plot_h / 2.0), &chart.y_label, 14.0, Anchor::Middle, true, INK);
 
@@ -193,8 +201,8 @@ pub fn draw(chart: &Chart, canvas: &mut dyn Canvas) {
             let bar = slot * 0.8 / n;
             for &(x, y) in s.points.iter().filter(|p| p.1.is_finite()) {
                 let left = x_of(x) - slot * 0.4 + bar * i as f32;
-                let top = y_of(y);
-                canvas.rect((left, top), (bar * 0.92, TOP + plot_h - top), color);
+                let (end, zero) = (y_of(y), y_of(0.0));
+                canvas.rect((left, end.min(zero)), (bar * 0.92, (end - zero).abs()), color);
             }
         } else {
             let points: Vec<(f32, f32)> =
@@ -221,6 +229,8 @@ mod tests {
         assert_eq!(nice_ticks(0.0), vec![0.0, 1.0]);
         assert_eq!(label(0.25), "0.25");
         assert_eq!(label(1500.0), "1500");
+        let t = linear_ticks(-96.4, 18.9);
+        assert!(t[0] <= -96.4 && t.contains(&0.0) && *t.last().expect("ticks") >= 18.9, "{t:?}");
         let t = linear_ticks(48.0, 80.0);
         assert!(t[0] <= 48.0 && *t.last().expect("ticks") >= 80.0, "{t:?}");
     }

@@ -34,6 +34,7 @@
 
 pub mod andrew;
 pub mod bandwidth;
+pub mod buildworld;
 pub mod dirops;
 pub mod hot_files;
 pub mod large_file;

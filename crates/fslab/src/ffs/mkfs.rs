@@ -84,6 +84,12 @@ pub struct MkfsOptions {
     /// as it is written (`realloc`, Smith and Seltzer 1997; recorded as
     /// the superblock's `SB_REALLOC`; a mount may override it).
     pub realloc: bool,
+    /// The file system's identity; `None`: a random one. It also seeds
+    /// the random group where the new directory placement starts its
+    /// search for a directory under the root (FreeBSD draws it from
+    /// `random()`), so a fixed one makes those placements repeat: runs
+    /// on virtual time that must repeat to the nanosecond give one.
+    pub id: Option<u64>,
 }
 
 /// Bytes of one log write for a journal of `kind` (2000 paper §8.1:
@@ -122,6 +128,7 @@ impl Default for MkfsOptions {
             avgfilesize: DEFAULT_AVGFILESIZE,
             avgfpdir: DEFAULT_AVGFPDIR,
             realloc: DEFAULT_REALLOC,
+            id: None,
         }
     }
 }
@@ -354,7 +361,7 @@ fn plan_groups(device_bytes: u64, options: &MkfsOptions) -> Result<Superblock> {
     Ok(Superblock {
         geometry,
         policy,
-        fs_id: 0,
+        fs_id: options.id.unwrap_or(0),
         created: 0,
         time: 0,
         flags: if options.realloc { SB_CLEAN | SB_REALLOC } else { SB_CLEAN },
@@ -401,7 +408,9 @@ pub fn mkfs_with_log(
     let mut sb = plan_with_log(dev.size(), Some(log.size()), options)?;
     sb.journal.device =
         super::layout::LogDeviceName::new(super::log_device::new_uuid(), log_path).map_err(refuse)?;
-    sb.fs_id = new_fs_id();
+    if sb.fs_id == 0 {
+        sb.fs_id = new_fs_id();
+    }
     super::log_device::format(log.as_ref(), &sb)?;
     let base = super::log_device::log_device_base(&sb.geometry);
     write_new(Arc::new(disk::DevicePair::new(dev, log, base)), sb)

@@ -164,3 +164,15 @@ fn a_superblock_claiming_more_than_the_device_is_refused() {
     let err = read_superblock(&small).expect_err("too big").to_string();
     assert!(err.contains("exceeds the device"), "{err}");
 }
+
+#[test]
+fn a_given_identity_is_kept_and_none_draws_a_new_one() {
+    let made = |id| {
+        let dev: Arc<dyn BlockDevice> = Arc::new(MemDisk::new(72 * MIB));
+        mkfs(dev.clone(), &MkfsOptions { id, ..MkfsOptions::default() }).expect("mkfs");
+        read_superblock(dev.as_ref()).expect("superblock").fs_id
+    };
+    assert_eq!(made(Some(0x5eed)), 0x5eed, "fixed: the new dirpref's random start repeats");
+    let (a, b) = (made(None), made(None));
+    assert!(a != 0 && b != 0 && a != b, "random: {a:x} {b:x}");
+}
