@@ -321,6 +321,7 @@ fn an_aged_ffs_reports_its_free_space_and_the_results_read_back() {
         dirhash: true,
         group_bytes: Some(8 << 20),
         realloc: false,
+        dirpref: fslab::ffs::DirPref::Old,
     };
     let env = MountEnv {
         clock: TimeSource::virtual_clock(clock.clone()),
