@@ -9,8 +9,8 @@
 //! * [`cpu`] — the CPU cost model of the papers' machines.
 //! * [`target`] — what workloads drive: [`target::Target`] over a library
 //!   file system, the raw device, or a mounted directory.
-//! * [`system`] — the systems compared, by name (LFS variants now; FFS
-//!   variants listed as not yet).
+//! * [`system`] — the systems compared, by name: LFS and FFS variants, and
+//!   the papers' systems fslab lacks, listed as not yet.
 //! * [`device`] — simulated disks, memory disks, image files, partitions.
 //! * [`workload`] — the papers' workloads.
 //! * [`experiment`] — which workload, disk, machine and systems reproduce

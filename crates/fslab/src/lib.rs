@@ -1,6 +1,7 @@
 //! fslab: the 4.4BSD file-system family as a library.
 //!
-//! Layers, top to bottom (see `docs/DESIGN.md`):
+//! Layers, top to bottom (see `docs/ARCHITECTURE.md`; the reasons are in
+//! `docs/DESIGN.md`):
 //!
 //! * [`ufs`] — the namespace: directories, names, links, rename, file I/O by
 //!   offset, attributes. Generic over a [`storage::StorageManager`].
@@ -14,6 +15,8 @@
 //!   and directory entries.
 //! * [`time`] — the clock a mount keeps time by (the host's, or a simulated
 //!   disk's virtual clock).
+//! * [`durable`] — tickets: moments of durability a caller waits for
+//!   without holding the file system.
 //!
 //! Below all of them is the `disk` crate's `BlockDevice`.
 

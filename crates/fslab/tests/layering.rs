@@ -1,4 +1,4 @@
-//! The layers of ARCHITECTURE.md, enforced: a lower layer never names a
+//! The layers of docs/ARCHITECTURE.md, enforced: a lower layer never names a
 //! higher one. Module privacy cannot express "lfs may not use ufs" inside one
 //! crate, so this test reads the sources, finds every path into the crate
 //! that each file names (`use_paths`: `use` trees of any shape and paths

@@ -8,7 +8,7 @@
 //! ```
 //!
 //! Rate limits, so that a program retrying a damaged file, or a scan over a
-//! badly damaged disk, cannot flood the log (docs/DESIGN.md, "Reporting
+//! badly damaged disk, cannot flood the log (docs/design/fuse.md, "Reporting
 //! damage"):
 //!
 //! 1. The same damaged structure (the same name and place) is reported at

@@ -177,7 +177,7 @@ impl Subject for LfsSubject {
         Limits { block_size: self.mkfs.block_size as usize }
     }
     /// `statfs`'s total (reserves and two blocks a segment of summaries
-    /// already left out) less, per docs/DESIGN.md "Block accounting":
+    /// already left out) less, per docs/design/lfs.md "Block accounting":
     /// * an inode block per 16 blocks of contents — what moving live data
     ///   costs the cleaner, which `statfs` takes from the free space;
     /// * the summaries of what the cache may hold dirty (one per quarter

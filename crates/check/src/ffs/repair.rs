@@ -1,7 +1,7 @@
 //! `fsck --repair` for FFS: what only fsck can change is written directly,
 //! as fsck_ffs writes everything; the namespace is then repaired through
 //! `ufs::FileSystem<Ffs>`, with the same steps as LFS (`crate::repair`).
-//! `docs/DESIGN.md` ("fsck for FFS") gives the reasons.
+//! `docs/design/fsck.md` ("Where repairs are written") gives the reasons.
 //!
 //! Rounds, at most [`MAX_ROUNDS`]: check (keeping its [`Model`]) → apply →
 //! check. Within a round:

@@ -5,7 +5,7 @@
 //! every bad combination refused by name; [`mkfs`] writes it: each group's
 //! superblock copy and cylinder-group area, a barrier, then the primary
 //! superblock at byte 0 and a barrier. Inode tables are not written (they
-//! are initialised lazily, `docs/DESIGN.md`); the root directory is the
+//! are initialised lazily, `docs/design/ffs.md`); the root directory is the
 //! namespace's to create.
 
 use super::cg::CylinderGroup;
@@ -27,7 +27,7 @@ use std::sync::Arc;
 /// The longest cluster by default: 1 MiB, a segment's worth, so that FFS
 /// and LFS make device writes of the same size on a disk of today (with the
 /// papers' 64 KiB, a 1 GiB write through FUSE cost FFS sixteen device writes
-/// for each of LFS's; docs/DESIGN.md, "Defaults").
+/// for each of LFS's; docs/design/ffs.md, "Defaults (mkfs)").
 pub const DEFAULT_CLUSTER_BYTES: u32 = 1 << 20;
 
 /// Choices fixed when an FFS is made. The defaults are the papers' FFS —

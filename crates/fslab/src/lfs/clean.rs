@@ -23,7 +23,8 @@
 //! A policy plugs into the file system itself through [`SpaceMaker`]: when a
 //! writer finds no clean space but the cleaner could make some, the writer
 //! runs the cleaner on its own thread (that is how it "waits for the
-//! cleaner" while the file system is locked; see `docs/DESIGN.md`).
+//! cleaner" while the file system is locked; see `docs/design/cleaner.md`,
+//! "Where it runs").
 
 use super::layout::{Summary, WriteClock, SEGUSE_ACTIVE, SEGUSE_CLEAN, SEGUSE_DIRTY, SEGUSE_SUPERBLOCK};
 use super::writer::Batch;

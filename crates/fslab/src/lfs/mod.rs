@@ -11,11 +11,14 @@
 //! heads stand, its serial numbers), `checkpoint` (when one is due, writing
 //! it), `io` (the thread that writes partial segments),
 //! `space` (the two kinds of block accounting of §3.2), `placement` (which
-//! log head users' writes go to), `mount` (mkfs,
+//! log head users' writes go to), [`clean`] (the cleaner's mechanism, §3.5:
+//! all a policy may see and do), `orphans` (the on-disk list of files
+//! unlinked while open, and their reclaim at mount), `mount` (mkfs,
 //! mount, dump), `rollforward` (recovery of the log after the checkpoint,
 //! §2.2), `inspect` (read-only helpers for fsck). Relies on the buffer cache
 //! below it and on `disk::BlockDevice`; knows nothing of directories or
-//! names.
+//! names. How it all works: `docs/design/lfs.md` and
+//! `docs/design/cleaner.md`.
 
 mod bmap;
 mod checkpoint;

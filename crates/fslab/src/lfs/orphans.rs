@@ -6,7 +6,7 @@
 //! paper), and the head reaches the disk with the next checkpoint. A crash
 //! between checkpoints leaves the checkpoint's head stale; roll-forward
 //! therefore notes every inode it installs with no links, and mount frees
-//! those together with the checkpoint's list (`docs/DESIGN.md`, "Orphans").
+//! those together with the checkpoint's list (`docs/design/namespace.md`, "Orphans").
 
 use super::Lfs;
 use crate::format::Ino;

@@ -271,7 +271,7 @@ impl Lfs {
             // When the segment was last written, not the age of what the
             // cleaner moved into it: ranking cleaned segments by the age of
             // their data made cost-benefit clean them too early (measured
-            // in `scripts/bench-cleaner`; docs/DESIGN.md).
+            // in `scripts/bench-cleaner`; docs/lab/analysis.md, "The LFS cleaner").
             s.lastmod = s.lastmod.max(now);
         });
         batch.done.push(p);
