@@ -225,6 +225,10 @@ pub fn draw(chart: &Chart, canvas: &mut dyn Canvas) {
                 canvas.rect((left, top), (bar * 0.92, TOP + plot_h - top), color);
             }
             for &(x, low, high) in s.band.iter().filter(|b| b.1.is_finite() && b.2.is_finite()) {
+                // A range under a pixel would only be a cap on the bar.
+                if y_of(low) - y_of(high) < 1.0 {
+                    continue;
+                }
                 let middle = left_of(x) + bar * 0.46;
                 let cap = (bar * 0.2).min(6.0);
                 canvas.line((middle, y_of(low)), (middle, y_of(high)), INK, 1.2);
