@@ -183,7 +183,7 @@ fn place(args: &RunArgs) -> Result<Place, String> {
 fn run_experiments(args: &RunArgs) -> Result<(), String> {
     let chosen = experiments(&args.experiments)?;
     let seeds = match &args.seeds {
-        Some(text) => fslab_bench::seeds::parse(text).map_err(|e| format!("--seeds {text}: {e}"))?,
+        Some(text) => fslab_bench::seeds::parse(text).map_err(|e| format!("--seeds: {e}"))?,
         None => vec![args.seed],
     };
     let settings = Settings {
