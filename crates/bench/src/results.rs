@@ -125,7 +125,8 @@ impl Results {
         self.skipped.iter().find(|s| s.experiment == experiment && s.system == system)
     }
 
-    /// How `experiment` ran, if it did.
+    /// How `experiment` ran, if it did (over several seeds, the first run
+    /// recorded; [`Results::runs_of`] gives them all).
     pub fn run(&self, experiment: &str) -> Option<&RunInfo> {
         self.runs.iter().find(|r| r.experiment == experiment)
     }
