@@ -102,18 +102,19 @@ pub fn predict(coefficients: &[f64], mask: usize) -> f64 {
 /// 100 by definition, is not recorded).
 pub fn derive(e: &Experiment, results: &mut Results) {
     let Some(lattice) = lattice(e) else { return };
-    let mut phases: Vec<String> = Vec::new();
+    // The run's points are one seed's: the derived ones carry it too.
+    let mut phases: Vec<(String, u64)> = Vec::new();
     for p in results
         .points
         .iter()
         .filter(|p| p.experiment == e.id && p.system == lattice.base() && p.metric == "s")
     {
-        if !phases.contains(&p.phase) {
-            phases.push(p.phase.clone());
+        if !phases.iter().any(|(phase, _)| *phase == p.phase) {
+            phases.push((p.phase.clone(), p.seed));
         }
     }
     let mut derived = Vec::new();
-    for phase in phases {
+    for (phase, seed) in phases {
         let times: Option<Vec<f64>> =
             lattice.systems.iter().map(|s| results.value(e.id, s, &phase, "s", 0.0)).collect();
         let Some(times) = times else { continue };
@@ -124,6 +125,7 @@ pub fn derive(e: &Experiment, results: &mut Results) {
         let Some(coefficients) = fit(&times) else { continue };
         let point = |system: String, metric: &str, value: f64| Point {
             experiment: e.id.to_string(),
+            seed,
             system,
             phase: phase.clone(),
             x: 0.0,

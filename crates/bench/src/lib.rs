@@ -17,6 +17,8 @@
 //!   which table or figure.
 //! * [`runner`] — runs experiments into [`results::Results`].
 //! * [`claims`] — the twelve headline claims and their checks.
+//! * [`seeds`] — several seeds: the spread of a value, a check's verdict
+//!   over all of them.
 //! * [`report`] and [`plot`] — the markdown report, SVG and PNG plots.
 //! * [`progress`] — the progress line.
 
@@ -31,6 +33,7 @@ pub mod progress;
 pub mod report;
 pub mod results;
 pub mod runner;
+pub mod seeds;
 pub mod system;
 pub mod target;
 pub mod workload;

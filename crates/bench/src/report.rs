@@ -1,11 +1,14 @@
 //! The report: `report.md` beside `results.json`, with every claim's
 //! verdict, every experiment's data, the paper's numbers beside the
-//! measured ones, and the plots (`plots/NAME.svg` and `.png`).
+//! measured ones, and the plots (`plots/NAME.svg` and `.png`). Where an
+//! experiment ran with several seeds, every value is the median with its
+//! range over the seeds, and every plot a median over a band.
 
 use crate::claims::{claim_verdict, evaluate, Check, Outcome, Verdict, CALIBRATED, CLAIMS};
 use crate::experiment::{by_id, Experiment, PlotSpec, EXPERIMENTS};
 use crate::plot::{self, Chart, Series};
 use crate::results::Results;
+use crate::seeds::{seed_list, BySeed, Spread};
 use std::fmt::Write as _;
 use std::io;
 use std::path::Path;
@@ -19,38 +22,45 @@ pub struct Written {
     pub png_problem: Option<String>,
 }
 
-/// The chart of `spec` from `results`.
+/// The chart of `spec` from `results`: over several seeds, each series
+/// the median with the seeds' range as its band.
 pub fn chart(results: &Results, experiment: &str, spec: &PlotSpec) -> Chart {
+    let by_seed = BySeed::new(results, experiment);
+    let band = |x: f64, s: &Spread| by_seed.several().then_some((x, s.min, s.max));
     let systems = results.systems(experiment);
     let categories =
         (spec.x_label == "phase").then(|| spec.phases.iter().map(|p| p.to_string()).collect::<Vec<_>>());
     let mut series = Vec::new();
     for system in &systems {
         if categories.is_some() {
-            let points: Vec<(f64, f64)> = spec
+            let spreads: Vec<(f64, Spread)> = spec
                 .phases
                 .iter()
                 .enumerate()
                 .filter_map(|(i, phase)| {
-                    results.series(experiment, system, phase, spec.metric).first().map(|p| (i as f64, p.1))
+                    by_seed.series(experiment, system, phase, spec.metric).first().map(|p| (i as f64, p.1))
                 })
                 .collect();
-            if !points.is_empty() {
-                series.push(Series { label: system.clone(), points });
+            if !spreads.is_empty() {
+                let points = spreads.iter().map(|(x, s)| (*x, s.median)).collect();
+                let band = spreads.iter().filter_map(|(x, s)| band(*x, s)).collect();
+                series.push(Series { label: system.clone(), points, band });
             }
             continue;
         }
         for phase in spec.phases {
-            let points: Vec<(f64, f64)> = results
+            let spreads: Vec<(f64, Spread)> = by_seed
                 .series(experiment, system, phase, spec.metric)
                 .into_iter()
-                .map(|(x, y)| (x / spec.x_unit, y))
+                .map(|(x, s)| (x / spec.x_unit, s))
                 .collect();
-            if points.is_empty() {
+            if spreads.is_empty() {
                 continue;
             }
+            let points = spreads.iter().map(|(x, s)| (*x, s.median)).collect();
+            let band = spreads.iter().filter_map(|(x, s)| band(*x, s)).collect();
             let label = if spec.phases.len() > 1 { format!("{system} {phase}") } else { system.clone() };
-            series.push(Series { label, points });
+            series.push(Series { label, points, band });
         }
     }
     Chart {
@@ -93,8 +103,14 @@ fn fmt_x(x: f64, spec: Option<&PlotSpec>) -> String {
     }
 }
 
+/// A value in a table: over several seeds the median and the range.
+fn fmt_spread(spread: Option<Spread>) -> String {
+    spread.map_or("-".into(), |s| s.show(fmt_value))
+}
+
 /// The table of one plot's data: a row per x, a column per series.
 fn plot_table(out: &mut String, results: &Results, e: &Experiment, spec: &PlotSpec) {
+    let by_seed = BySeed::new(results, e.id);
     let systems = results.systems(e.id);
     let mut columns: Vec<(String, String)> = Vec::new();
     for s in &systems {
@@ -128,8 +144,8 @@ fn plot_table(out: &mut String, results: &Results, e: &Experiment, spec: &PlotSp
         for s in systems.iter().filter(|s| columns.iter().any(|(c, _)| c == *s)) {
             let _ = write!(out, "| {s} |");
             for p in spec.phases {
-                let v = results.series(e.id, s, p, spec.metric).first().map(|p| p.1);
-                let _ = write!(out, " {} |", v.map_or("-".into(), fmt_value));
+                let v = by_seed.series(e.id, s, p, spec.metric).first().map(|p| p.1);
+                let _ = write!(out, " {} |", fmt_spread(v));
             }
             out.push('\n');
         }
@@ -151,27 +167,38 @@ fn plot_table(out: &mut String, results: &Results, e: &Experiment, spec: &PlotSp
     for x in xs {
         let _ = write!(out, "| {} |", fmt_x(x, Some(spec)));
         for (s, p) in &columns {
-            let _ =
-                write!(out, " {} |", results.value(e.id, s, p, spec.metric, x).map_or("-".into(), fmt_value));
+            let v = by_seed.spread(|r| r.value(e.id, s, p, spec.metric, x));
+            let _ = write!(out, " {} |", fmt_spread(v));
         }
         out.push('\n');
     }
 }
 
-/// Points of `e` that no plot shows, as one table.
+/// Points of `e` that no plot shows, as one table: over several seeds,
+/// a row for each point of the first seed's run, with its spread.
 fn other_points(out: &mut String, results: &Results, e: &Experiment) {
+    let by_seed = BySeed::new(results, e.id);
+    let first_seed = results.seeds(e.id).first().copied();
     let shown =
         |phase: &str, metric: &str| e.plots.iter().any(|p| p.metric == metric && p.phases.contains(&phase));
-    let rest: Vec<_> =
-        results.points.iter().filter(|p| p.experiment == e.id && !shown(&p.phase, &p.metric)).collect();
+    let rest: Vec<_> = results
+        .points
+        .iter()
+        .filter(|p| p.experiment == e.id && !shown(&p.phase, &p.metric))
+        .filter(|p| !by_seed.several() || Some(p.seed) == first_seed)
+        .collect();
     if rest.is_empty() {
         return;
     }
     let _ = writeln!(out, "\n| system | phase | x | metric | value |\n|---|---|---:|---|---:|");
     for p in rest {
         let x = if p.x == 0.0 { "-".to_string() } else { fmt_value(p.x) };
-        let _ =
-            writeln!(out, "| {} | {} | {} | {} | {} |", p.system, p.phase, x, p.metric, fmt_value(p.value));
+        let value = if by_seed.several() {
+            fmt_spread(by_seed.spread(|r| r.value(e.id, &p.system, &p.phase, &p.metric, p.x)))
+        } else {
+            fmt_value(p.value)
+        };
+        let _ = writeln!(out, "| {} | {} | {} | {} | {} |", p.system, p.phase, x, p.metric, value);
     }
 }
 
@@ -184,14 +211,17 @@ fn published_table(out: &mut String, results: &Results, e: &Experiment) {
         out,
         "| system | phase | metric | published | measured | source |\n|---|---|---|---:|---:|---|"
     );
+    let by_seed = BySeed::new(results, e.id);
     for p in e.published {
-        let measured = if p.x.is_infinite() {
-            results.series(e.id, p.system, p.phase, p.metric).last().map(|v| v.1)
-        } else {
-            results.value(e.id, p.system, p.phase, p.metric, p.x)
-        };
+        let measured = by_seed.spread(|r| {
+            if p.x.is_infinite() {
+                r.series(e.id, p.system, p.phase, p.metric).last().map(|v| v.1)
+            } else {
+                r.value(e.id, p.system, p.phase, p.metric, p.x)
+            }
+        });
         let measured = match (measured, results.skipped(e.id, p.system)) {
-            (Some(v), _) => fmt_value(v),
+            (Some(v), _) => v.show(fmt_value),
             (None, Some(s)) if s.not_yet => "not yet".into(),
             (None, Some(_)) => "failed".into(),
             (None, None) => "-".into(),
@@ -269,11 +299,14 @@ fn claims_section(out: &mut String, results: &Results) {
         let mut why_not = Vec::new();
         for check in c.checks {
             let o = evaluate(check, results);
-            if o.verdict == Verdict::NotReproduced && !check.why_not.is_empty() {
+            let fails = matches!(o.verdict, Verdict::NotReproduced | Verdict::Unstable);
+            if fails && !check.why_not.is_empty() {
                 why_not.push(format!("* *{}*: {}", check.text, check.why_not));
             }
             let verdict = match o.verdict {
-                Verdict::Reproduced | Verdict::NotReproduced => format!("**{}**", o.verdict.words()),
+                Verdict::Reproduced | Verdict::NotReproduced | Verdict::Unstable => {
+                    format!("**{}**", o.verdict.words())
+                }
                 _ => o.verdict.words().to_string(),
             };
             check_row(out, check, &o, &verdict);
@@ -299,36 +332,39 @@ pub fn markdown(results: &Results, png: bool) -> String {
          left out. Throughputs in MB/s use the paper's megabyte: 10^6 bytes for the 1993 paper, 2^20 for \
          the 1995 paper.\n"
     );
+    if results.several_seeds() {
+        let _ = writeln!(
+            out,
+            "Experiments run with several seeds (the disks' rotational phase and the workloads' random \
+             choices) show each value as the median and, in brackets, the least and the greatest over \
+             the seeds; each plot draws the median over a band from the least to the greatest. A check \
+             is *reproduced* or *not reproduced* only when every seed agrees; when the seeds differ it is \
+             **unstable**, names the seeds where it is not reproduced, and counts for no claim: a claim \
+             reproduced apart from unstable checks is reproduced in part.\n"
+        );
+    }
     claims_section(&mut out, results);
     let _ = writeln!(out, "\n## Experiments");
     for e in EXPERIMENTS {
         let _ = writeln!(out, "\n### {} — {} ({})\n\n{}\n", e.id, e.title, e.source, e.about);
-        let Some(run) = results.run(e.id) else {
+        let runs = results.runs_of(e.id);
+        let Some(run) = runs.first() else {
             let _ = writeln!(out, "Not run.");
             continue;
         };
+        let seeds = results.seeds(e.id);
         let _ = writeln!(
             out,
-            "Run on `{}`, {} time, CPU model `{}`, seed {}{}; {:.0} s of host time.",
+            "Run on `{}`, {} time, CPU model `{}`, {} {}{}; {:.0} s of host time.",
             run.disk,
             run.clock,
             run.cpu_model,
-            run.seed,
+            if seeds.len() > 1 { "seeds" } else { "seed" },
+            seed_list(&seeds),
             if run.quick { ", small configuration (--quick)" } else { "" },
-            run.host_seconds
+            runs.iter().map(|r| r.host_seconds).sum::<f64>()
         );
-        let skipped: Vec<String> = results
-            .skipped
-            .iter()
-            .filter(|s| s.experiment == e.id)
-            .map(|s| format!("`{}` {}", s.system, s.reason))
-            .collect();
-        if !skipped.is_empty() {
-            let _ = writeln!(out, "\nNot measured: {}.", skipped.join("; "));
-        }
-        for note in &run.notes {
-            let _ = writeln!(out, "\nNote: {note}.");
-        }
+        run_notes(&mut out, results, e, &seeds);
         for spec in e.plots {
             let c = chart(results, e.id, spec);
             if c.series.is_empty() {
@@ -342,6 +378,43 @@ pub fn markdown(results: &Results, png: bool) -> String {
         published_table(&mut out, results, e);
     }
     out
+}
+
+/// What an experiment's runs could not measure, and the notes they made;
+/// over several seeds each said once, with the seeds it holds for when
+/// not all.
+fn run_notes(out: &mut String, results: &Results, e: &Experiment, seeds: &[u64]) {
+    let on_seeds = |found: Vec<u64>| {
+        if seeds.len() > 1 && found.len() < seeds.len() {
+            format!(" ({} {})", if found.len() == 1 { "seed" } else { "seeds" }, seed_list(&found))
+        } else {
+            String::new()
+        }
+    };
+    let mut skipped: Vec<(String, Vec<u64>)> = Vec::new();
+    for s in results.skipped.iter().filter(|s| s.experiment == e.id) {
+        let text = format!("`{}` {}", s.system, s.reason);
+        match skipped.iter_mut().find(|(t, _)| *t == text) {
+            Some((_, found)) => found.push(s.seed),
+            None => skipped.push((text, vec![s.seed])),
+        }
+    }
+    if !skipped.is_empty() {
+        let list: Vec<String> = skipped.into_iter().map(|(text, found)| text + &on_seeds(found)).collect();
+        let _ = writeln!(out, "\nNot measured: {}.", list.join("; "));
+    }
+    let mut notes: Vec<(&str, Vec<u64>)> = Vec::new();
+    for run in results.runs_of(e.id) {
+        for note in &run.notes {
+            match notes.iter_mut().find(|(n, _)| n == note) {
+                Some((_, found)) => found.push(run.seed),
+                None => notes.push((note, vec![run.seed])),
+            }
+        }
+    }
+    for (note, found) in notes {
+        let _ = writeln!(out, "\nNote{}: {note}.", on_seeds(found));
+    }
 }
 
 /// Writes `report.md` and the plots into `dir`.
@@ -378,5 +451,11 @@ pub fn write(results: &Results, dir: &Path) -> io::Result<Written> {
 
 /// The experiments named in `results`, for messages.
 pub fn experiments_in(results: &Results) -> Vec<&'static str> {
-    results.runs.iter().filter_map(|r| by_id(&r.experiment).map(|e| e.id)).collect()
+    let mut ids: Vec<&'static str> = Vec::new();
+    for id in results.runs.iter().filter_map(|r| by_id(&r.experiment).map(|e| e.id)) {
+        if !ids.contains(&id) {
+            ids.push(id);
+        }
+    }
+    ids
 }

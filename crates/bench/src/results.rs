@@ -1,8 +1,14 @@
 //! Every data point of a run, and the files they are kept in: `results.json`
 //! (everything, read back by `fslab bench report`) and `results.csv` (the
 //! points, one a line).
+//!
+//! An experiment may have run with several seeds: it then has one
+//! [`RunInfo`] per seed, and each of its points and skipped systems names
+//! the seed it belongs to. [`Results::at_seed`] gives one seed's view, on
+//! which every question about "the" value of a point has one answer.
 
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io;
 use std::path::Path;
@@ -12,6 +18,9 @@ use std::path::Path;
 pub struct Point {
     /// The experiment's id.
     pub experiment: String,
+    /// The seed of the run that measured it.
+    #[serde(default)]
+    pub seed: u64,
     /// The system's name.
     pub system: String,
     /// The phase or operation ("create", "read", "before-cleaning"…).
@@ -32,6 +41,9 @@ pub struct Point {
 pub struct Skipped {
     /// The experiment's id.
     pub experiment: String,
+    /// The seed of the run that could not run it.
+    #[serde(default)]
+    pub seed: u64,
     /// The system's name.
     pub system: String,
     /// Why.
@@ -65,7 +77,7 @@ pub struct RunInfo {
 /// Everything a run produced.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Results {
-    /// One per experiment run.
+    /// One per experiment and seed run.
     pub runs: Vec<RunInfo>,
     /// The data points.
     pub points: Vec<Point>,
@@ -113,49 +125,166 @@ impl Results {
         self.skipped.iter().find(|s| s.experiment == experiment && s.system == system)
     }
 
-    /// How `experiment` ran, if it did.
+    /// How `experiment` ran, if it did (over several seeds, the first run
+    /// recorded; [`Results::runs_of`] gives them all).
     pub fn run(&self, experiment: &str) -> Option<&RunInfo> {
         self.runs.iter().find(|r| r.experiment == experiment)
     }
 
-    /// Adds another run's results; a re-run experiment replaces the old.
+    /// The seeds `experiment` ran with, in increasing order (none when it
+    /// has not run).
+    pub fn seeds(&self, experiment: &str) -> Vec<u64> {
+        let mut seeds: Vec<u64> =
+            self.runs.iter().filter(|r| r.experiment == experiment).map(|r| r.seed).collect();
+        seeds.sort_unstable();
+        seeds.dedup();
+        seeds
+    }
+
+    /// Whether any experiment ran with more than one seed.
+    pub fn several_seeds(&self) -> bool {
+        self.runs.iter().any(|r| self.runs.iter().any(|o| o.experiment == r.experiment && o.seed != r.seed))
+    }
+
+    /// Every run of `experiment`, in the order of their seeds.
+    pub fn runs_of(&self, experiment: &str) -> Vec<&RunInfo> {
+        let mut runs: Vec<&RunInfo> = self.runs.iter().filter(|r| r.experiment == experiment).collect();
+        runs.sort_by_key(|r| r.seed);
+        runs
+    }
+
+    /// One seed's view: each experiment's runs, points and skipped systems
+    /// of `seed`. An experiment that ran with one other seed only is kept
+    /// whole, so that a check reading it beside one of several seeds
+    /// (PostMark's large set against its default set) compares each seed
+    /// with that one measurement rather than with nothing; one with several
+    /// seeds but not this one is left out. Records of an experiment with no
+    /// run are kept, having no seed to choose by.
+    pub fn at_seed(&self, seed: u64) -> Results {
+        let mut chosen: BTreeMap<&str, Option<u64>> = BTreeMap::new();
+        for r in &self.runs {
+            chosen.entry(&r.experiment).or_insert_with(|| {
+                let seeds = self.seeds(&r.experiment);
+                match seeds.as_slice() {
+                    _ if seeds.contains(&seed) => Some(seed),
+                    [only] => Some(*only),
+                    _ => None,
+                }
+            });
+        }
+        let keeps = |experiment: &str, s: u64| chosen.get(experiment).is_none_or(|c| *c == Some(s));
+        Results {
+            runs: self.runs.iter().filter(|r| keeps(&r.experiment, r.seed)).cloned().collect(),
+            points: self.points.iter().filter(|p| keeps(&p.experiment, p.seed)).cloned().collect(),
+            skipped: self.skipped.iter().filter(|s| keeps(&s.experiment, s.seed)).cloned().collect(),
+        }
+    }
+
+    /// Adds another run's results to these, replacing nothing: one
+    /// invocation's runs, seed after seed.
+    pub fn extend(&mut self, other: Results) {
+        self.runs.extend(other.runs);
+        self.points.extend(other.points);
+        self.skipped.extend(other.skipped);
+    }
+
+    /// Adds another run's results; an experiment run again replaces every
+    /// seed of the old, so that an experiment's seeds are always one
+    /// invocation's, made with one configuration.
     pub fn merge(&mut self, other: Results) {
         for run in &other.runs {
             self.runs.retain(|r| r.experiment != run.experiment);
             self.points.retain(|p| p.experiment != run.experiment);
             self.skipped.retain(|s| s.experiment != run.experiment);
         }
-        self.runs.extend(other.runs);
-        self.points.extend(other.points);
-        self.skipped.extend(other.skipped);
+        self.extend(other);
     }
 
     /// The points as CSV, with a header line.
     pub fn to_csv(&self) -> String {
-        let mut out = String::from("experiment,system,phase,x,metric,value\n");
+        let mut out = String::from("experiment,system,phase,x,metric,value,seed\n");
         for p in &self.points {
-            let _ =
-                writeln!(out, "{},{},{},{},{},{}", p.experiment, p.system, p.phase, p.x, p.metric, p.value);
+            let _ = writeln!(
+                out,
+                "{},{},{},{},{},{},{}",
+                p.experiment, p.system, p.phase, p.x, p.metric, p.value, p.seed
+            );
         }
         out
     }
 
-    /// Writes `results.json` and `results.csv` into `dir`.
+    /// Writes `results.json` (in the format of [`FORMAT_VERSION`]) and
+    /// `results.csv` into `dir`.
     pub fn save(&self, dir: &Path) -> io::Result<()> {
         std::fs::create_dir_all(dir)?;
-        let json = serde_json::to_string_pretty(self).map_err(io::Error::other)?;
+        let file = FileOut { version: FORMAT_VERSION, results: self };
+        let json = serde_json::to_string_pretty(&file).map_err(io::Error::other)?;
         std::fs::write(dir.join("results.json"), json + "\n")?;
         std::fs::write(dir.join("results.csv"), self.to_csv())
     }
 
-    /// Reads `results.json` from `dir`.
+    /// Reads `results.json` from `dir`, of this version or an older one;
+    /// a newer one is refused (its shape may mean what this one cannot
+    /// read).
     pub fn load(dir: &Path) -> io::Result<Results> {
         let path = dir.join("results.json");
         let text = std::fs::read_to_string(&path)
             .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
-        serde_json::from_str(&text)
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("{}: {e}", path.display())))
+        let invalid =
+            |why: String| io::Error::new(io::ErrorKind::InvalidData, format!("{}: {why}", path.display()));
+        let file: FileIn = serde_json::from_str(&text).map_err(|e| invalid(e.to_string()))?;
+        if file.version > FORMAT_VERSION {
+            return Err(invalid(format!(
+                "results format version {} is newer than this fslab reads ({FORMAT_VERSION})",
+                file.version
+            )));
+        }
+        let mut results = file.results;
+        if file.version < 2 {
+            results.seed_from_runs();
+        }
+        Ok(results)
     }
+
+    /// Gives each point and skipped system of a version-1 file the seed of
+    /// its experiment's run, the only one that version kept.
+    fn seed_from_runs(&mut self) {
+        let seeds: BTreeMap<String, u64> = self.runs.iter().map(|r| (r.experiment.clone(), r.seed)).collect();
+        let seed_of = |experiment: &str| seeds.get(experiment).copied().unwrap_or(1);
+        for p in &mut self.points {
+            p.seed = seed_of(&p.experiment);
+        }
+        for s in &mut self.skipped {
+            s.seed = seed_of(&s.experiment);
+        }
+    }
+}
+
+/// The version of `results.json` written now. Version 2 tags every point
+/// and skipped system with its seed, and an experiment has a run per seed;
+/// version 1 (no `version` member) kept one run per experiment, whose seed
+/// its records take when read.
+pub const FORMAT_VERSION: u32 = 2;
+
+/// `results.json` as written: the version first, then the results.
+#[derive(Serialize)]
+struct FileOut<'a> {
+    version: u32,
+    #[serde(flatten)]
+    results: &'a Results,
+}
+
+/// `results.json` as read: a file without a version is version 1.
+#[derive(Deserialize)]
+struct FileIn {
+    #[serde(default = "first_version")]
+    version: u32,
+    #[serde(flatten)]
+    results: Results,
+}
+
+fn first_version() -> u32 {
+    1
 }
 
 #[cfg(test)]
@@ -165,12 +294,102 @@ mod tests {
     fn point(system: &str, x: f64, value: f64) -> Point {
         Point {
             experiment: "e".into(),
+            seed: 1,
             system: system.into(),
             phase: "create".into(),
             x,
             metric: "MB/s".into(),
             value,
         }
+    }
+
+    fn run_info(experiment: &str, seed: u64) -> RunInfo {
+        RunInfo {
+            experiment: experiment.into(),
+            disk: "dsp3105".into(),
+            clock: "virtual".into(),
+            cpu_model: "off".into(),
+            seed,
+            quick: true,
+            host_seconds: 0.1,
+            notes: vec![],
+        }
+    }
+
+    /// Experiment `e` at seeds 1-3 (lfs at 1.0, 2.0, 3.0 MB/s) and `f` at
+    /// seed 7 only, with `e`'s seed 2 missing `ffs`.
+    fn three_seeds() -> Results {
+        let mut r = Results::default();
+        for seed in 1..=3 {
+            r.runs.push(run_info("e", seed));
+            r.points.push(Point { seed, ..point("lfs", 4096.0, seed as f64) });
+        }
+        r.skipped.push(Skipped {
+            experiment: "e".into(),
+            seed: 2,
+            system: "ffs".into(),
+            reason: "failed: no space".into(),
+            not_yet: false,
+        });
+        r.runs.push(run_info("f", 7));
+        r.points.push(Point { experiment: "f".into(), seed: 7, ..point("lfs", 0.0, 9.0) });
+        r
+    }
+
+    #[test]
+    fn several_seeds_round_trip_through_the_file_and_each_has_its_view() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let r = three_seeds();
+        r.save(dir.path()).expect("save");
+        let json = std::fs::read_to_string(dir.path().join("results.json")).expect("json");
+        assert!(json.starts_with("{\n  \"version\": 2,"), "{json}");
+        let back = Results::load(dir.path()).expect("load");
+        assert_eq!(back, r);
+        assert_eq!(back.seeds("e"), vec![1, 2, 3]);
+        assert!(back.several_seeds());
+        let csv = std::fs::read_to_string(dir.path().join("results.csv")).expect("csv");
+        assert!(csv.starts_with("experiment,system,phase,x,metric,value,seed\n"), "{csv}");
+        assert!(csv.contains("e,lfs,create,4096,MB/s,3,3\n"), "{csv}");
+
+        let two = back.at_seed(2);
+        assert_eq!(two.value("e", "lfs", "create", "MB/s", 4096.0), Some(2.0));
+        assert_eq!(two.runs.len(), 2, "e's seed 2 and f's only run");
+        assert!(two.skipped("e", "ffs").is_some());
+        assert!(back.at_seed(3).skipped("e", "ffs").is_none(), "ffs failed on seed 2 only");
+        assert_eq!(two.value("f", "lfs", "create", "MB/s", 0.0), Some(9.0), "one seed serves every view");
+        let seven = back.at_seed(7);
+        assert!(seven.run("e").is_none() && seven.points.iter().all(|p| p.experiment == "f"));
+
+        let mut rerun = back.clone();
+        rerun.merge(Results { runs: vec![run_info("e", 5)], ..Results::default() });
+        assert_eq!(rerun.seeds("e"), vec![5], "a rerun replaces every seed of the old");
+        assert!(rerun.points.iter().all(|p| p.experiment == "f"));
+    }
+
+    /// A file written before seeds were recorded per point: no version,
+    /// no seed on points or skipped systems, one run per experiment.
+    #[test]
+    fn a_single_seed_file_of_the_first_version_still_loads() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let old = r#"{
+  "runs": [{"experiment": "e", "disk": "dsp3105", "clock": "virtual", "cpu_model": "off",
+            "seed": 4, "quick": false, "host_seconds": 1.0, "notes": []}],
+  "points": [{"experiment": "e", "system": "lfs", "phase": "create", "x": 1024.0,
+              "metric": "MB/s", "value": 0.5}],
+  "skipped": [{"experiment": "e", "system": "ffs", "reason": "not yet: x", "not_yet": true}]
+}"#;
+        std::fs::write(dir.path().join("results.json"), old).expect("write");
+        let r = Results::load(dir.path()).expect("an old file loads");
+        assert_eq!(r.points[0].seed, 4, "its run's seed");
+        assert_eq!(r.skipped[0].seed, 4);
+        assert_eq!(r.seeds("e"), vec![4]);
+        assert!(!r.several_seeds());
+        assert_eq!(r.at_seed(4), r);
+
+        let newer = old.replacen('{', "{\"version\": 3,", 1);
+        std::fs::write(dir.path().join("results.json"), newer).expect("write");
+        let err = Results::load(dir.path()).expect_err("a newer version is refused");
+        assert!(err.to_string().contains("version 3 is newer"), "{err}");
     }
 
     #[test]
@@ -184,16 +403,7 @@ mod tests {
             ],
             ..Results::default()
         };
-        r.runs.push(RunInfo {
-            experiment: "e".into(),
-            disk: "dsp3105".into(),
-            clock: "virtual".into(),
-            cpu_model: "off".into(),
-            seed: 1,
-            quick: true,
-            host_seconds: 0.1,
-            notes: vec![],
-        });
+        r.runs.push(run_info("e", 1));
         r.save(dir.path()).expect("save");
         let back = Results::load(dir.path()).expect("load");
         assert_eq!(
@@ -204,7 +414,7 @@ mod tests {
         assert_eq!(back.value("e", "lfs", "create", "MB/s", 4096.0), Some(1.5));
         assert!(std::fs::read_to_string(dir.path().join("results.csv"))
             .expect("csv")
-            .contains("e,lfs,create,4096,MB/s,1.5"));
+            .contains("e,lfs,create,4096,MB/s,1.5,1"));
         let mut again = r.clone();
         let mut newer = r.clone();
         newer.points = vec![point("lfs", 4096.0, 2.0)];

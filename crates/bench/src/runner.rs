@@ -128,9 +128,10 @@ impl Subject<'_> {
     }
 }
 
-/// Points recorded for one system of one experiment.
+/// Points recorded for one system of one experiment at one seed.
 struct Tagged<'a> {
     experiment: &'static str,
+    seed: u64,
     system: String,
     results: &'a mut Results,
     notes: &'a mut Vec<String>,
@@ -140,6 +141,7 @@ impl Record for Tagged<'_> {
     fn record(&mut self, phase: &str, x: f64, metric: &str, value: f64) {
         self.results.points.push(Point {
             experiment: self.experiment.to_string(),
+            seed: self.seed,
             system: self.system.clone(),
             phase: phase.to_string(),
             x,
@@ -156,9 +158,12 @@ impl Record for Tagged<'_> {
     }
 }
 
-/// The medium an experiment's systems run on.
+/// The medium an experiment's systems run on. A simulated drive chosen
+/// for every experiment takes the run's seed, whatever seed it was named
+/// with, so that each seed of `--seeds` turns the disks to a new phase.
 fn medium_for(e: &Experiment, settings: &Settings) -> Medium {
     match &settings.place {
+        Place::Medium(Medium::Sim { model, .. }) => Medium::Sim { model: model.clone(), seed: settings.seed },
         Place::Medium(m) => m.clone(),
         _ if e.disk == "mem" => Medium::Memory,
         _ => Medium::Sim { model: e.disk.to_string(), seed: settings.seed },
@@ -771,6 +776,7 @@ pub fn derive_relative(e: &Experiment, results: &mut Results) {
             let b = results.value(e.id, base, &p.phase, "s", p.x)?;
             Some(Point {
                 experiment: e.id.to_string(),
+                seed: p.seed,
                 system: p.system.clone(),
                 phase: p.phase.clone(),
                 x: p.x,
@@ -822,6 +828,7 @@ pub fn derive_factors(e: &Experiment, results: &mut Results) {
                 if slower > 0.0 {
                     derived.push(Point {
                         experiment: e.id.to_string(),
+                        seed: p.seed,
                         system: f.faster.to_string(),
                         phase: p.phase.clone(),
                         x: p.x,
@@ -835,79 +842,112 @@ pub fn derive_factors(e: &Experiment, results: &mut Results) {
     results.points.extend(derived);
 }
 
-/// Runs `experiments` and returns everything they produced.
+/// Runs `experiments` with `settings.seed` and returns everything they
+/// produced.
 pub fn run(experiments: &[&'static Experiment], settings: &Settings) -> Results {
+    run_seeds(experiments, settings, &[settings.seed])
+}
+
+/// Runs each of `experiments` once per seed of `seeds` (all seeds of one
+/// experiment before the next) and returns everything they produced, each
+/// record tagged with its seed.
+pub fn run_seeds(experiments: &[&'static Experiment], settings: &Settings, seeds: &[u64]) -> Results {
     let mut results = Results::default();
     let mut progress = Progress::new(settings.progress);
-    for (i, e) in experiments.iter().enumerate() {
-        progress.start(&format!("[{}/{}] {}", i + 1, experiments.len(), e.id));
-        let started = Instant::now();
-        let medium = medium_for(e, settings);
-        let mut notes = Vec::new();
-        let subjects: Vec<Subject<'_>> = match &settings.place {
-            Place::Real(dirs) => dirs.iter().map(Subject::Dir).collect(),
-            _ => e
-                .systems
-                .iter()
-                .filter(|name| {
-                    settings.only_systems.as_ref().is_none_or(|only| only.iter().any(|o| o == *name))
-                })
-                .filter_map(|name| match system::by_name(name) {
-                    Some(s) if s.not_yet().is_none() => Some(Subject::System(s, &medium)),
-                    _ => {
-                        let reason = system::by_name(name)
-                            .and_then(|s| s.not_yet())
-                            .or_else(|| missing_feature(name))
-                            .unwrap_or("unknown system");
-                        results.skipped.push(Skipped {
-                            experiment: e.id.into(),
-                            system: name.to_string(),
-                            reason: format!("not yet: {reason}"),
-                            not_yet: true,
-                        });
-                        None
-                    }
-                })
-                .collect(),
-        };
-        for subject in &subjects {
-            let name = subject.name();
-            progress.step(&name);
-            let mut tagged =
-                Tagged { experiment: e.id, system: name.clone(), results: &mut results, notes: &mut notes };
-            if let Err(err) = run_subject(e, settings, subject, &mut tagged, &mut progress) {
-                results.skipped.push(Skipped {
-                    experiment: e.id.into(),
-                    system: name.clone(),
-                    reason: format!("failed: {err}"),
-                    not_yet: false,
-                });
-                progress.warn(&format!("{}: {name}: {err}", e.id));
-            }
-        }
-        derive_factors(e, &mut results);
-        derive_relative(e, &mut results);
-        derive_of_empty(e, &mut results);
-        crate::factorial::derive(e, &mut results);
-        let clock = match (&settings.place, medium.is_virtual()) {
-            (Place::Real(_), _) | (_, false) => "wall",
-            _ => "virtual",
-        };
-        results.runs.push(RunInfo {
-            experiment: e.id.into(),
-            disk: if matches!(settings.place, Place::Real(_)) { "real".into() } else { medium.name() },
-            clock: clock.into(),
-            cpu_model: if settings.cpu_model && clock == "virtual" {
-                e.machine.name.into()
+    let total = experiments.len() * seeds.len();
+    let mut done = 0;
+    for e in experiments {
+        for &seed in seeds {
+            done += 1;
+            let label = if seeds.len() > 1 {
+                format!("[{done}/{total}] {} seed {seed}", e.id)
             } else {
-                "off".into()
-            },
-            seed: settings.seed,
-            quick: settings.quick,
-            host_seconds: started.elapsed().as_secs_f64(),
-            notes,
-        });
-        progress.done(started.elapsed());
+                format!("[{done}/{total}] {}", e.id)
+            };
+            progress.start(&label);
+            let started = Instant::now();
+            let one = run_experiment(e, &Settings { seed, ..settings.clone() }, &mut progress);
+            results.extend(one);
+            progress.done(started.elapsed());
+        }
     }
+    results
+}
+
+/// Runs `e` at `settings.seed`: every system, then the points derived
+/// from theirs (the seed's alone, so that no ratio mixes two seeds).
+fn run_experiment(e: &'static Experiment, settings: &Settings, progress: &mut Progress) -> Results {
+    let mut results = Results::default();
+    let started = Instant::now();
+    let medium = medium_for(e, settings);
+    let mut notes = Vec::new();
+    let subjects: Vec<Subject<'_>> = match &settings.place {
+        Place::Real(dirs) => dirs.iter().map(Subject::Dir).collect(),
+        _ => e
+            .systems
+            .iter()
+            .filter(|name| settings.only_systems.as_ref().is_none_or(|only| only.iter().any(|o| o == *name)))
+            .filter_map(|name| match system::by_name(name) {
+                Some(s) if s.not_yet().is_none() => Some(Subject::System(s, &medium)),
+                _ => {
+                    let reason = system::by_name(name)
+                        .and_then(|s| s.not_yet())
+                        .or_else(|| missing_feature(name))
+                        .unwrap_or("unknown system");
+                    results.skipped.push(Skipped {
+                        experiment: e.id.into(),
+                        seed: settings.seed,
+                        system: name.to_string(),
+                        reason: format!("not yet: {reason}"),
+                        not_yet: true,
+                    });
+                    None
+                }
+            })
+            .collect(),
+    };
+    for subject in &subjects {
+        let name = subject.name();
+        progress.step(&name);
+        let mut tagged = Tagged {
+            experiment: e.id,
+            seed: settings.seed,
+            system: name.clone(),
+            results: &mut results,
+            notes: &mut notes,
+        };
+        if let Err(err) = run_subject(e, settings, subject, &mut tagged, progress) {
+            results.skipped.push(Skipped {
+                experiment: e.id.into(),
+                seed: settings.seed,
+                system: name.clone(),
+                reason: format!("failed: {err}"),
+                not_yet: false,
+            });
+            progress.warn(&format!("{}: {name}: {err}", e.id));
+        }
+    }
+    derive_factors(e, &mut results);
+    derive_relative(e, &mut results);
+    derive_of_empty(e, &mut results);
+    crate::factorial::derive(e, &mut results);
+    let clock = match (&settings.place, medium.is_virtual()) {
+        (Place::Real(_), _) | (_, false) => "wall",
+        _ => "virtual",
+    };
+    results.runs.push(RunInfo {
+        experiment: e.id.into(),
+        disk: if matches!(settings.place, Place::Real(_)) { "real".into() } else { medium.name() },
+        clock: clock.into(),
+        cpu_model: if settings.cpu_model && clock == "virtual" {
+            e.machine.name.into()
+        } else {
+            "off".into()
+        },
+        seed: settings.seed,
+        quick: settings.quick,
+        host_seconds: started.elapsed().as_secs_f64(),
+        notes,
+    });
     results
 }

@@ -8,6 +8,7 @@ use fslab_bench::results::{Point, Results, RunInfo, Skipped};
 fn point(experiment: &str, system: &str, phase: &str, x: f64, metric: &str, value: f64) -> Point {
     Point {
         experiment: experiment.into(),
+        seed: 1,
         system: system.into(),
         phase: phase.into(),
         x,
@@ -44,6 +45,7 @@ fn fixed() -> Results {
         ],
         skipped: vec![Skipped {
             experiment: "s95-tpcb".into(),
+            seed: 1,
             system: "ffs-4k".into(),
             reason: "not yet: FFS is not in fslab yet".into(),
             not_yet: true,

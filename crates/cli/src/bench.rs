@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 pub const EXAMPLES: &str = "Examples:
   fslab bench list                                experiments, systems, disks and claims
   fslab bench run all --quick                     every experiment, small, on simulated disks
+  fslab bench run s93-bandwidth --seeds 1..5      one experiment on five seeds: medians, ranges, unstable verdicts
   fslab bench report lab-results                  the report again from saved results";
 
 /// Arguments of `fslab bench`.
@@ -62,6 +63,12 @@ struct RunArgs {
     /// Seed of the disks' rotational phase and the workloads' random choices.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Run each experiment once per seed: a range `1..5` (both ends included), a list
+    /// `1,2,3`, or both (`1..3,7`). The report shows each value as the median and its
+    /// range over the seeds, and calls a check *unstable* when the seeds disagree on
+    /// its verdict. An experiment run again replaces all its old seeds.
+    #[arg(long, value_name = "SEEDS", conflicts_with = "seed")]
+    seeds: Option<String>,
     /// Where results, plots and the report go; results already there are kept
     /// unless the same experiment is run again.
     #[arg(long, default_value = "lab-results")]
@@ -167,6 +174,7 @@ fn place(args: &RunArgs) -> Result<Place, String> {
                     disk::DiskModel::names().join(", ")
                 ));
             }
+            // The runner gives the drive each run's own seed.
             Ok(Place::Medium(Medium::Sim { model: model.to_string(), seed: args.seed }))
         }
     }
@@ -174,6 +182,10 @@ fn place(args: &RunArgs) -> Result<Place, String> {
 
 fn run_experiments(args: &RunArgs) -> Result<(), String> {
     let chosen = experiments(&args.experiments)?;
+    let seeds = match &args.seeds {
+        Some(text) => fslab_bench::seeds::parse(text).map_err(|e| format!("--seeds: {e}"))?,
+        None => vec![args.seed],
+    };
     let settings = Settings {
         seed: args.seed,
         quick: args.quick,
@@ -195,7 +207,7 @@ fn run_experiments(args: &RunArgs) -> Result<(), String> {
     } else {
         Results::default()
     };
-    let fresh = runner::run(&chosen, &settings);
+    let fresh = runner::run_seeds(&chosen, &settings, &seeds);
     let failed: Vec<String> = fresh
         .skipped
         .iter()
@@ -221,6 +233,19 @@ fn write_report(results: &Results, dir: &Path) -> Result<(), String> {
     for c in CLAIMS {
         let o = claim_verdict(c, results);
         outln!("  {:>2}. {:<40} {}", c.number, o.words(), o.summary)?;
+    }
+    let unstable: Vec<(u32, &str, String)> = CLAIMS
+        .iter()
+        .flat_map(|c| c.checks.iter().map(move |check| (c.number, check)))
+        .map(|(n, check)| (n, check, evaluate(check, results)))
+        .filter(|(_, _, o)| o.verdict == Verdict::Unstable)
+        .map(|(n, check, o)| (n, check.text, o.measured))
+        .collect();
+    if !unstable.is_empty() {
+        outln!("unstable (the seeds disagree; counted in no claim):")?;
+        for (n, text, measured) in unstable {
+            outln!("  {n:>2}. {text}: {measured}")?;
+        }
     }
     outln!("calibrated (counted in no claim):")?;
     for check in CALIBRATED {

@@ -20,6 +20,7 @@ fn series(label: &str, points: impl Iterator<Item = (u64, Option<f64>)>) -> Seri
     Series {
         label: label.to_string(),
         points: points.filter_map(|(day, y)| Some((day as f64, y?))).collect(),
+        band: vec![],
     }
 }
 

@@ -171,6 +171,7 @@ mod tests {
         let mut point = |system: &str, phase: &str, value: f64| {
             results.points.push(Point {
                 experiment: BW.into(),
+                seed: 1,
                 system: system.into(),
                 phase: phase.into(),
                 x: 0.0,

@@ -5,11 +5,15 @@
 //! A check names the systems it needs. It is *not yet* when one of them
 //! does not exist in fslab yet (FFS, soft updates…), has *no data* when
 //! its experiment was not run, and is otherwise *reproduced* or *not
-//! reproduced*, with the measured and expected values. A claim is
-//! reproduced when all its checks are, not reproduced when any evaluated
-//! check is not, and not yet when none could be evaluated.
+//! reproduced*, with the measured and expected values. An experiment run
+//! with several seeds gives each check a verdict per seed: the check is
+//! *reproduced* or *not reproduced* when every seed agrees, else
+//! *unstable*. A claim is reproduced when all its checks are, not
+//! reproduced when any evaluated check is not, and not yet when none could
+//! be evaluated; an unstable check counts for neither side.
 
 use crate::results::Results;
+use crate::seeds::Spread;
 
 mod buildworld;
 
@@ -24,6 +28,8 @@ pub enum Verdict {
     NotYet,
     /// Its experiment has not been run.
     NoData,
+    /// Reproduced on some seeds and not on others.
+    Unstable,
 }
 
 impl Verdict {
@@ -34,6 +40,7 @@ impl Verdict {
             Verdict::NotReproduced => "not reproduced",
             Verdict::NotYet => "not yet",
             Verdict::NoData => "not run",
+            Verdict::Unstable => "unstable",
         }
     }
 }
@@ -45,6 +52,8 @@ pub struct Outcome {
     pub verdict: Verdict,
     /// What was measured (or why nothing was).
     pub measured: String,
+    /// The value measured (over several seeds, their median), if any.
+    pub value: Option<f64>,
 }
 
 /// One part of a claim's pass criterion.
@@ -1415,14 +1424,32 @@ pub const CALIBRATED: &[Check] = &[
     },
 ];
 
-/// Evaluates `check` on `results`.
+/// Evaluates `check` on `results`: on each seed its experiment ran with,
+/// the verdicts combined by [`crate::seeds::combine`].
 pub fn evaluate(check: &Check, results: &Results) -> Outcome {
+    match results.seeds(check.experiment).as_slice() {
+        [] => evaluate_at_seed(check, results),
+        [seed] => evaluate_at_seed(check, &results.at_seed(*seed)),
+        seeds => {
+            let each: Vec<(u64, Outcome)> =
+                seeds.iter().map(|&seed| (seed, evaluate_at_seed(check, &results.at_seed(seed)))).collect();
+            crate::seeds::combine(check, &each)
+        }
+    }
+}
+
+/// Evaluates `check` on one seed's results.
+fn evaluate_at_seed(check: &Check, results: &Results) -> Outcome {
     for system in check.needs {
         let later = crate::system::by_name(system)
             .and_then(|s| s.not_yet())
             .or_else(|| crate::experiment::missing_feature(system));
         if let Some(why) = later {
-            return Outcome { verdict: Verdict::NotYet, measured: format!("{system}: not yet: {why}") };
+            return Outcome {
+                verdict: Verdict::NotYet,
+                measured: format!("{system}: not yet: {why}"),
+                value: None,
+            };
         }
     }
     for system in check.needs {
@@ -1431,6 +1458,7 @@ pub fn evaluate(check: &Check, results: &Results) -> Outcome {
                 return Outcome {
                     verdict: Verdict::NotYet,
                     measured: format!("{system}: {}", skipped.reason),
+                    value: None,
                 };
             }
         }
@@ -1439,21 +1467,29 @@ pub fn evaluate(check: &Check, results: &Results) -> Outcome {
         return Outcome {
             verdict: Verdict::NoData,
             measured: format!("run `fslab bench run {}`", check.experiment),
+            value: None,
         };
     }
     for system in check.needs {
         if let Some(skipped) = results.skipped(check.experiment, system) {
-            return Outcome { verdict: Verdict::NoData, measured: format!("{system}: {}", skipped.reason) };
+            return Outcome {
+                verdict: Verdict::NoData,
+                measured: format!("{system}: {}", skipped.reason),
+                value: None,
+            };
         }
     }
     match (check.eval)(results) {
-        Some((value, true)) => {
-            Outcome { verdict: Verdict::Reproduced, measured: format!("{value:.2} {}", check.unit) }
-        }
-        Some((value, false)) => {
-            Outcome { verdict: Verdict::NotReproduced, measured: format!("{value:.2} {}", check.unit) }
-        }
-        None => Outcome { verdict: Verdict::NoData, measured: "a point it needs was not measured".into() },
+        Some((value, passes)) => Outcome {
+            verdict: if passes { Verdict::Reproduced } else { Verdict::NotReproduced },
+            measured: crate::seeds::show_check_value(check, &Spread::one(value)),
+            value: Some(value),
+        },
+        None => Outcome {
+            verdict: Verdict::NoData,
+            measured: "a point it needs was not measured".into(),
+            value: None,
+        },
     }
 }
 
@@ -1480,22 +1516,30 @@ impl ClaimOutcome {
 }
 
 /// A claim's verdict from its checks': not reproduced if any check is
-/// not; reproduced if every check is, or every check that can run is
-/// (`partial`); not yet if none can run.
+/// not; reproduced if every check is, or every check that can run and
+/// holds on every seed is (`partial`); unstable if its only evaluated
+/// checks are; not yet if none can run.
 pub fn claim_verdict(claim: &Claim, results: &Results) -> ClaimOutcome {
     if let Some(why) = claim.not_yet {
         return ClaimOutcome { verdict: Verdict::NotYet, partial: false, summary: why.to_string() };
     }
     let outcomes: Vec<Outcome> = claim.checks.iter().map(|c| evaluate(c, results)).collect();
     let count = |v: Verdict| outcomes.iter().filter(|o| o.verdict == v).count();
-    let (ok, bad, later, none) = (
+    let (ok, bad, unstable, later, none) = (
         count(Verdict::Reproduced),
         count(Verdict::NotReproduced),
+        count(Verdict::Unstable),
         count(Verdict::NotYet),
         count(Verdict::NoData),
     );
     let mut parts = Vec::new();
-    for (n, words) in [(ok, "reproduced"), (bad, "not reproduced"), (later, "not yet"), (none, "not run")] {
+    for (n, words) in [
+        (ok, "reproduced"),
+        (bad, "not reproduced"),
+        (unstable, "unstable"),
+        (later, "not yet"),
+        (none, "not run"),
+    ] {
         if n > 0 {
             parts.push(format!("{n} {words}"));
         }
@@ -1504,7 +1548,9 @@ pub fn claim_verdict(claim: &Claim, results: &Results) -> ClaimOutcome {
     let (verdict, partial) = if bad > 0 {
         (Verdict::NotReproduced, false)
     } else if ok > 0 {
-        (Verdict::Reproduced, later + none > 0)
+        (Verdict::Reproduced, unstable + later + none > 0)
+    } else if unstable > 0 {
+        (Verdict::Unstable, false)
     } else if later > 0 {
         (Verdict::NotYet, false)
     } else {

@@ -3,6 +3,9 @@
 //! size, and bars per phase — drawn once onto a [`Canvas`] and written as
 //! SVG ([`svg`]) and PNG ([`png`], which needs a TrueType font: DejaVu
 //! Sans from Debian's `fonts-dejavu-core`, or the file `FSLAB_FONT` names).
+//! A series measured on several seeds carries a band: its line is the
+//! median, drawn over a pale band from the least value to the greatest
+//! (on a bar chart, a bar from the least to the greatest over each bar).
 
 pub mod png;
 pub mod svg;
@@ -31,6 +34,8 @@ const PALETTE: [Rgb; 8] = [
     (127, 127, 127),
 ];
 const INK: Rgb = (30, 30, 30);
+/// A band is pale enough that lines and other bands show through it.
+const BAND_OPACITY: f32 = 0.18;
 const GRID: Rgb = (225, 225, 225);
 
 /// How text sits on its point.
@@ -54,6 +59,8 @@ pub trait Canvas {
     fn rect(&mut self, at: (f32, f32), size: (f32, f32), color: Rgb);
     /// A filled circle.
     fn circle(&mut self, center: (f32, f32), radius: f32, color: Rgb);
+    /// A filled polygon, `opacity` (0–1) of `color` over what is below.
+    fn polygon(&mut self, points: &[(f32, f32)], color: Rgb, opacity: f32);
     /// Text whose baseline passes through `at`; `vertical` turns it to read
     /// upwards.
     fn text(&mut self, at: (f32, f32), text: &str, size: f32, anchor: Anchor, vertical: bool, color: Rgb);
@@ -66,6 +73,9 @@ pub struct Series {
     pub label: String,
     /// (x, y) points; for bar charts x is the category's index.
     pub points: Vec<(f64, f64)>,
+    /// (x, least, greatest) over the seeds at each x of `points`, whose y
+    /// is then the median; empty for one seed.
+    pub band: Vec<(f64, f64, f64)>,
 }
 
 /// A chart to draw.
@@ -129,8 +139,12 @@ pub fn draw(chart: &Chart, canvas: &mut dyn Canvas) {
     canvas.rect((0.0, 0.0), (WIDTH, HEIGHT), (255, 255, 255));
     canvas.text((WIDTH / 2.0, 30.0), &chart.title, 18.0, Anchor::Middle, false, INK);
 
-    let ys: Vec<f64> =
-        chart.series.iter().flat_map(|s| s.points.iter().map(|p| p.1)).filter(|y| y.is_finite()).collect();
+    let ys: Vec<f64> = chart
+        .series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.1).chain(s.band.iter().map(|b| b.2)))
+        .filter(|y| y.is_finite())
+        .collect();
     // From 0 up, unless some value is negative (a linear model's
     // coefficients): then from below the least.
     let (y_low, y_high) =
@@ -193,16 +207,42 @@ pub fn draw(chart: &Chart, canvas: &mut dyn Canvas) {
     canvas.text((LEFT + plot_w / 2.0, HEIGHT - 22.0), &chart.x_label, 14.0, Anchor::Middle, false, INK);
     canvas.text((24.0, TOP + plot_h / 2.0), &chart.y_label, 14.0, Anchor::Middle, true, INK);
 
+    // Every band before any line, so that no band hides another's line.
+    if chart.categories.is_none() {
+        for (i, s) in chart.series.iter().enumerate() {
+            let band: Vec<&(f64, f64, f64)> =
+                s.band.iter().filter(|b| b.1.is_finite() && b.2.is_finite()).collect();
+            if band.len() > 1 {
+                let upper = band.iter().map(|b| (x_of(b.0), y_of(b.2)));
+                let lower = band.iter().rev().map(|b| (x_of(b.0), y_of(b.1)));
+                let outline: Vec<(f32, f32)> = upper.chain(lower).collect();
+                canvas.polygon(&outline, PALETTE[i % PALETTE.len()], BAND_OPACITY);
+            }
+        }
+    }
     let n = chart.series.len().max(1) as f32;
     for (i, s) in chart.series.iter().enumerate() {
         let color = PALETTE[i % PALETTE.len()];
         if chart.categories.is_some() {
             let slot = plot_w / (x_hi - x_lo) as f32;
             let bar = slot * 0.8 / n;
+            let left_of = |x: f64| x_of(x) - slot * 0.4 + bar * i as f32;
             for &(x, y) in s.points.iter().filter(|p| p.1.is_finite()) {
-                let left = x_of(x) - slot * 0.4 + bar * i as f32;
+                let left = left_of(x);
                 let (end, zero) = (y_of(y), y_of(0.0));
                 canvas.rect((left, end.min(zero)), (bar * 0.92, (end - zero).abs()), color);
+            }
+            for &(x, low, high) in s.band.iter().filter(|b| b.1.is_finite() && b.2.is_finite()) {
+                // A range under a pixel would only be a cap on the bar.
+                if y_of(low) - y_of(high) < 1.0 {
+                    continue;
+                }
+                let middle = left_of(x) + bar * 0.46;
+                let cap = (bar * 0.2).min(6.0);
+                canvas.line((middle, y_of(low)), (middle, y_of(high)), INK, 1.2);
+                for y in [low, high] {
+                    canvas.line((middle - cap, y_of(y)), (middle + cap, y_of(y)), INK, 1.2);
+                }
             }
         } else {
             let points: Vec<(f32, f32)> =

@@ -47,6 +47,23 @@ fn paint(c: Rgb) -> Paint<'static> {
     paint
 }
 
+/// The path through `points` in order, `closed` back to the first; `None`
+/// for fewer than two points.
+fn path_through(points: &[(f32, f32)], closed: bool) -> Option<tiny_skia::Path> {
+    let mut pb = PathBuilder::new();
+    for (i, &(x, y)) in points.iter().enumerate() {
+        if i == 0 {
+            pb.move_to(x, y);
+        } else {
+            pb.line_to(x, y);
+        }
+    }
+    if closed {
+        pb.close();
+    }
+    pb.finish()
+}
+
 impl Png<'_> {
     /// Blends `color` at pixel (x, y) with coverage `alpha` (0–255).
     fn blend(&mut self, x: i32, y: i32, color: Rgb, alpha: u8) {
@@ -70,15 +87,7 @@ impl Canvas for Png<'_> {
     }
 
     fn polyline(&mut self, points: &[(f32, f32)], c: Rgb, width: f32) {
-        let mut pb = PathBuilder::new();
-        for (i, &(x, y)) in points.iter().enumerate() {
-            if i == 0 {
-                pb.move_to(x, y);
-            } else {
-                pb.line_to(x, y);
-            }
-        }
-        if let Some(path) = pb.finish() {
+        if let Some(path) = path_through(points, false) {
             let stroke = Stroke { width, ..Stroke::default() };
             self.pixmap.stroke_path(&path, &paint(c), &stroke, Transform::identity(), None);
         }
@@ -93,6 +102,14 @@ impl Canvas for Png<'_> {
     fn circle(&mut self, center: (f32, f32), radius: f32, c: Rgb) {
         if let Some(path) = PathBuilder::from_circle(center.0, center.1, radius) {
             self.pixmap.fill_path(&path, &paint(c), FillRule::Winding, Transform::identity(), None);
+        }
+    }
+
+    fn polygon(&mut self, points: &[(f32, f32)], c: Rgb, opacity: f32) {
+        if let Some(path) = path_through(points, true) {
+            let mut fill = paint(c);
+            fill.set_color_rgba8(c.0, c.1, c.2, (opacity.clamp(0.0, 1.0) * 255.0).round() as u8);
+            self.pixmap.fill_path(&path, &fill, FillRule::Winding, Transform::identity(), None);
         }
     }
 

@@ -61,6 +61,16 @@ impl Canvas for Svg {
         );
     }
 
+    fn polygon(&mut self, points: &[(f32, f32)], c: Rgb, opacity: f32) {
+        let pts: Vec<String> = points.iter().map(|(x, y)| format!("{x:.1},{y:.1}")).collect();
+        let _ = writeln!(
+            self.body,
+            r#"<polygon points="{}" fill="{}" fill-opacity="{opacity}"/>"#,
+            pts.join(" "),
+            color(c)
+        );
+    }
+
     fn text(&mut self, at: (f32, f32), text: &str, size: f32, anchor: Anchor, vertical: bool, c: Rgb) {
         let anchor = match anchor {
             Anchor::Start => "start",
