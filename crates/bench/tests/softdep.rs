@@ -80,6 +80,22 @@ fn the_mh_folder_runs_small_with_its_phases_and_factors() {
 }
 
 #[test]
+fn a_folder_emptied_from_its_end_while_a_rename_into_its_tail_is_unshown_is_removed_whole() {
+    // The paper-sized MH folder at seed 5: the pack renames a message into
+    // a slot of the folder's last block freed by an earlier rename, and
+    // the remove empties the directory from its end before either new
+    // name was written. The unlink that emptied that block used to wait
+    // for a new name it had itself removed, and failed with EIO.
+    let e = by_id("dm02-mh-folder").expect("experiment");
+    let settings =
+        Settings { seed: 5, only_systems: Some(vec!["ffs-softdep".to_string()]), ..Settings::default() };
+    let r = run(&[e], &settings);
+    let failed: Vec<String> = r.skipped.iter().map(|s| format!("{}: {}", s.system, s.reason)).collect();
+    assert!(failed.is_empty(), "{failed:?}");
+    assert!(r.value(e.id, "ffs-softdep", "remove", "files/s", 33_164.0).is_some_and(|v| v > 0.0));
+}
+
+#[test]
 fn the_2000_microbenchmarks_run_small_with_their_phases() {
     let r = quick(&["s00-micro"]);
     let e = by_id("s00-micro").expect("experiment");

@@ -306,6 +306,20 @@ impl IntegrityMode for Softdep {
                 }
             }
         }
+        // A new name the operation releasing the block has just removed
+        // (the last name of an emptied directory's tail, say) can never be
+        // shown, and need not be: its removal's hint follows and ends the
+        // rename's wait (`unshown_gone`). Waiting for it made the unlink
+        // fail with EIO.
+        let bs = fs.block_size() as u64;
+        held.retain(|&(moved, dir, offset, _)| {
+            fs.cache.share((dir, (offset / bs) as Lbn)).is_none_or(|block| {
+                let at = (offset % bs) as usize;
+                block
+                    .get(at..at + 4)
+                    .is_none_or(|b| u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])) == moved)
+            })
+        });
         self.settle_new_names(fs, &held)?;
         self.state().guards.remove(&key);
         let waits = self.state().removals.contains_key(&key);
