@@ -116,6 +116,24 @@ pub fn write_new_file(t: &mut Target, path: &str, bytes: u64, chunk: &[u8]) -> i
     t.close(fd)
 }
 
+/// Reads the whole of `path`, `size` bytes, in one call (a compiler's or
+/// `grep`'s read of a source).
+pub fn read_file(t: &mut Target, path: &str, size: u64) -> io::Result<()> {
+    let mut buf = vec![0u8; size as usize];
+    let fd = t.open(path)?;
+    t.read(fd, 0, &mut buf)?;
+    t.close(fd)
+}
+
+/// Appends `len` bytes to `path` at `*at` and moves `*at` past them (a
+/// build's log growing a line at a time).
+pub fn append(t: &mut Target, path: &str, at: &mut u64, len: u64) -> io::Result<()> {
+    let fd = t.open(path)?;
+    t.write(fd, *at, &contents(len as usize, *at))?;
+    *at += len;
+    t.close(fd)
+}
+
 /// Brings the file system to `utilization` (of what `statfs` offers, as
 /// `df` shows it) with one file of other data, `filler`, and syncs. Does
 /// nothing when it is already that full.

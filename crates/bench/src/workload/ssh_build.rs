@@ -50,7 +50,7 @@
 //! Records `unpack`, `config`, `build` and `total` in seconds (`s`), each
 //! phase's CPU share (`cpu%`), and the tree's `files` and `bytes`.
 
-use super::{contents, Record};
+use super::{append, contents, read_file, Record};
 use crate::target::Target;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -311,20 +311,6 @@ fn write_file(t: &mut Target, path: &str, data: &[u8], call: usize) -> io::Resul
     for (i, piece) in data.chunks(call.max(1)).enumerate() {
         t.write(fd, (i * call) as u64, piece)?;
     }
-    t.close(fd)
-}
-
-fn read_file(t: &mut Target, path: &str, size: u64) -> io::Result<()> {
-    let mut buf = vec![0u8; size as usize];
-    let fd = t.open(path)?;
-    t.read(fd, 0, &mut buf)?;
-    t.close(fd)
-}
-
-fn append(t: &mut Target, path: &str, at: &mut u64, len: usize) -> io::Result<()> {
-    let fd = t.open(path)?;
-    t.write(fd, *at, &contents(len, *at))?;
-    *at += len as u64;
     t.close(fd)
 }
 

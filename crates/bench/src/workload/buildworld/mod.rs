@@ -72,7 +72,7 @@ pub mod tree;
 
 pub use tree::{Kind, Part, Tree, Unit, PARTS};
 
-use super::{contents, Record};
+use super::{append, contents, read_file, Record};
 use crate::target::Target;
 use std::collections::BTreeMap;
 use std::io;
@@ -142,20 +142,6 @@ fn src(path: &str) -> String {
 fn write_file(t: &mut Target, path: &str, size: u64, seed: u64) -> io::Result<()> {
     let fd = t.create(path).map_err(|e| io::Error::new(e.kind(), format!("{path}: {e}")))?;
     t.write(fd, 0, &contents(size as usize, seed))?;
-    t.close(fd)
-}
-
-fn read_file(t: &mut Target, path: &str, size: u64) -> io::Result<()> {
-    let mut buf = vec![0u8; size as usize];
-    let fd = t.open(path)?;
-    t.read(fd, 0, &mut buf)?;
-    t.close(fd)
-}
-
-fn append(t: &mut Target, path: &str, at: &mut u64, len: u64) -> io::Result<()> {
-    let fd = t.open(path)?;
-    t.write(fd, *at, &contents(len as usize, *at))?;
-    *at += len;
     t.close(fd)
 }
 
