@@ -367,9 +367,9 @@ impl Journal {
         }
     }
 
-    /// Makes every committed transaction durable in the log.
-    /// Writes and flushes the log if it holds commits not yet durable;
-    /// returns whether it did.
+    /// Makes every committed transaction durable in the log: writes and
+    /// flushes it if it holds commits not yet durable, and returns whether
+    /// it did.
     fn force(&self, fs: &mut Ffs) -> Result<bool> {
         let pending = self.lock().as_ref().is_some_and(|st| st.durable_seq < st.next_seq);
         if !pending {
