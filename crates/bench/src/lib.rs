@@ -34,6 +34,7 @@ pub mod report;
 pub mod results;
 pub mod runner;
 pub mod seeds;
+pub mod setup;
 pub mod system;
 pub mod target;
 pub mod workload;

@@ -344,6 +344,7 @@ pub fn markdown(results: &Results, png: bool) -> String {
         );
     }
     claims_section(&mut out, results);
+    crate::setup::section(&mut out);
     let _ = writeln!(out, "\n## Experiments");
     for e in EXPERIMENTS {
         let _ = writeln!(out, "\n### {} — {} ({})\n\n{}\n", e.id, e.title, e.source, e.about);
