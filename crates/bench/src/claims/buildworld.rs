@@ -8,7 +8,8 @@
 //! A value the paper gives is checked within a factor of 1.5 of it (a
 //! coefficient) or 1.25 (a time's share of the base), both ways.
 
-use super::{within, Check};
+use super::helpers::within;
+use super::Check;
 use crate::experiment::BUILDWORLD_LATTICE;
 use crate::factorial::{COEFFICIENT, OF_BASE};
 use crate::results::Results;
