@@ -17,6 +17,33 @@ use std::sync::Arc;
 const CREDS: Creds = Creds { uid: 0, gid: 0 };
 const BLOCK: usize = 8192;
 
+/// An FFS with asynchronous metadata, 8 KB blocks, 1 KB fragments and
+/// clusters of 8, in groups of `group_bytes` (mkfs's default if `None`).
+fn async_ffs(group_bytes: Option<u64>) -> fslab_bench::system::FfsParams {
+    use fslab_bench::system::{FfsParams, Integrity, Rotdelay};
+    FfsParams {
+        block_size: 8192,
+        fragment_size: 1024,
+        maxcontig: 8,
+        rotdelay: Rotdelay::Blocks(0),
+        integrity: Integrity::Async,
+        dirhash: true,
+        group_bytes,
+        realloc: false,
+        dirpref: fslab::ffs::DirPref::Old,
+    }
+}
+
+/// A mount on `clock`'s virtual time, repeatable, with `cache_bytes` of
+/// buffer cache.
+fn virtual_env(clock: &Arc<disk::VirtualClock>, cache_bytes: u64) -> fslab_bench::target::library::MountEnv {
+    fslab_bench::target::library::MountEnv {
+        clock: TimeSource::virtual_clock(clock.clone()),
+        deterministic: true,
+        cache_bytes,
+    }
+}
+
 fn new_ffs() -> FileSystem<Ffs> {
     let dev: Arc<dyn BlockDevice> = Arc::new(MemDisk::new(64 << 20));
     // Without realloc, which would move the files written in turn to runs
@@ -121,30 +148,15 @@ fn writes_during(trace: &str) -> usize {
     use fslab_bench::aging::run::{run, RunOptions};
     use fslab_bench::aging::trace::TraceReader;
     use fslab_bench::cpu::CpuModel;
-    use fslab_bench::system::{FfsParams, Integrity, Rotdelay};
-    use fslab_bench::target::library::{Library, MountEnv};
+    use fslab_bench::target::library::Library;
     use fslab_bench::target::Target;
 
     let counting = Arc::new(CountingDisk::new(MemDisk::new(32 << 20)));
     let dev: Arc<dyn BlockDevice> = counting.clone();
     fslab::mkfs_ffs(dev.clone(), &MkfsOptions::default(), CREDS).expect("mkfs");
     let clock = Arc::new(VirtualClock::new());
-    let params = FfsParams {
-        block_size: 8192,
-        fragment_size: 1024,
-        maxcontig: 8,
-        rotdelay: Rotdelay::Blocks(0),
-        integrity: Integrity::Async,
-        dirhash: true,
-        group_bytes: None,
-        realloc: false,
-        dirpref: fslab::ffs::DirPref::Old,
-    };
-    let env = MountEnv {
-        clock: TimeSource::virtual_clock(clock.clone()),
-        deterministic: true,
-        cache_bytes: 64 << 20,
-    };
+    let params = async_ffs(None);
+    let env = virtual_env(&clock, 64 << 20);
     let library = Library::<Ffs>::open(dev, None, params, env).expect("mount");
     let mut target = Target::on_virtual_time(Box::new(library), clock.clone(), CpuModel::off());
     counting.clear_writes();
@@ -237,18 +249,14 @@ fn age_lfs(mib: u64, source: &mut dyn fslab_bench::aging::run::OpSource) -> fsla
     use fslab_bench::aging::run::{run, RunOptions};
     use fslab_bench::cpu::CpuModel;
     use fslab_bench::system::LfsParams;
-    use fslab_bench::target::library::{Library, MountEnv};
+    use fslab_bench::target::library::Library;
     use fslab_bench::target::Target;
 
     let dev: Arc<dyn BlockDevice> = Arc::new(MemDisk::new(mib << 20));
     let clock = Arc::new(VirtualClock::new());
     let params =
         LfsParams { block_size: 4096, segment_size: 128 << 10, cleaner: Some("greedy"), dirhash: true };
-    let env = MountEnv {
-        clock: TimeSource::virtual_clock(clock.clone()),
-        deterministic: true,
-        cache_bytes: 4 << 20,
-    };
+    let env = virtual_env(&clock, 4 << 20);
     let library = Library::<Lfs>::make(dev, None, None, params, env).expect("mkfs and mount");
     let mut target = Target::on_virtual_time(Box::new(library), clock.clone(), CpuModel::off());
     let options = RunOptions {
@@ -306,28 +314,13 @@ fn an_aged_ffs_reports_its_free_space_and_the_results_read_back() {
     use fslab_bench::aging::report::{parse_results, results_json, results_text, Described};
     use fslab_bench::aging::run::{run, RunOptions};
     use fslab_bench::cpu::CpuModel;
-    use fslab_bench::system::{FfsParams, Integrity, Rotdelay};
-    use fslab_bench::target::library::{Library, MountEnv};
+    use fslab_bench::target::library::Library;
     use fslab_bench::target::Target;
 
     let dev: Arc<dyn BlockDevice> = Arc::new(MemDisk::new(32 << 20));
     let clock = Arc::new(VirtualClock::new());
-    let params = FfsParams {
-        block_size: 8192,
-        fragment_size: 1024,
-        maxcontig: 8,
-        rotdelay: Rotdelay::Blocks(0),
-        integrity: Integrity::Async,
-        dirhash: true,
-        group_bytes: Some(8 << 20),
-        realloc: false,
-        dirpref: fslab::ffs::DirPref::Old,
-    };
-    let env = MountEnv {
-        clock: TimeSource::virtual_clock(clock.clone()),
-        deterministic: true,
-        cache_bytes: 8 << 20,
-    };
+    let params = async_ffs(Some(8 << 20));
+    let env = virtual_env(&clock, 8 << 20);
     let library = Library::<Ffs>::make(dev, None, None, params, env).expect("mkfs and mount");
     let mut target = Target::on_virtual_time(Box::new(library), clock.clone(), CpuModel::off());
     let stream = Params { seed: 2, fs_bytes: 28 << 20, days: 2, write_factor: 2 };
