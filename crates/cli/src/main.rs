@@ -65,17 +65,24 @@ const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 /// The purge delay's default in mimalloc v2 and in v3, in milliseconds.
 const MI_DEFAULT_PURGE_DELAYS: [std::ffi::c_long; 2] = [10, 1000];
 
-/// Keeps freed memory instead of returning it to the kernel after a delay:
-/// block buffers are freed and allocated again at a steady rate, and handing
-/// the pages back made the kernel zero fresh pages for every segment (a
-/// third more throughput on sequential writes without it). The memory held
-/// is bounded by the buffer cache's limit.
+/// How long freed memory is kept before it goes back to the kernel, in
+/// milliseconds ([`MI_OPTION_PURGE_DELAY`]).
+const PURGE_DELAY_MS: std::ffi::c_long = 100;
+
+/// Keeps freed memory for a tenth of a second before returning it to the
+/// kernel. Block buffers are freed and allocated again at a steady rate,
+/// and handing their pages back at once (mimalloc v2's 10 ms) made the
+/// kernel zero fresh pages for every segment; never handing them back
+/// (the setting this replaces) kept whatever every worker thread's heap
+/// had once held: creating 200,000 small files left 122 MiB resident where
+/// the file system's structures held 43 MiB, against 87 MiB at 100 ms, and
+/// 1 GiB sequential writes ran as fast with either.
 fn keep_freed_memory() {
     // SAFETY: reading and setting an allocator option has no memory effects;
     // a known default confirms the position names the purge delay.
     unsafe {
         if MI_DEFAULT_PURGE_DELAYS.contains(&libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY)) {
-            libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, -1);
+            libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS);
         }
     }
 }

@@ -8,14 +8,15 @@
 //! utilization each recently cleaned segment had, and the thresholds. Last
 //! the directory hashes (2002 paper §3), on either layout: their settings,
 //! lookups answered by a hash and by a scan, builds, drops and the memory
-//! they hold.
+//! they hold. Last, the daemon's memory: its resident size and what each
+//! structure that grows with the files seen holds.
 
 use crate::out::count;
 use crate::size::human;
 use clap::Args;
 use fslab::ffs::{LeakReport, LeakScanState};
 use fslab::lfs::clean::{CleanerCounters, RECENT_SEGMENTS};
-use fslab_cleaner::control::{DirhashReport, LayoutReport, MountReport, Report};
+use fslab_cleaner::control::{DirhashReport, LayoutReport, MemoryReport, MountReport, Report};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
@@ -57,6 +58,13 @@ pub fn run(args: &StatArgs) -> Result<(), String> {
         out!("\n{}", render(report))?;
     }
     out!("{}", render_dirhash(dirhash.as_ref()))?;
+    // A mount older than the memory request answers EOPNOTSUPP.
+    let memory = match client.memory_report() {
+        Ok(m) => Some(m),
+        Err(e) if e.errno() == libc::EOPNOTSUPP => None,
+        Err(e) => return Err(failed(e)),
+    };
+    out!("{}", render_memory(memory.as_ref()))?;
     Ok(())
 }
 
@@ -222,6 +230,30 @@ fn render_dirhash(d: Option<&DirhashReport>) -> String {
         ),
     );
     row(&mut out, "directory blocks freed", s.truncated_blocks.to_string());
+    out
+}
+
+/// The daemon's memory: resident, then each structure, largest first,
+/// and what the structures leave unexplained (the program, thread stacks,
+/// the allocator's free pages).
+fn render_memory(m: Option<&MemoryReport>) -> String {
+    let mut out = String::from("\n");
+    let Some(m) = m else {
+        out.push_str("memory: not reported by this mount (an older fslab)\n");
+        return out;
+    };
+    let counted: u64 = m.parts.iter().map(|p| p.bytes).sum();
+    let resident = match m.resident {
+        Some(r) => format!("{} resident, {} of it in the structures below", human(r), human(counted)),
+        None => format!("{} in the structures below", human(counted)),
+    };
+    row(&mut out, "memory", resident);
+    let mut parts: Vec<_> = m.parts.iter().filter(|p| p.bytes > 0 || p.entries > 0).collect();
+    parts.sort_by_key(|p| std::cmp::Reverse(p.bytes));
+    for p in parts {
+        let _ =
+            writeln!(out, "  {:<40}{:>12}  {}", p.what, human(p.bytes), count(p.entries, "entry", "entries"));
+    }
     out
 }
 

@@ -100,6 +100,20 @@ fn stat_and_clean_on(layout: Layout) {
     let inodes_used = figure(&before, "inodes").saturating_sub(figure(&after, "inodes"));
     assert!(inodes_used > FILES, "{before}\n{after}");
     assert!(figure(&after, "device writes") > figure(&before, "device writes"), "{before}\n{after}");
+    // The daemon's memory, and the inodes it holds among its structures.
+    let memory = after.lines().find(|l| l.starts_with("memory ")).unwrap_or_else(|| panic!("{after}"));
+    assert!(memory.contains(" resident, ") && memory.ends_with("in the structures below"), "{memory}");
+    let inode_cache = after
+        .lines()
+        .find(|l| l.trim_start().starts_with("inode cache"))
+        .unwrap_or_else(|| panic!("{after}"));
+    let held: u64 = inode_cache
+        .split_whitespace()
+        .rev()
+        .nth(1)
+        .and_then(|n| n.replace(',', "").parse().ok())
+        .unwrap_or(0);
+    assert!(held > FILES, "{inode_cache}");
 
     let clean = fslab(&[OsStr::new("clean"), m.dir.as_os_str(), OsStr::new("--passes"), OsStr::new("1")]);
     if layout.is_lfs() {

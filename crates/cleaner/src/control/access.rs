@@ -84,6 +84,14 @@ pub trait SharedFs: Clone + Send + 'static {
         self.with_fs(|fs| Ok(MountReport { space: fs.statfs()?, layout: fs.storage().layout_report() }))
     }
 
+    /// The daemon's resident memory (this process's: the server runs in
+    /// the mount daemon) and the file system's structures, read under the
+    /// lock.
+    fn memory_report(&self) -> Result<super::MemoryReport> {
+        let parts = self.with_fs(|fs| Ok(fs.memory()))?;
+        Ok(super::MemoryReport { resident: fslab::storage::memory::resident_bytes(), parts })
+    }
+
     /// The dirhash settings and counters, read under the lock.
     fn dirhash_report(&self) -> Result<super::DirhashReport> {
         self.with_fs(|fs| {

@@ -3,7 +3,7 @@
 
 use super::path::find_socket;
 use super::wire::*;
-use super::{DirhashReport, MountReport, Report};
+use super::{DirhashReport, MemoryReport, MountReport, Report};
 use crate::mechanism::Mechanism;
 use fslab::error::errno;
 use fslab::format::Daddr;
@@ -77,6 +77,12 @@ impl Client {
     /// that predates them.
     pub fn dirhash_report(&mut self) -> Result<DirhashReport> {
         self.ask(OP_DIRHASH, decode_dirhash)
+    }
+
+    /// The daemon's resident memory and what the file system's structures
+    /// hold. EOPNOTSUPP from a mount that predates it.
+    pub fn memory_report(&mut self) -> Result<MemoryReport> {
+        self.ask(OP_MEMORY, decode_memory)
     }
 
     /// Sends a request of `op` alone and decodes the whole answer.

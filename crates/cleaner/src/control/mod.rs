@@ -19,8 +19,8 @@
 //!   EOPNOTSUPP and [`FFS_HAS_NO_CLEANER`].
 //! * [`Client`] — a [`Mechanism`](crate::Mechanism) over the socket, so
 //!   `Cleaner::pass` runs unchanged in another process, plus
-//!   [`Client::report`], [`Client::mount_report`] and
-//!   [`Client::dirhash_report`].
+//!   [`Client::report`], [`Client::mount_report`],
+//!   [`Client::dirhash_report`] and [`Client::memory_report`].
 //!
 //! Protocol, version 9 (`wire`). Every integer is little-endian.
 //!
@@ -49,6 +49,9 @@
 //!                                               then LFS: 6 × u64 (the order of `lfs::Stats`' fields)
 //!                                               or FFS: u8 integrity (0 sync, 1 async),
 //!                                               u32 cylinder groups, 8 × u64 (`ffs::Stats`' order)
+//! op 12 memory                               → u64 resident bytes (0: unknown), u32 count,
+//!                                               count × (u8 length, name (UTF-8), u64 entries,
+//!                                               u64 bytes)
 //! counters = 6 × u64 (the order of `CleanerCounters`' fields; `blocks_moved`, the sixth, since version 9)
 //! ref      = u64 ino, u32 version, u8 kind (0 block, 1 inode), i64 lbn, u64 daddr, i64 age
 //! ```
@@ -137,6 +140,16 @@ pub struct MountReport {
     pub space: StatFs,
     /// The layout and its own counters.
     pub layout: LayoutReport,
+}
+
+/// What `fslab stat` shows of a daemon's memory: its resident size and
+/// the structures that grow with the files it has seen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemoryReport {
+    /// The daemon's resident memory (`VmRSS`), if the system said.
+    pub resident: Option<u64>,
+    /// The file system's structures, estimated ([`fslab::storage::memory`]).
+    pub parts: Vec<fslab::storage::memory::MemoryUse>,
 }
 
 /// A layout's counters since mount, with what names its configuration.

@@ -246,6 +246,10 @@ impl<F: SharedFs> Connection<'_, F> {
                 r.end()?;
                 encode_dirhash(&mut out, &self.fs.dirhash_report()?);
             }
+            OP_MEMORY => {
+                r.end()?;
+                encode_memory(&mut out, &self.fs.memory_report()?);
+            }
             // Ops 1 to 9: the cleaner's, on the log.
             OP_SEGMENT_TABLE..=OP_SEGMENT_REFS => {
                 let policy = self.policy;

@@ -163,6 +163,13 @@ fn the_dirhash_and_mount_reports_round_trip() {
     let LayoutReport::Lfs(stats) = local.layout else { unreachable!() };
     assert!(stats.partial_segments > 0 && local.space.free_blocks < local.space.total_blocks, "{local:?}");
     assert_eq!(client.mount_report().expect("mount report"), local);
+
+    let memory = client.memory_report().expect("memory report");
+    assert_eq!(memory.parts, shared.memory_report().expect("local").parts);
+    for what in ["buffer cache: blocks", "inode cache", "inode map", "segment usage table"] {
+        let part = memory.parts.iter().find(|p| p.what == what);
+        assert!(part.is_some_and(|p| p.entries > 0 && p.bytes > 0), "{what}: {part:?}");
+    }
 }
 
 /// A small FFS, mounted as the FUSE adapter holds it, with a directory
@@ -202,6 +209,16 @@ fn an_ffs_mount_serves_its_reports_and_answers_each_cleaners_request_with_one_cl
     let dirhash = client.dirhash_report().expect("dirhash");
     assert!(dirhash.stats.builds > 0 && dirhash.stats.memory > 0, "{dirhash:?}");
     assert_eq!(dirhash, shared.dirhash_report().expect("local"));
+    let memory = client.memory_report().expect("memory");
+    assert_eq!(memory.parts, shared.memory_report().expect("local").parts);
+    let part = |what: &str| memory.parts.iter().find(|p| p.what == what).cloned();
+    let inodes = part("inode cache").expect("the inode cache is reported");
+    assert!(inodes.entries > 300 && inodes.bytes > inodes.entries * 200, "{inodes:?}");
+    let groups = part("cylinder groups").expect("the groups are reported");
+    assert_eq!(groups.entries, 4);
+    let hashes = part("directory hashes").expect("the hashes are reported");
+    assert_eq!(hashes.bytes, dirhash.stats.memory);
+    assert!(memory.resident.is_some_and(|r| r > inodes.bytes), "{:?}", memory.resident);
 
     // Every cleaner's request: the same error, and the connection serves on.
     let ffs_has_no_cleaner = fslab::error::errno(libc::EOPNOTSUPP, FFS_HAS_NO_CLEANER).to_string();

@@ -3,7 +3,7 @@
 //! of every request and response. The protocol itself is drawn in the
 //! module doc of `control`.
 
-use super::{DirhashReport, LayoutReport, MountReport, Report};
+use super::{DirhashReport, LayoutReport, MemoryReport, MountReport, Report};
 use fslab::error::errno;
 use fslab::ffs::{Integrity, LeakReport, LeakScanState};
 use fslab::format::Daddr;
@@ -34,6 +34,7 @@ pub(super) const OP_REPORT: u8 = 8;
 pub(super) const OP_SEGMENT_REFS: u8 = 9;
 pub(super) const OP_DIRHASH: u8 = 10;
 pub(super) const OP_MOUNT: u8 = 11;
+pub(super) const OP_MEMORY: u8 = 12;
 
 pub(super) const STATUS_OK: u8 = 0;
 pub(super) const STATUS_ERROR: u8 = 1;
@@ -50,6 +51,9 @@ pub const MAX_BLOCKS: usize = 1 << 18;
 pub const MAX_SEGWAIT: Duration = Duration::from_secs(10);
 /// Connections served at once; more are refused with an error.
 pub const MAX_CONNECTIONS: usize = 32;
+/// Most structures in a memory report, and the longest name of one.
+pub(super) const MAX_MEMORY_PARTS: usize = 256;
+pub(super) const MAX_MEMORY_NAME: usize = 255;
 /// Longest error message and policy name sent.
 pub(super) const MAX_MESSAGE: usize = 1024;
 pub(super) const MAX_POLICY: usize = 64;
@@ -485,6 +489,32 @@ pub(super) fn decode_dirhash(r: &mut In) -> Result<DirhashReport> {
         peak_memory: r.u64()?,
     };
     Ok(DirhashReport { options, stats })
+}
+
+pub(super) fn encode_memory(out: &mut Out, r: &MemoryReport) {
+    out.u64(r.resident.unwrap_or(0));
+    let parts = &r.parts[..r.parts.len().min(MAX_MEMORY_PARTS)];
+    out.u32(parts.len() as u32);
+    for part in parts {
+        let name = truncate_utf8(&part.what, MAX_MEMORY_NAME);
+        out.u8(name.len() as u8);
+        out.bytes(name.as_bytes());
+        out.u64(part.entries);
+        out.u64(part.bytes);
+    }
+}
+
+pub(super) fn decode_memory(r: &mut In) -> Result<MemoryReport> {
+    let resident = Some(r.u64()?).filter(|&b| b > 0);
+    let n = r.count(1 + 8 + 8, MAX_MEMORY_PARTS)?;
+    let mut parts = Vec::with_capacity(n);
+    for _ in 0..n {
+        let len = r.u8()? as usize;
+        let what = r.text(len)?;
+        parts.push(fslab::storage::memory::MemoryUse { what, entries: r.u64()?, bytes: r.u64()? });
+    }
+    r.end()?;
+    Ok(MemoryReport { resident, parts })
 }
 
 pub(super) fn encode_mount(out: &mut Out, r: &MountReport) {

@@ -17,10 +17,12 @@ use std::collections::BTreeSet;
 const MAX_CLEAN_INODES: usize = 100_000;
 
 /// Inodes by number, with the set of those changed since they were last
-/// written.
+/// written. Each inode is boxed: the table's slots are then 16 bytes, not
+/// 240, and a table grown for 100,000 inodes has 262,144 of them (60 MiB
+/// of slots unboxed, 28 MiB boxed with the inodes).
 #[derive(Default)]
 pub struct InodeCache {
-    inodes: IntMap<Ino, Inode>,
+    inodes: IntMap<Ino, Box<Inode>>,
     dirty: BTreeSet<Ino>,
 }
 
@@ -30,15 +32,26 @@ impl InodeCache {
         InodeCache::default()
     }
 
+    /// The memory the inodes held take.
+    pub fn memory(&self) -> crate::storage::memory::MemoryUse {
+        use crate::storage::memory::{btree_set_bytes, hash_map_bytes, MemoryUse};
+        let boxed = self.inodes.len() as u64 * std::mem::size_of::<Inode>() as u64;
+        MemoryUse::new(
+            "inode cache",
+            self.inodes.len(),
+            hash_map_bytes(&self.inodes) + boxed + btree_set_bytes(&self.dirty),
+        )
+    }
+
     /// Inode `ino` if it is in memory.
     pub fn get(&self, ino: Ino) -> Option<&Inode> {
-        self.inodes.get(&ino)
+        self.inodes.get(&ino).map(|inode| &**inode)
     }
 
     /// Inode `ino` to change, if it is in memory. A change made through it
     /// is kept only once [`InodeCache::mark_dirty`] is called.
     pub fn get_mut(&mut self, ino: Ino) -> Option<&mut Inode> {
-        self.inodes.get_mut(&ino)
+        self.inodes.get_mut(&ino).map(|inode| &mut **inode)
     }
 
     /// Puts `inode` in memory: changed (a new inode, or one that must be
@@ -50,7 +63,12 @@ impl InodeCache {
             let changed = &self.dirty;
             self.inodes.retain(|i, _| changed.contains(i));
         }
-        self.inodes.insert(ino, inode);
+        match self.inodes.get_mut(&ino) {
+            Some(held) => **held = inode,
+            None => {
+                self.inodes.insert(ino, Box::new(inode));
+            }
+        }
         if dirty {
             self.dirty.insert(ino);
         } else {

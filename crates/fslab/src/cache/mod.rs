@@ -509,6 +509,32 @@ impl BufferCache {
         inos
     }
 
+    /// What the cache's memory is spent on: the buffers' blocks, and the
+    /// tables and queues that find them.
+    pub fn memory(&self) -> Vec<crate::storage::memory::MemoryUse> {
+        use crate::storage::memory::{btree_set_bytes, hash_map_bytes, MemoryUse};
+        let queued = |q: &VecDeque<(BlockKey, u64)>| {
+            q.capacity() as u64 * std::mem::size_of::<(BlockKey, u64)>() as u64
+        };
+        vec![
+            MemoryUse::new(
+                "buffer cache: blocks",
+                self.buffers.len(),
+                self.buffers.len() as u64 * self.block_size as u64,
+            ),
+            MemoryUse::new(
+                "buffer cache: index",
+                self.buffers.len(),
+                hash_map_bytes(&self.buffers) + btree_set_bytes(&self.keys) + btree_set_bytes(&self.dirty),
+            ),
+            MemoryUse::new(
+                "buffer cache: eviction queues",
+                self.sweep.len() + self.probation.len(),
+                queued(&self.sweep) + queued(&self.probation),
+            ),
+        ]
+    }
+
     /// Number of dirty buffers.
     pub fn dirty_count(&self) -> u64 {
         self.dirty.len() as u64

@@ -216,6 +216,13 @@ impl CylinderGroup {
         Ok(cg)
     }
 
+    /// Bytes this group takes in memory: its bitmaps and summaries.
+    pub fn memory_bytes(&self) -> u64 {
+        let maps = [&self.inodes_used, &self.frags_free, &self.clusters_free];
+        let bits: u64 = maps.iter().map(|m| m.as_bytes().len() as u64).sum();
+        std::mem::size_of::<CylinderGroup>() as u64 + bits + self.cluster_sum.len() as u64 * 4
+    }
+
     /// Inode slots below this have been initialised (a multiple of the
     /// inodes per block; no slot at or past it is in use).
     pub fn initialised_inodes(&self) -> u32 {

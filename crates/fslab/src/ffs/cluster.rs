@@ -84,6 +84,12 @@ impl WriteClusters {
         [broken, full]
     }
 
+    /// The memory the open runs take.
+    pub(super) fn memory(&self) -> crate::storage::memory::MemoryUse {
+        let bytes = crate::storage::memory::hash_map_bytes(&self.open);
+        crate::storage::memory::MemoryUse::new("open write clusters", self.open.len(), bytes)
+    }
+
     /// The open run of `ino`, if any.
     pub(super) fn open_run(&self, ino: Ino) -> Option<Run> {
         self.open.get(&ino).copied()

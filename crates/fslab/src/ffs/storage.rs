@@ -72,6 +72,31 @@ fn indirect_blocks(blocks: u64, nindir: u64) -> u64 {
 }
 
 impl StorageManager for Ffs {
+    fn memory(&self) -> Vec<crate::storage::memory::MemoryUse> {
+        use crate::storage::memory::{btree_set_bytes, hash_map_bytes, hash_set_bytes, vec_bytes, MemoryUse};
+        let mut parts = self.cache.memory();
+        parts.push(self.inodes.memory());
+        parts.push(self.alloc.memory());
+        parts.push(self.clusters.memory());
+        parts.push(MemoryUse::new(
+            "fresh inode blocks",
+            self.fresh_inode_blocks.len(),
+            btree_set_bytes(&self.fresh_inode_blocks),
+        ));
+        parts.push(MemoryUse::new(
+            "pending frees",
+            self.pending_frees.len(),
+            vec_bytes(&self.pending_frees, self.pending_frees.capacity())
+                + hash_set_bytes(&self.pending_inodes),
+        ));
+        parts.push(MemoryUse::new(
+            "unconfirmed sizes",
+            self.size_before.len(),
+            hash_map_bytes(&self.size_before),
+        ));
+        parts
+    }
+
     fn block_size(&self) -> u32 {
         self.sb.geometry.block_size
     }

@@ -33,6 +33,20 @@ pub struct Tables {
 }
 
 impl Tables {
+    /// The memory the tables take: the inode map (an entry per inode
+    /// number) and the segment usage table (an entry per segment).
+    pub fn memory(&self) -> Vec<crate::storage::memory::MemoryUse> {
+        use crate::storage::memory::{btree_set_bytes, vec_bytes, MemoryUse};
+        vec![
+            MemoryUse::new("inode map", self.imap.len(), vec_bytes(&self.imap, self.imap.capacity())),
+            MemoryUse::new(
+                "segment usage table",
+                self.usage.len() as usize,
+                self.usage.memory_bytes() + btree_set_bytes(&self.dirty),
+            ),
+        ]
+    }
+
     /// Tables of a new file system: every segment clean, one block of free
     /// inodes starting at the root's number.
     pub fn new(block_size: u32, nsegments: u64, blocks_per_segment: u64, segtab_blocks: u64) -> Tables {

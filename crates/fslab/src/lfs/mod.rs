@@ -412,6 +412,20 @@ impl StorageManager for Lfs {
         self.block_size as u32
     }
 
+    fn memory(&self) -> Vec<crate::storage::memory::MemoryUse> {
+        use crate::storage::memory::{hash_set_bytes, MemoryUse};
+        let mut parts = self.cache.memory();
+        parts.push(self.inodes.memory());
+        parts.extend(self.tables.memory());
+        parts.push(self.separation.memory());
+        parts.push(MemoryUse::new(
+            "directory operations' inodes",
+            self.dirop_inodes.len(),
+            hash_set_bytes(&self.dirop_inodes),
+        ));
+        parts
+    }
+
     fn now(&self) -> crate::format::TimeNs {
         self.options.clock.calendar_ns()
     }

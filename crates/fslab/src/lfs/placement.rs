@@ -70,6 +70,19 @@ pub(super) struct Separation {
     long_quiet: InoBits,
 }
 
+impl Separation {
+    /// The memory separation keeps per file: the files dirtied since the
+    /// last segment write, and a bit per inode number.
+    pub(super) fn memory(&self) -> crate::storage::memory::MemoryUse {
+        use crate::storage::memory::{hash_map_bytes, vec_bytes};
+        crate::storage::memory::MemoryUse::new(
+            "hot/cold separation",
+            self.last_written.len(),
+            hash_map_bytes(&self.last_written) + vec_bytes(&self.long_quiet.0, self.long_quiet.0.capacity()),
+        )
+    }
+}
+
 /// Checkpoints without a cleaner asking for the cold head after which a
 /// checkpoint closes it (cleaning comes in bursts; a head closed between
 /// two would cost a segment's tail each time).

@@ -61,6 +61,11 @@ pub struct SegmentUsage {
 }
 
 impl SegmentUsage {
+    /// Bytes the table's entries take.
+    pub fn memory_bytes(&self) -> u64 {
+        crate::storage::memory::vec_bytes(&self.entries, self.entries.capacity())
+    }
+
     /// A table of `entries` for segments of `blocks_per_segment` blocks of
     /// `block_size` bytes.
     pub fn new(entries: Vec<SegUse>, blocks_per_segment: u64, block_size: u32) -> SegmentUsage {

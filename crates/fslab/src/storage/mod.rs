@@ -22,6 +22,7 @@
 //! FFS can order its writes, and soft updates or a journal can track it.
 
 pub mod mem;
+pub mod memory;
 pub mod orphans;
 mod tx;
 
@@ -284,6 +285,12 @@ pub trait StorageManager: Send {
     /// [`write_behind_due`]: StorageManager::write_behind_due
     fn write_behind(&mut self) -> Result<()> {
         Ok(())
+    }
+
+    /// What this storage manager's memory is spent on, structure by
+    /// structure (`fslab stat`). The default: nothing reported.
+    fn memory(&self) -> Vec<memory::MemoryUse> {
+        Vec::new()
     }
 
     /// Space and inode counts.

@@ -83,6 +83,13 @@ fn no_space() -> Error {
 }
 
 impl Allocator {
+    /// The memory the decoded cylinder groups take (their bitmaps and
+    /// summaries: a bit per inode, per fragment and per block).
+    pub fn memory(&self) -> crate::storage::memory::MemoryUse {
+        let bytes: u64 = self.groups.iter().map(CylinderGroup::memory_bytes).sum();
+        crate::storage::memory::MemoryUse::new("cylinder groups", self.groups.len(), bytes)
+    }
+
     /// The allocator over `groups`, which must be the superblock's groups in
     /// order (as decoded, so each is consistent). The totals are summed
     /// from the groups, not taken from the superblock, whose copy may be

@@ -58,3 +58,27 @@ fn names(fs: &mut FileSystem<MemStorage>, dir: Ino) -> Vec<String> {
 fn nlink(fs: &mut FileSystem<MemStorage>, ino: Ino) -> u32 {
     fs.getattr(ino).expect("getattr").attr.nlink
 }
+
+/// The table of inodes the kernel holds shrinks once the kernel forgets
+/// them: a mount that once had 100,000 files looked up does not keep their
+/// slots for its lifetime.
+#[test]
+fn the_pins_table_shrinks_when_the_kernel_forgets() {
+    let mut fs = fs();
+    let pinned = |fs: &FileSystem<MemStorage>| {
+        let part = fs.memory().into_iter().find(|p| p.what.starts_with("inodes in use"));
+        part.map(|p| (p.entries, p.bytes)).unwrap_or_default()
+    };
+    for ino in 100..100_100 {
+        fs.pin(ino);
+    }
+    let (entries, full) = pinned(&fs);
+    assert_eq!(entries, 100_000);
+    assert!(full >= 100_000 * 17, "{full} bytes for 100,000 pins");
+    for ino in 100..100_090 {
+        fs.unpin(ino, 1).expect("unpin");
+    }
+    let (entries, left) = pinned(&fs);
+    assert_eq!(entries, 10);
+    assert!(left < full / 100, "{left} bytes left of {full} for 10 pins");
+}
