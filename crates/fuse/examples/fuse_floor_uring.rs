@@ -262,6 +262,19 @@ fn main() {
                 device_stats.others
             );
         }
+        if options.stats {
+            let mut by_opcode = [0u64; 64];
+            for s in &served {
+                for (total, n) in by_opcode.iter_mut().zip(s.by_opcode) {
+                    *total += n;
+                }
+            }
+            let counts: Vec<String> = (0..by_opcode.len())
+                .filter(|&op| by_opcode[op] > 0)
+                .map(|op| format!("{op}:{}", by_opcode[op]))
+                .collect();
+            eprintln!("fuse_floor_uring: over the ring by opcode: {}", counts.join(" "));
+        }
         if served.iter().any(|s| s.failures > 0) {
             std::process::exit(1);
         }
