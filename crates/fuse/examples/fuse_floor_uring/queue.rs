@@ -165,8 +165,8 @@ fn command(
 fn pin_to(cpu: usize) -> io::Result<()> {
     // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes inside it.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `cpu` is checked against the set's capacity by the caller's
-    // queue count (at most the possible CPUs); CPU_SET only sets a bit.
+    // SAFETY: CPU_SET sets one bit of the set; a CPU past the set's 1024
+    // bits panics on the bounds check of its word, never writes past it.
     unsafe { libc::CPU_SET(cpu, &mut set) };
     // SAFETY: the set outlives the call; 0 means the calling thread.
     if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) } != 0 {
