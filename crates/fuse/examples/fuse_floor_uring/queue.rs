@@ -1,0 +1,359 @@
+//! One queue of FUSE over io_uring: a thread, its ring, and the entries it
+//! lends the kernel.
+//!
+//! The kernel keeps one queue per possible CPU and puts each request on the
+//! queue of the CPU its caller runs on (`fuse_uring_task_to_queue` in
+//! fs/fuse/dev_uring.c), so a queue's thread runs pinned to that CPU: the
+//! caller sleeps, the server runs where the request's data is hot, and
+//! answers wake the caller on its own CPU. Most of the ring's gain is
+//! this: unpinned (`--no-pin`), the small-file test ran 4 to 5 times
+//! slower on a 2-CPU virtual machine, where waking the other, idle CPU
+//! costs ten times a switch on the same one.
+//!
+//! An entry's life (the kernel's `fuse_ring_ent` states, seen from here):
+//!
+//! ```text
+//!   REGISTER ──► [Kernel] ──CQE res 0──► [User] ──COMMIT_AND_FETCH──► [Kernel] ...
+//!                  │                                                     │
+//!                  └────────────── CQE res < 0 (unmount: ENOTCONN) ──────┴──► [Retired]
+//! ```
+//!
+//! While an entry is `Kernel` its buffers belong to the kernel, which
+//! writes the next request into them (in this thread's task work, inside
+//! io_uring_enter); this thread touches an entry's buffers only while it is
+//! `User`. The queue ends when every entry is retired: on unmount the
+//! kernel completes waiting commands with ENOTCONN
+//! (`fuse_uring_entry_teardown`) and refuses commits the same way.
+
+use crate::abi::{self, ring::ReqHeader, Answer, Request};
+use crate::floor::Floor;
+use io_uring::{cqueue, opcode, squeue, types, IoUring};
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd};
+
+/// How the ring runs the kernel's task work (which copies a request into
+/// an entry and posts its completion).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskRun {
+    /// `IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN`: only when
+    /// this thread waits for completions, with no interrupting signal.
+    Defer,
+    /// `IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG`: at the next
+    /// transition to the kernel, without a signal.
+    Coop,
+    /// No flags: a notification interrupts the thread wherever it is.
+    Plain,
+}
+
+/// How to set up one queue.
+#[derive(Debug, Clone, Copy)]
+pub struct QueueSetup {
+    /// Queue id: the CPU whose callers it serves.
+    pub qid: u16,
+    /// Pin the thread to CPU `qid`.
+    pub pin: bool,
+    /// Entries lent to the kernel: requests this queue can hold at once.
+    pub entries: usize,
+    /// Bytes of each entry's payload buffer: at least the kernel's
+    /// `max_payload_sz` (max of 8 KiB, max_write, max_pages pages).
+    pub payload_size: usize,
+    pub taskrun: TaskRun,
+}
+
+/// What a queue served.
+#[derive(Debug, Clone, Copy)]
+pub struct QueueStats {
+    pub requests: u64,
+    /// Requests by opcode (the last slot counts opcodes past it).
+    pub by_opcode: [u64; 64],
+    /// Commands the kernel refused other than by ending the connection.
+    pub failures: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// The kernel holds the entry (a command is outstanding).
+    Kernel,
+    /// A request is in the entry's buffers; this thread owns them.
+    User,
+    /// The kernel will not use the entry again.
+    Retired,
+}
+
+/// One entry's buffers: the header (`iov[0]`), the payload (`iov[1]`) and
+/// the iovec pair the kernel reads them from.
+///
+/// Invariant: the three allocations live at fixed addresses from `new` to
+/// `drop`, and references into them exist only while `state` is `User`.
+/// They are raw pointers rather than `Box`es because the kernel writes
+/// through them while `Kernel`, which a `Box`'s promise of unique access
+/// would deny.
+struct Entry {
+    header: *mut ReqHeader,
+    payload: *mut u8,
+    payload_len: usize,
+    iov: *mut [libc::iovec; 2],
+    state: State,
+    /// The last command sent was REGISTER (its failure means the ring is not
+    /// live, not that the connection ended).
+    registering: bool,
+}
+
+impl Entry {
+    fn new(payload_len: usize) -> Entry {
+        let header = Box::into_raw(Box::new(ReqHeader::zeroed()));
+        let payload = Box::into_raw(vec![0u8; payload_len].into_boxed_slice()).cast::<u8>();
+        let iov = Box::into_raw(Box::new([
+            libc::iovec { iov_base: header.cast(), iov_len: std::mem::size_of::<ReqHeader>() },
+            libc::iovec { iov_base: payload.cast(), iov_len: payload_len },
+        ]));
+        Entry { header, payload, payload_len, iov, state: State::Kernel, registering: true }
+    }
+
+    /// The header and payload, while this thread owns them.
+    fn buffers(&mut self) -> (&mut ReqHeader, &mut [u8]) {
+        debug_assert_eq!(self.state, State::User, "touching an entry the kernel holds");
+        // SAFETY: both allocations are live (see the invariant on `Entry`),
+        // and in state `User` the kernel neither reads nor writes them
+        // until the next command, which needs `&mut self` again.
+        unsafe { (&mut *self.header, std::slice::from_raw_parts_mut(self.payload, self.payload_len)) }
+    }
+}
+
+impl Drop for Entry {
+    fn drop(&mut self) {
+        if self.state != State::Retired {
+            // The kernel may still write into them: leak rather than free.
+            return;
+        }
+        // SAFETY: allocated in `new` by `Box::into_raw` with these types and
+        // lengths, freed once; a retired entry is no longer the kernel's.
+        unsafe {
+            drop(Box::from_raw(self.header));
+            drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(self.payload, self.payload_len)));
+            drop(Box::from_raw(self.iov));
+        }
+    }
+}
+
+/// An IORING_OP_URING_CMD SQE for `/dev/fuse`: command `cmd_op` for queue
+/// `qid`, entry `index` as user data, its iovec pair as `addr` and 2 as
+/// `len`.
+fn command(
+    device: BorrowedFd,
+    cmd_op: u32,
+    qid: u16,
+    commit_id: u64,
+    index: usize,
+    entry: &Entry,
+) -> squeue::Entry128 {
+    let mut sqe = opcode::UringCmd80::new(types::Fd(device.as_raw_fd()), cmd_op)
+        .cmd(abi::ring::cmd_req(commit_id, qid))
+        .addr(Some(entry.iov as u64))
+        .build()
+        .user_data(index as u64);
+    // The io-uring crate's UringCmd80 does not set `len`, which FUSE reads
+    // as the number of iovecs (FUSE_URING_IOV_SEGS).
+    // SAFETY: `Entry128` is `#[repr(C)]` and starts with the kernel's
+    // `struct io_uring_sqe`, whose `__u32 len` is at byte offset 24
+    // (opcode, flags, ioprio, fd, off, addr before it).
+    unsafe { std::ptr::addr_of_mut!(sqe).cast::<u8>().add(24).cast::<u32>().write_unaligned(2) };
+    sqe
+}
+
+/// Pins the calling thread to `cpu`.
+fn pin_to(cpu: usize) -> io::Result<()> {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes inside it.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: CPU_SET sets one bit of the set; a CPU past the set's 1024
+    // bits panics on the bounds check of its word, never writes past it.
+    unsafe { libc::CPU_SET(cpu, &mut set) };
+    // SAFETY: the set outlives the call; 0 means the calling thread.
+    if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The errors with which the kernel ends an entry at unmount or abort.
+fn is_shutdown(errno: i32) -> bool {
+    matches!(errno, libc::ENOTCONN | libc::ECANCELED | libc::ECONNABORTED | libc::ENODEV)
+}
+
+/// Runs one queue until the connection ends. `ready` hears once whether
+/// every entry registered (an error names the errno).
+pub fn run(
+    floor: &Floor,
+    device: BorrowedFd,
+    setup: QueueSetup,
+    ready: impl FnOnce(Result<(), String>),
+) -> io::Result<QueueStats> {
+    let qid = setup.qid;
+    if setup.pin {
+        if let Err(e) = pin_to(qid.into()) {
+            eprintln!("fuse_floor_uring: queue {qid}: cannot pin to CPU {qid}: {e}");
+        }
+    }
+    let mut builder = IoUring::<squeue::Entry128, cqueue::Entry>::builder();
+    match setup.taskrun {
+        TaskRun::Defer => builder.setup_single_issuer().setup_defer_taskrun(),
+        TaskRun::Coop => builder.setup_coop_taskrun().setup_taskrun_flag(),
+        TaskRun::Plain => &mut builder,
+    };
+    let mut ring = match builder.build(setup.entries.next_power_of_two() as u32) {
+        Ok(ring) => ring,
+        Err(e) => {
+            ready(Err(format!("io_uring_setup: {e}")));
+            return Err(e);
+        }
+    };
+    let mut entries: Vec<Entry> = (0..setup.entries).map(|_| Entry::new(setup.payload_size)).collect();
+    for (index, entry) in entries.iter().enumerate() {
+        let sqe = command(device, abi::ring::CMD_REGISTER, qid, 0, index, entry);
+        // SAFETY: the entry's buffers and iovecs stay allocated and
+        // untouched by this thread while the kernel holds them (see `Entry`).
+        if unsafe { ring.submission().push(&sqe) }.is_err() {
+            ready(Err("submission queue smaller than the entries".to_string()));
+            return Err(io::Error::other("submission queue full"));
+        }
+    }
+    if let Err(e) = ring.submit() {
+        ready(Err(format!("io_uring_enter: {e}")));
+        return Err(e);
+    }
+    let mut queue = Queue {
+        floor,
+        device,
+        qid,
+        stats: QueueStats::default(),
+        scratch: vec![0; setup.payload_size],
+        done: Vec::with_capacity(setup.entries),
+    };
+    // A REGISTER that fails completes at once; one that succeeds completes
+    // only when a request arrives.
+    let refused = queue.complete(&mut ring, &mut entries);
+    ready(match refused {
+        Some(errno) => Err(format!("REGISTER: {}", io::Error::from_raw_os_error(errno))),
+        None => Ok(()),
+    });
+    while entries.iter().any(|e| e.state != State::Retired) {
+        match ring.submit_and_wait(1) {
+            Ok(_) => {}
+            Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+            // Completions overflowed: reap them before submitting more.
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {}
+            Err(e) => return Err(e),
+        }
+        queue.complete(&mut ring, &mut entries);
+    }
+    Ok(queue.stats)
+}
+
+impl Default for QueueStats {
+    fn default() -> QueueStats {
+        QueueStats { requests: 0, by_opcode: [0; 64], failures: 0 }
+    }
+}
+
+/// A queue's thread state between completions.
+struct Queue<'a> {
+    floor: &'a Floor,
+    device: BorrowedFd<'a>,
+    qid: u16,
+    stats: QueueStats,
+    /// Where a reply is built while the request's payload is still read.
+    scratch: Vec<u8>,
+    /// The completions being served (entry, result), kept between calls
+    /// so that serving allocates nothing.
+    done: Vec<(usize, i32)>,
+}
+
+impl Queue<'_> {
+    /// Serves every completion waiting, queueing a commit for each
+    /// request. Returns the errno of a REGISTER the kernel refused, if any.
+    fn complete(
+        &mut self,
+        ring: &mut IoUring<squeue::Entry128, cqueue::Entry>,
+        entries: &mut [Entry],
+    ) -> Option<i32> {
+        let mut refused = None;
+        let mut done = std::mem::take(&mut self.done);
+        done.clear();
+        done.extend(ring.completion().map(|cqe| (cqe.user_data() as usize, cqe.result())));
+        for &(index, result) in &done {
+            let Some(entry) = entries.get_mut(index) else {
+                eprintln!("fuse_floor_uring: queue {}: completion for unknown entry {index}", self.qid);
+                continue;
+            };
+            if result < 0 {
+                entry.state = State::Retired;
+                let errno = -result;
+                if entry.registering {
+                    refused = Some(errno);
+                } else if !is_shutdown(errno) {
+                    self.stats.failures += 1;
+                    eprintln!(
+                        "fuse_floor_uring: queue {}: COMMIT_AND_FETCH: {}",
+                        self.qid,
+                        io::Error::from_raw_os_error(errno)
+                    );
+                }
+                continue;
+            }
+            entry.state = State::User;
+            entry.registering = false;
+            self.stats.requests += 1;
+            let commit_id = self.serve(entry);
+            entry.state = State::Kernel;
+            let sqe =
+                command(self.device, abi::ring::CMD_COMMIT_AND_FETCH, self.qid, commit_id, index, entry);
+            // SAFETY: as for REGISTER: the entry is the kernel's again until
+            // its next completion. The submission queue has a slot per entry.
+            if unsafe { ring.submission().push(&sqe) }.is_err() {
+                entry.state = State::Retired;
+                eprintln!("fuse_floor_uring: queue {}: submission queue full", self.qid);
+            }
+        }
+        self.done = done;
+        refused
+    }
+
+    /// Answers the request in `entry`'s buffers in place; returns the
+    /// commit id to quote.
+    fn serve(&mut self, entry: &mut Entry) -> u64 {
+        let (header, payload) = entry.buffers();
+        let commit_id = header.commit_id();
+        let header_bytes = &header.in_out[..abi::IN_HEADER_SIZE];
+        let fixed = abi::InHeader::decode(header_bytes)
+            .ok()
+            .and_then(|h| abi::op_in_size(h.opcode))
+            .unwrap_or(0)
+            .min(header.op_in.len());
+        let payload_len = (header.payload_size() as usize).min(payload.len());
+        let (unique, answer) =
+            match Request::decode(header_bytes, &header.op_in[..fixed], &payload[..payload_len]) {
+                Ok(request) => {
+                    let slot = (request.header.opcode as usize).min(self.stats.by_opcode.len() - 1);
+                    self.stats.by_opcode[slot] += 1;
+                    (request.header.unique, self.floor.serve(&request, &mut self.scratch))
+                }
+                Err(e) => {
+                    eprintln!("fuse_floor_uring: queue {}: {e}", self.qid);
+                    (commit_id, Answer::Error(libc::EIO))
+                }
+            };
+        // The kernel never sends FORGET over the ring (it queues forgets on
+        // /dev/fuse), but an entry must be committed to be fetched again.
+        let answer = if answer == Answer::Nothing { Answer::Error(libc::ENOSYS) } else { answer };
+        let reply_len = match answer {
+            Answer::Reply(n) => n,
+            _ => 0,
+        };
+        payload[..reply_len].copy_from_slice(&self.scratch[..reply_len]);
+        let mut out = [0; abi::OUT_HEADER_SIZE];
+        abi::put_out_header(&mut out, unique, answer);
+        header.in_out[..abi::OUT_HEADER_SIZE].copy_from_slice(&out);
+        header.set_payload_size(reply_len as u32);
+        commit_id
+    }
+}
