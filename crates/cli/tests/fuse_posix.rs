@@ -6,15 +6,16 @@
 mod common;
 
 use common::{errno, errno_name, mkfs_layout, Layout, Mode, Mount, Rng};
-use std::ffi::CString;
+use std::ffi::{CString, OsStr};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt};
+use std::os::unix::fs::{DirEntryExt, FileExt, FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// A fresh image mounted in the foreground; both live as long as the value.
 struct Fixture {
@@ -755,6 +756,91 @@ fn file_handles_open_files_after_the_kernel_forgot_them_and_after_a_remount(layo
     fx.finish();
 }
 
+/// A long listing (`ls -l`: getdents, then lstat of each name) of a
+/// directory the kernel has forgotten comes as READDIRPLUS, names and
+/// attributes together: it must show what stat showed before, and every
+/// lookup it hands the kernel must be one the kernel forgets again (a pin
+/// never forgotten would keep an unlinked file's blocks for the mount's
+/// life).
+fn a_long_listing_after_the_kernel_forgot_shows_what_stat_showed_and_leaves_no_lookup(layout: Layout) {
+    // SAFETY: geteuid has no arguments and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        println!("skipped: dropping the kernel's caches needs root");
+        return;
+    }
+    let Some(fx) = Fixture::new(layout) else { return };
+    let dir = fx.p("listed");
+    fs::create_dir(&dir).expect("mkdir");
+    for i in 0..700usize {
+        let name = dir.join(format!("entry-{i:04}-{}", "n".repeat(i % 50)));
+        match i % 20 {
+            0 => fs::create_dir(&name).expect("mkdir entry"),
+            1 => std::os::unix::fs::symlink("a-target", &name).expect("symlink"),
+            _ => fs::write(&name, vec![b'x'; i * 7]).expect("write entry"),
+        }
+    }
+    let seen = |dir: &Path| -> std::collections::BTreeMap<String, (u64, u64, u32, u64)> {
+        fs::read_dir(dir)
+            .expect("readdir")
+            .map(|e| {
+                let e = e.expect("dirent");
+                let m = fs::symlink_metadata(e.path()).expect("lstat");
+                assert_eq!(e.ino(), m.ino(), "{:?}: the listing's inode number is stat's", e.file_name());
+                (e.file_name().to_string_lossy().into_owned(), (m.ino(), m.size(), m.mode(), m.nlink()))
+            })
+            .collect()
+    };
+    let before = seen(&dir);
+    assert_eq!(before.len(), 700);
+    drop_kernel_caches();
+    assert_eq!(seen(&dir), before, "listed after the kernel forgot the directory");
+    // With a 4 KiB buffer each request takes a few entries of the many
+    // the daemon gathered and pinned for it: the rest must be let go.
+    drop_kernel_caches();
+    let small = getdents_in_small_buffers(&dir);
+    assert_eq!(small.len(), 702, "every name once, '.' and '..' too");
+    for (name, ino) in small.iter().filter(|(n, _)| n != "." && n != "..") {
+        assert_eq!(Some(*ino), before.get(name).map(|b| b.0), "{name}");
+    }
+    drop_kernel_caches();
+    let stat = common::fslab_run(&[OsStr::new("stat"), fx.dir().as_os_str()], Duration::from_secs(60));
+    assert!(stat.success(), "fslab stat: {}", stat.describe());
+    let held = stat.stdout.lines().find(|l| l.trim_start().starts_with("inodes in use")).map(|l| {
+        l.split_whitespace()
+            .rev()
+            .nth(1)
+            .and_then(|n| n.replace(',', "").parse::<u64>().ok())
+            .unwrap_or(u64::MAX)
+    });
+    assert!(held.is_some_and(|n| n < 10), "lookups the kernel forgot are still held: {}", stat.stdout);
+    fx.finish();
+}
+
+/// The names and inode numbers of `dir`, read with `getdents64` into a
+/// 4 KiB buffer (the kernel's smallest READDIRPLUS request).
+fn getdents_in_small_buffers(dir: &Path) -> Vec<(String, u64)> {
+    let d = File::open(dir).expect("open directory");
+    let mut buf = vec![0u8; 4096];
+    let mut out = Vec::new();
+    loop {
+        // SAFETY: a valid descriptor and a buffer of the given length.
+        let n = unsafe { libc::syscall(libc::SYS_getdents64, d.as_raw_fd(), buf.as_mut_ptr(), buf.len()) };
+        assert!(n >= 0, "getdents64: {}", io::Error::last_os_error());
+        if n == 0 {
+            return out;
+        }
+        let mut at = 0usize;
+        while at < n as usize {
+            let ino = u64::from_ne_bytes(buf[at..at + 8].try_into().expect("8 bytes"));
+            let reclen = u16::from_ne_bytes(buf[at + 16..at + 18].try_into().expect("2 bytes")) as usize;
+            let name = &buf[at + 19..at + reclen];
+            let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+            out.push((String::from_utf8_lossy(&name[..end]).into_owned(), ino));
+            at += reclen;
+        }
+    }
+}
+
 /// A file's or directory's access time, in nanoseconds.
 fn atime_ns(path: &Path) -> i128 {
     let m = fs::metadata(path).expect("stat");
@@ -900,6 +986,7 @@ fn xattr_names(path: &Path) -> Vec<Vec<u8>> {
 }
 
 on_every_layout!(
+    a_long_listing_after_the_kernel_forgot_shows_what_stat_showed_and_leaves_no_lookup,
     extended_attributes_fill_one_block_and_fail_exactly_at_the_limits,
     reads_update_access_times_as_the_mount_options_say,
     file_handles_open_files_after_the_kernel_forgot_them_and_after_a_remount,

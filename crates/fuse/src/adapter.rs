@@ -15,7 +15,9 @@
 use crate::caller::Caller;
 use crate::convert::{file_attr, file_type, from_fuse, time_ns, time_set, to_fuse};
 use crate::damage::DamageLog;
-use crate::reply::{lookup_answer, Answer, Created, DirItem, Entry, XattrAnswer};
+use crate::reply::{
+    lookup_answer, send_dir_plus, Answer, Created, DirItem, DirItemPlus, Entry, XattrAnswer, TTL,
+};
 use crate::shared::Shared;
 use crate::stale::{kept, Dropped};
 use fslab::error::errno;
@@ -27,8 +29,8 @@ use fslab::Result;
 use fuser::{
     AccessFlags, BsdFileFlags, CopyFileRangeFlags, Errno, FileAttr, FileHandle, Filesystem, FopenFlags,
     Generation, INodeNo, InitFlags, KernelConfig, LockOwner, Notifier, OpenFlags, RenameFlags, ReplyAttr,
-    ReplyCreate, ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyLseek, ReplyOpen, ReplyStatfs,
-    ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
+    ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyLseek,
+    ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 use std::ffi::OsStr;
 use std::io;
@@ -43,6 +45,16 @@ const MAX_IO: u32 = 1 << 20;
 /// Directory entries fetched per `readdir` request; those that do not fit
 /// the kernel's buffer are fetched again by the next request.
 const READDIR_BATCH: usize = 256;
+
+/// Bytes of READDIRPLUS entries gathered per request: what the largest
+/// buffer the kernel asks with holds (a `getdents` buffer of 32 KiB, as
+/// `ls` and `find` use). Each entry's attributes are read and its lookup
+/// counted, so fetching more than fits would read and pin for nothing.
+const READDIRPLUS_BYTES: usize = 32 << 10;
+
+/// Bytes of one READDIRPLUS entry before its name (`fuse_entry_out` and
+/// `fuse_dirent`); the name is padded to 8 bytes.
+const DIRENTPLUS_HEADER: usize = 128 + 24;
 
 /// The largest `copy_file_range` done in one request; the reply's count is
 /// 32 bits and a partial copy is allowed.
@@ -179,6 +191,50 @@ impl<S: StorageManager> FuseAdapter<S> {
         })
     }
 
+    /// READDIRPLUS's entries from `offset`, with their attributes, each
+    /// but `.` and `..` pinned as a lookup the kernel will count.
+    fn readdirplus_items(&self, ino: INodeNo, offset: u64) -> Result<Vec<DirItemPlus>> {
+        self.run("readdirplus", ino, |fs| {
+            let entries = fs.readdir(from_fuse(ino), offset, READDIR_BATCH)?;
+            let block_size = fs.storage().block_size();
+            let mut items = Vec::with_capacity(entries.len());
+            let mut bytes = 0;
+            for e in entries {
+                bytes += DIRENTPLUS_HEADER + e.name.len().next_multiple_of(8);
+                if bytes > READDIRPLUS_BYTES && !items.is_empty() {
+                    break;
+                }
+                // An entry of no known type ends the batch (its error then
+                // answers the next request), so what is pinned is sent.
+                let kind = match file_type(e.kind) {
+                    Ok(kind) => kind,
+                    Err(e) if items.is_empty() => return Err(e),
+                    Err(_) => break,
+                };
+                let (entry, ttl) = match fs.getattr(e.ino).and_then(|inode| {
+                    let attr = file_attr(&inode, block_size)?;
+                    Ok(Entry { attr, generation: Generation(u64::from(inode.generation)) })
+                }) {
+                    Ok(entry) => (entry, TTL),
+                    // Damage: the name still lists, as READDIR lists it,
+                    // and the kernel's next look at it meets the error.
+                    Err(_) => {
+                        let attr =
+                            FileAttr { ino: to_fuse(e.ino), kind, nlink: 1, ..crate::reply::absent_attr() };
+                        (Entry { attr, generation: Generation(0) }, std::time::Duration::ZERO)
+                    }
+                };
+                let counted = e.name != b"." && e.name != b"..";
+                if counted {
+                    fs.pin(e.ino);
+                }
+                let item = DirItem { ino: to_fuse(e.ino), next_offset: e.next_offset, kind, name: e.name };
+                items.push(DirItemPlus { item, entry, ttl, counted });
+            }
+            Ok(items)
+        })
+    }
+
     fn readdir_items(&self, ino: INodeNo, offset: u64) -> Result<Vec<DirItem>> {
         let entries = self.run("readdir", ino, |fs| fs.readdir(from_fuse(ino), offset, READDIR_BATCH))?;
         entries
@@ -266,7 +322,13 @@ impl<S: StorageManager + 'static> Filesystem for FuseAdapter<S> {
             // generation, both on disk: the kernel may ask for nodes it
             // has forgotten (`lookup` of "." and ".."), and handles work
             // across remounts, so the mount can be exported over NFS.
-            | InitFlags::FUSE_EXPORT_SUPPORT;
+            | InitFlags::FUSE_EXPORT_SUPPORT
+            // `ls -l` and `find` of a directory the kernel has not cached
+            // get its names and attributes in one request per buffer, not
+            // a LOOKUP per name; the kernel decides per directory whether
+            // its callers look names up (READDIRPLUS_AUTO).
+            | InitFlags::FUSE_DO_READDIRPLUS
+            | InitFlags::FUSE_READDIRPLUS_AUTO;
         if self.writeback_cache {
             wanted |= InitFlags::FUSE_WRITEBACK_CACHE;
         }
@@ -492,6 +554,29 @@ impl<S: StorageManager + 'static> Filesystem for FuseAdapter<S> {
 
     fn readdir(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, offset: u64, reply: ReplyDirectory) {
         reply.answer(self.readdir_items(ino, offset));
+    }
+
+    fn readdirplus(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        reply: ReplyDirectoryPlus,
+    ) {
+        match self.readdirplus_items(ino, offset) {
+            Err(e) => reply.error(Errno::from_i32(e.errno())),
+            Ok(items) => {
+                // Entries past the kernel's buffer were pinned but never
+                // sent: the kernel counts no lookup of them to forget.
+                let unsent = send_dir_plus(reply, items);
+                if !unsent.is_empty() {
+                    let _ = self.run("readdirplus", ino, |fs| {
+                        unsent.iter().try_for_each(|&node| fs.unpin(from_fuse(node), 1))
+                    });
+                }
+            }
+        }
     }
 
     fn fsyncdir(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, datasync: bool, reply: ReplyEmpty) {

@@ -5,7 +5,8 @@ use fslab::storage::StatFs;
 use fslab::Result;
 use fuser::{
     Errno, FileAttr, FileHandle, FileType, FopenFlags, Generation, INodeNo, ReplyAttr, ReplyCreate,
-    ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyLseek, ReplyStatfs, ReplyWrite, ReplyXattr,
+    ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyLseek, ReplyStatfs,
+    ReplyWrite, ReplyXattr,
 };
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
@@ -37,6 +38,41 @@ pub struct DirItem {
     pub kind: FileType,
     /// Its name.
     pub name: Vec<u8>,
+}
+
+/// One directory entry with the attributes of what it names, for
+/// READDIRPLUS: the kernel caches both as if it had looked the name up,
+/// and counts that lookup for every entry but `.` and `..`.
+pub struct DirItemPlus {
+    /// The entry.
+    pub item: DirItem,
+    /// What it names: its attributes, or, where they could not be read
+    /// (damage), the node's number and type alone with no time to live, so
+    /// that the kernel asks again and meets the error then.
+    pub entry: Entry,
+    /// How long the kernel may keep the name and attributes.
+    pub ttl: Duration,
+    /// Whether the kernel counts a lookup of it (all but `.` and `..`).
+    pub counted: bool,
+}
+
+/// Adds `items` to `reply` until the kernel's buffer is full and sends it;
+/// returns the counted entries that did not fit, whose lookups the kernel
+/// never saw.
+pub fn send_dir_plus(mut reply: ReplyDirectoryPlus, items: Vec<DirItemPlus>) -> Vec<INodeNo> {
+    let mut unsent = Vec::new();
+    let mut full = false;
+    for p in items {
+        if !full {
+            let name = OsStr::from_bytes(&p.item.name);
+            full = reply.add(p.item.ino, p.item.next_offset, name, &p.ttl, &p.entry.attr, p.entry.generation);
+        }
+        if full && p.counted {
+            unsent.push(p.item.ino);
+        }
+    }
+    reply.ok();
+    unsent
 }
 
 /// The answer to `getxattr` / `listxattr`: the size the caller must allow,
