@@ -17,6 +17,8 @@
 //!   disk's virtual clock).
 //! * [`durable`] — tickets: moments of durability a caller waits for
 //!   without holding the file system.
+//! * [`memory`] — what a structure's memory is, estimated, for the reports
+//!   of what a mount holds (`fslab stat`); every layer may use it.
 //!
 //! Below all of them is the `disk` crate's `BlockDevice`.
 
@@ -27,6 +29,7 @@ pub mod error;
 pub mod ffs;
 pub mod format;
 pub mod lfs;
+pub mod memory;
 pub mod storage;
 pub mod time;
 pub mod ufs;

@@ -20,6 +20,7 @@ const RULES: &[(&str, &[&str])] = &[
     ("storage", &["ufs", "lfs", "ffs", "cache", "bmap"]),
     ("time", &["format", "cache", "storage", "ufs", "lfs", "ffs", "bmap"]),
     ("durable", &["format", "cache", "storage", "ufs", "lfs", "ffs", "bmap", "time"]),
+    ("memory", &["format", "cache", "storage", "ufs", "lfs", "ffs", "bmap", "time", "durable"]),
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {

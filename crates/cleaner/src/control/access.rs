@@ -89,7 +89,7 @@ pub trait SharedFs: Clone + Send + 'static {
     /// lock.
     fn memory_report(&self) -> Result<super::MemoryReport> {
         let parts = self.with_fs(|fs| Ok(fs.memory()))?;
-        Ok(super::MemoryReport { resident: fslab::storage::memory::resident_bytes(), parts })
+        Ok(super::MemoryReport { resident: fslab::memory::resident_bytes(), parts })
     }
 
     /// The dirhash settings and counters, read under the lock.

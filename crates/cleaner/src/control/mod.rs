@@ -148,8 +148,8 @@ pub struct MountReport {
 pub struct MemoryReport {
     /// The daemon's resident memory (`VmRSS`), if the system said.
     pub resident: Option<u64>,
-    /// The file system's structures, estimated ([`fslab::storage::memory`]).
-    pub parts: Vec<fslab::storage::memory::MemoryUse>,
+    /// The file system's structures, estimated ([`fslab::memory`]).
+    pub parts: Vec<fslab::memory::MemoryUse>,
 }
 
 /// A layout's counters since mount, with what names its configuration.

@@ -511,7 +511,7 @@ pub(super) fn decode_memory(r: &mut In) -> Result<MemoryReport> {
     for _ in 0..n {
         let len = r.u8()? as usize;
         let what = r.text(len)?;
-        parts.push(fslab::storage::memory::MemoryUse { what, entries: r.u64()?, bytes: r.u64()? });
+        parts.push(fslab::memory::MemoryUse { what, entries: r.u64()?, bytes: r.u64()? });
     }
     r.end()?;
     Ok(MemoryReport { resident, parts })

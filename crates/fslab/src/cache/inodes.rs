@@ -33,8 +33,8 @@ impl InodeCache {
     }
 
     /// The memory the inodes held take.
-    pub fn memory(&self) -> crate::storage::memory::MemoryUse {
-        use crate::storage::memory::{btree_set_bytes, hash_map_bytes, MemoryUse};
+    pub fn memory(&self) -> crate::memory::MemoryUse {
+        use crate::memory::{btree_set_bytes, hash_map_bytes, MemoryUse};
         let boxed = self.inodes.len() as u64 * std::mem::size_of::<Inode>() as u64;
         MemoryUse::new(
             "inode cache",

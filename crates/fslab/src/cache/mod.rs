@@ -511,8 +511,8 @@ impl BufferCache {
 
     /// What the cache's memory is spent on: the buffers' blocks, and the
     /// tables and queues that find them.
-    pub fn memory(&self) -> Vec<crate::storage::memory::MemoryUse> {
-        use crate::storage::memory::{btree_set_bytes, hash_map_bytes, MemoryUse};
+    pub fn memory(&self) -> Vec<crate::memory::MemoryUse> {
+        use crate::memory::{btree_set_bytes, hash_map_bytes, MemoryUse};
         let queued = |q: &VecDeque<(BlockKey, u64)>| {
             q.capacity() as u64 * std::mem::size_of::<(BlockKey, u64)>() as u64
         };

@@ -85,9 +85,9 @@ impl WriteClusters {
     }
 
     /// The memory the open runs take.
-    pub(super) fn memory(&self) -> crate::storage::memory::MemoryUse {
-        let bytes = crate::storage::memory::hash_map_bytes(&self.open);
-        crate::storage::memory::MemoryUse::new("open write clusters", self.open.len(), bytes)
+    pub(super) fn memory(&self) -> crate::memory::MemoryUse {
+        let bytes = crate::memory::hash_map_bytes(&self.open);
+        crate::memory::MemoryUse::new("open write clusters", self.open.len(), bytes)
     }
 
     /// The open run of `ino`, if any.

@@ -72,8 +72,8 @@ fn indirect_blocks(blocks: u64, nindir: u64) -> u64 {
 }
 
 impl StorageManager for Ffs {
-    fn memory(&self) -> Vec<crate::storage::memory::MemoryUse> {
-        use crate::storage::memory::{btree_set_bytes, hash_map_bytes, hash_set_bytes, vec_bytes, MemoryUse};
+    fn memory(&self) -> Vec<crate::memory::MemoryUse> {
+        use crate::memory::{btree_set_bytes, hash_map_bytes, hash_set_bytes, vec_bytes, MemoryUse};
         let mut parts = self.cache.memory();
         parts.push(self.inodes.memory());
         parts.push(self.alloc.memory());

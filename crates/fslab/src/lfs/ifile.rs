@@ -35,8 +35,8 @@ pub struct Tables {
 impl Tables {
     /// The memory the tables take: the inode map (an entry per inode
     /// number) and the segment usage table (an entry per segment).
-    pub fn memory(&self) -> Vec<crate::storage::memory::MemoryUse> {
-        use crate::storage::memory::{btree_set_bytes, vec_bytes, MemoryUse};
+    pub fn memory(&self) -> Vec<crate::memory::MemoryUse> {
+        use crate::memory::{btree_set_bytes, vec_bytes, MemoryUse};
         vec![
             MemoryUse::new("inode map", self.imap.len(), vec_bytes(&self.imap, self.imap.capacity())),
             MemoryUse::new(

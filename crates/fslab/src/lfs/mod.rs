@@ -412,8 +412,8 @@ impl StorageManager for Lfs {
         self.block_size as u32
     }
 
-    fn memory(&self) -> Vec<crate::storage::memory::MemoryUse> {
-        use crate::storage::memory::{hash_set_bytes, MemoryUse};
+    fn memory(&self) -> Vec<crate::memory::MemoryUse> {
+        use crate::memory::{hash_set_bytes, MemoryUse};
         let mut parts = self.cache.memory();
         parts.push(self.inodes.memory());
         parts.extend(self.tables.memory());

@@ -73,9 +73,9 @@ pub(super) struct Separation {
 impl Separation {
     /// The memory separation keeps per file: the files dirtied since the
     /// last segment write, and a bit per inode number.
-    pub(super) fn memory(&self) -> crate::storage::memory::MemoryUse {
-        use crate::storage::memory::{hash_map_bytes, vec_bytes};
-        crate::storage::memory::MemoryUse::new(
+    pub(super) fn memory(&self) -> crate::memory::MemoryUse {
+        use crate::memory::{hash_map_bytes, vec_bytes};
+        crate::memory::MemoryUse::new(
             "hot/cold separation",
             self.last_written.len(),
             hash_map_bytes(&self.last_written) + vec_bytes(&self.long_quiet.0, self.long_quiet.0.capacity()),

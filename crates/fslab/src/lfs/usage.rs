@@ -63,7 +63,7 @@ pub struct SegmentUsage {
 impl SegmentUsage {
     /// Bytes the table's entries take.
     pub fn memory_bytes(&self) -> u64 {
-        crate::storage::memory::vec_bytes(&self.entries, self.entries.capacity())
+        crate::memory::vec_bytes(&self.entries, self.entries.capacity())
     }
 
     /// A table of `entries` for segments of `blocks_per_segment` blocks of

@@ -22,7 +22,6 @@
 //! FFS can order its writes, and soft updates or a journal can track it.
 
 pub mod mem;
-pub mod memory;
 pub mod orphans;
 mod tx;
 
@@ -289,7 +288,7 @@ pub trait StorageManager: Send {
 
     /// What this storage manager's memory is spent on, structure by
     /// structure (`fslab stat`). The default: nothing reported.
-    fn memory(&self) -> Vec<memory::MemoryUse> {
+    fn memory(&self) -> Vec<crate::memory::MemoryUse> {
         Vec::new()
     }
 

@@ -657,8 +657,8 @@ impl<S: StorageManager> FileSystem<S> {
     /// What the file system's memory is spent on: the storage manager's
     /// structures, then the namespace's (directory hashes, the inodes the
     /// kernel and open files hold, orphans).
-    pub fn memory(&self) -> Vec<crate::storage::memory::MemoryUse> {
-        use crate::storage::memory::{hash_map_bytes, hash_set_bytes, MemoryUse};
+    pub fn memory(&self) -> Vec<crate::memory::MemoryUse> {
+        use crate::memory::{hash_map_bytes, hash_set_bytes, MemoryUse};
         let mut parts = self.storage.memory();
         let dirhash = self.state.dirs.stats();
         parts.push(MemoryUse::new("directory hashes", dirhash.hashes as usize, dirhash.memory));

@@ -85,9 +85,9 @@ fn no_space() -> Error {
 impl Allocator {
     /// The memory the decoded cylinder groups take (their bitmaps and
     /// summaries: a bit per inode, per fragment and per block).
-    pub fn memory(&self) -> crate::storage::memory::MemoryUse {
+    pub fn memory(&self) -> crate::memory::MemoryUse {
         let bytes: u64 = self.groups.iter().map(CylinderGroup::memory_bytes).sum();
-        crate::storage::memory::MemoryUse::new("cylinder groups", self.groups.len(), bytes)
+        crate::memory::MemoryUse::new("cylinder groups", self.groups.len(), bytes)
     }
 
     /// The allocator over `groups`, which must be the superblock's groups in
