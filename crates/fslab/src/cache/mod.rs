@@ -550,6 +550,11 @@ impl BufferCache {
         self.limits.start_write_bytes
     }
 
+    /// The memory the buffers may use, clean and dirty together.
+    pub fn memory_limit_bytes(&self) -> u64 {
+        self.limits.memory_bytes
+    }
+
     /// Whether dirty data has reached the start-write threshold.
     pub fn should_start_write(&self) -> bool {
         self.dirty_bytes() >= self.limits.start_write_bytes
