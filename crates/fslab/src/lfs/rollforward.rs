@@ -287,7 +287,7 @@ impl Lfs {
     /// previous version's tree of blocks and this one's, not the blocks
     /// written: the cleaner's partial segments carry moved blocks whose
     /// indirect block, and so the tree that reaches them, comes only with a
-    /// later segment write (`clean.rs`, `write_moved`). A block written but
+    /// later segment write (`writer.rs`, `write_moved`). A block written but
     /// not yet in the tree is dead until an inode whose tree holds it is
     /// installed. Only where the previous version cannot be read are the
     /// written blocks counted instead (space lost until fsck recounts,

@@ -9,8 +9,8 @@
 //! reserves: one that lets a checkpoint always complete, the cleaner's share,
 //! a share for the operations that free space (so a full disk can always be
 //! emptied), and half a segment for metadata. With a cleaner installed,
-//! a writer short of clean space runs it (`clean.rs`), and the dead space in
-//! dirty segments counts as free in `statfs`.
+//! a writer short of clean space runs it (`clean/trigger.rs`), and the dead
+//! space in dirty segments counts as free in `statfs`.
 //!
 //! Two counts, as in BSD-LFS: live bytes per segment (the segment usage
 //! table, changed as blocks are written and die), and space promised to dirty
@@ -22,6 +22,10 @@ use crate::format::inode::INODE_SIZE;
 use crate::format::NAME_MAX;
 use crate::storage::{StatFs, TxKind};
 use crate::Result;
+
+/// Disks smaller than this keep one log head: a cold head holds two
+/// segments (the one it fills and the next), too much of a small disk.
+const MIN_SEGMENTS_FOR_COLD: u64 = 16;
 
 /// What a promise of space is for. Each use leaves a different part of
 /// the reserves untouched: whatever adds to the file system leaves the
@@ -146,7 +150,7 @@ impl Lfs {
     /// opens they are part of the cleaner's reserve; once open, it holds
     /// them itself, outside the space users can write.
     pub(super) fn cold_head_share(&self) -> u64 {
-        if self.sb.nsegments >= super::clean::MIN_SEGMENTS_FOR_COLD {
+        if self.sb.nsegments >= MIN_SEGMENTS_FOR_COLD {
             2 * self.sb.blocks_per_segment()
         } else {
             0

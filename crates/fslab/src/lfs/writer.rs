@@ -13,6 +13,8 @@
 //! (§4.3: "the next segment write will append all dirty blocks from the
 //! ifile"). All partial segments of step 2 and 3 but the last carry SS_CONT.
 //! A checkpoint (`checkpoint`) is a segment write with the ifile.
+//! The cleaner's `markv` writes the blocks it moved through `write_moved`:
+//! only those, at their old age, the ifile last.
 
 use super::layout::{
     Finfo, HeadPosition, Summary, WriteClock, FINFO_HEADER, SEGUSE_ACTIVE, SEGUSE_CLEAN, SEGUSE_DIRTY,
@@ -713,6 +715,45 @@ impl Lfs {
             self.write_files(&mut batch, &in_dirop)?;
         }
         if with_ifile || !dirops.is_empty() {
+            self.write_ifile(&mut batch)?;
+        }
+        self.close_partial(&mut batch);
+        self.flush_partials(&mut batch, true)
+    }
+
+    /// Writes the files in `order` (of their dirty blocks only those moved,
+    /// `moved_metas` and `moved_data`, then their inodes, counting only the
+    /// blocks their trees on disk reach) and, with `ifile`, the
+    /// ifile; partial segments carry the age of the youngest data in them,
+    /// from `ages`.
+    ///
+    /// The indirect blocks the moves dirty stay in the cache for the next
+    /// segment write (see `Batch::only_metas`). Until then the inodes
+    /// written here still name the indirect blocks' old copies, which point
+    /// at the moved blocks' old copies: a consistent file, and the segments
+    /// holding those copies are not reused before a checkpoint, which
+    /// writes every dirty block first. Roll-forward counts a block live
+    /// only once an inode's tree reaches it (`rollforward.rs`). The ifile,
+    /// whose segment usage table counts the moves as done, must not reach
+    /// the log before the blocks that make them so: with `ifile`, every
+    /// dirty block goes first, as at a checkpoint.
+    pub(super) fn write_moved(
+        &mut self,
+        order: &[Ino],
+        moved_metas: HashSet<(Ino, Lbn)>,
+        moved_data: HashSet<(Ino, Lbn)>,
+        ifile: bool,
+        ages: HashMap<Ino, WriteClock>,
+    ) -> Result<()> {
+        self.ensure_new_serial_epoch()?;
+        let mut batch = Batch::aged(ages);
+        if !ifile {
+            batch = batch.placing_only(moved_metas, moved_data);
+        }
+        self.write_files(&mut batch, order)?;
+        if ifile {
+            let rest: Vec<Ino> = self.dirty_files().into_iter().collect();
+            self.write_files(&mut batch, &rest)?;
             self.write_ifile(&mut batch)?;
         }
         self.close_partial(&mut batch);
