@@ -10,8 +10,9 @@
 //! * [`alloc`] — the policies across groups: `blkpref`, `dirpref`,
 //!   `hashalloc`, `valloc`, `realloccg`, frees, with the totals.
 //! * [`mkfs`] — `newfs` and `dumpfs`, over a `disk::BlockDevice`.
-//! * `fs` — the mounted file system ([`Ffs`]), mount, unmount, write-back;
-//!   `inodes` (inodes in their tables), `blocks` (file blocks, fragments,
+//! * `fs` — the mounted file system ([`Ffs`]), mount, the superblock;
+//!   `writeback` (groups, dirty buffers through the integrity mode's hooks,
+//!   write-behind, sync, unmount); `inodes` (inodes in their tables), `blocks` (file blocks, fragments,
 //!   `balloc`), `cluster` (a file's runs of blocks pushed as they fill),
 //!   `realloc` (a run of delayed blocks moved to contiguous space as it
 //!   grows: `ffs_reallocblks`),
@@ -48,6 +49,7 @@ mod orphans;
 pub mod placement;
 mod realloc;
 mod storage;
+mod writeback;
 
 pub use crate::cache::WriteMode;
 pub use alloc::{Allocator, InodeGrant, Realloc};
