@@ -2,11 +2,11 @@
 //! grows with the files it has seen, as `fslab stat` shows it.
 //!
 //! The figures are estimates from lengths and capacities (a hash table
-//! holds its capacity's slots and a control byte each; a B-tree about one
-//! and a half times its entries), not an allocator's count: enough to see
+//! holds its capacity's slots and a control byte each; a B-tree set about
+//! one and a half times its entries), not an allocator's count: enough to see
 //! which structure grows and whether it is bounded.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::mem::size_of;
 
 /// One structure's share of the memory.
@@ -36,11 +36,6 @@ pub fn hash_map_bytes<K, V, S>(map: &HashMap<K, V, S>) -> u64 {
 /// Bytes a hash set's table holds.
 pub fn hash_set_bytes<K, S>(set: &HashSet<K, S>) -> u64 {
     set.capacity() as u64 * (size_of::<K>() as u64 + 1)
-}
-
-/// Bytes a B-tree map holds: its entries in nodes about two thirds full.
-pub fn btree_map_bytes<K, V>(map: &BTreeMap<K, V>) -> u64 {
-    map.len() as u64 * size_of::<(K, V)>() as u64 * 3 / 2
 }
 
 /// Bytes a B-tree set holds.

@@ -10,6 +10,7 @@
 use super::IntMap;
 use crate::format::inode::Inode;
 use crate::format::Ino;
+use std::collections::hash_map::Entry;
 use std::collections::BTreeSet;
 
 /// Inodes in memory past which clean ones are dropped. An inode is 256
@@ -63,10 +64,11 @@ impl InodeCache {
             let changed = &self.dirty;
             self.inodes.retain(|i, _| changed.contains(i));
         }
-        match self.inodes.get_mut(&ino) {
-            Some(held) => **held = inode,
-            None => {
-                self.inodes.insert(ino, Box::new(inode));
+        // One lookup; a held inode keeps its box.
+        match self.inodes.entry(ino) {
+            Entry::Occupied(mut held) => **held.get_mut() = inode,
+            Entry::Vacant(slot) => {
+                slot.insert(Box::new(inode));
             }
         }
         if dirty {
