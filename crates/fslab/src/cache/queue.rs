@@ -131,7 +131,14 @@ struct State {
 
 struct Shared {
     state: Mutex<State>,
-    changed: Condvar,
+    /// A write reached the device (or failed): what writers waiting for
+    /// room, for an address or for idleness wait on.
+    completed: Condvar,
+    /// A flush ended (or a write failed): what waiters for durability
+    /// wait on while a flush runs. Apart from `completed` so that the
+    /// many waiters of a group commit sleep through every write that
+    /// completes meanwhile, not wake for each one.
+    flushed: Condvar,
     dev: Arc<dyn BlockDevice>,
 }
 
@@ -154,8 +161,32 @@ impl Shared {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Waits for the next write to complete.
     fn wait<'a>(&self, state: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
-        self.changed.wait(state).unwrap_or_else(|e| e.into_inner())
+        self.completed.wait(state).unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits for the running flush to end.
+    fn wait_flushed<'a>(&self, state: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
+        self.flushed.wait(state).unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A write completed: its waiters go on, and on a failure every
+    /// waiter does, to report it.
+    fn notify_completed(&self, state: &State) {
+        self.completed.notify_all();
+        if state.error.is_some() {
+            self.flushed.notify_all();
+        }
+    }
+
+    /// A flush ended: its waiters go on, and on a failure every waiter
+    /// does.
+    fn notify_flushed(&self, state: &State) {
+        self.flushed.notify_all();
+        if state.error.is_some() {
+            self.completed.notify_all();
+        }
     }
 
     /// Waits until write `seq` is durable, flushing the device if nobody
@@ -168,7 +199,11 @@ impl Shared {
             if state.durable >= seq {
                 return Ok(());
             }
-            if state.flushing || state.completed < seq.min(state.issued) {
+            if state.flushing {
+                state = self.wait_flushed(state);
+                continue;
+            }
+            if state.completed < seq.min(state.issued) {
                 state = self.wait(state);
                 continue;
             }
@@ -185,7 +220,7 @@ impl Shared {
                     state.error.get_or_insert_with(|| format!("flush failed: {e}"));
                 }
             }
-            self.changed.notify_all();
+            self.notify_flushed(&state);
         }
     }
 }
@@ -239,7 +274,8 @@ impl WriteQueue {
                 sender: None,
                 shared: Arc::new(Shared {
                     state: Mutex::new(State::default()),
-                    changed: Condvar::new(),
+                    completed: Condvar::new(),
+                    flushed: Condvar::new(),
                     dev,
                 }),
                 thread: None,
@@ -261,7 +297,8 @@ impl WriteQueue {
     ) -> WriteQueue {
         let shared = Arc::new(Shared {
             state: Mutex::new(State::default()),
-            changed: Condvar::new(),
+            completed: Condvar::new(),
+            flushed: Condvar::new(),
             dev: dev.clone(),
         });
         let (sender, receiver) = mpsc::channel::<(Seq, WriteJob)>();
@@ -279,7 +316,7 @@ impl WriteQueue {
                     if let Err(e) = result {
                         state.error.get_or_insert_with(|| e.to_string());
                     }
-                    worker.changed.notify_all();
+                    worker.notify_completed(&state);
                 }
             })
             .ok();
@@ -380,7 +417,7 @@ impl WriteQueue {
         if let Err(e) = &written {
             state.error.get_or_insert_with(|| e.to_string());
         }
-        self.shared.changed.notify_all();
+        self.shared.notify_completed(&state);
         Self::failed(&state)?;
         Ok(seq)
     }
@@ -437,7 +474,7 @@ impl WriteQueue {
                 state.error.get_or_insert_with(|| format!("flush failed: {e}"));
             }
         }
-        self.shared.changed.notify_all();
+        self.shared.notify_flushed(&state);
         Self::failed(&state)
     }
 
@@ -447,7 +484,7 @@ impl WriteQueue {
     pub fn wait_flush_done(&self) {
         let mut state = self.shared.lock();
         while state.flushing && state.error.is_none() {
-            state = self.shared.wait(state);
+            state = self.shared.wait_flushed(state);
         }
     }
 

@@ -159,6 +159,29 @@ impl Ffs {
     /// Writes back the dirty blocks of the files in `inos` (all of them
     /// when `None`), and the dirty inode-table blocks when `device` is set.
     pub(super) fn write_dirty(&mut self, inos: Option<&[Ino]>, device: bool) -> Result<()> {
+        let mut placements = self.dirty_placements(inos, device)?;
+        self.write_placements(&mut placements)?;
+        Ok(())
+    }
+
+    /// Writes back file `ino`'s dirty blocks for a caller about to wait
+    /// for them (an fsync): on this thread when they fit one cluster, since
+    /// handing so small a write to the writer thread and back costs two
+    /// thread switches, more than the write; queued otherwise, so that a
+    /// large file's writes overlap the next requests.
+    pub(super) fn write_file_waited(&mut self, ino: Ino) -> Result<()> {
+        let mut placements = self.dirty_placements(Some(&[ino]), false)?;
+        let bytes: usize = placements.iter().map(|p| p.bytes).sum();
+        if bytes <= self.sb.geometry.maxcontig as usize * self.block_size() {
+            self.write_placements_now(&mut placements)?;
+        } else {
+            self.write_placements(&mut placements)?;
+        }
+        Ok(())
+    }
+
+    /// The placements of what [`Ffs::write_dirty`] writes.
+    fn dirty_placements(&mut self, inos: Option<&[Ino]>, device: bool) -> Result<Vec<Placement>> {
         let mut keys = Vec::new();
         let files: Vec<Ino> = match inos {
             Some(list) => list.to_vec(),
@@ -182,9 +205,7 @@ impl Ffs {
         // rewrote every such block at every call until a sync).
         let durable = self.queue.durable();
         keys.retain(|&k| !self.cache.is_parked(k, durable));
-        let mut placements = self.placements_of(&keys)?;
-        self.write_placements(&mut placements)?;
-        Ok(())
+        self.placements_of(&keys)
     }
 
     /// Writes everything: inodes into their blocks, every dirty buffer, the

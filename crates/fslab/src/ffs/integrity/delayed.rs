@@ -32,7 +32,7 @@ impl IntegrityMode for Delayed {
     /// so that the file's name is as durable as its contents (nothing wrote
     /// the name when it was made).
     fn fsync(&self, fs: &mut Ffs, ino: Ino) -> Result<Ticket> {
-        fs.write_dirty(Some(&[ino]), false)?;
+        fs.write_file_waited(ino)?;
         fs.queue.flush()?;
         fs.store_dirty_inodes()?;
         fs.write_fresh_inode_blocks()?;

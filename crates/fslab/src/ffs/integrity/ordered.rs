@@ -150,7 +150,7 @@ impl IntegrityMode for Ordered {
     /// The file's blocks, a barrier, then its inode; its name was made
     /// durable when it was made.
     fn fsync(&self, fs: &mut Ffs, ino: Ino) -> Result<Ticket> {
-        fs.write_dirty(Some(&[ino]), false)?;
+        fs.write_file_waited(ino)?;
         fs.queue.flush()?;
         let key = fs.store_inode(ino)?;
         fs.write_ordered(&[key])?;

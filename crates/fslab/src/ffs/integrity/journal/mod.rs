@@ -580,7 +580,7 @@ impl IntegrityMode for Journal {
     /// holds the file's name since it was made), behind one barrier: the
     /// log's waiter writes it after the blocks, and its flush covers both.
     fn fsync(&self, fs: &mut Ffs, ino: Ino) -> Result<Ticket> {
-        fs.write_dirty(Some(&[ino]), false)?;
+        fs.write_file_waited(ino)?;
         if !fs.tx.is_open() {
             self.log_changes(fs)?;
         }
