@@ -7,6 +7,7 @@
 //! `Lfs::mount` runs next; `dump` looks at the checkpoint alone.
 
 use super::ifile::Tables;
+use super::inspect::superblock_copies;
 use super::layout::{
     segtab_entries_per_block, Checkpoint, Summary, Superblock, MAX_SUPERBLOCKS, SEGUSE_ACTIVE, SEGUSE_CLEAN,
     SEGUSE_DIRTY, SEGUSE_SUPERBLOCK, SUPERBLOCK_BYTES,
@@ -25,20 +26,6 @@ use disk::BlockDevice;
 use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::sync::Arc;
-
-/// The segments holding superblock copies: spread over the device so that
-/// damage to one region leaves others readable.
-fn superblock_segments(nsegments: u64) -> ([u64; MAX_SUPERBLOCKS], u32) {
-    let mut segs = [0u64; MAX_SUPERBLOCKS];
-    let mut n = 0;
-    for s in [0, nsegments / 3, 2 * nsegments / 3, nsegments - 1] {
-        if !segs[..n].contains(&s) {
-            segs[n] = s;
-            n += 1;
-        }
-    }
-    (segs, n as u32)
-}
 
 /// A random 64-bit identity for a new file system.
 fn random_id() -> u64 {
@@ -87,7 +74,12 @@ pub fn mkfs(dev: Arc<dyn BlockDevice>, options: &MkfsOptions) -> Result<()> {
 pub fn mkfs_at(dev: Arc<dyn BlockDevice>, options: &MkfsOptions, clock: &TimeSource) -> Result<()> {
     let nsegments = check_options(options, dev.size())?;
     let bs = options.block_size;
-    let (sb_segments, ncopies) = superblock_segments(nsegments);
+    // Spread over the device, so that damage to one region leaves others
+    // readable.
+    let listed = super::inspect::superblock_segments(nsegments);
+    let mut sb_segments = [0u64; MAX_SUPERBLOCKS];
+    sb_segments[..listed.len()].copy_from_slice(&listed);
+    let ncopies = listed.len() as u32;
     let segtab_blocks = nsegments.div_ceil(segtab_entries_per_block(bs) as u64);
     let now = clock.calendar_ns();
     let sb = Superblock {
@@ -181,42 +173,17 @@ pub fn probe(dev: &dyn BlockDevice) -> bool {
     dev.size() >= SUPERBLOCK_BYTES as u64 && dev.read_at(0, &mut buf).is_ok() && Superblock::has_magic(&buf)
 }
 
-fn read_superblock(dev: &dyn BlockDevice, offset: u64) -> Result<Superblock> {
-    let mut buf = vec![0u8; SUPERBLOCK_BYTES];
-    if offset + SUPERBLOCK_BYTES as u64 > dev.size() {
-        return Err(Error::corrupt_at("superblock", Location::Byte(offset), "past the end of the device"));
-    }
-    dev.read_at(offset, &mut buf)?;
-    Superblock::decode(&buf, offset)
-}
-
 /// Every valid superblock copy of the file system on `dev`, newest
-/// checkpoint first. When the first copy is unreadable, the other copies are
-/// looked for where each possible segment size would have put them.
+/// checkpoint first (where they are looked for: [`superblock_copies`]).
 fn find_superblocks(dev: &dyn BlockDevice) -> Result<Vec<Superblock>> {
     let mut found = Vec::new();
     let mut first_error = None;
-    match read_superblock(dev, 0) {
-        Ok(sb) => found.push(sb),
-        Err(e @ Error::Foreign(_)) => return Err(e),
-        Err(e) => first_error = Some(e),
-    }
-    let mut candidates: Vec<u64> = Vec::new();
-    if let Some(sb) = found.first() {
-        candidates.extend((1..sb.ncopies as usize).map(|i| sb.copy_offset(i)));
-    } else {
-        for shift in 16..=30 {
-            let ss = 1u64 << shift;
-            let n = dev.size() / ss;
-            if n >= 8 {
-                let (segs, count) = superblock_segments(n);
-                candidates.extend(segs[1..count as usize].iter().map(|s| s * ss));
-            }
-        }
-    }
-    for offset in candidates {
-        if let Ok(sb) = read_superblock(dev, offset) {
-            found.push(sb);
+    for copy in superblock_copies(dev) {
+        match copy.result {
+            Ok(sb) => found.push(sb),
+            Err(e @ Error::Foreign(_)) if copy.offset == 0 => return Err(e),
+            Err(e) if copy.offset == 0 => first_error = Some(e),
+            Err(_) => {}
         }
     }
     if found.is_empty() {
