@@ -3,13 +3,14 @@
 //! partition at its start (the TPC-B and Andrew runs set a utilization by
 //! the partition's size).
 
+use crate::config::{DiskTuning, DriveTuning};
 use disk::{BlockDevice, DiskModel, FileDisk, MemDisk, SimDisk, SimOptions, VirtualClock};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// What to run the library on.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Medium {
     /// A simulated drive of the catalogue (`DiskModel::by_name`), on
     /// virtual time.
@@ -18,6 +19,9 @@ pub enum Medium {
         model: String,
         /// Seeds the rotational phase.
         seed: u64,
+        /// A sensitivity run's changes to the drive (none by default);
+        /// boxed, being many times the size of the other variants.
+        tuning: Box<DiskTuning>,
     },
     /// A disk in memory, on wall time.
     Memory,
@@ -39,13 +43,25 @@ impl Medium {
     pub fn is_virtual(&self) -> bool {
         matches!(self, Medium::Sim { .. })
     }
+
+    /// Drive `model` of the catalogue, with its default seed and no
+    /// changes.
+    pub fn sim(model: &str) -> Medium {
+        Medium::Sim { model: model.to_string(), seed: 1, tuning: Box::default() }
+    }
 }
 
-/// The capacity of drive `model` in bytes.
-pub fn model_bytes(model: &str) -> io::Result<u64> {
-    let model = DiskModel::by_name(model).ok_or_else(|| unknown_model(model))?;
+/// Drive `model` of the catalogue as `tuning` changes it.
+pub fn drive(model: &str, tuning: &DriveTuning) -> io::Result<DiskModel> {
+    let mut drive = DiskModel::by_name(model).ok_or_else(|| unknown_model(model))?;
+    tuning.apply(&mut drive);
+    Ok(drive)
+}
+
+/// The capacity of drive `model`, as `tuning` changes it, in bytes.
+pub fn model_bytes(model: &str, tuning: &DriveTuning) -> io::Result<u64> {
     let clock = Arc::new(VirtualClock::new());
-    Ok(SimDisk::new(model, clock)?.size())
+    Ok(SimDisk::new(drive(model, tuning)?, clock)?.size())
 }
 
 fn unknown_model(name: &str) -> io::Error {
@@ -77,8 +93,9 @@ impl Drop for Device {
 /// A second device for a journal's log (LFFS-wafs-2's third disk), of
 /// `bytes`, beside `data` on `medium`: on a simulated medium, the first
 /// `bytes` of another drive of the same model on the same virtual clock
-/// (its own seed, so its rotation is not the first one's); otherwise a
-/// memory disk or an image file like the first.
+/// (its own seed, so its rotation is not the first one's; the medium's
+/// `[disk.log]` changes on top of its `[disk]` ones); otherwise a memory
+/// disk or an image file like the first.
 pub fn prepare_log(
     medium: &Medium,
     data: &Device,
@@ -86,8 +103,9 @@ pub fn prepare_log(
     tag: &str,
 ) -> io::Result<Arc<dyn BlockDevice>> {
     match (medium, &data.clock) {
-        (Medium::Sim { model, seed }, Some(clock)) => {
-            let drive = DiskModel::by_name(model).ok_or_else(|| unknown_model(model))?;
+        (Medium::Sim { model, seed, tuning }, Some(clock)) => {
+            let mut drive = drive(model, &tuning.drive)?;
+            tuning.log.apply(&mut drive);
             let options = SimOptions { seed: seed.wrapping_add(1), ..SimOptions::default() };
             let whole: Arc<dyn BlockDevice> = Arc::new(SimDisk::with_options(drive, clock.clone(), options)?);
             Ok(Arc::new(Partition::new(whole, bytes)))
@@ -140,8 +158,8 @@ impl BlockDevice for RemovedWhenDropped {
 /// an image file.
 pub fn prepare(medium: &Medium, bytes: Option<u64>, tag: &str) -> io::Result<Device> {
     match medium {
-        Medium::Sim { model, seed } => {
-            let drive = DiskModel::by_name(model).ok_or_else(|| unknown_model(model))?;
+        Medium::Sim { model, seed, tuning } => {
+            let drive = drive(model, &tuning.drive)?;
             let clock = Arc::new(VirtualClock::new());
             let sim = Arc::new(SimDisk::with_options(
                 drive,
@@ -228,12 +246,11 @@ mod tests {
 
     #[test]
     fn a_partition_refuses_what_lies_past_it() {
-        let dev =
-            prepare(&Medium::Sim { model: "hp97560".into(), seed: 1 }, Some(1 << 20), "t").expect("device");
+        let dev = prepare(&Medium::sim("hp97560"), Some(1 << 20), "t").expect("device");
         assert_eq!(dev.dev.size(), 1 << 20);
         assert!(dev.dev.write_at((1 << 20) - 512, &[0u8; 512]).is_ok());
         assert!(dev.dev.write_at(1 << 20, &[0u8; 512]).is_err());
-        assert!(prepare(&Medium::Sim { model: "rk05".into(), seed: 1 }, None, "t").is_err());
-        assert!(model_bytes("dsp3105").expect("size") > 1_000_000_000);
+        assert!(prepare(&Medium::sim("rk05"), None, "t").is_err());
+        assert!(model_bytes("dsp3105", &DriveTuning::default()).expect("size") > 1_000_000_000);
     }
 }

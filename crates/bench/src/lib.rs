@@ -7,6 +7,8 @@
 //! * [`aging`] — aging streams (seeded or traced), their replay, the
 //!   layout score.
 //! * [`cpu`] — the CPU cost model of the papers' machines.
+//! * [`config`] — a sensitivity run's configuration file: disk and
+//!   machine parameters in place of an experiment's own.
 //! * [`target`] — what workloads drive: [`target::Target`] over a library
 //!   file system, the raw device, or a mounted directory.
 //! * [`system`] — the systems compared, by name: LFS and FFS variants, and
@@ -24,6 +26,7 @@
 
 pub mod aging;
 pub mod claims;
+pub mod config;
 pub mod cpu;
 pub mod device;
 pub mod experiment;

@@ -255,18 +255,51 @@ fn calibrated_section(out: &mut String, results: &Results) {
             Verdict::NotReproduced => "out of range (calibrated)",
             other => other.words(),
         };
-        check_row(out, check, &o, range);
+        check_row(out, results, check, &o, range);
     }
 }
 
-/// One check's row of a claims table: what it checks, where, on what, the
-/// value measured and `verdict`.
-fn check_row(out: &mut String, check: &Check, o: &Outcome, verdict: &str) {
+/// Whether `experiment` ran with a configuration file's overrides.
+fn overridden(results: &Results, experiment: &str) -> bool {
+    results.run(experiment).is_some_and(|r| r.config.is_some())
+}
+
+/// The experiments that ran with a configuration file's overrides, each
+/// with what it changed, as a list; nothing when none did.
+fn overrides_banner(out: &mut String, results: &Results) {
+    if !results.has_overrides() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "**Sensitivity runs.** These experiments ran with parameters from a configuration file \
+         (`fslab bench run --config`) in place of their own, so their results, and the verdicts of the \
+         checks that read them (marked *overridden*), are not those of the papers' setup:\n"
+    );
+    for e in EXPERIMENTS {
+        if let Some(config) = results.run(e.id).and_then(|r| r.config.as_ref()) {
+            let _ = writeln!(out, "* `{}`: {} (`{}`)", e.id, config.describe(), config.path);
+        }
+    }
+    out.push('\n');
+}
+
+/// One check's row of a claims table: what it checks, where (marked when
+/// that experiment's parameters were overridden), on what, the value
+/// measured and `verdict`.
+fn check_row(out: &mut String, results: &Results, check: &Check, o: &Outcome, verdict: &str) {
+    let marked;
+    let experiment = if overridden(results, check.experiment) {
+        marked = format!("{} (*overridden*)", check.experiment);
+        &marked
+    } else {
+        check.experiment
+    };
     let _ = writeln!(
         out,
         "| {} | {} | {} | {} | {} |",
         check.text,
-        check.experiment,
+        experiment,
         check.needs.join(", "),
         o.measured,
         verdict
@@ -278,9 +311,14 @@ fn claims_section(out: &mut String, results: &Results) {
     let _ = writeln!(out, "| # | claim | source | verdict | checks |\n|---:|---|---|---|---|");
     for c in CLAIMS {
         let o = claim_verdict(c, results);
+        let mut read: Vec<&str> =
+            c.checks.iter().map(|k| k.experiment).filter(|e| overridden(results, e)).collect();
+        read.dedup();
+        let marked =
+            if read.is_empty() { String::new() } else { format!("; reads overridden {}", read.join(", ")) };
         let _ = writeln!(
             out,
-            "| {} | {} | {} | **{}** | {} |",
+            "| {} | {} | {} | **{}** | {}{marked} |",
             c.number,
             c.statement,
             c.source,
@@ -309,7 +347,7 @@ fn claims_section(out: &mut String, results: &Results) {
                 }
                 _ => o.verdict.words().to_string(),
             };
-            check_row(out, check, &o, &verdict);
+            check_row(out, results, check, &o, &verdict);
         }
         if !why_not.is_empty() {
             let _ = writeln!(out, "\nWhy not (measured in `docs/lab/analysis.md` of the source tree):\n");
@@ -343,6 +381,7 @@ pub fn markdown(results: &Results, png: bool) -> String {
              reproduced apart from unstable checks is reproduced in part.\n"
         );
     }
+    overrides_banner(&mut out, results);
     claims_section(&mut out, results);
     crate::setup::section(&mut out);
     let _ = writeln!(out, "\n## Experiments");
@@ -365,6 +404,15 @@ pub fn markdown(results: &Results, png: bool) -> String {
             if run.quick { ", small configuration (--quick)" } else { "" },
             runs.iter().map(|r| r.host_seconds).sum::<f64>()
         );
+        if let Some(config) = &run.config {
+            let _ = writeln!(
+                out,
+                "\n**Sensitivity run**: parameters from `{}` (`--config`) in place of the experiment's own: {}. \
+                 The setup tables above show the experiment's own.",
+                config.path,
+                config.describe()
+            );
+        }
         run_notes(&mut out, results, e, &seeds);
         for spec in e.plots {
             let c = chart(results, e.id, spec);

@@ -72,6 +72,54 @@ pub struct RunInfo {
     pub host_seconds: f64,
     /// Notes the run made (caches that could not be dropped…).
     pub notes: Vec<String>,
+    /// The configuration file whose parameters replaced the experiment's
+    /// own (`--config`): a sensitivity run, not the papers' setup. Absent
+    /// from the file when none was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<ConfigRecord>,
+}
+
+/// What a configuration file changed in one experiment's run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConfigRecord {
+    /// The file, as the command line named it.
+    pub path: String,
+    /// Each parameter it set that the run used (none: the file set only
+    /// what this experiment does not have, such as a disk on a memory
+    /// disk).
+    pub overrides: Vec<Override>,
+}
+
+/// One parameter a configuration file set.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Override {
+    /// The key, as the file names it: `disk.rpm`, `machine.mips`.
+    pub key: String,
+    /// The value the run used.
+    pub value: serde_json::Value,
+    /// The experiment's own value, where the key names one (a scale does
+    /// not).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<serde_json::Value>,
+}
+
+impl ConfigRecord {
+    /// The overrides in one line: `disk.rpm = 8004 (was 4002), disk.seek_scale = 0.5`.
+    pub fn describe(&self) -> String {
+        if self.overrides.is_empty() {
+            return "none of its parameters applies here".into();
+        }
+        let each: Vec<String> = self
+            .overrides
+            .iter()
+            .map(|o| match &o.baseline {
+                Some(serde_json::Value::Null) => format!("{} = {} (was none)", o.key, o.value),
+                Some(was) => format!("{} = {} (was {was})", o.key, o.value),
+                None => format!("{} = {}", o.key, o.value),
+            })
+            .collect();
+        each.join(", ")
+    }
 }
 
 /// Everything a run produced.
@@ -213,11 +261,28 @@ impl Results {
         out
     }
 
-    /// Writes `results.json` (in the format of [`FORMAT_VERSION`]) and
-    /// `results.csv` into `dir`.
+    /// Whether any experiment ran with a configuration file's overrides.
+    pub fn has_overrides(&self) -> bool {
+        self.runs.iter().any(|r| r.config.is_some())
+    }
+
+    /// The version `results.json` is written in: 3 when a run records a
+    /// configuration file, so that a reader of version 2, which would drop
+    /// the record unseen, refuses the file instead; else 2, which is the
+    /// same file.
+    pub fn format_version(&self) -> u32 {
+        if self.has_overrides() {
+            FORMAT_VERSION
+        } else {
+            2
+        }
+    }
+
+    /// Writes `results.json` (in the format of [`Results::format_version`])
+    /// and `results.csv` into `dir`.
     pub fn save(&self, dir: &Path) -> io::Result<()> {
         std::fs::create_dir_all(dir)?;
-        let file = FileOut { version: FORMAT_VERSION, results: self };
+        let file = FileOut { version: self.format_version(), results: self };
         let json = serde_json::to_string_pretty(&file).map_err(io::Error::other)?;
         std::fs::write(dir.join("results.json"), json + "\n")?;
         std::fs::write(dir.join("results.csv"), self.to_csv())
@@ -260,11 +325,13 @@ impl Results {
     }
 }
 
-/// The version of `results.json` written now. Version 2 tags every point
-/// and skipped system with its seed, and an experiment has a run per seed;
-/// version 1 (no `version` member) kept one run per experiment, whose seed
-/// its records take when read.
-pub const FORMAT_VERSION: u32 = 2;
+/// The newest version of `results.json`, read and written. Version 3 adds
+/// `runs[].config`, a sensitivity run's configuration file, and is
+/// written only when a run has one. Version 2 tags every point and skipped
+/// system with its seed, and an experiment has a run per seed; version 1
+/// (no `version` member) kept one run per experiment, whose seed its
+/// records take when read.
+pub const FORMAT_VERSION: u32 = 3;
 
 /// `results.json` as written: the version first, then the results.
 #[derive(Serialize)]
@@ -313,6 +380,7 @@ mod tests {
             quick: true,
             host_seconds: 0.1,
             notes: vec![],
+            config: None,
         }
     }
 
@@ -386,10 +454,10 @@ mod tests {
         assert!(!r.several_seeds());
         assert_eq!(r.at_seed(4), r);
 
-        let newer = old.replacen('{', "{\"version\": 3,", 1);
+        let newer = old.replacen('{', "{\"version\": 4,", 1);
         std::fs::write(dir.path().join("results.json"), newer).expect("write");
         let err = Results::load(dir.path()).expect_err("a newer version is refused");
-        assert!(err.to_string().contains("version 3 is newer"), "{err}");
+        assert!(err.to_string().contains("version 4 is newer"), "{err}");
     }
 
     #[test]

@@ -11,7 +11,7 @@ use fslab_bench::target::Target;
 
 /// `name` on a simulated Cheetah, made as the runner makes it.
 fn target(name: &str) -> Target {
-    let medium = Medium::Sim { model: "cheetah9lp".into(), seed: 1 };
+    let medium = Medium::sim("cheetah9lp");
     let s = by_name(name).expect("system");
     let dev = device::prepare(&medium, Some(256 << 20), name).expect("device");
     let clock = dev.clock.clone().expect("a simulated disk has a clock");

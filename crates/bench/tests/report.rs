@@ -27,6 +27,7 @@ fn run_info(experiment: &str) -> RunInfo {
         quick: false,
         host_seconds: 1.0,
         notes: vec![],
+        config: None,
     }
 }
 

@@ -27,6 +27,7 @@ fn run_info(seed: u64) -> RunInfo {
         quick: false,
         host_seconds: 1.0,
         notes: vec![],
+        config: None,
     }
 }
 

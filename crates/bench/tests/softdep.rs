@@ -134,7 +134,7 @@ fn soft_updates_repeat_exactly_on_virtual_time() {
 /// A soft-updates FFS on a simulated disk, on virtual time, as the runner
 /// makes it (inline write-back, the mount's clock).
 fn softdep_target() -> Target {
-    let medium = Medium::Sim { model: "cheetah9lp".into(), seed: 1 };
+    let medium = Medium::sim("cheetah9lp");
     let dev = device::prepare(&medium, Some(256 << 20), "softdep").expect("device");
     let clock = dev.clock.clone().expect("a simulated disk has a clock");
     let env = MountEnv {
@@ -172,7 +172,7 @@ fn the_targets_tick_syncs_soft_updates() {
 
 #[test]
 fn soft_updates_frees_wait_for_durable_inodes_and_the_tick_releases_them() {
-    let medium = Medium::Sim { model: "cheetah9lp".into(), seed: 1 };
+    let medium = Medium::sim("cheetah9lp");
     let dev = device::prepare(&medium, Some(256 << 20), "softdep-frees").expect("device");
     let clock = dev.clock.clone().expect("a simulated disk has a clock");
     let env = MountEnv {
@@ -212,7 +212,7 @@ fn soft_updates_frees_wait_for_durable_inodes_and_the_tick_releases_them() {
 /// An FFS with soft updates on a simulated disk, with a cache of
 /// `cache_bytes`, its root made.
 fn softdep_fs(cache_bytes: u64, name: &str) -> (FileSystem<Ffs>, device::Device) {
-    let medium = Medium::Sim { model: "cheetah9lp".into(), seed: 1 };
+    let medium = Medium::sim("cheetah9lp");
     let dev = device::prepare(&medium, Some(256 << 20), name).expect("device");
     let clock = dev.clock.clone().expect("a simulated disk has a clock");
     let env = MountEnv { clock: TimeSource::virtual_clock(clock), deterministic: true, cache_bytes };
@@ -284,7 +284,7 @@ fn a_pack_and_a_remove_under_soft_updates_dirty_no_inode_block() {
 #[test]
 fn soft_updates_free_a_removed_file_in_the_background_and_async_in_the_unlink() {
     for (system, background) in [("ffs-softdep", true), ("ffs-async", false)] {
-        let medium = Medium::Sim { model: "cheetah9lp".into(), seed: 1 };
+        let medium = Medium::sim("cheetah9lp");
         let dev = device::prepare(&medium, Some(256 << 20), &format!("{system}-background")).expect("device");
         let clock = dev.clock.clone().expect("a simulated disk has a clock");
         let env =

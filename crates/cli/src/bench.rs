@@ -5,6 +5,7 @@
 
 use clap::{Args, Subcommand, ValueEnum};
 use fslab_bench::claims::{claim_verdict, evaluate, Verdict, CALIBRATED, CLAIMS};
+use fslab_bench::config::Config;
 use fslab_bench::device::Medium;
 use fslab_bench::experiment::{self, Experiment, EXPERIMENTS};
 use fslab_bench::results::Results;
@@ -18,6 +19,8 @@ pub const EXAMPLES: &str = "Examples:
   fslab bench list                                experiments, systems, disks and claims
   fslab bench run all --quick                     every experiment, small, on simulated disks
   fslab bench run s93-bandwidth --seeds 1..5      one experiment on five seeds: medians, ranges, unstable verdicts
+  fslab bench run s95-large-file --config docs/lab/examples/sensitivity.toml --out /tmp/half-seek
+                                                  a sensitivity run: disk and machine parameters from a file
   fslab bench report lab-results                  the report again from saved results";
 
 /// Arguments of `fslab bench`.
@@ -86,6 +89,23 @@ struct RunArgs {
     /// Where `--disk file` puts its image files.
     #[arg(long, default_value = "/var/tmp")]
     scratch: PathBuf,
+    /// A sensitivity run: a TOML file whose keys replace the simulated disk's and the
+    /// machine's parameters (every key optional; see docs/USAGE.md), e.g.
+    ///
+    ///   [disk]
+    ///   seek_scale = 0.5      # every seek takes half the time
+    ///   rpm = 7200
+    ///   [machine]
+    ///   mips = 50.0
+    ///
+    /// [disk]: rpm, seek_scale or seek_mean_ms, head_switch_ms, overhead_scale,
+    /// bus_bytes_per_s, sectors_per_track_scale, buffer_segments, segment_sectors,
+    /// read_ahead_sectors, max_transfer_bytes; [disk.log] the same for a journal's
+    /// second drive; [machine]: mips, copy_bytes_per_s, buffers,
+    /// charges_directory_scans. results.json records the file and what it changed,
+    /// and the report marks every result of such a run.
+    #[arg(long, value_name = "FILE", conflicts_with = "real", verbatim_doc_comment)]
+    config: Option<PathBuf>,
 }
 
 /// Runs `fslab bench`.
@@ -174,8 +194,13 @@ fn place(args: &RunArgs) -> Result<Place, String> {
                     disk::DiskModel::names().join(", ")
                 ));
             }
-            // The runner gives the drive each run's own seed.
-            Ok(Place::Medium(Medium::Sim { model: model.to_string(), seed: args.seed }))
+            // The runner gives the drive each run's own seed and the
+            // configuration file's changes.
+            Ok(Place::Medium(Medium::Sim {
+                model: model.to_string(),
+                seed: args.seed,
+                tuning: Default::default(),
+            }))
         }
     }
 }
@@ -186,6 +211,10 @@ fn run_experiments(args: &RunArgs) -> Result<(), String> {
         Some(text) => fslab_bench::seeds::parse(text).map_err(|e| format!("--seeds: {e}"))?,
         None => vec![args.seed],
     };
+    let config = match &args.config {
+        Some(path) => Some(Config::load(path).map_err(|e| e.to_string())?),
+        None => None,
+    };
     let settings = Settings {
         seed: args.seed,
         quick: args.quick,
@@ -195,12 +224,14 @@ fn run_experiments(args: &RunArgs) -> Result<(), String> {
         progress: true,
         drop_kernel_caches: true,
         only_systems: (!args.systems.is_empty()).then(|| args.systems.clone()),
+        config,
     };
     for name in &args.systems {
         if system::by_name(name).is_none() && experiment::missing_feature(name).is_none() {
             return Err(format!("unknown system {name} (see fslab bench list)"));
         }
     }
+    check_config_applies(&chosen, &settings)?;
     std::fs::create_dir_all(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
     let mut results = if args.out.join("results.json").exists() {
         Results::load(&args.out).map_err(|e| format!("{e} (remove it or choose another --out)"))?
@@ -215,6 +246,12 @@ fn run_experiments(args: &RunArgs) -> Result<(), String> {
         .map(|s| format!("{} {}: {}", s.experiment, s.system, s.reason))
         .collect();
     results.merge(fresh);
+    if results.has_overrides() && results.runs.iter().any(|r| r.config.is_none()) {
+        say!(
+            "fslab: bench: {} now holds runs with --config overrides beside runs without; the report marks which",
+            args.out.display()
+        );
+    }
     results.save(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
     write_report(&results, &args.out)?;
     if !failed.is_empty() {
@@ -222,6 +259,31 @@ fn run_experiments(args: &RunArgs) -> Result<(), String> {
         return Err(format!("{runs} failed: {}", failed.join("; ")));
     }
     Ok(())
+}
+
+/// Refuses a configuration key that no chosen experiment would use (a
+/// disk's on a memory disk, the CPU's with `--cpu-model off`, `[disk.log]`
+/// without a system that has a log drive): a sensitivity run that changes
+/// nothing would be recorded as one that did.
+fn check_config_applies(chosen: &[&'static Experiment], settings: &Settings) -> Result<(), String> {
+    let Some(config) = &settings.config else { return Ok(()) };
+    let used: Vec<String> = chosen
+        .iter()
+        .filter_map(|e| runner::config_record(e, settings))
+        .flat_map(|r| r.overrides.into_iter().map(|o| o.key))
+        .collect();
+    let unused: Vec<String> = config.keys().into_iter().filter(|k| !used.contains(k)).collect();
+    if unused.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<&str> = chosen.iter().map(|e| e.id).collect();
+    Err(format!(
+        "{}: {} would change nothing in {} (a disk's key needs a simulated disk, a CPU key the CPU model \
+         on, a [disk.log] key a system with a log drive)",
+        config.path.display(),
+        unused.join(", "),
+        ids.join(", ")
+    ))
 }
 
 fn write_report(results: &Results, dir: &Path) -> Result<(), String> {
@@ -245,6 +307,14 @@ fn write_report(results: &Results, dir: &Path) -> Result<(), String> {
         outln!("unstable (the seeds disagree; counted in no claim):")?;
         for (n, text, measured) in unstable {
             outln!("  {n:>2}. {text}: {measured}")?;
+        }
+    }
+    if results.has_overrides() {
+        outln!("overridden (--config: a sensitivity run, not the papers' setup):")?;
+        for id in report::experiments_in(results) {
+            if let Some(config) = results.run(id).and_then(|r| r.config.as_ref()) {
+                outln!("  {id}: {} ({})", config.describe(), config.path)?;
+            }
         }
     }
     outln!("calibrated (counted in no claim):")?;

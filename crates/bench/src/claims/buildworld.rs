@@ -168,6 +168,7 @@ mod tests {
             quick: false,
             host_seconds: 0.0,
             notes: vec![],
+            config: None,
         });
         let mut point = |system: &str, phase: &str, value: f64| {
             results.points.push(Point {

@@ -112,9 +112,10 @@ pub(super) fn open_aged_copy(
 ) -> io::Result<Target> {
     let dev = device::prepare(medium, Some(bytes), &format!("{}-{}", e.id, system.name))?;
     rebuild::copy_image(aged, dev.dev.as_ref())?;
-    let env = mount_env(e, system, &dev);
+    let machine = settings.machine(e);
+    let env = mount_env(&machine, system, &dev);
     let library = Library::<Ffs>::open(dev.dev.clone(), dev.sim.clone(), *params, env)?;
-    let cpu = if settings.cpu_model { CpuModel::of(e.machine) } else { CpuModel::off() };
+    let cpu = if settings.cpu_model { CpuModel::of(machine) } else { CpuModel::off() };
     Ok(target_on(dev, Box::new(library), cpu))
 }
 
@@ -165,12 +166,13 @@ pub(super) fn open_rebuilt(
     maps: Option<&FreeMaps>,
 ) -> io::Result<Target> {
     let dev = device::prepare(medium, Some(bytes), &format!("{}-{}", e.id, system.name))?;
-    let env = || mount_env(e, system, &dev);
+    let machine = settings.machine(e);
+    let env = || mount_env(&machine, system, &dev);
     Library::<Ffs>::make(dev.dev.clone(), None, dev.sim.clone(), *params, env())?.finish()?;
     if let Some(maps) = maps {
         rebuild::impose(dev.dev.as_ref(), maps)?;
     }
     let library = Library::<Ffs>::open(dev.dev.clone(), dev.sim.clone(), *params, env())?;
-    let cpu = if settings.cpu_model { CpuModel::of(e.machine) } else { CpuModel::off() };
+    let cpu = if settings.cpu_model { CpuModel::of(machine) } else { CpuModel::off() };
     Ok(target_on(dev, Box::new(library), cpu))
 }

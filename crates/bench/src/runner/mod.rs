@@ -17,10 +17,12 @@ mod workloads;
 
 pub use derive::{derive_factors, derive_of_empty, derive_relative};
 
+use crate::config::{Config, Scope};
+use crate::cpu::Machine;
 use crate::device::Medium;
 use crate::experiment::{missing_feature, Experiment};
 use crate::progress::Progress;
-use crate::results::{Point, Results, RunInfo, Skipped};
+use crate::results::{ConfigRecord, Point, Results, RunInfo, Skipped};
 use crate::system;
 use crate::workload::Record;
 use open::{medium_for, Subject};
@@ -55,7 +57,7 @@ impl RealDir {
 }
 
 /// Where the experiments run.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Place {
     /// Each experiment on its paper's drive (or, for CPU-bound ones, a
     /// memory disk).
@@ -67,7 +69,7 @@ pub enum Place {
 }
 
 /// How to run.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
     /// Seeds disks and workloads.
     pub seed: u64,
@@ -86,6 +88,20 @@ pub struct Settings {
     pub drop_kernel_caches: bool,
     /// Run only these of each experiment's systems (`None`: all).
     pub only_systems: Option<Vec<String>>,
+    /// A sensitivity run's configuration file (`--config`): its disk and
+    /// machine parameters replace the experiments' own.
+    pub config: Option<Config>,
+}
+
+impl Settings {
+    /// The machine `e` charges for and caches as: its own, as the
+    /// configuration file changes it.
+    pub fn machine(&self, e: &Experiment) -> Machine {
+        match &self.config {
+            Some(config) => config.machine(e.machine),
+            None => e.machine,
+        }
+    }
 }
 
 impl Default for Settings {
@@ -99,6 +115,7 @@ impl Default for Settings {
             progress: false,
             drop_kernel_caches: true,
             only_systems: None,
+            config: None,
         }
     }
 }
@@ -250,6 +267,35 @@ fn run_experiment(e: &'static Experiment, settings: &Settings, progress: &mut Pr
         quick: settings.quick,
         host_seconds: started.elapsed().as_secs_f64(),
         notes,
+        config: config_record(e, settings),
     });
     results
+}
+
+/// What `settings`' configuration file changes in a run of `e`, if a file
+/// was given: the drive's keys on a simulated disk, `[disk.log]` where a
+/// system puts its journal on a second drive, the CPU's where it is
+/// charged, the cache's for fslab's own systems.
+pub fn config_record(e: &Experiment, settings: &Settings) -> Option<ConfigRecord> {
+    let config = settings.config.as_ref()?;
+    let medium = medium_for(e, settings);
+    let drive = match &medium {
+        Medium::Sim { model, .. } => disk::DiskModel::by_name(model),
+        _ => None,
+    };
+    let real = matches!(settings.place, Place::Real(_));
+    let log_drive = !real
+        && e.systems
+            .iter()
+            .filter(|name| settings.only_systems.as_ref().is_none_or(|only| only.iter().any(|o| o == *name)))
+            .filter_map(|name| system::by_name(name))
+            .any(|s| s.not_yet().is_none() && s.log_device_bytes().is_some());
+    let scope = Scope {
+        drive: if real { None } else { drive },
+        log_drive,
+        machine: e.machine,
+        cpu_charged: !real && settings.cpu_model && medium.is_virtual(),
+        cache_used: !real,
+    };
+    Some(config.record(&scope))
 }

@@ -4,7 +4,8 @@
 //! to a utilization as `statfs` counts it.
 
 use super::{Place, RealDir, Settings};
-use crate::cpu::CpuModel;
+use crate::config::{DiskTuning, DriveTuning};
+use crate::cpu::{CpuModel, Machine};
 use crate::device::{self, Medium};
 use crate::experiment::{dirhash_off, Experiment};
 use crate::system::{self, Kind, System};
@@ -46,13 +47,18 @@ impl Subject<'_> {
 
 /// The medium an experiment's systems run on. A simulated drive chosen
 /// for every experiment takes the run's seed, whatever seed it was named
-/// with, so that each seed of `--seeds` turns the disks to a new phase.
+/// with, so that each seed of `--seeds` turns the disks to a new phase,
+/// and the configuration file's changes, if any.
 pub(super) fn medium_for(e: &Experiment, settings: &Settings) -> Medium {
+    let tuning: Box<DiskTuning> =
+        Box::new(settings.config.as_ref().map(|c| c.disk.clone()).unwrap_or_default());
+    let sim =
+        |model: &str| Medium::Sim { model: model.to_string(), seed: settings.seed, tuning: tuning.clone() };
     match &settings.place {
-        Place::Medium(Medium::Sim { model, .. }) => Medium::Sim { model: model.clone(), seed: settings.seed },
+        Place::Medium(Medium::Sim { model, .. }) => sim(model),
         Place::Medium(m) => m.clone(),
         _ if e.disk == "mem" => Medium::Memory,
-        _ => Medium::Sim { model: e.disk.to_string(), seed: settings.seed },
+        _ => sim(e.disk),
     }
 }
 
@@ -60,9 +66,9 @@ pub(super) fn medium_for(e: &Experiment, settings: &Settings) -> Medium {
 /// the paper's drive's capacity (memory disks: 256 MiB).
 fn default_bytes(e: &Experiment, medium: &Medium) -> io::Result<u64> {
     match medium {
-        Medium::Sim { model, .. } => device::model_bytes(model),
+        Medium::Sim { model, tuning, .. } => device::model_bytes(model, &tuning.drive),
         _ if e.disk == "mem" => Ok(256 << 20),
-        _ => device::model_bytes(e.disk),
+        _ => device::model_bytes(e.disk, &DriveTuning::default()),
     }
 }
 
@@ -94,14 +100,15 @@ pub(super) fn open(
         None => default_bytes(e, medium)?,
     };
     let dev = device::prepare(medium, Some(size), &format!("{}-{}", e.id, system.name))?;
-    let cpu = if settings.cpu_model { CpuModel::of(e.machine) } else { CpuModel::off() };
+    let machine = settings.machine(e);
+    let cpu = if settings.cpu_model { CpuModel::of(machine) } else { CpuModel::off() };
     let backend: Box<dyn Backend> = match system.kind {
         Kind::Raw => {
             let charge = dev.clock.clone().map(|c| (c, cpu));
             Box::new(Raw::new(dev.dev.clone(), dev.sim.clone(), charge, 8))
         }
         _ => {
-            let env = mount_env(e, system, &dev);
+            let env = mount_env(&machine, system, &dev);
             let tag = format!("{}-{}", e.id, system.name);
             let log = match system.log_device_bytes() {
                 Some(bytes) => Some(device::prepare_log(medium, &dev, bytes, &tag)?),
@@ -113,14 +120,13 @@ pub(super) fn open(
     Ok(target_on(dev, backend, cpu))
 }
 
-/// How `system` is mounted on `dev` in experiment `e`: on the simulated
-/// disk's clock (deterministic) or on wall time, with the experiment
-/// machine's cache.
-pub(super) fn mount_env(e: &Experiment, system: &System, dev: &device::Device) -> MountEnv {
+/// How `system` is mounted on `dev`: on the simulated disk's clock
+/// (deterministic) or on wall time, with `machine`'s cache.
+pub(super) fn mount_env(machine: &Machine, system: &System, dev: &device::Device) -> MountEnv {
     MountEnv {
         clock: dev.clock.clone().map_or_else(TimeSource::wall, TimeSource::virtual_clock),
         deterministic: dev.clock.is_some(),
-        cache_bytes: e.machine.cache_bytes(system.block_size()),
+        cache_bytes: machine.cache_bytes(system.block_size()),
     }
 }
 

@@ -183,8 +183,7 @@ pub(crate) fn test_target(system: &str, bytes: u64) -> Target {
     use crate::cpu::{CpuModel, PENTIUM3_500};
     use crate::device::{prepare, Medium};
     use crate::target::library::MountEnv;
-    let dev =
-        prepare(&Medium::Sim { model: "cheetah9lp".into(), seed: 1 }, Some(bytes), "test").expect("device");
+    let dev = prepare(&Medium::sim("cheetah9lp"), Some(bytes), "test").expect("device");
     let s = crate::system::by_name(system).expect("a known system");
     let clock = dev.clock.clone().expect("a simulated disk's clock");
     let env = MountEnv {

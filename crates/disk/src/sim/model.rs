@@ -155,10 +155,7 @@ impl SeekModel {
     /// Seek time in nanoseconds for every distance `0..cylinders` (index 0,
     /// no seek, is 0). Computed once per disk so a seek is a table lookup.
     pub fn table_ns(&self, cylinders: u32) -> Vec<u64> {
-        let stretch = f64::from(self.measured_cylinders) / f64::from(cylinders.max(1));
-        let raw: Vec<f64> = (0..cylinders)
-            .map(|d| if d == 0 { 0.0 } else { self.curve.at(f64::from(d) * stretch) })
-            .collect();
+        let raw = self.raw_ms(cylinders);
         let scale = match self.mean_ms {
             Some(target) => {
                 let mean = mean_over_random_pairs(&raw);
@@ -171,6 +168,25 @@ impl SeekModel {
             None => 1.0,
         };
         raw.iter().map(|ms| (ms * scale * 1e6).round() as u64).collect()
+    }
+
+    /// The curve's times in ms for every distance `0..cylinders`,
+    /// stretched but not yet scaled to `mean_ms`.
+    fn raw_ms(&self, cylinders: u32) -> Vec<f64> {
+        let stretch = f64::from(self.measured_cylinders) / f64::from(cylinders.max(1));
+        (0..cylinders).map(|d| if d == 0 { 0.0 } else { self.curve.at(f64::from(d) * stretch) }).collect()
+    }
+
+    /// This model with every seek time on a drive of `cylinders` multiplied
+    /// by `factor` (a sensitivity run's "half the seek time"). It is
+    /// expressed as a mean so that the shape of the curve is kept and a
+    /// factor of 1 gives back the same table to the nanosecond.
+    pub fn scaled(&self, factor: f64, cylinders: u32) -> SeekModel {
+        let mean = match self.mean_ms {
+            Some(mean) => mean,
+            None => mean_over_random_pairs(&self.raw_ms(cylinders)),
+        };
+        SeekModel { mean_ms: Some(mean * factor), ..self.clone() }
     }
 }
 
@@ -264,5 +280,18 @@ mod tests {
         assert!((mean_over_random_pairs(&ms) - 10.0).abs() < 1e-3);
         assert_eq!(ns[0], 0);
         assert!(ns.windows(2).skip(1).all(|w| w[0] <= w[1]), "this curve is monotonic");
+    }
+
+    #[test]
+    fn scaling_multiplies_every_seek_and_one_changes_nothing() {
+        for model in DiskModel::all() {
+            let cylinders = model.cylinders();
+            let table = model.seek.table_ns(cylinders);
+            assert_eq!(model.seek.scaled(1.0, cylinders).table_ns(cylinders), table, "{}", model.name);
+            let half = model.seek.scaled(0.5, cylinders).table_ns(cylinders);
+            for (d, (&full, &halved)) in table.iter().zip(&half).enumerate() {
+                assert!(halved.abs_diff(full / 2) <= 1, "{} at {d}: {full} -> {halved}", model.name);
+            }
+        }
     }
 }
