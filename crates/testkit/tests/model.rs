@@ -4,14 +4,16 @@
 //! ENOSPC tests.
 //! Each test body is written once (a `WithSubject`) and run on each layout
 //! (`on_every_layout!`). `FSLAB_MODEL_SEEDS`, `FSLAB_MODEL_OPS` scale the
-//! random runs; `FSLAB_MODEL_SEED` replays one seed.
+//! random runs; `FSLAB_MODEL_SEED` replays one seed. The default random
+//! runs must reach a coverage floor: every operation kind succeeding and
+//! the main refusals met (`MUST_SUCCEED`, `MUST_REFUSE`).
 
 use std::collections::BTreeMap;
 
 use fslab::format::ROOT_INO;
 use fslab::ufs::{Creds, SetAttr};
 use fslab_cleaner::policy;
-use testkit::harness::{env_or, first_difference, run, RunConfig, Subject};
+use testkit::harness::{env_or, first_difference, run, Outcomes, RunConfig, Subject};
 use testkit::ops::{fill, Weights};
 use testkit::subject::{FfsSubject, Layout, WithSubject};
 
@@ -52,14 +54,79 @@ const CACHE: u64 = 1 << 20;
 
 /// One random run of `cfg` (a layout may run the same seed differently only
 /// in what its own answers are).
-struct RandomRun(RunConfig, &'static str);
+/// Its outcomes are added to the third field's.
+struct RandomRun<'a>(RunConfig, &'static str, &'a mut Outcomes);
 
-impl WithSubject for RandomRun {
+impl WithSubject for RandomRun<'_> {
     fn run<T: Subject>(self, subject: T) {
         let (stats, outcomes) = run(subject, self.0);
         eprintln!("{} seed {:#x}: {stats:?}", self.1, self.0.seed);
         eprintln!("outcomes: {outcomes:#?}");
+        for (what, n) in outcomes {
+            *self.2.entry(what).or_insert(0) += n;
+        }
     }
+}
+
+/// Operations the default random runs must have seen succeed: a run that
+/// never reaches one compares nothing about it, however long it is.
+const MUST_SUCCEED: [&str; 25] = [
+    "Create",
+    "Mkdir",
+    "Symlink",
+    "Readlink",
+    "Write",
+    "Read",
+    "Truncate",
+    "Fallocate",
+    "Unlink",
+    "Rmdir",
+    "Rename",
+    "Link",
+    "Chmod",
+    "Getattr",
+    "Readdir",
+    "Open",
+    "Close",
+    "ReadHandle",
+    "WriteHandle",
+    "Fsync",
+    "Sync",
+    "Remount",
+    "SetXattr",
+    "ListXattr",
+    "RemoveXattr",
+];
+
+/// Error answers the default random runs must have reached, each from the
+/// operation named: the paths by which the file system refuses.
+const MUST_REFUSE: [&str; 14] = [
+    "Create: EEXIST",
+    "Create: ENOENT",
+    "Create: ENOTDIR",
+    "Create: ENAMETOOLONG",
+    "Mkdir: EEXIST",
+    "Rmdir: ENOTEMPTY",
+    "Rmdir: ENOTDIR",
+    "Unlink: EISDIR",
+    "Rename: EINVAL",
+    "Rename: ENOTEMPTY",
+    "Rename: EISDIR",
+    "Link: EPERM",
+    "GetXattr: ENODATA",
+    "SetXattr: E2BIG",
+];
+
+/// Fails unless `outcomes` reach the coverage floor: every operation of
+/// [`MUST_SUCCEED`] succeeded and every refusal of [`MUST_REFUSE`] was met.
+fn assert_coverage(outcomes: &Outcomes, what: &str) {
+    let missing: Vec<String> = MUST_SUCCEED
+        .iter()
+        .map(|op| format!("{op}: ok"))
+        .chain(MUST_REFUSE.iter().map(|s| s.to_string()))
+        .filter(|k| outcomes.get(k).copied().unwrap_or(0) == 0)
+        .collect();
+    assert!(missing.is_empty(), "{what}: the random runs never reached {missing:?}; outcomes: {outcomes:#?}");
 }
 
 fn run_seeds(layout: Layout, default_seeds: u64, default_ops: u64, scale: u64) {
@@ -70,6 +137,7 @@ fn run_seeds(layout: Layout, default_seeds: u64, default_ops: u64, scale: u64) {
         Some(seed) => vec![seed],
         None => (0..seeds).map(|i| 0x6c667300 + i).collect(),
     };
+    let mut outcomes = Outcomes::new();
     for &seed in &list {
         let cfg = RunConfig {
             seed,
@@ -77,7 +145,11 @@ fn run_seeds(layout: Layout, default_seeds: u64, default_ops: u64, scale: u64) {
             check_every: env_or("FSLAB_CHECK_EVERY", 100) as usize,
             weights: Weights::with_remount(),
         };
-        layout.with_subject(DISK, CACHE, Some(policy::DEFAULT), RandomRun(cfg, "random ops"));
+        layout.with_subject(DISK, CACHE, Some(policy::DEFAULT), RandomRun(cfg, "random ops", &mut outcomes));
+    }
+    // One replayed seed, or fewer ops than the default, may cover less.
+    if one.is_none() && seeds >= default_seeds && ops >= default_ops as usize {
+        assert_coverage(&outcomes, &format!("{layout:?}"));
     }
 }
 
@@ -89,7 +161,7 @@ fn run_weighted(layout: Layout, weights: Weights, first: u64, what: &'static str
     let ops = env_or("FSLAB_MODEL_OPS", 800) as usize;
     for seed in (0..seeds).map(|i| first + i) {
         let cfg = RunConfig { seed, ops, check_every: env_or("FSLAB_CHECK_EVERY", 50) as usize, weights };
-        layout.with_subject(DISK, CACHE, Some(policy::DEFAULT), RandomRun(cfg, what));
+        layout.with_subject(DISK, CACHE, Some(policy::DEFAULT), RandomRun(cfg, what, &mut Outcomes::new()));
     }
 }
 
