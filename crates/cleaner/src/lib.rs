@@ -11,9 +11,6 @@
 //!   also the [`fslab::lfs::clean::SpaceMaker`] writers run when they are
 //!   short of space.
 //! * [`background`] — the thread that cleans while a mount serves requests.
-//! * [`control`] — the mount's control socket, for a mount of either
-//!   layout: its counters for `fslab stat`, and on LFS the mechanism and
-//!   the cleaner report, served to processes of their own.
 //! * [`workload`] — the overwrite workload that tests and benchmarks clean under.
 //!
 //! A policy can never lose data: the mechanism re-checks every block it is
@@ -22,7 +19,6 @@
 #![warn(missing_docs)]
 
 pub mod background;
-pub mod control;
 mod driver;
 pub mod mechanism;
 pub mod policy;

@@ -1,6 +1,6 @@
 //! `fslab clean DIR [--policy P] [--passes N | --until-high-water]`: a
 //! cleaner in its own process, as the 1993 paper's cleaner is (§3.5). It
-//! reaches the mount through its control socket (`fslab_cleaner::control`)
+//! reaches the mount through its control socket (`fslab_control`)
 //! and runs the same passes as the mount's own cleaner, which keeps running
 //! meanwhile: several cleaners at once are safe, because the mechanism
 //! re-checks every block it is asked to move. An FFS mount has no cleaner,
@@ -8,8 +8,8 @@
 
 use crate::out::count;
 use clap::Args;
-use fslab_cleaner::control::{Client, LayoutReport, FFS_HAS_NO_CLEANER};
 use fslab_cleaner::{policy, Cleaner, Mechanism};
+use fslab_control::{Client, LayoutReport, FFS_HAS_NO_CLEANER};
 use std::path::{Path, PathBuf};
 
 /// Examples in `fslab clean --help`.

@@ -16,7 +16,7 @@ use crate::size::human;
 use clap::Args;
 use fslab::ffs::{LeakReport, LeakScanState};
 use fslab::lfs::clean::{CleanerCounters, RECENT_SEGMENTS};
-use fslab_cleaner::control::{DirhashReport, LayoutReport, MemoryReport, MountReport, Report};
+use fslab_control::{DirhashReport, LayoutReport, MemoryReport, MountReport, Report};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 

@@ -126,7 +126,7 @@ fn a_full_mount_overwritten_three_times_keeps_every_byte_while_cleaners_run() {
     let cost = figure(&stat.stdout, "write cost").expect("write cost in the report");
     assert!(cost > 1.0, "cleaning costs something:\n{}", stat.stdout);
     verify(&m.dir, &seeds, "before unmount");
-    let socket = fslab_cleaner::control::find_socket(&m.dir).expect("find").expect("a control socket");
+    let socket = fslab_control::find_socket(&m.dir).expect("find").expect("a control socket");
     m.unmount().expect("clean unmount");
     assert!(!socket.exists(), "{} removed when the mount ended", socket.display());
 

@@ -211,7 +211,7 @@ fn umount(args: &[OsString]) -> Result<(), (u8, String)> {
 /// its control socket (`SO_PEERCRED`), which the serving process made.
 fn serving_process(dir: &Path) -> Option<libc::pid_t> {
     use std::os::fd::AsRawFd;
-    let path = fslab_cleaner::control::socket_path_candidates(dir).into_iter().find(|p| p.exists())?;
+    let path = fslab_control::socket_path_candidates(dir).into_iter().find(|p| p.exists())?;
     let stream = std::os::unix::net::UnixStream::connect(path).ok()?;
     // SAFETY: ucred is plain data, filled in by getsockopt below.
     let mut credentials: libc::ucred = unsafe { std::mem::zeroed() };

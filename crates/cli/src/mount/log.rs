@@ -78,7 +78,7 @@ fn make_log_dir(dir: &Path) -> std::io::Result<()> {
     if let Some(parent) = dir.parent() {
         std::fs::DirBuilder::new().recursive(true).mode(0o700).create(parent)?;
     }
-    fslab_cleaner::control::private_dir(dir)
+    fslab_control::private_dir(dir)
 }
 
 /// The log files a mount on `dir` may use when there is no system log,

@@ -24,7 +24,7 @@
 //! of clean segments, and a background thread that cleans towards the
 //! high-water mark between requests.
 //!
-//! The control socket (`fslab_cleaner::control`), on a mount of either
+//! The control socket (`fslab_control`), on a mount of either
 //! layout, serves `fslab stat` (space, device counters, directory hashes;
 //! on LFS the cleaner's report too) and, on LFS, `fslab clean`; on FFS a
 //! cleaner's request gets "FFS has no cleaner". It and the cleaner thread
@@ -55,8 +55,8 @@ use fslab::ufs::FileSystem;
 use fslab::Layout;
 use fslab::Result as FsResult;
 use fslab_cleaner::background::Background;
-use fslab_cleaner::control::{LogAccess, ServedStorage, Server, SharedFs};
 use fslab_cleaner::{policy, Cleaner};
+use fslab_control::{LogAccess, ServedStorage, Server, SharedFs};
 use fslab_fuse::{FsHandle, MountConfig, Mounted};
 use options::Options;
 use std::fs::File;

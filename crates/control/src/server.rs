@@ -6,10 +6,10 @@
 use super::path::{private_dir, socket_path_candidates};
 use super::wire::*;
 use super::{LogAccess, Report, SharedFs};
-use crate::mechanism::{LfsAccess, Locked, Mechanism};
 use fslab::error::errno;
 use fslab::lfs::clean::MarkBlock;
 use fslab::Result;
+use fslab_cleaner::mechanism::{LfsAccess, Locked, Mechanism};
 use std::collections::HashMap;
 use std::io::{self, Write};
 use std::os::fd::AsRawFd;

@@ -13,13 +13,13 @@
 //! * [`LogAccess`] — the cleaner's [`LfsAccess`] through a [`SharedFs`].
 
 use super::{LayoutReport, MountReport};
-use crate::mechanism::LfsAccess;
 use fslab::error::errno;
 use fslab::ffs::Ffs;
 use fslab::lfs::Lfs;
 use fslab::storage::StorageManager;
 use fslab::ufs::FileSystem;
 use fslab::Result;
+use fslab_cleaner::mechanism::LfsAccess;
 
 /// What the error for a cleaner's request on an FFS mount says; `fslab
 /// clean` says the same when it finds an FFS mount.

@@ -4,11 +4,11 @@
 use super::path::find_socket;
 use super::wire::*;
 use super::{DirhashReport, MemoryReport, MountReport, Report};
-use crate::mechanism::Mechanism;
 use fslab::error::errno;
 use fslab::format::Daddr;
 use fslab::lfs::clean::{BlockRef, Destination, MarkBlock, Markv, SegmentTable};
 use fslab::Result;
+use fslab_cleaner::mechanism::Mechanism;
 use std::io::{self, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;

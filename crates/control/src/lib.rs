@@ -1,6 +1,6 @@
 //! The control socket of a mount, of either layout: what `fslab stat`
 //! shows of any mount (space, device counters, directory hashes), and on
-//! LFS the cleaner's [`Mechanism`](crate::Mechanism) and the cleaner
+//! LFS the cleaner's [`Mechanism`](fslab_cleaner::Mechanism) and the cleaner
 //! report, served over a Unix socket so that a cleaner can run as its own
 //! process, as the 1993 paper's cleaner does (§3.5), and several at once.
 //!
@@ -17,7 +17,7 @@
 //!   which any layout implements, and the cleaner's requests through
 //!   [`LogAccess`], which a layout without a log (FFS) answers with
 //!   EOPNOTSUPP and [`FFS_HAS_NO_CLEANER`].
-//! * [`Client`] — a [`Mechanism`](crate::Mechanism) over the socket, so
+//! * [`Client`] — a [`Mechanism`](fslab_cleaner::Mechanism) over the socket, so
 //!   `Cleaner::pass` runs unchanged in another process, plus
 //!   [`Client::report`], [`Client::mount_report`],
 //!   [`Client::dirhash_report`] and [`Client::memory_report`].
