@@ -114,7 +114,7 @@ pub(super) fn open_aged_copy(
     rebuild::copy_image(aged, dev.dev.as_ref())?;
     let env = mount_env(e, system, &dev);
     let library = Library::<Ffs>::open(dev.dev.clone(), dev.sim.clone(), *params, env)?;
-    let cpu = if settings.cpu_model { CpuModel::of(e.machine) } else { CpuModel::off() };
+    let cpu = CpuModel::with(settings.cpu_model, e.machine);
     Ok(target_on(dev, Box::new(library), cpu))
 }
 
@@ -171,6 +171,6 @@ pub(super) fn open_rebuilt(
         rebuild::impose(dev.dev.as_ref(), maps)?;
     }
     let library = Library::<Ffs>::open(dev.dev.clone(), dev.sim.clone(), *params, env())?;
-    let cpu = if settings.cpu_model { CpuModel::of(e.machine) } else { CpuModel::off() };
+    let cpu = CpuModel::with(settings.cpu_model, e.machine);
     Ok(target_on(dev, Box::new(library), cpu))
 }

@@ -94,7 +94,7 @@ pub(super) fn open(
         None => default_bytes(e, medium)?,
     };
     let dev = device::prepare(medium, Some(size), &format!("{}-{}", e.id, system.name))?;
-    let cpu = if settings.cpu_model { CpuModel::of(e.machine) } else { CpuModel::off() };
+    let cpu = CpuModel::with(settings.cpu_model, e.machine);
     let backend: Box<dyn Backend> = match system.kind {
         Kind::Raw => {
             let charge = dev.clock.clone().map(|c| (c, cpu));
