@@ -381,7 +381,8 @@ impl CpuModel {
         self.machine.map_or("off", |m| m.name)
     }
 
-    fn instructions_ns(&self, instructions: f64) -> u64 {
+    /// Running `instructions` instructions.
+    pub fn instructions_ns(&self, instructions: f64) -> u64 {
         self.machine.map_or(0, |m| (instructions * 1_000.0 / m.mips).round() as u64)
     }
 

@@ -349,6 +349,13 @@ impl Target {
         }
     }
 
+    /// Application CPU work of `instructions` instructions, at the
+    /// machine's speed (as [`Target::compute`]).
+    pub fn compute_instructions(&mut self, instructions: f64) {
+        let ns = self.cpu().instructions_ns(instructions);
+        self.compute(ns);
+    }
+
     fn name_op<T>(
         &mut self,
         path: &str,
