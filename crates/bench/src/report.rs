@@ -5,6 +5,7 @@
 //! range over the seeds, and every plot a median over a band.
 
 use crate::claims::{claim_verdict, evaluate, Check, Outcome, Verdict, CALIBRATED, CLAIMS};
+use crate::cpu::Charges;
 use crate::experiment::{by_id, Experiment, PlotSpec, EXPERIMENTS};
 use crate::plot::{self, Chart, Series};
 use crate::results::Results;
@@ -370,6 +371,18 @@ pub fn markdown(results: &Results, png: bool) -> String {
          left out. Throughputs in MB/s use the paper's megabyte: 10^6 bytes for the 1993 paper, 2^20 for \
          the 1995 paper.\n"
     );
+    if let Some(mixed) = results.mixed_cpu_charges() {
+        let groups: Vec<String> = mixed
+            .iter()
+            .map(|(c, experiments)| format!("`{}` ({})", c.name(), experiments.join(", ")))
+            .collect();
+        let _ = writeln!(
+            out,
+            "**These results mix CPU models** (`--cpu-model`): {}. A claim whose checks read experiments of \
+             different models compares unlike CPU charges.\n",
+            groups.join("; ")
+        );
+    }
     if results.several_seeds() {
         let _ = writeln!(
             out,
@@ -393,12 +406,15 @@ pub fn markdown(results: &Results, png: bool) -> String {
             continue;
         };
         let seeds = results.seeds(e.id);
+        let model = match run.cpu_charges {
+            Charges::Paper => format!("`{}` with the papers' checksums (`--cpu-model paper`)", run.cpu_model),
+            Charges::On | Charges::Off => format!("`{}`", run.cpu_model),
+        };
         let _ = writeln!(
             out,
-            "Run on `{}`, {} time, CPU model `{}`, {} {}{}; {:.0} s of host time.",
+            "Run on `{}`, {} time, CPU model {model}, {} {}{}; {:.0} s of host time.",
             run.disk,
             run.clock,
-            run.cpu_model,
             if seeds.len() > 1 { "seeds" } else { "seed" },
             seed_list(&seeds),
             if run.quick { ", small configuration (--quick)" } else { "" },

@@ -7,8 +7,9 @@
 //! the seed it belongs to. [`Results::at_seed`] gives one seed's view, on
 //! which every question about "the" value of a point has one answer.
 
+use crate::cpu::Charges;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::io;
 use std::path::Path;
@@ -64,6 +65,12 @@ pub struct RunInfo {
     pub clock: String,
     /// The CPU model (a machine's name, or `off`).
     pub cpu_model: String,
+    /// What the CPU model charged: `on`, `off` (nothing, as on wall time)
+    /// or `paper` (the papers' checksums). Files before version 3 lack it;
+    /// [`Results::load`] gives them `off` where `cpu_model` is `off`, else
+    /// `on`, the only two those versions could run.
+    #[serde(default)]
+    pub cpu_charges: Charges,
     /// The seed.
     pub seed: u64,
     /// Whether the small configuration ran.
@@ -155,6 +162,25 @@ impl Results {
             .into_iter()
             .find(|(px, _)| (px - x).abs() <= x.abs() * 1e-3 + 1e-9)
             .map(|(_, v)| v)
+    }
+
+    /// The CPU charges of the runs on virtual time, each with the
+    /// experiments that ran with it, when there is more than one: results
+    /// that mix them compare unlike costs. `None` when they agree (runs on
+    /// wall time charge nothing whatever was asked, and are left out).
+    pub fn mixed_cpu_charges(&self) -> Option<Vec<(Charges, Vec<String>)>> {
+        let mut by: BTreeMap<&'static str, (Charges, BTreeSet<&str>)> = BTreeMap::new();
+        for r in self.runs.iter().filter(|r| r.clock == "virtual") {
+            by.entry(r.cpu_charges.name())
+                .or_insert((r.cpu_charges, BTreeSet::new()))
+                .1
+                .insert(&r.experiment);
+        }
+        (by.len() > 1).then(|| {
+            by.into_values()
+                .map(|(charges, experiments)| (charges, experiments.into_iter().map(String::from).collect()))
+                .collect()
+        })
     }
 
     /// The systems that ran in `experiment`, in order of first appearance.
@@ -266,23 +292,11 @@ impl Results {
         self.runs.iter().any(|r| r.config.is_some())
     }
 
-    /// The version `results.json` is written in: 3 when a run records a
-    /// configuration file, so that a reader of version 2, which would drop
-    /// the record unseen, refuses the file instead; else 2, which is the
-    /// same file.
-    pub fn format_version(&self) -> u32 {
-        if self.has_overrides() {
-            FORMAT_VERSION
-        } else {
-            2
-        }
-    }
-
-    /// Writes `results.json` (in the format of [`Results::format_version`])
+    /// Writes `results.json` (in the format of [`FORMAT_VERSION`])
     /// and `results.csv` into `dir`.
     pub fn save(&self, dir: &Path) -> io::Result<()> {
         std::fs::create_dir_all(dir)?;
-        let file = FileOut { version: self.format_version(), results: self };
+        let file = FileOut { version: FORMAT_VERSION, results: self };
         let json = serde_json::to_string_pretty(&file).map_err(io::Error::other)?;
         std::fs::write(dir.join("results.json"), json + "\n")?;
         std::fs::write(dir.join("results.csv"), self.to_csv())
@@ -308,6 +322,11 @@ impl Results {
         if file.version < 2 {
             results.seed_from_runs();
         }
+        if file.version < 3 {
+            for r in &mut results.runs {
+                r.cpu_charges = if r.cpu_model == "off" { Charges::Off } else { Charges::On };
+            }
+        }
         Ok(results)
     }
 
@@ -325,12 +344,13 @@ impl Results {
     }
 }
 
-/// The newest version of `results.json`, read and written. Version 3 adds
-/// `runs[].config`, a sensitivity run's configuration file, and is
-/// written only when a run has one. Version 2 tags every point and skipped
-/// system with its seed, and an experiment has a run per seed; version 1
-/// (no `version` member) kept one run per experiment, whose seed its
-/// records take when read.
+/// The version of `results.json` written now. Version 3 records each
+/// run's CPU charges (`cpu_charges`), since `--cpu-model paper` runs the
+/// same machine as `on`, and a sensitivity run's configuration file
+/// (`runs[].config`, only when `--config` was given); version 2 tags every
+/// point and skipped system with its seed, and an experiment has a run per
+/// seed; version 1 (no `version` member) kept one run per experiment,
+/// whose seed its records take when read.
 pub const FORMAT_VERSION: u32 = 3;
 
 /// `results.json` as written: the version first, then the results.
@@ -376,6 +396,7 @@ mod tests {
             disk: "dsp3105".into(),
             clock: "virtual".into(),
             cpu_model: "off".into(),
+            cpu_charges: Charges::Off,
             seed,
             quick: true,
             host_seconds: 0.1,
@@ -410,7 +431,7 @@ mod tests {
         let r = three_seeds();
         r.save(dir.path()).expect("save");
         let json = std::fs::read_to_string(dir.path().join("results.json")).expect("json");
-        assert!(json.starts_with("{\n  \"version\": 2,"), "{json}");
+        assert!(json.starts_with("{\n  \"version\": 3,"), "{json}");
         let back = Results::load(dir.path()).expect("load");
         assert_eq!(back, r);
         assert_eq!(back.seeds("e"), vec![1, 2, 3]);
@@ -449,6 +470,7 @@ mod tests {
         std::fs::write(dir.path().join("results.json"), old).expect("write");
         let r = Results::load(dir.path()).expect("an old file loads");
         assert_eq!(r.points[0].seed, 4, "its run's seed");
+        assert_eq!(r.runs[0].cpu_charges, Charges::Off, "its cpu_model is off");
         assert_eq!(r.skipped[0].seed, 4);
         assert_eq!(r.seeds("e"), vec![4]);
         assert!(!r.several_seeds());
@@ -458,6 +480,36 @@ mod tests {
         std::fs::write(dir.path().join("results.json"), newer).expect("write");
         let err = Results::load(dir.path()).expect_err("a newer version is refused");
         assert!(err.to_string().contains("version 4 is newer"), "{err}");
+    }
+
+    /// A version-2 file has no `cpu_charges`: a machine's name was `on`,
+    /// the only other model it could run. A version-3 file keeps `paper`.
+    #[test]
+    fn cpu_charges_are_read_from_old_files_and_kept_in_new_ones() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let v2 = r#"{"version": 2,
+  "runs": [{"experiment": "e", "disk": "dsp3105", "clock": "virtual", "cpu_model": "sparcstation2",
+            "seed": 1, "quick": false, "host_seconds": 1.0, "notes": []},
+           {"experiment": "f", "disk": "mem", "clock": "wall", "cpu_model": "off",
+            "seed": 1, "quick": false, "host_seconds": 1.0, "notes": []}],
+  "points": [], "skipped": []
+}"#;
+        std::fs::write(dir.path().join("results.json"), v2).expect("write");
+        let mut r = Results::load(dir.path()).expect("a version-2 file loads");
+        let charges: Vec<Charges> = r.runs.iter().map(|r| r.cpu_charges).collect();
+        assert_eq!(charges, vec![Charges::On, Charges::Off]);
+        assert_eq!(r.mixed_cpu_charges(), None, "a run on wall time charges nothing by nature");
+
+        r.runs.push(RunInfo { cpu_charges: Charges::Paper, ..run_info("g", 1) });
+        r.save(dir.path()).expect("save");
+        let json = std::fs::read_to_string(dir.path().join("results.json")).expect("json");
+        assert!(json.contains("\"cpu_charges\": \"paper\""), "{json}");
+        let back = Results::load(dir.path()).expect("load");
+        assert_eq!(back, r);
+        assert_eq!(
+            back.mixed_cpu_charges(),
+            Some(vec![(Charges::On, vec!["e".to_string()]), (Charges::Paper, vec!["g".to_string()])])
+        );
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! system fslab does not have is listed all the same and says *not yet*
 //! ([`System::not_yet`]) in every report instead of disappearing.
 
+use crate::cpu::PaperChecksum;
 use crate::target::library::{Layout, Library, MountEnv};
 use crate::target::Backend;
 use disk::{BlockDevice, SimDisk};
@@ -477,6 +478,8 @@ impl System {
 impl Layout for Lfs {
     type Params = LfsParams;
 
+    const PAPER_CHECKSUM: PaperChecksum = PaperChecksum::LfsWordPerBlock;
+
     fn dirhash(params: &LfsParams) -> bool {
         params.dirhash
     }
@@ -518,6 +521,11 @@ impl Layout for Lfs {
     /// counted.
     fn checksummed_blocks(&self) -> u64 {
         self.stats().blocks_written
+    }
+
+    /// One summary a partial segment.
+    fn summaries_written(&self) -> u64 {
+        self.stats().partial_segments
     }
 
     fn cleaner(&self) -> Option<CleanerCounters> {
@@ -572,6 +580,10 @@ fn ffs_mkfs_options(p: &FfsParams) -> FfsMkfs {
 /// syncing by the mount's clock.
 impl Layout for Ffs {
     type Params = FfsParams;
+
+    /// 4.4BSD's FFS, and the FreeBSD FFS of the 2000 and 2002 papers,
+    /// checksummed no metadata.
+    const PAPER_CHECKSUM: PaperChecksum = PaperChecksum::None;
 
     fn dirhash(params: &FfsParams) -> bool {
         params.dirhash

@@ -23,6 +23,7 @@ fn run_info(experiment: &str) -> RunInfo {
         disk: "dsp3105".into(),
         clock: "virtual".into(),
         cpu_model: "sparcstation2".into(),
+        cpu_charges: fslab_bench::cpu::Charges::On,
         seed: 1,
         quick: false,
         host_seconds: 1.0,
@@ -194,6 +195,31 @@ fn the_report_has_a_row_for_every_claim_with_its_verdict() {
     assert!(md.contains("ffs-4k: not yet"), "the not-yet reason is given");
     assert!(md.contains("![TPC-B (1995 Fig. 7)](plots/s95-tpcb.png)"));
     assert!(md.contains("| lfs | no-cleaning | TPS | 44.0 | 44.0 |"), "published beside measured");
+}
+
+#[test]
+fn a_report_says_which_cpu_model_each_run_charged_and_when_they_mix() {
+    use fslab_bench::cpu::Charges;
+    let same = report::markdown(&fixed(), true);
+    assert!(!same.contains("mix CPU models"), "one model, no note");
+    assert!(same.contains("CPU model `sparcstation2`, seed 1"), "an `on` run's line is as it was");
+
+    let mut mixed = fixed();
+    mixed.runs[1].cpu_charges = Charges::Paper;
+    let md = report::markdown(&mixed, true);
+    assert!(
+        md.contains(
+            "**These results mix CPU models** (`--cpu-model`): `on` (s95-tpcb); `paper` (s95-sequential)."
+        ),
+        "{md}"
+    );
+    assert!(md.contains("CPU model `sparcstation2` with the papers' checksums (`--cpu-model paper`)"));
+
+    let mut all_paper = fixed();
+    for r in &mut all_paper.runs {
+        r.cpu_charges = Charges::Paper;
+    }
+    assert!(!report::markdown(&all_paper, true).contains("mix CPU models"), "paper throughout is one model");
 }
 
 #[test]

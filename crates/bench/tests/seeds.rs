@@ -23,6 +23,7 @@ fn run_info(seed: u64) -> RunInfo {
         disk: "dsp3105".into(),
         clock: "virtual".into(),
         cpu_model: "sparcstation2".into(),
+        cpu_charges: fslab_bench::cpu::Charges::On,
         seed,
         quick: false,
         host_seconds: 1.0,

@@ -6,6 +6,7 @@
 use clap::{Args, Subcommand, ValueEnum};
 use fslab_bench::claims::{claim_verdict, evaluate, Verdict, CALIBRATED, CLAIMS};
 use fslab_bench::config::Config;
+use fslab_bench::cpu::Charges;
 use fslab_bench::device::Medium;
 use fslab_bench::experiment::{self, Experiment, EXPERIMENTS};
 use fslab_bench::results::Results;
@@ -43,10 +44,26 @@ enum BenchCommand {
     },
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-enum OnOff {
+/// `--cpu-model`'s values (`fslab_bench::cpu::Charges`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum CpuModelArg {
+    /// The paper machine's costs of fslab's work, its whole-block checksums included
     On,
+    /// No CPU costs: the disk alone
     Off,
+    /// As on, but checksums as the papers' systems computed them: LFS one word a block and its
+    /// summary, FFS none (4.4BSD)
+    Paper,
+}
+
+impl CpuModelArg {
+    fn charges(self) -> Charges {
+        match self {
+            CpuModelArg::On => Charges::On,
+            CpuModelArg::Off => Charges::Off,
+            CpuModelArg::Paper => Charges::Paper,
+        }
+    }
 }
 
 #[derive(Args)]
@@ -76,9 +93,11 @@ struct RunArgs {
     /// unless the same experiment is run again.
     #[arg(long, default_value = "lab-results")]
     out: PathBuf,
-    /// Charge the paper machine's CPU costs to the virtual clock (off: the disk alone).
-    #[arg(long, value_enum, default_value = "on")]
-    cpu_model: OnOff,
+    /// Which CPU costs of the paper's machine to charge to the virtual clock (off: the disk
+    /// alone; paper: the papers' checksums instead of fslab's). results.json and the report
+    /// record which.
+    #[arg(long, value_enum, default_value = "on", value_name = "on|off|paper")]
+    cpu_model: CpuModelArg,
     /// The small configuration of every workload (seconds, for a smoke run).
     #[arg(long)]
     quick: bool,
@@ -218,7 +237,7 @@ fn run_experiments(args: &RunArgs) -> Result<(), String> {
     let settings = Settings {
         seed: args.seed,
         quick: args.quick,
-        cpu_model: matches!(args.cpu_model, OnOff::On),
+        cpu_model: args.cpu_model.charges(),
         place: place(args)?,
         scratch: args.scratch.clone(),
         progress: true,
@@ -291,6 +310,13 @@ fn write_report(results: &Results, dir: &Path) -> Result<(), String> {
     if let Some(problem) = &written.png_problem {
         say!("fslab: bench: plots written as SVG only: {problem}");
     }
+    if let Some(mixed) = results.mixed_cpu_charges() {
+        let groups: Vec<String> = mixed
+            .iter()
+            .map(|(c, experiments)| format!("{} ({})", c.name(), experiments.join(", ")))
+            .collect();
+        outln!("these results mix CPU models (--cpu-model): {}", groups.join("; "))?;
+    }
     outln!("claims:")?;
     for c in CLAIMS {
         let o = claim_verdict(c, results);
@@ -329,4 +355,56 @@ fn write_report(results: &Results, dir: &Path) -> Result<(), String> {
     }
     outln!("{}: report.md, results.json, results.csv and {} plot files", dir.display(), written.plots.len())?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::{CommandFactory, Parser};
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        bench: BenchArgs,
+    }
+
+    fn cpu_model(args: &[&str]) -> Result<CpuModelArg, clap::Error> {
+        let argv = ["bench", "run", "s93-tpcb"].iter().chain(args);
+        match Cli::try_parse_from(argv)?.bench.command {
+            BenchCommand::Run(run) => Ok(run.cpu_model),
+            _ => panic!("not a run"),
+        }
+    }
+
+    #[test]
+    fn cpu_model_takes_on_off_or_paper_and_defaults_to_on() {
+        assert_eq!(cpu_model(&[]).map(CpuModelArg::charges).ok(), Some(Charges::On));
+        for (word, charges) in [("on", Charges::On), ("off", Charges::Off), ("paper", Charges::Paper)] {
+            let parsed = cpu_model(&["--cpu-model", word]).map(CpuModelArg::charges);
+            assert_eq!(parsed.ok(), Some(charges), "{word}");
+        }
+    }
+
+    #[test]
+    fn any_other_cpu_model_is_refused_naming_the_three() {
+        for word in ["fast", "On", "", "paper,off"] {
+            let Err(e) = cpu_model(&["--cpu-model", word]) else { panic!("{word:?} was accepted") };
+            assert_eq!(e.kind(), clap::error::ErrorKind::InvalidValue, "{word:?}");
+            let text = e.render().to_string();
+            assert!(text.contains("'--cpu-model <on|off|paper>'"), "{text}");
+            assert!(text.contains("[possible values: on, off, paper]"), "{text}");
+        }
+    }
+
+    #[test]
+    fn run_help_explains_each_cpu_model() {
+        let mut cli = Cli::command();
+        let run = cli.find_subcommand_mut("run").expect("run");
+        let help = run.render_long_help().to_string();
+        assert!(help.contains("--cpu-model <on|off|paper>"), "{help}");
+        for value in ["- on:", "- off:", "- paper:"] {
+            assert!(help.lines().any(|l| l.trim_start().starts_with(value)), "{value} {help}");
+        }
+        assert!(help.contains("one word a block"), "{help}");
+    }
 }

@@ -164,6 +164,7 @@ mod tests {
             disk: "cheetah9lp".into(),
             clock: "virtual".into(),
             cpu_model: "off".into(),
+            cpu_charges: crate::cpu::Charges::Off,
             seed: 1,
             quick: false,
             host_seconds: 0.0,

@@ -115,7 +115,7 @@ pub(super) fn open_aged_copy(
     let machine = settings.machine(e);
     let env = mount_env(&machine, system, &dev);
     let library = Library::<Ffs>::open(dev.dev.clone(), dev.sim.clone(), *params, env)?;
-    let cpu = if settings.cpu_model { CpuModel::of(machine) } else { CpuModel::off() };
+    let cpu = CpuModel::with(settings.cpu_model, machine);
     Ok(target_on(dev, Box::new(library), cpu))
 }
 
@@ -173,6 +173,6 @@ pub(super) fn open_rebuilt(
         rebuild::impose(dev.dev.as_ref(), maps)?;
     }
     let library = Library::<Ffs>::open(dev.dev.clone(), dev.sim.clone(), *params, env())?;
-    let cpu = if settings.cpu_model { CpuModel::of(machine) } else { CpuModel::off() };
+    let cpu = CpuModel::with(settings.cpu_model, machine);
     Ok(target_on(dev, Box::new(library), cpu))
 }

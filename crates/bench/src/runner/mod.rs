@@ -18,7 +18,7 @@ mod workloads;
 pub use derive::{derive_factors, derive_of_empty, derive_relative};
 
 use crate::config::{Config, Scope};
-use crate::cpu::Machine;
+use crate::cpu::{Charges, Machine};
 use crate::device::Medium;
 use crate::experiment::{missing_feature, Experiment};
 use crate::progress::Progress;
@@ -75,8 +75,8 @@ pub struct Settings {
     pub seed: u64,
     /// The small configuration.
     pub quick: bool,
-    /// Whether the CPU model charges (virtual time only).
-    pub cpu_model: bool,
+    /// What the CPU model charges (virtual time only).
+    pub cpu_model: Charges,
     /// Where.
     pub place: Place,
     /// Where image files go (`--disk file`).
@@ -109,7 +109,7 @@ impl Default for Settings {
         Settings {
             seed: 1,
             quick: false,
-            cpu_model: true,
+            cpu_model: Charges::On,
             place: Place::Paper,
             scratch: std::env::temp_dir(),
             progress: false,
@@ -258,11 +258,12 @@ fn run_experiment(e: &'static Experiment, settings: &Settings, progress: &mut Pr
         experiment: e.id.into(),
         disk: if matches!(settings.place, Place::Real(_)) { "real".into() } else { medium.name() },
         clock: clock.into(),
-        cpu_model: if settings.cpu_model && clock == "virtual" {
+        cpu_model: if settings.cpu_model != Charges::Off && clock == "virtual" {
             e.machine.name.into()
         } else {
             "off".into()
         },
+        cpu_charges: if clock == "virtual" { settings.cpu_model } else { Charges::Off },
         seed: settings.seed,
         quick: settings.quick,
         host_seconds: started.elapsed().as_secs_f64(),
@@ -294,7 +295,7 @@ pub fn config_record(e: &Experiment, settings: &Settings) -> Option<ConfigRecord
         drive: if real { None } else { drive },
         log_drive,
         machine: e.machine,
-        cpu_charged: !real && settings.cpu_model && medium.is_virtual(),
+        cpu_charged: !real && settings.cpu_model != Charges::Off && medium.is_virtual(),
         cache_used: !real,
     };
     Some(config.record(&scope))

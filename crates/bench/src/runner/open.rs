@@ -101,7 +101,7 @@ pub(super) fn open(
     };
     let dev = device::prepare(medium, Some(size), &format!("{}-{}", e.id, system.name))?;
     let machine = settings.machine(e);
-    let cpu = if settings.cpu_model { CpuModel::of(machine) } else { CpuModel::off() };
+    let cpu = CpuModel::with(settings.cpu_model, machine);
     let backend: Box<dyn Backend> = match system.kind {
         Kind::Raw => {
             let charge = dev.clock.clone().map(|c| (c, cpu));

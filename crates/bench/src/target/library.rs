@@ -4,6 +4,7 @@
 //! entry per variant in `crate::system`.
 
 use super::{io_error, split_path, Backend, Fd, Usage};
+use crate::cpu::{Checksummed, PaperChecksum};
 use disk::sim::Stats as DiskStats;
 use disk::{BlockDevice, SimDisk};
 use fslab::format::inode::kind;
@@ -55,6 +56,16 @@ pub trait Layout: StorageManager + Sized + 'static {
     /// Blocks checksummed since mount.
     fn checksummed_blocks(&self) -> u64;
 
+    /// Of those, segment summaries (which 4.4BSD's LFS summed whole, where
+    /// it summed one word of every other block).
+    fn summaries_written(&self) -> u64 {
+        0
+    }
+
+    /// What the layout's ancestor in the papers checksummed of the same
+    /// blocks (`--cpu-model paper`).
+    const PAPER_CHECKSUM: PaperChecksum;
+
     /// Whether the namespace over it keeps dirhash's name index.
     fn dirhash(_params: &Self::Params) -> bool {
         true
@@ -104,7 +115,7 @@ pub struct Library<L: Layout> {
     dirs: HashMap<String, Ino>,
     open: HashMap<Fd, Ino>,
     next_fd: Fd,
-    checksummed_base: u64,
+    checksummed_base: Checksummed,
     scanned_base: u64,
     cleaner_base: Option<CleanerCounters>,
 }
@@ -157,7 +168,7 @@ impl<L: Layout> Library<L> {
             dirs,
             open: HashMap::new(),
             next_fd: 1,
-            checksummed_base: 0,
+            checksummed_base: Checksummed { paper: L::PAPER_CHECKSUM, ..Checksummed::default() },
             scanned_base: 0,
             cleaner_base: None,
         }
@@ -301,7 +312,7 @@ impl<L: Layout> Backend for Library<L> {
     }
 
     fn drop_caches(&mut self) -> io::Result<bool> {
-        let (checksummed, cleaner) = (self.checksummed_blocks().0, self.cleaner());
+        let (checksummed, cleaner) = (self.checksummed(), self.cleaner());
         let scanned = self.dir_blocks_scanned().0;
         if let Some(mut fs) = self.fs.take() {
             fs.unmount().map_err(io_error)?;
@@ -326,13 +337,20 @@ impl<L: Layout> Backend for Library<L> {
         Ok(Usage { total: st.total_blocks * bs, free: st.free_blocks * bs })
     }
 
-    fn checksummed_blocks(&mut self) -> (u64, u32) {
+    fn checksummed(&mut self) -> Checksummed {
+        let base = self.checksummed_base;
         match self.fs.as_mut() {
             Some(fs) => {
                 let block_size = fs.block_size();
-                (self.checksummed_base + fs.storage().checksummed_blocks(), block_size)
+                let storage = fs.storage();
+                Checksummed {
+                    blocks: base.blocks + storage.checksummed_blocks(),
+                    summaries: base.summaries + storage.summaries_written(),
+                    block_size,
+                    paper: L::PAPER_CHECKSUM,
+                }
             }
-            None => (self.checksummed_base, 0),
+            None => base,
         }
     }
 

@@ -14,14 +14,14 @@
 //!
 //! On virtual time, [`Target`] charges the CPU cost model (`crate::cpu`)
 //! for every call to the clock; the layout's own CPU work is charged by
-//! the blocks it checksummed (`Backend::checksummed_blocks`), read after
+//! the blocks it checksummed (`Backend::checksummed`), read after
 //! each call. On wall time the host's CPU is real and nothing is charged.
 
 pub mod dir;
 pub mod library;
 pub mod raw;
 
-use crate::cpu::CpuModel;
+use crate::cpu::{Checksummed, CpuModel};
 use disk::sim::Stats as DiskStats;
 use disk::VirtualClock;
 use fslab::lfs::clean::CleanerCounters;
@@ -102,10 +102,10 @@ pub trait Backend {
     }
     /// Space and utilization.
     fn usage(&mut self) -> io::Result<Usage>;
-    /// Blocks the layout has checksummed so far, and their size (for the
-    /// CPU model's checksum charge).
-    fn checksummed_blocks(&mut self) -> (u64, u32) {
-        (0, 0)
+    /// What the layout has checksummed so far (for the CPU model's
+    /// checksum charge).
+    fn checksummed(&mut self) -> Checksummed {
+        Checksummed::default()
     }
     /// Directory blocks the namespace has scanned for lookups and changes
     /// so far, and the block size (for the CPU model's scan charge).
@@ -231,7 +231,7 @@ pub struct Target {
     backend: Box<dyn Backend>,
     time: Time,
     cpu_charged: u64,
-    checksummed: u64,
+    checksummed: Checksummed,
     scanned: u64,
     next_tick: Duration,
     /// Whether every `drop_caches` so far really dropped them.
@@ -267,7 +267,7 @@ impl Target {
     }
 
     fn new(mut backend: Box<dyn Backend>, time: Time) -> Target {
-        let checksummed = backend.checksummed_blocks().0;
+        let checksummed = backend.checksummed();
         let scanned = backend.dir_blocks_scanned().0;
         let mut target = Target {
             backend,
@@ -326,10 +326,10 @@ impl Target {
     /// After a call: charge the checksums and directory scans it made, and
     /// tick if due.
     fn after(&mut self) -> io::Result<()> {
-        let (blocks, block_size) = self.backend.checksummed_blocks();
-        let new = blocks.saturating_sub(self.checksummed);
-        self.checksummed = blocks;
-        self.charge(self.cpu().checksum_ns(new, block_size));
+        let checksummed = self.backend.checksummed();
+        let new = checksummed.since(&self.checksummed);
+        self.checksummed = checksummed;
+        self.charge(self.cpu().checksum_ns(&new));
         let (scanned, block_size) = self.backend.dir_blocks_scanned();
         let new = scanned.saturating_sub(self.scanned);
         self.scanned = scanned;
@@ -347,6 +347,13 @@ impl Target {
         if self.cpu().machine().is_some() {
             self.charge(ns);
         }
+    }
+
+    /// Application CPU work of `instructions` instructions, at the
+    /// machine's speed (as [`Target::compute`]).
+    pub fn compute_instructions(&mut self, instructions: f64) {
+        let ns = self.cpu().instructions_ns(instructions);
+        self.compute(ns);
     }
 
     fn name_op<T>(
@@ -516,7 +523,7 @@ impl Target {
     pub fn drop_caches(&mut self) -> io::Result<()> {
         let dropped = self.backend.drop_caches()?;
         self.caches_dropped &= dropped;
-        self.checksummed = self.backend.checksummed_blocks().0;
+        self.checksummed = self.backend.checksummed();
         self.scanned = self.backend.dir_blocks_scanned().0;
         Ok(())
     }
