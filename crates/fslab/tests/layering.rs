@@ -94,3 +94,135 @@ fn only_the_fuse_adapter_depends_on_fuser() {
         assert!(is_fuse || !names_fuser, "{} depends on fuser", manifest.display());
     }
 }
+
+/// Import cycles between files allowed, each with its reason. `ffs::fs`
+/// holds the integrity mode (`Arc<dyn IntegrityMode>`), and the mode's
+/// methods take the `Ffs` they act on: a strategy and its context, which
+/// only a generic `Ffs<M>` could separate, at the price of every caller
+/// naming the mode.
+const ALLOWED_CYCLES: &[&[&str]] = &[&["ffs::fs", "ffs::integrity"]];
+
+/// The module files of `src` and, for each, the other module files the
+/// paths it names (tests left out) reach: the module a path starts in is
+/// the longest prefix of it that is a file. A module and its ancestors are
+/// not edges (a parent declares its children; a child names its parent's
+/// items by `super`).
+fn file_graph(src: &Path) -> std::collections::BTreeMap<String, std::collections::BTreeSet<String>> {
+    let mut files = Vec::new();
+    rust_files(src, &mut files);
+    let modules: Vec<(String, PathBuf)> = files
+        .into_iter()
+        .filter(|f| {
+            !f.file_name().is_some_and(|n| n == "tests.rs" || n.to_string_lossy().ends_with("_tests.rs"))
+        })
+        .map(|f| (use_paths::module_of(f.strip_prefix(src).unwrap_or(&f)).join("::"), f))
+        .collect();
+    let known: std::collections::BTreeSet<&str> = modules.iter().map(|(m, _)| m.as_str()).collect();
+    let related =
+        |a: &str, b: &str| a == b || b.starts_with(&format!("{a}::")) || a.starts_with(&format!("{b}::"));
+    let mut graph = std::collections::BTreeMap::new();
+    for (module, file) in &modules {
+        let text = fs::read_to_string(file).expect("read source");
+        // A file's own tests may reach anything: they are not its structure.
+        let text = text.split("#[cfg(test)]\nmod tests {").next().unwrap_or(&text);
+        let here: Vec<String> =
+            if module.is_empty() { Vec::new() } else { module.split("::").map(String::from).collect() };
+        let mut edges = std::collections::BTreeSet::new();
+        for named in use_paths::crate_paths(text, &here) {
+            let target = (0..=named.path.len())
+                .rev()
+                .map(|n| named.path[..n].join("::"))
+                .find(|p| known.contains(p.as_str()));
+            if let Some(target) = target {
+                if !target.is_empty() && !related(module, &target) {
+                    edges.insert(target);
+                }
+            }
+        }
+        graph.insert(module.clone(), edges);
+    }
+    graph
+}
+
+/// The strongly connected sets of more than one module (Tarjan's
+/// algorithm), each sorted.
+fn cycles(
+    graph: &std::collections::BTreeMap<String, std::collections::BTreeSet<String>>,
+) -> Vec<Vec<String>> {
+    struct Walk<'g> {
+        graph: &'g std::collections::BTreeMap<String, std::collections::BTreeSet<String>>,
+        index: std::collections::HashMap<&'g str, usize>,
+        low: std::collections::HashMap<&'g str, usize>,
+        stack: Vec<&'g str>,
+        found: Vec<Vec<String>>,
+    }
+    fn visit<'g>(w: &mut Walk<'g>, v: &'g str) {
+        let n = w.index.len();
+        w.index.insert(v, n);
+        w.low.insert(v, n);
+        w.stack.push(v);
+        for next in w.graph.get(v).into_iter().flatten() {
+            let next = next.as_str();
+            if !w.index.contains_key(next) {
+                visit(w, next);
+                let low = w.low[v].min(w.low[next]);
+                w.low.insert(v, low);
+            } else if w.stack.contains(&next) {
+                let low = w.low[v].min(w.index[next]);
+                w.low.insert(v, low);
+            }
+        }
+        if w.low[v] == w.index[v] {
+            let mut set = Vec::new();
+            while let Some(top) = w.stack.pop() {
+                set.push(top.to_string());
+                if top == v {
+                    break;
+                }
+            }
+            if set.len() > 1 {
+                set.sort();
+                w.found.push(set);
+            }
+        }
+    }
+    let mut walk = Walk {
+        graph,
+        index: Default::default(),
+        low: Default::default(),
+        stack: Vec::new(),
+        found: Vec::new(),
+    };
+    for v in graph.keys() {
+        if !walk.index.contains_key(v.as_str()) {
+            visit(&mut walk, v);
+        }
+    }
+    walk.found
+}
+
+#[test]
+fn no_import_cycle_between_files_but_the_strategys() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let found: Vec<Vec<String>> = cycles(&file_graph(&src))
+        .into_iter()
+        .filter(|set| {
+            !ALLOWED_CYCLES.iter().any(|allowed| set.iter().map(String::as_str).eq(allowed.iter().copied()))
+        })
+        .collect();
+    assert!(
+        found.is_empty(),
+        "files that import each other (split the types they share into a file of their own): {found:?}"
+    );
+}
+
+/// The cycle check can fail: three modules naming each other round are one
+/// cycle, and a module naming its parent is none.
+#[test]
+fn a_cycle_of_three_is_found_and_a_child_naming_its_parent_is_not() {
+    let graph = [("a", &["b"][..]), ("b", &["c"]), ("c", &["a"]), ("c::d", &[])]
+        .into_iter()
+        .map(|(m, e)| (m.to_string(), e.iter().map(|s| s.to_string()).collect()))
+        .collect();
+    assert_eq!(cycles(&graph), vec![vec!["a".to_string(), "b".to_string(), "c".to_string()]]);
+}

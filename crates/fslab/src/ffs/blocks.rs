@@ -18,7 +18,7 @@
 //! `update` and `free_blocks` resize the tail when a size change or a free
 //! makes another block the tail.
 
-use super::frees::Freed;
+use super::freed::Freed;
 use super::fs::Ffs;
 use crate::bmap::{self, BlockTree};
 use crate::cache::block_of;

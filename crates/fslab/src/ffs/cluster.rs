@@ -16,11 +16,8 @@
 //! the block to a contiguous free run, as 4.4BSD's `cluster_write` tried
 //! `ffs_reallocblks` (the 1997 realloc paper; `realloc.rs`).
 
-use super::fs::Ffs;
-use crate::bmap;
 use crate::cache::{BlockKey, IntMap};
 use crate::format::{Daddr, Ino, Lbn};
-use crate::Result;
 
 /// A run of whole blocks of one file, consecutive in the file and on the
 /// disk, written and not yet pushed.
@@ -38,7 +35,7 @@ pub(super) struct Run {
 }
 
 impl Run {
-    fn keys(&self, ino: Ino) -> impl Iterator<Item = BlockKey> {
+    pub(super) fn keys(&self, ino: Ino) -> impl Iterator<Item = BlockKey> {
         let first = self.first;
         (0..self.blocks as Lbn).map(move |i| (ino, first + i))
     }
@@ -120,39 +117,6 @@ impl WriteClusters {
     /// Forgets every open run (a sync wrote them all).
     pub(super) fn clear(&mut self) {
         self.open.clear();
-    }
-}
-
-impl Ffs {
-    /// After a write that filled block `lbn` of `ino` to its end: for a
-    /// regular file's data block, pushes the runs [`WriteClusters::note`]
-    /// says are ready, their blocks still dirty, as one asynchronous write
-    /// each. Directories and other metadata stay delayed (their order is
-    /// `integrity`'s business).
-    pub(super) fn after_filling(&mut self, ino: Ino, lbn: Lbn) -> Result<()> {
-        if lbn < 0 || !self.cached_inode(ino)?.attr.is_reg() {
-            return Ok(());
-        }
-        let mut addr = bmap::pointer(self, ino, lbn)?;
-        if addr.is_none() {
-            return Ok(());
-        }
-        if let Some(moved) = self.realloc_run(ino, lbn, addr)? {
-            addr = moved;
-        }
-        let fpb = self.frags_per_block();
-        let maxcontig = self.sb.geometry.maxcontig;
-        let ready = self.clusters.note(ino, lbn, addr, fpb, maxcontig);
-        for run in ready.into_iter().flatten() {
-            let keys: Vec<BlockKey> = run.keys(ino).filter(|&k| self.cache.is_dirty(k)).collect();
-            if keys.is_empty() {
-                continue;
-            }
-            let mut placements = self.placements_of(&keys)?;
-            self.write_placements(&mut placements)?;
-            self.stats.cluster_pushes += 1;
-        }
-        Ok(())
     }
 }
 

@@ -234,7 +234,7 @@ pub struct Ffs {
     pub(super) tx_ticket: Ticket,
     /// Frees waiting for the removal of their last pointer to be durable
     /// (`frees`).
-    pub(super) pending_frees: Vec<super::frees::PendingFree>,
+    pub(super) pending_frees: Vec<super::freed::PendingFree>,
     /// The inodes among `pending_frees`, for lookups.
     pub(super) pending_inodes: std::collections::HashSet<Ino>,
     /// Fragments promised by `reserve_blocks` and not yet allocated.
@@ -268,9 +268,9 @@ pub struct Ffs {
     pub(super) reallocated: u64,
     /// The background scan for what a crash leaked, while it runs
     /// (`leaks`).
-    pub(super) leak_scan: Option<super::leaks::LeakScan>,
+    pub(super) leak_scan: Option<super::leak_scan::LeakScan>,
     /// What it found and freed.
-    pub(super) leak_report: super::leaks::LeakReport,
+    pub(super) leak_report: super::leak_scan::LeakReport,
     /// The superblock as last stored in its buffer, its time zeroed
     /// (`write_superblock_if_changed`).
     pub(super) sb_stored: Option<Superblock>,

@@ -8,7 +8,7 @@
 //! inode's bytes change — which leaves the block dirty for write-back (or
 //! for an integrity mode to write at once).
 
-use super::frees::Freed;
+use super::freed::Freed;
 use super::fs::Ffs;
 use crate::cache::{block_of, device_addr, device_key, BlockKey};
 use crate::error::{errno, Error, Location};

@@ -31,8 +31,9 @@
 //! repairs (`LeakReport::left_for_fsck`) is counted and left.
 
 use super::bitmap::Bitmap;
-use super::frees::Freed;
+use super::freed::Freed;
 use super::fs::Ffs;
+use super::leak_scan::{LeakReport, LeakScan, LeakScanState, Seen};
 use crate::bmap::{self, Visitor};
 use crate::format::blockno::NDADDR;
 use crate::format::dirent::{parse_chunk, DIRBLKSIZ};
@@ -45,133 +46,37 @@ use std::collections::{HashMap, HashSet};
 /// Inodes (and directory blocks) one tick's slice reads at most.
 const SLICE: u64 = 1024;
 
-/// Where the scan stands.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum LeakScanState {
-    /// No scan on this mount: the image was unmounted cleanly (or soft
-    /// updates did not keep it, and fsck saw it first).
-    #[default]
-    NotNeeded,
-    /// Inodes below `next` of `of` are read.
-    Running {
-        /// The next inode number to read.
-        next: Ino,
-        /// Inode numbers in the file system.
-        of: Ino,
-    },
-    /// Everything read and what was leaked freed.
-    Done,
-    /// Stopped before it freed anything, for this reason (fsck can finish
-    /// the job).
-    Stopped(String),
-}
-
-/// What the background scan found and freed on this mount (`fslab stat`).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct LeakReport {
-    /// Where the scan stands.
-    pub state: LeakScanState,
-    /// Fragments in use that nothing pointed at, returned to their groups.
-    pub frags_freed: u64,
-    /// Inodes in use that no entry named, freed with their blocks.
-    pub inodes_freed: u64,
-    /// Link counts higher than the names, lowered.
-    pub links_lowered: u64,
-    /// Counts of blocks held (`st_blocks`) higher or lower than the
-    /// blocks the inode points at, set right.
-    pub block_counts_set: u64,
-    /// Directories left for fsck: nothing names them but they hold
-    /// entries (fsck reconnects them to `/lost+found`), or a rename the
-    /// crash cut off left them two names, or a name their `..` does not
-    /// agree with (soft updates may: 2000 paper §6; fsck keeps the name
-    /// `..` agrees with, or sets `..`). The link counts of their parents
-    /// are left as they are, for fsck to judge. Until fsck has run,
-    /// unmount leaves the image marked as not clean.
-    pub left_for_fsck: u64,
-}
-
-impl LeakReport {
-    /// Whether the image still holds leaks after this mount: the scan did
-    /// not end, or left something for fsck.
-    pub fn leaks_remain(&self) -> bool {
-        matches!(self.state, LeakScanState::Running { .. } | LeakScanState::Stopped(_))
-            || self.left_for_fsck > 0
-    }
-}
-
-/// What the scan learned of one inode in use.
-#[derive(Debug, Clone, Copy)]
-struct Seen {
-    nlink: u32,
-    /// The count of blocks held as the inode recorded it, and as its
-    /// pointers give it (512-byte units).
-    blocks: u64,
-    holds: u64,
-    /// For a directory: its `..`, and whether it holds more than `.` and
-    /// `..`.
-    dir: Option<(Ino, bool)>,
-}
-
-/// The scan's memory between slices (module comment).
-#[derive(Debug)]
-pub(super) struct LeakScan {
-    /// Per group, the unclaimed fragments.
-    unclaimed: Vec<Bitmap>,
-    /// The next inode number to read.
-    next: Ino,
-    seen: HashMap<Ino, Seen>,
-    /// The directories whose entries (other than `.` and `..`) name each
-    /// inode, once per entry.
-    names: HashMap<Ino, Vec<Ino>>,
-    /// Inodes in use whose slots hold no inode (`Ffs::slot_is_blank`).
-    blank: Vec<Ino>,
-    touched: HashSet<Ino>,
-}
-
-impl LeakScan {
-    /// A scan of `ffs` as it stands: every fragment in use is unclaimed.
-    fn begin(ffs: &Ffs) -> LeakScan {
-        let geo = ffs.sb.geometry;
-        let mut unclaimed: Vec<Bitmap> = ffs
-            .alloc
-            .groups()
-            .iter()
-            .map(|g| {
-                let mut map = Bitmap::new(geo.fpg);
-                for f in geo.data_offset()..g.frags() {
-                    if !g.is_frag_free(f) {
-                        map.set(f);
-                    }
-                }
-                map
-            })
-            .collect();
-        for (start, count) in ffs.pending_free_runs() {
-            for f in start..start + u64::from(count) {
-                if let Some(map) = unclaimed.get_mut(geo.group_of(f) as usize) {
-                    map.clear(geo.within_group(f));
+/// A scan of `ffs` as it stands: every fragment in use is unclaimed.
+fn begin(ffs: &Ffs) -> LeakScan {
+    let geo = ffs.sb.geometry;
+    let mut unclaimed: Vec<Bitmap> = ffs
+        .alloc
+        .groups()
+        .iter()
+        .map(|g| {
+            let mut map = Bitmap::new(geo.fpg);
+            for f in geo.data_offset()..g.frags() {
+                if !g.is_frag_free(f) {
+                    map.set(f);
                 }
             }
-        }
-        LeakScan {
-            unclaimed,
-            next: ROOT_INO,
-            seen: HashMap::new(),
-            names: HashMap::new(),
-            blank: Vec::new(),
-            touched: HashSet::new(),
-        }
-    }
-
-    fn claim(&mut self, geo: &super::geometry::Geometry, start: u64, count: u64) {
-        for f in start..start.saturating_add(count) {
-            if let Some(map) = self.unclaimed.get_mut(geo.group_of(f) as usize) {
-                let within = geo.within_group(f);
-                if within < map.len() {
-                    map.clear(within);
-                }
+            map
+        })
+        .collect();
+    for (start, count) in ffs.pending_free_runs() {
+        for f in start..start + u64::from(count) {
+            if let Some(map) = unclaimed.get_mut(geo.group_of(f) as usize) {
+                map.clear(geo.within_group(f));
             }
         }
+    }
+    LeakScan {
+        unclaimed,
+        next: ROOT_INO,
+        seen: HashMap::new(),
+        names: HashMap::new(),
+        blank: Vec::new(),
+        touched: HashSet::new(),
     }
 }
 
@@ -236,7 +141,7 @@ impl Ffs {
     /// At mount of an image soft updates kept and a crash left: starts the
     /// scan, run a slice at a time by [`Ffs::leak_scan_step`].
     pub(super) fn begin_leak_scan(&mut self) {
-        let scan = LeakScan::begin(self);
+        let scan = begin(self);
         self.leak_report.state = LeakScanState::Running { next: scan.next, of: self.sb.geometry.ninodes() };
         self.leak_scan = Some(scan);
     }

@@ -13,18 +13,25 @@
 //! * `fs` — the mounted file system ([`Ffs`]), mount, the superblock;
 //!   `writeback` (groups, dirty buffers through the integrity mode's hooks,
 //!   write-behind, sync, unmount); `inodes` (inodes in their tables), `blocks` (file blocks, fragments,
-//!   `balloc`), `cluster` (a file's runs of blocks pushed as they fill),
+//!   `balloc`), `cluster` (a file's runs of blocks, pushed as they fill by
+//!   `writeback`),
 //!   `realloc` (a run of delayed blocks moved to contiguous space as it
 //!   grows: `ffs_reallocblks`),
 //!   `integrity` (one interface, a module per mode), `frees` (frees
-//!   deferred until the pointer's removal is durable), `orphans` (the on-disk
-//!   list of files unlinked while open), `leaks` (the background scan that
-//!   frees what a crash left leaked on a soft-updates image), [`journal`]
+//!   deferred until the pointer's removal is durable; `freed`, what a free
+//!   gives back and when), `orphans` (the on-disk list of files unlinked
+//!   while open), `leaks` (the background scan that frees what a crash left
+//!   leaked on a soft-updates image; `leak_scan`, its state), [`journal`]
 //!   (the journal's log format and replay), [`log_device`] (a log on a
 //!   device of its own, paired with the file system's), `storage` (the
 //!   `StorageManager` implementation), [`placement`] (where every file's
 //!   blocks lie and how the free space lies, read-only, for the aging
 //!   lab's layout score and fragmentation figures).
+//!
+//! State the mounted file system holds is typed in files that name no
+//! `Ffs` (`cluster`, `freed`, `leak_scan`), so that `fs` imports no file
+//! that imports it; the one cycle left is `fs` with `integrity`, a strategy
+//! whose methods take the `Ffs` they act on (`tests/layering.rs`).
 //!
 //! Below it are only `format` (codec, inode size, block-pointer
 //! arithmetic) and `disk`. Disk addresses are fragment numbers ([`Frag`]);
@@ -35,6 +42,7 @@ pub mod bitmap;
 mod blocks;
 pub mod cg;
 mod cluster;
+mod freed;
 mod frees;
 mod fs;
 pub mod geometry;
@@ -42,6 +50,7 @@ mod inodes;
 mod integrity;
 pub mod journal;
 pub mod layout;
+mod leak_scan;
 mod leaks;
 pub mod log_device;
 pub mod mkfs;
@@ -58,7 +67,7 @@ pub use integrity::JournalStats;
 pub use layout::{
     DirPref, JournalInfo, JournalKind, LogDeviceName, Optim, Policy, RotDelay, Superblock, Totals,
 };
-pub use leaks::{LeakReport, LeakScanState};
+pub use leak_scan::{LeakReport, LeakScanState};
 pub use mkfs::{dump, mkfs, mkfs_with_log, plan, plan_with_log, MkfsOptions};
 pub use placement::{FilePlacement, GroupFreeSpace, PlacedBlock};
 

@@ -28,7 +28,7 @@
 //! `realloc_may_move`) and once the indirect block is durable for the
 //! others.
 
-use super::frees::Freed;
+use super::freed::Freed;
 use super::fs::Ffs;
 use crate::bmap;
 use crate::format::blockno::{Parent, NDADDR};

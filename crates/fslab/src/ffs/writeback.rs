@@ -1,7 +1,8 @@
 //! Writing back what an FFS's cache holds: the cylinder groups and the
 //! inode-table blocks they vouch for, the write-back of dirty buffers (in
-//! clusters, through the integrity mode's hooks), write-behind, sync and
-//! the unmount's last sync.
+//! clusters, through the integrity mode's hooks), the push of a cluster
+//! as it fills (`cluster`), write-behind, sync and the unmount's last
+//! sync.
 //!
 //! Relies on `cache::write_back` for the clustering and on the integrity
 //! mode (`integrity`) for what each block may carry when it goes.
@@ -10,6 +11,7 @@ use super::fs::{Ffs, MAX_DELAYED_INODES, SYNC_ROUNDS, WRITE_BEHIND_BYTES};
 use super::integrity::{IntegrityMode, WriteContext};
 use super::layout::SB_CLEAN;
 use super::Integrity;
+use crate::bmap;
 use crate::cache::{
     device_addr, device_key, write_back, BlockData, BlockKey, Placement, Seq, WriteAs, WriteDest, WriteHooks,
     WriteNow, DEVICE,
@@ -58,15 +60,15 @@ impl Ffs {
             let mut group = group.clone();
             group.time = now;
             for p in &self.pending_frees {
-                if !matches!(p.when, super::frees::FreeWhen::Committed(_)) {
+                if !matches!(p.when, super::freed::FreeWhen::Committed(_)) {
                     continue;
                 }
                 // Refused only for what is free already: nothing to show.
                 let _ = match p.what {
-                    super::frees::Freed::Frags { start, count } if geo.group_of(start) == cg => {
+                    super::freed::Freed::Frags { start, count } if geo.group_of(start) == cg => {
                         group.free(geo.within_group(start), count)
                     }
-                    super::frees::Freed::Inode { ino, is_dir } if geo.ino_group(ino) == cg => {
+                    super::freed::Freed::Inode { ino, is_dir } if geo.ino_group(ino) == cg => {
                         group.free_inode(geo.ino_slot(ino), is_dir)
                     }
                     _ => Ok(()),
@@ -435,5 +437,38 @@ impl WriteHooks for FfsHooks<'_> {
 
     fn write_done(&mut self, key: BlockKey, addr: Daddr, seq: Seq) {
         self.mode.write_done(key, addr, seq);
+    }
+}
+
+impl Ffs {
+    /// After a write that filled block `lbn` of `ino` to its end: for a
+    /// regular file's data block, pushes the runs [`WriteClusters::note`]
+    /// says are ready, their blocks still dirty, as one asynchronous write
+    /// each. Directories and other metadata stay delayed (their order is
+    /// `integrity`'s business).
+    pub(super) fn after_filling(&mut self, ino: Ino, lbn: Lbn) -> Result<()> {
+        if lbn < 0 || !self.cached_inode(ino)?.attr.is_reg() {
+            return Ok(());
+        }
+        let mut addr = bmap::pointer(self, ino, lbn)?;
+        if addr.is_none() {
+            return Ok(());
+        }
+        if let Some(moved) = self.realloc_run(ino, lbn, addr)? {
+            addr = moved;
+        }
+        let fpb = self.frags_per_block();
+        let maxcontig = self.sb.geometry.maxcontig;
+        let ready = self.clusters.note(ino, lbn, addr, fpb, maxcontig);
+        for run in ready.into_iter().flatten() {
+            let keys: Vec<BlockKey> = run.keys(ino).filter(|&k| self.cache.is_dirty(k)).collect();
+            if keys.is_empty() {
+                continue;
+            }
+            let mut placements = self.placements_of(&keys)?;
+            self.write_placements(&mut placements)?;
+            self.stats.cluster_pushes += 1;
+        }
+        Ok(())
     }
 }

@@ -36,7 +36,7 @@ mod softdep;
 
 pub use journal::JournalStats;
 
-use super::frees::{FreeWhen, Freed};
+use super::freed::{FreeWhen, Freed};
 use super::fs::{Ffs, Integrity, MountOptions};
 use crate::cache::{device_addr, BlockData, BlockKey, Seq, Ticket, WriteAs};
 use crate::format::blockno::Geometry;

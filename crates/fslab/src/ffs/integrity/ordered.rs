@@ -47,7 +47,7 @@
 
 use super::IntegrityMode;
 use crate::cache::{Placement, Ticket};
-use crate::ffs::frees::{FreeWhen, Freed};
+use crate::ffs::freed::{FreeWhen, Freed};
 use crate::ffs::fs::Ffs;
 use crate::format::{Daddr, Ino, Lbn};
 use crate::storage::Hint;

@@ -5,7 +5,7 @@
 
 use super::{mode_for, IntegrityMode, WriteContext};
 use crate::cache::{BlockData, BlockKey, Seq, Ticket, WriteAs};
-use crate::ffs::frees::{FreeWhen, Freed};
+use crate::ffs::freed::{FreeWhen, Freed};
 use crate::ffs::{Ffs, Integrity, MkfsOptions, MountOptions};
 use crate::format::inode::{kind, InodeAttr};
 use crate::format::{Daddr, Ino, Lbn, ROOT_INO};

@@ -47,7 +47,7 @@ use super::IntegrityMode;
 use super::WriteContext;
 use crate::cache::{device_key, BlockData, BlockKey, IntMap, Placement, Seq, Ticket, WriteAs, DEVICE};
 use crate::error::errno;
-use crate::ffs::frees::{FreeWhen, Freed};
+use crate::ffs::freed::{FreeWhen, Freed};
 use crate::ffs::fs::Ffs;
 use crate::ffs::journal::{changed_ranges, encode_transaction, Record, BLOCK};
 use crate::ffs::layout::{patch_journal_checkpoint, JournalInfo};

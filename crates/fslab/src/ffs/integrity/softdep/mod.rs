@@ -78,7 +78,7 @@ use super::ordered::Ordered;
 use super::{IntegrityMode, WriteContext};
 use crate::cache::{BlockData, BlockKey, Seq, Ticket, WriteAs, DEVICE};
 use crate::error::errno;
-use crate::ffs::frees::{FreeWhen, Freed};
+use crate::ffs::freed::{FreeWhen, Freed};
 use crate::ffs::fs::Ffs;
 use crate::format::blockno::is_indirect;
 use crate::format::dirent::{dt, seal_chunk, DIRBLKSIZ, ENTRY_HEADER};
