@@ -34,6 +34,26 @@ const MIB: f64 = 1_048_576.0;
 const HP97560_CURVE: SeekCurve =
     SeekCurve::TwoPiece { boundary: 383.0, a: 3.24, b: 0.400, c: 8.00, e: 0.008 };
 
+/// The catalogue by name, on the model itself: `model` holds the
+/// vocabulary, this file the drives.
+impl DiskModel {
+    /// The parameter set called `name` (see [`DiskModel::names`]), or
+    /// `None`. Names are matched ignoring ASCII case.
+    pub fn by_name(name: &str) -> Option<DiskModel> {
+        all().into_iter().find(|m| m.name.eq_ignore_ascii_case(name))
+    }
+
+    /// Every parameter set, in the order of the papers.
+    pub fn all() -> Vec<DiskModel> {
+        all()
+    }
+
+    /// The names [`DiskModel::by_name`] accepts.
+    pub fn names() -> Vec<&'static str> {
+        all().iter().map(|m| m.name).collect()
+    }
+}
+
 /// Every parameter set, in the order of the papers.
 pub fn all() -> Vec<DiskModel> {
     vec![hp97560(), dsp3105(), wren4(), m2694(), st32430n(), cheetah9lp()]

@@ -6,7 +6,6 @@
 //! name says bytes. Rates in the papers' "MB/s" are converted to bytes per
 //! second where each set is defined, saying which megabyte the paper meant.
 
-use super::catalog;
 use super::geometry::Zone;
 
 /// A disk's parameters. Plain data: an experiment takes a set from
@@ -209,22 +208,6 @@ fn mean_over_random_pairs(seek: &[f64]) -> f64 {
 }
 
 impl DiskModel {
-    /// The parameter set called `name` (see [`DiskModel::names`]), or
-    /// `None`. Names are matched ignoring ASCII case.
-    pub fn by_name(name: &str) -> Option<DiskModel> {
-        catalog::all().into_iter().find(|m| m.name.eq_ignore_ascii_case(name))
-    }
-
-    /// Every parameter set, in the order of the papers.
-    pub fn all() -> Vec<DiskModel> {
-        catalog::all()
-    }
-
-    /// The names [`DiskModel::by_name`] accepts.
-    pub fn names() -> Vec<&'static str> {
-        catalog::all().iter().map(|m| m.name).collect()
-    }
-
     /// Number of cylinders (one past the last cylinder of the last zone).
     pub fn cylinders(&self) -> u32 {
         self.zones.last().map_or(0, |z| z.last_cylinder + 1)

@@ -6,9 +6,10 @@
 
 use super::mount_options;
 use super::observe::{namespace_text, walk, Observed};
+use super::op::Op;
 use super::record::Recorded;
 use super::tree::{Body, Node, NodeId, Tree};
-use super::workload::{Op, Persist, Step};
+use super::workload::{Persist, Step};
 use disk::{BlockDevice, CrashDisk, MemDisk};
 use fslab::format::inode::kind;
 use fslab::lfs::Lfs;

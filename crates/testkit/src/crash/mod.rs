@@ -66,6 +66,7 @@
 mod check;
 mod explore;
 mod observe;
+mod op;
 mod record;
 mod tree;
 mod workload;
@@ -73,10 +74,11 @@ mod workload;
 pub use check::{check_state, Checked};
 pub use explore::{explore, explore_all, Budget, Outcome, Violation};
 pub use observe::{walk, Observed, Seen};
+pub use op::Op;
 pub use record::{apply_both, record, record_on, resolve, setup_image, setup_image_on, Point, Recorded};
 pub use tree::{name_of, parent_of, Body, Node, NodeId, Tree};
 pub use workload::{
-    alphabet, build, persist_options, setup_ops, setup_tree, workloads, Coverage, Op, Persist, Step, Workload,
+    alphabet, build, persist_options, setup_ops, setup_tree, workloads, Coverage, Persist, Step, Workload,
 };
 
 use fslab::lfs::MountOptions;

@@ -4,8 +4,9 @@
 //! for each persistence point the device event count when it returned
 //! ([`Recorded`], [`Point`]).
 
+use super::op::Op;
 use super::tree::{name_of, parent_of, Body, NodeId, Tree};
-use super::workload::{setup_ops, Op, Persist, Step, Workload};
+use super::workload::{setup_ops, Persist, Step, Workload};
 use super::{mount_options, pattern, BLOCK_SIZE, DISK_BYTES, SEGMENT_SIZE};
 use disk::{BlockDevice, CrashDisk, MemDisk};
 use fslab::format::{Ino, ROOT_INO};

@@ -2,8 +2,8 @@
 //! primitive operation (a workload's run keeps one per step), with the path
 //! helpers [`parent_of`] and [`name_of`].
 
+use super::op::Op;
 use super::pattern;
-use super::workload::Op;
 use fslab::format::inode::kind;
 use fslab::format::Ino;
 use std::collections::BTreeMap;
