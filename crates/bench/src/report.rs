@@ -4,7 +4,7 @@
 //! experiment ran with several seeds, every value is the median with its
 //! range over the seeds, and every plot a median over a band.
 
-use crate::claims::{claim_verdict, evaluate, Check, Outcome, Verdict, CALIBRATED, CLAIMS};
+use crate::claims::{claim_verdict, compare, evaluate, Check, Claim, Outcome, Verdict, CALIBRATED, CLAIMS};
 use crate::cpu::Charges;
 use crate::experiment::{by_id, Experiment, PlotSpec, EXPERIMENTS};
 use crate::plot::{self, Chart, Series};
@@ -342,19 +342,61 @@ fn claims_section(out: &mut String, results: &Results) {
             if fails && !check.why_not.is_empty() {
                 why_not.push(format!("* *{}*: {}", check.text, check.why_not));
             }
-            let verdict = match o.verdict {
-                Verdict::Reproduced | Verdict::NotReproduced | Verdict::Unstable => {
-                    format!("**{}**", o.verdict.words())
-                }
-                _ => o.verdict.words().to_string(),
-            };
-            check_row(out, results, check, &o, &verdict);
+            check_row(out, results, check, &o, &verdict_cell(&o));
         }
         if !why_not.is_empty() {
             let _ = writeln!(out, "\nWhy not (measured in `docs/lab/analysis.md` of the source tree):\n");
             for line in why_not {
                 let _ = writeln!(out, "{line}");
             }
+        }
+        setup_choices(out, results, c);
+    }
+}
+
+/// A verdict as a table cell: bold where the check was evaluated.
+fn verdict_cell(o: &Outcome) -> String {
+    match o.verdict {
+        Verdict::Reproduced | Verdict::NotReproduced | Verdict::Unstable => {
+            format!("**{}**", o.verdict.words())
+        }
+        _ => o.verdict.words().to_string(),
+    }
+}
+
+/// The setup choices `claim`'s verdicts depend on: for each, the choice,
+/// the alternative and the paper's sentence that decided it, and every
+/// check it moves with its value and verdict under both. Only the chosen
+/// setup's verdicts count; the alternative is there so that none rests on
+/// a choice the reader cannot see.
+fn setup_choices(out: &mut String, results: &Results, claim: &Claim) {
+    if claim.setup.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\nSetup choices (the paper leaves these to the lab; the scoreboard counts the chosen setup):"
+    );
+    for choice in claim.setup {
+        let _ = writeln!(
+            out,
+            "\n**{}.** Chosen: {}. Alternative: {}. The paper ({}): \"{}\"\n",
+            choice.name, choice.chosen, choice.alternative, choice.source, choice.quote
+        );
+        let _ = writeln!(
+            out,
+            "| check | chosen: measured | verdict | alternative: measured | verdict |\n|---|---|---|---|---|"
+        );
+        for row in compare(choice, claim.checks, results) {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} |",
+                row.check,
+                row.chosen.measured,
+                verdict_cell(&row.chosen),
+                row.alternative.measured,
+                verdict_cell(&row.alternative)
+            );
         }
     }
 }
@@ -523,4 +565,40 @@ pub fn experiments_in(results: &Results) -> Vec<&'static str> {
         }
     }
     ids
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::claims::setup::tests::creates_at_1k;
+
+    #[test]
+    fn setup_choices_show_both_values_and_the_papers_sentence() {
+        let claim = CLAIMS.iter().find(|c| c.number == 1).expect("claim 1");
+        let mut out = String::new();
+        setup_choices(&mut out, &creates_at_1k(), claim);
+        let choice = &claim.setup[0];
+        assert!(out.contains(&format!("\"{}\"", choice.quote)), "{out}");
+        assert!(out.contains(choice.source) && out.contains(choice.alternative), "{out}");
+        let row =
+            out.lines().find(|l| l.starts_with("| LFS/FFS create ratio at 1 KB >= 8 |")).expect("its row");
+        assert_eq!(
+            row,
+            "| LFS/FFS create ratio at 1 KB >= 8 | 13.00 x | **reproduced** | 7.00 x | **not reproduced** |"
+        );
+        let mut none = String::new();
+        setup_choices(&mut none, &creates_at_1k(), CLAIMS.iter().find(|c| c.number == 5).expect("claim 5"));
+        assert!(none.is_empty(), "a claim with no setup choices prints none: {none}");
+    }
+
+    #[test]
+    fn the_claims_section_prints_the_setup_choices_beside_the_scoreboard() {
+        let mut out = String::new();
+        claims_section(&mut out, &creates_at_1k());
+        let claim1 =
+            out.split("### Claim 1").nth(1).and_then(|s| s.split("### Claim 2").next()).expect("claim 1");
+        assert!(claim1.contains("| LFS/FFS create ratio at 1 KB >= 8 | s95-sequential | lfs, ffs-m8r0, ffs-m8r2 | 13.00 x | **reproduced** |"));
+        assert!(claim1.contains("Setup choices"), "{claim1}");
+        assert!(out.contains("| 1 | LFS creates"), "the scoreboard");
+    }
 }

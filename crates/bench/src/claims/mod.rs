@@ -27,12 +27,14 @@ mod helpers;
 mod s00;
 mod s93;
 mod s95;
+pub(crate) mod setup;
 mod ss97;
 
 use helpers::{v, within};
 use s00::SSH;
 
 pub use s95::sequential_lfs;
+pub use setup::{compare, Alternative, Compared, SetupChoice};
 
 /// A check's or claim's outcome.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,6 +110,9 @@ pub struct Claim {
     pub checks: &'static [Check],
     /// Why it cannot be evaluated at all yet, if so.
     pub not_yet: Option<&'static str>,
+    /// The setup choices its checks' verdicts depend on, each with the
+    /// checks evaluated under the alternative (`setup`).
+    pub setup: &'static [SetupChoice],
 }
 
 /// The claims.
@@ -120,6 +125,7 @@ pub const CLAIMS: &[Claim] = &[
         criterion: "LFS/FFS create-throughput ratio >= 8 at 1 KB, 3-5 at 2 KB, ~2 at 32 KB, 0.8-1.25 at >= 512 KB",
         checks: s95::CREATE_CHECKS,
         not_yet: None,
+        setup: setup::CREATES,
     },
     Claim {
         number: 2,
@@ -128,6 +134,7 @@ pub const CLAIMS: &[Claim] = &[
         criterion: "Ratio >= 8 for <= 64 KB; 2.5-4.5 for >= 1 MB; a drop at the first-indirect-block size",
         checks: s95::DELETE_CHECKS,
         not_yet: None,
+        setup: setup::DELETES,
     },
     Claim {
         number: 3,
@@ -138,6 +145,7 @@ pub const CLAIMS: &[Claim] = &[
                     near the analytic 28.6 / 44 / 30.0",
         checks: s95::TPCB_CHECKS,
         not_yet: None,
+        setup: setup::TPCB_95,
     },
     Claim {
         number: 4,
@@ -148,6 +156,7 @@ pub const CLAIMS: &[Claim] = &[
                     approach the 2.3 MB/s bus at large sizes",
         checks: s95::LARGE_FILE_CHECKS,
         not_yet: None,
+        setup: setup::LARGE_FILES,
     },
     Claim {
         number: 5,
@@ -157,6 +166,7 @@ pub const CLAIMS: &[Claim] = &[
                     20-40%, write gain 10-30%",
         checks: ss97::REALLOC_CHECKS,
         not_yet: None,
+        setup: &[],
     },
     Claim {
         number: 6,
@@ -165,6 +175,7 @@ pub const CLAIMS: &[Claim] = &[
         criterion: "Soft-updates speedups within 2x of the paper's; the dirhash gain appears only with soft updates on",
         checks: dm02::MH_CHECKS,
         not_yet: None,
+        setup: &[],
     },
     Claim {
         number: 7,
@@ -174,6 +185,7 @@ pub const CLAIMS: &[Claim] = &[
         criterion: "Dirhash slope ~0 (<= 10% growth from 1k to 10k entries); linear cost at 10k >= 4x its cost at 1k",
         checks: dm02::DIROPS_CHECKS,
         not_yet: None,
+        setup: &[],
     },
     Claim {
         number: 8,
@@ -184,6 +196,7 @@ pub const CLAIMS: &[Claim] = &[
                     within the ranges each check states",
         checks: s00::CHECKS,
         not_yet: None,
+        setup: &[],
     },
     Claim {
         number: 9,
@@ -195,6 +208,7 @@ pub const CLAIMS: &[Claim] = &[
                     write >= raw at large S",
         checks: s93::BANDWIDTH_CHECKS,
         not_yet: None,
+        setup: &[],
     },
     Claim {
         number: 10,
@@ -205,6 +219,7 @@ pub const CLAIMS: &[Claim] = &[
                     and EFS; every TPS within 25% of Table 7's (the HP 9000/380 and HP 97560 are modelled)",
         checks: s93::TPCB_CHECKS,
         not_yet: None,
+        setup: setup::TPCB_93,
     },
     Claim {
         number: 11,
@@ -216,6 +231,7 @@ pub const CLAIMS: &[Claim] = &[
                     one buffer cache keeps directory blocks like any other: its term is not fitted",
         checks: buildworld::CHECKS,
         not_yet: None,
+        setup: &[],
     },
     Claim {
         number: 12,
@@ -224,6 +240,7 @@ pub const CLAIMS: &[Claim] = &[
         criterion: "Most configurations 80-100% of empty; 64 KB shows the largest loss; 1 MB >= 85%",
         checks: aging::CHECKS,
         not_yet: None,
+        setup: &[],
     },
 ];
 

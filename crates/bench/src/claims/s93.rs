@@ -14,7 +14,7 @@ fn s93_largest_over(r: &Results, a: &str, b: &str, phase: &str) -> Option<f64> {
 }
 
 /// Table 7's TPS for each of the 1993 TPC-B's systems and phases.
-const S93_TPCB_PAPER: &[(&str, &str, f64)] = &[
+pub(super) const S93_TPCB_PAPER: &[(&str, &str, f64)] = &[
     ("lfs", "no-cleaning", 19.3),
     ("efs", "no-cleaning", 16.8),
     ("ffs", "no-cleaning", 14.2),

@@ -31,8 +31,25 @@ pub fn sequential_lfs(x: f64) -> &'static str {
     }
 }
 
+/// The LFS the lab did not choose at file size `x`: the other block size,
+/// which the report's setup choices evaluate each check with as well.
+pub(super) fn other_lfs(x: f64) -> &'static str {
+    if sequential_lfs(x) == "lfs" {
+        "lfs-8k"
+    } else {
+        "lfs"
+    }
+}
+
+/// Which LFS stands for the paper's at a file size.
+pub(super) type LfsAt = fn(f64) -> &'static str;
+
 fn lfs_over_ffs(r: &Results, phase: &str, metric: &str, x: f64) -> Option<f64> {
-    Some(v(r, "s95-sequential", sequential_lfs(x), phase, metric, x)? / best_ffs(r, phase, metric, x)?)
+    lfs_over_ffs_as(r, sequential_lfs, phase, metric, x)
+}
+
+pub(super) fn lfs_over_ffs_as(r: &Results, lfs: LfsAt, phase: &str, metric: &str, x: f64) -> Option<f64> {
+    Some(v(r, "s95-sequential", lfs(x), phase, metric, x)? / best_ffs(r, phase, metric, x)?)
 }
 
 /// Sizes of at least `min` in a series.
@@ -47,11 +64,23 @@ fn all_sizes(
     r: &Results,
     phase: &str,
     metric: &str,
+    sizes: (f64, f64),
+    range: (f64, f64),
+) -> Option<(f64, bool)> {
+    all_sizes_as(r, sequential_lfs, phase, metric, sizes, range)
+}
+
+/// [`all_sizes`] with `lfs` standing for the paper's LFS.
+pub(super) fn all_sizes_as(
+    r: &Results,
+    lfs: LfsAt,
+    phase: &str,
+    metric: &str,
     (min, max): (f64, f64),
     (low, high): (f64, f64),
 ) -> Option<(f64, bool)> {
     let sizes = sizes_from(r, "s95-sequential", "ffs-m8r2", phase, metric, min, max);
-    let ratios: Vec<f64> = sizes.iter().filter_map(|&x| lfs_over_ffs(r, phase, metric, x)).collect();
+    let ratios: Vec<f64> = sizes.iter().filter_map(|&x| lfs_over_ffs_as(r, lfs, phase, metric, x)).collect();
     worst_within(&ratios, low, high)
 }
 
@@ -61,7 +90,7 @@ const DSP3105_MBS: f64 = 2.5;
 /// `system`'s large-file creates (1 MB and more) as percentages of the
 /// disk's bandwidth, each in `[low, high]` (1995 §3.1: "approximately
 /// 67%", "approximately 75%"): the worst size.
-fn large_creates(r: &Results, system: &str, low: f64, high: f64) -> Option<(f64, bool)> {
+pub(super) fn large_creates(r: &Results, system: &str, low: f64, high: f64) -> Option<(f64, bool)> {
     let shares: Vec<f64> = r
         .series("s95-sequential", system, "create", "MB/s")
         .into_iter()
@@ -78,6 +107,55 @@ const LARGE_CREATE_WHY: &str = "Each 64 KB request on the simulated DSP 3105 als
      64 KB) leaves out: back-to-back clusters reach at most 64% of the disk; FFS-m8r0 reaches 62% and FFS-m8r2 69% \
      (32 MB files). The worst size is 1 MB (54% for both), where each file's synchronous inode and directory writes \
      and the seek to another cylinder group at its first indirect block weigh most";
+
+/// How much `lfs`'s rate in delete `phase` drops from 64 to 128 KB (the
+/// first indirect block at 12 x 8 KB) against from 32 to 64 KB, and
+/// whether more.
+pub(super) fn indirect_drop(r: &Results, lfs: &str, phase: &str) -> Option<(f64, bool)> {
+    let at = |x: f64| v(r, "s95-sequential", lfs, phase, "files/s", x);
+    let before = at(32768.0)? / at(65536.0)?;
+    let across = at(65536.0)? / at(131072.0)?;
+    Some((across, across > before))
+}
+
+/// FFS-m8r2's overwrites over `lfs`'s at every size of 1 MB and more, each
+/// in 1.10-1.20: the worst.
+pub(super) fn overwrite_ratio(r: &Results, lfs: &str) -> Option<(f64, bool)> {
+    let sizes = sizes_from(r, "s95-sequential", lfs, "overwrite", "MB/s", 1048576.0, f64::INFINITY);
+    let ratios: Vec<f64> = sizes
+        .iter()
+        .filter_map(|&x| {
+            Some(
+                v(r, "s95-sequential", "ffs-m8r2", "overwrite", "MB/s", x)?
+                    / v(r, "s95-sequential", lfs, "overwrite", "MB/s", x)?,
+            )
+        })
+        .collect();
+    worst_within(&ratios, 1.10, 1.20)
+}
+
+/// `lfs`'s reads over FFS-m8r2's from 64 KB to 2 MB: the least, and
+/// whether LFS is at least as fast at every size.
+pub(super) fn reads_ratio(r: &Results, lfs: &str) -> Option<(f64, bool)> {
+    let sizes = sizes_from(r, "s95-sequential", lfs, "read", "MB/s", 65536.0, 2097152.0);
+    let ratios: Vec<f64> = sizes
+        .iter()
+        .filter_map(|&x| {
+            Some(
+                v(r, "s95-sequential", lfs, "read", "MB/s", x)?
+                    / v(r, "s95-sequential", "ffs-m8r2", "read", "MB/s", x)?,
+            )
+        })
+        .collect();
+    let worst = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+    (!ratios.is_empty()).then_some((worst, worst >= 1.0))
+}
+
+/// `lfs`'s reads of the largest files, and whether at 85% of the bus.
+pub(super) fn largest_read(r: &Results, lfs: &str) -> Option<(f64, bool)> {
+    let (_, mbs) = last(r, "s95-sequential", lfs, "read", "MB/s")?;
+    Some((mbs, mbs >= 0.85 * 2.3))
+}
 
 /// Claim 1's checks: LFS's small-file creates over FFS's.
 pub(super) const CREATE_CHECKS: &[Check] = &[
@@ -145,12 +223,7 @@ pub(super) const DELETE_CHECKS: &[Check] = &[
                32 to 64 KB",
         experiment: "s95-sequential",
         needs: &["lfs-8k"],
-        eval: |r| {
-            let at = |x: f64| v(r, "s95-sequential", "lfs-8k", "delete", "files/s", x);
-            let before = at(32768.0)? / at(65536.0)?;
-            let across = at(65536.0)? / at(131072.0)?;
-            Some((across, across > before))
-        },
+        eval: |r| indirect_drop(r, "lfs-8k", "delete"),
         unit: "x drop",
         why_not: "",
     },
@@ -236,20 +309,7 @@ pub(super) const LARGE_FILE_CHECKS: &[Check] = &[
         text: "overwrite FFS-m8r2 / LFS in 1.10-1.20 at every size >= 1 MB",
         experiment: "s95-sequential",
         needs: &["lfs-8k", "ffs-m8r2"],
-        eval: |r| {
-            let sizes =
-                sizes_from(r, "s95-sequential", "lfs-8k", "overwrite", "MB/s", 1048576.0, f64::INFINITY);
-            let ratios: Vec<f64> = sizes
-                .iter()
-                .filter_map(|&x| {
-                    Some(
-                        v(r, "s95-sequential", "ffs-m8r2", "overwrite", "MB/s", x)?
-                            / v(r, "s95-sequential", "lfs-8k", "overwrite", "MB/s", x)?,
-                    )
-                })
-                .collect();
-            worst_within(&ratios, 1.10, 1.20)
-        },
+        eval: |r| overwrite_ratio(r, "lfs-8k"),
         unit: "x (worst)",
         why_not: "In range from 2 MB up; at 1 MB (128 blocks) FFS-m8r2's switch of cylinder group after \
                   the 12 direct blocks, whose last 4 blocks go as a short request, weighs most.",
@@ -258,20 +318,7 @@ pub(super) const LARGE_FILE_CHECKS: &[Check] = &[
         text: "reads: LFS >= FFS-m8r2 at every size from 64 KB to 2 MB",
         experiment: "s95-sequential",
         needs: &["lfs-8k", "ffs-m8r2"],
-        eval: |r| {
-            let sizes = sizes_from(r, "s95-sequential", "lfs-8k", "read", "MB/s", 65536.0, 2097152.0);
-            let ratios: Vec<f64> = sizes
-                .iter()
-                .filter_map(|&x| {
-                    Some(
-                        v(r, "s95-sequential", "lfs-8k", "read", "MB/s", x)?
-                            / v(r, "s95-sequential", "ffs-m8r2", "read", "MB/s", x)?,
-                    )
-                })
-                .collect();
-            let worst = ratios.iter().copied().fold(f64::INFINITY, f64::min);
-            (!ratios.is_empty()).then_some((worst, worst >= 1.0))
-        },
+        eval: |r| reads_ratio(r, "lfs-8k"),
         unit: "x (worst)",
         why_not: "LFS leads from 128 KB up. At 64 KB a file is one cluster for both, and LFS also reads \
                   each partial segment's inode block, a seek forward and a revolution back, where FFS's \
@@ -281,10 +328,7 @@ pub(super) const LARGE_FILE_CHECKS: &[Check] = &[
         text: "LFS reads of the largest files >= 85% of the 2.3 MB/s bus",
         experiment: "s95-sequential",
         needs: &["lfs-8k"],
-        eval: |r| {
-            let (_, mbs) = last(r, "s95-sequential", "lfs-8k", "read", "MB/s")?;
-            Some((mbs, mbs >= 0.85 * 2.3))
-        },
+        eval: |r| largest_read(r, "lfs-8k"),
         unit: "MB/s",
         why_not: "",
     },

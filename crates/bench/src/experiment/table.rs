@@ -129,7 +129,9 @@ pub const EXPERIMENTS: &[Experiment] = &[
                 SparcStation II, no cleaner needed. The paper's LFS had 8 KB blocks here (§3, §4) and 1 KB \
                 fragments (§2); fslab's LFS has no fragments, so the lab runs it with 8 KB blocks (lfs-8k, the \
                 paper's layout from 8 KB files up) and 4 KB blocks (lfs, the nearer for files of 1-4 KB, which the \
-                paper's wrote as fragments). MB = 2^20 bytes.",
+                paper's wrote as fragments). Each size is run again with every file's inode loaded (opened and \
+                closed, untimed) after the drop before the deletes, recorded as delete (inodes loaded): the \
+                alternative claim 2's setup choices show. MB = 2^20 bytes.",
         disk: "dsp3105",
         machine: SPARCSTATION_2,
         systems: &["lfs", "lfs-8k", "ffs-m8r0", "ffs-m8r2"],
@@ -244,7 +246,9 @@ pub const EXPERIMENTS: &[Experiment] = &[
         about: "The 10-TPS database (237 MB of accounts) on a partition it fills to 48%, the paper's lowest \
                 utilization; other data, written after it, brings the partition to each higher one. The \
                 application's 4 MB cache; throughput before the cleaner runs (no-cleaning) and once it cleans \
-                (cleaning). DSP 3105, SparcStation II, 4 KB blocks, segment writes at 115 dirty blocks.",
+                (cleaning). DSP 3105, SparcStation II, 4 KB blocks, segment writes at 115 dirty blocks. Each \
+                utilization above 48% is run again on a partition the database alone fills to it, each phase \
+                named with (partition sized): the alternative claim 3's setup choices show.",
         disk: "dsp3105",
         machine: SPARCSTATION_2,
         systems: &["lfs", "lfs-greedy", "lfs-hot-cold", "ffs-4k"],
@@ -270,7 +274,9 @@ pub const EXPERIMENTS: &[Experiment] = &[
         title: "TPC-B at 80% utilization, 1 MB and 256 KB segments",
         source: "1993 Table 7",
         about: "The same database and partition (the database alone 48%), other data bringing it to 80%, on \
-                the HP 97560 and HP 9000/380; before and once the cleaner runs.",
+                the HP 97560 and HP 9000/380; before and once the cleaner runs. Run again on a partition the \
+                database alone fills to 80%, each phase named with (partition sized): the alternative claim \
+                10's setup choices show.",
         disk: "hp97560",
         machine: HP9000_380,
         systems: &["lfs-nocleaner", "lfs", "lfs-256k", "ffs", "efs"],

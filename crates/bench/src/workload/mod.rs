@@ -59,6 +59,27 @@ pub trait Record {
     fn note(&mut self, _text: String) {}
 }
 
+/// Passes points on under another phase name, and no notes: how a run of
+/// a setup the lab did not choose records beside the chosen one's points
+/// without replacing any (`docs/lab/results.json` keeps every point the
+/// chosen setup measured, so its checks read the same values).
+pub struct Renamed<'a> {
+    /// Where the points go.
+    pub inner: &'a mut dyn Record,
+    /// The one phase passed on (`None`: every phase).
+    pub only: Option<&'a str>,
+    /// Appended to each phase's name.
+    pub suffix: &'a str,
+}
+
+impl Record for Renamed<'_> {
+    fn record(&mut self, phase: &str, x: f64, metric: &str, value: f64) {
+        if self.only.is_none_or(|only| only == phase) {
+            self.inner.record(&format!("{phase}{}", self.suffix), x, metric, value);
+        }
+    }
+}
+
 /// Collects points in memory (tests, and the runner before it tags them).
 #[derive(Debug, Default)]
 pub struct Collected {

@@ -53,7 +53,15 @@ pub struct Spec {
     /// Whether the aggregate layout score of the files created is
     /// recorded after the create phase (1997 Fig. 5).
     pub score_layout: bool,
+    /// Whether every file is opened and closed, untimed, between the cache
+    /// drop and the deletes: the inodes a 4.4BSD vnode cache would have
+    /// kept, which the drop (a remount) empties with the buffer cache.
+    pub load_inodes_before_delete: bool,
 }
+
+/// What the lab appends to the delete phase's name when the inodes were
+/// loaded before it ([`Spec::load_inodes_before_delete`]).
+pub const INODES_LOADED: &str = " (inodes loaded)";
 
 impl Spec {
     /// The paper's: 1 KB to 64 MB by powers of two, 32 MB per size.
@@ -67,6 +75,7 @@ impl Spec {
             mb: (1 << 20) as f64,
             overwrite_and_delete: true,
             score_layout: false,
+            load_inodes_before_delete: false,
         }
     }
 
@@ -129,6 +138,7 @@ impl Spec {
             mb: (1 << 20) as f64,
             overwrite_and_delete: true,
             score_layout: false,
+            load_inodes_before_delete: false,
         }
     }
 
@@ -208,6 +218,12 @@ pub fn run(fresh: &mut Fresh<'_>, spec: &Spec, rec: &mut dyn Record) -> io::Resu
         rec.record("overwrite", size as f64, "MB/s", rate(bytes, overwrite.seconds(), spec.mb));
 
         t.drop_caches()?;
+        if spec.load_inodes_before_delete {
+            for i in 0..n {
+                let fd = t.open(&path(spec, i))?;
+                t.close(fd)?;
+            }
+        }
         let (_, delete) = t.phase(|t| {
             for i in 0..n {
                 t.unlink(&path(spec, i))?;
