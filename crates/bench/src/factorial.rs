@@ -18,7 +18,6 @@
 //! records the other coefficients as percentages of the base time, beside each
 //! cell's time as a percentage of the base's (Table 1's "Time%").
 
-use crate::experiment::{lattice, Experiment};
 use crate::results::{Point, Results};
 
 /// The metric of a cell's time as a percentage of the base cell's, in
@@ -96,18 +95,17 @@ pub fn predict(coefficients: &[f64], mask: usize) -> f64 {
     (0..coefficients.len()).filter(|s| s & !mask == 0).map(|s| coefficients[s]).sum()
 }
 
-/// Fits `e`'s lattice, if it has one, in every phase each cell measured
-/// in seconds, and records each cell's [`OF_BASE`] and each term's
-/// [`COEFFICIENT`] (under the term's name as the system; the base's,
-/// 100 by definition, is not recorded).
-pub fn derive(e: &Experiment, results: &mut Results) {
-    let Some(lattice) = lattice(e) else { return };
+/// Fits `lattice`, the systems of experiment `experiment`, in every phase
+/// each cell measured in seconds, and records each cell's [`OF_BASE`] and
+/// each term's [`COEFFICIENT`] (under the term's name as the system; the
+/// base's, 100 by definition, is not recorded).
+pub fn derive(experiment: &str, lattice: &Lattice, results: &mut Results) {
     // The run's points are one seed's: the derived ones carry it too.
     let mut phases: Vec<(String, u64)> = Vec::new();
     for p in results
         .points
         .iter()
-        .filter(|p| p.experiment == e.id && p.system == lattice.base() && p.metric == "s")
+        .filter(|p| p.experiment == experiment && p.system == lattice.base() && p.metric == "s")
     {
         if !phases.iter().any(|(phase, _)| *phase == p.phase) {
             phases.push((p.phase.clone(), p.seed));
@@ -116,7 +114,7 @@ pub fn derive(e: &Experiment, results: &mut Results) {
     let mut derived = Vec::new();
     for (phase, seed) in phases {
         let times: Option<Vec<f64>> =
-            lattice.systems.iter().map(|s| results.value(e.id, s, &phase, "s", 0.0)).collect();
+            lattice.systems.iter().map(|s| results.value(experiment, s, &phase, "s", 0.0)).collect();
         let Some(times) = times else { continue };
         let base = times[0];
         if base <= 0.0 {
@@ -124,7 +122,7 @@ pub fn derive(e: &Experiment, results: &mut Results) {
         }
         let Some(coefficients) = fit(&times) else { continue };
         let point = |system: String, metric: &str, value: f64| Point {
-            experiment: e.id.to_string(),
+            experiment: experiment.to_string(),
             seed,
             system,
             phase: phase.clone(),

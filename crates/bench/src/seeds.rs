@@ -6,7 +6,7 @@
 //! ([`BySeed`]) and combines a check's per-seed verdicts ([`combine`]).
 //! With one seed everything here gives back the one value as it was.
 
-use crate::claims::{Check, Outcome, Verdict};
+use crate::claims::check::{Check, Outcome, Verdict};
 use crate::results::Results;
 
 /// The most seeds one `--seeds` may name: each is a whole run of every

@@ -190,7 +190,9 @@ mod tests {
         point("ffs-softdep-linear", "remove", remove[0]);
         point("ffs-softdep-dirpref-linear", "remove", remove[1]);
         let e = crate::experiment::by_id(BW).expect("the experiment");
-        crate::factorial::derive(e, results);
+        if let Some(lattice) = crate::experiment::lattice(e) {
+            crate::factorial::derive(e.id, lattice, results);
+        }
     }
 
     /// Table 1's means without vmiodir, in the lattice's order.

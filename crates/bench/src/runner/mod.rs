@@ -249,7 +249,9 @@ fn run_experiment(e: &'static Experiment, settings: &Settings, progress: &mut Pr
     derive_factors(e, &mut results);
     derive_relative(e, &mut results);
     derive_of_empty(e, &mut results);
-    crate::factorial::derive(e, &mut results);
+    if let Some(lattice) = crate::experiment::lattice(e) {
+        crate::factorial::derive(e.id, lattice, &mut results);
+    }
     let clock = match (&settings.place, medium.is_virtual()) {
         (Place::Real(_), _) | (_, false) => "wall",
         _ => "virtual",
