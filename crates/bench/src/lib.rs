@@ -23,6 +23,7 @@
 //!   over all of them.
 //! * [`report`] and [`plot`] — the markdown report, SVG and PNG plots.
 //! * [`progress`] — the progress line.
+//! * [`splitmix`] — the fixed generator the aging streams draw from.
 
 pub mod aging;
 pub mod claims;
@@ -38,6 +39,7 @@ pub mod results;
 pub mod runner;
 pub mod seeds;
 pub mod setup;
+pub mod splitmix;
 pub mod system;
 pub mod target;
 pub mod workload;

@@ -11,6 +11,8 @@ use fslab::format::{Ino, ROOT_INO};
 use fslab::lfs::{Lfs, MkfsOptions, MountOptions};
 use fslab::ufs::{Creds, FileSystem, RenameFlags, SetAttr};
 use fslab_cleaner::{policy, Cleaner};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
 use std::sync::Arc;
 
 const CREDS: Creds = Creds { uid: 0, gid: 0 };
@@ -101,13 +103,10 @@ fn fill(fs: &mut FileSystem<Lfs>, how: Fill) {
                 }
             }
             let total = files.len() * 16 * 2;
-            let mut seed = 0x9e3779b97f4a7c15u64;
+            let mut rng = SmallRng::seed_from_u64(0x9e37_79b9_7f4a_7c15);
             let mut failed = 0;
             for _ in 0..total / 16 {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                let ino = files[(seed % files.len() as u64) as usize];
+                let ino = files[rng.gen_range(0..files.len())];
                 for b in 0..16u64 {
                     if room(fs.write(ino, b * BLOCK as u64, &block), "rewrite").is_none() {
                         failed += 1;

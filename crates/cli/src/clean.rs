@@ -58,12 +58,7 @@ fn is_fuse(dir: &Path) -> bool {
     /// `FUSE_SUPER_MAGIC` of linux/magic.h.
     const FUSE_SUPER_MAGIC: u64 = 0x6573_5546;
     let Ok(path) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else { return true };
-    // SAFETY: statfs is plain data that statfs(2) fills; `path` is a valid
-    // NUL-terminated string; both outlive the call.
-    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statfs(path.as_ptr(), &mut st) } != 0 {
-        return true;
-    }
+    let Ok(st) = rustix::fs::statfs(path.as_c_str()) else { return true };
     st.f_type as u64 == FUSE_SUPER_MAGIC
 }
 

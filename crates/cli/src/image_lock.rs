@@ -6,7 +6,6 @@
 
 use crate::storage_id::Storage;
 use std::fs::File;
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -113,18 +112,14 @@ fn acquire(image: &Path, refuse_served: bool) -> Result<ImageLock, String> {
 /// Locks every file, or none: `Ok(false)` (with the ones taken released)
 /// if another process holds one.
 fn try_lock_all(files: &[File]) -> Result<bool, String> {
+    use rustix::fs::{flock, FlockOperation};
     for (taken, file) in files.iter().enumerate() {
-        // SAFETY: flock on a descriptor the caller owns.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
-            continue;
-        }
-        let e = std::io::Error::last_os_error();
+        let Err(e) = flock(file, FlockOperation::NonBlockingLockExclusive) else { continue };
         for earlier in &files[..taken] {
-            // SAFETY: as above.
-            unsafe { libc::flock(earlier.as_raw_fd(), libc::LOCK_UN) };
+            let _ = flock(earlier, FlockOperation::Unlock);
         }
-        if e.raw_os_error() != Some(libc::EWOULDBLOCK) {
-            return Err(format!("cannot lock: {e}"));
+        if e != rustix::io::Errno::WOULDBLOCK {
+            return Err(format!("cannot lock: {}", std::io::Error::from(e)));
         }
         return Ok(false);
     }
@@ -150,13 +145,16 @@ fn claim_exclusively(image: &Path) -> Result<Option<File>, String> {
 
 /// A lock request on an image's first byte, the mark of a serving mount.
 fn serving_lock(l_type: libc::c_int) -> libc::flock {
-    // SAFETY: flock is plain data; every field that matters is set below.
-    let mut lock: libc::flock = unsafe { std::mem::zeroed() };
-    lock.l_type = l_type as libc::c_short;
-    lock.l_whence = libc::SEEK_SET as libc::c_short;
-    lock.l_start = 0;
-    lock.l_len = 1;
-    lock
+    // One byte, not the whole file (all rustix's `fcntl_lock` takes): a
+    // whole-file lock would also collide with other programs' byte-range
+    // locks on an image (QEMU's, at offsets of their own).
+    libc::flock {
+        l_type: l_type as libc::c_short,
+        l_whence: libc::SEEK_SET as libc::c_short,
+        l_start: 0,
+        l_len: 1,
+        l_pid: 0,
+    }
 }
 
 /// Marks `image` as served by a mount: a write lock on its first byte,
@@ -170,10 +168,7 @@ pub(crate) fn mark_serving(image: &Path) -> std::io::Result<Vec<File>> {
     for target in lock_targets(image) {
         let file = std::fs::OpenOptions::new().read(true).write(true).open(target)?;
         let lock = serving_lock(libc::F_WRLCK);
-        // SAFETY: `lock` is an initialized flock that outlives the call.
-        if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_SETLK, &lock) } != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
+        nix::fcntl::fcntl(&file, nix::fcntl::FcntlArg::F_OFD_SETLK(&lock))?;
         marks.push(file);
     }
     Ok(marks)
@@ -182,7 +177,6 @@ pub(crate) fn mark_serving(image: &Path) -> std::io::Result<Vec<File>> {
 /// Whether some process holds the serving mark of the image open as `file`.
 fn is_served(file: &File) -> bool {
     let mut lock = serving_lock(libc::F_WRLCK);
-    // SAFETY: `lock` is an initialized flock that outlives the call.
-    let asked = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_GETLK, &mut lock) } == 0;
+    let asked = nix::fcntl::fcntl(file, nix::fcntl::FcntlArg::F_OFD_GETLK(&mut lock)).is_ok();
     asked && lock.l_type != libc::F_UNLCK as libc::c_short
 }

@@ -80,6 +80,7 @@ const PURGE_DELAY_MS: std::ffi::c_long = 100;
 fn keep_freed_memory() {
     // SAFETY: reading and setting an allocator option has no memory effects;
     // a known default confirms the position names the purge delay.
+    // The mimalloc crate wraps no option calls: only its C bindings have them.
     unsafe {
         if MI_DEFAULT_PURGE_DELAYS.contains(&libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY)) {
             libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS);
@@ -94,11 +95,8 @@ fn keep_freed_memory() {
 /// ran a quarter faster without them, and sequential writes lost nothing.
 /// Failing is harmless (an old kernel): the pages stay as they were.
 fn no_huge_pages() {
-    // SAFETY: PR_SET_THP_DISABLE takes integer arguments and touches no
-    // memory of this process.
-    unsafe {
-        libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
-    }
+    // The flag belongs to the process and its children, whatever the name.
+    let _ = rustix::thread::disable_transparent_huge_pages(true);
 }
 
 /// The 4.4BSD log-structured file system, in user space.

@@ -430,8 +430,10 @@ const DEFAULT_LOG_DEVICE_JOURNAL: u64 = 64 << 20;
 
 fn make(path: &Path, size: u64, plan: &Plan) -> Result<(), String> {
     let disk = FileDisk::create(path, size).map_err(|e| e.to_string())?;
-    // SAFETY: geteuid and getegid cannot fail and touch no memory.
-    let creds = unsafe { fslab::ufs::Creds { uid: libc::geteuid(), gid: libc::getegid() } };
+    let creds = fslab::ufs::Creds {
+        uid: rustix::process::geteuid().as_raw(),
+        gid: rustix::process::getegid().as_raw(),
+    };
     match plan {
         Plan::Lfs(options) => fslab::mkfs_lfs(Arc::new(disk), options, creds),
         Plan::Ffs(options, _, None) => fslab::mkfs_ffs(Arc::new(disk), options, creds),

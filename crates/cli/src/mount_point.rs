@@ -28,14 +28,7 @@ fn statfs(path: &Path) -> std::io::Result<()> {
     use std::os::unix::ffi::OsStrExt;
     let name = std::ffi::CString::new(path.as_os_str().as_bytes())
         .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "the path holds a NUL byte"))?;
-    // SAFETY: statfs is plain data that statfs(2) fills; `name` is a valid
-    // NUL-terminated string; both outlive the call.
-    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statfs(name.as_ptr(), &mut st) } == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
+    rustix::fs::statfs(name.as_c_str()).map(drop).map_err(Into::into)
 }
 
 /// The root of the fslab mount that holds `path` (a file or directory at

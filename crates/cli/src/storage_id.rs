@@ -5,7 +5,6 @@
 //! compares storages this way before it starts (see `image_lock`).
 
 use std::fs::File;
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
@@ -56,7 +55,7 @@ impl Storage {
 }
 
 /// `LOOP_GET_STATUS64` (linux/loop.h).
-const LOOP_GET_STATUS64: libc::c_ulong = 0x4C05;
+const LOOP_GET_STATUS64: rustix::ioctl::Opcode = 0x4C05;
 
 /// `struct loop_info64` (linux/loop.h); only the first two fields are read.
 #[repr(C)]
@@ -81,18 +80,21 @@ struct LoopInfo64 {
 /// block device or a loop device with nothing behind it.
 fn loop_backing(path: &Path) -> Option<(u64, u64)> {
     let device = File::open(path).ok()?;
-    // SAFETY: LoopInfo64 is plain data; zero is a valid value of every field.
-    let mut info: LoopInfo64 = unsafe { std::mem::zeroed() };
-    // SAFETY: the ioctl writes one loop_info64 into `info`, which outlives
-    // the call; on any other device it fails without writing.
-    let asked = unsafe { libc::ioctl(device.as_raw_fd(), LOOP_GET_STATUS64 as _, &mut info) };
-    (asked == 0).then_some((info.lo_device, info.lo_inode))
+    // SAFETY: LOOP_GET_STATUS64 writes one struct loop_info64, whose layout
+    // LoopInfo64 repeats (a test checks its size), and the getter reads the
+    // value only when the ioctl succeeded; on any other device it fails.
+    // No safe wrapper exists: rustix and nix expose ioctls only unsafely.
+    let info = unsafe {
+        rustix::ioctl::ioctl(&device, rustix::ioctl::Getter::<LOOP_GET_STATUS64, LoopInfo64>::new())
+    }
+    .ok()?;
+    Some((info.lo_device, info.lo_inode))
 }
 
 /// The path of the file behind the loop device `rdev`, as sysfs shows it
 /// (`/sys/dev/block/MAJOR:MINOR/loop/backing_file`).
 fn backing_path(rdev: u64) -> Option<PathBuf> {
-    let (major, minor) = (libc::major(rdev), libc::minor(rdev));
+    let (major, minor) = (rustix::fs::major(rdev), rustix::fs::minor(rdev));
     let text = std::fs::read_to_string(format!("/sys/dev/block/{major}:{minor}/loop/backing_file")).ok()?;
     let path = PathBuf::from(text.trim_end_matches('\n'));
     path.is_absolute().then_some(path)
@@ -119,10 +121,9 @@ pub(crate) fn mounted(storage: &Storage) -> Option<(PathBuf, String)> {
 /// process using it): tried without waiting, and let go at once.
 fn locked_by_another(path: &Path) -> bool {
     let Ok(file) = File::open(path) else { return false };
-    // SAFETY: flock on a descriptor this function owns; closing it below
-    // releases a lock it took.
-    let taken = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0;
-    !taken && std::io::Error::last_os_error().raw_os_error() == Some(libc::EWOULDBLOCK)
+    // Closing `file` on return releases a lock this call took.
+    rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive)
+        == Err(rustix::io::Errno::WOULDBLOCK)
 }
 
 #[cfg(test)]

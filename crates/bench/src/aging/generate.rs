@@ -43,6 +43,7 @@
 //! as home-directory surveys find), capped at 1/32 of the file system.
 
 use super::ops::{Op, TimedOp, DAY};
+use crate::splitmix::SplitMix64;
 use std::collections::{HashMap, VecDeque};
 
 /// The generator's algorithm version; a change to the stream it makes
@@ -124,26 +125,6 @@ pub fn target_utilisation(day: u64, days: u64) -> u64 {
     UTILISATION_KNOTS[UTILISATION_KNOTS.len() - 1].1
 }
 
-/// SplitMix64 (Steele, Lea and Flood 2014): small, fast, and fixed here so
-/// the stream never changes with a library.
-#[derive(Debug, Clone)]
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (`n > 0`).
-    fn below(&mut self, n: u64) -> u64 {
-        ((u128::from(self.next()) * u128::from(n.max(1))) >> 64) as u64
-    }
-}
-
 /// Long-lived files: paths and sizes, with an index for removal.
 #[derive(Debug, Default)]
 struct Files {
@@ -176,7 +157,7 @@ impl Files {
 #[derive(Debug)]
 pub struct Generator {
     params: Params,
-    rng: SplitMix,
+    rng: SplitMix64,
     dirs: Vec<String>,
     next_dir: u64,
     next_file: u64,
@@ -223,7 +204,7 @@ impl Generator {
     pub fn new(params: Params) -> Generator {
         Generator {
             params,
-            rng: SplitMix(params.seed),
+            rng: SplitMix64::new(params.seed),
             dirs: Vec::new(),
             next_dir: 0,
             next_file: 0,

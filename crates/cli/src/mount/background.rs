@@ -9,9 +9,9 @@
 
 use super::options::Options;
 use super::{block_signals, log, mount, serve, warn_without_control};
+use nix::unistd::ForkResult;
 use std::fs::File;
 use std::io::{Read, Write};
-use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::Path;
 
 const READY: &str = "ready";
@@ -21,15 +21,17 @@ pub(super) fn background(image: &Path, dir: &Path, options: &Options) -> Result<
     let (mut from_child, to_parent) = pipe().map_err(|e| format!("cannot create a pipe: {e}"))?;
     let _ = std::io::stdout().flush();
     let _ = std::io::stderr().flush();
-    // SAFETY: this process has started no threads yet, so the child is a
-    // faithful single-threaded copy.
-    match unsafe { libc::fork() } {
-        -1 => Err(format!("cannot fork: {}", std::io::Error::last_os_error())),
-        0 => {
+    single_threaded(thread_count())?;
+    // SAFETY: the check above found this process running one thread, so
+    // no lock (the allocator's, stdout's) can be held by a thread the child
+    // lacks. No safe fork exists: rustix and nix both leave it unsafe.
+    match unsafe { nix::unistd::fork() } {
+        Err(e) => Err(format!("cannot fork: {}", std::io::Error::from(e))),
+        Ok(ForkResult::Child) => {
             drop(from_child);
             std::process::exit(child(to_parent, image, dir, options))
         }
-        child_pid => {
+        Ok(ForkResult::Parent { child: child_pid }) => {
             drop(to_parent);
             let mut message = String::new();
             let _ = from_child.read_to_string(&mut message);
@@ -42,9 +44,7 @@ pub(super) fn background(image: &Path, dir: &Path, options: &Options) -> Result<
                     Ok(())
                 }
                 "" => {
-                    let mut status = 0;
-                    // SAFETY: waits for our own child; `status` outlives the call.
-                    unsafe { libc::waitpid(child_pid, &mut status, 0) };
+                    let _ = nix::sys::wait::waitpid(child_pid, None);
                     Err("the file-system process died before the mount was ready".to_string())
                 }
                 _ => Err(message.trim_end().to_string()),
@@ -55,8 +55,7 @@ pub(super) fn background(image: &Path, dir: &Path, options: &Options) -> Result<
 
 /// The background process: mount, report, serve. Returns the exit status.
 fn child(mut to_parent: File, image: &Path, dir: &Path, options: &Options) -> i32 {
-    // SAFETY: plain system calls with no memory arguments.
-    unsafe { libc::setsid() };
+    let _ = rustix::process::setsid();
     let _ = std::env::set_current_dir("/");
     let signals = block_signals();
     // A file the user named must open before anything is mounted.
@@ -104,23 +103,60 @@ fn child(mut to_parent: File, image: &Path, dir: &Path, options: &Options) -> i3
 
 /// A pipe whose ends are closed on exec (no helper program inherits them).
 pub(super) fn pipe() -> std::io::Result<(File, File)> {
-    let mut fds = [0; 2];
-    // SAFETY: `fds` has room for the two descriptors pipe2 writes.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: pipe2 succeeded, so both descriptors are open and ours alone.
-    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
     Ok((File::from(read), File::from(write)))
+}
+
+/// The threads this process runs now: the entries of /proc/self/task.
+fn thread_count() -> std::io::Result<usize> {
+    Ok(std::fs::read_dir("/proc/self/task")?.count())
+}
+
+/// Refuses a fork unless this process runs one thread (`threads`, as
+/// [`thread_count`] found them): the child gets only the forking thread,
+/// and a lock another thread held at the fork (the allocator's, stdout's)
+/// would stay held in the child forever.
+fn single_threaded(threads: std::io::Result<usize>) -> Result<(), String> {
+    match threads {
+        Ok(1) => Ok(()),
+        Ok(n) => Err(format!(
+            "cannot fork: this process already runs {n} threads \
+             (mount in the foreground, -f, instead)"
+        )),
+        Err(e) => Err(format!("cannot fork: cannot count this process's threads (/proc/self/task): {e}")),
+    }
 }
 
 /// Points standard input, output and error at /dev/null.
 pub(super) fn detach_stdio() {
-    use std::os::fd::AsRawFd;
     if let Ok(null) = std::fs::OpenOptions::new().read(true).write(true).open("/dev/null") {
-        for fd in 0..=2 {
-            // SAFETY: both descriptors are open; dup2 replaces `fd` atomically.
-            unsafe { libc::dup2(null.as_raw_fd(), fd) };
-        }
+        let _ = rustix::stdio::dup2_stdin(&null);
+        let _ = rustix::stdio::dup2_stdout(&null);
+        let _ = rustix::stdio::dup2_stderr(&null);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fork_is_refused_unless_the_process_runs_one_thread() {
+        assert_eq!(single_threaded(Ok(1)), Ok(()));
+        let refused = single_threaded(Ok(3)).expect_err("three threads");
+        assert!(refused.contains("3 threads"), "{refused}");
+        let unknown = std::io::Error::from(std::io::ErrorKind::NotFound);
+        assert!(single_threaded(Err(unknown)).is_err(), "no /proc: no fork");
+    }
+
+    #[test]
+    fn the_thread_count_sees_a_running_thread() {
+        let (stop, parked) = std::sync::mpsc::channel::<()>();
+        let parked_thread = std::thread::spawn(move || parked.recv());
+        let counted = thread_count().expect("/proc/self/task");
+        assert!(counted >= 2, "this thread and the spawned one, counted {counted}");
+        assert!(single_threaded(Ok(counted)).is_err());
+        drop(stop);
+        let _ = parked_thread.join();
     }
 }

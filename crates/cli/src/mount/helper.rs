@@ -24,6 +24,8 @@
 //! Exit statuses follow mount(8): 0 done, 1 wrong usage, 32 failed.
 
 use super::options;
+use rustix::mount::UnmountFlags;
+use rustix::process::Pid;
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -209,33 +211,22 @@ fn umount(args: &[OsString]) -> Result<(), (u8, String)> {
 
 /// The process serving the fslab mount on `dir` (canonical): the peer of
 /// its control socket (`SO_PEERCRED`), which the serving process made.
-fn serving_process(dir: &Path) -> Option<libc::pid_t> {
-    use std::os::fd::AsRawFd;
+fn serving_process(dir: &Path) -> Option<Pid> {
     let path = fslab_control::socket_path_candidates(dir).into_iter().find(|p| p.exists())?;
     let stream = std::os::unix::net::UnixStream::connect(path).ok()?;
-    // SAFETY: ucred is plain data, filled in by getsockopt below.
-    let mut credentials: libc::ucred = unsafe { std::mem::zeroed() };
-    let mut length = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
-    // SAFETY: `credentials` and `length` outlive the call and match SO_PEERCRED's size.
-    let asked = unsafe {
-        libc::getsockopt(
-            stream.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_PEERCRED,
-            (&mut credentials as *mut libc::ucred).cast(),
-            &mut length,
-        )
-    };
-    (asked == 0 && credentials.pid > 0).then_some(credentials.pid)
+    // nix, not rustix: a peer in another PID namespace shows as pid 0,
+    // which rustix's `UCred` (a non-zero `Pid`) cannot hold.
+    let credentials =
+        nix::sys::socket::getsockopt(&stream, nix::sys::socket::sockopt::PeerCredentials).ok()?;
+    Pid::from_raw(credentials.pid()).filter(|_| credentials.pid() > 0)
 }
 
 /// Waits until process `pid` has exited (its final checkpoint written),
 /// saying so after a second.
-fn wait_for_exit(pid: libc::pid_t) {
+fn wait_for_exit(pid: Pid) {
     let started = std::time::Instant::now();
     let mut told = false;
-    // SAFETY: signal 0 only checks that the process exists.
-    while unsafe { libc::kill(pid, 0) } == 0 && !is_zombie(pid) {
+    while rustix::process::test_kill_process(pid).is_ok() && !is_zombie(pid) {
         if !told && started.elapsed() >= std::time::Duration::from_secs(1) {
             say!("fslab: umount: waiting for the final checkpoint (process {pid})");
             told = true;
@@ -245,7 +236,7 @@ fn wait_for_exit(pid: libc::pid_t) {
 }
 
 /// Whether `pid` has exited and waits only to be reaped by its parent.
-fn is_zombie(pid: libc::pid_t) -> bool {
+fn is_zombie(pid: Pid) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .ok()
         .and_then(|s| s.rsplit_once(')').map(|(_, rest)| rest.trim_start().starts_with('Z')))
@@ -256,18 +247,15 @@ fn is_zombie(pid: libc::pid_t) -> bool {
 fn unmount(dir: &Path, lazy: bool, force: bool) -> Result<(), String> {
     use std::os::unix::ffi::OsStrExt;
     let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).map_err(|_| "path holds a NUL byte")?;
-    let mut flags = 0;
+    let mut flags = UnmountFlags::empty();
     if lazy {
-        flags |= libc::MNT_DETACH;
+        flags |= UnmountFlags::DETACH;
     }
     if force {
-        flags |= libc::MNT_FORCE;
+        flags |= UnmountFlags::FORCE;
     }
-    // SAFETY: `path` is a valid NUL-terminated string that outlives the call.
-    if unsafe { libc::umount2(path.as_ptr(), flags) } == 0 {
-        return Ok(());
-    }
-    let e = std::io::Error::last_os_error();
+    let Err(e) = rustix::mount::unmount(path.as_c_str(), flags) else { return Ok(()) };
+    let e = std::io::Error::from(e);
     match e.raw_os_error() {
         Some(libc::EBUSY) => Err("target is busy (files are open on it; -l unmounts lazily)".to_string()),
         Some(libc::EPERM) => {

@@ -42,8 +42,8 @@ fn kept_words(options: &str) -> Vec<String> {
 
 /// The arguments of the parent process, if it is mount(8).
 fn parent_mount_args() -> Option<Vec<String>> {
-    // SAFETY: getppid has no arguments and cannot fail.
-    let parent = unsafe { libc::getppid() };
+    // No parent in this PID namespace: then it is not mount(8) either.
+    let parent = rustix::process::getppid()?.as_raw_nonzero();
     let raw = std::fs::read(format!("/proc/{parent}/cmdline")).ok()?;
     let args: Vec<String> = raw
         .split(|&b| b == 0)

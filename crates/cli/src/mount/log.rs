@@ -15,9 +15,9 @@
 //! Either way standard error becomes a pipe that a thread reads line by
 //! line; a file gets each line with the time and the process id.
 
+use nix::syslog::{Facility, LogFlags, Severity};
 use std::fs::File;
 use std::io::{Read, Write};
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
 /// Where messages go.
@@ -85,8 +85,7 @@ fn make_log_dir(dir: &Path) -> std::io::Result<()> {
 /// best first.
 fn default_files(dir: &Path) -> Vec<PathBuf> {
     let name = format!("{}.log", unit_name(dir));
-    // SAFETY: geteuid has no arguments and cannot fail.
-    let uid = unsafe { libc::geteuid() };
+    let uid = rustix::process::geteuid().as_raw();
     let mut dirs = Vec::new();
     if uid == 0 {
         dirs.push(PathBuf::from("/var/log/fslab"));
@@ -130,19 +129,15 @@ pub(super) fn unit_name(dir: &Path) -> String {
 pub(super) fn install(sink: Sink) {
     let Ok((read, write)) = super::background::pipe() else { return };
     if let Sink::Syslog = sink {
-        // openlog keeps the pointer: the identity must outlive every call.
-        static IDENT: &[u8] = b"fslab\0";
-        // SAFETY: IDENT is NUL-terminated and 'static.
-        unsafe { libc::openlog(IDENT.as_ptr().cast(), libc::LOG_PID, libc::LOG_DAEMON) };
+        // openlog keeps the pointer, hence a 'static identity.
+        let _ = nix::syslog::openlog(Some(c"fslab"), LogFlags::LOG_PID, Facility::LOG_DAEMON);
     }
-    // SAFETY: both descriptors are open; dup2 replaces descriptor 2.
-    unsafe { libc::dup2(write.as_raw_fd(), 2) };
+    let _ = rustix::stdio::dup2_stderr(&write);
     drop(write);
     let forwarding = std::thread::Builder::new().name("fslab-log".into()).spawn(move || match sink {
         Sink::Syslog => forward_lines(read, |line| {
-            let Ok(line) = std::ffi::CString::new(line) else { return };
-            // SAFETY: both strings are NUL-terminated; "%s" takes one.
-            unsafe { libc::syslog(libc::LOG_WARNING, c"%s".as_ptr(), line.as_ptr()) };
+            // No facility: openlog's applies. nix passes the line through "%s".
+            let _ = nix::syslog::syslog(Severity::LOG_WARNING, line);
         }),
         Sink::File(mut file) => {
             let pid = std::process::id();
@@ -160,7 +155,8 @@ pub(super) fn install(sink: Sink) {
 /// The local time as `2025-01-31T13:45:07+0100`.
 fn timestamp() -> String {
     // SAFETY: time and localtime_r write only the values passed; strftime
-    // writes at most `buf.len()` bytes and returns how many.
+    // writes at most `buf.len()` bytes and returns how many. Neither rustix
+    // nor nix wraps the C library's time zone conversion, and std has none.
     unsafe {
         let now = libc::time(std::ptr::null_mut());
         let mut tm: libc::tm = std::mem::zeroed();
@@ -230,7 +226,9 @@ mod tests {
         assert!(files.iter().all(|f| f.file_name() == Some("mnt-data.log".as_ref())), "{files:?}");
         assert_eq!(
             files.last().and_then(|f| f.parent()),
-            Some(std::env::temp_dir().join(format!("fslab-{}", unsafe { libc::geteuid() })).as_path())
+            Some(
+                std::env::temp_dir().join(format!("fslab-{}", rustix::process::geteuid().as_raw())).as_path()
+            )
         );
     }
 

@@ -58,6 +58,7 @@ use fslab_cleaner::background::Background;
 use fslab_cleaner::{policy, Cleaner};
 use fslab_control::{LogAccess, ServedStorage, Server, SharedFs};
 use fslab_fuse::{FsHandle, MountConfig, Mounted};
+use nix::sys::signal::{SigSet, Signal};
 use options::Options;
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -424,15 +425,13 @@ fn warn_without_control(mount: &Mount) {
 /// Serves until unmounted; a signal thread unmounts on SIGTERM/SIGINT/SIGHUP.
 /// Then (the cleaner thread stopped before the final checkpoint) the
 /// control socket goes and the image's lock is released.
-fn serve(mount: Mount, signals: libc::sigset_t) -> Result<(), String> {
+fn serve(mount: Mount, signals: SigSet) -> Result<(), String> {
     let Mount { mounted, lock, log_lock, dir, shown, control } = mount;
     let unmounter = mounted.unmounter();
     std::thread::Builder::new()
         .name("fslab-signals".to_string())
         .spawn(move || loop {
-            let mut signal = 0;
-            // SAFETY: `signals` is an initialized set; `signal` outlives the call.
-            if unsafe { libc::sigwait(&signals, &mut signal) } != 0 {
+            if signals.wait().is_err() {
                 return;
             }
             if let Err(e) = unmounter.unmount() {
@@ -450,18 +449,14 @@ fn serve(mount: Mount, signals: libc::sigset_t) -> Result<(), String> {
 
 /// Blocks the shutdown signals in this thread and every thread it starts
 /// later, so that only the signal thread's `sigwait` receives them.
-fn block_signals() -> libc::sigset_t {
-    // SAFETY: sigset_t is plain data that sigemptyset initializes; the
-    // calls only read and write the set and this thread's mask.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        for signal in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
-            libc::sigaddset(&mut set, signal);
-        }
-        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
-        set
+fn block_signals() -> SigSet {
+    let mut set = SigSet::empty();
+    for signal in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP] {
+        set.add(signal);
     }
+    // It fails only for an invalid `how`, and SIG_BLOCK is valid.
+    let _ = set.thread_block();
+    set
 }
 
 #[cfg(test)]

@@ -21,7 +21,6 @@
 //! `utab.lock`.
 
 use std::io::Write;
-use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -66,8 +65,7 @@ fn is_ours_on(line: &str, dir: &Path) -> bool {
 /// for `dir`). Only root may; for anyone else, and wherever the table
 /// cannot be written, nothing happens and `umount` simply does not wait.
 pub(super) fn register(image: &Path, dir: &Path) {
-    // SAFETY: geteuid has no arguments and cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
+    if !rustix::process::geteuid().is_root() {
         return;
     }
     let line = line_for(image, dir);
@@ -81,8 +79,7 @@ pub(super) fn register(image: &Path, dir: &Path) {
 /// one: a daemon finishing after its unmount must leave the line of a
 /// later mount on the same directory.
 pub(super) fn unregister(source: &Path, dir: &Path) {
-    // SAFETY: geteuid has no arguments and cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
+    if !rustix::process::geteuid().is_root() {
         return;
     }
     let line = line_for(source, dir);
@@ -97,10 +94,8 @@ fn rewrite(change: impl FnOnce(&mut Vec<String>)) -> std::io::Result<()> {
     let mut lock_name = path.as_os_str().to_owned();
     lock_name.push(".lock");
     let lock = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(lock_name)?;
-    // SAFETY: flock on a descriptor we own; the lock ends when it closes.
-    if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
+    // The lock ends when `lock` closes.
+    rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive)?;
     let old = std::fs::read_to_string(&path).unwrap_or_default();
     let mut lines: Vec<String> = old.lines().filter(|l| !l.is_empty()).map(str::to_string).collect();
     let before = lines.clone();

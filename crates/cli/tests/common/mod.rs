@@ -14,6 +14,7 @@
 
 #![allow(dead_code)]
 
+use fslab_bench::splitmix::SplitMix64;
 use std::ffi::OsStr;
 use std::io::Read;
 use std::os::unix::process::CommandExt;
@@ -570,23 +571,23 @@ impl Drop for Mount {
     }
 }
 
-/// SplitMix64: a small seeded generator for reproducible file contents.
+/// The lab's SplitMix64 ([`fslab_bench::splitmix`]), for reproducible file
+/// contents: the damaged-image tests flip the bits it picks, and what fsck
+/// must find follows from them.
 #[derive(Clone, Debug)]
-pub struct Rng(u64);
+pub struct Rng(SplitMix64);
 
 impl Rng {
     pub fn new(seed: u64) -> Rng {
-        Rng(seed)
+        Rng(SplitMix64::new(seed))
     }
 
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
+    /// By a remainder, not the lab's multiplication: the tests' images were
+    /// made with this choice of values.
     pub fn below(&mut self, n: u64) -> u64 {
         self.next_u64() % n.max(1)
     }

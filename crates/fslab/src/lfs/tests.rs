@@ -495,11 +495,9 @@ fn ages_predict_survival_only_where_data_dies_young() {
     let disk = fresh(8 << 20, small_options());
     let mut lfs = mount_mem(&disk);
     let ino = file_in_order(&mut lfs, 960);
-    let mut x: u64 = 7;
-    let random = std::iter::repeat_with(move || {
-        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        ((x >> 33) % 960) as Lbn
-    });
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
+    let random = std::iter::repeat_with(move || rng.gen_range(0..960) as Lbn);
     overwrite(&mut lfs, ino, random.take(320));
     assert!(!lfs.ages_predict_survival(), "blocks die at random, whatever their age");
 }

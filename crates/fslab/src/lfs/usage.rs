@@ -208,15 +208,16 @@ mod tests {
         u.update(0, |s| s.flags = SEGUSE_SUPERBLOCK | SEGUSE_DIRTY | SEGUSE_ACTIVE);
         assert_eq!(u.usable_blocks(0), 255);
         // A pseudo-random walk over every kind of change an LFS makes.
-        let mut x = 7u64;
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
         for _ in 0..2000 {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            let seg = (x >> 33) % 41; // one past the end: no such segment
-            let changed = u.update(seg, |s| match (x >> 20) % 4 {
+            let seg = rng.gen_range(0..41); // one past the end: no such segment
+            let (change, bytes) = (rng.gen_range(0..4), rng.gen_range(0..65536u32));
+            let changed = u.update(seg, |s| match change {
                 0 => s.flags = (s.flags & SEGUSE_SUPERBLOCK) | SEGUSE_DIRTY,
                 1 => s.flags = (s.flags & SEGUSE_SUPERBLOCK) | SEGUSE_CLEAN,
-                2 => s.live_bytes = s.live_bytes.saturating_add((x >> 40) as u32 % 65536),
-                _ => s.live_bytes = s.live_bytes.saturating_sub((x >> 40) as u32 % 65536),
+                2 => s.live_bytes = s.live_bytes.saturating_add(bytes),
+                _ => s.live_bytes = s.live_bytes.saturating_sub(bytes),
             });
             assert_eq!(changed.is_some(), seg < 40);
             assert_eq!(u.sums, recounted(&u).sums);

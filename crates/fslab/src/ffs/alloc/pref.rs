@@ -274,6 +274,13 @@ pub struct DirLimits {
 
 /// One step of xorshift64* (Vigna): a cheap generator for choices that
 /// need only to be spread, never secret. `state` must not be zero.
+///
+/// Written here rather than taken from `rand`, and to be kept as it is: the
+/// library does not depend on `rand`, whose generators do not promise the
+/// same sequence from one version to the next, and this sequence places
+/// FFS's top-level directories, on which the lab's committed FFS results
+/// were measured, and decides the writes the crash tests' adversary
+/// (`MountOptions::adversary`) lets through.
 pub(crate) fn xorshift64_star(state: &mut u64) -> u64 {
     *state ^= *state >> 12;
     *state ^= *state << 25;
