@@ -8,7 +8,7 @@
 //! usable.
 
 use super::options::Options;
-use super::{block_signals, log, mount, serve, warn_without_control};
+use super::{block_signals, log, mount, serve, stdio, warn_without_control};
 use nix::unistd::ForkResult;
 use std::fs::File;
 use std::io::{Read, Write};
@@ -18,7 +18,7 @@ const READY: &str = "ready";
 
 /// Forks; returns in the parent once the child reports "ready" or an error.
 pub(super) fn background(image: &Path, dir: &Path, options: &Options) -> Result<(), String> {
-    let (mut from_child, to_parent) = pipe().map_err(|e| format!("cannot create a pipe: {e}"))?;
+    let (mut from_child, to_parent) = stdio::pipe().map_err(|e| format!("cannot create a pipe: {e}"))?;
     let _ = std::io::stdout().flush();
     let _ = std::io::stderr().flush();
     single_threaded(thread_count())?;
@@ -87,7 +87,7 @@ fn child(mut to_parent: File, image: &Path, dir: &Path, options: &Options) -> i3
         Some(sink) => (sink, None),
         None => log::default_sink(dir),
     };
-    detach_stdio();
+    stdio::detach_stdio();
     log::install(sink);
     let mut ready = READY.to_string();
     if let Some(notice) = notice {
@@ -99,12 +99,6 @@ fn child(mut to_parent: File, image: &Path, dir: &Path, options: &Options) -> i3
         Ok(()) => 0,
         Err(_) => 1,
     }
-}
-
-/// A pipe whose ends are closed on exec (no helper program inherits them).
-pub(super) fn pipe() -> std::io::Result<(File, File)> {
-    let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
-    Ok((File::from(read), File::from(write)))
 }
 
 /// The threads this process runs now: the entries of /proc/self/task.
@@ -124,15 +118,6 @@ fn single_threaded(threads: std::io::Result<usize>) -> Result<(), String> {
              (mount in the foreground, -f, instead)"
         )),
         Err(e) => Err(format!("cannot fork: cannot count this process's threads (/proc/self/task): {e}")),
-    }
-}
-
-/// Points standard input, output and error at /dev/null.
-pub(super) fn detach_stdio() {
-    if let Ok(null) = std::fs::OpenOptions::new().read(true).write(true).open("/dev/null") {
-        let _ = rustix::stdio::dup2_stdin(&null);
-        let _ = rustix::stdio::dup2_stdout(&null);
-        let _ = rustix::stdio::dup2_stderr(&null);
     }
 }
 

@@ -127,7 +127,7 @@ pub(super) fn unit_name(dir: &Path) -> String {
 
 /// Points standard error at a pipe whose lines a thread hands to `sink`.
 pub(super) fn install(sink: Sink) {
-    let Ok((read, write)) = super::background::pipe() else { return };
+    let Ok((read, write)) = super::stdio::pipe() else { return };
     if let Sink::Syslog = sink {
         // openlog keeps the pointer, hence a 'static identity.
         let _ = nix::syslog::openlog(Some(c"fslab"), LogFlags::LOG_PID, Facility::LOG_DAEMON);
@@ -148,7 +148,7 @@ pub(super) fn install(sink: Sink) {
     });
     if forwarding.is_err() {
         // No reader: a write to the pipe would fail, and eprintln! panic.
-        super::background::detach_stdio();
+        super::stdio::detach_stdio();
     }
 }
 

@@ -43,6 +43,7 @@ pub mod helper;
 mod kept_flags;
 mod log;
 mod options;
+mod stdio;
 mod utab;
 
 use crate::log_device;
