@@ -86,6 +86,26 @@ pub struct RunInfo {
     pub config: Option<ConfigRecord>,
 }
 
+impl RunInfo {
+    /// A run of `experiment` on `disk` at `seed`, on virtual time with
+    /// nothing charged for CPU, no notes and no configuration file: what a
+    /// results file built by hand (a test's, a paper's numbers) records.
+    pub fn uncharged(experiment: &str, disk: &str, seed: u64) -> RunInfo {
+        RunInfo {
+            experiment: experiment.into(),
+            disk: disk.into(),
+            clock: "virtual".into(),
+            cpu_model: "off".into(),
+            cpu_charges: Charges::Off,
+            seed,
+            quick: false,
+            host_seconds: 0.0,
+            notes: vec![],
+            config: None,
+        }
+    }
+}
+
 /// What a configuration file changed in one experiment's run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ConfigRecord {
@@ -391,18 +411,7 @@ mod tests {
     }
 
     fn run_info(experiment: &str, seed: u64) -> RunInfo {
-        RunInfo {
-            experiment: experiment.into(),
-            disk: "dsp3105".into(),
-            clock: "virtual".into(),
-            cpu_model: "off".into(),
-            cpu_charges: Charges::Off,
-            seed,
-            quick: true,
-            host_seconds: 0.1,
-            notes: vec![],
-            config: None,
-        }
+        RunInfo { quick: true, host_seconds: 0.1, ..RunInfo::uncharged(experiment, "dsp3105", seed) }
     }
 
     /// Experiment `e` at seeds 1-3 (lfs at 1.0, 2.0, 3.0 MB/s) and `f` at

@@ -19,16 +19,10 @@ fn point(experiment: &str, system: &str, phase: &str, x: f64, metric: &str, valu
 
 fn run_info(experiment: &str) -> RunInfo {
     RunInfo {
-        experiment: experiment.into(),
-        disk: "dsp3105".into(),
-        clock: "virtual".into(),
         cpu_model: "sparcstation2".into(),
         cpu_charges: fslab_bench::cpu::Charges::On,
-        seed: 1,
-        quick: false,
         host_seconds: 1.0,
-        notes: vec![],
-        config: None,
+        ..RunInfo::uncharged(experiment, "dsp3105", 1)
     }
 }
 

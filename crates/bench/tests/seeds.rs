@@ -19,16 +19,10 @@ fn point(seed: u64, phase: &str, x: f64, value: f64) -> Point {
 
 fn run_info(seed: u64) -> RunInfo {
     RunInfo {
-        experiment: "s95-tpcb".into(),
-        disk: "dsp3105".into(),
-        clock: "virtual".into(),
         cpu_model: "sparcstation2".into(),
         cpu_charges: fslab_bench::cpu::Charges::On,
-        seed,
-        quick: false,
         host_seconds: 1.0,
-        notes: vec![],
-        config: None,
+        ..RunInfo::uncharged("s95-tpcb", "dsp3105", seed)
     }
 }
 

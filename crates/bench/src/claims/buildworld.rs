@@ -159,18 +159,7 @@ mod tests {
     /// the traversal phases' savings at the middle of §4.4's range: every
     /// check must pass on them, and fail when a number moves out.
     fn papers(results: &mut Results, build: [f64; 8], grep: [f64; 2], remove: [f64; 2]) {
-        results.runs.push(RunInfo {
-            experiment: BW.into(),
-            disk: "cheetah9lp".into(),
-            clock: "virtual".into(),
-            cpu_model: "off".into(),
-            cpu_charges: crate::cpu::Charges::Off,
-            seed: 1,
-            quick: false,
-            host_seconds: 0.0,
-            notes: vec![],
-            config: None,
-        });
+        results.runs.push(RunInfo::uncharged(BW, "cheetah9lp", 1));
         let mut point = |system: &str, phase: &str, value: f64| {
             results.points.push(Point {
                 experiment: BW.into(),

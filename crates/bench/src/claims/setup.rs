@@ -328,18 +328,7 @@ pub(crate) mod tests {
     /// x, metric, value).
     pub(crate) fn results(experiment: &str, points: &[(&str, &str, f64, &str, f64)]) -> Results {
         let mut r = Results::default();
-        r.runs.push(RunInfo {
-            experiment: experiment.into(),
-            disk: "dsp3105".into(),
-            clock: "virtual".into(),
-            cpu_model: "off".into(),
-            cpu_charges: crate::cpu::Charges::Off,
-            seed: 1,
-            quick: false,
-            host_seconds: 0.0,
-            notes: vec![],
-            config: None,
-        });
+        r.runs.push(RunInfo::uncharged(experiment, "dsp3105", 1));
         for &(system, phase, x, metric, value) in points {
             r.points.push(Point {
                 experiment: experiment.into(),
