@@ -272,6 +272,121 @@ fn rename_over_an_existing_file_is_atomic(layout: Layout) {
     fx.finish();
 }
 
+/// A chunk of `CHUNK` bytes stamped with its index and a version, in
+/// every 8 bytes, so that a read of a torn or misplaced chunk shows.
+const CHUNK: usize = 4096;
+
+fn stamped(index: u32, version: u32) -> Vec<u8> {
+    let pair = [index.to_le_bytes(), version.to_le_bytes()].concat();
+    pair.iter().copied().cycle().take(CHUNK).collect()
+}
+
+/// The version of a chunk read at `index`, or what is wrong with it.
+fn stamp_of(chunk: &[u8], index: u32) -> Result<u32, String> {
+    let word = |i: usize| u32::from_le_bytes([chunk[i], chunk[i + 1], chunk[i + 2], chunk[i + 3]]);
+    let version = word(4);
+    match (0..CHUNK).step_by(8).find(|&i| word(i) != index || word(i + 4) != version) {
+        Some(i) => Err(format!(
+            "chunk {index}: at byte {i} index {} version {} where the chunk starts with version {version}",
+            word(i),
+            word(i + 4)
+        )),
+        None => Ok(version),
+    }
+}
+
+/// Reads of blocks the cache does not hold run their device transfers
+/// without the file system's lock. Two readers (`O_DIRECT`, so that each
+/// read reaches the file system) read random chunks of a file four times
+/// the cache while a writer rewrites random chunks and a third thread
+/// makes and removes other files, so that freed space is written again:
+/// every chunk read is whole, in its place, and no older than the last
+/// version written before the read began. (The race of a write between a
+/// read's plan and its transfer is made deterministically, on every
+/// layout, by the model test
+/// `reads_fetched_outside_the_lock_see_the_file_as_it_was_or_read_again`;
+/// here the path is run end to end, through the kernel.)
+fn readers_of_uncached_blocks_see_whole_current_chunks_while_others_write(layout: Layout) {
+    let Some(fx) = Fixture::with_options(layout, Some("cache=1M")) else { return };
+    const CHUNKS: u32 = 1024;
+    let path = fx.p("f");
+    let file = File::create(&path).expect("create f");
+    for i in 0..CHUNKS {
+        file.write_all_at(&stamped(i, 0), i as u64 * CHUNK as u64).expect("write f");
+    }
+    file.sync_all().expect("fsync f");
+    // The version of each chunk whose write has returned.
+    let written: Arc<Vec<std::sync::atomic::AtomicU32>> =
+        Arc::new((0..CHUNKS).map(|_| std::sync::atomic::AtomicU32::new(0)).collect());
+    let stop = Arc::new(AtomicBool::new(false));
+    let readers: Vec<_> = (0..2u64)
+        .map(|seed| {
+            let (stop, written, path) = (stop.clone(), written.clone(), path.clone());
+            std::thread::spawn(move || -> Result<u64, String> {
+                use std::os::unix::fs::OpenOptionsExt;
+                let f = OpenOptions::new()
+                    .read(true)
+                    .custom_flags(libc::O_DIRECT)
+                    .open(&path)
+                    .map_err(|e| format!("open O_DIRECT: {e}"))?;
+                let mut rng = Rng::new(seed + 1);
+                let mut buf = vec![0u8; CHUNK];
+                let mut reads = 0;
+                while !stop.load(Ordering::SeqCst) {
+                    let i = rng.below(CHUNKS as u64) as u32;
+                    let floor = written[i as usize].load(Ordering::SeqCst);
+                    f.read_exact_at(&mut buf, i as u64 * CHUNK as u64).map_err(|e| format!("read: {e}"))?;
+                    let version = stamp_of(&buf, i)?;
+                    if version < floor {
+                        return Err(format!("chunk {i}: read version {version} after {floor} was written"));
+                    }
+                    reads += 1;
+                }
+                Ok(reads)
+            })
+        })
+        .collect();
+    let churn = {
+        let (stop, dir) = (stop.clone(), fx.dir());
+        std::thread::spawn(move || -> Result<(), String> {
+            let mut n = 0u32;
+            while !stop.load(Ordering::SeqCst) {
+                let name = dir.join(format!("churn{}", n % 4));
+                let _ = fs::remove_file(&name);
+                fs::write(&name, stamped(n, n).repeat(64)).map_err(|e| format!("churn write: {e}"))?;
+                n += 1;
+            }
+            Ok(())
+        })
+    };
+    let mut rng = Rng::new(99);
+    let deadline = std::time::Instant::now() + Duration::from_secs(3);
+    while std::time::Instant::now() < deadline {
+        let i = rng.below(CHUNKS as u64) as u32;
+        let version = written[i as usize].load(Ordering::SeqCst) + 1;
+        file.write_all_at(&stamped(i, version), i as u64 * CHUNK as u64).expect("rewrite a chunk");
+        written[i as usize].store(version, Ordering::SeqCst);
+        if rng.below(64) == 0 {
+            file.sync_data().expect("fdatasync");
+        }
+    }
+    stop.store(true, Ordering::SeqCst);
+    for reader in readers {
+        let reads = reader.join().expect("reader thread").expect("every chunk read whole and current");
+        assert!(reads > 100, "a reader made only {reads} reads");
+    }
+    churn.join().expect("churn thread").expect("churn");
+    drop(file);
+    let file = File::open(&path).expect("open f");
+    let mut buf = vec![0u8; CHUNK];
+    for i in 0..CHUNKS {
+        file.read_exact_at(&mut buf, i as u64 * CHUNK as u64).expect("read back");
+        assert_eq!(stamp_of(&buf, i), Ok(written[i as usize].load(Ordering::SeqCst)), "chunk {i} at the end");
+    }
+    drop(file);
+    fx.finish();
+}
+
 fn renameat2_noreplace_and_exchange(layout: Layout) {
     let Some(mut fx) = Fixture::new(layout) else { return };
     fs::write(fx.p("a"), b"A").expect("write a");
@@ -994,6 +1109,7 @@ on_every_layout!(
     errno_values_of_namespace_operations,
     names_looked_up_while_missing_can_then_be_made_every_way,
     rename_over_an_existing_file_is_atomic,
+    readers_of_uncached_blocks_see_whole_current_chunks_while_others_write,
     renameat2_noreplace_and_exchange,
     fallocate_does_every_promised_mode,
     seek_data_and_seek_hole_find_the_holes,

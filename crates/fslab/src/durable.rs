@@ -9,6 +9,10 @@
 //! after letting other callers in, if it serialises them with a lock — so
 //! that operations waiting for the same flush share it (group commit).
 //!
+//! A caller that reads the device without the file system's lock asks the
+//! same writer whether a write since could have changed what it read
+//! ([`UnlockedReads`]).
+//!
 //! This module is below every layer that uses it: it names none of them.
 
 use crate::Result;
@@ -24,6 +28,27 @@ pub trait Barrier: Send + Sync {
     /// Whether write `seq` is durable already (or failed: waiting would
     /// return at once either way).
     fn is_durable(&self, seq: u64) -> bool;
+}
+
+/// Device reads by a caller that does not hold the file system's lock,
+/// and what makes them safe: every write is numbered when it is submitted,
+/// before the device has it, so a read of addresses that no write numbered
+/// after a moment covers saw them as they were at that moment. The writer
+/// of a device (the cache's write queue) implements it; a storage
+/// manager's planned reads (`storage::Fetches`) use it.
+pub trait UnlockedReads: Send + Sync {
+    /// Reads `buf.len()` bytes at address `addr` (in the writer's address
+    /// units), once no write in flight covers them.
+    fn read(&self, addr: u64, buf: &mut [u8]) -> Result<()>;
+
+    /// Whether a write numbered after `since` may cover any of the `bytes`
+    /// bytes at address `addr` (true too when the writer no longer
+    /// remembers back that far).
+    fn written_since(&self, since: u64, addr: u64, bytes: usize) -> bool;
+
+    /// The number of the last write submitted: the moment a read planned
+    /// now starts from.
+    fn issued(&self) -> u64;
 }
 
 /// The durability of one write and of every write numbered before it by

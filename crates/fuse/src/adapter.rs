@@ -24,7 +24,9 @@ use fslab::error::errno;
 use fslab::format::inode::{kind, Inode};
 use fslab::format::ROOT_INO;
 use fslab::storage::StorageManager;
-use fslab::ufs::{BlockCopies, Creds, FileSystem, Privilege, RenameFlags as UfsRenameFlags, SetAttr};
+use fslab::ufs::{
+    BlockCopies, Creds, FileSystem, Privilege, ReadStart, RenameFlags as UfsRenameFlags, SetAttr,
+};
 use fslab::Result;
 use fuser::{
     AccessFlags, BsdFileFlags, CopyFileRangeFlags, Errno, FileAttr, FileHandle, Filesystem, FopenFlags,
@@ -111,6 +113,28 @@ impl<S: StorageManager> FuseAdapter<S> {
         call: impl FnOnce(&mut FileSystem<S>) -> Result<T>,
     ) -> Result<T> {
         self.reported(op, ino, self.shared.with(call))
+    }
+
+    /// READ: planned under the lock; the device transfers of blocks not
+    /// cached run after letting go of it, so that other requests go on
+    /// while this one waits for the device (`fslab::storage::Fetches`).
+    /// If a write may have changed what they read, or they failed, the
+    /// read is made again, wholly under the lock.
+    fn read_data(&self, ino: INodeNo, offset: u64, len: usize) -> Result<Vec<u8>> {
+        let target = from_fuse(ino);
+        let mut pending = match self.run("read", ino, |fs| fs.read_begin(target, offset, len))? {
+            ReadStart::Done(data) => return Ok(data),
+            ReadStart::Pending(pending) => pending,
+        };
+        if !matches!(pending.fetch(), Ok(true)) {
+            return self.run("read", ino, |fs| fs.read(target, offset, len));
+        }
+        // Caching is a hint: an unmounted or broken file system declines.
+        let _ = self.shared.with(|fs| {
+            fs.adopt_read(&pending);
+            Ok(())
+        });
+        Ok(pending.into_data())
     }
 
     /// `result` of request `op` on inode `ino`, after an error that is
@@ -505,7 +529,7 @@ impl<S: StorageManager + 'static> Filesystem for FuseAdapter<S> {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        reply.answer(self.run("read", ino, |fs| fs.read(from_fuse(ino), offset, size as usize)));
+        reply.answer(self.read_data(ino, offset, size as usize));
     }
 
     fn write(

@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 
 use fslab::format::ROOT_INO;
-use fslab::ufs::{Creds, SetAttr};
+use fslab::ufs::{Creds, ReadStart, SetAttr};
 use fslab_cleaner::policy;
 use testkit::harness::{env_or, first_difference, run, Outcomes, RunConfig, Subject};
 use testkit::ops::{fill, Weights};
@@ -403,6 +403,81 @@ fn statfs_counts_a_new_inode_as_used_before_it_is_written(layout: Layout) {
     layout.with_subject(8 << 20, CACHE, None, Body);
 }
 
+/// A read whose device transfers run after the lock is let go
+/// (`FileSystem::read_begin`) returns what the file held when it began,
+/// or says it may not have; what it caches is what the file holds now.
+/// Each block is overwritten, and written back, between the plan and the
+/// transfer: FFS writes it where the plan read it, which must be caught;
+/// LFS writes it elsewhere, and the old bytes must not be cached.
+fn reads_fetched_outside_the_lock_see_the_file_as_it_was_or_read_again(layout: Layout) {
+    struct Body(Layout);
+    impl WithSubject for Body {
+        fn run<T: Subject>(self, mut subject: T) {
+            let bs = subject.limits().block_size;
+            let stamp = |lbn: usize, version: u8| -> Vec<u8> {
+                (0..bs)
+                    .map(|i| (i as u8).wrapping_mul(31) ^ (lbn as u8) ^ version.wrapping_mul(101))
+                    .collect()
+            };
+            let fs = subject.fs();
+            let f = fs.mknod(ROOT_INO, b"f", libc::S_IFREG | 0o644, 0, Creds::default()).expect("create f");
+            let blocks = 24;
+            for lbn in 0..blocks {
+                fs.write(f.ino, (lbn * bs) as u64, &stamp(lbn, 1)).expect("write f");
+            }
+            // A file twice the cache pushes f's blocks out of it.
+            let g = fs.mknod(ROOT_INO, b"g", libc::S_IFREG | 0o644, 0, Creds::default()).expect("create g");
+            fs.write(g.ino, 0, &fill(7, 2 * CACHE as usize)).expect("write g");
+            fs.sync().expect("sync");
+            fs.read(g.ino, 0, 2 * CACHE as usize).expect("read g");
+            let (mut fetched, mut stale) = (0, 0);
+            for lbn in 0..blocks {
+                let at = (lbn * bs) as u64;
+                let start = subject.fs().read_begin(f.ino, at, bs).expect("read begins");
+                let ReadStart::Pending(mut pending) = start else { continue };
+                fetched += 1;
+                if lbn % 2 == 0 {
+                    subject.fs().write(f.ino, at, &stamp(lbn, 2)).expect("overwrite");
+                    subject.fs().sync().expect("sync");
+                    // And out of the cache, so that only the checks keep
+                    // the old bytes from being cached in its place: g read
+                    // a block at a time is cached (a long run is not).
+                    for at in (0..2 * CACHE).step_by(bs) {
+                        subject.fs().read(g.ino, at, bs).expect("read g");
+                    }
+                }
+                if pending.fetch().expect("fetch") {
+                    subject.fs().adopt_read(&pending);
+                    assert!(
+                        pending.into_data() == stamp(lbn, 1),
+                        "block {lbn}: fetched bytes are not the file's"
+                    );
+                } else {
+                    stale += 1;
+                }
+                let now = if lbn % 2 == 0 { 2 } else { 1 };
+                let read = subject.fs().read(f.ino, at, bs).expect("read");
+                assert!(read == stamp(lbn, now), "block {lbn}: a read after the fetch is not version {now}");
+                if lbn % 2 == 1 {
+                    // Nothing changed it: adopted, it is now a cache hit.
+                    let again = subject.fs().read_begin(f.ino, at, bs).expect("read begins");
+                    assert!(
+                        matches!(again, ReadStart::Done(_)),
+                        "block {lbn}: a block fetched alone was not cached"
+                    );
+                }
+            }
+            assert!(fetched >= blocks / 2, "only {fetched} of {blocks} reads left their transfers undone");
+            if self.0 != Layout::Lfs {
+                // Rewritten in place: every overwritten block's fetch saw the write.
+                assert_eq!(stale, blocks / 2, "stale fetches caught on a layout that writes in place");
+            }
+            subject.fsck().expect("fsck clean");
+        }
+    }
+    layout.with_subject(24 << 20, CACHE, None, Body(layout));
+}
+
 /// Fills `subject` (a fresh 4 MiB disk, LFS without a cleaner) with
 /// three-block files until not one more block fits; returns what each file
 /// holds.
@@ -677,4 +752,5 @@ on_every_layout!(
     statfs_counts_a_new_inode_as_used_before_it_is_written,
     truncating_to_the_middle_of_a_block_works_on_a_full_disk,
     fallocate_refused_on_a_full_disk_changes_nothing,
+    reads_fetched_outside_the_lock_see_the_file_as_it_was_or_read_again,
 );

@@ -26,7 +26,7 @@ mod writeback;
 
 pub use crate::durable::Ticket;
 pub use inodes::InodeCache;
-pub use queue::{Header, Seq, WriteJob, WriteMode, WriteQueue};
+pub use queue::{DeviceReader, Header, Seq, WriteJob, WriteMode, WriteQueue};
 pub use writeback::{write_back, NoHooks, Placement, WriteAs, WriteDest, WriteHooks, WriteNow, WrittenBack};
 
 use crate::format::{Daddr, Ino, Lbn};

@@ -28,12 +28,12 @@
 //! everyone waiting for a write it covers shares it (group commit).
 
 use super::BlockData;
-use crate::durable::{Barrier, Ticket};
+use crate::durable::{Barrier, Ticket, UnlockedReads};
 use crate::error::errno;
 use crate::format::Daddr;
 use crate::Result;
 use disk::BlockDevice;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
@@ -127,7 +127,15 @@ struct State {
     flushing: bool,
     /// Flushes the device has been asked for.
     flushes: u64,
+    /// The last [`WRITE_HISTORY`] writes submitted, oldest first: what a
+    /// read made without the file system's lock checks its device
+    /// addresses against ([`UnlockedReads::written_since`]).
+    recent: VecDeque<(Seq, Daddr, u64)>,
 }
+
+/// Writes [`State::recent`] remembers. A read done outside the file
+/// system's lock that began more writes ago than this is taken as stale.
+const WRITE_HISTORY: usize = 4096;
 
 struct Shared {
     state: Mutex<State>,
@@ -143,6 +151,31 @@ struct Shared {
 }
 
 impl State {
+    /// Write `seq`, of `units` units from `start`, has been submitted.
+    fn note_submitted(&mut self, seq: Seq, start: Daddr, units: u64) {
+        if self.recent.len() == WRITE_HISTORY {
+            self.recent.pop_front();
+        }
+        self.recent.push_back((seq, start, units));
+    }
+
+    /// Whether a write numbered after `since` may cover any of the `units`
+    /// units from `addr` on: true too when the history no longer reaches
+    /// back to `since`.
+    fn written_since(&self, since: Seq, addr: Daddr, units: u64) -> bool {
+        match self.recent.front() {
+            Some(&(oldest, ..)) if oldest > since + 1 => return true,
+            None => return self.issued > since,
+            Some(_) => {}
+        }
+        let end = addr + units.max(1);
+        self.recent
+            .iter()
+            .rev()
+            .take_while(|&&(seq, ..)| seq > since)
+            .any(|&(_, start, n)| start < end && addr < start + n)
+    }
+
     /// Write `seq` has reached the device.
     fn complete(&mut self, seq: Seq) {
         if seq != self.completed + 1 {
@@ -222,6 +255,52 @@ impl Shared {
             }
             self.notify_flushed(&state);
         }
+    }
+}
+
+impl Shared {
+    /// Waits until no write in flight covers any of the `units` units from
+    /// `addr` on.
+    fn wait_for(&self, addr: Daddr, units: u64) {
+        let mut state = self.lock();
+        while WriteQueue::overlaps(&state, addr, units) {
+            state = self.wait(state);
+        }
+    }
+}
+
+/// Reads of a queue's device made by a thread that does not hold the file
+/// system's lock (a kernel request reading a file whose blocks are not
+/// cached), and the test that makes them safe.
+///
+/// A read planned under the lock at the moment `since` ([`WriteQueue::issued`])
+/// names addresses whose bytes were then the file's. [`UnlockedReads::read`]
+/// waits for writes already in flight to them, as a read under the lock
+/// does. Writes submitted after `since` are the only other way the bytes
+/// could change, and every write is noted when it is submitted, before the
+/// device has it; so if [`UnlockedReads::written_since`] says no after the
+/// read, the read saw what the file held at `since`.
+#[derive(Clone)]
+pub struct DeviceReader {
+    shared: Arc<Shared>,
+    unit_bytes: u64,
+}
+
+impl UnlockedReads for DeviceReader {
+    fn read(&self, addr: u64, buf: &mut [u8]) -> Result<()> {
+        let addr = Daddr::new(addr);
+        self.shared.wait_for(addr, (buf.len() as u64).div_ceil(self.unit_bytes));
+        self.shared.dev.read_at(addr.byte_offset(self.unit_bytes), buf)?;
+        Ok(())
+    }
+
+    fn written_since(&self, since: Seq, addr: u64, bytes: usize) -> bool {
+        let units = (bytes as u64).div_ceil(self.unit_bytes);
+        self.shared.lock().written_since(since, Daddr::new(addr), units)
+    }
+
+    fn issued(&self) -> Seq {
+        self.shared.lock().issued
     }
 }
 
@@ -347,6 +426,12 @@ impl WriteQueue {
     /// flight. Fails if an earlier write failed. Returns the job's number.
     pub fn submit(&self, job: WriteJob) -> Result<Seq> {
         if let Some(dev) = &self.inline {
+            {
+                // Noted before the device has it, as every write is.
+                let mut state = self.shared.lock();
+                let next = state.issued + 1;
+                state.note_submitted(next, job.start, job.units);
+            }
             job.write_to(dev.as_ref(), self.unit_bytes)
                 .map_err(|e| crate::Error::Io(std::io::Error::other(format!("write failed: {e}"))))?;
             let mut state = self.shared.lock();
@@ -373,6 +458,7 @@ impl WriteQueue {
         Self::failed(&state)?;
         state.issued += 1;
         let seq = state.issued;
+        state.note_submitted(seq, start, units);
         state.in_flight.insert(start, units);
         state.bytes += bytes;
         if sender.send((seq, job)).is_err() {
@@ -406,6 +492,8 @@ impl WriteQueue {
             }
             Self::failed(&state)?;
             state.issued += 1;
+            let seq = state.issued;
+            state.note_submitted(seq, job.start, job.units);
             state.in_flight.insert(job.start, job.units);
             state.issued
         };
@@ -505,10 +593,14 @@ impl WriteQueue {
     /// Waits until no write in flight covers any of the `units` units from
     /// `addr` on.
     pub fn wait_for(&self, addr: Daddr, units: u64) {
-        let mut state = self.shared.lock();
-        while Self::overlaps(&state, addr, units) {
-            state = self.shared.wait(state);
-        }
+        self.shared.wait_for(addr, units)
+    }
+
+    /// A handle that reads the device from any thread, without the file
+    /// system's lock, and tells whether a write since could have changed
+    /// what it read.
+    pub fn reader(&self) -> DeviceReader {
+        DeviceReader { shared: self.shared.clone(), unit_bytes: self.unit_bytes }
     }
 
     /// Whether a write in flight covers any of the `units` units from
@@ -546,6 +638,36 @@ mod tests {
             lens: vec![512],
             header: None,
         }
+    }
+
+    #[test]
+    fn a_reader_learns_of_writes_submitted_since_to_its_addresses_and_of_forgotten_ones() {
+        let queue = WriteQueue::new(Arc::new(MemDisk::new(8 << 20)), "test-io", 512, 0, 1 << 20);
+        let reader = queue.reader();
+        let since = reader.issued();
+        assert!(!reader.written_since(since, 4, 512), "nothing written yet");
+        queue.submit(job_at(4)).expect("submit");
+        assert!(reader.written_since(since, 4, 512));
+        assert!(reader.written_since(since, 3, 1024), "a range reaching the write");
+        assert!(!reader.written_since(since, 5, 512), "the unit after it");
+        assert!(!reader.written_since(since, 2, 1024), "the two units before it");
+        let later = reader.issued();
+        assert!(!reader.written_since(later, 4, 512), "written before the moment asked about");
+        let mut buf = [0u8; 512];
+        reader.read(4, &mut buf).expect("read");
+        assert_eq!(buf, [7; 512], "a read waits for the write in flight");
+        // The history holds the last WRITE_HISTORY writes: all since
+        // `later` still, then one too many.
+        for _ in 0..WRITE_HISTORY {
+            queue.submit(job_at(100)).expect("submit");
+        }
+        assert!(!reader.written_since(later, 5000, 512));
+        queue.submit(job_at(100)).expect("submit");
+        assert!(
+            reader.written_since(later, 5000, 512),
+            "once the history no longer reaches back, anything may have been written"
+        );
+        assert!(!reader.written_since(reader.issued() - 1, 5000, 512));
     }
 
     #[test]

@@ -27,7 +27,7 @@ use crate::format::blockno::{is_indirect, Geometry, Parent, NDADDR, XATTR_LBN};
 use crate::format::codec::Decoder;
 use crate::format::inode::Inode;
 use crate::format::{Daddr, Ino, Lbn, IFILE_INO};
-use crate::storage::Hint;
+use crate::storage::{Fetch, Fetches, Hint};
 use crate::Result;
 use disk::AlignedBytes;
 use std::sync::Arc;
@@ -111,7 +111,16 @@ impl Ffs {
     /// requests, since the drive's track buffer reads ahead (1995 paper
     /// §3.2), and a simulated disk splits a long read at its own maximum
     /// transfer.
-    pub(super) fn read_file_blocks(&mut self, ino: Ino, first: Lbn, buf: &mut [u8]) -> Result<()> {
+    ///
+    /// With `later`, a run the device must supply is left there instead of
+    /// read (module `storage::fetch`); a tail is read now.
+    pub(super) fn read_file_blocks(
+        &mut self,
+        ino: Ino,
+        first: Lbn,
+        buf: &mut [u8],
+        mut later: Option<&mut Fetches>,
+    ) -> Result<()> {
         let bs = self.block_size();
         if !buf.len().is_multiple_of(bs) {
             return Err(errno(libc::EINVAL, "read buffer is not whole blocks"));
@@ -141,6 +150,12 @@ impl Ffs {
                 max = max.min((t - lbn) as usize);
             }
             let run = bmap::contiguous_run(self, ino, lbn, addr, max, fpb)?;
+            if let Some(later) = later.as_deref_mut() {
+                self.stats.reads += 1;
+                later.push(Fetch { at: i * bs, addr, len: run * bs, lbn });
+                i += run;
+                continue;
+            }
             let bytes = &mut buf[i * bs..(i + run) * bs];
             self.read_at(addr, bytes)?;
             if run == 1 {

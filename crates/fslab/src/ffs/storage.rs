@@ -4,11 +4,12 @@
 use super::blocks::NewContents;
 use super::fs::Ffs;
 use crate::bmap;
+use crate::cache::block_of;
 use crate::error::errno;
 use crate::format::blockno::XATTR_LBN;
 use crate::format::inode::{Inode, InodeAttr};
 use crate::format::{Ino, Lbn, NAME_MAX};
-use crate::storage::{Hint, StatFs, StorageManager, Ticket, TxSpec};
+use crate::storage::{Fetches, Hint, StatFs, StorageManager, Ticket, TxSpec};
 use crate::Result;
 use disk::AlignedBytes;
 
@@ -168,7 +169,32 @@ impl StorageManager for Ffs {
     }
 
     fn read_blocks(&mut self, ino: Ino, first: Lbn, buf: &mut [u8]) -> Result<()> {
-        self.read_file_blocks(ino, first, buf)
+        self.read_file_blocks(ino, first, buf, None)
+    }
+
+    fn read_blocks_later(&mut self, ino: Ino, first: Lbn, buf: &mut [u8]) -> Result<Option<Fetches>> {
+        let mut later = Fetches::new(std::sync::Arc::new(self.queue.reader()), self.block_size());
+        self.read_file_blocks(ino, first, buf, Some(&mut later))?;
+        Ok((!later.is_empty()).then_some(later))
+    }
+
+    /// A block read alone is cached, as [`Ffs::read_file_blocks`] caches
+    /// it: if no write since the plan reached its address (a block
+    /// rewritten in place is written there) and the file's block still
+    /// lies there (truncated, moved by realloc or given to the file again,
+    /// it would not, or would have been written).
+    fn adopt_fetched(&mut self, ino: Ino, fetches: &Fetches, buf: &[u8]) {
+        for (fetch, bytes) in fetches.single_blocks(buf) {
+            let key = (ino, fetch.lbn);
+            if self.cache.contains(key) || fetches.written_since(fetch) {
+                continue;
+            }
+            let current = bmap::pointer(self, ino, fetch.lbn);
+            let whole = matches!(self.block_bytes(ino, fetch.lbn), Ok(n) if n == bytes.len());
+            if whole && matches!(current, Ok(addr) if addr == fetch.addr) {
+                self.cache.insert(key, block_of(bytes), false);
+            }
+        }
     }
 
     fn write_block(&mut self, ino: Ino, lbn: Lbn, offset: usize, data: &[u8]) -> Result<()> {

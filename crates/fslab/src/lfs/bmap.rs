@@ -12,6 +12,7 @@ use crate::error::errno;
 use crate::format::blockno::{check_indirect, is_indirect, Geometry};
 use crate::format::inode::Inode;
 use crate::format::{Daddr, Ino, Lbn, IFILE_INO};
+use crate::storage::{Fetch, Fetches};
 use crate::Result;
 use disk::AlignedBytes;
 use std::sync::Arc;
@@ -107,7 +108,16 @@ impl Lfs {
     /// one device read of up to [`MAX_READ_RUN_BYTES`] (read clustering).
     /// Only blocks read alone are cached: a run is what a sequential reader
     /// asks for, and the kernel's page cache keeps that already.
-    pub(super) fn read_file_blocks(&mut self, ino: Ino, first: Lbn, buf: &mut [u8]) -> Result<()> {
+    ///
+    /// With `later`, a run the device must supply is left there instead of
+    /// read (module `storage::fetch`), its address checked as a read's is.
+    pub(super) fn read_file_blocks(
+        &mut self,
+        ino: Ino,
+        first: Lbn,
+        buf: &mut [u8],
+        mut later: Option<&mut Fetches>,
+    ) -> Result<()> {
         let bs = self.block_size;
         if !buf.len().is_multiple_of(bs) {
             return Err(errno(libc::EINVAL, "read buffer is not whole blocks"));
@@ -130,6 +140,12 @@ impl Lfs {
             }
             let max = (count - i).min(MAX_READ_RUN_BYTES / bs);
             let run = bmap::contiguous_run(self, ino, lbn, addr, max, 1)?;
+            if let Some(later) = later.as_deref_mut() {
+                self.check_addr(addr, run as u64)?;
+                later.push(Fetch { at: i * bs, addr, len: run * bs, lbn });
+                i += run;
+                continue;
+            }
             let bytes = &mut buf[i * bs..(i + run) * bs];
             self.read_addr(addr, bytes)?;
             if run == 1 {

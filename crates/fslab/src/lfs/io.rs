@@ -69,6 +69,11 @@ impl SegmentIo {
         self.queue.ticket_for_all()
     }
 
+    /// A handle that reads the device without the file system's lock.
+    pub(super) fn reader(&self) -> crate::cache::DeviceReader {
+        self.queue.reader()
+    }
+
     /// Waits until no write in flight covers any of the `blocks` blocks from
     /// `daddr` on.
     pub(super) fn wait_for(&self, daddr: Daddr, blocks: u64) {

@@ -40,12 +40,12 @@ pub use mount::{dump, mkfs, mkfs_at, probe, CheckpointFallback};
 pub use placement::UserSeparation;
 pub use rollforward::Recovery;
 
-use crate::cache::BufferCache;
+use crate::cache::{block_of, BufferCache};
 use crate::error::errno;
 use crate::format::blockno::Geometry;
 use crate::format::inode::{Inode, InodeAttr};
 use crate::format::{Daddr, Ino, Lbn, IFILE_INO};
-use crate::storage::{Hint, StatFs, StorageManager, Ticket, TxLog, TxSpec};
+use crate::storage::{Fetches, Hint, StatFs, StorageManager, Ticket, TxLog, TxSpec};
 use crate::time::TimeSource;
 use crate::Result;
 use bmap::NewContents;
@@ -338,11 +338,18 @@ impl Lfs {
     /// Reads the blocks from disk address `daddr` on into `buf` (a whole
     /// number of blocks), which must lie on the device and outside the first
     /// block (a superblock), once no write in flight covers them.
-    fn read_addr(&self, daddr: Daddr, buf: &mut [u8]) -> Result<()> {
-        let blocks = (buf.len() / self.block_size) as u64;
+    /// Fails unless `blocks` blocks from `daddr` lie on the device: a
+    /// damaged pointer is reported, never read through.
+    fn check_addr(&self, daddr: Daddr, blocks: u64) -> Result<()> {
         if daddr.is_none() || daddr.get().saturating_add(blocks) > self.total_disk_blocks() {
             return Err(crate::Error::corrupt("block pointer", daddr, "address outside the device"));
         }
+        Ok(())
+    }
+
+    fn read_addr(&self, daddr: Daddr, buf: &mut [u8]) -> Result<()> {
+        let blocks = (buf.len() / self.block_size) as u64;
+        self.check_addr(daddr, blocks)?;
         self.io.wait_for(daddr, blocks);
         self.dev.read_at(daddr.byte_offset(self.block_size as u64), buf)?;
         Ok(())
@@ -494,7 +501,30 @@ impl StorageManager for Lfs {
 
     fn read_blocks(&mut self, ino: Ino, first: Lbn, buf: &mut [u8]) -> Result<()> {
         self.cached_inode(ino)?;
-        self.read_file_blocks(ino, first, buf)
+        self.read_file_blocks(ino, first, buf, None)
+    }
+
+    fn read_blocks_later(&mut self, ino: Ino, first: Lbn, buf: &mut [u8]) -> Result<Option<Fetches>> {
+        self.cached_inode(ino)?;
+        let mut later = Fetches::new(Arc::new(self.io.reader()), self.block_size);
+        self.read_file_blocks(ino, first, buf, Some(&mut later))?;
+        Ok((!later.is_empty()).then_some(later))
+    }
+
+    /// A block read alone is cached, as [`Lfs::read_file_blocks`] caches
+    /// it: if no write since the plan reached its address and it still
+    /// lies there (had the file or the cleaner rewritten it, it would lie
+    /// elsewhere now).
+    fn adopt_fetched(&mut self, ino: Ino, fetches: &Fetches, buf: &[u8]) {
+        for (fetch, bytes) in fetches.single_blocks(buf) {
+            let key = (ino, fetch.lbn);
+            if self.cache.contains(key) || fetches.written_since(fetch) {
+                continue;
+            }
+            if matches!(self.pointer(ino, fetch.lbn), Ok(addr) if addr == fetch.addr) {
+                self.cache.insert(key, block_of(bytes), false);
+            }
+        }
     }
 
     fn write_block(&mut self, ino: Ino, lbn: Lbn, offset: usize, data: &[u8]) -> Result<()> {

@@ -21,6 +21,7 @@
 //! [`transaction`]), so that LFS can write it in one atomic batch (§4.3),
 //! FFS can order its writes, and soft updates or a journal can track it.
 
+mod fetch;
 pub mod mem;
 pub mod orphans;
 mod tx;
@@ -31,6 +32,7 @@ use crate::format::inode::{Inode, InodeAttr};
 use crate::format::{Ino, Lbn};
 use crate::Result;
 use disk::AlignedBytes;
+pub use fetch::{Fetch, Fetches};
 pub use mem::MemStorage;
 pub use tx::{transaction, Hint, OverBound, TxKind, TxLog, TxSpec};
 
@@ -130,6 +132,20 @@ pub trait StorageManager: Send {
         }
         Ok(())
     }
+
+    /// [`StorageManager::read_blocks`], except that device transfers may be
+    /// left undone, in the [`Fetches`] returned, for the caller to run
+    /// after letting go of the file system's lock (module `fetch`). The
+    /// default does them all now and returns `None`.
+    fn read_blocks_later(&mut self, ino: Ino, first: Lbn, buf: &mut [u8]) -> Result<Option<Fetches>> {
+        self.read_blocks(ino, first, buf)?;
+        Ok(None)
+    }
+
+    /// Caches the single blocks of `fetches` (run into `buf`, the read's
+    /// buffer) that are not cached and still lie where they were read
+    /// from. Only a hint: the default caches nothing.
+    fn adopt_fetched(&mut self, _ino: Ino, _fetches: &Fetches, _buf: &[u8]) {}
 
     /// Stores `data` at byte `offset` inside block `lbn` of `ino`; the rest
     /// of the block keeps its contents (zeros for a hole). Fails with ENOSPC

@@ -10,7 +10,7 @@ use super::{Ns, Privilege, SetAttr, TimeSet};
 use crate::error::errno;
 use crate::format::inode::{Inode, InodeAttr};
 use crate::format::{Ino, Lbn};
-use crate::storage::StorageManager;
+use crate::storage::{Fetches, StorageManager};
 use crate::Result;
 use disk::AlignedBytes;
 
@@ -202,9 +202,19 @@ impl<S: StorageManager> Ns<'_, S> {
     }
 
     pub(super) fn read(&mut self, ino: Ino, offset: u64, len: usize) -> Result<Vec<u8>> {
+        match self.read_later(ino, offset, len, false)? {
+            ReadStart::Done(data) => Ok(data),
+            ReadStart::Pending(_) => Err(errno(libc::EIO, "a read left transfers undone unasked")),
+        }
+    }
+
+    /// Reads up to `len` bytes at `offset`; with `later`, the storage
+    /// manager may leave device transfers to the caller
+    /// ([`StorageManager::read_blocks_later`]).
+    pub(super) fn read_later(&mut self, ino: Ino, offset: u64, len: usize, later: bool) -> Result<ReadStart> {
         let size = self.regular(ino)?.attr.size;
         if offset >= size {
-            return Ok(Vec::new());
+            return Ok(ReadStart::Done(Vec::new()));
         }
         let end = size.min(offset.saturating_add(len as u64));
         let bs = self.bs();
@@ -212,12 +222,17 @@ impl<S: StorageManager> Ns<'_, S> {
         // manager can read neighbours together; then the range is cut out.
         let first = offset / bs;
         let blocks = end.div_ceil(bs) - first;
-        let mut out = vec![0u8; (blocks * bs) as usize];
-        self.s.read_blocks(ino, first as Lbn, &mut out)?;
+        let mut buf = vec![0u8; (blocks * bs) as usize];
         let within = (offset - first * bs) as usize;
-        out.truncate(within + (end - offset) as usize);
-        out.drain(..within);
-        Ok(out)
+        let range = within..within + (end - offset) as usize;
+        if later {
+            if let Some(fetches) = self.s.read_blocks_later(ino, first as Lbn, &mut buf)? {
+                return Ok(ReadStart::Pending(PendingRead { ino, buf, range, fetches, current: false }));
+            }
+        } else {
+            self.s.read_blocks(ino, first as Lbn, &mut buf)?;
+        }
+        Ok(ReadStart::Done(cut(buf, range)))
     }
 
     /// Writes what it can: a failure after some bytes were stored returns
@@ -558,5 +573,58 @@ pub(super) fn chown_privileges(attr: &mut InodeAttr, who: Privilege) {
     attr.mode &= !libc::S_ISUID;
     if attr.mode & libc::S_IXGRP != 0 || !(who.in_group || who.fsetid) {
         attr.mode &= !libc::S_ISGID;
+    }
+}
+
+/// `buf` cut to `range`.
+fn cut(mut buf: Vec<u8>, range: std::ops::Range<usize>) -> Vec<u8> {
+    buf.truncate(range.end);
+    buf.drain(..range.start);
+    buf
+}
+
+/// How a read begun under the file system's lock went
+/// ([`FileSystem::read_begin`](super::FileSystem::read_begin)).
+pub enum ReadStart {
+    /// The bytes read: the cache held them, or the device was read at once.
+    Done(Vec<u8>),
+    /// Device transfers are left to the caller, to run without the lock.
+    Pending(PendingRead),
+}
+
+/// A read whose device transfers run without the file system's lock
+/// (module `storage::fetch`): [`PendingRead::fetch`], then, under the lock
+/// again, [`FileSystem::adopt_read`](super::FileSystem::adopt_read) to
+/// cache what is worth caching.
+pub struct PendingRead {
+    ino: Ino,
+    /// Whole blocks: the cached ones and holes filled in, the rest to fetch.
+    buf: Vec<u8>,
+    /// The bytes asked for, within `buf`.
+    range: std::ops::Range<usize>,
+    fetches: Fetches,
+    /// The transfers ran and read what the file held.
+    current: bool,
+}
+
+impl PendingRead {
+    /// Runs the device transfers, without the lock. Returns false when a
+    /// write submitted since the read began may have changed what they
+    /// read: the read must then be made again under the lock.
+    pub fn fetch(&mut self) -> Result<bool> {
+        self.current = self.fetches.run(&mut self.buf)?;
+        Ok(self.current)
+    }
+
+    /// Offers the storage manager the blocks fetched, to cache.
+    pub(super) fn adopt<S: StorageManager>(&self, storage: &mut S) {
+        if self.current {
+            storage.adopt_fetched(self.ino, &self.fetches, &self.buf);
+        }
+    }
+
+    /// The bytes asked for (once [`PendingRead::fetch`] returned true).
+    pub fn into_data(self) -> Vec<u8> {
+        cut(self.buf, self.range)
     }
 }

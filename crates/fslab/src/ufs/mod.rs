@@ -38,7 +38,7 @@ use crate::Result;
 
 pub use atime::{AtimeOptions, AtimePolicy};
 pub use dirhash::{DirhashOptions, DirhashStats};
-pub use file::BlockCopies;
+pub use file::{BlockCopies, PendingRead, ReadStart};
 pub use xattr::{XATTR_MAGIC, XATTR_VALUE_MAX};
 
 /// The most links an inode may have (BSD `LINK_MAX`); past it, EMLINK.
@@ -477,6 +477,23 @@ impl<S: StorageManager> FileSystem<S> {
         let data = self.ns().read(ino, offset, len)?;
         self.accessed(ino, false);
         Ok(data)
+    }
+
+    /// [`FileSystem::read`], except that the storage manager may leave
+    /// the device transfers of blocks it does not cache to the caller
+    /// ([`ReadStart::Pending`]), to run after letting go of whatever lock
+    /// guards the file system, so that other requests go on meanwhile.
+    /// The access time is updated now.
+    pub fn read_begin(&mut self, ino: Ino, offset: u64, len: usize) -> Result<ReadStart> {
+        let start = self.ns().read_later(ino, offset, len, true)?;
+        self.accessed(ino, false);
+        Ok(start)
+    }
+
+    /// Caches what `read` fetched, where still current (a hint: nothing
+    /// fails).
+    pub fn adopt_read(&mut self, read: &PendingRead) {
+        read.adopt(&mut self.storage);
     }
 
     /// Writes `data` at `offset`; returns the bytes written.
