@@ -547,16 +547,41 @@ impl<S: StorageManager + 'static> Filesystem for FuseAdapter<S> {
         // Copying the data into block buffers is a good part of a large
         // write's work; done here, it overlaps a segment being written
         // behind under the lock.
-        let copies = BlockCopies::of(offset, data, self.block_size);
+        let mut copies = Some(BlockCopies::of(offset, data, self.block_size));
         let caller = caller(req);
+        let target = from_fuse(ino);
+        // A block the write changes only in part is read first; if the
+        // cache does not hold it, the read's device transfer runs without
+        // the lock (`FileSystem::write_edges_to_fetch`), and the write
+        // follows once the block is cached.
+        let first = self.changing("write", ino, Dropped::Contents, |fs| {
+            let edges = fs.write_edges_to_fetch(target, offset, data.len())?;
+            if !edges.is_empty() {
+                return Ok(Err(edges));
+            }
+            let who = privilege(fs, ino, caller)?;
+            fs.write_copied(target, offset, data, copies.take().unwrap_or_default(), who).map(Ok)
+        });
+        let written = match first {
+            Ok(Ok(n)) => Ok(n),
+            Ok(Err(mut edges)) => {
+                // A transfer that failed or went stale is not cached: the
+                // write reads the block under the lock, as it always did.
+                for edge in &mut edges {
+                    let _ = edge.fetch();
+                }
+                self.changing("write", ino, Dropped::Contents, |fs| {
+                    for edge in &edges {
+                        fs.adopt_read(edge);
+                    }
+                    let who = privilege(fs, ino, caller)?;
+                    fs.write_copied(target, offset, data, copies.take().unwrap_or_default(), who)
+                })
+            }
+            Err(e) => Err(e),
+        };
         // A write is at most MAX_IO bytes, so the count fits in 32 bits.
-        reply.answer(
-            self.changing("write", ino, Dropped::Contents, |fs| {
-                let who = privilege(fs, ino, caller)?;
-                fs.write_copied(from_fuse(ino), offset, data, copies, who)
-            })
-            .map(|n| n as u32),
-        );
+        reply.answer(written.map(|n| n as u32));
     }
 
     fn flush(

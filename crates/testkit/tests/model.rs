@@ -478,6 +478,66 @@ fn reads_fetched_outside_the_lock_see_the_file_as_it_was_or_read_again(layout: L
     layout.with_subject(24 << 20, CACHE, None, Body(layout));
 }
 
+/// A write reads first the blocks it changes in part; with those blocks
+/// out of the cache, `write_edges_to_fetch` plans exactly those reads (not
+/// whole blocks, holes or blocks past the end), and a write after their
+/// transfers and `adopt_read` stores what a plain write would.
+fn writes_fetch_exactly_the_blocks_they_change_in_part(layout: Layout) {
+    struct Body;
+    impl WithSubject for Body {
+        fn run<T: Subject>(self, mut subject: T) {
+            let bs = subject.limits().block_size;
+            let b = bs as u64;
+            let fs = subject.fs();
+            let f = fs.mknod(ROOT_INO, b"f", libc::S_IFREG | 0o644, 0, Creds::default()).expect("create f");
+            let mut model = fill(1, 8 * bs);
+            fs.write(f.ino, 0, &model).expect("write f");
+            let g = fs.mknod(ROOT_INO, b"g", libc::S_IFREG | 0o644, 0, Creds::default()).expect("create g");
+            fs.write(g.ino, 0, &fill(7, 2 * CACHE as usize)).expect("write g");
+            fs.sync().expect("sync");
+            // (offset, length, blocks read first)
+            let cases: [(u64, usize, usize); 7] = [
+                (0, bs, 0),
+                (1, 10, 1),
+                (b - 1, 2, 2),
+                (b, 2 * bs, 0),
+                (b / 2, 2 * bs, 2),
+                (7 * b + 5, 10, 1),
+                (8 * b + 3, 5, 0),
+            ];
+            for (i, &(offset, len, reads)) in cases.iter().enumerate() {
+                // Written back, then pushed out of the cache by g, read a
+                // block at a time.
+                subject.fs().sync().expect("sync");
+                for at in (0..2 * CACHE).step_by(bs) {
+                    subject.fs().read(g.ino, at, bs).expect("read g");
+                }
+                let mut edges = subject.fs().write_edges_to_fetch(f.ino, offset, len).expect("plan");
+                assert_eq!(edges.len(), reads, "case {i}: a write of {len} bytes at {offset}");
+                for edge in &mut edges {
+                    assert!(edge.fetch().expect("fetch"), "case {i}: nothing wrote meanwhile");
+                    subject.fs().adopt_read(edge);
+                }
+                assert!(
+                    subject.fs().write_edges_to_fetch(f.ino, offset, len).expect("plan again").is_empty(),
+                    "case {i}: the blocks fetched were cached"
+                );
+                let data = fill(10 + i as u64, len);
+                subject.fs().write(f.ino, offset, &data).expect("write");
+                let end = offset as usize + len;
+                if model.len() < end {
+                    model.resize(end, 0);
+                }
+                model[offset as usize..end].copy_from_slice(&data);
+                let read = subject.fs().read(f.ino, 0, model.len()).expect("read f");
+                assert!(read == model, "case {i}: f differs from the model");
+            }
+            subject.fsck().expect("fsck clean");
+        }
+    }
+    layout.with_subject(24 << 20, CACHE, None, Body);
+}
+
 /// Fills `subject` (a fresh 4 MiB disk, LFS without a cleaner) with
 /// three-block files until not one more block fits; returns what each file
 /// holds.
@@ -753,4 +813,5 @@ on_every_layout!(
     truncating_to_the_middle_of_a_block_works_on_a_full_disk,
     fallocate_refused_on_a_full_disk_changes_nothing,
     reads_fetched_outside_the_lock_see_the_file_as_it_was_or_read_again,
+    writes_fetch_exactly_the_blocks_they_change_in_part,
 );

@@ -235,6 +235,35 @@ impl<S: StorageManager> Ns<'_, S> {
         Ok(ReadStart::Done(cut(buf, range)))
     }
 
+    /// The blocks a write of `len` bytes at `offset` changes only in part
+    /// (and so must read first) whose device transfers the storage manager
+    /// left undone: none when they are cached, holes, or past the end.
+    pub(super) fn write_edges_to_fetch(
+        &mut self,
+        ino: Ino,
+        offset: u64,
+        len: usize,
+    ) -> Result<Vec<PendingRead>> {
+        let bs = self.bs();
+        let end = offset.saturating_add(len as u64);
+        let first = offset / bs * bs;
+        let mut edges = Vec::with_capacity(2);
+        if len > 0 && (offset != first || end < first + bs) {
+            edges.push(first);
+        }
+        let last = end / bs * bs;
+        if len > 0 && end != last && last != first {
+            edges.push(last);
+        }
+        let mut pending = Vec::new();
+        for start in edges {
+            if let ReadStart::Pending(read) = self.read_later(ino, start, bs as usize, true)? {
+                pending.push(read);
+            }
+        }
+        Ok(pending)
+    }
+
     /// Writes what it can: a failure after some bytes were stored returns
     /// the short count, and the size covers only what was stored.
     pub(super) fn write(

@@ -490,6 +490,16 @@ impl<S: StorageManager> FileSystem<S> {
         Ok(start)
     }
 
+    /// The reads a write of `len` bytes at `offset` would make under the
+    /// lock, of the blocks it changes only in part, planned so that the
+    /// caller can run their device transfers without it and cache the
+    /// blocks ([`FileSystem::adopt_read`]) before the write: 4 KiB writes
+    /// into 8 KiB FFS blocks then wait for the disk without holding up
+    /// other requests. Empty when the write would read nothing.
+    pub fn write_edges_to_fetch(&mut self, ino: Ino, offset: u64, len: usize) -> Result<Vec<PendingRead>> {
+        self.ns().write_edges_to_fetch(ino, offset, len)
+    }
+
     /// Caches what `read` fetched, where still current (a hint: nothing
     /// fails).
     pub fn adopt_read(&mut self, read: &PendingRead) {
