@@ -381,6 +381,77 @@ mod tests {
         disk.snapshot()
     }
 
+    /// A cleaner over shared access reads the blocks it moves without the
+    /// file system's lock (`Locked::markv`) while a writer rewrites and
+    /// removes files in the segments it cleans: every file reads back as
+    /// last written, and the cleaner moved blocks.
+    #[test]
+    fn files_rewritten_while_the_cleaner_moves_their_blocks_read_back_as_last_written() {
+        let disk = Arc::new(MemDisk::from_bytes(half_dead_image()));
+        let options = MountOptions { cache_bytes: 1 << 20, ..MountOptions::default() };
+        let fs = FileSystem::new(Lfs::mount(disk, options).expect("mount"));
+        let shared = Shared(Arc::new(Mutex::new(fs)));
+        // The odd files survive in the image, each 4 KiB of its number.
+        let files: HashMap<u32, Vec<u8>> = {
+            let mut fs = shared.0.lock().unwrap_or_else(PoisonError::into_inner);
+            (1..10_000u32)
+                .step_by(2)
+                .take_while(|i| fs.lookup(ROOT_INO, format!("f{i}").as_bytes()).is_ok())
+                .map(|i| (i, vec![i as u8; 4096]))
+                .collect()
+        };
+        let count = files.len() as u32;
+        assert!(count > 1_000, "the image holds {count} files");
+        let stop = Arc::new(AtomicBool::new(false));
+        let writer = {
+            let (shared, stop, mut files) = (shared.clone(), stop.clone(), files);
+            std::thread::spawn(move || {
+                let mut rng = SmallRng::seed_from_u64(5);
+                while !stop.load(Ordering::Relaxed) {
+                    let i = 2 * rng.gen_range(0..count) + 1;
+                    let name = format!("f{i}");
+                    let mut fs = shared.0.lock().unwrap_or_else(PoisonError::into_inner);
+                    let Ok(inode) = fs.lookup(ROOT_INO, name.as_bytes()) else { continue };
+                    if rng.gen_bool(0.2) {
+                        fs.unlink(ROOT_INO, name.as_bytes()).expect("unlink");
+                        files.remove(&i);
+                        continue;
+                    }
+                    let data: Vec<u8> = (0..4096).map(|_| rng.gen()).collect();
+                    match fs.write(inode.ino, 0, &data) {
+                        Ok(_) => {
+                            files.insert(i, data);
+                        }
+                        Err(e) if e.errno() == libc::ENOSPC => {}
+                        Err(e) => panic!("write f{i}: {e}"),
+                    }
+                }
+                files
+            })
+        };
+        let mut cleaner = Cleaner::new(policy::by_name("greedy").expect("greedy"));
+        let mut locked = Locked::new(shared.clone()).expect("locked");
+        let moved = |shared: &Shared| {
+            shared.with_lfs(|lfs| Ok(lfs.cleaner_report().total.blocks_moved)).expect("report")
+        };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while moved(&shared) < 2_000 && Instant::now() < deadline {
+            cleaner.pass(&mut locked).expect("a cleaning pass");
+        }
+        stop.store(true, Ordering::Relaxed);
+        let files = writer.join().expect("writer");
+        let total = moved(&shared);
+        assert!(total >= 2_000, "the cleaner moved only {total} blocks");
+        let mut fs = shared.0.lock().unwrap_or_else(PoisonError::into_inner);
+        for (i, want) in &files {
+            let inode = fs.lookup(ROOT_INO, format!("f{i}").as_bytes()).expect("lookup");
+            assert!(
+                fs.read(inode.ino, 0, 4096).expect("read") == *want,
+                "f{i} differs from what was written"
+            );
+        }
+    }
+
     /// What the background cleaner said, kept for the test.
     fn spawn_recording(access: Unmountable) -> (Background, Arc<Mutex<Vec<String>>>) {
         let said = Arc::new(Mutex::new(Vec::new()));

@@ -168,8 +168,38 @@ impl<A: LfsAccess> Mechanism for Locked<A> {
     fn markv_cost(&mut self, blocks: &[BlockRef]) -> Result<u64> {
         self.call(|lfs| lfs.markv_cost(blocks))
     }
+    /// The live blocks markv would read from the device are read first,
+    /// without the lock (`Lfs::live_block_fetches`), so that requests are
+    /// served while the cleaner waits for the disk; markv, under the lock,
+    /// uses what was read for each block that still lies where it was
+    /// read, and reads the rest itself.
     fn markv(&mut self, blocks: &[MarkBlock], to: Destination) -> Result<Markv> {
-        self.call(|lfs| lfs.markv(blocks, to))
+        let (fetches, owners) = self.call(|lfs| Ok(lfs.live_block_fetches(blocks)))?;
+        if fetches.is_empty() {
+            return self.call(|lfs| lfs.markv(blocks, to));
+        }
+        let mut buf = vec![0u8; fetches.list().iter().map(|f| f.at + f.len).max().unwrap_or(0)];
+        let mut filled = blocks.to_vec();
+        let mut bytes = 0u64;
+        // A transfer that failed leaves its blocks to markv, which reads
+        // them under the lock and reports a failing device itself.
+        if fetches.run(&mut buf).is_ok() {
+            for (fetch, &i) in fetches.list().iter().zip(&owners) {
+                if fetches.written_since(fetch) {
+                    continue;
+                }
+                if let (Some(block), Some(bytes_read)) =
+                    (filled.get_mut(i), buf.get(fetch.at..fetch.at + fetch.len))
+                {
+                    block.data = Some(bytes_read.to_vec());
+                    bytes += fetch.len as u64;
+                }
+            }
+        }
+        self.call(|lfs| {
+            lfs.count_cleaner_read(bytes);
+            lfs.markv(&filled, to)
+        })
     }
     fn segclean(&mut self, seg: u64) -> Result<()> {
         self.call(|lfs| lfs.segclean(seg))

@@ -13,6 +13,7 @@ use crate::format::inode::INODE_SIZE;
 use crate::format::{Daddr, Ino, Lbn, IFILE_INO};
 use crate::lfs::layout::{WriteClock, SEGUSE_CLEAN};
 use crate::lfs::Lfs;
+use crate::storage::{Fetch, Fetches};
 use crate::Result;
 use disk::AlignedBytes;
 use std::collections::{HashMap, HashSet};
@@ -145,6 +146,40 @@ impl Lfs {
     fn checkpoint_blocks(&self) -> u64 {
         let changed = self.tables.dirty_blocks().len() as u64 + u64::from(self.sb.segtab_blocks);
         (changed + 8).min(self.tables.nblocks() + 8)
+    }
+
+    /// The device reads [`Lfs::markv`] would make of `blocks` — data and
+    /// indirect blocks handed over without contents and not cached —
+    /// planned so that a caller sharing the file system can run them
+    /// without its lock (`storage::Fetches`), and the index in `blocks` of
+    /// each. The caller puts what a transfer read, unless a write since
+    /// may have reached it, into the block's `data`, and counts it with
+    /// [`Lfs::count_cleaner_read`]; markv checks, as it does for a whole
+    /// segment read earlier, that each block still lies where it was read.
+    pub fn live_block_fetches(&mut self, blocks: &[MarkBlock]) -> (Fetches, Vec<usize>) {
+        let mut fetches = Fetches::new(Arc::new(self.io.reader()), self.block_size);
+        let mut owners = Vec::new();
+        for (i, b) in blocks.iter().enumerate() {
+            let BlockKind::Block(lbn) = b.block.kind else { continue };
+            let key = (b.block.ino, lbn);
+            if b.data.is_some() || b.block.ino == IFILE_INO || self.cache.contains(key) {
+                continue;
+            }
+            if self.check_addr(b.block.daddr, 1).is_err() {
+                // markv reports a damaged address itself.
+                continue;
+            }
+            let at = owners.len() * self.block_size;
+            fetches.push(Fetch { at, addr: b.block.daddr, len: self.block_size, lbn });
+            owners.push(i);
+        }
+        (fetches, owners)
+    }
+
+    /// Counts `bytes` a cleaner read itself for [`Lfs::markv`] (through
+    /// [`Lfs::live_block_fetches`]) in the write cost's bytes read.
+    pub fn count_cleaner_read(&mut self, bytes: u64) {
+        self.clean.counters.cleaner_bytes_read += bytes;
     }
 
     /// Rewrites the live blocks among `blocks` at the log head `to` names
