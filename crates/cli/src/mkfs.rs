@@ -151,16 +151,14 @@ impl FfsArgs {
 
     /// The FFS mkfs options these arguments give with `block_size`.
     fn options(&self, block_size: Option<u64>) -> Result<fslab::ffs::MkfsOptions, String> {
-        let mut o = fslab::ffs::MkfsOptions::default();
         let small = |what: &str, v: u64| u32::try_from(v).map_err(|_| format!("{what} {v} is too large"));
-        if let Some(bs) = block_size {
-            o.block_size = small("block size", bs)?;
-        }
-        o.fragment_size = match self.frag_size {
-            Some(f) => small("fragment size", f)?,
-            // 1 KiB, or an eighth of a block larger than 8 KiB.
-            None => (o.block_size / 8).max(o.fragment_size),
+        let mut o = match block_size {
+            Some(bs) => fslab::ffs::MkfsOptions::with_block_size(small("block size", bs)?),
+            None => fslab::ffs::MkfsOptions::default(),
         };
+        if let Some(f) = self.frag_size {
+            o.fragment_size = small("fragment size", f)?;
+        }
         if let Some(g) = self.cg_size {
             o.group_size = g;
         }
@@ -228,13 +226,6 @@ fn parse_rotdelay(text: &str) -> Result<RotDelay, String> {
     }
 }
 
-const DEFAULT_SEGMENT_SIZE: u64 = 1 << 20;
-const MIN_BLOCK_SIZE: u64 = 4 << 10;
-const MAX_BLOCK_SIZE: u64 = 64 << 10;
-const MIN_SEGMENT_BLOCKS: u64 = 16;
-/// A device holds at least this many segments (the cleaner needs room).
-const MIN_SEGMENTS: u64 = 8;
-
 /// Makes the file system and prints a one-line summary.
 pub fn run(args: &MkfsArgs) -> Result<(), String> {
     let path = args.image.as_path();
@@ -268,7 +259,11 @@ pub fn run(args: &MkfsArgs) -> Result<(), String> {
             if let Some(option) = args.ffs.given().first() {
                 return Err(format!("{option} is an FFS option; add --layout ffs"));
             }
-            Plan::Lfs(geometry(size, args.block_size.unwrap_or(4096), args.segment_size)?)
+            Plan::Lfs(MkfsOptions::for_device(
+                size,
+                args.block_size.unwrap_or(MkfsOptions::default().block_size.into()),
+                args.segment_size,
+            )?)
         }
         Layout::Ffs => {
             if args.segment_size.is_some() {
@@ -385,8 +380,7 @@ impl LogDevice {
                 Ok(LogDevice { path, size: disk.size(), created: false, _lock: Some(lock) })
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                let header = fslab::ffs::log_device::region_offset_for(options.fragment_size);
-                let size = options.journal_bytes.unwrap_or(DEFAULT_LOG_DEVICE_JOURNAL) + header;
+                let size = options.log_device_bytes();
                 let parent = match path.parent() {
                     Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
                     _ => PathBuf::from("."),
@@ -424,10 +418,6 @@ fn claim_existing(
     Ok((lock, disk))
 }
 
-/// The journal of a log device mkfs creates, when no size is given
-/// (WAPBL's largest default).
-const DEFAULT_LOG_DEVICE_JOURNAL: u64 = 64 << 20;
-
 fn make(path: &Path, size: u64, plan: &Plan) -> Result<(), String> {
     let disk = FileDisk::create(path, size).map_err(|e| e.to_string())?;
     let creds = fslab::ufs::Creds {
@@ -450,51 +440,6 @@ fn make(path: &Path, size: u64, plan: &Plan) -> Result<(), String> {
         }
     }
     .map_err(|e| e.to_string())
-}
-
-/// Checks block and segment size against the device size; picks the
-/// segment size when none is given (1 MiB, halved until eight fit).
-fn geometry(size: u64, block_size: u64, segment_size: Option<u64>) -> Result<MkfsOptions, String> {
-    if !block_size.is_power_of_two() || !(MIN_BLOCK_SIZE..=MAX_BLOCK_SIZE).contains(&block_size) {
-        return Err(format!("block size must be a power of two from 4 KiB to 64 KiB, not {block_size}"));
-    }
-    let min_segment = MIN_SEGMENT_BLOCKS * block_size;
-    let max_segment = size / MIN_SEGMENTS;
-    if max_segment < min_segment {
-        return Err(format!(
-            "{} is too small: with {block_size}-byte blocks it must hold {MIN_SEGMENTS} segments of \
-             {MIN_SEGMENT_BLOCKS} blocks, at least {}",
-            human(size),
-            human(MIN_SEGMENTS * min_segment)
-        ));
-    }
-    let segment = match segment_size {
-        Some(s) => s,
-        None => {
-            let fitting = 1u64 << max_segment.ilog2();
-            DEFAULT_SEGMENT_SIZE.min(fitting).max(min_segment)
-        }
-    };
-    if !segment.is_power_of_two() {
-        return Err(format!("segment size must be a power of two, not {segment}"));
-    }
-    if segment < min_segment {
-        return Err(format!(
-            "segment size {} is less than {MIN_SEGMENT_BLOCKS} blocks of {block_size} bytes",
-            human(segment)
-        ));
-    }
-    if segment > max_segment {
-        return Err(format!(
-            "segment size {} is more than 1/{MIN_SEGMENTS} of the {} device (at most {})",
-            human(segment),
-            human(size),
-            human(1u64 << max_segment.ilog2())
-        ));
-    }
-    let segment_size =
-        u32::try_from(segment).map_err(|_| format!("segment size {} is too large", human(segment)))?;
-    Ok(MkfsOptions { block_size: block_size as u32, segment_size })
 }
 
 /// What the device already holds, if anything (see the module comment).
@@ -531,25 +476,6 @@ fn existing_contents(disk: &FileDisk) -> io::Result<Option<&'static str>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn default_segment_is_one_mebibyte_or_an_eighth_of_a_small_device() {
-        assert_eq!(geometry(64 << 20, 4096, None).map(|o| o.segment_size), Ok(1 << 20));
-        assert_eq!(geometry(4 << 20, 4096, None).map(|o| o.segment_size), Ok(512 << 10));
-        assert_eq!(geometry(64 << 20, 65536, None).map(|o| o.segment_size), Ok(1 << 20));
-    }
-
-    #[test]
-    fn bad_geometry_is_refused() {
-        assert!(geometry(64 << 20, 3000, None).is_err());
-        assert!(geometry(64 << 20, 2048, None).is_err());
-        assert!(geometry(64 << 20, 128 << 10, None).is_err());
-        assert!(geometry(64 << 20, 4096, Some(3 << 20)).is_err());
-        assert!(geometry(64 << 20, 4096, Some(32 << 10)).is_err());
-        assert!(geometry(64 << 20, 4096, Some(16 << 20)).is_err());
-        assert!(geometry(256 << 10, 4096, None).is_err());
-        assert_eq!(geometry(64 << 20, 4096, Some(8 << 20)).map(|o| o.segment_size), Ok(8 << 20));
-    }
 
     #[test]
     fn rotdelay_is_milliseconds_or_blocks() {

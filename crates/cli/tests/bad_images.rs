@@ -61,9 +61,8 @@ fn assert_mount_fails_with(image: &Path, dir: &Path, extra: &[&str], what: &str)
     if mounted || r.success() {
         // Clean up before failing the test.
         let _ = run("fusermount3", &[os("-uz"), dir.as_os_str()], T);
-        for pid in common::image_users(image) {
-            // SAFETY: kill(2) on the daemon this test started.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
+        for pid in common::image_users(image).into_iter().filter_map(rustix::process::Pid::from_raw) {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
         }
     }
     assert!(!mounted, "mount {what}: {} is mounted", dir.display());

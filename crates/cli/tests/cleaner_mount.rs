@@ -9,10 +9,9 @@
 mod common;
 
 use common::{fslab_run, is_mounted, mkfs, Mode, Mount, Rng};
-use std::ffi::{CString, OsStr};
+use std::ffi::OsStr;
 use std::fs::{self, OpenOptions};
 use std::io::Write;
-use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -27,11 +26,7 @@ fn contents(seed: u64) -> Vec<u8> {
 
 /// The file system's size as `df` reports it.
 fn df_bytes(dir: &Path) -> u64 {
-    let path = CString::new(dir.as_os_str().as_bytes()).expect("no NUL in the path");
-    // SAFETY: statvfs is plain data; `path` is NUL-terminated and both
-    // outlive the call.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    assert_eq!(unsafe { libc::statvfs(path.as_ptr(), &mut st) }, 0, "statvfs {}", dir.display());
+    let st = rustix::fs::statvfs(dir).unwrap_or_else(|e| panic!("statvfs {}: {e}", dir.display()));
     st.f_blocks * st.f_frsize
 }
 

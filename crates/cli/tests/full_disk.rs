@@ -8,7 +8,6 @@ mod common;
 use common::{errno, errno_name, mkfs_layout, Layout, Mode, Mount, Rng};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
-use std::os::fd::IntoRawFd;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
@@ -58,14 +57,9 @@ fn must_be_enospc(e: &io::Error, what: &str) {
 }
 
 fn close_checked(f: File) -> io::Result<()> {
-    let fd = f.into_raw_fd();
-    // SAFETY: `fd` was just released from a File we own, so it is open and
-    // closed exactly once here.
-    if unsafe { libc::close(fd) } == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    // Dropping the File would throw away close's error, which is what this
+    // checks.
+    nix::unistd::close(f).map_err(io::Error::from)
 }
 
 /// Writes one file in CHUNK-sized write() calls and says how it ended, and
@@ -165,14 +159,8 @@ fn verify(dir: &Path, recs: &[Record]) {
     }
 }
 
-fn statvfs(p: &Path) -> libc::statvfs {
-    let c = std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(p.as_os_str()))
-        .expect("path without NUL");
-    // SAFETY: statvfs(2) fills the zeroed struct; the path is NUL-terminated.
-    let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
-    let r = unsafe { libc::statvfs(c.as_ptr(), &mut s) };
-    assert_eq!(r, 0, "statvfs: {}", io::Error::last_os_error());
-    s
+fn statvfs(p: &Path) -> rustix::fs::StatVfs {
+    rustix::fs::statvfs(p).unwrap_or_else(|e| panic!("statvfs: {}", io::Error::from(e)))
 }
 
 fn filling_the_disk_gives_enospc_and_keeps_acknowledged_bytes(layout: Layout) {
@@ -230,8 +218,7 @@ fn filling_the_disk_gives_enospc_and_keeps_acknowledged_bytes(layout: Layout) {
         recs.iter().position(|r| r.fate == Fate::Complete && r.size == MIB).expect("a complete 1 MiB file");
     fs::remove_file(dir.join(&recs[victim].name)).expect("unlink on a full file system");
     recs[victim].fate = Fate::Deleted;
-    // SAFETY: sync(2) takes no arguments.
-    unsafe { libc::sync() };
+    rustix::fs::sync();
     let (rec, enospc) = write_file(&dir, "after-delete", 6000, MIB);
     println!("after deleting 1 MiB: new 1 MiB file {:?} (ENOSPC: {enospc})", rec.fate);
     recs.push(rec);

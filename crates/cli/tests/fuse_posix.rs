@@ -94,36 +94,37 @@ fn expect_errno<T: std::fmt::Debug>(r: io::Result<T>, want: i32, what: &str) {
     }
 }
 
-fn renameat2(from: &Path, to: &Path, flags: libc::c_uint) -> io::Result<libc::c_int> {
-    let (a, b) = (cpath(from), cpath(to));
-    // SAFETY: both strings are valid NUL-terminated paths that outlive the call.
-    let r = unsafe {
-        libc::syscall(libc::SYS_renameat2, libc::AT_FDCWD, a.as_ptr(), libc::AT_FDCWD, b.as_ptr(), flags)
-    };
-    check(r as libc::c_int)
+fn renameat2(from: &Path, to: &Path, flags: libc::c_uint) -> io::Result<()> {
+    use rustix::fs::{renameat_with, RenameFlags, CWD};
+    // Unknown bits go to the kernel as given, for it to refuse.
+    Ok(renameat_with(CWD, from, CWD, to, RenameFlags::from_bits_retain(flags))?)
 }
 
-fn fallocate(f: &File, mode: libc::c_int, off: i64, len: i64) -> io::Result<libc::c_int> {
-    // SAFETY: fallocate(2) on an open descriptor; no memory is passed.
-    check(unsafe { libc::fallocate(f.as_raw_fd(), mode, off, len) })
+fn fallocate(f: &File, mode: libc::c_int, off: i64, len: i64) -> io::Result<()> {
+    use rustix::fs::FallocateFlags;
+    // The bits as given, and the offsets as the kernel reads them (signed),
+    // so that the calls the kernel refuses reach it unchanged.
+    let mode = FallocateFlags::from_bits_retain(mode as u32);
+    Ok(rustix::fs::fallocate(f, mode, off as u64, len as u64)?)
 }
 
 fn lseek(f: &File, off: i64, whence: libc::c_int) -> io::Result<i64> {
-    // SAFETY: lseek(2) on an open descriptor.
-    let r = unsafe { libc::lseek(f.as_raw_fd(), off, whence) };
-    if r < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(r)
-    }
+    use rustix::fs::SeekFrom;
+    // A negative offset goes to the kernel as it is (rustix passes the bits
+    // on), for it to refuse.
+    let pos = match whence {
+        libc::SEEK_DATA => SeekFrom::Data(off as u64),
+        libc::SEEK_HOLE => SeekFrom::Hole(off as u64),
+        libc::SEEK_SET => SeekFrom::Start(off as u64),
+        libc::SEEK_CUR => SeekFrom::Current(off),
+        libc::SEEK_END => SeekFrom::End(off),
+        _ => return Err(io::Error::from_raw_os_error(libc::EINVAL)),
+    };
+    Ok(rustix::fs::seek(f, pos)? as i64)
 }
 
-fn statvfs(p: &Path) -> libc::statvfs {
-    let c = cpath(p);
-    // SAFETY: statvfs(2) fills the zeroed struct we pass; the path is valid.
-    let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
-    check(unsafe { libc::statvfs(c.as_ptr(), &mut s) }).expect("statvfs");
-    s
+fn statvfs(p: &Path) -> rustix::fs::StatVfs {
+    rustix::fs::statvfs(p).expect("statvfs")
 }
 
 fn names_longer_than_255_bytes_are_rejected(layout: Layout) {
@@ -209,8 +210,14 @@ fn names_looked_up_while_missing_can_then_be_made_every_way(layout: Layout) {
     fs::hard_link(fx.p("created"), fx.p("hard")).expect("link");
     File::create(fx.p("source")).expect("create source");
     fs::rename(fx.p("source"), fx.p("renamed")).expect("rename onto a missing name");
-    // SAFETY: a NUL-terminated path and a mode; mkfifo touches nothing else.
-    check(unsafe { libc::mkfifo(cpath(&fx.p("fifo")).as_ptr(), 0o644) }).expect("mkfifo");
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        fx.p("fifo"),
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o644),
+        0,
+    )
+    .expect("mkfifo");
     fs::write(fx.p("d2/inner"), b"x").expect("create in a subdirectory");
 
     assert_eq!(fs::read(fx.p("created")).expect("read"), b"data");
@@ -604,8 +611,7 @@ fn fsync_and_fdatasync_succeed(layout: Layout) {
     let d = File::open(fx.dir()).expect("open root dir");
     d.sync_all().expect("fsync of a directory");
     drop(d);
-    // SAFETY: sync(2) takes no arguments.
-    unsafe { libc::sync() };
+    rustix::fs::sync();
     fx.remount();
     let got = fs::read(fx.p("f")).expect("read back");
     assert_eq!(got.len(), 300_004);
@@ -773,7 +779,7 @@ fn statfs_numbers_are_sane_and_shrink_after_writing(layout: Layout) {
     assert!(used <= 40 << 20, "writing 10 MiB reduced f_bfree by {used} bytes");
     let avail_used = (before.f_bavail.saturating_sub(after.f_bavail)) * frsize;
     assert!(avail_used >= 10 << 20, "writing 10 MiB reduced f_bavail by only {avail_used} bytes");
-    let inodes_used = |s: &libc::statvfs| s.f_files.saturating_sub(s.f_ffree);
+    let inodes_used = |s: &rustix::fs::StatVfs| s.f_files.saturating_sub(s.f_ffree);
     assert!(inodes_used(&after) > inodes_used(&before), "one more inode in use after creating a file");
     fx.finish();
 }
@@ -822,8 +828,7 @@ fn drop_kernel_caches() {
 /// forgotten it (fslab is asked for node "." and for a directory's ".."),
 /// and after a remount; a removed file's handle is stale.
 fn file_handles_open_files_after_the_kernel_forgot_them_and_after_a_remount(layout: Layout) {
-    // SAFETY: geteuid has no arguments and cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
+    if !rustix::process::geteuid().is_root() {
         println!("skipped: open_by_handle_at needs CAP_DAC_READ_SEARCH");
         return;
     }
@@ -878,8 +883,7 @@ fn file_handles_open_files_after_the_kernel_forgot_them_and_after_a_remount(layo
 /// never forgotten would keep an unlinked file's blocks for the mount's
 /// life).
 fn a_long_listing_after_the_kernel_forgot_shows_what_stat_showed_and_leaves_no_lookup(layout: Layout) {
-    // SAFETY: geteuid has no arguments and cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
+    if !rustix::process::geteuid().is_root() {
         println!("skipped: dropping the kernel's caches needs root");
         return;
     }
@@ -934,26 +938,18 @@ fn a_long_listing_after_the_kernel_forgot_shows_what_stat_showed_and_leaves_no_l
 /// The names and inode numbers of `dir`, read with `getdents64` into a
 /// 4 KiB buffer (the kernel's smallest READDIRPLUS request).
 fn getdents_in_small_buffers(dir: &Path) -> Vec<(String, u64)> {
+    // Aligned as a dirent, so that RawDir uses all 4096 bytes.
+    #[repr(C, align(8))]
+    struct Buffer([std::mem::MaybeUninit<u8>; 4096]);
     let d = File::open(dir).expect("open directory");
-    let mut buf = vec![0u8; 4096];
+    let mut buf = Buffer([std::mem::MaybeUninit::uninit(); 4096]);
+    let mut entries = rustix::fs::RawDir::new(&d, &mut buf.0);
     let mut out = Vec::new();
-    loop {
-        // SAFETY: a valid descriptor and a buffer of the given length.
-        let n = unsafe { libc::syscall(libc::SYS_getdents64, d.as_raw_fd(), buf.as_mut_ptr(), buf.len()) };
-        assert!(n >= 0, "getdents64: {}", io::Error::last_os_error());
-        if n == 0 {
-            return out;
-        }
-        let mut at = 0usize;
-        while at < n as usize {
-            let ino = u64::from_ne_bytes(buf[at..at + 8].try_into().expect("8 bytes"));
-            let reclen = u16::from_ne_bytes(buf[at + 16..at + 18].try_into().expect("2 bytes")) as usize;
-            let name = &buf[at + 19..at + reclen];
-            let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
-            out.push((String::from_utf8_lossy(&name[..end]).into_owned(), ino));
-            at += reclen;
-        }
+    while let Some(entry) = entries.next() {
+        let entry = entry.unwrap_or_else(|e| panic!("getdents64: {}", io::Error::from(e)));
+        out.push((String::from_utf8_lossy(entry.file_name().to_bytes()).into_owned(), entry.ino()));
     }
+    out
 }
 
 /// A file's or directory's access time, in nanoseconds.
@@ -975,8 +971,7 @@ fn mtime_ns(path: &Path) -> i128 {
 /// never; a directory listing counts as a read of the directory; the new
 /// times are kept across a remount.
 fn reads_update_access_times_as_the_mount_options_say(layout: Layout) {
-    // SAFETY: geteuid has no arguments and cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
+    if !rustix::process::geteuid().is_root() {
         println!("skipped: dropping the page cache needs root");
         return;
     }
@@ -1030,16 +1025,12 @@ fn reads_update_access_times_as_the_mount_options_say(layout: Layout) {
     }
 }
 
-fn set_xattr(path: &Path, name: &str, value: &[u8]) -> io::Result<libc::c_int> {
-    let (c, n) = (cpath(path), CString::new(name).expect("name without NUL"));
-    // SAFETY: valid C strings and a buffer of `value.len()` bytes.
-    check(unsafe { libc::setxattr(c.as_ptr(), n.as_ptr(), value.as_ptr().cast(), value.len(), 0) })
+fn set_xattr(path: &Path, name: &str, value: &[u8]) -> io::Result<()> {
+    Ok(rustix::fs::setxattr(path, name, value, rustix::fs::XattrFlags::empty())?)
 }
 
-fn remove_xattr(path: &Path, name: &str) -> io::Result<libc::c_int> {
-    let (c, n) = (cpath(path), CString::new(name).expect("name without NUL"));
-    // SAFETY: valid C strings.
-    check(unsafe { libc::removexattr(c.as_ptr(), n.as_ptr()) })
+fn remove_xattr(path: &Path, name: &str) -> io::Result<()> {
+    Ok(rustix::fs::removexattr(path, name)?)
 }
 
 /// The limits docs/SEMANTICS.md states, through the kernel: a file's
@@ -1092,12 +1083,9 @@ fn extended_attributes_fill_one_block_and_fail_exactly_at_the_limits(layout: Lay
 
 /// The names `listxattr` returns.
 fn xattr_names(path: &Path) -> Vec<Vec<u8>> {
-    let c = cpath(path);
     let mut buf = vec![0u8; 1 << 16];
-    // SAFETY: a valid C string and a buffer of the given length.
-    let n = check(unsafe { libc::listxattr(c.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) as libc::c_int })
-        .expect("listxattr");
-    buf[..n as usize].split(|&b| b == 0).filter(|s| !s.is_empty()).map(<[u8]>::to_vec).collect()
+    let n = rustix::fs::listxattr(path, &mut buf[..]).expect("listxattr");
+    buf[..n].split(|&b| b == 0).filter(|s| !s.is_empty()).map(<[u8]>::to_vec).collect()
 }
 
 on_every_layout!(

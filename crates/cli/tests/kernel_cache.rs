@@ -12,8 +12,10 @@
 mod common;
 
 use common::{mkfs_layout, Layout, Mode, Mount};
-use std::ffi::CString;
+use rustix::fs::{AtFlags, FallocateFlags, OFlags, StatxFlags, Uid};
+use std::ffi::{CStr, CString};
 use std::fs;
+use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -32,8 +34,7 @@ impl Fixture {
         if !common::fuse_or_skip() {
             return None;
         }
-        // SAFETY: geteuid has no arguments and cannot fail.
-        if unsafe { libc::geteuid() } != 0 {
+        if !rustix::process::geteuid().is_root() {
             println!("skipped: needs root to act as another user");
             return None;
         }
@@ -62,53 +63,65 @@ fn cpath(p: &Path) -> CString {
 
 /// One attribute as `statx` asks for it alone (`mask` one of STATX_MODE,
 /// STATX_BLOCKS): the kernel answers from its cache unless it dropped it.
-fn statx_one(path: &Path, mask: u32) -> libc::statx {
-    let c = cpath(path);
-    // SAFETY: `st` is written by statx; the path is a valid C string.
-    unsafe {
-        let mut st: libc::statx = std::mem::zeroed();
-        assert_eq!(libc::statx(libc::AT_FDCWD, c.as_ptr(), 0, mask, &mut st), 0, "statx {}", path.display());
-        st
-    }
+fn statx_one(path: &Path, mask: StatxFlags) -> rustix::fs::Statx {
+    rustix::fs::statx(rustix::fs::CWD, path, AtFlags::empty(), mask)
+        .unwrap_or_else(|e| panic!("statx {}: {e}", path.display()))
 }
 
 fn mode(path: &Path) -> u32 {
-    u32::from(statx_one(path, libc::STATX_MODE).stx_mode) & 0o7777
+    u32::from(statx_one(path, StatxFlags::MODE).stx_mode) & 0o7777
 }
 
 /// Runs `act` in a forked child as user and group 65534 and returns what
 /// it returns (0, or the errno of the call that failed).
 fn as_nobody(act: impl FnOnce() -> i32) -> i32 {
+    use nix::sys::wait::{waitpid, WaitStatus};
+    use nix::unistd::{fork, setgroups, setresgid, setresuid, ForkResult, Gid, Uid};
     // SAFETY: the child of a threaded process may only make system calls:
-    // `act` and the calls here allocate nothing and take no lock, and the
+    // `act` and the calls below allocate nothing and take no lock, and the
     // child leaves with _exit.
-    unsafe {
-        let pid = libc::fork();
-        assert!(pid >= 0, "fork");
-        if pid == 0 {
-            let code = if libc::setgroups(0, std::ptr::null()) != 0
-                || libc::setresgid(NOBODY, NOBODY, NOBODY) != 0
-                || libc::setresuid(NOBODY, NOBODY, NOBODY) != 0
-            {
-                200
-            } else {
-                act()
-            };
-            libc::_exit(code);
+    match unsafe { fork() }.expect("fork") {
+        ForkResult::Child => {
+            let (uid, gid) = (Uid::from_raw(NOBODY), Gid::from_raw(NOBODY));
+            let became = setgroups(&[])
+                .and_then(|()| setresgid(gid, gid, gid))
+                .and_then(|()| setresuid(uid, uid, uid));
+            let code = if became.is_ok() { act() } else { 200 };
+            // SAFETY: _exit ends the child at once; the parent's exit
+            // handlers and buffers, which exit would run and flush, are not
+            // the child's to touch. Neither rustix nor nix offers it safe.
+            unsafe { libc::_exit(code) }
         }
-        let mut status = 0;
-        assert_eq!(libc::waitpid(pid, &mut status, 0), pid);
-        assert!(libc::WIFEXITED(status), "child status {status}");
-        let code = libc::WEXITSTATUS(status);
-        assert_ne!(code, 200, "cannot become user {NOBODY}");
-        code
+        ForkResult::Parent { child } => {
+            let status = waitpid(child, None).expect("waitpid");
+            let WaitStatus::Exited(_, code) = status else { panic!("child status {status:?}") };
+            assert_ne!(code, 200, "cannot become user {NOBODY}");
+            code
+        }
     }
 }
 
-/// The errno of the last failed call, inside `as_nobody`'s child.
-fn last_errno() -> i32 {
-    // SAFETY: reads this thread's errno.
-    unsafe { *libc::__errno_location() }
+/// 0 for success, else the errno: what `as_nobody`'s child exits with.
+/// rustix's calls on a `CStr` path allocate nothing, so they are safe in
+/// the child of a threaded process.
+fn code(r: rustix::io::Result<()>) -> i32 {
+    r.err().map_or(0, |e| e.raw_os_error())
+}
+
+/// A nix error as rustix's.
+fn from_nix(e: nix::errno::Errno) -> rustix::io::Errno {
+    rustix::io::Errno::from_raw_os_error(e as i32)
+}
+
+/// Closes `fd` and says whether the close failed, which dropping it would
+/// not.
+fn close(fd: OwnedFd) -> rustix::io::Result<()> {
+    nix::unistd::close(fd).map_err(from_nix)
+}
+
+/// Opens `path` (`CStr`: no allocation in `as_nobody`'s child).
+fn open(path: &CStr, flags: OFlags) -> rustix::io::Result<OwnedFd> {
+    rustix::fs::open(path, flags, rustix::fs::Mode::empty())
 }
 
 /// A file made by root with `mode`, its set-user-ID / set-group-ID bits
@@ -132,14 +145,14 @@ fn a_write_that_clears_set_user_id_and_set_group_id_shows_at_once(layout: Layout
     for path in [&suid, &sgid] {
         let c = cpath(path);
         let result = as_nobody(|| {
-            // SAFETY: a valid path and buffer; plain system calls.
-            unsafe {
-                let fd = libc::open(c.as_ptr(), libc::O_WRONLY | libc::O_APPEND);
-                if fd < 0 || libc::write(fd, b"x".as_ptr().cast(), 1) != 1 {
-                    return last_errno();
+            code(open(&c, OFlags::WRONLY | OFlags::APPEND).and_then(|fd| {
+                let n = rustix::io::write(&fd, b"x")?;
+                if n == 1 {
+                    Ok(())
+                } else {
+                    Err(rustix::io::Errno::IO)
                 }
-                0
-            }
+            }))
         });
         assert_eq!(result, 0, "write as nobody to {}", path.display());
         assert_eq!(mode(path), 0o777, "mode of {} after the write", path.display());
@@ -157,32 +170,24 @@ fn fallocate_and_copy_file_range_that_clear_set_user_id_show_at_once(layout: Lay
 
     let target = cpath(&allocated);
     let result = as_nobody(|| {
-        // SAFETY: a valid path; plain system calls.
-        unsafe {
-            let fd = libc::open(target.as_ptr(), libc::O_WRONLY);
-            if fd < 0 || libc::fallocate(fd, 0, 0, 65536) != 0 {
-                return last_errno();
-            }
-            0
-        }
+        code(
+            open(&target, OFlags::WRONLY)
+                .and_then(|fd| rustix::fs::fallocate(&fd, FallocateFlags::empty(), 0, 65536)),
+        )
     });
     assert_eq!(result, 0, "fallocate as nobody");
     assert_eq!(mode(&allocated), 0o777, "mode after fallocate");
 
     let target = cpath(&copied);
     let result = as_nobody(|| {
-        // SAFETY: valid paths; plain system calls with null offsets.
-        unsafe {
-            let from = libc::open(source.as_ptr(), libc::O_RDONLY);
-            let to = libc::open(target.as_ptr(), libc::O_WRONLY);
-            if from < 0 || to < 0 {
-                return last_errno();
-            }
-            let n = libc::copy_file_range(from, std::ptr::null_mut(), to, std::ptr::null_mut(), 5000, 0);
-            if n != 5000 {
-                return last_errno().max(1);
-            }
-            0
+        let (from, to) = match (open(&source, OFlags::RDONLY), open(&target, OFlags::WRONLY)) {
+            (Ok(from), Ok(to)) => (from, to),
+            (Err(e), _) | (_, Err(e)) => return e.raw_os_error(),
+        };
+        match rustix::fs::copy_file_range(&from, None, &to, None, 5000) {
+            Ok(5000) => 0,
+            Ok(_) => 1,
+            Err(e) => e.raw_os_error().max(1),
         }
     });
     assert_eq!(result, 0, "copy_file_range as nobody");
@@ -196,16 +201,7 @@ fn a_truncate_that_clears_set_user_id_shows_at_once(layout: Layout) {
     let Some(fx) = Fixture::new(layout) else { return };
     let path = privileged_file(&fx, "truncated", 0o4777);
     let c = cpath(&path);
-    let result = as_nobody(|| {
-        // SAFETY: a valid path; plain system calls.
-        unsafe {
-            let fd = libc::open(c.as_ptr(), libc::O_WRONLY);
-            if fd < 0 || libc::ftruncate(fd, 3) != 0 {
-                return last_errno();
-            }
-            0
-        }
-    });
+    let result = as_nobody(|| code(open(&c, OFlags::WRONLY).and_then(|fd| rustix::fs::ftruncate(&fd, 3))));
     assert_eq!(result, 0, "ftruncate as nobody");
     assert_eq!(mode(&path), 0o777, "mode after truncate");
     fx.finish();
@@ -236,33 +232,25 @@ enum Change {
 fn change_as(who: Who, change: Change, path: &Path) -> i32 {
     let c = cpath(path);
     let act = || {
-        // SAFETY: a valid path; plain system calls.
-        unsafe {
-            let ok = match change {
-                // Root runs this in the test's own process: the files are
-                // closed again, or the unmount finds the mount busy.
-                Change::Write => {
-                    let fd = libc::open(c.as_ptr(), libc::O_WRONLY | libc::O_APPEND);
-                    let ok = fd >= 0 && libc::write(fd, b"x".as_ptr().cast(), 1) == 1;
-                    ok && libc::close(fd) == 0
+        code(match change {
+            // Root runs this in the test's own process: the files are
+            // closed again, or the unmount finds the mount busy.
+            Change::Write => open(&c, OFlags::WRONLY | OFlags::APPEND).and_then(|fd| {
+                if rustix::io::write(&fd, b"x")? != 1 {
+                    return Err(rustix::io::Errno::IO);
                 }
-                Change::Truncate => libc::truncate(c.as_ptr(), 2) == 0,
-                Change::Fallocate => {
-                    let fd = libc::open(c.as_ptr(), libc::O_WRONLY);
-                    let ok = fd >= 0 && libc::fallocate(fd, 0, 0, 8192) == 0;
-                    ok && libc::close(fd) == 0
-                }
-                Change::Chown => {
-                    let owner = if who == Who::Root { 0 } else { NOBODY };
-                    libc::chown(c.as_ptr(), owner, libc::gid_t::MAX) == 0
-                }
-            };
-            if ok {
-                0
-            } else {
-                last_errno()
+                close(fd)
+            }),
+            Change::Truncate => nix::unistd::truncate(c.as_c_str(), 2).map_err(from_nix),
+            Change::Fallocate => open(&c, OFlags::WRONLY).and_then(|fd| {
+                rustix::fs::fallocate(&fd, FallocateFlags::empty(), 0, 8192)?;
+                close(fd)
+            }),
+            Change::Chown => {
+                let owner = if who == Who::Root { 0 } else { NOBODY };
+                rustix::fs::chown(c.as_c_str(), Some(Uid::from_raw(owner)), None)
             }
-        }
+        })
     };
     match who {
         Who::Root => act(),
@@ -319,19 +307,13 @@ fn extended_attributes_that_take_or_free_a_block_show_in_the_block_count(layout:
     let Some(fx) = Fixture::new(layout) else { return };
     let path = fx.p("xattrs");
     fs::write(&path, vec![1u8; 4096]).expect("create");
-    let blocks = |p: &Path| statx_one(p, libc::STATX_BLOCKS).stx_blocks;
+    let blocks = |p: &Path| statx_one(p, StatxFlags::BLOCKS).stx_blocks;
     let before = blocks(&path);
     let c = cpath(&path);
-    // SAFETY: valid C strings and a buffer that outlive the calls.
-    unsafe {
-        assert_eq!(libc::setxattr(c.as_ptr(), c"user.colour".as_ptr(), b"blue".as_ptr().cast(), 4, 0), 0);
-    }
+    assert_eq!(rustix::fs::setxattr(&c, c"user.colour", b"blue", rustix::fs::XattrFlags::empty()), Ok(()));
     let with = blocks(&path);
     assert!(with > before, "an xattr block shows: {before} -> {with}");
-    // SAFETY: valid C strings.
-    unsafe {
-        assert_eq!(libc::removexattr(c.as_ptr(), c"user.colour".as_ptr()), 0);
-    }
+    assert_eq!(rustix::fs::removexattr(&c, c"user.colour"), Ok(()));
     assert_eq!(blocks(&path), before, "the xattr block is gone");
     fx.finish();
 }
@@ -344,16 +326,7 @@ fn the_kernel_checks_permissions_against_the_stored_mode(layout: Layout) {
     fs::write(&path, b"secret").expect("create");
     fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).expect("chmod 600");
     let c = cpath(&path);
-    let open_for_reading = || {
-        as_nobody(|| {
-            // SAFETY: a valid path; a plain system call.
-            if unsafe { libc::open(c.as_ptr(), libc::O_RDONLY) } < 0 {
-                last_errno()
-            } else {
-                0
-            }
-        })
-    };
+    let open_for_reading = || as_nobody(|| code(open(&c, OFlags::RDONLY).map(drop)));
     assert_eq!(open_for_reading(), libc::EACCES, "mode 600, owner root");
     fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).expect("chmod 644");
     assert_eq!(open_for_reading(), 0, "mode 644");

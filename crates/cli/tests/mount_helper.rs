@@ -18,8 +18,7 @@ use std::time::Duration;
 
 /// Whether these tests can run here; says why not.
 fn can_run() -> bool {
-    // SAFETY: geteuid has no arguments and cannot fail.
-    let why = if unsafe { libc::geteuid() } != 0 {
+    let why = if !rustix::process::geteuid().is_root() {
         Some("needs root (mount namespaces, /sbin helpers)")
     } else if !Path::new("/dev/fuse").exists() {
         Some("no /dev/fuse")

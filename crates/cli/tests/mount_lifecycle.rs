@@ -13,7 +13,6 @@ use common::{image_users, is_mounted, is_zombie, mkfs_layout, run, Layout, Mode,
 use std::ffi::OsStr;
 use std::fs::{self, File};
 use std::io::Write;
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -39,9 +38,9 @@ fn daemon_pid(image: &Path) -> i32 {
 }
 
 fn signal(pid: i32, sig: libc::c_int) {
-    // SAFETY: kill(2) on the daemon this test started.
-    let r = unsafe { libc::kill(pid, sig) };
-    assert_eq!(r, 0, "kill({pid}, {sig})");
+    let signal = nix::sys::signal::Signal::try_from(sig).expect("a signal number");
+    let r = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), signal);
+    assert_eq!(r, Ok(()), "kill({pid}, {sig})");
 }
 
 /// After the daemon is gone (killed or exited), detach whatever is left.
@@ -148,8 +147,7 @@ fn background_mount_is_ready_when_the_command_returns_and_sigterm_checkpoints(la
 
 #[test]
 fn umount_ends_the_daemon_with_a_clean_checkpoint() {
-    // SAFETY: geteuid(2) has no arguments and cannot fail.
-    if unsafe { libc::geteuid() } != 0 || !common::have("umount") {
+    if !rustix::process::geteuid().is_root() || !common::have("umount") {
         println!("skipped: umount(8) of a FUSE mount needs root");
         return;
     }
@@ -191,8 +189,7 @@ fn a_mounted_image_is_refused_at_once_and_a_locked_one_is_waited_for() {
     // The same wait, made long: this process holds the image's lock as a
     // finishing daemon (or an fsck) would, without the mark of a mount.
     let held = File::open(&image).expect("open image");
-    // SAFETY: flock on a descriptor this test owns.
-    assert_eq!(unsafe { libc::flock(held.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) }, 0);
+    assert_eq!(rustix::fs::flock(&held, rustix::fs::FlockOperation::NonBlockingLockExclusive), Ok(()));
     let log = _tmp.path().join("waiting.log");
     let logf = File::create(&log).expect("log");
     let mut waiting = std::process::Command::new(common::fslab())
@@ -401,8 +398,7 @@ fn a_truncate_fsynced_before_a_killed_daemon_leaves_an_image_fsck_calls_clean() 
     let r = common::fslab_run(&[OsStr::new("sync"), m.dir.as_os_str()], T);
     assert!(r.success(), "fslab sync: {}", r.describe());
     let f = fs::OpenOptions::new().write(true).open(&path).expect("open");
-    // SAFETY: ftruncate(2) on a descriptor this test owns.
-    assert_eq!(unsafe { libc::ftruncate(f.as_raw_fd(), 0) }, 0, "ftruncate");
+    assert_eq!(rustix::fs::ftruncate(&f, 0), Ok(()), "ftruncate");
     f.sync_all().expect("fsync");
     drop(f);
 
@@ -418,11 +414,8 @@ fn a_truncate_fsynced_before_a_killed_daemon_leaves_an_image_fsck_calls_clean() 
 
 /// Bytes a user may still write on the file system mounted at `dir`.
 fn available_bytes(dir: &Path) -> u64 {
-    let path = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).expect("path without NUL");
-    // SAFETY: statvfs(2) fills the zeroed struct we pass; the path is valid.
-    let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
-    assert_eq!(unsafe { libc::statvfs(path.as_ptr(), &mut s) }, 0, "statvfs");
-    s.f_bavail as u64 * s.f_frsize as u64
+    let s = rustix::fs::statvfs(dir).expect("statvfs");
+    s.f_bavail * s.f_frsize
 }
 
 /// Regression: a file unlinked while open, then a killed daemon, stayed
@@ -468,8 +461,7 @@ fn an_open_unlinked_file_is_freed_after_a_killed_daemon(layout: Layout) {
 
 /// Whether this process may mount (root), saying so when not.
 fn root_or_skip(what: &str) -> bool {
-    // SAFETY: geteuid(2) has no arguments and cannot fail.
-    let root = unsafe { libc::geteuid() } == 0;
+    let root = rustix::process::geteuid().is_root();
     if !root {
         println!("skipped: {what} needs root");
     }

@@ -143,10 +143,9 @@ fn reader_thread<R: Read + Send + 'static>(mut r: R) -> thread::JoinHandle<Strin
 }
 
 fn kill_group(pgid: i32) {
-    // SAFETY: kill(2) with a negative pid signals the process group we created
-    // for our own child (process_group(0) above); no memory is involved.
-    unsafe {
-        libc::kill(-pgid, libc::SIGKILL);
+    // The group was made for our own child (process_group(0) above).
+    if let Some(pgid) = rustix::process::Pid::from_raw(pgid) {
+        let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
     }
 }
 
@@ -256,9 +255,8 @@ fn pid_gone(pid: i32) -> bool {
 }
 
 fn sigkill(pid: i32) {
-    // SAFETY: plain kill(2) on a daemon pid this test started.
-    unsafe {
-        libc::kill(pid, libc::SIGKILL);
+    if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
     }
 }
 

@@ -133,6 +133,23 @@ impl Default for MkfsOptions {
     }
 }
 
+impl MkfsOptions {
+    /// The defaults with blocks of `block_size` bytes, and fragments of the
+    /// default size or, for blocks larger than 8 KiB, of an eighth of a
+    /// block: the smallest a block divides into.
+    pub fn with_block_size(block_size: u32) -> MkfsOptions {
+        let defaults = MkfsOptions::default();
+        MkfsOptions { block_size, fragment_size: (block_size / 8).max(defaults.fragment_size), ..defaults }
+    }
+
+    /// Bytes of a log device mkfs creates for these options: the journal
+    /// asked for (the largest default if none) after the device's header.
+    pub fn log_device_bytes(&self) -> u64 {
+        self.journal_bytes.unwrap_or(MAX_DEFAULT_LOG_BYTES)
+            + super::log_device::region_offset_for(self.fragment_size)
+    }
+}
+
 /// Whether mkfs turns `realloc` on unless told otherwise: on, as FreeBSD's
 /// `vfs.ffs.doreallocblks` is — it changes only where blocks go, it never
 /// costs a write, and it passes every mode's crash checks.

@@ -176,3 +176,20 @@ fn a_given_identity_is_kept_and_none_draws_a_new_one() {
     let (a, b) = (made(None), made(None));
     assert!(a != 0 && b != 0 && a != b, "random: {a:x} {b:x}");
 }
+
+#[test]
+fn fragments_are_the_default_or_an_eighth_of_a_large_block() {
+    let frag = |bs| MkfsOptions::with_block_size(bs).fragment_size;
+    assert_eq!((frag(4096), frag(8192), frag(16384), frag(65536)), (1024, 1024, 2048, 8192));
+    let o = MkfsOptions::with_block_size(4096);
+    assert_eq!(MkfsOptions { block_size: 8192, ..o }, MkfsOptions::default());
+}
+
+#[test]
+fn a_created_log_device_holds_the_journal_after_its_header() {
+    let o = MkfsOptions::default();
+    let header = super::super::log_device::region_offset_for(o.fragment_size);
+    assert_eq!(o.log_device_bytes(), (64 << 20) + header);
+    let o = MkfsOptions { journal_bytes: Some(8 << 20), ..o };
+    assert_eq!(o.log_device_bytes(), (8 << 20) + header);
+}

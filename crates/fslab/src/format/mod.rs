@@ -36,3 +36,37 @@ pub type TimeNs = i64;
 pub fn now_ns() -> TimeNs {
     crate::time::host_calendar_ns()
 }
+
+/// A byte count for people: "64 MiB", "1.5 GiB", "4096 bytes". Here, below
+/// every layer, so that the library's refusals and the command line's
+/// reports name sizes alike.
+pub fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if bytes < 1024 {
+        return format!("{bytes} bytes");
+    }
+    let mut value = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if value.fract() == 0.0 {
+        format!("{value:.0} {}", UNITS[unit])
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::human_bytes;
+
+    #[test]
+    fn human_sizes() {
+        assert_eq!(human_bytes(4096), "4 KiB");
+        assert_eq!(human_bytes(64 << 20), "64 MiB");
+        assert_eq!(human_bytes(1536 << 20), "1.5 GiB");
+        assert_eq!(human_bytes(100), "100 bytes");
+    }
+}

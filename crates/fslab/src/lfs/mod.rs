@@ -67,7 +67,79 @@ pub struct MkfsOptions {
 
 impl Default for MkfsOptions {
     fn default() -> Self {
-        MkfsOptions { block_size: 4096, segment_size: 1 << 20 }
+        MkfsOptions { block_size: 4096, segment_size: DEFAULT_SEGMENT_SIZE as u32 }
+    }
+}
+
+/// The segment size mkfs picks when the device has room for it.
+pub const DEFAULT_SEGMENT_SIZE: u64 = 1 << 20;
+/// The smallest block size.
+pub const MIN_BLOCK_SIZE: u64 = 4 << 10;
+/// The largest block size.
+pub const MAX_BLOCK_SIZE: u64 = 64 << 10;
+/// The fewest blocks a segment holds.
+pub const MIN_SEGMENT_BLOCKS: u64 = 16;
+/// The fewest segments a device holds: the cleaner needs room to move live
+/// blocks out of the segments it cleans.
+pub const MIN_SEGMENTS: u64 = 8;
+
+impl MkfsOptions {
+    /// The options for a device of `size` bytes with blocks of `block_size`
+    /// bytes and segments of `segment_size` bytes, or, when none is given,
+    /// the default segment size halved until [`MIN_SEGMENTS`] fit (but never
+    /// below [`MIN_SEGMENT_BLOCKS`] blocks). The error says in words which
+    /// limit a size breaks, for the person who chose it.
+    pub fn for_device(
+        size: u64,
+        block_size: u64,
+        segment_size: Option<u64>,
+    ) -> std::result::Result<MkfsOptions, String> {
+        use crate::format::human_bytes as human;
+        if !block_size.is_power_of_two() || !(MIN_BLOCK_SIZE..=MAX_BLOCK_SIZE).contains(&block_size) {
+            return Err(format!(
+                "block size must be a power of two from {} to {}, not {block_size}",
+                human(MIN_BLOCK_SIZE),
+                human(MAX_BLOCK_SIZE)
+            ));
+        }
+        let min_segment = MIN_SEGMENT_BLOCKS * block_size;
+        let max_segment = size / MIN_SEGMENTS;
+        if max_segment < min_segment {
+            return Err(format!(
+                "{} is too small: with {block_size}-byte blocks it must hold {MIN_SEGMENTS} segments of \
+                 {MIN_SEGMENT_BLOCKS} blocks, at least {}",
+                human(size),
+                human(MIN_SEGMENTS * min_segment)
+            ));
+        }
+        let segment = match segment_size {
+            Some(s) => s,
+            None => {
+                let fitting = 1u64 << max_segment.ilog2();
+                DEFAULT_SEGMENT_SIZE.min(fitting).max(min_segment)
+            }
+        };
+        if !segment.is_power_of_two() {
+            return Err(format!("segment size must be a power of two, not {segment}"));
+        }
+        if segment < min_segment {
+            return Err(format!(
+                "segment size {} is less than {MIN_SEGMENT_BLOCKS} blocks of {block_size} bytes",
+                human(segment)
+            ));
+        }
+        if segment > max_segment {
+            return Err(format!(
+                "segment size {} is more than 1/{MIN_SEGMENTS} of the {} device (at most {})",
+                human(segment),
+                human(size),
+                human(1u64 << max_segment.ilog2())
+            ));
+        }
+        let segment_size =
+            u32::try_from(segment).map_err(|_| format!("segment size {} is too large", human(segment)))?;
+        // The range check above keeps the block size within a u32.
+        Ok(MkfsOptions { block_size: block_size as u32, segment_size })
     }
 }
 

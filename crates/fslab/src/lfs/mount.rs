@@ -13,7 +13,9 @@ use super::layout::{
     SEGUSE_DIRTY, SEGUSE_SUPERBLOCK, SUPERBLOCK_BYTES,
 };
 use super::log::Log;
-use super::{Lfs, MkfsOptions, MountOptions, Stats};
+use super::{
+    Lfs, MkfsOptions, MountOptions, Stats, MAX_BLOCK_SIZE, MIN_BLOCK_SIZE, MIN_SEGMENTS, MIN_SEGMENT_BLOCKS,
+};
 use crate::cache::{BufferCache, CacheLimits};
 use crate::error::{Error, Location};
 use crate::format::blockno::Geometry;
@@ -38,20 +40,23 @@ fn random_id() -> u64 {
 
 fn check_options(options: &MkfsOptions, device_bytes: u64) -> Result<u64> {
     let bs = options.block_size;
-    if !bs.is_power_of_two() || !(4096..=65536).contains(&bs) {
-        return Err(Error::Foreign(format!("block size {bs} must be a power of two from 4096 to 65536")));
+    if !bs.is_power_of_two() || !(MIN_BLOCK_SIZE..=MAX_BLOCK_SIZE).contains(&u64::from(bs)) {
+        return Err(Error::Foreign(format!(
+            "block size {bs} must be a power of two from {MIN_BLOCK_SIZE} to {MAX_BLOCK_SIZE}"
+        )));
     }
     let ss = options.segment_size;
-    if !ss.is_power_of_two() || ss < 16 * bs || ss > 1 << 30 {
+    let min_segment = MIN_SEGMENT_BLOCKS * u64::from(bs);
+    if !ss.is_power_of_two() || u64::from(ss) < min_segment || ss > 1 << 30 {
         return Err(Error::Foreign(format!(
-            "segment size {ss} must be a power of two of at least 16 blocks ({}) and at most 1 GiB",
-            16 * bs
+            "segment size {ss} must be a power of two of at least {MIN_SEGMENT_BLOCKS} blocks ({min_segment}) \
+             and at most 1 GiB"
         )));
     }
     let nsegments = device_bytes / ss as u64;
-    if nsegments < 8 {
+    if nsegments < MIN_SEGMENTS {
         return Err(Error::Foreign(format!(
-            "device of {device_bytes} bytes is too small: it must hold at least 8 segments of {ss} bytes"
+            "device of {device_bytes} bytes is too small: it must hold at least {MIN_SEGMENTS} segments of {ss} bytes"
         )));
     }
     if nsegments * (ss / bs) as u64 > u32::MAX as u64 {

@@ -810,3 +810,24 @@ fn mkfs_on_a_virtual_clock_takes_its_times_from_it() {
     let ifile = lfs.inode_of(IFILE_INO).expect("ifile").attr;
     assert_eq!((ifile.mtime, ifile.btime), (expected, expected));
 }
+
+#[test]
+fn default_segment_is_one_mebibyte_or_an_eighth_of_a_small_device() {
+    let segment = |size, bs| MkfsOptions::for_device(size, bs, None).map(|o| o.segment_size);
+    assert_eq!(segment(64 << 20, 4096), Ok(1 << 20));
+    assert_eq!(segment(4 << 20, 4096), Ok(512 << 10));
+    assert_eq!(segment(64 << 20, 65536), Ok(1 << 20));
+}
+
+#[test]
+fn bad_geometry_is_refused() {
+    let geometry = MkfsOptions::for_device;
+    assert!(geometry(64 << 20, 3000, None).is_err());
+    assert!(geometry(64 << 20, 2048, None).is_err());
+    assert!(geometry(64 << 20, 128 << 10, None).is_err());
+    assert!(geometry(64 << 20, 4096, Some(3 << 20)).is_err());
+    assert!(geometry(64 << 20, 4096, Some(32 << 10)).is_err());
+    assert!(geometry(64 << 20, 4096, Some(16 << 20)).is_err());
+    assert!(geometry(256 << 10, 4096, None).is_err());
+    assert_eq!(geometry(64 << 20, 4096, Some(8 << 20)).map(|o| o.segment_size), Ok(8 << 20));
+}
