@@ -24,9 +24,7 @@ use fslab::error::errno;
 use fslab::format::inode::{kind, Inode};
 use fslab::format::ROOT_INO;
 use fslab::storage::StorageManager;
-use fslab::ufs::{
-    BlockCopies, Creds, FileSystem, Privilege, ReadStart, RenameFlags as UfsRenameFlags, SetAttr,
-};
+use fslab::ufs::{BlockCopies, Creds, FileSystem, Privilege, RenameFlags as UfsRenameFlags, SetAttr};
 use fslab::Result;
 use fuser::{
     AccessFlags, BsdFileFlags, CopyFileRangeFlags, Errno, FileAttr, FileHandle, Filesystem, FopenFlags,
@@ -40,6 +38,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Instant, SystemTime};
+
+mod unlocked_io;
 
 /// The largest read or write the kernel sends in one request (1 MiB).
 const MAX_IO: u32 = 1 << 20;
@@ -113,28 +113,6 @@ impl<S: StorageManager> FuseAdapter<S> {
         call: impl FnOnce(&mut FileSystem<S>) -> Result<T>,
     ) -> Result<T> {
         self.reported(op, ino, self.shared.with(call))
-    }
-
-    /// READ: planned under the lock; the device transfers of blocks not
-    /// cached run after letting go of it, so that other requests go on
-    /// while this one waits for the device (`fslab::storage::Fetches`).
-    /// If a write may have changed what they read, or they failed, the
-    /// read is made again, wholly under the lock.
-    fn read_data(&self, ino: INodeNo, offset: u64, len: usize) -> Result<Vec<u8>> {
-        let target = from_fuse(ino);
-        let mut pending = match self.run("read", ino, |fs| fs.read_begin(target, offset, len))? {
-            ReadStart::Done(data) => return Ok(data),
-            ReadStart::Pending(pending) => pending,
-        };
-        if !matches!(pending.fetch(), Ok(true)) {
-            return self.run("read", ino, |fs| fs.read(target, offset, len));
-        }
-        // Caching is a hint: an unmounted or broken file system declines.
-        let _ = self.shared.with(|fs| {
-            fs.adopt_read(&pending);
-            Ok(())
-        });
-        Ok(pending.into_data())
     }
 
     /// `result` of request `op` on inode `ino`, after an error that is
@@ -547,39 +525,8 @@ impl<S: StorageManager + 'static> Filesystem for FuseAdapter<S> {
         // Copying the data into block buffers is a good part of a large
         // write's work; done here, it overlaps a segment being written
         // behind under the lock.
-        let mut copies = Some(BlockCopies::of(offset, data, self.block_size));
-        let caller = caller(req);
-        let target = from_fuse(ino);
-        // A block the write changes only in part is read first; if the
-        // cache does not hold it, the read's device transfer runs without
-        // the lock (`FileSystem::write_edges_to_fetch`), and the write
-        // follows once the block is cached.
-        let first = self.changing("write", ino, Dropped::Contents, |fs| {
-            let edges = fs.write_edges_to_fetch(target, offset, data.len())?;
-            if !edges.is_empty() {
-                return Ok(Err(edges));
-            }
-            let who = privilege(fs, ino, caller)?;
-            fs.write_copied(target, offset, data, copies.take().unwrap_or_default(), who).map(Ok)
-        });
-        let written = match first {
-            Ok(Ok(n)) => Ok(n),
-            Ok(Err(mut edges)) => {
-                // A transfer that failed or went stale is not cached: the
-                // write reads the block under the lock, as it always did.
-                for edge in &mut edges {
-                    let _ = edge.fetch();
-                }
-                self.changing("write", ino, Dropped::Contents, |fs| {
-                    for edge in &edges {
-                        fs.adopt_read(edge);
-                    }
-                    let who = privilege(fs, ino, caller)?;
-                    fs.write_copied(target, offset, data, copies.take().unwrap_or_default(), who)
-                })
-            }
-            Err(e) => Err(e),
-        };
+        let copies = BlockCopies::of(offset, data, self.block_size);
+        let written = self.write_data(ino, offset, data, copies, caller(req));
         // A write is at most MAX_IO bytes, so the count fits in 32 bits.
         reply.answer(written.map(|n| n as u32));
     }
