@@ -184,14 +184,13 @@ impl StorageManager for Ffs {
     /// lies there (truncated, moved by realloc or given to the file again,
     /// it would not, or would have been written).
     fn adopt_fetched(&mut self, ino: Ino, fetches: &Fetches, buf: &[u8]) {
-        for (fetch, bytes) in fetches.single_blocks(buf) {
+        for (fetch, bytes) in fetches.unwritten_single_blocks(buf) {
             let key = (ino, fetch.lbn);
-            if self.cache.contains(key) || fetches.written_since(fetch) {
-                continue;
-            }
-            let current = bmap::pointer(self, ino, fetch.lbn);
             let whole = matches!(self.block_bytes(ino, fetch.lbn), Ok(n) if n == bytes.len());
-            if whole && matches!(current, Ok(addr) if addr == fetch.addr) {
+            if !self.cache.contains(key)
+                && whole
+                && matches!(bmap::pointer(self, ino, fetch.lbn), Ok(a) if a == fetch.addr)
+            {
                 self.cache.insert(key, block_of(bytes), false);
             }
         }

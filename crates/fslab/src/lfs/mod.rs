@@ -588,12 +588,9 @@ impl StorageManager for Lfs {
     /// lies there (had the file or the cleaner rewritten it, it would lie
     /// elsewhere now).
     fn adopt_fetched(&mut self, ino: Ino, fetches: &Fetches, buf: &[u8]) {
-        for (fetch, bytes) in fetches.single_blocks(buf) {
+        for (fetch, bytes) in fetches.unwritten_single_blocks(buf) {
             let key = (ino, fetch.lbn);
-            if self.cache.contains(key) || fetches.written_since(fetch) {
-                continue;
-            }
-            if matches!(self.pointer(ino, fetch.lbn), Ok(addr) if addr == fetch.addr) {
+            if !self.cache.contains(key) && matches!(self.pointer(ino, fetch.lbn), Ok(a) if a == fetch.addr) {
                 self.cache.insert(key, block_of(bytes), false);
             }
         }

@@ -84,12 +84,17 @@ impl Fetches {
         self.reader.written_since(self.since, fetch.addr.get(), fetch.len)
     }
 
-    /// The transfers of a single block, with the bytes [`Fetches::run`]
-    /// read into `buf`: what may be cached.
-    pub fn single_blocks<'a>(&'a self, buf: &'a [u8]) -> impl Iterator<Item = (&'a Fetch, &'a [u8])> + 'a {
+    /// The transfers of a single block that no write since the plan may
+    /// have reached, with the bytes [`Fetches::run`] read into `buf`: what
+    /// may be cached, if the block still lies at the address read and is
+    /// not cached already.
+    pub fn unwritten_single_blocks<'a>(
+        &'a self,
+        buf: &'a [u8],
+    ) -> impl Iterator<Item = (&'a Fetch, &'a [u8])> + 'a {
         self.list
             .iter()
-            .filter(|f| f.len == self.block_size)
+            .filter(|f| f.len == self.block_size && !self.written_since(f))
             .filter_map(move |f| buf.get(f.at..f.at + f.len).map(|bytes| (f, bytes)))
     }
 }
