@@ -183,7 +183,7 @@ impl<A: LfsAccess> Mechanism for Locked<A> {
         let mut bytes = 0u64;
         // A transfer that failed leaves its blocks to markv, which reads
         // them under the lock and reports a failing device itself.
-        if fetches.run(&mut buf).is_ok() {
+        if fetches.transfer(&mut buf).is_ok() {
             for (fetch, &i) in fetches.list().iter().zip(&owners) {
                 if fetches.written_since(fetch) {
                     continue;

@@ -70,13 +70,21 @@ impl Fetches {
     /// when a write submitted since may have changed any of it, and the
     /// read must be made again under the lock.
     pub fn run(&self, buf: &mut [u8]) -> Result<bool> {
+        self.transfer(buf)?;
+        Ok(!self.list.iter().any(|f| self.written_since(f)))
+    }
+
+    /// Runs every transfer into `buf`, without asking about writes since:
+    /// for a caller that asks of each transfer itself
+    /// ([`Fetches::written_since`]) and keeps those no write reached.
+    pub fn transfer(&self, buf: &mut [u8]) -> Result<()> {
         for f in &self.list {
             let Some(into) = buf.get_mut(f.at..f.at + f.len) else {
                 return Err(crate::error::errno(libc::EINVAL, "fetch outside the read's buffer"));
             };
             self.reader.read(f.addr.get(), into)?;
         }
-        Ok(!self.list.iter().any(|f| self.written_since(f)))
+        Ok(())
     }
 
     /// Whether a write submitted since the plan may cover `fetch`'s bytes.
