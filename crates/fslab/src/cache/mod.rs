@@ -535,6 +535,40 @@ impl BufferCache {
         ]
     }
 
+    /// Checks the invariants written on the type (`dirty`, `keys` and the
+    /// queue entries agree with the buffers); says which one fails. O(n):
+    /// for the storage managers' [`check_invariants`] and for tests.
+    ///
+    /// [`check_invariants`]: crate::storage::StorageManager::check_invariants
+    pub fn check_invariants(&self) -> std::result::Result<(), String> {
+        if self.keys.len() != self.buffers.len() || self.keys.iter().any(|k| !self.buffers.contains_key(k)) {
+            return Err(format!("{} ordered keys for {} buffers", self.keys.len(), self.buffers.len()));
+        }
+        let flagged = self.buffers.iter().filter(|(_, b)| b.dirty).count();
+        if flagged != self.dirty.len()
+            || self.dirty.iter().any(|k| !self.buffers.get(k).is_some_and(|b| b.dirty))
+        {
+            return Err(format!("{} dirty keys for {flagged} buffers flagged dirty", self.dirty.len()));
+        }
+        let swept: std::collections::HashSet<(BlockKey, u64)> = self.sweep.iter().copied().collect();
+        let probation: std::collections::HashSet<(BlockKey, u64)> = self.probation.iter().copied().collect();
+        let mut on_probation = 0;
+        for (&key, b) in self.buffers.iter() {
+            on_probation += usize::from(b.on_probation);
+            if b.dirty {
+                continue;
+            }
+            let queued = if b.on_probation { &probation } else { &swept };
+            if b.entry == NOT_QUEUED || !queued.contains(&(key, b.entry)) {
+                return Err(format!("clean buffer {key:?} has no entry {} in its queue", b.entry));
+            }
+        }
+        if on_probation != self.on_probation {
+            return Err(format!("{} buffers on probation counted as {}", on_probation, self.on_probation));
+        }
+        Ok(())
+    }
+
     /// Number of dirty buffers.
     pub fn dirty_count(&self) -> u64 {
         self.dirty.len() as u64

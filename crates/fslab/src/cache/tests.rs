@@ -253,3 +253,26 @@ fn a_trim_passes_over_one_buffer_in_flight_and_stops() {
     assert_eq!(cache.on_probation, 16, "written, they leave oldest first");
     assert!(!cache.contains((2, 1)) && cache.contains((2, 0)));
 }
+
+#[test]
+fn the_invariant_check_holds_through_use_and_finds_a_dirty_set_or_queue_out_of_step() {
+    let mut cache = small_cache();
+    for i in 0..40u64 {
+        cache.insert((i, 0), block(i as u8), i % 3 == 0);
+        if i % 5 == 0 {
+            cache.mark_written((i, 0), i);
+        }
+        if i % 7 == 0 {
+            cache.get_mut_dirty((i, 0));
+        }
+        assert_eq!(cache.check_invariants(), Ok(()), "after block {i}");
+    }
+    let key = (99, 0);
+    cache.insert(key, block(99), false);
+    assert_eq!(cache.check_invariants(), Ok(()));
+    cache.buffers.get_mut(&key).expect("cached").dirty = true;
+    assert!(cache.check_invariants().is_err_and(|e| e.contains("dirty keys")));
+    cache.buffers.get_mut(&key).expect("cached").dirty = false;
+    cache.buffers.get_mut(&key).expect("cached").entry = NOT_QUEUED;
+    assert!(cache.check_invariants().is_err_and(|e| e.contains("no entry")));
+}

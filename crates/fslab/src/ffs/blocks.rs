@@ -21,7 +21,7 @@
 use super::freed::Freed;
 use super::fs::Ffs;
 use crate::bmap::{self, BlockTree};
-use crate::cache::block_of;
+use crate::cache::{block_of, BlockKey};
 use crate::error::{errno, Error, Location};
 use crate::format::blockno::{is_indirect, Geometry, Parent, NDADDR, XATTR_LBN};
 use crate::format::codec::Decoder;
@@ -191,6 +191,25 @@ impl Ffs {
         let _ = post(self);
     }
 
+    /// Runs `work` with `key` (if any) pinned in the cache, and unpins it
+    /// whatever `work` returns: the one way FFS holds a buffer it must find
+    /// again, so that no error path leaves a pin behind
+    /// ([`BufferCache::pin`](crate::cache::BufferCache::pin)).
+    pub(super) fn with_pinned<T>(
+        &mut self,
+        key: Option<BlockKey>,
+        work: impl FnOnce(&mut Ffs) -> Result<T>,
+    ) -> Result<T> {
+        if let Some(key) = key {
+            self.cache.pin(key);
+        }
+        let result = work(self);
+        if let Some(key) = key {
+            self.cache.unpin(key);
+        }
+        result
+    }
+
     /// Stores `contents` in block `lbn` of `ino` (a data block or the
     /// extended-attribute block), giving it space first — 4.4BSD's
     /// `ffs_balloc` followed by the copy into the buffer. Keeps the inode's
@@ -224,13 +243,10 @@ impl Ffs {
         let partial = matches!(contents, NewContents::Part { .. });
         if partial {
             self.load_block(ino, lbn)?;
-            self.cache.pin(key);
         }
-        let placed = self.place_file_block(ino, lbn, inode.attr.size, end, metadata);
-        if partial {
-            self.cache.unpin(key);
-        }
-        let shrank = placed?;
+        let shrank = self.with_pinned(partial.then_some(key), |fs| {
+            fs.place_file_block(ino, lbn, inode.attr.size, end, metadata)
+        })?;
         if inode.attr.is_dir() {
             self.mode().dir_block_changing(self, key);
         }
@@ -388,10 +404,9 @@ impl Ffs {
         self.load_block_of(ino, lbn, addr, have)?;
         // Pinned: the buffer must stay while `blkpref` and the allocator
         // read indirect blocks, and it moves with the fragments.
-        self.cache.pin((ino, lbn));
-        let grown = self.grow_in_place_or_move(ino, lbn, addr, old_frags, new_frags, metadata);
-        self.cache.unpin((ino, lbn));
-        grown?;
+        self.with_pinned(Some((ino, lbn)), |fs| {
+            fs.grow_in_place_or_move(ino, lbn, addr, old_frags, new_frags, metadata)
+        })?;
         self.count_blocks(ino, (want - have) as i64)?;
         if !self.cache.contains((ino, lbn)) {
             let zero = self.cache.zeroed();

@@ -139,15 +139,13 @@ impl Ffs {
         // for want of it.
         if let Some(meta) = map {
             bmap::load_indirect(self, ino, meta)?;
-            self.cache.pin((ino, meta));
         }
-        let moved = match self.alloc.cluster_alloc(ino, pref.get(), len) {
-            Some(new) => self.move_run(ino, run.first, map, &old, Daddr::new(new)).map(Some),
-            None => Ok(None),
-        };
-        if let Some(meta) = map {
-            self.cache.unpin((ino, meta));
-        }
+        let moved = self.with_pinned(map.map(|meta| (ino, meta)), |fs| {
+            match fs.alloc.cluster_alloc(ino, pref.get(), len) {
+                Some(new) => fs.move_run(ino, run.first, map, &old, Daddr::new(new)).map(Some),
+                None => Ok(None),
+            }
+        });
         let Some(new) = moved? else { return Ok(None) };
         self.clusters.moved(ino, new);
         self.reallocated += 1;

@@ -306,6 +306,11 @@ impl StorageManager for Ffs {
         self.tx.over_bound()
     }
 
+    fn check_invariants(&self) -> std::result::Result<(), String> {
+        self.cache.check_invariants().map_err(|e| format!("buffer cache: {e}"))?;
+        self.alloc.check_invariants()
+    }
+
     fn hint(&mut self, hint: Hint) -> Result<()> {
         self.on_hint(hint)
     }
@@ -334,6 +339,7 @@ impl StorageManager for Ffs {
 
     fn sync(&mut self) -> Result<()> {
         self.check_mounted()?;
+        debug_assert_eq!(self.check_invariants(), Ok(()));
         self.sync_all()
     }
 

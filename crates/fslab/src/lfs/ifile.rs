@@ -215,6 +215,34 @@ impl Tables {
         self.dirty.insert(0);
     }
 
+    /// Checks the invariant written on the type and the sums of the
+    /// segment usage table; says which one fails. Walks the free list:
+    /// each number on it exists, is no reserved one, has no address and
+    /// appears once.
+    pub fn check_invariants(&self) -> std::result::Result<(), String> {
+        let per = imap_entries_per_block(self.block_size);
+        if self.imap.len() as u64 != self.cleaner.ninodes || !self.imap.len().is_multiple_of(per) {
+            return Err(format!(
+                "inode map of {} entries for {} inodes ({per} a block)",
+                self.imap.len(),
+                self.cleaner.ninodes
+            ));
+        }
+        let mut seen = vec![false; self.imap.len()];
+        let mut ino = self.cleaner.free_head;
+        while ino != 0 {
+            let entry =
+                self.imap.get(ino as usize).ok_or_else(|| format!("free inode {ino} is past the map"))?;
+            if ino <= IFILE_INO || entry.daddr.is_some() || std::mem::replace(&mut seen[ino as usize], true) {
+                return Err(format!(
+                    "inode {ino} on the free list is reserved, has an address or came twice"
+                ));
+            }
+            ino = entry.next_free as Ino;
+        }
+        self.usage.check_invariants()
+    }
+
     /// Inode numbers in use.
     pub fn inodes_in_use(&self) -> u64 {
         self.imap.iter().filter(|e| e.daddr.is_some()).count() as u64
@@ -328,6 +356,15 @@ mod tests {
         }
         assert_eq!(t.imap.len(), 2 * per, "the map grew by one block");
         assert_eq!(t.nblocks(), 4);
+        t.free_inode(5);
+        assert_eq!(t.check_invariants(), Ok(()));
+        // A free list that comes back on itself, or names a live inode.
+        let head = t.cleaner.free_head as usize;
+        t.imap[head].next_free = head as u32;
+        assert!(t.check_invariants().is_err_and(|e| e.contains("free list")));
+        t.imap[head].next_free = 0;
+        t.imap[head].daddr = Daddr::new(7);
+        assert!(t.check_invariants().is_err_and(|e| e.contains("free list")));
     }
 
     #[test]

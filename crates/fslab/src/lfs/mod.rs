@@ -650,6 +650,11 @@ impl StorageManager for Lfs {
         self.tx.over_bound()
     }
 
+    fn check_invariants(&self) -> std::result::Result<(), String> {
+        self.cache.check_invariants().map_err(|e| format!("buffer cache: {e}"))?;
+        self.tables.check_invariants()
+    }
+
     /// LFS orders nothing by hints: a directory operation's blocks go to
     /// the log together, and roll-forward applies them all or none (§4.3).
     /// It keeps its orphan list by them.
@@ -691,6 +696,7 @@ impl StorageManager for Lfs {
 
     fn sync(&mut self) -> Result<()> {
         self.check_mounted()?;
+        debug_assert_eq!(self.check_invariants(), Ok(()));
         self.checkpoint(false)
     }
 

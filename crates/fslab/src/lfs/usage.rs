@@ -175,6 +175,23 @@ impl SegmentUsage {
         }
     }
 
+    /// Checks the invariant of the sums (each is the sum of one term per
+    /// segment): recounts them; says what disagrees.
+    pub(crate) fn check_invariants(&self) -> std::result::Result<(), String> {
+        let mut recounted = Sums::default();
+        for seg in 0..self.len() {
+            let t = self.terms(seg);
+            recounted.space.replace(SegmentSpace::default(), t.space);
+            recounted.clean += t.clean;
+            recounted.dirty += t.dirty;
+            recounted.live_bytes += t.live_bytes;
+        }
+        if recounted != self.sums {
+            return Err(format!("segment usage sums {:?} recount as {recounted:?}", self.sums));
+        }
+        Ok(())
+    }
+
     /// Adds (`sign` 1) or takes out (`sign` -1) one segment's terms.
     fn add(&mut self, t: Sums, sign: i8) {
         let s = &mut self.sums;
@@ -225,5 +242,9 @@ mod tests {
         let (clean, dirty) = u.clean_and_dirty();
         assert_eq!(clean + dirty, 40);
         assert!(u.space().writable > 0 && u.space().dead > 0, "{:?}", u.space());
+        assert_eq!(u.check_invariants(), Ok(()));
+        // An entry changed behind `update`'s back is what the check is for.
+        u.entries[3].live_bytes += 4096;
+        assert!(u.check_invariants().is_err_and(|e| e.contains("recount")));
     }
 }

@@ -21,8 +21,8 @@ const TOTAL_INODES: u64 = 1 << 32;
 
 /// An in-memory [`StorageManager`].
 ///
-/// Invariants: every key of `blocks` names an inode in `inodes`; `used`
-/// equals `blocks.len()`; `used + reserved <= limit` when a limit is set.
+/// Invariants: every key of `blocks` names an inode in `inodes`;
+/// `blocks.len() + reserved <= limit` when a limit is set.
 #[derive(Debug)]
 pub struct MemStorage {
     block_size: u32,
@@ -330,6 +330,20 @@ impl StorageManager for MemStorage {
         self.blocks.remove(&(ino, XATTR_LBN));
         self.recount(ino);
         Ok(())
+    }
+
+    fn check_invariants(&self) -> std::result::Result<(), String> {
+        if let Some(&(ino, lbn)) = self.blocks.keys().find(|(ino, _)| !self.inodes.contains_key(ino)) {
+            return Err(format!("block {lbn} of inode {ino}, which is not allocated"));
+        }
+        match self.block_limit {
+            Some(limit) if self.blocks.len() as u64 + self.reserved > limit => Err(format!(
+                "{} blocks stored and {} reserved past the limit of {limit}",
+                self.blocks.len(),
+                self.reserved
+            )),
+            _ => Ok(()),
+        }
     }
 
     fn reserve_blocks(&mut self, blocks: u64) -> Result<()> {

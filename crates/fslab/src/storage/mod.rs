@@ -271,6 +271,14 @@ pub trait StorageManager: Send {
         None
     }
 
+    /// Checks the invariants written on the storage manager's types (what
+    /// the buffer cache counts, the sums an allocator or a segment usage
+    /// table keeps beside its entries, a free list); says which one fails.
+    /// Costs a walk of what is in memory: the model tests call it after
+    /// every operation, and debug builds assert it at every sync. An error
+    /// here is a bug in the storage manager, never damage on the disk.
+    fn check_invariants(&self) -> std::result::Result<(), String>;
+
     /// Makes the contents and attributes of `ino` durable: `start_fsync`,
     /// then a wait on its ticket.
     fn fsync(&mut self, ino: Ino, datasync: bool) -> Result<()> {

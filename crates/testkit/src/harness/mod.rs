@@ -287,6 +287,7 @@ impl<T: Subject> Harness<T> {
         self.space_note = None;
         self.op_blocks = space::op_blocks(&op, self.model.limits().block_size);
         self.apply_inner(&op);
+        self.check_storage_invariants();
         let outcome = self.last.take().unwrap_or_else(|| "skipped".to_string());
         match outcome.as_str() {
             "ok" => self.stats.ok += 1,
@@ -581,6 +582,14 @@ impl<T: Subject> Harness<T> {
         }
         self.model.close_all();
         self.handles = [None; HANDLE_SLOTS];
+    }
+
+    /// The storage manager's own bookkeeping still adds up after the op
+    /// (`StorageManager::check_invariants`).
+    fn check_storage_invariants(&mut self) {
+        if let Err(what) = fslab::storage::StorageManager::check_invariants(self.fs().storage()) {
+            self.fail(format!("an invariant of the storage manager broke: {what}"));
+        }
     }
 
     /// Every transaction dirtied no more file blocks than it declared

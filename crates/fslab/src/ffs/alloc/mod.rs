@@ -153,6 +153,24 @@ impl Allocator {
         &self.groups
     }
 
+    /// Checks the invariant written on the type (`totals` is the sum of the
+    /// groups' counts) and those of every group changed since the last
+    /// [`take_changed`](Self::take_changed); says which one fails.
+    pub fn check_invariants(&self) -> std::result::Result<(), String> {
+        let mut sum = Totals::default();
+        for g in &self.groups {
+            sum.add(&g.counts(), 1);
+        }
+        if sum != self.totals {
+            return Err(format!("totals {:?} are not the groups' sum {sum:?}", self.totals));
+        }
+        for &i in &self.changed {
+            let g = self.groups.get(i as usize).ok_or_else(|| format!("changed group {i} does not exist"))?;
+            g.check().map_err(|e| format!("cylinder group {i}: {e}"))?;
+        }
+        Ok(())
+    }
+
     /// The groups changed since the last call, in order; the set is emptied.
     pub fn take_changed(&mut self) -> Vec<u32> {
         std::mem::take(&mut self.changed).into_iter().collect()

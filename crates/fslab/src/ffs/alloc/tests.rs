@@ -660,3 +660,20 @@ fn the_old_policy_never_draws_a_random_start() {
     a.valloc(ROOT_INO, true).expect("directory");
     assert_ne!(a.rng, before, "the new policy draws one for a top-level directory");
 }
+
+#[test]
+fn the_invariant_check_passes_after_allocations_and_finds_totals_or_a_group_out_of_step() {
+    let mut a = allocator(4, &options());
+    let got = write_direct(&mut a, 3, 10);
+    a.free(got[0], a.geometry().frags_per_block).expect("free");
+    assert_eq!(a.check_invariants(), Ok(()));
+    let mut off = a.clone();
+    off.totals.free_blocks += 1;
+    assert!(off.check_invariants().is_err_and(|e| e.contains("sum")));
+    // A changed group whose count disagrees with its bitmap.
+    let mut off = a.clone();
+    let g = *off.changed.iter().next().expect("a group changed") as usize;
+    off.groups[g].counts.free_inodes -= 1;
+    off.totals.free_inodes -= 1;
+    assert!(off.check_invariants().is_err_and(|e| e.contains("cylinder group")));
+}

@@ -96,13 +96,11 @@ impl IntegrityMode for Ordered {
         // a clean one could be evicted meanwhile (storing the inode loads
         // its block), leaving the write a zeroed buffer in place of the
         // block's contents.
-        fs.cache.pin((ino, lbn));
-        let written = fs.write_ordered(&[(ino, lbn)]).and_then(|()| {
+        fs.with_pinned(Some((ino, lbn)), |fs| {
+            fs.write_ordered(&[(ino, lbn)])?;
             let key = fs.store_inode(ino)?;
             fs.write_durable(&[key])
-        });
-        fs.cache.unpin((ino, lbn));
-        written
+        })
     }
 
     /// Only a run no pointer on the disk may name: the old places are
