@@ -82,6 +82,20 @@ fn every_experiment_runs_small_on_the_papers_disks() {
         }
     }
     assert!(r.systems("dm02-dirops").iter().any(|s| s == "lfs-linear"), "dirhash off runs (dirhash=off)");
+    // Every group of creates has the reference beside it, and their ratio.
+    for system in ["lfs", "lfs-linear"] {
+        let creates = r.series("dm02-dirops", system, "create", "us/op");
+        let reference = r.series("dm02-dirops", system, "create-ref", "us/op");
+        let relative = r.series("dm02-dirops", system, "create-relative", "x");
+        assert!(
+            !creates.is_empty() && creates.len() == reference.len(),
+            "{system}: {creates:?} {reference:?}"
+        );
+        for (((x, c), (rx, rc)), (qx, q)) in creates.iter().zip(&reference).zip(&relative) {
+            assert!(x == rx && x == qx, "{system}: reference timed at another size");
+            assert!((c / rc - q).abs() < 1e-9 * q.abs().max(1.0), "{system} at {x}: {c} / {rc} is not {q}");
+        }
+    }
     // The buildworld lattice is fitted in every phase: its model predicts
     // every cell exactly, so all on is the sum of the terms.
     for phase in ["checkout", "build", "grep", "remove", "total"] {

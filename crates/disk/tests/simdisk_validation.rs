@@ -8,8 +8,14 @@
 //! tolerance stated and justified beside it. Every check prints one line
 //! (`cargo test --release -p disk --test simdisk_validation -- --nocapture`).
 //!
-//! V13 (replaying DiskSim's traces) is not here: the traces are not part of
-//! this repository.
+//! V13 (replaying DiskSim's validation traces, `cheetah9LP.trace` and
+//! `dec_rz26.trace`, and computing the Ruemmler-Wilkes demerit) is not
+//! here. The traces are public, in DiskSim's source tree, but their licence
+//! is DiskSim's and not this repository's, so they are not copied in, and
+//! their column format is not documented beside them: a replay would rest
+//! on a guess at what each column means. V1-V12 check the same mechanisms
+//! (seek curve, rotation, transfer, read-ahead, lost revolutions) against
+//! the papers' own figures instead.
 
 use disk::sim::{DiskModel, Scheduler, Service, SimOptions, Stats};
 use disk::{BlockDevice, SimDisk, VirtualClock};
@@ -180,14 +186,18 @@ fn v2_hp97560_sequential_media_rate() {
     let expected = skewed_media_rate(&m);
     let d = disk(m.clone());
     let measured = read_stream(&d, 0, 64 * KIB, 0, 86);
+    // Against the paper's figure first: 2.2 MB/s, given to two digits,
+    // so ±0.05 (2.15-2.25); then against what the model's own geometry
+    // implies, which must hold more tightly.
+    check("V2", "hp97560", "sequential read, no bus limit (MB/s)", "2.2 (S93)", measured / 1e6, 2.15, 2.25);
     check(
         "V2",
         "hp97560",
-        "sequential read, no bus limit (MB/s)",
-        "2.2 (2.199 with skews)",
-        measured / 1e6,
-        expected / 1e6 * 0.98,
-        expected / 1e6 * 1.01,
+        "sequential read / the skewed media rate of the model's geometry",
+        "1 (2.199 MB/s)",
+        measured / expected,
+        0.98,
+        1.01,
     );
 
     // Within one track the raw rate shows: 72 × 512 B per 14.99 ms.
@@ -215,6 +225,10 @@ fn v3_hp97560_bus_bound_reads_and_clustered_layouts() {
     check("V3", "hp97560", "EFS layout / raw, reads", ">= 0.97", efs / raw, 0.97, 1.0);
     let s = d.stats();
     assert_eq!(s.buffer_hits + s.streaming_hits, 63, "no read after the first waits for the media");
+    // The lab's `raw` system reads at this device figure with no CPU
+    // charged, and at it less the HP 9000/380's 5.5 ms copy per request
+    // with it (claim 9's 1.38 MB/s raw baseline): the bench crate's test
+    // `the_raw_system_reads_at_the_devices_rate_less_the_copies_and_nothing_else`.
 }
 
 #[test]

@@ -211,6 +211,10 @@ impl<L: Layout> Library<L> {
 }
 
 impl<L: Layout> Backend for Library<L> {
+    fn works_on_the_callers_thread(&self) -> bool {
+        true
+    }
+
     fn mkdir(&mut self, path: &str) -> io::Result<()> {
         let (parent, name) = split_path(path);
         let parent = self.dir(parent)?;

@@ -61,6 +61,13 @@ pub trait Backend {
     fn copies_itself(&self) -> bool {
         false
     }
+    /// Whether the file system does a call's work on the calling thread
+    /// (the library: on wall time only device writes may go to a thread of
+    /// its own), so that the thread's CPU time is the file system's. A
+    /// mounted directory works in a kernel or a daemon.
+    fn works_on_the_callers_thread(&self) -> bool {
+        false
+    }
     /// Makes a directory.
     fn mkdir(&mut self, path: &str) -> io::Result<()>;
     /// Removes an empty directory.
@@ -294,6 +301,14 @@ impl Target {
     /// Whether the target keeps simulated time.
     pub fn is_virtual(&self) -> bool {
         matches!(self.time, Time::Virtual { .. })
+    }
+
+    /// Whether the calling thread's CPU time measures the file system's
+    /// work: on wall time, with a file system working on this thread.
+    /// Unlike elapsed time, it does not grow while other programs hold
+    /// the CPU, so a loaded machine cannot move it much.
+    pub fn thread_cpu_measures_the_file_system(&self) -> bool {
+        !self.is_virtual() && self.backend.works_on_the_callers_thread()
     }
 
     /// Keeps `thing` (the device under the backend) alive as long as the
