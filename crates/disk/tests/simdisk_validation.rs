@@ -10,12 +10,12 @@
 //!
 //! V13 (replaying DiskSim's validation traces, `cheetah9LP.trace` and
 //! `dec_rz26.trace`, and computing the Ruemmler-Wilkes demerit) is not
-//! here. The traces are public, in DiskSim's source tree, but their licence
-//! is DiskSim's and not this repository's, so they are not copied in, and
-//! their column format is not documented beside them: a replay would rest
-//! on a guess at what each column means. V1-V12 check the same mechanisms
-//! (seek curve, rotation, transfer, read-ahead, lost revolutions) against
-//! the papers' own figures instead.
+//! here. The traces belong to DiskSim's source distribution: this
+//! repository carries no data made elsewhere, the build fetches nothing but
+//! crates, and the traces' column format is not documented beside them, so
+//! a replay would rest on a guess at what each column means. V1-V12 check
+//! the same mechanisms (seek curve, rotation, transfer, read-ahead, lost
+//! revolutions) against the papers' own figures instead.
 
 use disk::sim::{DiskModel, Scheduler, Service, SimOptions, Stats};
 use disk::{BlockDevice, SimDisk, VirtualClock};
