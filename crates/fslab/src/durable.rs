@@ -2,7 +2,7 @@
 //! system.
 //!
 //! A write is durable when the device has it *and* a flush barrier issued
-//! after it has returned (ARCHITECTURE.md, "Where durability comes from").
+//! after it has returned (DESIGN.md, "The durability model").
 //! Whatever numbers the writes and issues the barriers (the cache's write
 //! queue) implements [`Barrier`]; a storage manager hands out [`Ticket`]s
 //! for the writes an operation promised, and its caller waits on them —
