@@ -1,5 +1,4 @@
-//! Deferred frees (ARCHITECTURE.md, "Integrity modes and the write path
-//! under them"): a block or inode a transaction frees becomes allocatable
+//! Deferred frees (DESIGN.md, "Integrity modes"): a block or inode a transaction frees becomes allocatable
 //! only once the change that dropped the last pointer to it is durable,
 //! when the integrity mode says so. The 2000 paper's second rule ("never
 //! reuse a resource before nullifying all previous pointers to it", §3.1)
