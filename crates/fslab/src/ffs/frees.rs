@@ -1,6 +1,6 @@
-//! Deferred frees (DESIGN.md, "Integrity modes"): a block or inode a transaction frees becomes allocatable
-//! only once the change that dropped the last pointer to it is durable,
-//! when the integrity mode says so. The 2000 paper's second rule ("never
+//! Deferred frees (DESIGN.md, "Integrity modes"): a block or inode a
+//! transaction frees becomes allocatable only once the change that dropped
+//! the last pointer to it is durable, when the integrity mode says so. The 2000 paper's second rule ("never
 //! reuse a resource before nullifying all previous pointers to it", §3.1)
 //! is kept this way by soft updates (its freeblks and freefile work, run
 //! once the inode or directory block without the pointer is on disk) and by
