@@ -319,8 +319,8 @@ pub const EXPERIMENTS: &[Experiment] = &[
         source: "2002 Fig. 2-6",
         about: "Files created one by one into one directory up to 10,000; at each size, creates, stats in \
                 creation order, in random order and of absent names, then removes. On a memory disk: these \
-                costs are CPU, timed as the running thread's CPU time (the file system works on it), the \
-                fastest of 5 trials. Each group of creates is followed at once by a group of creates in a \
+                costs are CPU, timed as the running thread's CPU time (the file system works on it), each \
+                50 operations the fastest of 5 trials. Each group of creates is followed at once by a group of creates in a \
                 reference directory of 1,000 entries; the checks read the ratio of the two (create-relative), \
                 which the machine's other work weighs on alike. lfs and lfs-dirhash keep dirhash's name index \
                 (on by default); lfs-linear mounts with dirhash=off and scans directories linearly.",
