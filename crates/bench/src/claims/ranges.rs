@@ -132,6 +132,31 @@ pub const RANGES: &[Range] = &[
         scale: Scale::MeanOf("ffs-4k", "no-cleaning"),
         label: "FFS mean ±3%",
     },
+    // Claim 5, 1997 Fig. 2: the scores at the end of aging.
+    absolute(
+        "ss97-aging",
+        "layout score at the end of aging, realloc: >= 0.88 (paper 0.899, Fig. 2)",
+        (0.88, INF),
+        (INF, INF),
+        "realloc ≥ 0.88",
+    ),
+    absolute(
+        "ss97-aging",
+        "layout score at the end of aging, original allocator: <= 0.80 (paper 0.766)",
+        (f64::NEG_INFINITY, 0.80),
+        (INF, INF),
+        "original ≤ 0.80",
+    ),
+    // Claim 12, 1995 Fig. 8.
+    absolute(
+        "s95-aged",
+        "most configurations (size x phase) at 80-100% of the empty FS's throughput (to 101%: a \
+               few tenths of a percent above is no loss)",
+        (0.80, 1.01),
+        (0.0, INF),
+        "most at 80-100% of empty",
+    ),
+    absolute("s95-aged", "1 MB files >= 85% of empty in both phases", (0.85, INF), (MB, MB), "1 MB ≥ 85%"),
     // Claim 1's ratios.
     absolute("s95-create-ratio", "LFS/FFS create ratio at 1 KB >= 8", (8.0, INF), (KB, KB), "≥ 8"),
     absolute(
