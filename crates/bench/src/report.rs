@@ -4,10 +4,14 @@
 //! experiment ran with several seeds, every value is the median with its
 //! range over the seeds, and every plot a median over a band.
 
-use crate::claims::{claim_verdict, compare, evaluate, Check, Claim, Outcome, Verdict, CALIBRATED, CLAIMS};
+use crate::claims::ranges::{self, Scale};
+use crate::claims::{
+    claim_verdict, compare, evaluate, Check, Claim, Outcome, RatioPlot, Verdict, CALIBRATED, CLAIMS,
+    RATIO_PLOTS,
+};
 use crate::cpu::Charges;
 use crate::experiment::{by_id, Experiment, PlotSpec, EXPERIMENTS};
-use crate::plot::{self, Chart, Series};
+use crate::plot::{self, Chart, Criterion, Paper, Series};
 use crate::results::Results;
 use crate::seeds::{seed_list, BySeed, Spread};
 use std::fmt::Write as _;
@@ -24,7 +28,9 @@ pub struct Written {
 }
 
 /// The chart of `spec` from `results`: over several seeds, each series
-/// the median with the seeds' range as its band.
+/// the median with the seeds' range as its band; with the paper's values
+/// for its series (the experiment's [`crate::experiment::Published`] numbers of the plotted
+/// metric) and the claims' ranges on it (`claims::ranges`).
 pub fn chart(results: &Results, experiment: &str, spec: &PlotSpec) -> Chart {
     let by_seed = BySeed::new(results, experiment);
     let band = |x: f64, s: &Spread| by_seed.several().then_some((x, s.min, s.max));
@@ -32,6 +38,9 @@ pub fn chart(results: &Results, experiment: &str, spec: &PlotSpec) -> Chart {
     let categories =
         (spec.x_label == "phase").then(|| spec.phases.iter().map(|p| p.to_string()).collect::<Vec<_>>());
     let mut series = Vec::new();
+    // The (system, phase) of each series, to find the paper's values'
+    // series by; a bar chart's series are systems, over every phase.
+    let mut keys: Vec<(String, &str)> = Vec::new();
     for system in &systems {
         if categories.is_some() {
             let spreads: Vec<(f64, Spread)> = spec
@@ -46,6 +55,7 @@ pub fn chart(results: &Results, experiment: &str, spec: &PlotSpec) -> Chart {
                 let points = spreads.iter().map(|(x, s)| (*x, s.median)).collect();
                 let band = spreads.iter().filter_map(|(x, s)| band(*x, s)).collect();
                 series.push(Series { label: system.clone(), points, band });
+                keys.push((system.clone(), ""));
             }
             continue;
         }
@@ -62,8 +72,28 @@ pub fn chart(results: &Results, experiment: &str, spec: &PlotSpec) -> Chart {
             let band = spreads.iter().filter_map(|(x, s)| band(*x, s)).collect();
             let label = if spec.phases.len() > 1 { format!("{system} {phase}") } else { system.clone() };
             series.push(Series { label, points, band });
+            keys.push((system.clone(), phase));
         }
     }
+    let published = by_id(experiment).map_or(&[][..], |e| e.published);
+    let mut paper = Vec::new();
+    for p in published.iter().filter(|p| p.metric == spec.metric && spec.phases.contains(&p.phase)) {
+        let phase = if categories.is_some() { "" } else { p.phase };
+        let Some(i) = keys.iter().position(|(s, ph)| s == p.system && *ph == phase) else {
+            continue;
+        };
+        let x = if categories.is_some() {
+            spec.phases.iter().position(|ph| *ph == p.phase).map(|k| k as f64)
+        } else if p.x.is_infinite() {
+            series[i].points.last().map(|q| q.0)
+        } else {
+            Some(p.x / spec.x_unit)
+        };
+        if let Some(x) = x {
+            paper.push(Paper { series: i, x, y: p.value });
+        }
+    }
+    let criteria = criteria(&by_seed, experiment, spec.name, spec.metric, spec.x_unit, &series);
     Chart {
         title: spec.title.into(),
         x_label: spec.x_label.into(),
@@ -71,8 +101,104 @@ pub fn chart(results: &Results, experiment: &str, spec: &PlotSpec) -> Chart {
         log_x: spec.log_x,
         categories,
         series,
+        paper,
+        criteria,
     }
 }
+
+/// The ranges `claims::ranges` gives for `plot`, in the plot's units: a
+/// range at "the largest x" at the largest x drawn, a range relative to a
+/// measurement scaled by its median over the seeds. A range whose
+/// measurement is missing is left out.
+fn criteria(
+    by_seed: &BySeed,
+    experiment: &str,
+    plot: &str,
+    metric: &str,
+    x_unit: f64,
+    series: &[Series],
+) -> Vec<Criterion> {
+    let largest = series.iter().flat_map(|s| s.points.iter().map(|p| p.0)).fold(f64::NEG_INFINITY, f64::max);
+    let mut out = Vec::new();
+    for r in ranges::on_plot(plot) {
+        let scale = match r.scale {
+            Scale::Absolute => Some(1.0),
+            Scale::LargestOf(system, phase) => {
+                by_seed.series(experiment, system, phase, metric).last().map(|p| p.1.median)
+            }
+            Scale::MeanOf(system, phase) => {
+                let s = by_seed.series(experiment, system, phase, metric);
+                (!s.is_empty()).then(|| s.iter().map(|p| p.1.median).sum::<f64>() / s.len() as f64)
+            }
+        };
+        let Some(scale) = scale.filter(|s| s.is_finite()) else {
+            continue;
+        };
+        let (from, to) = if r.from.is_infinite() {
+            if !largest.is_finite() {
+                continue;
+            }
+            (largest, largest)
+        } else {
+            (r.from / x_unit, if r.to.is_infinite() { r.to } else { r.to / x_unit })
+        };
+        out.push(Criterion {
+            low: r.low * scale,
+            high: r.high * scale,
+            from,
+            to,
+            label: r.label.to_string(),
+        });
+    }
+    out
+}
+
+/// The chart of a claim's ratio `plot`: each ratio at each size the
+/// checks read, over several seeds the median with its range as a band;
+/// the paper's ratios and the checks' ranges over and under it.
+pub fn ratio_chart(results: &Results, plot: &RatioPlot) -> Chart {
+    let by_seed = BySeed::new(results, plot.experiment);
+    let mut series = Vec::new();
+    for ratio in plot.ratios {
+        let spreads: Vec<(f64, Spread)> = (ratio.sizes)(results)
+            .into_iter()
+            .filter_map(|x| Some((x / KB, by_seed.spread(|r| (ratio.at)(r, x))?)))
+            .filter(|(_, s)| s.median.is_finite())
+            .collect();
+        if spreads.is_empty() {
+            continue;
+        }
+        let points = spreads.iter().map(|(x, s)| (*x, s.median)).collect();
+        let band = if by_seed.several() {
+            spreads.iter().map(|(x, s)| (*x, s.min, s.max)).collect()
+        } else {
+            vec![]
+        };
+        series.push(Series { label: ratio.label.to_string(), points, band });
+    }
+    let paper = plot
+        .paper
+        .iter()
+        .filter_map(|p| {
+            let i = series.iter().position(|s| s.label == p.system)?;
+            Some(Paper { series: i, x: p.x / KB, y: p.value })
+        })
+        .collect();
+    let criteria = criteria(&by_seed, plot.experiment, plot.name, "", KB, &series);
+    Chart {
+        title: plot.title.into(),
+        x_label: "File size (KB, log scale)".into(),
+        y_label: plot.y_label.into(),
+        log_x: true,
+        categories: None,
+        series,
+        paper,
+        criteria,
+    }
+}
+
+/// The file sizes of the ratio plots are in KB.
+const KB: f64 = 1024.0;
 
 fn fmt_value(v: f64) -> String {
     if !v.is_finite() {
@@ -307,7 +433,7 @@ fn check_row(out: &mut String, results: &Results, check: &Check, o: &Outcome, ve
     );
 }
 
-fn claims_section(out: &mut String, results: &Results) {
+fn claims_section(out: &mut String, results: &Results, png: bool) {
     let _ = writeln!(out, "## The headline claims\n");
     let _ = writeln!(out, "| # | claim | source | verdict | checks |\n|---:|---|---|---|---|");
     for c in CLAIMS {
@@ -334,6 +460,12 @@ fn claims_section(out: &mut String, results: &Results) {
             "\n### Claim {}\n\n{}\n\nPass criterion: {}.\n",
             c.number, c.statement, c.criterion
         );
+        for plot in RATIO_PLOTS.iter().filter(|p| p.claim == c.number) {
+            if !ratio_chart(results, plot).series.is_empty() {
+                let file = if png { format!("{}.png", plot.name) } else { format!("{}.svg", plot.name) };
+                let _ = writeln!(out, "![{}](plots/{file})\n", plot.title);
+            }
+        }
         let _ = writeln!(out, "| check | experiment | needs | measured | verdict |\n|---|---|---|---|---|");
         let mut why_not = Vec::new();
         for check in c.checks {
@@ -411,7 +543,9 @@ pub fn markdown(results: &Results, png: bool) -> String {
          published number and the claim's pass criterion (the research notes' reproduction targets). \
          *Not yet* marks what needs a system fslab does not have yet; *not run* an experiment this run \
          left out. Throughputs in MB/s use the paper's megabyte: 10^6 bytes for the 1993 paper, 2^20 for \
-         the 1995 paper.\n"
+         the 1995 paper. In the plots a cross marks a value the paper published, grey shading the range a \
+         claim's check requires, and a dashed line a series that coincides with another, which its legend \
+         names.\n"
     );
     if let Some(mixed) = results.mixed_cpu_charges() {
         let groups: Vec<String> = mixed
@@ -437,7 +571,7 @@ pub fn markdown(results: &Results, png: bool) -> String {
         );
     }
     overrides_banner(&mut out, results);
-    claims_section(&mut out, results);
+    claims_section(&mut out, results, png);
     crate::setup::section(&mut out);
     let _ = writeln!(out, "\n## Experiments");
     for e in EXPERIMENTS {
@@ -552,6 +686,17 @@ pub fn write(results: &Results, dir: &Path) -> io::Result<Written> {
             }
         }
     }
+    let ratios = RATIO_PLOTS.iter().map(|p| (p.name, ratio_chart(results, p)));
+    for (name, c) in ratios.filter(|(_, c)| !c.series.is_empty()) {
+        let svg = plots.join(format!("{name}.svg"));
+        std::fs::write(&svg, plot::svg::render(&c))?;
+        written.plots.push(svg.display().to_string());
+        if let Some(font) = &font {
+            let png = plots.join(format!("{name}.png"));
+            std::fs::write(&png, plot::png::render(&c, font)?)?;
+            written.plots.push(png.display().to_string());
+        }
+    }
     std::fs::write(dir.join("report.md"), markdown(results, font.is_some()))?;
     Ok(written)
 }
@@ -594,11 +739,70 @@ mod tests {
     #[test]
     fn the_claims_section_prints_the_setup_choices_beside_the_scoreboard() {
         let mut out = String::new();
-        claims_section(&mut out, &creates_at_1k());
+        claims_section(&mut out, &creates_at_1k(), true);
         let claim1 =
             out.split("### Claim 1").nth(1).and_then(|s| s.split("### Claim 2").next()).expect("claim 1");
         assert!(claim1.contains("| LFS/FFS create ratio at 1 KB >= 8 | s95-sequential | lfs, ffs-m8r0, ffs-m8r2 | 13.00 x | **reproduced** |"));
         assert!(claim1.contains("Setup choices"), "{claim1}");
         assert!(out.contains("| 1 | LFS creates"), "the scoreboard");
+    }
+
+    #[test]
+    fn claim_ones_ratio_plot_carries_the_ratio_the_papers_values_and_the_ranges() {
+        let plot = RATIO_PLOTS.iter().find(|p| p.claim == 1).expect("claim 1's ratio plot");
+        let c = ratio_chart(&creates_at_1k(), plot);
+        assert_eq!(c.series.len(), 1);
+        assert_eq!(c.series[0].points, vec![(1.0, 0.13 / 0.01)], "LFS over the faster FFS at 1 KB");
+        assert!(c.paper.contains(&Paper { series: 0, x: 1.0, y: 10.0 }), "{:?}", c.paper);
+        let at_1k = c.criteria.iter().find(|k| k.from == 1.0 && k.to == 1.0).expect("the 1 KB range");
+        assert_eq!((at_1k.low, at_1k.high), (8.0, f64::INFINITY));
+        let mut out = String::new();
+        claims_section(&mut out, &creates_at_1k(), true);
+        assert!(out.contains(&format!("![{}](plots/s95-create-ratio.png)", plot.title)), "{out}");
+        assert!(!out.contains("s95-delete-ratio"), "no deletes measured, no plot: {out}");
+    }
+
+    #[test]
+    fn published_values_are_drawn_only_on_plots_that_have_them() {
+        let r = crate::claims::setup::tests::results(
+            "s95-sequential",
+            &[
+                ("lfs-8k", "create", 1048576.0, "MB/s", 1.5),
+                ("lfs-8k", "create", 2097152.0, "MB/s", 1.6),
+                ("lfs-8k", "overwrite", 2097152.0, "MB/s", 1.6),
+            ],
+        );
+        let e = by_id("s95-sequential").expect("s95-sequential");
+        let spec = |name: &str| *e.plots.iter().find(|p| p.name == name).expect("plot");
+        let create = chart(&r, e.id, &spec("s95-create"));
+        // 1995 §3.1's 67% of the disk, at the largest size measured.
+        assert_eq!(create.paper, vec![Paper { series: 0, x: 2048.0, y: 0.67 * 2.5 }]);
+        assert_eq!(
+            create.criteria.len(),
+            2,
+            "LFS's and FFS-m8r2's shares of the disk: {:?}",
+            create.criteria
+        );
+        assert!(create.criteria.iter().all(|k| k.from == 1024.0 && k.to.is_infinite()));
+        let overwrite = chart(&r, e.id, &spec("s95-overwrite"));
+        assert!(overwrite.paper.is_empty() && overwrite.criteria.is_empty(), "{overwrite:?}");
+    }
+
+    #[test]
+    fn a_range_relative_to_a_measurement_scales_with_it() {
+        let r = crate::claims::setup::tests::results(
+            "s93-bandwidth",
+            &[
+                ("raw", "read", 65536.0, "MB/s", 1.0),
+                ("raw", "read", 4194304.0, "MB/s", 1.4),
+                ("lfs", "read", 4194304.0, "MB/s", 1.3),
+            ],
+        );
+        let e = by_id("s93-bandwidth").expect("s93-bandwidth");
+        let spec = e.plots.iter().find(|p| p.name == "s93-bandwidth-read").expect("plot");
+        let c = chart(&r, e.id, spec);
+        let k = c.criteria.first().expect("raw's range");
+        assert!((k.low - 0.97 * 1.4).abs() < 1e-12 && (k.high - 1.03 * 1.4).abs() < 1e-12, "{k:?}");
+        assert_eq!((k.from, k.to), (4096.0, 4096.0), "at the largest size");
     }
 }

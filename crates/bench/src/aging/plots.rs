@@ -25,14 +25,7 @@ fn series(label: &str, points: impl Iterator<Item = (u64, Option<f64>)>) -> Seri
 }
 
 fn chart(title: String, y_label: &str, series: Vec<Series>) -> Chart {
-    Chart {
-        title,
-        x_label: "simulated day".to_string(),
-        y_label: y_label.to_string(),
-        log_x: false,
-        categories: None,
-        series,
-    }
+    Chart::new(title, "simulated day".to_string(), y_label.to_string(), false, series)
 }
 
 /// The charts of `figures` by file name, titled after `name` (the aged

@@ -15,7 +15,9 @@
 //! This module holds the claims and the verdicts; each claim's checks are
 //! kept beside the other checks of its paper: `s93` (claims 9 and 10),
 //! `s95` (1-4), `ss97` (5), `dm02` (6 and 7), `s00` (8), `buildworld`
-//! (11) and `aging` (12), with the readers they share in `helpers`.
+//! (11) and `aging` (12), with the readers they share in `helpers`. The
+//! ranges the checks require of plotted quantities, for the plots to
+//! shade, are in `ranges`; claims 1, 2 and 4's ratio plots in `s95`.
 
 use crate::results::Results;
 use crate::seeds::Spread;
@@ -25,6 +27,7 @@ mod buildworld;
 pub(crate) mod check;
 mod dm02;
 mod helpers;
+pub mod ranges;
 mod s00;
 mod s93;
 mod s95;
@@ -35,7 +38,7 @@ use helpers::{v, within};
 use s00::SSH;
 
 pub use check::{Check, Outcome, Verdict};
-pub use s95::sequential_lfs;
+pub use s95::{sequential_lfs, Ratio, RatioPlot, RATIO_PLOTS};
 pub use setup::{compare, Alternative, Compared, SetupChoice};
 
 /// A headline claim.

@@ -4,6 +4,7 @@
 
 use super::helpers::{last, loss, near, v, within, worst_within};
 use super::Check;
+use crate::experiment::Published;
 use crate::results::Results;
 
 /// The faster FFS of the 1995 pair at `x`.
@@ -85,7 +86,7 @@ pub(super) fn all_sizes_as(
 }
 
 /// The 1995 sequential benchmark's DSP 3105 moves 2.5 MB/s (§3.1).
-const DSP3105_MBS: f64 = 2.5;
+pub(super) const DSP3105_MBS: f64 = 2.5;
 
 /// `system`'s large-file creates (1 MB and more) as percentages of the
 /// disk's bandwidth, each in `[low, high]` (1995 §3.1: "approximately
@@ -360,5 +361,147 @@ pub(super) const LARGE_FILE_CHECKS: &[Check] = &[
         eval: |r| large_creates(r, "ffs-m8r2", 68.0, 82.0),
         unit: "% (worst)",
         why_not: LARGE_CREATE_WHY,
+    },
+];
+
+/// One line of a [`RatioPlot`]: a ratio a check reads, at each file size.
+#[derive(Debug, Clone, Copy)]
+pub struct Ratio {
+    /// Its legend.
+    pub label: &'static str,
+    /// The file sizes (bytes) it is measured at.
+    pub sizes: fn(&Results) -> Vec<f64>,
+    /// Its value at a file size, as the checks compute it.
+    pub at: fn(&Results, f64) -> Option<f64>,
+}
+
+/// A plot of the ratios a claim's checks read against file size, beside
+/// the claim in the report, with the checks' ranges shaded (their
+/// `claims::RANGES` entries name the plot).
+#[derive(Debug, Clone, Copy)]
+pub struct RatioPlot {
+    /// The claim it belongs to.
+    pub claim: u32,
+    /// The experiment whose results it reads.
+    pub experiment: &'static str,
+    /// File name (without extension).
+    pub name: &'static str,
+    /// Title.
+    pub title: &'static str,
+    /// Y axis label.
+    pub y_label: &'static str,
+    /// Its lines.
+    pub ratios: &'static [Ratio],
+    /// The paper's ratios: `system` is the [`Ratio::label`] they belong
+    /// to, `x` a file size in bytes.
+    pub paper: &'static [Published],
+}
+
+/// The sizes of `system`'s `phase` in the sequential benchmark: the x
+/// values the checks walk (over every seed, each once).
+fn sizes_of(r: &Results, system: &str, phase: &str, metric: &str) -> Vec<f64> {
+    let mut xs: Vec<f64> =
+        r.series("s95-sequential", system, phase, metric).into_iter().map(|p| p.0).collect();
+    xs.sort_by(f64::total_cmp);
+    xs.dedup();
+    xs
+}
+
+/// The ratio plots of claims 1, 2 and 4.
+pub const RATIO_PLOTS: &[RatioPlot] = &[
+    RatioPlot {
+        claim: 1,
+        experiment: "s95-sequential",
+        name: "s95-create-ratio",
+        title: "Claim 1: LFS / FFS create throughput (1995 Fig. 3)",
+        y_label: "LFS / faster FFS (create MB/s)",
+        ratios: &[Ratio {
+            label: "LFS / FFS",
+            sizes: |r| sizes_of(r, "ffs-m8r2", "create", "MB/s"),
+            at: |r, x| lfs_over_ffs(r, "create", "MB/s", x),
+        }],
+        // 1995 §3.1 on Fig. 3, as the research notes read it
+        // (reproduction_targets.md, S95-F3): "about 10x at 1 KB, 4x at
+        // 2 KB, 2x at 32 KB, equal at 1/2 MB".
+        paper: &[
+            Published {
+                system: "LFS / FFS",
+                phase: "create",
+                x: 1024.0,
+                metric: "x",
+                value: 10.0,
+                source: "1995 Fig. 3: about 10x at 1 KB",
+            },
+            Published {
+                system: "LFS / FFS",
+                phase: "create",
+                x: 2048.0,
+                metric: "x",
+                value: 4.0,
+                source: "1995 Fig. 3: 4x at 2 KB",
+            },
+            Published {
+                system: "LFS / FFS",
+                phase: "create",
+                x: 32768.0,
+                metric: "x",
+                value: 2.0,
+                source: "1995 Fig. 3: 2x at 32 KB",
+            },
+            Published {
+                system: "LFS / FFS",
+                phase: "create",
+                x: 524288.0,
+                metric: "x",
+                value: 1.0,
+                source: "1995 Fig. 3: equal at 1/2 MB",
+            },
+        ],
+    },
+    RatioPlot {
+        claim: 2,
+        experiment: "s95-sequential",
+        name: "s95-delete-ratio",
+        title: "Claim 2: LFS / FFS delete rate (1995 Fig. 6)",
+        y_label: "LFS / faster FFS (files deleted/s)",
+        ratios: &[Ratio {
+            label: "LFS / FFS",
+            sizes: |r| sizes_of(r, "ffs-m8r2", "delete", "files/s"),
+            at: |r, x| lfs_over_ffs(r, "delete", "files/s", x),
+        }],
+        // The paper gives an order of magnitude and "3-4x", no value at a
+        // size: nothing to mark.
+        paper: &[],
+    },
+    RatioPlot {
+        claim: 4,
+        experiment: "s95-sequential",
+        name: "s95-large-ratio",
+        title: "Claim 4: large-file overwrite and read ratios (1995 Fig. 4-5)",
+        y_label: "Ratio of throughputs",
+        ratios: &[
+            Ratio {
+                label: "overwrite m8r2 / LFS",
+                sizes: |r| sizes_of(r, "lfs-8k", "overwrite", "MB/s"),
+                at: |r, x| {
+                    Some(
+                        v(r, "s95-sequential", "ffs-m8r2", "overwrite", "MB/s", x)?
+                            / v(r, "s95-sequential", "lfs-8k", "overwrite", "MB/s", x)?,
+                    )
+                },
+            },
+            Ratio {
+                label: "read LFS / m8r2",
+                sizes: |r| sizes_of(r, "lfs-8k", "read", "MB/s"),
+                at: |r, x| {
+                    Some(
+                        v(r, "s95-sequential", "lfs-8k", "read", "MB/s", x)?
+                            / v(r, "s95-sequential", "ffs-m8r2", "read", "MB/s", x)?,
+                    )
+                },
+            },
+        ],
+        // "About 15% better" on large writes is not a value at a size.
+        paper: &[],
     },
 ];

@@ -281,7 +281,16 @@ pub const EXPERIMENTS: &[Experiment] = &[
         machine: HP9000_380,
         systems: &["lfs-nocleaner", "lfs", "lfs-256k", "ffs", "efs"],
         workload: Workload::TpcbAt80,
-        plots: &[],
+        plots: &[PlotSpec {
+            name: "s93-tpcb",
+            title: "TPC-B at 80% (1993 Table 7)",
+            phases: &["no-cleaning", "cleaning"],
+            metric: "TPS",
+            x_label: "phase",
+            y_label: "Transactions per second",
+            log_x: false,
+            x_unit: 1.0,
+        }],
         published: &[
             published("lfs", "no-cleaning", 80.0, "TPS", 19.3, "1993 Table 7: LFS (no cleaner)"),
             published("lfs", "cleaning", 80.0, "TPS", 11.6, "1993 Table 7: LFS (cleaner, 1M)"),

@@ -6,7 +6,7 @@ use super::{Anchor, Canvas, Chart, Rgb, HEIGHT, WIDTH};
 use fontdue::{Font, FontSettings};
 use std::io;
 use std::path::PathBuf;
-use tiny_skia::{FillRule, Paint, PathBuilder, Pixmap, Rect, Stroke, Transform};
+use tiny_skia::{FillRule, Paint, PathBuilder, Pixmap, Rect, Stroke, StrokeDash, Transform};
 
 /// Where fonts are looked for, first found wins.
 const FONT_PATHS: &[&str] = &[
@@ -89,6 +89,13 @@ impl Canvas for Png<'_> {
     fn polyline(&mut self, points: &[(f32, f32)], c: Rgb, width: f32) {
         if let Some(path) = path_through(points, false) {
             let stroke = Stroke { width, ..Stroke::default() };
+            self.pixmap.stroke_path(&path, &paint(c), &stroke, Transform::identity(), None);
+        }
+    }
+
+    fn dashed(&mut self, points: &[(f32, f32)], c: Rgb, width: f32, dash: f32) {
+        if let Some(path) = path_through(points, false) {
+            let stroke = Stroke { width, dash: StrokeDash::new(vec![dash, dash], 0.0), ..Stroke::default() };
             self.pixmap.stroke_path(&path, &paint(c), &stroke, Transform::identity(), None);
         }
     }

@@ -39,6 +39,16 @@ impl Canvas for Svg {
         );
     }
 
+    fn dashed(&mut self, points: &[(f32, f32)], c: Rgb, width: f32, dash: f32) {
+        let pts: Vec<String> = points.iter().map(|(x, y)| format!("{x:.1},{y:.1}")).collect();
+        let _ = writeln!(
+            self.body,
+            r#"<polyline points="{}" fill="none" stroke="{}" stroke-width="{width}" stroke-dasharray="{dash}"/>"#,
+            pts.join(" "),
+            color(c)
+        );
+    }
+
     fn rect(&mut self, at: (f32, f32), size: (f32, f32), c: Rgb) {
         let _ = writeln!(
             self.body,
