@@ -135,11 +135,12 @@ fn cleaner_policy(args: &AgeArgs) -> Result<Option<&'static str>, String> {
     }
 }
 
-/// What `aged` cannot measure, as the report says it.
+/// Why `aged` has no layout score and no cylinder groups, as the report
+/// says it after `n/a`.
 fn not_measured(aged: &Aged) -> &'static str {
     match aged.extra {
-        Extra::Cleaner => "n/a (an LFS image: no block placement to score, no cylinder groups)",
-        _ => "n/a (not an fslab image)",
+        Extra::Cleaner => "an LFS image: no block placement to score, no cylinder groups",
+        _ => "not an fslab image",
     }
 }
 
@@ -306,8 +307,9 @@ fn age(
     )?;
     if aged.extra != Extra::FreeSpace {
         outln!(
-            "layout score, by-size scores and free-space fragmentation: {} (they are defined on FFS's \
-             placement and read from an FFS image); utilisation, operations, bytes and files are measured",
+            "layout score, by-size scores and free-space fragmentation: n/a ({}; they are defined on \
+             FFS's placement and read from an FFS image); utilisation, operations, bytes and files are \
+             measured",
             not_measured(aged)
         )?;
     }
@@ -357,7 +359,7 @@ fn age(
     }
     match summary.days.last().and_then(|d| d.score.as_ref()) {
         Some(last) => out!("layout at the end\n{}", score::render(last))?,
-        None => outln!("layout at the end (and by size): {}", not_measured(aged))?,
+        None => outln!("layout at the end (and by size): n/a ({})", not_measured(aged))?,
     }
     match &summary.final_groups {
         Some(groups) => {
@@ -365,7 +367,7 @@ fn age(
             outln!("longest free run by cylinder group at the end (blocks): {}", runs.join(" "))?
         }
         None if aged.extra != Extra::Cleaner => {
-            outln!("longest free run by cylinder group at the end: {}", not_measured(aged))?
+            outln!("longest free run by cylinder group at the end: n/a ({})", not_measured(aged))?
         }
         None => {}
     }

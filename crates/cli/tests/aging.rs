@@ -301,7 +301,7 @@ fn age_on_a_directory_reports_no_score_and_keeps_the_files() {
     assert!(r.success(), "{}", r.describe());
     assert!(
         r.stdout
-            .contains("layout score, by-size scores and free-space fragmentation: n/a (not an fslab image)"),
+            .contains("layout score, by-size scores and free-space fragmentation: n/a (not an fslab image;"),
         "{}",
         r.stdout
     );

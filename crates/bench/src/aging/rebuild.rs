@@ -15,6 +15,10 @@
 //! directory counts are the new file system's: new files and directories
 //! are placed as on an empty file system, only their blocks are not.
 //!
+//! [`SavedMaps`] is the same maps as a file (`fslab age --save-bitmaps`,
+//! `docs/FORMAT.md`, "Aging free-space bitmaps"), for a tool other than
+//! fslab to rebuild the aged free space from.
+//!
 //! Both functions work on an unmounted image; the mount that follows
 //! reads the groups as the truth and the superblock's totals as a hint, so
 //! [`impose`] rewrites the totals too.
