@@ -650,6 +650,11 @@ impl Layout for Ffs {
             frags_per_block: g.block_size / g.frag_size,
         })
     }
+
+    fn cylinder_groups(&self) -> Option<crate::target::CylinderGroups> {
+        let g = self.superblock().geometry;
+        Some(crate::target::CylinderGroups { count: g.ncg, inodes_per_group: g.ipg })
+    }
 }
 
 /// Makes `system`'s file system on `dev` and mounts it. Fails for the raw

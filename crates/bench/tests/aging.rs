@@ -167,6 +167,7 @@ fn writes_during(trace: &str) -> usize {
         record: None,
         on_op: &mut |_, _| {},
         on_day: &mut |_| {},
+        placement: fslab_bench::aging::run::Placement::Namespace,
     };
     run(&mut target, &mut source, options).expect("run");
     assert!(clock.now() >= 1_000_000_000 * 2, "the clock follows the operations' times");
@@ -265,6 +266,7 @@ fn age_lfs(mib: u64, source: &mut dyn fslab_bench::aging::run::OpSource) -> fsla
         record: None,
         on_op: &mut |_, _| {},
         on_day: &mut |_| {},
+        placement: fslab_bench::aging::run::Placement::Namespace,
     };
     let summary = run(&mut target, source, options).expect("run");
     target.finish().expect("unmount");
@@ -294,7 +296,12 @@ fn an_aged_lfs_reports_its_cleaners_work_and_the_results_read_back() {
     }
     assert!(summary.days.iter().all(|d| d.free_space.is_none() && d.score.is_none()));
 
-    let described = Described { target: "lfs", source: &params.describe(), cleaner_policy: Some("greedy") };
+    let described = Described {
+        target: "lfs",
+        source: &params.describe(),
+        cleaner_policy: Some("greedy"),
+        placement: "namespace",
+    };
     let back = parse_results(&results_text(&results_json(&summary, &described))).expect("reads back");
     assert_eq!(back.cleaner_policy.as_deref(), Some("greedy"));
     assert_eq!(back.cleaner_total, summary.cleaner);
@@ -330,6 +337,7 @@ fn an_aged_ffs_reports_its_free_space_and_the_results_read_back() {
         record: None,
         on_op: &mut |_, _| {},
         on_day: &mut |_| {},
+        placement: fslab_bench::aging::run::Placement::Namespace,
     };
     let summary = run(&mut target, &mut Generator::new(stream), options).expect("run");
     target.finish().expect("unmount");
@@ -345,7 +353,8 @@ fn an_aged_ffs_reports_its_free_space_and_the_results_read_back() {
     let longest = groups.iter().map(|g| g.longest_run).max();
     assert_eq!(last.longest_run.map(|r| r.max), longest);
 
-    let described = Described { target: "ffs", source: &stream.describe(), cleaner_policy: None };
+    let described =
+        Described { target: "ffs", source: &stream.describe(), cleaner_policy: None, placement: "namespace" };
     let back = parse_results(&results_text(&results_json(&summary, &described))).expect("reads back");
     assert_eq!(back.final_groups, Some(groups));
     assert_eq!((back.cleaner_policy, back.cleaner_total), (None, None));
@@ -385,4 +394,175 @@ fn an_idle_gap_in_the_stream_is_when_the_lfs_cleaner_runs() {
     let (busy, idle) = (cleaned(trace(0)), cleaned(trace(3600)));
     assert_eq!(busy, 0, "the writers had no need to clean");
     assert!(idle > 0, "no segment cleaned in an idle hour");
+}
+
+/// A 64 MiB FFS in 4 MiB groups (sixteen), mounted on virtual time.
+fn sixteen_group_ffs() -> (fslab_bench::target::Target, Arc<disk::VirtualClock>) {
+    use fslab_bench::cpu::CpuModel;
+    use fslab_bench::target::library::Library;
+    use fslab_bench::target::Target;
+
+    let dev: Arc<dyn BlockDevice> = Arc::new(MemDisk::new(64 << 20));
+    let clock = Arc::new(disk::VirtualClock::new());
+    let env = virtual_env(&clock, 8 << 20);
+    let library =
+        Library::<Ffs>::make(dev, None, None, async_ffs(Some(4 << 20)), env).expect("mkfs and mount");
+    (Target::on_virtual_time(Box::new(library), clock.clone(), CpuModel::off()), clock)
+}
+
+/// The 1997 placement on a hand-built stream: one directory per group,
+/// each in its group; every live file in the directory of the group its
+/// creation path maps to, its inode in that group (from its number); a
+/// renamed file where it was created; the stream's own directories not
+/// made; sizes as the stream left them.
+#[test]
+fn the_1997_placement_puts_every_file_in_the_directory_of_its_group() {
+    use fslab_bench::aging::run::{group_dir, group_of_identity, run, Placement, RunOptions};
+    use fslab_bench::aging::trace::TraceReader;
+    use std::collections::{HashMap, HashSet};
+
+    let mut text = String::from("fslab-age-trace 1\n0 mkdir d\n0 mkdir d/e\n");
+    for i in 0..48u64 {
+        text.push_str(&format!("{i} create d/e/f{i} {}\n", 1000 + i * 3000));
+    }
+    text.push_str("100 rename d/e/f3 d/g3\n101 unlink d/e/f4\n102 append d/e/f5 5000\n");
+    text.push_str("103 rename d/e/f6 d/e/f7\n104 truncate d/e/f8 10\n");
+    let (mut target, clock) = sixteen_group_ffs();
+    let options = RunOptions {
+        max_ops: None,
+        clock: Some(clock.as_ref()),
+        record: None,
+        on_op: &mut |_, _| {},
+        on_day: &mut |_| {},
+        placement: Placement::CylinderGroups,
+    };
+    let summary = run(&mut target, &mut TraceReader::new(text.as_bytes()), options).expect("run");
+    let groups = target.cylinder_groups().expect("an FFS has groups");
+    assert_eq!(groups.count, 16);
+    assert_eq!(summary.group_dirs, Some((16, 16)), "a directory in every group");
+    for g in 0..16 {
+        let ino = target.inode(&group_dir(g)).expect("fslab").expect("the group's directory");
+        assert_eq!(groups.group_of(ino), Some(g), "cg{g} is inode {ino}");
+    }
+    assert_eq!(target.stat("d").expect("stat"), None, "the stream's directories are not made");
+
+    let created: HashMap<&str, &str> = [("d/g3", "d/e/f3"), ("d/e/f7", "d/e/f6")].into_iter().collect();
+    let placed = summary.placed.clone().expect("the 1997 placement says where files went");
+    assert_eq!(placed.len(), 46, "48 made, one unlinked, one replaced by a rename: {placed:?}");
+    let mut used = HashSet::new();
+    for (path, on) in &placed {
+        let identity = created.get(path.as_str()).copied().unwrap_or(path);
+        let g = group_of_identity(identity, 16);
+        assert!(on.starts_with(&format!("{}/", group_dir(g))), "{path} (made as {identity}) is at {on}");
+        let ino = target.inode(on).expect("fslab").expect("the placed file");
+        assert_eq!(groups.group_of(ino), Some(g), "{path}: inode {ino}");
+        used.insert(g);
+        let size = summary.live.iter().find(|f| &f.path == path).expect("a live file").size;
+        assert_eq!(target.stat(on).expect("stat"), Some(size), "{path}");
+    }
+    assert!(used.len() >= 12, "the identities spread over the groups: {used:?}");
+    let size_of = |p: &str| summary.live.iter().find(|f| f.path == p).map(|f| f.size);
+    assert_eq!((size_of("d/e/f5"), size_of("d/e/f8")), (Some(1000 + 5 * 3000 + 5000), Some(10)));
+    target.finish().expect("unmount");
+}
+
+/// Every day of an aged FFS carries its by-size scores, which sum to the
+/// day's primary score; the last day's are the final ones; the results
+/// file keeps them, and a version 2 file (no `placement`, no per-day
+/// `by_size`) still reads.
+#[test]
+fn every_day_has_its_by_size_scores_and_old_results_still_read() {
+    use fslab_bench::aging::generate::{Generator, Params};
+    use fslab_bench::aging::report::{parse_results, results_json, results_text, Described};
+    use fslab_bench::aging::run::{run, Placement, RunOptions};
+
+    let (mut target, clock) = sixteen_group_ffs();
+    let stream = Params { seed: 4, fs_bytes: 56 << 20, days: 3, write_factor: 2 };
+    let options = RunOptions {
+        max_ops: None,
+        clock: Some(clock.as_ref()),
+        record: None,
+        on_op: &mut |_, _| {},
+        on_day: &mut |_| {},
+        placement: Placement::CylinderGroups,
+    };
+    let summary = run(&mut target, &mut Generator::new(stream), options).expect("run");
+    target.finish().expect("unmount");
+    let described =
+        Described { target: "ffs", source: &stream.describe(), cleaner_policy: None, placement: "1997" };
+    let json = results_json(&summary, &described);
+    assert_eq!((json["version"].as_u64(), json["placement"].as_str()), (Some(3), Some("1997")));
+    let days = json["days"].as_array().expect("days");
+    assert_eq!(days.len(), 3);
+    for (d, day) in days.iter().zip(&summary.days) {
+        let buckets = d["by_size"].as_array().expect("each day's by-size scores");
+        assert_eq!(buckets.len(), 11, "{d}");
+        let sum = |field: &str| buckets.iter().map(|b| b[field].as_u64().expect("a count")).sum::<u64>();
+        let primary = day.score.as_ref().expect("a score").primary();
+        assert_eq!(
+            (sum("optimal"), sum("counted"), sum("files")),
+            (primary.optimal, primary.counted, primary.files)
+        );
+    }
+    assert_eq!(days[2]["by_size"], json["final_by_size"]);
+    assert_ne!(days[0]["by_size"], days[2]["by_size"], "the days differ");
+    let back = parse_results(&results_text(&json)).expect("reads back");
+    assert_eq!(back.placement, "1997");
+    assert_eq!(back.days[1].by_size.as_ref().map(Vec::len), Some(11));
+
+    let mut old = json.clone();
+    old["version"] = 2.into();
+    old.as_object_mut().expect("an object").remove("placement");
+    for d in old["days"].as_array_mut().expect("days") {
+        d.as_object_mut().expect("a day").remove("by_size");
+    }
+    let back = parse_results(&results_text(&old)).expect("a version 2 file reads");
+    assert_eq!(
+        (back.placement.as_str(), back.days.len(), back.days[0].by_size.clone()),
+        ("namespace", 3, None)
+    );
+    old["version"] = 4.into();
+    assert!(parse_results(&results_text(&old)).is_err_and(|e| e.contains("version 4")));
+}
+
+/// The free-space bitmaps of an aged image, written and read back, are
+/// every group's fragment map as the unmounted image has it; a damaged or
+/// cut file is refused.
+#[test]
+fn the_saved_bitmaps_round_trip_to_the_image_s_groups() {
+    use fslab::ffs::mkfs::{read_group, read_superblock};
+    use fslab_bench::aging::generate::Params;
+    use fslab_bench::aging::rebuild::{age_image, free_maps, SavedMaps};
+
+    let stream = Params { seed: 6, fs_bytes: 0, days: 2, write_factor: 2 };
+    let aged = age_image(&async_ffs(Some(8 << 20)), 30 << 20, stream).expect("aged");
+    let dev = aged.dev.as_ref();
+    let saved = SavedMaps::of(&free_maps(dev).expect("maps"));
+    let bytes = saved.encode();
+    let back = SavedMaps::decode(&bytes).expect("reads back");
+    assert_eq!(back, saved);
+    let sb = read_superblock(dev).expect("superblock");
+    let geo = sb.geometry;
+    assert_eq!((back.groups.len() as u32, back.block_size, back.frag_size), (geo.ncg, 8192, 1024));
+    assert_eq!(back.groups.len(), 4, "30 MiB in 8 MiB groups, the last short");
+    let (mut free, mut used) = (0u64, 0u64);
+    for g in &back.groups {
+        let cg = read_group(dev, &sb, g.group).expect("group");
+        assert_eq!(g.free.len(), geo.group_frags(g.group));
+        assert_eq!(g.first_frag, geo.group_base(g.group));
+        for f in 0..g.free.len() {
+            assert_eq!(g.free.get(f), cg.is_frag_free(f), "group {} fragment {f}", g.group);
+            if g.free.get(f) {
+                free += 1;
+            } else {
+                used += 1;
+            }
+        }
+    }
+    assert!(free > 0 && used > 0, "an aged image has both: {free} free, {used} used");
+    let mut damaged = bytes.clone();
+    damaged[60] ^= 1;
+    assert!(SavedMaps::decode(&damaged).is_err_and(|e| e.contains("checksum")));
+    assert!(SavedMaps::decode(&bytes[..bytes.len() - 9]).is_err());
+    assert!(SavedMaps::decode(b"not a bitmaps file").is_err_and(|e| e.contains("magic")));
 }

@@ -5,6 +5,15 @@
 //! write cost. Writes a results file at the end, and with `--plots` the
 //! figures by day as SVG. The work is the lab's (`fslab_bench::aging`).
 //!
+//! `--placement 1997` replays the stream as the 1997 paper did (§3.2):
+//! one directory per cylinder group, each file in its group's directory
+//! (`fslab_bench::aging::run`). It needs an FFS image: a mounted
+//! directory is refused, as nothing portable says which group of the file
+//! system below a directory's inode is in, and so is an LFS image, which
+//! has no groups (its log places blocks by the time they are written).
+//! `--save-bitmaps` writes every cylinder group's free-fragment bitmap as
+//! the unmounted image has it at the end.
+//!
 //! An image is mounted in this process on virtual time, moved to each
 //! operation's simulated time, so syncs, deferred frees and the LFS
 //! cleaner see the stream's idle gaps. A directory (any mounted file
@@ -18,8 +27,9 @@ use fslab::time::TimeSource;
 use fslab::Layout;
 use fslab_bench::aging::generate::{Generator, Params};
 use fslab_bench::aging::plots;
+use fslab_bench::aging::rebuild::{self, SavedMaps};
 use fslab_bench::aging::report::{self, Described, Extra};
-use fslab_bench::aging::run::{self, OpSource, RunOptions};
+use fslab_bench::aging::run::{self, OpSource, Placement, RunOptions};
 use fslab_bench::aging::score;
 use fslab_bench::aging::trace::{self, TraceReader};
 use fslab_bench::cpu::CpuModel;
@@ -41,6 +51,8 @@ pub const EXAMPLES: &str = "Examples:
   fslab age ffs2.img --trace run.trace            the recorded stream again
   fslab age lfs.img --days 30 --cleaner greedy    an LFS: the cleaner's work and write cost
   fslab age ffs.img --days 30 --plots plots/      the figures by day as SVG
+  fslab age ffs.img --placement 1997              the paper's replay: one directory per cylinder group
+  fslab age ffs.img --save-bitmaps free.bin       every group's free-fragment bitmap at the end
   fslab age /mnt/ext4 --days 30                   a mounted directory (no layout score)";
 
 /// Arguments of `fslab age`.
@@ -89,6 +101,16 @@ pub struct AgeArgs {
     /// Write the figures by day as SVG charts into this directory.
     #[arg(long, value_name = "DIR")]
     plots: Option<PathBuf>,
+    /// Where files go: namespace (where the stream's paths put them) or
+    /// 1997 (the paper's replay: one directory per cylinder group, each
+    /// file in the directory of the group its identity maps to; FFS
+    /// images only).
+    #[arg(long, default_value = "namespace", value_name = "namespace|1997")]
+    placement: String,
+    /// FFS image: write every cylinder group's free-fragment bitmap at the
+    /// end to this file (docs/FORMAT.md "Aging free-space bitmaps").
+    #[arg(long, value_name = "FILE")]
+    save_bitmaps: Option<PathBuf>,
 }
 
 /// What was aged, as the report names it.
@@ -113,9 +135,20 @@ fn cleaner_policy(args: &AgeArgs) -> Result<Option<&'static str>, String> {
     }
 }
 
+/// Why `aged` has no layout score and no cylinder groups, as the report
+/// says it after `n/a`.
+fn not_measured(aged: &Aged) -> &'static str {
+    match aged.extra {
+        Extra::Cleaner => "an LFS image: no block placement to score, no cylinder groups",
+        _ => "not an fslab image",
+    }
+}
+
 /// Runs the aging.
 pub fn run(args: &AgeArgs) -> Result<(), String> {
     let name = args.target.display().to_string();
+    let placement = Placement::parse(&args.placement)
+        .ok_or_else(|| format!("--placement {}: one of namespace, 1997", args.placement))?;
     let integrity = match args.integrity.as_str() {
         "sync" => Integrity::Sync,
         "async" => Integrity::Async,
@@ -136,6 +169,15 @@ pub fn run(args: &AgeArgs) -> Result<(), String> {
             return Err(format!(
                 "{name}: --cleaner is for an LFS image; a mounted directory cleans as mounted"
             ));
+        }
+        if placement == Placement::CylinderGroups {
+            return Err(format!(
+                "{name}: --placement 1997 needs an FFS image; a mounted directory's cylinder groups \
+                 cannot be told from it"
+            ));
+        }
+        if args.save_bitmaps.is_some() {
+            return Err(format!("{name}: --save-bitmaps needs an FFS image; a mounted directory has none"));
         }
         let dir = Dir::existing(&args.target).map_err(|e| format!("{name}: {e}"))?;
         (Target::on_wall_time(Box::new(dir)), Aged { kind: "directory", extra: Extra::None, cleaner: None })
@@ -174,6 +216,16 @@ pub fn run(args: &AgeArgs) -> Result<(), String> {
                     (Box::new(library), Aged { kind: "FFS image", extra: Extra::FreeSpace, cleaner: None })
                 }
                 Some(Layout::Lfs) => {
+                    if placement == Placement::CylinderGroups {
+                        return Err(format!(
+                            "{name}: --placement 1997 needs an FFS image; an LFS image has no cylinder groups"
+                        ));
+                    }
+                    if args.save_bitmaps.is_some() {
+                        return Err(format!(
+                            "{name}: --save-bitmaps needs an FFS image; an LFS image has no cylinder groups"
+                        ));
+                    }
                     // As for FFS, the geometry is the superblock's; the
                     // cleaner runs in-line, by writers short of clean
                     // segments and in the stream's idle gaps.
@@ -187,15 +239,32 @@ pub fn run(args: &AgeArgs) -> Result<(), String> {
         (Target::on_virtual_time(backend, clock.clone(), CpuModel::off()), aged)
     };
     let on_image = target.is_virtual();
-    let result = age(args, &name, &aged, &mut target, on_image.then_some(clock.as_ref()));
+    let result = age(args, &name, &aged, placement, &mut target, on_image.then_some(clock.as_ref()));
     let finished = target.finish().map_err(|e| format!("{name}: {e}"));
-    result.and(finished)
+    result.and(finished)?;
+    match &args.save_bitmaps {
+        Some(path) => save_bitmaps(&args.target, path),
+        None => Ok(()),
+    }
+}
+
+/// Writes the free-fragment bitmaps of the unmounted FFS image at `image`
+/// to `path`: read after the unmount, so that frees soft updates or the
+/// journal deferred have reached the groups.
+fn save_bitmaps(image: &std::path::Path, path: &std::path::Path) -> Result<(), String> {
+    let name = image.display();
+    let disk = FileDisk::open(image).map_err(|e| format!("{name}: {e}"))?;
+    let maps = rebuild::free_maps(&disk).map_err(|e| format!("{name}: {e}"))?;
+    let saved = SavedMaps::of(&maps);
+    std::fs::write(path, saved.encode()).map_err(|e| format!("{}: {e}", path.display()))?;
+    outln!("free-space bitmaps: {} ({} cylinder groups)", path.display(), saved.groups.len())
 }
 
 fn age(
     args: &AgeArgs,
     name: &str,
     aged: &Aged,
+    placement: Placement,
     target: &mut Target,
     clock: Option<&VirtualClock>,
 ) -> Result<(), String> {
@@ -222,17 +291,26 @@ fn age(
         Some(path) => {
             let file = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
             let mut w = BufWriter::new(file);
-            trace::write_header(&mut w, std::slice::from_ref(&described))
-                .map_err(|e| format!("{}: {e}", path.display()))?;
+            // The placement is a comment: the trace is the stream, which
+            // replays under either.
+            let comments = [described.clone(), format!("placement {}", placement.name())];
+            trace::write_header(&mut w, &comments).map_err(|e| format!("{}: {e}", path.display()))?;
             Some(w)
         }
         None => None,
     };
-    outln!("{name}: {} of {}; {described}", aged.kind, crate::size::human(fs_bytes))?;
+    outln!(
+        "{name}: {} of {}; {described}; placement {}",
+        aged.kind,
+        crate::size::human(fs_bytes),
+        placement.name()
+    )?;
     if aged.extra != Extra::FreeSpace {
         outln!(
-            "layout score and free-space fragmentation: not available (they are defined on FFS's placement \
-             and read from an FFS image); utilisation, operations and bytes are"
+            "layout score, by-size scores and free-space fragmentation: n/a ({}; they are defined on \
+             FFS's placement and read from an FFS image); utilisation, operations, bytes and files are \
+             measured",
+            not_measured(aged)
         )?;
     }
     if aged.extra == Extra::Cleaner {
@@ -261,6 +339,7 @@ fn age(
                     printed = progress.borrow_mut().print(&report::day_line(day, aged.extra));
                 }
             },
+            placement,
         },
     )
     .map_err(|e| format!("{name}: {e}"))?;
@@ -275,12 +354,22 @@ fn age(
         crate::size::human(summary.bytes_written),
         summary.days.len()
     )?;
-    if let Some(last) = summary.days.last().and_then(|d| d.score.as_ref()) {
-        out!("layout at the end\n{}", score::render(last))?;
+    if let Some((made, groups)) = summary.group_dirs {
+        outln!("placement 1997: {made} of {groups} cylinder groups have a directory")?;
     }
-    if let Some(groups) = &summary.final_groups {
-        let runs: Vec<String> = groups.iter().map(|g| g.longest_run.to_string()).collect();
-        outln!("longest free run by cylinder group at the end (blocks): {}", runs.join(" "))?;
+    match summary.days.last().and_then(|d| d.score.as_ref()) {
+        Some(last) => out!("layout at the end\n{}", score::render(last))?,
+        None => outln!("layout at the end (and by size): n/a ({})", not_measured(aged))?,
+    }
+    match &summary.final_groups {
+        Some(groups) => {
+            let runs: Vec<String> = groups.iter().map(|g| g.longest_run.to_string()).collect();
+            outln!("longest free run by cylinder group at the end (blocks): {}", runs.join(" "))?
+        }
+        None if aged.extra != Extra::Cleaner => {
+            outln!("longest free run by cylinder group at the end: n/a ({})", not_measured(aged))?
+        }
+        None => {}
     }
     if let Some(c) = &summary.cleaner {
         let cost = c.write_cost.map_or("-".to_string(), |w| format!("{w:.2}"));
@@ -290,7 +379,12 @@ fn age(
             c.blocks_moved
         )?;
     }
-    let described = Described { target: name, source: &described, cleaner_policy: aged.cleaner };
+    let described = Described {
+        target: name,
+        source: &described,
+        cleaner_policy: aged.cleaner,
+        placement: placement.name(),
+    };
     let json = report::results_json(&summary, &described);
     std::fs::write(&args.results, report::results_text(&json))
         .map_err(|e| format!("{}: {e}", args.results.display()))?;

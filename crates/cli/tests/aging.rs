@@ -142,7 +142,8 @@ fn age_runs_days_and_a_recorded_trace_replays_to_the_same_results() {
     assert!(r.stdout.contains("backoff  full%   run"), "{}", r.stdout);
     assert!(r.stdout.contains("longest free run by cylinder group at the end"), "{}", r.stdout);
     let first = results(&ra);
-    assert_eq!((first["format"].as_str(), first["version"].as_u64()), (Some("fslab-age-results"), Some(2)));
+    assert_eq!((first["format"].as_str(), first["version"].as_u64()), (Some("fslab-age-results"), Some(3)));
+    assert_eq!(first["placement"], "namespace", "the default placement");
     let days = first["days"].as_array().expect("days");
     assert_eq!(days.len(), 4, "{first}");
     for d in days {
@@ -298,12 +299,130 @@ fn age_on_a_directory_reports_no_score_and_keeps_the_files() {
         T,
     );
     assert!(r.success(), "{}", r.describe());
-    assert!(r.stdout.contains("layout score and free-space fragmentation: not available"), "{}", r.stdout);
-    assert!(r.stdout.contains("n/a"), "{}", r.stdout);
+    assert!(
+        r.stdout
+            .contains("layout score, by-size scores and free-space fragmentation: n/a (not an fslab image;"),
+        "{}",
+        r.stdout
+    );
+    // The same columns as an image's, what a directory lacks said so.
+    assert!(r.stdout.contains("backoff  full%   run"), "{}", r.stdout);
+    let day0 = r.stdout.lines().find(|l| l.trim_start().starts_with("0 ")).expect("day 0's line");
+    assert_eq!(day0.split_whitespace().rev().take(2).collect::<Vec<_>>(), ["n/a", "n/a"], "{day0}");
+    assert!(r.stdout.contains("layout at the end (and by size): n/a (not an fslab image)"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("longest free run by cylinder group at the end: n/a (not an fslab image)"),
+        "{}",
+        r.stdout
+    );
     let out = results(&json);
     assert_eq!(out["ops"].as_u64(), Some(300));
     assert!(out["days"][0]["score"].is_null());
     assert!(out["days"][0]["free_space"].is_null() && out["days"][0]["cleaner"].is_null());
     assert!(out["final_free_space_by_group"].is_null());
     assert!(std::fs::read_dir(target.join("d0")).is_ok(), "the aged tree stays");
+}
+
+/// `--placement 1997` and `--save-bitmaps` need cylinder groups: a
+/// mounted directory and an LFS image refuse them in one line, before
+/// anything is written; an unknown placement is named.
+#[test]
+fn age_refuses_the_1997_placement_where_there_are_no_cylinder_groups() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let target = dir.path().join("aged");
+    std::fs::create_dir(&target).expect("mkdir");
+    let lfs = dir.path().join("lfs.img");
+    mkfs(&lfs, "16M", &[]);
+    let json = dir.path().join("r.json");
+    for (on, what) in [(&target, "a mounted directory"), (&lfs, "an LFS image has no cylinder groups")] {
+        for (option, named) in
+            [(["--placement", "1997"], "--placement 1997"), (["--save-bitmaps", "b.bin"], "--save-bitmaps")]
+        {
+            let mut args = vec![os("age"), on.as_os_str(), os("--results"), json.as_os_str()];
+            args.extend(option.iter().map(|a| os(a)));
+            let r = fslab_run(&args, T);
+            assert!(!r.success(), "{}", r.describe());
+            assert_eq!(r.stderr.lines().count(), 1, "{}", r.describe());
+            assert!(r.stderr.contains(&format!("{named} needs an FFS image")), "{}", r.describe());
+            assert!(r.stderr.contains(what), "{}", r.describe());
+        }
+    }
+    assert!(!json.exists(), "nothing written");
+    assert_eq!(std::fs::read_dir(&target).expect("dir").count(), 0, "nothing made");
+    let ffs = ffs_image(dir.path(), "ffs.img", "16M");
+    let r = fslab_run(&[os("age"), ffs.as_os_str(), os("--placement"), os("2001")], T);
+    assert!(!r.success() && r.stderr.contains("one of namespace, 1997"), "{}", r.describe());
+}
+
+/// The 1997 placement on an image: every group gets its directory, the
+/// results and the recorded trace say which placement ran; every day has
+/// its by-size scores, and the last day's are what `fslab layout` prints
+/// for the unmounted image; the saved bitmaps are the image's groups'.
+#[test]
+fn age_with_the_1997_placement_scores_by_size_daily_and_saves_the_bitmaps() {
+    use fslab_bench::aging::rebuild::{free_maps, SavedMaps};
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let image = dir.path().join("ffs.img");
+    mkfs(&image, "64M", &["--layout", "ffs", "--cg-size", "8M"]);
+    let (json, trace, bitmaps) =
+        (dir.path().join("r.json"), dir.path().join("t"), dir.path().join("free.bin"));
+    let r = fslab_run(
+        &[
+            os("age"),
+            image.as_os_str(),
+            os("--days"),
+            os("3"),
+            os("--write-factor"),
+            os("2"),
+            os("--placement"),
+            os("1997"),
+            os("--record"),
+            trace.as_os_str(),
+            os("--results"),
+            json.as_os_str(),
+            os("--save-bitmaps"),
+            bitmaps.as_os_str(),
+        ],
+        T,
+    );
+    assert!(r.success(), "{}", r.describe());
+    assert!(r.stdout.contains("placement 1997: 8 of 8 cylinder groups have a directory"), "{}", r.stdout);
+    assert!(r.stdout.contains("free-space bitmaps: "), "{}", r.stdout);
+    let out = results(&json);
+    assert_eq!(out["placement"], "1997");
+    let recorded = std::fs::read_to_string(&trace).expect("trace");
+    assert!(recorded.lines().nth(2) == Some("# placement 1997"), "{}", &recorded[..200]);
+    let days = out["days"].as_array().expect("days");
+    assert_eq!(days.len(), 3);
+    for d in days {
+        assert_eq!(d["by_size"].as_array().map(Vec::len), Some(11), "{d}");
+    }
+
+    let layout = fslab_run(&[os("layout"), image.as_os_str()], T);
+    assert!(layout.success(), "{}", layout.describe());
+    let printed: Vec<&str> =
+        layout.stdout.lines().skip_while(|l| *l != "by size (data+tail)").skip(1).collect();
+    let last: Vec<String> = days[2]["by_size"]
+        .as_array()
+        .expect("buckets")
+        .iter()
+        .filter(|b| b["files"].as_u64() > Some(0))
+        .map(|b| {
+            let score = b["score"].as_f64().map_or("-".to_string(), |s| format!("{s:.4}"));
+            format!(
+                "  {:<8} {score:>6}  {:>15}  {}",
+                b["bucket"].as_str().expect("a label"),
+                format!("{}/{}", b["optimal"], b["counted"]),
+                b["files"]
+            )
+        })
+        .collect();
+    assert!(!last.is_empty(), "{out}");
+    assert_eq!(printed, last, "layout:\n{}", layout.stdout);
+
+    let saved = SavedMaps::decode(&std::fs::read(&bitmaps).expect("bitmaps")).expect("a bitmaps file");
+    let disk = FileDisk::open(&image).expect("open");
+    assert_eq!(saved, SavedMaps::of(&free_maps(&disk).expect("the image's maps")));
+    assert_eq!(saved.groups.len(), 8);
 }

@@ -4,10 +4,12 @@
 //! [`Params::write_factor`] times the file system's size (the paper: 48.6
 //! GB on 502 MB, about 100×), utilisation rising from 9% to above 70% and
 //! peaking near 90% ([`target_utilisation`]), most files living under a
-//! day, modified files rewritten whole. The placement trick of the paper
-//! (one directory per cylinder group, files placed by their original inode
-//! number, §3.2) is not reproduced: the stream names paths only, so it
-//! runs on any file system.
+//! day, modified files rewritten whole. The stream names paths only, so
+//! it runs on any file system; the placement trick of the paper (one
+//! directory per cylinder group, files placed by their original inode
+//! number, §3.2) is the runner's, on an FFS image
+//! (`run::Placement::CylinderGroups`), each file known by the path it is
+//! created under, which the generator never gives twice.
 //!
 //! Deterministic: the same [`Params`] give the same stream, byte for byte
 //! in its trace, on any machine (integer arithmetic and a SplitMix64

@@ -13,11 +13,13 @@
 //! * [`rebuild`] — an empty FFS given an aged one's free-space map (the
 //!   1995 paper's §5.3), aging an image on a memory disk to get one, and
 //!   copying an aged image to the disk it is benchmarked on (the 1997
-//!   paper's §5).
+//!   paper's §5); the free-space maps as a file of their own.
 //! * [`report`] — the day lines and the results file.
 //! * [`plots`] — the figures by day as SVG charts.
 //! * [`run`] — replaying a stream on a [`crate::target::Target`], a day at
-//!   a time, with the day's utilisation and score.
+//!   a time, with the day's utilisation and score; the files where the
+//!   stream's paths put them, or one directory per cylinder group as the
+//!   1997 paper's replay had them.
 
 pub mod fragmentation;
 pub mod generate;

@@ -15,6 +15,10 @@
 //! directory counts are the new file system's: new files and directories
 //! are placed as on an empty file system, only their blocks are not.
 //!
+//! [`SavedMaps`] is the same maps as a file (`fslab age --save-bitmaps`,
+//! `docs/FORMAT.md`, "Aging free-space bitmaps"), for a tool other than
+//! fslab to rebuild the aged free space from.
+//!
 //! Both functions work on an unmounted image; the mount that follows
 //! reads the groups as the truth and the superblock's totals as a hint, so
 //! [`impose`] rewrites the totals too.
@@ -60,6 +64,148 @@ impl FreeMaps {
             return 0.0;
         }
         1.0 - free as f64 / data as f64
+    }
+}
+
+/// The first eight bytes of a free-space bitmaps file (`docs/FORMAT.md`,
+/// "Aging free-space bitmaps").
+pub const BITMAPS_MAGIC: [u8; 8] = *b"fslabFSB";
+/// The version of that file this code writes and reads.
+pub const BITMAPS_VERSION: u32 = 1;
+/// Bytes before the first group's record.
+const BITMAPS_HEADER: usize = 40;
+/// Bytes of a group's record before its bits.
+const BITMAPS_GROUP_HEADER: usize = 16;
+
+/// Every cylinder group's free-fragment bitmap as a free-space bitmaps
+/// file holds it: what another tool needs to rebuild an aged free-space
+/// map, without the rest of the geometry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SavedMaps {
+    /// Bytes in a block.
+    pub block_size: u32,
+    /// Bytes in a fragment.
+    pub frag_size: u32,
+    /// Fragments in a full group.
+    pub frags_per_group: u32,
+    /// Fragments in the file system.
+    pub total_frags: u64,
+    /// Fragments at the start of each group before its first data block
+    /// (the group's metadata and inode table; never free).
+    pub data_offset: u32,
+    /// One per group, in group order.
+    pub groups: Vec<SavedGroup>,
+}
+
+/// One group's bitmap in a [`SavedMaps`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SavedGroup {
+    /// The group's number.
+    pub group: u32,
+    /// Its first fragment's address in the file system.
+    pub first_frag: u64,
+    /// One bit per fragment of the group (fewer than a full group's in a
+    /// short last group), set where the fragment is free.
+    pub free: Bitmap,
+}
+
+impl SavedMaps {
+    /// The maps of `maps`, each group's cut to the fragments it has.
+    pub fn of(maps: &FreeMaps) -> SavedMaps {
+        let g = &maps.geometry;
+        let groups = maps
+            .groups
+            .iter()
+            .enumerate()
+            .map(|(i, map)| {
+                let i = i as u32;
+                let frags = g.group_frags(i);
+                let mut free = Bitmap::new(frags);
+                for f in (0..frags).filter(|&f| map.get(f)) {
+                    free.set(f);
+                }
+                SavedGroup { group: i, first_frag: g.group_base(i), free }
+            })
+            .collect();
+        SavedMaps {
+            block_size: g.block_size,
+            frag_size: g.frag_size,
+            frags_per_group: g.fpg,
+            total_frags: g.total_frags,
+            data_offset: g.data_offset(),
+            groups,
+        }
+    }
+
+    /// The file's bytes (`docs/FORMAT.md`, "Aging free-space bitmaps").
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(
+            BITMAPS_HEADER
+                + 4
+                + self.groups.iter().map(|g| BITMAPS_GROUP_HEADER + g.free.as_bytes().len()).sum::<usize>(),
+        );
+        out.extend_from_slice(&BITMAPS_MAGIC);
+        out.extend_from_slice(&BITMAPS_VERSION.to_le_bytes());
+        out.extend_from_slice(&self.block_size.to_le_bytes());
+        out.extend_from_slice(&self.frag_size.to_le_bytes());
+        out.extend_from_slice(&(self.groups.len() as u32).to_le_bytes());
+        out.extend_from_slice(&self.frags_per_group.to_le_bytes());
+        out.extend_from_slice(&self.data_offset.to_le_bytes());
+        out.extend_from_slice(&self.total_frags.to_le_bytes());
+        for g in &self.groups {
+            out.extend_from_slice(&g.group.to_le_bytes());
+            out.extend_from_slice(&g.free.len().to_le_bytes());
+            out.extend_from_slice(&g.first_frag.to_le_bytes());
+            out.extend_from_slice(g.free.as_bytes());
+        }
+        let crc = fslab::format::codec::crc32c(&out);
+        out.extend_from_slice(&crc.to_le_bytes());
+        out
+    }
+
+    /// Reads a file's bytes back; says what is wrong with bytes that are
+    /// not such a file, or not whole.
+    pub fn decode(bytes: &[u8]) -> Result<SavedMaps, String> {
+        if bytes.get(..8) != Some(&BITMAPS_MAGIC[..]) {
+            return Err("not a free-space bitmaps file (bad magic)".to_string());
+        }
+        let u32_at = |at: usize| -> Result<u32, String> {
+            let b = bytes.get(at..at + 4).ok_or("the file ends early")?;
+            Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        };
+        let u64_at = |at: usize| -> Result<u64, String> {
+            Ok(u64::from(u32_at(at)?) | (u64::from(u32_at(at + 4)?) << 32))
+        };
+        let version = u32_at(8)?;
+        if version != BITMAPS_VERSION {
+            return Err(format!("bitmaps version {version}, this fslab reads {BITMAPS_VERSION}"));
+        }
+        let Some(body) = bytes.len().checked_sub(4) else { return Err("the file ends early".to_string()) };
+        if u32_at(body)? != fslab::format::codec::crc32c(&bytes[..body]) {
+            return Err("checksum mismatch: the file is damaged or cut short".to_string());
+        }
+        let (block_size, frag_size, ncg) = (u32_at(12)?, u32_at(16)?, u32_at(20)?);
+        let (frags_per_group, data_offset, total_frags) = (u32_at(24)?, u32_at(28)?, u64_at(32)?);
+        let mut at = BITMAPS_HEADER;
+        let mut groups = Vec::new();
+        for i in 0..ncg {
+            let (group, frags, first_frag) = (u32_at(at)?, u32_at(at + 4)?, u64_at(at + 8)?);
+            if group != i || frags > frags_per_group {
+                return Err(format!("group record {i}: group {group} of {frags} fragments does not follow"));
+            }
+            at += BITMAPS_GROUP_HEADER;
+            let len = (frags as usize).div_ceil(8);
+            let free = bytes
+                .get(at..body)
+                .and_then(|rest| Bitmap::from_bytes(rest, frags))
+                .ok_or_else(|| format!("group {i}: its bitmap is cut short or sets bits past its end"))?;
+            at += len;
+            groups.push(SavedGroup { group, first_frag, free });
+        }
+        if at != body {
+            return Err(format!("{} bytes after the last group", body.saturating_sub(at)));
+        }
+        Ok(SavedMaps { block_size, frag_size, frags_per_group, total_frags, data_offset, groups })
     }
 }
 
@@ -172,6 +318,7 @@ pub fn age_image(params: &FfsParams, bytes: u64, stream: Params) -> io::Result<A
         record: None,
         on_op: &mut |_, _| {},
         on_day: &mut |_| {},
+        placement: crate::aging::run::Placement::Namespace,
     };
     let ran = run::run(&mut target, &mut generator, options);
     let finished = target.finish();

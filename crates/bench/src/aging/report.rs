@@ -7,19 +7,25 @@
 
 use super::fragmentation::{four_places, CleanerDay, Fragmentation, GroupRuns};
 use super::run::{DayReport, Summary};
-use super::score::{bucket_label, Tally, Variant, BUCKET_BOUNDS};
+use super::score::{bucket_label, LayoutScore, Tally, Variant, BUCKET_BOUNDS};
 use serde_json::{json, Value};
 
 /// The results file's `format` field.
 pub const RESULTS_FORMAT: &str = "fslab-age-results";
 /// Its version: 2 added `free_space`, `cleaner`, `cleaner_policy`,
-/// `final_free_space_by_group` and `cleaner_total`.
-pub const RESULTS_VERSION: u32 = 2;
+/// `final_free_space_by_group` and `cleaner_total`; 3 added `placement`
+/// and every day's `by_size`.
+pub const RESULTS_VERSION: u32 = 3;
+/// The oldest version [`parse_results`] reads: each version only added
+/// fields, which read as absent from an older file.
+pub const OLDEST_RESULTS_VERSION: u32 = 1;
 
 /// The columns a day line has after the common ones.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Extra {
-    /// None (a mounted directory).
+    /// A mounted directory: an FFS's columns, each `n/a`, as a directory
+    /// cannot be measured for them but its report has the same shape as
+    /// an image's.
     None,
     /// An FFS's free space: the share in runs of maxcontig blocks or more
     /// (`full%`) and the median group's longest free run in blocks
@@ -41,8 +47,7 @@ pub fn day_header(extra: Extra) -> String {
         "day", "ops", "MiB", "util", "data+tail", "data+tail+ind", "files", "skipped", "backoff"
     );
     match extra {
-        Extra::None => common,
-        Extra::FreeSpace => format!("{common} {:>6} {:>5}", "full%", "run"),
+        Extra::None | Extra::FreeSpace => format!("{common} {:>6} {:>5}", "full%", "run"),
         Extra::Cleaner => format!("{common} {:>7} {:>8} {:>6}", "cleaned", "moved", "wcost"),
     }
 }
@@ -54,7 +59,7 @@ pub fn day_line(d: &DayReport, extra: Extra) -> String {
     let common = common_columns(d);
     let undefined = || "-".to_string();
     match extra {
-        Extra::None => common,
+        Extra::None => format!("{common} {:>6} {:>5}", "n/a", "n/a"),
         Extra::FreeSpace => {
             let f = d.free_space.as_ref();
             let share =
@@ -95,6 +100,41 @@ fn common_columns(d: &DayReport) -> String {
     )
 }
 
+/// The `data+tail` score of the files of one size bucket, as the results
+/// file holds it (every day's `by_size`, and `final_by_size`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct BySize {
+    /// The bucket's label, `<=16K` … `>16M` ([`bucket_label`]).
+    pub bucket: String,
+    /// The largest size in the bucket, bytes; `None` for the last.
+    pub upper_bytes: Option<u64>,
+    /// Files scored.
+    pub files: u64,
+    /// Blocks contiguous with the previous one.
+    pub optimal: u64,
+    /// Blocks counted.
+    pub counted: u64,
+    /// `optimal / counted` to four places; `None` with nothing counted.
+    pub score: Option<f64>,
+}
+
+/// The by-size scores of `score`, one per bucket of [`BUCKET_BOUNDS`].
+pub fn by_size(score: &LayoutScore) -> Vec<BySize> {
+    score
+        .buckets
+        .iter()
+        .enumerate()
+        .map(|(i, t)| BySize {
+            bucket: bucket_label(i),
+            upper_bytes: (BUCKET_BOUNDS[i] != u64::MAX).then_some(BUCKET_BOUNDS[i]),
+            files: t.files,
+            optimal: t.optimal,
+            counted: t.counted,
+            score: t.score().map(|s| (s * 10_000.0).round() / 10_000.0),
+        })
+        .collect()
+}
+
 /// What a results file says of the run besides its days: where it ran,
 /// from what stream, with which cleaner.
 #[derive(Debug, Clone, Copy)]
@@ -106,6 +146,8 @@ pub struct Described<'a> {
     /// The cleaning policy of an LFS image, `None` elsewhere (or with the
     /// cleaner off).
     pub cleaner_policy: Option<&'a str>,
+    /// Where the files were placed (`run::Placement::name`).
+    pub placement: &'a str,
 }
 
 /// The results file of a run.
@@ -129,37 +171,24 @@ pub fn results_json(summary: &Summary, described: &Described<'_>) -> Value {
                     }
                     Value::Object(m)
                 }),
+                "by_size": to_value(&d.score.as_ref().map(by_size)),
                 "free_space": to_value(&d.free_space),
                 "cleaner": to_value(&d.cleaner),
             })
         })
         .collect();
-    let by_size = summary.days.last().and_then(|d| d.score.as_ref()).map(|s| {
-        s.buckets
-            .iter()
-            .enumerate()
-            .map(|(i, t)| {
-                json!({
-                    "bucket": bucket_label(i),
-                    "upper_bytes": (BUCKET_BOUNDS[i] != u64::MAX).then_some(BUCKET_BOUNDS[i]),
-                    "files": t.files,
-                    "optimal": t.optimal,
-                    "counted": t.counted,
-                    "score": value(*t),
-                })
-            })
-            .collect::<Vec<Value>>()
-    });
+    let by_size = summary.days.last().and_then(|d| d.score.as_ref()).map(by_size);
     json!({
         "format": RESULTS_FORMAT,
         "version": RESULTS_VERSION,
         "target": described.target,
         "source": described.source,
         "cleaner_policy": described.cleaner_policy,
+        "placement": described.placement,
         "ops": summary.ops,
         "bytes_written": summary.bytes_written,
         "days": days,
-        "final_by_size": by_size,
+        "final_by_size": to_value(&by_size),
         "final_free_space_by_group": to_value(&summary.final_groups),
         "cleaner_total": to_value(&summary.cleaner),
     })
@@ -191,6 +220,9 @@ pub struct DayFigures {
     pub free_space: Option<Fragmentation>,
     /// The cleaner's day (LFS).
     pub cleaner: Option<CleanerDay>,
+    /// The `data+tail` score by file size (FFS; absent before version 3).
+    #[serde(default)]
+    pub by_size: Option<Vec<BySize>>,
 }
 
 /// A results file read back: what [`crate::aging::plots`] draws, and
@@ -199,6 +231,8 @@ pub struct DayFigures {
 pub struct ResultsFigures {
     /// The cleaning policy of an LFS run.
     pub cleaner_policy: Option<String>,
+    /// Where the files were placed (`namespace` before version 3).
+    pub placement: String,
     /// Every day's figures.
     pub days: Vec<DayFigures>,
     /// Each group's free space at the end (FFS).
@@ -207,8 +241,8 @@ pub struct ResultsFigures {
     pub cleaner_total: Option<CleanerDay>,
 }
 
-/// Reads the figures of a results file of this version; says what is
-/// wrong with one that is not.
+/// Reads the figures of a results file of this version or an older one;
+/// says what is wrong with one that is not.
 pub fn parse_results(text: &str) -> Result<ResultsFigures, String> {
     let v: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
     figures(&v)
@@ -220,8 +254,14 @@ pub fn figures(v: &Value) -> Result<ResultsFigures, String> {
     if v["format"] != RESULTS_FORMAT {
         return Err(format!("not an aging results file (format {})", v["format"]));
     }
-    if v["version"] != RESULTS_VERSION {
-        return Err(format!("results version {}, this fslab reads {RESULTS_VERSION}", v["version"]));
+    match v["version"].as_u64() {
+        Some(n) if (u64::from(OLDEST_RESULTS_VERSION)..=u64::from(RESULTS_VERSION)).contains(&n) => {}
+        _ => {
+            return Err(format!(
+                "results version {}, this fslab reads {OLDEST_RESULTS_VERSION} to {RESULTS_VERSION}",
+                v["version"]
+            ))
+        }
     }
     let days = v["days"]
         .as_array()
@@ -236,6 +276,7 @@ pub fn figures(v: &Value) -> Result<ResultsFigures, String> {
         .collect::<Result<Vec<_>, String>>()?;
     Ok(ResultsFigures {
         cleaner_policy: field(v, "cleaner_policy")?,
+        placement: field::<Option<String>>(v, "placement")?.unwrap_or_else(|| "namespace".to_string()),
         days,
         final_groups: field(v, "final_free_space_by_group")?,
         cleaner_total: field(v, "cleaner_total")?,

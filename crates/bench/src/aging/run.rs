@@ -23,6 +23,17 @@
 //!   places blocks (FFS), the layout score (`score`) and the free space's
 //!   fragmentation; where it cleans (LFS), the cleaner's work that day
 //!   (`fragmentation`).
+//! * With [`Placement::CylinderGroups`] (FFS only) the files do not go
+//!   where the stream's paths put them: the run starts by making one
+//!   directory per cylinder group at the root, `cg0`, `cg1`, … (made under
+//!   a scratch name, kept for the group its inode landed in, renamed), and
+//!   makes each file the stream creates in the directory of the group its
+//!   identity maps to ([`group_of_identity`]), the 1997 paper's replay
+//!   (§3.2: "created one directory per cylinder group … each file was
+//!   created in the directory corresponding to the cylinder group in which
+//!   it was originally allocated"). The stream's own directories are not
+//!   made, as the paper's replay had none; its paths stay the names by
+//!   which the run knows files, in back-offs and recorded traces.
 //! * At the end of the run: every live file, its size and when its
 //!   contents last changed ([`LiveFile`]), from which [`hot_files`] picks
 //!   the 1997 paper's hot files (§5.2).
@@ -31,7 +42,7 @@ use super::fragmentation::{CleanerDay, Fragmentation, GroupRuns};
 use super::ops::{Op, TimedOp};
 use super::score::{self, LayoutScore};
 use super::trace::{self, TraceReader};
-use crate::target::{is_no_space, Fd, Target};
+use crate::target::{is_no_space, CylinderGroups, Fd, Target};
 use disk::VirtualClock;
 use fslab::lfs::clean::CleanerCounters;
 use std::collections::{HashMap, HashSet};
@@ -45,6 +56,92 @@ const MAX_BACKOFF_UNLINKS: u64 = 256;
 /// cleaning thread starts a round after half a second without a request
 /// (`fslab_cleaner::background`), and the stream's times are whole seconds.
 const IDLE_GAP_NS: u64 = 1_000_000_000;
+
+/// Where a run puts the stream's files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Placement {
+    /// Where the stream's paths say, its directories made as it makes
+    /// them: the file system's own policy chooses every group.
+    #[default]
+    Namespace,
+    /// The 1997 paper's replay: one directory per cylinder group, each
+    /// file in the directory of the group its identity maps to (module
+    /// comment). Only on a target with cylinder groups.
+    CylinderGroups,
+}
+
+impl Placement {
+    /// Its name in `--placement`, the results file and a recorded trace's
+    /// header: `namespace` or `1997`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Placement::Namespace => "namespace",
+            Placement::CylinderGroups => "1997",
+        }
+    }
+
+    /// The placement of `name` ([`Placement::name`]).
+    pub fn parse(name: &str) -> Option<Placement> {
+        [Placement::Namespace, Placement::CylinderGroups].into_iter().find(|p| p.name() == name)
+    }
+}
+
+/// The cylinder group a file created under `path` is placed in, out of
+/// `groups`: the 64-bit FNV-1a hash of the path's bytes, mixed by
+/// SplitMix64's finaliser, modulo `groups`. A file is known by the path it
+/// was created under (a generated stream names every new file anew, so
+/// this is the generator's file number in effect), as the 1997 paper's
+/// files were by their inode numbers; the hash spreads the files evenly
+/// and the same path always maps to the same group, on any machine.
+pub fn group_of_identity(path: &str, groups: u32) -> u32 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in path.bytes() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h = (h ^ (h >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    h = (h ^ (h >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    h ^= h >> 31;
+    (h % u64::from(groups.max(1))) as u32
+}
+
+/// The name of group `g`'s directory under [`Placement::CylinderGroups`].
+pub fn group_dir(g: u32) -> String {
+    format!("cg{g}")
+}
+
+/// Scratch directories made at most, per group, while looking for one
+/// that lands in each group: the allocator spreads new top-level
+/// directories over the groups (fewest directories first), so a group it
+/// never picks is one that is short of inodes.
+const GROUP_DIR_TRIES_PER_GROUP: u32 = 4;
+
+/// Where the files are under [`Placement::CylinderGroups`].
+struct GroupDirs {
+    groups: CylinderGroups,
+    /// Each group's directory; `None` for a group no directory landed in.
+    dirs: Vec<Option<String>>,
+    /// Each file's path on the target, by the stream's path.
+    placed: HashMap<String, String>,
+    /// The number in the next placed file's name.
+    next: u64,
+}
+
+impl GroupDirs {
+    /// The directory of the group `path` maps to, or of the next group
+    /// after it that has one.
+    fn dir_for(&self, path: &str) -> &str {
+        let n = self.dirs.len();
+        let g = group_of_identity(path, self.groups.count) as usize;
+        (0..n).find_map(|i| self.dirs[(g + i) % n].as_deref()).unwrap_or("")
+    }
+
+    /// A new name in `dir`.
+    fn new_name(&mut self, dir: &str) -> String {
+        let name = format!("{dir}/f{}", self.next);
+        self.next += 1;
+        name
+    }
+}
 
 /// Where the operations come from.
 pub trait OpSource {
@@ -110,6 +207,8 @@ pub struct RunOptions<'a> {
     pub on_op: &'a mut dyn FnMut(u64, u64),
     /// Called at the end of every day.
     pub on_day: &'a mut dyn FnMut(&DayReport),
+    /// Where the stream's files go.
+    pub placement: Placement,
 }
 
 /// The whole run.
@@ -127,6 +226,12 @@ pub struct Summary {
     pub final_groups: Option<Vec<GroupRuns>>,
     /// The cleaner's work over the whole run (LFS).
     pub cleaner: Option<CleanerDay>,
+    /// Under [`Placement::CylinderGroups`], the groups that got a
+    /// directory, out of how many there are.
+    pub group_dirs: Option<(u32, u32)>,
+    /// Under [`Placement::CylinderGroups`], every live file's path in the
+    /// stream and its path on the target, by the stream's path.
+    pub placed: Option<Vec<(String, String)>>,
 }
 
 /// A file live at the end of a run, as the runner made it.
@@ -197,6 +302,8 @@ struct Runner<'a, 'b> {
     cleaner_at_day_start: Option<CleanerCounters>,
     start_ns: u64,
     pattern: Vec<u8>,
+    /// The group directories, under [`Placement::CylinderGroups`].
+    group_dirs: Option<GroupDirs>,
 }
 
 /// Runs `source` on `target` to its end (or `options.max_ops`).
@@ -216,7 +323,14 @@ pub fn run(target: &mut Target, source: &mut dyn OpSource, options: RunOptions<'
         cleaner_at_day_start: cleaner_at_start,
         start_ns,
         pattern: (0..WRITE_CHUNK).map(|i| (i % 251) as u8).collect(),
+        group_dirs: None,
     };
+    if runner.options.placement == Placement::CylinderGroups {
+        let dirs = make_group_dirs(runner.target)?;
+        let made = dirs.dirs.iter().filter(|d| d.is_some()).count() as u32;
+        runner.summary.group_dirs = Some((made, dirs.groups.count));
+        runner.group_dirs = Some(dirs);
+    }
     runner.run()?;
     let mut live: Vec<LiveFile> = runner
         .files
@@ -229,9 +343,74 @@ pub fn run(target: &mut Target, source: &mut dyn OpSource, options: RunOptions<'
         .collect();
     live.sort_by(|a, b| a.path.cmp(&b.path));
     runner.summary.live = live;
+    if let Some(g) = runner.group_dirs.take() {
+        let mut placed: Vec<(String, String)> = g.placed.into_iter().collect();
+        placed.sort();
+        runner.summary.placed = Some(placed);
+    }
     let cleaner_at_end = runner.target.counters().cleaner;
     runner.summary.cleaner = worked(runner.cleaner_at_start, cleaner_at_end);
     Ok(runner.summary)
+}
+
+/// Why a target cannot take [`Placement::CylinderGroups`]: it keeps no
+/// cylinder groups.
+pub const NO_GROUPS: &str =
+    "--placement 1997 needs an FFS image: it places files by cylinder group, and this target has none";
+
+/// One directory per cylinder group at the root of `target`, each in the
+/// group its inode is in (see the module comment). A directory `cgN`
+/// already in group N (an image aged this way before) is kept.
+fn make_group_dirs(target: &mut Target) -> io::Result<GroupDirs> {
+    let Some(groups) = target.cylinder_groups() else {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, NO_GROUPS));
+    };
+    let group_of = |target: &mut Target, path: &str| -> io::Result<Option<u32>> {
+        match target.inode(path) {
+            Some(ino) => Ok(groups.group_of(ino?)),
+            None => Err(io::Error::new(io::ErrorKind::InvalidInput, NO_GROUPS)),
+        }
+    };
+    let mut dirs: Vec<Option<String>> = vec![None; groups.count as usize];
+    for (g, dir) in dirs.iter_mut().enumerate() {
+        let name = group_dir(g as u32);
+        if target.stat(&name)?.is_some() && group_of(target, &name)? == Some(g as u32) {
+            *dir = Some(name);
+        }
+    }
+    let mut extra = Vec::new();
+    for attempt in 0..groups.count.saturating_mul(GROUP_DIR_TRIES_PER_GROUP) {
+        if dirs.iter().all(Option::is_some) {
+            break;
+        }
+        let scratch = format!("cg-new{attempt}");
+        match target.mkdir(&scratch) {
+            Ok(()) => {}
+            // A scratch name left by an earlier run: try the next.
+            Err(e) if e.raw_os_error() == Some(libc::EEXIST) => continue,
+            // No inode or block left for another directory: the groups
+            // found so far take every file.
+            Err(e) if is_no_space(&e) => break,
+            Err(e) => return Err(e),
+        }
+        match group_of(target, &scratch)? {
+            Some(g) if dirs[g as usize].is_none() => {
+                let name = group_dir(g);
+                target.rename(&scratch, &name)?;
+                dirs[g as usize] = Some(name);
+            }
+            _ => extra.push(scratch),
+        }
+    }
+    // Removed only now: while they exist the allocator counts them, and
+    // looks for the next directory's group elsewhere.
+    for scratch in extra {
+        target.rmdir(&scratch)?;
+    }
+    if dirs.iter().all(Option::is_none) {
+        return Err(io::Error::other("--placement 1997: no directory could be made in any cylinder group"));
+    }
+    Ok(GroupDirs { groups, dirs, placed: HashMap::new(), next: 0 })
 }
 
 fn empty_day(day: u64) -> DayReport {
@@ -358,30 +537,63 @@ impl Runner<'_, '_> {
         }
     }
 
+    /// The path on the target of the file the stream calls `path`: the
+    /// same path, or under [`Placement::CylinderGroups`] where the run
+    /// placed it (ENOENT for a file it never made).
+    fn on_target(&self, path: &str) -> io::Result<String> {
+        match &self.group_dirs {
+            None => Ok(path.to_string()),
+            Some(g) => g.placed.get(path).cloned().ok_or_else(|| io::Error::from_raw_os_error(libc::ENOENT)),
+        }
+    }
+
+    /// Where a file the stream creates under `path` is made: the same
+    /// path, the file already placed there (a create of an existing file
+    /// opens it), or a new name in its group's directory.
+    fn place(&mut self, path: &str) -> String {
+        match &mut self.group_dirs {
+            None => path.to_string(),
+            Some(g) => match g.placed.get(path) {
+                Some(p) => p.clone(),
+                None => {
+                    let dir = g.dir_for(path).to_string();
+                    g.new_name(&dir)
+                }
+            },
+        }
+    }
+
     fn apply_op(&mut self, op: &TimedOp) -> io::Result<()> {
         match &op.op {
+            // The 1997 replay keeps every file in its group's directory.
+            Op::Mkdir { .. } if self.group_dirs.is_some() => Ok(()),
             Op::Mkdir { path } => self.with_room(op, path, |t| t.mkdir(path)),
             Op::Create { path, size } => {
-                let fd = self.with_room(op, path, |t| t.create(path))?;
+                let at = self.place(path);
+                let fd = self.with_room(op, path, |t| t.create(&at))?;
+                if let Some(g) = &mut self.group_dirs {
+                    g.placed.insert(path.clone(), at);
+                }
                 self.files.insert(path.clone(), 0);
                 self.modified.insert(path.clone(), op.time);
                 self.write_closing(op, path, fd, 0, *size)
             }
             Op::Append { path, bytes } => {
-                let at = self.target.stat(path)?.ok_or_else(|| io::Error::from_raw_os_error(libc::ENOENT))?;
-                let fd = self.target.open(path)?;
+                let on = self.on_target(path)?;
+                let at = self.target.stat(&on)?.ok_or_else(|| io::Error::from_raw_os_error(libc::ENOENT))?;
+                let fd = self.target.open(&on)?;
                 self.modified.insert(path.clone(), op.time);
                 self.write_closing(op, path, fd, at, *bytes)
             }
             Op::Overwrite { path, size } => {
-                let fd = self.target.open(path)?;
+                let fd = self.target.open(&self.on_target(path)?)?;
                 self.target.truncate(fd, 0)?;
                 self.files.insert(path.clone(), 0);
                 self.modified.insert(path.clone(), op.time);
                 self.write_closing(op, path, fd, 0, *size)
             }
             Op::Truncate { path, size } => {
-                let fd = self.target.open(path)?;
+                let fd = self.target.open(&self.on_target(path)?)?;
                 let result = self.target.truncate(fd, *size);
                 self.target.close(fd)?;
                 result?;
@@ -390,19 +602,47 @@ impl Runner<'_, '_> {
                 Ok(())
             }
             Op::Unlink { path } => {
-                self.target.unlink(path)?;
+                self.target.unlink(&self.on_target(path)?)?;
+                self.unplace(path);
                 self.files.remove(path);
                 self.modified.remove(path);
                 Ok(())
             }
             Op::Rename { from, to } => {
-                self.target.rename(from, to)?;
+                let from_on = self.on_target(from)?;
+                match &mut self.group_dirs {
+                    None => self.target.rename(from, to)?,
+                    // A renamed file stays in its group's directory (a
+                    // rename moves no inode), under a new name; a file it
+                    // replaces, in whatever directory, is unlinked, so
+                    // that every file stays in its own group's directory.
+                    Some(g) => {
+                        let dir = from_on.rsplit_once('/').map_or("", |(d, _)| d).to_string();
+                        let to_on = g.new_name(&dir);
+                        let replaced = g.placed.get(to).cloned();
+                        self.target.rename(&from_on, &to_on)?;
+                        if let Some(old) = replaced.filter(|old| *old != from_on) {
+                            self.target.unlink(&old)?;
+                        }
+                        if let Some(g) = &mut self.group_dirs {
+                            g.placed.remove(from);
+                            g.placed.insert(to.clone(), to_on);
+                        }
+                    }
+                }
                 let size = self.files.remove(from).unwrap_or(0);
                 self.files.insert(to.clone(), size);
                 let modified = self.modified.remove(from).unwrap_or(op.time);
                 self.modified.insert(to.clone(), modified);
                 Ok(())
             }
+        }
+    }
+
+    /// Forgets where the file the stream calls `path` was placed.
+    fn unplace(&mut self, path: &str) {
+        if let Some(g) = &mut self.group_dirs {
+            g.placed.remove(path);
         }
     }
 
@@ -456,7 +696,12 @@ impl Runner<'_, '_> {
                         .max_by(|a, b| a.1.cmp(b.1).then_with(|| b.0.cmp(a.0)))
                         .map(|(p, _)| p.clone());
                     let Some(victim) = victim else { return Err(e) };
-                    self.target.unlink(&victim).or_else(|e| if missing(&e) { Ok(()) } else { Err(e) })?;
+                    let unlinked_victim = match self.on_target(&victim) {
+                        Ok(on) => self.target.unlink(&on),
+                        Err(e) => Err(e),
+                    };
+                    unlinked_victim.or_else(|e| if missing(&e) { Ok(()) } else { Err(e) })?;
+                    self.unplace(&victim);
                     self.files.remove(&victim);
                     self.modified.remove(&victim);
                     self.source.forget(&victim);

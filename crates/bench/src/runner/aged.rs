@@ -139,6 +139,7 @@ pub(super) fn realloc_on_dir(
         record: None,
         on_op: &mut |_, _| {},
         on_day: &mut |_| {},
+        placement: crate::aging::run::Placement::Namespace,
     };
     let summary = crate::aging::run::run(&mut t, &mut generator, options)?;
     let hot = crate::aging::run::hot_files(&summary.live, setup.hot_since());

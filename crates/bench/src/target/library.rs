@@ -81,6 +81,12 @@ pub trait Layout: StorageManager + Sized + 'static {
         None
     }
 
+    /// How inodes divide among cylinder groups, for a layout that keeps
+    /// groups.
+    fn cylinder_groups(&self) -> Option<super::CylinderGroups> {
+        None
+    }
+
     /// The idle work of [`super::Backend::idle`].
     fn idle(&mut self) -> fslab::Result<()> {
         Ok(())
@@ -398,6 +404,10 @@ impl<L: Layout> Backend for Library<L> {
 
     fn free_space(&mut self) -> Option<super::FreeSpaceMap> {
         self.fs.as_mut()?.storage().free_space()
+    }
+
+    fn cylinder_groups(&mut self) -> Option<super::CylinderGroups> {
+        self.fs.as_mut()?.storage().cylinder_groups()
     }
 
     fn idle(&mut self) -> io::Result<()> {

@@ -137,6 +137,11 @@ pub trait Backend {
     fn free_space(&mut self) -> Option<FreeSpaceMap> {
         None
     }
+    /// How inodes divide among cylinder groups, on a layout that keeps
+    /// them (FFS); `None` elsewhere.
+    fn cylinder_groups(&mut self) -> Option<CylinderGroups> {
+        None
+    }
     /// Work a file system does while nobody calls it: on LFS without a
     /// cleaning thread, the background cleaner's round
     /// (`fslab::lfs::Lfs::clean_while_idle`). Nothing elsewhere.
@@ -172,6 +177,25 @@ pub struct FreeSpaceMap {
     pub groups: Vec<fslab::ffs::GroupFreeSpace>,
     /// Fragments per block.
     pub frags_per_block: u32,
+}
+
+/// The cylinder groups of a layout that keeps them: enough to tell from
+/// an inode's number which group holds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CylinderGroups {
+    /// Groups in the file system.
+    pub count: u32,
+    /// Inodes in each group (4.4BSD's `fs_ipg`).
+    pub inodes_per_group: u32,
+}
+
+impl CylinderGroups {
+    /// The group holding inode `ino` (4.4BSD's `ino_to_cg`); an inode
+    /// number past the last group's is not one of this file system's.
+    pub fn group_of(&self, ino: u64) -> Option<u32> {
+        let g = ino / u64::from(self.inodes_per_group.max(1));
+        (g < u64::from(self.count)).then_some(g as u32)
+    }
 }
 
 /// Counters at one moment, for a phase's share.
@@ -437,6 +461,12 @@ impl Target {
     /// How the free space lies (FFS), or `None`; not timed.
     pub fn free_space(&mut self) -> Option<FreeSpaceMap> {
         self.backend.free_space()
+    }
+
+    /// How inodes divide among cylinder groups (FFS), or `None`; not
+    /// timed.
+    pub fn cylinder_groups(&mut self) -> Option<CylinderGroups> {
+        self.backend.cylinder_groups()
     }
 
     /// Lets the file system do its idle work ([`Backend::idle`]): called
