@@ -301,8 +301,11 @@ fn plot_table(out: &mut String, results: &Results, e: &Experiment, spec: &PlotSp
     }
 }
 
-/// Points of `e` that no plot shows, as one table: over several seeds,
-/// a row for each point of the first seed's run, with its spread.
+/// Points of `e` that no plot shows, pivoted: a table per metric, a row
+/// per phase and x, a column per system (in the order they were measured),
+/// so that the systems of one row read side by side. Over several seeds, a
+/// cell is the point's median with its spread. Every point is also in
+/// `results.csv`.
 fn other_points(out: &mut String, results: &Results, e: &Experiment) {
     let by_seed = BySeed::new(results, e.id);
     let first_seed = results.seeds(e.id).first().copied();
@@ -314,18 +317,52 @@ fn other_points(out: &mut String, results: &Results, e: &Experiment) {
         .filter(|p| p.experiment == e.id && !shown(&p.phase, &p.metric))
         .filter(|p| !by_seed.several() || Some(p.seed) == first_seed)
         .collect();
-    if rest.is_empty() {
-        return;
+    let mut metrics: Vec<&str> = Vec::new();
+    for p in &rest {
+        if !metrics.contains(&p.metric.as_str()) {
+            metrics.push(&p.metric);
+        }
     }
-    let _ = writeln!(out, "\n| system | phase | x | metric | value |\n|---|---|---:|---|---:|");
-    for p in rest {
-        let x = if p.x == 0.0 { "-".to_string() } else { fmt_value(p.x) };
-        let value = if by_seed.several() {
-            fmt_spread(by_seed.spread(|r| r.value(e.id, &p.system, &p.phase, &p.metric, p.x)))
-        } else {
-            fmt_value(p.value)
-        };
-        let _ = writeln!(out, "| {} | {} | {} | {} | {} |", p.system, p.phase, x, p.metric, value);
+    for metric in metrics {
+        let of_metric: Vec<_> = rest.iter().filter(|p| p.metric == metric).collect();
+        let mut systems: Vec<&str> = Vec::new();
+        let mut rows: Vec<(&str, f64)> = Vec::new();
+        for p in &of_metric {
+            if !systems.contains(&p.system.as_str()) {
+                systems.push(&p.system);
+            }
+            if !rows.contains(&(p.phase.as_str(), p.x)) {
+                rows.push((&p.phase, p.x));
+            }
+        }
+        let _ = write!(out, "\n{metric}:\n\n| phase | x |");
+        for system in &systems {
+            let _ = write!(out, " {system} |");
+        }
+        let _ = write!(out, "\n|---|---:|");
+        for _ in &systems {
+            out.push_str("---:|");
+        }
+        out.push('\n');
+        for (phase, x) in rows {
+            let shown_x = if x == 0.0 { "-".to_string() } else { fmt_value(x) };
+            let _ = write!(out, "| {phase} | {shown_x} |");
+            for system in &systems {
+                let measured = of_metric.iter().any(|p| p.system == *system && p.phase == phase && p.x == x);
+                let cell = if !measured {
+                    "-".to_string()
+                } else if by_seed.several() {
+                    fmt_spread(by_seed.spread(|r| r.value(e.id, system, phase, metric, x)))
+                } else {
+                    of_metric
+                        .iter()
+                        .find(|p| p.system == *system && p.phase == phase && p.x == x)
+                        .map_or_else(|| "-".to_string(), |p| fmt_value(p.value))
+                };
+                let _ = write!(out, " {cell} |");
+            }
+            out.push('\n');
+        }
     }
 }
 
@@ -716,6 +753,28 @@ pub fn experiments_in(results: &Results) -> Vec<&'static str> {
 mod tests {
     use super::*;
     use crate::claims::setup::tests::creates_at_1k;
+
+    #[test]
+    fn points_no_plot_shows_are_pivoted_a_column_per_system() {
+        // s95-aged plots MB/s and "x empty"; its utilisation is drawn by
+        // no plot, so it goes to the pivoted table.
+        let r = crate::claims::setup::tests::results(
+            "s95-aged",
+            &[
+                ("ffs-aged", "aged", 0.0, "used %", 75.0),
+                ("ffs-m7r0", "aged", 0.0, "used %", 1.5),
+                ("ffs-aged", "fill", 10.0, "used %", 80.0),
+            ],
+        );
+        let e = by_id("s95-aged").expect("s95-aged");
+        let mut out = String::new();
+        other_points(&mut out, &r, e);
+        assert!(out.contains("used %:"), "{out}");
+        assert!(out.contains("| phase | x | ffs-aged | ffs-m7r0 |"), "{out}");
+        assert!(out.contains("| aged | - | 75.0 | 1.50 |"), "{out}");
+        assert!(out.contains("| fill | 10.0 | 80.0 | - |"), "a system that did not measure a row: {out}");
+        assert!(!out.contains("| system | phase | x | metric | value |"), "{out}");
+    }
 
     #[test]
     fn setup_choices_show_both_values_and_the_papers_sentence() {
