@@ -274,6 +274,9 @@ fn age(
     };
     let mut generator;
     let mut reader;
+    // A trace's length is not known until it ends, so its progress shows
+    // the day alone; a generated stream shows how far through its days.
+    let days_ahead = args.trace.is_none().then_some(args.days.max(1));
     let (source, described): (&mut dyn OpSource, String) = match &args.trace {
         Some(path) => {
             let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -331,7 +334,11 @@ fn age(
             record: record.as_mut().map(|w| w as &mut dyn Write),
             on_op: &mut |ops, day| {
                 if ops % 1000 == 0 {
-                    progress.borrow_mut().step(&format!("day {day}, {ops} operations"));
+                    let through = match days_ahead {
+                        Some(days) => format!("day {day} of {days} ({}%)", 100 * day / days),
+                        None => format!("day {day}"),
+                    };
+                    progress.borrow_mut().step(&format!("{through}, {ops} operations"));
                 }
             },
             on_day: &mut |day| {
