@@ -28,7 +28,10 @@
 //! with a cleaner the run then goes on until the cleaner has cleaned, lets
 //! it settle for another window, and measures a window while it cleans
 //! (`cleaning`). A window that the cleaner enters early ends there. Records
-//! at x = the utilization asked for: `TPS` per phase, the measured
+//! at x = the utilization asked for: `TPS` per phase (with the settling
+//! window's, `settling`, and each quarter of the measured one's,
+//! `cleaning 1/4` to `cleaning 4/4`, so that the reader sees whether the
+//! cleaner had reached a steady state), the measured
 //! utilization (`utilization%`), and for `cleaning` the segments cleaned
 //! per 1000 transactions, the cleaner's share of the blocks written and
 //! the write cost.
@@ -272,6 +275,13 @@ fn record_disk(rec: &mut dyn Record, name: &str, x: f64, done: u64, phase: &Phas
     }
 }
 
+/// `n` transactions as four successive windows (the first ones a
+/// transaction longer where `n` does not divide by four; none empty unless
+/// `n` is under four).
+fn quarters(n: u64) -> Vec<u64> {
+    (0..4).map(|i| n / 4 + u64::from(i < n % 4)).filter(|&q| q > 0).collect()
+}
+
 fn tps(done: u64, phase: &Phase) -> f64 {
     per_second(done, phase.seconds())
 }
@@ -353,8 +363,21 @@ pub fn run(t: &mut Target, spec: &Spec, x: f64, rec: &mut dyn Record) -> io::Res
         rec.note(format!("at {x}%: the cleaner never ran in {extra} transactions"));
         return Ok(());
     }
-    bank.run(t, spec.measure)?;
-    let (done, phase) = t.phase(|t| bank.run(t, spec.measure))?;
+    let (settled, settling) = t.phase(|t| bank.run(t, spec.measure))?;
+    rec.record("settling", x, "TPS", tps(settled, &settling));
+    // The measured window in quarters as well, each recorded on its own,
+    // so that a reader sees whether cleaning had reached a steady state:
+    // the window as a whole is timed as before.
+    let quarters = quarters(spec.measure);
+    let (done, phase) = t.phase(|t| {
+        let mut done = 0;
+        for (i, &n) in quarters.iter().enumerate() {
+            let (part, timed) = t.phase(|t| bank.run(t, n))?;
+            rec.record(&format!("cleaning {}/{}", i + 1, quarters.len()), x, "TPS", tps(part, &timed));
+            done += part;
+        }
+        Ok(done)
+    })?;
     rec.record("cleaning", x, "TPS", tps(done, &phase));
     record_disk(rec, "cleaning", x, done, &phase);
     if let Some(c) = phase.cleaner {
@@ -378,4 +401,19 @@ pub fn run(t: &mut Target, spec: &Spec, x: f64, rec: &mut dyn Record) -> io::Res
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::quarters;
+
+    #[test]
+    fn the_measured_window_splits_into_four_that_add_up_to_it() {
+        for n in [0, 1, 3, 4, 5, 7, 1000, 1003] {
+            let q = quarters(n);
+            assert_eq!(q.iter().sum::<u64>(), n, "{n}: {q:?}");
+            assert!(q.len() == 4 || n < 4, "{n}: {q:?}");
+            assert!(q.windows(2).all(|w| w[0] >= w[1] && w[0] - w[1] <= 1), "{n}: {q:?}");
+        }
+    }
 }
