@@ -48,7 +48,7 @@ pub fn run(args: &DumpArgs) -> Result<(), String> {
 }
 
 /// `report` with each time field (`LABEL (ns)   NUMBER`) followed by its
-/// date: `created (ns)   1795851537849980190 (2026-11-28T07:12:17.849980190Z)`.
+/// date: `created (ns)   1795851537849980190 (2026-11-28T07:38:57.849980190Z)`.
 fn with_dates(report: &str) -> String {
     let mut out = String::with_capacity(report.len() + 256);
     for line in report.split_inclusive('\n') {
