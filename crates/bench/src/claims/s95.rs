@@ -53,6 +53,12 @@ pub(super) fn lfs_over_ffs_as(r: &Results, lfs: LfsAt, phase: &str, metric: &str
     Some(v(r, "s95-sequential", lfs(x), phase, metric, x)? / best_ffs(r, phase, metric, x)?)
 }
 
+/// `top`'s MB/s over `bottom`'s in `phase` of the 1995 sequential
+/// benchmark at size `x`: what claim 4's checks and its ratio plot read.
+fn sequential_ratio(r: &Results, top: &str, bottom: &str, phase: &str, x: f64) -> Option<f64> {
+    Some(v(r, "s95-sequential", top, phase, "MB/s", x)? / v(r, "s95-sequential", bottom, phase, "MB/s", x)?)
+}
+
 /// Sizes of at least `min` in a series.
 fn sizes_from(r: &Results, e: &str, s: &str, phase: &str, metric: &str, min: f64, max: f64) -> Vec<f64> {
     r.series(e, s, phase, metric).into_iter().map(|(x, _)| x).filter(|&x| x >= min && x <= max).collect()
@@ -123,15 +129,8 @@ pub(super) fn indirect_drop(r: &Results, lfs: &str, phase: &str) -> Option<(f64,
 /// in 1.10-1.20: the worst.
 pub(super) fn overwrite_ratio(r: &Results, lfs: &str) -> Option<(f64, bool)> {
     let sizes = sizes_from(r, "s95-sequential", lfs, "overwrite", "MB/s", 1048576.0, f64::INFINITY);
-    let ratios: Vec<f64> = sizes
-        .iter()
-        .filter_map(|&x| {
-            Some(
-                v(r, "s95-sequential", "ffs-m8r2", "overwrite", "MB/s", x)?
-                    / v(r, "s95-sequential", lfs, "overwrite", "MB/s", x)?,
-            )
-        })
-        .collect();
+    let ratios: Vec<f64> =
+        sizes.iter().filter_map(|&x| sequential_ratio(r, "ffs-m8r2", lfs, "overwrite", x)).collect();
     worst_within(&ratios, 1.10, 1.20)
 }
 
@@ -139,15 +138,8 @@ pub(super) fn overwrite_ratio(r: &Results, lfs: &str) -> Option<(f64, bool)> {
 /// whether LFS is at least as fast at every size.
 pub(super) fn reads_ratio(r: &Results, lfs: &str) -> Option<(f64, bool)> {
     let sizes = sizes_from(r, "s95-sequential", lfs, "read", "MB/s", 65536.0, 2097152.0);
-    let ratios: Vec<f64> = sizes
-        .iter()
-        .filter_map(|&x| {
-            Some(
-                v(r, "s95-sequential", lfs, "read", "MB/s", x)?
-                    / v(r, "s95-sequential", "ffs-m8r2", "read", "MB/s", x)?,
-            )
-        })
-        .collect();
+    let ratios: Vec<f64> =
+        sizes.iter().filter_map(|&x| sequential_ratio(r, lfs, "ffs-m8r2", "read", x)).collect();
     let worst = ratios.iter().copied().fold(f64::INFINITY, f64::min);
     (!ratios.is_empty()).then_some((worst, worst >= 1.0))
 }
@@ -483,22 +475,12 @@ pub const RATIO_PLOTS: &[RatioPlot] = &[
             Ratio {
                 label: "overwrite m8r2 / LFS",
                 sizes: |r| sizes_of(r, "lfs-8k", "overwrite", "MB/s"),
-                at: |r, x| {
-                    Some(
-                        v(r, "s95-sequential", "ffs-m8r2", "overwrite", "MB/s", x)?
-                            / v(r, "s95-sequential", "lfs-8k", "overwrite", "MB/s", x)?,
-                    )
-                },
+                at: |r, x| sequential_ratio(r, "ffs-m8r2", "lfs-8k", "overwrite", x),
             },
             Ratio {
                 label: "read LFS / m8r2",
                 sizes: |r| sizes_of(r, "lfs-8k", "read", "MB/s"),
-                at: |r, x| {
-                    Some(
-                        v(r, "s95-sequential", "lfs-8k", "read", "MB/s", x)?
-                            / v(r, "s95-sequential", "ffs-m8r2", "read", "MB/s", x)?,
-                    )
-                },
+                at: |r, x| sequential_ratio(r, "lfs-8k", "ffs-m8r2", "read", x),
             },
         ],
         // "About 15% better" on large writes is not a value at a size.

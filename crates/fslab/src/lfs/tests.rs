@@ -502,28 +502,6 @@ fn ages_predict_survival_only_where_data_dies_young() {
     assert!(!lfs.ages_predict_survival(), "blocks die at random, whatever their age");
 }
 
-/// A memory disk that counts the reads it serves.
-struct CountingDisk {
-    inner: MemDisk,
-    reads: std::sync::atomic::AtomicU64,
-}
-
-impl disk::BlockDevice for CountingDisk {
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
-        self.reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        self.inner.read_at(offset, buf)
-    }
-    fn write_at(&self, offset: u64, buf: &[u8]) -> std::io::Result<()> {
-        self.inner.write_at(offset, buf)
-    }
-    fn flush(&self) -> std::io::Result<()> {
-        self.inner.flush()
-    }
-    fn size(&self) -> u64 {
-        self.inner.size()
-    }
-}
-
 #[test]
 fn clustered_reads_match_block_by_block_reads() {
     let disk = fresh(16 << 20, small_options());
@@ -539,10 +517,10 @@ fn clustered_reads_match_block_by_block_reads() {
     lfs.update(ino, &attr).expect("update");
     lfs.unmount().expect("unmount");
 
-    let counting = Arc::new(CountingDisk { inner: MemDisk::from_bytes(disk.snapshot()), reads: 0.into() });
+    let counting = Arc::new(disk::CountingDisk::new(MemDisk::from_bytes(disk.snapshot())));
     let options = MountOptions { cache_bytes: 4 << 20, ..MountOptions::default() };
     let mut lfs = Lfs::mount(counting.clone(), options).expect("mount");
-    let reads = || counting.reads.load(std::sync::atomic::Ordering::Relaxed);
+    let reads = || counting.reads();
     let mut want: Vec<Vec<u8>> = (0..300).map(|lbn| pattern(ino, lbn, 4096)).collect();
     // Dirty in the cache (newer than the disk), moved to a new address on
     // disk, and a hole: each breaks a run.
