@@ -123,7 +123,7 @@ pub(super) const DIROPS_CHECKS: &[Check] = &[
             let low = median_between(r, "dm02-dirops", "lfs", "create-relative", "x", 750.0, 1250.0)?;
             let high = median_between(r, "dm02-dirops", "lfs", "create-relative", "x", 9000.0, 10000.0)?;
             let growth = 100.0 * (high / low - 1.0);
-            Some((growth, growth <= 10.0))
+            Some((growth, growth.abs() <= 10.0))
         },
         unit: "% growth",
         why_not: "",
@@ -142,3 +142,30 @@ pub(super) const DIROPS_CHECKS: &[Check] = &[
         why_not: "",
     },
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::DIROPS_CHECKS;
+    use crate::claims::setup::tests::results;
+
+    /// "Within 10%" is two-sided: a create cost that falls by more than a
+    /// tenth is no flat cost either.
+    #[test]
+    fn dirhash_flat_cost_is_within_ten_percent_either_way() {
+        let check = &DIROPS_CHECKS[0];
+        let at = |high: f64| {
+            let r = results(
+                "dm02-dirops",
+                &[
+                    ("lfs", "create-relative", 1000.0, "x", 1.0),
+                    ("lfs", "create-relative", 9500.0, "x", high),
+                ],
+            );
+            (check.eval)(&r).map(|(_, pass)| pass)
+        };
+        assert_eq!(at(1.05), Some(true));
+        assert_eq!(at(0.95), Some(true));
+        assert_eq!(at(1.15), Some(false));
+        assert_eq!(at(0.85), Some(false), "a fall of 15% is not flat");
+    }
+}
