@@ -97,14 +97,6 @@ fn only_the_fuse_adapter_depends_on_fuser() {
     }
 }
 
-/// Import cycles between files of the core crate allowed, each with its
-/// reason (no other crate has one). `ffs::fs`
-/// holds the integrity mode (`Arc<dyn IntegrityMode>`), and the mode's
-/// methods take the `Ffs` they act on: a strategy and its context, which
-/// only a generic `Ffs<M>` could separate, at the price of every caller
-/// naming the mode.
-const ALLOWED_CYCLES: &[&[&str]] = &[&["ffs::fs", "ffs::integrity"]];
-
 /// The module files of `src` and, for each, the other module files the
 /// paths it names (tests left out) reach: the module a path starts in is
 /// the longest prefix of it that is a file. A module and its ancestors are
@@ -205,7 +197,7 @@ fn cycles(
 }
 
 #[test]
-fn no_import_cycle_between_files_but_the_strategys() {
+fn no_import_cycle_between_files() {
     let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let mut found = Vec::new();
     for entry in fs::read_dir(&crates).expect("crates directory").flatten() {
@@ -214,16 +206,7 @@ fn no_import_cycle_between_files_but_the_strategys() {
             continue;
         }
         let name = entry.file_name().to_string_lossy().into_owned();
-        let allowed = |set: &Vec<String>| {
-            name == "fslab"
-                && ALLOWED_CYCLES.iter().any(|a| set.iter().map(String::as_str).eq(a.iter().copied()))
-        };
-        found.extend(
-            cycles(&file_graph(&src))
-                .into_iter()
-                .filter(|set| !allowed(set))
-                .map(|set| format!("{name}: {set:?}")),
-        );
+        found.extend(cycles(&file_graph(&src)).into_iter().map(|set| format!("{name}: {set:?}")));
     }
     assert!(
         found.is_empty(),

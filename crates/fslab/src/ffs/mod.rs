@@ -54,6 +54,7 @@ mod leak_scan;
 mod leaks;
 pub mod log_device;
 pub mod mkfs;
+mod options;
 mod orphans;
 pub mod placement;
 mod realloc;
@@ -62,13 +63,14 @@ mod writeback;
 
 pub use crate::cache::WriteMode;
 pub use alloc::{Allocator, InodeGrant, Realloc};
-pub use fs::{Ffs, Integrity, MountOptions, Stats, DEFAULT_JOURNAL_BATCH};
+pub use fs::{Ffs, Stats};
 pub use integrity::JournalStats;
 pub use layout::{
     DirPref, JournalInfo, JournalKind, LogDeviceName, Optim, Policy, RotDelay, Superblock, Totals,
 };
 pub use leak_scan::{LeakReport, LeakScanState};
 pub use mkfs::{dump, mkfs, mkfs_with_log, plan, plan_with_log, MkfsOptions};
+pub use options::{Integrity, MountOptions, DEFAULT_JOURNAL_BATCH};
 pub use placement::{FilePlacement, GroupFreeSpace, PlacedBlock};
 
 /// An FFS disk address: a fragment number counted from byte 0 of the

@@ -408,7 +408,7 @@ impl Ffs {
 /// its trailer (a checksum bound to its file and position, FORMAT.md) as it
 /// goes to the disk. The cache keeps the current, unsealed pointers.
 struct FfsHooks<'a> {
-    mode: &'a dyn IntegrityMode,
+    mode: &'a dyn IntegrityMode<Ffs>,
     /// What the mode is told; its `tree` says how indirect blocks are
     /// sealed.
     ctx: &'a WriteContext,

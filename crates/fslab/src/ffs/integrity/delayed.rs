@@ -14,7 +14,7 @@ use crate::Result;
 /// Nothing ordered, everything delayed.
 pub(super) struct Delayed;
 
-impl IntegrityMode for Delayed {
+impl IntegrityMode<Ffs> for Delayed {
     fn on_hint(&self, _fs: &mut Ffs, _hint: Hint) -> Result<()> {
         Ok(())
     }

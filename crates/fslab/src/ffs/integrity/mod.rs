@@ -21,15 +21,16 @@
 //! until a log covers them (a journal) attaches. A new mode is a new module
 //! here, never a branch in the others.
 //!
-//! Below the modes are the write primitives they share: an *ordered* write
-//! ([`Ffs::write_ordered`]) is issued only once everything issued before it
-//! is durable, and leaves its own durability to whoever needs it (the
+//! Below the modes are the write primitives they share (`hooks.rs`): an
+//! *ordered* write (`Ffs::write_ordered`) is issued only once everything
+//! issued before it is durable, and leaves its own durability to whoever needs it (the
 //! transaction's ticket, or a later ordered write's barrier); a *durable*
-//! write ([`Ffs::write_durable`]) is also followed by a barrier, for what
+//! write (`Ffs::write_durable`) is also followed by a barrier, for what
 //! a write the mode does not order (file data, a delayed write-back) must
 //! never overtake.
 
 mod delayed;
+mod hooks;
 mod journal;
 mod ordered;
 mod softdep;
@@ -37,47 +38,47 @@ mod softdep;
 pub use journal::JournalStats;
 
 use super::freed::{FreeWhen, Freed};
-use super::fs::{Ffs, Integrity, MountOptions};
-use crate::cache::{device_addr, BlockData, BlockKey, Seq, Ticket, WriteAs};
+use crate::cache::{BlockData, BlockKey, Seq, Ticket, WriteAs};
 use crate::format::blockno::Geometry;
 use crate::format::{Daddr, Ino, Lbn};
 use crate::storage::{Hint, TxKind};
 use crate::Result;
-use std::sync::Arc;
 
 /// How FFS keeps its metadata recoverable: what to write, and in what
 /// order, when the namespace changes something. Every method is given the
-/// mounted file system; a mode with state of its own keeps it behind
-/// `&self` (the file system holds the mode in an `Arc`, so a mode can call
-/// back into the file system while it runs).
-pub(super) trait IntegrityMode: Send + Sync {
+/// mounted file system, `Fs` (always `Ffs`: the parameter keeps this
+/// interface from naming the state that holds it, so that `fs.rs` depends
+/// on it and not the other way round); a mode with state of its own keeps
+/// it behind `&self` (the file system holds the mode in an `Arc`, so a mode
+/// can call back into the file system while it runs).
+pub(super) trait IntegrityMode<Fs>: Send + Sync {
     /// The file system is mounted and its superblock written: the mode
     /// may start (a journal takes up its log where the superblock says).
-    fn mounted(&self, fs: &mut Ffs) -> Result<()> {
+    fn mounted(&self, fs: &mut Fs) -> Result<()> {
         let _ = fs;
         Ok(())
     }
 
     /// An outermost transaction of `kind` begins; nothing of it has
     /// changed yet.
-    fn tx_beginning(&self, fs: &mut Ffs, kind: TxKind) -> Result<()> {
+    fn tx_beginning(&self, fs: &mut Fs, kind: TxKind) -> Result<()> {
         let _ = (fs, kind);
         Ok(())
     }
 
     /// A hint of the open transaction, sent after the change it names.
-    fn on_hint(&self, fs: &mut Ffs, hint: Hint) -> Result<()>;
+    fn on_hint(&self, fs: &mut Fs, hint: Hint) -> Result<()>;
 
     /// Indirect block `lbn` of `ino` was just given `addr`; no pointer to
     /// it is set yet (rule 1: never point at a structure before it is
     /// initialised).
-    fn indirect_allocated(&self, fs: &mut Ffs, ino: Ino, lbn: Lbn, addr: Daddr) -> Result<()>;
+    fn indirect_allocated(&self, fs: &mut Fs, ino: Ino, lbn: Lbn, addr: Daddr) -> Result<()>;
 
     /// Blocks of `ino` were freed in memory: the inode and indirect blocks
     /// no longer point at them (rule 2: never reuse a resource before every
     /// pointer to it is nullified). A mode that orders nothing here, or
     /// defers the frees (`free_when`), does nothing.
-    fn blocks_freed(&self, fs: &mut Ffs, ino: Ino) -> Result<()> {
+    fn blocks_freed(&self, fs: &mut Fs, ino: Ino) -> Result<()> {
         let _ = (fs, ino);
         Ok(())
     }
@@ -86,7 +87,7 @@ pub(super) trait IntegrityMode: Send + Sync {
     /// there; the fragments it leaves are freed next (rule 3: never reset
     /// the old pointer to a live resource before the new one is set).
     /// Nothing by default, as for `blocks_freed`.
-    fn block_moving(&self, fs: &mut Ffs, ino: Ino, lbn: Lbn) -> Result<()> {
+    fn block_moving(&self, fs: &mut Fs, ino: Ino, lbn: Lbn) -> Result<()> {
         let _ = (fs, ino, lbn);
         Ok(())
     }
@@ -94,30 +95,30 @@ pub(super) trait IntegrityMode: Send + Sync {
     /// The `next_orphan` field of `ino` changed in memory (it joined the
     /// orphan list, or the orphan after it left). Nothing by default: the
     /// list goes with whatever writes the inode and the superblock.
-    fn orphan_link_changed(&self, fs: &mut Ffs, ino: Ino) -> Result<()> {
+    fn orphan_link_changed(&self, fs: &mut Fs, ino: Ino) -> Result<()> {
         let _ = (fs, ino);
         Ok(())
     }
 
     /// The orphan list's head in the superblock changed in memory (nothing
     /// by default, as for `orphan_link_changed`).
-    fn orphan_head_changed(&self, fs: &mut Ffs) -> Result<()> {
+    fn orphan_head_changed(&self, fs: &mut Fs) -> Result<()> {
         let _ = fs;
         Ok(())
     }
 
     /// The outermost transaction ended: what the caller must wait for
     /// before the operation counts as done, as this mode promises it.
-    fn commit(&self, fs: &mut Ffs) -> Result<Ticket>;
+    fn commit(&self, fs: &mut Fs) -> Result<Ticket>;
 
     /// Starts making `ino`'s contents, attributes and name durable; the
     /// ticket says when they are.
-    fn fsync(&self, fs: &mut Ffs, ino: Ino) -> Result<Ticket>;
+    fn fsync(&self, fs: &mut Fs, ino: Ino) -> Result<Ticket>;
 
     /// When freeing `what`, whose last pointer was in `ino`, may take
     /// effect (`frees`): at once, or once the blocks that held the pointer
     /// are durable without it.
-    fn free_when(&self, fs: &mut Ffs, ino: Ino, what: Freed) -> Result<FreeWhen> {
+    fn free_when(&self, fs: &mut Fs, ino: Ino, what: Freed) -> Result<FreeWhen> {
         let _ = (fs, ino, what);
         Ok(FreeWhen::Now)
     }
@@ -154,7 +155,7 @@ pub(super) trait IntegrityMode: Send + Sync {
     /// away from `old`; their pointers are in `map` (an indirect block, or
     /// the inode's direct pointers for `None`). Whether it may: yes unless
     /// the mode says otherwise.
-    fn realloc_may_move(&self, fs: &mut Ffs, ino: Ino, map: Option<Lbn>, old: &[Daddr]) -> Result<bool> {
+    fn realloc_may_move(&self, fs: &mut Fs, ino: Ino, map: Option<Lbn>, old: &[Daddr]) -> Result<bool> {
         let _ = (fs, ino, map, old);
         Ok(true)
     }
@@ -165,7 +166,7 @@ pub(super) trait IntegrityMode: Send + Sync {
     /// the fragments one of them leaves, is freed next. When that free
     /// may take effect: as any free's (`free_when`) unless the mode says
     /// otherwise.
-    fn realloc_free_when(&self, fs: &mut Ffs, ino: Ino, map: Option<Lbn>, what: Freed) -> Result<FreeWhen> {
+    fn realloc_free_when(&self, fs: &mut Fs, ino: Ino, map: Option<Lbn>, what: Freed) -> Result<FreeWhen> {
         let _ = map;
         self.free_when(fs, ino, what)
     }
@@ -173,18 +174,18 @@ pub(super) trait IntegrityMode: Send + Sync {
     /// The block at `addr` was given up before anything was written to it
     /// (`realloc` moved it away, and no pointer in memory names it): what
     /// the mode tracks of its contents may go.
-    fn unwritten_block_dropped(&self, fs: &mut Ffs, addr: Daddr) {
+    fn unwritten_block_dropped(&self, fs: &mut Fs, addr: Daddr) {
         let _ = (fs, addr);
     }
 
     /// Inode `ino` was allocated (its bitmap bit set in memory).
-    fn inode_allocated(&self, fs: &mut Ffs, ino: Ino) {
+    fn inode_allocated(&self, fs: &mut Fs, ino: Ino) {
         let _ = (fs, ino);
     }
 
     /// The block or fragment run at `addr` was allocated, or grew in
     /// place: what it holds on disk is not yet its contents.
-    fn block_allocated(&self, fs: &mut Ffs, addr: Daddr) {
+    fn block_allocated(&self, fs: &mut Fs, addr: Daddr) {
         let _ = (fs, addr);
     }
 
@@ -195,26 +196,26 @@ pub(super) trait IntegrityMode: Send + Sync {
     }
 
     /// Indirect block `key` is about to change in the cache.
-    fn indirect_changing(&self, fs: &mut Ffs, key: BlockKey) {
+    fn indirect_changing(&self, fs: &mut Fs, key: BlockKey) {
         let _ = (fs, key);
     }
 
     /// Directory block `key`, in the cache as it is now, is about to
     /// change.
-    fn dir_block_changing(&self, fs: &mut Ffs, key: BlockKey) {
+    fn dir_block_changing(&self, fs: &mut Fs, key: BlockKey) {
         let _ = (fs, key);
     }
 
     /// Block `lbn` of `ino` is being freed: it is still in the cache, and
     /// is dropped from it next (its space goes back by `free_when`).
-    fn block_released(&self, fs: &mut Ffs, ino: Ino, lbn: Lbn) -> Result<()> {
+    fn block_released(&self, fs: &mut Fs, ino: Ino, lbn: Lbn) -> Result<()> {
         let _ = (fs, ino, lbn);
         Ok(())
     }
 
     /// Blocks `keys` are about to be written back: what must reach the
     /// disk before them goes first (a journal's log).
-    fn writes_starting(&self, fs: &mut Ffs, keys: &[BlockKey]) -> Result<()> {
+    fn writes_starting(&self, fs: &mut Fs, keys: &[BlockKey]) -> Result<()> {
         let _ = (fs, keys);
         Ok(())
     }
@@ -230,20 +231,20 @@ pub(super) trait IntegrityMode: Send + Sync {
     /// allocation short of space asks before it fails, and a write-back
     /// that left blocks held for it. Returns whether anything was made
     /// durable that was not: then blocks the write-ahead rule held may go.
-    fn force_commits(&self, fs: &mut Ffs) -> Result<bool> {
+    fn force_commits(&self, fs: &mut Fs) -> Result<bool> {
         let _ = fs;
         Ok(false)
     }
 
     /// Called at each tick of the mount, between operations.
-    fn tick(&self, fs: &mut Ffs) -> Result<()> {
+    fn tick(&self, fs: &mut Fs) -> Result<()> {
         let _ = fs;
         Ok(())
     }
 
     /// A sync wrote everything: the mode settles what it keeps of its own
     /// (a journal's checkpoint).
-    fn synced(&self, fs: &mut Ffs) -> Result<()> {
+    fn synced(&self, fs: &mut Fs) -> Result<()> {
         let _ = fs;
         Ok(())
     }
@@ -300,153 +301,6 @@ pub(super) struct WriteContext {
     /// Whether the write-back runs only because the cache passed its
     /// threshold (not a sync, an fsync or a tick).
     pub background: bool,
-}
-
-/// The mode that implements the mount's `integrity`, with its
-/// `journal_batch` and (for tests) `disorder`.
-pub(super) fn mode_for(options: &MountOptions) -> Arc<dyn IntegrityMode> {
-    let (batch, disorder) = (options.journal_batch, options.disorder);
-    match options.integrity {
-        Integrity::Sync => Arc::new(ordered::Ordered),
-        Integrity::Async => Arc::new(delayed::Delayed),
-        Integrity::Softdep => Arc::new(softdep::Softdep::new(disorder)),
-        Integrity::Journal => Arc::new(journal::Journal::new(false, batch, disorder)),
-        Integrity::JournalSync => Arc::new(journal::Journal::new(true, batch, disorder)),
-    }
-}
-
-impl Ffs {
-    /// The mount's integrity mode, to call while `self` is borrowed.
-    pub(super) fn mode(&self) -> Arc<dyn IntegrityMode> {
-        Arc::clone(&self.mode)
-    }
-
-    /// Acts on a hint of the open transaction.
-    pub(super) fn on_hint(&mut self, hint: Hint) -> Result<()> {
-        self.tx.hint(hint);
-        match hint {
-            Hint::EntryAdded { ino, .. } | Hint::EntryRemoved { ino, .. } | Hint::LinkCount { ino, .. } => {
-                self.leak_scan_touch(ino)
-            }
-            Hint::EntryChanged { old, ino, .. } => {
-                self.leak_scan_touch(old);
-                self.leak_scan_touch(ino);
-            }
-            _ => {}
-        }
-        match hint {
-            Hint::Orphaned { ino } => return self.join_orphans(ino),
-            Hint::Reclaimed { ino } => return self.leave_orphans(ino),
-            _ => {}
-        }
-        self.mode().on_hint(self, hint)
-    }
-
-    /// See [`IntegrityMode::indirect_allocated`].
-    pub(super) fn write_new_indirect(&mut self, ino: Ino, lbn: Lbn, addr: Daddr) -> Result<()> {
-        self.mode().indirect_allocated(self, ino, lbn, addr)
-    }
-
-    /// See [`IntegrityMode::blocks_freed`].
-    pub(super) fn after_free(&mut self, ino: Ino) -> Result<()> {
-        self.mode().blocks_freed(self, ino)
-    }
-
-    /// See [`IntegrityMode::block_moving`].
-    pub(super) fn before_freeing_moved(&mut self, ino: Ino, lbn: Lbn) -> Result<()> {
-        self.mode().block_moving(self, ino, lbn)
-    }
-
-    /// Starts an fsync of `ino` as the mode does it.
-    pub(super) fn fsync_file(&mut self, ino: Ino) -> Result<Ticket> {
-        self.mode().fsync(self, ino)
-    }
-
-    /// Writes the dirty buffers among `keys` once everything issued before
-    /// is durable (a barrier first, if anything is not), and returns
-    /// without waiting for them: an ordered write. Their durability joins
-    /// the open transaction's ticket.
-    pub(super) fn write_ordered(&mut self, keys: &[BlockKey]) -> Result<()> {
-        if keys.iter().any(|&k| device_addr(k).is_some_and(|a| self.fresh_inode_blocks.contains(&a))) {
-            self.write_fresh_inode_blocks()?;
-        }
-        let dirty: Vec<BlockKey> = keys.iter().copied().filter(|&k| self.cache.is_dirty(k)).collect();
-        if dirty.is_empty() {
-            return Ok(());
-        }
-        self.queue.flush()?;
-        let mut placements = self.placements_of(&dirty)?;
-        let last = self.write_placements_now(&mut placements)?;
-        self.stats.sync_writes += 1;
-        self.tx_ticket = std::mem::take(&mut self.tx_ticket).join(self.queue.ticket(last));
-        for key in dirty {
-            if let Some(addr) = device_addr(key) {
-                self.fresh_inode_blocks.remove(&addr);
-            }
-        }
-        Ok(())
-    }
-
-    /// An ordered write of `keys` followed by a barrier: durable when this
-    /// returns, before anything written after it.
-    pub(super) fn write_durable(&mut self, keys: &[BlockKey]) -> Result<()> {
-        self.write_ordered(keys)?;
-        self.queue.flush()
-    }
-
-    /// Writes the inode-table blocks lazy initialisation zeroed (with the
-    /// inodes stored in them since), a barrier, then the groups that count
-    /// them as initialised, and a barrier: before an inode in such a block
-    /// is named on disk, its group must say the block was initialised,
-    /// since fsck reads no slot past that mark.
-    pub(super) fn write_fresh_inode_blocks(&mut self) -> Result<()> {
-        if self.fresh_inode_blocks.is_empty() {
-            return Ok(());
-        }
-        self.write_groups()?;
-        self.queue.flush()
-    }
-
-    /// The dirty blocks of file `ino` (data, indirect, attributes).
-    pub(super) fn dirty_blocks_of(&self, ino: Ino) -> Vec<BlockKey> {
-        self.cache.dirty_keys_in(ino, Lbn::MIN..=Lbn::MAX)
-    }
-
-    /// An ordered write of inode `ino`; a directory's or symbolic link's
-    /// blocks first (a new directory's `.` and `..`: rule 1).
-    pub(super) fn write_inode_ordered(&mut self, ino: Ino) -> Result<()> {
-        if !self.cached_inode(ino)?.attr.is_reg() {
-            let blocks = self.dirty_blocks_of(ino);
-            self.write_ordered(&blocks)?;
-        }
-        let key = self.store_inode(ino)?;
-        self.write_ordered(&[key])
-    }
-
-    /// An ordered write of the directory block holding the entry at
-    /// `offset` of `dir`; if the directory grew in this transaction, every
-    /// new block of it and then its inode, so the entry is reachable.
-    pub(super) fn write_entry_ordered(&mut self, dir: Ino, offset: u64) -> Result<()> {
-        if self.grew_in_tx(dir) {
-            let blocks = self.dirty_blocks_of(dir);
-            self.write_ordered(&blocks)?;
-            let key = self.store_inode(dir)?;
-            return self.write_ordered(&[key]);
-        }
-        let lbn = (offset / self.block_size() as u64) as Lbn;
-        self.write_ordered(&[(dir, lbn)])
-    }
-
-    /// Whether directory `dir` grew in the open transaction.
-    pub(super) fn grew_in_tx(&self, dir: Ino) -> bool {
-        self.tx.hints().iter().any(|h| matches!(h, Hint::BlocksAllocated { ino, .. } if *ino == dir))
-    }
-
-    /// Whether `ino` is a directory or symbolic link (whose blocks are
-    /// namespace metadata), or the device's own blocks.
-    pub(super) fn is_namespace_file(&mut self, ino: Ino) -> bool {
-        ino == crate::cache::DEVICE || self.cached_inode(ino).is_ok_and(|i| !i.attr.is_reg())
-    }
 }
 
 #[cfg(test)]

@@ -56,7 +56,7 @@ use crate::Result;
 /// 4.4BSD's synchronous, ordered metadata writes.
 pub(super) struct Ordered;
 
-impl IntegrityMode for Ordered {
+impl IntegrityMode<Ffs> for Ordered {
     fn on_hint(&self, fs: &mut Ffs, hint: Hint) -> Result<()> {
         match hint {
             Hint::EntryAdded { dir, offset, ino } | Hint::EntryChanged { dir, offset, ino, .. } => {

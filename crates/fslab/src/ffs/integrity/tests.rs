@@ -3,7 +3,7 @@
 //! blocks that pointed at it are durable without the pointer, is counted
 //! free all along, and is released at once when an allocation needs it.
 
-use super::{mode_for, IntegrityMode, WriteContext};
+use super::{IntegrityMode, WriteContext};
 use crate::cache::{BlockData, BlockKey, Seq, Ticket, WriteAs};
 use crate::ffs::freed::{FreeWhen, Freed};
 use crate::ffs::{Ffs, Integrity, MkfsOptions, MountOptions};
@@ -17,10 +17,10 @@ use std::sync::Arc;
 /// `async`, but every free waits for the file's inode block and dirty
 /// indirect blocks — which no longer hold the pointer — to be durable.
 struct Deferring {
-    inner: Arc<dyn IntegrityMode>,
+    inner: Arc<dyn IntegrityMode<Ffs>>,
 }
 
-impl IntegrityMode for Deferring {
+impl IntegrityMode<Ffs> for Deferring {
     fn on_hint(&self, fs: &mut Ffs, hint: Hint) -> Result<()> {
         self.inner.on_hint(fs, hint)
     }
@@ -68,7 +68,7 @@ fn deferring_ffs(mib: u64) -> Ffs {
     crate::mkfs_ffs(dev.clone(), &MkfsOptions::default(), Default::default()).expect("mkfs");
     let options = MountOptions { integrity: Integrity::Async, ..MountOptions::default() };
     let mut ffs = Ffs::mount(dev, options.clone()).expect("mount");
-    ffs.mode = Arc::new(Deferring { inner: mode_for(&options) });
+    ffs.mode = Arc::new(Deferring { inner: Ffs::mode_for(&options) });
     ffs
 }
 

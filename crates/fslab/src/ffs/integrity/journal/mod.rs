@@ -467,7 +467,7 @@ fn prune_state(st: &mut State, durable: Seq) {
     st.starts = st.starts.split_off(&tail_seq);
 }
 
-impl IntegrityMode for Journal {
+impl IntegrityMode<Ffs> for Journal {
     fn mounted(&self, fs: &mut Ffs) -> Result<()> {
         let info = fs.sb.journal;
         if !info.present() {

@@ -123,7 +123,7 @@ impl Softdep {
     }
 }
 
-impl IntegrityMode for Softdep {
+impl IntegrityMode<Ffs> for Softdep {
     fn tx_beginning(&self, _fs: &mut Ffs, kind: TxKind) -> Result<()> {
         let mut state = self.state();
         state.raised.clear();
