@@ -97,7 +97,7 @@ pub struct FfsArgs {
     /// FFS: revolutions per second, for a rotdelay in milliseconds [default: 66].
     #[arg(long)]
     rps: Option<u32>,
-    /// FFS: a journal, for `-o integrity=journal`: file (a log inside the file system, written 64K at a time) or wafs (a log region after it, written 4K at a time) [default: none].
+    /// FFS: a journal, for `-o integrity=journal`: file (a log inside the file system, written 64K at a time) or wafs (a log region after it, written 4K at a time); needs fragments of at most 4K [default: none].
     #[arg(long, value_parser = ["none", "file", "wafs"])]
     journal: Option<String>,
     /// FFS: bytes of the journal's log [default: 1% of the device, from 1M to 64M; with --journal-device, all of that device].

@@ -245,7 +245,6 @@ pub fn replay(dev: &dyn BlockDevice, sb: &Superblock) -> Result<Replayed> {
     let found = scan(dev, sb)?;
     let geo = sb.geometry;
     let bs = geo.block_size as usize;
-    let fpb = geo.frags_per_block as u64;
     // The last free of each fragment, by its index among all records.
     let mut freed_at: BTreeMap<Frag, usize> = BTreeMap::new();
     let mut index = 0usize;
@@ -279,7 +278,14 @@ pub fn replay(dev: &dyn BlockDevice, sb: &Superblock) -> Result<Replayed> {
             if *block >= geo.total_frags || geo.byte_offset(*block) + end as u64 > fs_bytes {
                 return Err(bad("names a block outside the file system"));
             }
-            if (*block..block + fpb).any(|f| freed_at.get(&f).is_some_and(|&at| at > here)) {
+            // Revoked when a later free covers a fragment this record
+            // writes, and only then: the block may be a run of fragments
+            // (a directory's, a symbolic link's) with other files'
+            // fragments after it, whose free says nothing of this one.
+            let frag = u64::from(geo.frag_size);
+            let (lo, hi) = (if *zeroed > 0 { 0 } else { start as u64 }, (end as u64).max(u64::from(*zeroed)));
+            let written = block + lo / frag..block + hi.div_ceil(frag);
+            if written.clone().any(|f| freed_at.get(&f).is_some_and(|&at| at > here)) {
                 done.revoked += 1;
                 continue;
             }
@@ -406,6 +412,7 @@ pub const BLOCK: u64 = LOG_BLOCK as u64;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
 
     #[test]
     fn a_transaction_round_trips_and_any_flipped_bit_ends_the_log() {
@@ -437,6 +444,51 @@ mod tests {
         new[90] = 1;
         assert_eq!(changed_ranges(&old, &new), vec![(3, 8), (90, 1)]);
         assert!(changed_ranges(&old, &old).is_empty());
+    }
+
+    /// A journaled image on a memory disk, its superblock, and the first
+    /// data fragment of group 0 that the log does not hold.
+    fn journaled() -> (Arc<disk::MemDisk>, Superblock, Frag) {
+        use crate::ffs::layout::JournalKind;
+        use crate::ffs::mkfs::{mkfs, MkfsOptions};
+        let dev = Arc::new(disk::MemDisk::new(64 << 20));
+        let options = MkfsOptions { journal: JournalKind::Wafs, ..MkfsOptions::default() };
+        let sb = mkfs(dev.clone(), &options).expect("mkfs");
+        let data = sb.geometry.group_base(0) + u64::from(sb.geometry.data_offset()) + 64;
+        (dev, sb, data)
+    }
+
+    /// Writes `transactions` into `sb`'s log from its checkpoint.
+    fn write_log(dev: &dyn BlockDevice, sb: &Superblock, transactions: &[Vec<Record>]) {
+        let j = &sb.journal;
+        let mut pos = j.tail;
+        for (n, records) in transactions.iter().enumerate() {
+            let bytes = encode_transaction(j.tail_seq + n as u64, j.generation, records);
+            dev.write_at(sb.geometry.byte_offset(j.start) + pos % j.bytes, &bytes).expect("write log");
+            pos += (bytes.len() as u64).next_multiple_of(8);
+        }
+    }
+
+    /// A free of the fragment after a one-fragment run (another file's)
+    /// leaves the run's change in force; a free of the run's own fragment
+    /// revokes it.
+    #[test]
+    fn a_free_revokes_only_records_that_write_a_fragment_it_frees() {
+        let change = |block| Record::Change { block, offset: 0, zeroed: 0, bytes: vec![7; 100] };
+        let (dev, sb, a) = journaled();
+        write_log(dev.as_ref(), &sb, &[vec![change(a)], vec![Record::Free { start: a + 1, count: 1 }]]);
+        let done = replay(dev.as_ref(), &sb).expect("replay");
+        assert_eq!((done.transactions, done.changes, done.revoked), (2, 1, 0));
+        let mut got = vec![0u8; 100];
+        dev.read_at(sb.geometry.byte_offset(a), &mut got).expect("read");
+        assert_eq!(got, vec![7; 100], "the run's bytes replayed");
+
+        let (dev, sb, a) = journaled();
+        write_log(dev.as_ref(), &sb, &[vec![change(a)], vec![Record::Free { start: a, count: 1 }]]);
+        let done = replay(dev.as_ref(), &sb).expect("replay");
+        assert_eq!((done.changes, done.revoked), (0, 1));
+        dev.read_at(sb.geometry.byte_offset(a), &mut got).expect("read");
+        assert_eq!(got, vec![0; 100], "a freed run's old bytes not replayed");
     }
 
     #[test]

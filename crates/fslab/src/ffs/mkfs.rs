@@ -180,6 +180,14 @@ pub fn plan_with_log(
             "a journal on a log device needs the device (--journal-device), and only it".into(),
         ));
     }
+    if options.journal != JournalKind::None && options.fragment_size > super::layout::LOG_BLOCK {
+        return Err(refuse(format!(
+            "a journal needs fragments of at most {} bytes, the log's block (the log is placed and written \
+             in fragments); these are {}: choose a smaller --frag-size",
+            super::layout::LOG_BLOCK,
+            options.fragment_size
+        )));
+    }
     if let Some(log_device_bytes) = log_device_bytes {
         let mut sb = plan_groups(device_bytes, options)?;
         let geo = sb.geometry;

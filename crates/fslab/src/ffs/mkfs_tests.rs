@@ -193,3 +193,24 @@ fn a_created_log_device_holds_the_journal_after_its_header() {
     let o = MkfsOptions { journal_bytes: Some(8 << 20), ..o };
     assert_eq!(o.log_device_bytes(), (8 << 20) + header);
 }
+
+/// A journal's log is written a 4 KiB log block at a time at fragment
+/// addresses: with larger fragments every other block landed on the one
+/// before it, and a crash lost every transaction. mkfs refuses it, for
+/// every place a log can live, and still makes the same geometry without
+/// a journal or with 4 KiB fragments.
+#[test]
+fn a_journal_with_fragments_larger_than_a_log_block_is_refused() {
+    let big = MkfsOptions { block_size: 16384, fragment_size: 8192, ..MkfsOptions::default() };
+    for journal in [JournalKind::File, JournalKind::Wafs] {
+        let err =
+            plan(256 * MIB, &MkfsOptions { journal, ..big }).expect_err("8 KiB fragments with a journal");
+        assert!(err.to_string().contains("fragments of at most 4096 bytes"), "{err}");
+    }
+    let device = MkfsOptions { journal: JournalKind::Device, ..big };
+    let err = plan_with_log(256 * MIB, Some(64 * MIB), &device).expect_err("8 KiB fragments, log device");
+    assert!(err.to_string().contains("fragments of at most 4096 bytes"), "{err}");
+    plan(256 * MIB, &big).expect("no journal");
+    let four = MkfsOptions { block_size: 16384, fragment_size: 4096, journal: JournalKind::File, ..big };
+    plan(256 * MIB, &four).expect("4 KiB fragments with a journal");
+}

@@ -476,6 +476,18 @@ impl IntegrityMode<Ffs> for Journal {
                 "this image has no journal: make it with `fslab mkfs --layout ffs --journal file` (or wafs)",
             ));
         }
+        // The log is written a 4 KiB log block at a time, addressed in
+        // fragments: a larger fragment cannot address every log block, and
+        // every other block would land on the one before it. mkfs refuses
+        // such a journal; an image made before it did mounts in the other
+        // modes.
+        if fs.frag_size() > BLOCK {
+            return Err(errno(
+                libc::EINVAL,
+                "this image's fragments are larger than the journal's 4 KiB log block, which its log \
+                 cannot be written in: mount it with another integrity mode",
+            ));
+        }
         *self.lock() = Some(State {
             info,
             frag_size: fs.frag_size(),
