@@ -87,6 +87,44 @@ pub struct RunInfo {
 }
 
 impl RunInfo {
+    /// Whether `other` ran its experiment as this run did, but for the
+    /// seed (and the host time it took, and its notes).
+    pub fn same_setup(&self, other: &RunInfo) -> bool {
+        (
+            &self.experiment,
+            &self.disk,
+            &self.clock,
+            &self.cpu_model,
+            self.cpu_charges,
+            self.quick,
+            &self.config,
+        ) == (
+            &other.experiment,
+            &other.disk,
+            &other.clock,
+            &other.cpu_model,
+            other.cpu_charges,
+            other.quick,
+            &other.config,
+        )
+    }
+
+    /// How it ran, in words, for a message: the clock, the CPU model and
+    /// its charges, the size, and the configuration file if any.
+    fn setup_words(&self) -> String {
+        let mut words = format!(
+            "{} time, CPU model {} ({}){}",
+            self.clock,
+            self.cpu_model,
+            self.cpu_charges.name(),
+            if self.quick { ", quick" } else { "" }
+        );
+        if let Some(config) = &self.config {
+            words.push_str(&format!(", configuration {}", config.path));
+        }
+        words
+    }
+
     /// A run of `experiment` on `disk` at `seed`, on virtual time with
     /// nothing charged for CPU, no notes and no configuration file: what a
     /// results file built by hand (a test's, a paper's numbers) records.
@@ -282,9 +320,40 @@ impl Results {
         self.skipped.extend(other.skipped);
     }
 
+    /// Adds the seeds of runs made apart (`fslab bench merge`: two
+    /// processes, or two machines, each running some seeds of the same
+    /// experiments) to these. Refuses a seed of an experiment already here,
+    /// and runs of one experiment made differently (another disk, clock,
+    /// CPU model, size or configuration file): the seeds of one experiment
+    /// must differ in their seed alone, as one invocation's do.
+    pub fn gather(&mut self, other: Results) -> Result<(), String> {
+        for run in &other.runs {
+            for mine in self.runs.iter().filter(|r| r.experiment == run.experiment) {
+                if mine.seed == run.seed {
+                    return Err(format!("{} seed {} is in more than one of them", run.experiment, run.seed));
+                }
+                if !mine.same_setup(run) {
+                    return Err(format!(
+                        "{} seed {} ran on {} with {}, seed {} on {} with {}: their seeds would not be comparable",
+                        run.experiment,
+                        mine.seed,
+                        mine.disk,
+                        mine.setup_words(),
+                        run.seed,
+                        run.disk,
+                        run.setup_words()
+                    ));
+                }
+            }
+        }
+        self.extend(other);
+        Ok(())
+    }
+
     /// Adds another run's results; an experiment run again replaces every
     /// seed of the old, so that an experiment's seeds are always one
-    /// invocation's, made with one configuration.
+    /// invocation's (or runs [`Results::gather`] found alike), made with
+    /// one configuration.
     pub fn merge(&mut self, other: Results) {
         for run in &other.runs {
             self.runs.retain(|r| r.experiment != run.experiment);
@@ -550,5 +619,34 @@ mod tests {
         again.merge(newer);
         assert_eq!(again.points.len(), 1);
         assert!(Results::load(&dir.path().join("nothing")).is_err());
+    }
+
+    /// Seeds run apart gather into the results one invocation of them all
+    /// would have made; a seed given twice, or runs made differently, are
+    /// refused and leave the results as they were.
+    #[test]
+    fn gathered_seeds_join_and_a_repeated_or_different_run_is_refused() {
+        let all = three_seeds();
+        let part = |seeds: &[u64]| Results {
+            runs: all.runs.iter().filter(|r| seeds.contains(&r.seed)).cloned().collect(),
+            points: all.points.iter().filter(|p| seeds.contains(&p.seed)).cloned().collect(),
+            skipped: all.skipped.iter().filter(|s| seeds.contains(&s.seed)).cloned().collect(),
+        };
+        let mut gathered = part(&[1, 7]);
+        gathered.gather(part(&[2, 3])).expect("seeds 2 and 3 beside 1");
+        assert_eq!(gathered.seeds("e"), vec![1, 2, 3]);
+        assert_eq!(gathered.series("e", "lfs", "create", "MB/s").len(), 3);
+        assert_eq!(gathered.skipped.len(), 1);
+
+        let before = gathered.clone();
+        let err = gathered.gather(part(&[3])).expect_err("seed 3 twice");
+        assert!(err.contains("e seed 3 is in more than one"), "{err}");
+        let mut slower = part(&[4]);
+        slower.runs.push(RunInfo { disk: "hp97560".into(), ..run_info("e", 4) });
+        let err = gathered.gather(slower).expect_err("another disk");
+        assert!(err.contains("would not be comparable"), "{err}");
+        let full = Results { runs: vec![RunInfo { quick: false, ..run_info("e", 5) }], ..Results::default() };
+        assert!(gathered.gather(full).is_err(), "a full-size seed beside quick ones");
+        assert_eq!(gathered, before);
     }
 }

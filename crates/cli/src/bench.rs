@@ -22,7 +22,9 @@ pub const EXAMPLES: &str = "Examples:
   fslab bench run s93-bandwidth --seeds 1..5      one experiment on five seeds: medians, ranges, unstable verdicts
   fslab bench run s95-large-file --config docs/lab/examples/sensitivity.toml --out /tmp/half-seek
                                                   a sensitivity run: disk and machine parameters from a file
-  fslab bench report lab-results                  the report again from saved results";
+  fslab bench report lab-results                  the report again from saved results
+  fslab bench merge --out lab-results /tmp/seeds-1-3 /tmp/seeds-4-5
+                                                  seeds run in two processes, gathered into one";
 
 /// Arguments of `fslab bench`.
 #[derive(Args)]
@@ -41,6 +43,19 @@ enum BenchCommand {
     Report {
         /// The directory a run wrote.
         dir: PathBuf,
+    },
+    /// Gather seeds run apart (several processes at once, or several machines, of one
+    /// build) into one results directory, as if one run had made them all; its other
+    /// experiments are kept, and an experiment gathered replaces its old seeds.
+    /// Refuses a seed found twice and runs of an experiment made differently (disk,
+    /// clock, CPU model, --quick, --config).
+    Merge {
+        /// The results directory to write (results.json, results.csv, plots, report.md).
+        #[arg(long)]
+        out: PathBuf,
+        /// Directories `fslab bench run` wrote.
+        #[arg(required = true)]
+        from: Vec<PathBuf>,
     },
 }
 
@@ -136,7 +151,33 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
             let results = Results::load(dir).map_err(|e| e.to_string())?;
             write_report(&results, dir)
         }
+        BenchCommand::Merge { out, from } => merge(out, from),
     }
+}
+
+/// `fslab bench merge`: the seeds in `from` gathered (each checked against
+/// the others), then merged into `out`'s results.
+fn merge(out: &Path, from: &[PathBuf]) -> Result<(), String> {
+    let mut gathered = Results::default();
+    for dir in from {
+        let results = Results::load(dir).map_err(|e| e.to_string())?;
+        gathered.gather(results).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    let mut results = if out.join("results.json").exists() {
+        Results::load(out).map_err(|e| format!("{e} (remove it or choose another --out)"))?
+    } else {
+        std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+        Results::default()
+    };
+    let experiments: std::collections::BTreeSet<&str> =
+        gathered.runs.iter().map(|r| r.experiment.as_str()).collect();
+    for experiment in experiments {
+        let seeds: Vec<String> = gathered.seeds(experiment).iter().map(u64::to_string).collect();
+        say!("fslab: bench: {experiment}: seeds {}", seeds.join(", "));
+    }
+    results.merge(gathered);
+    results.save(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    write_report(&results, out)
 }
 
 fn list() -> Result<(), String> {
