@@ -40,7 +40,7 @@ impl Lfs {
     /// The inode of `ino`, the ifile included.
     pub(super) fn inode_of(&mut self, ino: Ino) -> Result<&mut crate::format::inode::Inode> {
         if ino == IFILE_INO {
-            return Ok(&mut self.ifile);
+            return Ok(&mut self.ifile.inode);
         }
         self.cached_inode(ino)
     }

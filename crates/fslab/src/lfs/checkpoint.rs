@@ -47,7 +47,7 @@ impl Lfs {
     /// anything one mount can have written, and a checkpoint makes the jump
     /// durable before any other log is written.
     pub(super) fn ensure_new_serial_epoch(&mut self) -> Result<()> {
-        if self.log.epoch_pending() {
+        if self.writer.log.epoch_pending() {
             self.checkpoint(false)?;
         }
         Ok(())
@@ -60,21 +60,21 @@ impl Lfs {
     pub(super) fn checkpoint(&mut self, clean: bool) -> Result<()> {
         // This checkpoint's superblock makes the jump durable; a crash
         // before it loses only what this checkpoint itself writes.
-        self.log.begin_epoch();
+        self.writer.log.begin_epoch();
         self.settle_cold_head()?;
         self.write_segments(true)?;
         // Barrier: the log the superblock will point at is durable first.
-        self.io.barrier()?;
+        self.writer.io.barrier()?;
         let mut checkpoint = Checkpoint {
             serial: self.sb.checkpoint.serial + 1,
-            time: self.options.clock.calendar_ns(),
-            ifile_daddr: self.ifile_daddr,
+            time: self.mount.options.clock.calendar_ns(),
+            ifile_daddr: self.ifile.daddr,
             flags: if clean { SB_CLEAN } else { 0 } | (self.sb.checkpoint.flags & SB_DAMAGED),
             write_clock: self.clean.write_clock(),
             orphan_head: self.orphans.head(),
             ..Checkpoint::default()
         };
-        self.log.record(&mut checkpoint);
+        self.writer.log.record(&mut checkpoint);
         self.sb.checkpoint = checkpoint;
         let bytes = self.sb.encode();
         let copies = self.sb.ncopies as usize;
@@ -89,9 +89,9 @@ impl Lfs {
             self.dev.write_at(self.sb.copy_offset(i), &bytes)?;
         }
         // Barrier: the checkpoint is durable when this returns.
-        self.io.barrier()?;
-        self.stats.checkpoints += 1;
-        self.checkpoints.written(self.options.clock.now());
+        self.writer.io.barrier()?;
+        self.writer.stats.checkpoints += 1;
+        self.mount.checkpoints.written(self.mount.options.clock.now());
         self.reclaim_empty_segments();
         Ok(())
     }
@@ -105,26 +105,27 @@ impl Lfs {
                 continue;
             }
             let empty = self
+                .ifile
                 .tables
                 .usage()
                 .get(seg)
                 .is_some_and(|s| s.flags & SEGUSE_DIRTY != 0 && s.live_bytes == 0);
             if empty {
-                self.tables.update_segment(seg, |s| {
+                self.ifile.tables.update_segment(seg, |s| {
                     s.flags = (s.flags & SEGUSE_SUPERBLOCK) | SEGUSE_CLEAN;
                     s.nsums = 0;
                     s.ninos = 0;
                 });
-                self.stats.segments_reclaimed += 1;
+                self.writer.stats.segments_reclaimed += 1;
             }
         }
-        let head = self.log.head();
+        let head = self.writer.log.head();
         if head.next_segment == head.segment {
-            self.log.set_next_segment(self.clean_after(head.segment).unwrap_or(head.segment));
+            self.writer.log.set_next_segment(self.clean_after(head.segment).unwrap_or(head.segment));
         }
-        if let Some(c) = self.log.cold().filter(|c| c.next_segment == c.segment) {
+        if let Some(c) = self.writer.log.cold().filter(|c| c.next_segment == c.segment) {
             let next = self.clean_after(c.segment).unwrap_or(c.segment);
-            self.log.set_cold(Some(HeadPosition { next_segment: next, ..c }));
+            self.writer.log.set_cold(Some(HeadPosition { next_segment: next, ..c }));
         }
     }
 }

@@ -13,9 +13,27 @@ use super::layout::{
 };
 use super::usage::SegmentUsage;
 use crate::error::{Error, Location};
+use crate::format::inode::Inode;
 use crate::format::{Daddr, Ino, IFILE_INO};
 use crate::Result;
 use std::collections::BTreeSet;
+
+/// The ifile as this mount holds it: its contents and its own inode,
+/// which is not in the inode map. Kept together because they change
+/// together: `tables` are the blocks of the ifile whose inode was last
+/// written at `daddr` (none before mkfs's first checkpoint), plus the
+/// changes their dirty set names; the next ifile write (`writer.rs`)
+/// places those blocks through `inode`'s pointers, sets its size to cover
+/// the tables, and moves `daddr` to the inode block it writes. Mount
+/// (`load_ifile`) replaces all three or none.
+pub(super) struct Ifile {
+    /// The cleaner info, segment usage table and inode map.
+    pub(super) tables: Tables,
+    /// The ifile's inode: its block pointers and size.
+    pub(super) inode: Inode,
+    /// Where `inode` was last written.
+    pub(super) daddr: Daddr,
+}
 
 /// The ifile's tables. Invariant: `imap.len() == cleaner.ninodes`, a
 /// multiple of the entries per block; every free inode other than 0, 1 is on

@@ -96,7 +96,7 @@ impl Lfs {
     /// Call right after mount, before anything is written, so that the
     /// count describes the state it was computed from.
     pub fn repair_set_live_bytes(&mut self, seg: u64, bytes: u32) -> Result<()> {
-        self.tables.update_segment(seg, |s| s.live_bytes = bytes).ok_or_else(|| {
+        self.ifile.tables.update_segment(seg, |s| s.live_bytes = bytes).ok_or_else(|| {
             Error::corrupt_at("segment usage table", Location::Segment(seg), "no such segment")
         })
     }

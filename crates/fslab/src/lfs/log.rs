@@ -7,12 +7,59 @@
 //! serial numbers from one counter: together they are one log in serial
 //! order. This part owns that state; the writer moves the heads, a
 //! checkpoint records them, roll-forward moves them over recovered log.
+//! It also owns `LogWriter`, which keeps beside the heads what the writer
+//! carries from one write to the next (here, not in `writer`, because
+//! `placement` already names `writer`, and the two must not name each
+//! other).
 
+use super::io::SegmentIo;
 use super::layout::{Checkpoint, HeadPosition};
+use super::placement::{ColdDemand, Separation};
+use super::Stats;
 
 /// How far the summary serial numbers jump at each mount: more partial
 /// segments than any one mount can write.
 const SERIAL_EPOCH: u64 = 1 << 32;
+
+/// What the segment writer keeps between writes: where the log goes on,
+/// which head users' writes go to, the writes not yet on the device, and
+/// the counts of what was written. Kept together because they move
+/// together: a partial segment takes its place and serial number from
+/// `log`, goes to `io` (which reads of the addresses it covers wait for)
+/// and is counted in `stats`, whose partial-segment count is also the
+/// clock `separation` redraws its line by; and the cold head in `log`
+/// opens and closes only at a checkpoint (`settle_cold_head`), as
+/// `cold_demand` and `separation` want it.
+pub(super) struct LogWriter {
+    /// The log's heads and serial numbers. The second (cold) head, once
+    /// something was written there, holds data kept apart from users' new
+    /// writes (cold data in segments of its own, as F2FS's multiple logs
+    /// do).
+    pub(super) log: Log,
+    /// Hot/cold separation of users' writes between the two heads.
+    pub(super) separation: Separation,
+    /// Whether the cold head is wanted: cleaners' requests and a writer's
+    /// want of space, read at each checkpoint.
+    pub(super) cold_demand: ColdDemand,
+    /// The thread that writes partial segments.
+    pub(super) io: SegmentIo,
+    /// Counters since mount.
+    pub(super) stats: Stats,
+}
+
+impl LogWriter {
+    /// The writer of a mount whose log goes on as `log` says, writing
+    /// through `io`; separation off, no counts yet.
+    pub(super) fn new(log: Log, io: SegmentIo) -> LogWriter {
+        LogWriter {
+            log,
+            separation: Separation::default(),
+            cold_demand: ColdDemand::default(),
+            io,
+            stats: Stats::default(),
+        }
+    }
+}
 
 /// Where the log continues.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -5,16 +5,17 @@
 //! ifile holds the inode map and the segment usage table (§4.2); a checkpoint
 //! writes the ifile and then points a superblock at its inode (§4.5).
 //!
-//! Parts: [`layout`] (on-disk structures), [`ifile`] (the ifile's tables in
-//! memory), `usage` (the segment usage table), `bmap` (block map, reads,
-//! writes, frees), `writer` (the segment writer), `log` (where the log's
-//! heads stand, its serial numbers), `checkpoint` (when one is due, writing
-//! it), `io` (the thread that writes partial segments),
-//! `space` (the two kinds of block accounting of §3.2), `placement` (which
-//! log head users' writes go to), [`clean`] (the cleaner's mechanism, §3.5:
-//! all a policy may see and do), `orphans` (the on-disk list of files
-//! unlinked while open, and their reclaim at mount), `mount` (mkfs,
-//! mount, dump), `rollforward` (recovery of the log after the checkpoint,
+//! Parts: [`layout`] (on-disk structures), [`ifile`] (the ifile in memory:
+//! its tables and its inode), `usage` (the segment usage table), `bmap`
+//! (block map, reads, writes, frees), `writer` (the segment writer), `log`
+//! (where the log's heads stand, its serial numbers, and what the writer
+//! keeps between writes), `checkpoint` (when one is due, writing it), `io`
+//! (the thread that writes partial segments), `space` (the two kinds of block
+//! accounting of §3.2), `placement` (which log head users' writes go to),
+//! [`clean`] (the cleaner's mechanism, §3.5: all a policy may see and do),
+//! `orphans` (the on-disk list of files unlinked while open, and their
+//! reclaim at mount), `mount` (mkfs, mount, dump, and what a mount keeps of
+//! its own life), `rollforward` (recovery of the log after the checkpoint,
 //! §2.2), `inspect` (read-only helpers for fsck). Relies on the buffer cache
 //! below it and on `disk::BlockDevice`; knows nothing of directories or
 //! names. How it all works: `docs/design/lfs.md` and
@@ -50,7 +51,6 @@ use crate::time::TimeSource;
 use crate::Result;
 use bmap::NewContents;
 use disk::{AlignedBytes, BlockDevice};
-use ifile::Tables;
 use layout::Superblock;
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -225,9 +225,17 @@ const WRITE_BEHIND_SEGMENTS: u64 = 4;
 /// * `cache` — data, indirect and xattr blocks by (inode, lbn). Dirtying a
 ///   block also dirties every indirect block above it, because the segment
 ///   writer will give the block a new address (no-overwrite).
-/// * `tables` — the ifile in memory; its changed blocks are written at every
-///   checkpoint and after every directory operation (§4.3).
-/// * `log` — advanced only by the segment writer.
+/// * `ifile` — the ifile in memory (`ifile::Ifile`); its changed blocks
+///   are written at every checkpoint and after every directory operation
+///   (§4.3).
+/// * `writer` — where the log goes on and what is in flight to it
+///   (`log::LogWriter`); advanced only by the segment writer.
+/// * `tx` — the open transaction and the directory operations not yet
+///   written (`OpenTx`).
+/// * `mount` — this mount's options, what mounting it found, and whether
+///   it has ended (`mount::Mounted`).
+/// * `clean`, `orphans` — the cleaner's and the orphan list's own state,
+///   each owned by its module.
 pub struct Lfs {
     dev: Arc<dyn BlockDevice>,
     sb: Superblock,
@@ -235,42 +243,38 @@ pub struct Lfs {
     block_size: usize,
     cache: BufferCache,
     inodes: crate::cache::InodeCache,
-    tables: Tables,
-    /// The ifile's own inode (it is not in the inode map) and its address.
-    ifile: Inode,
-    ifile_daddr: Daddr,
-    /// The log's heads and serial numbers. The second (cold) head, once
-    /// something was written there, holds data kept apart from users' new
-    /// writes (cold data in segments of its own, as F2FS's multiple logs
-    /// do).
-    log: log::Log,
-    /// Hot/cold separation of users' writes between the two heads.
-    separation: placement::Separation,
-    /// Whether the cold head is wanted: cleaners' requests and a writer's
-    /// want of space, read at each checkpoint.
-    cold_demand: placement::ColdDemand,
-    /// The open transaction: a namespace one is a directory operation,
-    /// which no segment write may split (§4.3).
-    tx: TxLog,
-    /// Inodes changed inside directory operations since the last segment write.
-    dirop_inodes: HashSet<Ino>,
-    options: MountOptions,
-    /// When checkpoints are due.
-    checkpoints: checkpoint::Schedule,
-    stats: Stats,
-    /// The thread that writes partial segments.
-    io: io::SegmentIo,
-    /// What roll-forward did at mount.
-    recovery: Recovery,
-    /// Set when the newest checkpoint could not be used.
-    fallback: Option<CheckpointFallback>,
-    unmounted: bool,
+    /// The ifile's tables, its own inode and where that inode lies.
+    ifile: ifile::Ifile,
+    /// The log's heads, which head users' writes go to, the writes in
+    /// flight and the counts of what was written.
+    writer: log::LogWriter,
+    /// The open transaction and the directory operations since the last
+    /// segment write.
+    tx: OpenTx,
+    /// This mount's options, recovery, checkpoint schedule and end.
+    mount: mount::Mounted,
     /// The cleaner mechanism's state and counters.
     clean: clean::CleanState,
     /// Inodes with no name that are still open (`orphans`).
     orphans: orphans::OrphanList,
     /// Whether reads are sequential, for read-ahead (`bmap.rs`).
     read_ahead: crate::bmap::ReadAhead,
+}
+
+/// The open transaction, and the inodes that directory operations changed
+/// since the last segment write. Kept together because a segment write
+/// must not split a directory operation (§4.3): `dirop_inodes` grows only
+/// while `log` has a namespace operation open; a segment write takes the
+/// whole set at once, writing those inodes in SS_DIROP partial segments
+/// followed by the ifile; and the writer starts on its own
+/// (`maybe_write`) only while no such operation is open.
+#[derive(Default)]
+struct OpenTx {
+    /// The open transaction: a namespace one is a directory operation.
+    log: TxLog,
+    /// Inodes changed inside directory operations since the last segment
+    /// write.
+    dirop_inodes: HashSet<Ino>,
 }
 
 impl Lfs {
@@ -289,9 +293,9 @@ impl Lfs {
             ));
         }
         let (listed, damage) = lfs.read_orphan_list();
-        lfs.recovery = lfs.roll_forward()?;
+        lfs.mount.recovery = lfs.roll_forward()?;
         let reclaimed = lfs.reclaim_orphans(listed, damage)?;
-        if lfs.recovery.applied > 0 || reclaimed {
+        if lfs.mount.recovery.applied > 0 || reclaimed {
             lfs.checkpoint(false)?;
         }
         Ok(lfs)
@@ -311,17 +315,17 @@ impl Lfs {
     /// Whether the mount fell back from a damaged newest checkpoint to an
     /// older one, and which.
     pub fn checkpoint_fallback(&self) -> Option<&CheckpointFallback> {
-        self.fallback.as_ref()
+        self.mount.fallback.as_ref()
     }
 
     /// What roll-forward recovered at mount.
     pub fn recovery(&self) -> Recovery {
-        self.recovery
+        self.mount.recovery
     }
 
     /// Counters since mount.
     pub fn stats(&self) -> Stats {
-        self.stats
+        self.writer.stats
     }
 
     /// The superblock, with the latest checkpoint.
@@ -360,7 +364,8 @@ impl Lfs {
     /// read per block, not one per file.
     fn load_inode_block(&mut self, ino: Ino) -> Result<()> {
         use crate::format::inode::INODE_SIZE;
-        let entry = *self.tables.entry(ino).ok_or_else(|| errno(libc::ENOENT, "no such inode number"))?;
+        let entry =
+            *self.ifile.tables.entry(ino).ok_or_else(|| errno(libc::ENOENT, "no such inode number"))?;
         if entry.daddr.is_none() {
             return Err(errno(libc::ENOENT, "inode is not allocated"));
         }
@@ -370,7 +375,7 @@ impl Lfs {
         for inode in block.chunks_exact(INODE_SIZE).filter_map(|slot| Inode::decode(slot).ok()) {
             let other = inode.ino;
             let current =
-                other != IFILE_INO && self.tables.entry(other).is_some_and(|e| e.daddr == entry.daddr);
+                other != IFILE_INO && self.ifile.tables.entry(other).is_some_and(|e| e.daddr == entry.daddr);
             if other == ino {
                 found = true;
             } else if !current || self.inodes.get(other).is_some() {
@@ -422,7 +427,7 @@ impl Lfs {
     fn read_addr(&self, daddr: Daddr, buf: &mut [u8]) -> Result<()> {
         let blocks = (buf.len() / self.block_size) as u64;
         self.check_addr(daddr, blocks)?;
-        self.io.wait_for(daddr, blocks);
+        self.writer.io.wait_for(daddr, blocks);
         self.dev.read_at(daddr.byte_offset(self.block_size as u64), buf)?;
         Ok(())
     }
@@ -430,7 +435,7 @@ impl Lfs {
     /// A user's write into block `lbn` of `ino`.
     fn store_user_block(&mut self, ino: Ino, lbn: Lbn, contents: NewContents) -> Result<()> {
         self.check_mounted()?;
-        self.tx.dirtied(ino, lbn);
+        self.tx.log.dirtied(ino, lbn);
         self.note_user_write(ino)?;
         self.write_file_block(ino, lbn, contents)?;
         self.note_dirop(ino);
@@ -439,12 +444,12 @@ impl Lfs {
 
     /// Whether a directory operation (a namespace transaction) is open.
     fn in_dirop(&self) -> bool {
-        self.tx.in_namespace_op()
+        self.tx.log.in_namespace_op()
     }
 
     fn note_dirop(&mut self, ino: Ino) {
         if self.in_dirop() {
-            self.dirop_inodes.insert(ino);
+            self.tx.dirop_inodes.insert(ino);
         }
     }
 
@@ -479,7 +484,7 @@ impl Lfs {
     }
 
     fn check_mounted(&self) -> Result<()> {
-        if self.unmounted {
+        if self.mount.unmounted {
             return Err(errno(libc::EIO, "file system is unmounted"));
         }
         Ok(())
@@ -495,18 +500,18 @@ impl StorageManager for Lfs {
         use crate::memory::{hash_set_bytes, MemoryUse};
         let mut parts = self.cache.memory();
         parts.push(self.inodes.memory());
-        parts.extend(self.tables.memory());
-        parts.push(self.separation.memory());
+        parts.extend(self.ifile.tables.memory());
+        parts.push(self.writer.separation.memory());
         parts.push(MemoryUse::new(
             "directory operations' inodes",
-            self.dirop_inodes.len(),
-            hash_set_bytes(&self.dirop_inodes),
+            self.tx.dirop_inodes.len(),
+            hash_set_bytes(&self.tx.dirop_inodes),
         ));
         parts
     }
 
     fn now(&self) -> crate::format::TimeNs {
-        self.options.clock.calendar_ns()
+        self.mount.options.clock.calendar_ns()
     }
 
     fn max_file_size(&self) -> u64 {
@@ -516,7 +521,7 @@ impl StorageManager for Lfs {
     fn valloc(&mut self, _parent: Ino, _mode: u32) -> Result<Inode> {
         self.check_mounted()?;
         self.check_space(1, space::SpaceFor::Metadata)?;
-        let (ino, version) = self.tables.alloc_inode()?;
+        let (ino, version) = self.ifile.tables.alloc_inode()?;
         let inode = Inode { ino, generation: version, ..Inode::default() };
         self.inodes.insert(inode, true);
         self.note_dirop(ino);
@@ -530,12 +535,12 @@ impl StorageManager for Lfs {
             self.cache.remove(key);
         }
         self.inodes.remove(ino);
-        if let Some(entry) = self.tables.entry(ino).copied() {
+        if let Some(entry) = self.ifile.tables.entry(ino).copied() {
             if entry.daddr.is_some() {
                 self.adjust_live(self.seg_of(entry.daddr), -(crate::format::inode::INODE_SIZE as i64));
             }
         }
-        self.tables.free_inode(ino);
+        self.ifile.tables.free_inode(ino);
         self.note_dirop(ino);
         Ok(())
     }
@@ -578,7 +583,7 @@ impl StorageManager for Lfs {
 
     fn read_blocks_later(&mut self, ino: Ino, first: Lbn, buf: &mut [u8]) -> Result<Option<Fetches>> {
         self.cached_inode(ino)?;
-        let mut later = Fetches::new(Arc::new(self.io.reader()), self.block_size);
+        let mut later = Fetches::new(Arc::new(self.writer.io.reader()), self.block_size);
         self.read_file_blocks(ino, first, buf, Some(&mut later))?;
         Ok((!later.is_empty()).then_some(later))
     }
@@ -639,20 +644,20 @@ impl StorageManager for Lfs {
 
     fn begin(&mut self, spec: TxSpec) -> Result<()> {
         self.check_mounted()?;
-        if !self.tx.is_open() {
+        if !self.tx.log.is_open() {
             self.reserve_for(spec.kind)?;
         }
-        self.tx.begin(spec);
+        self.tx.log.begin(spec);
         Ok(())
     }
 
     fn tx_over_bound(&self) -> Option<crate::storage::OverBound> {
-        self.tx.over_bound()
+        self.tx.log.over_bound()
     }
 
     fn check_invariants(&self) -> std::result::Result<(), String> {
         self.cache.check_invariants().map_err(|e| format!("buffer cache: {e}"))?;
-        self.tables.check_invariants()
+        self.ifile.tables.check_invariants()
     }
 
     /// LFS orders nothing by hints: a directory operation's blocks go to
@@ -669,7 +674,7 @@ impl StorageManager for Lfs {
     /// A directory operation is durable at the next checkpoint or fsync,
     /// not at commit: nothing to wait for.
     fn commit(&mut self) -> Result<Ticket> {
-        match self.tx.commit()? {
+        match self.tx.log.commit()? {
             Some(kind) if kind.is_namespace() => self.maybe_write()?,
             _ => {}
         }
@@ -686,12 +691,12 @@ impl StorageManager for Lfs {
         // this directory's change): then the whole batch goes, with the
         // ifile that commits it (§4.3).
         self.check_mounted()?;
-        if self.dirop_inodes.is_empty() {
+        if self.tx.dirop_inodes.is_empty() {
             self.write_file_now(ino)?;
         } else {
             self.write_segments(false)?;
         }
-        Ok(self.io.ticket())
+        Ok(self.writer.io.ticket())
     }
 
     fn sync(&mut self) -> Result<()> {
@@ -704,9 +709,9 @@ impl StorageManager for Lfs {
         // Only file data: with directory operations pending, each early
         // write would also write the ifile and the directories again, and
         // creating or deleting many small files got 5-10% slower.
-        !self.unmounted
+        !self.mount.unmounted
             && !self.in_dirop()
-            && self.dirop_inodes.is_empty()
+            && self.tx.dirop_inodes.is_empty()
             && self.cache.dirty_bytes() >= self.write_behind_bytes()
     }
 
@@ -719,10 +724,10 @@ impl StorageManager for Lfs {
     }
 
     fn tick(&mut self) -> Result<()> {
-        if self.unmounted {
+        if self.mount.unmounted {
             return Ok(());
         }
-        if self.checkpoints.due(self.options.clock.now(), self.options.checkpoint_interval)
+        if self.mount.checkpoints.due(self.mount.options.clock.now(), self.mount.options.checkpoint_interval)
             && self.has_changes()
         {
             return self.checkpoint(false);
@@ -739,11 +744,11 @@ impl StorageManager for Lfs {
     }
 
     fn unmount(&mut self) -> Result<()> {
-        if self.unmounted {
+        if self.mount.unmounted {
             return Ok(());
         }
         self.checkpoint(true)?;
-        self.unmounted = true;
+        self.mount.unmounted = true;
         Ok(())
     }
 }

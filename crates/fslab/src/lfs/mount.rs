@@ -6,26 +6,24 @@
 //! written after that checkpoint is replayed by `rollforward`, which
 //! `Lfs::mount` runs next; `dump` looks at the checkpoint alone.
 
-use super::ifile::Tables;
+use super::ifile::{Ifile, Tables};
 use super::inspect::superblock_copies;
 use super::layout::{
     segtab_entries_per_block, Checkpoint, Summary, Superblock, MAX_SUPERBLOCKS, SEGUSE_ACTIVE, SEGUSE_CLEAN,
     SEGUSE_DIRTY, SEGUSE_SUPERBLOCK, SUPERBLOCK_BYTES,
 };
-use super::log::Log;
+use super::log::{Log, LogWriter};
 use super::{
-    Lfs, MkfsOptions, MountOptions, Stats, MAX_BLOCK_SIZE, MIN_BLOCK_SIZE, MIN_SEGMENTS, MIN_SEGMENT_BLOCKS,
+    Lfs, MkfsOptions, MountOptions, MAX_BLOCK_SIZE, MIN_BLOCK_SIZE, MIN_SEGMENTS, MIN_SEGMENT_BLOCKS,
 };
 use crate::cache::{BufferCache, CacheLimits};
 use crate::error::{Error, Location};
 use crate::format::blockno::Geometry;
 use crate::format::inode::{kind, Inode, InodeAttr};
 use crate::format::{crc32c, now_ns, Daddr, IFILE_INO};
-use crate::storage::TxLog;
 use crate::time::TimeSource;
 use crate::Result;
 use disk::BlockDevice;
-use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::sync::Arc;
 
@@ -124,7 +122,7 @@ pub fn mkfs_at(dev: Arc<dyn BlockDevice>, options: &MkfsOptions, clock: &TimeSou
         ..MountOptions::default()
     };
     let mut lfs = assemble(dev, sb, tables, ifile, Daddr::NONE, Log::new_file_system(), options);
-    lfs.log.set_next_segment(lfs.clean_after(0).unwrap_or(0));
+    lfs.writer.log.set_next_segment(lfs.clean_after(0).unwrap_or(0));
     lfs.checkpoint(true)
 }
 
@@ -138,37 +136,58 @@ fn assemble(
     options: MountOptions,
 ) -> Lfs {
     let limits = CacheLimits::for_memory(options.cache_bytes);
-    let checkpoints = super::checkpoint::Schedule::starting(options.clock.now());
+    let writes = options.segment_writes;
+    // Before the writer thread starts, as the schedule always was: the
+    // first checkpoint is due an interval after this moment.
+    let mount = Mounted::new(options);
+    let io = super::io::SegmentIo::new(dev.clone(), sb.block_size, limits.stop_access_bytes, writes);
     Lfs {
-        io: super::io::SegmentIo::new(
-            dev.clone(),
-            sb.block_size,
-            limits.stop_access_bytes,
-            options.segment_writes,
-        ),
         dev,
         geometry: Geometry::new(sb.block_size),
         block_size: sb.block_size as usize,
         cache: BufferCache::new(sb.block_size, limits),
         inodes: crate::cache::InodeCache::new(),
-        tables,
-        ifile,
-        ifile_daddr,
-        log,
-        separation: Default::default(),
-        cold_demand: Default::default(),
-        tx: TxLog::default(),
-        dirop_inodes: HashSet::new(),
-        options,
-        checkpoints,
-        stats: Stats::default(),
-        unmounted: false,
+        ifile: Ifile { tables, inode: ifile, daddr: ifile_daddr },
+        writer: LogWriter::new(log, io),
+        tx: Default::default(),
+        mount,
         clean: Default::default(),
-        recovery: super::Recovery::default(),
-        fallback: None,
         orphans: Default::default(),
         read_ahead: Default::default(),
         sb,
+    }
+}
+
+/// This mount's life: the options it was given, what it found when it
+/// mounted, when its next periodic checkpoint falls due and whether it has
+/// ended. Kept together because one reads the others: `checkpoints` runs on
+/// `options`' clock and interval; `recovery` and `fallback` are set once,
+/// while mounting, and only read after; once `unmounted` is set, no
+/// checkpoint falls due and every change is refused.
+pub(super) struct Mounted {
+    /// The choices made at this mount.
+    pub(super) options: MountOptions,
+    /// When checkpoints are due.
+    pub(super) checkpoints: super::checkpoint::Schedule,
+    /// What roll-forward did at mount.
+    pub(super) recovery: super::Recovery,
+    /// Set when the newest checkpoint could not be used.
+    pub(super) fallback: Option<CheckpointFallback>,
+    /// Whether the file system has been unmounted.
+    pub(super) unmounted: bool,
+}
+
+impl Mounted {
+    /// A mount with `options` just begun: its first checkpoint due an
+    /// interval from now, nothing recovered yet.
+    fn new(options: MountOptions) -> Mounted {
+        Mounted {
+            checkpoints: super::checkpoint::Schedule::starting(options.clock.now()),
+            options,
+            recovery: super::Recovery::default(),
+            fallback: None,
+            unmounted: false,
+        }
     }
 }
 
@@ -229,7 +248,7 @@ pub fn mount(dev: Arc<dyn BlockDevice>, options: MountOptions) -> Result<Lfs> {
     for sb in superblocks {
         match mount_checkpoint(dev.clone(), sb, options.clone()) {
             Ok(mut lfs) => {
-                lfs.fallback = newest_refused
+                lfs.mount.fallback = newest_refused
                     .filter(|(newest, _)| newest.serial != sb.checkpoint.serial)
                     .map(|(newest, why)| CheckpointFallback { newest, used: sb.checkpoint, why });
                 return Ok(lfs);
@@ -260,7 +279,7 @@ fn mount_checkpoint(dev: Arc<dyn BlockDevice>, sb: Superblock, options: MountOpt
     let mut lfs = assemble(dev, sb, placeholder, Inode::default(), c.ifile_daddr, log, options);
     lfs.clean.clock_base = c.write_clock;
     lfs.load_ifile(c.ifile_daddr)?;
-    if lfs.tables.usage().get(lfs.log.head().segment).is_none() {
+    if lfs.ifile.tables.usage().get(lfs.writer.log.head().segment).is_none() {
         return Err(Error::corrupt_at("checkpoint", Location::Unknown, "log segment out of range"));
     }
     // The writer made every segment this checkpoint left empty clean right
@@ -283,7 +302,7 @@ impl Lfs {
         if !size.is_multiple_of(bs) || size / bs < 1 + segtab_blocks || size / bs > max_blocks {
             return Err(Error::corrupt("ifile inode", daddr, format!("impossible ifile size {size}")));
         }
-        let previous = std::mem::replace(&mut self.ifile, ifile);
+        let previous = std::mem::replace(&mut self.ifile.inode, ifile);
         for key in self.cache.keys_in(IFILE_INO, i64::MIN..=i64::MAX) {
             self.cache.remove(key);
         }
@@ -291,7 +310,7 @@ impl Lfs {
         for lbn in 0..size / bs {
             let mut buf = vec![0u8; bs as usize];
             if let Err(e) = self.read_file_block(IFILE_INO, lbn as i64, &mut buf) {
-                self.ifile = previous;
+                self.ifile.inode = previous;
                 return Err(e);
             }
             blocks.push(buf);
@@ -309,12 +328,12 @@ impl Lfs {
         }
         match tables {
             Ok(t) => {
-                self.tables = t;
-                self.ifile_daddr = daddr;
+                self.ifile.tables = t;
+                self.ifile.daddr = daddr;
                 Ok(())
             }
             Err(e) => {
-                self.ifile = previous;
+                self.ifile.inode = previous;
                 Err(e)
             }
         }
@@ -375,9 +394,9 @@ pub fn dump(dev: Arc<dyn BlockDevice>) -> Result<String> {
     let _ = writeln!(w, "  write clock       {} bytes", c.write_clock);
     let _ = writeln!(w, "  orphan list head  inode {}", c.orphan_head);
     let _ = writeln!(w, "  unmounted cleanly {}", c.flags & super::layout::SB_CLEAN != 0);
-    let t = &lfs.tables;
+    let t = &lfs.ifile.tables;
     let _ = writeln!(w, "ifile");
-    let _ = writeln!(w, "  size              {} bytes ({} blocks)", lfs.ifile.attr.size, t.nblocks());
+    let _ = writeln!(w, "  size              {} bytes ({} blocks)", lfs.ifile.inode.attr.size, t.nblocks());
     let _ = writeln!(w, "  clean segments    {}", t.cleaner.clean_segments);
     let _ = writeln!(w, "  dirty segments    {}", t.cleaner.dirty_segments);
     let _ = writeln!(w, "  inode numbers     {} ({} in use)", t.cleaner.ninodes, t.inodes_in_use());
@@ -420,7 +439,8 @@ pub fn dump(dev: Arc<dyn BlockDevice>) -> Result<String> {
 fn dump_partials(lfs: &Lfs, seg: u64, w: &mut String) {
     let bs = lfs.block_size;
     let bps = lfs.sb.blocks_per_segment();
-    let mut offset = u64::from(lfs.tables.usage().get(seg).is_some_and(|s| s.flags & SEGUSE_SUPERBLOCK != 0));
+    let mut offset =
+        u64::from(lfs.ifile.tables.usage().get(seg).is_some_and(|s| s.flags & SEGUSE_SUPERBLOCK != 0));
     while offset + 1 < bps {
         let daddr = Daddr::new(seg * bps + offset);
         let mut block = vec![0u8; bs];

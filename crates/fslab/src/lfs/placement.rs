@@ -166,18 +166,18 @@ impl Lfs {
             Some(m) if m.is_finite() && m >= 0.0 => mode,
             _ => UserSeparation::Off,
         };
-        self.separation = Separation { mode, ..Separation::default() };
+        self.writer.separation = Separation { mode, ..Separation::default() };
     }
 
     /// Whether the log has a cold head open now.
     pub fn has_cold_head(&self) -> bool {
-        self.log.cold().is_some()
+        self.writer.log.cold().is_some()
     }
 
     /// Whether users' writes would use a cold head now: whether age, as
     /// this mode reads it, says data that has lived long will live on.
     pub(super) fn separation_wanted(&self) -> bool {
-        match self.separation.mode {
+        match self.writer.separation.mode {
             UserSeparation::Off => false,
             UserSeparation::WhereAgePredicts(_) => self.ages_predict_survival(),
             UserSeparation::Always(_) => true,
@@ -188,12 +188,14 @@ impl Lfs {
     /// since the last segment write, its modification time says when its
     /// data was last written.
     pub(super) fn note_user_write(&mut self, ino: Ino) -> Result<()> {
-        if self.separation.mode == UserSeparation::Off || self.separation.last_written.contains_key(&ino) {
+        if self.writer.separation.mode == UserSeparation::Off
+            || self.writer.separation.last_written.contains_key(&ino)
+        {
             return Ok(());
         }
         let attr = self.inode_of(ino)?.attr;
         if attr.is_reg() {
-            self.separation.last_written.insert(ino, attr.mtime);
+            self.writer.separation.last_written.insert(ino, attr.mtime);
         }
         Ok(())
     }
@@ -212,9 +214,12 @@ impl Lfs {
     /// file: everything dirty is being written).
     fn split_cold(&mut self, files: Vec<Ino>, all: bool) -> (Vec<Ino>, Vec<Ino>) {
         let last_written: HashMap<Ino, TimeNs> = if all {
-            std::mem::take(&mut self.separation.last_written)
+            std::mem::take(&mut self.writer.separation.last_written)
         } else {
-            files.iter().filter_map(|&ino| Some((ino, self.separation.last_written.remove(&ino)?))).collect()
+            files
+                .iter()
+                .filter_map(|&ino| Some((ino, self.writer.separation.last_written.remove(&ino)?)))
+                .collect()
         };
         let Some(line) = self.separation_line() else { return (files, Vec::new()) };
         // A modification time older than this mount's samples of the clock
@@ -225,15 +230,15 @@ impl Lfs {
         // hot data until it grew old.
         let mut plain = Vec::with_capacity(files.len());
         let mut cold = Vec::new();
-        let now = self.options.clock.calendar_ns();
+        let now = self.mount.options.clock.calendar_ns();
         for ino in files {
             let Some(&mtime) = last_written.get(&ino) else {
                 plain.push(ino);
                 continue;
             };
             let quiet = self.clean.clock_at(mtime, now).is_none_or(|c| c < line);
-            let was_quiet = self.separation.long_quiet.get(ino);
-            self.separation.long_quiet.set(ino, quiet);
+            let was_quiet = self.writer.separation.long_quiet.get(ino);
+            self.writer.separation.long_quiet.set(ino, quiet);
             if quiet || was_quiet {
                 cold.push(ino);
             } else {
@@ -247,7 +252,7 @@ impl Lfs {
     /// it can take them all; otherwise leaves them for the users' head.
     /// Returns the files it did not write.
     fn write_cold_files(&mut self, files: Vec<Ino>) -> Result<Vec<Ino>> {
-        if files.is_empty() || self.log.cold().is_none() {
+        if files.is_empty() || self.writer.log.cold().is_none() {
             return Ok(files);
         }
         // Everything dirty (with its inode blocks and summaries) bounds what
@@ -284,20 +289,20 @@ impl Lfs {
     /// Data written before the returned time is cold; `None` when
     /// separation is off or the disk has no room for a cold head.
     fn separation_line(&mut self) -> Option<WriteClock> {
-        let multiple = self.separation.mode.cold_after()?;
-        self.log.cold()?;
-        let now = self.stats.partial_segments;
-        if let Some((line, drawn)) = self.separation.line {
+        let multiple = self.writer.separation.mode.cold_after()?;
+        self.writer.log.cold()?;
+        let now = self.writer.stats.partial_segments;
+        if let Some((line, drawn)) = self.writer.separation.line {
             if now < drawn + LINE_REFRESH_PARTIALS {
                 return line;
             }
         }
         // Where data dies at one rate, separating it gains nothing.
         let line = self.separation_wanted().then(|| {
-            let live = self.tables.usage().live_bytes();
+            let live = self.ifile.tables.usage().live_bytes();
             self.clean.write_clock().saturating_sub((live as f64 * multiple) as i64)
         });
-        self.separation.line = Some((line, now));
+        self.writer.separation.line = Some((line, now));
         line
     }
 }

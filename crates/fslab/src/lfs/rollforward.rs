@@ -156,8 +156,9 @@ impl Lfs {
     fn scan_log(&self) -> Vec<Found> {
         let mut found = Vec::new();
         // Where each head stands while the log is scanned.
-        let mut heads: Vec<HeadPosition> = std::iter::once(self.log.head()).chain(self.log.cold()).collect();
-        let mut serial = self.log.next_serial();
+        let mut heads: Vec<HeadPosition> =
+            std::iter::once(self.writer.log.head()).chain(self.writer.log.cold()).collect();
+        let mut serial = self.writer.log.next_serial();
         let limit = self.sb.nsegments * self.sb.blocks_per_segment();
         while (found.len() as u64) < limit {
             let Some((h, p)) =
@@ -211,7 +212,7 @@ impl Lfs {
         // inode slots. A larger number is damage and must not size the map.
         let slots: u64 = accepted.iter().map(|p| p.summary.ninoblocks as u64).sum::<u64>()
             * (self.block_size / INODE_SIZE) as u64;
-        let inode_limit = self.tables.imap.len() as u64
+        let inode_limit = self.ifile.tables.imap.len() as u64
             + slots
             + super::layout::imap_entries_per_block(self.block_size as u32) as u64;
         let mut written: HashMap<Ino, Vec<Daddr>> = HashMap::new();
@@ -253,11 +254,11 @@ impl Lfs {
                 }
             }
             recovery.applied += 1;
-            self.log.recovered(p.head != 0, p.end(bps), p.summary.serial);
+            self.writer.log.recovered(p.head != 0, p.end(bps), p.summary.serial);
             self.clean.clock_base = self.clean.clock_base.max(p.summary.clock);
         }
         if recovery.inodes > 0 {
-            self.tables.rebuild_free_list();
+            self.ifile.tables.rebuild_free_list();
         }
         if recovery.applied > 0 {
             self.settle_log_head();
@@ -268,7 +269,7 @@ impl Lfs {
     /// Notes in the usage table that partial segment `p` was written.
     fn mark_written(&mut self, p: &Found) {
         let seg = self.seg_of(p.start);
-        self.tables.update_segment(seg, |s| {
+        self.ifile.tables.update_segment(seg, |s| {
             if s.flags & SEGUSE_CLEAN != 0 {
                 s.nsums = 0;
                 s.ninos = 0;
@@ -294,8 +295,8 @@ impl Lfs {
     /// never a live block left uncounted).
     fn replay_inode(&mut self, inode: Inode, daddr: Daddr, blocks: &[Daddr]) -> Result<()> {
         let ino = inode.ino;
-        self.tables.ensure_inode(ino);
-        let old = self.tables.entry(ino).copied().unwrap_or_default();
+        self.ifile.tables.ensure_inode(ino);
+        let old = self.ifile.tables.entry(ino).copied().unwrap_or_default();
         let bs = self.block_size as i64;
         let changes = if old.daddr.is_some() {
             // The previous version is the one the checkpoint or an earlier
@@ -327,7 +328,7 @@ impl Lfs {
             }
         }
         self.adjust_live(self.seg_of(daddr), INODE_SIZE as i64);
-        self.tables.install_inode(ino, inode.generation, daddr);
+        self.ifile.tables.install_inode(ino, inode.generation, daddr);
         for key in self.cache.keys_in(ino, Lbn::MIN..=Lbn::MAX) {
             self.cache.remove(key);
         }
@@ -428,33 +429,33 @@ impl Lfs {
     /// At mount and after roll-forward: the segments at the log's heads,
     /// and only they, are active; the ones each head enters next are clean.
     pub(super) fn settle_log_head(&mut self) {
-        let head = self.log.head().segment;
-        let cold = self.log.cold().map(|c| c.segment);
-        for seg in 0..self.tables.usage().len() {
-            if self.tables.usage().has_flags(seg, SEGUSE_ACTIVE) && seg != head && Some(seg) != cold {
-                self.tables.update_segment(seg, |s| s.flags &= !SEGUSE_ACTIVE);
+        let head = self.writer.log.head().segment;
+        let cold = self.writer.log.cold().map(|c| c.segment);
+        for seg in 0..self.ifile.tables.usage().len() {
+            if self.ifile.tables.usage().has_flags(seg, SEGUSE_ACTIVE) && seg != head && Some(seg) != cold {
+                self.ifile.tables.update_segment(seg, |s| s.flags &= !SEGUSE_ACTIVE);
             }
         }
         for head in std::iter::once(head).chain(cold) {
-            self.tables.update_segment(head, |s| {
+            self.ifile.tables.update_segment(head, |s| {
                 s.flags = (s.flags & SEGUSE_SUPERBLOCK) | SEGUSE_DIRTY | SEGUSE_ACTIVE
             });
         }
-        if !self.next_is_clean(head, self.log.head().next_segment) {
-            self.log.set_next_segment(self.clean_after(head).unwrap_or(head));
+        if !self.next_is_clean(head, self.writer.log.head().next_segment) {
+            self.writer.log.set_next_segment(self.clean_after(head).unwrap_or(head));
         }
-        if let Some(c) = self.log.cold() {
+        if let Some(c) = self.writer.log.cold() {
             if !self.next_is_clean(c.segment, c.next_segment)
-                || c.next_segment == self.log.head().next_segment
+                || c.next_segment == self.writer.log.head().next_segment
             {
                 let next = self.clean_after(c.segment).unwrap_or(c.segment);
-                self.log.set_cold(Some(HeadPosition { next_segment: next, ..c }));
+                self.writer.log.set_cold(Some(HeadPosition { next_segment: next, ..c }));
             }
         }
     }
 
     /// Whether `next` may follow `head` in the log: clean, and not `head`.
     fn next_is_clean(&self, head: u64, next: u64) -> bool {
-        next != head && self.tables.usage().get(next).is_some_and(|s| s.flags & SEGUSE_CLEAN != 0)
+        next != head && self.ifile.tables.usage().get(next).is_some_and(|s| s.flags & SEGUSE_CLEAN != 0)
     }
 }

@@ -72,25 +72,25 @@ fn frees_space(kind: TxKind) -> bool {
 impl Lfs {
     /// Blocks of segment `seg` that can hold log (all but a superblock copy).
     pub(super) fn usable_blocks(&self, seg: u64) -> u64 {
-        self.tables.usage().usable_blocks(seg)
+        self.ifile.tables.usage().usable_blocks(seg)
     }
 
     /// Adds `delta` bytes to segment `seg`'s live count.
     pub(super) fn adjust_live(&mut self, seg: u64, delta: i64) {
-        self.tables.update_segment(seg, |s| {
+        self.ifile.tables.update_segment(seg, |s| {
             s.live_bytes = (s.live_bytes as i64 + delta).clamp(0, u32::MAX as i64) as u32;
         });
     }
 
     /// What is left of the cold head's segment (0 without a cold head).
     pub(super) fn cold_room(&self) -> u64 {
-        self.log.cold().map_or(0, |c| self.sb.blocks_per_segment().saturating_sub(c.offset))
+        self.writer.log.cold().map_or(0, |c| self.sb.blocks_per_segment().saturating_sub(c.offset))
     }
 
     /// What the users' head can still write: the rest of its segment and
     /// the next segment it holds.
     pub(super) fn users_head_room(&self) -> u64 {
-        let head = self.log.head();
+        let head = self.writer.log.head();
         let rest = self.sb.blocks_per_segment().saturating_sub(head.offset);
         if head.next_segment != head.segment {
             rest + self.usable_blocks(head.next_segment)
@@ -102,7 +102,7 @@ impl Lfs {
     /// Whether `seg` is a segment a log head is writing or will enter next
     /// (the users' head or the cold head): never clean, never cleaned.
     pub(super) fn in_log_head(&self, seg: u64) -> bool {
-        self.log.holds(seg)
+        self.writer.log.holds(seg)
     }
 
     /// Space in segments: what the usage table sums up (kept as it
@@ -110,10 +110,10 @@ impl Lfs {
     /// clean, never cleaned), plus what the users' head has left: the rest
     /// of its segment and the next segment it holds.
     pub(super) fn segment_space(&self) -> SegmentSpace {
-        let usage = self.tables.usage();
+        let usage = self.ifile.tables.usage();
         let mut space = usage.space();
         // Asked for on every newly dirty block: no allocation here.
-        let heads = self.log.held_segments();
+        let heads = self.writer.log.held_segments();
         for (i, &seg) in heads.iter().enumerate() {
             if seg != u64::MAX && !heads[..i].contains(&seg) {
                 space.replace(usage.space_terms(seg), SegmentSpace::default());
@@ -142,7 +142,7 @@ impl Lfs {
     /// makes its gain usable costs, and writers would wait on a cleaner that
     /// loses ground (seen with 512 KiB segments and a 100-block ifile).
     pub(super) fn cleaner_reserve(&self) -> u64 {
-        self.cleaner_reserve_segments() * self.sb.blocks_per_segment() + 2 * (self.tables.nblocks() + 8)
+        self.cleaner_reserve_segments() * self.sb.blocks_per_segment() + 2 * (self.ifile.tables.nblocks() + 8)
     }
 
     /// Blocks set aside for the cold head (two segments: the one it fills
@@ -178,7 +178,7 @@ impl Lfs {
     /// blocks and summaries, and half a segment for the space lost when
     /// partial segments end short of a segment boundary.
     pub(super) fn checkpoint_reserve(&self) -> u64 {
-        let ifile = self.tables.nblocks() + 2;
+        let ifile = self.ifile.tables.nblocks() + 2;
         ifile + ifile / self.geometry.nindir + 8 + self.sb.blocks_per_segment() / 2
     }
 
@@ -217,7 +217,7 @@ impl Lfs {
     fn floor(&self, use_of: SpaceFor) -> u64 {
         match use_of {
             SpaceFor::Data => {
-                let unopened_cold = if self.log.cold().is_none() { self.cold_head_share() } else { 0 };
+                let unopened_cold = if self.writer.log.cold().is_none() { self.cold_head_share() } else { 0 };
                 self.data_floor(unopened_cold)
             }
             SpaceFor::Metadata => self.reserve_below_cleaner() + self.cleaner_reserve(),
@@ -238,7 +238,7 @@ impl Lfs {
     /// block, an inode, the partial blocks at the ends of a punched hole)
     /// is part of freeing.
     pub(super) fn space_for(&self, is_data: bool) -> SpaceFor {
-        match self.tx.kind() {
+        match self.tx.log.kind() {
             Some(kind) if frees_space(kind) => SpaceFor::Freeing,
             _ if is_data => SpaceFor::Data,
             _ => SpaceFor::Metadata,
@@ -323,11 +323,11 @@ impl Lfs {
             // On a nearly full disk the cold head's two segments may be
             // what the cleaner lacks: close it and try once more (it opens
             // again only once space is plentiful).
-            if closed_cold || self.log.cold().is_none() || !self.has_cleaner() {
+            if closed_cold || self.writer.log.cold().is_none() || !self.has_cleaner() {
                 break;
             }
             closed_cold = true;
-            self.cold_demand.starve();
+            self.writer.cold_demand.starve();
             self.checkpoint(false)?;
             margin_then = None;
         }
@@ -363,10 +363,10 @@ impl Lfs {
         let unwritten = self
             .inodes
             .numbers()
-            .filter(|&ino| self.tables.entry(ino).is_some_and(|e| e.daddr.is_none()))
+            .filter(|&ino| self.ifile.tables.entry(ino).is_some_and(|e| e.daddr.is_none()))
             .count() as u64;
-        let in_use = self.tables.inodes_in_use() + unwritten;
-        let free_inodes = (self.tables.imap.len() as u64).saturating_sub(in_use + 2)
+        let in_use = self.ifile.tables.inodes_in_use() + unwritten;
+        let free_inodes = (self.ifile.tables.imap.len() as u64).saturating_sub(in_use + 2)
             + free * (self.block_size / INODE_SIZE) as u64;
         StatFs {
             block_size: self.block_size as u32,

@@ -133,9 +133,9 @@ fn live_bytes_match_what_the_inode_map_and_files_reference() {
     lfs.free_blocks(b, 0, u64::MAX).expect("free");
     lfs.vfree(b).expect("vfree");
     lfs.sync().expect("sync");
-    let live: u64 = lfs.tables.usage().iter().map(|s| s.live_bytes as u64).sum();
+    let live: u64 = lfs.ifile.tables.usage().iter().map(|s| s.live_bytes as u64).sum();
     // a: 40 data + 1 indirect block; inodes: a and the ifile; the ifile's blocks.
-    let ifile_blocks = lfs.ifile.blocks / 8;
+    let ifile_blocks = lfs.ifile.inode.blocks / 8;
     let expected = (41 + ifile_blocks) * 4096 + 2 * 256;
     assert_eq!(live, expected);
 }
@@ -269,7 +269,7 @@ fn random_block_operations_match_a_model_across_remounts() {
         }
         if step % 10 == 0 {
             // The space counts kept up to date block by block equal a recount.
-            let usage = lfs.tables.usage();
+            let usage = lfs.ifile.tables.usage();
             let entries = usage.iter().copied().collect();
             let recount = super::usage::SegmentUsage::new(entries, lfs.sb.blocks_per_segment(), 4096);
             assert_eq!(usage.space(), recount.space(), "step {step}");
@@ -300,11 +300,12 @@ fn assert_live_bytes_are_exact(lfs: &mut Lfs) {
             live[(daddr.get() / bps) as usize] += bytes;
         }
     };
-    let inos: Vec<Ino> =
-        (0..lfs.tables.imap.len() as Ino).filter(|&i| lfs.tables.imap[i as usize].daddr.is_some()).collect();
-    count(&mut live, lfs.ifile_daddr, 256);
+    let inos: Vec<Ino> = (0..lfs.ifile.tables.imap.len() as Ino)
+        .filter(|&i| lfs.ifile.tables.imap[i as usize].daddr.is_some())
+        .collect();
+    count(&mut live, lfs.ifile.daddr, 256);
     for &ino in &inos {
-        count(&mut live, lfs.tables.imap[ino as usize].daddr, 256);
+        count(&mut live, lfs.ifile.tables.imap[ino as usize].daddr, 256);
     }
     for ino in std::iter::once(crate::format::IFILE_INO).chain(inos) {
         let mut names: Vec<Lbn> = (0..NDADDR as Lbn).collect();
@@ -334,7 +335,7 @@ fn assert_live_bytes_are_exact(lfs: &mut Lfs) {
             count(&mut live, daddr, 4096);
         }
     }
-    for (seg, s) in lfs.tables.usage().iter().enumerate() {
+    for (seg, s) in lfs.ifile.tables.usage().iter().enumerate() {
         assert_eq!(s.live_bytes as u64, live[seg], "segment {seg} live bytes");
     }
 }
@@ -567,7 +568,7 @@ fn inodes_share_a_segment_with_their_files_data() {
     let mut together = 0;
     for &ino in &files {
         let data = lfs.pointer(ino, 0).expect("pointer");
-        let inode = lfs.tables.entry(ino).expect("an inode map entry").daddr;
+        let inode = lfs.ifile.tables.entry(ino).expect("an inode map entry").daddr;
         assert!(data.is_some() && inode.is_some(), "inode {ino} written");
         if lfs.seg_of(data) == lfs.seg_of(inode) {
             together += 1;
@@ -711,7 +712,7 @@ fn a_damaged_indirect_block_is_refused_by_reads_and_by_the_cleaner() {
     let ino = file_in_order(&mut lfs, 20);
     let daddr = lfs.pointer(ino, -12).expect("pointer");
     assert!(daddr.is_some(), "the file has a single indirect block");
-    let version = lfs.tables.imap[ino as usize].version;
+    let version = lfs.ifile.tables.imap[ino as usize].version;
     lfs.unmount().expect("unmount");
     let mut image = disk.snapshot();
     // One flipped bit in the first pointer (data block 12's address).

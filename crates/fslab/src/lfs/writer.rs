@@ -119,36 +119,37 @@ impl Lfs {
     pub(super) fn has_changes(&self) -> bool {
         self.cache.dirty_count() > 0
             || !self.inodes.dirty().is_empty()
-            || !self.tables.dirty_blocks().is_empty()
+            || !self.ifile.tables.dirty_blocks().is_empty()
     }
 
     /// The first clean segment after `seg`, going round the disk.
     pub(super) fn clean_after(&self, seg: u64) -> Option<u64> {
         let n = self.sb.nsegments;
         (1..n).map(|i| (seg + i) % n).find(|&s| {
-            !self.in_log_head(s) && self.tables.usage().get(s).is_some_and(|u| u.flags & SEGUSE_CLEAN != 0)
+            !self.in_log_head(s)
+                && self.ifile.tables.usage().get(s).is_some_and(|u| u.flags & SEGUSE_CLEAN != 0)
         })
     }
 
     /// Moves the log head into the next segment and chooses the one after.
     fn advance_segment(&mut self) -> Result<()> {
-        let old = self.log.head().segment;
-        let new = self.log.head().next_segment;
+        let old = self.writer.log.head().segment;
+        let new = self.writer.log.head().next_segment;
         if new == old {
             return Err(errno(libc::ENOSPC, "the log has no clean segment to continue in"));
         }
-        self.tables.update_segment(old, |s| s.flags &= !SEGUSE_ACTIVE);
+        self.ifile.tables.update_segment(old, |s| s.flags &= !SEGUSE_ACTIVE);
         let offset = self.enter_segment(new)?;
         let next_segment = self.clean_after(new).unwrap_or(new);
-        self.log.move_head(HeadPosition { segment: new, offset, next_segment });
-        self.clean.entered_segment(self.options.clock.calendar_ns());
+        self.writer.log.move_head(HeadPosition { segment: new, offset, next_segment });
+        self.clean.entered_segment(self.mount.options.clock.calendar_ns());
         Ok(())
     }
 
     /// Marks clean segment `new` as the one a head writes into; returns the
     /// first block of it that can hold log.
     fn enter_segment(&mut self, new: u64) -> Result<u64> {
-        let has_sb = self.tables.update_segment(new, |s| {
+        let has_sb = self.ifile.tables.update_segment(new, |s| {
             s.flags = (s.flags & SEGUSE_SUPERBLOCK) | SEGUSE_DIRTY | SEGUSE_ACTIVE;
             // Nothing in it yet: each partial segment written into it
             // sets it to the time of that write.
@@ -170,11 +171,11 @@ impl Lfs {
     /// exchanged for the write and exchanged back after it, whatever it
     /// returns.
     pub(super) fn at_cold_head<R>(&mut self, write: impl FnOnce(&mut Lfs) -> Result<R>) -> Result<R> {
-        let before = self.stats.partial_segments;
-        self.log.swap_heads();
+        let before = self.writer.stats.partial_segments;
+        self.writer.log.swap_heads();
         let result = write(self);
-        self.log.swap_heads();
-        self.stats.cold_partial_segments += self.stats.partial_segments - before;
+        self.writer.log.swap_heads();
+        self.writer.stats.cold_partial_segments += self.writer.stats.partial_segments - before;
         result
     }
 
@@ -185,10 +186,11 @@ impl Lfs {
     /// opened later would hide everything the log wrote after its first
     /// partial segment. A closed head's segment is an ordinary dirty one.
     pub(super) fn settle_cold_head(&mut self) -> Result<()> {
-        let requested = self.cold_demand.checkpoint_passed();
-        let starved = self.cold_demand.starved();
-        let wanted = (requested || self.separation_wanted()) && !(starved && self.log.cold().is_some());
-        if let Some(c) = self.log.cold().filter(|_| !wanted) {
+        let requested = self.writer.cold_demand.checkpoint_passed();
+        let starved = self.writer.cold_demand.starved();
+        let wanted =
+            (requested || self.separation_wanted()) && !(starved && self.writer.log.cold().is_some());
+        if let Some(c) = self.writer.log.cold().filter(|_| !wanted) {
             // The log of this segment ends here. A partial segment may lie
             // beyond it that a crash cut off from the log (one before it,
             // at the other head, was lost); an open head would overwrite it,
@@ -201,10 +203,10 @@ impl Lfs {
                 let zeros = vec![0u8; self.block_size];
                 self.dev.write_at((c.segment * bps + c.offset) * self.block_size as u64, &zeros)?;
             }
-            self.tables.update_segment(c.segment, |s| s.flags &= !SEGUSE_ACTIVE);
-            self.log.set_cold(None);
+            self.ifile.tables.update_segment(c.segment, |s| s.flags &= !SEGUSE_ACTIVE);
+            self.writer.log.set_cold(None);
         }
-        if !wanted || self.log.cold().is_some() || self.cold_head_share() == 0 {
+        if !wanted || self.writer.log.cold().is_some() || self.cold_head_share() == 0 {
             return Ok(());
         }
         // Statfs sets the head's two segments aside, but a cleaner may have
@@ -217,21 +219,21 @@ impl Lfs {
         if self.segment_space().writable < needed {
             return Ok(());
         }
-        self.cold_demand.fed();
-        let Some(seg) = self.clean_after(self.log.head().segment) else { return Ok(()) };
+        self.writer.cold_demand.fed();
+        let Some(seg) = self.clean_after(self.writer.log.head().segment) else { return Ok(()) };
         let offset = self.enter_segment(seg)?;
         let next = self.clean_after(seg).unwrap_or(seg);
-        self.log.set_cold(Some(HeadPosition { segment: seg, offset, next_segment: next }));
+        self.writer.log.set_cold(Some(HeadPosition { segment: seg, offset, next_segment: next }));
         Ok(())
     }
 
     /// Opens a partial segment at the log head.
     fn open_partial(&mut self, batch: &mut Batch) -> Result<()> {
         let bps = self.sb.blocks_per_segment();
-        if self.log.head().offset + 2 > bps {
+        if self.writer.log.head().offset + 2 > bps {
             self.advance_segment()?;
         }
-        let head = self.log.head();
+        let head = self.writer.log.head();
         let start = Daddr::new(head.segment * bps + head.offset);
         batch.open = Some(Partial {
             start,
@@ -263,11 +265,11 @@ impl Lfs {
         p.summary.nblocks = n as u32;
         let now = self.clean.write_clock();
         p.summary.clock = batch.open_age.take().unwrap_or(now);
-        let seg = self.log.head().segment;
-        p.summary.next_segment = self.log.head().next_segment;
-        p.summary.serial = self.log.append_partial(n);
+        let seg = self.writer.log.head().segment;
+        p.summary.next_segment = self.writer.log.head().next_segment;
+        p.summary.serial = self.writer.log.append_partial(n);
         let ninoblocks = p.summary.ninoblocks;
-        self.tables.update_segment(seg, |s| {
+        self.ifile.tables.update_segment(seg, |s| {
             s.nsums += 1;
             s.ninos += ninoblocks;
             // When the segment was last written, not the age of what the
@@ -380,9 +382,9 @@ impl Lfs {
                 return Err(errno(libc::EIO, "partial segment has an unfilled slot"));
             }
             seal_indirect_blocks(&mut p);
-            self.stats.partial_segments += 1;
-            self.stats.blocks_written += p.blocks.len() as u64 + 1;
-            self.stats.writes += 1;
+            self.writer.stats.partial_segments += 1;
+            self.writer.stats.blocks_written += p.blocks.len() as u64 + 1;
+            self.writer.stats.writes += 1;
             let data_blocks: usize = p
                 .summary
                 .finfos
@@ -391,7 +393,7 @@ impl Lfs {
                 .map(|f| f.lbns.iter().filter(|&&lbn| lbn >= 0).count())
                 .sum();
             self.clean.count_written(p.blocks.len() as u64 + 1, data_blocks as u64, bs);
-            self.io.submit(p.start, p.summary, p.blocks)?;
+            self.writer.io.submit(p.start, p.summary, p.blocks)?;
         }
         if partials > 0 {
             self.advance_segment_clock(partials);
@@ -421,7 +423,7 @@ impl Lfs {
             self.adjust_live(self.seg_of(old), -(self.block_size as i64));
             self.note_death(self.seg_of(old), self.block_size as u64, ino);
         } else if ino == IFILE_INO {
-            self.ifile.blocks += self.bytes_per_frag();
+            self.ifile.inode.blocks += self.bytes_per_frag();
         }
         self.adjust_live(self.seg_of(daddr), self.block_size as i64);
         self.cache.mark_clean((ino, lbn));
@@ -465,7 +467,7 @@ impl Lfs {
     pub(super) fn write_files(&mut self, batch: &mut Batch, inos: &[Ino]) -> Result<()> {
         for &ino in inos {
             batch.age_of(&[ino]);
-            let version = self.tables.entry(ino).map_or(0, |e| e.version);
+            let version = self.ifile.tables.entry(ino).map_or(0, |e| e.version);
             let data: Vec<Lbn> = self
                 .cache
                 .dirty_keys_in(ino, -1..=Lbn::MAX)
@@ -533,12 +535,12 @@ impl Lfs {
         }
         let daddr = self.place_inode_block(batch, block)?;
         for &ino in group {
-            if let Some(old) = self.tables.entry(ino).map(|e| e.daddr) {
+            if let Some(old) = self.ifile.tables.entry(ino).map(|e| e.daddr) {
                 if old.is_some() {
                     self.adjust_live(self.seg_of(old), -(INODE_SIZE as i64));
                 }
             }
-            self.tables.set_inode_addr(ino, daddr);
+            self.ifile.tables.set_inode_addr(ino, daddr);
             self.adjust_live(self.seg_of(daddr), INODE_SIZE as i64);
             self.inodes.mark_clean(ino);
         }
@@ -566,7 +568,7 @@ impl Lfs {
     /// will choose them.
     fn segments_for(&self, blocks: u64) -> Vec<u64> {
         let bps = self.sb.blocks_per_segment();
-        let head = self.log.head();
+        let head = self.writer.log.head();
         let mut segs = vec![head.segment];
         let mut room = bps - head.offset;
         let mut need = blocks + 2;
@@ -584,7 +586,7 @@ impl Lfs {
                 .find(|s| {
                     !segs.contains(s)
                         && !self.in_log_head(*s)
-                        && self.tables.usage().get(*s).is_some_and(|u| u.flags & SEGUSE_CLEAN != 0)
+                        && self.ifile.tables.usage().get(*s).is_some_and(|u| u.flags & SEGUSE_CLEAN != 0)
                 })
                 .unwrap_or(next);
         }
@@ -600,16 +602,16 @@ impl Lfs {
     /// from the tables only after all accounting is done.
     pub(super) fn write_ifile(&mut self, batch: &mut Batch) -> Result<()> {
         self.close_partial(batch);
-        let mut lbns: BTreeSet<u64> = self.tables.take_dirty();
+        let mut lbns: BTreeSet<u64> = self.ifile.tables.take_dirty();
         lbns.insert(0);
-        let nblocks = self.tables.nblocks();
+        let nblocks = self.ifile.tables.nblocks();
         loop {
             let mut more: BTreeSet<u64> = BTreeSet::new();
             let estimate = lbns.len() as u64 * 2 + 4;
             for seg in self.segments_for(estimate) {
-                more.insert(self.tables.seguse_lbn(seg));
+                more.insert(self.ifile.tables.seguse_lbn(seg));
             }
-            more.insert(self.tables.seguse_lbn(self.seg_of(self.ifile_daddr)));
+            more.insert(self.ifile.tables.seguse_lbn(self.seg_of(self.ifile.daddr)));
             for &lbn in &lbns {
                 let mut names = vec![lbn as Lbn];
                 if let Some(path) = self.geometry.path(lbn) {
@@ -618,7 +620,7 @@ impl Lfs {
                 for name in names {
                     let old = self.pointer(IFILE_INO, name)?;
                     if old.is_some() {
-                        more.insert(self.tables.seguse_lbn(self.seg_of(old)));
+                        more.insert(self.ifile.tables.seguse_lbn(self.seg_of(old)));
                     }
                 }
             }
@@ -647,30 +649,30 @@ impl Lfs {
             placed.insert(lbn, daddr);
         }
         self.place_metas(batch, IFILE_INO, 0)?;
-        self.ifile.attr.size = nblocks * self.block_size as u64;
-        self.ifile.attr.mtime = self.options.clock.calendar_ns();
-        self.ifile.attr.ctime = self.ifile.attr.mtime;
+        self.ifile.inode.attr.size = nblocks * self.block_size as u64;
+        self.ifile.inode.attr.mtime = self.mount.options.clock.calendar_ns();
+        self.ifile.inode.attr.ctime = self.ifile.inode.attr.mtime;
         let mut block = AlignedBytes::zeroed(self.block_size);
-        self.ifile.encode(&mut block)?;
+        self.ifile.inode.encode(&mut block)?;
         let daddr = self.place_inode_block(batch, block)?;
-        if self.ifile_daddr.is_some() {
-            self.adjust_live(self.seg_of(self.ifile_daddr), -(INODE_SIZE as i64));
+        if self.ifile.daddr.is_some() {
+            self.adjust_live(self.seg_of(self.ifile.daddr), -(INODE_SIZE as i64));
         }
-        self.ifile_daddr = daddr;
+        self.ifile.daddr = daddr;
         self.adjust_live(self.seg_of(daddr), INODE_SIZE as i64);
         if let Some(p) = batch.open.as_mut() {
             p.summary.flags |= SS_IFILE;
         }
         self.close_partial(batch);
         // Every change this write made must fall inside the closed set.
-        let escaped: Vec<u64> = self.tables.take_dirty().difference(&lbns).copied().collect();
+        let escaped: Vec<u64> = self.ifile.tables.take_dirty().difference(&lbns).copied().collect();
         debug_assert!(escaped.is_empty(), "ifile blocks changed outside the closed set: {escaped:?}");
         for lbn in escaped {
-            self.tables.mark_dirty(lbn);
+            self.ifile.tables.mark_dirty(lbn);
         }
         for (&lbn, &daddr) in &placed {
             let mut buf = AlignedBytes::zeroed(self.block_size);
-            self.tables.encode_block(lbn, &mut buf);
+            self.ifile.tables.encode_block(lbn, &mut buf);
             self.fill(batch, daddr, Arc::new(buf))?;
         }
         Ok(())
@@ -703,7 +705,7 @@ impl Lfs {
     /// too.
     pub(super) fn write_segments(&mut self, with_ifile: bool) -> Result<()> {
         self.ensure_new_serial_epoch()?;
-        let dirops = std::mem::take(&mut self.dirop_inodes);
+        let dirops = std::mem::take(&mut self.tx.dirop_inodes);
         let files = self.dirty_files();
         let (in_dirop, plain): (Vec<Ino>, Vec<Ino>) = files.into_iter().partition(|ino| dirops.contains(ino));
         let plain = self.write_cold_part(plain, true)?;

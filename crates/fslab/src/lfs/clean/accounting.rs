@@ -160,7 +160,7 @@ impl Lfs {
         }
         let now = self.clean.write_clock();
         let (mut live, mut live_age) = (0.0, 0.0);
-        for (seg, s) in self.tables.usage().iter().enumerate() {
+        for (seg, s) in self.ifile.tables.usage().iter().enumerate() {
             if s.live_bytes > 0 && self.cleanable(seg as u64) {
                 live += s.live_bytes as f64;
                 live_age += s.live_bytes as f64 * (now - s.lastmod).max(0) as f64;
@@ -177,7 +177,7 @@ impl Lfs {
         if self.clean.writing || ino == IFILE_INO {
             return;
         }
-        let Some(s) = self.tables.usage().get(seg) else { return };
+        let Some(s) = self.ifile.tables.usage().get(seg) else { return };
         let age = (self.clean.write_clock() - s.lastmod).max(0) as f64;
         let half_disk =
             (self.sb.nsegments * self.sb.blocks_per_segment() * self.block_size as u64 / 2) as f64;

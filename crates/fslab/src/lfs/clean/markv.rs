@@ -30,12 +30,12 @@ impl Lfs {
     fn current_address(&mut self, b: &BlockRef) -> Result<Daddr> {
         if b.ino == IFILE_INO {
             return match b.kind {
-                BlockKind::Inode => Ok(self.ifile_daddr),
+                BlockKind::Inode => Ok(self.ifile.daddr),
                 BlockKind::Block(lbn) if self.geometry.parent(lbn).is_some() => self.pointer(IFILE_INO, lbn),
                 BlockKind::Block(_) => Ok(Daddr::NONE),
             };
         }
-        let Some(entry) = self.tables.entry(b.ino).copied() else { return Ok(Daddr::NONE) };
+        let Some(entry) = self.ifile.tables.entry(b.ino).copied() else { return Ok(Daddr::NONE) };
         if entry.daddr.is_none() || entry.version != b.version {
             return Ok(Daddr::NONE);
         }
@@ -94,7 +94,7 @@ impl Lfs {
         // already changed go with them, but the checkpoint reserve covers
         // those, as for any ifile write.)
         let ifile_blocks = if ifile_moved > 0 {
-            (ifile_moved + u64::from(self.sb.segtab_blocks) + 3).min(self.tables.nblocks() + 4)
+            (ifile_moved + u64::from(self.sb.segtab_blocks) + 3).min(self.ifile.tables.nblocks() + 4)
         } else {
             0
         };
@@ -131,7 +131,7 @@ impl Lfs {
     /// segment the cold head enters next is not counted: entering it sets
     /// another clean one aside as the next.
     pub(in crate::lfs) fn cold_budget(&mut self, after_reclaim: bool) -> u64 {
-        if self.log.cold().is_none() {
+        if self.writer.log.cold().is_none() {
             return 0;
         }
         let user_head = self.users_head_room();
@@ -144,8 +144,8 @@ impl Lfs {
     /// Blocks the next checkpoint writes: the ifile's changed blocks, its
     /// segment usage table, indirect blocks and summaries.
     fn checkpoint_blocks(&self) -> u64 {
-        let changed = self.tables.dirty_blocks().len() as u64 + u64::from(self.sb.segtab_blocks);
-        (changed + 8).min(self.tables.nblocks() + 8)
+        let changed = self.ifile.tables.dirty_blocks().len() as u64 + u64::from(self.sb.segtab_blocks);
+        (changed + 8).min(self.ifile.tables.nblocks() + 8)
     }
 
     /// The device reads [`Lfs::markv`] would make of `blocks` — data and
@@ -157,7 +157,7 @@ impl Lfs {
     /// [`Lfs::count_cleaner_read`]; markv checks, as it does for a whole
     /// segment read earlier, that each block still lies where it was read.
     pub fn live_block_fetches(&mut self, blocks: &[MarkBlock]) -> (Fetches, Vec<usize>) {
-        let mut fetches = Fetches::new(Arc::new(self.io.reader()), self.block_size);
+        let mut fetches = Fetches::new(Arc::new(self.writer.io.reader()), self.block_size);
         let mut owners = Vec::new();
         for (i, b) in blocks.iter().enumerate() {
             let BlockKind::Block(lbn) = b.block.kind else { continue };
@@ -198,7 +198,7 @@ impl Lfs {
         // A segment write must not split a directory operation (§4.3):
         // write out any that completed before moving their files. Done
         // first, since it moves blocks: only then is "live" settled.
-        if !self.dirop_inodes.is_empty() {
+        if !self.tx.dirop_inodes.is_empty() {
             self.write_segments(false)?;
         }
         let mut report = Markv::default();
@@ -231,7 +231,7 @@ impl Lfs {
             }
         }
         if to == Destination::Cold {
-            self.cold_demand.request();
+            self.writer.cold_demand.request();
         }
         let cold = match to {
             Destination::Cold => cost <= self.cold_budget(false),
@@ -277,7 +277,7 @@ impl Lfs {
                 }
             }
         }
-        let before = self.stats.blocks_written;
+        let before = self.writer.stats.blocks_written;
         self.clean.writing = true;
         let written = if cold {
             self.at_cold_head(|lfs| lfs.write_moved(&order, moved_metas, moved_data, ifile, ages))
@@ -286,7 +286,7 @@ impl Lfs {
         };
         self.clean.writing = false;
         written?;
-        report.blocks_written = self.stats.blocks_written - before;
+        report.blocks_written = self.writer.stats.blocks_written - before;
         self.clean.counters.blocks_moved += report.moved;
         Ok(report)
     }
@@ -322,7 +322,7 @@ impl Lfs {
     /// Makes ifile block `lbn` part of the next ifile write.
     fn mark_ifile_block(&mut self, lbn: Lbn) -> Result<()> {
         if lbn >= 0 {
-            self.tables.mark_dirty(lbn as u64);
+            self.ifile.tables.mark_dirty(lbn as u64);
         } else if self.ensure_cached(IFILE_INO, lbn)? {
             self.cache.mark_dirty((IFILE_INO, lbn));
         }
@@ -335,7 +335,7 @@ impl Lfs {
     /// cannot lose data by calling it too early.
     pub fn segclean(&mut self, seg: u64) -> Result<()> {
         self.check_mounted()?;
-        let Some(s) = self.tables.usage().get(seg) else {
+        let Some(s) = self.ifile.tables.usage().get(seg) else {
             return Err(errno(libc::EINVAL, "no such segment"));
         };
         if s.flags & SEGUSE_CLEAN != 0 {
@@ -354,7 +354,7 @@ impl Lfs {
             if refs.iter().zip(&now).any(|(r, &at)| at == r.daddr) {
                 return Err(errno(libc::EBUSY, "segment still holds live blocks"));
             }
-            self.tables.update_segment(seg, |s| s.live_bytes = 0);
+            self.ifile.tables.update_segment(seg, |s| s.live_bytes = 0);
         }
         self.clean.counters.segments_cleaned += 1;
         let u = self.clean.read_utilization.remove(&seg).unwrap_or(0.0);

@@ -99,7 +99,7 @@ impl SegmentLayout {
 impl Lfs {
     /// Whether segment `seg` is one a cleaner may clean.
     pub(super) fn cleanable(&self, seg: u64) -> bool {
-        let flags = self.tables.usage().get(seg).map_or(0, |s| s.flags);
+        let flags = self.ifile.tables.usage().get(seg).map_or(0, |s| s.flags);
         flags & SEGUSE_DIRTY != 0 && flags & SEGUSE_ACTIVE == 0 && !self.in_log_head(seg)
     }
 
@@ -107,7 +107,7 @@ impl Lfs {
     pub fn segment_table(&mut self) -> SegmentTable {
         let segments: Vec<SegmentState> = (0..self.sb.nsegments)
             .map(|seg| {
-                let s = self.tables.usage().get(seg).unwrap_or_default();
+                let s = self.ifile.tables.usage().get(seg).unwrap_or_default();
                 let cleanable = self.cleanable(seg);
                 SegmentState {
                     live_bytes: s.live_bytes as u64,
@@ -144,7 +144,7 @@ impl Lfs {
         }
         let bytes = self.sb.segment_size as usize;
         let mut buf = vec![0u8; bytes];
-        self.io.wait_idle()?;
+        self.writer.io.wait_idle()?;
         self.dev.read_at(seg * bytes as u64, &mut buf)?;
         self.clean.counters.cleaner_bytes_read += bytes as u64;
         self.note_read_utilization(seg);
@@ -161,29 +161,29 @@ impl Lfs {
         if seg >= self.sb.nsegments {
             return Err(errno(libc::EINVAL, "no such segment"));
         }
-        self.io.wait_idle()?;
+        self.writer.io.wait_idle()?;
         let bps = self.sb.blocks_per_segment();
         let layout = SegmentLayout {
             seg,
             blocks_per_segment: bps,
             first_log_block: u64::from(
-                self.tables.usage().get(seg).unwrap_or_default().flags & SEGUSE_SUPERBLOCK != 0,
+                self.ifile.tables.usage().get(seg).unwrap_or_default().flags & SEGUSE_SUPERBLOCK != 0,
             ),
             fs_id: self.sb.fs_id,
         };
         let (dev, bs) = (self.dev.clone(), self.block_size);
         let first = Daddr::new(seg * bps);
         let mut live_inodes: HashMap<u64, Vec<(Ino, u32)>> = HashMap::new();
-        for (ino, e) in self.tables.imap.iter().enumerate() {
+        for (ino, e) in self.ifile.tables.imap.iter().enumerate() {
             if (first..first + bps).contains(&e.daddr) {
                 live_inodes.entry(e.daddr.units_after(first)).or_default().push((ino as Ino, e.version));
             }
         }
-        if (first..first + bps).contains(&self.ifile_daddr) {
+        if (first..first + bps).contains(&self.ifile.daddr) {
             live_inodes
-                .entry(self.ifile_daddr.units_after(first))
+                .entry(self.ifile.daddr.units_after(first))
                 .or_default()
-                .push((IFILE_INO, self.ifile.generation));
+                .push((IFILE_INO, self.ifile.inode.generation));
         }
         let mut read = 0u64;
         let refs = layout.walk(
@@ -202,7 +202,7 @@ impl Lfs {
 
     /// Notes the utilization of segment `seg` as a cleaner reads it.
     fn note_read_utilization(&mut self, seg: u64) {
-        let s = self.tables.usage().get(seg).unwrap_or_default();
+        let s = self.ifile.tables.usage().get(seg).unwrap_or_default();
         let capacity = (self.usable_blocks(seg) * self.block_size as u64).max(1);
         self.clean.read_utilization.insert(seg, (s.live_bytes as f64 / capacity as f64).min(1.0));
     }

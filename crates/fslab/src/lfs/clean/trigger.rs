@@ -72,7 +72,7 @@ impl Lfs {
     /// on a full, idle disk look like a gain, and the cleaner went round
     /// and round.
     pub(in crate::lfs) fn clean_segments_after_writes(&self) -> u64 {
-        let owed = self.promised_blocks() + self.tables.dirty_blocks().len() as u64;
+        let owed = self.promised_blocks() + self.ifile.tables.dirty_blocks().len() as u64;
         let beyond_head = owed.saturating_sub(self.users_head_room());
         let bps = self.sb.blocks_per_segment().max(1);
         self.segment_space().clean_segments.saturating_sub(beyond_head.div_ceil(bps))
