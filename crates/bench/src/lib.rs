@@ -23,7 +23,8 @@
 //!   over all of them.
 //! * [`report`] and [`plot`] — the markdown report, SVG and PNG plots.
 //! * [`progress`] — the progress line.
-//! * [`splitmix`] — the fixed generator the aging streams draw from.
+//! * [`splitmix`] — the fixed generator the aging streams draw from (the
+//!   disk crate's, which its simulated disks and crash explorer use too).
 
 pub mod aging;
 pub mod claims;
@@ -39,7 +40,7 @@ pub mod results;
 pub mod runner;
 pub mod seeds;
 pub mod setup;
-pub mod splitmix;
+pub use disk::splitmix;
 pub mod system;
 pub mod target;
 pub mod workload;

@@ -17,6 +17,7 @@ mod mem;
 mod overlay;
 mod pair;
 pub mod sim;
+pub mod splitmix;
 
 pub use aligned::{all_aligned, AlignedBytes, DIRECT_ALIGN};
 pub use counting::CountingDisk;

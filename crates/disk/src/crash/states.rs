@@ -6,6 +6,7 @@
 
 use super::image::{apply_plan, apply_write, sector_count, CrashChoice};
 use super::{Event, EXHAUSTIVE_LIMIT};
+use crate::splitmix::{mix, SplitMix64};
 use crate::{MemDisk, SECTOR_SIZE};
 use std::collections::{BTreeSet, HashSet};
 use std::fmt;
@@ -79,7 +80,7 @@ impl WriteCut {
     /// Candidate `index` of groups 2-4, in the order they are counted.
     fn extra_choice(&self, index: usize, seed: u64) -> CrashChoice {
         let m = self.unflushed;
-        let mut rng = Rng::new(seed ^ mix(self.cut as u64) ^ mix(!(index as u64)));
+        let mut rng = SplitMix64::new(seed ^ mix(self.cut as u64) ^ mix(!(index as u64)));
         let mut index = index;
         if index < self.subset_count() {
             let mut keep = vec![true; m];
@@ -170,7 +171,7 @@ pub(super) struct Pick {
 /// Chooses at most `max_states` candidates (policy on
 /// [`CrashDisk::crash_states`]), sorted in cut order.
 pub(super) fn choose_picks(cuts: &[WriteCut], max_states: usize, seed: u64) -> Vec<Pick> {
-    let mut rng = Rng::new(seed);
+    let mut rng = SplitMix64::new(seed);
     let essential = 1 + cuts.len();
     let essential_pick = |i: usize| Pick { write_cut: i.checked_sub(1), extra: None };
     if max_states <= essential {
@@ -198,7 +199,7 @@ pub(super) fn choose_picks(cuts: &[WriteCut], max_states: usize, seed: u64) -> V
 
 /// `k` distinct numbers below `n` (all of them if `k >= n`), sorted; Floyd's
 /// algorithm, so the cost depends on `k`, not `n`.
-fn sample(rng: &mut Rng, n: u64, k: usize) -> BTreeSet<u64> {
+fn sample(rng: &mut SplitMix64, n: u64, k: usize) -> BTreeSet<u64> {
     if k as u64 >= n {
         return (0..n).collect();
     }
@@ -299,32 +300,5 @@ impl Iterator for CrashStates {
 
     fn size_hint(&self) -> (usize, Option<usize>) {
         (0, Some(self.picks.len() - self.next_pick))
-    }
-}
-
-/// splitmix64's output function: spreads a number's bits over all 64.
-fn mix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-/// A small seeded generator (splitmix64), kept here so that a seed names the
-/// same crash states whatever `rand` version the workspace uses.
-pub(super) struct Rng(u64);
-
-impl Rng {
-    pub(super) fn new(seed: u64) -> Rng {
-        Rng(seed)
-    }
-
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        mix(self.0)
-    }
-
-    /// A number below `n` (`n > 0`), by multiply-shift.
-    pub(super) fn below(&mut self, n: u64) -> u64 {
-        ((u128::from(self.next()) * u128::from(n)) >> 64) as u64
     }
 }

@@ -1,8 +1,8 @@
 //! Tests of the crash disk: recording, crash images for every kind of
 //! choice, and the enumeration of crash states.
 
-use super::states::Rng;
 use super::*;
+use crate::splitmix::SplitMix64;
 use crate::SECTOR_SIZE;
 
 const SIZE: u64 = 64 * 1024;
@@ -127,7 +127,7 @@ fn torn_writes_change_only_whole_sectors() {
 #[test]
 fn enumerator_is_deterministic_for_a_seed_and_bounded() {
     let crash = CrashDisk::over(MemDisk::new(SIZE));
-    let mut rng = Rng::new(42);
+    let mut rng = SplitMix64::new(42);
     for i in 0..60u64 {
         let offset = rng.below(SIZE / 512 - 8) * 512;
         let len = (1 + rng.below(8) as usize) * 512;

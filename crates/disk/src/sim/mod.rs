@@ -166,7 +166,7 @@ impl SimDisk {
             io::Error::new(io::ErrorKind::InvalidInput, format!("disk model {}: {e}", model.name))
         })?;
         let size = geometry.sectors() * SECTOR_SIZE;
-        let phase = split_mix(options.seed) % model.revolution_ns().max(1);
+        let phase = crate::splitmix::SplitMix64::new(options.seed).next_u64() % model.revolution_ns().max(1);
         let mut engine = Engine::new(&model, geometry.clone(), options.scheduler, options.write_cache, phase);
         engine.set_trace(options.trace);
         Ok(SimDisk {
@@ -229,15 +229,6 @@ fn sector_span(offset: u64, len: u64) -> (u64, u64) {
     let first = offset / SECTOR_SIZE;
     let end = (offset + len).div_ceil(SECTOR_SIZE);
     (first, end - first)
-}
-
-/// SplitMix64: spreads a seed over 64 bits, so nearby seeds give unrelated
-/// phases.
-fn split_mix(seed: u64) -> u64 {
-    let mut z = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 impl BlockDevice for SimDisk {

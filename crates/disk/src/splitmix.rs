@@ -1,10 +1,13 @@
 //! SplitMix64 (Steele, Lea and Flood 2014), the one hand-written generator
-//! of the lab, kept beside `rand` on purpose: the aging streams draw from
-//! it, and the aged experiments' committed results (`docs/lab/results.json`)
-//! depend on its exact sequence, which `rand`'s generators do not promise
-//! to keep from one version to the next. The command's tests fill files
-//! from it too, so that the contents of their images stay the same.
-//! Change nothing here without running the lab again.
+//! of the lab and the test tools, kept beside `rand` on purpose: what it
+//! draws must never change, and `rand`'s generators do not promise to keep
+//! their sequences from one version to the next. The aging streams draw
+//! from it (the aged experiments' committed results, `docs/lab/results.json`,
+//! depend on its exact sequence), a simulated disk's rotational phase is
+//! its first draw for the run's seed, the crash explorer's seeds name the
+//! crash states it chooses by it, and the command's tests fill files from
+//! it, so that the contents of their images stay the same. Change nothing
+//! here without running the lab again.
 
 /// A SplitMix64 stream: small, fast, and fixed.
 #[derive(Debug, Clone)]
@@ -19,10 +22,7 @@ impl SplitMix64 {
     /// The next 64 bits of the stream.
     pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        mix(self.0)
     }
 
     /// Uniform in `0..n` (`n > 0`; 0 counts as 1), by multiplying rather
@@ -30,6 +30,14 @@ impl SplitMix64 {
     pub fn below(&mut self, n: u64) -> u64 {
         ((u128::from(self.next_u64()) * u128::from(n.max(1))) >> 64) as u64
     }
+}
+
+/// SplitMix64's output function: spreads a number's bits over all 64, so
+/// that nearby inputs give unrelated outputs.
+pub fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }
 
 #[cfg(test)]
