@@ -476,8 +476,15 @@ impl BufferCache {
         }
     }
 
-    /// Drops `key`; returns whether it was dirty.
+    /// Drops `key`; returns whether it was dirty. Its recorded change goes
+    /// too: a block is removed because it was freed or moved to another
+    /// name, so a block made again under `key` is a new one, somewhere
+    /// else, which a journal must log whole rather than as a diff against
+    /// the old one's contents.
     pub fn remove(&mut self, key: BlockKey) -> bool {
+        if let Some(changes) = self.changes.as_mut() {
+            changes.remove(&key);
+        }
         let mut removed = self.buffers.remove(&key);
         if let Some(b) = &mut removed {
             self.keys.remove(&key);

@@ -256,6 +256,9 @@ impl Journal {
                 released: None,
             });
             u.latest = seq;
+            // Made again after a free: this block's changes must reach home
+            // like any other's, though the freed one's need not.
+            u.released = None;
         }
         Ok(())
     }
