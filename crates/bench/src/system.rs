@@ -626,6 +626,8 @@ impl Layout for Ffs {
             // on their own (§5); the bytes logged per operation decide
             // its results (§8.1).
             journal_batch: 1,
+            // Nor did they order file data before the log (§6).
+            journal_data: fslab::ffs::JournalData::Writeback,
             ..FfsMount::default()
         };
         Ffs::mount(dev, options)

@@ -96,6 +96,11 @@
 //!     `journal-sync`, one holding every operation that returned before
 //!     the cut — and after an unmount a check finds nothing at all, not a
 //!     leak. Rules 1 to 5 hold after `fsck --repair`, which replays first.
+//! 14. in the journal's modes, with `journal_data=ordered` (the default),
+//!     rule 6's check of regular files' data blocks holds on a copy of the
+//!     image after replay: no pointer the log made durable names a block
+//!     not written since it was allocated (after a crash no file shows what
+//!     a deleted file left in its blocks).
 //!
 //! After the repair, the image fsck calls clean must pass rules 8 and 9 as
 //! well (a check of those checks).
@@ -113,8 +118,9 @@
 //! `journal` (whose transactions gather up to 64 operations each unless
 //! told otherwise) runs again with each operation its own transaction, as
 //! the lab's journals log them, with the adversary, with it in a starved
-//! cache, and once more with the write-ahead rule switched off
-//! (`disorder`), which must break rule 13 somewhere. Every run prints, per
+//! cache, once more with the write-ahead rule switched off (`disorder`),
+//! which must break rule 13 somewhere, and once ordering no file data
+//! (`journal_data=writeback`), which must break rule 14 somewhere. Every run prints, per
 //! rule, how many states broke it, promised or not.
 //!
 //! A sample: every `STRIDE`th workload, `STATES` crash states each (seeded),
@@ -131,7 +137,9 @@ use fslab::ffs::cg::CylinderGroup;
 use fslab::ffs::geometry::Geometry;
 use fslab::ffs::layout::SB_CLEAN;
 use fslab::ffs::mkfs::{read_group, read_superblock};
-use fslab::ffs::{Ffs, Integrity, JournalKind, LeakReport, LeakScanState, MountOptions, WriteMode};
+use fslab::ffs::{
+    Ffs, Integrity, JournalData, JournalKind, LeakReport, LeakScanState, MountOptions, WriteMode,
+};
 use fslab::format::blockno::{is_indirect, NDADDR, XATTR_LBN};
 use fslab::format::dirent::{parse_chunk, DIRBLKSIZ};
 use fslab::format::inode::{kind, Inode, INODE_SIZE};
@@ -698,6 +706,7 @@ fn mount_with(
         journal_batch: if drive.unbatched { 1 } else { fslab::ffs::DEFAULT_JOURNAL_BATCH },
         realloc: drive.realloc.then_some(true),
         realloc_always: drive.realloc,
+        journal_data: if drive.writeback_data { JournalData::Writeback } else { JournalData::Ordered },
         ..MountOptions::default()
     };
     Ok(FileSystem::new(Ffs::mount(dev, options)?))
@@ -746,6 +755,24 @@ fn check_replay(rec: &Recorded, dev: &Arc<MemDisk>, cut: usize, integrity: Integ
         return Err(format!("after replay and an unmount, a check reports:\n{}", common::listing(&after)));
     }
     Ok(())
+}
+
+/// Rule 14 (see the module comment): rule 6's data check on a copy of the
+/// raw image with its log replayed (replay alone, as mount and fsck begin).
+fn check_replayed_data(setup: &Setup, dev: &Arc<MemDisk>, versions: &Versions) -> Result<(), String> {
+    let image = Arc::new(MemDisk::from_bytes(dev.snapshot()));
+    let (copy, split) = as_devices(&image)?;
+    let sb = read_superblock(copy.as_ref()).map_err(|e| format!("the crash image's superblock: {e}"))?;
+    if fslab::ffs::journal::needs_replay(&sb) {
+        fslab::ffs::journal::replay(copy.as_ref(), &sb).map_err(|e| format!("replay: {e}"))?;
+    }
+    drop(copy);
+    if let Some(split) = split {
+        split.join_into(&image).map_err(|e| format!("joining the devices again: {e}"))?;
+    }
+    let scan = Scan::read(&image).ok_or("no superblock after replay")?;
+    check_pointed_blocks_written(setup, &image, &scan, &[Held::Data], versions)
+        .map_err(|e| format!("after replay: {e}"))
 }
 
 /// The synced setup image and its model. The journal's modes get a log:
@@ -1077,6 +1104,9 @@ enum Rule {
     /// Rule 13: the journal's replay leaves a clean image holding whole
     /// operations.
     Replay,
+    /// Rule 14: after replay, no pointer names a data block not written
+    /// since it was allocated.
+    ReplayedData,
 }
 
 impl Rule {
@@ -1089,7 +1119,7 @@ impl Rule {
                 matches!(integrity, Sync | Softdep)
             }
             Rule::Data | Rule::Bitmaps | Rule::Mount => integrity == Softdep,
-            Rule::Replay => is_journal(integrity),
+            Rule::Replay | Rule::ReplayedData => is_journal(integrity),
         }
     }
 }
@@ -1137,6 +1167,7 @@ fn check_state(
     }
     if is_journal(integrity) {
         note(Rule::Replay, check_replay(&run.rec, &dev, cut, integrity));
+        note(Rule::ReplayedData, check_replayed_data(setup, &dev, &run.versions));
     }
     note(Rule::Repair, repair_and_check(&run.rec, dev, cut, integrity));
     broken
@@ -1225,6 +1256,9 @@ struct Drive {
     /// `realloc` on, moving a file's run at every block where a move is
     /// allowed (`MountOptions::realloc_always`).
     realloc: bool,
+    /// The journal orders no file data (`journal_data=writeback`, the 2000
+    /// paper's), which must break rule 14 somewhere.
+    writeback_data: bool,
 }
 
 /// What a run of the explorer found.
@@ -1499,6 +1533,14 @@ fn every_sampled_crash_state_of_ffs_journal_without_the_write_ahead_rule_breaks_
     let found =
         explore_with(Integrity::Journal, Drive { adversary: true, disorder: true, ..Drive::default() });
     assert!(found.fired(Rule::Replay) > 0, "no crash state broke rule 13 with the write-ahead rule off");
+}
+
+/// With the journal ordering no file data (`journal_data=writeback`, as
+/// the 2000 paper's LFFS), rule 14 fails somewhere: its check can fail.
+#[test]
+fn every_sampled_crash_state_of_ffs_journal_ordering_no_data_breaks_rule_14_somewhere() {
+    let found = explore_with(Integrity::Journal, Drive { writeback_data: true, ..Drive::default() });
+    assert!(found.fired(Rule::ReplayedData) > 0, "no crash state broke rule 14 with file data unordered");
 }
 
 /// `realloc` moving runs of blocks never written at every block where a

@@ -424,3 +424,45 @@ fn an_indirect_block_freed_and_made_again_replays_whole() {
         check_groups(&mut fs);
     }
 }
+
+/// With `journal_data=ordered` (the default) a file's new blocks are
+/// durable before the transaction that gives them to it: after a crash
+/// the file holds what was written, never what a deleted file left in
+/// those blocks. `writeback` (the 2000 paper's journals) shows the old
+/// bytes: the check can fail.
+#[test]
+fn an_ordered_journal_never_shows_a_deleted_files_bytes_after_a_crash() {
+    use fslab::ffs::JournalData;
+    for integrity in [Integrity::JournalSync, Integrity::Journal] {
+        for data in [JournalData::Ordered, JournalData::Writeback] {
+            let disk = Arc::new(MemDisk::new(16 << 20));
+            let dev: Arc<dyn BlockDevice> = disk.clone();
+            let journal = fslab::ffs::JournalKind::File;
+            let mkfs = MkfsOptions { group_size: 4 << 20, journal, ..MkfsOptions::default() };
+            fslab::mkfs_ffs(dev.clone(), &mkfs, ME).expect("mkfs");
+            let mount = MountOptions { journal_data: data, ..options(integrity) };
+            let mut fs = FileSystem::new(Ffs::mount(dev.clone(), mount.clone()).expect("mount"));
+            let size = 64 << 10;
+            let old = create(&mut fs, "old");
+            fs.write(old, 0, &pattern(9, size)).expect("write");
+            fs.sync().expect("sync");
+            fs.unlink(ROOT_INO, b"old").expect("unlink");
+            fs.sync().expect("sync: its blocks free on the disk");
+            let new = create(&mut fs, "new");
+            fs.write(new, 0, &pattern(1, size)).expect("write");
+            let other = create(&mut fs, "other");
+            fs.fsync(other, false).expect("fsync: the log holds the new file's blocks");
+            drop(fs); // a crash
+            let mut fs = FileSystem::new(Ffs::mount(dev, mount).expect("replay and mount"));
+            let got = fs.read(new, 0, size).expect("read");
+            let stale =
+                (0..size).step_by(4096).any(|at| got[at..at + 4096] == pattern(9, size)[at..at + 4096]);
+            match data {
+                JournalData::Ordered => {
+                    assert!(got == pattern(1, size), "{integrity:?}: the file does not hold what was written")
+                }
+                JournalData::Writeback => assert!(stale, "{integrity:?}: writeback showed no old bytes"),
+            }
+        }
+    }
+}

@@ -91,6 +91,8 @@ pub struct MountArgs {
     ///                            (default), or namespace operations durable at return
     ///   journal_batch=N          FFS journal: operations one transaction may gather
     ///                            (default 64; 1: each its own, as the 2000 paper)
+    ///   journal_data=ordered|writeback  FFS journal: a file's new blocks durable
+    ///                            before the log names them (default), or not (the paper)
     ///   journal_device=PATH      FFS journal: its log device, if not at the path
     ///                            mkfs recorded (its identity must match)
     ///   realloc=on|off           FFS: move a file's unwritten blocks together as it

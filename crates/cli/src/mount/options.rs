@@ -61,6 +61,8 @@ pub(super) struct Options {
     pub journal_device: Option<PathBuf>,
     /// FFS: operations a journal may gather into one transaction.
     pub journal_batch: u32,
+    /// FFS: what a journal orders of file data (`journal_data=`).
+    pub journal_data: fslab::ffs::JournalData,
     /// Threads serving kernel requests (`threads=N`).
     pub threads: usize,
     /// FFS: `realloc=on|off`, overriding what mkfs recorded.
@@ -87,6 +89,7 @@ impl Default for Options {
             group_commit: true,
             journal_device: None,
             journal_batch: fslab::ffs::DEFAULT_JOURNAL_BATCH,
+            journal_data: fslab::ffs::JournalData::Ordered,
             threads: fslab_fuse::MountConfig::default().threads,
             realloc: None,
         }
@@ -137,6 +140,7 @@ pub(super) fn parse(lists: &[String], sloppy: bool) -> Result<(Options, Vec<Stri
     let mut options = Options::default();
     let mut journal_sync: Option<bool> = None;
     let mut journal_batch: Option<u32> = None;
+    let mut journal_data: Option<fslab::ffs::JournalData> = None;
     let mut warnings = Vec::new();
     for option in lists.iter().flat_map(|list| list.split(',')).filter(|o| !o.is_empty()) {
         let (key, value) = match option.split_once('=') {
@@ -216,6 +220,11 @@ pub(super) fn parse(lists: &[String], sloppy: bool) -> Result<(Options, Vec<Stri
             ("journal", Some(other)) => {
                 return Err(format!("option journal: '{other}' is not sync or async"))
             }
+            ("journal_data", Some("ordered")) => journal_data = Some(fslab::ffs::JournalData::Ordered),
+            ("journal_data", Some("writeback")) => journal_data = Some(fslab::ffs::JournalData::Writeback),
+            ("journal_data", Some(other)) => {
+                return Err(format!("option journal_data: '{other}' is not ordered or writeback"))
+            }
             ("threads", Some(n)) => {
                 options.threads =
                     n.parse().ok().filter(|&n| (1..=64).contains(&n)).ok_or_else(|| {
@@ -257,8 +266,8 @@ pub(super) fn parse(lists: &[String], sloppy: bool) -> Result<(Options, Vec<Stri
             ("dirhash_check", None) => options.dirhash.check = true,
             (
                 "cache" | "checkpoint" | "cleaner" | "integrity" | "journal" | "journal_device"
-                | "group_commit" | "journal_batch" | "threads" | "log" | "dirhash" | "dirhash_maxmem"
-                | "dirhash_minsize" | "realloc",
+                | "group_commit" | "journal_batch" | "journal_data" | "threads" | "log" | "dirhash"
+                | "dirhash_maxmem" | "dirhash_minsize" | "realloc",
                 None,
             ) => return Err(format!("option {key} needs a value ({key}=...)")),
             (name, Some(_)) if ACCEPTED.contains(&name) || is_flag(name) => {
@@ -280,6 +289,12 @@ pub(super) fn parse(lists: &[String], sloppy: bool) -> Result<(Options, Vec<Stri
             return Err("option journal_batch: goes with integrity=journal".into());
         }
         options.journal_batch = batch;
+    }
+    if let Some(data) = journal_data {
+        if !matches!(options.integrity, Some(Integrity::Journal | Integrity::JournalSync)) {
+            return Err("option journal_data: goes with integrity=journal".into());
+        }
+        options.journal_data = data;
     }
     Ok((options, warnings))
 }
@@ -323,6 +338,7 @@ impl Options {
             sync_interval: self.interval,
             allow_unclean: self.read_only,
             journal_batch: self.journal_batch,
+            journal_data: self.journal_data,
             realloc: self.realloc,
             ..fslab::ffs::MountOptions::default()
         }
@@ -440,6 +456,12 @@ mod tests {
         assert_eq!(one("journal_batch=8,integrity=journal").map(|o| o.ffs().journal_batch), Ok(8));
         assert!(one("integrity=softdep,journal_batch=8").is_err());
         assert!(one("integrity=journal,journal_batch=0").is_err());
+        use fslab::ffs::JournalData;
+        assert_eq!(one("integrity=journal").map(|o| o.ffs().journal_data), Ok(JournalData::Ordered));
+        let writeback = one("integrity=journal,journal=sync,journal_data=writeback");
+        assert_eq!(writeback.map(|o| o.ffs().journal_data), Ok(JournalData::Writeback));
+        assert!(one("integrity=softdep,journal_data=ordered").is_err());
+        assert!(one("integrity=journal,journal_data=maybe").is_err());
         assert!(one("integrity=journal,journal_batch=many").is_err());
         assert!(one("integrity=journal,journal_batch").is_err());
     }

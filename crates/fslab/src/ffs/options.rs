@@ -91,6 +91,12 @@ pub struct MountOptions {
     /// jbd2's): fewer, larger transactions cost less to log. 1 logs each
     /// operation on its own, as the 2000 paper's LFFS did (§5).
     pub journal_batch: u32,
+    /// What a journal orders of file data: `Ordered` (the default, as
+    /// ext4's `data=ordered`) makes a file's new blocks durable before the
+    /// transaction that points at them, so that after a crash no file holds
+    /// another's old bytes; `Writeback` orders nothing, as the 2000 paper's
+    /// LFFS (§6) and the lab's journals. Ignored by the other modes.
+    pub journal_data: JournalData,
     /// For tests: soft updates track their dependencies but roll nothing
     /// back and order nothing, writing every block as cached — what a
     /// crash explorer runs to show that its checks catch a mode that does
@@ -117,6 +123,7 @@ impl Default for MountOptions {
             allow_unclean: false,
             adversary: None,
             journal_batch: DEFAULT_JOURNAL_BATCH,
+            journal_data: JournalData::Ordered,
             disorder: false,
             realloc: None,
             realloc_always: false,
@@ -130,6 +137,29 @@ impl MountOptions {
     /// time decides anything.
     pub fn deterministic(clock: TimeSource) -> MountOptions {
         MountOptions { writes: WriteMode::Inline, clock, ..MountOptions::default() }
+    }
+}
+
+/// What a journal orders of file data (`-o journal_data=`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JournalData {
+    /// A file's newly allocated blocks are written and flushed before the
+    /// transaction that gives them to it is logged: a crash never leaves a
+    /// file pointing at a block that still holds what a deleted file left.
+    Ordered,
+    /// File data is not ordered against the log: after a crash, a file
+    /// written since its last fsync may hold the old contents of blocks it
+    /// was just given (as in `sync` and `async`, and the paper's LFFS).
+    Writeback,
+}
+
+impl JournalData {
+    /// The name `-o journal_data=` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            JournalData::Ordered => "ordered",
+            JournalData::Writeback => "writeback",
+        }
     }
 }
 

@@ -8,7 +8,7 @@
 use super::{delayed, journal, ordered, softdep, IntegrityMode};
 use crate::cache::{device_addr, BlockKey, Ticket};
 use crate::ffs::fs::Ffs;
-use crate::ffs::options::{Integrity, MountOptions};
+use crate::ffs::options::{Integrity, JournalData, MountOptions};
 use crate::format::{Daddr, Ino, Lbn};
 use crate::storage::Hint;
 use crate::Result;
@@ -19,12 +19,13 @@ impl Ffs {
     /// `journal_batch` and (for tests) `disorder`.
     pub(in crate::ffs) fn mode_for(options: &MountOptions) -> Arc<dyn IntegrityMode<Ffs>> {
         let (batch, disorder) = (options.journal_batch, options.disorder);
+        let ordered = options.journal_data == JournalData::Ordered;
         match options.integrity {
             Integrity::Sync => Arc::new(ordered::Ordered),
             Integrity::Async => Arc::new(delayed::Delayed),
             Integrity::Softdep => Arc::new(softdep::Softdep::new(disorder)),
-            Integrity::Journal => Arc::new(journal::Journal::new(false, batch, disorder)),
-            Integrity::JournalSync => Arc::new(journal::Journal::new(true, batch, disorder)),
+            Integrity::Journal => Arc::new(journal::Journal::new(false, batch, disorder, ordered)),
+            Integrity::JournalSync => Arc::new(journal::Journal::new(true, batch, disorder, ordered)),
         }
     }
 

@@ -21,6 +21,11 @@
 //! * **Frees** are reused only once the transaction that freed them is
 //!   durable (`FreeWhen::Committed`), though the groups it logs already
 //!   show them free.
+//! * **Ordered data** (`journal_data=ordered`, the default; decision
+//!   0019): a regular file's new blocks are written and flushed before the
+//!   transaction that gives them to it is logged, so that no pointer the
+//!   log makes durable names a block holding a deleted file's bytes.
+//!   `writeback` orders no data, as the 2000 paper's journals (§6).
 //! * **Commit**: with `journal=sync`, a namespace operation (create,
 //!   remove, rename, link, mkdir, rmdir) is durable when it returns — its
 //!   transaction is written at commit and the caller waits, outside the
@@ -87,6 +92,9 @@ pub(super) struct Journal {
     /// cached, whatever the log holds), so that a crash explorer shows its
     /// checks catch a journal that breaks it.
     disorder: bool,
+    /// `journal_data=ordered`: a file's new blocks are durable before the
+    /// transaction that gives them to it is logged.
+    ordered_data: bool,
     state: Arc<Mutex<Option<State>>>,
     /// The commits' barrier, made at mount (it needs the write queue).
     commits: Mutex<Option<Arc<Commits>>>,
@@ -140,6 +148,12 @@ struct State {
     /// Set while a checkpoint makes room: what changed stays uncommitted
     /// (and goes home as it was at the last commit) until it ends.
     making_room: bool,
+    /// Regular files given blocks since the last transaction was logged:
+    /// with ordered data, their dirty blocks are made durable before it is.
+    new_data: std::collections::BTreeSet<Ino>,
+    /// Set while those blocks are written: their write-back is not the
+    /// end of a transaction (`writes_starting`), but part of logging one.
+    ordering_data: bool,
     /// Counters for `fslab stat` and the lab.
     stats: JournalStats,
     /// Log writes (and their bytes) not yet counted in the file system's
@@ -177,11 +191,12 @@ pub struct JournalStats {
 }
 
 impl Journal {
-    pub(super) fn new(sync: bool, batch: u32, disorder: bool) -> Journal {
+    pub(super) fn new(sync: bool, batch: u32, disorder: bool, ordered_data: bool) -> Journal {
         Journal {
             sync,
             batch: batch.max(1),
             disorder,
+            ordered_data,
             state: Arc::new(Mutex::new(None)),
             commits: Mutex::new(None),
         }
@@ -202,6 +217,9 @@ impl Journal {
     /// inodes and groups stored into their blocks, each changed metadata
     /// block diffed against its image before the change.
     fn log_changes(&self, fs: &mut Ffs) -> Result<()> {
+        if self.ordered_data {
+            self.write_new_data(fs)?;
+        }
         fs.store_dirty_inodes()?;
         fs.store_groups();
         if fs.superblock_needs_store() {
@@ -261,6 +279,50 @@ impl Journal {
             u.released = None;
         }
         Ok(())
+    }
+
+    /// Notes the regular files the transaction just ended gave blocks to
+    /// (its hints; a directory's, a symbolic link's and every indirect
+    /// block are logged instead).
+    fn note_new_data(&self, fs: &mut Ffs) {
+        let allocated: Vec<Ino> = fs
+            .tx
+            .hints()
+            .iter()
+            .filter_map(|h| match *h {
+                Hint::BlocksAllocated { ino, lbn } if lbn >= 0 => Some(ino),
+                _ => None,
+            })
+            .collect();
+        let files: Vec<Ino> = allocated.into_iter().filter(|&ino| !fs.is_namespace_file(ino)).collect();
+        if let Some(st) = self.lock().as_mut() {
+            st.new_data.extend(files);
+        }
+    }
+
+    /// Ordered data (ext3's and ext4's `data=ordered`): the dirty blocks
+    /// of every regular file given blocks since the last transaction are
+    /// written and flushed before that transaction enters the log, so that
+    /// no pointer the log makes durable names a block still holding what a
+    /// deleted file left there. Their writes, and any already in flight,
+    /// are durable when this returns; the log is issued only after.
+    fn write_new_data(&self, fs: &mut Ffs) -> Result<()> {
+        let inos = {
+            let mut guard = self.lock();
+            let Some(st) = guard.as_mut() else { return Ok(()) };
+            if st.ordering_data || st.new_data.is_empty() {
+                return Ok(());
+            }
+            st.ordering_data = true;
+            std::mem::take(&mut st.new_data)
+        };
+        let keys: Vec<BlockKey> =
+            inos.into_iter().flat_map(|ino| fs.cache.dirty_keys_in(ino, 0..=Lbn::MAX)).collect();
+        let written = fs.write_durable(&keys);
+        if let Some(st) = self.lock().as_mut() {
+            st.ordering_data = false;
+        }
+        written
     }
 
     /// The change records of the metadata blocks among `changes` (each
@@ -513,6 +575,8 @@ impl IntegrityMode<Ffs> for Journal {
             rollback: IntMap::default(),
             last_force: fs.options.clock.now(),
             making_room: false,
+            new_data: Default::default(),
+            ordering_data: false,
             stats: JournalStats::default(),
             uncounted: (0, 0),
         });
@@ -566,6 +630,9 @@ impl IntegrityMode<Ffs> for Journal {
     }
 
     fn commit(&self, fs: &mut Ffs) -> Result<Ticket> {
+        if self.ordered_data {
+            self.note_new_data(fs);
+        }
         let (kind, batch_full) = {
             let mut guard = self.lock();
             let Some(st) = guard.as_mut() else { return Ok(Ticket::none()) };
@@ -661,14 +728,15 @@ impl IntegrityMode<Ffs> for Journal {
         if self.disorder {
             return Ok(());
         }
-        let making_room = self.lock().as_ref().is_some_and(|st| st.making_room);
-        if !fs.tx.is_open() && !making_room {
+        let held_open = self.lock().as_ref().is_some_and(|st| st.making_room || st.ordering_data);
+        if !fs.tx.is_open() && !held_open {
             // Changes made outside an operation (a sync storing inodes
             // and groups, frees released) are a transaction of their own.
             self.log_changes(fs)?;
         }
-        // File data is not logged, and goes as it is (the journal does not
-        // order data before metadata: 2000 paper §6).
+        // File data is not logged, and goes as it is (with `writeback` the
+        // journal orders no data before metadata, as the 2000 paper's, §6;
+        // with `ordered`, `write_new_data` sends it before the log).
         let mut rollback: IntMap<BlockKey, Option<BlockData>> = IntMap::default();
         for &k in keys {
             if let Some(before) = fs.cache.before_changes(k) {
