@@ -128,6 +128,14 @@
 //! ([`indirect_workloads`]) and chains of renames ([`rename_workloads`]),
 //! `INDIRECT_STATES` states each.
 //! `FSLAB_FFS_CRASH_STRIDE` and `FSLAB_FFS_CRASH_STATES` change them.
+//!
+//! All of that runs on the test layout (8 KiB blocks, 1 KiB fragments).
+//! One more test runs every mode, as mounted, on other layouts
+//! ([`SHAPES`]: 4 KiB blocks of 512-byte fragments and unfragmented, 16
+//! KiB blocks of 2 KiB and 4 KiB fragments, 64 KiB blocks of 8 KiB
+//! fragments), a thin sample of each ([`Budget::thin`]), under the same
+//! rules: code that takes a fragment for 1 KiB or a block for 8 KiB
+//! fails there. The two variables ask for the full sample there too.
 
 mod common;
 
@@ -160,6 +168,23 @@ const LOG_DEVICE: u64 = (1 << 20) + 4096;
 const STRIDE: u64 = 7;
 const STATES: u64 = 6;
 const INDIRECT_STATES: usize = 40;
+/// The thin sample of each mode on each other layout ([`Budget::thin`]):
+/// every `THIN_STRIDE`th workload, `THIN_STATES` crash states each, and
+/// `THIN_SPECIAL_STATES` of each indirect and rename workload.
+const THIN_STRIDE: usize = 90;
+const THIN_STATES: usize = 3;
+const THIN_SPECIAL_STATES: usize = 3;
+/// The other layouts the modes run on: the smallest blocks and fragments,
+/// blocks without fragments, 2 KiB fragments, the largest blocks and
+/// fragments (too large for a journal), and the largest fragments a
+/// journal takes in larger blocks.
+const SHAPES: [Shape; 5] = [
+    Shape { block: 4096, frag: 512 },
+    Shape { block: 4096, frag: 4096 },
+    Shape { block: 16384, frag: 2048 },
+    Shape { block: 65536, frag: 8192 },
+    Shape { block: 16384, frag: 4096 },
+];
 
 /// Workloads that give a file its first indirect block (the test layout's
 /// 8 KiB blocks put byte 98 304 past the twelve direct blocks), then do
@@ -783,21 +808,31 @@ fn check_replayed_data(setup: &Setup, dev: &Arc<MemDisk>, versions: &Versions) -
 /// file system's device, then (at the log device's base) the log device,
 /// so that the crash disk records the two devices' writes in one order and
 /// a cut takes the power from both at once.
-fn setup(integrity: Integrity, log_device: bool) -> (Vec<u8>, Tree) {
+/// With `shape`, the file system has that shape's blocks and fragments
+/// instead of the test layout's.
+fn setup(integrity: Integrity, log_device: bool, shape: Option<Shape>) -> (Vec<u8>, Tree) {
     let (group_size, journal) = match integrity {
         Integrity::Journal => (1 << 20, JournalKind::Wafs),
         Integrity::JournalSync => (4 << 20, JournalKind::File),
         _ => (1 << 20, JournalKind::None),
     };
+    let mut layout = common::ffs::mkfs_options();
+    let mut group_size: u64 = group_size;
+    if let Some(shape) = shape {
+        layout.block_size = shape.block;
+        layout.fragment_size = shape.frag;
+        // A group of 1 MiB holds 16 blocks of 64 KiB, too few for its
+        // metadata and data; 32 blocks keep two groups on the disk.
+        group_size = group_size.max(32 * u64::from(shape.block));
+    }
     if !log_device {
         return setup_image_on(DISK, |dev| {
-            let mkfs = fslab::ffs::MkfsOptions { group_size, journal, ..common::ffs::mkfs_options() };
+            let mkfs = fslab::ffs::MkfsOptions { group_size, journal, ..layout };
             fslab::mkfs_ffs(dev.clone(), &mkfs, Creds::default())?;
             mount(dev, integrity)
         });
     }
-    let mkfs =
-        fslab::ffs::MkfsOptions { group_size, journal: JournalKind::Device, ..common::ffs::mkfs_options() };
+    let mkfs = fslab::ffs::MkfsOptions { group_size, journal: JournalKind::Device, ..layout };
     let sb = fslab::ffs::plan_with_log(DISK, Some(LOG_DEVICE), &mkfs).expect("plan");
     let base = fslab::ffs::log_device::log_device_base(&sb.geometry);
     setup_image_on(base + LOG_DEVICE, |dev| {
@@ -1259,6 +1294,59 @@ struct Drive {
     /// The journal orders no file data (`journal_data=writeback`, the 2000
     /// paper's), which must break rule 14 somewhere.
     writeback_data: bool,
+    /// Blocks and fragments other than the test layout's (see `setup`).
+    shape: Option<Shape>,
+}
+
+/// An FFS layout's block and fragment sizes, in bytes: the crash rules
+/// must hold whatever the layout, and code that takes a metadata buffer
+/// for a whole block, or a fragment for 1 KiB, fails only on other ones.
+#[derive(Debug, Clone, Copy)]
+struct Shape {
+    block: u32,
+    frag: u32,
+}
+
+/// How much of the crash space a run samples: every `stride`th workload of
+/// the sampled family, starting at the `offset`th, `states` crash states
+/// each, and every one of the indirect and rename workloads, `special`
+/// states each.
+#[derive(Debug, Clone, Copy)]
+struct Budget {
+    stride: usize,
+    offset: usize,
+    states: usize,
+    special: usize,
+}
+
+impl Budget {
+    /// The budget of the runs on the test layout (see the module comment):
+    /// `FSLAB_FFS_CRASH_STRIDE` and `FSLAB_FFS_CRASH_STATES` change it.
+    fn full() -> Budget {
+        Budget {
+            stride: env_or("FSLAB_FFS_CRASH_STRIDE", STRIDE).max(1) as usize,
+            offset: 0,
+            states: env_or("FSLAB_FFS_CRASH_STATES", STATES) as usize,
+            special: INDIRECT_STATES,
+        }
+    }
+
+    /// The budget of one of many runs (a mode on another layout), each
+    /// starting at its own `offset` so that together they cover more
+    /// workloads than each alone: a thin sample, unless
+    /// `FSLAB_FFS_CRASH_STRIDE` or `FSLAB_FFS_CRASH_STATES` is set, when
+    /// each run takes the full budget they give.
+    fn thin(offset: usize) -> Budget {
+        let told = ["FSLAB_FFS_CRASH_STRIDE", "FSLAB_FFS_CRASH_STATES"]
+            .iter()
+            .any(|name| std::env::var_os(name).is_some());
+        let budget = if told {
+            Budget::full()
+        } else {
+            Budget { stride: THIN_STRIDE, offset: 0, states: THIN_STATES, special: THIN_SPECIAL_STATES }
+        };
+        Budget { offset: offset % budget.stride, ..budget }
+    }
 }
 
 /// What a run of the explorer found.
@@ -1301,13 +1389,22 @@ fn explore(integrity: Integrity) -> Explored {
 
 /// [`explore`], with the workloads' writes driven as `drive` says.
 fn explore_with(integrity: Integrity, drive: Drive) -> Explored {
-    let stride = env_or("FSLAB_FFS_CRASH_STRIDE", STRIDE).max(1) as usize;
-    let states = env_or("FSLAB_FFS_CRASH_STATES", STATES) as usize;
-    let (image, setup_tree) = setup(integrity, drive.log_device);
+    let found = explore_within(integrity, drive, Budget::full());
+    assert!(found.checked > 100, "too few crash states to mean anything: {}", found.checked);
+    found
+}
+
+/// [`explore_with`], sampling as `budget` says.
+fn explore_within(integrity: Integrity, drive: Drive, budget: Budget) -> Explored {
+    let (image, setup_tree) = setup(integrity, drive.log_device, drive.shape);
     let base = Setup::new(image.clone());
-    let sampled = workloads(Coverage::Default).into_iter().step_by(stride).map(|w| (w, states));
+    let sampled = workloads(Coverage::Default)
+        .into_iter()
+        .skip(budget.offset)
+        .step_by(budget.stride)
+        .map(|w| (w, budget.states));
     let list: Vec<(Workload, usize)> = sampled
-        .chain(indirect_workloads().into_iter().chain(rename_workloads()).map(|w| (w, INDIRECT_STATES)))
+        .chain(indirect_workloads().into_iter().chain(rename_workloads()).map(|w| (w, budget.special)))
         .collect();
     let mut out = Explored {
         checked: 0,
@@ -1363,8 +1460,9 @@ fn explore_with(integrity: Integrity, drive: Drive) -> Explored {
     .collect::<Vec<_>>()
     .join(", ");
     let how = if how.is_empty() { how } else { format!(" ({how})") };
+    let on = drive.shape.map_or(String::new(), |s| format!(" on {}/{}", s.block, s.frag));
     eprintln!(
-        "ffs {integrity:?}{how}: {} workloads, {} crash states checked ({} with a rename checked), {} untorn \
+        "ffs {integrity:?}{on}{how}: {} workloads, {} crash states checked ({} with a rename checked), {} untorn \
          with damage before repair, {} broke a promised rule; states breaking each rule (promised or not): {:?}",
         list.len(),
         out.checked,
@@ -1373,7 +1471,6 @@ fn explore_with(integrity: Integrity, drive: Drive) -> Explored {
         out.violations.len(),
         out.fired
     );
-    assert!(out.checked > 100, "too few crash states to mean anything: {}", out.checked);
     let scanned = SCANNED.with(|s| s.take());
     if integrity == Integrity::Softdep {
         eprintln!(
@@ -1567,4 +1664,40 @@ fn every_sampled_crash_state_of_ffs_softdep_moving_runs_at_every_block_holds_onl
 fn every_sampled_crash_state_of_ffs_journal_moving_runs_at_every_block_replays_clean() {
     explore_with(Integrity::Journal, Drive { adversary: true, realloc: true, ..Drive::default() })
         .assert_kept();
+}
+
+/// Every mode on each of the other layouts ([`SHAPES`]), a thin sample of
+/// each ([`Budget::thin`]; `FSLAB_FFS_CRASH_STRIDE` and
+/// `FSLAB_FFS_CRASH_STATES` ask for the full one): the rules each mode
+/// promises hold whatever the sizes of blocks and fragments. The journal's
+/// modes are left out where mkfs refuses a journal (fragments larger than
+/// the log's block). Each run starts at its own workload, so that the thin
+/// samples together cover more of the family.
+#[test]
+fn every_mode_on_other_geometries_keeps_the_crash_rules() {
+    let modes =
+        [Integrity::Sync, Integrity::Async, Integrity::Softdep, Integrity::Journal, Integrity::JournalSync];
+    let mut failed = Vec::new();
+    let mut runs = 0;
+    for shape in SHAPES {
+        for integrity in modes {
+            if is_journal(integrity) && shape.frag > fslab::ffs::layout::LOG_BLOCK {
+                continue;
+            }
+            let drive = Drive { shape: Some(shape), ..Drive::default() };
+            let found = explore_within(integrity, drive, Budget::thin(runs));
+            runs += 1;
+            if !found.violations.is_empty() {
+                failed.push(format!(
+                    "{integrity:?} on {}/{}: {} of {} crash states broke a rule; the first:\n{}",
+                    shape.block,
+                    shape.frag,
+                    found.violations.len(),
+                    found.checked,
+                    found.violations[..found.violations.len().min(2)].join("\n")
+                ));
+            }
+        }
+    }
+    assert!(failed.is_empty(), "{} of {runs} runs broke a rule:\n{}", failed.len(), failed.join("\n"));
 }

@@ -102,6 +102,15 @@ impl Ffs {
         Ok(())
     }
 
+    /// Whether `inode`'s tail, by the size it has in memory, is a fragment
+    /// run the inode points at in a block wholly past `before` bytes.
+    fn tail_past(&mut self, ino: Ino, inode: &Inode, before: u64) -> Result<bool> {
+        let bs = self.block_size() as u64;
+        let Some((lbn, bytes)) = self.tail_of(ino, inode.attr.size)? else { return Ok(false) };
+        let pointed = inode.direct.get(lbn as usize).is_some_and(|a| !a.is_none());
+        Ok(pointed && (bytes as u64) < bs && lbn * bs >= before)
+    }
+
     /// Encodes inode `ino`, if changed, into its inode-table block, which
     /// becomes dirty. Returns the block's key.
     pub(super) fn store_inode(&mut self, ino: Ino) -> Result<BlockKey> {
@@ -120,7 +129,15 @@ impl Ffs {
         // only ever 17,000 and 43,000.)
         let unconfirmed = self.size_before.get(&ino).copied().filter(|&before| before < inode.attr.size);
         if let Some(before) = unconfirmed {
-            inode.attr.size = before;
+            // Unless the write has given its last block a fragment run
+            // wholly past that size: with it, the run would be a whole
+            // block past the end, which fsck calls damage (a run not on a
+            // block boundary) or reads as fragments not the file's. The
+            // size reached is then the write's own (only its last block
+            // is a tail), one the file has once it returns.
+            if !self.tail_past(ino, &inode, before)? {
+                inode.attr.size = before;
+            }
         }
         let mut slot = [0u8; INODE_SIZE];
         inode.encode(&mut slot)?;

@@ -156,6 +156,34 @@ fn an_allocation_short_of_space_releases_pending_frees_first() {
     ffs.unmount().expect("unmount");
 }
 
+/// An inode stored in the middle of a write that gave a block wholly past
+/// the size before it a fragment run (a new file's first bytes) carries
+/// the size the write reached, which makes that run its tail: with the
+/// size before it, fsck would read the run as a whole block past the end
+/// (damage when it is not on a block boundary). A sync in the middle of
+/// a write stored such a slot: with 64 KiB blocks, a write to a new file
+/// filled the cache of 16 buffers.
+#[test]
+fn an_inode_stored_in_the_middle_of_a_write_keeps_a_size_that_makes_its_new_tail_a_tail() {
+    let mut ffs = deferring_ffs(32);
+    let (ino, _) = file_of(&mut ffs, 0);
+    ffs.sync().expect("sync");
+    let fs = ffs.frag_size();
+    ffs.begin(TxSpec::dirtying(TxKind::Write, 1)).expect("begin");
+    ffs.write_block(ino, 0, 0, &[7u8; 600]).expect("write");
+    ffs.store_inode(ino).expect("store");
+    let stored = ffs.stored_inode(ino).expect("read").expect("stored");
+    assert_ne!(stored.direct[0], Daddr::NONE, "the slot points at the new fragment");
+    let size = stored.attr.size;
+    assert!((1..=fs).contains(&size), "the slot's size {size} makes block 0 a tail of one fragment");
+    let attr = InodeAttr { size: 600, ..ffs.vget(ino).expect("vget").attr };
+    ffs.update(ino, &attr).expect("update");
+    ffs.commit().expect("commit");
+    ffs.sync().expect("sync");
+    assert_eq!(ffs.stored_inode(ino).expect("read").expect("stored").attr.size, 600);
+    ffs.unmount().expect("unmount");
+}
+
 /// An inode stored in the middle of a write (a free's blocks stored it,
 /// say) carries the size the file had before the write, never the size
 /// the write has reached so far; the size the write confirms is stored
