@@ -242,6 +242,18 @@ fn mount_options_are_accepted_and_a_small_cache_still_works() {
     m.unmount().expect("clean unmount");
 }
 
+/// Checkpoints (LFS) or syncs (FFS) the mount at `dir` has made, as
+/// `fslab stat` counts them.
+fn periodic_checkpoints(dir: &Path) -> u64 {
+    let stat = common::fslab_run(&[OsStr::new("stat"), dir.as_os_str()], T);
+    assert!(stat.success(), "fslab stat: {}", stat.describe());
+    stat.stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("checkpoints").or_else(|| l.strip_prefix("syncs")))
+        .and_then(|rest| rest.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no checkpoint or sync count in fslab stat:\n{}", stat.stdout))
+}
+
 /// On FFS the periodic checkpoint is a sync of everything (`checkpoint=`
 /// sets its interval too).
 fn fsynced_and_checkpointed_data_survive_a_killed_daemon(layout: Layout) {
@@ -249,10 +261,16 @@ fn fsynced_and_checkpointed_data_survive_a_killed_daemon(layout: Layout) {
     let m = Mount::new(&image, &dir, Mode::Foreground, &mount_args(layout, &["-o", "checkpoint=1"]));
     let pid = m.pid().expect("foreground daemon pid");
 
-    // Made durable by a periodic checkpoint (plenty of time for one).
+    // Made durable by a periodic checkpoint: one more counted after the
+    // write returned began after it (one lock serialises the write and
+    // every checkpoint).
     fs::create_dir(m.dir.join("dir")).expect("mkdir");
     fs::write(m.dir.join("dir/checkpointed"), b"by the checkpoint").expect("write");
-    std::thread::sleep(Duration::from_secs(4));
+    let before = periodic_checkpoints(&m.dir);
+    assert!(
+        wait_until(Duration::from_secs(30), || periodic_checkpoints(&m.dir) > before),
+        "no periodic checkpoint in 30 s with checkpoint=1 (counted {before} before)"
+    );
 
     // Made durable by fsync, immediately before the crash: the file alone,
     // its name with it on every layout. (An fsync of the root directory
