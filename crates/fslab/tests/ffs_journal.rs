@@ -316,9 +316,12 @@ fn a_background_write_back_leaves_logged_inode_blocks_for_the_sync() {
     let mkfs = MkfsOptions { group_size: 8 << 20, journal: JournalKind::File, ..MkfsOptions::default() };
     fslab::mkfs_ffs(dev.clone(), &mkfs, ME).expect("mkfs");
     let clock = Arc::new(disk::VirtualClock::new());
+    // Data unordered, so that it waits in the cache for write-behind (an
+    // ordered journal writes it at each commit, before write-behind is due).
     let roomy = MountOptions {
         cache_bytes: 32 << 20,
         clock: fslab::time::TimeSource::virtual_clock(clock.clone()),
+        journal_data: fslab::ffs::JournalData::Writeback,
         ..options(Integrity::Journal)
     };
     let mut fs = FileSystem::new(Ffs::mount(dev, roomy).expect("mount"));
