@@ -155,6 +155,17 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
     }
 }
 
+/// The results already in `out` (made if missing), which a run or a merge
+/// adds to: none if it holds no `results.json`.
+fn results_in(out: &Path) -> Result<Results, String> {
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    if out.join("results.json").exists() {
+        Results::load(out).map_err(|e| format!("{e} (remove it or choose another --out)"))
+    } else {
+        Ok(Results::default())
+    }
+}
+
 /// `fslab bench merge`: the seeds in `from` gathered (each checked against
 /// the others), then merged into `out`'s results.
 fn merge(out: &Path, from: &[PathBuf]) -> Result<(), String> {
@@ -163,12 +174,7 @@ fn merge(out: &Path, from: &[PathBuf]) -> Result<(), String> {
         let results = Results::load(dir).map_err(|e| e.to_string())?;
         gathered.gather(results).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
-    let mut results = if out.join("results.json").exists() {
-        Results::load(out).map_err(|e| format!("{e} (remove it or choose another --out)"))?
-    } else {
-        std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
-        Results::default()
-    };
+    let mut results = results_in(out)?;
     let experiments: std::collections::BTreeSet<&str> =
         gathered.runs.iter().map(|r| r.experiment.as_str()).collect();
     for experiment in experiments {
@@ -292,12 +298,7 @@ fn run_experiments(args: &RunArgs) -> Result<(), String> {
         }
     }
     check_config_applies(&chosen, &settings)?;
-    std::fs::create_dir_all(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
-    let mut results = if args.out.join("results.json").exists() {
-        Results::load(&args.out).map_err(|e| format!("{e} (remove it or choose another --out)"))?
-    } else {
-        Results::default()
-    };
+    let mut results = results_in(&args.out)?;
     let fresh = runner::run_seeds(&chosen, &settings, &seeds);
     let failed: Vec<String> = fresh
         .skipped
