@@ -71,7 +71,8 @@ pub enum Kind {
     DuplicateBlock,
     /// A directory chunk that does not parse, or a bad `.` / `..`.
     Directory,
-    /// A directory entry naming a free or impossible inode, or of the wrong type.
+    /// A directory entry naming a free or impossible inode, of the wrong
+    /// type, or under a name an earlier entry of its directory holds.
     DirEntry,
     /// An allocated inode no directory reaches from the root.
     Unreachable,
@@ -95,6 +96,11 @@ pub enum Fix {
     SetNlink { ino: Ino, nlink: u32 },
     /// Remove entry `name` of directory `dir` (it names a free inode).
     RemoveEntry { dir: Ino, name: Vec<u8> },
+    /// Remove the entry `name` → `ino` at byte `offset` of `dir`: a later
+    /// entry under a name an earlier one holds. Named by its place, since
+    /// the name alone does not say which entry goes; what it named, if
+    /// nothing else names it, is reconnected into `/lost+found`.
+    RemoveDuplicate { dir: Ino, name: Vec<u8>, offset: u64, ino: Ino },
     /// Point entry `name` of `dir` at `ino`, with `ino`'s type.
     RetargetEntry { dir: Ino, name: Vec<u8>, ino: Ino },
     /// Replace the unreadable chunk at byte `offset` of `dir` (`.`/`..` naming

@@ -12,7 +12,8 @@
 //!    log forward (a new checkpoint), nothing is applied and the next round
 //!    checks the new state;
 //! 2. the namespace ([`apply_namespace`]): unreadable directory chunks, then
-//!    entries (remove, retarget), then orphans (free) and unreachable inodes
+//!    the later entries of a name listed twice, then other entries (remove,
+//!    retarget), then orphans (free) and unreachable inodes
 //!    (into `/lost+found`); link counts only in a round without those steps,
 //!    since they change the counts (the next round recounts them);
 //! 3. superblock copies are all rewritten by the unmount.
@@ -232,8 +233,11 @@ pub(crate) fn note_orphans(outcome: &mut Outcome, report: &fslab::storage::orpha
 fn namespace_step(fix: &Fix) -> Option<usize> {
     match fix {
         Fix::CreateRoot | Fix::ResetChunk { .. } => Some(0),
-        Fix::RemoveEntry { .. } | Fix::RetargetEntry { .. } => Some(1),
-        Fix::FreeOrphan { .. } | Fix::Reconnect { .. } => Some(2),
+        // Before the fixes that find an entry by its name: once the later
+        // entries under a name are gone, the name says which is meant.
+        Fix::RemoveDuplicate { .. } => Some(1),
+        Fix::RemoveEntry { .. } | Fix::RetargetEntry { .. } => Some(2),
+        Fix::FreeOrphan { .. } | Fix::Reconnect { .. } => Some(3),
         _ => None,
     }
 }
@@ -246,7 +250,8 @@ pub(crate) fn changes_namespace(fixes: &[Fix]) -> bool {
 }
 
 /// Applies the namespace fixes among `fixes` through `fs`, for any layout:
-/// a new root and directory chunks, then entries, then orphans and
+/// a new root and directory chunks, then the later entries of names listed
+/// twice, then other entries, then orphans and
 /// reconnections; link counts only when none of those ran (they change the
 /// counts, and the next round recounts them). Returns how many were made;
 /// failures go to `outcome.failed`.
@@ -257,7 +262,7 @@ pub(crate) fn apply_namespace<S: StorageManager>(
 ) -> usize {
     let mut done = 0;
     let mut lost_found = None;
-    for step in 0..3 {
+    for step in 0..4 {
         for fix in fixes.iter().filter(|f| namespace_step(f) == Some(step)) {
             match apply_one(fs, fix, &mut lost_found) {
                 Ok(message) => {
@@ -301,6 +306,10 @@ fn apply_one<S: StorageManager>(
             .repair_remove_entry(*dir, name)
             .map(|()| format!("directory {dir}: entry '{}' removed", shown(name)))
             .map_err(|e| format!("directory {dir}: removing entry '{}': {e}", shown(name))),
+        Fix::RemoveDuplicate { dir, name, offset, ino } => fs
+            .repair_remove_entry_at(*dir, name, *offset, *ino)
+            .map(|()| format!("directory {dir}: second entry '{}' (naming {ino}) removed", shown(name)))
+            .map_err(|e| format!("directory {dir}: removing the second entry '{}': {e}", shown(name))),
         Fix::RetargetEntry { dir, name, ino } => fs
             .repair_retarget_entry(*dir, name, *ino)
             .map(|()| format!("directory {dir}: entry '{}' now names {ino}", shown(name)))

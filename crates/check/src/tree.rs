@@ -4,7 +4,15 @@
 //! allocated inode of the type the entry says; every inode is reachable
 //! from the root; every link count equals the entries naming the inode (for
 //! a directory: its name, its `.`, and its subdirectories' `..`, i.e. 2 +
-//! subdirectories).
+//! subdirectories); no name is listed twice in one directory (a torn
+//! directory write can leave two entries `foo`; e2fsck's "Duplicate entry").
+//!
+//! Of a name listed twice the first entry, in directory order, is the one
+//! checked and kept; each later one is reported and left out of everything
+//! else (counts, reachability), as if already removed — which its repair
+//! does — so what it named, unless named elsewhere, is planned for
+//! `/lost+found` in the same round like any unreachable inode, and its
+//! link count comes out right.
 //!
 //! Unreachable inodes are planned for repair as fsck does: a detached
 //! directory tree is reconnected at its top (found by following `..` while
@@ -109,6 +117,9 @@ struct DirData {
     /// Chunks that do not parse, or lie in a hole: byte offset, why, and
     /// whether it is a hole.
     bad_chunks: Vec<(u64, String, bool)>,
+    /// The inodes named by later entries under a name an earlier entry
+    /// holds: named, so reconnected rather than freed however empty.
+    duplicates: Vec<Ino>,
 }
 
 impl<N: Namespace> Tree<'_, N> {
@@ -336,6 +347,9 @@ impl<N: Namespace> Tree<'_, N> {
             let own_dot = u64::from(dirs.get(&ino).is_some_and(|d| d.dot == Some(ino)));
             refs.get(&ino).copied().unwrap_or(0).saturating_sub(own_dot)
         };
+        // Inodes a removed later entry of a name listed twice names: named
+        // until the repair, so moved to /lost+found rather than freed.
+        let named_twice: HashSet<Ino> = dirs.values().flat_map(|d| d.duplicates.iter().copied()).collect();
         let unreachable_dirs: Vec<Ino> = dirs.keys().copied().filter(|d| !parent.contains_key(d)).collect();
         for dir in unreachable_dirs {
             if parent.contains_key(&dir) {
@@ -344,6 +358,7 @@ impl<N: Namespace> Tree<'_, N> {
             let nlink = self.info(dir).map_or(0, |i| i.nlink);
             if nlink == 0
                 && named_by_others(dir) == 0
+                && !named_twice.contains(&dir)
                 && dirs.get(&dir).is_some_and(|d| d.children.is_empty())
             {
                 if self.ns.on_orphan_list(dir) {
@@ -395,6 +410,18 @@ impl<N: Namespace> Tree<'_, N> {
                 continue;
             }
             let holds_nothing = info.mode & kind::MASK == kind::REG && info.size == 0 && info.blocks == 0;
+            if named_twice.contains(&ino) && named_by_others(ino) == 0 {
+                self.leak(
+                    Kind::Unreachable,
+                    Some(ino),
+                    format!(
+                        "inode {ino} ({} bytes, {} links) is named only by the second entry of a name listed twice; repair moves it to /lost+found",
+                        info.size, info.nlink
+                    ),
+                    Some(Fix::Reconnect { ino }),
+                );
+                continue;
+            }
             // An inode no entry names is a leak whatever it holds: nothing
             // points at it, so nothing can be misled by it; the repair
             // frees what has no links or no bytes and keeps the rest in
@@ -476,6 +503,8 @@ impl<N: Namespace> Tree<'_, N> {
     /// the entries naming each allocated inode (`.` and `..` included).
     fn read_dir(&mut self, dir: Ino, refs: &mut HashMap<Ino, u64>) -> DirData {
         let mut data = DirData::default();
+        // Each name's first entry: the inode it names and its byte offset.
+        let mut seen: HashMap<Vec<u8>, (Ino, u64)> = HashMap::new();
         let bs = self.ns.block_size() as u64;
         let size = self.info(dir).map_or(0, |i| i.size);
         let nblocks = size / bs;
@@ -515,6 +544,12 @@ impl<N: Namespace> Tree<'_, N> {
                             if e.ino == 0 && !(offset == 0 && k < 2) {
                                 continue;
                             }
+                            let at = offset + e.offset as u64;
+                            if !(offset == 0 && k < 2) && self.is_duplicate(dir, at, e.ino, e.name, &mut seen)
+                            {
+                                data.duplicates.push(e.ino);
+                                continue;
+                            }
                             self.check_entry(dir, offset, k, e.ino, e.dtype, e.name, refs, &mut data);
                         }
                         if offset == 0 && entries.len() < 2 {
@@ -532,6 +567,40 @@ impl<N: Namespace> Tree<'_, N> {
             }
         }
         data
+    }
+
+    /// Whether entry `name` → `target` at byte `at` of `dir` repeats a name
+    /// an earlier entry holds (in `seen`, which learns the names first
+    /// met); if so, reports it as damage with its removal. `.` and `..`
+    /// out of place are left to [`check_entry`](Self::check_entry).
+    fn is_duplicate(
+        &mut self,
+        dir: Ino,
+        at: u64,
+        target: Ino,
+        name: &[u8],
+        seen: &mut HashMap<Vec<u8>, (Ino, u64)>,
+    ) -> bool {
+        if name == b"." || name == b".." {
+            return false;
+        }
+        let Some(&(first, first_at)) = seen.get(name) else {
+            seen.insert(name.to_vec(), (target, at));
+            return false;
+        };
+        self.ns.report_mut().counts.entries += 1;
+        let shown = String::from_utf8_lossy(name).into_owned();
+        self.damage(
+            Kind::DirEntry,
+            Some(dir),
+            format!(
+                "directory {dir}: name '{shown}' listed twice, naming {first} (byte {first_at}) and {target} \
+                 (byte {at}); repair removes the second entry (what it names, if named nowhere else, goes \
+                 to /lost+found)"
+            ),
+            Some(Fix::RemoveDuplicate { dir, name: name.to_vec(), offset: at, ino: target }),
+        );
+        true
     }
 
     #[allow(clippy::too_many_arguments)]

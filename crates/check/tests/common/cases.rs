@@ -5,13 +5,14 @@
 //! found with its repair and the repair to leave a clean image.
 
 use super::{check, listing, pattern, populate, run_on, Tree};
-use disk::MemDisk;
+use disk::{BlockDevice, MemDisk};
+use fslab::format::dirent::{seal_chunk, DIRBLKSIZ};
 use fslab::format::inode::Inode;
 use fslab::format::{Ino, ROOT_INO};
 use fslab::storage::orphans::OrphanReport;
 use fslab::storage::StorageManager;
-use fslab::ufs::FileSystem;
-use fslab_check::{Fix, Kind, Outcome, Report};
+use fslab::ufs::{Creds, FileSystem};
+use fslab_check::{Fix, Kind, Outcome, Report, Severity};
 use std::sync::Arc;
 
 /// A `#[test]` for each case in this module, run on `$layout` (a
@@ -29,6 +30,7 @@ macro_rules! shared_cases {
             an_entry_naming_a_free_inode_is_found_and_removed,
             a_looping_orphan_list_stops_the_walk_and_the_mount_goes_on,
             a_looping_orphan_list_is_damage_that_repair_empties,
+            a_name_listed_twice_keeps_the_first_entry_and_reconnects_the_other,
         );
     };
     (@each $layout:ty: $($case:ident),* $(,)?) => {
@@ -60,6 +62,11 @@ pub trait Layout {
     /// Rewrites inode `ino` where the image holds it, after `change`, with
     /// a valid checksum (damage a bug could leave).
     fn rewrite_inode(dev: &Arc<MemDisk>, ino: Ino, change: impl FnOnce(&mut Inode));
+    /// Rewrites the first 512-byte chunk of directory `dir` where the
+    /// image holds it, after `change`, resealed (and, for LFS, its partial
+    /// segment's checksum recomputed): damage every checksum passes, as a
+    /// torn directory write can leave.
+    fn rewrite_first_dir_chunk(dev: &Arc<MemDisk>, dir: Ino, change: impl FnOnce(&mut [u8]));
     /// The head of the orphan list the image holds.
     fn orphan_head(dev: &Arc<MemDisk>) -> Ino;
     /// What the mount of `fs` did with the orphan list.
@@ -88,6 +95,12 @@ impl Layout for Lfs {
     fn after_repair(_dev: &Arc<MemDisk>) {}
     fn rewrite_inode(dev: &Arc<MemDisk>, ino: Ino, change: impl FnOnce(&mut Inode)) {
         super::rewrite_inode(dev.as_ref(), ino, change)
+    }
+    fn rewrite_first_dir_chunk(dev: &Arc<MemDisk>, dir: Ino, change: impl FnOnce(&mut [u8])) {
+        let daddr = super::inode_slot(dev.as_ref(), dir).2.direct[0];
+        let at = daddr.byte_offset(super::BS as u64);
+        rewrite_chunk_at(dev, at, change);
+        super::reseal_partial_of(dev.as_ref(), daddr);
     }
     fn orphan_head(dev: &Arc<MemDisk>) -> Ino {
         super::superblock(dev.as_ref()).checkpoint.orphan_head
@@ -121,12 +134,27 @@ impl Layout for Ffs {
     fn rewrite_inode(dev: &Arc<MemDisk>, ino: Ino, change: impl FnOnce(&mut Inode)) {
         super::ffs::rewrite_inode(dev.as_ref(), ino, change)
     }
+    fn rewrite_first_dir_chunk(dev: &Arc<MemDisk>, dir: Ino, change: impl FnOnce(&mut [u8])) {
+        let block = super::ffs::inode(dev.as_ref(), dir).direct[0].get();
+        let at = super::ffs::geometry(dev.as_ref()).byte_offset(block);
+        rewrite_chunk_at(dev, at, change);
+    }
     fn orphan_head(dev: &Arc<MemDisk>) -> Ino {
         super::ffs::superblock(dev.as_ref()).orphan_head
     }
     fn orphan_report(fs: &mut FileSystem<Self::S>) -> OrphanReport {
         fs.storage().orphan_report().clone()
     }
+}
+
+/// Rewrites the 512-byte directory chunk at byte `at` of `dev` after
+/// `change`, with its checksum recomputed.
+fn rewrite_chunk_at(dev: &Arc<MemDisk>, at: u64, change: impl FnOnce(&mut [u8])) {
+    let mut chunk = vec![0u8; DIRBLKSIZ];
+    dev.read_at(at, &mut chunk).expect("read");
+    change(&mut chunk);
+    seal_chunk(&mut chunk);
+    dev.write_at(at, &chunk).expect("write");
 }
 
 /// Repairs `dev`, then requires exit status 1, an image a fresh check
@@ -333,6 +361,56 @@ pub fn an_entry_naming_a_free_inode_is_found_and_removed<L: Layout>() {
     L::with_fs(&dev, false, |fs| fs.repair_free_inode(tree.link).expect("free"));
     assert_removes_entry(&check(&dev), ROOT_INO, b"link");
     repaired_to_clean::<L>(&dev);
+}
+
+/// One directory listing a name twice — two files made, then the second's
+/// name rewritten to the first's in the directory block, as a torn
+/// directory write under soft updates left it: found as damage naming
+/// the directory, the name and both inodes; the repair keeps the first
+/// entry under the name and moves the second file to /lost+found, with
+/// every link count right and no byte lost.
+pub fn a_name_listed_twice_keeps_the_first_entry_and_reconnects_the_other<L: Layout>() {
+    let dev = L::fresh(24 << 20);
+    let c = Creds::default();
+    let (a, first, second) = L::with_fs(&dev, false, |fs| {
+        let a = fs.mkdir(ROOT_INO, b"A", 0o755, c).expect("mkdir").ino;
+        let first = fs.mknod(a, b"foo", 0o644, 0, c).expect("create").ino;
+        fs.write(first, 0, &pattern(3000, 1)).expect("write");
+        let second = fs.mknod(a, b"fop", 0o644, 0, c).expect("create").ino;
+        fs.write(second, 0, &pattern(5000, 2)).expect("write");
+        (a, first, second)
+    });
+    L::rewrite_first_dir_chunk(&dev, a, |chunk| {
+        let at = chunk.windows(3).position(|w| w == b"fop").expect("the entry 'fop' in the first chunk");
+        chunk[at + 2] = b'o';
+    });
+    let report = check(&dev);
+    let found: Vec<_> = report
+        .problems
+        .iter()
+        .filter(|p| matches!(&p.fix, Some(Fix::RemoveDuplicate { dir, name, ino, .. }) if *dir == a && name == b"foo" && *ino == second))
+        .collect();
+    assert_eq!(found.len(), 1, "problems:\n{}", listing(&report));
+    let problem = found[0];
+    assert_eq!((problem.severity, problem.kind, problem.ino), (Severity::Damage, Kind::DirEntry, Some(a)));
+    for part in ["listed twice", "'foo'", &format!("{first}"), &format!("{second}")] {
+        assert!(problem.message.contains(part), "{part:?} not in {:?}", problem.message);
+    }
+    repaired_to_clean::<L>(&dev);
+    L::with_fs(&dev, false, |fs| {
+        assert_eq!(fs.lookup(a, b"foo").expect("foo").ino, first, "the first entry keeps the name");
+        let names: Vec<Vec<u8>> =
+            fs.readdir(a, 0, 100).expect("readdir").into_iter().map(|e| e.name).collect();
+        assert_eq!(names.iter().filter(|n| n.as_slice() == b"foo").count(), 1, "one 'foo' left");
+        let lf = fs.lookup(ROOT_INO, b"lost+found").expect("lost+found").ino;
+        let moved = fs.lookup(lf, format!("#{second}").as_bytes()).expect("the second file in lost+found");
+        assert_eq!(moved.ino, second);
+        assert_eq!(fs.read(first, 0, 3000).expect("read"), pattern(3000, 1));
+        assert_eq!(fs.read(second, 0, 5000).expect("read"), pattern(5000, 2));
+        assert_eq!(fs.getattr(first).expect("foo").attr.nlink, 1);
+        assert_eq!(fs.getattr(second).expect("fop").attr.nlink, 1);
+        assert_eq!(fs.getattr(a).expect("A").attr.nlink, 2);
+    });
 }
 
 /// Requires `report` to find the entry `name` in `dir` wrong and to remove it.

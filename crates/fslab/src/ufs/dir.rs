@@ -378,6 +378,14 @@ impl<S: StorageManager> Ns<'_, S> {
     /// Fails with ENOENT if there is no such entry.
     pub(crate) fn dir_remove(&mut self, dir: Ino, name: &[u8]) -> Result<Slot> {
         let slot = self.dir_lookup(dir, name)?.ok_or(errno(libc::ENOENT, "no such entry"))?;
+        self.dir_remove_slot(dir, name, slot)
+    }
+
+    /// Removes the entry `name` → `slot.ino` at `slot.offset` of directory
+    /// `dir`, as [`dir_remove`](Self::dir_remove) does once it has found
+    /// it; fails if that entry is not there. fsck names the entry by its
+    /// place when the name alone does not say which (a name listed twice).
+    pub(crate) fn dir_remove_slot(&mut self, dir: Ino, name: &[u8], slot: Slot) -> Result<Slot> {
         self.changing(dir, |ns| {
             let (mut block, lbn, within, chunk_offset) = ns.read_chunk_of(dir, slot.offset)?;
             let c = (chunk_offset / DIRBLKSIZ as u64) as usize;

@@ -7,10 +7,13 @@
 //! * [`FileSystem::repair_retarget_entry`] — point an entry (`.`, `..`, or one
 //!   with the wrong type) at an inode, with that inode's type.
 //! * [`FileSystem::repair_remove_entry`] — drop an entry whatever it names.
+//! * [`FileSystem::repair_remove_entry_at`] — drop the entry at one place
+//!   (a name listed twice).
 //! * [`FileSystem::repair_reset_chunk`] — replace an unreadable directory chunk.
 //! * [`FileSystem::repair_set_nlink`] — set a link count.
 //! * [`FileSystem::repair_free_inode`] — free an inode nothing names.
 
+use super::dir::Slot;
 use super::{FileSystem, Ns};
 use crate::error::errno;
 use crate::format::dirent::{dt, dt_from_mode, init_chunk, new_dir_block, DIRBLKSIZ};
@@ -58,6 +61,25 @@ impl<S: StorageManager> FileSystem<S> {
         self.tx(TxKind::Unlink, |ns| {
             ns.dir_inode(dir)?;
             let slot = ns.dir_remove(dir, name)?;
+            ns.s.hint(Hint::EntryRemoved { dir, offset: slot.offset, ino: slot.ino })
+        })
+    }
+
+    /// Removes the entry `name` → `ino` at byte `offset` of directory
+    /// `dir`, whatever it names; no inode is touched. For a name listed
+    /// twice, where [`repair_remove_entry`](Self::repair_remove_entry)
+    /// could take either entry: fsck keeps the first and removes the later
+    /// ones by their place. Fails with ENOENT unless that entry is there.
+    pub fn repair_remove_entry_at(&mut self, dir: Ino, name: &[u8], offset: u64, ino: Ino) -> Result<()> {
+        self.tx(TxKind::Unlink, |ns| {
+            let attr = ns.dir_inode(dir)?.attr;
+            if offset >= attr.size {
+                return Err(errno(libc::ENOENT, "no such entry"));
+            }
+            // A hash built over a directory that lists a name twice holds
+            // one of the two entries at most: the blocks are the truth.
+            ns.st.dirs.forget(dir);
+            let slot = ns.dir_remove_slot(dir, name, Slot { offset, ino })?;
             ns.s.hint(Hint::EntryRemoved { dir, offset: slot.offset, ino: slot.ino })
         })
     }
