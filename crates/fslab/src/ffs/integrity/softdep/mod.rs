@@ -54,7 +54,8 @@
 //! leaves the file one name or both, never neither (decision 0006, item
 //! 4 revised). New entries keep out of a chunk so held
 //! (`dir_chunk_held`), and a new entry of a name a held image still shows
-//! waits for that image to go (`Cond::GuardGone`), so that the disk never
+//! waits for that image to go and for a durable write of its chunk
+//! without the name (`Cond::ImageGone`), so that the disk never
 //! shows one name twice.
 //!
 //! What is simpler than FreeBSD's, and why:

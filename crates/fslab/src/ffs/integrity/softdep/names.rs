@@ -74,10 +74,19 @@ impl Softdep {
         // In the image's own chunk the one sector's write replaces the one
         // entry by the other (`rolled_back_dir_block`): no wait for it.
         let chunk = (key, (offset % bs) as usize / DIRBLKSIZ);
-        if let Some(imaged) = name.and_then(|n| state.imaged_names.get_mut(&n)) {
-            imaged.retain(|i| i.alive.strong_count() > 0);
-            let elsewhere = imaged.iter().filter(|i| (i.key, i.chunk) != chunk);
-            waits.extend(elsewhere.map(|i| Cond::GuardGone(i.alive.clone())));
+        let elsewhere: Vec<Imaged> = match name.and_then(|n| state.imaged_names.get_mut(&n)) {
+            Some(imaged) => {
+                imaged.retain(|i| i.alive.strong_count() > 0);
+                imaged.iter().filter(|i| (i.key, i.chunk) != chunk).cloned().collect()
+            }
+            None => Vec::new(),
+        };
+        for i in elsewhere {
+            // The image's entry, removed as a removal is: done by a write
+            // whose copy of the chunk no longer holds it.
+            let cleared = new_written();
+            state.removals.entry(i.key).or_default().push((i.at, i.ino, cleared.clone()));
+            waits.push(Cond::ImageGone { guard: i.alive, cleared });
         }
         let add = Add { offset: (offset % bs) as usize, ino, previous, shown, waits, ghost: false };
         state.adds.entry(key).or_default().push(add);
@@ -298,7 +307,8 @@ impl Softdep {
         let chunk_offset = key.1 as u64 * fs.block_size() as u64 + (chunk * DIRBLKSIZ) as u64;
         if let Ok(entries) = crate::format::dirent::parse_chunk(&image, key.0, chunk_offset) {
             for e in entries.iter().filter(|e| e.ino != 0) {
-                let imaged = Imaged { alive: Arc::downgrade(&token), key, chunk, ino: e.ino };
+                let at = chunk * DIRBLKSIZ + e.offset;
+                let imaged = Imaged { alive: Arc::downgrade(&token), key, chunk, at, ino: e.ino };
                 state.imaged_names.entry(name_key(key.0, e.name)).or_default().push(imaged);
             }
         }

@@ -168,11 +168,22 @@ impl Softdep {
             }
             true
         });
-        // A removal is written with its chunk as it is now, unless the
-        // entry it removed is restored there (a change rolled back).
+        // A removal is done by a write whose copy no longer holds the
+        // entry: its chunk as it is now, unless the entry is restored there
+        // (a change rolled back), or a guard's image of it (with what is
+        // restored in it) from before the entry went. A removal held while any image was written instead
+        // waited on a later rename's image, which waited in turn for a new
+        // entry of the removed name, which waits for the removal.
         let removals = state.removals.remove(&key).unwrap_or_default();
+        let block_offset = key.1 as u64 * bs;
         let (done, held): (Vec<_>, Vec<_>) = removals.into_iter().partition(|(at, ino, _)| {
-            !imaged.contains_key(&(at / DIRBLKSIZ)) && !restored.contains(&(*at, *ino))
+            let chunk = at / DIRBLKSIZ;
+            if !imaged.contains_key(&chunk) {
+                return !restored.contains(&(*at, *ino));
+            }
+            let written = view.get(chunk * DIRBLKSIZ..(chunk + 1) * DIRBLKSIZ);
+            let chunk_offset = block_offset + (chunk * DIRBLKSIZ) as u64;
+            written.is_some_and(|w| !chunk_holds(w, key.0, chunk_offset, at % DIRBLKSIZ, *ino))
         });
         satisfied.extend(done.into_iter().map(|(_, _, w)| w));
         if !held.is_empty() {
@@ -209,5 +220,16 @@ impl Softdep {
             return None;
         }
         Some(safe)
+    }
+}
+
+/// Whether a chunk as written (at `chunk_offset` of directory `dir`)
+/// holds a live entry at byte `at` of the chunk naming `ino`. A chunk that
+/// does not parse counts as holding it: the removal waits for a later
+/// write rather than being counted done.
+fn chunk_holds(chunk: &[u8], dir: Ino, chunk_offset: u64, at: usize, ino: Ino) -> bool {
+    match crate::format::dirent::entry_in_chunk(chunk, dir, chunk_offset, at) {
+        Ok(entry) => entry.is_some_and(|e| e.ino == ino),
+        Err(_) => true,
     }
 }

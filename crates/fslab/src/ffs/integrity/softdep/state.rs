@@ -24,10 +24,15 @@ pub(super) enum Cond {
     Write(Written),
     /// A write of cylinder group `cg` issued after write `since`.
     Group { cg: u32, since: Seq },
-    /// The end of a rename's guard whose image holds the same name (a
-    /// name that may still be on the disk there): gone once the guard is
-    /// dropped, whatever ends it.
-    GuardGone(Weak<()>),
+    /// The same name in a rename's guard's image of another chunk (a name
+    /// that may still be on the disk there): met once the guard is dropped,
+    /// whatever ends it, and a write of that chunk without the entry
+    /// (`cleared`, a removal of it in `State::removals`) is durable. The
+    /// guard's end alone is not enough: the write that first leaves the
+    /// image out may also be the first to show the new entry, and a torn
+    /// write of the block would keep the old chunk's sector beside the
+    /// new one's: one name twice.
+    ImageGone { guard: Weak<()>, cleared: Written },
 }
 
 /// A block allocated since mount whose pointer must wait: for its contents
@@ -91,7 +96,7 @@ pub(super) struct Guard {
     pub(super) new_dir: Ino,
     pub(super) new_offset: u64,
     /// Alive as long as the guard: what a new entry of a name its image
-    /// holds waits on (`Cond::GuardGone`). Never read: dropping it is the
+    /// holds waits on (`Cond::ImageGone`). Never read: dropping it is the
     /// signal.
     pub(super) _alive: Arc<()>,
 }
@@ -101,9 +106,11 @@ pub(super) struct Guard {
 pub(super) struct Imaged {
     /// The guard's token.
     pub(super) alive: Weak<()>,
-    /// The image's block and chunk in it.
+    /// The image's block, chunk in it, and the entry's offset in the
+    /// block.
     pub(super) key: BlockKey,
     pub(super) chunk: usize,
+    pub(super) at: usize,
     /// The inode the image's entry names.
     pub(super) ino: Ino,
 }
@@ -250,7 +257,7 @@ impl State {
         match cond {
             Cond::Write(w) => is_durable(w, durable),
             Cond::Group { cg, since } => self.group_written_after(*cg, *since, durable),
-            Cond::GuardGone(token) => token.strong_count() == 0,
+            Cond::ImageGone { guard, cleared } => guard.strong_count() == 0 && is_durable(cleared, durable),
         }
     }
 
@@ -326,7 +333,7 @@ impl State {
             for adds in self.adds.values_mut() {
                 for a in adds.iter_mut().filter(|a| a.shown.as_ref().is_some_and(|w| Arc::ptr_eq(w, next))) {
                     a.waits.retain(
-                        |c| !matches!(c, Cond::GuardGone(t) if retargeted.iter().any(|r| r.ptr_eq(t))),
+                        |c| !matches!(c, Cond::ImageGone { guard, .. } if retargeted.iter().any(|r| r.ptr_eq(guard))),
                     );
                 }
             }
