@@ -275,8 +275,10 @@ impl<S: StorageManager> Shared<S> {
             };
             match catch_unwind(AssertUnwindSafe(work)) {
                 Ok(Ok(())) => {}
-                // The data stays dirty; the writers' own segment write, or
-                // the next fsync, meets the error again and reports it.
+                // FFS keeps what failed to go dirty, so the next write or
+                // fsync meets the error again; LFS, whose failed segment
+                // write loses what it had placed, refuses every change from
+                // then on. Either way the next fsync reports it.
                 Ok(Err(e)) => {
                     eprintln!("fslab: {what} failed: {e}");
                     if let Background::WriteBehind = kind {

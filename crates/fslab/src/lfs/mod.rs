@@ -487,7 +487,32 @@ impl Lfs {
         if self.mount.unmounted {
             return Err(errno(libc::EIO, "file system is unmounted"));
         }
+        if self.mount.failed.is_some() {
+            return Err(errno(
+                libc::EIO,
+                "the log writer failed earlier: read-only until mounted again (what was synced is safe)",
+            ));
+        }
         Ok(())
+    }
+
+    /// The log writer's first error, if one made this mount read-only
+    /// ([`Mounted::failed`](mount::Mounted)).
+    pub fn writer_failure(&self) -> Option<&str> {
+        self.mount.failed.as_deref()
+    }
+
+    /// Runs `write`, a write of partial segments, on a mount that may
+    /// still change; an error it returns makes the mount read-only.
+    fn writing<R>(&mut self, write: impl FnOnce(&mut Lfs) -> Result<R>) -> Result<R> {
+        self.check_mounted()?;
+        let result = write(self);
+        if let Err(e) = &result {
+            if self.mount.failed.is_none() {
+                self.mount.failed = Some(e.to_string());
+            }
+        }
+        result
     }
 }
 
@@ -710,6 +735,7 @@ impl StorageManager for Lfs {
         // write would also write the ifile and the directories again, and
         // creating or deleting many small files got 5-10% slower.
         !self.mount.unmounted
+            && self.mount.failed.is_none()
             && !self.in_dirop()
             && self.tx.dirop_inodes.is_empty()
             && self.cache.dirty_bytes() >= self.write_behind_bytes()
@@ -724,7 +750,9 @@ impl StorageManager for Lfs {
     }
 
     fn tick(&mut self) -> Result<()> {
-        if self.mount.unmounted {
+        // A failed writer was reported where it failed; the mount stays
+        // read-only, with nothing to write.
+        if self.mount.unmounted || self.mount.failed.is_some() {
             return Ok(());
         }
         if self.mount.checkpoints.due(self.mount.options.clock.now(), self.mount.options.checkpoint_interval)
@@ -746,6 +774,12 @@ impl StorageManager for Lfs {
     fn unmount(&mut self) -> Result<()> {
         if self.mount.unmounted {
             return Ok(());
+        }
+        if self.mount.failed.is_some() {
+            // No checkpoint: the image keeps its last one and the log
+            // written after it, which the next mount rolls forward.
+            self.mount.unmounted = true;
+            return Err(errno(libc::EIO, "the log writer had failed: unmounted without a checkpoint"));
         }
         self.checkpoint(true)?;
         self.mount.unmounted = true;

@@ -175,6 +175,16 @@ pub(super) struct Mounted {
     pub(super) fallback: Option<CheckpointFallback>,
     /// Whether the file system has been unmounted.
     pub(super) unmounted: bool,
+    /// The log writer's first error, once one happened. The writer marks
+    /// blocks and inodes written as it places them, before the partial
+    /// segments holding them reach the device, and it has used the serial
+    /// numbers and the log head's room of those it did not write: what an
+    /// error drops is gone from memory, and roll-forward would stop at the
+    /// gap. So the mount refuses every change and every promise of
+    /// durability from then on (`check_mounted`), and unmount writes no
+    /// checkpoint: what was durable before the error stays as it was, and
+    /// the next mount recovers it. ext4 remounts read-only on such errors.
+    pub(super) failed: Option<String>,
 }
 
 impl Mounted {
@@ -187,6 +197,7 @@ impl Mounted {
             recovery: super::Recovery::default(),
             fallback: None,
             unmounted: false,
+            failed: None,
         }
     }
 }

@@ -810,3 +810,45 @@ fn bad_geometry_is_refused() {
     assert!(geometry(256 << 10, 4096, None).is_err());
     assert_eq!(geometry(64 << 20, 4096, Some(8 << 20)).map(|o| o.segment_size), Ok(8 << 20));
 }
+
+/// A segment write that fails part way has marked written what it never
+/// wrote: the mount must not go on as if nothing happened (a second fsync
+/// finding nothing dirty and saying all is well), and what an fsync made
+/// durable before the failure must survive a crash.
+#[test]
+fn a_failed_segment_write_leaves_the_mount_read_only_and_keeps_what_was_synced() {
+    let (disk, mut lfs, kept) = one_synced_file(16 << 20);
+    for lbn in 0..8 {
+        lfs.write_block(kept, lbn, 0, &pattern(kept, lbn, 4096)).expect("write");
+    }
+    let mut attr = lfs.vget(kept).expect("vget").attr;
+    attr.size = 8 * 4096;
+    lfs.update(kept, &attr).expect("update");
+    lfs.fsync(kept, false).expect("fsync");
+    let lost = new_file(&mut lfs);
+    for lbn in 0..30 {
+        lfs.write_block(lost, lbn, 0, &pattern(lost, lbn, 4096)).expect("write");
+    }
+    // No clean segment to continue in: the write fails when it must
+    // leave the head's segment, after placing what fitted there.
+    let head = lfs.writer.log.head();
+    lfs.writer.log.set_next_segment(head.segment);
+    let first = lfs.fsync(lost, false).expect_err("the segment write fails");
+    assert_eq!(first.errno(), libc::ENOSPC);
+    // The cause goes away (a transient device error would): the blocks
+    // the failed write dropped are still lost.
+    lfs.writer.log.set_next_segment(head.next_segment);
+    let again = lfs.fsync(lost, false).expect_err("a second fsync must not report success");
+    assert_eq!(again.errno(), libc::EIO);
+    assert!(lfs.writer_failure().is_some(), "the failure is kept");
+    let write = lfs.write_block(lost, 40, 0, &[1u8; 4096]).expect_err("writes are refused");
+    assert_eq!(write.errno(), libc::EIO);
+    assert_eq!(lfs.sync().expect_err("sync is refused").errno(), libc::EIO);
+    // Reads still work.
+    assert_blocks(&mut lfs, kept, 0..8, |lbn| pattern(kept, lbn, 4096));
+    assert_eq!(lfs.unmount().expect_err("no clean unmount").errno(), libc::EIO);
+    let mut after = mount_mem(&crash_image(&disk));
+    assert_eq!(after.vget(kept).expect("vget").attr.size, 8 * 4096);
+    assert_blocks(&mut after, kept, 0..8, |lbn| pattern(kept, lbn, 4096));
+    assert_live_bytes_are_exact(&mut after);
+}

@@ -681,6 +681,10 @@ impl Lfs {
     /// Writes the dirty blocks and the inode of `ino` alone (for fsync), at
     /// the cold head if it is cold data.
     pub(super) fn write_file_now(&mut self, ino: Ino) -> Result<()> {
+        self.writing(|lfs| lfs.write_file_unguarded(ino))
+    }
+
+    fn write_file_unguarded(&mut self, ino: Ino) -> Result<()> {
         self.ensure_new_serial_epoch()?;
         let plain = self.write_cold_part(vec![ino], false)?;
         if plain.is_empty() {
@@ -704,6 +708,10 @@ impl Lfs {
     /// when a directory operation happened since the last write, the ifile
     /// too.
     pub(super) fn write_segments(&mut self, with_ifile: bool) -> Result<()> {
+        self.writing(|lfs| lfs.write_segments_unguarded(with_ifile))
+    }
+
+    fn write_segments_unguarded(&mut self, with_ifile: bool) -> Result<()> {
         self.ensure_new_serial_epoch()?;
         let dirops = std::mem::take(&mut self.tx.dirop_inodes);
         let files = self.dirty_files();
@@ -747,19 +755,21 @@ impl Lfs {
         ifile: bool,
         ages: HashMap<Ino, WriteClock>,
     ) -> Result<()> {
-        self.ensure_new_serial_epoch()?;
-        let mut batch = Batch::aged(ages);
-        if !ifile {
-            batch = batch.placing_only(moved_metas, moved_data);
-        }
-        self.write_files(&mut batch, order)?;
-        if ifile {
-            let rest: Vec<Ino> = self.dirty_files().into_iter().collect();
-            self.write_files(&mut batch, &rest)?;
-            self.write_ifile(&mut batch)?;
-        }
-        self.close_partial(&mut batch);
-        self.flush_partials(&mut batch, true)
+        self.writing(|lfs| {
+            lfs.ensure_new_serial_epoch()?;
+            let mut batch = Batch::aged(ages);
+            if !ifile {
+                batch = batch.placing_only(moved_metas, moved_data);
+            }
+            lfs.write_files(&mut batch, order)?;
+            if ifile {
+                let rest: Vec<Ino> = lfs.dirty_files().into_iter().collect();
+                lfs.write_files(&mut batch, &rest)?;
+                lfs.write_ifile(&mut batch)?;
+            }
+            lfs.close_partial(&mut batch);
+            lfs.flush_partials(&mut batch, true)
+        })
     }
 }
 

@@ -122,6 +122,11 @@ impl Lfs {
     /// whether a segment was cleaned; without a cleaner, or inside a
     /// directory operation, it does nothing.
     pub fn clean_while_idle(&mut self) -> Result<bool> {
+        if self.writer_failure().is_some() {
+            // Read-only since the writer failed (reported then): nothing
+            // to clean for.
+            return Ok(false);
+        }
         self.check_mounted()?;
         let (_, high) = self.cleaning_thresholds();
         self.clean_below(high)
