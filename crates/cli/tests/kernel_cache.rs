@@ -7,7 +7,8 @@
 //! The changes that matter come from a user without privileges: a write
 //! by such a user clears set-user-ID. The tests switch to user and group
 //! 65534 (nobody) in a forked child, so they need root; elsewhere they
-//! print "skipped" and pass.
+//! print "skipped" and pass. What such a user may see and open (the stored
+//! mode, `trusted.*` names) is checked here too.
 
 mod common;
 
@@ -333,7 +334,36 @@ fn the_kernel_checks_permissions_against_the_stored_mode(layout: Layout) {
     fx.finish();
 }
 
+/// Linux's file systems list `trusted.*` attributes only to a caller with
+/// `CAP_SYS_ADMIN` (the kernel checks it before a get or set, and leaves
+/// the list to the file system): a list shown to anyone else named
+/// attributes it could not read.
+fn trusted_attribute_names_are_listed_only_to_an_administrator(layout: Layout) {
+    let Some(fx) = Fixture::new(layout) else { return };
+    let path = fx.p("attributes");
+    fs::write(&path, b"x").expect("create");
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).expect("chmod 644");
+    let c = cpath(&path);
+    for name in ["trusted.t", "user.u"] {
+        rustix::fs::setxattr(c.as_c_str(), name, b"1", rustix::fs::XattrFlags::empty()).expect("setxattr");
+    }
+    let mut buf = [0u8; 64];
+    let n = rustix::fs::listxattr(c.as_c_str(), &mut buf).expect("listxattr as root");
+    let mut names: Vec<&[u8]> = buf[..n].split(|&b| b == 0).filter(|n| !n.is_empty()).collect();
+    names.sort_unstable();
+    assert_eq!(names, [b"trusted.t".as_slice(), b"user.u"], "root sees both");
+    let mut seen = [0u8; 64];
+    let listed = as_nobody(|| match rustix::fs::listxattr(c.as_c_str(), &mut seen) {
+        Ok(n) if seen[..n] == *b"user.u\0" => 0,
+        Ok(_) => 1,
+        Err(e) => e.raw_os_error(),
+    });
+    assert_eq!(listed, 0, "nobody's list holds user.u alone (1: something else)");
+    fx.finish();
+}
+
 on_every_layout!(
+    trusted_attribute_names_are_listed_only_to_an_administrator,
     the_privilege_bits_go_as_ext4_drops_them,
     a_write_that_clears_set_user_id_and_set_group_id_shows_at_once,
     fallocate_and_copy_file_range_that_clear_set_user_id_show_at_once,

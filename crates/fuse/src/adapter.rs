@@ -280,6 +280,17 @@ fn masked(mode: u32, umask: u32) -> u32 {
     mode & !(umask & 0o7777)
 }
 
+/// A name list (names each ending in NUL) without its `trusted.*` names.
+fn without_trusted(list: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(list.len());
+    for name in list.split_inclusive(|&b| b == 0) {
+        if !name.starts_with(b"trusted.") {
+            out.extend_from_slice(name);
+        }
+    }
+    out
+}
+
 /// The size or the bytes of an xattr value or name list, as the caller's
 /// buffer size asks: 0 asks for the size, too small a buffer is ERANGE.
 fn xattr_answer(data: Vec<u8>, size: u32) -> Result<XattrAnswer> {
@@ -619,10 +630,19 @@ impl<S: StorageManager + 'static> Filesystem for FuseAdapter<S> {
         );
     }
 
-    fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
-        reply.answer(
-            self.run("listxattr", ino, |fs| fs.listxattr(from_fuse(ino))).and_then(|v| xattr_answer(v, size)),
-        );
+    fn listxattr(&self, req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
+        let names = self.run("listxattr", ino, |fs| fs.listxattr(from_fuse(ino)));
+        // As ext4 and tmpfs list them: `trusted.*` only to CAP_SYS_ADMIN,
+        // which the kernel asks before it reads or sets one.
+        let names = names.map(|list| {
+            let trusted = list.split(|&b| b == 0).any(|n| n.starts_with(b"trusted."));
+            if trusted && !caller(req).sys_admin() {
+                without_trusted(&list)
+            } else {
+                list
+            }
+        });
+        reply.answer(names.and_then(|v| xattr_answer(v, size)));
     }
 
     fn removexattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
@@ -740,6 +760,13 @@ mod tests {
         assert_eq!(rename_flags(both).ok(), Some(UfsRenameFlags { noreplace: true, exchange: true }));
         assert_eq!(rename_flags(RenameFlags::empty()).ok(), Some(UfsRenameFlags::default()));
         assert_eq!(rename_flags(RenameFlags::RENAME_WHITEOUT).err().map(|e| e.errno()), Some(libc::EINVAL));
+    }
+
+    #[test]
+    fn a_name_list_without_trusted_names_keeps_every_other_name_whole() {
+        let list = b"user.a\0trusted.b\0security.c\0trusted.\0".to_vec();
+        assert_eq!(without_trusted(&list), b"user.a\0security.c\0".to_vec());
+        assert_eq!(without_trusted(b""), Vec::<u8>::new());
     }
 
     #[test]

@@ -14,6 +14,9 @@ use fslab::ufs::Privilege;
 /// `CAP_FSETID`'s bit in a capability set (linux/capability.h).
 const CAP_FSETID: u32 = 4;
 
+/// `CAP_SYS_ADMIN`'s bit: what reading `trusted.*` attributes takes.
+const CAP_SYS_ADMIN: u32 = 21;
+
 /// The ids a FUSE request carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Caller {
@@ -55,11 +58,34 @@ fn parse_status(text: &str) -> Status {
 impl Caller {
     /// How Linux's rules see this caller changing a file of group `gid`.
     pub fn privilege(&self, gid: u32) -> Privilege {
-        let status = match self.pid {
+        self.judge(self.status(), gid)
+    }
+
+    /// Whether the caller holds `CAP_SYS_ADMIN`, which Linux's own file
+    /// systems ask before listing `trusted.*` attributes (the kernel checks
+    /// it for get and set, but leaves the list to the file system).
+    pub fn sys_admin(&self) -> bool {
+        self.holds(self.status(), CAP_SYS_ADMIN)
+    }
+
+    /// What `/proc/<tid>/status` says now of the thread that sent the
+    /// request, if there is one.
+    fn status(&self) -> Option<Status> {
+        match self.pid {
             0 => None,
             pid => std::fs::read_to_string(format!("/proc/{pid}/status")).ok().map(|t| parse_status(&t)),
-        };
-        self.judge(status, gid)
+        }
+    }
+
+    /// Whether `status` (if it is this caller's) holds capability `cap`;
+    /// uid 0 counts as holding every one where it cannot be read.
+    fn holds(&self, status: Option<Status>, cap: u32) -> bool {
+        match status {
+            Some(s) if s.fsuid == Some(self.uid) && s.fsgid == Some(self.gid) => {
+                s.cap_eff.is_some_and(|caps| caps & (1 << cap) != 0)
+            }
+            _ => self.uid == 0,
+        }
     }
 
     /// The privilege `status` (if it is this caller's) grants on a file of
@@ -69,8 +95,8 @@ impl Caller {
             // A thread id reused by another thread since the request was
             // sent shows other ids.
             Some(s) if s.fsuid == Some(self.uid) && s.fsgid == Some(self.gid) => {
-                let fsetid = s.cap_eff.is_some_and(|caps| caps & (1 << CAP_FSETID) != 0);
-                Privilege { fsetid, in_group: gid == self.gid || s.groups.contains(&gid) }
+                let in_group = gid == self.gid || s.groups.contains(&gid);
+                Privilege { fsetid: self.holds(Some(s), CAP_FSETID), in_group }
             }
             _ => Privilege { fsetid: self.uid == 0, in_group: gid == self.gid },
         }
@@ -97,6 +123,16 @@ mod tests {
         assert_eq!(caller.judge(Some(parse_status(STATUS)), 0), Privilege { fsetid: false, in_group: false });
         let root = STATUS.replace("CapEff:\t0000000000000000", "CapEff:\t000001ffffffffff");
         assert!(caller.judge(Some(parse_status(&root)), 0).fsetid);
+    }
+
+    #[test]
+    fn sys_admin_is_its_own_bit_of_the_effective_set() {
+        let caller = Caller { uid: 65534, gid: 100, pid: 7 };
+        assert!(!caller.holds(Some(parse_status(STATUS)), CAP_SYS_ADMIN));
+        let admin = STATUS.replace("CapEff:\t0000000000000000", "CapEff:\t0000000000200000");
+        assert!(caller.holds(Some(parse_status(&admin)), CAP_SYS_ADMIN));
+        assert!(!caller.holds(Some(parse_status(&admin)), CAP_FSETID));
+        assert!(!caller.holds(None, CAP_SYS_ADMIN), "not root, nothing read: no capability");
     }
 
     #[test]
