@@ -386,9 +386,10 @@ impl<S: StorageManager> Ns<'_, S> {
         if !punch && mode & KEEP_SIZE == 0 && end > attr.size {
             attr.size = end;
         }
-        if punch || zero {
-            attr.mtime = now;
-        }
+        // Every mode changes both times, as ext4's and tmpfs's fallocate
+        // do (file_modified()), growing the file or not: FUSE's inodes
+        // carry S_NOCMTIME, so the kernel leaves them to fslab.
+        attr.mtime = now;
         attr.ctime = now;
         // As Linux's file_modified() in fallocate(2): with FUSE's
         // HANDLE_KILLPRIV the kernel leaves this to the file system.

@@ -117,6 +117,21 @@ fn fallocate_preallocates_extends_or_keeps_size_and_refuses_other_modes() {
 }
 
 #[test]
+fn fallocate_in_every_mode_sets_the_modification_time() {
+    use crate::ufs::TimeSet;
+    let mut fs = fs();
+    let f = file(&mut fs, ROOT, "f").ino;
+    let past = SetAttr { mtime: Some(TimeSet::At(1)), ..SetAttr::default() };
+    for mode in [0, libc::FALLOC_FL_KEEP_SIZE] {
+        fs.setattr(f, &past).expect("set mtime");
+        fs.fallocate(f, 0, 2 * BS, mode).expect("fallocate");
+        let attr = fs.getattr(f).expect("getattr").attr;
+        assert!(attr.mtime > 1, "mode {mode:#x}: mtime {:?}", attr.mtime);
+        assert_eq!(attr.mtime, attr.ctime, "mode {mode:#x}");
+    }
+}
+
+#[test]
 fn fallocate_fails_whole_when_space_cannot_be_reserved() {
     let mut fs = fs();
     let f = file(&mut fs, ROOT, "f").ino;
