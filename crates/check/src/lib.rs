@@ -409,9 +409,16 @@ pub fn check(
     match layout_of(dev) {
         Some(Layout::Ffs) => ffs::check(dev, options, progress),
         Some(Layout::Lfs) => check_lfs(dev, options, progress),
-        None => match check_lfs(dev, options, progress) {
-            Err(Fatal::Foreign(_)) if ffs::has_copy(dev) => ffs::check(dev, options, progress),
-            other => other,
+        // Superblock copies further in, where byte 0 holds another file
+        // system, are left from before the device was made into that one:
+        // a repair from them would write over it.
+        None => match fslab::other_file_system(dev) {
+            Some(other) => Err(Fatal::Foreign(format!("the device holds {other}, not fslab"))),
+            // A damaged primary superblock: its copies may still serve.
+            None => match check_lfs(dev, options, progress) {
+                Err(Fatal::Foreign(_)) if ffs::has_copy(dev) => ffs::check(dev, options, progress),
+                other => other,
+            },
         },
     }
 }

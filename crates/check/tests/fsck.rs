@@ -246,6 +246,41 @@ fn not_an_image_is_an_operational_error() {
     assert!(matches!(result, Err(fslab_check::Fatal::Foreign(_))));
 }
 
+/// A device that held fslab and was made into another file system keeps
+/// fslab's superblock copies further in: a check or repair from them, or a
+/// mount, would write over the new file system. Here its first block takes
+/// an ext4 superblock's magic, revision and block size, as mkfs.ext4 would
+/// write them.
+#[test]
+fn a_device_made_into_another_file_system_is_foreign_despite_old_copies() {
+    use disk::BlockDevice;
+    let (dev, _) = populated();
+    let image = dev.snapshot();
+    let mut head = vec![0u8; 4096];
+    head[1080..1082].copy_from_slice(&[0x53, 0xEF]);
+    head[1024 + 76] = 1;
+    head[1024 + 24] = 2;
+    dev.write_at(0, &head).expect("write");
+    let before = dev.snapshot();
+    for repair in [false, true] {
+        let options = fslab_check::Options { repair, ..fslab_check::Options::default() };
+        let result = fslab_check::check(dev.as_ref(), &options, &mut |_| {});
+        assert!(
+            matches!(&result, Err(fslab_check::Fatal::Foreign(why)) if why.contains("ext2/3/4")),
+            "repair {repair}: {:?}",
+            result.map(|r| r.problems.len())
+        );
+    }
+    let mounted = fslab::lfs::Lfs::mount(dev.clone(), fslab::lfs::MountOptions::default());
+    assert!(matches!(mounted, Err(fslab::Error::Foreign(_))), "the old copies are not mounted");
+    assert!(dev.snapshot() == before, "nothing was written");
+    // Without the other file system's signature, the copies still serve: a
+    // damaged primary superblock is what they are for.
+    dev.write_at(0, &image).expect("write");
+    dev.write_at(0, &[0xA5u8; 512]).expect("write");
+    assert!(fslab::lfs::Lfs::mount(dev.clone(), fslab::lfs::MountOptions::default()).is_ok());
+}
+
 /// Mounts `dev` (rolling forward what a crash left after the checkpoint),
 /// unmounts cleanly, and returns what fsck finds then.
 fn recover_and_check(dev: &std::sync::Arc<disk::MemDisk>) -> fslab_check::Report {

@@ -11,12 +11,12 @@
 //! Refuses, unless `--force`, to write over anything that looks like it holds
 //! data, checked in this order (the first match names what was found):
 //!
-//! 1. an ext2/3/4 superblock (magic 0xEF53 at byte 1080);
-//! 2. an XFS superblock ("XFSB" at byte 0);
-//! 3. a btrfs superblock ("_BHRfS_M" at byte 65600);
-//! 4. an fslab superblock of either layout (`fslab::Layout::probe`);
-//! 5. an fslab journal's log device;
-//! 6. any non-zero byte in the first 64 KiB.
+//! 1. another file system's or container's signature at its start (ext2/3/4,
+//!    XFS, btrfs, FAT, exFAT, NTFS, LUKS, LVM, GPT, ISO 9660, swap:
+//!    `fslab::format::foreign`);
+//! 2. an fslab superblock of either layout (`fslab::Layout::probe`);
+//! 3. an fslab journal's log device;
+//! 4. any non-zero byte in the first 64 KiB.
 //!
 //! `--journal-device` (FFS) is checked the same way, and created if absent.
 
@@ -444,19 +444,12 @@ fn make(path: &Path, size: u64, plan: &Plan) -> Result<(), String> {
 
 /// What the device already holds, if anything (see the module comment).
 fn existing_contents(disk: &FileDisk) -> io::Result<Option<&'static str>> {
-    const BTRFS_MAGIC_AT: usize = 65600;
     let magic = |buf: &[u8], at: usize, bytes: &[u8]| buf.get(at..at + bytes.len()) == Some(bytes);
-    let len = disk.size().min((BTRFS_MAGIC_AT + 8) as u64) as usize;
+    let len = disk.size().min(fslab::format::foreign::SIGNATURE_BYTES as u64) as usize;
     let mut head = vec![0u8; len];
     disk.read_at(0, &mut head)?;
-    if magic(&head, 1080, &[0x53, 0xEF]) {
-        return Ok(Some("an ext2/3/4 file system"));
-    }
-    if magic(&head, 0, b"XFSB") {
-        return Ok(Some("an XFS file system"));
-    }
-    if magic(&head, BTRFS_MAGIC_AT, b"_BHRfS_M") {
-        return Ok(Some("a btrfs file system"));
+    if let Some(other) = fslab::format::foreign::other_file_system(&head) {
+        return Ok(Some(other));
     }
     if let Some(layout) = Layout::probe(disk) {
         return Ok(Some(match layout {

@@ -77,6 +77,17 @@ impl Layout {
     }
 }
 
+/// The other file system (or container) whose signature the start of `dev`
+/// carries, if any ([`format::foreign`]); a device that cannot be read
+/// there carries none.
+pub fn other_file_system(dev: &dyn disk::BlockDevice) -> Option<&'static str> {
+    // Whole 4 KiB blocks: a device opened for direct I/O reads no less.
+    let len = dev.size().min(format::foreign::SIGNATURE_BYTES.next_multiple_of(4096) as u64) as usize;
+    let mut head = vec![0u8; len];
+    dev.read_at(0, &mut head).ok()?;
+    format::foreign::other_file_system(&head)
+}
+
 /// Makes a new FFS on `dev` with an empty root directory owned by `creds`:
 /// the storage manager's mkfs, then the namespace's root.
 pub fn mkfs_ffs(

@@ -7,6 +7,7 @@ pub mod blockno;
 pub mod codec;
 pub mod daddr;
 pub mod dirent;
+pub mod foreign;
 pub mod inode;
 
 pub use codec::crc32c;

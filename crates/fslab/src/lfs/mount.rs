@@ -221,6 +221,17 @@ fn find_superblocks(dev: &dyn BlockDevice) -> Result<Vec<Superblock>> {
             Err(_) => {}
         }
     }
+    // Copies found where byte 0 holds another file system: left from
+    // before the device was made into that one. Used, they would write
+    // over it.
+    if !found.is_empty() && !probe(dev) {
+        if let Some(other) = crate::other_file_system(dev) {
+            return Err(Error::Foreign(format!(
+                "the device holds {other}, not fslab (the fslab superblock copies further in are \
+                 left from before it was made)"
+            )));
+        }
+    }
     if found.is_empty() {
         return Err(match first_error {
             Some(Error::Corrupt { why, .. }) if why == "no fslab magic" => {
