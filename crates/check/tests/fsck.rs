@@ -108,6 +108,26 @@ fn a_block_claimed_by_two_files_is_found() {
     assert!(report.has(Kind::Summary), "the summary names medium, not small:\n{}", listing(&report));
 }
 
+/// A segment whose table says nothing is live, though something is: the
+/// repair's mount makes it clean, and the repair must make it dirty again
+/// before anything it writes can land there (it was saved as clean with
+/// live bytes, which no later repair could undo).
+#[test]
+fn a_segment_said_empty_but_holding_live_data_is_repaired_dirty() {
+    let (dev, tree) = populated();
+    let (daddr, _, _) = inode_slot(dev.as_ref(), tree.medium);
+    let segment = daddr.get() / 16;
+    with_fs(&dev, false, |fs| fs.storage().repair_set_live_bytes(segment, 0).expect("set"));
+    let report = check(&dev);
+    assert!(report.has(Kind::SegmentUsage), "problems:\n{}", listing(&report));
+    let outcome = repair(&dev);
+    assert_eq!(outcome.exit_code(), 1, "left:\n{}", listing(&outcome.last));
+    assert!(check(&dev).is_clean(), "after the repair:\n{}", listing(&check(&dev)));
+    with_fs(&dev, false, |fs| {
+        assert_eq!(fs.read(tree.medium, 0, 200 << 10).expect("read"), pattern(200 << 10, 1));
+    });
+}
+
 #[test]
 fn wrong_segment_usage_is_found_and_repaired() {
     let (dev, tree) = populated();

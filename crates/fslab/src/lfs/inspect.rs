@@ -8,7 +8,7 @@
 //! * [`Lfs::repair_set_live_bytes`] — overwrite one segment usage entry's live
 //!   bytes; the next checkpoint writes it.
 
-use super::layout::{Superblock, MAX_SUPERBLOCKS, SUPERBLOCK_BYTES};
+use super::layout::{HeadPosition, Superblock, MAX_SUPERBLOCKS, SEGUSE_CLEAN, SUPERBLOCK_BYTES};
 use super::Lfs;
 use crate::error::{Error, Location};
 use crate::format::Ino;
@@ -95,10 +95,39 @@ impl Lfs {
     /// Later writes adjust it as usual; the next checkpoint makes it durable.
     /// Call right after mount, before anything is written, so that the
     /// count describes the state it was computed from.
+    ///
+    /// A segment whose table said nothing was live was made clean by the
+    /// mount (`reclaim_empty_segments`), and a log head may have chosen it
+    /// to go on in: with live bytes it gets back its entry as the
+    /// checkpoint had it, dirty, and the heads choose another, so that the
+    /// repair's own writes cannot land on what is live.
     pub fn repair_set_live_bytes(&mut self, seg: u64, bytes: u32) -> Result<()> {
-        self.ifile.tables.update_segment(seg, |s| s.live_bytes = bytes).ok_or_else(|| {
-            Error::corrupt_at("segment usage table", Location::Segment(seg), "no such segment")
-        })
+        let before = self.mount.reclaimed.iter().find(|(s, _)| *s == seg).map(|(_, entry)| *entry);
+        let reclaimed = self
+            .ifile
+            .tables
+            .update_segment(seg, |s| {
+                let reclaimed = bytes > 0 && s.flags & SEGUSE_CLEAN != 0;
+                if let (true, Some(before)) = (reclaimed, before) {
+                    *s = before;
+                }
+                s.live_bytes = bytes;
+                reclaimed && before.is_some()
+            })
+            .ok_or_else(|| {
+                Error::corrupt_at("segment usage table", Location::Segment(seg), "no such segment")
+            })?;
+        if reclaimed {
+            let head = self.writer.log.head();
+            if head.next_segment == seg {
+                self.writer.log.set_next_segment(self.clean_after(head.segment).unwrap_or(head.segment));
+            }
+            if let Some(c) = self.writer.log.cold().filter(|c| c.next_segment == seg) {
+                let next = self.clean_after(c.segment).unwrap_or(c.segment);
+                self.writer.log.set_cold(Some(HeadPosition { next_segment: next, ..c }));
+            }
+        }
+        Ok(())
     }
 
     /// fsck's repair of an inode's count of space held: sets `ino`'s

@@ -185,6 +185,10 @@ pub(super) struct Mounted {
     /// checkpoint: what was durable before the error stays as it was, and
     /// the next mount recovers it. ext4 remounts read-only on such errors.
     pub(super) failed: Option<String>,
+    /// The segments this mount made clean because the checkpoint's table
+    /// said nothing in them was live, with their entries as it had them
+    /// (`Lfs::repair_set_live_bytes`).
+    pub(super) reclaimed: Vec<(u64, super::layout::SegUse)>,
 }
 
 impl Mounted {
@@ -198,6 +202,7 @@ impl Mounted {
             fallback: None,
             unmounted: false,
             failed: None,
+            reclaimed: Vec::new(),
         }
     }
 }
@@ -307,6 +312,13 @@ fn mount_checkpoint(dev: Arc<dyn BlockDevice>, sb: Superblock, options: MountOpt
     // The writer made every segment this checkpoint left empty clean right
     // after writing it, and may have written log into them since: start
     // from the same table, so roll-forward finds them as the writer did.
+    // Their entries as the checkpoint has them are kept for fsck's repair
+    // of a table that called a segment empty wrongly.
+    lfs.mount.reclaimed = (0..lfs.sb.nsegments)
+        .filter(|&seg| !lfs.in_log_head(seg))
+        .filter_map(|seg| lfs.ifile.tables.usage().get(seg).map(|s| (seg, s)))
+        .filter(|(_, s)| s.flags & super::layout::SEGUSE_DIRTY != 0 && s.live_bytes == 0)
+        .collect();
     lfs.reclaim_empty_segments();
     lfs.settle_log_head();
     Ok(lfs)
