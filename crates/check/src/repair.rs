@@ -339,11 +339,23 @@ fn apply_one<S: StorageManager>(
     }
 }
 
-/// `/lost+found`, made if absent.
+/// `/lost+found`, made if absent. Something else of that name (a file, a
+/// link) is kept under another name first, `/lost+found.<inode>`: e2fsck
+/// unlinks it, and a repair that stopped there left every unreachable file
+/// unreconnected, round after round.
 fn find_lost_found<S: StorageManager>(fs: &mut FileSystem<S>) -> Result<Ino, String> {
     match fs.lookup(ROOT_INO, LOST_FOUND) {
         Ok(inode) if inode.attr.is_dir() => Ok(inode.ino),
-        Ok(_) => Err("/lost+found exists but is not a directory".into()),
+        Ok(inode) => {
+            let kept = format!("lost+found.{}", inode.ino);
+            let flags = fslab::ufs::RenameFlags { noreplace: true, ..Default::default() };
+            fs.rename(ROOT_INO, LOST_FOUND, ROOT_INO, kept.as_bytes(), flags).map_err(|e| {
+                format!("/lost+found is not a directory, and renaming it to /{kept} failed: {e}")
+            })?;
+            fs.mkdir(ROOT_INO, LOST_FOUND, 0o700, Creds::default())
+                .map(|inode| inode.ino)
+                .map_err(|e| format!("cannot make /lost+found: {e}"))
+        }
         Err(e) if e.errno() == libc::ENOENT => fs
             .mkdir(ROOT_INO, LOST_FOUND, 0o700, Creds::default())
             .map(|inode| inode.ino)
@@ -360,17 +372,24 @@ fn find_lost_found<S: StorageManager>(fs: &mut FileSystem<S>) -> Result<Ino, Str
 /// repairs.) Returns the name used.
 fn reconnect<S: StorageManager>(fs: &mut FileSystem<S>, dir: Ino, ino: Ino) -> fslab::Result<String> {
     let mut name = format!("#{ino}");
+    let mut added = false;
     for n in 1..100 {
         match fs.repair_add_entry(dir, name.as_bytes(), ino) {
-            Ok(()) => break,
+            Ok(()) => {
+                added = true;
+                break;
+            }
             Err(e) if e.errno() == libc::EEXIST => name = format!("#{ino}.{n}"),
             Err(e) => return Err(e),
         }
     }
+    if !added {
+        return Err(fslab::error::errno(libc::EEXIST, "every name #<inode> and #<inode>.1-98 is taken"));
+    }
     if fs.getattr(ino)?.attr.is_dir() {
         fs.repair_retarget_entry(ino, b"..", dir)?;
         let nlink = fs.getattr(dir)?.attr.nlink;
-        fs.repair_set_nlink(dir, nlink + 1)?;
+        fs.repair_set_nlink(dir, nlink.saturating_add(1))?;
     }
     Ok(name)
 }

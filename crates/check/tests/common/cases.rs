@@ -27,6 +27,7 @@ macro_rules! shared_cases {
             a_wrong_link_count_is_found_and_repaired,
             an_orphan_left_by_a_crash_is_pending_reclaim_and_repair_frees_it,
             unreachable_files_and_directories_go_to_lost_and_found,
+            a_file_named_lost_and_found_is_kept_under_another_name,
             an_entry_naming_a_free_inode_is_found_and_removed,
             a_looping_orphan_list_stops_the_walk_and_the_mount_goes_on,
             a_looping_orphan_list_is_damage_that_repair_empties,
@@ -352,6 +353,27 @@ pub fn unreachable_files_and_directories_go_to_lost_and_found<L: Layout>() {
         let deep = fs.lookup(lf, format!("#{}", tree.deep).as_bytes()).expect("deep moved").ino;
         assert_eq!(fs.lookup(deep, b"..").expect("..").ino, lf);
         assert_eq!(fs.lookup(deep, b"large").expect("large").ino, tree.large);
+    });
+}
+
+/// A regular file where /lost+found should be: kept as
+/// `/lost+found.<inode>`, and a directory made in its place, so that what
+/// is unreachable is reconnected (the repair used to fail every round).
+pub fn a_file_named_lost_and_found_is_kept_under_another_name<L: Layout>() {
+    let (dev, _) = L::populated();
+    let squatter = L::with_fs(&dev, false, |fs| {
+        let f = fs.mknod(ROOT_INO, b"lost+found", 0o644, 0, Creds::default()).expect("create").ino;
+        fs.write(f, 0, b"mine").expect("write");
+        fs.repair_remove_entry(ROOT_INO, b"medium").expect("remove");
+        f
+    });
+    repaired_to_clean::<L>(&dev);
+    L::with_fs(&dev, false, |fs| {
+        let kept = fs.lookup(ROOT_INO, format!("lost+found.{squatter}").as_bytes()).expect("kept");
+        assert_eq!(fs.read(kept.ino, 0, 16).expect("read"), b"mine");
+        let lf = fs.lookup(ROOT_INO, b"lost+found").expect("lost+found");
+        assert!(lf.attr.is_dir());
+        assert_eq!(fs.readdir(lf.ino, 0, 16).expect("list").len(), 3, ". .. and the reconnected file");
     });
 }
 
