@@ -672,3 +672,53 @@ fn a_version_5_image_still_mounts_places_directories_by_the_old_policy_and_stays
     let dump = fslab::ffs::dump(dev.as_ref()).expect("dump");
     assert!(dump.contains("format version 5") && dump.contains("dirpref           old"), "{dump}");
 }
+
+/// A device whose reads of one byte range fail, as a bad sector's do.
+struct FailingReads {
+    inner: Arc<MemDisk>,
+    bad: std::ops::Range<u64>,
+}
+
+impl BlockDevice for FailingReads {
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        if offset < self.bad.end && self.bad.start < offset + buf.len() as u64 {
+            return Err(std::io::Error::from_raw_os_error(libc::EIO));
+        }
+        self.inner.read_at(offset, buf)
+    }
+
+    fn write_at(&self, offset: u64, buf: &[u8]) -> std::io::Result<()> {
+        self.inner.write_at(offset, buf)
+    }
+
+    fn flush(&self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+
+    fn size(&self) -> u64 {
+        self.inner.size()
+    }
+}
+
+/// An extended-attribute block that cannot be read is reported, and no
+/// repair runs on a device that fails reads (it dropped the attributes,
+/// where an indirect block's failed read already stopped every repair).
+#[test]
+fn an_unreadable_attribute_block_stops_the_repair_instead_of_dropping_the_attributes() {
+    let (dev, tree) = populated();
+    let at = geometry(dev.as_ref()).byte_offset(inode(dev.as_ref(), tree.medium).xattr.get());
+    let failing: Arc<dyn BlockDevice> = Arc::new(FailingReads { inner: dev.clone(), bad: at..at + 512 });
+    let options = fslab_check::Options { repair: true, ..fslab_check::Options::default() };
+    let outcome = fslab_check::fsck(failing, &options, &mut |_| {}).expect("fsck runs");
+    assert!(
+        outcome.last.problems.iter().any(|p| p.message.contains("cannot be read")),
+        "reported:\n{}",
+        listing(&outcome.last)
+    );
+    // The fault passes: the next repair finds the attribute block sound.
+    repair(&dev);
+    assert!(check(&dev).is_clean(), "after:\n{}", listing(&check(&dev)));
+    with_fs(&dev, false, |fs| {
+        assert_eq!(fs.getxattr(tree.medium, b"user.note").expect("the attribute is kept"), b"kept");
+    });
+}

@@ -249,10 +249,16 @@ impl Walk<'_, '_> {
 
     /// Reads the extended-attribute block at `start` and checks its magic
     /// and checksum.
-    fn xattr_damage(&self, start: Frag) -> Option<String> {
+    fn xattr_damage(&mut self, start: Frag) -> Option<String> {
         let block = match self.checker.read_at(start, self.checker.bs) {
             Ok(block) => block,
-            Err(e) => return Some(format!("cannot be read: {e}")),
+            Err(e) => {
+                // Counted as an indirect block's failed read is: a device
+                // that fails reads gets no repair, which would drop the
+                // attributes for what may be a passing fault.
+                self.checker.model.io_errors += 1;
+                return Some(format!("cannot be read: {e}"));
+            }
         };
         let d = Decoder::new(&block);
         if d.u32(0).ok() != Some(XATTR_MAGIC) {
