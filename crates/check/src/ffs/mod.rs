@@ -124,7 +124,8 @@ impl Model {
         // no inode names it.
         let j = &self.sb.journal;
         if j.kind == fslab::ffs::JournalKind::File {
-            let log = j.start..j.start + j.bytes.div_ceil(geo.frag_size as u64);
+            let log =
+                j.start..j.start.saturating_add(j.bytes.div_ceil(geo.frag_size as u64)).min(geo.total_frags);
             for f in log.filter(|&f| geo.group_of(f) == g) {
                 frags_free.clear(geo.within_group(f));
             }
