@@ -246,6 +246,16 @@ pub fn run(args: &MkfsArgs) -> Result<(), String> {
                         human(disk.size())
                     ))
                 }
+                // Making the file system cuts a longer file to its size:
+                // what lies past it is gone, and only the first 64 KiB were
+                // looked at for data.
+                Some(size) if size < disk.size() && !args.force => {
+                    return Err(format!(
+                        "{name} is {}; --size {} would cut off what lies past it (use --force to cut it)",
+                        human(disk.size()),
+                        human(size)
+                    ))
+                }
                 Some(size) => size,
                 None => disk.size(),
             };

@@ -166,6 +166,25 @@ fn mkfs_refuses_to_overwrite_an_fslab_image_without_force(layout: Layout) {
     );
 }
 
+/// A file that looks empty at its start (zeros in its first 64 KiB) but
+/// holds data further on: mkfs with a smaller --size would cut it off.
+#[test]
+fn mkfs_refuses_to_cut_a_longer_file_without_force() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let img = tmp.path().join("sparse.img");
+    let file = std::fs::File::create(&img).expect("create");
+    file.set_len(256 << 20).expect("size");
+    std::os::unix::fs::FileExt::write_at(&file, b"keep me", 200 << 20).expect("write");
+    drop(file);
+    let r = fslab(&[os("mkfs"), img.as_os_str(), os("--size"), os("64M")]);
+    assert_clean_error(&r, "mkfs --size smaller than the file");
+    assert!(r.stderr.contains("--force"), "the error says how: {}", r.describe());
+    assert_eq!(std::fs::metadata(&img).expect("stat").len(), 256 << 20, "the file was not cut");
+    let r = fslab(&[os("mkfs"), img.as_os_str(), os("--size"), os("64M"), os("--force")]);
+    assert!(r.success(), "with --force: {}", r.describe());
+    assert_eq!(std::fs::metadata(&img).expect("stat").len(), 64 << 20);
+}
+
 #[test]
 fn bad_sizes_and_options_give_clear_errors() {
     let tmp = tempfile::tempdir().expect("tempdir");
