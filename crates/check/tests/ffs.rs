@@ -722,3 +722,60 @@ fn an_unreadable_attribute_block_stops_the_repair_instead_of_dropping_the_attrib
         assert_eq!(fs.getxattr(tree.medium, b"user.note").expect("the attribute is kept"), b"kept");
     });
 }
+
+/// A device whose power is cut after `flushes` barriers: every write and
+/// barrier after fails, and the medium keeps what came before.
+struct CutAfterFlushes {
+    inner: Arc<MemDisk>,
+    flushes: std::sync::atomic::AtomicUsize,
+}
+
+impl CutAfterFlushes {
+    fn cut(&self) -> bool {
+        self.flushes.load(std::sync::atomic::Ordering::SeqCst) == 0
+    }
+}
+
+impl BlockDevice for CutAfterFlushes {
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        self.inner.read_at(offset, buf)
+    }
+
+    fn write_at(&self, offset: u64, buf: &[u8]) -> std::io::Result<()> {
+        if self.cut() {
+            return Err(std::io::Error::from_raw_os_error(libc::EIO));
+        }
+        self.inner.write_at(offset, buf)
+    }
+
+    fn flush(&self) -> std::io::Result<()> {
+        if self.cut() {
+            return Err(std::io::Error::from_raw_os_error(libc::EIO));
+        }
+        self.flushes.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        self.inner.flush()
+    }
+
+    fn size(&self) -> u64 {
+        self.inner.size()
+    }
+}
+
+/// The power cut right after fsck wrote the inodes, groups and superblock
+/// and before it removed the entries naming the inodes it cleared: the
+/// image must not be left marked clean (it mounted, an entry naming a
+/// free inode, which a later create would take: two names, one inode).
+#[test]
+fn a_repair_cut_before_its_namespace_step_leaves_the_image_unclean() {
+    let (dev, tree) = populated();
+    flip_bytes(dev.as_ref(), inode_offset(dev.as_ref(), tree.link), 8);
+    let cut: Arc<dyn BlockDevice> =
+        Arc::new(CutAfterFlushes { inner: dev.clone(), flushes: std::sync::atomic::AtomicUsize::new(3) });
+    let options = fslab_check::Options { repair: true, ..fslab_check::Options::default() };
+    let outcome = fslab_check::fsck(cut, &options, &mut |_| {}).expect("fsck runs");
+    assert!(!outcome.failed.is_empty(), "the namespace step could not run");
+    let mounted = fslab::ffs::Ffs::mount(dev.clone(), fslab::ffs::MountOptions::default());
+    assert_eq!(mounted.err().map(|e| e.errno()), Some(libc::EUCLEAN), "the image is not marked clean");
+    repaired_to_clean::<Ffs>(&dev);
+    with_fs(&dev, false, |fs| assert!(fs.lookup(ROOT_INO, b"link").is_err()));
+}

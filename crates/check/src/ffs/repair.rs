@@ -10,11 +10,13 @@
 //!    set) and the indirect blocks whose pointers are cleared, each
 //!    encoded by the format's own encoders with its checksum; a barrier;
 //! 3. the groups that differ from their rebuilt form, the damaged
-//!    superblock copies, then the primary with the groups' totals and the
-//!    clean flag; a barrier. The image now mounts;
+//!    superblock copies, then the primary with the groups' totals and,
+//!    unless step 4 follows, the clean flag; a barrier;
 //! 4. if the namespace needs changes (entries, chunks, lost+found, orphans,
-//!    link counts, a new root): mount, apply them, unmount — which writes
-//!    the groups and marks the image clean again.
+//!    link counts, a new root): mount (unclean: the groups were just
+//!    rebuilt), apply them, unmount — which writes the groups and marks the
+//!    image clean. Marked clean in step 3, an image whose repair was cut
+//!    between the steps mounted with entries naming inodes just cleared.
 //!
 //! At the end, when rounds ran but problems are left, the clean flag is
 //! cleared, so that the image does not mount until they are dealt with,
@@ -116,9 +118,13 @@ fn is_direct(fix: &Fix) -> bool {
 /// were made.
 fn apply(dev: &Arc<dyn BlockDevice>, model: &Model, fixes: &[Fix], outcome: &mut Outcome) -> usize {
     let mut done = 0;
+    // With namespace repairs to follow, the image is marked clean only by
+    // their unmount: marked clean here, a crash between the two would leave
+    // a mountable image whose entries name the inodes just cleared.
+    let namespace = changes_namespace(fixes);
     if fixes.iter().any(is_direct) {
         let clear_orphans = fixes.contains(&Fix::ClearOrphanList);
-        match write_direct(dev.as_ref(), model, clear_orphans) {
+        match write_direct(dev.as_ref(), model, clear_orphans, !namespace) {
             Ok(()) => {
                 for fix in fixes.iter().filter(|f| is_direct(f)) {
                     done += 1;
@@ -131,11 +137,17 @@ fn apply(dev: &Arc<dyn BlockDevice>, model: &Model, fixes: &[Fix], outcome: &mut
             }
         }
     }
-    if !changes_namespace(fixes) {
+    if !namespace {
         return done;
     }
-    let options =
-        MountOptions { cache_bytes: 64 << 20, integrity: Integrity::Async, ..MountOptions::default() };
+    // The groups were just rebuilt (or were sound): an image left unclean
+    // above mounts to have its namespace repaired.
+    let options = MountOptions {
+        cache_bytes: 64 << 20,
+        integrity: Integrity::Async,
+        allow_unclean: true,
+        ..MountOptions::default()
+    };
     let ffs = match Ffs::mount(dev.clone(), options) {
         Ok(ffs) => ffs,
         Err(e) => {
@@ -174,7 +186,12 @@ fn describe(fix: &Fix, model: &Model) -> String {
 
 /// Steps 1–3 of the module comment; with `clear_orphans`, the superblock
 /// names no orphan list (its inodes are freed as unreferenced ones).
-fn write_direct(dev: &dyn BlockDevice, model: &Model, clear_orphans: bool) -> Result<(), String> {
+fn write_direct(
+    dev: &dyn BlockDevice,
+    model: &Model,
+    clear_orphans: bool,
+    clean: bool,
+) -> Result<(), String> {
     let geo = model.sb.geometry;
     for g in 0..geo.ncg {
         model
@@ -199,7 +216,7 @@ fn write_direct(dev: &dyn BlockDevice, model: &Model, clear_orphans: bool) -> Re
     let orphan_head = if clear_orphans { 0 } else { model.sb.orphan_head };
     let sb = Superblock {
         totals: model.totals,
-        flags: model.sb.flags | SB_CLEAN,
+        flags: if clean { model.sb.flags | SB_CLEAN } else { model.sb.flags & !SB_CLEAN },
         time: now,
         orphan_head,
         ..model.sb

@@ -79,7 +79,8 @@ pub struct MountOptions {
     pub clock: TimeSource,
     /// Mount an image that was not unmounted cleanly, whose bitmaps may be
     /// stale: only for a read-only mount (over a `disk::ReadOnlyOverlay`),
-    /// which allocates nothing the image will keep.
+    /// which allocates nothing the image will keep, or for fsck's namespace
+    /// repair right after it rebuilt the groups.
     pub allow_unclean: bool,
     /// For tests: at every point where write-back may run, write a random
     /// part of what is dirty (seeded by this), so that a crash explorer
