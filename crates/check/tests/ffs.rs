@@ -779,3 +779,37 @@ fn a_repair_cut_before_its_namespace_step_leaves_the_image_unclean() {
     repaired_to_clean::<Ffs>(&dev);
     with_fs(&dev, false, |fs| assert!(fs.lookup(ROOT_INO, b"link").is_err()));
 }
+
+/// One 512-byte sector of an indirect block fails its checksum: only the
+/// pointers in that sector are cleared (127 blocks become a hole), where
+/// the whole tree below the block used to go.
+#[test]
+fn a_bad_sector_of_an_indirect_block_costs_only_its_own_pointers() {
+    let (dev, _) = populated();
+    let bs = geometry(dev.as_ref()).block_size as usize;
+    let per_sector = fslab::format::blockno::POINTERS_PER_SECTOR;
+    let blocks = NDADDR + 3 * per_sector;
+    let data = pattern(blocks * bs, 9);
+    let ino = with_fs(&dev, false, |fs| {
+        let f = fs.mknod(ROOT_INO, b"big", 0o644, 0, fslab::ufs::Creds::default()).expect("create").ino;
+        fs.write(f, 0, &data).expect("write");
+        f
+    });
+    // A byte of the single indirect block's second sector.
+    let indirect = inode(dev.as_ref(), ino).indirect[0].get();
+    let at = geometry(dev.as_ref()).byte_offset(indirect) + 512 + 100;
+    flip_bytes(dev.as_ref(), at, 1);
+    let report = check(&dev);
+    let listed = listing(&report);
+    assert!(listed.contains("in sector 1 of indirect block -12"), "the sector's pointers:\n{listed}");
+    assert!(!listed.contains("corrupt indirect block"), "not the whole block:\n{listed}");
+    repaired_to_clean::<Ffs>(&dev);
+    with_fs(&dev, false, |fs| {
+        let got = fs.read(ino, 0, blocks * bs).expect("read");
+        assert_eq!(got.len(), blocks * bs, "the size is kept");
+        let hole = (NDADDR + per_sector) * bs..(NDADDR + 2 * per_sector) * bs;
+        assert_eq!(got[..hole.start], data[..hole.start], "before the bad sector's blocks");
+        assert!(got[hole.clone()].iter().all(|&b| b == 0), "the bad sector's blocks are a hole");
+        assert_eq!(got[hole.end..], data[hole.end..], "after them");
+    });
+}

@@ -39,7 +39,7 @@ use fslab::bmap;
 use fslab::ffs::bitmap::Bitmap;
 use fslab::ffs::cg::CylinderGroup;
 use fslab::ffs::Frag;
-use fslab::format::blockno::{is_indirect, Parent, NDADDR, XATTR_LBN};
+use fslab::format::blockno::{is_indirect, Parent, INDIRECT_SECTOR, NDADDR, POINTERS_PER_SECTOR, XATTR_LBN};
 use fslab::format::codec::{crc32c_skipping, Decoder};
 use fslab::format::dirent::{dt, dt_from_mode};
 use fslab::format::inode::{Inode, InodeError, INODE_SIZE};
@@ -138,6 +138,10 @@ struct Walk<'c, 'a> {
     indirect_at: HashMap<Lbn, Frag>,
     /// The indirect block the engine is about to read.
     pending: Option<Lbn>,
+    /// Indirect blocks with some sectors that fail their checksums (and
+    /// some that pass), and those sectors: the pointers there are cleared,
+    /// the rest of the tree kept.
+    bad_sectors: HashMap<Lbn, Vec<usize>>,
     found: Walked,
 }
 
@@ -279,6 +283,16 @@ impl bmap::Visitor for Walk<'_, '_> {
             self.direct.push((lbn, start));
             return false;
         }
+        if let Some(Parent::Meta { meta, index }) = self.checker.tree.parent(lbn) {
+            let sector = index / POINTERS_PER_SECTOR;
+            if self.bad_sectors.get(&meta).is_some_and(|bad| bad.contains(&sector)) {
+                self.bad(
+                    lbn,
+                    format!("block {lbn}: its pointer is in sector {sector} of indirect block {meta}, which fails its checksum"),
+                );
+                return false;
+            }
+        }
         if let Some(why) = self.bad_run(start, fpb) {
             self.bad(lbn, format!("block {lbn} at {start} {why}"));
             return false;
@@ -305,13 +319,44 @@ impl bmap::Visitor for Walk<'_, '_> {
 
     fn read(&mut self, addr: Daddr) -> fslab::Result<Vec<u8>> {
         let lbn = self.pending.take().unwrap_or(0);
-        let block = self.checker.read_at(addr.get(), self.checker.bs).map_err(|e| {
+        let mut block = self.checker.read_at(addr.get(), self.checker.bs).map_err(|e| {
             self.checker.model.io_errors += 1;
             fslab::Error::from(e)
         })?;
-        self.checker.tree.check(&block, self.ino, lbn, addr)?;
+        if let Err(e) = self.checker.tree.check(&block, self.ino, lbn, addr) {
+            // Each 512-byte sector carries its own checksum so that one
+            // bad sector costs only its own pointers, not the tree below
+            // the whole block.
+            let bad = self.checker.tree.bad_sectors(&block, self.ino, lbn);
+            if bad.is_empty() || bad.len() == block.len() / INDIRECT_SECTOR {
+                return Err(e);
+            }
+            self.bad_sectors.insert(lbn, bad);
+            // Sealed in memory so that the walk follows the good sectors;
+            // `pointer` stops at every slot of the bad ones.
+            self.checker.tree.seal(&mut block, self.ino, lbn);
+        }
         self.claim(lbn, addr.get(), self.checker.geo.frags_per_block);
         self.indirect_at.insert(lbn, addr.get());
+        // A bad sector of zeros (the rest of a torn write of a new block)
+        // has no pointer for `pointer` to stop at; the repair must still
+        // seal it, so one clear of its first slot stands for it.
+        let empty: Vec<usize> = self.bad_sectors.get(&lbn).map_or_else(Vec::new, |bad| {
+            bad.iter()
+                .copied()
+                .filter(|&s| {
+                    block[s * INDIRECT_SECTOR..(s + 1) * INDIRECT_SECTOR - 4].iter().all(|&b| b == 0)
+                })
+                .collect()
+        });
+        for s in empty {
+            if let Some(child) = self.checker.tree.child_lbn(lbn, s * POINTERS_PER_SECTOR) {
+                self.bad(
+                    child,
+                    format!("sector {s} of indirect block {lbn} fails its checksum (no pointer in it)"),
+                );
+            }
+        }
         Ok(block)
     }
 
@@ -534,6 +579,7 @@ impl Checker<'_> {
             later_data: false,
             indirect_at: HashMap::new(),
             pending: None,
+            bad_sectors: HashMap::new(),
             found: Walked::default(),
         };
         bmap::walk(&tree, inode, &mut w);

@@ -31,7 +31,7 @@ use fslab::ffs::geometry::Geometry;
 use fslab::ffs::journal::Replayed;
 use fslab::ffs::layout::{SB_CLEAN, SUPERBLOCK_BYTES};
 use fslab::ffs::{Ffs, Frag, Integrity, MountOptions, Superblock};
-use fslab::format::blockno::{Parent, POINTER_BYTES};
+use fslab::format::blockno::{Parent, INDIRECT_SECTOR, POINTER_BYTES};
 use fslab::format::inode::{Inode, INODE_SIZE};
 use fslab::format::{blockno, now_ns, Daddr, Ino, Lbn};
 use fslab::ufs::FileSystem;
@@ -295,7 +295,19 @@ fn clear_pointer(
             let mut block = vec![0u8; geo.block_size as usize];
             dev.read_at(at, &mut block)
                 .map_err(|e| format!("reading indirect block {meta} of inode {ino}: {e}"))?;
-            tree.check(&block, ino, meta, Daddr::new(addr)).map_err(|e| e.to_string())?;
+            if let Err(e) = tree.check(&block, ino, meta, Daddr::new(addr)) {
+                // Sectors that fail their checksums beside ones that pass
+                // (phase 1 kept the rest of the tree): their pointers go,
+                // every one phase 1 cleared, and the seal below makes the
+                // sectors whole again.
+                let bad = tree.bad_sectors(&block, ino, meta);
+                if bad.is_empty() || bad.len() == block.len() / INDIRECT_SECTOR {
+                    return Err(e.to_string());
+                }
+                for s in bad {
+                    block[s * INDIRECT_SECTOR..(s + 1) * INDIRECT_SECTOR - 4].fill(0);
+                }
+            }
             let at_pointer = tree.pointer_offset(index);
             block[at_pointer..at_pointer + POINTER_BYTES].fill(0);
             tree.seal(&mut block, ino, meta);

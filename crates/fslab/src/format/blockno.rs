@@ -198,6 +198,33 @@ impl Geometry {
         Ok(())
     }
 
+    /// The sectors of indirect block `lbn` of file `ino` that fail their
+    /// checksums: only a sectored tree can tell them apart (empty for
+    /// another, or for a block that is not whole sectors). A block whose
+    /// every sector fails is not this file's block at `lbn` at all.
+    pub fn bad_sectors(&self, block: &[u8], ino: Ino, lbn: Lbn) -> Vec<usize> {
+        if !self.sectored || !block.len().is_multiple_of(INDIRECT_SECTOR) {
+            return Vec::new();
+        }
+        block
+            .chunks_exact(INDIRECT_SECTOR)
+            .enumerate()
+            .filter(|(i, sector)| {
+                Decoder::new(sector).u32(INDIRECT_SECTOR - 4).ok() != Some(sector_crc(sector, ino, lbn, *i))
+            })
+            .map(|(i, _)| i)
+            .collect()
+    }
+
+    /// The block slot `index` of indirect block `meta` points at: a data
+    /// block under a single indirect block, the indirect block below
+    /// otherwise; `None` if `meta` is no indirect block of this geometry.
+    pub fn child_lbn(&self, meta: Lbn, index: usize) -> Option<Lbn> {
+        let (level, first) = self.meta_level(meta)?;
+        let child_first = first + index as u64 * self.span(level - 1);
+        Some(if level == 1 { child_first as Lbn } else { Self::meta_lbn(level - 1, child_first) })
+    }
+
     /// First data block covered by the single, double and triple trees.
     fn starts(&self) -> [u64; NIADDR] {
         let n = self.nindir;
@@ -294,6 +321,18 @@ impl Geometry {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_slots_child_has_that_slot_for_its_parent() {
+        let g = Geometry::sectored(8192);
+        for meta in [-12, -(12 + g.nindir as Lbn) - 1, Geometry::meta_lbn(1, 12 + g.nindir + 5 * g.nindir)] {
+            for index in [0, 1, 126, 127, g.nindir as usize - 1] {
+                let child = g.child_lbn(meta, index).expect("child");
+                assert_eq!(g.parent(child), Some(Parent::Meta { meta, index }), "meta {meta} slot {index}");
+            }
+        }
+        assert_eq!(g.child_lbn(5, 0), None, "a data block has no slots");
+    }
 
     #[test]
     fn an_indirect_block_passes_only_as_itself_and_undamaged() {
