@@ -673,33 +673,6 @@ fn a_version_5_image_still_mounts_places_directories_by_the_old_policy_and_stays
     assert!(dump.contains("format version 5") && dump.contains("dirpref           old"), "{dump}");
 }
 
-/// A device whose reads of one byte range fail, as a bad sector's do.
-struct FailingReads {
-    inner: Arc<MemDisk>,
-    bad: std::ops::Range<u64>,
-}
-
-impl BlockDevice for FailingReads {
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
-        if offset < self.bad.end && self.bad.start < offset + buf.len() as u64 {
-            return Err(std::io::Error::from_raw_os_error(libc::EIO));
-        }
-        self.inner.read_at(offset, buf)
-    }
-
-    fn write_at(&self, offset: u64, buf: &[u8]) -> std::io::Result<()> {
-        self.inner.write_at(offset, buf)
-    }
-
-    fn flush(&self) -> std::io::Result<()> {
-        self.inner.flush()
-    }
-
-    fn size(&self) -> u64 {
-        self.inner.size()
-    }
-}
-
 /// An extended-attribute block that cannot be read is reported, and no
 /// repair runs on a device that fails reads (it dropped the attributes,
 /// where an indirect block's failed read already stopped every repair).
@@ -707,7 +680,8 @@ impl BlockDevice for FailingReads {
 fn an_unreadable_attribute_block_stops_the_repair_instead_of_dropping_the_attributes() {
     let (dev, tree) = populated();
     let at = geometry(dev.as_ref()).byte_offset(inode(dev.as_ref(), tree.medium).xattr.get());
-    let failing: Arc<dyn BlockDevice> = Arc::new(FailingReads { inner: dev.clone(), bad: at..at + 512 });
+    let failing: Arc<dyn BlockDevice> =
+        Arc::new(disk::FaultyDisk::new(dev.clone()).failing_reads(at..at + 512));
     let options = fslab_check::Options { repair: true, ..fslab_check::Options::default() };
     let outcome = fslab_check::fsck(failing, &options, &mut |_| {}).expect("fsck runs");
     assert!(
@@ -723,44 +697,6 @@ fn an_unreadable_attribute_block_stops_the_repair_instead_of_dropping_the_attrib
     });
 }
 
-/// A device whose power is cut after `flushes` barriers: every write and
-/// barrier after fails, and the medium keeps what came before.
-struct CutAfterFlushes {
-    inner: Arc<MemDisk>,
-    flushes: std::sync::atomic::AtomicUsize,
-}
-
-impl CutAfterFlushes {
-    fn cut(&self) -> bool {
-        self.flushes.load(std::sync::atomic::Ordering::SeqCst) == 0
-    }
-}
-
-impl BlockDevice for CutAfterFlushes {
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
-        self.inner.read_at(offset, buf)
-    }
-
-    fn write_at(&self, offset: u64, buf: &[u8]) -> std::io::Result<()> {
-        if self.cut() {
-            return Err(std::io::Error::from_raw_os_error(libc::EIO));
-        }
-        self.inner.write_at(offset, buf)
-    }
-
-    fn flush(&self) -> std::io::Result<()> {
-        if self.cut() {
-            return Err(std::io::Error::from_raw_os_error(libc::EIO));
-        }
-        self.flushes.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
-        self.inner.flush()
-    }
-
-    fn size(&self) -> u64 {
-        self.inner.size()
-    }
-}
-
 /// The power cut right after fsck wrote the inodes, groups and superblock
 /// and before it removed the entries naming the inodes it cleared: the
 /// image must not be left marked clean (it mounted, an entry naming a
@@ -769,8 +705,7 @@ impl BlockDevice for CutAfterFlushes {
 fn a_repair_cut_before_its_namespace_step_leaves_the_image_unclean() {
     let (dev, tree) = populated();
     flip_bytes(dev.as_ref(), inode_offset(dev.as_ref(), tree.link), 8);
-    let cut: Arc<dyn BlockDevice> =
-        Arc::new(CutAfterFlushes { inner: dev.clone(), flushes: std::sync::atomic::AtomicUsize::new(3) });
+    let cut: Arc<dyn BlockDevice> = Arc::new(disk::FaultyDisk::new(dev.clone()).cut_after_flushes(3));
     let options = fslab_check::Options { repair: true, ..fslab_check::Options::default() };
     let outcome = fslab_check::fsck(cut, &options, &mut |_| {}).expect("fsck runs");
     assert!(!outcome.failed.is_empty(), "the namespace step could not run");

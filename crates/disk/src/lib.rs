@@ -12,6 +12,7 @@
 mod aligned;
 mod counting;
 mod crash;
+mod faulty;
 mod file;
 mod mem;
 mod overlay;
@@ -22,6 +23,7 @@ pub mod splitmix;
 pub use aligned::{all_aligned, AlignedBytes, DIRECT_ALIGN};
 pub use counting::CountingDisk;
 pub use crash::{CrashChoice, CrashDisk, CrashState, CrashStates, Persist, RecordedWrite, EXHAUSTIVE_LIMIT};
+pub use faulty::FaultyDisk;
 pub use file::{FileDisk, DIRECT_READ_MIN};
 pub use mem::MemDisk;
 pub use overlay::ReadOnlyOverlay;

@@ -342,6 +342,18 @@ fn assert_live_bytes_are_exact(lfs: &mut Lfs) {
 
 /// A crash right after `fsync` returns: the image as it is then, mounted
 /// without the unmount checkpoint.
+/// Writes blocks `0..blocks` of `ino` with their patterns, sets its size
+/// to them, and fsyncs it.
+fn write_and_fsync(lfs: &mut Lfs, ino: Ino, blocks: Lbn) {
+    for lbn in 0..blocks {
+        lfs.write_block(ino, lbn, 0, &pattern(ino, lbn, 4096)).expect("write");
+    }
+    let mut attr = lfs.vget(ino).expect("vget").attr;
+    attr.size = blocks as u64 * 4096;
+    lfs.update(ino, &attr).expect("update");
+    lfs.fsync(ino, false).expect("fsync");
+}
+
 fn crash_image(disk: &Arc<MemDisk>) -> Arc<MemDisk> {
     Arc::new(MemDisk::from_bytes(disk.snapshot()))
 }
@@ -350,13 +362,7 @@ fn crash_image(disk: &Arc<MemDisk>) -> Arc<MemDisk> {
 fn fsync_survives_a_crash_through_roll_forward_without_writing_a_checkpoint() {
     let (disk, mut lfs, ino) = one_synced_file(16 << 20);
     let checkpoints = lfs.stats().checkpoints;
-    for lbn in 0..40 {
-        lfs.write_block(ino, lbn, 0, &pattern(ino, lbn, 4096)).expect("write");
-    }
-    let mut attr = lfs.vget(ino).expect("vget").attr;
-    attr.size = 40 * 4096;
-    lfs.update(ino, &attr).expect("update");
-    lfs.fsync(ino, false).expect("fsync");
+    write_and_fsync(&mut lfs, ino, 40);
     assert_eq!(lfs.stats().checkpoints, checkpoints, "fsync writes no checkpoint");
     let crashed = crash_image(&disk);
     let mut after = mount_mem(&crashed);
@@ -818,13 +824,7 @@ fn bad_geometry_is_refused() {
 #[test]
 fn a_failed_segment_write_leaves_the_mount_read_only_and_keeps_what_was_synced() {
     let (disk, mut lfs, kept) = one_synced_file(16 << 20);
-    for lbn in 0..8 {
-        lfs.write_block(kept, lbn, 0, &pattern(kept, lbn, 4096)).expect("write");
-    }
-    let mut attr = lfs.vget(kept).expect("vget").attr;
-    attr.size = 8 * 4096;
-    lfs.update(kept, &attr).expect("update");
-    lfs.fsync(kept, false).expect("fsync");
+    write_and_fsync(&mut lfs, kept, 8);
     let lost = new_file(&mut lfs);
     for lbn in 0..30 {
         lfs.write_block(lost, lbn, 0, &pattern(lost, lbn, 4096)).expect("write");

@@ -1,0 +1,97 @@
+//! A device with faults a test chooses: reads of a byte range that fail, as
+//! a bad sector's do, and a power cut after a number of flush barriers,
+//! after which every write and barrier fails while the medium keeps what
+//! came before. For tests of what a file system or its checker does when
+//! the device, not the data, goes wrong (`CrashDisk` explores the states a
+//! cut can leave; this one lets the code run on past the fault).
+
+use crate::BlockDevice;
+use std::io;
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// `inner`, with the faults set by [`FaultyDisk::failing_reads`] and
+/// [`FaultyDisk::cut_after_flushes`].
+pub struct FaultyDisk<D> {
+    inner: D,
+    bad_reads: Range<u64>,
+    /// Flushes left before the cut; `u64::MAX` for none.
+    flushes_left: AtomicU64,
+}
+
+impl<D: BlockDevice> FaultyDisk<D> {
+    /// `inner` without faults yet.
+    pub fn new(inner: D) -> FaultyDisk<D> {
+        FaultyDisk { inner, bad_reads: 0..0, flushes_left: AtomicU64::new(u64::MAX) }
+    }
+
+    /// Reads that touch bytes `range` fail with EIO.
+    pub fn failing_reads(self, range: Range<u64>) -> FaultyDisk<D> {
+        FaultyDisk { bad_reads: range, ..self }
+    }
+
+    /// The power is cut after `flushes` more barriers succeed.
+    pub fn cut_after_flushes(self, flushes: u64) -> FaultyDisk<D> {
+        self.flushes_left.store(flushes, Ordering::SeqCst);
+        self
+    }
+
+    fn cut(&self) -> bool {
+        self.flushes_left.load(Ordering::SeqCst) == 0
+    }
+}
+
+fn eio() -> io::Error {
+    io::Error::from_raw_os_error(libc::EIO)
+}
+
+impl<D: BlockDevice> BlockDevice for FaultyDisk<D> {
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        if offset < self.bad_reads.end && self.bad_reads.start < offset + buf.len() as u64 {
+            return Err(eio());
+        }
+        self.inner.read_at(offset, buf)
+    }
+
+    fn write_at(&self, offset: u64, buf: &[u8]) -> io::Result<()> {
+        if self.cut() {
+            return Err(eio());
+        }
+        self.inner.write_at(offset, buf)
+    }
+
+    fn flush(&self) -> io::Result<()> {
+        if self.cut() {
+            return Err(eio());
+        }
+        self.inner.flush()?;
+        let _ = self.flushes_left.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+            (n != u64::MAX).then(|| n.saturating_sub(1))
+        });
+        Ok(())
+    }
+
+    fn size(&self) -> u64 {
+        self.inner.size()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::MemDisk;
+
+    #[test]
+    fn reads_of_the_range_fail_and_the_cut_comes_after_its_flushes() {
+        let disk = FaultyDisk::new(MemDisk::new(8192)).failing_reads(512..1024).cut_after_flushes(1);
+        let mut buf = [0u8; 512];
+        disk.read_at(0, &mut buf).expect("before the range");
+        assert!(disk.read_at(1000, &mut buf).is_err(), "overlapping the range");
+        disk.write_at(0, &[1u8; 512]).expect("before the cut");
+        disk.flush().expect("the one flush");
+        assert!(disk.write_at(0, &[2u8; 512]).is_err(), "after the cut");
+        assert!(disk.flush().is_err());
+        disk.read_at(0, &mut buf).expect("reads go on");
+        assert_eq!(buf, [1u8; 512], "the medium keeps what came before");
+    }
+}
