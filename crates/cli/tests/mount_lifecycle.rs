@@ -774,3 +774,23 @@ fn a_journal_on_its_own_device_survives_a_killed_daemon_and_a_wrong_device_is_re
     );
     assert_eq!(r.status.and_then(|s| s.code()), Some(0), "fsck: {}", r.describe());
 }
+
+/// An image inside another fslab mount mounts, with a warning that its I/O
+/// goes through the outer mount, which must outlive it; both unmount
+/// cleanly, inner first, and the inner image checks clean.
+#[test]
+fn an_image_inside_an_fslab_mount_mounts_with_a_warning() {
+    let Some(Scratch { _tmp, image, dir }) = scratch("128M") else { return };
+    let outer = Mount::new(&image, &dir, Mode::Foreground, &[]);
+    let inner_image = dir.join("inner.img");
+    mkfs_layout(&inner_image, "32M", Layout::Lfs, &[]);
+    let inner_dir = _tmp.path().join("inner");
+    let inner = Mount::new(&inner_image, &inner_dir, Mode::Foreground, &[]);
+    fs::write(inner_dir.join("f"), b"nested").expect("write in the inner mount");
+    let log = inner.log();
+    assert!(log.contains("lies inside the fslab mount at"), "the inner mount warns: {log}");
+    inner.unmount().expect("clean unmount of the inner mount");
+    let r = common::fslab_run(&[OsStr::new("fsck"), inner_image.as_os_str()], T);
+    assert!(r.success(), "the inner image checks clean: {}", r.describe());
+    outer.unmount().expect("clean unmount of the outer mount");
+}

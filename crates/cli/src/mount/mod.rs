@@ -239,6 +239,15 @@ fn cleaner(policy_name: &str) -> Result<Cleaner, String> {
 fn mount(image: &Path, dir: &Path, options: &Options) -> Result<Mount, String> {
     let name = image.display();
     let lock = crate::image_lock::lock(image).map_err(|e| format!("{name}: {e}"))?;
+    if let Ok(outer) = crate::mount_point::fslab_root(image) {
+        // Allowed (an image is a file like any other), but every write and
+        // checkpoint of this mount then waits on that mount's daemon.
+        say!(
+            "fslab: mount: warning: {name} lies inside the fslab mount at {}: this mount's I/O goes \
+             through that one, which must stay mounted until this one is unmounted",
+            outer.display()
+        );
+    }
     let disk: Arc<dyn BlockDevice> = if options.read_only {
         // Recovery still runs (roll-forward, the orphans freed), in memory:
         // no write reaches the image, which is opened for reading only.
