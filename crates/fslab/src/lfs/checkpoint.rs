@@ -7,7 +7,7 @@
 //! nothing live become clean after it: no checkpoint needs them any more.
 
 use super::layout::{
-    Checkpoint, HeadPosition, SB_CLEAN, SB_DAMAGED, SEGUSE_CLEAN, SEGUSE_DIRTY, SEGUSE_SUPERBLOCK,
+    Checkpoint, HeadPosition, SegUse, SB_CLEAN, SB_DAMAGED, SEGUSE_CLEAN, SEGUSE_DIRTY, SEGUSE_SUPERBLOCK,
 };
 use super::Lfs;
 use crate::Result;
@@ -98,8 +98,10 @@ impl Lfs {
 
     /// Marks clean every dirty segment with no live bytes outside the log
     /// heads, and lets a head whose next segment was not chosen (none was
-    /// clean) choose again.
-    pub(super) fn reclaim_empty_segments(&mut self) {
+    /// clean) choose again. Returns the segments made clean, with their
+    /// entries as they were.
+    pub(super) fn reclaim_empty_segments(&mut self) -> Vec<(u64, SegUse)> {
+        let mut reclaimed = Vec::new();
         for seg in 0..self.sb.nsegments {
             if self.in_log_head(seg) {
                 continue;
@@ -109,21 +111,29 @@ impl Lfs {
                 .tables
                 .usage()
                 .get(seg)
-                .is_some_and(|s| s.flags & SEGUSE_DIRTY != 0 && s.live_bytes == 0);
-            if empty {
+                .filter(|s| s.flags & SEGUSE_DIRTY != 0 && s.live_bytes == 0);
+            if let Some(before) = empty {
                 self.ifile.tables.update_segment(seg, |s| {
                     s.flags = (s.flags & SEGUSE_SUPERBLOCK) | SEGUSE_CLEAN;
                     s.nsums = 0;
                     s.ninos = 0;
                 });
                 self.writer.stats.segments_reclaimed += 1;
+                reclaimed.push((seg, before));
             }
         }
+        self.choose_next_segments_again(|h| h.next_segment == h.segment);
+        reclaimed
+    }
+
+    /// Lets each log head whose next segment is `stale` choose again, the
+    /// first clean segment after its own.
+    pub(super) fn choose_next_segments_again(&mut self, stale: impl Fn(&HeadPosition) -> bool) {
         let head = self.writer.log.head();
-        if head.next_segment == head.segment {
+        if stale(&head) {
             self.writer.log.set_next_segment(self.clean_after(head.segment).unwrap_or(head.segment));
         }
-        if let Some(c) = self.writer.log.cold().filter(|c| c.next_segment == c.segment) {
+        if let Some(c) = self.writer.log.cold().filter(|c| stale(c)) {
             let next = self.clean_after(c.segment).unwrap_or(c.segment);
             self.writer.log.set_cold(Some(HeadPosition { next_segment: next, ..c }));
         }

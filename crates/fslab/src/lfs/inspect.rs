@@ -8,7 +8,7 @@
 //! * [`Lfs::repair_set_live_bytes`] — overwrite one segment usage entry's live
 //!   bytes; the next checkpoint writes it.
 
-use super::layout::{HeadPosition, Superblock, MAX_SUPERBLOCKS, SEGUSE_CLEAN, SUPERBLOCK_BYTES};
+use super::layout::{Superblock, MAX_SUPERBLOCKS, SEGUSE_CLEAN, SUPERBLOCK_BYTES};
 use super::Lfs;
 use crate::error::{Error, Location};
 use crate::format::Ino;
@@ -118,14 +118,7 @@ impl Lfs {
                 Error::corrupt_at("segment usage table", Location::Segment(seg), "no such segment")
             })?;
         if reclaimed {
-            let head = self.writer.log.head();
-            if head.next_segment == seg {
-                self.writer.log.set_next_segment(self.clean_after(head.segment).unwrap_or(head.segment));
-            }
-            if let Some(c) = self.writer.log.cold().filter(|c| c.next_segment == seg) {
-                let next = self.clean_after(c.segment).unwrap_or(c.segment);
-                self.writer.log.set_cold(Some(HeadPosition { next_segment: next, ..c }));
-            }
+            self.choose_next_segments_again(|h| h.next_segment == seg);
         }
         Ok(())
     }

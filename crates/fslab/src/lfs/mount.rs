@@ -314,12 +314,7 @@ fn mount_checkpoint(dev: Arc<dyn BlockDevice>, sb: Superblock, options: MountOpt
     // from the same table, so roll-forward finds them as the writer did.
     // Their entries as the checkpoint has them are kept for fsck's repair
     // of a table that called a segment empty wrongly.
-    lfs.mount.reclaimed = (0..lfs.sb.nsegments)
-        .filter(|&seg| !lfs.in_log_head(seg))
-        .filter_map(|seg| lfs.ifile.tables.usage().get(seg).map(|s| (seg, s)))
-        .filter(|(_, s)| s.flags & super::layout::SEGUSE_DIRTY != 0 && s.live_bytes == 0)
-        .collect();
-    lfs.reclaim_empty_segments();
+    lfs.mount.reclaimed = lfs.reclaim_empty_segments();
     lfs.settle_log_head();
     Ok(lfs)
 }

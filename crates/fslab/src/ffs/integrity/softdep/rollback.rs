@@ -171,9 +171,10 @@ impl Softdep {
         // A removal is done by a write whose copy no longer holds the
         // entry: its chunk as it is now, unless the entry is restored there
         // (a change rolled back), or a guard's image of it (with what is
-        // restored in it) from before the entry went. A removal held while any image was written instead
-        // waited on a later rename's image, which waited in turn for a new
-        // entry of the removed name, which waits for the removal.
+        // restored in it) from before the entry went. A removal held while
+        // any image was written instead waited on a later rename's image,
+        // which waited in turn for a new entry of the removed name, which
+        // waits for the removal.
         let removals = state.removals.remove(&key).unwrap_or_default();
         let block_offset = key.1 as u64 * bs;
         let (done, held): (Vec<_>, Vec<_>) = removals.into_iter().partition(|(at, ino, _)| {
