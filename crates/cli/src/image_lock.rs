@@ -162,12 +162,22 @@ fn serving_lock(l_type: libc::c_int) -> libc::flock {
 /// is independent of the `flock` of [`lock`]). The mount closes the
 /// file as soon as the kernel's mount is gone, so another command can tell
 /// a mounted image (fail at once) from one whose mount is only finishing
-/// (wait for it).
+/// (wait for it). An image this process may only read (a read-only mount
+/// of a file on a read-only file system, or an immutable one) is marked
+/// with a read lock, which [`is_served`]'s question for a write lock
+/// finds as well.
 pub(crate) fn mark_serving(image: &Path) -> std::io::Result<Vec<File>> {
     let mut marks = Vec::new();
     for target in lock_targets(image) {
-        let file = std::fs::OpenOptions::new().read(true).write(true).open(target)?;
-        let lock = serving_lock(libc::F_WRLCK);
+        let writable = std::fs::OpenOptions::new().read(true).write(true).open(&target);
+        let (file, l_type) = match writable {
+            Ok(file) => (file, libc::F_WRLCK),
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EACCES | libc::EROFS | libc::EPERM)) => {
+                (File::open(&target)?, libc::F_RDLCK)
+            }
+            Err(e) => return Err(e),
+        };
+        let lock = serving_lock(l_type);
         nix::fcntl::fcntl(&file, nix::fcntl::FcntlArg::F_OFD_SETLK(&lock))?;
         marks.push(file);
     }
@@ -179,4 +189,33 @@ fn is_served(file: &File) -> bool {
     let mut lock = serving_lock(libc::F_WRLCK);
     let asked = nix::fcntl::fcntl(file, nix::fcntl::FcntlArg::F_OFD_GETLK(&mut lock)).is_ok();
     asked && lock.l_type != libc::F_UNLCK as libc::c_short
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An image only readable to the mount (here: immutable, which even
+    /// root may not open for writing) is still marked as served, so that
+    /// another command refuses it at once instead of waiting for it.
+    #[test]
+    fn an_image_the_mount_may_only_read_is_marked_as_served() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let image = tmp.path().join("a.img");
+        std::fs::write(&image, [0u8; 4096]).expect("image");
+        let immutable = std::process::Command::new("chattr").arg("+i").arg(&image).status();
+        if !immutable.is_ok_and(|s| s.success()) {
+            println!("skipped: chattr +i needs root and a file system with the attribute");
+            return;
+        }
+        let marked = mark_serving(&image);
+        let other = File::open(&image).expect("open the image");
+        let served = is_served(&other);
+        let _ = std::process::Command::new("chattr").arg("-i").arg(&image).status();
+        let marks = marked.expect("an image only readable is marked");
+        assert_eq!(marks.len(), 1);
+        assert!(served, "the mark of a read-only image is not seen");
+        drop(marks);
+        assert!(!is_served(&other), "the mark stays after its file is closed");
+    }
 }
