@@ -261,9 +261,12 @@ pub struct Lfs {
     read_ahead: crate::bmap::ReadAhead,
 }
 
-/// The open transaction, and the inodes that directory operations changed
-/// since the last segment write. Kept together because a segment write
-/// must not split a directory operation (§4.3): `dirop_inodes` grows only
+/// The open transaction, the inodes that directory operations changed
+/// since the last segment write, and the files a truncate or a move of
+/// blocks reshaped since. Kept together because they decide what a
+/// segment write may write alone: it must not split a directory operation
+/// (§4.3), nor write a reshaped file's inode without its blocks (see
+/// `reshaped`). `dirop_inodes` grows only
 /// while `log` has a namespace operation open; a segment write takes the
 /// whole set at once, writing those inodes in SS_DIROP partial segments
 /// followed by the ifile; and the writer starts on its own
@@ -275,6 +278,12 @@ struct OpenTx {
     /// Inodes changed inside directory operations since the last segment
     /// write.
     dirop_inodes: HashSet<Ino>,
+    /// Files whose trees a truncate, a punched hole or a move of blocks
+    /// changed since their last whole write: their inodes in memory name
+    /// pointers cleared and blocks not yet placed, so only a write of all
+    /// their dirty blocks may write those inodes, never the cleaner's write
+    /// of the blocks it moved alone (`Batch::only_data`).
+    reshaped: HashSet<Ino>,
 }
 
 impl Lfs {
@@ -532,6 +541,11 @@ impl StorageManager for Lfs {
             self.tx.dirop_inodes.len(),
             hash_set_bytes(&self.tx.dirop_inodes),
         ));
+        parts.push(MemoryUse::new(
+            "files reshaped since written",
+            self.tx.reshaped.len(),
+            hash_set_bytes(&self.tx.reshaped),
+        ));
         parts
     }
 
@@ -640,6 +654,7 @@ impl StorageManager for Lfs {
 
     fn free_blocks(&mut self, ino: Ino, first: u64, last: u64) -> Result<()> {
         self.check_mounted()?;
+        self.tx.reshaped.insert(ino);
         self.free_range(ino, first, last)?;
         self.note_dirop(ino);
         Ok(())
@@ -647,6 +662,7 @@ impl StorageManager for Lfs {
 
     fn move_blocks(&mut self, ino: Ino, from: u64, to: u64, count: u64) -> Result<()> {
         self.check_mounted()?;
+        self.tx.reshaped.insert(ino);
         self.move_file_blocks(ino, from, to, count)?;
         self.note_dirop(ino);
         self.maybe_write()

@@ -735,6 +735,54 @@ fn a_damaged_indirect_block_is_refused_by_reads_and_by_the_cleaner() {
     assert_blocks(&mut lfs, ino, 0..12, |lbn| pattern(ino, lbn, 4096));
 }
 
+/// The cleaner moves one block of a file that a truncate or a collapsed
+/// range changed in memory only, and the power fails before the next
+/// segment write: the file comes back whole as it was on disk, or as it
+/// was changed, never as the changed inode over the old indirect blocks
+/// (freed blocks still reached, or moved blocks read as zeros).
+#[test]
+fn a_cleaner_move_never_writes_an_inode_a_truncate_or_collapse_left_in_memory() {
+    use crate::lfs::clean::{BlockKind, BlockRef, Destination, MarkBlock};
+    for collapse in [false, true] {
+        let (disk, mut lfs, _) = one_synced_file(8 << 20);
+        let ino = file_in_order(&mut lfs, 40);
+        let mut attr = lfs.vget(ino).expect("vget").attr;
+        attr.size = 40 * 4096;
+        lfs.update(ino, &attr).expect("size");
+        lfs.sync().expect("sync");
+        let old = |lbn: Lbn| pattern(ino, lbn, 4096);
+        let (kept, changed): (Lbn, Box<dyn Fn(Lbn) -> Vec<u8>>) = if collapse {
+            lfs.free_blocks(ino, 2, 2).expect("free block 2");
+            lfs.move_blocks(ino, 3, 2, 37).expect("collapse block 2 out");
+            (39, Box::new(move |lbn| pattern(ino, if lbn < 2 { lbn } else { lbn + 1 }, 4096)))
+        } else {
+            lfs.free_blocks(ino, 20, u64::MAX).expect("truncate");
+            (20, Box::new(old))
+        };
+        attr.size = kept as u64 * 4096;
+        lfs.update(ino, &attr).expect("size");
+        let version = lfs.ifile.tables.imap[ino as usize].version;
+        let daddr = lfs.pointer(ino, 0).expect("pointer");
+        let block = BlockRef { ino, version, kind: BlockKind::Block(0), daddr, age: 0 };
+        let moved = lfs.markv(&[MarkBlock { block, data: None }], Destination::Shared).expect("markv");
+        assert_eq!(moved.moved, 1, "block 0 is live");
+        lfs.writer.io.wait_idle().expect("the move reached the disk");
+
+        let mut after = mount_mem(&crash_image(&disk));
+        let blocks = (after.vget(ino).expect("vget").attr.size / 4096) as Lbn;
+        if blocks == 40 {
+            assert_blocks(&mut after, ino, 0..40, old);
+        } else {
+            assert_eq!(blocks, kept, "collapse {collapse}: the size is the old or the new one");
+            assert_blocks(&mut after, ino, 0..kept, changed);
+            for lbn in kept..40 {
+                assert!(after.pointer(ino, lbn).expect("pointer").is_none(), "block {lbn} past the end");
+            }
+        }
+        assert_live_bytes_are_exact(&mut after);
+    }
+}
+
 #[test]
 fn part_of_a_block_reads_the_same_bytes_cached_or_not_and_never_past_its_end() {
     let (disk, mut lfs, ino) = one_synced_file(8 << 20);

@@ -479,7 +479,14 @@ impl Lfs {
                 self.place_block(batch, ino, version, lbn, true)?;
             }
             self.place_metas(batch, ino, version)?;
-            if self.inodes.is_dirty(ino) {
+            // A cleaner's write leaves a reshaped file's inode to the next
+            // whole write: written now, it would name the cleared pointers
+            // and the unplaced blocks while the indirect blocks on disk
+            // still held the old ones (a crash then kept freed blocks, or
+            // lost the moved ones). The blocks moved here stay reachable
+            // from the inode on disk through their old copies until then.
+            let whole = batch.only_data.is_none();
+            if self.inodes.is_dirty(ino) && (whole || !self.tx.reshaped.contains(&ino)) {
                 batch.pending_inodes.push(ino);
             }
             if batch.done.len() >= 4 {
@@ -543,6 +550,9 @@ impl Lfs {
             self.ifile.tables.set_inode_addr(ino, daddr);
             self.adjust_live(self.seg_of(daddr), INODE_SIZE as i64);
             self.inodes.mark_clean(ino);
+            if !partial {
+                self.tx.reshaped.remove(&ino);
+            }
         }
         Ok(())
     }
@@ -728,7 +738,11 @@ impl Lfs {
             self.write_ifile(&mut batch)?;
         }
         self.close_partial(&mut batch);
-        self.flush_partials(&mut batch, true)
+        self.flush_partials(&mut batch, true)?;
+        // Every dirty file went whole: none is reshaped in memory alone
+        // (removed files among them, whose inodes are not written again).
+        self.tx.reshaped.clear();
+        Ok(())
     }
 
     /// Writes the files in `order` (of their dirty blocks only those moved,
