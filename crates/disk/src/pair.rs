@@ -66,20 +66,26 @@ impl BlockDevice for DevicePair {
 
     fn write_at(&self, offset: u64, buf: &[u8]) -> io::Result<()> {
         let (dev, at, written) = self.route(offset, buf.len())?;
+        dev.write_at(at, buf)?;
         written.store(true, Ordering::SeqCst);
-        dev.write_at(at, buf)
+        Ok(())
     }
 
     fn write_vectored_at(&self, offset: u64, bufs: &[&[u8]]) -> io::Result<()> {
         let len = bufs.iter().map(|b| b.len()).sum();
         let (dev, at, written) = self.route(offset, len)?;
+        dev.write_vectored_at(at, bufs)?;
         written.store(true, Ordering::SeqCst);
-        dev.write_vectored_at(at, bufs)
+        Ok(())
     }
 
     fn flush(&self) -> io::Result<()> {
-        // Cleared before the flush: a write racing with it sets the flag
-        // again and is flushed next time.
+        // A write marks its device once it has returned, and a flush clears
+        // the mark before it flushes: a write still running when a flush
+        // starts (which that flush need not cover) marks the device after
+        // the clearing, so the next flush covers it. Marked before the
+        // write, it was cleared by the flush running beside it and the
+        // next flush skipped the device.
         if self.second_written.swap(false, Ordering::SeqCst) {
             self.second.flush()?;
         }
@@ -148,5 +154,62 @@ mod tests {
         assert_eq!((a.flushes(), b.flushes()), (1, 2));
         pair.flush().expect("nothing to flush");
         assert_eq!((a.flushes(), b.flushes()), (1, 2));
+    }
+
+    /// A device whose writes wait at a gate (when one is set), and which
+    /// knows whether a write has returned since its last flush.
+    struct Gated {
+        inner: MemDisk,
+        gate: std::sync::Mutex<Option<Arc<std::sync::Barrier>>>,
+        unflushed: AtomicBool,
+    }
+
+    impl BlockDevice for Gated {
+        fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+            self.inner.read_at(offset, buf)
+        }
+
+        fn write_at(&self, offset: u64, buf: &[u8]) -> io::Result<()> {
+            let gate = self.gate.lock().map(|g| g.clone()).unwrap_or(None);
+            if let Some(gate) = gate {
+                gate.wait();
+                gate.wait();
+            }
+            self.inner.write_at(offset, buf)?;
+            self.unflushed.store(true, Ordering::SeqCst);
+            Ok(())
+        }
+
+        fn flush(&self) -> io::Result<()> {
+            self.unflushed.store(false, Ordering::SeqCst);
+            Ok(())
+        }
+
+        fn size(&self) -> u64 {
+            self.inner.size()
+        }
+    }
+
+    /// A log write still running when one flush starts is covered by the
+    /// next: the group commit of one thread's flush beside another's write.
+    #[test]
+    fn a_write_running_beside_a_flush_is_covered_by_the_next_flush() {
+        let gate = Arc::new(std::sync::Barrier::new(2));
+        let log = Arc::new(Gated {
+            inner: MemDisk::new(8192),
+            gate: std::sync::Mutex::new(Some(gate.clone())),
+            unflushed: AtomicBool::new(false),
+        });
+        let pair = Arc::new(DevicePair::new(Arc::new(MemDisk::new(8192)), log.clone(), 8192));
+        let writer = {
+            let pair = pair.clone();
+            std::thread::spawn(move || pair.write_at(8192, &[1u8; 512]))
+        };
+        gate.wait(); // the write has begun
+        pair.flush().expect("a flush beside the write");
+        gate.wait(); // the write goes on
+        writer.join().expect("writer thread").expect("log write");
+        pair.flush().expect("the flush after the write");
+        assert!(!log.unflushed.load(Ordering::SeqCst), "the write was never flushed");
     }
 }
