@@ -748,3 +748,34 @@ fn a_bad_sector_of_an_indirect_block_costs_only_its_own_pointers() {
         assert_eq!(got[hole.end..], data[hole.end..], "after them");
     });
 }
+
+/// A device error while fsck replays a journal stops it, as it stops a
+/// mount, and leaves the log to replay: a repair of the half-replayed
+/// image would mark it clean and drop the rest of a log whose
+/// transactions were durable. The fault passes; the next fsck replays.
+#[test]
+fn a_device_error_during_journal_replay_stops_fsck_and_keeps_the_log() {
+    use fslab::ffs::Integrity;
+    let dev = fresh_for(24 << 20, Integrity::Journal);
+    let file = with_fs_in(&dev, Integrity::Journal, true, |fs| {
+        let file = fs.mknod(ROOT_INO, b"kept", 0o644, 0, fslab::ufs::Creds::default()).expect("create").ino;
+        fs.write(file, 0, &pattern(5000, 3)).expect("write");
+        fs.fsync(file, false).expect("fsync");
+        file
+    });
+    let sb = superblock(dev.as_ref());
+    assert!(fslab::ffs::journal::needs_replay(&sb), "the crash left a log to replay");
+    let log = sb.geometry.byte_offset(sb.journal.start);
+    let failing: Arc<dyn BlockDevice> =
+        Arc::new(disk::FaultyDisk::new(dev.clone()).failing_reads(log..log + 512));
+    let options = fslab_check::Options { repair: true, ..fslab_check::Options::default() };
+    let stopped = fslab_check::fsck(failing, &options, &mut |_| {});
+    assert!(matches!(stopped, Err(fslab_check::Fatal::Io(_))), "fsck went on past a failed replay");
+    assert!(fslab::ffs::journal::needs_replay(&superblock(dev.as_ref())), "the log was dropped");
+    let outcome = repair(&dev);
+    assert!(outcome.last.is_clean(), "after:\n{}", listing(&outcome.last));
+    with_fs(&dev, false, |fs| {
+        assert_eq!(fs.lookup(ROOT_INO, b"kept").expect("the fsynced file").ino, file);
+        assert_eq!(fs.read(file, 0, 5000).expect("read"), pattern(5000, 3));
+    });
+}

@@ -241,7 +241,7 @@ impl Ffs {
         }
         let durable = self.queue.durable();
         let mode = self.mode();
-        let committed = mode.committed_through(durable);
+        let committed = mode.committed_before(durable);
         let cache = &self.cache;
         let ready = |p: &PendingFree| match &p.when {
             FreeWhen::Now => true,
@@ -252,7 +252,7 @@ impl Ffs {
                 Freed::File { ino, .. } | Freed::Inode { ino, .. } => mode.names_gone(ino, durable),
                 Freed::Frags { .. } => true,
             },
-            FreeWhen::Committed(seq) => *seq <= committed,
+            FreeWhen::Committed(seq) => *seq < committed,
         };
         let (ready, waiting): (Vec<PendingFree>, Vec<PendingFree>) =
             std::mem::take(&mut self.pending_frees).into_iter().partition(ready);

@@ -205,13 +205,53 @@ pub fn scan(dev: &dyn BlockDevice, sb: &Superblock) -> Result<LogScan> {
     let mut found = LogScan { transactions: Vec::new(), end: j.tail, next_seq: j.tail_seq };
     while found.end - j.tail < j.bytes {
         let room = (j.bytes - (found.end - j.tail)) as usize;
-        let bytes = log_bytes(&region, found.end, room);
+        // Only the transaction's own bytes, by the length in its header:
+        // a copy of all the room left for each transaction made a scan of
+        // a long log of small transactions quadratic in its length.
+        let header = log_bytes(&region, found.end, HEADER_BYTES.min(room));
+        let Ok(len) = Decoder::new(&header).u32(4) else { break };
+        let bytes = log_bytes(&region, found.end, (len as usize).min(room));
         let Some(tx) = decode_transaction(&bytes, found.next_seq, j.generation) else { break };
         found.end += tx.len as u64;
         found.next_seq += 1;
         found.transactions.push(tx);
     }
     Ok(found)
+}
+
+/// Runs of fragments, kept merged and apart: the frees a walk back through
+/// the log has met.
+#[derive(Default)]
+struct FreedRuns {
+    /// Each run's first fragment and the fragment after its last.
+    runs: BTreeMap<Frag, Frag>,
+}
+
+impl FreedRuns {
+    /// Adds fragments `start .. end`, merging the runs they touch.
+    fn insert(&mut self, mut start: Frag, mut end: Frag) {
+        if start >= end {
+            return;
+        }
+        if let Some((&s, &e)) = self.runs.range(..=start).next_back() {
+            if e >= start {
+                start = s;
+                end = end.max(e);
+                self.runs.remove(&s);
+            }
+        }
+        while let Some((&s, &e)) = self.runs.range(start..=end).next() {
+            end = end.max(e);
+            self.runs.remove(&s);
+        }
+        self.runs.insert(start, end);
+    }
+
+    /// Whether any of fragments `start .. end` is in a run. Runs are apart,
+    /// so only the last one starting before `end` can reach past `start`.
+    fn overlaps(&self, start: Frag, end: Frag) -> bool {
+        self.runs.range(..end).next_back().is_some_and(|(_, &e)| e > start)
+    }
 }
 
 /// Whether the image `sb` describes was left by a crash of a mount with its
@@ -245,21 +285,35 @@ pub fn replay(dev: &dyn BlockDevice, sb: &Superblock) -> Result<Replayed> {
     let found = scan(dev, sb)?;
     let geo = sb.geometry;
     let bs = geo.block_size as usize;
-    // The last free of each fragment, by its index among all records.
-    let mut freed_at: BTreeMap<Frag, usize> = BTreeMap::new();
-    let mut index = 0usize;
-    for tx in &found.transactions {
-        for r in &tx.records {
-            if let Record::Free { start, count } = r {
+    // Which change records a later free revokes, found walking the log
+    // back from its end with the runs freed after the record at hand:
+    // kept as merged runs, not fragment by fragment, so that the memory
+    // grows with the records and not with the size of the files removed.
+    let records: Vec<&Record> = found.transactions.iter().flat_map(|tx| &tx.records).collect();
+    let mut revoked = vec![false; records.len()];
+    let mut freed_after = FreedRuns::default();
+    for (index, r) in records.iter().enumerate().rev() {
+        match r {
+            Record::Free { start, count } => {
                 // Only fragments of the file system: a record that names
                 // more (a log written by something else, sealed right) is
-                // no reason to fill memory or overflow.
+                // no reason to overflow.
                 let end = start.saturating_add(u64::from(*count)).min(geo.total_frags);
-                for f in *start..end {
-                    freed_at.insert(f, index);
-                }
+                freed_after.insert(*start, end);
             }
-            index += 1;
+            Record::Change { block, offset, zeroed, bytes } => {
+                // Revoked when a later free covers a fragment this record
+                // writes, and only then: the block may be a run of
+                // fragments (a directory's, a symbolic link's) with other
+                // files' fragments after it, whose free says nothing of
+                // this one.
+                let frag = u64::from(geo.frag_size);
+                let end = u64::from(*offset).saturating_add(bytes.len() as u64);
+                let lo = if *zeroed > 0 { 0 } else { u64::from(*offset) };
+                let hi = end.max(u64::from(*zeroed));
+                let first = block.saturating_add(lo / frag);
+                revoked[index] = freed_after.overlaps(first, block.saturating_add(hi.div_ceil(frag)));
+            }
         }
     }
     // Each block's image, and the span of it changed: only that span is
@@ -268,49 +322,37 @@ pub fn replay(dev: &dyn BlockDevice, sb: &Superblock) -> Result<Replayed> {
     let mut blocks: BTreeMap<Frag, (Vec<u8>, usize, usize)> = BTreeMap::new();
     let fs_bytes = geo.byte_offset(geo.total_frags);
     let mut done = Replayed { transactions: found.transactions.len() as u64, ..Replayed::default() };
-    let mut index = 0usize;
-    for tx in &found.transactions {
-        for r in &tx.records {
-            let here = index;
-            index += 1;
-            let Record::Change { block, offset, zeroed, bytes } = r else { continue };
-            let bad = |why: &str| Error::corrupt("journal record", *block, why.to_string());
-            let (start, end) = (*offset as usize, *offset as usize + bytes.len());
-            if end > bs || *zeroed as usize > bs {
-                return Err(bad("runs past the end of its block"));
-            }
-            if *block >= geo.total_frags || geo.byte_offset(*block) + end as u64 > fs_bytes {
-                return Err(bad("names a block outside the file system"));
-            }
-            // Revoked when a later free covers a fragment this record
-            // writes, and only then: the block may be a run of fragments
-            // (a directory's, a symbolic link's) with other files'
-            // fragments after it, whose free says nothing of this one.
-            let frag = u64::from(geo.frag_size);
-            let (lo, hi) = (if *zeroed > 0 { 0 } else { start as u64 }, (end as u64).max(u64::from(*zeroed)));
-            let written = block + lo / frag..block + hi.div_ceil(frag);
-            if written.clone().any(|f| freed_at.get(&f).is_some_and(|&at| at > here)) {
-                done.revoked += 1;
-                continue;
-            }
-            if !blocks.contains_key(block) {
-                let mut buf = vec![0u8; bs];
-                let readable = (fs_bytes - geo.byte_offset(*block)).min(bs as u64) as usize;
-                dev.read_at(geo.byte_offset(*block), &mut buf[..readable])?;
-                blocks.insert(*block, (buf, usize::MAX, 0));
-            }
-            let Some((buf, lo, hi)) = blocks.get_mut(block) else { continue };
-            if *zeroed > 0 {
-                // The block was zeros before this transaction's records.
-                buf[..*zeroed as usize].fill(0);
-                *lo = 0;
-                *hi = (*hi).max(*zeroed as usize);
-            }
-            buf[start..end].copy_from_slice(bytes);
-            *lo = (*lo).min(start);
-            *hi = (*hi).max(end);
-            done.changes += 1;
+    for (index, r) in records.iter().enumerate() {
+        let Record::Change { block, offset, zeroed, bytes } = r else { continue };
+        let bad = |why: &str| Error::corrupt("journal record", *block, why.to_string());
+        let (start, end) = (*offset as usize, *offset as usize + bytes.len());
+        if end > bs || *zeroed as usize > bs {
+            return Err(bad("runs past the end of its block"));
         }
+        if *block >= geo.total_frags || geo.byte_offset(*block) + end as u64 > fs_bytes {
+            return Err(bad("names a block outside the file system"));
+        }
+        if revoked[index] {
+            done.revoked += 1;
+            continue;
+        }
+        if !blocks.contains_key(block) {
+            let mut buf = vec![0u8; bs];
+            let readable = (fs_bytes - geo.byte_offset(*block)).min(bs as u64) as usize;
+            dev.read_at(geo.byte_offset(*block), &mut buf[..readable])?;
+            blocks.insert(*block, (buf, usize::MAX, 0));
+        }
+        let Some((buf, lo, hi)) = blocks.get_mut(block) else { continue };
+        if *zeroed > 0 {
+            // The block was zeros before this transaction's records.
+            buf[..*zeroed as usize].fill(0);
+            *lo = 0;
+            *hi = (*hi).max(*zeroed as usize);
+        }
+        buf[start..end].copy_from_slice(bytes);
+        *lo = (*lo).min(start);
+        *hi = (*hi).max(end);
+        done.changes += 1;
     }
     for (&addr, (buf, lo, hi)) in &blocks {
         if addr == 0 || lo >= hi {
@@ -509,6 +551,47 @@ mod tests {
         assert_eq!((done.changes, done.revoked), (0, 1));
         dev.read_at(sb.geometry.byte_offset(a), &mut got).expect("read");
         assert_eq!(got, vec![0; 100], "a freed run's old bytes not replayed");
+    }
+
+    /// A change made again after its block's free is replayed; one made
+    /// before it is not, whichever of several overlapping frees covers it.
+    #[test]
+    fn only_a_free_after_a_change_revokes_it_across_merged_runs() {
+        let change = |block| Record::Change { block, offset: 0, zeroed: 0, bytes: vec![7; 100] };
+        let (dev, sb, a) = journaled();
+        write_log(
+            dev.as_ref(),
+            &sb,
+            &[
+                vec![change(a), change(a + 8)],
+                vec![Record::Free { start: a + 4, count: 6 }, Record::Free { start: a, count: 2 }],
+                vec![change(a)],
+                vec![change(a + 20), Record::Free { start: a + 16, count: 2 }],
+            ],
+        );
+        let done = replay(dev.as_ref(), &sb).expect("replay");
+        assert_eq!(
+            (done.changes, done.revoked),
+            (2, 2),
+            "a again and a+20 stand; a and a+8 before were freed"
+        );
+        let mut got = vec![0u8; 100];
+        dev.read_at(sb.geometry.byte_offset(a), &mut got).expect("read");
+        assert_eq!(got, vec![7; 100]);
+    }
+
+    #[test]
+    fn freed_runs_merge_and_answer_overlaps() {
+        let mut runs = FreedRuns::default();
+        runs.insert(10, 20);
+        runs.insert(30, 40);
+        runs.insert(18, 32);
+        runs.insert(50, 50);
+        assert_eq!(runs.runs.iter().map(|(&s, &e)| (s, e)).collect::<Vec<_>>(), vec![(10, 40)]);
+        assert!(runs.overlaps(39, 45) && runs.overlaps(0, 11) && runs.overlaps(15, 16));
+        assert!(!runs.overlaps(40, 45) && !runs.overlaps(0, 10) && !runs.overlaps(50, 51));
+        runs.insert(40, 42);
+        assert_eq!(runs.runs.len(), 1, "a run that begins where another ends joins it");
     }
 
     #[test]

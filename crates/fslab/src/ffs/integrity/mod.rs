@@ -220,9 +220,12 @@ pub(super) trait IntegrityMode<Fs>: Send + Sync {
         Ok(())
     }
 
-    /// The newest journal transaction durable in the log once everything
-    /// up to write `durable` is (what `FreeWhen::Committed` waits for).
-    fn committed_through(&self, durable: Seq) -> u64 {
+    /// The first journal transaction not yet durable in the log once
+    /// everything up to write `durable` is: every transaction before it is
+    /// (what `FreeWhen::Committed` waits for). An exclusive bound, so that
+    /// before the first commit none counts as durable, transaction 0
+    /// included.
+    fn committed_before(&self, durable: Seq) -> u64 {
         let _ = durable;
         0
     }

@@ -692,9 +692,9 @@ impl IntegrityMode<Ffs> for Journal {
         Ok(FreeWhen::Committed(st.next_seq))
     }
 
-    fn committed_through(&self, durable: Seq) -> u64 {
+    fn committed_before(&self, durable: Seq) -> u64 {
         self.prune(durable);
-        self.lock().as_ref().map_or(0, |st| st.durable_seq.saturating_sub(1))
+        self.lock().as_ref().map_or(0, |st| st.durable_seq)
     }
 
     fn force_commits(&self, fs: &mut Ffs) -> Result<bool> {
