@@ -360,3 +360,37 @@ fn random_damage_to_a_journaled_ffs_is_found_and_repairs_leave_an_image_the_jour
         rounds.guarded
     );
 }
+
+/// An unlinked file still open at unmount whose indirect block is damaged
+/// cannot be freed; the unmount says so, but still makes everything else
+/// durable (it returned before the final checkpoint, losing every write
+/// since the last one).
+#[test]
+fn an_unlinked_file_that_cannot_be_freed_does_not_stop_the_final_checkpoint() {
+    let dev = fresh(24 << 20);
+    let c = fslab::ufs::Creds::default();
+    let open = with_fs(&dev, false, |fs| {
+        let ino = fs.mknod(fslab::format::ROOT_INO, b"open", 0o644, 0, c).expect("create").ino;
+        fs.write(ino, 0, &pattern(20 * BS, 1)).expect("write");
+        ino
+    });
+    let (_, _, inode) = inode_slot(dev.as_ref(), open);
+    assert!(inode.indirect[0].is_some(), "the file has an indirect block");
+    flip(dev.as_ref(), inode.indirect[0], 0, 8);
+    let lfs = Lfs::mount(dev.clone(), MountOptions { cache_bytes: 32 << 20, ..MountOptions::default() })
+        .expect("mount");
+    let mut fs = fslab::ufs::FileSystem::new(lfs);
+    fs.pin(open);
+    fs.unlink(fslab::format::ROOT_INO, b"open").expect("unlink while open");
+    let kept = fs.mknod(fslab::format::ROOT_INO, b"kept", 0o644, 0, c).expect("create").ino;
+    fs.write(kept, 0, &pattern(3000, 2)).expect("write");
+    assert!(fs.unmount().is_err(), "the damaged file's free failed");
+    drop(fs);
+    with_fs(&dev, true, |fs| {
+        assert_eq!(
+            fs.lookup(fslab::format::ROOT_INO, b"kept").expect("written before the unmount").ino,
+            kept
+        );
+        assert_eq!(fs.read(kept, 0, 3000).expect("read"), pattern(3000, 2));
+    });
+}

@@ -729,14 +729,21 @@ impl<S: StorageManager> FileSystem<S> {
     }
 
     /// Frees unlinked inodes still pinned, makes everything durable and
-    /// leaves a clean image.
+    /// leaves a clean image. An unlinked file that cannot be freed (a
+    /// damaged block of its own) does not stop the rest: everything else
+    /// is still made durable, and then its error is returned (fsck finds
+    /// what it left).
     pub fn unmount(&mut self) -> Result<()> {
         let mut orphans: Vec<Ino> = self.state.orphans.iter().copied().collect();
         orphans.sort_unstable();
+        let mut failed = None;
         for ino in orphans {
             self.state.pins.remove(&ino);
-            self.tx(TxKind::Reclaim, |ns| ns.destroy(ino))?;
+            if let Err(e) = self.tx(TxKind::Reclaim, |ns| ns.destroy(ino)) {
+                failed.get_or_insert(e);
+            }
         }
-        self.storage.unmount()
+        self.storage.unmount()?;
+        failed.map_or(Ok(()), Err)
     }
 }
