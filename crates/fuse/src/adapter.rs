@@ -121,8 +121,10 @@ impl<S: StorageManager> FuseAdapter<S> {
     fn reported<T>(&self, op: &'static str, ino: INodeNo, result: Result<T>) -> Result<T> {
         if let Err(e) = &result {
             let mut damage = self.damage.lock().unwrap_or_else(PoisonError::into_inner);
-            if let Some(line) = damage.report(op, from_fuse(ino), e, Instant::now()) {
-                eprintln!("{line}");
+            let line = damage.report(op, from_fuse(ino), e, Instant::now());
+            drop(damage);
+            if let Some(line) = line {
+                crate::report_line(&line);
             }
         }
         result

@@ -37,6 +37,17 @@ pub use adapter::FuseAdapter;
 pub use reply::{absent_attr, TTL};
 pub use shared::FsHandle;
 
+/// Writes `line` to the mount's log (standard error), or nothing if it
+/// cannot be written: unlike `eprintln!`, which panics when standard error
+/// is gone (a closed terminal, a log reader that died), and a panic in a
+/// request or a background thread would stop the mount. Called holding no
+/// lock, since a write to a pipe nobody reads blocks.
+pub(crate) fn report_line(line: &str) {
+    use std::io::Write as _;
+    let mut err = io::stderr().lock();
+    let _ = err.write_all(line.as_bytes()).and_then(|()| err.write_all(b"\n"));
+}
+
 use attach::{Detached, Identity};
 use fslab::storage::StorageManager;
 use fslab::ufs::FileSystem;

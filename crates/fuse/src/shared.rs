@@ -208,7 +208,7 @@ impl<S: StorageManager> Shared<S> {
                 .to_string()),
             Some(mut fs) => match catch_unwind(AssertUnwindSafe(|| fs.unmount())) {
                 Ok(Ok(())) => Ok(()),
-                Ok(Err(e)) => Err(format!("final checkpoint failed: {e}")),
+                Ok(Err(e)) => Err(format!("unmount failed: {e}")),
                 Err(_) => Err("internal error during the final checkpoint".to_string()),
             },
         };
@@ -280,7 +280,12 @@ impl<S: StorageManager> Shared<S> {
                 // write loses what it had placed, refuses every change from
                 // then on. Either way the next fsync reports it.
                 Ok(Err(e)) => {
-                    eprintln!("fslab: {what} failed: {e}");
+                    // Reported without the lock: a log that blocks or
+                    // fails must not hold up or break the requests.
+                    let line = format!("fslab: {what} failed: {e}");
+                    drop(state);
+                    crate::report_line(&line);
+                    state = self.lock();
                     if let Background::WriteBehind = kind {
                         // Every request would wake it to fail again: rest
                         // for an interval, woken early only by a stop.
