@@ -88,17 +88,29 @@ fn child(mut to_parent: File, image: &Path, dir: &Path, options: &Options) -> i3
         None => log::default_sink(dir),
     };
     stdio::detach_stdio();
-    log::install(sink);
+    let forwarder = log::install(sink);
     let mut ready = READY.to_string();
     if let Some(notice) = notice {
         ready = format!("{ready}\n{notice}");
     }
     let _ = to_parent.write_all(ready.as_bytes());
     drop(to_parent);
-    match serve(mount, signals) {
+    let code = match serve(mount, signals) {
         Ok(()) => 0,
-        Err(_) => 1,
+        Err(e) => {
+            // Nobody else will say it: umount has long returned.
+            say!("fslab: mount: {}: {e}", dir.display());
+            1
+        }
+    };
+    // The log's last lines (this one, a failed checkpoint's) are still in
+    // its pipe: closing standard error, the pipe's only writer, lets the
+    // forwarder read to the end and write them before the process exits.
+    stdio::detach_stdio();
+    if let Some(forwarder) = forwarder {
+        let _ = forwarder.join();
     }
+    code
 }
 
 /// The threads this process runs now: the entries of /proc/self/task.

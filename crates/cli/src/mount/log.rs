@@ -126,8 +126,8 @@ pub(super) fn unit_name(dir: &Path) -> String {
 }
 
 /// Points standard error at a pipe whose lines a thread hands to `sink`.
-pub(super) fn install(sink: Sink) {
-    let Ok((read, write)) = super::stdio::pipe() else { return };
+pub(super) fn install(sink: Sink) -> Option<std::thread::JoinHandle<()>> {
+    let Ok((read, write)) = super::stdio::pipe() else { return None };
     if let Sink::Syslog = sink {
         // openlog keeps the pointer, hence a 'static identity.
         let _ = nix::syslog::openlog(Some(c"fslab"), LogFlags::LOG_PID, Facility::LOG_DAEMON);
@@ -150,6 +150,7 @@ pub(super) fn install(sink: Sink) {
         // No reader: a write to the pipe would fail, and eprintln! panic.
         super::stdio::detach_stdio();
     }
+    forwarding.ok()
 }
 
 /// The local time as `2025-01-31T13:45:07+0100`.

@@ -440,18 +440,23 @@ fn warn_without_control(mount: &Mount) {
 fn serve(mount: Mount, signals: SigSet) -> Result<(), String> {
     let Mount { mounted, lock, log_lock, dir, shown, control } = mount;
     let unmounter = mounted.unmounter();
-    std::thread::Builder::new()
-        .name("fslab-signals".to_string())
-        .spawn(move || loop {
-            if signals.wait().is_err() {
-                return;
-            }
-            if let Err(e) = unmounter.unmount() {
-                say!("fslab: mount: cannot unmount {}: {e}", unmounter.mountpoint().display());
-            }
-        })
-        .map_err(|e| format!("cannot start the signal thread: {e}"))?;
-    let served = mounted.run().map_err(|e| e.to_string());
+    let signal_thread = std::thread::Builder::new().name("fslab-signals".to_string()).spawn(move || loop {
+        if signals.wait().is_err() {
+            return;
+        }
+        if let Err(e) = unmounter.unmount() {
+            say!("fslab: mount: cannot unmount {}: {e}", unmounter.mountpoint().display());
+        }
+    });
+    let served = match signal_thread {
+        Ok(_) => mounted.run().map_err(|e| e.to_string()),
+        Err(e) => {
+            // The mount ends (its final checkpoint written) before the
+            // image's lock is let go below, as after serving.
+            drop(mounted);
+            Err(format!("cannot start the signal thread: {e}"))
+        }
+    };
     drop(control);
     utab::unregister(&shown, &dir);
     drop(log_lock);
