@@ -31,7 +31,7 @@ pub(crate) struct ImageLock {
 /// image is a loop device), so an image is never mounted twice, by any of
 /// its names, or made over while mounted. If a mount of the same storage
 /// is serving requests (in the mount table, or holding the mark of
-/// [`mark_serving`]), fails naming that mount (within half a second:
+/// [`ServingMark::set`]), fails naming that mount (within half a second:
 /// [`SERVED_GRACE`]); if another process holds the lock without serving,
 /// waits for it.
 pub(crate) fn lock(image: &Path) -> Result<ImageLock, String> {
@@ -157,31 +157,50 @@ fn serving_lock(l_type: libc::c_int) -> libc::flock {
     }
 }
 
-/// Marks `image` as served by a mount: a write lock on its first byte,
-/// owned by the returned file's open file description (`F_OFD_SETLK`, which
-/// is independent of the `flock` of [`lock`]). The mount closes the
-/// file as soon as the kernel's mount is gone, so another command can tell
-/// a mounted image (fail at once) from one whose mount is only finishing
-/// (wait for it). An image this process may only read (a read-only mount
-/// of a file on a read-only file system, or an immutable one) is marked
-/// with a read lock, which [`is_served`]'s question for a write lock
-/// finds as well.
-pub(crate) fn mark_serving(image: &Path) -> std::io::Result<Vec<File>> {
-    let mut marks = Vec::new();
+/// The files of an image's serving mark (see [`ServingMark::set`]),
+/// opened before the mount: once the kernel's mount is up, the image's
+/// path may lie under the mount point (an image mounted on the directory
+/// holding it), where a lookup waits for a daemon that serves nothing
+/// before it runs — the mount would hang there.
+pub(crate) struct ServingMark {
+    files: Vec<(File, libc::c_int)>,
+}
+
+/// Opens the files of `image`'s serving mark. An image this process may
+/// only read (a read-only mount of a file on a read-only file system, or an
+/// immutable one) is marked with a read lock, which [`is_served`]'s
+/// question for a write lock finds as well.
+pub(crate) fn serving_mark(image: &Path) -> std::io::Result<ServingMark> {
+    let mut files = Vec::new();
     for target in lock_targets(image) {
         let writable = std::fs::OpenOptions::new().read(true).write(true).open(&target);
-        let (file, l_type) = match writable {
+        files.push(match writable {
             Ok(file) => (file, libc::F_WRLCK),
             Err(e) if matches!(e.raw_os_error(), Some(libc::EACCES | libc::EROFS | libc::EPERM)) => {
                 (File::open(&target)?, libc::F_RDLCK)
             }
             Err(e) => return Err(e),
-        };
-        let lock = serving_lock(l_type);
-        nix::fcntl::fcntl(&file, nix::fcntl::FcntlArg::F_OFD_SETLK(&lock))?;
-        marks.push(file);
+        });
     }
-    Ok(marks)
+    Ok(ServingMark { files })
+}
+
+impl ServingMark {
+    /// Marks the image as served by a mount: a lock on its first byte,
+    /// owned by the returned files' open file descriptions (`F_OFD_SETLK`,
+    /// independent of the `flock` of [`lock`]). The mount closes the files
+    /// as soon as the kernel's mount is gone, so another command can tell
+    /// a mounted image (fail at once) from one whose mount is only
+    /// finishing (wait for it).
+    pub(crate) fn set(self) -> std::io::Result<Vec<File>> {
+        let mut marks = Vec::new();
+        for (file, l_type) in self.files {
+            let lock = serving_lock(l_type);
+            nix::fcntl::fcntl(&file, nix::fcntl::FcntlArg::F_OFD_SETLK(&lock))?;
+            marks.push(file);
+        }
+        Ok(marks)
+    }
 }
 
 /// Whether some process holds the serving mark of the image open as `file`.
@@ -208,7 +227,7 @@ mod tests {
             println!("skipped: chattr +i needs root and a file system with the attribute");
             return;
         }
-        let marked = mark_serving(&image);
+        let marked = serving_mark(&image).and_then(ServingMark::set);
         let other = File::open(&image).expect("open the image");
         let served = is_served(&other);
         let _ = std::process::Command::new("chattr").arg("-i").arg(&image).status();

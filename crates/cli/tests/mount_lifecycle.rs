@@ -794,3 +794,24 @@ fn an_image_inside_an_fslab_mount_mounts_with_a_warning() {
     assert!(r.success(), "the inner image checks clean: {}", r.describe());
     outer.unmount().expect("clean unmount of the outer mount");
 }
+
+/// An image mounted on the directory that holds it: its path then lies
+/// under the mount, where a lookup waits for the daemon, which must have
+/// done all it needs of that path before the kernel's mount is up (it hung
+/// there, serving nothing, with its signals blocked).
+#[test]
+fn an_image_mounted_on_the_directory_holding_it_is_served() {
+    if !common::fuse_or_skip() {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("here");
+    fs::create_dir(&dir).expect("mkdir");
+    let image = dir.join("fs.img");
+    mkfs_layout(&image, "64M", Layout::Lfs, &[]);
+    let m = Mount::new(&image, &dir, Mode::Foreground, &[]);
+    let script = format!("echo served > {0}/made && cat {0}/made", dir.display());
+    let r = run("timeout", &[OsStr::new("10"), OsStr::new("sh"), OsStr::new("-c"), OsStr::new(&script)], T);
+    assert!(r.success() && r.stdout == "served\n", "the mount does not answer: {}", r.describe());
+    m.unmount().expect("clean unmount");
+}

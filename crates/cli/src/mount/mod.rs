@@ -239,6 +239,7 @@ fn cleaner(policy_name: &str) -> Result<Cleaner, String> {
 fn mount(image: &Path, dir: &Path, options: &Options) -> Result<Mount, String> {
     let name = image.display();
     let lock = crate::image_lock::lock(image).map_err(|e| format!("{name}: {e}"))?;
+    let mark = crate::image_lock::serving_mark(image);
     if let Ok(outer) = crate::mount_point::fslab_root(image) {
         // Allowed (an image is a file like any other), but every write and
         // checkpoint of this mount then waits on that mount's daemon.
@@ -316,7 +317,7 @@ fn mount(image: &Path, dir: &Path, options: &Options) -> Result<Mount, String> {
     };
     // Without the mark (a file system without such locks) another command
     // finding the image locked waits before it says so, instead of at once.
-    if let Ok(marks) = crate::image_lock::mark_serving(image) {
+    if let Ok(marks) = mark.and_then(crate::image_lock::ServingMark::set) {
         for mark in marks {
             mounted.keep_while_serving(mark);
         }
