@@ -174,12 +174,25 @@ impl Cleaner {
                     Err(e) => return Err(e),
                 },
             };
-            let refs = match &whole {
-                Some(bytes) => parse_segment(&table, seg, bytes),
-                None => m.segment_refs(seg)?,
-            };
+            // A segment whose summaries, or the indirect blocks that judge
+            // its blocks live, cannot be read is set aside like one whose
+            // live block cannot be moved: one file's damage must not stop
+            // all cleaning (and with it every write short of space).
+            let judged = match &whole {
+                Some(bytes) => Ok(parse_segment(&table, seg, bytes)),
+                None => m.segment_refs(seg),
+            }
+            .and_then(|refs| m.bmapv(&refs).map(|now| (refs, now)));
             pass.segments_read += 1;
-            let now = m.bmapv(&refs)?;
+            let (refs, now) = match judged {
+                Ok(judged) => judged,
+                Err(e) if e.errno() == libc::EIO => {
+                    self.unreadable.insert(seg);
+                    pass.unreadable.push(seg);
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
             let live: Vec<BlockRef> = refs
                 .into_iter()
                 .zip(now)

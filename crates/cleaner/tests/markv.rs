@@ -470,6 +470,20 @@ struct OneBadSegment<'a> {
     lfs: &'a mut Lfs,
     bad: u64,
     blocks_per_segment: u64,
+    /// Whether the damage shows already when the segment's blocks are
+    /// judged live (a damaged indirect block above them), not only when
+    /// they are moved.
+    in_bmapv: bool,
+}
+
+impl OneBadSegment<'_> {
+    /// What reading one of `blocks` in the bad segment meets.
+    fn check(&self, mut daddrs: impl Iterator<Item = fslab::format::Daddr>) -> fslab::Result<()> {
+        if daddrs.any(|d| d.get() / self.blocks_per_segment == self.bad) {
+            return Err(fslab::Error::corrupt("indirect block", self.bad, "checksum mismatch"));
+        }
+        Ok(())
+    }
 }
 
 impl fslab_cleaner::Mechanism for OneBadSegment<'_> {
@@ -483,15 +497,16 @@ impl fslab_cleaner::Mechanism for OneBadSegment<'_> {
         self.lfs.segment_refs(seg)
     }
     fn bmapv(&mut self, blocks: &[BlockRef]) -> fslab::Result<Vec<fslab::format::Daddr>> {
+        if self.in_bmapv {
+            self.check(blocks.iter().map(|b| b.daddr))?;
+        }
         self.lfs.bmapv(blocks)
     }
     fn markv_cost(&mut self, blocks: &[BlockRef]) -> fslab::Result<u64> {
         self.lfs.markv_cost(blocks)
     }
     fn markv(&mut self, blocks: &[MarkBlock], to: Destination) -> fslab::Result<fslab::lfs::clean::Markv> {
-        if blocks.iter().any(|b| b.block.daddr.get() / self.blocks_per_segment == self.bad) {
-            return Err(fslab::Error::corrupt("indirect block", self.bad, "checksum mismatch"));
-        }
+        self.check(blocks.iter().map(|b| b.block.daddr))?;
         self.lfs.markv(blocks, to)
     }
     fn segclean(&mut self, seg: u64) -> fslab::Result<()> {
@@ -504,6 +519,12 @@ impl fslab_cleaner::Mechanism for OneBadSegment<'_> {
 
 #[test]
 fn a_segment_with_an_unreadable_block_is_set_aside_and_the_others_are_cleaned() {
+    for in_bmapv in [false, true] {
+        one_unreadable_segment_is_set_aside(in_bmapv);
+    }
+}
+
+fn one_unreadable_segment_is_set_aside(in_bmapv: bool) {
     let Setup { disk: _disk, mut fs, files } = setup();
     // Rewrite every other block of each file: every segment they were in
     // is then half dead, and worth cleaning.
@@ -523,7 +544,7 @@ fn a_segment_with_an_unreadable_block_is_set_aside_and_the_others_are_cleaned() 
         .collect();
     assert!(candidates.len() >= 2, "segments to clean: {candidates:?}");
     let bad = *candidates.iter().min_by_key(|&&s| table.segments[s as usize].live_bytes).expect("one");
-    let mut m = OneBadSegment { lfs, bad, blocks_per_segment: table.blocks_per_segment };
+    let mut m = OneBadSegment { lfs, bad, blocks_per_segment: table.blocks_per_segment, in_bmapv };
     let mut cleaner = fslab_cleaner::Cleaner::new(fslab_cleaner::policy::by_name("greedy").expect("greedy"));
     let pass = cleaner.pass(&mut m).expect("one bad segment does not fail the pass");
     assert_eq!(pass.unreadable, vec![bad]);
