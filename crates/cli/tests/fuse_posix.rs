@@ -620,6 +620,30 @@ fn fsync_and_fdatasync_succeed(layout: Layout) {
     fx.finish();
 }
 
+/// Times before 1970 with a fraction of a second (as `tar`, `rsync` and
+/// `cp -p` set them from old files) read back as set, before and after a
+/// remount: the kernel sends -1.5 s as `{-2, 500000000}`.
+fn times_before_1970_keep_their_fractions(layout: Layout) {
+    use std::os::unix::fs::MetadataExt;
+    use std::time::{Duration, UNIX_EPOCH};
+    let Some(mut fx) = Fixture::new(layout) else { return };
+    let f = fx.p("old");
+    fs::write(&f, b"x").expect("create");
+    let (mtime, atime) = (UNIX_EPOCH - Duration::new(1, 500_000_000), UNIX_EPOCH - Duration::new(86_400, 1));
+    File::options()
+        .write(true)
+        .open(&f)
+        .and_then(|h| h.set_times(fs::FileTimes::new().set_modified(mtime).set_accessed(atime)))
+        .expect("set times before 1970");
+    for when in ["set", "after a remount"] {
+        let m = fs::metadata(&f).expect("stat");
+        assert_eq!((m.mtime(), m.mtime_nsec()), (-2, 500_000_000), "{when}: mtime");
+        assert_eq!((m.atime(), m.atime_nsec()), (-86_401, 999_999_999), "{when}: atime");
+        fx.remount();
+    }
+    fx.finish();
+}
+
 fn readdir_of_3000_entries_lists_each_once(layout: Layout) {
     let Some(mut fx) = Fixture::new(layout) else { return };
     let dir = fx.p("big");
@@ -1102,6 +1126,7 @@ on_every_layout!(
     fallocate_does_every_promised_mode,
     seek_data_and_seek_hole_find_the_holes,
     fsync_and_fdatasync_succeed,
+    times_before_1970_keep_their_fractions,
     readdir_of_3000_entries_lists_each_once,
     readers_see_every_write_of_a_file_created_write_only,
     unlinked_open_file_stays_readable_until_close,

@@ -56,12 +56,20 @@ pub fn system_time(ns: TimeNs) -> SystemTime {
     }
 }
 
-/// A kernel `SystemTime` as a stored timestamp (saturating at the ends of
-/// the `i64` range, some 292 years either side of 1970).
+/// A time the kernel sent, as fuser hands it over, as a stored timestamp
+/// (saturating at the ends of the `i64` range, some 292 years either side
+/// of 1970). The kernel's timespec before 1970 is whole seconds below zero
+/// and nanoseconds above them (-1.5 s is `{-2, 500000000}`); fuser turns it
+/// into the epoch minus 2 s minus 0.5 s, so those nanoseconds are added
+/// back here, not taken away.
 pub fn time_ns(time: SystemTime) -> TimeNs {
     match time.duration_since(UNIX_EPOCH) {
         Ok(after) => TimeNs::try_from(after.as_nanos()).unwrap_or(TimeNs::MAX),
-        Err(before) => TimeNs::try_from(before.duration().as_nanos()).map_or(TimeNs::MIN, |n| -n),
+        Err(before) => {
+            let d = before.duration();
+            let ns = -i128::from(d.as_secs()) * 1_000_000_000 + i128::from(d.subsec_nanos());
+            TimeNs::try_from(ns).unwrap_or(TimeNs::MIN)
+        }
     }
 }
 
@@ -115,8 +123,32 @@ mod tests {
 
     #[test]
     fn times_round_trip_on_both_sides_of_the_epoch() {
-        for ns in [0i64, 1, -1, 1_700_000_000_123_456_789, -86_400_000_000_001] {
+        for ns in [0i64, 1, 1_700_000_000_123_456_789] {
             assert_eq!(time_ns(system_time(ns)), ns);
+        }
+        for ns in [-1i64, -1_500_000_000, -86_400_000_000_001] {
+            assert_eq!(system_time(ns), UNIX_EPOCH - Duration::from_nanos(ns.unsigned_abs()));
+        }
+    }
+
+    /// What fuser makes of a kernel timespec `{secs, nsecs}` (its decoder
+    /// takes the nanoseconds away below zero), read back as the time the
+    /// kernel meant.
+    #[test]
+    fn times_before_1970_from_the_kernel_keep_their_nanoseconds() {
+        let from_fuser = |secs: i64, nsecs: u32| {
+            if secs >= 0 {
+                UNIX_EPOCH + Duration::new(secs as u64, nsecs)
+            } else {
+                UNIX_EPOCH - Duration::new(secs.unsigned_abs(), nsecs)
+            }
+        };
+        for (secs, nsecs) in [(-2i64, 500_000_000u32), (-1, 999_999_999), (-1, 0), (-86_401, 1), (5, 7)] {
+            assert_eq!(
+                time_ns(from_fuser(secs, nsecs)),
+                secs * 1_000_000_000 + i64::from(nsecs),
+                "{secs} s {nsecs} ns"
+            );
         }
     }
 
