@@ -167,6 +167,16 @@ impl<S: StorageManager> Ns<'_, S> {
         // A directory's `..` follows it: the parent gaining one gains its
         // link before the `..` names it, the one losing it loses it after.
         let (a_dirs, b_dirs) = (i32::from(moves_a), i32::from(moves_b));
+        let gaining = match b_dirs.cmp(&a_dirs) {
+            std::cmp::Ordering::Greater => Some(parent),
+            std::cmp::Ordering::Less => Some(new_parent),
+            std::cmp::Ordering::Equal => None,
+        };
+        if let Some(dir) = gaining {
+            if self.s.vget(dir)?.attr.nlink >= LINK_MAX {
+                return Err(errno(libc::EMLINK, "target directory has too many subdirectories"));
+            }
+        }
         if b_dirs > a_dirs {
             self.add_links(parent, now, 1)?;
         }

@@ -120,6 +120,24 @@ fn exchange_swaps_a_file_and_a_directory_across_parents() {
     assert_eq!(errno(fs.rename(p1.ino, b"x", p2.ino, b"none", EXCHANGE)), libc::ENOENT);
 }
 
+/// An exchange that gives a directory at `LINK_MAX` another subdirectory
+/// fails with EMLINK and changes nothing, as a plain rename does.
+#[test]
+fn exchange_into_a_directory_at_link_max_is_emlink() {
+    let mut fs = fs();
+    let p1 = dir(&mut fs, ROOT, "p1");
+    let p2 = dir(&mut fs, ROOT, "p2");
+    let d = dir(&mut fs, p1.ino, "d");
+    let f = file(&mut fs, p2.ino, "f");
+    let mut attr = fs.getattr(p2.ino).expect("getattr").attr;
+    attr.nlink = crate::ufs::LINK_MAX;
+    crate::storage::StorageManager::update(fs.storage(), p2.ino, &attr).expect("update");
+    assert_eq!(errno(fs.rename(p1.ino, b"d", p2.ino, b"f", EXCHANGE)), libc::EMLINK);
+    assert_eq!(nlink(&mut fs, p2.ino), crate::ufs::LINK_MAX);
+    assert_eq!(fs.lookup(p1.ino, b"d").expect("d").ino, d.ino);
+    assert_eq!(fs.lookup(p2.ino, b"f").expect("f").ino, f.ino);
+}
+
 #[test]
 fn rename_onto_itself_or_another_link_of_the_same_inode_does_nothing() {
     let mut fs = fs();
