@@ -17,9 +17,30 @@ use super::layout::{Checkpoint, HeadPosition};
 use super::placement::{ColdDemand, Separation};
 use super::Stats;
 
-/// How far the summary serial numbers jump at each mount: more partial
-/// segments than any one mount can write.
+/// How far the summary serial numbers jump at each mount, at least: more
+/// partial segments than any one mount can write. A random amount below
+/// [`SERIAL_SPREAD`] is added (`epoch_spread`): the jump is durable only
+/// with the mount's first checkpoint, and a crash before it leaves partial
+/// segments of the new numbers on disk; the next mount starts from the
+/// same checkpoint, and had it jumped to the same number, a chain it
+/// wrote later could run on into the crashed mount's leftovers (its next
+/// segment the one they began, the serial number theirs), and roll-forward
+/// would apply them.
 const SERIAL_EPOCH: u64 = 1 << 32;
+
+/// The bound of the random part of a mount's jump: 2^31, so that two mounts
+/// from one checkpoint continue from the same number once in two billion,
+/// and 2^64 serial numbers last more than two billion mounts.
+const SERIAL_SPREAD: u64 = 1 << 31;
+
+/// A number below [`SERIAL_SPREAD`], another at each call: the standard
+/// library's hasher keys are random for each process and change at each
+/// `RandomState`.
+fn epoch_spread() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.finish() % SERIAL_SPREAD
+}
 
 /// What the segment writer keeps between writes: where the log goes on,
 /// which head users' writes go to, the writes not yet on the device, and
@@ -179,7 +200,7 @@ impl Log {
     /// durable.
     pub(super) fn begin_epoch(&mut self) {
         if std::mem::take(&mut self.epoch_pending) {
-            self.next_serial += SERIAL_EPOCH;
+            self.next_serial += SERIAL_EPOCH + epoch_spread();
         }
     }
 
@@ -219,7 +240,20 @@ mod tests {
         log.begin_epoch();
         log.begin_epoch();
         assert!(!log.epoch_pending());
-        assert_eq!(log.next_serial(), 1 + SERIAL_EPOCH);
+        let jumped = log.next_serial() - 1;
+        assert!((SERIAL_EPOCH..SERIAL_EPOCH + SERIAL_SPREAD).contains(&jumped), "{jumped}");
+    }
+
+    /// Two mounts from one checkpoint (the first crashed before its jump
+    /// was durable) continue from different serial numbers.
+    #[test]
+    fn two_mounts_from_one_checkpoint_jump_to_different_serial_numbers() {
+        let jumped = || {
+            let mut log = Log::new_file_system();
+            log.begin_epoch();
+            log.next_serial()
+        };
+        assert_ne!(jumped(), jumped());
     }
 
     #[test]
