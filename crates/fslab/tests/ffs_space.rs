@@ -115,3 +115,47 @@ fn space_promised_and_not_used_is_available_again() {
         fs.unmount().expect("unmount");
     }
 }
+
+/// A fallocate past a fragment tail on a disk with one whole block left:
+/// the tail is made a whole block first (moved, since the next file's
+/// fragment follows it), then the block after it finds no space. The
+/// refusal leaves the tail two fragments again (where it moved) and every
+/// fragment free that was: grown, it stayed a whole block under a size
+/// that makes it two fragments, six of them counted and never freed.
+#[test]
+fn a_refused_allocation_past_a_tail_leaves_the_tail_as_it_was() {
+    let (_disk, mut fs) = fresh(24 << 20, 0, Integrity::Sync);
+    let f = create(&mut fs, ROOT_INO, "f").expect("create f");
+    fs.write(f, 0, &[1u8; 2048]).expect("write f");
+    let g = create(&mut fs, ROOT_INO, "g").expect("create g");
+    fs.write(g, 0, &[2u8; 1024]).expect("write g");
+    let filler = create(&mut fs, ROOT_INO, "filler").expect("create filler");
+    let whole_blocks_left = |fs: &mut FileSystem<Ffs>| -> u64 {
+        fs.storage().free_space_by_group().iter().map(|g| u64::from(g.free_blocks)).sum()
+    };
+    let left = whole_blocks_left(&mut fs);
+    fs.fallocate(filler, 0, (left - 16) * 8192, 0).expect("fill all but a few blocks");
+    for i in 0.. {
+        if whole_blocks_left(&mut fs) <= 1 {
+            break;
+        }
+        let one = create(&mut fs, ROOT_INO, &format!("one{i}")).expect("create");
+        fs.write(one, 0, &[3u8; 8192]).expect("a block");
+    }
+    assert_eq!(whole_blocks_left(&mut fs), 1, "one whole block left");
+    let free_frags = |fs: &mut FileSystem<Ffs>| -> u64 {
+        let groups = fs.storage().free_space_by_group();
+        groups.iter().map(|g| u64::from(g.free_blocks) * 8 + u64::from(g.free_frags)).sum()
+    };
+    let frags_before = free_frags(&mut fs);
+    let blocks_before = fs.getattr(f).expect("getattr").blocks;
+    let keep = libc::FALLOC_FL_KEEP_SIZE;
+    let refused = fs.fallocate(f, 8192, 8192, keep).err().map(|e| e.errno());
+    assert_eq!(refused, Some(libc::ENOSPC));
+    let inode = fs.getattr(f).expect("getattr");
+    assert_eq!((inode.attr.size, inode.blocks), (2048, blocks_before), "the tail as it was");
+    assert_eq!(free_frags(&mut fs), frags_before, "no fragment kept by the refused call");
+    assert_eq!(fs.read(f, 0, 4096).expect("read f"), vec![1u8; 2048]);
+    fs.storage().check_groups().unwrap_or_else(|e| panic!("{e}"));
+    fs.unmount().expect("unmount");
+}

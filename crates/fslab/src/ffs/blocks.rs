@@ -310,17 +310,19 @@ impl Ffs {
     /// Before block `lbn` gets space past a tail, the tail becomes a whole
     /// block (4.4BSD `ffs_balloc`: "if the file currently ends in a
     /// fragment, grow it to a full block first").
-    fn make_tail_whole_before(&mut self, ino: Ino, lbn: u64, metadata: bool) -> Result<()> {
+    /// Returns the tail it grew, as it was.
+    fn make_tail_whole_before(&mut self, ino: Ino, lbn: u64, metadata: bool) -> Result<Option<(u64, usize)>> {
         let size = self.cached_inode(ino)?.attr.size;
-        let Some((tail, bytes)) = self.tail_of(ino, size)? else { return Ok(()) };
+        let Some((tail, bytes)) = self.tail_of(ino, size)? else { return Ok(None) };
         if tail >= lbn {
-            return Ok(());
+            return Ok(None);
         }
         let addr = bmap::pointer(self, ino, tail as Lbn)?;
         if addr.is_some() && bytes < self.block_size() {
             self.resize_block(ino, tail as Lbn, addr, bytes, self.block_size(), metadata)?;
+            return Ok(Some((tail, bytes)));
         }
-        Ok(())
+        Ok(None)
     }
 
     /// Gives direct block `lbn` of `ino` the space it needs when the file
@@ -372,17 +374,26 @@ impl Ffs {
         metadata: bool,
     ) -> Result<bool> {
         let bs = self.block_size();
-        if lbn >= 0 {
-            self.make_tail_whole_before(ino, lbn as u64, metadata)?;
-        }
-        if (0..NDADDR as Lbn).contains(&lbn) {
+        let grown = if lbn >= 0 { self.make_tail_whole_before(ino, lbn as u64, metadata)? } else { None };
+        let placed = if (0..NDADDR as Lbn).contains(&lbn) {
             let new_size = size.max(lbn as u64 * bs as u64 + end as u64);
-            return self.place_direct(ino, lbn, new_size, metadata);
+            self.place_direct(ino, lbn, new_size, metadata)
+        } else {
+            self.placing_metadata = metadata;
+            let placed = bmap::balloc(self, ino, lbn);
+            self.placing_metadata = false;
+            placed.map(|_| false)
+        };
+        if placed.is_err() {
+            if let Some((tail, _)) = grown {
+                // The size was not raised: the grown tail goes back to the
+                // fragments the size gives it, or it would stay a whole
+                // block (counted, and freed only in part) under a size that
+                // makes it a tail. The placement's error is the one to tell.
+                let _ = self.settle_tail(ino, Some((tail, bs)), metadata);
+            }
         }
-        self.placing_metadata = metadata;
-        let placed = bmap::balloc(self, ino, lbn);
-        self.placing_metadata = false;
-        placed.map(|_| false)
+        placed
     }
 
     /// Grows block `lbn` of `ino` at `addr` from `have` to `want` bytes
