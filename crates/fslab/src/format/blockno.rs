@@ -281,7 +281,9 @@ impl Geometry {
         }
         let starts = self.starts();
         for level in 1..=NIADDR {
-            let first = (-(meta + level as Lbn - 1)) as u64;
+            // Checked: an lbn read from a summary may be Lbn::MIN.
+            let Some(first) = meta.checked_add(level as Lbn - 1).and_then(Lbn::checked_neg) else { continue };
+            let first = first as u64;
             if first < starts[0] || first >= self.max_blocks() {
                 continue;
             }

@@ -317,10 +317,15 @@ impl Journal {
             std::mem::take(&mut st.new_data)
         };
         let keys: Vec<BlockKey> =
-            inos.into_iter().flat_map(|ino| fs.cache.dirty_keys_in(ino, 0..=Lbn::MAX)).collect();
+            inos.iter().flat_map(|&ino| fs.cache.dirty_keys_in(ino, 0..=Lbn::MAX)).collect();
         let written = fs.write_durable(&keys);
         if let Some(st) = self.lock().as_mut() {
             st.ordering_data = false;
+            if written.is_err() {
+                // Still to be ordered: the transaction that failed here is
+                // not logged, and the next must not be logged before them.
+                st.new_data.extend(inos);
+            }
         }
         written
     }
