@@ -639,7 +639,9 @@ fn times_before_1970_keep_their_fractions(layout: Layout) {
         let m = fs::metadata(&f).expect("stat");
         assert_eq!((m.mtime(), m.mtime_nsec()), (-2, 500_000_000), "{when}: mtime");
         assert_eq!((m.atime(), m.atime_nsec()), (-86_401, 999_999_999), "{when}: atime");
-        fx.remount();
+        if when == "set" {
+            fx.remount();
+        }
     }
     fx.finish();
 }
