@@ -166,22 +166,16 @@ impl<S: StorageManager> Ns<'_, S> {
         }
         // A directory's `..` follows it: the parent gaining one gains its
         // link before the `..` names it, the one losing it loses it after.
-        let (a_dirs, b_dirs) = (i32::from(moves_a), i32::from(moves_b));
-        let gaining = match b_dirs.cmp(&a_dirs) {
-            std::cmp::Ordering::Greater => Some(parent),
-            std::cmp::Ordering::Less => Some(new_parent),
-            std::cmp::Ordering::Equal => None,
+        let (gaining, losing) = match moves_b.cmp(&moves_a) {
+            std::cmp::Ordering::Greater => (Some(parent), Some(new_parent)),
+            std::cmp::Ordering::Less => (Some(new_parent), Some(parent)),
+            std::cmp::Ordering::Equal => (None, None),
         };
         if let Some(dir) = gaining {
             if self.s.vget(dir)?.attr.nlink >= LINK_MAX {
                 return Err(errno(libc::EMLINK, "target directory has too many subdirectories"));
             }
-        }
-        if b_dirs > a_dirs {
-            self.add_links(parent, now, 1)?;
-        }
-        if a_dirs > b_dirs {
-            self.add_links(new_parent, now, 1)?;
+            self.add_links(dir, now, 1)?;
         }
         let slot = self.dir_retarget(parent, name, b, dtype_of(&b_attr))?;
         self.s.hint(Hint::EntryChanged { dir: parent, offset: slot.offset, old: a, ino: b })?;
@@ -205,11 +199,8 @@ impl<S: StorageManager> Ns<'_, S> {
                 ino: parent,
             })?;
         }
-        if a_dirs > b_dirs {
-            self.add_links(parent, now, -1)?;
-        }
-        if b_dirs > a_dirs {
-            self.add_links(new_parent, now, -1)?;
+        if let Some(dir) = losing {
+            self.add_links(dir, now, -1)?;
         }
         self.touch_dir(parent, now, 0)?;
         if new_parent != parent {
