@@ -715,6 +715,30 @@ fn a_repair_cut_before_its_namespace_step_leaves_the_image_unclean() {
     with_fs(&dev, false, |fs| assert!(fs.lookup(ROOT_INO, b"link").is_err()));
 }
 
+/// The power cut at each barrier of a repair's direct writes (after the
+/// inodes, after the groups): an image that was marked clean before the
+/// repair must not mount half repaired, its groups calling free an inode
+/// an entry still names.
+#[test]
+fn a_repair_cut_at_any_barrier_leaves_a_clean_image_unclean() {
+    for flushes in 1..=3 {
+        let (dev, tree) = populated();
+        flip_bytes(dev.as_ref(), inode_offset(dev.as_ref(), tree.link), 8);
+        let cut: Arc<dyn BlockDevice> = Arc::new(disk::FaultyDisk::new(dev.clone()).cut_after_flushes(flushes));
+        let options = fslab_check::Options { repair: true, ..fslab_check::Options::default() };
+        let outcome = fslab_check::fsck(cut, &options, &mut |_| {}).expect("fsck runs");
+        assert!(!outcome.failed.is_empty(), "cut after {flushes} barriers: the repair could not end");
+        let mounted = fslab::ffs::Ffs::mount(dev.clone(), fslab::ffs::MountOptions::default());
+        assert_eq!(
+            mounted.err().map(|e| e.errno()),
+            Some(libc::EUCLEAN),
+            "cut after {flushes} barriers: the image is not marked clean"
+        );
+        repaired_to_clean::<Ffs>(&dev);
+        with_fs(&dev, false, |fs| assert!(fs.lookup(ROOT_INO, b"link").is_err()));
+    }
+}
+
 /// One 512-byte sector of an indirect block fails its checksum: only the
 /// pointers in that sector are cleared (127 blocks become a hole), where
 /// the whole tree below the block used to go.

@@ -5,7 +5,8 @@
 //!
 //! Rounds, at most [`MAX_ROUNDS`]: check (keeping its [`Model`]) → apply →
 //! check. Within a round:
-//! 1. nothing is written unless every group can be rebuilt;
+//! 1. nothing is written unless every group can be rebuilt; the primary
+//!    superblock is marked unclean first, behind a barrier;
 //! 2. inodes (cleared, resealed, pointers cleared, sizes and block counts
 //!    set) and the indirect blocks whose pointers are cleared, each
 //!    encoded by the format's own encoders with its checksum; a barrier;
@@ -199,6 +200,12 @@ fn write_direct(
             .map_err(|why| format!("cylinder group {g} cannot be rebuilt ({why}); nothing was written"))?;
     }
     let io = |what: String| move |e: std::io::Error| format!("{what}: {e}");
+    // The clean flag goes first: an image whose repair is cut between the
+    // steps below (an inode cleared while the entry naming it is not yet
+    // removed, a group marking it free) must not mount as if sound.
+    let unclean = Superblock { flags: model.sb.flags & !SB_CLEAN, ..model.sb };
+    dev.write_at(0, &unclean.encode()).map_err(io("marking the primary superblock unclean".into()))?;
+    dev.flush().map_err(io("barrier after marking the image unclean".into()))?;
     write_inodes(dev, &geo, &model.sb.indirect_geometry(), &model.repairs)?;
     dev.flush().map_err(io("barrier after the inodes".into()))?;
     let now = now_ns();
