@@ -16,6 +16,7 @@ use common::{check, listing, pattern, repair};
 use disk::{BlockDevice, MemDisk};
 use fslab::ffs::layout::SB_CLEAN;
 use fslab::format::blockno::NDADDR;
+use fslab::format::inode::INODE_SIZE;
 use fslab::format::{Daddr, Ino, ROOT_INO};
 use fslab_check::{Fix, Kind, Layout, Report};
 use std::sync::Arc;
@@ -130,6 +131,40 @@ fn a_fragment_claimed_twice_goes_to_neither_file_and_the_rest_is_kept() {
         let data = fs.read(tree.medium, 0, 200 << 10).expect("read");
         assert!(data[..8192].iter().all(|&b| b == 0), "the shared block is a hole");
         assert_eq!(data[8192..], pattern(200 << 10, 1)[8192..], "the rest of medium is kept");
+    });
+}
+
+/// A pointer flipped in an inode that then fails its checksum lands on a
+/// sound file's block: the damaged inode loses the pointer, and the sound
+/// file, whose inode passes its checksum, keeps its block.
+#[test]
+fn a_block_claimed_by_a_sound_inode_and_a_damaged_one_stays_with_the_sound_one() {
+    let (dev, tree) = populated();
+    let medium = inode(dev.as_ref(), tree.medium);
+    rewrite_inode(dev.as_ref(), tree.small, |i| i.direct[0] = medium.direct[0]);
+    // small's checksum (its slot's last bytes) no longer matches.
+    flip_bytes(dev.as_ref(), inode_offset(dev.as_ref(), tree.small) + INODE_SIZE as u64 - 4, 1);
+    let report = check(&dev);
+    assert!(
+        about(&report, Kind::DuplicateBlock, tree.small)
+            .contains(&Some(Fix::ClearPointer { ino: tree.small, lbn: 0 })),
+        "problems:
+{}",
+        listing(&report)
+    );
+    assert!(
+        about(&report, Kind::DuplicateBlock, tree.medium).is_empty(),
+        "problems:
+{}",
+        listing(&report)
+    );
+    repaired_to_clean::<Ffs>(&dev);
+    with_fs(&dev, false, |fs| {
+        assert_eq!(
+            fs.read(tree.medium, 0, 200 << 10).expect("read"),
+            pattern(200 << 10, 1),
+            "medium is whole"
+        );
     });
 }
 
@@ -724,7 +759,8 @@ fn a_repair_cut_at_any_barrier_leaves_a_clean_image_unclean() {
     for flushes in 1..=3 {
         let (dev, tree) = populated();
         flip_bytes(dev.as_ref(), inode_offset(dev.as_ref(), tree.link), 8);
-        let cut: Arc<dyn BlockDevice> = Arc::new(disk::FaultyDisk::new(dev.clone()).cut_after_flushes(flushes));
+        let cut: Arc<dyn BlockDevice> =
+            Arc::new(disk::FaultyDisk::new(dev.clone()).cut_after_flushes(flushes));
         let options = fslab_check::Options { repair: true, ..fslab_check::Options::default() };
         let outcome = fslab_check::fsck(cut, &options, &mut |_| {}).expect("fsck runs");
         assert!(!outcome.failed.is_empty(), "cut after {flushes} barriers: the repair could not end");

@@ -27,7 +27,10 @@
 //! 1b walks the in-use inodes again to find every claimant. As in fsck_ffs
 //! the duplicated fragments go to no file — which one is right cannot be
 //! told — except to an indirect block, whose trailer names its file and
-//! position; but only the pointers to them are cleared (holes), not, as
+//! position, and to a pointer from an inode that passes its checksum when
+//! every other claimant's inode fails it (a flipped pointer in a damaged
+//! inode must not cost a sound file its block); but only the pointers to
+//! them are cleared (holes), not, as
 //! fsck_ffs does, every inode that holds one, so the rest of each file is
 //! kept. Giving each claimant a copy instead (e2fsck) would show one file's
 //! data in another's.
@@ -611,23 +614,43 @@ impl Checker<'_> {
                 if !self.inodes.contains_key(&ino) {
                     continue;
                 }
-                let Slot::InUse { inode, .. } = classify(slot, ino) else { continue };
+                let Slot::InUse { inode, sealed } = classify(slot, ino) else { continue };
                 let size = self.sizes.get(&ino).copied().unwrap_or(inode.attr.size);
-                claimants.extend(self.walk(ino, &inode, size, Pass::FindDups).claimants);
+                let found = self.walk(ino, &inode, size, Pass::FindDups).claimants;
+                claimants.extend(found.into_iter().map(|c| (c, sealed)));
             }
         }
         let mut owners: BTreeMap<Frag, Vec<Ino>> = BTreeMap::new();
         let mut kept: HashSet<Frag> = HashSet::new();
-        for c in &claimants {
+        // Per duplicated fragment, the claims from inodes that pass their
+        // checksum, other than indirect blocks' (kept anyway).
+        let mut sealed_claims: HashMap<Frag, u32> = HashMap::new();
+        for (c, sealed) in &claimants {
             for f in c.start..c.start + c.frags as u64 {
                 if self.dups.contains(&f) {
                     owners.entry(f).or_default().push(c.ino);
                     if c.indirect {
                         kept.insert(f);
+                    } else if *sealed {
+                        *sealed_claims.entry(f).or_default() += 1;
                     }
                 }
             }
         }
+        // A sealed claim keeps its fragments when it is the only sealed
+        // one on each and no indirect block holds any of them.
+        let dup_frags = |c: &Claimant| (c.start..c.start + c.frags as u64).filter(|f| self.dups.contains(f));
+        let keeps = |c: &Claimant, sealed: bool| {
+            sealed
+                && !c.indirect
+                && dup_frags(c).all(|f| !kept.contains(&f) && sealed_claims.get(&f) == Some(&1))
+        };
+        let keepers: Vec<bool> = claimants.iter().map(|(c, sealed)| keeps(c, *sealed)).collect();
+        for ((c, _), _) in claimants.iter().zip(&keepers).filter(|(_, &k)| k) {
+            kept.extend(c.start..c.start + c.frags as u64);
+        }
+        let claimants: Vec<Claimant> =
+            claimants.into_iter().zip(keepers).filter(|(_, k)| !k).map(|((c, _), _)| c).collect();
         for c in claimants.iter().filter(|c| !c.indirect) {
             let mut others: Vec<Ino> = (c.start..c.start + c.frags as u64)
                 .filter_map(|f| owners.get(&f))
