@@ -60,9 +60,16 @@ pub trait BlockTree {
     /// it dirty (this is where the engine dirties an indirect block).
     fn indirect_mut(&mut self, ino: Ino, meta: Lbn) -> Result<&mut [u8]>;
 
-    /// Frees block `lbn` of `ino`, which lives at `addr` (none if it never
-    /// got one): the layout's accounting, and its copy in memory. The
-    /// engine then clears the pointer.
+    /// Block `lbn` of `ino` is about to be freed: its pointer still names
+    /// it, and its copy in memory is still there. Nothing by default.
+    fn releasing(&mut self, ino: Ino, lbn: Lbn) -> Result<()> {
+        let _ = (ino, lbn);
+        Ok(())
+    }
+
+    /// Frees block `lbn` of `ino`, which lived at `addr` (none if it never
+    /// got one) and whose pointer the engine has just cleared: the
+    /// layout's accounting, and its copy in memory.
     fn release(&mut self, ino: Ino, lbn: Lbn, addr: Daddr) -> Result<()>;
 
     /// Gives new block `lbn` of `ino` an address, near `preference` (the
@@ -168,17 +175,20 @@ pub fn exists<T: BlockTree + ?Sized>(t: &mut T, ino: Ino, lbn: Lbn) -> Result<bo
 }
 
 /// Frees block `lbn` of `ino` (data, indirect or xattr) if it exists:
-/// [`BlockTree::release`], then the pointer is cleared.
+/// [`BlockTree::releasing`], the pointer cleared, [`BlockTree::release`]. In that order because
+/// a layout that defers the free until nothing on disk names the block
+/// (soft updates) lists, as it releases, the inode and indirect blocks
+/// that must be written first: they must already be without the pointer.
 pub fn free_one<T: BlockTree + ?Sized>(t: &mut T, ino: Ino, lbn: Lbn) -> Result<()> {
     let addr = pointer(t, ino, lbn)?;
     if addr.is_none() && !t.in_memory(ino, lbn) {
         return Ok(());
     }
-    t.release(ino, lbn, addr)?;
+    t.releasing(ino, lbn)?;
     if addr.is_some() {
         set_pointer(t, ino, lbn, Daddr::NONE)?;
     }
-    Ok(())
+    t.release(ino, lbn, addr)
 }
 
 /// First data block covered by each of the inode's indirect trees.

@@ -696,11 +696,16 @@ impl BlockTree for Ffs {
         self.cache.get_or_zeroed_mut((ino, meta)).ok_or_else(|| errno(libc::EIO, "indirect block evicted"))
     }
 
+    /// The integrity mode's hook, while the pointer still names the block
+    /// (soft updates writes a directory block with removals waiting on it).
+    fn releasing(&mut self, ino: Ino, lbn: Lbn) -> Result<()> {
+        self.mode().block_released(self, ino, lbn)
+    }
+
     /// Returns the block's fragments to its cylinder group (4.4BSD
     /// `ffs_blkfree`) and forgets any cached copy.
     fn release(&mut self, ino: Ino, lbn: Lbn, addr: Daddr) -> Result<()> {
         let bytes = self.block_bytes(ino, lbn)?;
-        self.mode().block_released(self, ino, lbn)?;
         self.cache.remove((ino, lbn));
         if addr.is_some() {
             let frags = (bytes as u64 / self.frag_size()) as u32;
