@@ -315,3 +315,27 @@ fn a_block_freed_by_a_truncate_is_not_named_on_disk_when_it_is_reused() {
         fs.storage().check_groups().unwrap_or_else(|e| panic!("{e}"));
     }
 }
+
+/// A link count raised by `link` must be on disk before the new name is:
+/// here the inode was stored (by a truncate) before the link raised its
+/// count, and a later fsync writes its inode block and the directory's.
+/// Two names with a count of one would free the file at the first unlink.
+#[test]
+fn a_new_name_never_reaches_the_disk_before_the_link_count_that_counts_it() {
+    let (mem, mut fs) = fresh(32 << 20);
+    let d = fs.mkdir(ROOT_INO, b"d", 0o755, ME).expect("mkdir").ino;
+    let f = create(&mut fs, d, "f");
+    fs.write(f, 0, &[1u8; 3 * 4096]).expect("write");
+    fs.sync().expect("sync");
+    fs.setattr(f, &fslab::ufs::SetAttr { size: Some(4096), ..Default::default() }).expect("truncate");
+    fs.link(f, d, b"g").expect("link");
+    let h = create(&mut fs, d, "h");
+    fs.fsync(h, false).expect("fsync h");
+    std::mem::forget(fs);
+    let image: Arc<dyn BlockDevice> = Arc::new(MemDisk::from_bytes(mem.snapshot()));
+    let mut fs = FileSystem::new(Ffs::mount(image, options()).expect("mount the crash image"));
+    let d = fs.lookup(ROOT_INO, b"d").expect("d").ino;
+    let names = [b"f".as_slice(), b"g"].iter().filter(|n| fs.lookup(d, n).is_ok()).count() as u32;
+    let nlink = fs.getattr(f).expect("f").attr.nlink;
+    assert!(nlink >= names, "{names} names on disk, a link count of {nlink}");
+}

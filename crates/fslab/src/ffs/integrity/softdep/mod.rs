@@ -256,6 +256,7 @@ impl IntegrityMode<Ffs> for Softdep {
         let deps = state.inodes.entry(ino).or_default();
         let first = deps.slot.is_none();
         deps.slot = Some((addr.get(), at));
+        deps.unstored = false;
         if deps.safe_map.is_none() {
             // The slot's bytes are this inode's last safe version, unless
             // they are a slot not in use (this inode is new).

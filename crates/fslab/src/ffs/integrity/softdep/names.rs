@@ -19,11 +19,15 @@ impl Softdep {
     /// dirtied an inode-table block per rename, and write-back went round
     /// every few hundred renames (MH's pack, a rename per file in name
     /// order, spread over a thousand blocks). What waits for it waits a
-    /// little longer; nothing it orders changes.
+    /// little longer; nothing it orders changes. A write of the block
+    /// before that store satisfies no waiter (`InodeDeps::unstored`).
     pub(super) fn wait_for_inode(&self, fs: &mut Ffs, ino: Ino, shows: Shows) -> Result<Written> {
         fs.mark_inode_dirty(ino)?;
         let w = new_written();
-        self.state().inodes.entry(ino).or_default().waiters.push((w.clone(), shows));
+        let mut state = self.state();
+        let deps = state.inodes.entry(ino).or_default();
+        deps.waiters.push((w.clone(), shows));
+        deps.unstored = true;
         Ok(w)
     }
 

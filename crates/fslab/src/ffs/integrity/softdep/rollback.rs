@@ -28,6 +28,8 @@ impl Softdep {
             let shown = out.is_ok();
             let deps = state.inodes.entry(ino).or_default();
             let mut satisfied = Vec::new();
+            // The slot written is older than what the waiters wait for.
+            let shown = shown && !deps.unstored;
             let freed = match &out {
                 Ok(inode) => inode.attr.mode == 0,
                 Err(prior) => Inode::decode(prior).map_or(true, |i| i.attr.mode == 0),

@@ -206,6 +206,11 @@ pub(super) struct InodeDeps {
     pub(super) removals: Vec<Written>,
     /// What waits for a write of the slot, and what that write must show.
     pub(super) waiters: Vec<(Written, Shows)>,
+    /// Changed in memory for a waiter (a link count raised) and not stored
+    /// since: a write of its block shows an older slot, which satisfies
+    /// no waiter (it would count a new name before the count that counts
+    /// it).
+    pub(super) unstored: bool,
     /// When the inode was allocated: its group must be written after.
     pub(super) allocated: Option<(u32, Seq)>,
     /// The slot as it was before this inode was first stored there, while
