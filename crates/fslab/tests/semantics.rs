@@ -102,3 +102,39 @@ fn reads_update_atime_as_relatime_and_strictatime_say_and_it_survives_a_remount(
     assert_eq!(fs.getattr(ino).expect("stat").attr.atime, strict, "kept across a remount");
     fs.unmount().expect("unmount");
 }
+
+/// "fallocate allocates only the holes of its range": blocks a
+/// `FALLOC_FL_KEEP_SIZE` call put past the end of the file are not
+/// allocated again by a second call or by `posix_fallocate` (mode 0) over
+/// the same range, which take no space and cannot fail for want of it —
+/// on either layout.
+#[test]
+fn fallocate_over_blocks_kept_past_the_end_takes_no_more_space() {
+    fn run<S: fslab::storage::StorageManager>(mut fs: FileSystem<S>, what: &str) {
+        let f = fs.mknod(ROOT_INO, b"f", kind::REG | 0o644, 0, CREDS).expect("create").ino;
+        let st = fs.statfs().expect("statfs");
+        let (free, bs) = (st.free_blocks, u64::from(st.block_size));
+        // Most of what is free: twice would not fit.
+        let len = free * 6 / 10 * bs;
+        fs.fallocate(f, 0, len, libc::FALLOC_FL_KEEP_SIZE).expect("first");
+        let after = fs.statfs().expect("statfs").free_blocks;
+        assert!(after < free - free / 2, "{what}: the first call took {} of {free} blocks", free - after);
+        fs.fallocate(f, 0, len, libc::FALLOC_FL_KEEP_SIZE).unwrap_or_else(|e| panic!("{what}: again: {e}"));
+        fs.fallocate(f, 0, len, 0).unwrap_or_else(|e| panic!("{what}: mode 0: {e}"));
+        assert_eq!(fs.getattr(f).expect("getattr").attr.size, len, "{what}");
+        let last = fs.statfs().expect("statfs").free_blocks;
+        assert!(
+            last + 8 >= after,
+            "{what}: {} more blocks taken by calls that had none to allocate",
+            after - last
+        );
+        assert_eq!(fs.read(f, len - bs, bs as usize).expect("read"), vec![0u8; bs as usize], "{what}");
+        fs.unmount().expect("unmount");
+    }
+    let (_dev, lfs) = fresh();
+    run(lfs, "LFS");
+    let dev = Arc::new(MemDisk::new(16 << 20));
+    fslab::mkfs_ffs(dev.clone(), &fslab::ffs::MkfsOptions::default(), CREDS).expect("mkfs");
+    let ffs = fslab::ffs::Ffs::mount(dev, fslab::ffs::MountOptions::default()).expect("mount");
+    run(FileSystem::new(ffs), "FFS");
+}

@@ -223,9 +223,8 @@ impl StorageManager for Ffs {
     }
 
     fn next_data(&mut self, ino: Ino, lbn: u64) -> Result<Option<u64>> {
-        let size = self.cached_inode(ino)?.attr.size;
-        let end = size.div_ceil(self.block_size() as u64);
-        bmap::next_data(self, ino, lbn, end)
+        self.cached_inode(ino)?;
+        bmap::next_data(self, ino, lbn, self.tree.max_blocks())
     }
 
     fn free_blocks(&mut self, ino: Ino, first: u64, last: u64) -> Result<()> {

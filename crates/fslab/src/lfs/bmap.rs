@@ -301,12 +301,11 @@ impl Lfs {
         bmap::move_blocks(self, ino, from, to, count)
     }
 
-    /// The first data block at or after `lbn` that holds data, below the
-    /// file's size.
+    /// The first data block at or after `lbn` that holds data, past the
+    /// file's size too (`StorageManager::next_data`).
     pub(super) fn find_next_data(&mut self, ino: Ino, lbn: u64) -> Result<Option<u64>> {
-        let size = self.cached_inode(ino)?.attr.size;
-        let end = size.div_ceil(self.block_size as u64);
-        bmap::next_data(self, ino, lbn, end)
+        self.cached_inode(ino)?;
+        bmap::next_data(self, ino, lbn, self.geometry.max_blocks())
     }
 }
 

@@ -162,7 +162,10 @@ pub trait StorageManager: Send {
     }
 
     /// The first data block at or after `lbn` that holds data, if any: how
-    /// SEEK_DATA and SEEK_HOLE find their way through sparse files.
+    /// SEEK_DATA and SEEK_HOLE find their way through sparse files (they
+    /// stop at the file's size), and how fallocate finds what it need not
+    /// allocate again — past the size too, where `FALLOC_FL_KEEP_SIZE`
+    /// put blocks.
     fn next_data(&mut self, ino: Ino, lbn: u64) -> Result<Option<u64>>;
 
     /// Frees data blocks `first ..= last` of `ino` (they become holes), along
