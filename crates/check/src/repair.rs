@@ -42,17 +42,25 @@ pub fn fsck(
     options: &Options,
     progress: &mut dyn FnMut(&str),
 ) -> Result<Outcome, Fatal> {
+    let layout = match layout_of(dev.as_ref()) {
+        Some(layout) => layout,
+        None => check(dev.as_ref(), &Options { repair: false, ..*options }, progress)?.layout,
+    };
     if options.repair && options.preen {
-        let first = check(dev.as_ref(), &Options { repair: false, ..*options }, progress)?;
+        let looking = Options { repair: false, ..*options };
+        // A journal's crash is judged after its log is replayed (onto a
+        // copy in memory here), as mount and the repair see it: the home
+        // blocks alone may show damage the log puts right.
+        let first = if layout == Layout::Ffs {
+            ffs::fsck(dev.clone(), &looking, progress)?.first
+        } else {
+            check(dev.as_ref(), &looking, progress)?
+        };
         if let Some(why) = not_preenable(&first) {
             let failed = vec![format!("not repaired: {why}; run the repair without -p")];
             return Ok(Outcome { first: first.clone(), last: first, repaired: Vec::new(), failed });
         }
     }
-    let layout = match layout_of(dev.as_ref()) {
-        Some(layout) => layout,
-        None => check(dev.as_ref(), &Options { repair: false, ..*options }, progress)?.layout,
-    };
     if layout == Layout::Ffs {
         return ffs::fsck(dev, options, progress);
     }

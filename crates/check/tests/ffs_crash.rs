@@ -74,7 +74,8 @@
 //!     mode's operations are durable once they return, so every such
 //!     rename is checked; in `softdep` mode only those whose old name was
 //!     on the disk from the setup image on;
-//! 11. in `sync` and `softdep` modes, preening a copy (`fsck -p`, which
+//! 11. in `sync` and `softdep` modes, and in the journal's (whose log
+//!     preening replays first), preening a copy (`fsck -p`, which
 //!     repairs only leaks and refuses when a round finds damage) ends with
 //!     exit status 0 or 1, no refusal, an image a fresh check calls clean
 //!     and one that mounts;
@@ -1150,9 +1151,10 @@ impl Rule {
         use Integrity::{Softdep, Sync};
         match self {
             Rule::Repair => true,
-            Rule::Ordered | Rule::Leaks | Rule::LinkCounts | Rule::Rename | Rule::Preen => {
+            Rule::Ordered | Rule::Leaks | Rule::LinkCounts | Rule::Rename => {
                 matches!(integrity, Sync | Softdep)
             }
+            Rule::Preen => matches!(integrity, Sync | Softdep) || is_journal(integrity),
             Rule::Data | Rule::Bitmaps | Rule::Mount => integrity == Softdep,
             Rule::Replay | Rule::ReplayedData => is_journal(integrity),
         }
