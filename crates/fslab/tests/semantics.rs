@@ -138,3 +138,22 @@ fn fallocate_over_blocks_kept_past_the_end_takes_no_more_space() {
     let ffs = fslab::ffs::Ffs::mount(dev, fslab::ffs::MountOptions::default()).expect("mount");
     run(FileSystem::new(ffs), "FFS");
 }
+
+/// "A call refused for want of space changes nothing": a preallocation of
+/// the largest file there can be, far past the disk, is refused with
+/// ENOSPC before anything is allocated (and before any list of its blocks
+/// is made: a terabyte-sized range once ran the daemon out of memory).
+#[test]
+fn fallocate_of_the_largest_file_is_refused_for_space_at_once() {
+    let (_dev, mut fs) = fresh();
+    let f = fs.mknod(ROOT_INO, b"f", kind::REG | 0o644, 0, CREDS).expect("create").ino;
+    let free = fs.statfs().expect("statfs").free_blocks;
+    let largest = fslab::storage::StorageManager::max_file_size(fs.storage());
+    for mode in [0, libc::FALLOC_FL_KEEP_SIZE, libc::FALLOC_FL_ZERO_RANGE] {
+        let refused = fs.fallocate(f, 0, largest, mode).expect_err("a range past the disk");
+        assert_eq!(refused.errno(), libc::ENOSPC, "mode {mode:#x}: {refused}");
+    }
+    assert_eq!(fs.statfs().expect("statfs").free_blocks, free);
+    assert_eq!(fs.getattr(f).expect("getattr").attr.size, 0);
+    fs.unmount().expect("unmount");
+}

@@ -13,6 +13,7 @@ use crate::format::{Ino, Lbn};
 use crate::storage::{Fetches, StorageManager};
 use crate::Result;
 use disk::AlignedBytes;
+use std::ops::Range;
 
 /// The whole blocks a write covers, each copied out of the write's data
 /// into a buffer of its own. A caller that keeps the file system behind a
@@ -357,10 +358,12 @@ impl<S: StorageManager> Ns<'_, S> {
         let mut holes = if allocate || zero { self.holes(ino, offset, end)? } else { Vec::new() };
         if zero {
             let bs = self.bs();
-            holes.extend(offset.div_ceil(bs)..end / bs);
-            holes.sort_unstable();
-            holes.dedup();
+            holes.push(offset.div_ceil(bs)..end / bs);
+            holes = merged(holes);
         }
+        // Counted, not listed block by block: a range of terabytes is
+        // refused here for want of space, not by running out of memory.
+        let hole_blocks: u64 = holes.iter().map(|r| r.end.saturating_sub(r.start)).sum();
         let grows = !punch && mode & KEEP_SIZE == 0 && end > attr.size;
         let past_end = usize::from(grows && !attr.size.is_multiple_of(self.bs()));
         // Punching a hole only frees, but for its two partial end blocks,
@@ -370,7 +373,7 @@ impl<S: StorageManager> Ns<'_, S> {
         // rewriting a block does.
         if !punch {
             let rewrites = if self.s.rewrites_take_space() { edges.len() } else { 0 };
-            self.s.reserve_blocks((rewrites + holes.len() + past_end) as u64)?;
+            self.s.reserve_blocks((rewrites + past_end) as u64 + hole_blocks)?;
         }
         if grows {
             self.zero_past_end(ino, attr.size, end)?;
@@ -379,7 +382,7 @@ impl<S: StorageManager> Ns<'_, S> {
             self.punch(ino, offset, end, &edges)?;
         }
         let zeros = vec![0u8; self.bs() as usize];
-        for lbn in holes {
+        for lbn in holes.into_iter().flatten() {
             self.s.write_block(ino, lbn as Lbn, 0, &zeros)?;
         }
         let now = self.s.now();
@@ -397,10 +400,10 @@ impl<S: StorageManager> Ns<'_, S> {
         self.s.update(ino, &attr)
     }
 
-    /// The blocks of `offset..end` that hold no data: where a
+    /// The runs of blocks of `offset..end` that hold no data: where a
     /// preallocation stores zero blocks, so the range can later be
     /// written without ENOSPC.
-    fn holes(&mut self, ino: Ino, offset: u64, end: u64) -> Result<Vec<u64>> {
+    fn holes(&mut self, ino: Ino, offset: u64, end: u64) -> Result<Vec<Range<u64>>> {
         let bs = self.bs();
         let (first, last) = (offset / bs, (end - 1) / bs);
         let mut holes = Vec::new();
@@ -409,11 +412,11 @@ impl<S: StorageManager> Ns<'_, S> {
             match self.s.next_data(ino, lbn)? {
                 Some(d) if d == lbn => lbn += 1,
                 Some(d) => {
-                    holes.extend(lbn..d.min(last + 1));
+                    holes.push(lbn..d.min(last + 1));
                     lbn = d;
                 }
                 None => {
-                    holes.extend(lbn..=last);
+                    holes.push(lbn..last + 1);
                     break;
                 }
             }
@@ -657,4 +660,18 @@ impl PendingRead {
     pub fn into_data(self) -> Vec<u8> {
         cut(self.buf, self.range)
     }
+}
+
+/// `runs` sorted, with those that overlap or touch joined.
+fn merged(mut runs: Vec<Range<u64>>) -> Vec<Range<u64>> {
+    runs.retain(|r| r.start < r.end);
+    runs.sort_unstable_by_key(|r| r.start);
+    let mut out: Vec<Range<u64>> = Vec::with_capacity(runs.len());
+    for r in runs {
+        match out.last_mut() {
+            Some(last) if r.start <= last.end => last.end = last.end.max(r.end),
+            _ => out.push(r),
+        }
+    }
+    out
 }
