@@ -9,20 +9,47 @@ use crate::BlockDevice;
 use std::io;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
 
-/// `inner`, with the faults set by [`FaultyDisk::failing_reads`] and
-/// [`FaultyDisk::cut_after_flushes`].
+/// `inner`, with the faults set by [`FaultyDisk::failing_reads`],
+/// [`FaultyDisk::cut_after_flushes`] and [`FaultyDisk::fail_writes`].
 pub struct FaultyDisk<D> {
     inner: D,
     bad_reads: Range<u64>,
     /// Flushes left before the cut; `u64::MAX` for none.
     flushes_left: AtomicU64,
+    /// Writes touching this range fail, so many more times
+    /// ([`FaultyDisk::fail_writes`]).
+    bad_writes: Mutex<(Range<u64>, u64)>,
 }
 
 impl<D: BlockDevice> FaultyDisk<D> {
     /// `inner` without faults yet.
     pub fn new(inner: D) -> FaultyDisk<D> {
-        FaultyDisk { inner, bad_reads: 0..0, flushes_left: AtomicU64::new(u64::MAX) }
+        FaultyDisk {
+            inner,
+            bad_reads: 0..0,
+            flushes_left: AtomicU64::new(u64::MAX),
+            bad_writes: Mutex::new((0..0, 0)),
+        }
+    }
+
+    /// From now on, the next `times` writes that touch bytes `range` fail
+    /// with EIO (writing nothing), as a sector the drive cannot write.
+    /// Settable while the device is in use.
+    pub fn fail_writes(&self, range: Range<u64>, times: u64) {
+        *self.bad_writes.lock().unwrap_or_else(PoisonError::into_inner) = (range, times);
+    }
+
+    fn write_fails(&self, offset: u64, len: u64) -> bool {
+        let mut bad = self.bad_writes.lock().unwrap_or_else(PoisonError::into_inner);
+        let (range, times) = &mut *bad;
+        let touches = offset < range.end && range.start < offset + len;
+        if touches && *times > 0 {
+            *times -= 1;
+            return true;
+        }
+        false
     }
 
     /// Reads that touch bytes `range` fail with EIO.
@@ -54,7 +81,7 @@ impl<D: BlockDevice> BlockDevice for FaultyDisk<D> {
     }
 
     fn write_at(&self, offset: u64, buf: &[u8]) -> io::Result<()> {
-        if self.cut() {
+        if self.cut() || self.write_fails(offset, buf.len() as u64) {
             return Err(eio());
         }
         self.inner.write_at(offset, buf)
@@ -93,5 +120,17 @@ mod tests {
         assert!(disk.flush().is_err());
         disk.read_at(0, &mut buf).expect("reads go on");
         assert_eq!(buf, [1u8; 512], "the medium keeps what came before");
+    }
+
+    #[test]
+    fn writes_of_the_range_fail_as_many_times_as_asked() {
+        let disk = FaultyDisk::new(MemDisk::new(8192));
+        disk.fail_writes(1024..1536, 1);
+        disk.write_at(0, &[1u8; 512]).expect("outside the range");
+        assert!(disk.write_at(1024, &[2u8; 512]).is_err(), "the one failure");
+        disk.write_at(1024, &[3u8; 512]).expect("then it writes");
+        let mut buf = [0u8; 512];
+        disk.read_at(1024, &mut buf).expect("read");
+        assert_eq!(buf, [3u8; 512]);
     }
 }

@@ -157,3 +157,39 @@ fn fallocate_of_the_largest_file_is_refused_for_space_at_once() {
     assert_eq!(fs.getattr(f).expect("getattr").attr.size, 0);
     fs.unmount().expect("unmount");
 }
+
+/// "A device error makes the mount read-only; what was synced is safe":
+/// a checkpoint whose superblock write fails counts as such an error. A
+/// file fsynced after it must either fail to sync or survive a crash; it
+/// used to sync, into log that the checkpoint on disk did not lead to.
+#[test]
+fn a_failed_checkpoint_makes_the_mount_read_only_and_loses_no_later_fsync() {
+    let dev = Arc::new(MemDisk::new(16 << 20));
+    let options = MkfsOptions { block_size: 4096, segment_size: 64 << 10 };
+    fslab::mkfs_lfs(dev.clone(), &options, CREDS).expect("mkfs");
+    let faulty = Arc::new(disk::FaultyDisk::new(dev.clone()));
+    let mut fs = FileSystem::new(Lfs::mount(faulty.clone(), MountOptions::default()).expect("mount"));
+    let sb = fs.storage().superblock();
+    let next = ((sb.checkpoint.serial + 1) % u64::from(sb.ncopies).min(2)) as usize;
+    let at = sb.copy_offset(next);
+    faulty.fail_writes(at..at + 512, 1);
+    let a = fs.mknod(ROOT_INO, b"a", kind::REG | 0o644, 0, CREDS).expect("create a").ino;
+    fs.write(a, 0, b"before").expect("write a");
+    assert!(fs.sync().is_err(), "the superblock write failed");
+    assert!(
+        fs.storage().writer_failure().is_some(),
+        "the mount carries on as if the checkpoint were written"
+    );
+    let b = fs
+        .mknod(ROOT_INO, b"b", kind::REG | 0o644, 0, CREDS)
+        .and_then(|b| fs.write(b.ino, 0, b"after").map(|_| b.ino))
+        .and_then(|b| fs.fsync(b, false).map(|_| b));
+    std::mem::forget(fs);
+    let image = Arc::new(MemDisk::from_bytes(dev.snapshot()));
+    let mut fs = mount(&image);
+    if b.is_ok() {
+        let b = fs.lookup(ROOT_INO, b"b").expect("b was fsynced").ino;
+        assert_eq!(fs.read(b, 0, 100).expect("read b"), b"after");
+    }
+    fs.unmount().expect("unmount");
+}

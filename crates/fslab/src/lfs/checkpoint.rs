@@ -10,6 +10,7 @@ use super::layout::{
     Checkpoint, HeadPosition, SegUse, SB_CLEAN, SB_DAMAGED, SEGUSE_CLEAN, SEGUSE_DIRTY, SEGUSE_SUPERBLOCK,
 };
 use super::Lfs;
+use crate::error::errno;
 use crate::Result;
 use std::time::Duration;
 
@@ -57,7 +58,28 @@ impl Lfs {
     /// a barrier. Then segments left with nothing live become clean: the
     /// checkpoint just written no longer needs them. `clean` marks an
     /// unmount and writes every superblock copy.
+    ///
+    /// A checkpoint that fails makes the mount read-only, as a failed
+    /// segment write does: by then the serial numbers have jumped and the
+    /// superblock copy to write next has changed, so a later fsync would
+    /// write log that the checkpoint on disk does not lead to (roll-forward
+    /// would not find it), and the next checkpoint could overwrite the last
+    /// good one.
     pub(super) fn checkpoint(&mut self, clean: bool) -> Result<()> {
+        if self.mount.failed.is_some() {
+            return Err(errno(
+                libc::EIO,
+                "no checkpoint: the log writer failed earlier (read-only until mounted again)",
+            ));
+        }
+        let result = self.write_checkpoint(clean);
+        if let Err(e) = &result {
+            self.mount.failed = Some(format!("checkpoint failed: {e}"));
+        }
+        result
+    }
+
+    fn write_checkpoint(&mut self, clean: bool) -> Result<()> {
         // This checkpoint's superblock makes the jump durable; a crash
         // before it loses only what this checkpoint itself writes.
         self.writer.log.begin_epoch();
