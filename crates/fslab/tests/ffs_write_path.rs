@@ -203,3 +203,37 @@ fn a_burst_of_creates_in_a_small_cache_stays_within_it() {
     fs.storage().check_groups().unwrap_or_else(|e| panic!("{e}"));
     fs.unmount().expect("unmount");
 }
+
+/// A write the device refuses makes the mount read-only until it is
+/// mounted again, as LFS's does: later changes fail with EIO rather than
+/// pile up in memory where they could never be written, and the tick says
+/// so once, not every second.
+#[test]
+fn a_failed_write_makes_the_mount_read_only() {
+    let dev = Arc::new(MemDisk::new(16 << 20));
+    fslab::mkfs_ffs(dev.clone(), &MkfsOptions::default(), Creds::default()).expect("mkfs");
+    let faulty = Arc::new(disk::FaultyDisk::new(dev.clone()));
+    let options = MountOptions { cache_bytes: 1 << 20, ..MountOptions::default() };
+    let ffs = Ffs::mount(faulty.clone(), options).expect("mount");
+    let mut fs = FileSystem::new(ffs);
+    let other = fs.mknod(ROOT_INO, b"other", 0o100644, 0, Creds::default()).expect("create").ino;
+    fs.write(other, 0, &vec![1u8; 4 << 20]).expect("write other");
+    fs.sync().expect("sync");
+    let f = fs.mknod(ROOT_INO, b"f", 0o100644, 0, Creds::default()).expect("create").ino;
+    fs.write(f, 0, &[7u8; 10_000]).expect("write");
+    faulty.fail_writes(0..16 << 20, 1);
+    assert!(fs.fsync(f, false).is_err(), "the device refused a write");
+    let after = fs.mknod(ROOT_INO, b"g", 0o100644, 0, Creds::default());
+    assert_eq!(after.err().map(|e| e.errno()), Some(libc::EIO), "a create after the failure");
+    assert!(fs.write(f, 0, b"more").is_err(), "a write after the failure");
+    let ticks: Vec<bool> = (0..3).map(|_| fs.tick().is_err()).collect();
+    assert!(ticks.iter().filter(|&&e| e).count() <= 1, "ticks: {ticks:?}");
+    // Reads go on, and what the device refused is still what they see,
+    // however much else passes through the cache: its buffers, marked
+    // clean when they were queued, are kept.
+    for _ in 0..2 {
+        assert_eq!(fs.read(other, 0, 4 << 20).expect("read other"), vec![1u8; 4 << 20]);
+    }
+    assert_eq!(fs.read(f, 0, 10_000).expect("reads go on"), vec![7u8; 10_000]);
+    std::mem::forget(fs);
+}

@@ -87,15 +87,35 @@ impl WriteJob {
 
     /// Writes the job to `dev` in one vectored write: its header, made
     /// now from the buffers, then the buffers. The buffers are released
-    /// when it returns.
-    fn write_to(mut self, dev: &dyn BlockDevice, unit_bytes: u64) -> std::io::Result<()> {
+    /// when it succeeds; a failed write gives them back, to be kept.
+    fn write_to(mut self, dev: &dyn BlockDevice, unit_bytes: u64) -> std::result::Result<(), Failed> {
         let header = self.header.take().map(|make| make(&self.buffers));
         let refs: Vec<&[u8]> = header
             .iter()
             .map(|h| &h[..])
             .chain(self.buffers.iter().zip(&self.lens).map(|(b, &l)| &b[..l]))
             .collect();
-        dev.write_vectored_at(self.start.byte_offset(unit_bytes), &refs)
+        let written = dev.write_vectored_at(self.start.byte_offset(unit_bytes), &refs);
+        drop(refs);
+        written.map_err(|e| Failed { why: e.to_string(), buffers: self.buffers })
+    }
+}
+
+/// A write the device refused, with the buffers it held.
+struct Failed {
+    why: String,
+    buffers: Vec<BlockData>,
+}
+
+impl State {
+    /// Notes write failure `f`: the first is the queue's error. Its
+    /// buffers are kept for as long as the queue lives, so that the cache,
+    /// which evicts no buffer still shared, goes on serving what the disk
+    /// does not hold (marked clean when they were queued, they would be
+    /// read back from the device as whatever was there before).
+    fn keep_failure(&mut self, f: Failed) {
+        self.error.get_or_insert(f.why);
+        self.kept.extend(f.buffers);
     }
 }
 
@@ -127,6 +147,8 @@ struct State {
     flushing: bool,
     /// Flushes the device has been asked for.
     flushes: u64,
+    /// The buffers of writes that failed (`State::keep_failure`).
+    kept: Vec<BlockData>,
     /// The last [`WRITE_HISTORY`] writes submitted, oldest first: what a
     /// read made without the file system's lock checks its device
     /// addresses against ([`UnlockedReads::written_since`]).
@@ -392,8 +414,8 @@ impl WriteQueue {
                     state.in_flight.remove(&start);
                     state.bytes -= bytes;
                     state.complete(seq);
-                    if let Err(e) = result {
-                        state.error.get_or_insert_with(|| e.to_string());
+                    if let Err(failed) = result {
+                        state.keep_failure(failed);
                     }
                     worker.notify_completed(&state);
                 }
@@ -417,6 +439,12 @@ impl WriteQueue {
         }
     }
 
+    /// The first write or flush that failed, as an error; `Ok` while none
+    /// has. Once one has, every later write, flush and wait fails.
+    pub fn failure(&self) -> Result<()> {
+        Self::failed(&self.shared.lock())
+    }
+
     /// The size of an address unit.
     pub fn unit_bytes(&self) -> u64 {
         self.unit_bytes
@@ -432,8 +460,13 @@ impl WriteQueue {
                 let next = state.issued + 1;
                 state.note_submitted(next, job.start, job.units);
             }
-            job.write_to(dev.as_ref(), self.unit_bytes)
-                .map_err(|e| crate::Error::Io(std::io::Error::other(format!("write failed: {e}"))))?;
+            if let Err(failed) = job.write_to(dev.as_ref(), self.unit_bytes) {
+                // Kept, as the writer thread keeps it: every later write,
+                // flush and wait fails too.
+                let why = failed.why.clone();
+                self.shared.lock().keep_failure(failed);
+                return Err(crate::Error::Io(std::io::Error::other(format!("write failed: {why}"))));
+            }
             let mut state = self.shared.lock();
             state.issued += 1;
             state.completed = state.issued;
@@ -502,8 +535,8 @@ impl WriteQueue {
         let mut state = self.shared.lock();
         state.in_flight.remove(&start);
         state.complete(seq);
-        if let Err(e) = &written {
-            state.error.get_or_insert_with(|| e.to_string());
+        if let Err(failed) = written {
+            state.keep_failure(failed);
         }
         self.shared.notify_completed(&state);
         Self::failed(&state)?;

@@ -119,6 +119,9 @@ pub struct Ffs {
     pub(super) last_sync: Duration,
     pub(super) stats: Stats,
     pub(super) unmounted: bool,
+    /// A failed write (the mount read-only since) was reported by a tick
+    /// once; later ticks say nothing more.
+    pub(super) failure_reported: bool,
     /// Inodes with no name that are still open, head first (`orphans`);
     /// `sb.orphan_head` is the first.
     pub(super) orphans: Vec<Ino>,
@@ -226,6 +229,7 @@ impl Ffs {
             last_sync,
             stats: Stats::default(),
             unmounted: false,
+            failure_reported: false,
             orphans: Vec::new(),
             orphan_report: Default::default(),
             read_ahead: Default::default(),

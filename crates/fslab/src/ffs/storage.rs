@@ -294,6 +294,10 @@ impl StorageManager for Ffs {
 
     fn begin(&mut self, spec: TxSpec) -> Result<()> {
         self.check_mounted()?;
+        // After a failed write the mount is read-only until mounted again:
+        // changes made only in memory could never be written (and would
+        // pile up there), and the image keeps what was synced before.
+        self.queue.failure()?;
         if !self.tx.is_open() {
             self.mode().tx_beginning(self, spec.kind)?;
         }
@@ -345,6 +349,12 @@ impl StorageManager for Ffs {
     fn tick(&mut self) -> Result<()> {
         if self.unmounted {
             return Ok(());
+        }
+        if let Err(e) = self.queue.failure() {
+            // Read-only since (`begin`): said once, not every second.
+            let first = !self.failure_reported;
+            self.failure_reported = true;
+            return if first { Err(e) } else { Ok(()) };
         }
         self.mode().tick(self)?;
         self.release_durable_frees()?;
