@@ -193,3 +193,85 @@ fn a_failed_checkpoint_makes_the_mount_read_only_and_loses_no_later_fsync() {
     }
     fs.unmount().expect("unmount");
 }
+
+/// "Every acknowledged write can be written": overwrites accepted until a
+/// full disk (no cleaner) refuses the next, then every file fsynced on its
+/// own — each fsync a partial segment with a summary and an inode block of
+/// its own — all succeed, and the data is there after a remount.
+#[test]
+fn fsyncing_file_after_file_on_a_full_disk_writes_every_acknowledged_write() {
+    let (dev, mut fs) = fresh();
+    let mut files = Vec::new();
+    for i in 0..700 {
+        let f =
+            fs.mknod(ROOT_INO, format!("f{i}").as_bytes(), kind::REG | 0o644, 0, CREDS).expect("create").ino;
+        fs.write(f, 0, &[1u8; 8192]).expect("write");
+        files.push(f);
+    }
+    // The rest of the disk filled, then 900 blocks of it (whole segments:
+    // no cleaner is needed to reuse them) given back.
+    let filler = fs.mknod(ROOT_INO, b"filler", kind::REG | 0o644, 0, CREDS).expect("create").ino;
+    let mut blocks = 0u64;
+    while fs.write(filler, blocks * 4096, &[9u8; 4096]).is_ok() {
+        blocks += 1;
+    }
+    fs.sync().expect("sync");
+    let keep = blocks.saturating_sub(900) * 4096;
+    fs.setattr(filler, &SetAttr { size: Some(keep), ..SetAttr::default() }).expect("truncate");
+    fs.sync().expect("sync");
+    let mut accepted = 0;
+    for &f in &files {
+        match fs.write(f, 0, &[2u8; 4096]) {
+            Ok(_) => accepted += 1,
+            Err(e) if e.errno() == libc::ENOSPC => break,
+            Err(e) => panic!("overwrite: {e}"),
+        }
+    }
+    assert!(accepted > 300, "only {accepted} overwrites before ENOSPC");
+    let mut expected = Vec::new();
+    for &f in &files {
+        fs.fsync(f, false).unwrap_or_else(|e| panic!("fsync after {accepted} overwrites: {e}"));
+        expected.push(fs.read(f, 0, 1).expect("read")[0]);
+    }
+    fs.unmount().expect("unmount");
+    let mut fs = mount(&dev);
+    for (i, &f) in files.iter().enumerate() {
+        assert_eq!(fs.read(f, 0, 1).expect("read")[0], expected[i], "f{i}");
+    }
+    fs.unmount().expect("unmount");
+}
+
+/// "A full disk can always be emptied": changes of attributes repeated on
+/// a full disk with no cleaner (chmod and fsync, file after file) stop for
+/// want of space before they take what unlink needs.
+#[test]
+fn attribute_changes_on_a_full_disk_leave_room_to_empty_it() {
+    let (_dev, mut fs) = fresh();
+    let mut files = Vec::new();
+    for i in 0.. {
+        let name = format!("f{i}");
+        let made = fs.mknod(ROOT_INO, name.as_bytes(), kind::REG | 0o644, 0, CREDS);
+        let Ok(f) = made else { break };
+        files.push(name);
+        if fs.write(f.ino, 0, &[3u8; 4096]).is_err() {
+            break;
+        }
+    }
+    fs.sync().expect("sync");
+    'churn: for round in 0..20u32 {
+        for name in &files {
+            let Ok(f) = fs.lookup(ROOT_INO, name.as_bytes()) else { continue };
+            let mode = SetAttr { mode: Some(0o600 + round % 2 * 0o44), ..SetAttr::default() };
+            match fs.setattr(f.ino, &mode).and_then(|_| fs.fsync(f.ino, false)) {
+                Ok(_) => {}
+                Err(e) if e.errno() == libc::ENOSPC => break 'churn,
+                Err(e) => panic!("chmod: {e}"),
+            }
+        }
+    }
+    for name in &files {
+        fs.unlink(ROOT_INO, name.as_bytes()).unwrap_or_else(|e| panic!("unlink {name}: {e}"));
+    }
+    fs.sync().expect("sync");
+    fs.unmount().expect("unmount");
+}

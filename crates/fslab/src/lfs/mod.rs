@@ -732,7 +732,7 @@ impl StorageManager for Lfs {
         // this directory's change): then the whole batch goes, with the
         // ifile that commits it (§4.3).
         self.check_mounted()?;
-        if self.tx.dirop_inodes.is_empty() {
+        if self.tx.dirop_inodes.is_empty() && !self.fsync_alone_overruns() {
             self.write_file_now(ino)?;
         } else {
             self.write_segments(false)?;

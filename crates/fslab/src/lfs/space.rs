@@ -54,19 +54,19 @@ pub(super) const OPERATION_BLOCKS: u64 = 4 * (crate::format::blockno::NIADDR as 
 
 pub(super) use super::usage::SegmentSpace;
 
+/// What writing one file's partial segment alone takes beyond the share
+/// of a summary and an inode block `promised_blocks` counts for it: its
+/// own summary and inode block, and a summary more where the partial
+/// segment crosses into the next segment.
+const FSYNC_ALONE_BLOCKS: u64 = 4;
+
 /// Whether a transaction of `kind` frees space (or changes no more than
 /// it frees): what may use the freeing share. An exchange frees nothing
-/// but changes no more than a rename does, which may.
+/// but changes no more than a rename does, which may. A change of
+/// attributes (chmod, touch, an access time) may not: repeated on a full
+/// disk without a cleaner, it used up the share, and then unlink failed.
 fn frees_space(kind: TxKind) -> bool {
-    matches!(
-        kind,
-        TxKind::Unlink
-            | TxKind::Rename
-            | TxKind::Exchange
-            | TxKind::Reclaim
-            | TxKind::Truncate
-            | TxKind::SetAttr
-    )
+    matches!(kind, TxKind::Unlink | TxKind::Rename | TxKind::Exchange | TxKind::Reclaim | TxKind::Truncate)
 }
 
 impl Lfs {
@@ -163,6 +163,17 @@ impl Lfs {
         let step = (self.sb.nsegments / 32).max(2);
         let low = self.cleaner_reserve_segments() + step;
         (low, low + step)
+    }
+
+    /// Whether an fsync writing one file alone could take space promised
+    /// to what else the cache holds: its partial segment has a summary and
+    /// an inode block of its own, where `promised_blocks` counts a share
+    /// of each. Near the reserves an fsync writes everything, packed as
+    /// promised (one file after another fsynced alone on a full disk used
+    /// to run the log out of clean segments, and the mount went read-only
+    /// with acknowledged writes in memory).
+    pub(super) fn fsync_alone_overruns(&mut self) -> bool {
+        self.available(false, SpaceFor::Data) < FSYNC_ALONE_BLOCKS
     }
 
     /// Blocks already promised to what the cache holds.
