@@ -21,6 +21,10 @@ impl Checker<'_> {
         let c = self.sb.checkpoint;
         let (mut clean, mut dirty) = (0u64, 0u64);
         let capacity = self.sb.segment_size as u64;
+        // An inode that cannot be read may hold blocks the count above did
+        // not see: no count is lowered then (a segment made to look empty
+        // would be reused, and that file's blocks overwritten).
+        let blind = self.inodes.values().any(|i| !i.readable);
         for seg in 0..self.sb.nsegments {
             let Some(u) = self.seguse.get(seg as usize).copied().flatten() else { continue };
             let live = self.live.get(seg as usize).copied().unwrap_or(0);
@@ -29,7 +33,8 @@ impl Checker<'_> {
             clean += u64::from(is_clean);
             dirty += u64::from(is_dirty);
             if u.live_bytes as u64 != live {
-                let fix = (live <= capacity && !is_clean)
+                let lowers = (u.live_bytes as u64) > live;
+                let fix = (live <= capacity && !is_clean && !(blind && lowers))
                     .then_some(Fix::SetLiveBytes { segment: seg, bytes: live as u32 });
                 let message = |how: &str| {
                     format!(
@@ -42,7 +47,9 @@ impl Checker<'_> {
                     self.damage(Kind::SegmentUsage, None, message("too low: live blocks at risk"), fix);
                 } else {
                     // Too high only delays cleaning the segment.
-                    self.leak(Kind::SegmentUsage, None, message("too high"), fix);
+                    let how =
+                        if blind { "too high, or held by an inode that cannot be read" } else { "too high" };
+                    self.leak(Kind::SegmentUsage, None, message(how), fix);
                 }
             }
             let mut flag_problems: Vec<String> = Vec::new();
