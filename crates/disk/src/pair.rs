@@ -86,13 +86,23 @@ impl BlockDevice for DevicePair {
         // the clearing, so the next flush covers it. Marked before the
         // write, it was cleared by the flush running beside it and the
         // next flush skipped the device.
-        if self.second_written.swap(false, Ordering::SeqCst) {
-            self.second.flush()?;
+        // A flush that fails marks both devices again (the one it failed
+        // on, and the other, not reached), so a flush tried again does not
+        // skip what is still not durable.
+        let second = self.second_written.swap(false, Ordering::SeqCst);
+        let first = self.first_written.swap(false, Ordering::SeqCst);
+        let flushed = (if second { self.second.flush() } else { Ok(()) }).and_then(|()| {
+            if first {
+                self.first.flush()
+            } else {
+                Ok(())
+            }
+        });
+        if flushed.is_err() {
+            self.second_written.fetch_or(second, Ordering::SeqCst);
+            self.first_written.fetch_or(first, Ordering::SeqCst);
         }
-        if self.first_written.swap(false, Ordering::SeqCst) {
-            self.first.flush()?;
-        }
-        Ok(())
+        flushed
     }
 
     fn read_ahead(&self, offset: u64, len: usize) -> io::Result<()> {
@@ -162,6 +172,8 @@ mod tests {
         inner: MemDisk,
         gate: std::sync::Mutex<Option<Arc<std::sync::Barrier>>>,
         unflushed: AtomicBool,
+        /// The next flush fails (and flushes nothing).
+        fail_flush: AtomicBool,
     }
 
     impl BlockDevice for Gated {
@@ -181,6 +193,9 @@ mod tests {
         }
 
         fn flush(&self) -> io::Result<()> {
+            if self.fail_flush.swap(false, Ordering::SeqCst) {
+                return Err(io::Error::from_raw_os_error(libc::EIO));
+            }
             self.unflushed.store(false, Ordering::SeqCst);
             Ok(())
         }
@@ -199,6 +214,7 @@ mod tests {
             inner: MemDisk::new(8192),
             gate: std::sync::Mutex::new(Some(gate.clone())),
             unflushed: AtomicBool::new(false),
+            fail_flush: AtomicBool::new(false),
         });
         let pair = Arc::new(DevicePair::new(Arc::new(MemDisk::new(8192)), log.clone(), 8192));
         let writer = {
@@ -211,5 +227,26 @@ mod tests {
         writer.join().expect("writer thread").expect("log write");
         pair.flush().expect("the flush after the write");
         assert!(!log.unflushed.load(Ordering::SeqCst), "the write was never flushed");
+    }
+
+    /// A flush that fails leaves both devices to the next: neither the
+    /// one it failed on nor the other, which it did not reach, is taken
+    /// for flushed.
+    #[test]
+    fn a_failed_flush_leaves_both_devices_to_the_next() {
+        let data = Arc::new(CountingDisk::new(MemDisk::new(8192)));
+        let log = Arc::new(Gated {
+            inner: MemDisk::new(8192),
+            gate: std::sync::Mutex::new(None),
+            unflushed: AtomicBool::new(false),
+            fail_flush: AtomicBool::new(true),
+        });
+        let pair = DevicePair::new(data.clone(), log.clone(), 8192);
+        pair.write_at(0, &[1u8; 512]).expect("data");
+        pair.write_at(8192, &[1u8; 512]).expect("log");
+        assert!(pair.flush().is_err(), "the log's flush fails");
+        pair.flush().expect("tried again");
+        assert!(!log.unflushed.load(Ordering::SeqCst), "the log was never flushed");
+        assert_eq!(data.flushes(), 1, "the data device was never flushed");
     }
 }
