@@ -275,3 +275,27 @@ fn attribute_changes_on_a_full_disk_leave_room_to_empty_it() {
     fs.sync().expect("sync");
     fs.unmount().expect("unmount");
 }
+
+/// "A call refused for want of space changes nothing": fallocate of
+/// everything statfs shows free either allocates it all or fails at once,
+/// never halfway with blocks written past the end of the file.
+#[test]
+fn fallocate_of_what_statfs_shows_free_succeeds_whole_or_changes_nothing() {
+    let (_dev, mut fs) = fresh();
+    let f = fs.mknod(ROOT_INO, b"f", kind::REG | 0o644, 0, CREDS).expect("create").ino;
+    let st = fs.statfs().expect("statfs");
+    let len = st.free_blocks * u64::from(st.block_size);
+    match fs.fallocate(f, 0, len, 0) {
+        Ok(()) => assert_eq!(fs.getattr(f).expect("getattr").attr.size, len),
+        Err(e) => {
+            assert_eq!(e.errno(), libc::ENOSPC, "{e}");
+            assert_eq!(fs.getattr(f).expect("getattr").attr.size, 0);
+            assert_eq!(
+                fs.statfs().expect("statfs").free_blocks,
+                st.free_blocks,
+                "blocks taken by a refused call"
+            );
+        }
+    }
+    fs.unmount().expect("unmount");
+}

@@ -678,9 +678,15 @@ impl StorageManager for Lfs {
 
     fn reserve_blocks(&mut self, blocks: u64) -> Result<()> {
         // With the indirect blocks the writes (and the frees beside them)
-        // dirty: for a run of blocks, a share of each level and two ends.
+        // dirty: for a run of blocks, a share of each level and two ends;
+        // the file's inode block; and the summaries `promised_blocks`
+        // counts for them, which the writes will be checked against (left
+        // out, an fallocate of what statfs showed failed halfway, its
+        // blocks written past the end).
         let metas = 2 * (blocks.div_ceil(self.geometry.nindir) + 3);
-        self.check_space(blocks + metas, space::SpaceFor::Data)
+        let written = blocks + metas + 1;
+        let summaries = written.div_ceil((self.sb.blocks_per_segment() / 4).max(1)) + 1;
+        self.check_space(written + summaries, space::SpaceFor::Data)
     }
 
     fn begin(&mut self, spec: TxSpec) -> Result<()> {
