@@ -5,7 +5,8 @@
 //! FUSE hands over only the caller's fsuid, fsgid and thread id. With
 //! `FUSE_HANDLE_KILLPRIV` the kernel leaves the clearing to fslab, so the
 //! rest is read from `/proc/<tid>/status` (`CapEff:` and `Groups:`), and
-//! only for a file that has one of the bits to lose. Where that cannot be
+//! only for a file that has one of the bits to lose; capabilities of a
+//! thread in another user namespace do not count. Where that cannot be
 //! read (the thread has gone, or its ids no longer match the request's),
 //! uid 0 counts as holding `CAP_FSETID` and the fsgid as the only group.
 
@@ -35,6 +36,9 @@ struct Status {
     fsgid: Option<u32>,
     cap_eff: Option<u64>,
     groups: Vec<u32>,
+    /// The thread is known to be in a user namespace other than the
+    /// daemon's (`/proc/<tid>/ns/user` differs from ours).
+    other_user_namespace: bool,
 }
 
 /// Parses the lines of `/proc/<tid>/status` this module needs; the fourth
@@ -55,6 +59,18 @@ fn parse_status(text: &str) -> Status {
     status
 }
 
+/// Whether thread `pid` is in a user namespace other than this process's.
+/// False where either cannot be read (an unprivileged daemon may not look
+/// at another user's thread): then its status is taken as it is.
+fn in_other_user_namespace(pid: u32) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let id = |path: &str| std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()));
+    match (id(&format!("/proc/{pid}/ns/user")), id("/proc/self/ns/user")) {
+        (Some(theirs), Some(ours)) => theirs != ours,
+        _ => false,
+    }
+}
+
 impl Caller {
     /// How Linux's rules see this caller changing a file of group `gid`.
     pub fn privilege(&self, gid: u32) -> Privilege {
@@ -73,7 +89,11 @@ impl Caller {
     fn status(&self) -> Option<Status> {
         match self.pid {
             0 => None,
-            pid => std::fs::read_to_string(format!("/proc/{pid}/status")).ok().map(|t| parse_status(&t)),
+            pid => {
+                let mut status = parse_status(&std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?);
+                status.other_user_namespace = in_other_user_namespace(pid);
+                Some(status)
+            }
         }
     }
 
@@ -81,6 +101,12 @@ impl Caller {
     /// uid 0 counts as holding every one where it cannot be read.
     fn holds(&self, status: Option<Status>, cap: u32) -> bool {
         match status {
+            // Capabilities held in a user namespace of its own (`unshare
+            // -Ur`) are not held over this mount's files, whose owners
+            // that namespace does not map (Linux's
+            // capable_wrt_inode_uidgid): counted, they let "root" there
+            // keep a set-user-ID bit a write should clear.
+            Some(s) if s.other_user_namespace => false,
             Some(s) if s.fsuid == Some(self.uid) && s.fsgid == Some(self.gid) => {
                 s.cap_eff.is_some_and(|caps| caps & (1 << cap) != 0)
             }
@@ -133,6 +159,19 @@ mod tests {
         assert!(caller.holds(Some(parse_status(&admin)), CAP_SYS_ADMIN));
         assert!(!caller.holds(Some(parse_status(&admin)), CAP_FSETID));
         assert!(!caller.holds(None, CAP_SYS_ADMIN), "not root, nothing read: no capability");
+    }
+
+    #[test]
+    fn capabilities_held_in_another_user_namespace_do_not_count() {
+        let caller = Caller { uid: 65534, gid: 100, pid: 7 };
+        let root = STATUS.replace("CapEff:\t0000000000000000", "CapEff:\t000001ffffffffff");
+        let mut status = parse_status(&root);
+        status.other_user_namespace = true;
+        assert_eq!(caller.judge(Some(status), 100), Privilege { fsetid: false, in_group: true });
+        let mut status = parse_status(&root);
+        status.other_user_namespace = true;
+        assert!(!caller.holds(Some(status), CAP_SYS_ADMIN));
+        assert!(!in_other_user_namespace(std::process::id()), "this process is in its own namespace");
     }
 
     #[test]
