@@ -327,17 +327,32 @@ fn apply_one<S: StorageManager>(
             .map(|()| format!("inode {ino}: orphan freed"))
             .map_err(|e| format!("inode {ino}: freeing the orphan: {e}")),
         Fix::Reconnect { ino } => {
+            // A disk too full for /lost+found (or for one more entry in
+            // it): the root takes what is reconnected, as e2fsck does,
+            // rather than the repair ending with the file unnamed and the
+            // image marked damaged, which no mount would let the user
+            // empty.
             let dir = match *lost_found {
                 Some(dir) => dir,
                 None => {
-                    let dir = find_lost_found(fs)?;
+                    let dir = find_lost_found(fs).unwrap_or(ROOT_INO);
                     *lost_found = Some(dir);
                     dir
                 }
             };
-            let name =
-                reconnect(fs, dir, *ino).map_err(|e| format!("inode {ino}: moving to /lost+found: {e}"))?;
-            Ok(format!("inode {ino}: moved to /lost+found/{name}"))
+            let placed = match reconnect(fs, dir, *ino) {
+                Err(e) if e.errno() == libc::ENOSPC && dir != ROOT_INO => {
+                    reconnect(fs, ROOT_INO, *ino).map(|name| (ROOT_INO, name))
+                }
+                other => other.map(|name| (dir, name)),
+            };
+            match placed {
+                Ok((ROOT_INO, name)) => {
+                    Ok(format!("inode {ino}: moved to /{name} (/lost+found could not be made or take it)"))
+                }
+                Ok((_, name)) => Ok(format!("inode {ino}: moved to /lost+found/{name}")),
+                Err(e) => Err(format!("inode {ino}: reconnecting it: {e}")),
+            }
         }
         Fix::CreateRoot => fs
             .create_root(0o755, Creds::default())

@@ -27,6 +27,7 @@ macro_rules! shared_cases {
             a_wrong_link_count_is_found_and_repaired,
             an_orphan_left_by_a_crash_is_pending_reclaim_and_repair_frees_it,
             unreachable_files_and_directories_go_to_lost_and_found,
+            on_a_full_disk_an_unreachable_file_is_reconnected_to_the_root,
             a_file_named_lost_and_found_is_kept_under_another_name,
             an_entry_naming_a_free_inode_is_found_and_removed,
             a_looping_orphan_list_stops_the_walk_and_the_mount_goes_on,
@@ -353,6 +354,45 @@ pub fn unreachable_files_and_directories_go_to_lost_and_found<L: Layout>() {
         let deep = fs.lookup(lf, format!("#{}", tree.deep).as_bytes()).expect("deep moved").ino;
         assert_eq!(fs.lookup(deep, b"..").expect("..").ino, lf);
         assert_eq!(fs.lookup(deep, b"large").expect("large").ino, tree.large);
+    });
+}
+
+/// A disk too full to make /lost+found: what is unreachable is
+/// reconnected to the root directory instead (as e2fsck does), and the
+/// repair ends with a clean image, not one marked damaged that no mount
+/// would let the user empty.
+pub fn on_a_full_disk_an_unreachable_file_is_reconnected_to_the_root<L: Layout>() {
+    let (dev, tree) = L::populated();
+    L::with_fs(&dev, false, |fs| {
+        let c = Creds::default();
+        let filler = fs.mknod(ROOT_INO, b"filler", 0o644, 0, c).expect("create").ino;
+        let chunk = vec![5u8; 64 << 10];
+        let mut at = 0;
+        while fs.write(filler, at, &chunk).is_ok() {
+            at += chunk.len() as u64;
+        }
+        let mut block = 0;
+        while fs.write(filler, at + block * 512, &[5u8; 512]).is_ok() {
+            block += 1;
+        }
+        let dirs = fs.mkdir(ROOT_INO, b"d", 0o755, c).expect("a directory for the rest").ino;
+        for i in 0.. {
+            if fs.mkdir(dirs, format!("{i}").as_bytes(), 0o755, c).is_err() {
+                break;
+            }
+        }
+        assert!(fs.mkdir(ROOT_INO, b"lost+found", 0o700, c).is_err(), "the disk is not full");
+        fs.repair_remove_entry(ROOT_INO, b"medium").expect("remove");
+    });
+    let outcome = repaired_to_clean::<L>(&dev);
+    assert!(outcome.failed.is_empty(), "{:?}", outcome.failed);
+    L::with_fs(&dev, false, |fs| {
+        let name = format!("#{}", tree.medium);
+        let moved = fs
+            .lookup(ROOT_INO, name.as_bytes())
+            .or_else(|_| fs.lookup(ROOT_INO, b"lost+found").and_then(|lf| fs.lookup(lf.ino, name.as_bytes())))
+            .expect("medium reconnected");
+        assert_eq!(fs.read(moved.ino, 0, 16).expect("read"), pattern(16, 1));
     });
 }
 
