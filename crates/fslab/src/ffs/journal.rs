@@ -16,6 +16,7 @@
 //! crash, or bytes of an older lap of the log, fail it, and replay stops
 //! there.
 
+use super::geometry::Geometry;
 use super::layout::{patch_journal_checkpoint, Superblock, LOG_BLOCK};
 use super::Frag;
 use crate::error::Error;
@@ -329,7 +330,8 @@ pub fn replay(dev: &dyn BlockDevice, sb: &Superblock) -> Result<Replayed> {
         if end > bs || *zeroed as usize > bs {
             return Err(bad("runs past the end of its block"));
         }
-        if *block >= geo.total_frags || geo.byte_offset(*block) + end as u64 > fs_bytes {
+        let reach = end.max(*zeroed as usize) as u64;
+        if *block >= geo.total_frags || geo.byte_offset(*block) + reach > fs_bytes {
             return Err(bad("names a block outside the file system"));
         }
         if revoked[index] {
@@ -337,6 +339,11 @@ pub fn replay(dev: &dyn BlockDevice, sb: &Superblock) -> Result<Replayed> {
             continue;
         }
         if !blocks.contains_key(block) {
+            if blocks.len() >= REPLAY_BLOCKS_HELD {
+                // Written home now, in log order: a later record of one of
+                // them reads it back with these changes made.
+                write_home(dev, &geo, &mut blocks, &mut done)?;
+            }
             let mut buf = vec![0u8; bs];
             let readable = (fs_bytes - geo.byte_offset(*block)).min(bs as u64) as usize;
             dev.read_at(geo.byte_offset(*block), &mut buf[..readable])?;
@@ -354,13 +361,7 @@ pub fn replay(dev: &dyn BlockDevice, sb: &Superblock) -> Result<Replayed> {
         *hi = (*hi).max(end);
         done.changes += 1;
     }
-    for (&addr, (buf, lo, hi)) in &blocks {
-        if addr == 0 || lo >= hi {
-            continue;
-        }
-        dev.write_at(geo.byte_offset(addr) + *lo as u64, &buf[*lo..*hi])?;
-        done.blocks += 1;
-    }
+    write_home(dev, &geo, &mut blocks, &mut done)?;
     dev.flush()?;
     // The superblock last: its checkpoint says the log is replayed.
     let mut primary = match blocks.remove(&0) {
@@ -375,6 +376,30 @@ pub fn replay(dev: &dyn BlockDevice, sb: &Superblock) -> Result<Replayed> {
     dev.write_at(0, &primary)?;
     dev.flush()?;
     Ok(done)
+}
+
+/// Blocks replay holds in memory before it writes them home: a log of
+/// many small records on as many blocks (a crafted one, or a large log)
+/// would otherwise hold a block of memory for each.
+const REPLAY_BLOCKS_HELD: usize = 16_384;
+
+/// Writes each held block's changed span home and forgets it, but the
+/// superblock's (block 0), which replay writes last.
+fn write_home(
+    dev: &dyn BlockDevice,
+    geo: &Geometry,
+    blocks: &mut BTreeMap<Frag, (Vec<u8>, usize, usize)>,
+    done: &mut Replayed,
+) -> Result<()> {
+    for (&addr, (buf, lo, hi)) in blocks.iter() {
+        if addr == 0 || lo >= hi {
+            continue;
+        }
+        dev.write_at(geo.byte_offset(addr) + *lo as u64, &buf[*lo..*hi])?;
+        done.blocks += 1;
+    }
+    blocks.retain(|&addr, _| addr == 0);
+    Ok(())
 }
 
 /// A description of the log for `fslab dump`: where it is, the checkpoint,
@@ -529,6 +554,50 @@ mod tests {
         let (dev, sb, _) = journaled();
         write_log(dev.as_ref(), &sb, &[vec![Record::Free { start: u64::MAX - 1, count: 8 }]]);
         replay(dev.as_ref(), &sb).expect("a free beyond the end overflows nothing");
+    }
+
+    /// A change whose zeroed span reaches past the end of the file system
+    /// is a corrupt record, refused before anything is written (it used
+    /// to write zeros past the end, into the log of a `wafs` journal).
+    #[test]
+    fn a_zeroed_span_past_the_end_of_the_file_system_is_refused() {
+        let (dev, sb, _) = journaled();
+        let last = sb.geometry.total_frags - 1;
+        let bs = sb.geometry.block_size;
+        write_log(
+            dev.as_ref(),
+            &sb,
+            &[vec![Record::Change { block: last, offset: 0, zeroed: bs, bytes: vec![] }]],
+        );
+        let before = dev.snapshot();
+        let refused = replay(dev.as_ref(), &sb).expect_err("a record past the end");
+        assert!(refused.to_string().contains("outside the file system"), "{refused}");
+        assert!(dev.snapshot() == before, "the refused replay wrote");
+    }
+
+    /// More blocks than replay holds at once: written home in batches, in
+    /// log order, so that a later change of a block written earlier lands
+    /// on top of it.
+    #[test]
+    fn a_log_of_more_blocks_than_replay_holds_is_replayed_in_batches() {
+        let (dev, sb, a) = journaled();
+        // One fragment apart: each its own key, as a metadata fragment run
+        // (a symbolic link's) is.
+        let room = sb.geometry.total_frags - a - u64::from(sb.geometry.frags_per_block);
+        let n = (REPLAY_BLOCKS_HELD as u64 + 10).min(room);
+        assert!(n > REPLAY_BLOCKS_HELD as u64, "the image is too small for the test");
+        let first: Vec<Record> = (0..n)
+            .map(|i| Record::Change { block: a + i, offset: 0, zeroed: 0, bytes: vec![1; 8] })
+            .collect();
+        let again = vec![Record::Change { block: a, offset: 4, zeroed: 0, bytes: vec![2; 2] }];
+        write_log(dev.as_ref(), &sb, &[first, again]);
+        let done = replay(dev.as_ref(), &sb).expect("replay");
+        assert_eq!(done.changes, n + 1);
+        let mut got = vec![0u8; 8];
+        dev.read_at(sb.geometry.byte_offset(a), &mut got).expect("read");
+        assert_eq!(got, [1, 1, 1, 1, 2, 2, 1, 1]);
+        dev.read_at(sb.geometry.byte_offset(a + n - 1), &mut got).expect("read");
+        assert_eq!(got, vec![1; 8]);
     }
 
     /// A free of the fragment after a one-fragment run (another file's)
