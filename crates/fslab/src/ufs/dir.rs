@@ -412,7 +412,11 @@ impl<S: StorageManager> Ns<'_, S> {
                 return Err(stale(dir, "a removed entry was not in the hash"));
             }
             if emptied {
-                ns.truncate_empty_tail(dir, lbn)?;
+                // Tidying, after the removal is made: its caller goes on
+                // to lower link counts and free what the name held, which
+                // an error here used to stop (the name gone, the count as
+                // it was). What it could not free is a leak fsck finds.
+                let _ = ns.truncate_empty_tail(dir, lbn);
             }
             Ok(slot)
         })
@@ -441,12 +445,14 @@ impl<S: StorageManager> Ns<'_, S> {
         if keep == blocks {
             return Ok(());
         }
-        self.s.free_blocks(dir, keep, u64::MAX)?;
+        // The size first: a directory whose size still covered freed
+        // blocks would read them as zeros, which no chunk parses, and
+        // every lookup and create in it would fail.
         attr.size = keep * bs;
         self.s.update(dir, &attr)?;
         self.st.dirs.truncated(dir, (attr.size / DIRBLKSIZ as u64) as usize);
         self.st.dirs.count_truncated(blocks - keep);
-        Ok(())
+        self.s.free_blocks(dir, keep, u64::MAX)
     }
 
     /// Whether block `lbn` of `dir` holds no live entry.

@@ -290,3 +290,26 @@ fn file_handles_find_linked_files_and_parents_and_nothing_else() {
     assert_eq!(errno(fs.by_handle(1)), libc::ESTALE, "the ifile");
     assert_eq!(errno(fs.by_handle(0)), libc::ESTALE);
 }
+
+/// The removal of a name is whole once its entry is gone: a damaged
+/// chunk found after, while looking whether the directory's last block
+/// can be freed, neither fails the unlink nor leaves the file's link
+/// count as it was (a name gone, an inode held by nothing).
+#[test]
+fn an_unlink_is_whole_though_the_tail_it_empties_cannot_be_read() {
+    let mut fs = fs();
+    let d = dir(&mut fs, ROOT, "d");
+    // One entry to a chunk: the ninth goes first into block 1.
+    let long = |i: u32| format!("{i}{}", "n".repeat(250));
+    for i in 0..8 {
+        file(&mut fs, d.ino, &long(i));
+    }
+    let x = file(&mut fs, d.ino, &long(8)).ino;
+    assert_eq!(fs.getattr(d.ino).expect("getattr").attr.size, 2 * u64::from(fs.block_size()));
+    // A chunk of block 1 the unlink does not touch is damaged.
+    let block = fs.storage().block_mut(d.ino, 1).expect("dir block 1");
+    block[3 * 512 + 100] ^= 0xff;
+    fs.unlink(d.ino, long(8).as_bytes()).expect("unlink");
+    assert_eq!(errno(fs.lookup(d.ino, long(8).as_bytes())), libc::ENOENT);
+    assert_eq!(errno(fs.getattr(x)), libc::ENOENT, "the file's inode outlived its only name");
+}
