@@ -27,10 +27,10 @@ use fslab::storage::StorageManager;
 use fslab::ufs::{BlockCopies, Creds, FileSystem, Privilege, RenameFlags as UfsRenameFlags, SetAttr};
 use fslab::Result;
 use fuser::{
-    AccessFlags, BsdFileFlags, CopyFileRangeFlags, Errno, FileAttr, FileHandle, Filesystem, FopenFlags,
-    Generation, INodeNo, InitFlags, KernelConfig, LockOwner, Notifier, OpenFlags, RenameFlags, ReplyAttr,
-    ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyLseek,
-    ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
+    AccessFlags, BsdFileFlags, CopyFileRangeFlags, Errno, FileAttr, FileHandle, FileType, Filesystem,
+    FopenFlags, Generation, INodeNo, InitFlags, KernelConfig, LockOwner, Notifier, OpenFlags, RenameFlags,
+    ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry,
+    ReplyLseek, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 use std::ffi::OsStr;
 use std::io;
@@ -208,13 +208,7 @@ impl<S: StorageManager> FuseAdapter<S> {
                 if bytes > READDIRPLUS_BYTES && !items.is_empty() {
                     break;
                 }
-                // An entry of no known type ends the batch (its error then
-                // answers the next request), so what is pinned is sent.
-                let kind = match file_type(e.kind) {
-                    Ok(kind) => kind,
-                    Err(e) if items.is_empty() => return Err(e),
-                    Err(_) => break,
-                };
+                let kind = entry_type(fs, e.ino, e.kind);
                 let (entry, ttl) = match fs.getattr(e.ino).and_then(|inode| {
                     let attr = file_attr(&inode, block_size)?;
                     Ok(Entry { attr, generation: Generation(u64::from(inode.generation)) })
@@ -240,19 +234,30 @@ impl<S: StorageManager> FuseAdapter<S> {
     }
 
     fn readdir_items(&self, ino: INodeNo, offset: u64) -> Result<Vec<DirItem>> {
-        let entries = self.run("readdir", ino, |fs| fs.readdir(from_fuse(ino), offset, READDIR_BATCH))?;
-        entries
-            .into_iter()
-            .map(|e| {
-                Ok(DirItem {
+        self.run("readdir", ino, |fs| {
+            let entries = fs.readdir(from_fuse(ino), offset, READDIR_BATCH)?;
+            Ok(entries
+                .into_iter()
+                .map(|e| DirItem {
                     ino: to_fuse(e.ino),
                     next_offset: e.next_offset,
-                    kind: file_type(e.kind)?,
+                    kind: entry_type(fs, e.ino, e.kind),
                     name: e.name,
                 })
-            })
-            .collect()
+                .collect())
+        })
     }
+}
+
+/// The type a directory entry lists: its own, or where the entry's type
+/// byte names none (a damaged or rolled-back entry: Linux's `DT_UNKNOWN`,
+/// which FUSE cannot send), its inode's; a regular file where neither can
+/// be told. Failing the request instead lost every entry from there on,
+/// since the kernel asks again from the same place.
+fn entry_type<S: StorageManager>(fs: &mut FileSystem<S>, ino: fslab::format::Ino, kind: u32) -> FileType {
+    file_type(kind)
+        .or_else(|_| fs.getattr(ino).and_then(|inode| file_type(inode.attr.mode)))
+        .unwrap_or(FileType::RegularFile)
 }
 
 /// Who creates a node: the caller of the request.
@@ -769,6 +774,17 @@ mod tests {
         let list = b"user.a\0trusted.b\0security.c\0trusted.\0".to_vec();
         assert_eq!(without_trusted(&list), b"user.a\0security.c\0".to_vec());
         assert_eq!(without_trusted(b""), Vec::<u8>::new());
+    }
+
+    #[test]
+    fn an_entry_of_no_known_type_lists_with_its_inodes_type() {
+        use fslab::storage::MemStorage;
+        let mut fs = FileSystem::new(MemStorage::new(4096));
+        let root = fslab::format::ROOT_INO;
+        let d = fs.mkdir(root, b"d", 0o755, Creds::default()).expect("mkdir").ino;
+        assert_eq!(entry_type(&mut fs, d, 0), FileType::Directory, "the inode's type");
+        assert_eq!(entry_type(&mut fs, d, kind::LNK), FileType::Symlink, "the entry's own");
+        assert_eq!(entry_type(&mut fs, 9999, 0), FileType::RegularFile, "neither can be told");
     }
 
     #[test]
