@@ -246,6 +246,13 @@ impl Tables {
                 self.cleaner.ninodes
             ));
         }
+        self.check_free_list()?;
+        self.usage.check_invariants()
+    }
+
+    /// Walks the free list: each number on it exists, is no reserved one,
+    /// has no address and appears once. Says which one fails.
+    pub fn check_free_list(&self) -> std::result::Result<(), String> {
         let mut seen = vec![false; self.imap.len()];
         let mut ino = self.cleaner.free_head;
         while ino != 0 {
@@ -258,7 +265,7 @@ impl Tables {
             }
             ino = entry.next_free as Ino;
         }
-        self.usage.check_invariants()
+        Ok(())
     }
 
     /// Inode numbers in use.

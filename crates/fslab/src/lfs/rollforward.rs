@@ -257,7 +257,10 @@ impl Lfs {
             self.writer.log.recovered(p.head != 0, p.end(bps), p.summary.serial);
             self.clean.clock_base = self.clean.clock_base.max(p.summary.clock);
         }
-        if recovery.inodes > 0 {
+        // Made again, too, when the list the checkpoint holds is not sound
+        // (a cycle, a number in use on it): its checksums vouch only for
+        // its bytes, and a cycle would hand one number to two files.
+        if recovery.inodes > 0 || self.ifile.tables.check_free_list().is_err() {
             self.ifile.tables.rebuild_free_list();
         }
         if recovery.applied > 0 {
