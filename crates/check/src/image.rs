@@ -236,6 +236,7 @@ impl<'a> Checker<'a> {
             }
             serials.push(sb.checkpoint.serial);
             checker.sb = *sb;
+            let found_before = checker.report.problems.len();
             if checker.load_ifile() {
                 checker.report.checkpoint_serial = sb.checkpoint.serial;
                 checker.report.clean_unmount = sb.checkpoint.flags & SB_CLEAN != 0;
@@ -257,6 +258,14 @@ impl<'a> Checker<'a> {
                     );
                 }
                 return Ok(Opened::Ready(checker));
+            }
+            // This checkpoint is not the one checked: a partial segment
+            // inside it may lie past the one that is, where a repair must
+            // not seal what a crash tore.
+            for p in &mut checker.report.problems[found_before..] {
+                if matches!(p.fix, Some(Fix::ResealPartial { .. })) {
+                    p.fix = None;
+                }
             }
             checker.reset_walks();
         }
@@ -398,13 +407,18 @@ impl<'a> Checker<'a> {
                 p.crc = if good { Crc::Good } else { Crc::Bad };
             }
             if !good {
+                // Inside the checkpoint, the blocks are the files' as they
+                // are: the repair names the files and seals them so. Past
+                // it, the partial segment is a write a crash tore, which
+                // roll-forward rightly stops at.
+                let fix = in_checkpoint.then_some(Fix::ResealPartial { start });
                 self.damage(
                     Kind::Summary,
                     None,
                     format!(
                         "partial segment at block {start}: the data checksum does not match its {nblocks} blocks (some are damaged)"
                     ),
-                    None,
+                    fix,
                 );
             }
         }

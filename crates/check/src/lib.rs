@@ -112,6 +112,11 @@ pub enum Fix {
     FreeOrphan { ino: Ino },
     /// Set segment `segment`'s live bytes to `bytes`.
     SetLiveBytes { segment: u64, bytes: u32 },
+    /// Recompute the data checksum of the partial segment whose summary is
+    /// at `start`, inside the checkpoint, over its blocks as they are now
+    /// (LFS): the damaged bytes stay in the files the repair names, and
+    /// the log is whole again, so that the image can be written to.
+    ResealPartial { start: fslab::format::Daddr },
     /// Write every superblock copy again (LFS: a clean unmount does; FFS:
     /// the copies in the groups, from the primary).
     RewriteSuperblocks,

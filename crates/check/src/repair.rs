@@ -162,6 +162,7 @@ pub(crate) fn note(outcome: &mut Outcome, fix: Option<Fix>, message: String) {
 
 /// Applies `fixes` planned from a check of checkpoint `checked_serial`; returns how many steps were made.
 fn apply(dev: Arc<dyn BlockDevice>, checked_serial: u64, fixes: &[Fix], outcome: &mut Outcome) -> usize {
+    let resealed = reseal_partials(dev.as_ref(), fixes, outcome);
     let mut lfs = match Lfs::mount(dev, repair_mount_options()) {
         Ok(lfs) => lfs,
         Err(e) => {
@@ -169,7 +170,7 @@ fn apply(dev: Arc<dyn BlockDevice>, checked_serial: u64, fixes: &[Fix], outcome:
             return 0;
         }
     };
-    let mut done = 0;
+    let mut done = resealed;
     note_orphans(outcome, lfs.orphan_report());
     if lfs.superblock().checkpoint.serial != checked_serial {
         note(outcome, None, "mounting rolled the log forward to a new checkpoint; checking again".into());
@@ -220,6 +221,55 @@ fn apply(dev: Arc<dyn BlockDevice>, checked_serial: u64, fixes: &[Fix], outcome:
             }
         }
         Err(e) => outcome.failed.push(format!("unmount after repair: {e}")),
+    }
+    done
+}
+
+/// `Fix::ResealPartial`: each partial segment's data checksum recomputed
+/// over its blocks as they are, written into its summary before the mount
+/// (the log is read through the summaries). Returns how many were made.
+fn reseal_partials(dev: &dyn BlockDevice, fixes: &[Fix], outcome: &mut Outcome) -> usize {
+    use fslab::format::codec::crc32c;
+    use fslab::lfs::layout::Summary;
+    let mut done = 0;
+    let copies = fslab::lfs::inspect::superblock_copies(dev);
+    let Some(sb) = copies.into_iter().find_map(|c| c.result.ok()) else { return 0 };
+    let bs = u64::from(sb.block_size);
+    for fix in fixes {
+        let Fix::ResealPartial { start } = *fix else { continue };
+        let resealed = (|| -> Result<Vec<Ino>, String> {
+            let mut block = vec![0u8; bs as usize];
+            dev.read_at(start.byte_offset(bs), &mut block).map_err(|e| e.to_string())?;
+            let mut summary = Summary::decode(&block, start).map_err(|e| e.to_string())?;
+            let mut data = vec![0u8; summary.nblocks as usize * bs as usize];
+            dev.read_at((start + 1).byte_offset(bs), &mut data).map_err(|e| e.to_string())?;
+            summary.data_crc = crc32c(&data);
+            let encoded = summary.encode(bs as usize);
+            dev.write_at(start.byte_offset(bs), &encoded).map_err(|e| e.to_string())?;
+            dev.flush().map_err(|e| e.to_string())?;
+            let mut files: Vec<Ino> = summary.finfos.iter().map(|f| f.ino).collect();
+            files.sort_unstable();
+            files.dedup();
+            Ok(files)
+        })();
+        match resealed {
+            Ok(files) => {
+                done += 1;
+                let which = if files.is_empty() {
+                    "no file's blocks are among them (inode blocks only)".to_string()
+                } else {
+                    format!("files that may hold damaged bytes: inodes {files:?}")
+                };
+                note(
+                    outcome,
+                    Some(fix.clone()),
+                    format!(
+                        "partial segment at block {start}: data checksum recomputed over its blocks; {which}"
+                    ),
+                );
+            }
+            Err(e) => outcome.failed.push(format!("partial segment at block {start}: resealing it: {e}")),
+        }
     }
     done
 }

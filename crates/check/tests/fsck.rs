@@ -188,22 +188,63 @@ fn a_corrupted_directory_chunk_is_emptied_and_its_files_reconnected() {
     let report = check(&dev);
     assert_resets_chunk(&report, tree.docs, 512);
     assert!(report.has(Kind::Summary), "the flip also breaks the partial segment's data checksum");
+    // The directory is repaired, and the partial segment's data checksum
+    // recomputed over its blocks as they are: the image is whole again.
     let outcome = repair(&dev);
-    // The directory is repaired; the damaged partial segment's checksum is
-    // not something the library can rewrite, so it stays reported, and the
-    // image is marked damaged for it.
-    let left: Vec<Kind> = outcome.last.problems.iter().map(|p| p.kind).collect();
-    assert_eq!(left, vec![Kind::Summary, Kind::Superblock], "left:\n{}", listing(&outcome.last));
-    assert_eq!(outcome.exit_code(), 4);
-    let plain = fslab::lfs::Lfs::mount(dev.clone(), fslab::lfs::MountOptions::default());
-    assert!(plain.is_err(), "a mount refuses an image a repair left damaged");
-    let repairing = fslab::lfs::MountOptions { allow_damaged: true, ..fslab::lfs::MountOptions::default() };
-    run_on(fslab::lfs::Lfs::mount(dev.clone(), repairing).expect("a repairing mount"), false, |fs| {
-        let lf = fs.lookup(ROOT_INO, b"lost+found").expect("lost+found").ino;
-        let moved = fs.readdir(lf, 0, 100).expect("readdir");
-        assert!(moved.len() > 2, "the files of the lost chunk are in lost+found");
-        assert!(fs.lookup(tree.docs, b"file00").is_ok() || moved.iter().any(|e| e.name.starts_with(b"#")));
-    });
+    assert_eq!(outcome.exit_code(), 1, "left:\n{}", listing(&outcome.last));
+    assert!(check(&dev).is_clean(), "after:\n{}", listing(&check(&dev)));
+    run_on(
+        fslab::lfs::Lfs::mount(dev.clone(), fslab::lfs::MountOptions::default()).expect("mount"),
+        false,
+        |fs| {
+            let lf = fs.lookup(ROOT_INO, b"lost+found").expect("lost+found").ino;
+            let moved = fs.readdir(lf, 0, 100).expect("readdir");
+            assert!(moved.len() > 2, "the files of the lost chunk are in lost+found");
+            assert!(
+                fs.lookup(tree.docs, b"file00").is_ok() || moved.iter().any(|e| e.name.starts_with(b"#"))
+            );
+        },
+    );
+}
+
+/// A flipped byte in a file's data breaks only its partial segment's data
+/// checksum: the repair names the file, recomputes the checksum over the
+/// blocks as they are (the damaged bytes stay: nothing else holds the
+/// right ones), and the image mounts and takes writes again — where it
+/// used to be marked damaged for good, refused by every mount that writes.
+#[test]
+fn a_damaged_data_block_is_named_and_the_image_is_whole_again() {
+    let (dev, tree) = populated();
+    let (_, _, medium) = inode_slot(dev.as_ref(), tree.medium);
+    flip(dev.as_ref(), medium.direct[0], 100, 1);
+    let report = check(&dev);
+    assert!(
+        report.problems.iter().any(|p| p.kind == Kind::Summary
+            && matches!(p.fix, Some(fslab_check::Fix::ResealPartial { .. }))),
+        "problems:\n{}",
+        listing(&report)
+    );
+    let outcome = repair(&dev);
+    assert_eq!(outcome.exit_code(), 1, "left:\n{}", listing(&outcome.last));
+    let named = format!("{}", tree.medium);
+    assert!(
+        outcome.repaired.iter().any(|r| r.message.contains("damaged bytes") && r.message.contains(&named)),
+        "the file is not named: {:?}",
+        outcome.repaired
+    );
+    assert!(check(&dev).is_clean());
+    let mut expected = pattern(200 << 10, 1);
+    expected[100] ^= 0xff;
+    run_on(
+        fslab::lfs::Lfs::mount(dev.clone(), fslab::lfs::MountOptions::default()).expect("mount"),
+        false,
+        |fs| {
+            assert_eq!(fs.read(tree.medium, 0, 200 << 10).expect("read"), expected);
+            let f = fs.mknod(ROOT_INO, b"after", 0o644, 0, Creds::default()).expect("create").ino;
+            fs.write(f, 0, b"written after the repair").expect("write");
+        },
+    );
+    assert!(check(&dev).is_clean());
 }
 
 /// Preening (fsck(8)'s `-p`) repairs what a crash leaves and nothing that
