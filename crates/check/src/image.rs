@@ -534,8 +534,13 @@ impl Namespace for Checker<'_> {
         }
     }
 
+    /// A new root only where the old one's number is free or is being
+    /// freed (`ClearInode`): `create_root` takes the lowest free number,
+    /// and an inode that only could not be read keeps its number.
     fn root_fix(&self) -> Option<Fix> {
-        None
+        let clearing = self.report.problems.iter().any(|p| p.fix == Some(Fix::ClearInode { ino: ROOT_INO }));
+        let free = matches!(self.target(ROOT_INO), Target::Free);
+        (clearing || free).then_some(Fix::CreateRoot)
     }
 
     fn fills_directory_holes(&self) -> bool {

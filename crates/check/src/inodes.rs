@@ -16,8 +16,8 @@ use crate::{Fix, Kind};
 use fslab::bmap;
 use fslab::format::codec::Decoder;
 use fslab::format::dirent::{dt, dt_from_mode};
-use fslab::format::inode::{kind, Inode, InodeError, INODE_SIZE};
-use fslab::format::{Daddr, Ino, Lbn, IFILE_INO};
+use fslab::format::inode::{kind, Inode, INODE_SIZE};
+use fslab::format::{Daddr, Ino, Lbn, IFILE_INO, ROOT_INO};
 use fslab::lfs::layout::{
     check_ifile_block, imap_entries_per_block, segtab_entries_per_block, CleanerInfo, ImapEntry, SegUse,
     IMAP_BYTES, SEGUSE_BYTES,
@@ -37,6 +37,20 @@ struct FileWalk {
     /// Pointers found (data, indirect, xattr), confirmed or not.
     held: u64,
     problems: u32,
+}
+
+/// Why an inode is not where the inode map says, and what repair does.
+enum Missing {
+    /// Its block cannot be read: no repair, since the device may answer
+    /// next time.
+    Unreadable(String),
+    /// Its slot fails only its checksum, and its type is one a file can
+    /// have: repair seals it again (`Fix::SealInode`); its other fields
+    /// are checked as any inode's. The inode as if sealed.
+    Seal(String, Box<Inode>),
+    /// The block holds no sound inode of that number, or the address lies
+    /// off the log: repair frees the number (`Fix::ClearInode`).
+    Clear(String),
 }
 
 impl Checker<'_> {
@@ -169,8 +183,16 @@ impl Checker<'_> {
     /// Finds inode `ino` in the inode block at `daddr`: the slot holding that
     /// number with a valid checksum.
     pub(crate) fn find_inode(&mut self, daddr: Daddr, ino: Ino) -> Result<Inode, String> {
+        self.find_inode_or_fix(daddr, ino).map_err(|missing| match missing {
+            Missing::Unreadable(why) | Missing::Clear(why) | Missing::Seal(why, _) => why,
+        })
+    }
+
+    /// As [`find_inode`](Self::find_inode), saying when it is not found
+    /// what repair would do (see [`Missing`]).
+    fn find_inode_or_fix(&mut self, daddr: Daddr, ino: Ino) -> Result<Inode, Missing> {
         if let Some(why) = self.bad_address(daddr) {
-            return Err(format!("its block address {daddr} points {why}"));
+            return Err(Missing::Clear(format!("its block address {daddr} points {why}")));
         }
         if !self.inode_blocks.contains_key(&daddr) {
             if self.inode_blocks.len() >= INODE_BLOCK_CACHE {
@@ -180,9 +202,9 @@ impl Checker<'_> {
             self.inode_blocks.insert(daddr, block);
         }
         let Some(Some(block)) = self.inode_blocks.get(&daddr) else {
-            return Err(format!("inode block {daddr} cannot be read"));
+            return Err(Missing::Unreadable(format!("inode block {daddr} cannot be read")));
         };
-        let mut damaged = false;
+        let mut unsealed = None;
         for slot in block.chunks_exact(INODE_SIZE) {
             let number = Decoder::new(slot).u64(0).unwrap_or(0);
             if number != ino {
@@ -190,13 +212,25 @@ impl Checker<'_> {
             }
             match Inode::decode(slot) {
                 Ok(inode) => return Ok(inode),
-                Err(InodeError::Checksum) | Err(InodeError::Truncated) => damaged = true,
+                Err(_) => {
+                    unsealed =
+                        unsealed
+                            .or(Inode::decode_unsealed(slot)
+                                .filter(|i| dt_from_mode(i.attr.mode) != dt::UNKNOWN));
+                }
             }
         }
-        Err(if damaged {
-            format!("inode block {daddr}: the inode's checksum does not match")
-        } else {
-            format!("inode block {daddr} does not hold it")
+        Err(match unsealed {
+            Some(inode) => Missing::Seal(
+                format!(
+                    "inode block {daddr}: the inode's checksum does not match; repair recomputes it \
+                     (its fields are checked as any inode's)"
+                ),
+                Box::new(inode),
+            ),
+            None => Missing::Clear(format!(
+                "inode block {daddr} holds no sound inode of that number; repair clears it"
+            )),
         })
     }
 
@@ -240,10 +274,23 @@ impl Checker<'_> {
                 None,
             );
         }
-        let inode = match self.find_inode(entry.daddr, ino) {
+        let inode = match self.find_inode_or_fix(entry.daddr, ino) {
             Ok(inode) => inode,
-            Err(why) => {
-                self.damage(Kind::Inode, Some(ino), format!("inode {ino}: {why}"), None);
+            Err(Missing::Seal(why, unsealed)) => {
+                self.damage(
+                    Kind::Inode,
+                    Some(ino),
+                    format!("inode {ino}: {why}"),
+                    Some(Fix::SealInode { ino }),
+                );
+                *unsealed
+            }
+            Err(missing) => {
+                let (why, fix) = match missing {
+                    Missing::Clear(why) => (why, Some(Fix::ClearInode { ino })),
+                    Missing::Unreadable(why) | Missing::Seal(why, _) => (why, None),
+                };
+                self.damage(Kind::Inode, Some(ino), format!("inode {ino}: {why}"), fix);
                 self.inodes.insert(ino, unreadable);
                 return;
             }
@@ -261,12 +308,19 @@ impl Checker<'_> {
                 None,
             );
         }
-        if dt_from_mode(a.mode) == dt::UNKNOWN {
+        let why_clear = if dt_from_mode(a.mode) == dt::UNKNOWN {
+            Some(format!("mode {:#o} names no file type", a.mode))
+        } else if ino == ROOT_INO && !a.is_dir() {
+            Some("the root inode is not a directory (a new root is made)".to_string())
+        } else {
+            None
+        };
+        if let Some(why) = why_clear {
             self.damage(
                 Kind::Inode,
                 Some(ino),
-                format!("inode {ino}: mode {:#o} names no file type", a.mode),
-                None,
+                format!("inode {ino}: {why}; repair clears it"),
+                Some(Fix::ClearInode { ino }),
             );
             self.inodes.insert(ino, unreadable);
             return;

@@ -18,8 +18,11 @@
 //!    since they change the counts (the next round recounts them);
 //! 3. superblock copies are all rewritten by the unmount.
 //!
-//! What cannot be fixed here (damaged inodes, ifile blocks, summaries, the
-//! free list, flags) is left for the final report: exit status 4.
+//! An inode failing only its checksum is sealed again, one that cannot be
+//! found where the inode map says is cleared (its entries go in the next
+//! round, as entries naming a free inode). What cannot be fixed here
+//! (ifile blocks, summaries, flags) is left for the final report: exit
+//! status 4.
 
 use crate::{check, ffs, layout_of, Fatal, Fix, Layout, Options, Outcome, Repaired, Report, Severity};
 use disk::BlockDevice;
@@ -196,6 +199,12 @@ fn apply(dev: Arc<dyn BlockDevice>, checked_serial: u64, fixes: &[Fix], outcome:
                 lfs.repair_set_blocks(ino, blocks),
                 format!("blocks held set to {blocks}"),
             ),
+            Fix::SealInode { ino } => {
+                (format!("inode {ino}"), lfs.repair_seal_inode(ino), "checksum recomputed".to_string())
+            }
+            Fix::ClearInode { ino } => {
+                (format!("inode {ino}"), lfs.repair_clear_inode(ino), "cleared".to_string())
+            }
             Fix::SetLiveBytes { segment, bytes } => (
                 format!("segment {segment}"),
                 lfs.repair_set_live_bytes(segment, bytes),
@@ -352,7 +361,7 @@ pub(crate) fn apply_namespace<S: StorageManager>(
 fn apply_one<S: StorageManager>(
     fs: &mut FileSystem<S>,
     fix: &Fix,
-    lost_found: &mut Option<Ino>,
+    lost_found: &mut Option<Result<Ino, String>>,
 ) -> Result<String, String> {
     let shown = |name: &[u8]| String::from_utf8_lossy(name).into_owned();
     match fix {
@@ -382,24 +391,20 @@ fn apply_one<S: StorageManager>(
             // rather than the repair ending with the file unnamed and the
             // image marked damaged, which no mount would let the user
             // empty.
-            let dir = match *lost_found {
-                Some(dir) => dir,
-                None => {
-                    let dir = find_lost_found(fs).unwrap_or(ROOT_INO);
-                    *lost_found = Some(dir);
-                    dir
-                }
+            let found = lost_found.get_or_insert_with(|| find_lost_found(fs)).clone();
+            let (dir, mut why_root) = match found {
+                Ok(dir) => (dir, String::new()),
+                Err(why) => (ROOT_INO, why),
             };
             let placed = match reconnect(fs, dir, *ino) {
                 Err(e) if e.errno() == libc::ENOSPC && dir != ROOT_INO => {
+                    why_root = format!("/lost+found cannot take another entry: {e}");
                     reconnect(fs, ROOT_INO, *ino).map(|name| (ROOT_INO, name))
                 }
                 other => other.map(|name| (dir, name)),
             };
             match placed {
-                Ok((ROOT_INO, name)) => {
-                    Ok(format!("inode {ino}: moved to /{name} (/lost+found could not be made or take it)"))
-                }
+                Ok((ROOT_INO, name)) => Ok(format!("inode {ino}: moved to /{name} ({why_root})")),
                 Ok((_, name)) => Ok(format!("inode {ino}: moved to /lost+found/{name}")),
                 Err(e) => Err(format!("inode {ino}: reconnecting it: {e}")),
             }

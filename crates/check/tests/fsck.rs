@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::cases::{assert_resets_chunk, shared_cases, Lfs};
+use common::cases::{assert_resets_chunk, repaired_to_clean, shared_cases, Lfs};
 use common::*;
 use fslab::format::{Daddr, Ino, ROOT_INO};
 use fslab::ufs::Creds;
@@ -50,21 +50,64 @@ fn a_wrong_entry_type_and_dotdot_are_repaired() {
     assert!(check(&dev).is_clean());
 }
 
+/// A flipped bit in an inode's access time: its checksum fails and
+/// nothing else. The repair seals it again and the file keeps its data.
 #[test]
-fn a_corrupted_inode_block_is_found() {
+fn an_inode_whose_checksum_fails_but_whose_fields_hold_is_resealed_and_kept() {
     let (dev, tree) = populated();
     let (daddr, offset, _) = inode_slot(dev.as_ref(), tree.medium);
-    flip(dev.as_ref(), daddr, offset + 30, 4);
+    flip(dev.as_ref(), daddr, offset + 40, 1);
     let report = check(&dev);
-    assert!(
-        report
-            .problems
-            .iter()
-            .any(|p| p.kind == Kind::Inode && p.ino == Some(tree.medium) && p.message.contains("checksum")),
+    let about: Vec<_> =
+        report.problems.iter().filter(|p| p.ino == Some(tree.medium)).map(|p| p.fix.clone()).collect();
+    assert_eq!(
+        about,
+        vec![Some(fslab_check::Fix::SealInode { ino: tree.medium })],
         "problems:\n{}",
         listing(&report)
     );
-    assert_eq!(repair(&dev).exit_code(), 4, "a damaged inode cannot be repaired");
+    repaired_to_clean::<Lfs>(&dev);
+    with_fs(&dev, false, |fs| {
+        assert_eq!(fs.read(tree.medium, 0, 200 << 10).expect("read"), pattern(200 << 10, 1));
+    });
+}
+
+/// A slot that holds no sound inode of the number the inode map names
+/// there (its number overwritten): the repair frees the number and, in the
+/// next round, removes the entry naming it; the image ends clean, mounts,
+/// and everything else reads back.
+#[test]
+fn an_inode_that_cannot_be_found_is_cleared_and_its_entry_removed() {
+    let (dev, tree) = populated();
+    let (daddr, offset, _) = inode_slot(dev.as_ref(), tree.medium);
+    flip(dev.as_ref(), daddr, offset, 8);
+    let report = check(&dev);
+    assert!(
+        report.problems.iter().any(|p| p.fix == Some(fslab_check::Fix::ClearInode { ino: tree.medium })),
+        "problems:\n{}",
+        listing(&report)
+    );
+    repaired_to_clean::<Lfs>(&dev);
+    with_fs(&dev, false, |fs| {
+        assert_eq!(fs.lookup(ROOT_INO, b"medium").map(|e| e.ino).map_err(|e| e.errno()), Err(libc::ENOENT));
+        assert_eq!(fs.read(tree.large, 0, 16).expect("read"), pattern(16, 2));
+        fs.mknod(ROOT_INO, b"new", 0o644, 0, Creds::default()).expect("the image takes new files");
+    });
+}
+
+/// The root's slot wrecked: a new, empty root is made under its number
+/// and what it named is reconnected into /lost+found, data intact.
+#[test]
+fn a_root_inode_that_cannot_be_found_is_made_again_and_its_files_reconnected() {
+    let (dev, tree) = populated();
+    let (daddr, offset, _) = inode_slot(dev.as_ref(), ROOT_INO);
+    flip(dev.as_ref(), daddr, offset, 8);
+    repaired_to_clean::<Lfs>(&dev);
+    with_fs(&dev, false, |fs| {
+        let lf = fs.lookup(ROOT_INO, b"lost+found").expect("lost+found").ino;
+        let medium = fs.lookup(lf, format!("#{}", tree.medium).as_bytes()).expect("medium reconnected").ino;
+        assert_eq!(fs.read(medium, 0, 200 << 10).expect("read"), pattern(200 << 10, 1));
+    });
 }
 
 /// An inode that cannot be read may hold blocks the check cannot count:
@@ -75,7 +118,7 @@ fn a_corrupted_inode_block_is_found() {
 fn no_live_count_is_lowered_while_an_inode_cannot_be_read() {
     let (dev, tree) = populated();
     let (daddr, offset, _) = inode_slot(dev.as_ref(), tree.medium);
-    flip(dev.as_ref(), daddr, offset + 30, 4);
+    flip(dev.as_ref(), daddr, offset, 8);
     let report = check(&dev);
     let lowering: Vec<_> = report
         .problems

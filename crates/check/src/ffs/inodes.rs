@@ -66,14 +66,6 @@ enum Slot {
     Garbage(String),
 }
 
-/// The inode in `slot` as if its checksum were right.
-pub(super) fn decode_unsealed(slot: &[u8]) -> Option<Inode> {
-    let mut copy = slot.get(..INODE_SIZE)?.to_vec();
-    let crc = crc32c_skipping(&copy, INODE_SIZE - 4);
-    copy[INODE_SIZE - 4..].copy_from_slice(&crc.to_le_bytes());
-    Inode::decode(&copy).ok()
-}
-
 /// What slot `ino` holds (see the module comment).
 fn classify(slot: &[u8], ino: Ino) -> Slot {
     if slot.iter().all(|&b| b == 0) {
@@ -84,7 +76,7 @@ fn classify(slot: &[u8], ino: Ino) -> Slot {
         Ok(inode) if inode.attr.mode == 0 => Slot::Free,
         Ok(inode) => Slot::InUse { inode: Box::new(inode), sealed: true },
         Err(InodeError::Truncated) => Slot::Garbage("short slot".into()),
-        Err(InodeError::Checksum) => match decode_unsealed(slot) {
+        Err(InodeError::Checksum) => match Inode::decode_unsealed(slot) {
             Some(inode) if inode.ino == ino && dt_from_mode(inode.attr.mode) != dt::UNKNOWN => {
                 Slot::InUse { inode: Box::new(inode), sealed: false }
             }

@@ -23,7 +23,6 @@
 //! cleared, so that the image does not mount until they are dealt with,
 //! and the image is checked once more for the final report.
 
-use super::inodes::decode_unsealed;
 use super::{check_keeping_model, InodeRepair, Model};
 use crate::repair::{apply_namespace, changes_namespace, note, planned, MAX_ROUNDS};
 use crate::{check, Fatal, Fix, Kind, Options, Outcome};
@@ -259,7 +258,8 @@ fn write_inodes(
         for (ino, r) in list {
             let offset = geo.inode_offset_in_block(ino);
             let slot = &mut block[offset..offset + INODE_SIZE];
-            let old = Inode::decode(slot).ok().or_else(|| decode_unsealed(slot)).filter(|i| i.ino == ino);
+            let old =
+                Inode::decode(slot).ok().or_else(|| Inode::decode_unsealed(slot)).filter(|i| i.ino == ino);
             let inode = if r.clear {
                 Inode { ino, generation: old.map_or(0, |i| i.generation), ..Inode::default() }
             } else {

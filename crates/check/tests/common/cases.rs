@@ -394,6 +394,16 @@ pub fn on_a_full_disk_an_unreachable_file_is_reconnected_to_the_root<L: Layout>(
             .expect("medium reconnected");
         assert_eq!(fs.read(moved.ino, 0, 16).expect("read"), pattern(16, 1));
     });
+    // The message says why the root took it, in the words of the error
+    // that kept it out of /lost+found.
+    let said = outcome
+        .repaired
+        .iter()
+        .find(|r| r.message.starts_with(&format!("inode {}: moved to /", tree.medium)))
+        .expect("the reconnection is reported");
+    if !said.message.contains("/lost+found/") {
+        assert!(said.message.contains("lost+found") && said.message.contains("space"), "{}", said.message);
+    }
 }
 
 /// A regular file where /lost+found should be: kept as

@@ -10,8 +10,9 @@
 
 use super::layout::{Superblock, MAX_SUPERBLOCKS, SEGUSE_CLEAN, SUPERBLOCK_BYTES};
 use super::Lfs;
-use crate::error::{Error, Location};
-use crate::format::Ino;
+use crate::error::{errno, Error, Location};
+use crate::format::inode::Inode;
+use crate::format::{Ino, Lbn, IFILE_INO};
 use crate::Result;
 use disk::BlockDevice;
 
@@ -120,6 +121,52 @@ impl Lfs {
         if reclaimed {
             self.choose_next_segments_again(|h| h.next_segment == seg);
         }
+        Ok(())
+    }
+
+    /// fsck's repair of an inode whose slot fails only its checksum: takes
+    /// the slot as it is into the inode cache, marked to be written, so the
+    /// next segment write stores it sealed. The checker has checked its
+    /// fields as any inode's.
+    pub fn repair_seal_inode(&mut self, ino: Ino) -> Result<()> {
+        use crate::format::inode::INODE_SIZE;
+        let entry =
+            *self.ifile.tables.entry(ino).ok_or_else(|| errno(libc::ENOENT, "no such inode number"))?;
+        if entry.daddr.is_none() || ino == IFILE_INO {
+            return Err(errno(libc::ENOENT, "inode is not allocated"));
+        }
+        let mut block = vec![0u8; self.block_size];
+        self.read_addr(entry.daddr, &mut block)?;
+        let inode = block
+            .chunks_exact(INODE_SIZE)
+            .filter_map(Inode::decode_unsealed)
+            .find(|i| i.ino == ino)
+            .ok_or_else(|| Error::corrupt("inode block", entry.daddr, format!("inode {ino} is not in it")))?;
+        self.inodes.remove(ino);
+        self.inodes.insert(inode, true);
+        self.mark_inode_dirty(ino)
+    }
+
+    /// fsck's repair of an inode that cannot be found where the inode map
+    /// says: frees its number (the version bumped, so the blocks of the
+    /// file it was are dead to the cleaner). Its blocks stay counted live
+    /// until the next check lowers the counts; the entries naming it are
+    /// removed then, as entries naming a free inode. The free list is
+    /// threaded again, lowest number first.
+    pub fn repair_clear_inode(&mut self, ino: Ino) -> Result<()> {
+        let entry =
+            *self.ifile.tables.entry(ino).ok_or_else(|| errno(libc::ENOENT, "no such inode number"))?;
+        if entry.daddr.is_none() || ino == IFILE_INO {
+            return Err(errno(libc::ENOENT, "inode is not allocated"));
+        }
+        for key in self.cache.keys_in(ino, Lbn::MIN..=Lbn::MAX) {
+            self.cache.remove(key);
+        }
+        self.inodes.remove(ino);
+        self.ifile.tables.free_inode(ino);
+        // Lowest first, as mkfs leaves it: a root cleared here is made
+        // again (`create_root`) only under its own number.
+        self.ifile.tables.rebuild_free_list();
         Ok(())
     }
 
