@@ -56,7 +56,7 @@ pub fn by_name(name: &str) -> Option<Box<dyn Policy>> {
 /// wrote since), at least one so that a segment written just now still
 /// ranks by utilization.
 fn age(seg: &SegmentState, table: &SegmentTable) -> f64 {
-    ((table.now - seg.lastmod) as f64).max(1.0)
+    (table.now.saturating_sub(seg.lastmod) as f64).max(1.0)
 }
 
 /// The 1993 paper's benefit-to-cost ratio (§3.5): reading the segment

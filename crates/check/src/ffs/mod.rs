@@ -124,9 +124,12 @@ impl Model {
         // no inode names it.
         let j = &self.sb.journal;
         if j.kind == fslab::ffs::JournalKind::File {
-            let log =
-                j.start..j.start.saturating_add(j.bytes.div_ceil(geo.frag_size as u64)).min(geo.total_frags);
-            for f in log.filter(|&f| geo.group_of(f) == g) {
+            // Only the part of the log in this group: a range as long as
+            // the disk, walked once per group, made a damaged image's
+            // check quadratic in its groups.
+            let group = geo.group_base(g)..geo.group_base(g) + u64::from(geo.group_frags(g));
+            let end = j.start.saturating_add(j.bytes.div_ceil(geo.frag_size as u64)).min(geo.total_frags);
+            for f in j.start.max(group.start)..end.min(group.end) {
                 frags_free.clear(geo.within_group(f));
             }
         }

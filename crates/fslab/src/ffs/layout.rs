@@ -580,6 +580,15 @@ fn decode_journal(d: &Decoder) -> std::result::Result<JournalInfo, String> {
             j.bytes, j.unit
         ));
     }
+    // Positions only grow, by a transaction's bytes at a time, and the
+    // generation by one a mount: values near the top are no count a log
+    // reached, and would wrap on the next commit.
+    if j.start > MAX_LOG_POSITION || j.tail > MAX_LOG_POSITION || j.tail_seq > MAX_LOG_POSITION {
+        return Err("journal start, tail or sequence number is out of range".into());
+    }
+    if j.generation > MAX_LOG_POSITION {
+        return Err("journal generation is out of range".into());
+    }
     Ok(j)
 }
 
@@ -588,6 +597,9 @@ fn decode_journal(d: &Decoder) -> std::result::Result<JournalInfo, String> {
 pub const LOG_BLOCK: u32 = 4096;
 /// The largest log write unit a superblock may name.
 pub const MAX_LOG_UNIT: u32 = 1 << 20;
+/// The greatest journal start, tail position, sequence number or
+/// generation a superblock may hold (2^62).
+pub const MAX_LOG_POSITION: u64 = 1 << 62;
 /// The smallest journal: room for the largest transaction twice over.
 pub const MIN_LOG_BYTES: u64 = 1 << 20;
 /// The largest journal (replay reads it whole into memory).
@@ -615,6 +627,14 @@ pub fn check_policy(p: &Policy) -> std::result::Result<(), String> {
             return Err(
                 "a rotdelay in milliseconds needs sectors per track and revolutions per second".into()
             );
+        }
+        // Far above any drive's, and small enough that the gap's product
+        // (ms × revolutions × sectors) cannot wrap.
+        if p.sectors_per_track > 1 << 20 || p.revolutions_per_second > 1 << 16 {
+            return Err(format!(
+                "{} sectors per track at {} revolutions per second is beyond any disk",
+                p.sectors_per_track, p.revolutions_per_second
+            ));
         }
     }
     Ok(())

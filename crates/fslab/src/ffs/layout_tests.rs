@@ -203,3 +203,32 @@ fn a_damaged_group_still_gives_up_its_initialised_mark_when_plausible() {
     bytes[0] ^= 1;
     assert_eq!(CylinderGroup::salvage_initialised_inodes(&bytes, &geo), None, "no magic");
 }
+
+/// Values no disk reaches, which would wrap the arithmetic built on them:
+/// a log position or generation near the top, a rotational delay over a
+/// drive of impossible speed.
+#[test]
+fn a_superblock_whose_counts_would_wrap_is_refused() {
+    let sound = JournalInfo {
+        kind: JournalKind::Wafs,
+        unit: LOG_BLOCK,
+        start: 64,
+        bytes: 1 << 20,
+        ..JournalInfo::default()
+    };
+    assert!(Superblock::decode(&Superblock { journal: sound, ..sample() }.encode(), 0).is_ok());
+    for journal in [
+        JournalInfo { tail: u64::MAX - 7, ..sound },
+        JournalInfo { tail_seq: u64::MAX, ..sound },
+        JournalInfo { generation: u64::MAX, ..sound },
+        JournalInfo { start: 1 << 63, ..sound },
+    ] {
+        let err = Superblock::decode(&Superblock { journal, ..sample() }.encode(), 0).expect_err("refused");
+        assert!(err.to_string().contains("journal"), "{err}");
+    }
+    let mut policy = sample().policy;
+    policy.rotdelay = RotDelay::Millis(2);
+    policy.sectors_per_track = u32::MAX;
+    policy.revolutions_per_second = u32::MAX;
+    assert!(check_policy(&policy).expect_err("refused").contains("beyond any disk"));
+}

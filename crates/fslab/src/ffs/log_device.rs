@@ -192,7 +192,7 @@ pub fn attach(data: Arc<dyn BlockDevice>, log: Option<Arc<dyn BlockDevice>>) -> 
     let base = log_device_base(geo);
     if header.region_offset != offset
         || header.region_bytes != j.bytes
-        || j.start * u64::from(geo.frag_size) != base + offset
+        || j.start.checked_mul(u64::from(geo.frag_size)) != Some(base + offset)
         || log.size() < offset + j.bytes
     {
         return mismatch("its region is not the one the superblock records");

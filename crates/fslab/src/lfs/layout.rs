@@ -282,9 +282,19 @@ impl Superblock {
         if c.ifile_daddr.is_none() || c.ifile_daddr.get() >= self.nsegments * bps {
             return Err("checkpoint ifile address is out of range".into());
         }
+        // Each mount adds under 2^33 to the summary serial and 1 to the
+        // checkpoint's; a value near the top is no count a disk reached,
+        // and would wrap (an older copy then seen as the newest).
+        if c.serial > MAX_SERIAL || c.next_summary_serial > MAX_SERIAL {
+            return Err("checkpoint serial number is out of range".into());
+        }
         Ok(())
     }
 }
+
+/// The greatest checkpoint or summary serial number a superblock may hold
+/// (2^62): room for 2^29 mounts' jumps before either could wrap.
+pub const MAX_SERIAL: u64 = 1 << 62;
 
 /// One FINFO record: the blocks of one file in a partial segment.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -622,6 +632,20 @@ mod tests {
         let too_old = as_version(sample_superblock().encode(), 2);
         let err = Superblock::decode(&too_old, 0).expect_err("version 2 is refused").to_string();
         assert!(err.contains("version 2"), "{err}");
+    }
+
+    /// Serial numbers near the top would wrap at the next checkpoint, and
+    /// an older copy would then look the newest.
+    #[test]
+    fn a_superblock_whose_serials_would_wrap_is_refused() {
+        for checkpoint in [
+            Checkpoint { serial: u64::MAX, ..sample_superblock().checkpoint },
+            Checkpoint { next_summary_serial: u64::MAX - (1 << 32), ..sample_superblock().checkpoint },
+        ] {
+            let sb = Superblock { checkpoint, ..sample_superblock() };
+            let err = Superblock::decode(&sb.encode(), 0).expect_err("refused").to_string();
+            assert!(err.contains("serial"), "{err}");
+        }
     }
 
     #[test]

@@ -278,8 +278,8 @@ impl Lfs {
                 s.ninos = 0;
             }
             s.flags = (s.flags & SEGUSE_SUPERBLOCK) | SEGUSE_DIRTY;
-            s.nsums += 1;
-            s.ninos += p.summary.ninoblocks;
+            s.nsums = s.nsums.saturating_add(1);
+            s.ninos = s.ninos.saturating_add(p.summary.ninoblocks);
             s.lastmod = s.lastmod.max(p.summary.clock);
         });
     }

@@ -270,8 +270,8 @@ impl Lfs {
         p.summary.serial = self.writer.log.append_partial(n);
         let ninoblocks = p.summary.ninoblocks;
         self.ifile.tables.update_segment(seg, |s| {
-            s.nsums += 1;
-            s.ninos += ninoblocks;
+            s.nsums = s.nsums.saturating_add(1);
+            s.ninos = s.ninos.saturating_add(ninoblocks);
             // When the segment was last written, not the age of what the
             // cleaner moved into it: ranking cleaned segments by the age of
             // their data made cost-benefit clean them too early (measured

@@ -176,7 +176,7 @@ impl<S: StorageManager> Ns<'_, S> {
     /// fails, having changed nothing, if even that finds no room.
     pub(super) fn zero_past_end(&mut self, ino: Ino, size: u64, upto: u64) -> Result<()> {
         let bs = self.bs();
-        let stop = upto.min((size / bs + 1) * bs);
+        let stop = upto.min((size / bs + 1).saturating_mul(bs));
         if size.is_multiple_of(bs) || stop <= size || !self.has_data(ino, size / bs)? {
             return Ok(());
         }

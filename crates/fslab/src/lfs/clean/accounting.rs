@@ -163,7 +163,7 @@ impl Lfs {
         for (seg, s) in self.ifile.tables.usage().iter().enumerate() {
             if s.live_bytes > 0 && self.cleanable(seg as u64) {
                 live += s.live_bytes as f64;
-                live_age += s.live_bytes as f64 * (now - s.lastmod).max(0) as f64;
+                live_age += s.live_bytes as f64 * now.saturating_sub(s.lastmod).max(0) as f64;
             }
         }
         let died_age = self.clean.died_age_bytes / self.clean.died_bytes;
@@ -178,7 +178,7 @@ impl Lfs {
             return;
         }
         let Some(s) = self.ifile.tables.usage().get(seg) else { return };
-        let age = (self.clean.write_clock() - s.lastmod).max(0) as f64;
+        let age = self.clean.write_clock().saturating_sub(s.lastmod).max(0) as f64;
         let half_disk =
             (self.sb.nsegments * self.sb.blocks_per_segment() * self.block_size as u64 / 2) as f64;
         let c = &mut self.clean;
