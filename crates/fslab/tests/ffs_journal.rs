@@ -116,8 +116,15 @@ fn a_journal_mount_of_an_image_without_a_journal_is_refused_by_name() {
     let disk = Arc::new(MemDisk::new(16 << 20));
     let dev: Arc<dyn BlockDevice> = disk.clone();
     fslab::mkfs_ffs(dev.clone(), &MkfsOptions::default(), ME).expect("mkfs");
-    let err = Ffs::mount(dev, options(Integrity::Journal)).err().expect("refused");
+    let before = disk.snapshot();
+    let err = Ffs::mount(dev.clone(), options(Integrity::Journal)).err().expect("refused");
     assert!(err.to_string().contains("no journal") && err.to_string().contains("--journal"), "{err}");
+    // The refusal wrote nothing: the image is not left marked in use, and
+    // the next mount, of a mode it has, takes it as cleanly unmounted.
+    assert!(disk.snapshot() == before, "the refused mount changed the image");
+    FileSystem::new(Ffs::mount(dev, options(Integrity::Sync)).expect("a plain mount"))
+        .unmount()
+        .expect("unmount");
 }
 
 #[test]

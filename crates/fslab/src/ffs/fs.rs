@@ -242,6 +242,7 @@ impl Ffs {
             writing_in_background: false,
             write_behind_floor: 0,
         };
+        ffs.mode().suits(&ffs)?;
         // In use from now on: a crash leaves the image marked unclean, and
         // says whether soft updates kept it.
         ffs.sb.flags &= !(SB_CLEAN | SB_SOFTDEP | SB_JOURNALED);

@@ -52,6 +52,13 @@ use crate::Result;
 /// it behind `&self` (the file system holds the mode in an `Arc`, so a mode
 /// can call back into the file system while it runs).
 pub(super) trait IntegrityMode<Fs>: Send + Sync {
+    /// Whether this mode can run on the image at all, asked before the
+    /// mount writes anything: a refusal leaves the image as it was.
+    fn suits(&self, fs: &Fs) -> Result<()> {
+        let _ = fs;
+        Ok(())
+    }
+
     /// The file system is mounted and its superblock written: the mode
     /// may start (a journal takes up its log where the superblock says).
     fn mounted(&self, fs: &mut Fs) -> Result<()> {

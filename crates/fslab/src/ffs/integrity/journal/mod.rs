@@ -538,9 +538,8 @@ fn prune_state(st: &mut State, durable: Seq) {
 }
 
 impl IntegrityMode<Ffs> for Journal {
-    fn mounted(&self, fs: &mut Ffs) -> Result<()> {
-        let info = fs.sb.journal;
-        if !info.present() {
+    fn suits(&self, fs: &Ffs) -> Result<()> {
+        if !fs.sb.journal.present() {
             return Err(errno(
                 libc::EINVAL,
                 "this image has no journal: make it with `fslab mkfs --layout ffs --journal file` (or wafs)",
@@ -558,6 +557,12 @@ impl IntegrityMode<Ffs> for Journal {
                  cannot be written in: mount it with another integrity mode",
             ));
         }
+        Ok(())
+    }
+
+    fn mounted(&self, fs: &mut Ffs) -> Result<()> {
+        self.suits(fs)?;
+        let info = fs.sb.journal;
         *self.lock() = Some(State {
             info,
             frag_size: fs.frag_size(),
