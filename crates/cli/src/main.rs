@@ -171,7 +171,12 @@ fn main() -> ExitCode {
 
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(e) => return usage_error(e),
+        Err(e) => {
+            // fsck's statuses are e2fsck's, where 2 means "errors
+            // corrected, reboot" and a usage error is 16.
+            let fsck = args.get(1).is_some_and(|a| a == "fsck");
+            return usage_error(e, if fsck { 16 } else { 2 });
+        }
     };
     let (name, result) = match cli.command {
         Command::Mkfs(args) => ("mkfs", mkfs::run(&args)),
@@ -195,8 +200,8 @@ fn main() -> ExitCode {
 }
 
 /// Help and version go to stdout with status 0; a usage error is one line
-/// on stderr (clap's own message, without its usage block) and status 2.
-fn usage_error(e: clap::Error) -> ExitCode {
+/// on stderr (clap's own message, without its usage block) and `status`.
+fn usage_error(e: clap::Error, status: u8) -> ExitCode {
     use clap::error::ErrorKind;
     match e.kind() {
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => match e.print() {
@@ -213,7 +218,7 @@ fn usage_error(e: clap::Error) -> ExitCode {
                 .filter(|n| n != "help")
                 .collect();
             say!("fslab: missing command ({}); try 'fslab --help'", commands.join(", "));
-            ExitCode::from(2)
+            ExitCode::from(status)
         }
         _ => {
             // clap's message is its first paragraph; the usage block follows.
@@ -227,7 +232,7 @@ fn usage_error(e: clap::Error) -> ExitCode {
             let message = message.join(" ");
             let message = message.strip_prefix("error: ").unwrap_or(&message);
             say!("fslab: {message}; try 'fslab --help'");
-            ExitCode::from(2)
+            ExitCode::from(status)
         }
     }
 }

@@ -210,3 +210,32 @@ fn fslab_clean_that_can_clean_nothing_says_why() {
     assert!(r.stderr.contains("could not clean"), "{}", r.describe());
     m.unmount().expect("unmount");
 }
+
+/// A read-only mount cleans nothing: what `fslab clean` moved would only
+/// pile up in the daemon's memory over the image. It fails, saying why.
+#[test]
+fn fslab_clean_on_a_read_only_mount_is_refused() {
+    if !common::fuse_or_skip() {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let image = tmp.path().join("fs.img");
+    mkfs(&image, "32M", &["--segment-size", "256K"]);
+    {
+        let m = Mount::new(&image, &tmp.path().join("mnt"), Mode::Foreground, &["-o", "cleaner=off"]);
+        for i in 0..64 {
+            fs::write(m.dir.join(format!("f{i}")), vec![i as u8; 64 << 10]).expect("write");
+        }
+        for i in (0..64).step_by(2) {
+            fs::remove_file(m.dir.join(format!("f{i}"))).expect("remove");
+        }
+        m.unmount().expect("unmount");
+    }
+    let before = fs::read(&image).expect("read the image");
+    let m = Mount::new(&image, &tmp.path().join("mnt"), Mode::Foreground, &["-o", "ro"]);
+    let r = fslab_run(&[OsStr::new("clean"), m.dir.as_os_str(), OsStr::new("--passes"), OsStr::new("1")], T);
+    assert!(!r.success(), "{}", r.describe());
+    assert!(r.stderr.contains("read-only"), "{}", r.describe());
+    m.unmount().expect("unmount");
+    assert!(fs::read(&image).expect("read the image") == before, "a read-only mount changed the image");
+}

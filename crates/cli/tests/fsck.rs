@@ -80,6 +80,12 @@ fn fsck_checks_and_repairs_both_layouts_with_e2fsck_statuses() {
     std::fs::write(&junk, vec![0x5au8; 1 << 20]).expect("write");
     let r = fsck(&junk, &[]);
     assert_eq!(status(&r), 8, "{}", r.describe());
+
+    // A usage error is e2fsck's 16, never 2 ("errors corrected, reboot").
+    let r = fsck(&ffs, &["--repiar"]);
+    assert_eq!(status(&r), 16, "{}", r.describe());
+    let r = fslab_run(&["fsck"], T);
+    assert_eq!(status(&r), 16, "{}", r.describe());
 }
 
 /// Runs the binary as `fsck.fslab` (a link of that name in `dir`) with `args`.

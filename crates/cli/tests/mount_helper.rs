@@ -279,3 +279,29 @@ fn dev_and_suid_reach_the_mount_through_mount_8() {
     assert_eq!(flags("fstab"), (false, false), "{out}");
     assert_eq!(flags("fstab, nodev given"), (true, false), "{out}");
 }
+
+/// The image on a host file system that fills while it is mounted: the
+/// daemon's final checkpoint cannot be written, and `umount` says so with
+/// mount(8)'s failure status instead of returning 0 over lost writes.
+#[test]
+fn umount_fails_when_the_final_checkpoint_cannot_be_written() {
+    let Some(tmp) = fresh() else { return };
+    let r = in_namespace(
+        tmp.path(),
+        r#"
+        mkdir "$T/small"
+        mount -t tmpfs -o size=24M small "$T/small"
+        "$FSLAB" mkfs "$T/small/fs.img" --size 64M >/dev/null
+        mount -t fslab "$T/small/fs.img" "$DIR" -o cleaner=off
+        dd if=/dev/zero of="$T/small/fill" bs=1M 2>/dev/null || true
+        dd if=/dev/urandom of="$DIR/late" bs=1M count=4 2>/dev/null || true
+        status=0
+        umount "$DIR" 2>"$T/err" || status=$?
+        echo "umount status $status: $(cat "$T/err")"
+        umount -l "$T/small"
+        "#,
+    );
+    assert!(r.success(), "{}", r.describe());
+    assert!(r.stdout.contains("umount status 32: "), "{}", r.describe());
+    assert!(r.stdout.contains("end failed"), "{}", r.describe());
+}

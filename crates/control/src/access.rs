@@ -79,6 +79,13 @@ pub trait SharedFs: Clone + Send + 'static {
         false
     }
 
+    /// Whether the mount is read-only: the cleaner's requests that move
+    /// or free anything are refused (EROFS), since what they wrote would
+    /// only pile up in memory over the image.
+    fn is_read_only(&self) -> bool {
+        false
+    }
+
     /// What `fslab stat` shows of any layout, read under one lock.
     fn mount_report(&self) -> Result<MountReport> {
         self.with_fs(|fs| Ok(MountReport { space: fs.statfs()?, layout: fs.storage().layout_report() }))

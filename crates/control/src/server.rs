@@ -251,6 +251,9 @@ impl<F: SharedFs> Connection<'_, F> {
                 encode_memory(&mut out, &self.fs.memory_report()?);
             }
             // Ops 1 to 9: the cleaner's, on the log.
+            OP_MARKV | OP_SEGCLEAN if self.fs.is_read_only() => {
+                return Err(errno(libc::EROFS, "the mount is read-only: nothing is cleaned"));
+            }
             OP_SEGMENT_TABLE..=OP_SEGMENT_REFS => {
                 let policy = self.policy;
                 serve_cleaner(self.mechanism()?, op, &mut r, &mut out, policy)?;

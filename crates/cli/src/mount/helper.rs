@@ -185,6 +185,8 @@ fn umount(args: &[OsString]) -> Result<(), (u8, String)> {
     // A mount that does not show its image (a name with a comma) is waited
     // for through its server, found while it still serves.
     let server = if named || lazy { None } else { serving_process(&dir) };
+    // What an earlier mount on this directory left is not this one's.
+    let _ = super::take_unmount_failure(&dir);
     unmount(&dir, lazy, parsed.flags.contains('f'))
         .map_err(|e| (FAILED, format!("{}: {e}", dir.display())))?;
     if lazy {
@@ -201,6 +203,12 @@ fn umount(args: &[OsString]) -> Result<(), (u8, String)> {
             dir.display()
         );
         return Ok(());
+    }
+    if let Some(why) = super::take_unmount_failure(&dir) {
+        return Err((
+            FAILED,
+            format!("{}: unmounted, but the file system's end failed: {why}", dir.display()),
+        ));
     }
     if parsed.flags.contains('v') {
         outln!("fslab: {} unmounted; final checkpoint of {} written", dir.display(), image.display())

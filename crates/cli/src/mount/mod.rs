@@ -191,12 +191,12 @@ struct Mount {
 
 /// The mounted file system as the control socket and the background
 /// cleaner reach it: one call under the mount's lock, like one kernel
-/// request.
-struct MountAccess<S: StorageManager>(FsHandle<S>);
+/// request; and whether the mount is read-only.
+struct MountAccess<S: StorageManager>(FsHandle<S>, bool);
 
 impl<S: StorageManager> Clone for MountAccess<S> {
     fn clone(&self) -> Self {
-        MountAccess(self.0.clone())
+        MountAccess(self.0.clone(), self.1)
     }
 }
 
@@ -209,6 +209,10 @@ impl<S: ServedStorage> SharedFs for MountAccess<S> {
 
     fn is_unmounted(&self) -> bool {
         self.0.is_unmounted()
+    }
+
+    fn is_read_only(&self) -> bool {
+        self.1
     }
 }
 
@@ -290,7 +294,7 @@ fn mount(image: &Path, dir: &Path, options: &Options) -> Result<Mount, String> {
             fs.set_dirhash_options(options.dirhash);
             fs.set_atime_options(atime);
             let mounted = fslab_fuse::mount(fs, dir, &config).map_err(|e| e.to_string())?;
-            let access = MountAccess(mounted.handle());
+            let access = MountAccess(mounted.handle(), options.read_only);
             let control = control(&access, dir, cleaner_policy.unwrap_or("off"));
             if let Some(policy_name) = cleaner_policy {
                 let background = Background::spawn(LogAccess(access), cleaner(policy_name)?)
@@ -311,7 +315,7 @@ fn mount(image: &Path, dir: &Path, options: &Options) -> Result<Mount, String> {
             fs.set_dirhash_options(options.dirhash);
             fs.set_atime_options(atime);
             let mounted = fslab_fuse::mount(fs, dir, &config).map_err(|e| e.to_string())?;
-            let control = control(&MountAccess(mounted.handle()), dir, "off");
+            let control = control(&MountAccess(mounted.handle(), options.read_only), dir, "off");
             (Session::Ffs(mounted), control)
         }
     };
@@ -460,9 +464,47 @@ fn serve(mount: Mount, signals: SigSet) -> Result<(), String> {
     };
     drop(control);
     utab::unregister(&shown, &dir);
+    if let Err(why) = &served {
+        // Before the lock goes: `umount` waits for it, then looks here.
+        record_unmount_failure(&dir, why);
+    }
     drop(log_lock);
     drop(lock);
     served
+}
+
+/// Where the daemon serving the mount on `dir` (canonical) leaves why its
+/// end failed (its final checkpoint, say), for `umount` to report: beside
+/// the control socket, in whichever of its directories can be written.
+pub(crate) fn unmount_failure_paths(dir: &Path) -> Vec<PathBuf> {
+    fslab_control::socket_path_candidates(dir)
+        .into_iter()
+        .map(|mut p| {
+            p.as_mut_os_string().push(".failed");
+            p
+        })
+        .collect()
+}
+
+/// Leaves `why` for the `umount` of `dir` (see [`unmount_failure_paths`]);
+/// best effort, as the system log has it too.
+fn record_unmount_failure(dir: &Path, why: &str) {
+    for path in unmount_failure_paths(dir) {
+        let Some(parent) = path.parent() else { continue };
+        if fslab_control::private_dir(parent).is_ok() && std::fs::write(&path, why).is_ok() {
+            return;
+        }
+    }
+}
+
+/// Takes (reads and removes) what the daemon of the mount on `dir` left of
+/// a failed end, if anything.
+pub(crate) fn take_unmount_failure(dir: &Path) -> Option<String> {
+    unmount_failure_paths(dir).into_iter().find_map(|path| {
+        let why = std::fs::read_to_string(&path).ok()?;
+        let _ = std::fs::remove_file(&path);
+        Some(why)
+    })
 }
 
 /// Blocks the shutdown signals in this thread and every thread it starts
