@@ -212,9 +212,8 @@ impl Lfs {
         // inode slots. A larger number is damage and must not size the map.
         let slots: u64 = accepted.iter().map(|p| p.summary.ninoblocks as u64).sum::<u64>()
             * (self.block_size / INODE_SIZE) as u64;
-        let inode_limit = self.ifile.tables.imap.len() as u64
-            + slots
-            + super::layout::imap_entries_per_block(self.block_size as u32) as u64;
+        let per_block = super::layout::imap_entries_per_block(self.block_size as u32) as u64;
+        let mut inode_limit = self.ifile.tables.imap.len() as u64 + slots + per_block;
         let mut written: HashMap<Ino, Vec<Daddr>> = HashMap::new();
         let bps = self.sb.blocks_per_segment();
         for p in &accepted {
@@ -223,6 +222,10 @@ impl Lfs {
                 // was encoded after this partial segment was accounted for.
                 let daddr = p.start + p.summary.nblocks as u64;
                 self.load_ifile(daddr)?;
+                // The newer ifile's map may have grown past the
+                // checkpoint's (inodes made, then removed before they were
+                // written): later inodes are bounded by it.
+                inode_limit = inode_limit.max(self.ifile.tables.imap.len() as u64 + slots + per_block);
                 self.inodes.clear();
                 written.clear();
             } else {

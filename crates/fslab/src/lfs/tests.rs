@@ -933,3 +933,79 @@ fn a_free_list_that_loops_is_made_again_at_mount() {
     assert_eq!(distinct.len(), 3, "numbers given: {again:?}");
     assert_eq!(lfs.ifile.tables.check_invariants(), Ok(()));
 }
+
+/// An ifile inode whose size names blocks it does not have (a crafted
+/// image): mount refuses its checkpoint by name at the first hole, rather
+/// than reading every missing block as zeros into memory first.
+#[test]
+fn an_ifile_whose_size_names_holes_is_refused_at_mount() {
+    use crate::format::inode::{Inode, INODE_SIZE};
+    let disk = fresh(16 << 20, small_options());
+    let mut lfs = mount_mem(&disk);
+    let bs = lfs.block_size as u64;
+    lfs.unmount().expect("unmount");
+    let newest = crate::lfs::inspect::superblock_copies(disk.as_ref())
+        .into_iter()
+        .filter_map(|c| c.result.ok())
+        .max_by_key(|sb| sb.checkpoint.serial)
+        .expect("a superblock");
+    let daddr = newest.checkpoint.ifile_daddr;
+    let mut block = vec![0u8; bs as usize];
+    disk.read_at(daddr.byte_offset(bs), &mut block).expect("read");
+    let slot = block
+        .chunks_exact_mut(INODE_SIZE)
+        .find(|s| Inode::decode(s).is_ok_and(|i| i.ino == IFILE_INO))
+        .expect("the ifile's inode");
+    let mut ifile = Inode::decode(slot).expect("decode");
+    let written = ifile.attr.size / bs;
+    ifile.attr.size += 1000 * bs;
+    ifile.encode(slot).expect("encode");
+    disk.write_at(daddr.byte_offset(bs), &block).expect("write");
+    // The checkpoint is refused (a mount falls back to an older one whose
+    // ifile is sound; both here name the same).
+    let why = match Lfs::mount(disk.clone(), MountOptions::default()) {
+        Ok(lfs) => lfs.checkpoint_fallback().expect("the newest checkpoint is refused").why.clone(),
+        Err(e) => e.to_string(),
+    };
+    assert!(why.contains(&format!("hole at block {written}")), "{why}");
+}
+
+/// Roll-forward bounds the inode numbers it takes from the log by the
+/// inode map's size; a newer ifile met on the way (a directory
+/// operation's write, no checkpoint) may have grown the map. A file
+/// numbered past the checkpoint's map, fsynced after that write, keeps its
+/// data across a crash.
+#[test]
+fn an_inode_numbered_past_the_checkpoints_map_is_rolled_forward() {
+    use crate::ufs::{Creds, FileSystem};
+    let disk = Arc::new(MemDisk::new(32 << 20));
+    let c = Creds::default();
+    crate::mkfs_lfs(disk.clone(), &small_options(), c).expect("mkfs");
+    let lfs = Lfs::mount(disk.clone(), MountOptions { cache_bytes: 32 << 20, ..MountOptions::default() })
+        .expect("mount");
+    let mut fs = FileSystem::new(lfs);
+    // The mount's first write checkpoints (its serial numbers' jump);
+    // none follows.
+    let a = fs.mknod(ROOT_INO, b"a", kind::REG | 0o644, 0, c).expect("create").ino;
+    fs.fsync(a, false).expect("fsync");
+    let checkpoints = fs.storage().stats().checkpoints;
+    let many = 2000;
+    for i in 0..many {
+        fs.mknod(ROOT_INO, format!("f{i}").as_bytes(), kind::REG | 0o644, 0, c).expect("create");
+    }
+    let z = fs.mknod(ROOT_INO, b"z", kind::REG | 0o644, 0, c).expect("create").ino;
+    assert!(z > many, "z's number {z} lies past the first map block");
+    for i in 0..many {
+        fs.unlink(ROOT_INO, format!("f{i}").as_bytes()).expect("unlink");
+    }
+    fs.fsync(ROOT_INO, false).expect("fsync the directory");
+    fs.write(z, 0, b"fsynced").expect("write");
+    fs.fsync(z, false).expect("fsync");
+    assert_eq!(fs.storage().stats().checkpoints, checkpoints, "no checkpoint since the creates");
+    let crashed = crash_image(&disk);
+    drop(fs);
+    let mut fs = FileSystem::new(mount_mem(&crashed));
+    let found = fs.lookup(ROOT_INO, b"z").expect("z").ino;
+    assert_eq!(found, z);
+    assert_eq!(fs.read(z, 0, 100).expect("read"), b"fsynced");
+}
