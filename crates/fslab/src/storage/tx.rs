@@ -238,6 +238,12 @@ impl TxLog {
         }
     }
 
+    /// The file blocks the open (or last) transaction dirtied; sorted and
+    /// without repeats once it has committed.
+    pub fn dirtied_blocks(&self) -> &[(Ino, Lbn)] {
+        &self.dirtied
+    }
+
     /// Transactions that dirtied more file blocks than they declared:
     /// what a journal reserving log space by the bound could not have
     /// logged.

@@ -29,7 +29,11 @@
 //!    that reads as an indirect block of this file with no pointers, never
 //!    one an earlier file left there, whose trailer could match.
 //!
-//! Rules 4 and 5 end in a barrier, because what they protect against is
+//! 6. an extended-attribute block written: durable before the operation
+//!    returns, for the same reason as rule 5 (the inode may be written by
+//!    anything after, and the block may have been another file's).
+//!
+//! Rules 4, 5 and 6 end in a barrier, because what they protect against is
 //! an unordered write (new data in freed space, a delayed write of a
 //! pointer). The writes of rules 1–3 are ordered only against one another,
 //! so the last of an operation needs no barrier of its own: the
@@ -49,6 +53,7 @@ use super::IntegrityMode;
 use crate::cache::{Placement, Ticket};
 use crate::ffs::freed::{FreeWhen, Freed};
 use crate::ffs::fs::Ffs;
+use crate::format::blockno::XATTR_LBN;
 use crate::format::{Daddr, Ino, Lbn};
 use crate::storage::Hint;
 use crate::Result;
@@ -141,7 +146,16 @@ impl IntegrityMode<Ffs> for Ordered {
         fs.write_ordered(&[key])
     }
 
+    /// Rule 6: an attribute block the transaction wrote is durable before
+    /// the operation returns, so whatever writes the inode later (a link,
+    /// an fsync, a write-back) names a block that holds this file's
+    /// attributes, never what a file that freed the block left there.
     fn commit(&self, fs: &mut Ffs) -> Result<Ticket> {
+        let xattrs: Vec<_> =
+            fs.tx.dirtied_blocks().iter().copied().filter(|&(_, lbn)| lbn == XATTR_LBN).collect();
+        if !xattrs.is_empty() {
+            fs.write_durable(&xattrs)?;
+        }
         Ok(std::mem::take(&mut fs.tx_ticket))
     }
 
