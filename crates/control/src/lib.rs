@@ -92,7 +92,7 @@ pub use access::{LogAccess, ServedStorage, SharedFs, FFS_HAS_NO_CLEANER};
 pub use client::Client;
 pub use path::{find_socket, private_dir, socket_file_name, socket_path_candidates};
 pub use server::Server;
-pub use wire::{MAX_BLOCKS, MAX_CONNECTIONS, MAX_SEGWAIT};
+pub use wire::{IDLE_TIMEOUT, MAX_BLOCKS, MAX_CONNECTIONS, MAX_SEGWAIT};
 
 /// What `fslab stat` shows: the cleaner's counters and the segment table's
 /// thresholds, taken together under the lock.

@@ -176,10 +176,23 @@ fn accept_loop<F: SharedFs>(
     }
 }
 
-/// Serves one client until it closes the connection or breaks the framing.
-pub(super) fn serve_connection<F: SharedFs>(mut stream: UnixStream, fs: F, policy: &str) {
-    // A client that stops reading must not keep this thread forever.
+/// Serves one client until it closes the connection, breaks the framing
+/// or sends nothing for [`IDLE_TIMEOUT`].
+pub(super) fn serve_connection<F: SharedFs>(stream: UnixStream, fs: F, policy: &str) {
+    serve_connection_idle(stream, fs, policy, IDLE_TIMEOUT)
+}
+
+/// As [`serve_connection`], closing after `idle` without a byte.
+pub(super) fn serve_connection_idle<F: SharedFs>(
+    mut stream: UnixStream,
+    fs: F,
+    policy: &str,
+    idle: Duration,
+) {
+    // A client that stops reading, or never writes, must not keep this
+    // thread (and a connection of the few served) forever.
     let _ = stream.set_write_timeout(Some(Duration::from_secs(60)));
+    let _ = stream.set_read_timeout(Some(idle));
     let mut connection = Connection { fs, policy, mechanism: None, greeted: false };
     loop {
         let request = match read_frame(&mut stream, MAX_REQUEST) {

@@ -5,7 +5,7 @@
 //! and cleans up after itself.
 
 use super::path::fnv1a64;
-use super::server::serve_connection;
+use super::server::{serve_connection, serve_connection_idle};
 use super::wire::*;
 use super::{find_socket, socket_file_name, Client, LogAccess, ServedStorage, Server, SharedFs};
 use super::{LayoutReport, FFS_HAS_NO_CLEANER};
@@ -474,4 +474,30 @@ fn socket_names_are_stable() {
     assert_eq!(fnv1a64(b"a"), 0xaf63_dc4c_8601_ec8c);
     assert_eq!(socket_file_name(Path::new("/mnt")).len(), 16 + 5);
     assert_ne!(socket_file_name(Path::new("/mnt/a")), socket_file_name(Path::new("/mnt/b")));
+}
+
+/// A client that connects and sends nothing is closed after the idle
+/// time, so that idle connections cannot hold every one the server takes;
+/// one that keeps asking is served throughout.
+#[test]
+fn an_idle_connection_is_closed_and_a_busy_one_kept() {
+    use std::io::Read;
+    let (shared, _files) = dirty_fs();
+    let idle = Duration::from_millis(300);
+    let (mut ours, theirs) = UnixStream::pair().expect("pair");
+    let access = shared.clone();
+    let server = std::thread::spawn(move || serve_connection_idle(theirs, access, "off", idle));
+    ours.set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
+    let mut byte = [0u8; 1];
+    assert_eq!(ours.read(&mut byte).expect("the server closes, not the timeout"), 0);
+    server.join().expect("the connection's thread ended");
+
+    let (ours, theirs) = UnixStream::pair().expect("pair");
+    let access = shared.clone();
+    std::thread::spawn(move || serve_connection_idle(theirs, access, "off", idle));
+    let mut client = Client::over(ours).expect("hello");
+    for _ in 0..4 {
+        std::thread::sleep(idle / 2);
+        client.mount_report().expect("served while it keeps asking");
+    }
 }

@@ -49,6 +49,11 @@ pub const MAX_BLOCKS: usize = 1 << 18;
 /// Longest `segwait`: a waiting client must not hold a connection thread
 /// for long after the mount ends.
 pub const MAX_SEGWAIT: Duration = Duration::from_secs(10);
+/// How long a connection may wait between requests (or between the
+/// pieces of one) before the server closes it: clients send their next
+/// request at once, and an idle one must not hold one of
+/// [`MAX_CONNECTIONS`] forever.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// Connections served at once; more are refused with an error.
 pub const MAX_CONNECTIONS: usize = 32;
 /// Most structures in a memory report, and the longest name of one.

@@ -1009,3 +1009,20 @@ fn an_inode_numbered_past_the_checkpoints_map_is_rolled_forward() {
     assert_eq!(found, z);
     assert_eq!(fs.read(z, 0, 100).expect("read"), b"fsynced");
 }
+
+/// A cleaner's request naming one block many times plans one read of it:
+/// a client must not size the daemon's buffer by repeating a reference.
+#[test]
+fn a_block_named_many_times_in_a_markv_is_read_once() {
+    use crate::lfs::clean::{BlockKind, BlockRef, MarkBlock};
+    let (disk, mut lfs, _) = one_synced_file(8 << 20);
+    let ino = file_in_order(&mut lfs, 4);
+    lfs.unmount().expect("unmount");
+    let mut lfs = mount_mem(&disk);
+    let daddr = lfs.pointer(ino, 1).expect("pointer");
+    let version = lfs.ifile.tables.imap[ino as usize].version;
+    let block = BlockRef { ino, version, kind: BlockKind::Block(1), daddr, age: 0 };
+    let blocks = vec![MarkBlock { block, data: None }; 10_000];
+    let (fetches, owners) = lfs.live_block_fetches(&blocks);
+    assert_eq!((fetches.list().len(), owners), (1, vec![0]));
+}

@@ -19,6 +19,11 @@ use disk::AlignedBytes;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+/// The most bytes [`Lfs::live_block_fetches`] plans for one request (16
+/// segments of 4 MiB); markv reads what lies beyond it itself, under the
+/// lock, a block at a time.
+const MAX_FETCH_BYTES: usize = 64 << 20;
+
 impl Lfs {
     /// The current address of each block or inode (0: it no longer exists
     /// or belongs to another version of the file). A block whose current
@@ -159,10 +164,17 @@ impl Lfs {
     pub fn live_block_fetches(&mut self, blocks: &[MarkBlock]) -> (Fetches, Vec<usize>) {
         let mut fetches = Fetches::new(Arc::new(self.writer.io.reader()), self.block_size);
         let mut owners = Vec::new();
+        // A block named twice is read once, and no request reads more than
+        // MAX_FETCH_BYTES ahead (the rest markv reads itself): one request
+        // must not size a buffer by whatever references a client sends.
+        let mut queued = std::collections::HashSet::new();
         for (i, b) in blocks.iter().enumerate() {
             let BlockKind::Block(lbn) = b.block.kind else { continue };
             let key = (b.block.ino, lbn);
             if b.data.is_some() || b.block.ino == IFILE_INO || self.cache.contains(key) {
+                continue;
+            }
+            if (owners.len() + 1) * self.block_size > MAX_FETCH_BYTES || !queued.insert(key) {
                 continue;
             }
             if self.check_addr(b.block.daddr, 1).is_err() {
