@@ -14,6 +14,7 @@ use crate::image::{Checker, Role};
 use crate::tree::InodeInfo;
 use crate::{Fix, Kind};
 use fslab::bmap;
+use fslab::format::blockno::XATTR_LBN;
 use fslab::format::codec::Decoder;
 use fslab::format::dirent::{dt, dt_from_mode};
 use fslab::format::inode::{kind, Inode, INODE_SIZE};
@@ -431,6 +432,24 @@ impl Checker<'_> {
         };
         if ok {
             self.add_live(daddr, self.bs as u64);
+            if lbn == XATTR_LBN {
+                // Read like any block (a failed read gets no repair: the
+                // device may answer next time, and the attributes stay).
+                let damage = match self.read_block(daddr) {
+                    Ok(block) => crate::xattr_block_damage(&block),
+                    Err(_) => None,
+                };
+                if let Some(why) = damage {
+                    let ino = w.ino;
+                    w.problems += 1;
+                    self.damage(
+                        Kind::BlockPointer,
+                        Some(ino),
+                        format!("inode {ino}: extended-attribute block at {daddr} {why}; repair drops the attributes"),
+                        Some(Fix::ClearPointer { ino, lbn: XATTR_LBN }),
+                    );
+                }
+            }
             return true;
         }
         let found = match role {

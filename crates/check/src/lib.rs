@@ -46,6 +46,23 @@ use std::time::{Duration, Instant};
 
 pub use repair::fsck;
 
+/// What is wrong with an extended-attribute block as read (its magic and
+/// checksum, docs/FORMAT.md; the same block on both layouts), if anything.
+pub(crate) fn xattr_block_damage(block: &[u8]) -> Option<&'static str> {
+    use fslab::format::codec::{crc32c_skipping, Decoder};
+    /// Where the block's checksum lies: bytes 4..8, over the block with
+    /// that field taken as zero.
+    const XATTR_CRC_OFFSET: usize = 4;
+    let d = Decoder::new(block);
+    if d.u32(0).ok() != Some(fslab::ufs::XATTR_MAGIC) {
+        return Some("has no extended-attribute magic");
+    }
+    if d.u32(XATTR_CRC_OFFSET).ok() != Some(crc32c_skipping(block, XATTR_CRC_OFFSET)) {
+        return Some("fails its checksum");
+    }
+    None
+}
+
 /// `n` and the noun for it: "1 inode", "2 inodes".
 pub(crate) fn count(n: u64, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })

@@ -205,6 +205,11 @@ fn apply(dev: Arc<dyn BlockDevice>, checked_serial: u64, fixes: &[Fix], outcome:
             Fix::ClearInode { ino } => {
                 (format!("inode {ino}"), lfs.repair_clear_inode(ino), "cleared".to_string())
             }
+            Fix::ClearPointer { ino, lbn } if lbn == fslab::format::blockno::XATTR_LBN => (
+                format!("inode {ino}"),
+                lfs.repair_drop_xattrs(ino),
+                "its damaged extended attributes dropped".to_string(),
+            ),
             Fix::SetLiveBytes { segment, bytes } => (
                 format!("segment {segment}"),
                 lfs.repair_set_live_bytes(segment, bytes),

@@ -110,6 +110,26 @@ fn a_root_inode_that_cannot_be_found_is_made_again_and_its_files_reconnected() {
     });
 }
 
+/// An extended-attribute block damaged on the medium: found, and the
+/// repair drops the attributes (every attribute call on the file failed
+/// until then), keeping the file's data.
+#[test]
+fn a_damaged_attribute_block_is_found_and_its_attributes_dropped() {
+    let (dev, tree) = populated();
+    let (_, _, medium) = inode_slot(dev.as_ref(), tree.medium);
+    assert!(medium.xattr.is_some(), "medium has an attribute block");
+    flip(dev.as_ref(), medium.xattr, 40, 4);
+    let report = check(&dev);
+    let fix = fslab_check::Fix::ClearPointer { ino: tree.medium, lbn: fslab::format::blockno::XATTR_LBN };
+    assert!(report.problems.iter().any(|p| p.fix == Some(fix.clone())), "problems:\n{}", listing(&report));
+    repaired_to_clean::<Lfs>(&dev);
+    with_fs(&dev, false, |fs| {
+        assert_eq!(fs.listxattr(tree.medium).expect("listxattr"), b"");
+        fs.setxattr(tree.medium, b"user.again", b"1", 0).expect("setxattr");
+        assert_eq!(fs.read(tree.medium, 0, 200 << 10).expect("read"), pattern(200 << 10, 1));
+    });
+}
+
 /// An inode that cannot be read may hold blocks the check cannot count:
 /// no segment's live count is lowered while one exists (a segment made to
 /// look empty would be marked clean at the repair's checkpoint and that

@@ -43,7 +43,6 @@ use fslab::ffs::bitmap::Bitmap;
 use fslab::ffs::cg::CylinderGroup;
 use fslab::ffs::Frag;
 use fslab::format::blockno::{is_indirect, Parent, INDIRECT_SECTOR, NDADDR, POINTERS_PER_SECTOR, XATTR_LBN};
-use fslab::format::codec::{crc32c_skipping, Decoder};
 use fslab::format::dirent::{dt, dt_from_mode};
 use fslab::format::inode::{Inode, InodeError, INODE_SIZE};
 use fslab::format::{Daddr, Ino, Lbn, ROOT_INO};
@@ -51,10 +50,6 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Problems reported for one inode before the rest are only counted.
 const MAX_PROBLEMS_PER_INODE: u32 = 16;
-/// Magic of an extended-attribute block (docs/FORMAT.md); its CRC32C is
-/// at bytes 4..8, over the block with that field taken as zero.
-const XATTR_MAGIC: u32 = 0x5841_5454;
-const XATTR_CRC_OFFSET: usize = 4;
 
 /// What an inode slot holds.
 enum Slot {
@@ -259,14 +254,7 @@ impl Walk<'_, '_> {
                 return Some(format!("cannot be read: {e}"));
             }
         };
-        let d = Decoder::new(&block);
-        if d.u32(0).ok() != Some(XATTR_MAGIC) {
-            return Some("has no extended-attribute magic".into());
-        }
-        if d.u32(XATTR_CRC_OFFSET).ok() != Some(crc32c_skipping(&block, XATTR_CRC_OFFSET)) {
-            return Some("fails its checksum".into());
-        }
-        None
+        crate::xattr_block_damage(&block).map(str::to_string)
     }
 }
 
