@@ -111,7 +111,36 @@ on_every_layout!(
     fslab_sync_makes_plain_writes_survive_a_killed_daemon,
     an_open_unlinked_file_is_freed_after_a_killed_daemon,
     a_read_only_mount_recovers_in_memory_and_writes_nothing,
+    o_dsync_writes_to_a_new_file_survive_a_killed_daemon,
 );
+
+/// Writes through a handle opened O_DSYNC are durable when they return,
+/// with no fsync: `dd oflag=dsync` opens a new file write-only, a handle
+/// whose writes go straight through, after which the kernel sends no
+/// fsync of its own (as it does after a cached handle's write).
+fn o_dsync_writes_to_a_new_file_survive_a_killed_daemon(layout: Layout) {
+    use std::os::unix::fs::OpenOptionsExt;
+    let Some(Scratch { _tmp, image, dir }) = scratch_of("64M", layout) else { return };
+    let m = Mount::new(&image, &dir, Mode::Foreground, layout.mount_args());
+    let pid = m.pid().expect("foreground daemon pid");
+    let data = Rng::new(21).bytes(300_000);
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_DSYNC)
+        .open(m.dir.join("dsync"))
+        .expect("create O_DSYNC");
+    f.write_all(&data).expect("write");
+    signal(pid, libc::SIGKILL);
+    drop(f);
+    drop(m);
+    detach(&dir);
+    recover_after_a_kill(&image, &dir, layout);
+    let m = Mount::new(&image, &dir, Mode::Foreground, layout.mount_args());
+    let got = fs::read(m.dir.join("dsync")).expect("the O_DSYNC file after a crash");
+    assert!(got == data, "O_DSYNC file content after a crash ({} bytes, want {})", got.len(), data.len());
+    m.unmount().expect("clean unmount after recovery");
+}
 
 fn background_mount_is_ready_when_the_command_returns_and_sigterm_checkpoints(layout: Layout) {
     let Some(Scratch { _tmp, image, dir }) = scratch_of("64M", layout) else { return };

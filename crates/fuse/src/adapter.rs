@@ -536,7 +536,7 @@ impl<S: StorageManager + 'static> Filesystem for FuseAdapter<S> {
         offset: u64,
         data: &[u8],
         _write_flags: WriteFlags,
-        _flags: OpenFlags,
+        flags: OpenFlags,
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
@@ -544,7 +544,17 @@ impl<S: StorageManager + 'static> Filesystem for FuseAdapter<S> {
         // write's work; done here, it overlaps a segment being written
         // behind under the lock.
         let copies = BlockCopies::of(offset, data, self.block_size);
-        let written = self.write_data(ino, offset, data, copies, caller(req));
+        let mut written = self.write_data(ino, offset, data, copies, caller(req));
+        // O_SYNC, O_DSYNC and RWF_(D)SYNC arrive as these flags. On a
+        // handle whose writes go straight through (direct I/O: a new file
+        // opened write-only) the kernel sends no fsync after the write, as
+        // it does for cached ones, so the write is made durable here.
+        if written.is_ok() && flags.0 & libc::O_DSYNC != 0 {
+            let datasync = flags.0 & libc::O_SYNC != libc::O_SYNC;
+            if let Err(e) = self.run("write", ino, |fs| fs.fsync(from_fuse(ino), datasync)) {
+                written = Err(e);
+            }
+        }
         // A write is at most MAX_IO bytes, so the count fits in 32 bits.
         reply.answer(written.map(|n| n as u32));
     }
