@@ -77,6 +77,11 @@ pub struct FuseAdapter<S: StorageManager> {
     /// ENOSYS to the first open tells it to stop sending OPEN and RELEASE).
     zero_message_open: bool,
     zero_message_opendir: bool,
+    /// The kernel drops other handles' cached pages of a file written
+    /// through a direct-I/O handle (Linux 6.6 on, told by its offering
+    /// `FUSE_DIRECT_IO_ALLOW_MMAP`, which came with that change): only
+    /// then may a write-only new file be served with direct I/O.
+    direct_io_coherent: bool,
     /// The way to the kernel's caches, set once the session exists.
     notifier: Arc<OnceLock<Notifier>>,
     /// The rate limits of damage reports.
@@ -100,6 +105,7 @@ impl<S: StorageManager> FuseAdapter<S> {
             block_size,
             zero_message_open: false,
             zero_message_opendir: false,
+            direct_io_coherent: false,
             notifier,
             damage: Mutex::new(DamageLog::default()),
         }
@@ -359,6 +365,7 @@ impl<S: StorageManager + 'static> Filesystem for FuseAdapter<S> {
         // read saves two round trips each.
         self.zero_message_open = config.capabilities().contains(InitFlags::FUSE_NO_OPEN_SUPPORT);
         self.zero_message_opendir = config.capabilities().contains(InitFlags::FUSE_NO_OPENDIR_SUPPORT);
+        self.direct_io_coherent = config.capabilities().contains(InitFlags::FUSE_DIRECT_IO_ALLOW_MMAP);
         Ok(())
     }
 
@@ -688,9 +695,12 @@ impl<S: StorageManager + 'static> Filesystem for FuseAdapter<S> {
         // straight from the writer's buffer to this process, a copy fewer
         // (and no cache to fill and reclaim) for `dd`, `cp` and shell
         // redirections writing a new file. It cannot be mmapped either, so
-        // nothing is given up; the kernel drops other handles' cached pages
-        // on each direct write, which keeps them coherent.
-        let direct_io = flags & libc::O_ACCMODE == libc::O_WRONLY;
+        // nothing is given up; a kernel from 6.6 on drops other handles'
+        // cached pages on each direct write, which keeps them coherent. An
+        // older one keeps them (a reader of a growing log would see zeros
+        // where it had read the end before), so there the handle is cached
+        // like any other.
+        let direct_io = self.direct_io_coherent && flags & libc::O_ACCMODE == libc::O_WRONLY;
         let entry =
             self.entry("create", parent, |fs| fs.mknod(from_fuse(parent), name.as_bytes(), mode, 0, creds));
         reply.answer(entry.map(|entry| Created { entry, direct_io }));
