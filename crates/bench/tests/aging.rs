@@ -168,6 +168,7 @@ fn writes_during(trace: &str) -> usize {
         on_op: &mut |_, _| {},
         on_day: &mut |_| {},
         placement: fslab_bench::aging::run::Placement::Namespace,
+        stop: None,
     };
     run(&mut target, &mut source, options).expect("run");
     assert!(clock.now() >= 1_000_000_000 * 2, "the clock follows the operations' times");
@@ -267,6 +268,7 @@ fn age_lfs(mib: u64, source: &mut dyn fslab_bench::aging::run::OpSource) -> fsla
         on_op: &mut |_, _| {},
         on_day: &mut |_| {},
         placement: fslab_bench::aging::run::Placement::Namespace,
+        stop: None,
     };
     let summary = run(&mut target, source, options).expect("run");
     target.finish().expect("unmount");
@@ -338,6 +340,7 @@ fn an_aged_ffs_reports_its_free_space_and_the_results_read_back() {
         on_op: &mut |_, _| {},
         on_day: &mut |_| {},
         placement: fslab_bench::aging::run::Placement::Namespace,
+        stop: None,
     };
     let summary = run(&mut target, &mut Generator::new(stream), options).expect("run");
     target.finish().expect("unmount");
@@ -435,6 +438,7 @@ fn the_1997_placement_puts_every_file_in_the_directory_of_its_group() {
         on_op: &mut |_, _| {},
         on_day: &mut |_| {},
         placement: Placement::CylinderGroups,
+        stop: None,
     };
     let summary = run(&mut target, &mut TraceReader::new(text.as_bytes()), options).expect("run");
     let groups = target.cylinder_groups().expect("an FFS has groups");
@@ -485,6 +489,7 @@ fn every_day_has_its_by_size_scores_and_old_results_still_read() {
         on_op: &mut |_, _| {},
         on_day: &mut |_| {},
         placement: Placement::CylinderGroups,
+        stop: None,
     };
     let summary = run(&mut target, &mut Generator::new(stream), options).expect("run");
     target.finish().expect("unmount");

@@ -104,6 +104,7 @@ fn the_runner_knows_when_each_live_file_last_changed() {
         on_op: &mut |_, _| {},
         on_day: &mut |_| {},
         placement: fslab_bench::aging::run::Placement::Namespace,
+        stop: None,
     };
     let summary = run(&mut target, &mut source, options).expect("run");
     assert_eq!(target.stat("moved").expect("stat"), Some(4000));

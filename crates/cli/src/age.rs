@@ -144,8 +144,31 @@ fn not_measured(aged: &Aged) -> &'static str {
     }
 }
 
+/// Set by SIGINT, SIGTERM or SIGHUP: the run stops before its next
+/// operation and the image is unmounted as after a finished run, never
+/// left as a killed mount leaves it.
+static STOP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Blocks the shutdown signals (before any thread that would take them
+/// starts) and sets [`STOP`] when one comes; a second one ends the process
+/// at once, as the signal would have.
+fn stop_on_signals() {
+    let signals = crate::mount::block_signals();
+    let _ = std::thread::Builder::new().name("fslab-age-signals".to_string()).spawn(move || {
+        if signals.wait().is_err() {
+            return;
+        }
+        STOP.store(true, std::sync::atomic::Ordering::Relaxed);
+        say!("fslab: age: stopping after this operation, then unmounting cleanly (again to stop at once)");
+        if signals.wait().is_ok() {
+            std::process::exit(130);
+        }
+    });
+}
+
 /// Runs the aging.
 pub fn run(args: &AgeArgs) -> Result<(), String> {
+    stop_on_signals();
     let name = args.target.display().to_string();
     let placement = Placement::parse(&args.placement)
         .ok_or_else(|| format!("--placement {}: one of namespace, 1997", args.placement))?;
@@ -325,6 +348,7 @@ fn age(
     let progress = RefCell::new(Progress::new(std::io::stderr().is_terminal()));
     progress.borrow_mut().start(&format!("age {name}"));
     let mut printed = Ok(());
+    let progress_ops = std::cell::Cell::new(0u64);
     let summary = run::run(
         target,
         source,
@@ -333,6 +357,7 @@ fn age(
             clock,
             record: record.as_mut().map(|w| w as &mut dyn Write),
             on_op: &mut |ops, day| {
+                progress_ops.set(ops);
                 if ops % 1000 == 0 {
                     let through = match days_ahead {
                         Some(days) => format!("day {day} of {days} ({}%)", 100 * day / days),
@@ -347,9 +372,18 @@ fn age(
                 }
             },
             placement,
+            stop: Some(&STOP),
         },
     )
-    .map_err(|e| format!("{name}: {e}"))?;
+    .map_err(|e| match e.kind() {
+        std::io::ErrorKind::Interrupted => {
+            format!(
+                "{name}: interrupted after {} operations; the image is unmounted cleanly",
+                progress_ops.get()
+            )
+        }
+        _ => format!("{name}: {e}"),
+    })?;
     printed.map_err(|e| format!("cannot write to standard output: {e}"))?;
     if let Some(mut w) = record {
         w.flush().map_err(|e| format!("recording: {e}"))?;

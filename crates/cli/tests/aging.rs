@@ -426,3 +426,28 @@ fn age_with_the_1997_placement_scores_by_size_daily_and_saves_the_bitmaps() {
     assert_eq!(saved, SavedMaps::of(&free_maps(&disk).expect("the image's maps")));
     assert_eq!(saved.groups.len(), 8);
 }
+
+/// Ctrl-C in a long run stops it before the next operation and unmounts
+/// the image as a finished run does: fsck finds it clean, where a killed
+/// mount would have left it to `fsck --repair`.
+#[test]
+fn age_interrupted_leaves_an_image_fsck_calls_clean() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let image = ffs_image(dir.path(), "a.img", "64M");
+    let results = dir.path().join("r.json");
+    let mut child = std::process::Command::new(common::fslab())
+        .args([os("age"), image.as_os_str(), os("--days"), os("3000"), os("--results"), results.as_os_str()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn fslab age");
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let pid = rustix::process::Pid::from_child(&child);
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).expect("SIGINT");
+    let out = child.wait_with_output().expect("wait");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("interrupted after") && stderr.contains("unmounted cleanly"), "{stderr}");
+    let r = fslab_run(&[os("fsck"), image.as_os_str()], T);
+    assert!(r.success(), "fsck after an interrupted age: {}", r.describe());
+}

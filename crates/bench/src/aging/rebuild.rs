@@ -319,6 +319,7 @@ pub fn age_image(params: &FfsParams, bytes: u64, stream: Params) -> io::Result<A
         on_op: &mut |_, _| {},
         on_day: &mut |_| {},
         placement: crate::aging::run::Placement::Namespace,
+        stop: None,
     };
     let ran = run::run(&mut target, &mut generator, options);
     let finished = target.finish();

@@ -209,6 +209,10 @@ pub struct RunOptions<'a> {
     pub on_day: &'a mut dyn FnMut(&DayReport),
     /// Where the stream's files go.
     pub placement: Placement,
+    /// Set (by a signal, say) to stop before the next operation: the run
+    /// ends with an `Interrupted` error, the target still mounted for its
+    /// caller to finish cleanly.
+    pub stop: Option<&'a std::sync::atomic::AtomicBool>,
 }
 
 /// The whole run.
@@ -446,6 +450,9 @@ impl Runner<'_, '_> {
         loop {
             if self.options.max_ops.is_some_and(|max| self.summary.ops >= max) {
                 break;
+            }
+            if self.options.stop.is_some_and(|stop| stop.load(std::sync::atomic::Ordering::Relaxed)) {
+                return Err(io::Error::new(io::ErrorKind::Interrupted, "interrupted"));
             }
             let Some(op) = self.source.next_op().map_err(io::Error::other)? else { break };
             if any && op.day() != self.day.day {

@@ -140,6 +140,7 @@ pub(super) fn realloc_on_dir(
         on_op: &mut |_, _| {},
         on_day: &mut |_| {},
         placement: crate::aging::run::Placement::Namespace,
+        stop: None,
     };
     let summary = crate::aging::run::run(&mut t, &mut generator, options)?;
     let hot = crate::aging::run::hot_files(&summary.live, setup.hot_since());

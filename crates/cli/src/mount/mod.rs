@@ -509,7 +509,7 @@ pub(crate) fn take_unmount_failure(dir: &Path) -> Option<String> {
 
 /// Blocks the shutdown signals in this thread and every thread it starts
 /// later, so that only the signal thread's `sigwait` receives them.
-fn block_signals() -> SigSet {
+pub(crate) fn block_signals() -> SigSet {
     let mut set = SigSet::empty();
     for signal in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP] {
         set.add(signal);
