@@ -970,46 +970,6 @@ fn an_ifile_whose_size_names_holes_is_refused_at_mount() {
     assert!(why.contains(&format!("hole at block {written}")), "{why}");
 }
 
-/// Roll-forward bounds the inode numbers it takes from the log by the
-/// inode map's size; a newer ifile met on the way (a directory
-/// operation's write, no checkpoint) may have grown the map. A file
-/// numbered past the checkpoint's map, fsynced after that write, keeps its
-/// data across a crash.
-#[test]
-fn an_inode_numbered_past_the_checkpoints_map_is_rolled_forward() {
-    use crate::ufs::{Creds, FileSystem};
-    let disk = Arc::new(MemDisk::new(32 << 20));
-    let c = Creds::default();
-    crate::mkfs_lfs(disk.clone(), &small_options(), c).expect("mkfs");
-    let lfs = Lfs::mount(disk.clone(), MountOptions { cache_bytes: 32 << 20, ..MountOptions::default() })
-        .expect("mount");
-    let mut fs = FileSystem::new(lfs);
-    // The mount's first write checkpoints (its serial numbers' jump);
-    // none follows.
-    let a = fs.mknod(ROOT_INO, b"a", kind::REG | 0o644, 0, c).expect("create").ino;
-    fs.fsync(a, false).expect("fsync");
-    let checkpoints = fs.storage().stats().checkpoints;
-    let many = 2000;
-    for i in 0..many {
-        fs.mknod(ROOT_INO, format!("f{i}").as_bytes(), kind::REG | 0o644, 0, c).expect("create");
-    }
-    let z = fs.mknod(ROOT_INO, b"z", kind::REG | 0o644, 0, c).expect("create").ino;
-    assert!(z > many, "z's number {z} lies past the first map block");
-    for i in 0..many {
-        fs.unlink(ROOT_INO, format!("f{i}").as_bytes()).expect("unlink");
-    }
-    fs.fsync(ROOT_INO, false).expect("fsync the directory");
-    fs.write(z, 0, b"fsynced").expect("write");
-    fs.fsync(z, false).expect("fsync");
-    assert_eq!(fs.storage().stats().checkpoints, checkpoints, "no checkpoint since the creates");
-    let crashed = crash_image(&disk);
-    drop(fs);
-    let mut fs = FileSystem::new(mount_mem(&crashed));
-    let found = fs.lookup(ROOT_INO, b"z").expect("z").ino;
-    assert_eq!(found, z);
-    assert_eq!(fs.read(z, 0, 100).expect("read"), b"fsynced");
-}
-
 /// A cleaner's request naming one block many times plans one read of it:
 /// a client must not size the daemon's buffer by repeating a reference.
 #[test]
