@@ -123,6 +123,17 @@ fn o_dsync_writes_to_a_new_file_survive_a_killed_daemon(layout: Layout) {
     let Some(Scratch { _tmp, image, dir }) = scratch_of("64M", layout) else { return };
     let m = Mount::new(&image, &dir, Mode::Foreground, layout.mount_args());
     let pid = m.pid().expect("foreground daemon pid");
+    // An existing file, opened O_DSYNC: a cached handle, after whose
+    // writes the kernel sends an fsync of its own.
+    fs::write(m.dir.join("existing"), b"before").expect("write");
+    let r = common::fslab_run(&[OsStr::new("sync"), m.dir.as_os_str()], T);
+    assert!(r.success(), "fslab sync: {}", r.describe());
+    let mut existing = fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_DSYNC)
+        .open(m.dir.join("existing"))
+        .expect("open");
+    existing.write_all(b"after!").expect("write");
     let data = Rng::new(21).bytes(300_000);
     let mut f = fs::OpenOptions::new()
         .write(true)
@@ -132,13 +143,14 @@ fn o_dsync_writes_to_a_new_file_survive_a_killed_daemon(layout: Layout) {
         .expect("create O_DSYNC");
     f.write_all(&data).expect("write");
     signal(pid, libc::SIGKILL);
-    drop(f);
+    drop((f, existing));
     drop(m);
     detach(&dir);
     recover_after_a_kill(&image, &dir, layout);
     let m = Mount::new(&image, &dir, Mode::Foreground, layout.mount_args());
     let got = fs::read(m.dir.join("dsync")).expect("the O_DSYNC file after a crash");
     assert!(got == data, "O_DSYNC file content after a crash ({} bytes, want {})", got.len(), data.len());
+    assert_eq!(fs::read(m.dir.join("existing")).expect("the existing file"), b"after!");
     m.unmount().expect("clean unmount after recovery");
 }
 

@@ -16,7 +16,8 @@ use crate::caller::Caller;
 use crate::convert::{file_attr, file_type, from_fuse, time_ns, time_set, to_fuse};
 use crate::damage::DamageLog;
 use crate::reply::{
-    lookup_answer, send_dir_plus, Answer, Created, DirItem, DirItemPlus, Entry, XattrAnswer, TTL,
+    lookup_answer, send_dir_plus, Answer, Created, DirItem, DirItemPlus, Entry, XattrAnswer, DIRECT_HANDLE,
+    TTL,
 };
 use crate::shared::Shared;
 use crate::stale::{kept, Dropped};
@@ -539,7 +540,7 @@ impl<S: StorageManager + 'static> Filesystem for FuseAdapter<S> {
         &self,
         req: &Request,
         ino: INodeNo,
-        _fh: FileHandle,
+        fh: FileHandle,
         offset: u64,
         data: &[u8],
         _write_flags: WriteFlags,
@@ -556,7 +557,7 @@ impl<S: StorageManager + 'static> Filesystem for FuseAdapter<S> {
         // handle whose writes go straight through (direct I/O: a new file
         // opened write-only) the kernel sends no fsync after the write, as
         // it does for cached ones, so the write is made durable here.
-        if written.is_ok() && flags.0 & libc::O_DSYNC != 0 {
+        if written.is_ok() && fh.0 == DIRECT_HANDLE && flags.0 & libc::O_DSYNC != 0 {
             let datasync = flags.0 & libc::O_SYNC != libc::O_SYNC;
             if let Err(e) = self.run("write", ino, |fs| fs.fsync(from_fuse(ino), datasync)) {
                 written = Err(e);

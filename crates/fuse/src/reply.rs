@@ -138,6 +138,10 @@ pub fn absent_attr() -> FileAttr {
     }
 }
 
+/// The handle of a file created with direct I/O (every other handle is 0):
+/// its writes are the ones the kernel follows with no fsync of its own.
+pub const DIRECT_HANDLE: u64 = 1;
+
 /// A file just created and opened: its entry and how the kernel is to do
 /// the handle's reads and writes.
 pub struct Created {
@@ -153,7 +157,8 @@ impl Answer<Created> for ReplyCreate {
             Ok(Created { entry, direct_io }) => {
                 let flags =
                     if direct_io { FopenFlags::FOPEN_DIRECT_IO } else { FopenFlags::FOPEN_KEEP_CACHE };
-                self.created(&TTL, &entry.attr, entry.generation, FileHandle(0), flags)
+                let handle = FileHandle(if direct_io { DIRECT_HANDLE } else { 0 });
+                self.created(&TTL, &entry.attr, entry.generation, handle, flags)
             }
             Err(e) => self.error(errno(&e)),
         }
