@@ -435,7 +435,7 @@ fn age_interrupted_leaves_an_image_fsck_calls_clean() {
     let dir = tempfile::tempdir().expect("tempdir");
     let image = ffs_image(dir.path(), "a.img", "64M");
     let results = dir.path().join("r.json");
-    let mut child = std::process::Command::new(common::fslab())
+    let child = std::process::Command::new(common::fslab())
         .args([os("age"), image.as_os_str(), os("--days"), os("3000"), os("--results"), results.as_os_str()])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
