@@ -370,4 +370,29 @@ on_every_layout!(
     a_truncate_that_clears_set_user_id_shows_at_once,
     extended_attributes_that_take_or_free_a_block_show_in_the_block_count,
     the_kernel_checks_permissions_against_the_stored_mode,
+    a_moved_directorys_dotdot_names_its_new_parent,
 );
+
+/// The inode number the listing of `dir` gives its entry `name`, read
+/// with readdir (`.` and `..` included, as `ls -ia` shows them).
+fn listed_ino(dir: &Path, name: &[u8]) -> Option<u64> {
+    let fd = open(&cpath(dir), OFlags::RDONLY | OFlags::DIRECTORY).expect("open directory");
+    let entries = rustix::fs::Dir::read_from(&fd).expect("readdir");
+    entries.filter_map(Result::ok).find(|e| e.file_name().to_bytes() == name).map(|e| e.ino())
+}
+
+/// A directory moved to another parent lists `..` as that parent, also
+/// when the kernel had cached its listing before the move (its `..` is
+/// rewritten by the move, which the kernel does not see).
+fn a_moved_directorys_dotdot_names_its_new_parent(layout: Layout) {
+    use std::os::unix::fs::MetadataExt;
+    let Some(fx) = Fixture::new(layout) else { return };
+    fs::create_dir_all(fx.p("a/c")).expect("mkdir a/c");
+    fs::create_dir(fx.p("b")).expect("mkdir b");
+    let a = fs::metadata(fx.p("a")).expect("a").ino();
+    let b = fs::metadata(fx.p("b")).expect("b").ino();
+    assert_eq!(listed_ino(&fx.p("a/c"), b".."), Some(a), "before the move");
+    fs::rename(fx.p("a/c"), fx.p("b/c")).expect("rename");
+    assert_eq!(listed_ino(&fx.p("b/c"), b".."), Some(b), "after the move, as ext4 lists it");
+    fx.finish();
+}
