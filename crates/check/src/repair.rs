@@ -207,7 +207,7 @@ fn apply(dev: Arc<dyn BlockDevice>, checked_serial: u64, fixes: &[Fix], outcome:
             }
             Fix::ClearPointer { ino, lbn } if lbn == fslab::format::blockno::XATTR_LBN => (
                 format!("inode {ino}"),
-                lfs.repair_drop_xattrs(ino),
+                lfs.free_xattr(ino),
                 "its damaged extended attributes dropped".to_string(),
             ),
             Fix::SetLiveBytes { segment, bytes } => (

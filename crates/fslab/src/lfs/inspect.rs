@@ -170,15 +170,6 @@ impl Lfs {
         Ok(())
     }
 
-    /// fsck's repair of an extended-attribute block that fails its magic
-    /// or checksum: the file's attributes are dropped (the block freed,
-    /// the pointer cleared), so that the file's other attribute calls
-    /// work again.
-    pub fn repair_drop_xattrs(&mut self, ino: Ino) -> Result<()> {
-        use crate::storage::StorageManager;
-        self.free_xattr(ino)
-    }
-
     /// fsck's repair of an inode's count of space held: sets `ino`'s
     /// `blocks` (512-byte units) to `units`, what its tree reaches, and
     /// marks it to be written. The count is bookkeeping (`stat`'s

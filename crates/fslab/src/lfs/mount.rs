@@ -340,18 +340,18 @@ impl Lfs {
             // The log writes every ifile block: a hole is damage, and a
             // size naming holes only (a crafted inode) would otherwise
             // fill memory with zeros before the tables are decoded.
-            let written = self.pointer(IFILE_INO, lbn as i64).and_then(|addr| match addr.is_none() {
-                true => {
-                    Err(Error::corrupt("ifile inode", daddr, format!("the ifile has a hole at block {lbn}")))
-                }
-                false => Ok(()),
-            });
-            if let Err(e) = written {
-                self.ifile.inode = previous;
-                return Err(e);
-            }
             let mut buf = vec![0u8; bs as usize];
-            if let Err(e) = self.read_file_block(IFILE_INO, lbn as i64, &mut buf) {
+            let read = self.pointer(IFILE_INO, lbn as i64).and_then(|addr| {
+                if addr.is_none() {
+                    return Err(Error::corrupt(
+                        "ifile inode",
+                        daddr,
+                        format!("the ifile has a hole at block {lbn}"),
+                    ));
+                }
+                self.read_addr(addr, &mut buf)
+            });
+            if let Err(e) = read {
                 self.ifile.inode = previous;
                 return Err(e);
             }
