@@ -134,7 +134,7 @@ impl<S: StorageManager> Ns<'_, S> {
                 let chunk_offset = lbn * bs + (c * DIRBLKSIZ) as u64;
                 let (mut hit, mut free) = (None, 0);
                 dirent::for_each_entry(chunk, dir, chunk_offset, |e| {
-                    if hit.is_none() && e.ino != 0 && e.name == name {
+                    if hit.is_none() && e.ino != 0 && dirent::same_name(e.name, name) {
                         hit = Some((e.offset, e.ino));
                     }
                     free = free.max(e.free_bytes());
