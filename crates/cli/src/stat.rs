@@ -126,10 +126,12 @@ fn render_mount(dir: &str, m: Option<&MountReport>) -> String {
                     &mut out,
                     "journal",
                     format!(
-                        "{} ({} logged in {} log writes), {} flushes, {} checkpoints to make room",
+                        "{} ({} logged in {} log writes, the largest {}), {} flushes, {} checkpoints to \
+                         make room",
                         count(j.transactions, "transaction", "transactions"),
                         human(j.bytes_logged),
                         j.log_writes,
+                        human(j.largest_transaction),
                         j.forces,
                         j.checkpoints
                     ),
@@ -450,6 +452,7 @@ syncs                     3
             log_writes: 12,
             forces: 3,
             checkpoints: 0,
+            largest_transaction: 12 << 10,
         };
         let journaled = MountReport {
             space,
@@ -464,8 +467,8 @@ syncs                     3
         let text = render_mount("/mnt", Some(&journaled));
         assert!(
             text.contains(
-                "journal                   1000 transactions (300 KiB logged in 12 log writes), 3 flushes, \
-                 0 checkpoints to make room"
+                "journal                   1000 transactions (300 KiB logged in 12 log writes, the largest 12 \
+                 KiB), 3 flushes, 0 checkpoints to make room"
             ),
             "{text}"
         );

@@ -573,7 +573,14 @@ pub(super) fn encode_mount(out: &mut Out, r: &MountReport) {
                 None => out.u8(0),
                 Some(j) => {
                     out.u8(1);
-                    for v in [j.transactions, j.bytes_logged, j.log_writes, j.forces, j.checkpoints] {
+                    for v in [
+                        j.transactions,
+                        j.bytes_logged,
+                        j.log_writes,
+                        j.forces,
+                        j.checkpoints,
+                        j.largest_transaction,
+                    ] {
                         out.u64(v);
                     }
                 }
@@ -679,6 +686,7 @@ pub(super) fn decode_mount(r: &mut In) -> Result<MountReport> {
                     log_writes: r.u64()?,
                     forces: r.u64()?,
                     checkpoints: r.u64()?,
+                    largest_transaction: r.u64()?,
                 }),
                 _ => return Err(malformed()),
             };

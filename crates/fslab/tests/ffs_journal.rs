@@ -399,3 +399,107 @@ fn blocks_freed_in_the_first_transaction_wait_for_it_to_be_durable() {
     fs.storage().check_groups().unwrap_or_else(|e| panic!("{e}"));
     fs.unmount().expect("unmount");
 }
+
+/// An FFS of `bytes` with 4 KiB blocks and fragments and a 1 MiB log in
+/// its own region, mounted `integrity=journal` with realloc off (so two
+/// files written in turn keep their blocks interleaved).
+fn small_log(bytes: u64) -> (Arc<MemDisk>, FileSystem<Ffs>) {
+    let disk = Arc::new(MemDisk::new(bytes));
+    let dev: Arc<dyn BlockDevice> = disk.clone();
+    let mkfs = MkfsOptions {
+        block_size: 4096,
+        fragment_size: 4096,
+        journal: JournalKind::Wafs,
+        journal_bytes: Some(1 << 20),
+        ..MkfsOptions::default()
+    };
+    fslab::mkfs_ffs(dev.clone(), &mkfs, ME).expect("mkfs");
+    let options = MountOptions { realloc: Some(false), ..options(Integrity::Journal) };
+    (disk, FileSystem::new(Ffs::mount(dev, options).expect("mount")))
+}
+
+/// Mounts `image` again after a crash (replaying the log) and checks its
+/// groups.
+fn replayed(image: Arc<MemDisk>) -> FileSystem<Ffs> {
+    let dev: Arc<dyn BlockDevice> = image;
+    let mut fs = FileSystem::new(Ffs::mount(dev, options(Integrity::Journal)).expect("mount replays"));
+    fs.storage().check_groups().unwrap_or_else(|e| panic!("{e}"));
+    fs
+}
+
+fn largest_transaction(fs: &mut FileSystem<Ffs>) -> u64 {
+    fs.storage().journal_stats().expect("a journal").largest_transaction
+}
+
+#[test]
+fn a_fragmented_file_larger_than_the_log_is_truncated_and_removed_in_steps() {
+    // Two files written a block each in turn share no run of blocks, so
+    // each of their 66,000 blocks is a free record of its own: 1 MiB of
+    // them, more than the log holds in one transaction.
+    const BLOCKS: u64 = 66_000;
+    let (disk, mut fs) = small_log(640 << 20);
+    let (a, b) = (create(&mut fs, ROOT_INO, "a"), create(&mut fs, ROOT_INO, "b"));
+    let block = vec![5u8; 4096];
+    for i in 0..BLOCKS {
+        fs.write(a, i * 4096, &block).expect("write a");
+        fs.write(b, i * 4096, &block).expect("write b");
+    }
+    fs.sync().expect("sync");
+    let free_before = fs.statfs().expect("statfs").free_blocks;
+    let truncate = fslab::ufs::SetAttr { size: Some(0), ..Default::default() };
+    fs.setattr(a, &truncate).expect("a truncate of more blocks than the log holds records for");
+    fs.unlink(ROOT_INO, b"b").expect("a removal of as many");
+    fs.mknod(ROOT_INO, b"after", kind::REG | 0o644, 0, ME).expect("the journal still takes operations");
+    fs.sync().expect("sync");
+    assert!(largest_transaction(&mut fs) <= 512 << 10, "every transaction fits half the log");
+    let mut fs = replayed(crash(&disk, fs));
+    assert_eq!(fs.getattr(a).expect("a").attr.size, 0);
+    assert!(fs.lookup(ROOT_INO, b"b").is_err() && fs.lookup(ROOT_INO, b"after").is_ok());
+    assert!(
+        fs.statfs().expect("statfs").free_blocks >= free_before + 2 * BLOCKS - 100,
+        "the space came back"
+    );
+    fs.unmount().expect("unmount");
+}
+
+#[test]
+fn a_crash_between_the_steps_of_a_removal_leaves_an_orphan_that_mount_frees() {
+    let (disk, mut fs) = small_log(128 << 20);
+    let f = create(&mut fs, ROOT_INO, "big");
+    let chunk = vec![3u8; 1 << 20];
+    for i in 0..40u64 {
+        fs.write(f, i << 20, &chunk).expect("write");
+    }
+    fs.sync().expect("sync");
+    let free_before = fs.statfs().expect("statfs").free_blocks;
+    // Open, so that the removal leaves an orphan; then the steps that free
+    // all but the last 16 MiB, made durable; then the crash.
+    fs.pin(f);
+    fs.unlink(ROOT_INO, b"big").expect("unlink");
+    let before = fs.storage().journal_stats().expect("journal").transactions;
+    fslab::storage::free_blocks_in_steps(fs.storage(), f).expect("steps").wait().expect("wait");
+    let steps = fs.storage().journal_stats().expect("journal").transactions - before;
+    assert!(steps >= 2, "40 MiB in steps of 16 MiB: {steps} transactions");
+    fs.sync().expect("sync");
+    let mut fs = replayed(crash(&disk, fs));
+    assert!(fs.lookup(ROOT_INO, b"big").is_err());
+    assert!(fs.statfs().expect("statfs").free_blocks >= free_before + 40 * 256, "mount freed the rest");
+    fs.unmount().expect("unmount");
+}
+
+#[test]
+fn a_fallocate_larger_than_one_transaction_is_logged_in_steps_and_a_large_collapse_refused() {
+    let (disk, mut fs) = small_log(256 << 20);
+    let f = create(&mut fs, ROOT_INO, "f");
+    let before = fs.storage().journal_stats().expect("journal").transactions;
+    fs.fallocate(f, 0, 100 << 20, 0).expect("fallocate of 100 MiB through a 1 MiB log");
+    let steps = fs.storage().journal_stats().expect("journal").transactions - before;
+    assert!(steps >= 7, "100 MiB in steps of 16 MiB: {steps} transactions");
+    assert!(largest_transaction(&mut fs) <= 512 << 10);
+    let err = fs.fallocate(f, 0, 4096, libc::FALLOC_FL_COLLAPSE_RANGE).expect_err("moves 25,600 blocks");
+    assert_eq!(err.errno(), libc::EFBIG);
+    fs.sync().expect("sync");
+    let mut fs = replayed(crash(&disk, fs));
+    assert_eq!(fs.getattr(f).expect("f").attr.size, 100 << 20, "nothing collapsed");
+    fs.unmount().expect("unmount");
+}

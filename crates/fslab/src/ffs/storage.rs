@@ -110,6 +110,10 @@ impl StorageManager for Ffs {
         self.tree.max_blocks().saturating_mul(self.block_size() as u64).min(i64::MAX as u64)
     }
 
+    fn blocks_per_tx(&self) -> Option<u64> {
+        self.mode().blocks_per_tx()
+    }
+
     fn valloc(&mut self, parent: Ino, mode: u32) -> Result<Inode> {
         self.check_mounted()?;
         self.alloc_inode(parent, mode)
@@ -270,6 +274,16 @@ impl StorageManager for Ffs {
         if blocks > self.available_blocks() {
             return Err(errno(libc::ENOSPC, "file system full"));
         }
+        self.reserved_frags += blocks.saturating_mul(self.frags_per_block());
+        Ok(())
+    }
+
+    /// Unchecked: the check would refuse the last steps of a call that
+    /// fits. `statfs` sets aside the indirect blocks of one file from its
+    /// first block, out of the `minfree` reserve where that is kept; the
+    /// indirect blocks of the earlier steps came out of what users may
+    /// have instead, as nothing was promised across the commit between.
+    fn reserve_promised_blocks(&mut self, blocks: u64) -> Result<()> {
         self.reserved_frags += blocks.saturating_mul(self.frags_per_block());
         Ok(())
     }

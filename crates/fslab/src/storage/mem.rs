@@ -28,6 +28,7 @@ pub struct MemStorage {
     block_size: u32,
     max_file_size: u64,
     block_limit: Option<u64>,
+    blocks_per_tx: Option<u64>,
     inodes: HashMap<Ino, Inode>,
     blocks: BTreeMap<(Ino, Lbn), Vec<u8>>,
     reserved: u64,
@@ -50,6 +51,7 @@ impl MemStorage {
             block_size,
             max_file_size: geometry.max_blocks().saturating_mul(block_size as u64),
             block_limit: None,
+            blocks_per_tx: None,
             inodes: HashMap::new(),
             blocks: BTreeMap::new(),
             reserved: 0,
@@ -81,6 +83,12 @@ impl MemStorage {
     /// Limits the blocks (data and xattr) that may be stored; `None` for no limit.
     pub fn set_block_limit(&mut self, limit: Option<u64>) {
         self.block_limit = limit;
+    }
+
+    /// Bounds the blocks one transaction should allocate, free or move
+    /// (`StorageManager::blocks_per_tx`), as a journal does.
+    pub fn set_blocks_per_tx(&mut self, blocks: Option<u64>) {
+        self.blocks_per_tx = blocks;
     }
 
     /// Lowers the largest file size (to test EFBIG without huge offsets).
@@ -187,6 +195,10 @@ impl StorageManager for MemStorage {
 
     fn max_file_size(&self) -> u64 {
         self.max_file_size
+    }
+
+    fn blocks_per_tx(&self) -> Option<u64> {
+        self.blocks_per_tx
     }
 
     fn valloc(&mut self, _parent: Ino, _mode: u32) -> Result<Inode> {
@@ -351,6 +363,12 @@ impl StorageManager for MemStorage {
             return Err(errno(libc::ENOSPC, "cannot reserve that many blocks"));
         }
         self.reserved += blocks;
+        Ok(())
+    }
+
+    /// Nothing: a reservation here lasts until writes use it, across
+    /// commits, so the first step's covers them all.
+    fn reserve_promised_blocks(&mut self, _blocks: u64) -> Result<()> {
         Ok(())
     }
 

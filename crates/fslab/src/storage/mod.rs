@@ -34,7 +34,9 @@ use crate::Result;
 use disk::AlignedBytes;
 pub use fetch::{Fetch, Fetches};
 pub use mem::MemStorage;
-pub use tx::{transaction, Hint, OverBound, TxKind, TxLog, TxSpec};
+pub use tx::{
+    free_blocks_in_steps, free_blocks_past_in_steps, transaction, Hint, OverBound, TxKind, TxLog, TxSpec,
+};
 
 /// Copies bytes `offset .. offset + buf.len()` of `block` into `buf`;
 /// EINVAL if they pass the block's end.
@@ -83,6 +85,17 @@ pub trait StorageManager: Send {
 
     /// The largest file size this layout can represent, in bytes.
     fn max_file_size(&self) -> u64;
+
+    /// The most file blocks one transaction should allocate, free or
+    /// move, if this storage manager bounds it (`None`, the default: no
+    /// bound). A write-ahead journal must hold a whole transaction in its
+    /// log, so the namespace splits a truncate, the reclaim of a removed
+    /// file, a fallocate or a copy larger than this into several
+    /// transactions, each of which leaves the file whole, as ext4 restarts
+    /// a handle that would outgrow its journal.
+    fn blocks_per_tx(&self) -> Option<u64> {
+        None
+    }
 
     /// Allocates an inode number for a new node of type `mode` (the
     /// `S_IFMT` bits matter) in directory `parent`, and returns the new
@@ -209,6 +222,16 @@ pub trait StorageManager: Send {
     /// lack of space, or fails with ENOSPC: lets `fallocate` promise space,
     /// and check for all of it before it changes anything.
     fn reserve_blocks(&mut self, blocks: u64) -> Result<()>;
+
+    /// [`StorageManager::reserve_blocks`] for a step of an operation made
+    /// in several transactions ([`StorageManager::blocks_per_tx`]) whose
+    /// first transaction made sure of room for the whole: the promise
+    /// carries on, as the namespace holds the file system between the
+    /// steps. The default checks again; a storage manager whose check
+    /// would refuse a step of a call that fits as a whole overrides it.
+    fn reserve_promised_blocks(&mut self, blocks: u64) -> Result<()> {
+        self.reserve_blocks(blocks)
+    }
 
     /// Whether rewriting part of a block that holds data takes space: in
     /// a log it does (the block is written anew elsewhere); a layout that

@@ -5,7 +5,7 @@
 //! last close does, so the layout takes each off its list the way it does
 //! at run time.
 
-use super::{transaction, Hint, StorageManager, TxKind, TxSpec};
+use super::{free_blocks_in_steps, transaction, Hint, StorageManager, TxKind, TxSpec};
 use crate::format::Ino;
 use crate::Result;
 
@@ -21,9 +21,12 @@ pub struct OrphanReport {
 }
 
 /// Frees orphan `ino` — its blocks, its extended-attribute block, the
-/// inode — in one `Reclaim` transaction, as the namespace does at a last
-/// close, and waits for it as the storage manager promises it.
+/// inode — in one `Reclaim` transaction (after steps, for a file with more
+/// blocks than one may free: [`free_blocks_in_steps`]), as the namespace
+/// does at a last close, and waits for it as the storage manager promises
+/// it.
 pub fn reclaim<S: StorageManager + ?Sized>(storage: &mut S, ino: Ino) -> Result<()> {
+    free_blocks_in_steps(storage, ino)?.wait()?;
     let ((), ticket) = transaction(storage, TxSpec::new(TxKind::Reclaim), |s| {
         s.hint(Hint::Reclaimed { ino })?;
         s.free_file(ino)

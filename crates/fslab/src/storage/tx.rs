@@ -326,6 +326,44 @@ pub fn transaction<S: StorageManager + ?Sized, T>(
     Ok((value, committed?))
 }
 
+/// Frees the blocks of orphan `ino` (a file with no name) in `Reclaim`
+/// transactions of at most [`StorageManager::blocks_per_tx`] blocks each,
+/// the first blocks first, holes skipped, until what is left fits one
+/// transaction: the caller's last, which frees the rest and the inode.
+/// Nothing when the storage manager sets no bound. Each step leaves a
+/// sound file with holes where its blocks were, so a crash between steps
+/// leaves an orphan for mount to finish. Returns the steps' tickets,
+/// joined.
+pub fn free_blocks_in_steps<S: StorageManager + ?Sized>(storage: &mut S, ino: Ino) -> Result<super::Ticket> {
+    free_blocks_past_in_steps(storage, ino, 0)
+}
+
+/// [`free_blocks_in_steps`] of the blocks from `first` on only: for a
+/// file with a name, the blocks past its end (a `fallocate` with
+/// `KEEP_SIZE` leaves them), whose freeing leaves the file as it reads.
+pub fn free_blocks_past_in_steps<S: StorageManager + ?Sized>(
+    storage: &mut S,
+    ino: Ino,
+    first: u64,
+) -> Result<super::Ticket> {
+    let mut ticket = super::Ticket::none();
+    let Some(limit) = storage.blocks_per_tx().map(|n| n.max(1)) else { return Ok(ticket) };
+    let block = u64::from(storage.block_size().max(1));
+    let mut from = first;
+    while storage.vget(ino)?.blocks.saturating_mul(512) / block > limit {
+        let Some(first) = storage.next_data(ino, from)? else { break };
+        let last = first.saturating_add(limit - 1);
+        let ((), step) =
+            transaction(storage, TxSpec::new(TxKind::Reclaim), |s| s.free_blocks(ino, first, last))?;
+        ticket = ticket.join(step);
+        match last.checked_add(1) {
+            Some(next) => from = next,
+            None => break,
+        }
+    }
+    Ok(ticket)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -62,6 +62,21 @@ const ZERO_RANGE: i32 = libc::FALLOC_FL_ZERO_RANGE;
 pub(super) const COLLAPSE_RANGE: i32 = libc::FALLOC_FL_COLLAPSE_RANGE;
 pub(super) const INSERT_RANGE: i32 = libc::FALLOC_FL_INSERT_RANGE;
 
+/// What a fallocate does about space before it changes anything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Room {
+    /// Makes sure of room for every block it writes (or refuses, having
+    /// changed nothing), then writes them.
+    Make,
+    /// Makes sure of it and stops there: the first stage of a call made in
+    /// steps (`FileSystem::fallocate_by`), which holds the file system
+    /// throughout, so that nothing takes the room between its steps.
+    CheckOnly,
+    /// A step of such a call: its room was made sure of for the whole
+    /// range (`StorageManager::reserve_promised_blocks`).
+    Made,
+}
+
 impl<S: StorageManager> Ns<'_, S> {
     fn bs(&self) -> u64 {
         self.s.block_size() as u64
@@ -328,6 +343,7 @@ impl<S: StorageManager> Ns<'_, S> {
         len: u64,
         mode: i32,
         who: Privilege,
+        room: Room,
     ) -> Result<()> {
         let allocate = mode & !KEEP_SIZE == 0;
         let punch = mode == PUNCH_HOLE | KEEP_SIZE;
@@ -373,7 +389,14 @@ impl<S: StorageManager> Ns<'_, S> {
         // rewriting a block does.
         if !punch {
             let rewrites = if self.s.rewrites_take_space() { edges.len() } else { 0 };
-            self.s.reserve_blocks((rewrites + past_end) as u64 + hole_blocks)?;
+            let blocks = (rewrites + past_end) as u64 + hole_blocks;
+            match room {
+                Room::Made => self.s.reserve_promised_blocks(blocks)?,
+                Room::Make | Room::CheckOnly => self.s.reserve_blocks(blocks)?,
+            }
+        }
+        if room == Room::CheckOnly {
+            return Ok(());
         }
         if grows {
             self.zero_past_end(ino, attr.size, end)?;
@@ -519,10 +542,14 @@ impl<S: StorageManager> Ns<'_, S> {
         if len == 0 {
             return Ok(0);
         }
+        // As Linux's generic_write_check_limits(): a copy that would pass
+        // the largest file is cut short there; only one that starts there
+        // is refused.
         let max = self.s.max_file_size();
-        if to_offset.checked_add(len).is_none_or(|end| end > max) {
+        if to_offset >= max {
             return Err(errno(libc::EFBIG, "copy past the largest file"));
         }
+        let len = len.min(max - to_offset);
         self.zero_past_end(to, dst_attr.size, to_offset)?;
         let bs = self.bs();
         let mut block = vec![0u8; bs as usize];

@@ -38,6 +38,7 @@ use crate::Result;
 
 pub use atime::{AtimeOptions, AtimePolicy};
 pub use dirhash::{DirhashOptions, DirhashStats};
+use file::Room;
 pub use file::{BlockCopies, PendingRead, ReadStart};
 pub use xattr::{XATTR_MAGIC, XATTR_VALUE_MAX};
 
@@ -171,8 +172,12 @@ pub(crate) struct State {
     dirs: dirhash::Dirhash,
     /// Users of each inode (kernel lookups, open files).
     pins: HashMap<Ino, u64>,
-    /// Inodes with no links that are still pinned.
+    /// Inodes with no links that are still pinned, or whose blocks are
+    /// too many for one transaction (`StorageManager::blocks_per_tx`).
     orphans: HashSet<Ino>,
+    /// Orphans with no pin, to be freed in steps once the transaction
+    /// that took their last name has ended.
+    unpinned_orphans: Vec<Ino>,
     /// When reads update access times (a mount option).
     atime: AtimeOptions,
 }
@@ -255,12 +260,25 @@ impl<S: StorageManager> Ns<'_, S> {
     /// `ino` lost its last link: free it now, or at its last unpin (an
     /// orphan until then).
     fn release(&mut self, ino: Ino) -> Result<()> {
-        if self.st.pins.get(&ino).is_some_and(|&n| n > 0) {
-            self.st.orphans.insert(ino);
-            self.s.hint(Hint::Orphaned { ino })
-        } else {
-            self.destroy(ino)
+        let pinned = self.st.pins.get(&ino).is_some_and(|&n| n > 0);
+        if !pinned && !self.too_large_for_one_tx(ino)? {
+            return self.destroy(ino);
         }
+        // On the orphan list in the transaction that takes the last name,
+        // so that a crash before the last step leaves it for mount.
+        if !pinned {
+            self.st.unpinned_orphans.push(ino);
+        }
+        self.st.orphans.insert(ino);
+        self.s.hint(Hint::Orphaned { ino })
+    }
+
+    /// Whether freeing `ino` takes more than one transaction
+    /// (`StorageManager::blocks_per_tx`).
+    fn too_large_for_one_tx(&mut self, ino: Ino) -> Result<bool> {
+        let Some(limit) = self.s.blocks_per_tx() else { return Ok(false) };
+        let held = self.s.vget(ino)?.blocks.saturating_mul(512) / self.s.block_size().max(1) as u64;
+        Ok(held > limit)
     }
 
     /// Frees an inode and everything it holds.
@@ -361,7 +379,21 @@ impl<S: StorageManager> FileSystem<S> {
         let (value, ticket) =
             crate::storage::transaction(&mut self.storage, spec.into(), |s| body(&mut Ns { s, st }))?;
         self.settle(ticket)?;
+        for ino in std::mem::take(&mut self.state.unpinned_orphans) {
+            // The operation is done whether or not this works: a file left
+            // on the orphan list is freed at unmount, or by the next mount.
+            let _ = self.reclaim(ino);
+        }
         Ok(value)
+    }
+
+    /// Frees orphan `ino`: its blocks in as many transactions as the
+    /// storage manager needs (`StorageManager::blocks_per_tx`), then the
+    /// rest, and the inode, in one.
+    fn reclaim(&mut self, ino: Ino) -> Result<()> {
+        let ticket = crate::storage::free_blocks_in_steps(&mut self.storage, ino)?;
+        self.settle(ticket)?;
+        self.tx(TxKind::Reclaim, |ns| ns.destroy(ino))
     }
 
     /// A write transaction of the blocks `len` bytes from `offset` cover,
@@ -418,8 +450,43 @@ impl<S: StorageManager> FileSystem<S> {
 
     /// Changes attributes; a size change truncates or extends.
     pub fn setattr(&mut self, ino: Ino, change: &SetAttr) -> Result<Inode> {
+        if let Some(size) = change.size {
+            self.shrink_in_steps(ino, size, change.who)?;
+        }
         let kind = if change.size.is_some() { TxKind::Truncate } else { TxKind::SetAttr };
         self.tx(kind, |ns| ns.setattr(ino, change))
+    }
+
+    /// The most blocks, and bytes of file, one transaction may allocate,
+    /// free or move (`StorageManager::blocks_per_tx`), if bounded.
+    fn tx_span(&self) -> Option<(u64, u64)> {
+        let blocks = self.storage.blocks_per_tx()?.max(1);
+        Some((blocks, blocks.saturating_mul(u64::from(self.storage.block_size().max(1)))))
+    }
+
+    /// Brings a truncate of a regular file to `size` down to one that one
+    /// transaction can hold (`StorageManager::blocks_per_tx`): the blocks
+    /// past the end first (a `fallocate` with `KEEP_SIZE` leaves them),
+    /// then the size falls from the end in steps, each its own
+    /// transaction, so that a crash between them leaves the file cut at a
+    /// block boundary above `size`, its data before that whole.
+    fn shrink_in_steps(&mut self, ino: Ino, size: u64, who: Privilege) -> Result<()> {
+        let Some((limit, span)) = self.tx_span() else { return Ok(()) };
+        let bs = u64::from(self.storage.block_size().max(1));
+        let inode = self.storage.vget(ino)?;
+        if !inode.attr.is_reg() || size >= inode.attr.size || inode.blocks.saturating_mul(512) / bs <= limit {
+            return Ok(());
+        }
+        let ticket =
+            crate::storage::free_blocks_past_in_steps(&mut self.storage, ino, inode.attr.size.div_ceil(bs))?;
+        self.settle(ticket)?;
+        let mut end = inode.attr.size.div_ceil(bs) * bs;
+        while end.saturating_sub(size) > span {
+            end -= span;
+            let step = SetAttr { size: Some(end), who, ..SetAttr::default() };
+            self.tx(TxKind::Truncate, |ns| ns.setattr(ino, &step))?;
+        }
+        Ok(())
     }
 
     /// Creates a node of any non-directory kind (`mode` holds type and
@@ -542,13 +609,45 @@ impl<S: StorageManager> FileSystem<S> {
             | libc::FALLOC_FL_ZERO_RANGE
             | libc::FALLOC_FL_COLLAPSE_RANGE
             | libc::FALLOC_FL_INSERT_RANGE;
+        if let Some((limit, span)) = self.tx_span() {
+            let moves = libc::FALLOC_FL_COLLAPSE_RANGE | libc::FALLOC_FL_INSERT_RANGE;
+            let bs = span / limit;
+            if mode & moves != 0 {
+                // Moving a range rewrites every pointer from it to the end
+                // at once: no step between would leave the file whole.
+                let size = self.storage.vget(ino)?.attr.size;
+                if size.div_ceil(bs).saturating_sub(offset / bs) > limit {
+                    return Err(errno(
+                        libc::EFBIG,
+                        "moving this many blocks takes more than one transaction can hold (a larger \
+                         journal holds more: `fslab mkfs --journal-size`)",
+                    ));
+                }
+            } else if len > span
+                && offset.checked_add(len).is_some_and(|end| end <= self.storage.max_file_size())
+            {
+                // In steps, each its own transaction, once the whole range
+                // is known to fit: a call refused for want of space
+                // changes nothing.
+                self.tx(TxKind::SetAttr, |ns| ns.fallocate(ino, offset, len, mode, who, Room::CheckOnly))?;
+                let end = offset + len;
+                let mut at = offset;
+                while at < end {
+                    let step_end = (at / span + 1).saturating_mul(span).min(end);
+                    let spec = self.write_spec(at, step_end - at);
+                    self.tx(spec, |ns| ns.fallocate(ino, at, step_end - at, mode, who, Room::Made))?;
+                    at = step_end;
+                }
+                return Ok(());
+            }
+        }
         let spec = if mode & frees != 0 {
             // Moving a range rewrites the blocks from it to the end.
             TxSpec::dirtying(TxKind::Truncate, u64::MAX)
         } else {
             self.write_spec(offset, len)
         };
-        self.tx(spec, |ns| ns.fallocate(ino, offset, len, mode, who))
+        self.tx(spec, |ns| ns.fallocate(ino, offset, len, mode, who, Room::Make))
     }
 
     /// `lseek(2)` for SEEK_DATA and SEEK_HOLE (`whence` as in libc): ENXIO
@@ -579,6 +678,28 @@ impl<S: StorageManager> FileSystem<S> {
         len: u64,
         who: Privilege,
     ) -> Result<u64> {
+        let overlapping = from == to
+            && from_offset < to_offset.saturating_add(len)
+            && to_offset < from_offset.saturating_add(len);
+        if let Some((_, span)) = self.tx_span().filter(|&(_, span)| len > span && !overlapping) {
+            // In steps, each its own transaction; a short step ends the copy.
+            let mut done = 0;
+            while done < len {
+                let step = (len - done).min(span);
+                let (src, dst) = (from_offset.saturating_add(done), to_offset.saturating_add(done));
+                match self.copy_file_range_by(from, src, to, dst, step, who) {
+                    Ok(n) => {
+                        done += n;
+                        if n < step {
+                            break;
+                        }
+                    }
+                    Err(e) if done == 0 => return Err(e),
+                    Err(_) => break,
+                }
+            }
+            return Ok(done);
+        }
         let spec = self.write_spec(to_offset, len);
         self.tx(spec, |ns| ns.copy_file_range(from, from_offset, to, to_offset, len, who))
     }
@@ -653,7 +774,7 @@ impl<S: StorageManager> FileSystem<S> {
                 pins.shrink_to(pins.len() * 2);
             }
             if self.state.orphans.contains(&ino) {
-                self.tx(TxKind::Reclaim, |ns| ns.destroy(ino))?;
+                self.reclaim(ino)?;
             }
         }
         Ok(())
@@ -739,7 +860,7 @@ impl<S: StorageManager> FileSystem<S> {
         let mut failed = None;
         for ino in orphans {
             self.state.pins.remove(&ino);
-            if let Err(e) = self.tx(TxKind::Reclaim, |ns| ns.destroy(ino)) {
+            if let Err(e) = self.reclaim(ino) {
                 failed.get_or_insert(e);
             }
         }

@@ -66,6 +66,13 @@ pub(super) trait IntegrityMode<Fs>: Send + Sync {
         Ok(())
     }
 
+    /// The most file blocks one transaction should allocate, free or move
+    /// (`StorageManager::blocks_per_tx`); `None`, the default, for a mode
+    /// that holds a transaction of any size.
+    fn blocks_per_tx(&self) -> Option<u64> {
+        None
+    }
+
     /// An outermost transaction of `kind` begins; nothing of it has
     /// changed yet.
     fn tx_beginning(&self, fs: &mut Fs, kind: TxKind) -> Result<()> {

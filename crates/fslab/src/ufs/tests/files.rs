@@ -40,6 +40,58 @@ fn writes_and_reads_refuse_directories_and_writes_past_the_largest_file_fail() {
     assert_eq!(errno(fs.write(ROOT, 0, b"x")), libc::EISDIR);
     let e = fs.setattr(f, &SetAttr { size: Some(10 * BS + 1), ..SetAttr::default() });
     assert_eq!(errno(e), libc::EFBIG);
+    // A copy is cut short at the largest file as a write is (Linux's
+    // generic_write_check_limits()); only one starting there is refused.
+    let g = file(&mut fs, ROOT, "g").ino;
+    fs.write(g, 0, &[9u8; 100]).expect("source");
+    assert_eq!(fs.copy_file_range(g, 0, f, 10 * BS - 30, 100).expect("short copy"), 30);
+    assert_eq!(errno(fs.copy_file_range(g, 0, f, 10 * BS, 100)), libc::EFBIG);
+}
+
+#[test]
+fn operations_larger_than_one_transaction_may_hold_are_made_in_steps_with_the_same_result() {
+    let mut fs = fs();
+    fs.storage().set_blocks_per_tx(Some(4));
+    let pattern = |n: usize| (0..n).map(|i| (i % 251) as u8).collect::<Vec<u8>>();
+    let f = file(&mut fs, ROOT, "f").ino;
+    fs.write(f, 0, &pattern(20 * BS as usize)).expect("write");
+    let steps = |fs: &mut FileSystem<MemStorage>, run: &mut dyn FnMut(&mut FileSystem<MemStorage>)| {
+        let before = fs.storage().transaction_counts().1;
+        run(fs);
+        fs.storage().transaction_counts().1 - before
+    };
+
+    // A truncate from 20 blocks to 3 + 10 bytes: the size falls 4 blocks at a time.
+    let n = steps(&mut fs, &mut |fs| truncate(fs, f, 3 * BS + 10));
+    assert!(n >= 4, "{n} transactions");
+    assert_eq!(contents(&mut fs, f), pattern(3 * BS as usize + 10));
+    assert_eq!(fs.storage().blocks_used(), 1 + 4, "the root's block and the file's");
+
+    // A fallocate of 18 blocks from the middle of block 3, and a copy of 16.
+    let n = steps(&mut fs, &mut |fs| fs.fallocate(f, 3 * BS + 10, 18 * BS, 0).expect("fallocate"));
+    assert!(n >= 5, "{n} transactions");
+    let mut want = pattern(3 * BS as usize + 10);
+    want.resize(21 * BS as usize + 10, 0);
+    assert_eq!(contents(&mut fs, f), want);
+    let g = file(&mut fs, ROOT, "g").ino;
+    let n =
+        steps(&mut fs, &mut |fs| assert_eq!(fs.copy_file_range(f, 0, g, 0, 16 * BS).expect("copy"), 16 * BS));
+    assert!(n >= 4, "{n} transactions");
+    assert_eq!(contents(&mut fs, g), want[..16 * BS as usize]);
+    // A copy within one file whose ranges overlap is refused whole, not in steps.
+    assert_eq!(errno(fs.copy_file_range(f, 0, f, BS, 16 * BS)), libc::EINVAL);
+
+    // A removal: the name goes in one transaction, the blocks in steps,
+    // the inode last.
+    let n = steps(&mut fs, &mut |fs| fs.unlink(ROOT, b"f").expect("unlink"));
+    assert!(n >= 5, "{n} transactions");
+    assert!(fs.orphans().is_empty());
+    assert_eq!(fs.storage().blocks_used(), 1 + 16, "the root's block and g's");
+
+    // A collapse that would move more blocks than one transaction holds is refused.
+    let e = fs.fallocate(g, 0, BS, libc::FALLOC_FL_COLLAPSE_RANGE);
+    assert_eq!(errno(e), libc::EFBIG);
+    assert_eq!(contents(&mut fs, g), want[..16 * BS as usize]);
 }
 
 #[test]

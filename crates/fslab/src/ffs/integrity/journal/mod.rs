@@ -78,6 +78,12 @@ const FREE_RECORD_BYTES: usize = 16;
 /// thousands, each shown again in every group stored).
 const MAX_PENDING_FREES: usize = 1024;
 
+/// Log bytes one file block allocated, freed or moved may cost, at most:
+/// a free record (16 bytes) or its share of a new indirect block logged
+/// whole, with its share of the diffs of the group's bitmaps, summaries and
+/// the indirect blocks that point at it, each diff with its record's header.
+const LOG_BYTES_PER_FILE_BLOCK: u64 = 64;
+
 /// Changed blocks past which a batch is committed before its operation
 /// count says so (each holds its image before the batch in memory).
 const MAX_BATCH_BLOCKS: usize = 256;
@@ -188,6 +194,8 @@ pub struct JournalStats {
     pub forces: u64,
     /// Syncs made to free log space.
     pub checkpoints: u64,
+    /// Bytes of the largest transaction logged.
+    pub largest_transaction: u64,
 }
 
 impl Journal {
@@ -266,6 +274,7 @@ impl Journal {
         st.next_seq += 1;
         st.stats.transactions += 1;
         st.stats.bytes_logged += bytes.len() as u64;
+        st.stats.largest_transaction = st.stats.largest_transaction.max(bytes.len() as u64);
         for key in touched {
             let u = st.unsettled.entry(key).or_insert(Unsettled {
                 oldest: seq,
@@ -606,6 +615,14 @@ impl IntegrityMode<Ffs> for Journal {
         }
         fs.cache.keep_changes();
         Ok(())
+    }
+
+    /// A quarter of the log: an operation begun with the log more than half
+    /// full syncs first (`tx_beginning`), so a transaction this size always
+    /// finds room, with the batch it may join.
+    fn blocks_per_tx(&self) -> Option<u64> {
+        let bytes = self.lock().as_ref()?.info.bytes;
+        Some((bytes / 4 / LOG_BYTES_PER_FILE_BLOCK).max(1))
     }
 
     fn tx_beginning(&self, fs: &mut Ffs, kind: TxKind) -> Result<()> {
