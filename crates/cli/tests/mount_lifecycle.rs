@@ -762,6 +762,18 @@ fn a_read_only_mount_recovers_in_memory_and_writes_nothing(layout: Layout) {
     let dir_name = fs::canonicalize(&m.dir).expect("canonical mount point").display().to_string();
     let line = table.lines().find(|l| l.split(' ').nth(1) == Some(dir_name.as_str())).expect("in the table");
     assert!(line.split(' ').nth(3).is_some_and(|o| o.split(',').any(|o| o == "ro")), "{line}");
+    // A remount read-write that bypasses fslab's helper (mount(2) itself,
+    // as `mount -i` or BusyBox do) makes the kernel's mount writable; the
+    // daemon still refuses, since what it took would go nowhere.
+    let path = std::ffi::CString::new(dir_name.as_bytes()).expect("no NUL");
+    // SAFETY: the path is a NUL-terminated string; the other pointers may be null for MS_REMOUNT.
+    let remounted = unsafe {
+        libc::mount(std::ptr::null(), path.as_ptr(), std::ptr::null(), libc::MS_REMOUNT, std::ptr::null())
+    };
+    if remounted == 0 {
+        let e = fs::write(m.dir.join("after-remount"), b"x").expect_err("a write after a remount read-write");
+        assert_eq!(e.raw_os_error(), Some(libc::EROFS), "{e}");
+    }
     m.unmount().expect("unmount the read-only mount");
     assert!(fs::read(&image).expect("read the image") == before, "a read-only mount changed the image");
 

@@ -293,6 +293,7 @@ fn mount(image: &Path, dir: &Path, options: &Options) -> Result<Mount, String> {
             let mut fs = FileSystem::new(lfs);
             fs.set_dirhash_options(options.dirhash);
             fs.set_atime_options(atime);
+            fs.set_read_only(options.read_only);
             let mounted = fslab_fuse::mount(fs, dir, &config).map_err(|e| e.to_string())?;
             let access = MountAccess(mounted.handle(), options.read_only);
             let control = control(&access, dir, cleaner_policy.unwrap_or("off"));
@@ -314,6 +315,7 @@ fn mount(image: &Path, dir: &Path, options: &Options) -> Result<Mount, String> {
             let mut fs = FileSystem::new(ffs);
             fs.set_dirhash_options(options.dirhash);
             fs.set_atime_options(atime);
+            fs.set_read_only(options.read_only);
             let mounted = fslab_fuse::mount(fs, dir, &config).map_err(|e| e.to_string())?;
             let control = control(&MountAccess(mounted.handle(), options.read_only), dir, "off");
             (Session::Ffs(mounted), control)

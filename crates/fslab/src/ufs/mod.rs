@@ -180,6 +180,8 @@ pub(crate) struct State {
     unpinned_orphans: Vec<Ino>,
     /// When reads update access times (a mount option).
     atime: AtimeOptions,
+    /// Whether every change is refused (a read-only mount).
+    read_only: bool,
 }
 
 /// One call's view of the file system: the storage manager (inside a
@@ -359,6 +361,15 @@ impl<S: StorageManager> FileSystem<S> {
         Ok(root)
     }
 
+    /// Refuses every change from now on with EROFS, or takes them again.
+    /// A read-only mount sets it: the kernel's read-only flag alone would
+    /// let a remount that bypasses fslab's helper (`mount -i -o
+    /// remount,rw`, a program calling mount(2)) write to a mount whose
+    /// changes go nowhere.
+    pub fn set_read_only(&mut self, read_only: bool) {
+        self.state.read_only = read_only;
+    }
+
     /// The storage manager underneath.
     pub fn storage(&mut self) -> &mut S {
         &mut self.storage
@@ -375,6 +386,9 @@ impl<S: StorageManager> FileSystem<S> {
         spec: impl Into<TxSpec>,
         body: impl FnOnce(&mut Ns<'_, S>) -> Result<T>,
     ) -> Result<T> {
+        if self.state.read_only {
+            return Err(errno(libc::EROFS, "read-only file system"));
+        }
         let st = &mut self.state;
         let (value, ticket) =
             crate::storage::transaction(&mut self.storage, spec.into(), |s| body(&mut Ns { s, st }))?;

@@ -446,3 +446,20 @@ fn a_refused_collapse_keeps_the_file_as_it_was() {
     assert_eq!(errno(fs.fallocate(f, BS, 2 * BS + 10, libc::FALLOC_FL_COLLAPSE_RANGE)), libc::EINVAL);
     assert_eq!(contents(&mut fs, f), data);
 }
+
+#[test]
+fn a_read_only_file_system_refuses_every_change_and_still_reads() {
+    let mut fs = fs();
+    let f = file(&mut fs, ROOT, "f").ino;
+    fs.write(f, 0, b"kept").expect("write");
+    fs.set_read_only(true);
+    assert_eq!(errno(fs.write(f, 0, b"lost")), libc::EROFS);
+    assert_eq!(errno(fs.mknod(ROOT, b"g", kind::REG | 0o644, 0, ME)), libc::EROFS);
+    assert_eq!(errno(fs.unlink(ROOT, b"f")), libc::EROFS);
+    assert_eq!(errno(fs.setattr(f, &SetAttr { size: Some(0), ..SetAttr::default() })), libc::EROFS);
+    assert_eq!(errno(fs.fallocate(f, 0, BS, 0)), libc::EROFS);
+    assert_eq!(fs.read(f, 0, 4).expect("read"), b"kept");
+    fs.set_read_only(false);
+    fs.write(f, 0, b"took").expect("a write once writable again");
+    assert_eq!(fs.read(f, 0, 4).expect("read"), b"took");
+}
