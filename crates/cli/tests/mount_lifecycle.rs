@@ -615,6 +615,35 @@ fn sigterm_does_not_unmount_what_covers_the_mount() {
     assert!(!is_mounted(&dir), "still mounted after SIGTERM");
 }
 
+/// A mount inside the fslab mount keeps it from being detached lazily by a
+/// signal, which would take the inner mount (and a tmpfs's files) away too:
+/// the daemon says why and serves on. SIGQUIT (Ctrl-\\) unmounts as SIGTERM
+/// does, with the final checkpoint.
+#[test]
+fn a_signal_leaves_a_mount_inside_the_mount_and_sigquit_checkpoints() {
+    if !root_or_skip("mounting a tmpfs") {
+        return;
+    }
+    let Some(Scratch { _tmp, image, dir }) = scratch("64M") else { return };
+    let m = Mount::new(&image, &dir, Mode::Foreground, &[]);
+    let pid = m.pid().expect("foreground daemon pid");
+    fs::create_dir(dir.join("sub")).expect("mkdir");
+    fs::write(dir.join("kept"), b"in fslab").expect("write");
+    let tmpfs = Tmpfs::mount(&dir.join("sub"));
+    fs::write(dir.join("sub/inner"), b"tmpfs").expect("write on the tmpfs");
+    signal(pid, libc::SIGTERM);
+    assert!(wait_until(Duration::from_secs(10), || m.log().contains("mounted inside")), "log: {}", m.log());
+    assert!(tmpfs.holds("inner", b"tmpfs"), "SIGTERM took the tmpfs inside fslab away");
+    assert!(!is_zombie(pid), "the daemon exited with a mount inside it");
+    tmpfs.unmount();
+    signal(pid, libc::SIGQUIT);
+    m.wait_exit().expect("SIGQUIT ends the mount cleanly");
+    assert!(!is_mounted(&dir), "still mounted after SIGQUIT");
+    let m = Mount::new(&image, &dir, Mode::Foreground, &[]);
+    assert_eq!(fs::read(dir.join("kept")).ok().as_deref(), Some(&b"in fslab"[..]), "checkpointed");
+    m.unmount().expect("unmount");
+}
+
 /// A loop device over a file, detached when dropped.
 struct LoopDevice(PathBuf);
 

@@ -248,8 +248,9 @@ pub(crate) enum Detached {
 /// Unmounts the mount `identity`, and nothing else: only if it is the one
 /// in effect where it is mounted. A busy mount is detached lazily (it
 /// vanishes at once; the session ends at the last close). Fails, touching
-/// nothing, if another mount covers it. A mount whose connection is gone
-/// (unmounted, or aborted) is left alone.
+/// nothing, if another mount covers it or is mounted inside it (a lazy
+/// detach would take that one away too, and its files with it). A mount
+/// whose connection is gone (unmounted, or aborted) is left alone.
 pub(crate) fn detach(identity: &Identity) -> io::Result<Detached> {
     if !identity.connected() {
         return Ok(Detached::AlreadyGone);
@@ -271,6 +272,18 @@ pub(crate) fn detach(identity: &Identity) -> io::Result<Detached> {
         return Ok(Detached::Unmounted);
     }
     let e = io::Error::last_os_error();
+    if e.raw_os_error() == Some(libc::EBUSY) {
+        if let Some(inside) = entries.iter().find(|e| e.parent == ours.id) {
+            return Err(io::Error::new(
+                io::ErrorKind::ResourceBusy,
+                format!(
+                    "{} is mounted inside {}; unmount that first",
+                    inside.point.display(),
+                    point.display()
+                ),
+            ));
+        }
+    }
     match e.raw_os_error() {
         // SAFETY: as above.
         Some(libc::EBUSY)

@@ -32,7 +32,7 @@
 //! returns.
 //!
 //! Shutdown: `umount`/`fusermount3 -u` ends the FUSE session; SIGTERM,
-//! SIGINT and SIGHUP make a dedicated thread unmount the mount, which
+//! SIGINT, SIGHUP and SIGQUIT make a dedicated thread unmount the mount, which
 //! ends it the same way (this mount only, never one mounted over or under
 //! it on the same directory: `fslab_fuse::Unmounter`). Either way the background cleaner is stopped and
 //! then the final checkpoint is written once, by `fslab_fuse::Mounted::run`,
@@ -441,7 +441,7 @@ fn warn_without_control(mount: &Mount) {
     }
 }
 
-/// Serves until unmounted; a signal thread unmounts on SIGTERM/SIGINT/SIGHUP.
+/// Serves until unmounted; a signal thread unmounts on SIGTERM/SIGINT/SIGHUP/SIGQUIT.
 /// Then (the cleaner thread stopped before the final checkpoint) the
 /// control socket goes and the image's lock is released.
 fn serve(mount: Mount, signals: SigSet) -> Result<(), String> {
@@ -513,7 +513,9 @@ pub(crate) fn take_unmount_failure(dir: &Path) -> Option<String> {
 /// later, so that only the signal thread's `sigwait` receives them.
 pub(crate) fn block_signals() -> SigSet {
     let mut set = SigSet::empty();
-    for signal in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP] {
+    // SIGQUIT too (Ctrl-\ on a foreground mount): its default ends the
+    // process with no final checkpoint.
+    for signal in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP, Signal::SIGQUIT] {
         set.add(signal);
     }
     // It fails only for an invalid `how`, and SIG_BLOCK is valid.
