@@ -305,3 +305,35 @@ fn umount_fails_when_the_final_checkpoint_cannot_be_written() {
     assert!(r.stdout.contains("umount status 32: "), "{}", r.describe());
     assert!(r.stdout.contains("end failed"), "{}", r.describe());
 }
+
+/// `umount DIR` of a file system also mounted elsewhere (here a bind mount
+/// of one of its directories) returns, as a kernel file system's does: DIR
+/// is unmounted, and the file system ends, with its final checkpoint, when
+/// the other mount goes. Before, umount waited for the image for ever.
+#[test]
+fn umount_returns_while_a_bind_mount_keeps_the_file_system() {
+    let Some(tmp) = fresh() else { return };
+    let r = in_namespace(
+        tmp.path(),
+        r#"
+        mount -t fslab "$IMG" "$DIR"
+        mkdir "$DIR/data" "$T/bound"
+        echo kept > "$DIR/data/file"
+        mount --bind "$DIR/data" "$T/bound"
+        status=0
+        timeout 30 umount "$DIR" 2>"$T/err" || status=$?
+        echo "umount status $status: $(cat "$T/err")"
+        echo "through the bind mount: $(cat "$T/bound/file")"
+        umount "$T/bound"
+        for i in $(seq 100); do flock -n "$IMG" true && break; sleep 0.1; done
+        mount -t fslab "$IMG" "$DIR"
+        echo "after both: $(cat "$DIR/data/file")"
+        umount "$DIR"
+        "#,
+    );
+    assert!(r.success(), "{}", r.describe());
+    assert!(r.stdout.contains("umount status 0: "), "{}", r.describe());
+    assert!(r.stdout.contains("still mounted elsewhere"), "{}", r.describe());
+    assert!(r.stdout.contains("through the bind mount: kept"), "{}", r.describe());
+    assert!(r.stdout.contains("after both: kept"), "{}", r.describe());
+}

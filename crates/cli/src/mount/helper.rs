@@ -193,8 +193,19 @@ fn umount(args: &[OsString]) -> Result<(), (u8, String)> {
         return Ok(());
     }
     if named {
-        crate::image_lock::wait_released(&image)
+        let released = crate::image_lock::wait_released(&image)
             .map_err(|e| (FAILED, format!("{}: {e}", image.display())))?;
+        if released == crate::image_lock::Released::StillServed {
+            // As a kernel file system's umount: this mount point is gone,
+            // and the file system lives on where it is still mounted.
+            say!(
+                "fslab: umount: {} unmounted; {} is still mounted elsewhere (a bind mount, or another mount \
+                 namespace): its final checkpoint comes when that goes",
+                dir.display(),
+                image.display()
+            );
+            return Ok(());
+        }
     } else if let Some(pid) = server {
         wait_for_exit(pid);
     } else {
