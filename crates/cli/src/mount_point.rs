@@ -32,15 +32,39 @@ fn statfs(path: &Path) -> std::io::Result<()> {
 }
 
 /// The root of the fslab mount that holds `path` (a file or directory at
-/// any depth in it, or its mount point).
+/// any depth in it, or its mount point). For a path in a bind mount of a
+/// directory inside an fslab file system, the mount point of the file
+/// system's own root, where one is visible: the daemon takes a request for
+/// a checkpoint at its root directory only.
 pub(crate) fn fslab_root(path: &Path) -> Result<PathBuf, String> {
     let canonical = canonical(path)?;
-    let entries = read_table();
-    let containing = canonical.ancestors().find_map(|dir| mountinfo::topmost(&entries, dir));
-    match containing {
-        Some(mount) if fslab_fuse::is_fslab_mount(&mount.kind, &mount.source) => Ok(mount.point.clone()),
-        _ => Err(format!("{} is not an fslab mount, nor inside one", path.display())),
+    fslab_root_in(&read_table(), &canonical, path)
+}
+
+/// [`fslab_root`] of `canonical` in the mount table `entries` (`path` as
+/// the user gave it, for messages).
+fn fslab_root_in(entries: &[MountEntry], canonical: &Path, path: &Path) -> Result<PathBuf, String> {
+    let containing = canonical.ancestors().find_map(|dir| mountinfo::topmost(entries, dir));
+    let mount = match containing {
+        Some(mount) if fslab_fuse::is_fslab_mount(&mount.kind, &mount.source) => mount,
+        _ => return Err(format!("{} is not an fslab mount, nor inside one", path.display())),
+    };
+    if mount.root == Path::new("/") {
+        return Ok(mount.point.clone());
     }
+    let whole = entries.iter().find(|e| {
+        e.device == mount.device
+            && e.root == Path::new("/")
+            && mountinfo::topmost(entries, &e.point).is_some_and(|top| top.id == e.id)
+    });
+    whole.map(|e| e.point.clone()).ok_or_else(|| {
+        format!(
+            "{} is in a bind mount of {} inside an fslab file system, whose root is mounted nowhere \
+             here; name a path in a mount of its root",
+            path.display(),
+            mount.root.display()
+        )
+    })
 }
 
 fn read_table() -> Vec<MountEntry> {
@@ -74,6 +98,23 @@ mod tests {
 42 22 0:39 / /mnt/dead rw,nosuid,nodev - fuse.fslab /img rw,user_id=0
 43 22 0:40 / /mnt/other rw,nosuid,nodev - fuse.sshfs host: rw,user_id=0
 ";
+
+    #[test]
+    fn a_bind_mount_of_a_directory_inside_fslab_leads_to_the_mount_of_its_root() {
+        let table = "\
+22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw
+42 22 0:39 / /mnt/fs rw,nosuid,nodev - fuse.fslab /img rw,user_id=0
+50 22 0:39 /data /srv/data rw,nosuid,nodev - fuse.fslab /img rw,user_id=0
+51 22 0:41 /sub /srv/alone rw,nosuid,nodev - fuse.fslab /other rw,user_id=0
+";
+        let entries = mountinfo::parse(table);
+        let root = |p: &str| fslab_root_in(&entries, Path::new(p), Path::new(p));
+        assert_eq!(root("/mnt/fs/a/b").as_deref(), Ok(Path::new("/mnt/fs")));
+        assert_eq!(root("/srv/data/file").as_deref(), Ok(Path::new("/mnt/fs")));
+        let alone = root("/srv/alone/x").expect_err("no mount of that file system's root");
+        assert!(alone.contains("bind mount of /sub"), "{alone}");
+        assert!(root("/home").is_err());
+    }
 
     #[test]
     fn a_dead_mount_is_named_with_the_command_that_removes_it() {

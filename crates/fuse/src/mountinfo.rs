@@ -16,6 +16,9 @@ pub struct MountEntry {
     /// The file system's device number (`st_dev` of its files), major and
     /// minor: a FUSE mount's is its connection's own.
     pub device: (u32, u32),
+    /// The directory of the file system this mount shows as its root: `/`,
+    /// or for a bind mount of a directory inside it, that directory.
+    pub root: PathBuf,
     /// Where it is mounted, its octal escapes undone.
     pub point: PathBuf,
     /// The file-system type (`fuse.fslab`, `tmpfs`, ...).
@@ -45,6 +48,7 @@ fn parse_line(line: &str) -> Option<MountEntry> {
         id: fields.first()?.parse().ok()?,
         parent: fields.get(1)?.parse().ok()?,
         device: (major.parse().ok()?, minor.parse().ok()?),
+        root: PathBuf::from(std::ffi::OsStr::from_bytes(&unescape(fields.get(3)?))),
         point: PathBuf::from(std::ffi::OsStr::from_bytes(&unescape(fields.get(4)?))),
         kind: kind.to_string(),
         source: String::from_utf8_lossy(&unescape(source)).into_owned(),
