@@ -58,7 +58,12 @@ impl Background {
     where
         A: LfsAccess + Send + 'static,
     {
-        Background::spawn_reporting(access, cleaner, |line| eprintln!("fslab: {line}"))
+        // Not `eprintln!`, which panics when standard error is gone (a
+        // closed terminal, a log reader that died) and would end the thread.
+        Background::spawn_reporting(access, cleaner, |line| {
+            use std::io::Write as _;
+            let _ = writeln!(std::io::stderr().lock(), "fslab: {line}");
+        })
     }
 
     /// As [`Background::spawn`], handing each line the thread has to say
