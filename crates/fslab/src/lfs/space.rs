@@ -377,8 +377,14 @@ impl Lfs {
             .filter(|&ino| self.ifile.tables.entry(ino).is_some_and(|e| e.daddr.is_none()))
             .count() as u64;
         let in_use = self.ifile.tables.inodes_in_use() + unwritten;
-        let free_inodes = (self.ifile.tables.imap.len() as u64).saturating_sub(in_use + 2)
-            + free * (self.block_size / INODE_SIZE) as u64;
+        // No more than the numbers the inode map may still hand out
+        // (`IfileTables::alloc_inode`'s bound), however much space is free.
+        let numbers_left = (u32::MAX as u64)
+            .saturating_sub(super::layout::imap_entries_per_block(self.block_size as u32) as u64)
+            .saturating_sub(in_use + 2);
+        let free_inodes = ((self.ifile.tables.imap.len() as u64).saturating_sub(in_use + 2)
+            + free * (self.block_size / INODE_SIZE) as u64)
+            .min(numbers_left);
         StatFs {
             block_size: self.block_size as u32,
             total_blocks,

@@ -52,8 +52,11 @@ impl<S: StorageManager> Ns<'_, S> {
         if target.is_empty() {
             return Err(errno(libc::ENOENT, "empty symlink target"));
         }
-        if target.len() > self.s.block_size() as usize {
-            return Err(errno(libc::ENAMETOOLONG, "symlink target longer than a block"));
+        // PATH_MAX counts the terminating NUL: a longer target could not
+        // be read back through the kernel (FUSE's readlink gives 4,095
+        // bytes at most), nor made through it.
+        if target.len() > (self.s.block_size() as usize).min(libc::PATH_MAX as usize - 1) {
+            return Err(errno(libc::ENAMETOOLONG, "symlink target longer than a block or PATH_MAX - 1"));
         }
         if target.contains(&0) {
             return Err(errno(libc::EINVAL, "symlink target contains NUL"));

@@ -138,6 +138,10 @@ fn symlinks_store_their_target_up_to_a_block() {
     fs.symlink(ROOT, b"max", &[b'a'; 1024], ME).expect("a block-long target");
     assert_eq!(errno(fs.symlink(ROOT, b"big", &[b'a'; 1025], ME)), libc::ENAMETOOLONG);
     assert_eq!(errno(fs.symlink(ROOT, b"empty", b"", ME)), libc::ENOENT);
+    // With larger blocks, PATH_MAX bounds it: 4,095 bytes and the NUL.
+    let mut big = fs_with_block(8192);
+    big.symlink(ROOT, b"max", &[b'a'; 4095], ME).expect("PATH_MAX - 1");
+    assert_eq!(errno(big.symlink(ROOT, b"over", &[b'a'; 4096], ME)), libc::ENAMETOOLONG);
     let f = file(&mut fs, ROOT, "f");
     assert_eq!(errno(fs.readlink(f.ino)), libc::EINVAL);
 }
