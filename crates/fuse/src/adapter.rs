@@ -59,9 +59,11 @@ const READDIRPLUS_BYTES: usize = 32 << 10;
 /// `fuse_dirent`); the name is padded to 8 bytes.
 const DIRENTPLUS_HEADER: usize = 128 + 24;
 
-/// The largest `copy_file_range` done in one request; the reply's count is
-/// 32 bits and a partial copy is allowed.
-const MAX_COPY: u64 = 1 << 30;
+/// The largest `copy_file_range` done in one request: the whole request
+/// holds the file system, so every other request waits for it (a copy of
+/// 64 MiB takes a fraction of a second; one of 1 GiB took seconds). A
+/// partial copy is allowed, and `cp` and the C library's loop go on.
+const MAX_COPY: u64 = 64 << 20;
 
 /// The FUSE side of a mounted file system.
 ///

@@ -107,7 +107,6 @@ const ACCEPTED: &[&str] = &[
     "_netdev",
     "user",
     "nouser",
-    "users",
     "owner",
     "group",
     // Linux's default stays relatime without it, as here.
@@ -126,6 +125,7 @@ const REFUSED: &[(&str, &str)] = &[
     ("sync", "fslab writes asynchronously; use fsync(2) or 'fslab sync DIR' for durability"),
     ("dirsync", "fslab writes directory changes asynchronously; use fsync(2) on the directory"),
     ("mand", "mandatory locks are not supported"),
+    ("users", "a FUSE mount is unmounted by the user who made it or by root, not by every user; use 'user'"),
     ("remount", "a mounted fslab cannot change its options; unmount it and mount again"),
     ("bind", "bind mounts are made by mount(8) itself, not by fslab"),
     ("rbind", "bind mounts are made by mount(8) itself, not by fslab"),
@@ -524,7 +524,7 @@ mod tests {
 
     #[test]
     fn generic_options_of_fstab_lines_are_accepted() {
-        let fstab = "defaults,rw,auto,noauto,nofail,_netdev,user,users,nouser,owner,group,user=alice,\
+        let fstab = "defaults,rw,auto,noauto,nofail,_netdev,user,nouser,owner,group,user=alice,\
                      norelatime,lazytime,async,nomand,x-systemd.automount,\
                      x-systemd.device-timeout=10,comment=backup";
         assert_eq!(parse(&[fstab.to_string()], false), Ok((Options::default(), Vec::new())));
