@@ -445,6 +445,17 @@ impl WriteQueue {
         Self::failed(&self.shared.lock())
     }
 
+    /// Fails the queue for a reason of the file system's own, as a write
+    /// the device refused would (if nothing failed before): every later
+    /// write, flush and wait fails, and every waiter wakes to report it.
+    /// For a state the file system can no longer make durable.
+    pub fn fail(&self, why: String) {
+        let mut state = self.shared.lock();
+        state.error.get_or_insert(why);
+        self.shared.notify_completed(&state);
+        self.shared.notify_flushed(&state);
+    }
+
     /// The size of an address unit.
     pub fn unit_bytes(&self) -> u64 {
         self.unit_bytes

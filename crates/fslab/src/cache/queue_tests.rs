@@ -233,3 +233,15 @@ fn an_inline_queue_has_written_each_job_when_submit_returns() {
     assert_eq!(got, [9], "on the device at once, with nothing to wait for");
     queue.wait_idle().expect("idle");
 }
+
+#[test]
+fn a_queue_failed_by_its_file_system_refuses_everything_after_and_wakes_its_waiters() {
+    let queue = WriteQueue::new(Arc::new(MemDisk::new(1 << 20)), "test-io", 512, 0, 1 << 20);
+    let seq = queue.submit(job_at(4)).expect("submit");
+    queue.fail("a transaction larger than the log".to_string());
+    queue.fail("a later reason".to_string());
+    let e = queue.failure().expect_err("failed");
+    assert!(e.to_string().contains("larger than the log"), "the first reason is kept: {e}");
+    assert!(queue.submit(job_at(8)).is_err() && queue.flush().is_err());
+    assert!(queue.ticket(seq + 1).wait().is_err(), "a wait for what will never be written ends");
+}

@@ -248,13 +248,24 @@ impl Journal {
         if bytes.len() as u64 + 2 * BLOCK > st.info.bytes {
             // Nothing of it may reach home unlogged: the changes stay
             // recorded, so write-back keeps sending these blocks as they
-            // were at the last commit.
+            // were at the last commit. The namespace makes large
+            // operations in steps that fit (`blocks_per_tx`), so this is a
+            // bound missed: the mount fails as after a device error (every
+            // later change refused, the unmount reporting it) rather than
+            // refusing every commit after this one for ever, and the image
+            // keeps its last durable transaction.
+            let log_bytes = st.info.bytes;
             drop(guard);
             fs.cache.put_back_changes(changes);
+            fs.queue.fail(format!(
+                "journal: a transaction of {} bytes does not fit the log's {log_bytes} (make a larger \
+                 journal with `fslab mkfs --journal-size`)",
+                bytes.len()
+            ));
             return Err(errno(
                 libc::EFBIG,
-                "journal: one operation changed more metadata than the log holds (make a larger \
-                 journal with `fslab mkfs --journal-size`)",
+                "journal: one operation changed more metadata than the log holds; the mount takes no \
+                 more changes (make a larger journal with `fslab mkfs --journal-size`)",
             ));
         }
         if st.head + bytes.len() as u64 + BLOCK > st.checkpoint.0 + st.info.bytes {
