@@ -335,16 +335,26 @@ pub fn transaction<S: StorageManager + ?Sized, T>(
 /// leaves an orphan for mount to finish. Returns the steps' tickets,
 /// joined.
 pub fn free_blocks_in_steps<S: StorageManager + ?Sized>(storage: &mut S, ino: Ino) -> Result<super::Ticket> {
-    free_blocks_past_in_steps(storage, ino, 0)
+    free_in_steps(storage, ino, 0, TxKind::Reclaim)
 }
 
-/// [`free_blocks_in_steps`] of the blocks from `first` on only: for a
-/// file with a name, the blocks past its end (a `fallocate` with
-/// `KEEP_SIZE` leaves them), whose freeing leaves the file as it reads.
+/// [`free_blocks_in_steps`] of the blocks from `first` on only, in
+/// `Truncate` transactions: for a file with a name, the blocks past its
+/// end (a `fallocate` with `KEEP_SIZE` leaves them), whose freeing leaves
+/// the file as it reads.
 pub fn free_blocks_past_in_steps<S: StorageManager + ?Sized>(
     storage: &mut S,
     ino: Ino,
     first: u64,
+) -> Result<super::Ticket> {
+    free_in_steps(storage, ino, first, TxKind::Truncate)
+}
+
+fn free_in_steps<S: StorageManager + ?Sized>(
+    storage: &mut S,
+    ino: Ino,
+    first: u64,
+    kind: TxKind,
 ) -> Result<super::Ticket> {
     let mut ticket = super::Ticket::none();
     let Some(limit) = storage.blocks_per_tx().map(|n| n.max(1)) else { return Ok(ticket) };
@@ -353,8 +363,7 @@ pub fn free_blocks_past_in_steps<S: StorageManager + ?Sized>(
     while storage.vget(ino)?.blocks.saturating_mul(512) / block > limit {
         let Some(first) = storage.next_data(ino, from)? else { break };
         let last = first.saturating_add(limit - 1);
-        let ((), step) =
-            transaction(storage, TxSpec::new(TxKind::Reclaim), |s| s.free_blocks(ino, first, last))?;
+        let ((), step) = transaction(storage, TxSpec::new(kind), |s| s.free_blocks(ino, first, last))?;
         ticket = ticket.join(step);
         match last.checked_add(1) {
             Some(next) => from = next,
