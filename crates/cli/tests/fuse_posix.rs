@@ -11,7 +11,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{DirEntryExt, FileExt, FileTypeExt, MetadataExt};
+use std::os::unix::fs::{DirEntryExt, FileExt, FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -1025,6 +1025,17 @@ fn reads_update_access_times_as_the_mount_options_say(layout: Layout) {
         drop_page_cache();
         fs::read(&file).expect("read again");
         let second = atime_ns(&file);
+        // A descriptor opened O_NOATIME (by the owner) reads without
+        // touching atime, under every policy, as ext4's does.
+        drop_page_cache();
+        let mut quiet = Vec::new();
+        File::options()
+            .read(true)
+            .custom_flags(libc::O_NOATIME)
+            .open(&file)
+            .and_then(|mut f| f.read_to_end(&mut quiet))
+            .expect("read with O_NOATIME");
+        assert_eq!((quiet.as_slice(), atime_ns(&file)), (&b"contents"[..], second), "{what}: O_NOATIME");
         drop_page_cache();
         assert_eq!(fs::read_dir(&dir).expect("list d").count(), 1);
         let dir_after = atime_ns(&dir);

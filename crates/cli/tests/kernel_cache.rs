@@ -196,6 +196,20 @@ fn fallocate_and_copy_file_range_that_clear_set_user_id_show_at_once(layout: Lay
     fx.finish();
 }
 
+/// `chown(f, -1, -1)` clears set-user-ID (even by root) and set-group-ID
+/// where group-execute is set, as ext4 does (`chown_common`): the kernel
+/// asks for it with a SETATTR carrying no field at all.
+fn a_chown_that_changes_no_id_still_clears_set_user_id(layout: Layout) {
+    let Some(fx) = Fixture::new(layout) else { return };
+    let path = privileged_file(&fx, "owned", 0o6755);
+    std::os::unix::fs::chown(&path, None, None).expect("chown -1 -1");
+    assert_eq!(mode(&path), 0o755, "mode after chown(f, -1, -1)");
+    let kept = privileged_file(&fx, "group-only", 0o2745);
+    std::os::unix::fs::chown(&kept, None, None).expect("chown -1 -1");
+    assert_eq!(mode(&kept), 0o2745, "set-group-ID without group-execute stays for a member");
+    fx.finish();
+}
+
 /// A truncate's reply carries the new attributes; checked here so that a
 /// change in how truncate is answered cannot bring the bug back.
 fn a_truncate_that_clears_set_user_id_shows_at_once(layout: Layout) {
@@ -368,6 +382,7 @@ on_every_layout!(
     a_write_that_clears_set_user_id_and_set_group_id_shows_at_once,
     fallocate_and_copy_file_range_that_clear_set_user_id_show_at_once,
     a_truncate_that_clears_set_user_id_shows_at_once,
+    a_chown_that_changes_no_id_still_clears_set_user_id,
     extended_attributes_that_take_or_free_a_block_show_in_the_block_count,
     the_kernel_checks_permissions_against_the_stored_mode,
     a_moved_directorys_dotdot_names_its_new_parent,

@@ -25,7 +25,7 @@ use fslab::error::errno;
 use fslab::format::inode::{kind, Inode};
 use fslab::format::ROOT_INO;
 use fslab::storage::StorageManager;
-use fslab::ufs::{BlockCopies, Creds, FileSystem, Privilege, RenameFlags as UfsRenameFlags, SetAttr};
+use fslab::ufs::{Access, BlockCopies, Creds, FileSystem, Privilege, RenameFlags as UfsRenameFlags, SetAttr};
 use fslab::Result;
 use fuser::{
     AccessFlags, BsdFileFlags, CopyFileRangeFlags, Errno, FileAttr, FileHandle, FileType, Filesystem,
@@ -431,10 +431,16 @@ impl<S: StorageManager + 'static> Filesystem for FuseAdapter<S> {
             ctime: ctime.map(time_ns),
             btime: crtime.map(time_ns),
             flags: flags.map(|f| f.bits()),
+            kill_privileges: false,
             who: Privilege::default(),
         };
+        // With HANDLE_KILLPRIV the kernel strips ATTR_KILL_SUID/SGID and the
+        // mode it computed, and sends what is left: for chown(f, -1, -1),
+        // and for a write by a caller without CAP_FSETID, nothing at all.
+        // Such a request is only ever sent to clear the bits.
+        change.kill_privileges = change == SetAttr::default();
         reply.answer(self.attr("setattr", ino, |fs| {
-            if size.is_some() || uid.is_some() || gid.is_some() {
+            if size.is_some() || uid.is_some() || gid.is_some() || change.kill_privileges {
                 change.who = privilege(fs, ino, caller)?;
             }
             fs.setattr(from_fuse(ino), &change)
@@ -531,11 +537,14 @@ impl<S: StorageManager + 'static> Filesystem for FuseAdapter<S> {
         _fh: FileHandle,
         offset: u64,
         size: u32,
-        _flags: OpenFlags,
+        flags: OpenFlags,
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        reply.answer(self.read_data(ino, offset, size as usize));
+        // The kernel passes the descriptor's flags with every read, and
+        // refused O_NOATIME at open to all but the owner.
+        let access = if flags.0 & libc::O_NOATIME != 0 { Access::NoAtime } else { Access::Touch };
+        reply.answer(self.read_data(ino, offset, size as usize, access));
     }
 
     fn write(

@@ -116,7 +116,7 @@ impl<S: StorageManager> Ns<'_, S> {
         }
         // A chown clears them even when the owner stays the same, as
         // Linux's chown_common() asks notify_change() to.
-        if change.uid.is_some() || change.gid.is_some() {
+        if change.uid.is_some() || change.gid.is_some() || change.kill_privileges {
             chown_privileges(&mut attr, change.who);
         }
         if let Some(mode) = change.mode {

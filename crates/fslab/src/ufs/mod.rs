@@ -45,6 +45,17 @@ pub use xattr::{XATTR_MAGIC, XATTR_VALUE_MAX};
 /// The most links an inode may have (BSD `LINK_MAX`); past it, EMLINK.
 pub const LINK_MAX: u32 = 32767;
 
+/// Whether a read updates the file's access time (as the mount's atime
+/// options say) or leaves it alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// As the mount's options say.
+    Touch,
+    /// Never: a read through a descriptor opened `O_NOATIME` (Linux's
+    /// `file_accessed()` skips those).
+    NoAtime,
+}
+
 /// A change of attributes (`setattr`): each `Some` field is set.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SetAttr {
@@ -66,6 +77,12 @@ pub struct SetAttr {
     pub btime: Option<TimeNs>,
     /// New BSD file flags.
     pub flags: Option<u32>,
+    /// Clear set-user-ID and set-group-ID as a change of owner does, with
+    /// nothing else changed: the kernel's request, sent as a SETATTR with
+    /// no field when a file system handles privilege removal itself
+    /// (FUSE's `HANDLE_KILLPRIV`), by `chown(f, -1, -1)` and by a write of
+    /// a caller without `CAP_FSETID`.
+    pub kill_privileges: bool,
     /// Who asks: decides which of set-user-ID and set-group-ID a truncate
     /// or a change of owner clears.
     pub who: Privilege,
@@ -555,8 +572,15 @@ impl<S: StorageManager> FileSystem<S> {
     /// Reads up to `len` bytes at `offset`; fewer at end of file. Updates
     /// the access time as [`FileSystem::set_atime_options`] says.
     pub fn read(&mut self, ino: Ino, offset: u64, len: usize) -> Result<Vec<u8>> {
+        self.read_as(ino, offset, len, Access::Touch)
+    }
+
+    /// [`FileSystem::read`], updating the access time as `access` says.
+    pub fn read_as(&mut self, ino: Ino, offset: u64, len: usize, access: Access) -> Result<Vec<u8>> {
         let data = self.ns().read(ino, offset, len)?;
-        self.accessed(ino, false);
+        if access == Access::Touch {
+            self.accessed(ino, false);
+        }
         Ok(data)
     }
 
@@ -566,8 +590,15 @@ impl<S: StorageManager> FileSystem<S> {
     /// guards the file system, so that other requests go on meanwhile.
     /// The access time is updated now.
     pub fn read_begin(&mut self, ino: Ino, offset: u64, len: usize) -> Result<ReadStart> {
+        self.read_begin_as(ino, offset, len, Access::Touch)
+    }
+
+    /// [`FileSystem::read_begin`], updating the access time as `access` says.
+    pub fn read_begin_as(&mut self, ino: Ino, offset: u64, len: usize, access: Access) -> Result<ReadStart> {
         let start = self.ns().read_later(ino, offset, len, true)?;
-        self.accessed(ino, false);
+        if access == Access::Touch {
+            self.accessed(ino, false);
+        }
         Ok(start)
     }
 

@@ -8,7 +8,7 @@ use crate::caller::Caller;
 use crate::convert::from_fuse;
 use crate::stale::Dropped;
 use fslab::storage::StorageManager;
-use fslab::ufs::{BlockCopies, ReadStart};
+use fslab::ufs::{Access, BlockCopies, ReadStart};
 use fslab::Result;
 use fuser::INodeNo;
 
@@ -18,14 +18,15 @@ impl<S: StorageManager> FuseAdapter<S> {
     /// while this one waits for the device (`fslab::storage::Fetches`).
     /// If a write may have changed what they read, or they failed, the
     /// read is made again, wholly under the lock.
-    pub(super) fn read_data(&self, ino: INodeNo, offset: u64, len: usize) -> Result<Vec<u8>> {
+    pub(super) fn read_data(&self, ino: INodeNo, offset: u64, len: usize, access: Access) -> Result<Vec<u8>> {
         let target = from_fuse(ino);
-        let mut pending = match self.run("read", ino, |fs| fs.read_begin(target, offset, len))? {
+        let mut pending = match self.run("read", ino, |fs| fs.read_begin_as(target, offset, len, access))? {
             ReadStart::Done(data) => return Ok(data),
             ReadStart::Pending(pending) => pending,
         };
         if !matches!(pending.fetch(), Ok(true)) {
-            return self.run("read", ino, |fs| fs.read(target, offset, len));
+            // The access time was updated as the read began.
+            return self.run("read", ino, |fs| fs.read_as(target, offset, len, Access::NoAtime));
         }
         // Caching is a hint: an unmounted or broken file system declines.
         let _ = self.shared.with(|fs| {
