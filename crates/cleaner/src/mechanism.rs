@@ -179,12 +179,17 @@ impl<A: LfsAccess> Mechanism for Locked<A> {
             return self.call(|lfs| lfs.markv(blocks, to));
         }
         let mut buf = vec![0u8; fetches.list().iter().map(|f| f.at + f.len).max().unwrap_or(0)];
-        let mut filled = blocks.to_vec();
-        let mut bytes = 0u64;
         // A transfer that failed leaves its blocks to markv, which reads
         // them under the lock and reports a failing device itself.
-        if fetches.transfer(&mut buf).is_ok() {
-            for (fetch, &i) in fetches.list().iter().zip(&owners) {
+        let transferred = fetches.transfer(&mut buf).is_ok();
+        self.call(|lfs| {
+            // Checked under the lock markv runs under: a write to a block's
+            // address after the check (its segment cleaned and reused, the
+            // block written there again) would otherwise let markv move
+            // the bytes read before it as the file's.
+            let mut filled = blocks.to_vec();
+            let mut bytes = 0u64;
+            for (fetch, &i) in fetches.list().iter().zip(&owners).filter(|_| transferred) {
                 if fetches.written_since(fetch) {
                     continue;
                 }
@@ -195,8 +200,6 @@ impl<A: LfsAccess> Mechanism for Locked<A> {
                     bytes += fetch.len as u64;
                 }
             }
-        }
-        self.call(|lfs| {
             lfs.count_cleaner_read(bytes);
             lfs.markv(&filled, to)
         })

@@ -53,6 +53,15 @@ impl SegmentIo {
         Ok(())
     }
 
+    /// Writes a block of zeros at block `at`, numbered as every write of
+    /// the log is, so that a read planned before it (`DeviceReader`) knows
+    /// its address was written since.
+    pub(super) fn write_zeros(&self, at: Daddr) -> Result<()> {
+        let zeros = block_of(&vec![0u8; self.block_size]);
+        self.queue.write_now(WriteJob::of(at, self.block_size as u64, vec![zeros], vec![self.block_size]))?;
+        Ok(())
+    }
+
     /// Waits until every submitted write has reached the device.
     pub(super) fn wait_idle(&self) -> Result<()> {
         self.queue.wait_idle()

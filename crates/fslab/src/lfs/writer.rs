@@ -200,8 +200,9 @@ impl Lfs {
             // this before the superblock that closes the head.
             let bps = self.sb.blocks_per_segment();
             if c.offset < bps {
-                let zeros = vec![0u8; self.block_size];
-                self.dev.write_at((c.segment * bps + c.offset) * self.block_size as u64, &zeros)?;
+                // Through the queue: a read planned without the lock must
+                // learn that this address was written.
+                self.writer.io.write_zeros(crate::format::Daddr::new(c.segment * bps + c.offset))?;
             }
             self.ifile.tables.update_segment(c.segment, |s| s.flags &= !SEGUSE_ACTIVE);
             self.writer.log.set_cold(None);
