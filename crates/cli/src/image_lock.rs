@@ -38,35 +38,12 @@ pub(crate) fn lock(image: &Path) -> Result<ImageLock, String> {
     acquire(image, true)
 }
 
-/// What [`wait_released`] found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Released {
-    /// No fslab process holds the image any more.
-    Free,
-    /// The mount still serves after [`STILL_SERVED_GRACE`]: the file system is
-    /// mounted somewhere else too (a bind mount, another mount namespace),
-    /// and ends when that goes.
-    StillServed,
-}
-
 /// Waits until no fslab process holds `image`'s lock: after an unmount,
 /// until its mount has written the final checkpoint and exited, however
 /// long that takes (a large cache on a slow disk), saying so after a second.
-/// Returns early if the mount goes on serving (mounted elsewhere too).
-pub(crate) fn wait_released(image: &Path) -> Result<Released, String> {
-    match acquire(image, false) {
-        Ok(_) => Ok(Released::Free),
-        Err(e) if e == STILL_SERVED => Ok(Released::StillServed),
-        Err(e) => Err(e),
-    }
+pub(crate) fn wait_released(image: &Path) -> Result<(), String> {
+    acquire(image, false).map(drop)
 }
-
-/// [`acquire`]'s answer, waiting, when the mount goes on serving.
-const STILL_SERVED: &str = "still served";
-
-/// How long a mount just unmounted may keep its serving mark before
-/// [`wait_released`] takes it for one mounted elsewhere too.
-const STILL_SERVED_GRACE: Duration = Duration::from_secs(5);
 
 /// The files whose locks stand for `image`: the image, and the file
 /// behind it if it is a loop device.
@@ -108,18 +85,13 @@ fn acquire(image: &Path, refuse_served: bool) -> Result<ImageLock, String> {
             let held = claim.into_iter().chain(files).collect();
             return Ok(ImageLock { _held: held });
         }
-        if files.iter().any(is_served) {
+        if refuse_served && files.iter().any(is_served) {
             // `fusermount3 -u` returns as the kernel lets go; the daemon
             // drops its mark a moment later (on a loaded machine, some
             // milliseconds): only a mark held for SERVED_GRACE is a mount.
             let since = *served_since.get_or_insert_with(Instant::now);
-            if refuse_served && since.elapsed() >= SERVED_GRACE {
+            if since.elapsed() >= SERVED_GRACE {
                 return Err(mounted_message(image));
-            }
-            // Waiting for a mount to end, a slow daemon must not be taken
-            // for one still mounted elsewhere: a longer grace.
-            if !refuse_served && since.elapsed() >= STILL_SERVED_GRACE {
-                return Err(STILL_SERVED.to_string());
             }
         } else {
             served_since = None;

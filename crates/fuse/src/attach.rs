@@ -266,24 +266,20 @@ pub(crate) fn detach(identity: &Identity) -> io::Result<Detached> {
             format!("{} is covered by another mount; unmount that first", point.display()),
         ));
     }
+    // Before any attempt: both fallbacks below detach lazily, which would
+    // take a mount inside this one away too.
+    if let Some(inside) = entries.iter().find(|e| e.parent == ours.id) {
+        return Err(io::Error::new(
+            io::ErrorKind::ResourceBusy,
+            format!("{} is mounted inside {}; unmount that first", inside.point.display(), point.display()),
+        ));
+    }
     let path = c_path(&point)?;
     // SAFETY: `path` is a NUL-terminated string that outlives the call.
     if unsafe { libc::umount2(path.as_ptr(), libc::UMOUNT_NOFOLLOW) } == 0 {
         return Ok(Detached::Unmounted);
     }
     let e = io::Error::last_os_error();
-    if e.raw_os_error() == Some(libc::EBUSY) {
-        if let Some(inside) = entries.iter().find(|e| e.parent == ours.id) {
-            return Err(io::Error::new(
-                io::ErrorKind::ResourceBusy,
-                format!(
-                    "{} is mounted inside {}; unmount that first",
-                    inside.point.display(),
-                    point.display()
-                ),
-            ));
-        }
-    }
     match e.raw_os_error() {
         // SAFETY: as above.
         Some(libc::EBUSY)

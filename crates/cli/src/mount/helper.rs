@@ -30,6 +30,21 @@ use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+/// Whether the FUSE file system of device `(major, minor)` is still
+/// mounted, just after one of its mounts was unmounted: the kernel keeps
+/// its connection (`/sys/fs/fuse/connections/N`) until the last mount
+/// goes, wherever it is; where that directory is not mounted, a mount of
+/// the device in this namespace's table.
+fn still_mounted((major, minor): (u32, u32)) -> bool {
+    let connections = Path::new("/sys/fs/fuse/connections");
+    if std::fs::read_dir(connections).is_ok_and(|mut entries| entries.next().is_some()) {
+        // The kernel names a connection by its device number, which for
+        // FUSE's anonymous devices (major 0) is the minor.
+        return major == 0 && connections.join(minor.to_string()).exists();
+    }
+    fslab_fuse::mountinfo::read().is_ok_and(|entries| entries.iter().any(|e| e.device == (major, minor)))
+}
+
 /// Wrong usage (mount(8)'s status 1).
 const USAGE: u8 = 1;
 /// The mount or unmount failed (mount(8)'s status 32).
@@ -180,6 +195,8 @@ fn umount(args: &[OsString]) -> Result<(), (u8, String)> {
     let source = crate::sync::fslab_source(&mountinfo, &dir)
         .ok_or_else(|| (FAILED, format!("{}: not the mount point of an fslab file system", dir.display())))?;
     let lazy = parsed.flags.contains('l');
+    let device =
+        fslab_fuse::mountinfo::topmost(&fslab_fuse::mountinfo::parse(&mountinfo), &dir).map(|e| e.device);
     let image = PathBuf::from(&source);
     let named = image.is_absolute() && image.exists();
     // A mount that does not show its image (a name with a comma) is waited
@@ -192,20 +209,22 @@ fn umount(args: &[OsString]) -> Result<(), (u8, String)> {
     if lazy {
         return Ok(());
     }
+    if device.is_some_and(still_mounted) {
+        // As a kernel file system's umount: this mount point is gone, and
+        // the file system lives on where it is still mounted (its daemon
+        // goes on serving and holding the image, so a wait for the image
+        // would never end).
+        say!(
+            "fslab: umount: {} unmounted; {} is still mounted elsewhere (a bind mount, or another mount \
+             namespace): its final checkpoint comes when that goes",
+            dir.display(),
+            image.display()
+        );
+        return Ok(());
+    }
     if named {
-        let released = crate::image_lock::wait_released(&image)
+        crate::image_lock::wait_released(&image)
             .map_err(|e| (FAILED, format!("{}: {e}", image.display())))?;
-        if released == crate::image_lock::Released::StillServed {
-            // As a kernel file system's umount: this mount point is gone,
-            // and the file system lives on where it is still mounted.
-            say!(
-                "fslab: umount: {} unmounted; {} is still mounted elsewhere (a bind mount, or another mount \
-                 namespace): its final checkpoint comes when that goes",
-                dir.display(),
-                image.display()
-            );
-            return Ok(());
-        }
     } else if let Some(pid) = server {
         wait_for_exit(pid);
     } else {

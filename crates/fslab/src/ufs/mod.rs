@@ -403,9 +403,7 @@ impl<S: StorageManager> FileSystem<S> {
         spec: impl Into<TxSpec>,
         body: impl FnOnce(&mut Ns<'_, S>) -> Result<T>,
     ) -> Result<T> {
-        if self.state.read_only {
-            return Err(errno(libc::EROFS, "read-only file system"));
-        }
+        self.writable()?;
         let st = &mut self.state;
         let (value, ticket) =
             crate::storage::transaction(&mut self.storage, spec.into(), |s| body(&mut Ns { s, st }))?;
@@ -422,6 +420,7 @@ impl<S: StorageManager> FileSystem<S> {
     /// storage manager needs (`StorageManager::blocks_per_tx`), then the
     /// rest, and the inode, in one.
     fn reclaim(&mut self, ino: Ino) -> Result<()> {
+        self.writable()?;
         let ticket = crate::storage::free_blocks_in_steps(&mut self.storage, ino)?;
         self.settle(ticket)?;
         self.tx(TxKind::Reclaim, |ns| ns.destroy(ino))
@@ -502,20 +501,36 @@ impl<S: StorageManager> FileSystem<S> {
     /// transaction, so that a crash between them leaves the file cut at a
     /// block boundary above `size`, its data before that whole.
     fn shrink_in_steps(&mut self, ino: Ino, size: u64, who: Privilege) -> Result<()> {
-        let Some((limit, span)) = self.tx_span() else { return Ok(()) };
+        let Some((limit, _)) = self.tx_span() else { return Ok(()) };
+        self.writable()?;
         let bs = u64::from(self.storage.block_size().max(1));
         let inode = self.storage.vget(ino)?;
         if !inode.attr.is_reg() || size >= inode.attr.size || inode.blocks.saturating_mul(512) / bs <= limit {
             return Ok(());
         }
-        let ticket =
-            crate::storage::free_blocks_past_in_steps(&mut self.storage, ino, inode.attr.size.div_ceil(bs))?;
+        let end = inode.attr.size.div_ceil(bs);
+        let ticket = crate::storage::free_blocks_past_in_steps(&mut self.storage, ino, end)?;
         self.settle(ticket)?;
-        let mut end = inode.attr.size.div_ceil(bs) * bs;
-        while end.saturating_sub(size) > span {
-            end -= span;
-            let step = SetAttr { size: Some(end), who, ..SetAttr::default() };
+        // The cuts: the first block holding data at or after the new end,
+        // then the first at least `limit` blocks after each cut, so that
+        // no step frees more than `limit` blocks, and holes cost nothing.
+        let mut cuts = Vec::new();
+        let mut from = size.div_ceil(bs);
+        while let Some(lbn) = self.storage.next_data(ino, from)?.filter(|&lbn| lbn < end) {
+            cuts.push(lbn);
+            from = lbn.saturating_add(limit);
+        }
+        for &cut in cuts.iter().rev().filter(|&&cut| cut * bs > size) {
+            let step = SetAttr { size: Some(cut * bs), who, ..SetAttr::default() };
             self.tx(TxKind::Truncate, |ns| ns.setattr(ino, &step))?;
+        }
+        Ok(())
+    }
+
+    /// EROFS on a read-only file system ([`FileSystem::set_read_only`]).
+    fn writable(&self) -> Result<()> {
+        if self.state.read_only {
+            return Err(errno(libc::EROFS, "read-only file system"));
         }
         Ok(())
     }
@@ -654,36 +669,10 @@ impl<S: StorageManager> FileSystem<S> {
             | libc::FALLOC_FL_ZERO_RANGE
             | libc::FALLOC_FL_COLLAPSE_RANGE
             | libc::FALLOC_FL_INSERT_RANGE;
-        if let Some((limit, span)) = self.tx_span() {
-            let moves = libc::FALLOC_FL_COLLAPSE_RANGE | libc::FALLOC_FL_INSERT_RANGE;
-            let bs = span / limit;
-            if mode & moves != 0 {
-                // Moving a range rewrites every pointer from it to the end
-                // at once: no step between would leave the file whole.
-                let size = self.storage.vget(ino)?.attr.size;
-                if size.div_ceil(bs).saturating_sub(offset / bs) > limit {
-                    return Err(errno(
-                        libc::EFBIG,
-                        "moving this many blocks takes more than one transaction can hold (a larger \
-                         journal holds more: `fslab mkfs --journal-size`)",
-                    ));
-                }
-            } else if len > span
-                && offset.checked_add(len).is_some_and(|end| end <= self.storage.max_file_size())
-            {
-                // In steps, each its own transaction, once the whole range
-                // is known to fit: a call refused for want of space
-                // changes nothing.
-                self.tx(TxKind::SetAttr, |ns| ns.fallocate(ino, offset, len, mode, who, Room::CheckOnly))?;
-                let end = offset + len;
-                let mut at = offset;
-                while at < end {
-                    let step_end = (at / span + 1).saturating_mul(span).min(end);
-                    let spec = self.write_spec(at, step_end - at);
-                    self.tx(spec, |ns| ns.fallocate(ino, at, step_end - at, mode, who, Room::Made))?;
-                    at = step_end;
-                }
-                return Ok(());
+        let moves = libc::FALLOC_FL_COLLAPSE_RANGE | libc::FALLOC_FL_INSERT_RANGE;
+        if let Some((_, span)) = self.tx_span().filter(|&(_, span)| len > span && mode & moves == 0) {
+            if offset.checked_add(len).is_some_and(|end| end <= self.storage.max_file_size()) {
+                return self.fallocate_in_steps(ino, offset, len, mode, who, span);
             }
         }
         let spec = if mode & frees != 0 {
@@ -693,6 +682,40 @@ impl<S: StorageManager> FileSystem<S> {
             self.write_spec(offset, len)
         };
         self.tx(spec, |ns| ns.fallocate(ino, offset, len, mode, who, Room::Make))
+    }
+
+    /// [`FileSystem::fallocate_by`] of a range larger than one transaction
+    /// may hold, in steps of `span` bytes, each its own transaction, once
+    /// the whole range is known to fit (a call refused for want of space
+    /// changes nothing). A hole punched skips what holds no data: only the
+    /// steps with blocks to free, or a partial block to zero, are made.
+    fn fallocate_in_steps(
+        &mut self,
+        ino: Ino,
+        offset: u64,
+        len: u64,
+        mode: i32,
+        who: Privilege,
+        span: u64,
+    ) -> Result<()> {
+        self.tx(TxKind::SetAttr, |ns| ns.fallocate(ino, offset, len, mode, who, Room::CheckOnly))?;
+        let punch = mode == libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
+        let bs = u64::from(self.storage.block_size().max(1));
+        let end = offset + len;
+        let mut at = offset;
+        while at < end {
+            if punch {
+                match self.storage.next_data(ino, at / bs)? {
+                    Some(lbn) if lbn.saturating_mul(bs) < end => at = at.max(lbn * bs),
+                    _ => break,
+                }
+            }
+            let step_end = (at / span + 1).saturating_mul(span).min(end);
+            let spec = self.write_spec(at, step_end - at);
+            self.tx(spec, |ns| ns.fallocate(ino, at, step_end - at, mode, who, Room::Made))?;
+            at = step_end;
+        }
+        Ok(())
     }
 
     /// `lseek(2)` for SEEK_DATA and SEEK_HOLE (`whence` as in libc): ENXIO

@@ -25,8 +25,9 @@ impl<S: StorageManager> Ns<'_, S> {
     /// another non-regular file; EFBIG for a range past the largest file;
     /// EINVAL for an offset or length that is not whole blocks, a collapse
     /// that reaches the end of the file, or an insert at or past it; EFBIG
-    /// when the file would grow past the largest file; ENOSPC, having
-    /// changed nothing, when the move has no room.
+    /// when the file would grow past the largest file, or when the move
+    /// is more than one transaction may hold; ENOSPC, having changed
+    /// nothing, when the move has no room.
     pub(super) fn shift_range(
         &mut self,
         ino: Ino,
@@ -64,6 +65,16 @@ impl<S: StorageManager> Ns<'_, S> {
                 .ok_or(errno(libc::EFBIG, "file would pass the largest"))?
         };
         let (first, shift, blocks) = (offset / bs, len / bs, size.div_ceil(bs));
+        // Every pointer from the range to the end moves in this one
+        // transaction: no step between would leave the file whole
+        // (`StorageManager::blocks_per_tx`).
+        if self.s.blocks_per_tx().is_some_and(|limit| blocks.saturating_sub(first) > limit) {
+            return Err(errno(
+                libc::EFBIG,
+                "moving this many blocks takes more than one transaction can hold (a larger journal \
+                 holds more: `fslab mkfs --journal-size`)",
+            ));
+        }
         let whole = blocks * bs;
         if whole != size {
             self.zero_past_end(ino, size, whole)?;

@@ -88,10 +88,37 @@ fn operations_larger_than_one_transaction_may_hold_are_made_in_steps_with_the_sa
     assert!(fs.orphans().is_empty());
     assert_eq!(fs.storage().blocks_used(), 1 + 16, "the root's block and g's");
 
-    // A collapse that would move more blocks than one transaction holds is refused.
+    // A collapse that would move more blocks than one transaction holds is
+    // refused; one that is invalid anyway gets Linux's error first.
     let e = fs.fallocate(g, 0, BS, libc::FALLOC_FL_COLLAPSE_RANGE);
     assert_eq!(errno(e), libc::EFBIG);
+    assert_eq!(errno(fs.fallocate(g, 1, BS, libc::FALLOC_FL_COLLAPSE_RANGE)), libc::EINVAL);
     assert_eq!(contents(&mut fs, g), want[..16 * BS as usize]);
+
+    // Holes cost no steps: a truncate of a file grown to a terabyte, and a
+    // hole punched over one, take a transaction for each few blocks of
+    // data, not one for each span of the range.
+    let h = file(&mut fs, ROOT, "h").ino;
+    fs.write(h, 0, &pattern(8 * BS as usize)).expect("write");
+    fs.write(h, 1 << 39, &pattern(8 * BS as usize)).expect("write far away");
+    truncate(&mut fs, h, 1 << 40);
+    let n = steps(&mut fs, &mut |fs| {
+        let punch = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
+        fs.fallocate(h, 4 * BS, 1 << 40, punch).expect("punch")
+    });
+    assert!((2..=8).contains(&n), "{n} transactions");
+    assert_eq!(fs.read(h, 0, 4 * BS as usize).expect("read"), pattern(4 * BS as usize));
+    fs.write(h, 1 << 39, &pattern(8 * BS as usize)).expect("write far away again");
+    let n = steps(&mut fs, &mut |fs| truncate(fs, h, BS));
+    assert!((2..=8).contains(&n), "{n} transactions");
+    assert_eq!(contents(&mut fs, h), pattern(BS as usize));
+
+    // A read-only file system changes nothing, not even in steps.
+    fs.write(h, 0, &pattern(12 * BS as usize)).expect("write");
+    let held = fs.storage().blocks_used();
+    fs.set_read_only(true);
+    assert_eq!(errno(fs.setattr(h, &SetAttr { size: Some(0), ..SetAttr::default() })), libc::EROFS);
+    assert_eq!(fs.storage().blocks_used(), held);
 }
 
 #[test]
