@@ -30,19 +30,56 @@ use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-/// Whether the FUSE file system of device `(major, minor)` is still
-/// mounted, just after one of its mounts was unmounted: the kernel keeps
-/// its connection (`/sys/fs/fuse/connections/N`) until the last mount
-/// goes, wherever it is; where that directory is not mounted, a mount of
-/// the device in this namespace's table.
-fn still_mounted((major, minor): (u32, u32)) -> bool {
-    let connections = Path::new("/sys/fs/fuse/connections");
-    if std::fs::read_dir(connections).is_ok_and(|mut entries| entries.next().is_some()) {
-        // The kernel names a connection by its device number, which for
-        // FUSE's anonymous devices (major 0) is the minor.
-        return major == 0 && connections.join(minor.to_string()).exists();
+/// The FUSE file system a mount shows, as the kernel knows it, noted
+/// before the mount is unmounted: its device number, the inode of its
+/// connection's directory (`/sys/fs/fuse/connections/N`, where that is
+/// mounted) and its source. A device number is reused as soon as it is
+/// free, so the inode (new for each connection) tells this file system's
+/// connection from a later mount's.
+struct KernelMount {
+    device: (u32, u32),
+    connection: Option<u64>,
+    source: String,
+}
+
+impl KernelMount {
+    /// The mount in effect on `dir` in the mount table `mountinfo`.
+    fn of(mountinfo: &str, dir: &Path) -> Option<KernelMount> {
+        let entries = fslab_fuse::mountinfo::parse(mountinfo);
+        let entry = fslab_fuse::mountinfo::topmost(&entries, dir)?;
+        let connection = connection_dir(entry.device).and_then(|d| std::fs::metadata(d).ok()).map(|m| {
+            use std::os::unix::fs::MetadataExt;
+            m.ino()
+        });
+        Some(KernelMount { device: entry.device, connection, source: entry.source.clone() })
     }
-    fslab_fuse::mountinfo::read().is_ok_and(|entries| entries.iter().any(|e| e.device == (major, minor)))
+
+    /// Whether the file system is still mounted, just after one of its
+    /// mounts was unmounted: the kernel keeps its connection until the
+    /// last mount goes, wherever it is. Without the connections' directory,
+    /// a mount of the same device and source in this namespace's table.
+    fn still_mounted(&self) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        if let Some(inode) = self.connection {
+            let now = connection_dir(self.device).and_then(|d| std::fs::metadata(d).ok());
+            return now.is_some_and(|m| m.ino() == inode);
+        }
+        fslab_fuse::mountinfo::read().is_ok_and(|entries| {
+            entries.iter().any(|e| {
+                e.device == self.device
+                    && e.source == self.source
+                    && fslab_fuse::is_fslab_mount(&e.kind, &e.source)
+            })
+        })
+    }
+}
+
+/// The directory of the FUSE connection of device `(major, minor)`, if the
+/// connections' file system is mounted: the kernel names it by the device
+/// number, which for FUSE's anonymous devices (major 0) is the minor.
+fn connection_dir((major, minor): (u32, u32)) -> Option<PathBuf> {
+    let dir = Path::new("/sys/fs/fuse/connections").join(minor.to_string());
+    (major == 0 && dir.exists()).then_some(dir)
 }
 
 /// Wrong usage (mount(8)'s status 1).
@@ -195,8 +232,7 @@ fn umount(args: &[OsString]) -> Result<(), (u8, String)> {
     let source = crate::sync::fslab_source(&mountinfo, &dir)
         .ok_or_else(|| (FAILED, format!("{}: not the mount point of an fslab file system", dir.display())))?;
     let lazy = parsed.flags.contains('l');
-    let device =
-        fslab_fuse::mountinfo::topmost(&fslab_fuse::mountinfo::parse(&mountinfo), &dir).map(|e| e.device);
+    let mounted = KernelMount::of(&mountinfo, &dir);
     let image = PathBuf::from(&source);
     let named = image.is_absolute() && image.exists();
     // A mount that does not show its image (a name with a comma) is waited
@@ -209,7 +245,7 @@ fn umount(args: &[OsString]) -> Result<(), (u8, String)> {
     if lazy {
         return Ok(());
     }
-    if device.is_some_and(still_mounted) {
+    if mounted.is_some_and(|m| m.still_mounted()) {
         // As a kernel file system's umount: this mount point is gone, and
         // the file system lives on where it is still mounted (its daemon
         // goes on serving and holding the image, so a wait for the image
