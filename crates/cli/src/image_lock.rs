@@ -102,7 +102,17 @@ fn acquire(image: &Path, refuse_served: bool) -> Result<ImageLock, String> {
                 .to_string());
         }
         if !told && started.elapsed() >= Duration::from_secs(1) {
-            say!("fslab: waiting for another fslab process to release {}", image.display());
+            if files.iter().any(is_served) {
+                // Waiting for a mount to end that still serves: mounted
+                // somewhere this process cannot see.
+                say!(
+                    "fslab: waiting for {} to be released: it is still served, perhaps mounted in another mount \
+                     namespace, where its final checkpoint comes when that mount goes",
+                    image.display()
+                );
+            } else {
+                say!("fslab: waiting for another fslab process to release {}", image.display());
+            }
             told = true;
         }
         std::thread::sleep(Duration::from_millis(50));
