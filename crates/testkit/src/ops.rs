@@ -30,7 +30,7 @@ pub enum RenameKind {
 pub enum Target {
     /// This text.
     Text(String),
-    /// `n` bytes of `x` (past the block size: ENAMETOOLONG).
+    /// `n` bytes of `x` (past the block size or 4,095 bytes: ENAMETOOLONG).
     Long(usize),
 }
 

@@ -47,7 +47,8 @@ impl Model {
         if target.is_empty() {
             return Err(libc::ENOENT);
         }
-        if target.len() > self.limits.block_size {
+        // A block, and PATH_MAX with its NUL.
+        if target.len() > self.limits.block_size.min(libc::PATH_MAX as usize - 1) {
             return Err(libc::ENAMETOOLONG);
         }
         if target.contains(&0) {
