@@ -34,6 +34,7 @@ use crate::Result;
 use disk::AlignedBytes;
 pub use fetch::{Fetch, Fetches};
 pub use mem::MemStorage;
+pub(crate) use tx::blocks_held;
 pub use tx::{
     free_blocks_in_steps, free_blocks_past_in_steps, transaction, Hint, OverBound, TxKind, TxLog, TxSpec,
 };

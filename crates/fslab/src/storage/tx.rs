@@ -350,6 +350,13 @@ pub fn free_blocks_past_in_steps<S: StorageManager + ?Sized>(
     free_in_steps(storage, ino, first, TxKind::Truncate)
 }
 
+/// The space `ino` holds, in blocks (data, indirect and attribute
+/// blocks): what a removal of it frees, to compare with
+/// [`StorageManager::blocks_per_tx`].
+pub(crate) fn blocks_held<S: StorageManager + ?Sized>(storage: &mut S, ino: Ino) -> Result<u64> {
+    Ok(storage.vget(ino)?.blocks.saturating_mul(512) / u64::from(storage.block_size().max(1)))
+}
+
 fn free_in_steps<S: StorageManager + ?Sized>(
     storage: &mut S,
     ino: Ino,
@@ -358,9 +365,8 @@ fn free_in_steps<S: StorageManager + ?Sized>(
 ) -> Result<super::Ticket> {
     let mut ticket = super::Ticket::none();
     let Some(limit) = storage.blocks_per_tx().map(|n| n.max(1)) else { return Ok(ticket) };
-    let block = u64::from(storage.block_size().max(1));
     let mut from = first;
-    while storage.vget(ino)?.blocks.saturating_mul(512) / block > limit {
+    while blocks_held(storage, ino)? > limit {
         let Some(first) = storage.next_data(ino, from)? else { break };
         let last = first.saturating_add(limit - 1);
         let ((), step) = transaction(storage, TxSpec::new(kind), |s| s.free_blocks(ino, first, last))?;

@@ -532,10 +532,7 @@ impl<S: StorageManager> Ns<'_, S> {
     ) -> Result<u64> {
         let src_size = self.regular(from)?.attr.size;
         let mut dst_attr = self.regular(to)?.attr;
-        if from == to
-            && from_offset < to_offset.saturating_add(len)
-            && to_offset < from_offset.saturating_add(len)
-        {
+        if copy_overlaps(from, from_offset, to, to_offset, len) {
             return Err(errno(libc::EINVAL, "overlapping ranges in one file"));
         }
         let len = len.min(src_size.saturating_sub(from_offset));
@@ -634,6 +631,12 @@ pub(super) fn chown_privileges(attr: &mut InodeAttr, who: Privilege) {
     if attr.mode & libc::S_IXGRP != 0 || !(who.in_group || who.fsetid) {
         attr.mode &= !libc::S_ISGID;
     }
+}
+
+/// Whether a copy of `len` bytes from `from_offset` of `from` to
+/// `to_offset` of `to` reads and writes the same bytes of one file.
+pub(super) fn copy_overlaps(from: Ino, from_offset: u64, to: Ino, to_offset: u64, len: u64) -> bool {
+    from == to && from_offset < to_offset.saturating_add(len) && to_offset < from_offset.saturating_add(len)
 }
 
 /// `buf` cut to `range`.

@@ -296,8 +296,7 @@ impl<S: StorageManager> Ns<'_, S> {
     /// (`StorageManager::blocks_per_tx`).
     fn too_large_for_one_tx(&mut self, ino: Ino) -> Result<bool> {
         let Some(limit) = self.s.blocks_per_tx() else { return Ok(false) };
-        let held = self.s.vget(ino)?.blocks.saturating_mul(512) / self.s.block_size().max(1) as u64;
-        Ok(held > limit)
+        Ok(crate::storage::blocks_held(self.s, ino)? > limit)
     }
 
     /// Frees an inode and everything it holds.
@@ -505,7 +504,10 @@ impl<S: StorageManager> FileSystem<S> {
         self.writable()?;
         let bs = u64::from(self.storage.block_size().max(1));
         let inode = self.storage.vget(ino)?;
-        if !inode.attr.is_reg() || size >= inode.attr.size || inode.blocks.saturating_mul(512) / bs <= limit {
+        if !inode.attr.is_reg()
+            || size >= inode.attr.size
+            || crate::storage::blocks_held(&mut self.storage, ino)? <= limit
+        {
             return Ok(());
         }
         let end = inode.attr.size.div_ceil(bs);
@@ -746,9 +748,7 @@ impl<S: StorageManager> FileSystem<S> {
         len: u64,
         who: Privilege,
     ) -> Result<u64> {
-        let overlapping = from == to
-            && from_offset < to_offset.saturating_add(len)
-            && to_offset < from_offset.saturating_add(len);
+        let overlapping = file::copy_overlaps(from, from_offset, to, to_offset, len);
         if let Some((_, span)) = self.tx_span().filter(|&(_, span)| len > span && !overlapping) {
             // In steps, each its own transaction; a short step ends the copy.
             let mut done = 0;
