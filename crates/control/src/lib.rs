@@ -22,7 +22,7 @@
 //!   [`Client::report`], [`Client::mount_report`],
 //!   [`Client::dirhash_report`] and [`Client::memory_report`].
 //!
-//! Protocol, version 9 (`wire`). Every integer is little-endian.
+//! Protocol, version 10 (`wire`). Every integer is little-endian.
 //!
 //! ```text
 //! frame    = u32 length, then `length` bytes (requests ≤ 16 MiB, responses ≤ 1 GiB + 1 MiB)
@@ -47,8 +47,13 @@
 //!                                               u32 longest name, 4 × u64 (blocks, blocks free,
 //!                                               inodes, inodes free),
 //!                                               then LFS: 6 × u64 (the order of `lfs::Stats`' fields)
-//!                                               or FFS: u8 integrity (0 sync, 1 async),
-//!                                               u32 cylinder groups, 8 × u64 (`ffs::Stats`' order)
+//!                                               or FFS: u8 integrity (0 sync, 1 async, 2 softdep,
+//!                                               3 journal, 4 journal=sync), u32 cylinder groups,
+//!                                               9 × u64 (`ffs::Stats`' order), leaks, u8 journal
+//!                                               (0 none, 1: then 6 × u64, `JournalStats`' order;
+//!                                               `largest_transaction`, the sixth, since version 10)
+//! leaks    = u8 scan (0 not needed, 1 running: u64 next, u64 of; 2 done; 3 stopped: u8 length,
+//!            reason), then 5 × u64 (the order of `LeakReport`'s counters)
 //! op 12 memory                               → u64 resident bytes (0: unknown), u32 count,
 //!                                               count × (u8 length, name (UTF-8), u64 entries,
 //!                                               u64 bytes)

@@ -19,8 +19,8 @@ use std::time::Duration;
 
 pub(super) const MAGIC: &[u8; 4] = b"FSLC";
 /// Version 7: the journal's integrity modes (3, 4) and counters in a mount
-/// report.
-pub(super) const VERSION: u32 = 9;
+/// report. Version 10: the journal's largest transaction after its counters.
+pub(super) const VERSION: u32 = 10;
 
 pub(super) const OP_HELLO: u8 = 0;
 pub(super) const OP_SEGMENT_TABLE: u8 = 1;
