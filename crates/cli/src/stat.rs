@@ -126,10 +126,11 @@ fn render_mount(dir: &str, m: Option<&MountReport>) -> String {
                     &mut out,
                     "journal",
                     format!(
-                        "{} ({} logged in {} log writes, the largest {}), {} flushes, {} checkpoints to \
-                         make room",
+                        "{} ({} logged, {} of it small files' data, in {} log writes, the largest {}), \
+                         {} flushes, {} checkpoints to make room",
                         count(j.transactions, "transaction", "transactions"),
                         human(j.bytes_logged),
+                        human(j.data_logged),
                         j.log_writes,
                         human(j.largest_transaction),
                         j.forces,
@@ -453,6 +454,7 @@ syncs                     3
             forces: 3,
             checkpoints: 0,
             largest_transaction: 12 << 10,
+            data_logged: 20 << 10,
         };
         let journaled = MountReport {
             space,
@@ -467,8 +469,8 @@ syncs                     3
         let text = render_mount("/mnt", Some(&journaled));
         assert!(
             text.contains(
-                "journal                   1000 transactions (300 KiB logged in 12 log writes, the largest 12 \
-                 KiB), 3 flushes, 0 checkpoints to make room"
+                "journal                   1000 transactions (300 KiB logged, 20 KiB of it small files' data, \
+                 in 12 log writes, the largest 12 KiB), 3 flushes, 0 checkpoints to make room"
             ),
             "{text}"
         );

@@ -50,8 +50,9 @@
 //!                                               or FFS: u8 integrity (0 sync, 1 async, 2 softdep,
 //!                                               3 journal, 4 journal=sync), u32 cylinder groups,
 //!                                               9 × u64 (`ffs::Stats`' order), leaks, u8 journal
-//!                                               (0 none, 1: then 6 × u64, `JournalStats`' order;
-//!                                               `largest_transaction`, the sixth, since version 10)
+//!                                               (0 none, 1: then 7 × u64, `JournalStats`' order;
+//!                                               `largest_transaction`, the sixth, since version 10,
+//!                                               `data_logged`, the seventh, since version 11)
 //! leaks    = u8 scan (0 not needed, 1 running: u64 next, u64 of; 2 done; 3 stopped: u8 length,
 //!            reason), then 5 × u64 (the order of `LeakReport`'s counters)
 //! op 12 memory                               → u64 resident bytes (0: unknown), u32 count,

@@ -20,7 +20,7 @@ use std::time::Duration;
 pub(super) const MAGIC: &[u8; 4] = b"FSLC";
 /// Version 7: the journal's integrity modes (3, 4) and counters in a mount
 /// report. Version 10: the journal's largest transaction after its counters.
-pub(super) const VERSION: u32 = 10;
+pub(super) const VERSION: u32 = 11;
 
 pub(super) const OP_HELLO: u8 = 0;
 pub(super) const OP_SEGMENT_TABLE: u8 = 1;
@@ -580,6 +580,7 @@ pub(super) fn encode_mount(out: &mut Out, r: &MountReport) {
                         j.forces,
                         j.checkpoints,
                         j.largest_transaction,
+                        j.data_logged,
                     ] {
                         out.u64(v);
                     }
@@ -687,6 +688,7 @@ pub(super) fn decode_mount(r: &mut In) -> Result<MountReport> {
                     forces: r.u64()?,
                     checkpoints: r.u64()?,
                     largest_transaction: r.u64()?,
+                    data_logged: r.u64()?,
                 }),
                 _ => return Err(malformed()),
             };

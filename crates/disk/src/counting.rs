@@ -42,6 +42,11 @@ impl<D: BlockDevice> CountingDisk<D> {
         CountingDisk { flush_delay: delay, ..CountingDisk::new(inner) }
     }
 
+    /// The device counted, as it is (a test's copy of it after a crash).
+    pub fn inner(&self) -> &D {
+        &self.inner
+    }
+
     /// Flushes so far.
     pub fn flushes(&self) -> u64 {
         self.flushes.load(Ordering::Relaxed)

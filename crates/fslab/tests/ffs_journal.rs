@@ -2,7 +2,7 @@
 //! what it logs, replay after a crash, and the log's space reused.
 
 use disk::{BlockDevice, MemDisk};
-use fslab::ffs::{Ffs, Integrity, JournalKind, MkfsOptions, MountOptions};
+use fslab::ffs::{Ffs, Integrity, JournalData, JournalKind, MkfsOptions, MountOptions};
 use fslab::format::inode::kind;
 use fslab::format::{Ino, ROOT_INO};
 use fslab::ufs::{Creds, FileSystem};
@@ -64,7 +64,16 @@ fn the_log_wraps_many_times_and_a_crash_at_the_end_replays_to_the_last_fsync() {
     // Each operation its own transaction: about 300 bytes logged per
     // create and as many per remove, so 20,000 operations go round a 1 MiB
     // log several times.
-    let unbatched = MountOptions { journal_batch: 1, ..options(Integrity::Journal) };
+    // With ordered data each file's 100 bytes are logged too (decision
+    // 0022); with `writeback` they are not, and the log fills with
+    // metadata alone until checkpoints must make room.
+    for data in [JournalData::Ordered, JournalData::Writeback] {
+        the_log_wraps_with(data);
+    }
+}
+
+fn the_log_wraps_with(data: JournalData) {
+    let unbatched = MountOptions { journal_batch: 1, journal_data: data, ..options(Integrity::Journal) };
     let (disk, mut fs) = fresh_with(24 << 20, JournalKind::Wafs, unbatched);
     let d = fs.mkdir(ROOT_INO, b"d", 0o755, ME).expect("mkdir").ino;
     for round in 0..10u32 {
@@ -80,12 +89,18 @@ fn the_log_wraps_many_times_and_a_crash_at_the_end_replays_to_the_last_fsync() {
     }
     let stats = fs.storage().journal_stats().expect("a journal mount");
     assert!(stats.bytes_logged > 4 << 20, "the log went round: {stats:?}");
-    assert!(stats.checkpoints > 0, "checkpoints made room: {stats:?}");
+    match data {
+        JournalData::Ordered => assert!(stats.data_logged >= 10_000 * 100, "every file's data: {stats:?}"),
+        JournalData::Writeback => assert!(stats.checkpoints > 0, "checkpoints made room: {stats:?}"),
+    }
     let last = fs.lookup(d, b"r9-999").expect("last").ino;
     fs.fsync(last, false).expect("fsync");
     let image = crash(&disk, fs);
     let dev: Arc<dyn BlockDevice> = image.clone();
-    let mut fs = FileSystem::new(Ffs::mount(dev, options(Integrity::Journal)).expect("mount replays"));
+    let mut fs = FileSystem::new(
+        Ffs::mount(dev, MountOptions { journal_data: data, ..options(Integrity::Journal) })
+            .expect("mount replays"),
+    );
     let names = fs.readdir(d, 0, 5000).expect("readdir");
     let files: Vec<_> = names.iter().filter(|e| e.name != b"." && e.name != b"..").collect();
     assert_eq!(files.len(), 1000, "the last round's files, and only those");
@@ -502,4 +517,96 @@ fn a_fallocate_larger_than_one_transaction_is_logged_in_steps_and_a_large_collap
     let mut fs = replayed(crash(&disk, fs));
     assert_eq!(fs.getattr(f).expect("f").attr.size, 100 << 20, "nothing collapsed");
     fs.unmount().expect("unmount");
+}
+
+/// A small file's new blocks go into the log with the transaction that
+/// gives them to it (decision 0022): a `journal=sync` create after another
+/// file's write waits for one flush, not two (the data's, then the log's),
+/// and after a crash the written file holds its bytes, replayed from the log.
+#[test]
+fn a_small_files_new_blocks_are_logged_and_a_create_after_it_waits_for_one_flush() {
+    let disk = Arc::new(disk::CountingDisk::new(MemDisk::new(32 << 20)));
+    let dev: Arc<dyn BlockDevice> = disk.clone();
+    let mkfs = MkfsOptions { group_size: 8 << 20, journal: JournalKind::File, ..MkfsOptions::default() };
+    fslab::mkfs_ffs(dev.clone(), &mkfs, ME).expect("mkfs");
+    let mut fs = FileSystem::new(Ffs::mount(dev, options(Integrity::JournalSync)).expect("mount"));
+    let mut flushes = Vec::new();
+    for i in 0..20u8 {
+        let f = create(&mut fs, ROOT_INO, &format!("f{i}"));
+        fs.write(f, 0, &[i + 1; 1024]).expect("write");
+        let before = disk.flushes();
+        create(&mut fs, ROOT_INO, &format!("g{i}"));
+        flushes.push(disk.flushes() - before);
+    }
+    assert!(flushes.iter().all(|&n| n == 1), "flushes per create after a write: {flushes:?}");
+    let stats = fs.storage().journal_stats().expect("a journal");
+    assert!(stats.data_logged >= 20 * 1024, "the files' bytes in the log: {stats:?}");
+    let image = crash(disk.inner(), fs);
+    let mut fs = replayed(image);
+    for i in 0..20u8 {
+        let f = fs.lookup(ROOT_INO, format!("f{i}").as_bytes()).expect("f").ino;
+        assert_eq!(fs.read(f, 0, 2048).expect("read"), vec![i + 1; 1024], "f{i}");
+    }
+    fs.storage().check_groups().unwrap_or_else(|e| panic!("{e}"));
+}
+
+/// A block whose image the log holds is logged again at every change
+/// until the checkpoint passes that image: otherwise replay would write
+/// the older image over newer bytes an fsync had made durable at home.
+#[test]
+fn a_logged_block_changed_in_place_replays_to_its_newest_bytes() {
+    for integrity in [Integrity::JournalSync, Integrity::Journal] {
+        let (disk, mut fs) = fresh(16 << 20, JournalKind::File, integrity);
+        let f = create(&mut fs, ROOT_INO, "f");
+        fs.write(f, 0, &[1; 1024]).expect("write");
+        fs.fsync(f, false).expect("fsync: the log holds the block");
+        // Now the block goes home as logged, then changes in place.
+        fs.fsync(f, false).expect("fsync: the block at home");
+        fs.write(f, 0, &[2; 512]).expect("overwrite");
+        fs.fsync(f, false).expect("fsync: the change durable");
+        let image = crash(&disk, fs);
+        let mut fs = replayed(image);
+        let mut want = vec![2u8; 512];
+        want.extend_from_slice(&[1; 512]);
+        assert_eq!(fs.read(f, 0, 2048).expect("read"), want, "{integrity:?}");
+    }
+}
+
+/// A logged tail cut shorter (a truncate inside its block) frees the
+/// run's last fragments: replay still writes the fragments the file keeps,
+/// which never reached home, rather than dropping the whole image.
+#[test]
+fn a_logged_tail_cut_shorter_keeps_its_first_fragments_after_a_crash() {
+    let (disk, mut fs) = fresh(16 << 20, JournalKind::File, Integrity::JournalSync);
+    let f = create(&mut fs, ROOT_INO, "f");
+    fs.write(f, 0, &[5; 5120]).expect("write");
+    create(&mut fs, ROOT_INO, "g");
+    let cut = fslab::ufs::SetAttr { size: Some(2048), ..fslab::ufs::SetAttr::default() };
+    fs.setattr(f, &cut).expect("truncate");
+    create(&mut fs, ROOT_INO, "h");
+    let image = crash(&disk, fs);
+    let mut fs = replayed(image);
+    assert_eq!(fs.read(f, 0, 8192).expect("read"), vec![5; 2048]);
+}
+
+/// An inserted range gives a logged block another number in its file at
+/// the same place: it stays logged under the new one, so a later change
+/// made durable in place is not undone by replay of the older image.
+#[test]
+fn a_logged_block_moved_by_an_insert_range_replays_to_its_newest_bytes() {
+    let (disk, mut fs) = fresh(16 << 20, JournalKind::File, Integrity::Journal);
+    let f = create(&mut fs, ROOT_INO, "f");
+    fs.write(f, 0, &[1; 8192]).expect("write");
+    fs.fsync(f, false).expect("fsync: the log holds the block");
+    fs.fsync(f, false).expect("fsync: the block at home");
+    fs.fallocate(f, 0, 8192, libc::FALLOC_FL_INSERT_RANGE).expect("insert");
+    fs.fsync(f, false).expect("fsync: the insert committed");
+    fs.write(f, 8192, &[2; 8192]).expect("overwrite the moved block");
+    fs.fsync(f, false).expect("fsync: the change durable");
+    let image = crash(&disk, fs);
+    let mut fs = replayed(image);
+    let got = fs.read(f, 0, 16384).expect("read");
+    assert_eq!(got.len(), 16384);
+    assert!(got[..8192].iter().all(|&b| b == 0), "the inserted range reads as zeros");
+    assert!(got[8192..].iter().all(|&b| b == 2), "the moved block holds its newest bytes");
 }

@@ -733,6 +733,7 @@ impl BlockTree for Ffs {
             self.cache.remove((ino, from));
             self.cache.insert((ino, to), block, dirty);
         }
+        self.after_relocating(ino, from, to);
         bmap::balloc_above(self, ino, to)?;
         self.tx.hint(Hint::BlocksAllocated { ino, lbn: to });
         Ok(addr)

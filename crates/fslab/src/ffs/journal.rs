@@ -248,10 +248,14 @@ impl FreedRuns {
         self.runs.insert(start, end);
     }
 
-    /// Whether any of fragments `start .. end` is in a run. Runs are apart,
-    /// so only the last one starting before `end` can reach past `start`.
-    fn overlaps(&self, start: Frag, end: Frag) -> bool {
-        self.runs.range(..end).next_back().is_some_and(|(_, &e)| e > start)
+    /// The first of fragments `start .. end` in a run, if any. Runs are
+    /// apart, so only the last one starting at or before `start` can hold
+    /// `start`; else the first one starting after it.
+    fn first_in(&self, start: Frag, end: Frag) -> Option<Frag> {
+        if self.runs.range(..=start).next_back().is_some_and(|(_, &e)| e > start) {
+            return Some(start);
+        }
+        self.runs.range(start..end).next().map(|(&s, _)| s)
     }
 }
 
@@ -269,7 +273,9 @@ pub struct Replayed {
     pub transactions: u64,
     /// Change records applied.
     pub changes: u64,
-    /// Change records skipped: their block was freed later in the log.
+    /// Change records skipped: their block was freed later in the log
+    /// (a record whose run lost only its last fragments is cut there and
+    /// counted as applied).
     pub revoked: u64,
     /// Blocks written.
     pub blocks: u64,
@@ -291,7 +297,9 @@ pub fn replay(dev: &dyn BlockDevice, sb: &Superblock) -> Result<Replayed> {
     // kept as merged runs, not fragment by fragment, so that the memory
     // grows with the records and not with the size of the files removed.
     let records: Vec<&Record> = found.transactions.iter().flat_map(|tx| &tx.records).collect();
-    let mut revoked = vec![false; records.len()];
+    // Per record, the byte of its block where what a later free covers
+    // begins (`usize::MAX`: nothing of it is freed).
+    let mut cut = vec![usize::MAX; records.len()];
     let mut freed_after = FreedRuns::default();
     for (index, r) in records.iter().enumerate().rev() {
         match r {
@@ -303,17 +311,21 @@ pub fn replay(dev: &dyn BlockDevice, sb: &Superblock) -> Result<Replayed> {
                 freed_after.insert(*start, end);
             }
             Record::Change { block, offset, zeroed, bytes } => {
-                // Revoked when a later free covers a fragment this record
+                // Cut where a later free covers a fragment this record
                 // writes, and only then: the block may be a run of
                 // fragments (a directory's, a symbolic link's) with other
                 // files' fragments after it, whose free says nothing of
-                // this one.
+                // this one. A run loses fragments from its end (a file's
+                // tail cut shorter), so what comes before the first freed
+                // fragment is still the block's, and is replayed.
                 let frag = u64::from(geo.frag_size);
                 let end = u64::from(*offset).saturating_add(bytes.len() as u64);
                 let lo = if *zeroed > 0 { 0 } else { u64::from(*offset) };
                 let hi = end.max(u64::from(*zeroed));
                 let first = block.saturating_add(lo / frag);
-                revoked[index] = freed_after.overlaps(first, block.saturating_add(hi.div_ceil(frag)));
+                if let Some(freed) = freed_after.first_in(first, block.saturating_add(hi.div_ceil(frag))) {
+                    cut[index] = usize::try_from((freed - block).saturating_mul(frag)).unwrap_or(usize::MAX);
+                }
             }
         }
     }
@@ -334,10 +346,13 @@ pub fn replay(dev: &dyn BlockDevice, sb: &Superblock) -> Result<Replayed> {
         if *block >= geo.total_frags || geo.byte_offset(*block) + reach > fs_bytes {
             return Err(bad("names a block outside the file system"));
         }
-        if revoked[index] {
+        let limit = cut[index];
+        let lo = if *zeroed > 0 { 0 } else { start };
+        if limit <= lo {
             done.revoked += 1;
             continue;
         }
+        let (end, zeroed) = (end.min(limit), (*zeroed as usize).min(limit));
         if !blocks.contains_key(block) {
             if blocks.len() >= REPLAY_BLOCKS_HELD {
                 // Written home now, in log order: a later record of one of
@@ -350,15 +365,17 @@ pub fn replay(dev: &dyn BlockDevice, sb: &Superblock) -> Result<Replayed> {
             blocks.insert(*block, (buf, usize::MAX, 0));
         }
         let Some((buf, lo, hi)) = blocks.get_mut(block) else { continue };
-        if *zeroed > 0 {
+        if zeroed > 0 {
             // The block was zeros before this transaction's records.
-            buf[..*zeroed as usize].fill(0);
+            buf[..zeroed].fill(0);
             *lo = 0;
-            *hi = (*hi).max(*zeroed as usize);
+            *hi = (*hi).max(zeroed);
         }
-        buf[start..end].copy_from_slice(bytes);
-        *lo = (*lo).min(start);
-        *hi = (*hi).max(end);
+        if start < end {
+            buf[start..end].copy_from_slice(&bytes[..end - start]);
+            *lo = (*lo).min(start);
+            *hi = (*hi).max(end);
+        }
         done.changes += 1;
     }
     write_home(dev, &geo, &mut blocks, &mut done)?;
@@ -622,6 +639,25 @@ mod tests {
         assert_eq!(got, vec![0; 100], "a freed run's old bytes not replayed");
     }
 
+    /// A file's tail cut shorter frees the run's last fragments: its
+    /// logged image is still replayed for the fragments it keeps (they
+    /// would otherwise show what was there before), and not past them.
+    #[test]
+    fn a_free_of_a_runs_last_fragments_cuts_its_record_there() {
+        let (dev, sb, a) = journaled();
+        let frag = sb.geometry.frag_size as usize;
+        let fill = vec![9u8; 5 * frag];
+        dev.write_at(sb.geometry.byte_offset(a), &vec![3u8; 5 * frag]).expect("old bytes");
+        let logged = Record::Change { block: a, offset: 0, zeroed: (5 * frag) as u32, bytes: fill };
+        write_log(dev.as_ref(), &sb, &[vec![logged], vec![Record::Free { start: a + 2, count: 3 }]]);
+        let done = replay(dev.as_ref(), &sb).expect("replay");
+        assert_eq!((done.changes, done.revoked), (1, 0));
+        let mut got = vec![0u8; 5 * frag];
+        dev.read_at(sb.geometry.byte_offset(a), &mut got).expect("read");
+        assert_eq!(&got[..2 * frag], &vec![9u8; 2 * frag][..], "the fragments kept are replayed");
+        assert_eq!(&got[2 * frag..], &vec![3u8; 3 * frag][..], "the freed ones are left as they were");
+    }
+
     /// A change made again after its block's free is replayed; one made
     /// before it is not, whichever of several overlapping frees covers it.
     #[test]
@@ -650,15 +686,18 @@ mod tests {
     }
 
     #[test]
-    fn freed_runs_merge_and_answer_overlaps() {
+    fn freed_runs_merge_and_find_the_first_fragment_freed() {
         let mut runs = FreedRuns::default();
         runs.insert(10, 20);
         runs.insert(30, 40);
         runs.insert(18, 32);
         runs.insert(50, 50);
         assert_eq!(runs.runs.iter().map(|(&s, &e)| (s, e)).collect::<Vec<_>>(), vec![(10, 40)]);
-        assert!(runs.overlaps(39, 45) && runs.overlaps(0, 11) && runs.overlaps(15, 16));
-        assert!(!runs.overlaps(40, 45) && !runs.overlaps(0, 10) && !runs.overlaps(50, 51));
+        assert_eq!(
+            (runs.first_in(39, 45), runs.first_in(0, 11), runs.first_in(15, 16)),
+            (Some(39), Some(10), Some(15))
+        );
+        assert_eq!((runs.first_in(40, 45), runs.first_in(0, 10), runs.first_in(50, 51)), (None, None, None));
         runs.insert(40, 42);
         assert_eq!(runs.runs.len(), 1, "a run that begins where another ends joins it");
     }

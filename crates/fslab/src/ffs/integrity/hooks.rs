@@ -65,6 +65,11 @@ impl Ffs {
         self.mode().blocks_freed(self, ino)
     }
 
+    /// See [`IntegrityMode::block_relocated`].
+    pub(in crate::ffs) fn after_relocating(&mut self, ino: Ino, from: Lbn, to: Lbn) {
+        self.mode().block_relocated(self, ino, from, to)
+    }
+
     /// See [`IntegrityMode::block_moving`].
     pub(in crate::ffs) fn before_freeing_moved(&mut self, ino: Ino, lbn: Lbn) -> Result<()> {
         self.mode().block_moving(self, ino, lbn)

@@ -220,6 +220,13 @@ pub(super) trait IntegrityMode<Fs>: Send + Sync {
         let _ = (fs, key);
     }
 
+    /// Block `from` of `ino` is now block `to` of it, at the same place (a
+    /// range collapsed or inserted): what the mode tracks by block follows
+    /// it.
+    fn block_relocated(&self, fs: &mut Fs, ino: Ino, from: Lbn, to: Lbn) {
+        let _ = (fs, ino, from, to);
+    }
+
     /// Block `lbn` of `ino` is being freed: it is still in the cache, and
     /// is dropped from it next (its space goes back by `free_when`).
     fn block_released(&self, fs: &mut Fs, ino: Ino, lbn: Lbn) -> Result<()> {

@@ -21,11 +21,14 @@
 //! * **Frees** are reused only once the transaction that freed them is
 //!   durable (`FreeWhen::Committed`), though the groups it logs already
 //!   show them free.
-//! * **Ordered data** (`journal_data=ordered`, the default; decision
-//!   0019): a regular file's new blocks are written and flushed before the
-//!   transaction that gives them to it is logged, so that no pointer the
-//!   log makes durable names a block holding a deleted file's bytes.
-//!   `writeback` orders no data, as the 2000 paper's journals (§6).
+//! * **Ordered data** (`journal_data=ordered`, the default; decisions
+//!   0019 and 0022): a regular file's new blocks are logged with the
+//!   transaction that gives them to it when they are few, and otherwise
+//!   written and flushed before it is logged, so that no pointer the log
+//!   makes durable names a block holding a deleted file's bytes. A logged
+//!   file block is then logged at every change, as metadata is, until the
+//!   checkpoint passes it. `writeback` orders no data, as the 2000
+//!   paper's journals (§6).
 //! * **Commit**: with `journal=sync`, a namespace operation (create,
 //!   remove, rename, link, mkdir, rmdir) is durable when it returns — its
 //!   transaction is written at commit and the caller waits, outside the
@@ -62,7 +65,7 @@ use crate::storage::{Hint, TxKind};
 use crate::Result;
 use commits::{issue_log, Commits};
 use disk::AlignedBytes;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -88,6 +91,17 @@ const LOG_BYTES_PER_FILE_BLOCK: u64 = 64;
 /// count says so (each holds its image before the batch in memory).
 const MAX_BATCH_BLOCKS: usize = 256;
 
+/// Bytes of new blocks past which a file's data is ordered (written and
+/// flushed before the log) rather than logged (decision 0022).
+const LOGGED_DATA_PER_FILE: u64 = 32 << 10;
+
+/// Bytes of new file data one transaction logs at most, and the share of
+/// the log that bounds it (a sixteenth: with the later changes of blocks
+/// logged before, at most an eighth, a transaction stays well inside the
+/// quarter `blocks_per_tx` leaves it).
+const LOGGED_DATA_PER_TX: u64 = 256 << 10;
+const LOGGED_DATA_LOG_SHARE: u64 = 16;
+
 /// The journal mode.
 pub(super) struct Journal {
     /// `journal=sync`: namespace operations are durable when they return.
@@ -98,8 +112,8 @@ pub(super) struct Journal {
     /// cached, whatever the log holds), so that a crash explorer shows its
     /// checks catch a journal that breaks it.
     disorder: bool,
-    /// `journal_data=ordered`: a file's new blocks are durable before the
-    /// transaction that gives them to it is logged.
+    /// `journal_data=ordered`: a file's new blocks are logged with the
+    /// transaction that gives them to it, or durable before it is logged.
     ordered_data: bool,
     state: Arc<Mutex<Option<State>>>,
     /// The commits' barrier, made at mount (it needs the write queue).
@@ -154,17 +168,40 @@ struct State {
     /// Set while a checkpoint makes room: what changed stays uncommitted
     /// (and goes home as it was at the last commit) until it ends.
     making_room: bool,
-    /// Regular files given blocks since the last transaction was logged:
-    /// with ordered data, their dirty blocks are made durable before it is.
-    new_data: std::collections::BTreeSet<Ino>,
+    /// Blocks given to regular files since the last transaction was
+    /// logged: with ordered data, the next transaction logs them or they
+    /// are made durable before it is.
+    new_data: BTreeSet<BlockKey>,
     /// Set while those blocks are written: their write-back is not the
     /// end of a transaction (`writes_starting`), but part of logging one.
     ordering_data: bool,
+    /// File blocks whose contents are in the log, with the newest
+    /// transaction that logged them: until the checkpoint passes it, replay
+    /// would write that image, so every later change to them is logged too.
+    logged_data: IntMap<BlockKey, u64>,
+    /// Freed blocks whose name another block took (a collapsed range)
+    /// before their free was durable: they pin the checkpoint as in
+    /// `unsettled` until it is.
+    displaced: Vec<Unsettled>,
     /// Counters for `fslab stat` and the lab.
     stats: JournalStats,
     /// Log writes (and their bytes) not yet counted in the file system's
     /// statistics: made by waiters outside its lock.
     uncounted: (u64, u64),
+}
+
+/// A transaction's records, made by [`Journal::records_of`].
+#[derive(Default)]
+struct Records {
+    records: Vec<Record>,
+    /// The blocks they change.
+    touched: Vec<BlockKey>,
+    /// The file blocks among them.
+    data: BTreeSet<BlockKey>,
+    /// Bytes of file data they hold, and of those the bytes of blocks the
+    /// log held before.
+    data_bytes: u64,
+    data_bytes_before: u64,
 }
 
 /// A block's committed changes not yet at home.
@@ -196,6 +233,9 @@ pub struct JournalStats {
     pub checkpoints: u64,
     /// Bytes of the largest transaction logged.
     pub largest_transaction: u64,
+    /// Bytes of file data logged: small files' new blocks, and later
+    /// changes to them while the log holds them (decision 0022).
+    pub data_logged: u64,
 }
 
 impl Journal {
@@ -223,10 +263,39 @@ impl Journal {
 
     /// Commits what changed since the last commit as one transaction:
     /// inodes and groups stored into their blocks, each changed metadata
-    /// block diffed against its image before the change.
+    /// block diffed against its image before the change. With ordered
+    /// data, the blocks given to files since the last one are logged with
+    /// it or made durable before it (`split_new_data`).
     fn log_changes(&self, fs: &mut Ffs) -> Result<()> {
-        if self.ordered_data {
-            self.write_new_data(fs)?;
+        let new_data = self.take_new_data();
+        let made = self.log_changes_with(fs, &new_data, true);
+        if made.is_err() {
+            // Still to be logged or ordered: the transaction that failed
+            // here is not logged, and the next must not be logged before
+            // them.
+            self.put_back_new_data(new_data);
+        }
+        made
+    }
+
+    /// [`Journal::log_changes`] with the new blocks taken; `may_checkpoint`
+    /// once, so that a checkpoint that leaves the log no emptier is not
+    /// made again and again.
+    fn log_changes_with(
+        &self,
+        fs: &mut Ffs,
+        new_data: &BTreeSet<BlockKey>,
+        may_checkpoint: bool,
+    ) -> Result<()> {
+        let data_limit = self
+            .lock()
+            .as_ref()
+            .map_or(0, |st| LOGGED_DATA_PER_TX.min(st.info.bytes / LOGGED_DATA_LOG_SHARE));
+        let (to_log, to_order) = Self::split_new_data(fs, new_data, data_limit);
+        if !to_order.is_empty() {
+            let keys: Vec<BlockKey> =
+                to_order.iter().flat_map(|&ino| fs.cache.dirty_keys_in(ino, 0..=Lbn::MAX)).collect();
+            self.write_durable_data(fs, &keys)?;
         }
         fs.store_dirty_inodes()?;
         fs.store_groups();
@@ -234,7 +303,38 @@ impl Journal {
             fs.store_superblock();
         }
         let changes = fs.cache.take_changes();
-        let (mut records, touched) = Self::records_of(fs, &changes);
+        let logged_before: BTreeSet<BlockKey> = match self.lock().as_ref() {
+            Some(st) if !st.logged_data.is_empty() => {
+                changes.iter().map(|&(k, _)| k).filter(|k| st.logged_data.contains_key(k)).collect()
+            }
+            _ => BTreeSet::new(),
+        };
+        let made = Self::records_of(fs, &changes, &to_log, &logged_before);
+        let missed: Vec<BlockKey> = to_log.iter().copied().filter(|k| !made.data.contains(k)).collect();
+        if !missed.is_empty() {
+            // Chosen for the log but not found in the cache as changed
+            // (not expected): ordered instead, before the log.
+            if let Err(e) = self.write_durable_data(fs, &missed) {
+                fs.cache.put_back_changes(changes);
+                return Err(e);
+            }
+        }
+        if may_checkpoint && made.data_bytes_before > data_limit.saturating_mul(2) {
+            // Later changes to blocks logged before must be logged while
+            // replay could write their older image; here they would crowd
+            // the transaction. A checkpoint puts every image in the log
+            // behind it, so the transaction need log none of them.
+            fs.cache.put_back_changes(changes);
+            self.put_back_new_data(new_data.clone());
+            self.make_room(fs, 0)?;
+            return self.log_changes_with(fs, &self.take_new_data(), false);
+        }
+        let Records { mut records, touched, data, data_bytes, .. } = made;
+        // A file block written home since it changed (write-back before
+        // this transaction) is at home as logged once that write is
+        // durable: no later write would settle it.
+        let at_home: Vec<bool> = touched.iter().map(|&k| !fs.cache.is_dirty(k)).collect();
+        let issued = fs.queue.issued();
         let mut guard = self.lock();
         let Some(st) = guard.as_mut() else { return Ok(()) };
         st.batched = 0;
@@ -275,8 +375,9 @@ impl Journal {
             // the same transaction is made again and logged.
             drop(guard);
             fs.cache.put_back_changes(changes);
+            self.put_back_new_data(new_data.clone());
             self.make_room(fs, bytes.len() as u64)?;
-            return self.log_changes(fs);
+            return self.log_changes_with(fs, &self.take_new_data(), may_checkpoint);
         }
         st.frees.clear();
         st.starts.insert(seq, st.head);
@@ -285,8 +386,9 @@ impl Journal {
         st.next_seq += 1;
         st.stats.transactions += 1;
         st.stats.bytes_logged += bytes.len() as u64;
+        st.stats.data_logged += data_bytes;
         st.stats.largest_transaction = st.stats.largest_transaction.max(bytes.len() as u64);
-        for key in touched {
+        for (key, at_home) in touched.into_iter().zip(at_home) {
             let u = st.unsettled.entry(key).or_insert(Unsettled {
                 oldest: seq,
                 latest: seq,
@@ -294,70 +396,122 @@ impl Journal {
                 released: None,
             });
             u.latest = seq;
+            if at_home {
+                u.written = Some((issued, seq));
+            }
             // Made again after a free: this block's changes must reach home
             // like any other's, though the freed one's need not.
             u.released = None;
         }
+        for key in data {
+            st.logged_data.insert(key, seq);
+        }
         Ok(())
     }
 
-    /// Notes the regular files the transaction just ended gave blocks to
+    /// Notes the blocks the transaction just ended gave regular files
     /// (its hints; a directory's, a symbolic link's and every indirect
-    /// block are logged instead).
+    /// block are logged as metadata).
     fn note_new_data(&self, fs: &mut Ffs) {
-        let allocated: Vec<Ino> = fs
+        let allocated: Vec<BlockKey> = fs
             .tx
             .hints()
             .iter()
             .filter_map(|h| match *h {
-                Hint::BlocksAllocated { ino, lbn } if lbn >= 0 => Some(ino),
+                Hint::BlocksAllocated { ino, lbn } if lbn >= 0 => Some((ino, lbn)),
                 _ => None,
             })
             .collect();
-        let files: Vec<Ino> = allocated.into_iter().filter(|&ino| !fs.is_namespace_file(ino)).collect();
+        let blocks: Vec<BlockKey> =
+            allocated.into_iter().filter(|&(ino, _)| !fs.is_namespace_file(ino)).collect();
         if let Some(st) = self.lock().as_mut() {
-            st.new_data.extend(files);
+            st.new_data.extend(blocks);
         }
     }
 
-    /// Ordered data (ext3's and ext4's `data=ordered`): the dirty blocks
-    /// of every regular file given blocks since the last transaction are
-    /// written and flushed before that transaction enters the log, so that
-    /// no pointer the log makes durable names a block still holding what a
-    /// deleted file left there. Their writes, and any already in flight,
-    /// are durable when this returns; the log is issued only after.
-    fn write_new_data(&self, fs: &mut Ffs) -> Result<()> {
-        let inos = {
-            let mut guard = self.lock();
-            let Some(st) = guard.as_mut() else { return Ok(()) };
-            if st.ordering_data || st.new_data.is_empty() {
-                return Ok(());
+    /// The blocks given to files since the last transaction, for the one
+    /// being made (none while they are being written for it).
+    fn take_new_data(&self) -> BTreeSet<BlockKey> {
+        match self.lock().as_mut() {
+            Some(st) if !st.ordering_data => std::mem::take(&mut st.new_data),
+            _ => BTreeSet::new(),
+        }
+    }
+
+    fn put_back_new_data(&self, blocks: BTreeSet<BlockKey>) {
+        if let Some(st) = self.lock().as_mut() {
+            st.new_data.extend(blocks);
+        }
+    }
+
+    /// Ordered data (ext3's and ext4's `data=ordered`, decision 0019), in
+    /// two ways (decision 0022): a file whose new blocks are few, cached
+    /// and changed since the last transaction has them logged with the
+    /// transaction that gives them to it — replay writes them, so no
+    /// pointer the log makes durable names a block holding what a deleted
+    /// file left there, and the log's one flush covers them. Any other
+    /// file's dirty blocks are written and flushed before the transaction
+    /// enters the log. Returns the blocks to log and the files to order,
+    /// logging at most `limit` bytes.
+    fn split_new_data(fs: &mut Ffs, new: &BTreeSet<BlockKey>, limit: u64) -> (BTreeSet<BlockKey>, Vec<Ino>) {
+        let mut to_log = BTreeSet::new();
+        let mut to_order = Vec::new();
+        let mut total = 0;
+        let mut blocks = new.iter().copied().peekable();
+        while let Some(&(ino, _)) = blocks.peek() {
+            let mut file = Vec::new();
+            while let Some(key) = blocks.next_if(|&(i, _)| i == ino) {
+                file.push(key);
             }
+            let mut bytes = 0u64;
+            let loggable = file.iter().all(|&key| {
+                let changed = fs.cache.before_changes(key).is_some() && fs.cache.contains(key);
+                let run = match fs.placements_of(&[key]) {
+                    Ok(placed) => placed.first().map(|p| p.bytes as u64),
+                    Err(_) => None,
+                };
+                bytes += run.unwrap_or(u64::MAX / 4);
+                changed && run.is_some()
+            });
+            if loggable && bytes <= LOGGED_DATA_PER_FILE && total + bytes <= limit {
+                total += bytes;
+                to_log.extend(file);
+            } else {
+                to_order.push(ino);
+            }
+        }
+        (to_log, to_order)
+    }
+
+    /// The ordered half of [`Journal::split_new_data`]: the dirty blocks
+    /// among `keys` written, and they and every write in flight durable
+    /// when this returns; the log is issued only after.
+    fn write_durable_data(&self, fs: &mut Ffs, keys: &[BlockKey]) -> Result<()> {
+        if let Some(st) = self.lock().as_mut() {
             st.ordering_data = true;
-            std::mem::take(&mut st.new_data)
-        };
-        let keys: Vec<BlockKey> =
-            inos.iter().flat_map(|&ino| fs.cache.dirty_keys_in(ino, 0..=Lbn::MAX)).collect();
-        let written = fs.write_durable(&keys);
+        }
+        let written = fs.write_durable(keys);
         if let Some(st) = self.lock().as_mut() {
             st.ordering_data = false;
-            if written.is_err() {
-                // Still to be ordered: the transaction that failed here is
-                // not logged, and the next must not be logged before them.
-                st.new_data.extend(inos);
-            }
         }
         written
     }
 
-    /// The change records of the metadata blocks among `changes` (each
-    /// with its image before the first change), and the blocks they name.
-    fn records_of(fs: &mut Ffs, changes: &[(BlockKey, Option<BlockData>)]) -> (Vec<Record>, Vec<BlockKey>) {
-        let mut records = Vec::new();
-        let mut touched = Vec::new();
+    /// The change records of the blocks among `changes` (each with its
+    /// image before the first change) that the log holds: metadata, the
+    /// new file blocks `new_data` chose to log, and the file blocks
+    /// `logged_before` whose images the log holds from earlier.
+    fn records_of(
+        fs: &mut Ffs,
+        changes: &[(BlockKey, Option<BlockData>)],
+        new_data: &BTreeSet<BlockKey>,
+        logged_before: &BTreeSet<BlockKey>,
+    ) -> Records {
+        let mut made = Records::default();
         for (key, before) in changes {
             let key = *key;
-            if !Self::is_logged(fs, key) {
+            let data = new_data.contains(&key) || logged_before.contains(&key);
+            if !data && !Self::is_logged(fs, key) {
                 continue;
             }
             let Some(now) = fs.cache.share(key) else { continue };
@@ -375,10 +529,12 @@ impl Journal {
                 fs.tree.seal(&mut copy, ino, lbn);
                 Arc::new(copy)
             };
-            let new = before.is_none();
+            // A file block new to its file is logged whole, over zeros:
+            // what its place held before is another file's, or nothing.
+            let new = before.is_none() || new_data.contains(&key);
             let old = match before {
-                Some(b) => sealed(b),
-                None => Arc::new(AlignedBytes::zeroed(now.len())),
+                Some(b) if !new => sealed(b),
+                _ => Arc::new(AlignedBytes::zeroed(now.len())),
             };
             let now = sealed(&now);
             let ranges: Vec<(usize, usize)> = changed_ranges(&old, &now)
@@ -388,20 +544,29 @@ impl Journal {
                 .collect();
             let zeroed = if new { run as u32 } else { 0 };
             if new && ranges.is_empty() {
-                records.push(Record::Change { block: addr.get(), offset: 0, zeroed, bytes: Vec::new() });
+                made.records.push(Record::Change { block: addr.get(), offset: 0, zeroed, bytes: Vec::new() });
             }
             // Only the block's first record zeroes it at replay.
             for (i, (offset, len)) in ranges.into_iter().enumerate() {
-                records.push(Record::Change {
+                if data {
+                    made.data_bytes += len as u64;
+                    if !new_data.contains(&key) {
+                        made.data_bytes_before += len as u64;
+                    }
+                }
+                made.records.push(Record::Change {
                     block: addr.get(),
                     offset: offset as u32,
                     zeroed: if i == 0 { zeroed } else { 0 },
                     bytes: now[offset..offset + len].to_vec(),
                 });
             }
-            touched.push(key);
+            made.touched.push(key);
+            if data {
+                made.data.insert(key);
+            }
         }
-        (records, touched)
+        made
     }
 
     /// Writes every block home and moves the checkpoint, until the log
@@ -502,7 +667,7 @@ impl Journal {
 /// The checkpoint the journal's state allows now: the oldest transaction
 /// with a block not durable at home, else the log's head.
 fn tail_of(st: &State) -> (u64, u64) {
-    let oldest = st.unsettled.values().map(|u| u.oldest).min().unwrap_or(st.next_seq);
+    let oldest = st.unsettled.values().chain(&st.displaced).map(|u| u.oldest).min().unwrap_or(st.next_seq);
     match st.starts.get(&oldest) {
         Some(&pos) => (pos, oldest),
         None => (st.head, st.next_seq),
@@ -547,6 +712,7 @@ fn prune_state(st: &mut State, durable: Seq) {
             _ => true,
         }
     });
+    st.displaced.retain(|u| u.released.is_some_and(|r| r >= durable_seq));
     if let Some((write, checkpoint)) = st.checkpoint_in_flight {
         if write <= durable {
             st.checkpoint = checkpoint;
@@ -555,6 +721,10 @@ fn prune_state(st: &mut State, durable: Seq) {
     }
     let (_, tail_seq) = tail_of(st).min(st.checkpoint);
     st.starts = st.starts.split_off(&tail_seq);
+    // Replay starts at the disk's checkpoint: images logged before it are
+    // never written again, so later changes to those blocks need no log.
+    let replayed_from = st.checkpoint.1;
+    st.logged_data.retain(|_, latest| *latest >= replayed_from);
 }
 
 impl IntegrityMode<Ffs> for Journal {
@@ -605,8 +775,10 @@ impl IntegrityMode<Ffs> for Journal {
             rollback: IntMap::default(),
             last_force: fs.options.clock.now(),
             making_room: false,
-            new_data: Default::default(),
+            new_data: BTreeSet::new(),
             ordering_data: false,
+            logged_data: IntMap::default(),
+            displaced: Vec::new(),
             stats: JournalStats::default(),
             uncounted: (0, 0),
         });
@@ -742,6 +914,28 @@ impl IntegrityMode<Ffs> for Journal {
         self.force(fs)
     }
 
+    fn block_relocated(&self, _fs: &mut Ffs, ino: Ino, from: Lbn, to: Lbn) {
+        let mut guard = self.lock();
+        let Some(st) = guard.as_mut() else { return };
+        if let Some(latest) = st.logged_data.remove(&(ino, from)) {
+            let at = st.logged_data.entry((ino, to)).or_insert(latest);
+            *at = (*at).max(latest);
+        }
+        let Some(moved) = st.unsettled.remove(&(ino, from)) else { return };
+        match st.unsettled.insert((ino, to), moved) {
+            // The block that had the name, freed (a collapse frees the
+            // range first), still pins the checkpoint until its free is
+            // durable.
+            Some(old) if old.released.is_some() => st.displaced.push(old),
+            Some(old) => {
+                if let Some(u) = st.unsettled.get_mut(&(ino, to)) {
+                    u.oldest = u.oldest.min(old.oldest);
+                }
+            }
+            None => {}
+        }
+    }
+
     fn block_released(&self, _fs: &mut Ffs, ino: Ino, lbn: Lbn) -> Result<()> {
         let mut guard = self.lock();
         let Some(st) = guard.as_mut() else { return Ok(()) };
@@ -772,13 +966,17 @@ impl IntegrityMode<Ffs> for Journal {
             // and groups, frees released) are a transaction of their own.
             self.log_changes(fs)?;
         }
-        // File data is not logged, and goes as it is (with `writeback` the
+        // File data not in the log goes as it is (with `writeback` the
         // journal orders no data before metadata, as the 2000 paper's, §6;
-        // with `ordered`, `write_new_data` sends it before the log).
+        // with `ordered`, `log_changes` logs it or sends it before the log).
+        let logged_data: Vec<bool> = match self.lock().as_ref() {
+            Some(st) => keys.iter().map(|k| st.logged_data.contains_key(k)).collect(),
+            None => return Ok(()),
+        };
         let mut rollback: IntMap<BlockKey, Option<BlockData>> = IntMap::default();
-        for &k in keys {
+        for (&k, logged) in keys.iter().zip(logged_data) {
             if let Some(before) = fs.cache.before_changes(k) {
-                if Self::is_logged(fs, k) {
+                if logged || Self::is_logged(fs, k) {
                     rollback.insert(k, before);
                 }
             }
