@@ -101,6 +101,9 @@ pub fn journal_unit(kind: JournalKind) -> u32 {
     }
 }
 
+/// Bytes of zeros mkfs writes to the log at a time.
+const LOG_ZEROING_BYTES: u64 = 1 << 20;
+
 /// The largest default journal (WAPBL's bound, 64 MiB).
 const MAX_DEFAULT_LOG_BYTES: u64 = 64 << 20;
 
@@ -473,10 +476,20 @@ fn write_new(dev: Arc<dyn BlockDevice>, mut sb: Superblock) -> Result<Superblock
         }
     }
     if sb.journal.present() {
-        // An empty log: its first block zero, so nothing reads as a
-        // transaction at the checkpoint (replay also checks sequence numbers,
-        // so older bytes further on are never taken for one).
-        dev.write_at(geo.byte_offset(sb.journal.start), &vec![0u8; LOG_BLOCK as usize])?;
+        // An empty log: zeros, so nothing reads as a transaction at the
+        // checkpoint (replay also checks sequence numbers, so older bytes
+        // are never taken for one). The whole log is written, as mke2fs
+        // writes its journal (decision 0023): a log never written is a hole
+        // in a sparse image file, and each commit's flush would then pay
+        // for the host file system's allocation too.
+        let zeros = vec![0u8; LOG_ZEROING_BYTES.min(sb.journal.bytes) as usize];
+        let start = geo.byte_offset(sb.journal.start);
+        let mut done = 0;
+        while done < sb.journal.bytes {
+            let take = (sb.journal.bytes - done).min(zeros.len() as u64) as usize;
+            dev.write_at(start + done, &zeros[..take])?;
+            done += take as u64;
+        }
     }
     // The primary superblock last, behind a barrier: an interrupted mkfs
     // leaves no FFS magic at byte 0 over groups that were never written.

@@ -214,3 +214,18 @@ fn a_journal_with_fragments_larger_than_a_log_block_is_refused() {
     let four = MkfsOptions { block_size: 16384, fragment_size: 4096, journal: JournalKind::File, ..big };
     plan(256 * MIB, &four).expect("4 KiB fragments with a journal");
 }
+
+/// mkfs writes the whole log (decision 0023): over whatever the device
+/// held, every byte of it reads as zero afterwards.
+#[test]
+fn mkfs_writes_zeros_over_the_whole_log() {
+    for journal in [JournalKind::File, JournalKind::Wafs] {
+        let dev = Arc::new(MemDisk::new(64 * MIB));
+        dev.write_at(0, &vec![0xa5; (64 * MIB) as usize]).expect("old bytes");
+        let options = MkfsOptions { journal, ..MkfsOptions::default() };
+        let sb = mkfs(dev.clone(), &options).expect("mkfs");
+        let mut log = vec![0xffu8; sb.journal.bytes as usize];
+        dev.read_at(sb.geometry.byte_offset(sb.journal.start), &mut log).expect("read the log");
+        assert!(log.iter().all(|&b| b == 0), "{journal:?}: a log byte left as it was");
+    }
+}

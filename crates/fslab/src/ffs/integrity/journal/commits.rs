@@ -103,6 +103,14 @@ impl Barrier for Commits {
                         self.queue.wait_flush_done();
                         continue;
                     }
+                    None if self.queue.durable() < st.data_needed => {
+                        // Ordered data first: its flush, shared with
+                        // whoever else waits, then the log.
+                        let needed = st.data_needed;
+                        drop(guard);
+                        self.queue.ticket(needed).wait()?;
+                        continue;
+                    }
                     None => {
                         match issue_log(st, &self.queue, false)? {
                             // Nothing left to write: the transaction is not

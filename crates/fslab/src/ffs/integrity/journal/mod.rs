@@ -24,11 +24,11 @@
 //! * **Ordered data** (`journal_data=ordered`, the default; decisions
 //!   0019 and 0022): a regular file's new blocks are logged with the
 //!   transaction that gives them to it when they are few, and otherwise
-//!   written and flushed before it is logged, so that no pointer the log
-//!   makes durable names a block holding a deleted file's bytes. A logged
-//!   file block is then logged at every change, as metadata is, until the
-//!   checkpoint passes it. `writeback` orders no data, as the 2000
-//!   paper's journals (§6).
+//!   written, with no log byte issued until they are durable, so that no
+//!   pointer the log makes durable names a block holding a deleted file's
+//!   bytes. A logged file block is then logged at every change, as
+//!   metadata is, until the checkpoint passes it. `writeback` orders no
+//!   data, as the 2000 paper's journals (§6).
 //! * **Commit**: with `journal=sync`, a namespace operation (create,
 //!   remove, rename, link, mkdir, rmdir) is durable when it returns — its
 //!   transaction is written at commit and the caller waits, outside the
@@ -179,6 +179,9 @@ struct State {
     /// transaction that logged them: until the checkpoint passes it, replay
     /// would write that image, so every later change to them is logged too.
     logged_data: IntMap<BlockKey, u64>,
+    /// The write queue's number of the last ordered data write: no log
+    /// byte is issued before it is durable.
+    data_needed: Seq,
     /// Freed blocks whose name another block took (a collapsed range)
     /// before their free was durable: they pin the checkpoint as in
     /// `unsettled` until it is.
@@ -295,7 +298,7 @@ impl Journal {
         if !to_order.is_empty() {
             let keys: Vec<BlockKey> =
                 to_order.iter().flat_map(|&ino| fs.cache.dirty_keys_in(ino, 0..=Lbn::MAX)).collect();
-            self.write_durable_data(fs, &keys)?;
+            self.write_ordered_data(fs, &keys)?;
         }
         fs.store_dirty_inodes()?;
         fs.store_groups();
@@ -314,7 +317,7 @@ impl Journal {
         if !missed.is_empty() {
             // Chosen for the log but not found in the cache as changed
             // (not expected): ordered instead, before the log.
-            if let Err(e) = self.write_durable_data(fs, &missed) {
+            if let Err(e) = self.write_ordered_data(fs, &missed) {
                 fs.cache.put_back_changes(changes);
                 return Err(e);
             }
@@ -484,17 +487,35 @@ impl Journal {
     }
 
     /// The ordered half of [`Journal::split_new_data`]: the dirty blocks
-    /// among `keys` written, and they and every write in flight durable
-    /// when this returns; the log is issued only after.
-    fn write_durable_data(&self, fs: &mut Ffs, keys: &[BlockKey]) -> Result<()> {
+    /// among `keys` written, and no log issued until they and every write
+    /// in flight are durable (`data_needed`). The flush that makes them so
+    /// is the log writer's: a waiter for a commit takes it outside the
+    /// file system's lock, so that operations committing meanwhile share
+    /// it, and an asynchronous journal's log waits for the next force
+    /// rather than flushing at every transaction.
+    fn write_ordered_data(&self, fs: &mut Ffs, keys: &[BlockKey]) -> Result<()> {
         if let Some(st) = self.lock().as_mut() {
             st.ordering_data = true;
         }
-        let written = fs.write_durable(keys);
+        let written = Self::write_data(fs, keys);
+        let issued = fs.queue.issued();
         if let Some(st) = self.lock().as_mut() {
             st.ordering_data = false;
+            if written.is_ok() {
+                st.data_needed = st.data_needed.max(issued);
+            }
         }
         written
+    }
+
+    fn write_data(fs: &mut Ffs, keys: &[BlockKey]) -> Result<()> {
+        let dirty: Vec<BlockKey> = keys.iter().copied().filter(|&k| fs.cache.is_dirty(k)).collect();
+        if dirty.is_empty() {
+            return Ok(());
+        }
+        let mut placements = fs.placements_of(&dirty)?;
+        fs.write_placements(&mut placements)?;
+        Ok(())
     }
 
     /// The change records of the blocks among `changes` (each with its
@@ -600,8 +621,17 @@ impl Journal {
     }
 
     /// Issues the log's bytes not yet issued (see [`issue_log`]), and
-    /// counts the journal's writes in the file system's.
+    /// counts the journal's writes in the file system's. Ordered data not
+    /// yet durable holds back whole units, which wait for the next force;
+    /// a force flushes it first.
     fn write_log(&self, fs: &mut Ffs, whole_units_only: bool) -> Result<Seq> {
+        let needed = self.lock().as_ref().map_or(0, |st| st.data_needed);
+        if fs.queue.durable() < needed {
+            if whole_units_only {
+                return Ok(0);
+            }
+            fs.queue.ticket(needed).wait()?;
+        }
         let mut guard = self.lock();
         let Some(st) = guard.as_mut() else { return Ok(0) };
         let last = issue_log(st, &fs.queue, whole_units_only);
@@ -778,6 +808,7 @@ impl IntegrityMode<Ffs> for Journal {
             new_data: BTreeSet::new(),
             ordering_data: false,
             logged_data: IntMap::default(),
+            data_needed: 0,
             displaced: Vec::new(),
             stats: JournalStats::default(),
             uncounted: (0, 0),
