@@ -228,4 +228,14 @@ fn mkfs_writes_zeros_over_the_whole_log() {
         dev.read_at(sb.geometry.byte_offset(sb.journal.start), &mut log).expect("read the log");
         assert!(log.iter().all(|&b| b == 0), "{journal:?}: a log byte left as it was");
     }
+    let dev = Arc::new(MemDisk::new(64 * MIB));
+    let log = Arc::new(MemDisk::new(4 * MIB));
+    log.write_at(0, &vec![0xa5; (4 * MIB) as usize]).expect("old bytes");
+    let options = MkfsOptions { journal: JournalKind::Device, ..MkfsOptions::default() };
+    let sb = mkfs_with_log(dev.clone(), log.clone(), "/dev/log", &options).expect("mkfs");
+    let base = super::super::log_device::log_device_base(&sb.geometry);
+    let pair = disk::DevicePair::new(dev, log, base);
+    let mut bytes = vec![0xffu8; sb.journal.bytes as usize];
+    pair.read_at(sb.geometry.byte_offset(sb.journal.start), &mut bytes).expect("read the log");
+    assert!(bytes.iter().all(|&b| b == 0), "a log device's byte left as it was");
 }

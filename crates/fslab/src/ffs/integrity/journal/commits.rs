@@ -9,19 +9,22 @@ use crate::Result;
 use disk::AlignedBytes;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-/// Issues the log's bytes not yet issued: all of them (the last block
-/// padded), for a caller that waits for them next, or only whole write
-/// units. Returns the last write's number (0: nothing written). Called
-/// with the file system's lock held or, by a caller waiting for a commit
-/// ([`Commits`]), without it: the journal's own lock orders the two.
+/// Issues the log's bytes not yet issued, up to the first transaction
+/// whose ordered data is not durable yet ([`issuable_end`]): all of them
+/// (the last block padded), for a caller that waits for them next, or only
+/// whole write units. Returns the last write's number (0: nothing
+/// written). Called with the file system's lock held or, by a caller
+/// waiting for a commit ([`Commits`]), without it: the journal's own lock
+/// orders the two.
 pub(super) fn issue_log(st: &mut State, queue: &WriteQueue, whole_units_only: bool) -> Result<Seq> {
     let unit = u64::from(st.info.unit);
     let from = st.issued / BLOCK * BLOCK;
-    let to = if whole_units_only { st.head / unit * unit } else { st.head.next_multiple_of(BLOCK) };
-    if to <= st.issued || st.head == st.issued {
+    let limit = issuable_end(st, queue.durable());
+    let to = if whole_units_only { limit / unit * unit } else { limit.next_multiple_of(BLOCK) };
+    if to <= st.issued || limit <= st.issued {
         return Ok(0);
     }
-    let end = to.min(st.head);
+    let end = to.min(limit);
     let mut bytes = st.buf[(from - st.buf_start) as usize..(end - st.buf_start) as usize].to_vec();
     bytes.resize((to - from) as usize, 0);
     // Transactions below `through` are wholly in what is written: all
@@ -67,6 +70,22 @@ pub(super) fn issue_log(st: &mut State, queue: &WriteQueue, whole_units_only: bo
     Ok(last)
 }
 
+/// The log position before the first transaction whose ordered data
+/// (`State::data_marks`) the write queue's durable point `durable` does not
+/// cover: no byte from there on may be issued yet.
+pub(super) fn issuable_end(st: &State, durable: Seq) -> u64 {
+    match st.data_marks.iter().find(|&(_, &needed)| needed > durable) {
+        Some((seq, _)) => st.starts.get(seq).copied().unwrap_or(st.head),
+        None => st.head,
+    }
+}
+
+/// The ordered data the transactions below `through` need durable before
+/// their log is issued (0: none).
+pub(super) fn data_needed_below(st: &State, through: u64) -> Seq {
+    st.data_marks.range(..through).next_back().map_or(0, |(_, &needed)| needed)
+}
+
 /// The journal's commits as a [`Barrier`], numbered by transaction: the
 /// ticket of transaction `n` is `n + 1` ("every transaction below it
 /// durable"). Its waiters write the log themselves, outside the file
@@ -103,10 +122,13 @@ impl Barrier for Commits {
                         self.queue.wait_flush_done();
                         continue;
                     }
-                    None if self.queue.durable() < st.data_needed => {
+                    None if self.queue.durable() < data_needed_below(st, through) => {
                         // Ordered data first: its flush, shared with
-                        // whoever else waits, then the log.
-                        let needed = st.data_needed;
+                        // whoever else waits, then the log. Only the data
+                        // of the transactions waited for: another file's
+                        // streaming writes, ordered behind later ones, do
+                        // not hold this waiter back.
+                        let needed = data_needed_below(st, through);
                         drop(guard);
                         self.queue.ticket(needed).wait()?;
                         continue;

@@ -91,8 +91,8 @@ const LOG_BYTES_PER_FILE_BLOCK: u64 = 64;
 /// count says so (each holds its image before the batch in memory).
 const MAX_BATCH_BLOCKS: usize = 256;
 
-/// Bytes of new blocks past which a file's data is ordered (written and
-/// flushed before the log) rather than logged (decision 0022).
+/// Bytes of new blocks past which a file's data is ordered (durable before
+/// the log is issued) rather than logged (decision 0022).
 const LOGGED_DATA_PER_FILE: u64 = 32 << 10;
 
 /// Bytes of new file data one transaction logs at most, and the share of
@@ -179,9 +179,13 @@ struct State {
     /// transaction that logged them: until the checkpoint passes it, replay
     /// would write that image, so every later change to them is logged too.
     logged_data: IntMap<BlockKey, u64>,
-    /// The write queue's number of the last ordered data write: no log
-    /// byte is issued before it is durable.
+    /// The write queue's number of the last ordered data write: every log
+    /// byte issued after this transaction's needs it durable.
     data_needed: Seq,
+    /// Per transaction whose ordered data raised `data_needed`, the write
+    /// its log bytes wait for: a transaction's log is issued only once
+    /// that write and every write before it are durable.
+    data_marks: BTreeMap<u64, Seq>,
     /// Freed blocks whose name another block took (a collapsed range)
     /// before their free was durable: they pin the checkpoint as in
     /// `unsettled` until it is.
@@ -383,6 +387,9 @@ impl Journal {
             return self.log_changes_with(fs, &self.take_new_data(), may_checkpoint);
         }
         st.frees.clear();
+        if st.data_marks.values().next_back().is_none_or(|&last| last < st.data_needed) {
+            st.data_marks.insert(seq, st.data_needed);
+        }
         st.starts.insert(seq, st.head);
         st.buf.extend_from_slice(&bytes);
         st.head += bytes.len() as u64;
@@ -453,8 +460,8 @@ impl Journal {
     /// transaction that gives them to it — replay writes them, so no
     /// pointer the log makes durable names a block holding what a deleted
     /// file left there, and the log's one flush covers them. Any other
-    /// file's dirty blocks are written and flushed before the transaction
-    /// enters the log. Returns the blocks to log and the files to order,
+    /// file's dirty blocks are written, and durable before the log bytes
+    /// of the transaction are issued. Returns the blocks to log and the files to order,
     /// logging at most `limit` bytes.
     fn split_new_data(fs: &mut Ffs, new: &BTreeSet<BlockKey>, limit: u64) -> (BTreeSet<BlockKey>, Vec<Ino>) {
         let mut to_log = BTreeSet::new();
@@ -621,15 +628,12 @@ impl Journal {
     }
 
     /// Issues the log's bytes not yet issued (see [`issue_log`]), and
-    /// counts the journal's writes in the file system's. Ordered data not
-    /// yet durable holds back whole units, which wait for the next force;
-    /// a force flushes it first.
+    /// counts the journal's writes in the file system's. Whole units stop
+    /// at the first transaction whose ordered data is not durable, and
+    /// wait for the next force; a force flushes that data first.
     fn write_log(&self, fs: &mut Ffs, whole_units_only: bool) -> Result<Seq> {
         let needed = self.lock().as_ref().map_or(0, |st| st.data_needed);
-        if fs.queue.durable() < needed {
-            if whole_units_only {
-                return Ok(0);
-            }
+        if !whole_units_only && fs.queue.durable() < needed {
             fs.queue.ticket(needed).wait()?;
         }
         let mut guard = self.lock();
@@ -718,6 +722,10 @@ fn advance_durable(st: &mut State, durable: Seq) {
         }
     });
     st.durable_seq = durable_seq;
+    // Marks of transactions durable in the log: their data is too.
+    while st.data_marks.first_key_value().is_some_and(|(&seq, _)| seq < durable_seq) {
+        st.data_marks.pop_first();
+    }
 }
 
 /// Forgets what `durable` (the write queue's durable point) has made of
@@ -809,6 +817,7 @@ impl IntegrityMode<Ffs> for Journal {
             ordering_data: false,
             logged_data: IntMap::default(),
             data_needed: 0,
+            data_marks: BTreeMap::new(),
             displaced: Vec::new(),
             stats: JournalStats::default(),
             uncounted: (0, 0),
