@@ -610,3 +610,30 @@ fn a_logged_block_moved_by_an_insert_range_replays_to_its_newest_bytes() {
     assert!(got[..8192].iter().all(|&b| b == 0), "the inserted range reads as zeros");
     assert!(got[8192..].iter().all(|&b| b == 2), "the moved block holds its newest bytes");
 }
+
+/// An fsync of a small new file writes the log once, its data in it, and
+/// one flush covers it: the block goes home later, not also under the
+/// lock (decision 0022). After a crash the file holds what was written.
+#[test]
+fn an_fsync_of_a_small_new_file_is_one_log_write_and_one_flush() {
+    let disk = Arc::new(disk::CountingDisk::new(MemDisk::new(32 << 20)));
+    let dev: Arc<dyn BlockDevice> = disk.clone();
+    let mkfs = MkfsOptions { group_size: 8 << 20, journal: JournalKind::File, ..MkfsOptions::default() };
+    fslab::mkfs_ffs(dev.clone(), &mkfs, ME).expect("mkfs");
+    let mut fs = FileSystem::new(Ffs::mount(dev, options(Integrity::Journal)).expect("mount"));
+    for i in 0..10u8 {
+        let f = create(&mut fs, ROOT_INO, &format!("f{i}"));
+        fs.write(f, 0, &[i + 1; 3000]).expect("write");
+        disk.clear_writes();
+        let flushes = disk.flushes();
+        fs.fsync(f, false).expect("fsync");
+        assert_eq!(disk.flushes() - flushes, 1, "f{i}: flushes");
+        assert_eq!(disk.writes().len(), 1, "f{i}: writes {:?}", disk.writes());
+    }
+    let image = crash(disk.inner(), fs);
+    let mut fs = replayed(image);
+    for i in 0..10u8 {
+        let f = fs.lookup(ROOT_INO, format!("f{i}").as_bytes()).expect("f").ino;
+        assert_eq!(fs.read(f, 0, 4096).expect("read"), vec![i + 1; 3000], "f{i}");
+    }
+}

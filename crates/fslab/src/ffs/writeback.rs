@@ -172,7 +172,14 @@ impl Ffs {
     /// thread switches, more than the write; queued otherwise, so that a
     /// large file's writes overlap the next requests.
     pub(super) fn write_file_waited(&mut self, ino: Ino) -> Result<()> {
+        self.write_file_waited_but(ino, &[])
+    }
+
+    /// [`Ffs::write_file_waited`], but for the blocks `kept` (a journal's,
+    /// whose contents its log holds: they go home later).
+    pub(super) fn write_file_waited_but(&mut self, ino: Ino, kept: &[BlockKey]) -> Result<()> {
         let mut placements = self.dirty_placements(Some(&[ino]), false)?;
+        placements.retain(|p| !kept.contains(&p.key));
         let bytes: usize = placements.iter().map(|p| p.bytes).sum();
         if bytes <= self.sb.geometry.maxcontig as usize * self.block_size() {
             self.write_placements_now(&mut placements)?;

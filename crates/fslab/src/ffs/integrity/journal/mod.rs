@@ -908,13 +908,26 @@ impl IntegrityMode<Ffs> for Journal {
         Ok(Ticket::none())
     }
 
-    /// The file's blocks, then the log through the last commit (which
-    /// holds the file's name since it was made), behind one barrier: the
-    /// log's waiter writes it after the blocks, and its flush covers both.
+    /// The log through the last commit (which holds the file's name since
+    /// it was made, and a small file's new blocks), then the file's other
+    /// blocks, behind one barrier: the log's waiter writes the log after
+    /// the blocks, and its flush covers both. The blocks the log holds are
+    /// not written now (they would be written twice, once under the lock,
+    /// and a write of them would first have to force the log).
     fn fsync(&self, fs: &mut Ffs, ino: Ino) -> Result<Ticket> {
-        fs.write_file_waited(ino)?;
-        if !fs.tx.is_open() {
+        if fs.tx.is_open() {
+            fs.write_file_waited(ino)?;
+        } else {
             self.log_changes(fs)?;
+            let in_log: Vec<BlockKey> = match self.lock().as_ref() {
+                Some(st) => fs
+                    .dirty_blocks_of(ino)
+                    .into_iter()
+                    .filter(|k| st.unsettled.get(k).is_some_and(|u| u.latest >= st.durable_seq))
+                    .collect(),
+                None => Vec::new(),
+            };
+            fs.write_file_waited_but(ino, &in_log)?;
         }
         Ok(self.commits_ticket().join(fs.queue.ticket_for_all()))
     }
