@@ -23,7 +23,8 @@
 //!   show them free.
 //! * **Ordered data** (`journal_data=ordered`, the default; decisions
 //!   0019 and 0022): a regular file's new blocks are logged with the
-//!   transaction that gives them to it when they are few, and otherwise
+//!   transaction that gives them to it when they are few and it is to be
+//!   durable at once (`journal=sync`, fsync), and otherwise
 //!   written, with no log byte issued until they are durable, so that no
 //!   pointer the log makes durable names a block holding a deleted file's
 //!   bytes. A logged file block is then logged at every change, as
@@ -272,10 +273,14 @@ impl Journal {
     /// inodes and groups stored into their blocks, each changed metadata
     /// block diffed against its image before the change. With ordered
     /// data, the blocks given to files since the last one are logged with
-    /// it or made durable before it (`split_new_data`).
-    fn log_changes(&self, fs: &mut Ffs) -> Result<()> {
+    /// it or made durable before it (`split_new_data`): logged only when
+    /// the transaction is to be `durable_soon` (a `journal=sync` operation,
+    /// an fsync), where logging them saves a flush; otherwise the next
+    /// force's flush covers them at no cost, and logging would only write
+    /// them twice.
+    fn log_changes(&self, fs: &mut Ffs, durable_soon: bool) -> Result<()> {
         let new_data = self.take_new_data();
-        let made = self.log_changes_with(fs, &new_data, true);
+        let made = self.log_changes_with(fs, &new_data, durable_soon, true);
         if made.is_err() {
             // Still to be logged or ordered: the transaction that failed
             // here is not logged, and the next must not be logged before
@@ -292,13 +297,15 @@ impl Journal {
         &self,
         fs: &mut Ffs,
         new_data: &BTreeSet<BlockKey>,
+        durable_soon: bool,
         may_checkpoint: bool,
     ) -> Result<()> {
         let data_limit = self
             .lock()
             .as_ref()
             .map_or(0, |st| LOGGED_DATA_PER_TX.min(st.info.bytes / LOGGED_DATA_LOG_SHARE));
-        let (to_log, to_order) = Self::split_new_data(fs, new_data, data_limit);
+        let new_limit = if durable_soon { data_limit } else { 0 };
+        let (to_log, to_order) = Self::split_new_data(fs, new_data, new_limit);
         if !to_order.is_empty() {
             let keys: Vec<BlockKey> =
                 to_order.iter().flat_map(|&ino| fs.cache.dirty_keys_in(ino, 0..=Lbn::MAX)).collect();
@@ -334,7 +341,7 @@ impl Journal {
             fs.cache.put_back_changes(changes);
             self.put_back_new_data(new_data.clone());
             self.make_room(fs, 0)?;
-            return self.log_changes_with(fs, &self.take_new_data(), false);
+            return self.log_changes_with(fs, &self.take_new_data(), durable_soon, false);
         }
         let Records { mut records, touched, data, data_bytes, .. } = made;
         // A file block written home since it changed (write-back before
@@ -384,7 +391,7 @@ impl Journal {
             fs.cache.put_back_changes(changes);
             self.put_back_new_data(new_data.clone());
             self.make_room(fs, bytes.len() as u64)?;
-            return self.log_changes_with(fs, &self.take_new_data(), may_checkpoint);
+            return self.log_changes_with(fs, &self.take_new_data(), durable_soon, may_checkpoint);
         }
         st.frees.clear();
         if st.data_marks.values().next_back().is_none_or(|&last| last < st.data_needed) {
@@ -860,12 +867,12 @@ impl IntegrityMode<Ffs> for Journal {
             // logged and durable, and an operation short of space cannot
             // log it (its own changes would go with it, half made): the
             // batch ends here, between operations, while space is short.
-            self.log_changes(fs)?;
+            self.log_changes(fs, false)?;
         }
         if crowded {
             // Between operations: nothing is half done, so a sync writes
             // every block home as it is.
-            self.log_changes(fs)?;
+            self.log_changes(fs, false)?;
             self.make_room(fs, 0)?;
         }
         Ok(())
@@ -892,7 +899,7 @@ impl IntegrityMode<Ffs> for Journal {
         let durable_now = self.sync && kind.is_some_and(|k| k.is_namespace() && k != TxKind::Reclaim);
         let crowded = fs.pending_frees.len() > MAX_PENDING_FREES;
         if durable_now || batch_full || crowded || fs.cache.changes_held() > MAX_BATCH_BLOCKS {
-            self.log_changes(fs)?;
+            self.log_changes(fs, durable_now)?;
         }
         if crowded {
             // Each group the next transactions log shows these frees again
@@ -918,7 +925,7 @@ impl IntegrityMode<Ffs> for Journal {
         if fs.tx.is_open() {
             fs.write_file_waited(ino)?;
         } else {
-            self.log_changes(fs)?;
+            self.log_changes(fs, true)?;
             let in_log: Vec<BlockKey> = match self.lock().as_ref() {
                 Some(st) => fs
                     .dirty_blocks_of(ino)
@@ -962,7 +969,7 @@ impl IntegrityMode<Ffs> for Journal {
 
     fn force_commits(&self, fs: &mut Ffs) -> Result<bool> {
         if !fs.tx.is_open() {
-            self.log_changes(fs)?;
+            self.log_changes(fs, false)?;
         }
         self.force(fs)
     }
@@ -1017,7 +1024,7 @@ impl IntegrityMode<Ffs> for Journal {
         if !fs.tx.is_open() && !held_open {
             // Changes made outside an operation (a sync storing inodes
             // and groups, frees released) are a transaction of their own.
-            self.log_changes(fs)?;
+            self.log_changes(fs, false)?;
         }
         // File data not in the log goes as it is (with `writeback` the
         // journal orders no data before metadata, as the 2000 paper's, §6;
@@ -1127,7 +1134,7 @@ impl IntegrityMode<Ffs> for Journal {
             .as_ref()
             .is_some_and(|st| fs.options.clock.now().saturating_sub(st.last_force) >= COMMIT_INTERVAL);
         if due && !fs.tx.is_open() {
-            self.log_changes(fs)?;
+            self.log_changes(fs, false)?;
             self.force(fs)?;
             // The checkpoint follows what write-back has made durable at
             // home since the last tick (2000 §5: the log's start is
