@@ -517,17 +517,24 @@ fn a_fallocate_larger_than_one_transaction_is_logged_in_steps_and_a_large_collap
     fs.unmount().expect("unmount");
 }
 
+/// A 32 MiB image with a `file` journal on a disk that counts its writes
+/// and flushes, mounted with `integrity`.
+fn counted(integrity: Integrity) -> (Arc<disk::CountingDisk<MemDisk>>, FileSystem<Ffs>) {
+    let disk = Arc::new(disk::CountingDisk::new(MemDisk::new(32 << 20)));
+    let dev: Arc<dyn BlockDevice> = disk.clone();
+    let mkfs = MkfsOptions { group_size: 8 << 20, journal: JournalKind::File, ..MkfsOptions::default() };
+    fslab::mkfs_ffs(dev.clone(), &mkfs, ME).expect("mkfs");
+    let fs = FileSystem::new(Ffs::mount(dev, options(integrity)).expect("mount"));
+    (disk, fs)
+}
+
 /// A small file's new blocks go into the log with the transaction that
 /// gives them to it (decision 0022): a `journal=sync` create after another
 /// file's write waits for one flush, not two (the data's, then the log's),
 /// and after a crash the written file holds its bytes, replayed from the log.
 #[test]
 fn a_small_files_new_blocks_are_logged_and_a_create_after_it_waits_for_one_flush() {
-    let disk = Arc::new(disk::CountingDisk::new(MemDisk::new(32 << 20)));
-    let dev: Arc<dyn BlockDevice> = disk.clone();
-    let mkfs = MkfsOptions { group_size: 8 << 20, journal: JournalKind::File, ..MkfsOptions::default() };
-    fslab::mkfs_ffs(dev.clone(), &mkfs, ME).expect("mkfs");
-    let mut fs = FileSystem::new(Ffs::mount(dev, options(Integrity::JournalSync)).expect("mount"));
+    let (disk, mut fs) = counted(Integrity::JournalSync);
     let mut flushes = Vec::new();
     for i in 0..20u8 {
         let f = create(&mut fs, ROOT_INO, &format!("f{i}"));
@@ -614,11 +621,7 @@ fn a_logged_block_moved_by_an_insert_range_replays_to_its_newest_bytes() {
 /// lock (decision 0022). After a crash the file holds what was written.
 #[test]
 fn an_fsync_of_a_small_new_file_is_one_log_write_and_one_flush() {
-    let disk = Arc::new(disk::CountingDisk::new(MemDisk::new(32 << 20)));
-    let dev: Arc<dyn BlockDevice> = disk.clone();
-    let mkfs = MkfsOptions { group_size: 8 << 20, journal: JournalKind::File, ..MkfsOptions::default() };
-    fslab::mkfs_ffs(dev.clone(), &mkfs, ME).expect("mkfs");
-    let mut fs = FileSystem::new(Ffs::mount(dev, options(Integrity::Journal)).expect("mount"));
+    let (disk, mut fs) = counted(Integrity::Journal);
     for i in 0..10u8 {
         let f = create(&mut fs, ROOT_INO, &format!("f{i}"));
         fs.write(f, 0, &[i + 1; 3000]).expect("write");
