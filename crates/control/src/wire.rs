@@ -20,6 +20,7 @@ use std::time::Duration;
 pub(super) const MAGIC: &[u8; 4] = b"FSLC";
 /// Version 7: the journal's integrity modes (3, 4) and counters in a mount
 /// report. Version 10: the journal's largest transaction after its counters.
+/// Version 11: the bytes of file data it logged after that.
 pub(super) const VERSION: u32 = 11;
 
 pub(super) const OP_HELLO: u8 = 0;
