@@ -180,12 +180,10 @@ struct State {
     /// transaction that logged them: until the checkpoint passes it, replay
     /// would write that image, so every later change to them is logged too.
     logged_data: IntMap<BlockKey, u64>,
-    /// The write queue's number of the last ordered data write: every log
-    /// byte issued after this transaction's needs it durable.
-    data_needed: Seq,
-    /// Per transaction whose ordered data raised `data_needed`, the write
+    /// Per transaction that wrote ordered data, the write queue's number
     /// its log bytes wait for: a transaction's log is issued only once
-    /// that write and every write before it are durable.
+    /// that write and every write before it are durable (the last one is
+    /// what a force flushes first).
     data_marks: BTreeMap<u64, Seq>,
     /// Freed blocks whose name another block took (a collapsed range)
     /// before their free was durable: they pin the checkpoint as in
@@ -196,6 +194,14 @@ struct State {
     /// Log writes (and their bytes) not yet counted in the file system's
     /// statistics: made by waiters outside its lock.
     uncounted: (u64, u64),
+}
+
+impl State {
+    /// Whether `key` has a committed change the log does not yet hold
+    /// durably: it may not go home until the log does (write-ahead).
+    fn ahead_of_log(&self, key: &BlockKey) -> bool {
+        self.unsettled.get(key).is_some_and(|u| u.latest >= self.durable_seq)
+    }
 }
 
 /// A transaction's records, made by [`Journal::records_of`].
@@ -306,10 +312,12 @@ impl Journal {
             .map_or(0, |st| LOGGED_DATA_PER_TX.min(st.info.bytes / LOGGED_DATA_LOG_SHARE));
         let new_limit = if durable_soon { data_limit } else { 0 };
         let (to_log, to_order) = Self::split_new_data(fs, new_data, new_limit);
+        // The write this transaction's log must wait for (0: none).
+        let mut data_needed = 0;
         if !to_order.is_empty() {
             let keys: Vec<BlockKey> =
                 to_order.iter().flat_map(|&ino| fs.cache.dirty_keys_in(ino, 0..=Lbn::MAX)).collect();
-            self.write_ordered_data(fs, &keys)?;
+            data_needed = self.write_ordered_data(fs, &keys)?;
         }
         fs.store_dirty_inodes()?;
         fs.store_groups();
@@ -328,9 +336,12 @@ impl Journal {
         if !missed.is_empty() {
             // Chosen for the log but not found in the cache as changed
             // (not expected): ordered instead, before the log.
-            if let Err(e) = self.write_ordered_data(fs, &missed) {
-                fs.cache.put_back_changes(changes);
-                return Err(e);
+            match self.write_ordered_data(fs, &missed) {
+                Ok(issued) => data_needed = issued,
+                Err(e) => {
+                    fs.cache.put_back_changes(changes);
+                    return Err(e);
+                }
             }
         }
         if may_checkpoint && made.data_bytes_before > data_limit.saturating_mul(2) {
@@ -394,8 +405,8 @@ impl Journal {
             return self.log_changes_with(fs, &self.take_new_data(), durable_soon, may_checkpoint);
         }
         st.frees.clear();
-        if st.data_marks.values().next_back().is_none_or(|&last| last < st.data_needed) {
-            st.data_marks.insert(seq, st.data_needed);
+        if data_needed > 0 && st.data_marks.values().next_back().is_none_or(|&last| last < data_needed) {
+            st.data_marks.insert(seq, data_needed);
         }
         st.starts.insert(seq, st.head);
         st.buf.extend_from_slice(&bytes);
@@ -502,24 +513,21 @@ impl Journal {
 
     /// The ordered half of [`Journal::split_new_data`]: the dirty blocks
     /// among `keys` written, and no log issued until they and every write
-    /// in flight are durable (`data_needed`). The flush that makes them so
+    /// in flight are durable: returns the write that covers them, which
+    /// the transaction's mark records (`data_marks`). The flush that makes them so
     /// is the log writer's: a waiter for a commit takes it outside the
     /// file system's lock, so that operations committing meanwhile share
     /// it, and an asynchronous journal's log waits for the next force
     /// rather than flushing at every transaction.
-    fn write_ordered_data(&self, fs: &mut Ffs, keys: &[BlockKey]) -> Result<()> {
+    fn write_ordered_data(&self, fs: &mut Ffs, keys: &[BlockKey]) -> Result<Seq> {
         if let Some(st) = self.lock().as_mut() {
             st.ordering_data = true;
         }
         let written = Self::write_data(fs, keys);
-        let issued = fs.queue.issued();
         if let Some(st) = self.lock().as_mut() {
             st.ordering_data = false;
-            if written.is_ok() {
-                st.data_needed = st.data_needed.max(issued);
-            }
         }
-        written
+        written.map(|()| fs.queue.issued())
     }
 
     fn write_data(fs: &mut Ffs, keys: &[BlockKey]) -> Result<()> {
@@ -639,7 +647,8 @@ impl Journal {
     /// at the first transaction whose ordered data is not durable, and
     /// wait for the next force; a force flushes that data first.
     fn write_log(&self, fs: &mut Ffs, whole_units_only: bool) -> Result<Seq> {
-        let needed = self.lock().as_ref().map_or(0, |st| st.data_needed);
+        let needed =
+            self.lock().as_ref().and_then(|st| st.data_marks.values().next_back().copied()).unwrap_or(0);
         if !whole_units_only && fs.queue.durable() < needed {
             fs.queue.ticket(needed).wait()?;
         }
@@ -823,7 +832,6 @@ impl IntegrityMode<Ffs> for Journal {
             new_data: BTreeSet::new(),
             ordering_data: false,
             logged_data: IntMap::default(),
-            data_needed: 0,
             data_marks: BTreeMap::new(),
             displaced: Vec::new(),
             stats: JournalStats::default(),
@@ -927,11 +935,7 @@ impl IntegrityMode<Ffs> for Journal {
         } else {
             self.log_changes(fs, true)?;
             let in_log: Vec<BlockKey> = match self.lock().as_ref() {
-                Some(st) => fs
-                    .dirty_blocks_of(ino)
-                    .into_iter()
-                    .filter(|k| st.unsettled.get(k).is_some_and(|u| u.latest >= st.durable_seq))
-                    .collect(),
+                Some(st) => fs.dirty_blocks_of(ino).into_iter().filter(|k| st.ahead_of_log(k)).collect(),
                 None => Vec::new(),
             };
             fs.write_file_waited_but(ino, &in_log)?;
@@ -1045,16 +1049,14 @@ impl IntegrityMode<Ffs> for Journal {
             let mut guard = self.lock();
             let Some(st) = guard.as_mut() else { return Ok(()) };
             st.rollback = rollback;
-            keys.iter().any(|k| st.unsettled.get(k).is_some_and(|u| u.latest >= st.durable_seq))
+            keys.iter().any(|k| st.ahead_of_log(k))
         };
         // A background write-back (the cache past its threshold) does not
         // wait for the log: what needs it is held (`write_starting`) until
         // the next flush — a tick's, an fsync's, a sync's.
         if needs_log && !fs.writing_in_background {
             self.prune(fs.queue.durable());
-            let still = self.lock().as_ref().is_some_and(|st| {
-                keys.iter().any(|k| st.unsettled.get(k).is_some_and(|u| u.latest >= st.durable_seq))
-            });
+            let still = self.lock().as_ref().is_some_and(|st| keys.iter().any(|k| st.ahead_of_log(k)));
             if still {
                 self.force(fs)?;
             }
@@ -1087,7 +1089,7 @@ impl IntegrityMode<Ffs> for Journal {
         } else {
             // The write-ahead rule: a change not yet durable in the log
             // keeps its block at home as it was (held, dirty).
-            let ahead = st.unsettled.get(&key).is_some_and(|u| u.latest >= st.durable_seq);
+            let ahead = st.ahead_of_log(&key);
             match st.rollback.get(&key) {
                 _ if ahead => WriteAs::Held,
                 Some(Some(image)) => WriteAs::RolledBack(image.clone()),
