@@ -628,6 +628,9 @@ impl Layout for Ffs {
             journal_batch: 1,
             // Nor did they order file data before the log (§6).
             journal_data: fslab::ffs::JournalData::Writeback,
+            // 4.4BSD pushed every broken run (`cluster_write`), which the
+            // papers' random writes measured.
+            run_push: fslab::ffs::RunPush::Every,
             ..FfsMount::default()
         };
         Ffs::mount(dev, options)

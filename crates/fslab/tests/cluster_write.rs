@@ -5,7 +5,7 @@
 //! block is not written between its data clusters.
 
 use disk::{BlockDevice, MemDisk};
-use fslab::ffs::{Ffs, Integrity, MkfsOptions, MountOptions, WriteMode};
+use fslab::ffs::{Ffs, Integrity, MkfsOptions, MountOptions, RunPush, WriteMode};
 use fslab::format::inode::kind;
 use fslab::format::{Ino, ROOT_INO};
 use fslab::ufs::{Creds, FileSystem};
@@ -54,6 +54,11 @@ impl BlockDevice for RecordingDisk {
 /// of `cache_bytes`, writing back inline (each write is in the trace when
 /// the call that caused it returns).
 fn fresh(cache_bytes: u64) -> (Arc<RecordingDisk>, FileSystem<Ffs>) {
+    fresh_with(cache_bytes, RunPush::Sequential)
+}
+
+/// As [`fresh`], with the given rule for runs a write breaks.
+fn fresh_with(cache_bytes: u64, run_push: RunPush) -> (Arc<RecordingDisk>, FileSystem<Ffs>) {
     let disk = Arc::new(RecordingDisk { inner: MemDisk::new(64 << 20), writes: Mutex::new(Vec::new()) });
     let dev: Arc<dyn BlockDevice> = disk.clone();
     let mkfs = MkfsOptions { group_size: 16 << 20, maxcontig: Some(8), ..MkfsOptions::default() };
@@ -62,6 +67,7 @@ fn fresh(cache_bytes: u64) -> (Arc<RecordingDisk>, FileSystem<Ffs>) {
         cache_bytes,
         integrity: Integrity::Async,
         writes: WriteMode::Inline,
+        run_push,
         ..MountOptions::default()
     };
     let fs = FileSystem::new(Ffs::mount(dev, options).expect("mount"));
@@ -96,6 +102,39 @@ fn a_sequential_writer_has_its_clusters_written_as_they_fill() {
     assert!(pushes >= 14, "{pushes} runs pushed");
     fs.sync().expect("sync");
     assert_eq!(fs.read(ino, 0, data.len()).expect("read"), data);
+}
+
+#[test]
+fn a_random_writers_blocks_wait_for_write_back_unless_every_broken_run_is_pushed() {
+    for (rule, alone) in [(RunPush::Sequential, false), (RunPush::Every, true)] {
+        let (disk, mut fs) = fresh_with(64 << 20, rule);
+        let ino = create(&mut fs, b"table");
+        let data = pattern(1 << 20);
+        fs.write(ino, 0, &data).expect("write");
+        fs.sync().expect("sync");
+        disk.take();
+        // Whole blocks rewritten in a scattered order (7 is prime to 128).
+        let mut want = data.clone();
+        for i in 0..40usize {
+            let b = (i * 7 + 3) % 128;
+            let block = vec![i as u8; 8192];
+            want[b * 8192..(b + 1) * 8192].copy_from_slice(&block);
+            fs.write(ino, (b * 8192) as u64, &block).expect("write");
+        }
+        let before_sync = disk.take();
+        if alone {
+            // 4.4BSD: each block went to the disk alone as the next came.
+            assert_eq!(before_sync.len(), 39, "{rule:?}: {before_sync:?}");
+            assert!(before_sync.iter().all(|&(_, len)| len == 8192), "{before_sync:?}");
+        } else {
+            assert_eq!(before_sync, vec![], "{rule:?}: a random writer's block was pushed");
+        }
+        fs.sync().expect("sync");
+        assert_eq!(fs.read(ino, 0, want.len()).expect("read"), want, "{rule:?}");
+        // The sync writes what was left in address order.
+        let at_sync: Vec<u64> = disk.take().iter().map(|&(at, _)| at).collect();
+        assert!(alone || at_sync.windows(2).all(|w| w[0] < w[1]), "{rule:?}: {at_sync:?}");
+    }
 }
 
 #[test]

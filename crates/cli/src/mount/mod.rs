@@ -97,6 +97,9 @@ pub struct MountArgs {
     ///                            mkfs recorded (its identity must match)
     ///   realloc=on|off           FFS: move a file's unwritten blocks together as it
     ///                            grows (ffs_reallocblks); default: what mkfs recorded
+    ///   cluster_push=sequential|every  FFS: a run of blocks a write breaks goes
+    ///                            to the disk at once if a sequential writer made it
+    ///                            (default, FreeBSD), or always (4.4BSD)
     ///   threads=N                threads serving kernel requests (default 16): a
     ///                            request waiting for the disk holds one
     ///   group_commit=on|off      operations waiting for the disk share flushes

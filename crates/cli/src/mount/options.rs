@@ -4,7 +4,7 @@
 //! Every option is in one of three groups, in this order of preference:
 //!
 //! 1. honoured: fslab's own (`allow_other`, `cache=`, `checkpoint=`,
-//!    `cleaner=` (LFS), `integrity=` (FFS), `realloc=` (FFS), `log=`, `dirhash=`,
+//!    `cleaner=` (LFS), `integrity=` (FFS), `realloc=` and `cluster_push=` (FFS), `log=`, `dirhash=`,
 //!    `dirhash_maxmem=`, `dirhash_minsize=`, `dirhash_check`), the
 //!    kernel flags FUSE can set (`exec`,
 //!    `noexec`, `suid`, `nosuid`, `dev`, `nodev`) and the access-time
@@ -67,6 +67,9 @@ pub(super) struct Options {
     pub threads: usize,
     /// FFS: `realloc=on|off`, overriding what mkfs recorded.
     pub realloc: Option<bool>,
+    /// FFS: `cluster_push=every|sequential`, which runs a write breaks go
+    /// to the disk at once.
+    pub run_push: Option<fslab::ffs::RunPush>,
 }
 
 impl Default for Options {
@@ -92,6 +95,7 @@ impl Default for Options {
             journal_data: fslab::ffs::JournalData::Ordered,
             threads: fslab_fuse::MountConfig::default().threads,
             realloc: None,
+            run_push: None,
         }
     }
 }
@@ -210,6 +214,11 @@ pub(super) fn parse(lists: &[String], sloppy: bool) -> Result<(Options, Vec<Stri
             ("realloc", Some("on")) => options.realloc = Some(true),
             ("realloc", Some("off")) => options.realloc = Some(false),
             ("realloc", Some(other)) => return Err(format!("option realloc: '{other}' is not on or off")),
+            ("cluster_push", Some("every")) => options.run_push = Some(fslab::ffs::RunPush::Every),
+            ("cluster_push", Some("sequential")) => options.run_push = Some(fslab::ffs::RunPush::Sequential),
+            ("cluster_push", Some(other)) => {
+                return Err(format!("option cluster_push: '{other}' is not every or sequential"))
+            }
             ("group_commit", Some("on")) => options.group_commit = true,
             ("group_commit", Some("off")) => options.group_commit = false,
             ("group_commit", Some(other)) => {
@@ -267,7 +276,7 @@ pub(super) fn parse(lists: &[String], sloppy: bool) -> Result<(Options, Vec<Stri
             (
                 "cache" | "checkpoint" | "cleaner" | "integrity" | "journal" | "journal_device"
                 | "group_commit" | "journal_batch" | "journal_data" | "threads" | "log" | "dirhash"
-                | "dirhash_maxmem" | "dirhash_minsize" | "realloc",
+                | "dirhash_maxmem" | "dirhash_minsize" | "realloc" | "cluster_push",
                 None,
             ) => return Err(format!("option {key} needs a value ({key}=...)")),
             (name, Some(_)) if ACCEPTED.contains(&name) || is_flag(name) => {
@@ -311,6 +320,9 @@ impl Options {
                 Err("option realloc is for FFS; LFS writes every block where its log is, contiguous already"
                     .into())
             }
+            Layout::Lfs if self.run_push.is_some() => {
+                Err("option cluster_push is for FFS; LFS writes every block into its log's segments".into())
+            }
             Layout::Lfs if self.journal_device.is_some() => {
                 Err("option journal_device is for FFS with a journal on a log device; LFS is its own log"
                     .into())
@@ -340,6 +352,7 @@ impl Options {
             journal_batch: self.journal_batch,
             journal_data: self.journal_data,
             realloc: self.realloc,
+            run_push: self.run_push.unwrap_or(fslab::ffs::MountOptions::default().run_push),
             ..fslab::ffs::MountOptions::default()
         }
     }
@@ -486,6 +499,21 @@ mod tests {
         let on = one("realloc=on").expect("parse");
         assert!(on.check_layout(Layout::Ffs).is_ok());
         assert!(on.check_layout(Layout::Lfs).is_err());
+    }
+
+    #[test]
+    fn cluster_push_chooses_the_rule_on_ffs_and_is_refused_on_lfs() {
+        assert_eq!(Options::default().ffs().run_push, fslab::ffs::RunPush::Sequential);
+        assert_eq!(one("cluster_push=every").map(|o| o.ffs().run_push), Ok(fslab::ffs::RunPush::Every));
+        assert_eq!(
+            one("cluster_push=sequential").map(|o| o.ffs().run_push),
+            Ok(fslab::ffs::RunPush::Sequential)
+        );
+        assert!(one("cluster_push=some").is_err());
+        assert!(one("cluster_push").is_err());
+        let every = one("cluster_push=every").expect("parse");
+        assert!(every.check_layout(Layout::Ffs).is_ok());
+        assert!(every.check_layout(Layout::Lfs).is_err());
     }
 
     #[test]

@@ -15,7 +15,16 @@
 //! elsewhere on the disk: then `realloc` first tries to move the run and
 //! the block to a contiguous free run, as 4.4BSD's `cluster_write` tried
 //! `ffs_reallocblks` (the 1997 realloc paper; `realloc.rs`).
+//!
+//! Which broken runs are pushed is the mount's [`RunPush`]. 4.4BSD pushed
+//! every one, so a random writer sent each block to the disk alone as its
+//! next write came. FreeBSD (`cluster_write` since 4.0) pushes only a run a
+//! sequential writer made and leaves a random writer's blocks delayed, for
+//! write-back to send in address order with their neighbours: fslab's
+//! default. A run counts as sequential when it holds more than one block
+//! or its first block continued the file's previous run.
 
+use super::options::RunPush;
 use crate::cache::{BlockKey, IntMap};
 use crate::format::{Daddr, Ino, Lbn};
 
@@ -32,6 +41,16 @@ pub(super) struct Run {
     /// Whether a block of the run has been written to the disk since it
     /// joined: such a run is never moved (`realloc`).
     pub written: bool,
+    /// Whether the run's first block continued the file's previous run in
+    /// the file (the disk address jumped): a sequential writer's run.
+    pub continues: bool,
+}
+
+impl Run {
+    /// Whether a sequential writer made the run (see [`RunPush`]).
+    fn sequential(&self) -> bool {
+        self.blocks > 1 || self.continues
+    }
 }
 
 impl Run {
@@ -51,7 +70,8 @@ pub(super) struct WriteClusters {
 impl WriteClusters {
     /// Block `lbn` of `ino`, at `addr`, was written to its end. Returns
     /// the runs to push now: the file's previous run if this block does not
-    /// continue it, and the run this block completes at `maxcontig` blocks.
+    /// continue it (and `push` says so), and the run this block completes
+    /// at `maxcontig` blocks.
     pub(super) fn note(
         &mut self,
         ino: Ino,
@@ -59,6 +79,7 @@ impl WriteClusters {
         addr: Daddr,
         frags_per_block: u64,
         maxcontig: u32,
+        push: RunPush,
     ) -> [Option<Run>; 2] {
         let mut broken = None;
         match self.open.get_mut(&ino) {
@@ -70,8 +91,13 @@ impl WriteClusters {
             }
             // The same block again (a rewrite inside the run) changes nothing.
             Some(run) if (run.first..run.first + run.blocks as Lbn).contains(&lbn) => {}
-            _ => {
-                broken = self.open.insert(ino, Run { first: lbn, addr, blocks: 1, written: false });
+            run => {
+                let continues = run.is_some_and(|run| lbn == run.first + run.blocks as Lbn);
+                let run = Run { first: lbn, addr, blocks: 1, written: false, continues };
+                broken = self.open.insert(ino, run).filter(|old| match push {
+                    RunPush::Every => true,
+                    RunPush::Sequential => old.sequential(),
+                });
             }
         }
         let full = match self.open.get(&ino) {
@@ -127,7 +153,7 @@ mod tests {
     const FPB: u64 = 8;
 
     fn note(c: &mut WriteClusters, ino: Ino, lbn: Lbn, addr: u64, max: u32) -> Vec<Run> {
-        c.note(ino, lbn, Daddr::new(addr), FPB, max).into_iter().flatten().collect()
+        c.note(ino, lbn, Daddr::new(addr), FPB, max, RunPush::Every).into_iter().flatten().collect()
     }
 
     #[test]
@@ -137,7 +163,10 @@ mod tests {
             assert!(note(&mut c, 5, lbn, 1000 + lbn as u64 * FPB, 4).is_empty());
         }
         let pushed = note(&mut c, 5, 3, 1000 + 3 * FPB, 4);
-        assert_eq!(pushed, vec![Run { first: 0, addr: Daddr::new(1000), blocks: 4, written: false }]);
+        assert_eq!(
+            pushed,
+            vec![Run { first: 0, addr: Daddr::new(1000), blocks: 4, written: false, continues: false }]
+        );
         // The next block starts a new run.
         assert!(note(&mut c, 5, 4, 1000 + 4 * FPB, 4).is_empty());
     }
@@ -149,10 +178,16 @@ mod tests {
         note(&mut c, 5, 1, 1000 + FPB, 8);
         // Block 2 went to another group (blkpref at the indirect boundary).
         let pushed = note(&mut c, 5, 2, 9000, 8);
-        assert_eq!(pushed, vec![Run { first: 0, addr: Daddr::new(1000), blocks: 2, written: false }]);
+        assert_eq!(
+            pushed,
+            vec![Run { first: 0, addr: Daddr::new(1000), blocks: 2, written: false, continues: false }]
+        );
         // A seek back in the file breaks the new run too.
         let pushed = note(&mut c, 5, 0, 1000, 8);
-        assert_eq!(pushed, vec![Run { first: 2, addr: Daddr::new(9000), blocks: 1, written: false }]);
+        assert_eq!(
+            pushed,
+            vec![Run { first: 2, addr: Daddr::new(9000), blocks: 1, written: false, continues: true }]
+        );
     }
 
     #[test]
@@ -178,7 +213,10 @@ mod tests {
         c.moved(5, Daddr::new(4000));
         assert!(note(&mut c, 5, 2, 4000 + 2 * FPB, 8).is_empty(), "the moved run continues");
         c.written(5, 1);
-        assert_eq!(c.open_run(5), Some(Run { first: 0, addr: Daddr::new(4000), blocks: 3, written: true }));
+        assert_eq!(
+            c.open_run(5),
+            Some(Run { first: 0, addr: Daddr::new(4000), blocks: 3, written: true, continues: false })
+        );
     }
 
     #[test]
@@ -191,7 +229,38 @@ mod tests {
         assert_eq!(note(&mut c, 5, 3, 1000 + 3 * FPB, 4)[0].blocks, 4);
         assert_eq!(
             note(&mut c, 7, 0, 64, 1),
-            vec![Run { first: 0, addr: Daddr::new(64), blocks: 1, written: false }]
+            vec![Run { first: 0, addr: Daddr::new(64), blocks: 1, written: false, continues: false }]
         );
+    }
+
+    #[test]
+    fn a_random_writers_lone_blocks_stay_delayed_unless_every_run_is_pushed() {
+        let sequential = |c: &mut WriteClusters, lbn: Lbn, addr: u64| -> Vec<Run> {
+            c.note(5, lbn, Daddr::new(addr), FPB, 8, RunPush::Sequential).into_iter().flatten().collect()
+        };
+        let mut c = WriteClusters::default();
+        // Blocks 7, 3 and 11 one after another: each breaks a run of one
+        // block that no sequential writer made.
+        assert!(sequential(&mut c, 7, 7000).is_empty());
+        assert!(sequential(&mut c, 3, 3000).is_empty());
+        assert!(sequential(&mut c, 11, 11000).is_empty());
+        // Two blocks in a row make a sequential run, pushed when broken.
+        assert!(sequential(&mut c, 12, 11000 + FPB).is_empty());
+        let pushed = sequential(&mut c, 40, 40000);
+        assert_eq!(pushed.iter().map(|r| (r.first, r.blocks)).collect::<Vec<_>>(), vec![(11, 2)]);
+        // A sequential writer's next block landing elsewhere on the disk
+        // starts a run of one that continues the file: still pushed.
+        assert!(sequential(&mut c, 41, 40000 + FPB).is_empty());
+        assert!(sequential(&mut c, 42, 90000).len() == 1);
+        let pushed = sequential(&mut c, 0, 100);
+        assert_eq!(
+            pushed.iter().map(|r| (r.first, r.blocks, r.continues)).collect::<Vec<_>>(),
+            vec![(42, 1, true)]
+        );
+        // The 4.4BSD rule pushes the lone block too.
+        let mut every = WriteClusters::default();
+        every.note(5, 7, Daddr::new(7000), FPB, 8, RunPush::Every);
+        let pushed = every.note(5, 3, Daddr::new(3000), FPB, 8, RunPush::Every);
+        assert_eq!(pushed.into_iter().flatten().map(|r| r.first).collect::<Vec<_>>(), vec![7]);
     }
 }

@@ -70,7 +70,7 @@ pub use layout::{
 };
 pub use leak_scan::{LeakReport, LeakScanState};
 pub use mkfs::{dump, mkfs, mkfs_with_log, plan, plan_with_log, MkfsOptions};
-pub use options::{Integrity, JournalData, MountOptions, DEFAULT_JOURNAL_BATCH};
+pub use options::{Integrity, JournalData, MountOptions, RunPush, DEFAULT_JOURNAL_BATCH};
 pub use placement::{FilePlacement, GroupFreeSpace, PlacedBlock};
 
 /// An FFS disk address: a fragment number counted from byte 0 of the

@@ -107,6 +107,9 @@ pub struct MountOptions {
     /// as it is written (`realloc`); `None`: as the superblock says
     /// (`SB_REALLOC`, chosen at mkfs).
     pub realloc: Option<bool>,
+    /// Which of a file's write runs go to the disk as soon as a write
+    /// breaks them (`cluster.rs`): 4.4BSD's rule or FreeBSD's.
+    pub run_push: RunPush,
     /// For tests: with `realloc` on, every filled block that continues a
     /// file's run moves the run, contiguous or not — so that a model test
     /// sees blocks move at every write where a move is allowed.
@@ -127,6 +130,7 @@ impl Default for MountOptions {
             journal_data: JournalData::Ordered,
             disorder: false,
             realloc: None,
+            run_push: RunPush::Sequential,
             realloc_always: false,
         }
     }
@@ -138,6 +142,30 @@ impl MountOptions {
     /// time decides anything.
     pub fn deterministic(clock: TimeSource) -> MountOptions {
         MountOptions { writes: WriteMode::Inline, clock, ..MountOptions::default() }
+    }
+}
+
+/// Which runs of a file's written blocks are pushed to the disk when the
+/// file's next write does not continue them (`-o cluster_push=`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunPush {
+    /// Every run, as 4.4BSD's `cluster_write`: a random writer's every
+    /// block goes to the disk alone as its next write comes. The lab's
+    /// systems, which reproduce papers of 4.4BSD's time, run this.
+    Every,
+    /// Only a run that a sequential writer made, as FreeBSD's
+    /// `cluster_write` since 4.0: a random writer's blocks stay delayed,
+    /// and write-back sends them in address order with their neighbours.
+    Sequential,
+}
+
+impl RunPush {
+    /// The name `-o cluster_push=` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            RunPush::Every => "every",
+            RunPush::Sequential => "sequential",
+        }
     }
 }
 

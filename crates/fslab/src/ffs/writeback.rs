@@ -466,7 +466,7 @@ impl Ffs {
         }
         let fpb = self.frags_per_block();
         let maxcontig = self.sb.geometry.maxcontig;
-        let ready = self.clusters.note(ino, lbn, addr, fpb, maxcontig);
+        let ready = self.clusters.note(ino, lbn, addr, fpb, maxcontig, self.options.run_push);
         for run in ready.into_iter().flatten() {
             let keys: Vec<BlockKey> = run.keys(ino).filter(|&k| self.cache.is_dirty(k)).collect();
             if keys.is_empty() {

@@ -54,9 +54,27 @@ fn check_name(name: &[u8]) -> Result<()> {
     }
 }
 
+/// Whether `block` is all zeros: the hole that stands for no attributes.
+/// Every cached write asks for `security.capability` first (the kernel's
+/// check for privileges to drop), so this runs once per write; a block
+/// with attributes starts with the magic and is told apart at once, and
+/// an OR over whole words lets the compiler check a hole a vector at a
+/// time, where a byte-by-byte early exit cost 5% of a random writer's
+/// daemon time.
+fn is_hole(block: &[u8]) -> bool {
+    if block.get(..4).is_some_and(|magic| magic != [0; 4]) {
+        return false;
+    }
+    let words = block.chunks_exact(8);
+    let tail = words.remainder().iter().fold(0u8, |acc, &b| acc | b);
+    let body =
+        words.fold(0u64, |acc, w| acc | u64::from_ne_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]));
+    body == 0 && tail == 0
+}
+
 /// Decodes and validates an xattr block of inode `ino`.
 fn decode(block: &[u8], ino: Ino) -> Result<Attrs> {
-    if block.iter().all(|&b| b == 0) {
+    if is_hole(block) {
         return Ok(Vec::new());
     }
     let bad = |why: String| Error::corrupt_at("xattr block", Location::Inode(ino), why);
@@ -216,5 +234,20 @@ mod tests {
             encode(&vec![(b"user.x".to_vec(), vec![0; 600])], 512).map_err(|e| e.errno()),
             Err(libc::ENOSPC)
         );
+    }
+
+    #[test]
+    fn one_nonzero_byte_anywhere_makes_a_block_no_hole() {
+        for len in [0usize, 3, 8, 13, 512] {
+            assert!(is_hole(&vec![0u8; len]), "{len} zeros");
+            for at in 0..len {
+                let mut block = vec![0u8; len];
+                block[at] = 0x10;
+                assert!(!is_hole(&block), "byte {at} of {len}");
+                if len == 512 {
+                    assert!(matches!(decode(&block, 5), Err(Error::Corrupt { .. })), "byte {at}");
+                }
+            }
+        }
     }
 }
