@@ -5,7 +5,7 @@
 //! costs. `scripts/bench-basic --only fuse-floor,fuse-floor-uring` runs
 //! both. fuser, which the other floor and fslab's adapter use, has no
 //! io_uring transport and keeps its protocol types private, so this one
-//! speaks the kernel ABI itself.
+//! speaks the kernel ABI itself, through the crate's `kernel` module.
 //!
 //! Usage: fuse_floor_uring [--entries N] [--taskrun defer|coop|plain] [--no-pin] [--stats] MOUNTPOINT
 //!   (as root; serves in the foreground until unmounted; needs
@@ -19,7 +19,7 @@
 //!   `--entries` request buffers and answering in them.
 //! * `floor` — the in-memory tree and the answer to every request.
 //! * `abi` — the kernel's structures, decoded with checks, encoded into
-//!   caller buffers.
+//!   caller buffers: the crate's `fslab_fuse::kernel`.
 //!
 //! The sequence: mount → read INIT from /dev/fuse → reply with
 //! FUSE_OVER_IO_URING → each queue registers its entries (the kernel holds
@@ -29,8 +29,12 @@
 //! unmounts and exits with status 1: it exists to measure the ring and
 //! never falls back to the device loop.
 
-#[path = "fuse_floor_uring/abi.rs"]
-mod abi;
+/// The kernel's FUSE protocol, as one namespace.
+mod abi {
+    pub use fslab_fuse::kernel::reply::*;
+    pub use fslab_fuse::kernel::request::*;
+    pub use fslab_fuse::kernel::*;
+}
 #[path = "fuse_floor_uring/device.rs"]
 mod device;
 #[path = "fuse_floor_uring/floor.rs"]

@@ -17,6 +17,8 @@
 //! * `readahead` — raises the kernel's read-ahead for the mount.
 //! * `attach` — mounts the connection, and unmounts that mount and no other.
 //! * [`mountinfo`] — the mount table: which mount is which, and which is on top.
+//! * [`kernel`] — the kernel's FUSE protocol spoken without `fuser`: for a
+//!   transport of fslab's own (FUSE over io_uring).
 //!
 //! Relies on `fslab::ufs` below; contains no file-system logic.
 
@@ -27,6 +29,7 @@ mod attach;
 mod caller;
 mod convert;
 mod damage;
+pub mod kernel;
 pub mod mountinfo;
 mod readahead;
 mod reply;

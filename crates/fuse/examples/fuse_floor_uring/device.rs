@@ -132,8 +132,8 @@ pub fn serve(floor: &Floor, device: BorrowedFd, buffer_size: usize) -> io::Resul
             }
         };
         match request.op {
-            abi::Op::Forget => stats.forgets += 1,
-            abi::Op::Interrupt => stats.interrupts += 1,
+            abi::Op::Forget { .. } | abi::Op::BatchForget { .. } => stats.forgets += 1,
+            abi::Op::Interrupt { .. } => stats.interrupts += 1,
             _ => stats.others += 1,
         }
         let answer = floor.serve(&request, &mut reply);

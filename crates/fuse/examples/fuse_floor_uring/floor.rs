@@ -7,7 +7,7 @@
 //! ENOSYS where that floor leaves fuser's default ENOSYS), so that the two
 //! floors differ in their transport only.
 
-use crate::abi::{self, Answer, Attr, Op, Out, Request};
+use crate::abi::{self, Answer, Attr, Entry, Op, Out, Request};
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
@@ -20,8 +20,13 @@ pub const ROOT: u64 = 1;
 /// How long the kernel may keep names and attributes: fslab's [`TTL`].
 ///
 /// [`TTL`]: fslab_fuse::TTL
-fn ttl_secs() -> u64 {
-    fslab_fuse::TTL.as_secs()
+fn ttl() -> std::time::Duration {
+    fslab_fuse::TTL
+}
+
+/// An entry for `attr` that the kernel may keep for [`ttl`].
+fn entry(attr: Attr) -> Entry {
+    Entry { attr, generation: 0, entry_valid: ttl(), attr_valid: ttl() }
 }
 
 struct Node {
@@ -53,12 +58,15 @@ impl Tree {
             ino,
             size: n.size,
             blocks: n.size.div_ceil(512),
-            time: (since.as_secs(), since.subsec_nanos()),
+            atime: (since.as_secs(), since.subsec_nanos()),
+            mtime: (since.as_secs(), since.subsec_nanos()),
+            ctime: (since.as_secs(), since.subsec_nanos()),
             mode: kind | u32::from(n.perm),
             nlink: n.nlink,
             uid: n.uid,
             gid: n.gid,
             blksize: 4096,
+            ..Attr::default()
         })
     }
 
@@ -112,13 +120,6 @@ pub struct Floor {
     zero_message_open: bool,
 }
 
-/// A reply that did not fit its buffer.
-impl From<abi::Overflow> for i32 {
-    fn from(_: abi::Overflow) -> i32 {
-        libc::ERANGE
-    }
-}
-
 impl Floor {
     /// An empty file system whose root belongs to `uid`:`gid`.
     pub fn new(uid: u32, gid: u32, zero_message_open: bool) -> Floor {
@@ -149,21 +150,20 @@ impl Floor {
 
     fn answer(&self, request: &Request, out: &mut Out) -> Result<(), i32> {
         let h = &request.header;
-        let ttl = ttl_secs();
         match request.op {
             Op::Lookup { name } => {
                 let key = (h.nodeid, std::ffi::OsStr::from_bytes(name).to_os_string());
                 let found = self.with(|t| Ok(t.names.get(&key).and_then(|&ino| t.attr(ino))))?;
                 // Not found: a negative entry the kernel may keep, as fslab answers.
-                abi::put_entry(out, &found.unwrap_or_default(), ttl)?;
+                abi::put_entry(out, &entry(found.unwrap_or_default()))?;
             }
-            Op::Getattr => {
+            Op::Getattr { .. } => {
                 let attr = self.with(|t| t.attr(h.nodeid).ok_or(libc::ENOENT))?;
-                abi::put_attr_out(out, &attr, ttl)?;
+                abi::put_attr_out(out, &attr, ttl())?;
             }
             Op::Mkdir { mode, umask, name } => {
                 let attr = self.with(|t| t.make(h.nodeid, name, true, mode & !umask, h.uid, h.gid))?;
-                abi::put_entry(out, &attr, ttl)?;
+                abi::put_entry(out, &entry(attr))?;
             }
             Op::Create { flags, mode, umask, name } => {
                 // As fslab does: a handle that cannot read bypasses the page cache.
@@ -173,48 +173,42 @@ impl Floor {
                     abi::open_flag::KEEP_CACHE
                 };
                 let attr = self.with(|t| t.make(h.nodeid, name, false, mode & !umask, h.uid, h.gid))?;
-                abi::put_entry(out, &attr, ttl)?;
+                abi::put_entry(out, &entry(attr))?;
                 abi::put_open(out, 0, how)?;
             }
-            Op::Open if self.zero_message_open => return Err(libc::ENOSYS),
-            Op::Open => abi::put_open(out, 0, abi::open_flag::KEEP_CACHE)?,
-            Op::Write { offset, data } => {
+            Op::Open { .. } if self.zero_message_open => return Err(libc::ENOSYS),
+            Op::Open { .. } => abi::put_open(out, 0, abi::open_flag::KEEP_CACHE)?,
+            Op::Write { offset, data, .. } => {
                 self.with(|t| {
                     let node = t.nodes.get_mut(&h.nodeid).ok_or(libc::ENOENT)?;
                     node.size = node.size.max(offset + data.len() as u64);
                     Ok(())
                 })?;
-                out.u32(data.len() as u32)?;
-                out.u32(0)?;
+                abi::put_write(out, data.len() as u32)?;
             }
-            Op::Read { offset, size } => {
+            Op::Read { offset, size, .. } => {
                 let len = self.with(|t| t.nodes.get(&h.nodeid).map(|n| n.size).ok_or(libc::ENOENT))?;
                 let n = len.saturating_sub(offset).min(size.into()) as usize;
                 out.zeros(n.min(out.room()))?;
             }
             Op::Unlink { name } => self.with(|t| t.remove(h.nodeid, name, false))?,
             Op::Rmdir { name } => self.with(|t| t.remove(h.nodeid, name, true))?,
-            Op::Opendir => abi::put_open(out, 0, 0)?,
-            Op::Readdir { offset, size } => {
+            Op::Opendir { .. } => abi::put_open(out, 0, 0)?,
+            Op::Readdir { offset, size, .. } => {
                 if offset == 0 {
                     let dir = u32::from(libc::DT_DIR);
                     abi::put_dirent(out, size as usize, h.nodeid, 1, dir, b".")?;
                 }
             }
-            Op::Release | Op::Releasedir | Op::Fsyncdir | Op::Destroy => {}
+            Op::Release { .. } | Op::Releasedir { .. } | Op::Fsyncdir { .. } | Op::Destroy => {}
             Op::Statfs => {
                 // fuser's default: all counts zero, 512-byte blocks, 255-byte names.
-                for _ in 0..5 {
-                    out.u64(0)?;
-                }
-                out.u32(512)?;
-                out.u32(255)?;
-                out.zeros(80 - 48)?;
+                let statfs = abi::Statfs { bsize: 512, namelen: 255, ..abi::Statfs::default() };
+                abi::put_statfs(out, &statfs)?;
             }
-            Op::Setattr | Op::Flush | Op::Fsync | Op::Interrupt | Op::Unsupported => {
-                return Err(libc::ENOSYS)
-            }
-            Op::Forget => {}
+            Op::Forget { .. } | Op::BatchForget { .. } => {}
+            // Everything else the fuser floor leaves to fuser's ENOSYS.
+            _ => return Err(libc::ENOSYS),
         }
         Ok(())
     }
