@@ -12,11 +12,12 @@
 //!   `echo Y > /sys/module/fuse/parameters/enable_uring`)
 //!
 //! The parts:
-//! * `device` — mount(2), the FUSE_INIT handshake's reads and writes, and
-//!   a loop on `/dev/fuse` for what never goes over the ring (forgets,
-//!   interrupts).
-//! * `queue` — one thread and ring per CPU, each lending the kernel
-//!   `--entries` request buffers and answering in them.
+//! * `device` — mount(2) and its undoing.
+//! * `fslab_fuse::kernel::device` — the FUSE_INIT handshake's reads and
+//!   writes, and a loop on `/dev/fuse` for what never goes over the ring
+//!   (forgets, interrupts).
+//! * `fslab_fuse::kernel::queue` — one thread and ring per CPU, each
+//!   lending the kernel `--entries` request buffers and answering in them.
 //! * `floor` — the in-memory tree and the answer to every request.
 //! * `abi` — the kernel's structures, decoded with checks, encoded into
 //!   caller buffers: the crate's `fslab_fuse::kernel`.
@@ -39,13 +40,12 @@ mod abi {
 mod device;
 #[path = "fuse_floor_uring/floor.rs"]
 mod floor;
-#[path = "fuse_floor_uring/queue.rs"]
-mod queue;
 
-use abi::{init_flag, Answer};
+use abi::init_flag;
 use floor::Floor;
-use queue::{QueueSetup, TaskRun};
-use std::io;
+use fslab_fuse::kernel::device as transport;
+use fslab_fuse::kernel::queue::{self, QueueSetup, TaskRun};
+use queue::ENABLE_URING;
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
@@ -55,9 +55,6 @@ use std::sync::mpsc;
 /// also bounds the fuser floor's writes (it asks for 16 MiB).
 const MAX_WRITE: u32 = 1 << 20;
 const MAX_PAGES: u16 = 256;
-
-/// The parameter that lets a connection use io_uring.
-const ENABLE_URING: &str = "/sys/module/fuse/parameters/enable_uring";
 
 /// The command line.
 struct Options {
@@ -110,77 +107,38 @@ fn fail(message: impl std::fmt::Display) -> ! {
     std::process::exit(1);
 }
 
-/// The kernel's queue count: one per possible CPU (`num_possible_cpus()`),
-/// read from `/sys/devices/system/cpu/possible` ("0-3", "0,2-5").
-fn possible_cpus() -> io::Result<usize> {
-    let text = std::fs::read_to_string("/sys/devices/system/cpu/possible")?;
-    let bad = || io::Error::new(io::ErrorKind::InvalidData, format!("possible CPUs: {text:?}"));
-    let mut count = 0;
-    for range in text.trim().split(',') {
-        let (first, last) = range.split_once('-').unwrap_or((range, range));
-        let first: usize = first.parse().map_err(|_| bad())?;
-        let last: usize = last.parse().map_err(|_| bad())?;
-        count = count.max(last.checked_add(1).filter(|_| last >= first).ok_or_else(bad)?);
-    }
-    Ok(count)
-}
-
 /// Reads FUSE_INIT from the device and answers it, asking for what the
 /// fuser floor asks for and for FUSE over io_uring. Returns whether the
 /// kernel opens files without asking (FUSE_NO_OPEN_SUPPORT), or why the
 /// ring cannot be had.
 fn handshake(device: std::os::fd::BorrowedFd) -> Result<bool, String> {
-    let mut message = vec![0; abi::MIN_READ_BUFFER.max(MAX_WRITE as usize + 4096)];
-    let n = match device::read_request(device, &mut message) {
-        Ok(Some(n)) => n,
-        Ok(None) => return Err("the connection ended before FUSE_INIT".to_string()),
-        Err(e) => return Err(format!("reading FUSE_INIT: {e}")),
-    };
-    let request = abi::Request::decode_message(&message[..n]).map_err(|e| e.to_string())?;
-    let header = request.header;
-    if header.opcode != abi::opcode::INIT {
-        return Err(format!("expected FUSE_INIT, got opcode {}", header.opcode));
-    }
-    let body = &message[abi::IN_HEADER_SIZE..n];
-    let init = abi::InitIn::decode(body).map_err(|e| e.to_string())?;
-    let refuse = |why: String| {
-        let _ = device::write_reply(device, header.unique, Answer::Error(libc::EPROTO), &[]);
-        Err(why)
-    };
-    if init.major != abi::KERNEL_VERSION {
-        return refuse(format!("kernel FUSE ABI {}.{}, not 7.x", init.major, init.minor));
-    }
-    if init.flags & init_flag::OVER_IO_URING == 0 {
-        return refuse(format!(
-            "the kernel (FUSE ABI 7.{}) does not offer FUSE over io_uring; is {ENABLE_URING} Y?",
-            init.minor
-        ));
-    }
-    // What the fuser floor ends up asking for (its own list, fuser's
-    // defaults and INIT_EXT), as far as the kernel offers it.
-    let wanted = init_flag::ASYNC_READ
-        | init_flag::BIG_WRITES
-        | init_flag::MAX_PAGES
-        | init_flag::PARALLEL_DIROPS
-        | init_flag::HANDLE_KILLPRIV
-        | init_flag::INIT_EXT
-        | init_flag::OVER_IO_URING;
-    // fuser's defaults for the rest: 16 background requests, congestion
-    // at three quarters of them, nanosecond times.
-    let reply = abi::InitOut {
-        max_readahead: init.max_readahead,
-        flags: wanted & init.flags,
-        max_background: 16,
-        congestion_threshold: 12,
-        max_write: MAX_WRITE,
-        time_gran: 1,
-        max_pages: MAX_PAGES,
-    };
-    let mut out = [0; abi::INIT_OUT_SIZE];
-    abi::put_init(&mut abi::Out::new(&mut out), &reply)
-        .map_err(|_| "FUSE_INIT reply overflow".to_string())?;
-    device::write_reply(device, header.unique, Answer::Reply(out.len()), &out)
-        .map_err(|e| format!("answering FUSE_INIT: {e}"))?;
+    let init = transport::handshake(device, |init| {
+        if init.flags & init_flag::OVER_IO_URING == 0 {
+            return Err(format!(
+                "the kernel (FUSE ABI 7.{}) does not offer FUSE over io_uring; is {} Y?",
+                init.minor, ENABLE_URING
+            ));
+        }
+        // What the fuser floor ends up asking for (its own list, fuser's
+        // defaults and INIT_EXT), as far as the kernel offers it; fuser's
+        // defaults for the rest: 16 background requests, congestion at
+        // three quarters of them, nanosecond times.
+        Ok(abi::InitOut {
+            max_readahead: init.max_readahead,
+            flags: init_flag::ASYNC_READ
+                | init_flag::BIG_WRITES
+                | init_flag::MAX_PAGES
+                | init_flag::PARALLEL_DIROPS
+                | init_flag::HANDLE_KILLPRIV
+                | init_flag::INIT_EXT
+                | init_flag::OVER_IO_URING,
+            max_background: 16,
+            congestion_threshold: 12,
+            max_write: MAX_WRITE,
+            time_gran: 1,
+            max_pages: MAX_PAGES,
+        })
+    })?;
     Ok(init.flags & init_flag::NO_OPEN_SUPPORT != 0)
 }
 
@@ -194,7 +152,7 @@ fn main() {
         Ok(value) => fail(format!("{ENABLE_URING} is {}; `echo Y > {ENABLE_URING}` first", value.trim())),
         Err(e) => fail(format!("{ENABLE_URING}: {e}")),
     }
-    let queues = possible_cpus().unwrap_or_else(|e| fail(e));
+    let queues = queue::possible_cpus().unwrap_or_else(|e| fail(e));
     let mountpoint = options
         .mountpoint
         .canonicalize()
@@ -215,7 +173,7 @@ fn main() {
     std::thread::scope(|scope| {
         let floor = &floor;
         let device = device.as_fd();
-        let device_loop = scope.spawn(move || device::serve(floor, device, payload_size + 4096));
+        let device_loop = scope.spawn(move || transport::serve(floor, device, payload_size + 4096));
         let mut queue_threads = Vec::new();
         for qid in 0..queues {
             let setup = QueueSetup {

@@ -1,5 +1,5 @@
 //! The floor itself: names and sizes in memory, and one function,
-//! [`Floor::serve`], that answers a decoded request into a reply buffer,
+//! `Serve::serve`, that answers a decoded request into a reply buffer,
 //! whichever transport brought it.
 //!
 //! It answers as `examples/fuse_floor.rs` does through fuser, operation by
@@ -120,6 +120,21 @@ pub struct Floor {
     zero_message_open: bool,
 }
 
+/// The floor answers every request the same way, whichever transport
+/// brought it.
+impl fslab_fuse::kernel::Serve for Floor {
+    fn serve(&self, request: &Request, out: &mut [u8]) -> Answer {
+        if request.op.is_noreply() {
+            return Answer::Nothing;
+        }
+        let mut out = Out::new(out);
+        match self.answer(request, &mut out) {
+            Ok(()) => Answer::Reply(out.len()),
+            Err(errno) => Answer::Error(errno),
+        }
+    }
+}
+
 impl Floor {
     /// An empty file system whose root belongs to `uid`:`gid`.
     pub fn new(uid: u32, gid: u32, zero_message_open: bool) -> Floor {
@@ -132,20 +147,6 @@ impl Floor {
     fn with<T>(&self, op: impl FnOnce(&mut Tree) -> Result<T, i32>) -> Result<T, i32> {
         let mut tree = self.tree.lock().map_err(|_| libc::EIO)?;
         op(&mut tree)
-    }
-
-    /// Answers `request`, writing the reply's bytes (after the out header)
-    /// into `out`. The answer says how many, or the errno, or that the
-    /// kernel expects no reply.
-    pub fn serve(&self, request: &Request, out: &mut [u8]) -> Answer {
-        if request.op.is_noreply() {
-            return Answer::Nothing;
-        }
-        let mut out = Out::new(out);
-        match self.answer(request, &mut out) {
-            Ok(()) => Answer::Reply(out.len()),
-            Err(errno) => Answer::Error(errno),
-        }
     }
 
     fn answer(&self, request: &Request, out: &mut Out) -> Result<(), i32> {

@@ -5,21 +5,34 @@
 //!
 //! `fuser` has no io_uring transport and keeps its request parser and
 //! reply writers private, so a transport of fslab's own needs its own
-//! protocol layer. This is it; both transports (the `/dev/fuse` read and
-//! write loop and the ring) frame the same bytes. Today
-//! `examples/fuse_floor_uring.rs` serves through it; fslab's adapter still
-//! serves through `fuser`.
+//! protocol layer. This is it; both transports frame the same bytes:
+//! [`device`], the `/dev/fuse` read and write loop, and [`queue`], one
+//! queue of FUSE over io_uring. Each serves any [`Serve`]. Today
+//! `examples/fuse_floor_uring.rs` serves through them; fslab's adapter
+//! still serves through `fuser`.
 //!
 //! Decoding is validating: bytes from the kernel become a
 //! [`request::Request`] only through its decoders, which check every length
 //! they rely on and say which structure was short; no input makes them
 //! panic. Everything is native-endian, as the kernel writes it.
 
+pub mod device;
+pub mod queue;
 pub mod reply;
 pub mod request;
 pub mod ring;
 
 use std::fmt;
+
+/// A file system as a transport sees it: one decoded request in, its
+/// reply's bytes (after the out header) written into `reply`, and the
+/// answer saying how many, or the errno, or that the kernel expects none.
+/// Called from several threads at once (one per device reader or ring
+/// queue).
+pub trait Serve: Sync {
+    /// Answers `request`.
+    fn serve(&self, request: &request::Request, reply: &mut [u8]) -> reply::Answer;
+}
 
 /// The protocol's major version; the kernel and the server must agree.
 pub const KERNEL_VERSION: u32 = 7;

@@ -8,7 +8,9 @@
 //! answers wake the caller on its own CPU. Most of the ring's gain is
 //! this: unpinned (`--no-pin`), the small-file test ran 4 to 5 times
 //! slower on a 2-CPU virtual machine, where waking the other, idle CPU
-//! costs ten times a switch on the same one.
+//! costs ten times a switch on the same one. A request a server answers
+//! slowly (one waiting for the disk) holds its queue's thread, and with
+//! it every later request of that CPU's callers.
 //!
 //! An entry's life (the kernel's `fuse_ring_ent` states, seen from here):
 //!
@@ -25,11 +27,31 @@
 //! kernel completes waiting commands with ENOTCONN
 //! (`fuse_uring_entry_teardown`) and refuses commits the same way.
 
-use crate::abi::{self, ring::ReqHeader, Answer, Request};
-use crate::floor::Floor;
+use super::reply::{put_out_header, Answer};
+use super::request::{op_in_size, InHeader, Request};
+use super::ring::{self, ReqHeader};
+use super::{Serve, IN_HEADER_SIZE, OUT_HEADER_SIZE};
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd};
+
+/// The parameter that lets a connection use FUSE over io_uring (`Y`).
+pub const ENABLE_URING: &str = "/sys/module/fuse/parameters/enable_uring";
+
+/// The kernel's queue count: one per possible CPU (`num_possible_cpus()`),
+/// read from `/sys/devices/system/cpu/possible` ("0-3", "0,2-5").
+pub fn possible_cpus() -> io::Result<usize> {
+    let text = std::fs::read_to_string("/sys/devices/system/cpu/possible")?;
+    let bad = || io::Error::new(io::ErrorKind::InvalidData, format!("possible CPUs: {text:?}"));
+    let mut count = 0;
+    for range in text.trim().split(',') {
+        let (first, last) = range.split_once('-').unwrap_or((range, range));
+        let first: usize = first.parse().map_err(|_| bad())?;
+        let last: usize = last.parse().map_err(|_| bad())?;
+        count = count.max(last.checked_add(1).filter(|_| last >= first).ok_or_else(bad)?);
+    }
+    Ok(count)
+}
 
 /// How the ring runs the kernel's task work (which copies a request into
 /// an entry and posts its completion).
@@ -57,12 +79,14 @@ pub struct QueueSetup {
     /// Bytes of each entry's payload buffer: at least the kernel's
     /// `max_payload_sz` (max of 8 KiB, max_write, max_pages pages).
     pub payload_size: usize,
+    /// How the ring runs the kernel's task work.
     pub taskrun: TaskRun,
 }
 
 /// What a queue served.
 #[derive(Debug, Clone, Copy)]
 pub struct QueueStats {
+    /// Requests answered.
     pub requests: u64,
     /// Requests by opcode (the last slot counts opcodes past it).
     pub by_opcode: [u64; 64],
@@ -148,7 +172,7 @@ fn command(
     entry: &Entry,
 ) -> squeue::Entry128 {
     let mut sqe = opcode::UringCmd80::new(types::Fd(device.as_raw_fd()), cmd_op)
-        .cmd(abi::ring::cmd_req(commit_id, qid))
+        .cmd(ring::cmd_req(commit_id, qid))
         .addr(Some(entry.iov as u64))
         .build()
         .user_data(index as u64);
@@ -182,8 +206,8 @@ fn is_shutdown(errno: i32) -> bool {
 
 /// Runs one queue until the connection ends. `ready` hears once whether
 /// every entry registered (an error names the errno).
-pub fn run(
-    floor: &Floor,
+pub fn run<S: Serve + ?Sized>(
+    server: &S,
     device: BorrowedFd,
     setup: QueueSetup,
     ready: impl FnOnce(Result<(), String>),
@@ -191,7 +215,7 @@ pub fn run(
     let qid = setup.qid;
     if setup.pin {
         if let Err(e) = pin_to(qid.into()) {
-            eprintln!("fuse_floor_uring: queue {qid}: cannot pin to CPU {qid}: {e}");
+            crate::report_line(&format!("fuse: queue {qid}: cannot pin to CPU {qid}: {e}"));
         }
     }
     let mut builder = IoUring::<squeue::Entry128, cqueue::Entry>::builder();
@@ -209,7 +233,7 @@ pub fn run(
     };
     let mut entries: Vec<Entry> = (0..setup.entries).map(|_| Entry::new(setup.payload_size)).collect();
     for (index, entry) in entries.iter().enumerate() {
-        let sqe = command(device, abi::ring::CMD_REGISTER, qid, 0, index, entry);
+        let sqe = command(device, ring::CMD_REGISTER, qid, 0, index, entry);
         // SAFETY: the entry's buffers and iovecs stay allocated and
         // untouched by this thread while the kernel holds them (see `Entry`).
         if unsafe { ring.submission().push(&sqe) }.is_err() {
@@ -222,7 +246,7 @@ pub fn run(
         return Err(e);
     }
     let mut queue = Queue {
-        floor,
+        server,
         device,
         qid,
         stats: QueueStats::default(),
@@ -256,8 +280,8 @@ impl Default for QueueStats {
 }
 
 /// A queue's thread state between completions.
-struct Queue<'a> {
-    floor: &'a Floor,
+struct Queue<'a, S: ?Sized> {
+    server: &'a S,
     device: BorrowedFd<'a>,
     qid: u16,
     stats: QueueStats,
@@ -268,7 +292,7 @@ struct Queue<'a> {
     done: Vec<(usize, i32)>,
 }
 
-impl Queue<'_> {
+impl<S: Serve + ?Sized> Queue<'_, S> {
     /// Serves every completion waiting, queueing a commit for each
     /// request. Returns the errno of a REGISTER the kernel refused, if any.
     fn complete(
@@ -282,7 +306,10 @@ impl Queue<'_> {
         done.extend(ring.completion().map(|cqe| (cqe.user_data() as usize, cqe.result())));
         for &(index, result) in &done {
             let Some(entry) = entries.get_mut(index) else {
-                eprintln!("fuse_floor_uring: queue {}: completion for unknown entry {index}", self.qid);
+                crate::report_line(&format!(
+                    "fuse: queue {}: completion for unknown entry {index}",
+                    self.qid
+                ));
                 continue;
             };
             if result < 0 {
@@ -292,11 +319,11 @@ impl Queue<'_> {
                     refused = Some(errno);
                 } else if !is_shutdown(errno) {
                     self.stats.failures += 1;
-                    eprintln!(
-                        "fuse_floor_uring: queue {}: COMMIT_AND_FETCH: {}",
+                    crate::report_line(&format!(
+                        "fuse: queue {}: COMMIT_AND_FETCH: {}",
                         self.qid,
                         io::Error::from_raw_os_error(errno)
-                    );
+                    ));
                 }
                 continue;
             }
@@ -305,13 +332,12 @@ impl Queue<'_> {
             self.stats.requests += 1;
             let commit_id = self.serve(entry);
             entry.state = State::Kernel;
-            let sqe =
-                command(self.device, abi::ring::CMD_COMMIT_AND_FETCH, self.qid, commit_id, index, entry);
+            let sqe = command(self.device, ring::CMD_COMMIT_AND_FETCH, self.qid, commit_id, index, entry);
             // SAFETY: as for REGISTER: the entry is the kernel's again until
             // its next completion. The submission queue has a slot per entry.
             if unsafe { ring.submission().push(&sqe) }.is_err() {
                 entry.state = State::Retired;
-                eprintln!("fuse_floor_uring: queue {}: submission queue full", self.qid);
+                crate::report_line(&format!("fuse: queue {}: submission queue full", self.qid));
             }
         }
         self.done = done;
@@ -323,10 +349,10 @@ impl Queue<'_> {
     fn serve(&mut self, entry: &mut Entry) -> u64 {
         let (header, payload) = entry.buffers();
         let commit_id = header.commit_id();
-        let header_bytes = &header.in_out[..abi::IN_HEADER_SIZE];
-        let fixed = abi::InHeader::decode(header_bytes)
+        let header_bytes = &header.in_out[..IN_HEADER_SIZE];
+        let fixed = InHeader::decode(header_bytes)
             .ok()
-            .and_then(|h| abi::op_in_size(h.opcode))
+            .and_then(|h| op_in_size(h.opcode))
             .unwrap_or(0)
             .min(header.op_in.len());
         let payload_len = (header.payload_size() as usize).min(payload.len());
@@ -335,10 +361,10 @@ impl Queue<'_> {
                 Ok(request) => {
                     let slot = (request.header.opcode as usize).min(self.stats.by_opcode.len() - 1);
                     self.stats.by_opcode[slot] += 1;
-                    (request.header.unique, self.floor.serve(&request, &mut self.scratch))
+                    (request.header.unique, self.server.serve(&request, &mut self.scratch))
                 }
                 Err(e) => {
-                    eprintln!("fuse_floor_uring: queue {}: {e}", self.qid);
+                    crate::report_line(&format!("fuse: queue {}: {e}", self.qid));
                     (commit_id, Answer::Error(libc::EIO))
                 }
             };
@@ -350,9 +376,9 @@ impl Queue<'_> {
             _ => 0,
         };
         payload[..reply_len].copy_from_slice(&self.scratch[..reply_len]);
-        let mut out = [0; abi::OUT_HEADER_SIZE];
-        abi::put_out_header(&mut out, unique, answer);
-        header.in_out[..abi::OUT_HEADER_SIZE].copy_from_slice(&out);
+        let mut out = [0; OUT_HEADER_SIZE];
+        put_out_header(&mut out, unique, answer);
+        header.in_out[..OUT_HEADER_SIZE].copy_from_slice(&out);
         header.set_payload_size(reply_len as u32);
         commit_id
     }
