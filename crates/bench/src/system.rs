@@ -503,6 +503,8 @@ impl Layout for Lfs {
             cache_bytes: env.cache_bytes,
             segment_writes: if env.deterministic { SegmentWrites::Inline } else { SegmentWrites::Thread },
             clock: env.clock.clone(),
+            // The papers' LFS wrote when its cache filled and at checkpoints.
+            max_dirty_inodes: None,
             ..MountOptions::default()
         };
         let mut lfs = Lfs::mount(dev, options)?;

@@ -4,6 +4,8 @@
 //! it. Real system calls read the directory, the file and its attributes
 //! through each, and unmounting ends every serving thread.
 
+mod common;
+
 use fslab_fuse::kernel::reply::{self, Answer, Attr, Entry, InitOut, Out};
 use fslab_fuse::kernel::request::{Op, Request};
 use fslab_fuse::kernel::{device, init_flag, open_flag, queue, Serve};
@@ -80,32 +82,8 @@ impl Hello {
 impl Serve for Hello {
     fn serve(&self, request: &Request, buf: &mut [u8]) -> Answer {
         self.served.fetch_add(1, Ordering::Relaxed);
-        if request.op.is_noreply() {
-            return Answer::Nothing;
-        }
-        let mut out = Out::new(buf);
-        match self.answer(request, &mut out) {
-            Ok(()) => Answer::Reply(out.len()),
-            Err(errno) => Answer::Error(errno),
-        }
+        reply::answer(request, buf, |out| self.answer(request, out))
     }
-}
-
-fn root_with_fuse() -> bool {
-    // SAFETY: geteuid has no arguments and cannot fail.
-    let root = unsafe { libc::geteuid() } == 0;
-    let why = if !Path::new("/dev/fuse").exists() {
-        Some("no /dev/fuse")
-    } else if !root {
-        Some("mount(2) of /dev/fuse needs root")
-    } else {
-        None
-    };
-    if let Some(why) = why {
-        println!("skipped: {why}");
-        eprintln!("skipped: {why}");
-    }
-    why.is_none()
 }
 
 fn mount(dir: &Path) -> OwnedFd {
@@ -171,7 +149,7 @@ fn init_out(flags: u64) -> InitOut {
 
 #[test]
 fn a_server_of_its_own_answers_over_the_device_loop() {
-    if !root_with_fuse() {
+    if !common::fuse_available(common::Mounter::RootOnly) {
         return;
     }
     let tmp = tempfile::tempdir().expect("tempdir");
@@ -210,7 +188,7 @@ impl Drop for UringParameter {
 
 #[test]
 fn a_server_of_its_own_answers_over_fuse_over_io_uring() {
-    if !root_with_fuse() {
+    if !common::fuse_available(common::Mounter::RootOnly) {
         return;
     }
     let Ok(before) = std::fs::read_to_string(queue::ENABLE_URING) else {

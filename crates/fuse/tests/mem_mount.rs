@@ -2,6 +2,8 @@
 //! a temporary directory, drive it with real system calls, unmount, and check
 //! that the final unmount reached the library exactly once.
 
+mod common;
+
 use fslab::storage::MemStorage;
 use fslab::ufs::FileSystem;
 use fslab_fuse::{mount, MountConfig};
@@ -10,35 +12,9 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 
-/// Whether this machine can mount FUSE file systems at all; says why not.
-/// Only a missing /dev/fuse, or (for a user other than root, who mounts
-/// through it) a missing fusermount3, skips a test: any other mount error
-/// fails it.
-fn fuse_available() -> bool {
-    // SAFETY: geteuid has no arguments and cannot fail.
-    let root = unsafe { libc::geteuid() } == 0;
-    let why = if !Path::new("/dev/fuse").exists() {
-        Some("no /dev/fuse")
-    } else if !root && !on_path("fusermount3") {
-        Some("no fusermount3 (needed to mount as a user other than root)")
-    } else {
-        None
-    };
-    if let Some(why) = why {
-        println!("skipped: {why}");
-        eprintln!("skipped: {why}");
-    }
-    why.is_none()
-}
-
-fn on_path(program: &str) -> bool {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path).any(|dir| dir.join(program).is_file())
-}
-
 #[test]
 fn files_directories_links_and_xattrs_work_through_the_kernel() {
-    if !fuse_available() {
+    if !common::fuse_available(common::Mounter::RootOrFusermount) {
         return;
     }
     let tmp = tempfile::tempdir().expect("tempdir");
@@ -155,7 +131,7 @@ fn exercise(dir: &Path) {
 
 #[test]
 fn unmounting_a_busy_mount_detaches_it_and_the_session_ends_at_the_last_close() {
-    if !fuse_available() {
+    if !common::fuse_available(common::Mounter::RootOrFusermount) {
         return;
     }
     let tmp = tempfile::tempdir().expect("tempdir");

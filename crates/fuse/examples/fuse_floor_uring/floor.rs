@@ -124,14 +124,7 @@ pub struct Floor {
 /// brought it.
 impl fslab_fuse::kernel::Serve for Floor {
     fn serve(&self, request: &Request, out: &mut [u8]) -> Answer {
-        if request.op.is_noreply() {
-            return Answer::Nothing;
-        }
-        let mut out = Out::new(out);
-        match self.answer(request, &mut out) {
-            Ok(()) => Answer::Reply(out.len()),
-            Err(errno) => Answer::Error(errno),
-        }
+        abi::answer(request, out, |out| self.answer(request, out))
     }
 }
 

@@ -16,6 +16,24 @@ pub enum Answer {
     Nothing,
 }
 
+/// The answer to `request`: nothing to a request that takes no reply,
+/// else the reply `write` puts into `buf` (its length), or the errno it
+/// fails with. What every server does around its own answers.
+pub fn answer(
+    request: &super::request::Request,
+    buf: &mut [u8],
+    write: impl FnOnce(&mut Out) -> Result<(), i32>,
+) -> Answer {
+    if request.op.is_noreply() {
+        return Answer::Nothing;
+    }
+    let mut out = Out::new(buf);
+    match write(&mut out) {
+        Ok(()) => Answer::Reply(out.len()),
+        Err(errno) => Answer::Error(errno),
+    }
+}
+
 /// Writes `fuse_out_header` for `answer` to request `unique` into `out`.
 pub fn put_out_header(out: &mut [u8; OUT_HEADER_SIZE], unique: u64, answer: Answer) {
     let (len, error) = match answer {
