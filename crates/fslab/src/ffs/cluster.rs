@@ -51,9 +51,7 @@ impl Run {
     fn sequential(&self) -> bool {
         self.blocks > 1 || self.continues
     }
-}
 
-impl Run {
     pub(super) fn keys(&self, ino: Ino) -> impl Iterator<Item = BlockKey> {
         let first = self.first;
         (0..self.blocks as Lbn).map(move |i| (ino, first + i))

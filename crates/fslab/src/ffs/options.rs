@@ -159,16 +159,6 @@ pub enum RunPush {
     Sequential,
 }
 
-impl RunPush {
-    /// The name `-o cluster_push=` takes.
-    pub fn name(self) -> &'static str {
-        match self {
-            RunPush::Every => "every",
-            RunPush::Sequential => "sequential",
-        }
-    }
-}
-
 /// What a journal orders of file data (`-o journal_data=`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum JournalData {

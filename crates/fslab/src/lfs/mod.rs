@@ -171,8 +171,9 @@ pub struct MountOptions {
 }
 
 /// The default [`MountOptions::max_dirty_inodes`]: 16,384 inodes are
-/// about 4 MiB, and one segment write of them every 16,384 creates costs
-/// less than 1% of the creates' time.
+/// about 4 MiB in memory, and a segment write every 16,384 creates left
+/// creating empty files through the mount no slower
+/// (`docs/lab/analysis.md`, "Memory a file").
 pub const MAX_DIRTY_INODES: usize = 16_384;
 
 impl Default for MountOptions {

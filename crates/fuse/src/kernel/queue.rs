@@ -6,7 +6,7 @@
 //! fs/fuse/dev_uring.c), so a queue's thread runs pinned to that CPU: the
 //! caller sleeps, the server runs where the request's data is hot, and
 //! answers wake the caller on its own CPU. Most of the ring's gain is
-//! this: unpinned (`--no-pin`), the small-file test ran 4 to 5 times
+//! this: unpinned (the floor's `--no-pin`), the small-file test ran 4 to 5 times
 //! slower on a 2-CPU virtual machine, where waking the other, idle CPU
 //! costs ten times a switch on the same one. A request a server answers
 //! slowly (one waiting for the disk) holds its queue's thread, and with
