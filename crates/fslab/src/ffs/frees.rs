@@ -338,8 +338,7 @@ impl Ffs {
             if keys.is_empty() {
                 break;
             }
-            let mut placements = self.placements_of(&keys)?;
-            self.write_placements(&mut placements)?;
+            self.write_dirty_among(&keys)?;
             self.write_groups()?;
             self.queue.flush()?;
             self.mode().prune(self.queue.durable());

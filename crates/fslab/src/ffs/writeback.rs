@@ -121,6 +121,17 @@ impl Ffs {
         self.write_placements_to(placements, false)
     }
 
+    /// Writes the dirty buffers among `keys` home, queued, as write-back
+    /// writes them (the integrity mode decides how each goes).
+    pub(super) fn write_dirty_among(&mut self, keys: &[BlockKey]) -> Result<()> {
+        let dirty: Vec<BlockKey> = keys.iter().copied().filter(|&k| self.cache.is_dirty(k)).collect();
+        if !dirty.is_empty() {
+            let mut placements = self.placements_of(&dirty)?;
+            self.write_placements(&mut placements)?;
+        }
+        Ok(())
+    }
+
     /// [`Ffs::write_placements`] for writes waited for at once: on this
     /// thread when nothing is in flight (`WriteQueue::write_now`).
     pub(super) fn write_placements_now(&mut self, placements: &mut [Placement]) -> Result<Seq> {
@@ -472,8 +483,7 @@ impl Ffs {
             if keys.is_empty() {
                 continue;
             }
-            let mut placements = self.placements_of(&keys)?;
-            self.write_placements(&mut placements)?;
+            self.write_dirty_among(&keys)?;
             self.stats.cluster_pushes += 1;
         }
         Ok(())

@@ -523,21 +523,11 @@ impl Journal {
         if let Some(st) = self.lock().as_mut() {
             st.ordering_data = true;
         }
-        let written = Self::write_data(fs, keys);
+        let written = fs.write_dirty_among(keys);
         if let Some(st) = self.lock().as_mut() {
             st.ordering_data = false;
         }
         written.map(|()| fs.queue.issued())
-    }
-
-    fn write_data(fs: &mut Ffs, keys: &[BlockKey]) -> Result<()> {
-        let dirty: Vec<BlockKey> = keys.iter().copied().filter(|&k| fs.cache.is_dirty(k)).collect();
-        if dirty.is_empty() {
-            return Ok(());
-        }
-        let mut placements = fs.placements_of(&dirty)?;
-        fs.write_placements(&mut placements)?;
-        Ok(())
     }
 
     /// The change records of the blocks among `changes` (each with its

@@ -388,8 +388,7 @@ impl IntegrityMode<Ffs> for Softdep {
                 }
                 break;
             }
-            let mut placements = fs.placements_of(&keys)?;
-            fs.write_placements(&mut placements)?;
+            fs.write_dirty_among(&keys)?;
             fs.write_groups()?;
             fs.queue.flush()?;
             self.prune(fs.queue.durable());
