@@ -1125,7 +1125,17 @@ fn xattr_names(path: &Path) -> Vec<Vec<u8>> {
     buf[..n].split(|&b| b == 0).filter(|s| !s.is_empty()).map(<[u8]>::to_vec).collect()
 }
 
-on_every_layout!(
+/// Makes each check a test on every layout, and lists them all for
+/// the tests over FUSE over io_uring.
+macro_rules! posix_checks {
+    ($($name:ident),* $(,)?) => {
+        on_every_layout!($($name),*);
+        /// Every check, for the tests over FUSE over io_uring.
+        const CHECKS: &[fn(Layout)] = &[$($name),*];
+    };
+}
+
+posix_checks!(
     a_long_listing_after_the_kernel_forgot_shows_what_stat_showed_and_leaves_no_lookup,
     extended_attributes_fill_one_block_and_fail_exactly_at_the_limits,
     reads_update_access_times_as_the_mount_options_say,
@@ -1145,3 +1155,27 @@ on_every_layout!(
     unlinked_open_file_stays_readable_until_close,
     statfs_numbers_are_sane_and_shrink_after_writing,
 );
+
+/// Every check above, on two layouts, served over FUSE over io_uring
+/// (`transport=ring`) instead of the classic `/dev/fuse` loop the tests
+/// above get: each transport frames every request fslab serves.
+mod over_fuse_over_io_uring {
+    use super::*;
+
+    fn all(layout: Layout) {
+        if !common::fuse_or_skip() {
+            return;
+        }
+        common::over_ring(|| CHECKS.iter().for_each(|check| check(layout)));
+    }
+
+    #[test]
+    fn lfs() {
+        all(Layout::Lfs)
+    }
+
+    #[test]
+    fn ffs_softdep() {
+        all(Layout::FfsSoftdep)
+    }
+}

@@ -12,7 +12,7 @@
 //! uses is implemented (lookup, getattr, mkdir, create, write, read,
 //! unlink, rmdir, readdir, fsync of a directory).
 
-use fslab_fuse::{absent_attr, TTL};
+use fslab_fuse::TTL;
 use fuser::{
     Config, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, InitFlags,
     KernelConfig, LockOwner, MountOption, OpenFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory,
@@ -22,7 +22,7 @@ use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
 use std::io;
 use std::sync::Mutex;
-use std::time::SystemTime;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The root's inode number in the FUSE protocol.
 const ROOT: u64 = 1;
@@ -294,5 +294,27 @@ fn main() {
     if let Err(e) = served {
         eprintln!("fuse_floor: {e}");
         std::process::exit(1);
+    }
+}
+
+/// The attributes of node 0: a LOOKUP answered with them leaves the kernel
+/// a negative entry for the name.
+fn absent_attr() -> FileAttr {
+    FileAttr {
+        ino: INodeNo(0),
+        size: 0,
+        blocks: 0,
+        atime: UNIX_EPOCH,
+        mtime: UNIX_EPOCH,
+        ctime: UNIX_EPOCH,
+        crtime: UNIX_EPOCH,
+        kind: FileType::RegularFile,
+        perm: 0,
+        nlink: 0,
+        uid: 0,
+        gid: 0,
+        rdev: 0,
+        blksize: 0,
+        flags: 0,
     }
 }

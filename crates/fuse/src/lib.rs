@@ -1,4 +1,5 @@
-//! The FUSE adapter: the only crate that names `fuser`.
+//! The FUSE adapter: kernel requests to `ufs` calls, over the kernel's
+//! classic `/dev/fuse` loop or FUSE over io_uring ([`Transport`]).
 //!
 //! * [`mount`] — mounts a [`FileSystem`] on a directory and returns once the
 //!   kernel has accepted it ([`Mounted`]); [`Mounted::run`] serves requests
@@ -6,7 +7,8 @@
 //! * [`Unmounter`] — ends a running mount from another thread (a signal).
 //! * [`FsHandle`] — lets other threads of the mounting program (a cleaner)
 //!   call the library under the same lock as kernel requests.
-//! * `adapter` — [`FuseAdapter`]: one kernel request, one `ufs` call, one reply.
+//! * `adapter` — [`FuseAdapter`]: one kernel request, one `ufs` call, one
+//!   reply, served through [`kernel::Serve`] by either transport.
 //! * `shared` — the one lock around the file system, the tick thread and the
 //!   write-behind thread.
 //! * `caller` — the caller's capabilities and groups, for clearing
@@ -17,8 +19,7 @@
 //! * `readahead` — raises the kernel's read-ahead for the mount.
 //! * `attach` — mounts the connection, and unmounts that mount and no other.
 //! * [`mountinfo`] — the mount table: which mount is which, and which is on top.
-//! * [`kernel`] — the kernel's FUSE protocol spoken without `fuser`: for a
-//!   transport of fslab's own (FUSE over io_uring).
+//! * [`kernel`] — the kernel's FUSE protocol and both transports.
 //!
 //! Relies on `fslab::ufs` below; contains no file-system logic.
 
@@ -37,7 +38,7 @@ mod shared;
 mod stale;
 
 pub use adapter::FuseAdapter;
-pub use reply::{absent_attr, TTL};
+pub use reply::TTL;
 pub use shared::FsHandle;
 
 /// Writes `line` to the mount's log (standard error), or nothing if it
@@ -54,12 +55,39 @@ pub(crate) fn report_line(line: &str) {
 use attach::{Detached, Identity};
 use fslab::storage::StorageManager;
 use fslab::ufs::FileSystem;
-use fuser::{Config, Session, SessionACL};
 use shared::Shared;
 use std::io;
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
+
+/// How kernel requests reach the file system.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// FUSE over io_uring where the kernel offers it (its `enable_uring`
+    /// parameter is `Y`), else the classic loop.
+    Auto,
+    /// The classic loop: [`MountConfig::threads`] threads reading requests
+    /// from `/dev/fuse` and writing replies to it, two system calls and,
+    /// most of the time, a wake-up of another CPU a request.
+    Device,
+    /// FUSE over io_uring: a queue a CPU, each request served on the CPU
+    /// of its caller, one system call to answer it and fetch the next. The
+    /// mount fails where the kernel does not offer it.
+    Ring,
+}
+
+impl Transport {
+    /// The transport's name in mount options (`transport=`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Transport::Auto => "auto",
+            Transport::Device => "device",
+            Transport::Ring => "ring",
+        }
+    }
+}
 
 /// How to mount.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,11 +95,14 @@ pub struct MountConfig {
     /// Let users other than the one mounting use the file system
     /// (`allow_other`; needs `user_allow_other` in /etc/fuse.conf for non-root).
     pub allow_other: bool,
-    /// Threads reading kernel requests. A request waiting for durability
-    /// holds its thread until the flush returns, so this bounds how many
-    /// operations one flush can make durable (group commit): 4 threads
-    /// shared a flush among at most 4 of 8 fsyncing writers.
+    /// Threads reading kernel requests from `/dev/fuse` (the classic
+    /// transport; FUSE over io_uring runs one a CPU). A request waiting for
+    /// durability holds its thread until the flush returns, so this bounds
+    /// how many operations one flush can make durable (group commit): 4
+    /// threads shared a flush among at most 4 of 8 fsyncing writers.
     pub threads: usize,
+    /// How kernel requests reach the file system.
+    pub transport: Transport,
     /// Let the kernel cache writes and send them in large batches.
     pub writeback_cache: bool,
     /// How often the library's `tick` (periodic checkpoints) runs.
@@ -102,6 +133,7 @@ impl Default for MountConfig {
         MountConfig {
             allow_other: false,
             threads: 16,
+            transport: Transport::Auto,
             writeback_cache: false,
             tick_interval: Duration::from_secs(1),
             source: SUBTYPE.to_string(),
@@ -144,12 +176,31 @@ pub fn shown_source(source: &str) -> String {
 /// the final checkpoint) → gone. Dropping a `Mounted` without running it
 /// unmounts and checkpoints as well.
 pub struct Mounted<S: StorageManager + 'static> {
-    session: Session<FuseAdapter<S>>,
+    adapter: Arc<FuseAdapter<S>>,
     shared: Arc<Shared<S>>,
-    /// Unmounts (if still there) when dropped: after the session ends in
+    /// The connection.
+    device: Arc<OwnedFd>,
+    /// Whether the kernel agreed to FUSE over io_uring.
+    ring: bool,
+    /// Threads reading `/dev/fuse` on the classic transport.
+    threads: usize,
+    /// Unmounts (if still there) when dropped: after serving ends in
     /// [`Mounted::run`], or when the `Mounted` is dropped without running.
     guard: UnmountOnDrop,
+    /// Writes the final checkpoint when dropped, after the unmount.
+    _checkpoint: ShutdownOnDrop<S>,
     tick_interval: Duration,
+}
+
+/// Writes the final checkpoint (once; see [`Shared::shutdown`]) when
+/// dropped: a `Mounted` dropped without running still leaves its image
+/// consistent.
+struct ShutdownOnDrop<S: StorageManager>(Arc<Shared<S>>);
+
+impl<S: StorageManager> Drop for ShutdownOnDrop<S> {
+    fn drop(&mut self) {
+        let _ = self.0.shutdown();
+    }
 }
 
 /// Ends a mount from any thread: unmounting makes the kernel end the
@@ -207,26 +258,49 @@ fn mount_shared<S: StorageManager + 'static>(
     let attached = attach::attach(&mountpoint, config, &source).map_err(|e| {
         io::Error::new(e.kind(), format!("cannot mount on {}: {}", mountpoint.display(), describe(&e)))
     })?;
-    let device = attached.identity.device();
+    let device_number = attached.identity.device();
     let unmounter = Unmounter { identity: attached.identity, mountpoint: mountpoint.clone() };
     // From here on, a failure unmounts what was mounted.
     let guard = UnmountOnDrop(unmounter.clone());
-    let mut fuse_config = Config::default();
-    let acl = if config.allow_other { SessionACL::All } else { SessionACL::Owner };
-    fuse_config.acl = acl;
-    fuse_config.n_threads = Some(config.threads.max(1));
-    let notifier = Arc::new(OnceLock::new());
-    let adapter =
-        FuseAdapter::new(Arc::clone(shared), config.writeback_cache, block_size, Arc::clone(&notifier));
-    let session = Session::from_fd(adapter, attached.device, acl, fuse_config).map_err(|e| {
-        io::Error::new(e.kind(), format!("cannot mount on {}: {}", mountpoint.display(), describe(&e)))
-    })?;
-    // Requests wait until `run`, so none can need it before it is set.
-    let _ = notifier.set(session.notifier());
+    let device = Arc::new(attached.device);
+    let want_ring = match config.transport {
+        Transport::Device => false,
+        Transport::Ring => true,
+        Transport::Auto => uring_enabled(),
+    };
+    let init = kernel::device::handshake(device.as_fd(), |init| {
+        let offered = init.flags & kernel::init_flag::OVER_IO_URING != 0;
+        if config.transport == Transport::Ring && !offered {
+            return Err(format!(
+                "transport=ring: the kernel (FUSE 7.{}) does not offer FUSE over io_uring \
+                 (is {} Y?)",
+                init.minor,
+                kernel::queue::ENABLE_URING
+            ));
+        }
+        Ok(adapter::init_reply(init, config.writeback_cache, want_ring && offered))
+    })
+    .map_err(|why| io::Error::other(format!("cannot mount on {}: {why}", mountpoint.display())))?;
+    let ring = want_ring && init.flags & kernel::init_flag::OVER_IO_URING != 0;
+    let adapter = Arc::new(FuseAdapter::new(Arc::clone(shared), block_size, Arc::clone(&device), init.flags));
     // Best effort: without the right to (not root) the kernel's default
     // read-ahead stays, and sequential reads are slower.
-    let _ = readahead::raise(device);
-    Ok(Mounted { session, shared: Arc::clone(shared), guard, tick_interval: config.tick_interval })
+    let _ = readahead::raise(device_number);
+    Ok(Mounted {
+        adapter,
+        shared: Arc::clone(shared),
+        device,
+        ring,
+        threads: config.threads.max(1),
+        guard,
+        _checkpoint: ShutdownOnDrop(Arc::clone(shared)),
+        tick_interval: config.tick_interval,
+    })
+}
+
+/// Whether the kernel offers FUSE over io_uring to new connections.
+fn uring_enabled() -> bool {
+    std::fs::read_to_string(kernel::queue::ENABLE_URING).is_ok_and(|value| value.trim() == "Y")
 }
 
 /// A mount error in words a user can act on.
@@ -243,6 +317,16 @@ fn describe(e: &io::Error) -> String {
 }
 
 impl<S: StorageManager + 'static> Mounted<S> {
+    /// The transport the kernel agreed to: [`Transport::Ring`] or
+    /// [`Transport::Device`].
+    pub fn transport(&self) -> Transport {
+        if self.ring {
+            Transport::Ring
+        } else {
+            Transport::Device
+        }
+    }
+
     /// A handle that unmounts this file system from another thread.
     pub fn unmounter(&self) -> Unmounter {
         self.guard.0.clone()
@@ -276,22 +360,117 @@ impl<S: StorageManager + 'static> Mounted<S> {
     /// checkpoint (the library's `unmount`, exactly once) and returns. An
     /// error means the session failed or the final checkpoint did.
     pub fn run(self) -> io::Result<()> {
-        let Mounted { session, shared, guard, tick_interval } = self;
-        let ticker = shared.start_ticker(tick_interval)?;
-        let write_behind = shared.start_write_behind()?;
-        let served = session.run();
-        // Normally the kernel's unmount ended the session and this finds
-        // nothing to do; a session that failed leaves its mount, which
+        let ticker = self.shared.start_ticker(self.tick_interval)?;
+        let write_behind = self.shared.start_write_behind()?;
+        let served = if self.ring { self.serve_ring() } else { self.serve_device() };
+        let Mounted { shared, guard, _checkpoint, .. } = self;
+        // Normally the kernel's unmount ended serving and this finds
+        // nothing to do; serving that failed leaves its mount, which
         // would otherwise stay dead (ENOTCONN).
         drop(guard);
-        // Normally `destroy` has already done it; this covers a session that
-        // ended without calling it.
         let unmounted = shared.shutdown();
+        drop(_checkpoint);
         let _ = ticker.join();
         let _ = write_behind.join();
         served?;
         unmounted.map_err(io::Error::other)
     }
+
+    /// The classic transport: threads reading requests from the device,
+    /// until the connection ends.
+    fn serve_device(&self) -> io::Result<()> {
+        let buffer = kernel::MIN_READ_BUFFER.max(adapter::MAX_IO as usize + 4096);
+        let adapter = &*self.adapter;
+        let device = self.device.as_fd();
+        std::thread::scope(|scope| {
+            let threads: Vec<_> = (0..self.threads)
+                .map(|i| {
+                    std::thread::Builder::new()
+                        .name(format!("fslab-fuse-{i}"))
+                        .spawn_scoped(scope, move || {
+                            kernel::device::serve(adapter, device, buffer).map(|_| ())
+                        })
+                })
+                .collect::<io::Result<_>>()?;
+            join_all(threads.into_iter().map(|t| ("/dev/fuse", t)))
+        })
+    }
+
+    /// FUSE over io_uring: a queue a CPU, and one thread on the device for
+    /// what the kernel still sends there (forgets, interrupts).
+    fn serve_ring(&self) -> io::Result<()> {
+        let queues = kernel::queue::possible_cpus()?;
+        let payload_size = kernel::MIN_READ_BUFFER.max(adapter::MAX_IO as usize);
+        let adapter = &*self.adapter;
+        let device = self.device.as_fd();
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        std::thread::scope(|scope| {
+            let mut threads = Vec::new();
+            let buffer = kernel::MIN_READ_BUFFER.max(payload_size + 4096);
+            let device_loop = std::thread::Builder::new()
+                .name("fslab-fuse-dev".to_string())
+                .spawn_scoped(scope, move || kernel::device::serve(adapter, device, buffer).map(|_| ()))?;
+            threads.push(("/dev/fuse", device_loop));
+            for qid in 0..queues {
+                let setup = kernel::queue::QueueSetup {
+                    qid: u16::try_from(qid).map_err(|_| io::Error::other("too many CPUs"))?,
+                    pin: true,
+                    entries: RING_ENTRIES,
+                    payload_size,
+                    taskrun: kernel::queue::TaskRun::Defer,
+                };
+                let ready_tx = ready_tx.clone();
+                let ready = move |result| {
+                    let _ = ready_tx.send((qid, result));
+                };
+                let queue = std::thread::Builder::new()
+                    .name(format!("fslab-ring-{qid}"))
+                    .spawn_scoped(scope, move || {
+                        kernel::queue::run(adapter, device, setup, ready).map(|_| ())
+                    })?;
+                threads.push(("FUSE over io_uring", queue));
+            }
+            drop(ready_tx);
+            // The kernel holds every request until every queue has
+            // registered: one that cannot would leave the mount hung, so
+            // the mount goes (and with it every thread's connection).
+            for _ in 0..queues {
+                let failed = match ready_rx.recv() {
+                    Ok((_, Ok(()))) => None,
+                    Ok((qid, Err(why))) => Some(format!("queue {qid}: {why}")),
+                    Err(_) => Some("a queue ended before registering".to_string()),
+                };
+                if let Some(why) = failed {
+                    let _ = self.guard.0.unmount();
+                    let _ = join_all(threads);
+                    return Err(io::Error::other(format!("FUSE over io_uring: {why}")));
+                }
+            }
+            join_all(threads)
+        })
+    }
+}
+
+/// Entries each FUSE-over-io_uring queue lends the kernel: requests a CPU's
+/// callers can have waiting at once.
+const RING_ENTRIES: usize = 8;
+
+/// Waits for every serving thread; the first error any returned.
+fn join_all<'scope>(
+    threads: impl IntoIterator<Item = (&'static str, std::thread::ScopedJoinHandle<'scope, io::Result<()>>)>,
+) -> io::Result<()> {
+    let mut first = Ok(());
+    for (what, thread) in threads {
+        let result = match thread.join() {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(io::Error::new(e.kind(), format!("{what}: {e}"))),
+            Err(_) => Err(io::Error::other(format!("{what}: a serving thread panicked"))),
+        };
+        if first.is_ok() {
+            first = result;
+        }
+    }
+    first
 }
 
 impl Unmounter {

@@ -1,15 +1,9 @@
-//! Replying once: each kind of kernel reply takes a `fslab::Result` and sends
-//! either the value or the error's errno (STYLE item 12).
+//! The adapter's answers as the kernel's structures: what each kind of
+//! reply carries, written with [`crate::kernel::reply`]'s writers.
 
+use crate::kernel::open_flag;
+use crate::kernel::reply::{self as wire, Attr, Entry, Out, Overflow};
 use fslab::storage::StatFs;
-use fslab::Result;
-use fuser::{
-    Errno, FileAttr, FileHandle, FileType, FopenFlags, Generation, INodeNo, ReplyAttr, ReplyCreate,
-    ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyLseek, ReplyStatfs,
-    ReplyWrite, ReplyXattr,
-};
-use std::ffi::OsStr;
-use std::os::unix::ffi::OsStrExt;
 use std::time::Duration;
 
 /// How long the kernel may cache attributes and names without asking again.
@@ -20,22 +14,31 @@ use std::time::Duration;
 /// name, a third of the requests.
 pub const TTL: Duration = Duration::from_secs(3600);
 
-/// A name the kernel may cache: the attributes of the inode it names.
-pub struct Entry {
-    /// The attributes.
-    pub attr: FileAttr,
-    /// The inode's generation (tells a reused inode number from the old one).
-    pub generation: Generation,
+/// A name the kernel may cache for [`TTL`]: the attributes of the inode it
+/// names and the inode's generation (which tells a reused inode number
+/// from the old one).
+pub fn entry(attr: Attr, generation: u64) -> Entry {
+    Entry { attr, generation, entry_valid: TTL, attr_valid: TTL }
+}
+
+/// An entry for node 0, which the kernel keeps as a negative entry for
+/// [`TTL`] (a plain ENOENT is forgotten at once). Programs look for the
+/// same missing names again and again — a search path, `.git` files,
+/// headers — and each look would be a round trip; a later create, rename
+/// or link of the name passes through the kernel, which replaces the
+/// negative entry.
+pub fn absent_entry() -> Entry {
+    entry(Attr::default(), 0)
 }
 
 /// One directory entry ready for the kernel.
 pub struct DirItem {
-    /// Its kernel inode number.
-    pub ino: INodeNo,
+    /// Its kernel node id.
+    pub ino: u64,
     /// The offset that continues the listing after it.
     pub next_offset: u64,
-    /// Its type.
-    pub kind: FileType,
+    /// Its type (`DT_*`).
+    pub kind: u32,
     /// Its name.
     pub name: Vec<u8>,
 }
@@ -50,29 +53,36 @@ pub struct DirItemPlus {
     /// (damage), the node's number and type alone with no time to live, so
     /// that the kernel asks again and meets the error then.
     pub entry: Entry,
-    /// How long the kernel may keep the name and attributes.
-    pub ttl: Duration,
     /// Whether the kernel counts a lookup of it (all but `.` and `..`).
     pub counted: bool,
 }
 
-/// Adds `items` to `reply` until the kernel's buffer is full and sends it;
-/// returns the counted entries that did not fit, whose lookups the kernel
-/// never saw.
-pub fn send_dir_plus(mut reply: ReplyDirectoryPlus, items: Vec<DirItemPlus>) -> Vec<INodeNo> {
+/// Writes `items` until `limit` bytes of reply are full; the kernel asks
+/// again from the last entry's offset for the ones that did not fit.
+pub fn put_dir(out: &mut Out, limit: usize, items: &[DirItem]) -> Result<(), Overflow> {
+    for item in items {
+        if !wire::put_dirent(out, limit, item.ino, item.next_offset, item.kind, &item.name)? {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// Writes `items` until `limit` bytes of reply are full; returns the
+/// counted entries that did not fit, whose lookups the kernel never saw.
+pub fn put_dir_plus(out: &mut Out, limit: usize, items: &[DirItemPlus]) -> Result<Vec<u64>, Overflow> {
     let mut unsent = Vec::new();
     let mut full = false;
     for p in items {
         if !full {
-            let name = OsStr::from_bytes(&p.item.name);
-            full = reply.add(p.item.ino, p.item.next_offset, name, &p.ttl, &p.entry.attr, p.entry.generation);
+            full =
+                !wire::put_direntplus(out, limit, &p.entry, p.item.next_offset, p.item.kind, &p.item.name)?;
         }
         if full && p.counted {
             unsent.push(p.item.ino);
         }
     }
-    reply.ok();
-    unsent
+    Ok(unsent)
 }
 
 /// The answer to `getxattr` / `listxattr`: the size the caller must allow,
@@ -84,57 +94,11 @@ pub enum XattrAnswer {
     Data(Vec<u8>),
 }
 
-/// A kernel reply that can be sent from a `Result`: the value, or the errno.
-pub trait Answer<T> {
-    /// Sends `result` to the kernel.
-    fn answer(self, result: Result<T>);
-}
-
-fn errno(e: &fslab::Error) -> Errno {
-    Errno::from_i32(e.errno())
-}
-
-impl Answer<Entry> for ReplyEntry {
-    fn answer(self, result: Result<Entry>) {
-        match result {
-            Ok(entry) => self.entry(&TTL, &entry.attr, entry.generation),
-            Err(e) => self.error(errno(&e)),
-        }
-    }
-}
-
-/// The answer to a LOOKUP: the entry, or, for a name that is not there, an
-/// entry for node 0, which the kernel keeps as a negative entry for [`TTL`]
-/// (a plain ENOENT is forgotten at once). Programs look for the same missing
-/// names again and again — a search path, `.git` files, headers — and each
-/// look would be a round trip; a later create, rename or link of the name
-/// passes through the kernel, which replaces the negative entry.
-pub fn lookup_answer(reply: ReplyEntry, result: Result<Entry>) {
-    match result {
-        Err(e) if e.errno() == libc::ENOENT => reply.entry(&TTL, &absent_attr(), Generation(0)),
-        result => reply.answer(result),
-    }
-}
-
-/// The attributes of node 0: a LOOKUP answered with them leaves the kernel
-/// a negative entry for the name, kept for [`TTL`].
-pub fn absent_attr() -> FileAttr {
-    FileAttr {
-        ino: INodeNo(0),
-        size: 0,
-        blocks: 0,
-        atime: std::time::UNIX_EPOCH,
-        mtime: std::time::UNIX_EPOCH,
-        ctime: std::time::UNIX_EPOCH,
-        crtime: std::time::UNIX_EPOCH,
-        kind: FileType::RegularFile,
-        perm: 0,
-        nlink: 0,
-        uid: 0,
-        gid: 0,
-        rdev: 0,
-        blksize: 0,
-        flags: 0,
+/// Writes an xattr answer.
+pub fn put_xattr(out: &mut Out, answer: &XattrAnswer) -> Result<(), Overflow> {
+    match answer {
+        XattrAnswer::Size(size) => wire::put_xattr_size(out, *size),
+        XattrAnswer::Data(data) => out.bytes(data),
     }
 }
 
@@ -151,107 +115,30 @@ pub struct Created {
     pub direct_io: bool,
 }
 
-impl Answer<Created> for ReplyCreate {
-    fn answer(self, result: Result<Created>) {
-        match result {
-            Ok(Created { entry, direct_io }) => {
-                let flags =
-                    if direct_io { FopenFlags::FOPEN_DIRECT_IO } else { FopenFlags::FOPEN_KEEP_CACHE };
-                let handle = FileHandle(if direct_io { DIRECT_HANDLE } else { 0 });
-                self.created(&TTL, &entry.attr, entry.generation, handle, flags)
-            }
-            Err(e) => self.error(errno(&e)),
-        }
+/// CREATE's reply: the entry, then the opened handle.
+pub fn put_created(out: &mut Out, created: &Created) -> Result<(), Overflow> {
+    wire::put_entry(out, &created.entry)?;
+    if created.direct_io {
+        wire::put_open(out, DIRECT_HANDLE, open_flag::DIRECT_IO)
+    } else {
+        wire::put_open(out, 0, open_flag::KEEP_CACHE)
     }
 }
 
-impl Answer<FileAttr> for ReplyAttr {
-    fn answer(self, result: Result<FileAttr>) {
-        match result {
-            Ok(attr) => self.attr(&TTL, &attr),
-            Err(e) => self.error(errno(&e)),
-        }
-    }
-}
-
-impl Answer<()> for ReplyEmpty {
-    fn answer(self, result: Result<()>) {
-        match result {
-            Ok(()) => self.ok(),
-            Err(e) => self.error(errno(&e)),
-        }
-    }
-}
-
-impl Answer<Vec<u8>> for ReplyData {
-    fn answer(self, result: Result<Vec<u8>>) {
-        match result {
-            Ok(data) => self.data(&data),
-            Err(e) => self.error(errno(&e)),
-        }
-    }
-}
-
-impl Answer<u32> for ReplyWrite {
-    fn answer(self, result: Result<u32>) {
-        match result {
-            Ok(written) => self.written(written),
-            Err(e) => self.error(errno(&e)),
-        }
-    }
-}
-
-impl Answer<i64> for ReplyLseek {
-    fn answer(self, result: Result<i64>) {
-        match result {
-            Ok(offset) => self.offset(offset),
-            Err(e) => self.error(errno(&e)),
-        }
-    }
-}
-
-impl Answer<XattrAnswer> for ReplyXattr {
-    fn answer(self, result: Result<XattrAnswer>) {
-        match result {
-            Ok(XattrAnswer::Size(size)) => self.size(size),
-            Ok(XattrAnswer::Data(data)) => self.data(&data),
-            Err(e) => self.error(errno(&e)),
-        }
-    }
-}
-
-impl Answer<StatFs> for ReplyStatfs {
-    fn answer(self, result: Result<StatFs>) {
-        match result {
-            Ok(s) => self.statfs(
-                s.total_blocks,
-                s.free_blocks,
-                s.free_blocks,
-                s.total_inodes,
-                s.free_inodes,
-                s.block_size,
-                s.name_max,
-                s.block_size,
-            ),
-            Err(e) => self.error(errno(&e)),
-        }
-    }
-}
-
-impl Answer<Vec<DirItem>> for ReplyDirectory {
-    /// Adds entries until the kernel's buffer is full; the kernel asks again
-    /// from the last entry's offset for the ones that did not fit.
-    fn answer(mut self, result: Result<Vec<DirItem>>) {
-        match result {
-            Ok(items) => {
-                for item in items {
-                    if self.add(item.ino, item.next_offset, item.kind, OsStr::from_bytes(&item.name)) {
-                        break;
-                    }
-                }
-                self.ok()
-            }
-            Err(e) => self.error(errno(&e)),
-        }
-    }
+/// STATFS's reply: every block count in file-system blocks, and the
+/// fragment size equal to the block size.
+pub fn put_statfs(out: &mut Out, s: &StatFs) -> Result<(), Overflow> {
+    wire::put_statfs(
+        out,
+        &wire::Statfs {
+            blocks: s.total_blocks,
+            bfree: s.free_blocks,
+            bavail: s.free_blocks,
+            files: s.total_inodes,
+            ffree: s.free_inodes,
+            bsize: s.block_size,
+            namelen: s.name_max,
+            frsize: s.block_size,
+        },
+    )
 }

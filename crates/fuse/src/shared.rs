@@ -1,10 +1,12 @@
 //! The one lock around the file system, shared by the kernel-request threads,
 //! the tick thread, the write-behind thread and the shutdown path.
 
+use fslab::durable::Ticket;
 use fslab::error::errno;
 use fslab::storage::StorageManager;
 use fslab::ufs::FileSystem;
 use fslab::Result;
+use std::cell::RefCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
@@ -39,6 +41,33 @@ impl<S: StorageManager> FsHandle<S> {
         let state = self.shared.lock();
         state.fs.is_none() && !state.broken
     }
+}
+
+thread_local! {
+    /// While this thread runs [`deferring`]: the durability its calls
+    /// through [`Shared::with`] promised, gathered rather than waited for.
+    static DEFERRED: RefCell<Option<Ticket>> = const { RefCell::new(None) };
+}
+
+/// Runs `work`, whose calls through [`Shared::with`] on this thread gather
+/// what they promised durable instead of waiting for it; returns its result
+/// and the gathered ticket, which the caller must wait for before it
+/// acknowledges anything `work` did (a ring queue, whose thread serves
+/// every caller of its CPU, hands it to another thread).
+pub fn deferring<T>(work: impl FnOnce() -> T) -> (T, Ticket) {
+    /// Ends the gathering however `work` ends.
+    struct Gathering;
+    impl Drop for Gathering {
+        fn drop(&mut self) {
+            DEFERRED.with(|deferred| deferred.borrow_mut().take());
+        }
+    }
+    DEFERRED.with(|deferred| *deferred.borrow_mut() = Some(Ticket::none()));
+    let gathering = Gathering;
+    let value = work();
+    let ticket = DEFERRED.with(|deferred| deferred.borrow_mut().take()).unwrap_or_default();
+    drop(gathering);
+    (value, ticket)
 }
 
 /// Work to finish before the final checkpoint ([`Shared::before_unmount`]).
@@ -167,9 +196,18 @@ impl<S: StorageManager> Shared<S> {
                 drop(state);
                 // What the call promised durable, waited for without the
                 // lock: the next requests run meanwhile, and those that
-                // wait for the same flush share it.
+                // wait for the same flush share it. A thread that defers
+                // its waits (`deferring`) gathers it instead.
                 let value = result?;
-                durable.wait()?;
+                let mut durable = Some(durable);
+                DEFERRED.with(|deferred| {
+                    if let Some(gathered) = deferred.borrow_mut().as_mut() {
+                        *gathered = std::mem::take(gathered).join(durable.take().unwrap_or_default());
+                    }
+                });
+                if let Some(durable) = durable {
+                    durable.wait()?;
+                }
                 Ok(value)
             }
             Err(_) => {

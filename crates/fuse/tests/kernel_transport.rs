@@ -2,19 +2,21 @@
 //! of one directory and one file, mounted with mount(2) and served over
 //! the `/dev/fuse` loop, and over FUSE over io_uring where the kernel has
 //! it. Real system calls read the directory, the file and its attributes
-//! through each, and unmounting ends every serving thread.
+//! through each, and unmounting ends every serving thread. Over the ring,
+//! an fsync whose answer waits (`Serve::serve_later`) holds no queue.
 
 mod common;
 
 use fslab_fuse::kernel::reply::{self, Answer, Attr, Entry, InitOut, Out};
 use fslab_fuse::kernel::request::{Op, Request};
-use fslab_fuse::kernel::{device, init_flag, open_flag, queue, Serve};
+use fslab_fuse::kernel::{device, init_flag, open_flag, queue, Serve, Wait};
 use std::ffi::CString;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
 const FILE_INO: u64 = 2;
@@ -22,9 +24,19 @@ const CONTENTS: &[u8] = b"served without fuser\n";
 const MAX_WRITE: u32 = 128 << 10;
 
 /// The root directory holding `hello`, whose contents are [`CONTENTS`].
-#[derive(Default)]
+/// An fsync's answer waits (over a transport that lets it) for the
+/// outcome the test sends through `fsync_outcomes`.
 struct Hello {
     served: AtomicU64,
+    fsync_outcomes: Arc<Mutex<mpsc::Receiver<Result<(), i32>>>>,
+}
+
+impl Hello {
+    /// The server, and where to send the outcomes of its fsyncs' waits.
+    fn new() -> (Hello, mpsc::Sender<Result<(), i32>>) {
+        let (outcomes, fsync_outcomes) = mpsc::channel();
+        (Hello { served: AtomicU64::new(0), fsync_outcomes: Arc::new(Mutex::new(fsync_outcomes)) }, outcomes)
+    }
 }
 
 fn attr(ino: u64) -> Attr {
@@ -69,7 +81,7 @@ impl Hello {
                     }
                 }
             }
-            Op::Release { .. } | Op::Releasedir { .. } | Op::Destroy => {}
+            Op::Release { .. } | Op::Releasedir { .. } | Op::Destroy | Op::Fsync { .. } => {}
             Op::Statfs => {
                 reply::put_statfs(out, &reply::Statfs { bsize: 4096, namelen: 255, ..Default::default() })?
             }
@@ -83,6 +95,62 @@ impl Serve for Hello {
     fn serve(&self, request: &Request, buf: &mut [u8]) -> Answer {
         self.served.fetch_add(1, Ordering::Relaxed);
         reply::answer(request, buf, |out| self.answer(request, out))
+    }
+
+    fn serve_later(&self, request: &Request, buf: &mut [u8]) -> (Answer, Option<Wait>) {
+        let answer = self.serve(request, buf);
+        if !matches!(request.op, Op::Fsync { .. }) {
+            return (answer, None);
+        }
+        let outcomes = Arc::clone(&self.fsync_outcomes);
+        let wait = move || outcomes.lock().map_err(|_| libc::EIO)?.recv().map_err(|_| libc::EIO)?;
+        (answer, Some(Box::new(wait)))
+    }
+}
+
+/// Runs the calling thread on CPU 0 only, so that its requests go to one
+/// ring queue.
+fn pin_to_cpu_0() {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes in it.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: sets bit 0 of the set.
+    unsafe { libc::CPU_SET(0, &mut set) };
+    // SAFETY: the set outlives the call; 0 is the calling thread.
+    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    assert_eq!(rc, 0, "sched_setaffinity: {}", std::io::Error::last_os_error());
+}
+
+/// An fsync whose answer waits leaves its queue serving: a lookup from
+/// the same CPU is answered meanwhile, and the fsync returns when its
+/// wait ends, with the wait's error if it failed.
+fn fsync_waits_off_the_queue(dir: &Path, outcomes: &mpsc::Sender<Result<(), i32>>) {
+    pin_to_cpu_0();
+    for (outcome, expected) in [(Ok(()), None), (Err(libc::EIO), Some(libc::EIO))] {
+        let file = std::fs::File::open(dir.join("hello")).expect("open");
+        let fsync = std::thread::spawn(move || {
+            pin_to_cpu_0();
+            file.sync_all().map_err(|e| e.raw_os_error())
+        });
+        // The fsync is on its way or waiting; a lookup (never cached: the
+        // name is absent) from the same CPU must come back all the same.
+        std::thread::sleep(Duration::from_millis(100));
+        let (looked, lookup) = mpsc::channel();
+        let absent = dir.join("absent");
+        std::thread::spawn(move || {
+            pin_to_cpu_0();
+            let _ = looked.send(std::fs::metadata(absent).map_err(|e| e.raw_os_error()).err());
+        });
+        let looked_up = lookup.recv_timeout(Duration::from_secs(5));
+        let finished = fsync.is_finished();
+        if looked_up.is_err() || finished {
+            // Unblock the queue before failing, or unmounting would wait on it.
+            let _ = outcomes.send(Ok(()));
+        }
+        assert_eq!(looked_up.ok(), Some(Some(Some(libc::ENOENT))), "a lookup held behind a waiting fsync");
+        assert!(!finished, "the fsync returned before its wait ended");
+        outcomes.send(outcome).expect("the wait listens");
+        let result = fsync.join().expect("fsync thread");
+        assert_eq!(result.err().flatten(), expected);
     }
 }
 
@@ -155,7 +223,7 @@ fn a_server_of_its_own_answers_over_the_device_loop() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path().to_path_buf();
     let fd = mount(&dir);
-    let server = Hello::default();
+    let (server, _) = Hello::new();
     std::thread::scope(|scope| {
         let device = fd.as_fd();
         let handshake = scope.spawn(move || {
@@ -177,30 +245,16 @@ fn a_server_of_its_own_answers_over_the_device_loop() {
     });
 }
 
-/// Restores the parameter that lets connections use io_uring.
-struct UringParameter(String);
-
-impl Drop for UringParameter {
-    fn drop(&mut self) {
-        let _ = std::fs::write(queue::ENABLE_URING, &self.0);
-    }
-}
-
 #[test]
 fn a_server_of_its_own_answers_over_fuse_over_io_uring() {
     if !common::fuse_available(common::Mounter::RootOnly) {
         return;
     }
-    let Ok(before) = std::fs::read_to_string(queue::ENABLE_URING) else {
-        println!("skipped: this kernel has no FUSE over io_uring ({} is missing)", queue::ENABLE_URING);
-        return;
-    };
-    let _restore = UringParameter(before.trim().to_string());
-    std::fs::write(queue::ENABLE_URING, "Y").expect("enable FUSE over io_uring");
+    let Some(_restore) = common::UringEnabled::set() else { return };
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path().to_path_buf();
     let fd = mount(&dir);
-    let server = Hello::default();
+    let (server, outcomes) = Hello::new();
     let queues = queue::possible_cpus().expect("possible CPUs");
     std::thread::scope(|scope| {
         let device = fd.as_fd();
@@ -243,15 +297,23 @@ fn a_server_of_its_own_answers_over_fuse_over_io_uring() {
                 return;
             }
             assert!(registered.iter().all(|r| r.is_ok()), "{registered:?}");
-            exercise(&dir)
+            exercise(&dir);
+            let outcomes = outcomes.clone();
+            let dir = dir.clone();
+            // On a thread of its own: it pins itself to one CPU.
+            std::thread::spawn(move || fsync_waits_off_the_queue(&dir, &outcomes))
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         });
         unmount(&dir);
-        let over_rings: u64 =
-            rings.into_iter().map(|r| r.join().expect("queue").expect("served").requests).sum();
+        let served: Vec<_> = rings.into_iter().map(|r| r.join().expect("queue").expect("served")).collect();
+        let over_rings: u64 = served.iter().map(|s| s.requests).sum();
+        let waited: u64 = served.iter().map(|s| s.waited).sum();
         device_loop.join().expect("device loop").expect("served");
         if let Err(panic) = result {
             std::panic::resume_unwind(panic);
         }
         assert!(no_io_uring || over_rings >= 5, "{over_rings} requests over the rings");
+        assert!(no_io_uring || waited == 2, "{waited} answers waited off their queue");
     });
 }

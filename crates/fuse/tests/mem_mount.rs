@@ -6,7 +6,7 @@ mod common;
 
 use fslab::storage::MemStorage;
 use fslab::ufs::FileSystem;
-use fslab_fuse::{mount, MountConfig};
+use fslab_fuse::{mount, MountConfig, Transport};
 use std::fs;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -17,11 +17,28 @@ fn files_directories_links_and_xattrs_work_through_the_kernel() {
     if !common::fuse_available(common::Mounter::RootOrFusermount) {
         return;
     }
+    exercise_over(Transport::Device);
+}
+
+/// The same, served over FUSE over io_uring (root only: it sets the
+/// kernel's `enable_uring` for the test).
+#[test]
+fn files_directories_links_and_xattrs_work_over_fuse_over_io_uring() {
+    if !common::fuse_available(common::Mounter::RootOnly) {
+        return;
+    }
+    let Some(_restore) = common::UringEnabled::set() else { return };
+    exercise_over(Transport::Ring);
+}
+
+fn exercise_over(transport: Transport) {
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path().join("mnt");
     fs::create_dir(&dir).expect("mkdir");
     let fs_ = FileSystem::new(MemStorage::new(4096));
-    let mounted = mount(fs_, &dir, &MountConfig::default()).expect("mount with /dev/fuse present");
+    let config = MountConfig { transport, ..MountConfig::default() };
+    let mounted = mount(fs_, &dir, &config).expect("mount with /dev/fuse present");
+    assert_eq!(mounted.transport(), transport, "the transport asked for");
     let unmounter = mounted.unmounter();
     let server = std::thread::spawn(move || mounted.run());
 
@@ -134,11 +151,26 @@ fn unmounting_a_busy_mount_detaches_it_and_the_session_ends_at_the_last_close() 
     if !common::fuse_available(common::Mounter::RootOrFusermount) {
         return;
     }
+    busy_unmount_over(Transport::Device);
+}
+
+#[test]
+fn a_busy_mount_served_over_fuse_over_io_uring_ends_at_the_last_close() {
+    if !common::fuse_available(common::Mounter::RootOnly) {
+        return;
+    }
+    let Some(_restore) = common::UringEnabled::set() else { return };
+    busy_unmount_over(Transport::Ring);
+}
+
+fn busy_unmount_over(transport: Transport) {
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path().join("mnt");
     fs::create_dir(&dir).expect("mkdir");
-    let mounted = mount(FileSystem::new(MemStorage::new(4096)), &dir, &MountConfig::default())
-        .expect("mount with /dev/fuse present");
+    let config = MountConfig { transport, ..MountConfig::default() };
+    let mounted =
+        mount(FileSystem::new(MemStorage::new(4096)), &dir, &config).expect("mount with /dev/fuse present");
+    assert_eq!(mounted.transport(), transport);
     let unmounter = mounted.unmounter();
     let server = std::thread::spawn(move || mounted.run());
     fs::write(dir.join("busy"), b"x").expect("write");
@@ -151,4 +183,75 @@ fn unmounting_a_busy_mount_detaches_it_and_the_session_ends_at_the_last_close() 
     let served = server.join().expect("server thread");
     served.expect("clean unmount");
     unmounter.unmount().expect("a second unmount is harmless");
+}
+
+/// Runs the calling thread on CPU 0 only, so that its requests go to one
+/// ring queue.
+fn pin_to_cpu_0() {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes in it.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: sets bit 0 of the set.
+    unsafe { libc::CPU_SET(0, &mut set) };
+    // SAFETY: the set outlives the call; 0 is the calling thread.
+    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    assert_eq!(rc, 0, "sched_setaffinity: {}", std::io::Error::last_os_error());
+}
+
+/// Over FUSE over io_uring, an fsync on LFS whose device takes 300 ms to
+/// flush returns only after that flush, and while it waits, its CPU's
+/// queue answers other callers: a lookup from the same CPU comes back at
+/// once.
+#[test]
+fn an_fsync_over_the_ring_waits_for_its_flush_without_holding_its_queue() {
+    use disk::{CountingDisk, MemDisk};
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+    const FLUSH: Duration = Duration::from_millis(300);
+    if !common::fuse_available(common::Mounter::RootOnly) {
+        return;
+    }
+    let Some(_restore) = common::UringEnabled::set() else { return };
+    let image = Arc::new(MemDisk::new(64 << 20));
+    fslab::mkfs_lfs(image.clone(), &Default::default(), Default::default()).expect("mkfs");
+    let device = Arc::new(CountingDisk::with_flush_delay(MemDisk::from_bytes(image.snapshot()), FLUSH));
+    let lfs = fslab::lfs::Lfs::mount(device.clone(), Default::default()).expect("mount the image");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("mnt");
+    fs::create_dir(&dir).expect("mkdir");
+    let config = MountConfig { transport: Transport::Ring, ..MountConfig::default() };
+    let mounted = mount(FileSystem::new(lfs), &dir, &config).expect("mount over the ring");
+    let unmounter = mounted.unmounter();
+    let server = std::thread::spawn(move || mounted.run());
+    let result = std::panic::catch_unwind(|| {
+        pin_to_cpu_0();
+        let path = dir.join("synced");
+        let mut file = fs::File::create(&path).expect("create");
+        // The file's creation is a directory operation, whose fsync writes
+        // it with the ifile; the fsync measured writes the file alone.
+        file.sync_all().expect("fsync the creation");
+        file.write_all(b"durable before fsync returns").expect("write");
+        let flushes = device.flushes();
+        let started = Instant::now();
+        let fsync = std::thread::spawn(move || {
+            pin_to_cpu_0();
+            let result = file.sync_all();
+            (result, started.elapsed())
+        });
+        std::thread::sleep(FLUSH / 6);
+        let looked = Instant::now();
+        assert!(!dir.join("absent").exists());
+        let lookup = looked.elapsed();
+        let (synced, took) = fsync.join().expect("fsync thread");
+        synced.expect("fsync");
+        assert!(device.flushes() > flushes, "no flush for the fsync");
+        assert!(took >= FLUSH, "the fsync returned after {took:?}, before its {FLUSH:?} flush");
+        assert!(lookup < FLUSH / 2, "a lookup from the fsync's CPU took {lookup:?}: held behind the flush");
+        assert_eq!(fs::read(&path).expect("read back"), b"durable before fsync returns");
+    });
+    unmounter.unmount().expect("unmount");
+    let served = server.join().expect("server thread");
+    if let Err(panic) = result {
+        std::panic::resume_unwind(panic);
+    }
+    served.expect("clean unmount");
 }

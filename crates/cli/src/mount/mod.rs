@@ -100,7 +100,10 @@ pub struct MountArgs {
     ///   cluster_push=sequential|every  FFS: a run of blocks a write breaks goes
     ///                            to the disk at once if a sequential writer made it
     ///                            (default, FreeBSD), or always (4.4BSD)
-    ///   threads=N                threads serving kernel requests (default 16): a
+    ///   transport=auto|device|ring  how kernel requests arrive: FUSE over io_uring
+    ///                            (a queue a CPU) where the kernel offers it (auto,
+    ///                            the default), /dev/fuse, or the ring or no mount
+    ///   threads=N                threads reading /dev/fuse (default 16): a
     ///                            request waiting for the disk holds one
     ///   group_commit=on|off      operations waiting for the disk share flushes
     ///                            (default on); off: one flush each, the lock held
@@ -283,6 +286,7 @@ fn mount(image: &Path, dir: &Path, options: &Options) -> Result<Mount, String> {
         read_only: options.read_only,
         group_commit: options.group_commit,
         threads: options.threads,
+        transport: options.transport,
         ..MountConfig::default()
     };
     let (mounted, control) = match layout {

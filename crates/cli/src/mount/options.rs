@@ -65,6 +65,8 @@ pub(super) struct Options {
     pub journal_data: fslab::ffs::JournalData,
     /// Threads serving kernel requests (`threads=N`).
     pub threads: usize,
+    /// How kernel requests arrive (`transport=auto|device|ring`).
+    pub transport: fslab_fuse::Transport,
     /// FFS: `realloc=on|off`, overriding what mkfs recorded.
     pub realloc: Option<bool>,
     /// FFS: `cluster_push=every|sequential`, which runs a write breaks go
@@ -94,6 +96,7 @@ impl Default for Options {
             journal_batch: fslab::ffs::DEFAULT_JOURNAL_BATCH,
             journal_data: fslab::ffs::JournalData::Ordered,
             threads: fslab_fuse::MountConfig::default().threads,
+            transport: fslab_fuse::MountConfig::default().transport,
             realloc: None,
             run_push: None,
         }
@@ -234,6 +237,13 @@ pub(super) fn parse(lists: &[String], sloppy: bool) -> Result<(Options, Vec<Stri
             ("journal_data", Some(other)) => {
                 return Err(format!("option journal_data: '{other}' is not ordered or writeback"))
             }
+            ("transport", Some(name)) => {
+                use fslab_fuse::Transport;
+                options.transport = [Transport::Auto, Transport::Device, Transport::Ring]
+                    .into_iter()
+                    .find(|t| t.name() == name)
+                    .ok_or_else(|| format!("option transport: '{name}' is not auto, device or ring"))?
+            }
             ("threads", Some(n)) => {
                 options.threads =
                     n.parse().ok().filter(|&n| (1..=64).contains(&n)).ok_or_else(|| {
@@ -275,8 +285,8 @@ pub(super) fn parse(lists: &[String], sloppy: bool) -> Result<(Options, Vec<Stri
             ("dirhash_check", None) => options.dirhash.check = true,
             (
                 "cache" | "checkpoint" | "cleaner" | "integrity" | "journal" | "journal_device"
-                | "group_commit" | "journal_batch" | "journal_data" | "threads" | "log" | "dirhash"
-                | "dirhash_maxmem" | "dirhash_minsize" | "realloc" | "cluster_push",
+                | "group_commit" | "journal_batch" | "journal_data" | "threads" | "transport" | "log"
+                | "dirhash" | "dirhash_maxmem" | "dirhash_minsize" | "realloc" | "cluster_push",
                 None,
             ) => return Err(format!("option {key} needs a value ({key}=...)")),
             (name, Some(_)) if ACCEPTED.contains(&name) || is_flag(name) => {
@@ -477,6 +487,18 @@ mod tests {
         assert!(one("integrity=journal,journal_data=maybe").is_err());
         assert!(one("integrity=journal,journal_batch=many").is_err());
         assert!(one("integrity=journal,journal_batch").is_err());
+    }
+
+    #[test]
+    fn transport_is_auto_unless_named() {
+        use fslab_fuse::Transport;
+        assert_eq!(Options::default().transport, Transport::Auto);
+        assert_eq!(one("transport=ring").map(|o| o.transport), Ok(Transport::Ring));
+        assert_eq!(one("transport=device").map(|o| o.transport), Ok(Transport::Device));
+        assert_eq!(one("transport=device,transport=auto").map(|o| o.transport), Ok(Transport::Auto));
+        for bad in ["transport=uring", "transport=", "transport"] {
+            assert!(one(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -44,6 +44,57 @@ fn is_executable(m: &std::fs::Metadata) -> bool {
     m.permissions().mode() & 0o111 != 0
 }
 
+thread_local! {
+    /// The `transport=` every mount this thread makes asks for: the
+    /// classic loop unless [`over_ring`] says otherwise, so that a test
+    /// setting the kernel's `enable_uring` changes no other test's.
+    static TRANSPORT: std::cell::Cell<&'static str> = const { std::cell::Cell::new("device") };
+}
+
+/// What [`Mount`] adds to ask for this thread's transport.
+fn transport_args() -> [String; 2] {
+    ["-o".to_string(), format!("transport={}", TRANSPORT.with(|t| t.get()))]
+}
+
+/// Runs `work` with every mount this thread makes served over FUSE over
+/// io_uring (`-o transport=ring`), with the kernel's `enable_uring` set
+/// meanwhile and put back after; skips (returns false) where that cannot
+/// be had: not root, no FUSE over io_uring in this kernel, or io_uring
+/// forbidden here.
+#[allow(dead_code)]
+pub fn over_ring(work: impl FnOnce()) -> bool {
+    const ENABLE_URING: &str = "/sys/module/fuse/parameters/enable_uring";
+    // SAFETY: geteuid has no arguments and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        println!("skipped: setting {ENABLE_URING} needs root");
+        return false;
+    }
+    let Ok(before) = std::fs::read_to_string(ENABLE_URING) else {
+        println!("skipped: this kernel has no FUSE over io_uring ({ENABLE_URING} is missing)");
+        return false;
+    };
+    // 2: io_uring is refused to every process (1 still lets root have it).
+    if std::fs::read_to_string("/proc/sys/kernel/io_uring_disabled").is_ok_and(|v| v.trim() == "2") {
+        println!("skipped: io_uring is disabled here (kernel.io_uring_disabled = 2)");
+        return false;
+    }
+    if std::fs::write(ENABLE_URING, "Y").is_err() {
+        println!("skipped: {ENABLE_URING} cannot be set");
+        return false;
+    }
+    struct Restore(String);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let _ = std::fs::write(ENABLE_URING, &self.0);
+            TRANSPORT.with(|t| t.set("device"));
+        }
+    }
+    let _restore = Restore(before.trim().to_string());
+    TRANSPORT.with(|t| t.set("ring"));
+    work();
+    true
+}
+
 /// True when FUSE tests can run; otherwise prints why they are skipped.
 pub fn fuse_or_skip() -> bool {
     if Path::new("/dev/fuse").exists() && have("fusermount3") {
@@ -347,7 +398,7 @@ impl Mount {
                     .map_err(|e| fail(format!("create {}: {e}", log.display())))?;
                 let logf2 = logf.try_clone().map_err(|e| fail(format!("dup log: {e}")))?;
                 let mut cmd = Command::new(fslab());
-                cmd.arg("mount").arg(&image).arg(&dir).args(extra).arg("-f");
+                cmd.arg("mount").arg(&image).arg(&dir).args(extra).args(transport_args()).arg("-f");
                 cmd.stdin(Stdio::null()).stdout(logf).stderr(logf2);
                 let child = cmd.spawn().map_err(|e| fail(format!("spawn fslab mount: {e}")))?;
                 m.pid = Some(child.id() as i32);
@@ -380,8 +431,10 @@ impl Mount {
                 }
             }
             Mode::Background => {
+                let transport = transport_args();
                 let mut args: Vec<&OsStr> = vec![OsStr::new("mount"), image.as_os_str(), dir.as_os_str()];
                 args.extend(extra.iter().map(OsStr::new));
+                args.extend(transport.iter().map(OsStr::new));
                 // The daemon's messages go beside the mount point, not to
                 // the system log (or, without one, to /var/log/fslab).
                 let log_option = format!("log={}", log.display());

@@ -10,7 +10,6 @@ use crate::stale::Dropped;
 use fslab::storage::StorageManager;
 use fslab::ufs::{Access, BlockCopies, ReadStart};
 use fslab::Result;
-use fuser::INodeNo;
 
 impl<S: StorageManager> FuseAdapter<S> {
     /// READ: planned under the lock; the device transfers of blocks not
@@ -18,7 +17,7 @@ impl<S: StorageManager> FuseAdapter<S> {
     /// while this one waits for the device (`fslab::storage::Fetches`).
     /// If a write may have changed what they read, or they failed, the
     /// read is made again, wholly under the lock.
-    pub(super) fn read_data(&self, ino: INodeNo, offset: u64, len: usize, access: Access) -> Result<Vec<u8>> {
+    pub(super) fn read_data(&self, ino: u64, offset: u64, len: usize, access: Access) -> Result<Vec<u8>> {
         let target = from_fuse(ino);
         let mut pending = match self.run("read", ino, |fs| fs.read_begin_as(target, offset, len, access))? {
             ReadStart::Done(data) => return Ok(data),
@@ -43,7 +42,7 @@ impl<S: StorageManager> FuseAdapter<S> {
     /// write follows, under the lock, once the block is cached.
     pub(super) fn write_data(
         &self,
-        ino: INodeNo,
+        ino: u64,
         offset: u64,
         data: &[u8],
         copies: BlockCopies,

@@ -21,6 +21,7 @@ pub mod queue;
 pub mod reply;
 pub mod request;
 pub mod ring;
+mod waits;
 
 use std::fmt;
 
@@ -32,7 +33,21 @@ use std::fmt;
 pub trait Serve: Sync {
     /// Answers `request`.
     fn serve(&self, request: &request::Request, reply: &mut [u8]) -> reply::Answer;
+
+    /// Answers `request` as [`Serve::serve`] does, except that a wait the
+    /// answer needs before it may be sent (its durability) may be handed
+    /// back instead of waited for: the transport runs it on another thread
+    /// and sends the answer once it returns, or the errno it failed with.
+    /// A transport whose one thread serves every caller of a CPU (a ring
+    /// queue) calls this; the default waits, as `serve` does.
+    fn serve_later(&self, request: &request::Request, reply: &mut [u8]) -> (reply::Answer, Option<Wait>) {
+        (self.serve(request, reply), None)
+    }
 }
+
+/// A wait an answer still needs before it may be sent; its error (an
+/// errno) replaces the answer.
+pub type Wait = Box<dyn FnOnce() -> Result<(), i32> + Send>;
 
 /// The protocol's major version; the kernel and the server must agree.
 pub const KERNEL_VERSION: u32 = 7;

@@ -30,7 +30,8 @@
 use super::reply::{put_out_header, Answer};
 use super::request::{op_in_size, InHeader, Request};
 use super::ring::{self, ReqHeader};
-use super::{Serve, IN_HEADER_SIZE, OUT_HEADER_SIZE};
+use super::waits::{Waits, WOKEN};
+use super::{Serve, Wait, IN_HEADER_SIZE, OUT_HEADER_SIZE};
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd};
@@ -92,6 +93,8 @@ pub struct QueueStats {
     pub by_opcode: [u64; 64],
     /// Commands the kernel refused other than by ending the connection.
     pub failures: u64,
+    /// Answers that waited on another thread before they were sent.
+    pub waited: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,6 +103,9 @@ enum State {
     Kernel,
     /// A request is in the entry's buffers; this thread owns them.
     User,
+    /// The answer is in the entry's buffers, waiting on a worker before it
+    /// is committed (`waits`); this thread owns them.
+    Waiting,
     /// The kernel will not use the entry again.
     Retired,
 }
@@ -121,6 +127,10 @@ struct Entry {
     /// The last command sent was REGISTER (its failure means the ring is not
     /// live, not that the connection ended).
     registering: bool,
+    /// The request being answered (while `Waiting`): its number and the
+    /// commit id its answer quotes.
+    unique: u64,
+    commit_id: u64,
 }
 
 impl Entry {
@@ -131,14 +141,26 @@ impl Entry {
             libc::iovec { iov_base: header.cast(), iov_len: std::mem::size_of::<ReqHeader>() },
             libc::iovec { iov_base: payload.cast(), iov_len: payload_len },
         ]));
-        Entry { header, payload, payload_len, iov, state: State::Kernel, registering: true }
+        Entry {
+            header,
+            payload,
+            payload_len,
+            iov,
+            state: State::Kernel,
+            registering: true,
+            unique: 0,
+            commit_id: 0,
+        }
     }
 
     /// The header and payload, while this thread owns them.
     fn buffers(&mut self) -> (&mut ReqHeader, &mut [u8]) {
-        debug_assert_eq!(self.state, State::User, "touching an entry the kernel holds");
+        debug_assert!(
+            matches!(self.state, State::User | State::Waiting),
+            "touching an entry the kernel holds"
+        );
         // SAFETY: both allocations are live (see the invariant on `Entry`),
-        // and in state `User` the kernel neither reads nor writes them
+        // and in states `User` and `Waiting` the kernel neither reads nor writes them
         // until the next command, which needs `&mut self` again.
         unsafe { (&mut *self.header, std::slice::from_raw_parts_mut(self.payload, self.payload_len)) }
     }
@@ -205,7 +227,8 @@ fn is_shutdown(errno: i32) -> bool {
 }
 
 /// Runs one queue until the connection ends. `ready` hears once whether
-/// every entry registered (an error names the errno).
+/// every entry registered, or the connection ended first (an error names
+/// the errno).
 pub fn run<S: Serve + ?Sized>(
     server: &S,
     device: BorrowedFd,
@@ -218,13 +241,24 @@ pub fn run<S: Serve + ?Sized>(
             crate::report_line(&format!("fuse: queue {qid}: cannot pin to CPU {qid}: {e}"));
         }
     }
+    // Declared before the ring, so dropped after it: the ring may write
+    // into its counter while a read of its eventfd is outstanding.
+    let mut waits = match Waits::new(setup.entries) {
+        Ok(waits) => waits,
+        Err(e) => {
+            ready(Err(format!("eventfd: {e}")));
+            return Err(e);
+        }
+    };
     let mut builder = IoUring::<squeue::Entry128, cqueue::Entry>::builder();
     match setup.taskrun {
         TaskRun::Defer => builder.setup_single_issuer().setup_defer_taskrun(),
         TaskRun::Coop => builder.setup_coop_taskrun().setup_taskrun_flag(),
         TaskRun::Plain => &mut builder,
     };
-    let mut ring = match builder.build(setup.entries.next_power_of_two() as u32) {
+    // A slot for each entry's command and one for the read of the waits'
+    // eventfd.
+    let mut ring = match builder.build((setup.entries + 1).next_power_of_two() as u32) {
         Ok(ring) => ring,
         Err(e) => {
             ready(Err(format!("io_uring_setup: {e}")));
@@ -252,35 +286,60 @@ pub fn run<S: Serve + ?Sized>(
         stats: QueueStats::default(),
         scratch: vec![0; setup.payload_size],
         done: Vec::with_capacity(setup.entries),
+        waits: &mut waits,
     };
     // A REGISTER that fails completes at once; one that succeeds completes
     // only when a request arrives.
     let refused = queue.complete(&mut ring, &mut entries);
+    // A connection that ended while the queues registered (an unmount
+    // right after the mount) is an end like any other, not a failure.
     ready(match refused {
-        Some(errno) => Err(format!("REGISTER: {}", io::Error::from_raw_os_error(errno))),
-        None => Ok(()),
+        Some(errno) if !is_shutdown(errno) => {
+            Err(format!("REGISTER: {}", io::Error::from_raw_os_error(errno)))
+        }
+        _ => Ok(()),
     });
     while entries.iter().any(|e| e.state != State::Retired) {
-        match ring.submit_and_wait(1) {
-            Ok(_) => {}
-            Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
-            // Completions overflowed: reap them before submitting more.
-            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {}
-            Err(e) => return Err(e),
-        }
+        wait_for_completions(&mut ring)?;
         queue.complete(&mut ring, &mut entries);
     }
-    Ok(queue.stats)
+    // Every entry is retired, so no wait is in flight; a read of the
+    // eventfd may still be, and must end before the counter it writes
+    // into goes.
+    if queue.waits.armed {
+        queue.waits.wake();
+        while queue.waits.armed {
+            wait_for_completions(&mut ring)?;
+            queue.complete(&mut ring, &mut entries);
+        }
+    }
+    let stats = queue.stats;
+    drop(ring);
+    waits.finish();
+    Ok(stats)
+}
+
+/// Submits what is queued and waits for at least one completion.
+fn wait_for_completions(ring: &mut IoUring<squeue::Entry128, cqueue::Entry>) -> io::Result<()> {
+    match ring.submit_and_wait(1) {
+        Ok(_) => Ok(()),
+        Err(e) if e.raw_os_error() == Some(libc::EINTR) => Ok(()),
+        // Completions overflowed: reap them before submitting more.
+        Err(e) if e.raw_os_error() == Some(libc::EBUSY) => Ok(()),
+        Err(e) => Err(e),
+    }
 }
 
 impl Default for QueueStats {
     fn default() -> QueueStats {
-        QueueStats { requests: 0, by_opcode: [0; 64], failures: 0 }
+        QueueStats { requests: 0, by_opcode: [0; 64], failures: 0, waited: 0 }
     }
 }
 
 /// A queue's thread state between completions.
 struct Queue<'a, S: ?Sized> {
+    /// Answers waiting on other threads.
+    waits: &'a mut Waits,
     server: &'a S,
     device: BorrowedFd<'a>,
     qid: u16,
@@ -289,12 +348,13 @@ struct Queue<'a, S: ?Sized> {
     scratch: Vec<u8>,
     /// The completions being served (entry, result), kept between calls
     /// so that serving allocates nothing.
-    done: Vec<(usize, i32)>,
+    done: Vec<(u64, i32)>,
 }
 
 impl<S: Serve + ?Sized> Queue<'_, S> {
     /// Serves every completion waiting, queueing a commit for each
-    /// request. Returns the errno of a REGISTER the kernel refused, if any.
+    /// request answered and for each answer whose wait has ended. Returns
+    /// the errno of a REGISTER the kernel refused, if any.
     fn complete(
         &mut self,
         ring: &mut IoUring<squeue::Entry128, cqueue::Entry>,
@@ -303,8 +363,14 @@ impl<S: Serve + ?Sized> Queue<'_, S> {
         let mut refused = None;
         let mut done = std::mem::take(&mut self.done);
         done.clear();
-        done.extend(ring.completion().map(|cqe| (cqe.user_data() as usize, cqe.result())));
-        for &(index, result) in &done {
+        done.extend(ring.completion().map(|cqe| (cqe.user_data(), cqe.result())));
+        for &(user_data, result) in &done {
+            if user_data == WOKEN {
+                self.waits.armed = false;
+                self.commit_waited(ring, entries);
+                continue;
+            }
+            let index = user_data as usize;
             let Some(entry) = entries.get_mut(index) else {
                 crate::report_line(&format!(
                     "fuse: queue {}: completion for unknown entry {index}",
@@ -330,23 +396,84 @@ impl<S: Serve + ?Sized> Queue<'_, S> {
             entry.state = State::User;
             entry.registering = false;
             self.stats.requests += 1;
-            let commit_id = self.serve(entry);
-            entry.state = State::Kernel;
-            let sqe = command(self.device, ring::CMD_COMMIT_AND_FETCH, self.qid, commit_id, index, entry);
-            // SAFETY: as for REGISTER: the entry is the kernel's again until
-            // its next completion. The submission queue has a slot per entry.
-            if unsafe { ring.submission().push(&sqe) }.is_err() {
-                entry.state = State::Retired;
-                crate::report_line(&format!("fuse: queue {}: submission queue full", self.qid));
+            match self.serve(entry) {
+                None => self.commit(ring, index, entry),
+                Some(wait) => {
+                    entry.state = State::Waiting;
+                    self.stats.waited += 1;
+                    if let Err(e) = self.waits.hand(index, wait) {
+                        // No worker to wait on: the answer goes as a failure.
+                        crate::report_line(&format!("fuse: queue {}: {e}", self.qid));
+                        self.fail(entry, libc::EIO);
+                        self.commit(ring, index, entry);
+                    }
+                }
             }
         }
         self.done = done;
+        // The eventfd is read whenever answers may be waiting; the read
+        // costs nothing until a wait ends.
+        if !self.waits.armed && entries.iter().any(|e| e.state == State::Waiting) {
+            // SAFETY: `waits` outlives the ring (see `run`).
+            let read = unsafe { self.waits.read() };
+            // SAFETY: the read's buffer is the waits' counter, as above.
+            if unsafe { ring.submission().push(&read) }.is_ok() {
+                self.waits.armed = true;
+            } else {
+                crate::report_line(&format!("fuse: queue {}: submission queue full", self.qid));
+            }
+        }
         refused
     }
 
-    /// Answers the request in `entry`'s buffers in place; returns the
-    /// commit id to quote.
-    fn serve(&mut self, entry: &mut Entry) -> u64 {
+    /// Commits the answers whose waits have ended; a failed wait's answer
+    /// becomes its errno.
+    fn commit_waited(&mut self, ring: &mut IoUring<squeue::Entry128, cqueue::Entry>, entries: &mut [Entry]) {
+        let ended: Vec<_> = self.waits.ended().collect();
+        for (index, result) in ended {
+            let Some(entry) = entries.get_mut(index).filter(|e| e.state == State::Waiting) else {
+                crate::report_line(&format!("fuse: queue {}: a wait ended for entry {index}", self.qid));
+                continue;
+            };
+            if let Err(errno) = result {
+                self.fail(entry, errno);
+            }
+            self.commit(ring, index, entry);
+        }
+    }
+
+    /// Replaces the answer in `entry` by `errno`.
+    fn fail(&self, entry: &mut Entry, errno: i32) {
+        let unique = entry.unique;
+        let (header, _) = entry.buffers();
+        let mut out = [0; OUT_HEADER_SIZE];
+        put_out_header(&mut out, unique, Answer::Error(errno));
+        header.in_out[..OUT_HEADER_SIZE].copy_from_slice(&out);
+        header.set_payload_size(0);
+    }
+
+    /// Gives `entry`, its answer written, back to the kernel with
+    /// COMMIT_AND_FETCH.
+    fn commit(
+        &mut self,
+        ring: &mut IoUring<squeue::Entry128, cqueue::Entry>,
+        index: usize,
+        entry: &mut Entry,
+    ) {
+        entry.state = State::Kernel;
+        let sqe = command(self.device, ring::CMD_COMMIT_AND_FETCH, self.qid, entry.commit_id, index, entry);
+        // SAFETY: as for REGISTER: the entry is the kernel's again until
+        // its next completion. The submission queue has a slot per entry.
+        if unsafe { ring.submission().push(&sqe) }.is_err() {
+            entry.state = State::Retired;
+            crate::report_line(&format!("fuse: queue {}: submission queue full", self.qid));
+        }
+    }
+
+    /// Answers the request in `entry`'s buffers in place, noting in the
+    /// entry what its commit quotes; returns what the answer must wait for
+    /// before it is committed, if anything.
+    fn serve(&mut self, entry: &mut Entry) -> Option<Wait> {
         let (header, payload) = entry.buffers();
         let commit_id = header.commit_id();
         let header_bytes = &header.in_out[..IN_HEADER_SIZE];
@@ -356,16 +483,17 @@ impl<S: Serve + ?Sized> Queue<'_, S> {
             .unwrap_or(0)
             .min(header.op_in.len());
         let payload_len = (header.payload_size() as usize).min(payload.len());
-        let (unique, answer) =
+        let (unique, answer, wait) =
             match Request::decode(header_bytes, &header.op_in[..fixed], &payload[..payload_len]) {
                 Ok(request) => {
                     let slot = (request.header.opcode as usize).min(self.stats.by_opcode.len() - 1);
                     self.stats.by_opcode[slot] += 1;
-                    (request.header.unique, self.server.serve(&request, &mut self.scratch))
+                    let (answer, wait) = self.server.serve_later(&request, &mut self.scratch);
+                    (request.header.unique, answer, wait)
                 }
                 Err(e) => {
                     crate::report_line(&format!("fuse: queue {}: {e}", self.qid));
-                    (commit_id, Answer::Error(libc::EIO))
+                    (commit_id, Answer::Error(libc::EIO), None)
                 }
             };
         // The kernel never sends FORGET over the ring (it queues forgets on
@@ -380,6 +508,8 @@ impl<S: Serve + ?Sized> Queue<'_, S> {
         put_out_header(&mut out, unique, answer);
         header.in_out[..OUT_HEADER_SIZE].copy_from_slice(&out);
         header.set_payload_size(reply_len as u32);
-        commit_id
+        entry.unique = unique;
+        entry.commit_id = commit_id;
+        wait
     }
 }

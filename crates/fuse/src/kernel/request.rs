@@ -251,6 +251,8 @@ pub enum Op<'a> {
         fh: u64,
         offset: u64,
         size: u32,
+        /// The open file's flags (`O_NOATIME` among them).
+        flags: u32,
     },
     Write {
         fh: u64,
@@ -442,7 +444,7 @@ impl<'a> Request<'a> {
                 let (fh, offset, size) =
                     (u64_in(0, "fuse_read_in")?, u64_in(8, "fuse_read_in")?, u32_in(16, "fuse_read_in")?);
                 match header.opcode {
-                    READ => Op::Read { fh, offset, size },
+                    READ => Op::Read { fh, offset, size, flags: u32_in(32, "fuse_read_in")? },
                     READDIR => Op::Readdir { fh, offset, size },
                     _ => Op::Readdirplus { fh, offset, size },
                 }

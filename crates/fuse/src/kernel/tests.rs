@@ -118,7 +118,7 @@ fn arguments_come_from_the_kernels_offsets() {
     assert_eq!(decode(&m), Op::Write { fh: 1, offset: 9, write_flags: 0, flags: 33, data: b"xyz" });
 
     let m = message(READ, &numbered(40), &[]);
-    assert_eq!(decode(&m), Op::Read { fh: 1, offset: 9, size: 17 });
+    assert_eq!(decode(&m), Op::Read { fh: 1, offset: 9, size: 17, flags: 33 });
 
     let mut rename2 = numbered(16);
     put32(&mut rename2, 8, 4);

@@ -41,3 +41,41 @@ fn on_path(program: &str) -> bool {
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path).any(|dir| dir.join(program).is_file())
 }
+
+/// The kernel's FUSE-over-io_uring parameter, set to `Y` while this lives
+/// and put back as it was when dropped. The tests of one binary that set
+/// it take turns, or one could take another's `Y` for the value to put
+/// back.
+#[allow(dead_code)]
+pub struct UringEnabled(String, std::sync::MutexGuard<'static, ()>);
+
+#[allow(dead_code)]
+static URING_PARAMETER: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+#[allow(dead_code)]
+impl UringEnabled {
+    /// Sets the parameter (root only); `None`, saying why, where this
+    /// kernel has no FUSE over io_uring or this sandbox forbids io_uring.
+    pub fn set() -> Option<UringEnabled> {
+        let path = fslab_fuse::kernel::queue::ENABLE_URING;
+        let Ok(before) = std::fs::read_to_string(path) else {
+            println!("skipped: this kernel has no FUSE over io_uring ({path} is missing)");
+            return None;
+        };
+        if let Err(e) = io_uring::IoUring::<io_uring::squeue::Entry, io_uring::cqueue::Entry>::new(2) {
+            println!("skipped: io_uring is not allowed here: {e}");
+            return None;
+        }
+        let turn = URING_PARAMETER.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let before = std::fs::read_to_string(path).unwrap_or(before);
+        let restore = UringEnabled(before.trim().to_string(), turn);
+        std::fs::write(path, "Y").expect("enable FUSE over io_uring");
+        Some(restore)
+    }
+}
+
+impl Drop for UringEnabled {
+    fn drop(&mut self) {
+        let _ = std::fs::write(fslab_fuse::kernel::queue::ENABLE_URING, &self.0);
+    }
+}
