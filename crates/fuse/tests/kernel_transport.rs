@@ -108,27 +108,15 @@ impl Serve for Hello {
     }
 }
 
-/// Runs the calling thread on CPU 0 only, so that its requests go to one
-/// ring queue.
-fn pin_to_cpu_0() {
-    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes in it.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: sets bit 0 of the set.
-    unsafe { libc::CPU_SET(0, &mut set) };
-    // SAFETY: the set outlives the call; 0 is the calling thread.
-    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
-    assert_eq!(rc, 0, "sched_setaffinity: {}", std::io::Error::last_os_error());
-}
-
 /// An fsync whose answer waits leaves its queue serving: a lookup from
 /// the same CPU is answered meanwhile, and the fsync returns when its
 /// wait ends, with the wait's error if it failed.
 fn fsync_waits_off_the_queue(dir: &Path, outcomes: &mpsc::Sender<Result<(), i32>>) {
-    pin_to_cpu_0();
+    common::pin_to_cpu_0();
     for (outcome, expected) in [(Ok(()), None), (Err(libc::EIO), Some(libc::EIO))] {
         let file = std::fs::File::open(dir.join("hello")).expect("open");
         let fsync = std::thread::spawn(move || {
-            pin_to_cpu_0();
+            common::pin_to_cpu_0();
             file.sync_all().map_err(|e| e.raw_os_error())
         });
         // The fsync is on its way or waiting; a lookup (never cached: the
@@ -137,7 +125,7 @@ fn fsync_waits_off_the_queue(dir: &Path, outcomes: &mpsc::Sender<Result<(), i32>
         let (looked, lookup) = mpsc::channel();
         let absent = dir.join("absent");
         std::thread::spawn(move || {
-            pin_to_cpu_0();
+            common::pin_to_cpu_0();
             let _ = looked.send(std::fs::metadata(absent).map_err(|e| e.raw_os_error()).err());
         });
         let looked_up = lookup.recv_timeout(Duration::from_secs(5));

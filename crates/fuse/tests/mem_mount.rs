@@ -185,18 +185,6 @@ fn busy_unmount_over(transport: Transport) {
     unmounter.unmount().expect("a second unmount is harmless");
 }
 
-/// Runs the calling thread on CPU 0 only, so that its requests go to one
-/// ring queue.
-fn pin_to_cpu_0() {
-    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes in it.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: sets bit 0 of the set.
-    unsafe { libc::CPU_SET(0, &mut set) };
-    // SAFETY: the set outlives the call; 0 is the calling thread.
-    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
-    assert_eq!(rc, 0, "sched_setaffinity: {}", std::io::Error::last_os_error());
-}
-
 /// Over FUSE over io_uring, an fsync on LFS whose device takes 300 ms to
 /// flush returns only after that flush, and while it waits, its CPU's
 /// queue answers other callers: a lookup from the same CPU comes back at
@@ -223,7 +211,7 @@ fn an_fsync_over_the_ring_waits_for_its_flush_without_holding_its_queue() {
     let unmounter = mounted.unmounter();
     let server = std::thread::spawn(move || mounted.run());
     let result = std::panic::catch_unwind(|| {
-        pin_to_cpu_0();
+        common::pin_to_cpu_0();
         let path = dir.join("synced");
         let mut file = fs::File::create(&path).expect("create");
         // The file's creation is a directory operation, whose fsync writes
@@ -233,7 +221,7 @@ fn an_fsync_over_the_ring_waits_for_its_flush_without_holding_its_queue() {
         let flushes = device.flushes();
         let started = Instant::now();
         let fsync = std::thread::spawn(move || {
-            pin_to_cpu_0();
+            common::pin_to_cpu_0();
             let result = file.sync_all();
             (result, started.elapsed())
         });

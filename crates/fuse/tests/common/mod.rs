@@ -79,3 +79,16 @@ impl Drop for UringEnabled {
         let _ = std::fs::write(fslab_fuse::kernel::queue::ENABLE_URING, &self.0);
     }
 }
+
+/// Runs the calling thread on CPU 0 only, so that its requests go to one
+/// ring queue.
+#[allow(dead_code)]
+pub fn pin_to_cpu_0() {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes in it.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: sets bit 0 of the set.
+    unsafe { libc::CPU_SET(0, &mut set) };
+    // SAFETY: the set outlives the call; 0 is the calling thread.
+    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    assert_eq!(rc, 0, "sched_setaffinity: {}", std::io::Error::last_os_error());
+}
