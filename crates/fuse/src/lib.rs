@@ -188,7 +188,7 @@ pub struct Mounted<S: StorageManager + 'static> {
     /// [`Mounted::run`], or when the `Mounted` is dropped without running.
     guard: UnmountOnDrop,
     /// Writes the final checkpoint when dropped, after the unmount.
-    _checkpoint: ShutdownOnDrop<S>,
+    checkpoint: ShutdownOnDrop<S>,
     tick_interval: Duration,
 }
 
@@ -266,8 +266,19 @@ fn mount_shared<S: StorageManager + 'static>(
     let want_ring = match config.transport {
         Transport::Device => false,
         Transport::Ring => true,
-        Transport::Auto => uring_enabled(),
+        Transport::Auto => uring_enabled() && kernel::queue::rings_allowed().is_ok(),
     };
+    if config.transport == Transport::Ring {
+        kernel::queue::rings_allowed().map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!(
+                    "cannot mount on {}: transport=ring: io_uring is not allowed here: {e}",
+                    mountpoint.display()
+                ),
+            )
+        })?;
+    }
     let init = kernel::device::handshake(device.as_fd(), |init| {
         let offered = init.flags & kernel::init_flag::OVER_IO_URING != 0;
         if config.transport == Transport::Ring && !offered {
@@ -293,7 +304,7 @@ fn mount_shared<S: StorageManager + 'static>(
         ring,
         threads: config.threads.max(1),
         guard,
-        _checkpoint: ShutdownOnDrop(Arc::clone(shared)),
+        checkpoint: ShutdownOnDrop(Arc::clone(shared)),
         tick_interval: config.tick_interval,
     })
 }
@@ -363,13 +374,13 @@ impl<S: StorageManager + 'static> Mounted<S> {
         let ticker = self.shared.start_ticker(self.tick_interval)?;
         let write_behind = self.shared.start_write_behind()?;
         let served = if self.ring { self.serve_ring() } else { self.serve_device() };
-        let Mounted { shared, guard, _checkpoint, .. } = self;
+        let Mounted { shared, guard, checkpoint, .. } = self;
         // Normally the kernel's unmount ended serving and this finds
         // nothing to do; serving that failed leaves its mount, which
         // would otherwise stay dead (ENOTCONN).
         drop(guard);
         let unmounted = shared.shutdown();
-        drop(_checkpoint);
+        drop(checkpoint);
         let _ = ticker.join();
         let _ = write_behind.join();
         served?;
@@ -377,27 +388,38 @@ impl<S: StorageManager + 'static> Mounted<S> {
     }
 
     /// The classic transport: threads reading requests from the device,
-    /// until the connection ends.
+    /// until the connection ends. Serves with as many as could be started.
     fn serve_device(&self) -> io::Result<()> {
         let buffer = kernel::MIN_READ_BUFFER.max(adapter::MAX_IO as usize + 4096);
         let adapter = &*self.adapter;
         let device = self.device.as_fd();
         std::thread::scope(|scope| {
-            let threads: Vec<_> = (0..self.threads)
-                .map(|i| {
-                    std::thread::Builder::new()
-                        .name(format!("fslab-fuse-{i}"))
-                        .spawn_scoped(scope, move || {
-                            kernel::device::serve(adapter, device, buffer).map(|_| ())
-                        })
-                })
-                .collect::<io::Result<_>>()?;
-            join_all(threads.into_iter().map(|t| ("/dev/fuse", t)))
+            let mut threads = Vec::new();
+            for i in 0..self.threads {
+                let started = std::thread::Builder::new()
+                    .name(format!("fslab-fuse-{i}"))
+                    .spawn_scoped(scope, move || kernel::device::serve(adapter, device, buffer).map(|_| ()));
+                match started {
+                    Ok(thread) => threads.push(("/dev/fuse", thread)),
+                    Err(e) if threads.is_empty() => {
+                        let _ = self.guard.0.unmount();
+                        return Err(e);
+                    }
+                    Err(e) => {
+                        report_line(&format!("fslab: serving with {i} threads: {e}"));
+                        break;
+                    }
+                }
+            }
+            join_all(threads)
         })
     }
 
     /// FUSE over io_uring: a queue a CPU, and one thread on the device for
-    /// what the kernel still sends there (forgets, interrupts).
+    /// what the kernel still sends there (forgets, interrupts). The kernel
+    /// holds every request until every queue has registered, so a queue
+    /// that cannot start or register would leave the mount hung: the mount
+    /// goes instead (and with it every thread's connection).
     fn serve_ring(&self) -> io::Result<()> {
         let queues = kernel::queue::possible_cpus()?;
         let payload_size = kernel::MIN_READ_BUFFER.max(adapter::MAX_IO as usize);
@@ -407,13 +429,20 @@ impl<S: StorageManager + 'static> Mounted<S> {
         std::thread::scope(|scope| {
             let mut threads = Vec::new();
             let buffer = kernel::MIN_READ_BUFFER.max(payload_size + 4096);
-            let device_loop = std::thread::Builder::new()
+            let mut started = std::thread::Builder::new()
                 .name("fslab-fuse-dev".to_string())
-                .spawn_scoped(scope, move || kernel::device::serve(adapter, device, buffer).map(|_| ()))?;
-            threads.push(("/dev/fuse", device_loop));
+                .spawn_scoped(scope, move || kernel::device::serve(adapter, device, buffer).map(|_| ()))
+                .map(|thread| threads.push(("/dev/fuse", thread)));
             for qid in 0..queues {
+                if started.is_err() {
+                    break;
+                }
+                let Ok(qid16) = u16::try_from(qid) else {
+                    started = Err(io::Error::other("more CPUs than FUSE queues"));
+                    break;
+                };
                 let setup = kernel::queue::QueueSetup {
-                    qid: u16::try_from(qid).map_err(|_| io::Error::other("too many CPUs"))?,
+                    qid: qid16,
                     pin: true,
                     entries: RING_ENTRIES,
                     payload_size,
@@ -423,28 +452,27 @@ impl<S: StorageManager + 'static> Mounted<S> {
                 let ready = move |result| {
                     let _ = ready_tx.send((qid, result));
                 };
-                let queue = std::thread::Builder::new()
+                started = std::thread::Builder::new()
                     .name(format!("fslab-ring-{qid}"))
                     .spawn_scoped(scope, move || {
                         kernel::queue::run(adapter, device, setup, ready).map(|_| ())
-                    })?;
-                threads.push(("FUSE over io_uring", queue));
+                    })
+                    .map(|thread| threads.push(("FUSE over io_uring", thread)));
             }
             drop(ready_tx);
-            // The kernel holds every request until every queue has
-            // registered: one that cannot would leave the mount hung, so
-            // the mount goes (and with it every thread's connection).
-            for _ in 0..queues {
-                let failed = match ready_rx.recv() {
+            let mut failed = started.err().map(|e| format!("cannot start a thread: {e}"));
+            while failed.is_none() {
+                failed = match ready_rx.recv() {
                     Ok((_, Ok(()))) => None,
                     Ok((qid, Err(why))) => Some(format!("queue {qid}: {why}")),
-                    Err(_) => Some("a queue ended before registering".to_string()),
+                    // Every queue has reported.
+                    Err(_) => break,
                 };
-                if let Some(why) = failed {
-                    let _ = self.guard.0.unmount();
-                    let _ = join_all(threads);
-                    return Err(io::Error::other(format!("FUSE over io_uring: {why}")));
-                }
+            }
+            if let Some(why) = failed {
+                let _ = self.guard.0.unmount();
+                let _ = join_all(threads);
+                return Err(io::Error::other(format!("FUSE over io_uring: {why}")));
             }
             join_all(threads)
         })

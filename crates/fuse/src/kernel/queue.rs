@@ -54,6 +54,12 @@ pub fn possible_cpus() -> io::Result<usize> {
     Ok(count)
 }
 
+/// Whether this process may set up an io_uring of the kind a queue uses
+/// (a sandbox may forbid io_uring: `kernel.io_uring_disabled`, seccomp).
+pub fn rings_allowed() -> io::Result<()> {
+    IoUring::<squeue::Entry128, cqueue::Entry>::builder().build(2).map(drop)
+}
+
 /// How the ring runs the kernel's task work (which copies a request into
 /// an entry and posts its completion).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
