@@ -15,7 +15,7 @@
 use crate::caller::Caller;
 use crate::convert::{dirent_type, file_attr, file_type, from_fuse, time_set, to_fuse};
 use crate::damage::DamageLog;
-use crate::kernel::reply::{inval_inode_message, Attr, Entry};
+use crate::kernel::reply::{inval_inode_message, prune_message, Attr, Entry, PRUNE_BATCH};
 use crate::kernel::request::Setattr;
 use crate::reply::{absent_entry, entry, Created, DirItem, DirItemPlus, XattrAnswer, DIRECT_HANDLE};
 use crate::shared::Shared;
@@ -413,6 +413,31 @@ impl<S: StorageManager> FuseAdapter<S> {
     /// STATFS.
     fn statfs(&self, ino: u64) -> Result<StatFs> {
         self.run("statfs", ino, |fs| fs.statfs())
+    }
+
+    /// Asks the kernel to let go of inodes it holds beyond `budget`
+    /// (`FUSE_NOTIFY_PRUNE`), taking the pinned from `*from` on and moving
+    /// `*from` past them; returns how many were named. The kernel keeps
+    /// those in use and forgets the rest, which unpins them: the lookup
+    /// table, a map entry an inode the kernel caches, stays near `budget`.
+    /// Fails with the kernel's refusal (a kernel before 7.45: EINVAL).
+    pub(crate) fn prune_kernel_inodes(&self, budget: usize, from: &mut usize) -> std::io::Result<usize> {
+        let over = self.shared.with(|fs| {
+            let excess = fs.pinned().saturating_sub(budget);
+            // A little below the budget, so that the next few lookups do
+            // not start another round; at most 65,536 a round (a few
+            // milliseconds of the lock to gather).
+            let wanted = if excess == 0 { 0 } else { (excess + budget / 16).min(128 * PRUNE_BATCH) };
+            Ok(fs.pinned_from(*from, wanted))
+        });
+        let Ok(nodes) = over else { return Ok(0) };
+        *from = from.wrapping_add(nodes.len());
+        let nodes: Vec<u64> = nodes.into_iter().filter(|&ino| ino != ROOT_INO).map(to_fuse).collect();
+        for batch in nodes.chunks(PRUNE_BATCH) {
+            let message = prune_message(batch);
+            crate::kernel::device::write_message(self.device.as_fd(), &[&message])?;
+        }
+        Ok(nodes.len())
     }
 
     /// Unmounts: the final checkpoint (DESTROY, or the end of serving).

@@ -103,6 +103,11 @@ pub struct MountConfig {
     pub threads: usize,
     /// How kernel requests reach the file system.
     pub transport: Transport,
+    /// Inodes the kernel may hold looked up before fslab asks it to let go
+    /// of those nothing uses (`FUSE_NOTIFY_PRUNE`, Linux 6.18 on): each
+    /// costs the daemon an entry in its lookup table; `None` leaves it to
+    /// the kernel's memory pressure.
+    pub max_kernel_inodes: Option<usize>,
     /// Let the kernel cache writes and send them in large batches.
     pub writeback_cache: bool,
     /// How often the library's `tick` (periodic checkpoints) runs.
@@ -134,6 +139,7 @@ impl Default for MountConfig {
             allow_other: false,
             threads: 16,
             transport: Transport::Auto,
+            max_kernel_inodes: Some(MAX_KERNEL_INODES),
             writeback_cache: false,
             tick_interval: Duration::from_secs(1),
             source: SUBTYPE.to_string(),
@@ -145,6 +151,11 @@ impl Default for MountConfig {
         }
     }
 }
+
+/// The default bound on inodes the kernel holds looked up: about 20 MiB of
+/// the daemon's lookup table (19 bytes an entry, measured), and as many
+/// inodes as a kernel with a few GiB keeps cached anyway.
+pub const MAX_KERNEL_INODES: usize = 1 << 20;
 
 /// The mount's subtype: the mount table shows its type as `fuse.fslab`,
 /// which is how `umount` finds `umount.fuse.fslab` and how `fslab sync`
@@ -184,6 +195,10 @@ pub struct Mounted<S: StorageManager + 'static> {
     ring: bool,
     /// Threads reading `/dev/fuse` on the classic transport.
     threads: usize,
+    /// The bound on inodes the kernel holds looked up, if any.
+    max_kernel_inodes: Option<usize>,
+    /// The kernel's FUSE protocol version (major, minor).
+    kernel_protocol: (u32, u32),
     /// Unmounts (if still there) when dropped: after serving ends in
     /// [`Mounted::run`], or when the `Mounted` is dropped without running.
     guard: UnmountOnDrop,
@@ -303,6 +318,8 @@ fn mount_shared<S: StorageManager + 'static>(
         device,
         ring,
         threads: config.threads.max(1),
+        max_kernel_inodes: config.max_kernel_inodes,
+        kernel_protocol: (init.major, init.minor),
         guard,
         checkpoint: ShutdownOnDrop(Arc::clone(shared)),
         tick_interval: config.tick_interval,
@@ -373,7 +390,25 @@ impl<S: StorageManager + 'static> Mounted<S> {
     pub fn run(self) -> io::Result<()> {
         let ticker = self.shared.start_ticker(self.tick_interval)?;
         let write_behind = self.shared.start_write_behind()?;
-        let served = if self.ring { self.serve_ring() } else { self.serve_device() };
+        let stop = Stop::default();
+        let mounted = &self;
+        let served = std::thread::scope(|scope| {
+            let stop = &stop;
+            let pruner = match self.max_kernel_inodes {
+                Some(budget) => Some(
+                    std::thread::Builder::new()
+                        .name("fslab-prune".to_string())
+                        .spawn_scoped(scope, move || mounted.prune(budget, stop))?,
+                ),
+                None => None,
+            };
+            let served = if mounted.ring { mounted.serve_ring() } else { mounted.serve_device() };
+            stop.now();
+            if let Some(pruner) = pruner {
+                let _ = pruner.join();
+            }
+            served
+        });
         let Mounted { shared, guard, checkpoint, .. } = self;
         // Normally the kernel's unmount ended serving and this finds
         // nothing to do; serving that failed leaves its mount, which
@@ -385,6 +420,27 @@ impl<S: StorageManager + 'static> Mounted<S> {
         let _ = write_behind.join();
         served?;
         unmounted.map_err(io::Error::other)
+    }
+
+    /// The kernel's FUSE protocol version (major, minor), as its FUSE_INIT
+    /// said.
+    pub fn kernel_protocol(&self) -> (u32, u32) {
+        self.kernel_protocol
+    }
+
+    /// Keeps the inodes the kernel holds looked up near `budget`, checking
+    /// every tick interval, until `stop`. A kernel that refuses the
+    /// request (before Linux 6.18) is told once and not asked again.
+    fn prune(&self, budget: usize, stop: &Stop) {
+        let mut from = 0;
+        while !stop.wait(self.tick_interval) {
+            if let Err(e) = self.adapter.prune_kernel_inodes(budget, &mut from) {
+                report_line(&format!(
+                    "fslab: the kernel lets go of no inode on request ({e}); its lookups stay"
+                ));
+                return;
+            }
+        }
     }
 
     /// The classic transport: threads reading requests from the device,
@@ -476,6 +532,31 @@ impl<S: StorageManager + 'static> Mounted<S> {
             }
             join_all(threads)
         })
+    }
+}
+
+/// Tells a background thread of the mount to stop.
+#[derive(Default)]
+struct Stop {
+    stopped: std::sync::Mutex<bool>,
+    wake: std::sync::Condvar,
+}
+
+impl Stop {
+    /// Stops it.
+    fn now(&self) {
+        *self.stopped.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = true;
+        self.wake.notify_all();
+    }
+
+    /// Waits up to `interval`; whether it is to stop.
+    fn wait(&self, interval: Duration) -> bool {
+        let stopped = self.stopped.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (stopped, _) = self
+            .wake
+            .wait_timeout_while(stopped, interval, |stopped| !*stopped)
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        *stopped
     }
 }
 

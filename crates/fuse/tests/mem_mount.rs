@@ -243,3 +243,54 @@ fn an_fsync_over_the_ring_waits_for_its_flush_without_holding_its_queue() {
     }
     served.expect("clean unmount");
 }
+
+/// The kernel's lookups are bounded: with room for 64, after 600 creates
+/// the daemon asks the kernel to let go of the inodes it does not use
+/// (FUSE_NOTIFY_PRUNE), the kernel forgets them, and the lookup table
+/// shrinks to the bound; every file is still there to look up again.
+#[test]
+fn the_kernels_lookups_are_pruned_to_the_bound() {
+    use std::time::{Duration, Instant};
+    const BOUND: usize = 64;
+    if !common::fuse_available(common::Mounter::RootOrFusermount) {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("mnt");
+    fs::create_dir(&dir).expect("mkdir");
+    let config = MountConfig {
+        transport: Transport::Device,
+        max_kernel_inodes: Some(BOUND),
+        tick_interval: Duration::from_millis(100),
+        ..MountConfig::default()
+    };
+    let mounted = mount(FileSystem::new(MemStorage::new(4096)), &dir, &config).expect("mount");
+    if mounted.kernel_protocol() < (7, 45) {
+        println!("skipped: FUSE {:?} has no prune notification (7.45)", mounted.kernel_protocol());
+        return;
+    }
+    let (unmounter, handle) = (mounted.unmounter(), mounted.handle());
+    let server = std::thread::spawn(move || mounted.run());
+    let result = std::panic::catch_unwind(|| {
+        fs::create_dir(dir.join("many")).expect("mkdir");
+        for i in 0..600 {
+            fs::write(dir.join("many").join(format!("f{i}")), b"x").expect("create");
+        }
+        let pinned = || handle.with(|fs| Ok(fs.pinned())).expect("count");
+        assert!(pinned() > BOUND, "every created file is looked up: {}", pinned());
+        let started = Instant::now();
+        while pinned() > BOUND && started.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert!(pinned() <= BOUND, "{} inodes still looked up after {:?}", pinned(), started.elapsed());
+        for i in 0..600 {
+            assert_eq!(fs::read(dir.join("many").join(format!("f{i}"))).expect("read again"), b"x");
+        }
+    });
+    unmounter.unmount().expect("unmount");
+    let served = server.join().expect("server thread");
+    if let Err(panic) = result {
+        std::panic::resume_unwind(panic);
+    }
+    served.expect("clean unmount");
+}

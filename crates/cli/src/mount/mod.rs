@@ -103,6 +103,9 @@ pub struct MountArgs {
     ///   transport=auto|device|ring  how kernel requests arrive: FUSE over io_uring
     ///                            (a queue a CPU) where the kernel offers it (auto,
     ///                            the default), /dev/fuse, or the ring or no mount
+    ///   kernel_inodes=N|off      inodes the kernel may keep looked up before it is
+    ///                            asked to let go of unused ones (default 1048576;
+    ///                            Linux 6.18 on): each costs the daemon a table entry
     ///   threads=N                threads reading /dev/fuse (default 16): a
     ///                            request waiting for the disk holds one
     ///   group_commit=on|off      operations waiting for the disk share flushes
@@ -287,6 +290,7 @@ fn mount(image: &Path, dir: &Path, options: &Options) -> Result<Mount, String> {
         group_commit: options.group_commit,
         threads: options.threads,
         transport: options.transport,
+        max_kernel_inodes: options.kernel_inodes,
         ..MountConfig::default()
     };
     let (mounted, control) = match layout {

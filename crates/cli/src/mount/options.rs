@@ -67,6 +67,9 @@ pub(super) struct Options {
     pub threads: usize,
     /// How kernel requests arrive (`transport=auto|device|ring`).
     pub transport: fslab_fuse::Transport,
+    /// Inodes the kernel may hold looked up before it is asked to let go
+    /// of unused ones (`kernel_inodes=N|off`).
+    pub kernel_inodes: Option<usize>,
     /// FFS: `realloc=on|off`, overriding what mkfs recorded.
     pub realloc: Option<bool>,
     /// FFS: `cluster_push=every|sequential`, which runs a write breaks go
@@ -97,6 +100,7 @@ impl Default for Options {
             journal_data: fslab::ffs::JournalData::Ordered,
             threads: fslab_fuse::MountConfig::default().threads,
             transport: fslab_fuse::MountConfig::default().transport,
+            kernel_inodes: fslab_fuse::MountConfig::default().max_kernel_inodes,
             realloc: None,
             run_push: None,
         }
@@ -243,6 +247,12 @@ pub(super) fn parse(lists: &[String], sloppy: bool) -> Result<(Options, Vec<Stri
                     .into_iter()
                     .find(|t| t.name() == name)
                     .ok_or_else(|| format!("option transport: '{name}' is not auto, device or ring"))?
+            }
+            ("kernel_inodes", Some("off")) => options.kernel_inodes = None,
+            ("kernel_inodes", Some(n)) => {
+                options.kernel_inodes = Some(n.parse().ok().filter(|&n| n >= 64).ok_or_else(|| {
+                    format!("option kernel_inodes: '{n}' is not off or a number of inodes from 64 on")
+                })?)
             }
             ("threads", Some(n)) => {
                 options.threads =
@@ -487,6 +497,16 @@ mod tests {
         assert!(one("integrity=journal,journal_data=maybe").is_err());
         assert!(one("integrity=journal,journal_batch=many").is_err());
         assert!(one("integrity=journal,journal_batch").is_err());
+    }
+
+    #[test]
+    fn kernel_inodes_are_bounded_unless_turned_off() {
+        assert_eq!(Options::default().kernel_inodes, Some(fslab_fuse::MAX_KERNEL_INODES));
+        assert_eq!(one("kernel_inodes=5000").map(|o| o.kernel_inodes), Ok(Some(5000)));
+        assert_eq!(one("kernel_inodes=off").map(|o| o.kernel_inodes), Ok(None));
+        for bad in ["kernel_inodes=10", "kernel_inodes=many", "kernel_inodes=", "kernel_inodes"] {
+            assert!(one(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -848,6 +848,20 @@ impl<S: StorageManager> FileSystem<S> {
         Ok(())
     }
 
+    /// How many inodes are pinned (kernel lookups, open files).
+    pub fn pinned(&self) -> usize {
+        self.state.pins.len()
+    }
+
+    /// Up to `n` pinned inodes, from the `from`-th on in the table's own
+    /// order (wrapping around): a caller that moves `from` on each time
+    /// visits them all.
+    pub fn pinned_from(&self, from: usize, n: usize) -> Vec<Ino> {
+        let pins = &self.state.pins;
+        let start = from.checked_rem(pins.len()).unwrap_or(0);
+        pins.keys().skip(start).chain(pins.keys().take(start)).take(n).copied().collect()
+    }
+
     /// Inodes with no links kept alive by pins, in no particular order.
     pub fn orphans(&self) -> Vec<Ino> {
         self.state.orphans.iter().copied().collect()

@@ -145,6 +145,8 @@ pub mod setattr_valid {
 pub mod notify {
     /// Drop cached attributes (and pages in a range) of an inode.
     pub const INVAL_INODE: i32 = 2;
+    /// Let go of the inodes named, those nothing holds (7.45).
+    pub const PRUNE: i32 = 9;
 }
 
 /// `struct fuse_in_header`.

@@ -345,3 +345,26 @@ pub fn inval_inode_message(ino: u64, offset: i64, len: i64) -> [u8; OUT_HEADER_S
     message[32..40].copy_from_slice(&len.to_ne_bytes());
     message
 }
+
+/// The most node ids one PRUNE notification carries here (the kernel
+/// reads them in batches of 512).
+pub const PRUNE_BATCH: usize = 512;
+
+/// The whole message (header, `fuse_notify_prune_out` and the node ids)
+/// asking the kernel to let go of `nodes`, each if nothing holds it (no
+/// open file, no working directory): it forgets them as it forgets any
+/// inode it evicts (FORGET). At most [`PRUNE_BATCH`] nodes.
+pub fn prune_message(nodes: &[u64]) -> Vec<u8> {
+    let nodes = &nodes[..nodes.len().min(PRUNE_BATCH)];
+    let len = OUT_HEADER_SIZE + 16 + 8 * nodes.len();
+    let mut message = Vec::with_capacity(len);
+    message.extend_from_slice(&(len as u32).to_ne_bytes());
+    message.extend_from_slice(&notify::PRUNE.to_ne_bytes());
+    message.extend_from_slice(&0u64.to_ne_bytes()); // unique 0: a notification
+    message.extend_from_slice(&(nodes.len() as u32).to_ne_bytes());
+    message.extend_from_slice(&[0; 4 + 8]); // padding, spare
+    for node in nodes {
+        message.extend_from_slice(&node.to_ne_bytes());
+    }
+    message
+}
