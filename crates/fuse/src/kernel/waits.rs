@@ -90,7 +90,10 @@ impl Waits {
             let job = next_job.lock().unwrap_or_else(PoisonError::into_inner).recv();
             idle.fetch_sub(1, Ordering::AcqRel);
             let Ok((entry, wait)) = job else { return };
-            let result = wait();
+            // A wait that panics fails its answer; the entry must still
+            // be committed, or the queue could never end.
+            let result =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(wait)).unwrap_or(Err(libc::EIO));
             if ended.send((entry, result)).is_err() {
                 return;
             }
