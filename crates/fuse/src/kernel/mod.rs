@@ -1,15 +1,13 @@
-//! The kernel's FUSE protocol, spoken without `fuser`: requests in
-//! (decoded and checked, [`request`]), replies and notifications out
-//! (encoded into a caller's buffer, [`reply`]), and the framing of FUSE
-//! over io_uring ([`ring`]) — `include/uapi/linux/fuse.h`, ABI 7.42.
+//! The kernel's FUSE protocol: requests in (decoded and checked,
+//! [`request`]), replies and notifications out (encoded into a caller's
+//! buffer, [`reply`]), and the framing of FUSE over io_uring ([`ring`]) —
+//! `include/uapi/linux/fuse.h`, ABI 7.42 (PRUNE from 7.45).
 //!
-//! `fuser` has no io_uring transport and keeps its request parser and
-//! reply writers private, so a transport of fslab's own needs its own
-//! protocol layer. This is it; both transports frame the same bytes:
-//! [`device`], the `/dev/fuse` read and write loop, and [`queue`], one
-//! queue of FUSE over io_uring. Each serves any [`Serve`]. Today
-//! `examples/fuse_floor_uring.rs` serves through them; fslab's adapter
-//! still serves through `fuser`.
+//! Both transports frame the same bytes: [`device`], the `/dev/fuse` read
+//! and write loop, and [`queue`], one queue of FUSE over io_uring, whose
+//! answers that must wait go to worker threads (`waits`). Each serves any
+//! [`Serve`]: fslab's adapter, and `examples/fuse_floor_uring.rs`
+//! (decision 0025).
 //!
 //! Decoding is validating: bytes from the kernel become a
 //! [`request::Request`] only through its decoders, which check every length
