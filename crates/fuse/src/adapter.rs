@@ -60,9 +60,9 @@ const MAX_COPY: u64 = 64 << 20;
 
 /// The FUSE side of a mounted file system.
 ///
-/// Holds the file system behind one lock ([`Shared`]); the library is
+/// Holds the file system behind one lock (`Shared`); the library is
 /// single-threaded by design, so the transport's threads take turns.
-/// File handles are stateless (0, or [`DIRECT_HANDLE`]): every operation
+/// File handles are stateless (0, or `DIRECT_HANDLE`): every operation
 /// names its inode. Each request is answered by `serve` (the
 /// [`crate::kernel::Serve`] impl), whichever transport brought it.
 pub struct FuseAdapter<S: StorageManager> {
