@@ -9,7 +9,7 @@ mod common;
 
 use fslab_fuse::kernel::reply::{self, Answer, Attr, Entry, InitOut, Out};
 use fslab_fuse::kernel::request::{Op, Request};
-use fslab_fuse::kernel::{device, init_flag, open_flag, queue, Serve, Wait};
+use fslab_fuse::kernel::{device, init_flag, open_flag, queue, Finish, Serve};
 use std::ffi::CString;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
@@ -97,14 +97,21 @@ impl Serve for Hello {
         reply::answer(request, buf, |out| self.answer(request, out))
     }
 
-    fn serve_later(&self, request: &Request, buf: &mut [u8]) -> (Answer, Option<Wait>) {
+    fn serve_later(&self, request: &Request, buf: &mut [u8]) -> (Answer, Option<Finish>) {
         let answer = self.serve(request, buf);
         if !matches!(request.op, Op::Fsync { .. }) {
             return (answer, None);
         }
         let outcomes = Arc::clone(&self.fsync_outcomes);
-        let wait = move || outcomes.lock().map_err(|_| libc::EIO)?.recv().map_err(|_| libc::EIO)?;
-        (answer, Some(Box::new(wait)))
+        let finish = move |_: &mut [u8], answer: Answer| {
+            let outcome =
+                outcomes.lock().map_err(|_| libc::EIO).and_then(|o| o.recv().map_err(|_| libc::EIO));
+            match outcome {
+                Ok(Ok(())) => answer,
+                Ok(Err(errno)) | Err(errno) => Answer::Error(errno),
+            }
+        };
+        (answer, Some(Box::new(finish)))
     }
 }
 

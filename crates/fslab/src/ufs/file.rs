@@ -243,7 +243,15 @@ impl<S: StorageManager> Ns<'_, S> {
         let range = within..within + (end - offset) as usize;
         if later {
             if let Some(fetches) = self.s.read_blocks_later(ino, first as Lbn, &mut buf)? {
-                return Ok(ReadStart::Pending(PendingRead { ino, buf, range, fetches, current: false }));
+                let asked = (offset, len);
+                return Ok(ReadStart::Pending(PendingRead {
+                    ino,
+                    asked,
+                    buf,
+                    range,
+                    fetches,
+                    current: false,
+                }));
             }
         } else {
             self.s.read_blocks(ino, first as Lbn, &mut buf)?;
@@ -661,6 +669,8 @@ pub enum ReadStart {
 /// cache what is worth caching.
 pub struct PendingRead {
     ino: Ino,
+    /// The offset and length the read asked for.
+    asked: (u64, usize),
     /// Whole blocks: the cached ones and holes filled in, the rest to fetch.
     buf: Vec<u8>,
     /// The bytes asked for, within `buf`.
@@ -684,6 +694,12 @@ impl PendingRead {
         if self.current {
             storage.adopt_fetched(self.ino, &self.fetches, &self.buf);
         }
+    }
+
+    /// The read asked for: the inode, the offset and the length (to make
+    /// it again under the lock when [`PendingRead::fetch`] says no).
+    pub fn request(&self) -> (Ino, u64, usize) {
+        (self.ino, self.asked.0, self.asked.1)
     }
 
     /// The bytes asked for (once [`PendingRead::fetch`] returned true).

@@ -7,10 +7,10 @@ use crate::caller::Caller;
 use crate::convert::from_fuse;
 use crate::kernel::reply::{self as wire, answer, Answer, InitOut, Out};
 use crate::kernel::request::{InHeader, InitIn, Op, Request};
-use crate::kernel::{init_flag, open_flag, Serve, Wait};
+use crate::kernel::{init_flag, open_flag, Finish, Serve};
 use crate::reply::{put_created, put_dir, put_dir_plus, put_statfs, put_xattr, TTL};
 use fslab::storage::StorageManager;
-use fslab::ufs::{Access, Creds};
+use fslab::ufs::{Access, Creds, ReadStart};
 use std::sync::Arc;
 
 /// Background requests (read-ahead, write-back) the kernel may have
@@ -88,23 +88,75 @@ impl<S: StorageManager + 'static> Serve for FuseAdapter<S> {
         answer(request, reply, |out| self.answer(request, out))
     }
 
-    /// As `serve`, with the durability a successful answer promised handed
-    /// back to wait for (`shared::deferring`). An error is sent at once:
-    /// it acknowledges nothing.
-    fn serve_later(&self, request: &Request, reply: &mut [u8]) -> (Answer, Option<Wait>) {
+    /// As `serve`, with what the answer waits for handed back to finish
+    /// on another thread: a READ's device transfers, and the durability a
+    /// successful answer promised (`shared::deferring`). An error is sent
+    /// at once: it acknowledges nothing.
+    fn serve_later(&self, request: &Request, reply: &mut [u8]) -> (Answer, Option<Finish>) {
+        if let Op::Read { offset, size, flags, .. } = request.op {
+            return self.read_later(request.header.nodeid, offset, size, flags, reply);
+        }
         let (answer, ticket) = crate::shared::deferring(|| self.serve(request, reply));
         match answer {
             Answer::Reply(_) if !ticket.is_ready() => {
                 let (damage, node) = (Arc::clone(&self.damage), request.header.nodeid);
-                let wait = move || {
-                    ticket.wait().map_err(|e| {
+                let finish = move |_: &mut [u8], answer: Answer| match ticket.wait() {
+                    Ok(()) => answer,
+                    Err(e) => {
                         super::report_damage(&damage, "durability", node, &e);
-                        e.errno()
-                    })
+                        Answer::Error(e.errno())
+                    }
                 };
-                (answer, Some(Box::new(wait)))
+                (answer, Some(Box::new(finish)))
             }
             answer => (answer, None),
+        }
+    }
+}
+
+/// READ's access rule: the kernel passes the descriptor's flags with every
+/// read, and refused O_NOATIME at open to all but the owner.
+fn read_access(flags: u32) -> Access {
+    if flags as i32 & libc::O_NOATIME != 0 {
+        Access::NoAtime
+    } else {
+        Access::Touch
+    }
+}
+
+/// `data` as READ's reply in `reply`.
+fn read_answer(reply: &mut [u8], data: &[u8]) -> Answer {
+    match reply.get_mut(..data.len()) {
+        Some(out) => {
+            out.copy_from_slice(data);
+            Answer::Reply(data.len())
+        }
+        None => Answer::Error(libc::ERANGE),
+    }
+}
+
+impl<S: StorageManager + 'static> FuseAdapter<S> {
+    /// READ planned now, under the lock; its device transfers, if any,
+    /// left to finish on another thread.
+    fn read_later(
+        &self,
+        node: u64,
+        offset: u64,
+        size: u32,
+        flags: u32,
+        reply: &mut [u8],
+    ) -> (Answer, Option<Finish>) {
+        match self.read_begin(node, offset, size as usize, read_access(flags)) {
+            Err(e) => (Answer::Error(e.errno()), None),
+            Ok(ReadStart::Done(data)) => (read_answer(reply, &data), None),
+            Ok(ReadStart::Pending(pending)) => {
+                let rest = self.read_rest();
+                let finish = move |reply: &mut [u8], _: Answer| match rest.finish(pending) {
+                    Ok(data) => read_answer(reply, &data),
+                    Err(e) => Answer::Error(e.errno()),
+                };
+                (Answer::Reply(0), Some(Box::new(finish)))
+            }
         }
     }
 }
@@ -168,11 +220,7 @@ impl<S: StorageManager + 'static> FuseAdapter<S> {
             Op::Opendir { .. } => wire::put_open(out, 0, 0)?,
             Op::Release { .. } | Op::Releasedir { .. } => {}
             Op::Read { offset, size, flags, .. } => {
-                // The kernel passes the descriptor's flags with every read,
-                // and refused O_NOATIME at open to all but the owner.
-                let noatime = flags as i32 & libc::O_NOATIME != 0;
-                let access = if noatime { Access::NoAtime } else { Access::Touch };
-                out.bytes(&self.read_data(node, offset, size as usize, access).map_err(code)?)?;
+                out.bytes(&self.read_data(node, offset, size as usize, read_access(flags)).map_err(code)?)?;
             }
             Op::Write { fh, offset, flags, data, .. } => {
                 wire::put_write(out, self.write(node, fh, offset, data, flags, caller(h)).map_err(code)?)?;

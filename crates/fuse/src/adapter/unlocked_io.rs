@@ -5,36 +5,36 @@
 
 use super::{privilege, FuseAdapter};
 use crate::caller::Caller;
-use crate::convert::from_fuse;
+use crate::convert::{from_fuse, to_fuse};
+use crate::damage::DamageLog;
+use crate::shared::Shared;
 use crate::stale::Dropped;
 use fslab::storage::StorageManager;
-use fslab::ufs::{Access, BlockCopies, ReadStart};
+use fslab::ufs::{Access, BlockCopies, PendingRead, ReadStart};
 use fslab::Result;
+use std::sync::{Arc, Mutex};
 
 impl<S: StorageManager> FuseAdapter<S> {
     /// READ: planned under the lock; the device transfers of blocks not
     /// cached run after letting go of it, so that other requests go on
     /// while this one waits for the device (`fslab::storage::Fetches`).
-    /// If a write may have changed what they read, or they failed, the
-    /// read is made again, wholly under the lock.
     pub(super) fn read_data(&self, ino: u64, offset: u64, len: usize, access: Access) -> Result<Vec<u8>> {
-        let target = from_fuse(ino);
-        let mut pending = match self.run("read", ino, |fs| fs.read_begin_as(target, offset, len, access))? {
-            ReadStart::Done(data) => return Ok(data),
-            ReadStart::Pending(pending) => pending,
-        };
-        if !matches!(pending.fetch(), Ok(true)) {
-            // The access time was updated as the read began.
-            return self.run("read", ino, |fs| fs.read_as(target, offset, len, Access::NoAtime));
+        match self.read_begin(ino, offset, len, access)? {
+            ReadStart::Done(data) => Ok(data),
+            ReadStart::Pending(pending) => self.read_rest().finish(pending),
         }
-        // Caching is a hint: an unmounted or broken file system declines.
-        let _ = self.shared.with(|fs| {
-            fs.adopt_read(&pending);
-            Ok(())
-        });
-        Ok(pending.into_data())
     }
 
+    /// The first half of a READ, under the lock: the data, or what must
+    /// still be read from the device ([`ReadRest::finish`]).
+    pub(super) fn read_begin(&self, ino: u64, offset: u64, len: usize, access: Access) -> Result<ReadStart> {
+        self.run("read", ino, |fs| fs.read_begin_as(from_fuse(ino), offset, len, access))
+    }
+
+    /// What finishing a READ needs, which another thread may own.
+    pub(super) fn read_rest(&self) -> ReadRest<S> {
+        ReadRest { shared: Arc::clone(&self.shared), damage: Arc::clone(&self.damage) }
+    }
     /// WRITE of `data` at `offset` by `caller`, with `copies` made from
     /// them beforehand. A block the write changes only in part is read
     /// first; if the cache does not hold it, the read's device transfer
@@ -75,5 +75,35 @@ impl<S: StorageManager> FuseAdapter<S> {
             let who = privilege(fs, ino, caller)?;
             fs.write_copied(target, offset, data, copies.take().unwrap_or_default(), who)
         })
+    }
+}
+
+/// The second half of a READ, owned apart from the adapter so that a ring
+/// queue can hand it to a worker thread.
+pub(crate) struct ReadRest<S: StorageManager> {
+    shared: Arc<Shared<S>>,
+    damage: Arc<Mutex<DamageLog>>,
+}
+
+impl<S: StorageManager> ReadRest<S> {
+    /// Runs `pending`'s device transfers without the lock. If a write may
+    /// have changed what they read, or they failed, the read is made
+    /// again, wholly under the lock.
+    pub(crate) fn finish(&self, mut pending: PendingRead) -> Result<Vec<u8>> {
+        if !matches!(pending.fetch(), Ok(true)) {
+            let (ino, offset, len) = pending.request();
+            // The access time was updated as the read began.
+            let again = self.shared.with(|fs| fs.read_as(ino, offset, len, Access::NoAtime));
+            if let Err(e) = &again {
+                super::report_damage(&self.damage, "read", to_fuse(ino), e);
+            }
+            return again;
+        }
+        // Caching is a hint: an unmounted or broken file system declines.
+        let _ = self.shared.with(|fs| {
+            fs.adopt_read(&pending);
+            Ok(())
+        });
+        Ok(pending.into_data())
     }
 }

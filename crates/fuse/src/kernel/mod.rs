@@ -32,20 +32,22 @@ pub trait Serve: Sync {
     /// Answers `request`.
     fn serve(&self, request: &request::Request, reply: &mut [u8]) -> reply::Answer;
 
-    /// Answers `request` as [`Serve::serve`] does, except that a wait the
-    /// answer needs before it may be sent (its durability) may be handed
-    /// back instead of waited for: the transport runs it on another thread
-    /// and sends the answer once it returns, or the errno it failed with.
-    /// A transport whose one thread serves every caller of a CPU (a ring
-    /// queue) calls this; the default waits, as `serve` does.
-    fn serve_later(&self, request: &request::Request, reply: &mut [u8]) -> (reply::Answer, Option<Wait>) {
+    /// Answers `request` as [`Serve::serve`] does, except that what the
+    /// answer still waits for (its durability, a read from the device) may
+    /// be handed back as a [`Finish`] instead of waited for: the transport
+    /// runs it on another thread and sends the answer it returns. A
+    /// transport whose one thread serves every caller of a CPU (a ring
+    /// queue) calls this; the default finishes every answer at once, as
+    /// `serve` does.
+    fn serve_later(&self, request: &request::Request, reply: &mut [u8]) -> (reply::Answer, Option<Finish>) {
         (self.serve(request, reply), None)
     }
 }
 
-/// A wait an answer still needs before it may be sent; its error (an
-/// errno) replaces the answer.
-pub type Wait = Box<dyn FnOnce() -> Result<(), i32> + Send>;
+/// The rest of an answer, run on another thread: given the reply buffer
+/// (holding what the answer so far wrote) and that answer, it returns the
+/// answer to send, having written into the buffer what that one carries.
+pub type Finish = Box<dyn FnOnce(&mut [u8], reply::Answer) -> reply::Answer + Send>;
 
 /// The protocol's major version; the kernel and the server must agree.
 pub const KERNEL_VERSION: u32 = 7;

@@ -30,8 +30,8 @@
 use super::reply::{put_out_header, Answer};
 use super::request::{op_in_size, InHeader, Request};
 use super::ring::{self, ReqHeader};
-use super::waits::{Waits, WOKEN};
-use super::{Serve, Wait, IN_HEADER_SIZE, OUT_HEADER_SIZE};
+use super::waits::{Lent, Waits, WOKEN};
+use super::{Finish, Serve, IN_HEADER_SIZE, OUT_HEADER_SIZE};
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd};
@@ -109,8 +109,9 @@ enum State {
     Kernel,
     /// A request is in the entry's buffers; this thread owns them.
     User,
-    /// The answer is in the entry's buffers, waiting on a worker before it
-    /// is committed (`waits`); this thread owns them.
+    /// A worker finishes the answer in the entry's buffers (`waits`): the
+    /// payload is the worker's until it says it is done, the header this
+    /// thread's.
     Waiting,
     /// The kernel will not use the entry again.
     Retired,
@@ -404,13 +405,14 @@ impl<S: Serve + ?Sized> Queue<'_, S> {
             self.stats.requests += 1;
             match self.serve(entry) {
                 None => self.commit(ring, index, entry),
-                Some(wait) => {
+                Some((finish, answer)) => {
                     entry.state = State::Waiting;
                     self.stats.waited += 1;
-                    if let Err(e) = self.waits.hand(index, wait) {
-                        // No worker to wait on: the answer goes as a failure.
+                    let reply = Lent { ptr: entry.payload, len: entry.payload_len };
+                    if let Err(e) = self.waits.hand(index, finish, answer, reply) {
+                        // No worker to finish it: the answer goes as a failure.
                         crate::report_line(&format!("fuse: queue {}: {e}", self.qid));
-                        self.fail(entry, libc::EIO);
+                        self.answer(entry, Answer::Error(libc::EIO));
                         self.commit(ring, index, entry);
                     }
                 }
@@ -432,30 +434,38 @@ impl<S: Serve + ?Sized> Queue<'_, S> {
         refused
     }
 
-    /// Commits the answers whose waits have ended; a failed wait's answer
-    /// becomes its errno.
+    /// Commits the answers the workers have finished.
     fn commit_waited(&mut self, ring: &mut IoUring<squeue::Entry128, cqueue::Entry>, entries: &mut [Entry]) {
         let ended: Vec<_> = self.waits.ended().collect();
-        for (index, result) in ended {
+        for (index, answer) in ended {
             let Some(entry) = entries.get_mut(index).filter(|e| e.state == State::Waiting) else {
-                crate::report_line(&format!("fuse: queue {}: a wait ended for entry {index}", self.qid));
+                crate::report_line(&format!(
+                    "fuse: queue {}: an answer finished for entry {index}",
+                    self.qid
+                ));
                 continue;
             };
-            if let Err(errno) = result {
-                self.fail(entry, errno);
-            }
+            // The worker is done with the payload: the entry is this
+            // thread's again.
+            entry.state = State::User;
+            self.answer(entry, answer);
             self.commit(ring, index, entry);
         }
     }
 
-    /// Replaces the answer in `entry` by `errno`.
-    fn fail(&self, entry: &mut Entry, errno: i32) {
-        let unique = entry.unique;
+    /// Writes the out header of `answer`, whose bytes (if any) are in
+    /// `entry`'s payload already.
+    fn answer(&self, entry: &mut Entry, answer: Answer) {
+        let (unique, payload_len) = (entry.unique, entry.payload_len);
         let (header, _) = entry.buffers();
+        let reply_len = match answer {
+            Answer::Reply(n) => n.min(payload_len),
+            _ => 0,
+        };
         let mut out = [0; OUT_HEADER_SIZE];
-        put_out_header(&mut out, unique, Answer::Error(errno));
+        put_out_header(&mut out, unique, answer);
         header.in_out[..OUT_HEADER_SIZE].copy_from_slice(&out);
-        header.set_payload_size(0);
+        header.set_payload_size(reply_len as u32);
     }
 
     /// Gives `entry`, its answer written, back to the kernel with
@@ -477,9 +487,9 @@ impl<S: Serve + ?Sized> Queue<'_, S> {
     }
 
     /// Answers the request in `entry`'s buffers in place, noting in the
-    /// entry what its commit quotes; returns what the answer must wait for
-    /// before it is committed, if anything.
-    fn serve(&mut self, entry: &mut Entry) -> Option<Wait> {
+    /// entry what its commit quotes; returns, if the answer is not
+    /// finished, what finishes it and the answer so far.
+    fn serve(&mut self, entry: &mut Entry) -> Option<(Finish, Answer)> {
         let (header, payload) = entry.buffers();
         let commit_id = header.commit_id();
         let header_bytes = &header.in_out[..IN_HEADER_SIZE];
@@ -489,13 +499,13 @@ impl<S: Serve + ?Sized> Queue<'_, S> {
             .unwrap_or(0)
             .min(header.op_in.len());
         let payload_len = (header.payload_size() as usize).min(payload.len());
-        let (unique, answer, wait) =
+        let (unique, answer, finish) =
             match Request::decode(header_bytes, &header.op_in[..fixed], &payload[..payload_len]) {
                 Ok(request) => {
                     let slot = (request.header.opcode as usize).min(self.stats.by_opcode.len() - 1);
                     self.stats.by_opcode[slot] += 1;
-                    let (answer, wait) = self.server.serve_later(&request, &mut self.scratch);
-                    (request.header.unique, answer, wait)
+                    let (answer, finish) = self.server.serve_later(&request, &mut self.scratch);
+                    (request.header.unique, answer, finish)
                 }
                 Err(e) => {
                     crate::report_line(&format!("fuse: queue {}: {e}", self.qid));
@@ -510,12 +520,14 @@ impl<S: Serve + ?Sized> Queue<'_, S> {
             _ => 0,
         };
         payload[..reply_len].copy_from_slice(&self.scratch[..reply_len]);
-        let mut out = [0; OUT_HEADER_SIZE];
-        put_out_header(&mut out, unique, answer);
-        header.in_out[..OUT_HEADER_SIZE].copy_from_slice(&out);
-        header.set_payload_size(reply_len as u32);
         entry.unique = unique;
         entry.commit_id = commit_id;
-        wait
+        match finish {
+            Some(finish) => Some((finish, answer)),
+            None => {
+                self.answer(entry, answer);
+                None
+            }
+        }
     }
 }

@@ -1,14 +1,17 @@
-//! The waits a ring queue hands to other threads ([`super::Serve::serve_later`]):
-//! an answer that must wait for the disk before it is sent (an fsync's)
-//! waits on a worker thread, and the queue's thread goes on serving the
-//! other callers of its CPU meanwhile; when the wait ends, the worker says
-//! so through an eventfd the queue's ring reads, and the queue's thread
-//! commits the answer (only it may submit to its ring).
+//! The answers a ring queue hands to other threads to finish
+//! ([`super::Serve::serve_later`]): an answer that must wait for the disk
+//! before it is sent (an fsync's durability, a read's transfers) is
+//! finished on a worker thread, writing into its entry's payload, and the
+//! queue's thread goes on serving the other callers of its CPU meanwhile;
+//! when it is finished, the worker says so through an eventfd the queue's
+//! ring reads, and the queue's thread commits the answer (only it may
+//! submit to its ring).
 //!
 //! Workers are started as waits come, up to one per entry of the queue
 //! (no more can wait at once), and end with the queue.
 
-use super::Wait;
+use super::reply::Answer;
+use super::Finish;
 use io_uring::{opcode, squeue, types};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -16,12 +19,25 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
-/// A wait handed out: the entry whose answer waits, and the wait.
-type Job = (usize, Wait);
+/// An entry's reply buffer, lent to a worker while the entry waits.
+pub(super) struct Lent {
+    /// The buffer's start; valid for `len` bytes while the entry waits.
+    pub(super) ptr: *mut u8,
+    /// Its length.
+    pub(super) len: usize,
+}
 
-/// A wait ended: the entry, and the errno that replaces its answer if
-/// the wait failed.
-pub(super) type Ended = (usize, Result<(), i32>);
+// SAFETY: a lent buffer is touched by one thread at a time: the worker
+// while the entry waits, the queue's thread only after the worker has
+// said it is done (see `queue::State::Waiting`).
+unsafe impl Send for Lent {}
+
+/// An answer handed out: the entry, the rest of its answer, the answer so
+/// far, and the entry's reply buffer.
+type Job = (usize, Finish, Answer, Lent);
+
+/// An answer finished: the entry, and the answer to send.
+pub(super) type Ended = (usize, Answer);
 
 /// The user data of the ring's read of the eventfd (entries use their
 /// index).
@@ -72,13 +88,20 @@ impl Waits {
         })
     }
 
-    /// Runs `wait`, for `entry`'s answer, on a worker.
-    pub(super) fn hand(&mut self, entry: usize, wait: Wait) -> io::Result<()> {
+    /// Finishes `entry`'s answer (so far `answer`, in `reply`) with
+    /// `finish` on a worker.
+    pub(super) fn hand(
+        &mut self,
+        entry: usize,
+        finish: Finish,
+        answer: Answer,
+        reply: Lent,
+    ) -> io::Result<()> {
         if self.idle.load(Ordering::Acquire) == 0 && self.workers.len() < self.limit {
             self.start_worker()?;
         }
         let jobs = self.jobs.as_ref().ok_or_else(|| io::Error::other("waits already finished"))?;
-        jobs.send((entry, wait)).map_err(|_| io::Error::other("every wait worker has ended"))
+        jobs.send((entry, finish, answer, reply)).map_err(|_| io::Error::other("every wait worker has ended"))
     }
 
     fn start_worker(&mut self) -> io::Result<()> {
@@ -89,12 +112,13 @@ impl Waits {
             idle.fetch_add(1, Ordering::AcqRel);
             let job = next_job.lock().unwrap_or_else(PoisonError::into_inner).recv();
             idle.fetch_sub(1, Ordering::AcqRel);
-            let Ok((entry, wait)) = job else { return };
-            // A wait that panics fails its answer; the entry must still
+            let Ok((entry, finish, answer, reply)) = job else { return };
+            // SAFETY: the entry's buffer, lent while it waits (see `Lent`).
+            let reply = unsafe { std::slice::from_raw_parts_mut(reply.ptr, reply.len) };
+            // A finish that panics fails its answer; the entry must still
             // be committed, or the queue could never end.
-            let result =
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(wait)).unwrap_or(Err(libc::EIO));
-            if ended.send((entry, result)).is_err() {
+            let finished = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| finish(reply, answer)));
+            if ended.send((entry, finished.unwrap_or(Answer::Error(libc::EIO)))).is_err() {
                 return;
             }
             let one = 1u64.to_ne_bytes();
