@@ -220,7 +220,7 @@ impl<S: StorageManager> FuseAdapter<S> {
 
     /// SETATTR of `ino` by `caller`.
     fn setattr(&self, ino: u64, caller: Caller, set: &Setattr) -> Result<Attr> {
-        let ctime = set.ctime.map(|(secs, nsecs)| crate::convert::time_ns((secs, nsecs)));
+        let ctime = set.ctime.map(crate::convert::time_ns);
         let mut change = SetAttr {
             mode: set.mode,
             uid: set.uid,

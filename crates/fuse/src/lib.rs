@@ -390,25 +390,11 @@ impl<S: StorageManager + 'static> Mounted<S> {
     pub fn run(self) -> io::Result<()> {
         let ticker = self.shared.start_ticker(self.tick_interval)?;
         let write_behind = self.shared.start_write_behind()?;
-        let stop = Stop::default();
-        let mounted = &self;
-        let served = std::thread::scope(|scope| {
-            let stop = &stop;
-            let pruner = match self.max_kernel_inodes {
-                Some(budget) => Some(
-                    std::thread::Builder::new()
-                        .name("fslab-prune".to_string())
-                        .spawn_scoped(scope, move || mounted.prune(budget, stop))?,
-                ),
-                None => None,
-            };
-            let served = if mounted.ring { mounted.serve_ring() } else { mounted.serve_device() };
-            stop.now();
-            if let Some(pruner) = pruner {
-                let _ = pruner.join();
-            }
-            served
-        });
+        let pruner = match self.max_kernel_inodes {
+            Some(budget) => Some(self.start_pruner(budget)?),
+            None => None,
+        };
+        let served = if self.ring { self.serve_ring() } else { self.serve_device() };
         let Mounted { shared, guard, checkpoint, .. } = self;
         // Normally the kernel's unmount ended serving and this finds
         // nothing to do; serving that failed leaves its mount, which
@@ -418,6 +404,9 @@ impl<S: StorageManager + 'static> Mounted<S> {
         drop(checkpoint);
         let _ = ticker.join();
         let _ = write_behind.join();
+        if let Some(pruner) = pruner {
+            let _ = pruner.join();
+        }
         served?;
         unmounted.map_err(io::Error::other)
     }
@@ -428,19 +417,24 @@ impl<S: StorageManager + 'static> Mounted<S> {
         self.kernel_protocol
     }
 
-    /// Keeps the inodes the kernel holds looked up near `budget`, checking
-    /// every tick interval, until `stop`. A kernel that refuses the
-    /// request (before Linux 6.18) is told once and not asked again.
-    fn prune(&self, budget: usize, stop: &Stop) {
+    /// Starts the thread that keeps the inodes the kernel holds looked up
+    /// near `budget`, checking every tick interval while the file system
+    /// serves. A kernel that refuses the request (before Linux 6.18) is
+    /// told once and not asked again.
+    fn start_pruner(&self, budget: usize) -> io::Result<std::thread::JoinHandle<()>> {
+        let adapter = Arc::clone(&self.adapter);
         let mut from = 0;
-        while !stop.wait(self.tick_interval) {
-            if let Err(e) = self.adapter.prune_kernel_inodes(budget, &mut from) {
-                report_line(&format!(
-                    "fslab: the kernel lets go of no inode on request ({e}); its lookups stay"
-                ));
-                return;
+        self.shared.start_every("fslab-prune", self.tick_interval, move || {
+            match adapter.prune_kernel_inodes(budget, &mut from) {
+                Ok(_) => true,
+                Err(e) => {
+                    report_line(&format!(
+                        "fslab: the kernel lets go of no inode on request ({e}); its lookups stay"
+                    ));
+                    false
+                }
             }
-        }
+        })
     }
 
     /// The classic transport: threads reading requests from the device,
@@ -532,31 +526,6 @@ impl<S: StorageManager + 'static> Mounted<S> {
             }
             join_all(threads)
         })
-    }
-}
-
-/// Tells a background thread of the mount to stop.
-#[derive(Default)]
-struct Stop {
-    stopped: std::sync::Mutex<bool>,
-    wake: std::sync::Condvar,
-}
-
-impl Stop {
-    /// Stops it.
-    fn now(&self) {
-        *self.stopped.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = true;
-        self.wake.notify_all();
-    }
-
-    /// Waits up to `interval`; whether it is to stop.
-    fn wait(&self, interval: Duration) -> bool {
-        let stopped = self.stopped.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let (stopped, _) = self
-            .wake
-            .wait_timeout_while(stopped, interval, |stopped| !*stopped)
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        *stopped
     }
 }
 

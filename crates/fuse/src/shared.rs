@@ -281,6 +281,36 @@ impl<S: StorageManager> Shared<S> {
         self.start(Background::WriteBehind, WRITE_BEHIND_POLL)
     }
 
+    /// Starts a thread named `name` that runs `work`, without the lock,
+    /// every `interval` while the file system is serving, and ends when it
+    /// stops serving or `work` returns false.
+    pub fn start_every(
+        self: &Arc<Self>,
+        name: &str,
+        interval: Duration,
+        mut work: impl FnMut() -> bool + Send + 'static,
+    ) -> std::io::Result<JoinHandle<()>>
+    where
+        S: 'static,
+    {
+        let shared = Arc::clone(self);
+        std::thread::Builder::new().name(name.to_string()).spawn(move || {
+            while shared.serving_after(interval) {
+                if !work() {
+                    return;
+                }
+            }
+        })
+    }
+
+    /// Waits `interval`, or until the file system stops serving; whether
+    /// it still serves.
+    fn serving_after(&self, interval: Duration) -> bool {
+        let state = self.lock();
+        let state = self.changed.wait_timeout(state, interval).unwrap_or_else(PoisonError::into_inner).0;
+        !state.broken && state.fs.is_some()
+    }
+
     fn start(self: &Arc<Self>, kind: Background, interval: Duration) -> std::io::Result<JoinHandle<()>>
     where
         S: 'static,

@@ -73,9 +73,8 @@ pub fn over_ring(work: impl FnOnce()) -> bool {
         println!("skipped: this kernel has no FUSE over io_uring ({ENABLE_URING} is missing)");
         return false;
     };
-    // 2: io_uring is refused to every process (1 still lets root have it).
-    if std::fs::read_to_string("/proc/sys/kernel/io_uring_disabled").is_ok_and(|v| v.trim() == "2") {
-        println!("skipped: io_uring is disabled here (kernel.io_uring_disabled = 2)");
+    if let Err(e) = fslab_fuse::kernel::queue::rings_allowed() {
+        println!("skipped: io_uring is not allowed here: {e}");
         return false;
     }
     if std::fs::write(ENABLE_URING, "Y").is_err() {

@@ -62,7 +62,7 @@ impl UringEnabled {
             println!("skipped: this kernel has no FUSE over io_uring ({path} is missing)");
             return None;
         };
-        if let Err(e) = io_uring::IoUring::<io_uring::squeue::Entry, io_uring::cqueue::Entry>::new(2) {
+        if let Err(e) = fslab_fuse::kernel::queue::rings_allowed() {
             println!("skipped: io_uring is not allowed here: {e}");
             return None;
         }
