@@ -73,6 +73,11 @@ impl InodeAttr {
     pub fn is_symlink(&self) -> bool {
         self.kind() == kind::LNK
     }
+    /// Whether this is a device node, a FIFO or a socket: an inode that
+    /// `mknod` makes empty and nothing writes data to.
+    pub fn is_node(&self) -> bool {
+        matches!(self.kind(), kind::CHR | kind::BLK | kind::FIFO | kind::SOCK)
+    }
 }
 
 /// A whole inode as stored: attributes plus the block map, which only the
