@@ -509,7 +509,7 @@ fn survey(image: &[u8]) -> Survey {
     let tables = Tables::decode(sb.block_size, sb.nsegments, sb.blocks_per_segment(), segtab as u64, &blocks)
         .expect("ifile tables");
     let mut modes: HashMap<Ino, u32> = HashMap::new();
-    for (ino, entry) in tables.imap.iter().enumerate().skip(IFILE_INO as usize + 1) {
+    for (ino, entry) in tables.entries_in_memory().skip(IFILE_INO as usize + 1) {
         if entry.daddr.is_none() {
             continue;
         }
@@ -550,7 +550,7 @@ fn survey(image: &[u8]) -> Survey {
         let in_tail = partial.is_some_and(|p| tail_partials.contains(&p));
         by_kind.entry(kind).or_default().push(Target { daddr, partial, in_tail });
     }
-    let imap = tables.imap.iter().map(|e| e.daddr).collect();
+    let imap = tables.entries_in_memory().map(|(_, e)| e.daddr).collect();
     Survey { by_kind, partial_blocks, imap }
 }
 

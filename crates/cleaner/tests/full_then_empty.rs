@@ -3,7 +3,8 @@
 //! filled to ENOSPC in several ways, checkpointed and remounted, every
 //! unlink, rmdir, truncate, hole punch and rename over a file succeeds,
 //! the space comes back, and fsck finds nothing — with every cleaner policy
-//! and with none, and with a cache too small to hold what is deleted.
+//! and with none, and with a cache too small to hold what is deleted (or
+//! the inode map).
 
 use disk::MemDisk;
 use fslab::format::inode::kind;
@@ -32,8 +33,12 @@ enum Fill {
     RewritesAtFull,
 }
 
+/// A mount whose inode map keeps a sixty-fourth of the cache in memory (two
+/// to 256 map blocks): the fills of names make more inodes than that, so
+/// the cleaner and the deletes read the map a block at a time.
 fn mount(dev: &Arc<MemDisk>, cleaner: Option<&str>, cache_bytes: u64) -> FileSystem<Lfs> {
-    let options = MountOptions { cache_bytes, ..MountOptions::default() };
+    let options =
+        MountOptions { cache_bytes, imap_resident_bytes: cache_bytes / 64, ..MountOptions::default() };
     let mut lfs = Lfs::mount(dev.clone(), options).expect("mount");
     if let Some(name) = cleaner {
         Cleaner::new(policy::by_name(name).expect("policy")).install(&mut lfs);

@@ -84,6 +84,8 @@ pub struct MountArgs {
     ///   cache=SIZE               buffer cache (e.g. 256M; the default)
     ///   checkpoint=SECONDS       seconds between automatic checkpoints (default 30)
     ///   cleaner=POLICY|off       LFS: greedy, cost-benefit or hot-cold (default hot-cold)
+    ///   imap_cache=SIZE          LFS: memory for the inode map (default 8M, 524,288
+    ///                            inodes); a larger map is read a block at a time
     ///   integrity=sync|async|softdep|journal   FFS: ordered synchronous metadata
     ///                            (default), all delayed, soft updates, or the
     ///                            journal (an image made with mkfs --journal)

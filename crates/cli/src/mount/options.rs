@@ -72,6 +72,8 @@ pub(super) struct Options {
     pub kernel_inodes: Option<usize>,
     /// FFS: `realloc=on|off`, overriding what mkfs recorded.
     pub realloc: Option<bool>,
+    /// LFS: memory for the inode map's blocks (`imap_cache=SIZE`), if given.
+    pub imap_cache: Option<u64>,
     /// FFS: `cluster_push=every|sequential`, which runs a write breaks go
     /// to the disk at once.
     pub run_push: Option<fslab::ffs::RunPush>,
@@ -102,6 +104,7 @@ impl Default for Options {
             transport: fslab_fuse::MountConfig::default().transport,
             kernel_inodes: fslab_fuse::MountConfig::default().max_kernel_inodes,
             realloc: None,
+            imap_cache: None,
             run_push: None,
         }
     }
@@ -192,6 +195,9 @@ pub(super) fn parse(lists: &[String], sloppy: bool) -> Result<(Options, Vec<Stri
             (name, _) if name.starts_with("x-") => {}
             ("cache", Some(size)) => {
                 options.cache_bytes = parse_size(size).map_err(|e| format!("option cache: {e}"))?
+            }
+            ("imap_cache", Some(size)) => {
+                options.imap_cache = Some(parse_size(size).map_err(|e| format!("option imap_cache: {e}"))?)
             }
             ("checkpoint", Some(seconds)) => {
                 let seconds: u64 = seconds.parse().ok().filter(|&s| s > 0).ok_or_else(|| {
@@ -296,7 +302,8 @@ pub(super) fn parse(lists: &[String], sloppy: bool) -> Result<(Options, Vec<Stri
             (
                 "cache" | "checkpoint" | "cleaner" | "integrity" | "journal" | "journal_device"
                 | "group_commit" | "journal_batch" | "journal_data" | "threads" | "transport" | "log"
-                | "dirhash" | "dirhash_maxmem" | "dirhash_minsize" | "realloc" | "cluster_push",
+                | "dirhash" | "dirhash_maxmem" | "dirhash_minsize" | "realloc" | "cluster_push"
+                | "imap_cache",
                 None,
             ) => return Err(format!("option {key} needs a value ({key}=...)")),
             (name, Some(_)) if ACCEPTED.contains(&name) || is_flag(name) => {
@@ -336,6 +343,9 @@ impl Options {
                 Err("option integrity is for FFS; LFS writes every operation atomically to its log".into())
             }
             Layout::Ffs if self.cleaner_given => Err("option cleaner is for LFS; FFS has no cleaner".into()),
+            Layout::Ffs if self.imap_cache.is_some() => {
+                Err("option imap_cache is for LFS; FFS keeps its inodes in cylinder groups, not a map".into())
+            }
             Layout::Lfs if self.realloc.is_some() => {
                 Err("option realloc is for FFS; LFS writes every block where its log is, contiguous already"
                     .into())
@@ -358,6 +368,7 @@ impl Options {
             checkpoint_interval: self.interval,
             // Nothing a read-only mount writes reaches the image.
             allow_damaged: self.read_only,
+            imap_resident_bytes: self.imap_cache.unwrap_or(fslab::lfs::ifile::IMAP_RESIDENT_BYTES),
             ..fslab::lfs::MountOptions::default()
         }
     }
@@ -541,6 +552,19 @@ mod tests {
         let on = one("realloc=on").expect("parse");
         assert!(on.check_layout(Layout::Ffs).is_ok());
         assert!(on.check_layout(Layout::Lfs).is_err());
+    }
+
+    #[test]
+    fn imap_cache_sizes_the_lfs_inode_map_and_is_refused_on_ffs() {
+        let default = fslab::lfs::ifile::IMAP_RESIDENT_BYTES;
+        assert_eq!(Options::default().lfs().imap_resident_bytes, default);
+        assert_eq!(one("imap_cache=160M").map(|o| o.lfs().imap_resident_bytes), Ok(160 << 20));
+        for bad in ["imap_cache=lots", "imap_cache"] {
+            assert!(one(bad).is_err(), "{bad} accepted");
+        }
+        let given = one("imap_cache=1M").expect("parse");
+        assert!(given.check_layout(Layout::Lfs).is_ok());
+        assert!(given.check_layout(Layout::Ffs).is_err());
     }
 
     #[test]

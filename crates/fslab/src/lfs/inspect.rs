@@ -130,8 +130,7 @@ impl Lfs {
     /// fields as any inode's.
     pub fn repair_seal_inode(&mut self, ino: Ino) -> Result<()> {
         use crate::format::inode::INODE_SIZE;
-        let entry =
-            *self.ifile.tables.entry(ino).ok_or_else(|| errno(libc::ENOENT, "no such inode number"))?;
+        let entry = self.imap_entry(ino)?.ok_or_else(|| errno(libc::ENOENT, "no such inode number"))?;
         if entry.daddr.is_none() || ino == IFILE_INO {
             return Err(errno(libc::ENOENT, "inode is not allocated"));
         }
@@ -154,8 +153,7 @@ impl Lfs {
     /// removed then, as entries naming a free inode. The free list is
     /// threaded again, lowest number first.
     pub fn repair_clear_inode(&mut self, ino: Ino) -> Result<()> {
-        let entry =
-            *self.ifile.tables.entry(ino).ok_or_else(|| errno(libc::ENOENT, "no such inode number"))?;
+        let entry = self.imap_entry(ino)?.ok_or_else(|| errno(libc::ENOENT, "no such inode number"))?;
         if entry.daddr.is_none() || ino == IFILE_INO {
             return Err(errno(libc::ENOENT, "inode is not allocated"));
         }
@@ -163,11 +161,10 @@ impl Lfs {
             self.cache.remove(key);
         }
         self.inodes.remove(ino);
-        self.ifile.tables.free_inode(ino);
+        self.ifile.tables.free_inode(ino)?;
         // Lowest first, as mkfs leaves it: a root cleared here is made
         // again (`create_root`) only under its own number.
-        self.ifile.tables.rebuild_free_list();
-        Ok(())
+        self.rebuild_free_list()
     }
 
     /// fsck's repair of an inode's count of space held: sets `ino`'s

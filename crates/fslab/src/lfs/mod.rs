@@ -25,6 +25,7 @@ mod bmap;
 mod checkpoint;
 pub mod clean;
 pub mod ifile;
+mod imap;
 pub mod inspect;
 mod io;
 pub mod layout;
@@ -168,6 +169,11 @@ pub struct MountOptions {
     /// segment write takes it. `None`: only the cache's threshold and
     /// checkpoints write, as the lab's systems, which rerun papers, do.
     pub max_dirty_inodes: Option<usize>,
+    /// Memory for blocks of the inode map beside those changed since the
+    /// last ifile write: past it, the map is read from the ifile a block
+    /// at a time (`imap.rs`), so a file system of millions of inodes does
+    /// not hold 16 bytes for each.
+    pub imap_resident_bytes: u64,
 }
 
 /// The default [`MountOptions::max_dirty_inodes`]: 16,384 inodes are
@@ -185,6 +191,7 @@ impl Default for MountOptions {
             clock: TimeSource::wall(),
             allow_damaged: false,
             max_dirty_inodes: Some(MAX_DIRTY_INODES),
+            imap_resident_bytes: ifile::IMAP_RESIDENT_BYTES,
         }
     }
 }
@@ -387,8 +394,7 @@ impl Lfs {
     /// read per block, not one per file.
     fn load_inode_block(&mut self, ino: Ino) -> Result<()> {
         use crate::format::inode::INODE_SIZE;
-        let entry =
-            *self.ifile.tables.entry(ino).ok_or_else(|| errno(libc::ENOENT, "no such inode number"))?;
+        let entry = self.imap_entry(ino)?.ok_or_else(|| errno(libc::ENOENT, "no such inode number"))?;
         if entry.daddr.is_none() {
             return Err(errno(libc::ENOENT, "inode is not allocated"));
         }
@@ -398,7 +404,7 @@ impl Lfs {
         for inode in block.chunks_exact(INODE_SIZE).filter_map(|slot| Inode::decode(slot).ok()) {
             let other = inode.ino;
             let current =
-                other != IFILE_INO && self.ifile.tables.entry(other).is_some_and(|e| e.daddr == entry.daddr);
+                other != IFILE_INO && self.imap_entry(other)?.is_some_and(|e| e.daddr == entry.daddr);
             if other == ino {
                 found = true;
             } else if !current || self.inodes.get(other).is_some() {
@@ -577,6 +583,8 @@ impl StorageManager for Lfs {
     fn valloc(&mut self, _parent: Ino, _mode: u32) -> Result<Inode> {
         self.check_mounted()?;
         self.check_space(1, space::SpaceFor::Metadata)?;
+        let head = self.ifile.tables.free_head();
+        self.imap_ready(head)?;
         let (ino, version) = self.ifile.tables.alloc_inode()?;
         let inode = Inode { ino, generation: version, ..Inode::default() };
         self.inodes.insert(inode, true);
@@ -591,12 +599,12 @@ impl StorageManager for Lfs {
             self.cache.remove(key);
         }
         self.inodes.remove(ino);
-        if let Some(entry) = self.ifile.tables.entry(ino).copied() {
+        if let Some(entry) = self.imap_entry(ino)? {
             if entry.daddr.is_some() {
                 self.adjust_live(self.seg_of(entry.daddr), -(crate::format::inode::INODE_SIZE as i64));
             }
         }
-        self.ifile.tables.free_inode(ino);
+        self.ifile.tables.free_inode(ino)?;
         self.note_dirop(ino);
         Ok(())
     }

@@ -321,7 +321,10 @@ fn mount_checkpoint(dev: Arc<dyn BlockDevice>, sb: Superblock, options: MountOpt
 
 impl Lfs {
     /// Makes the ifile whose inode is in the block at `daddr` the current
-    /// one: reads its inode and every block, and rebuilds the tables.
+    /// one: reads its inode and every block, and rebuilds the tables,
+    /// keeping of the inode map what `MountOptions::imap_resident_bytes`
+    /// allows (every block is read to be checked and to count the inodes
+    /// in use).
     pub(super) fn load_ifile(&mut self, daddr: Daddr) -> Result<()> {
         let ifile = self.find_inode_in_block(daddr, IFILE_INO)?;
         let bs = self.block_size as u64;
@@ -335,7 +338,8 @@ impl Lfs {
         for key in self.cache.keys_in(IFILE_INO, i64::MIN..=i64::MAX) {
             self.cache.remove(key);
         }
-        let mut blocks = Vec::with_capacity((size / bs) as usize);
+        let mut tables: Option<Tables> = None;
+        let mut head = Vec::with_capacity(1 + segtab_blocks as usize);
         for lbn in 0..size / bs {
             // The log writes every ifile block: a hole is damage, and a
             // size naming holes only (a crafted inode) would otherwise
@@ -351,19 +355,42 @@ impl Lfs {
                 }
                 self.read_addr(addr, &mut buf)
             });
-            if let Err(e) = read {
+            let taken = read.and_then(|()| {
+                if lbn <= segtab_blocks {
+                    head.push(buf);
+                    if lbn == segtab_blocks {
+                        tables = Some(Tables::decode_head(
+                            self.sb.block_size,
+                            self.sb.nsegments,
+                            self.sb.blocks_per_segment(),
+                            segtab_blocks,
+                            &head,
+                            self.mount.options.imap_resident_bytes,
+                        )?);
+                    }
+                    return Ok(());
+                }
+                match tables.as_mut() {
+                    Some(t) => t.load_imap_block(&buf),
+                    None => Ok(()),
+                }
+            });
+            if let Err(e) = taken {
                 self.ifile.inode = previous;
                 return Err(e);
             }
-            blocks.push(buf);
         }
-        let tables = Tables::decode(
-            self.sb.block_size,
-            self.sb.nsegments,
-            self.sb.blocks_per_segment(),
-            segtab_blocks,
-            &blocks,
-        );
+        let tables = match tables {
+            Some(t) => t.finish_load().map(|()| t),
+            None => Tables::decode_head(
+                self.sb.block_size,
+                self.sb.nsegments,
+                self.sb.blocks_per_segment(),
+                segtab_blocks,
+                &head,
+                self.mount.options.imap_resident_bytes,
+            ),
+        };
         // The ifile's blocks were only needed to build the tables.
         for key in self.cache.keys_in(IFILE_INO, i64::MIN..=i64::MAX) {
             self.cache.remove(key);

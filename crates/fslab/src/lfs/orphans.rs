@@ -55,7 +55,7 @@ impl Lfs {
         walk(self.sb.checkpoint.orphan_head, |ino| {
             // Straight from its block, not through the inode cache: the
             // walk runs before roll-forward installs newer copies.
-            let entry = self.ifile.tables.entry(ino).copied();
+            let entry = self.imap_entry(ino)?;
             let daddr = entry.map(|e| e.daddr).filter(|d| d.is_some());
             let daddr = daddr.ok_or_else(|| crate::error::errno(libc::ENOENT, "inode is not allocated"))?;
             let inode = self.find_inode_in_block(daddr, ino)?;
@@ -70,7 +70,7 @@ impl Lfs {
         let recovered = std::mem::take(&mut self.orphans.recovered);
         let mut chain = Vec::new();
         for ino in listed.into_iter().chain(recovered) {
-            let allocated = self.ifile.tables.entry(ino).is_some_and(|e| e.daddr.is_some());
+            let allocated = self.imap_entry(ino)?.is_some_and(|e| e.daddr.is_some());
             if allocated && !chain.contains(&ino) && self.cached_inode(ino)?.attr.nlink == 0 {
                 chain.push(ino);
             }

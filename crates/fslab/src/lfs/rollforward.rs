@@ -213,7 +213,7 @@ impl Lfs {
         let slots: u64 = accepted.iter().map(|p| p.summary.ninoblocks as u64).sum::<u64>()
             * (self.block_size / INODE_SIZE) as u64;
         let per_block = super::layout::imap_entries_per_block(self.block_size as u32) as u64;
-        let mut inode_limit = self.ifile.tables.imap.len() as u64 + slots + per_block;
+        let mut inode_limit = self.ifile.tables.ninodes() + slots + per_block;
         let mut written: HashMap<Ino, Vec<Daddr>> = HashMap::new();
         let bps = self.sb.blocks_per_segment();
         for p in &accepted {
@@ -225,7 +225,7 @@ impl Lfs {
                 // The newer ifile's map may have grown past the
                 // checkpoint's (inodes made, then removed before they were
                 // written): later inodes are bounded by it.
-                inode_limit = inode_limit.max(self.ifile.tables.imap.len() as u64 + slots + per_block);
+                inode_limit = inode_limit.max(self.ifile.tables.ninodes() + slots + per_block);
                 self.inodes.clear();
                 written.clear();
             } else {
@@ -263,8 +263,8 @@ impl Lfs {
         // Made again, too, when the list the checkpoint holds is not sound
         // (a cycle, a number in use on it): its checksums vouch only for
         // its bytes, and a cycle would hand one number to two files.
-        if recovery.inodes > 0 || self.ifile.tables.check_free_list().is_err() {
-            self.ifile.tables.rebuild_free_list();
+        if recovery.inodes > 0 || self.check_free_list()?.is_err() {
+            self.rebuild_free_list()?;
         }
         if recovery.applied > 0 {
             self.settle_log_head();
@@ -302,7 +302,7 @@ impl Lfs {
     fn replay_inode(&mut self, inode: Inode, daddr: Daddr, blocks: &[Daddr]) -> Result<()> {
         let ino = inode.ino;
         self.ifile.tables.ensure_inode(ino);
-        let old = self.ifile.tables.entry(ino).copied().unwrap_or_default();
+        let old = self.imap_entry(ino)?.unwrap_or_default();
         let bs = self.block_size as i64;
         let changes = if old.daddr.is_some() {
             // The previous version is the one the checkpoint or an earlier
@@ -334,7 +334,8 @@ impl Lfs {
             }
         }
         self.adjust_live(self.seg_of(daddr), INODE_SIZE as i64);
-        self.ifile.tables.install_inode(ino, inode.generation, daddr);
+        self.imap_ready(ino)?;
+        self.ifile.tables.install_inode(ino, inode.generation, daddr)?;
         for key in self.cache.keys_in(ino, Lbn::MIN..=Lbn::MAX) {
             self.cache.remove(key);
         }

@@ -382,7 +382,7 @@ impl Lfs {
         let numbers_left = (u32::MAX as u64)
             .saturating_sub(super::layout::imap_entries_per_block(self.block_size as u32) as u64)
             .saturating_sub(in_use + 2);
-        let free_inodes = ((self.ifile.tables.imap.len() as u64).saturating_sub(in_use + 2)
+        let free_inodes = (self.ifile.tables.ninodes().saturating_sub(in_use + 2)
             + free * (self.block_size / INODE_SIZE) as u64)
             .min(numbers_left);
         StatFs {

@@ -468,7 +468,7 @@ impl Lfs {
     pub(super) fn write_files(&mut self, batch: &mut Batch, inos: &[Ino]) -> Result<()> {
         for &ino in inos {
             batch.age_of(&[ino]);
-            let version = self.ifile.tables.entry(ino).map_or(0, |e| e.version);
+            let version = self.imap_entry(ino)?.map_or(0, |e| e.version);
             let data: Vec<Lbn> = self
                 .cache
                 .dirty_keys_in(ino, -1..=Lbn::MAX)
@@ -543,12 +543,12 @@ impl Lfs {
         }
         let daddr = self.place_inode_block(batch, block)?;
         for &ino in group {
-            if let Some(old) = self.ifile.tables.entry(ino).map(|e| e.daddr) {
+            if let Some(old) = self.imap_entry(ino)?.map(|e| e.daddr) {
                 if old.is_some() {
                     self.adjust_live(self.seg_of(old), -(INODE_SIZE as i64));
                 }
             }
-            self.ifile.tables.set_inode_addr(ino, daddr);
+            self.ifile.tables.set_inode_addr(ino, daddr)?;
             self.adjust_live(self.seg_of(daddr), INODE_SIZE as i64);
             self.inodes.mark_clean(ino);
             if !partial {
@@ -679,11 +679,14 @@ impl Lfs {
         let escaped: Vec<u64> = self.ifile.tables.take_dirty().difference(&lbns).copied().collect();
         debug_assert!(escaped.is_empty(), "ifile blocks changed outside the closed set: {escaped:?}");
         for lbn in escaped {
-            self.ifile.tables.mark_dirty(lbn);
+            self.ifile.tables.mark_dirty(lbn)?;
         }
+        // The previous ifile write reached the device's queue before this
+        // one began; this one's map blocks stay in memory until the next.
+        self.ifile.tables.writing(&lbns);
         for (&lbn, &daddr) in &placed {
             let mut buf = AlignedBytes::zeroed(self.block_size);
-            self.ifile.tables.encode_block(lbn, &mut buf);
+            self.ifile.tables.encode_block(lbn, &mut buf)?;
             self.fill(batch, daddr, Arc::new(buf))?;
         }
         Ok(())

@@ -40,7 +40,7 @@ impl Lfs {
                 BlockKind::Block(_) => Ok(Daddr::NONE),
             };
         }
-        let Some(entry) = self.ifile.tables.entry(b.ino).copied() else { return Ok(Daddr::NONE) };
+        let Some(entry) = self.imap_entry(b.ino)? else { return Ok(Daddr::NONE) };
         if entry.daddr.is_none() || entry.version != b.version {
             return Ok(Daddr::NONE);
         }
@@ -334,7 +334,12 @@ impl Lfs {
     /// Makes ifile block `lbn` part of the next ifile write.
     fn mark_ifile_block(&mut self, lbn: Lbn) -> Result<()> {
         if lbn >= 0 {
-            self.ifile.tables.mark_dirty(lbn as u64);
+            let lbn = lbn as u64;
+            let per = self.ifile.tables.imap.per_block() as u64;
+            if let Some(index) = lbn.checked_sub(self.ifile.tables.imap_block_lbn(0)) {
+                self.imap_ready(index * per)?;
+            }
+            self.ifile.tables.mark_dirty(lbn)?;
         } else if self.ensure_cached(IFILE_INO, lbn)? {
             self.cache.mark_dirty((IFILE_INO, lbn));
         }

@@ -12,6 +12,7 @@ use crate::format::{Daddr, Ino, IFILE_INO};
 use crate::lfs::layout::{Summary, SEGUSE_ACTIVE, SEGUSE_CLEAN, SEGUSE_DIRTY, SEGUSE_SUPERBLOCK};
 use crate::lfs::Lfs;
 use crate::Result;
+use std::cell::Cell;
 use std::collections::HashMap;
 
 /// The blocks and inodes named by the summaries in `bytes`, the contents of
@@ -173,31 +174,88 @@ impl Lfs {
         };
         let (dev, bs) = (self.dev.clone(), self.block_size);
         let first = Daddr::new(seg * bps);
-        let mut live_inodes: HashMap<u64, Vec<(Ino, u32)>> = HashMap::new();
-        for (ino, e) in self.ifile.tables.imap.iter().enumerate() {
-            if (first..first + bps).contains(&e.daddr) {
-                live_inodes.entry(e.daddr.units_after(first)).or_default().push((ino as Ino, e.version));
+        let read = Cell::new(0u64);
+        let read_block = |offset: u64| {
+            let mut block = vec![0u8; bs];
+            dev.read_at((first + offset).byte_offset(bs as u64), &mut block).ok()?;
+            read.set(read.get() + bs as u64);
+            Some(block)
+        };
+        let refs = if self.ifile.tables.imap.all_resident() {
+            let live_inodes = self.live_inodes_in(first, bps)?;
+            walk_with_live(&layout, read_block, live_inodes)
+        } else {
+            // The map is partly on disk: rather than read all of it, read
+            // the segment's inode blocks and ask the map of the inodes in
+            // them (as 4.4BSD's cleaner does). A slot that is neither
+            // empty nor an inode may hide a live one: then the whole map.
+            let damaged = Cell::new(false);
+            let candidates = layout.walk(&read_block, |offset| {
+                let Some(block) = read_block(offset) else {
+                    damaged.set(true);
+                    return Vec::new();
+                };
+                let mut found = Vec::new();
+                for slot in block.chunks_exact(INODE_SIZE) {
+                    match Inode::decode(slot) {
+                        Ok(inode) => found.push((inode.ino, inode.generation)),
+                        Err(_) if slot.iter().any(|&b| b != 0) => damaged.set(true),
+                        Err(_) => {}
+                    }
+                }
+                found
+            });
+            if damaged.get() {
+                let live_inodes = self.live_inodes_in(first, bps)?;
+                walk_with_live(&layout, read_block, live_inodes)
+            } else {
+                self.keep_current_inodes(candidates)?
             }
-        }
+        };
+        self.clean.counters.cleaner_bytes_read += read.get();
+        self.note_read_utilization(seg);
+        Ok(refs)
+    }
+
+    /// The current inodes whose blocks lie in the `bps` blocks from
+    /// `first`, by the block's offset there: the whole map looked through.
+    fn live_inodes_in(&mut self, first: Daddr, bps: u64) -> Result<HashMap<u64, Vec<(Ino, u32)>>> {
+        let mut live_inodes: HashMap<u64, Vec<(Ino, u32)>> = HashMap::new();
+        self.imap_scan(|ino, e| {
+            if (first..first + bps).contains(&e.daddr) {
+                live_inodes.entry(e.daddr.units_after(first)).or_default().push((ino, e.version));
+            }
+        })?;
         if (first..first + bps).contains(&self.ifile.daddr) {
             live_inodes
                 .entry(self.ifile.daddr.units_after(first))
                 .or_default()
                 .push((IFILE_INO, self.ifile.inode.generation));
         }
-        let mut read = 0u64;
-        let refs = layout.walk(
-            |offset| {
-                let mut block = vec![0u8; bs];
-                dev.read_at((first + offset).byte_offset(bs as u64), &mut block).ok()?;
-                read += bs as u64;
-                Some(block)
-            },
-            |offset| live_inodes.remove(&offset).unwrap_or_default(),
-        );
-        self.clean.counters.cleaner_bytes_read += read;
-        self.note_read_utilization(seg);
-        Ok(refs)
+        Ok(live_inodes)
+    }
+
+    /// Of `refs`, the blocks and the inodes whose current copy the map
+    /// (or, for the ifile, its checkpointed address) says is where the
+    /// ref found it, with the map's version.
+    fn keep_current_inodes(&mut self, refs: Vec<BlockRef>) -> Result<Vec<BlockRef>> {
+        let mut kept = Vec::with_capacity(refs.len());
+        let mut seen = std::collections::HashSet::new();
+        for r in refs {
+            if !matches!(r.kind, BlockKind::Inode) {
+                kept.push(r);
+                continue;
+            }
+            let version = if r.ino == IFILE_INO {
+                (r.daddr == self.ifile.daddr).then_some(self.ifile.inode.generation)
+            } else {
+                self.imap_entry(r.ino)?.filter(|e| e.daddr == r.daddr).map(|e| e.version)
+            };
+            if let Some(version) = version.filter(|_| seen.insert((r.ino, r.daddr))) {
+                kept.push(BlockRef { version, ..r });
+            }
+        }
+        Ok(kept)
     }
 
     /// Notes the utilization of segment `seg` as a cleaner reads it.
@@ -206,4 +264,14 @@ impl Lfs {
         let capacity = (self.usable_blocks(seg) * self.block_size as u64).max(1);
         self.clean.read_utilization.insert(seg, (s.live_bytes as f64 / capacity as f64).min(1.0));
     }
+}
+
+/// The refs of `layout`'s segment, with the inodes of each inode block
+/// taken from `live_inodes` (by the block's offset in the segment).
+fn walk_with_live(
+    layout: &SegmentLayout,
+    read_block: impl Fn(u64) -> Option<Vec<u8>>,
+    mut live_inodes: HashMap<u64, Vec<(Ino, u32)>>,
+) -> Vec<BlockRef> {
+    layout.walk(read_block, |offset| live_inodes.remove(&offset).unwrap_or_default())
 }
