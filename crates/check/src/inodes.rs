@@ -313,6 +313,10 @@ impl Checker<'_> {
             Some(format!("mode {:#o} names no file type", a.mode))
         } else if ino == ROOT_INO && !a.is_dir() {
             Some("the root inode is not a directory (a new root is made)".to_string())
+        } else if a.is_node() && (a.size != 0 || inode.holds_data_pointer()) {
+            // mknod makes them empty and nothing writes to them: a type
+            // garbled from a file's (a salvaged checksum) cannot be trusted.
+            Some(format!("a device, FIFO or socket with data (size {})", a.size))
         } else {
             None
         };

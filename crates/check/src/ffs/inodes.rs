@@ -85,10 +85,6 @@ fn classify(slot: &[u8], ino: Ino) -> Slot {
 
 /// Whether `inode` has no block pointer at all.
 /// Whether `inode` points to a data block (its xattr block aside).
-fn holds_data_pointer(inode: &Inode) -> bool {
-    inode.direct.iter().chain(&inode.indirect).any(|a| a.is_some())
-}
-
 fn holds_no_pointer(inode: &Inode) -> bool {
     inode.direct.iter().chain(&inode.indirect).chain(std::iter::once(&inode.xattr)).all(|a| a.is_none())
 }
@@ -473,7 +469,7 @@ impl Checker<'_> {
             Some("the root inode is not a directory (a new root is made)".into())
         } else if a.is_symlink() && (a.size == 0 || a.size > bs) {
             Some(format!("impossible size {} for a symbolic link", a.size))
-        } else if a.is_node() && (a.size != 0 || holds_data_pointer(&inode)) {
+        } else if a.is_node() && (a.size != 0 || inode.holds_data_pointer()) {
             // mknod makes them empty and nothing writes to them: a type
             // garbled from a file's (a salvaged checksum) cannot be trusted.
             Some(format!("a device, FIFO or socket with data (size {})", a.size))

@@ -114,6 +114,12 @@ pub enum InodeError {
 }
 
 impl Inode {
+    /// Whether the inode points at any block of a file's data tree (direct
+    /// or indirect; its attribute block aside).
+    pub fn holds_data_pointer(&self) -> bool {
+        self.direct.iter().chain(&self.indirect).any(|a| a.is_some())
+    }
+
     /// Encodes into exactly [`INODE_SIZE`] bytes of `out`. Fails, writing
     /// nothing useful, if a block pointer does not fit its 32 bits.
     pub fn encode(&self, out: &mut [u8]) -> Result<(), PointerOverflow> {
