@@ -1100,8 +1100,11 @@ fn an_inode_map_read_a_block_at_a_time_loses_nothing_across_crashes_and_remounts
     assert_eq!(again.ifile.tables.inodes_in_use(), in_use, "the count kept at mount");
 }
 
+/// Each segment in use with its live inodes: number, version, address.
+type LiveInodes = Vec<(u64, Vec<(Ino, u32, Daddr)>)>;
+
 /// The live inodes of every segment in use, as the cleaner sees them.
-fn live_inodes_by_segment(lfs: &mut Lfs) -> Vec<(u64, Vec<(Ino, u32, Daddr)>)> {
+fn live_inodes_by_segment(lfs: &mut Lfs) -> LiveInodes {
     use crate::lfs::clean::BlockKind;
     let table = lfs.segment_table();
     let mut out = Vec::new();
@@ -1161,9 +1164,9 @@ fn the_cleaner_finds_the_same_live_inodes_with_the_map_in_memory_or_on_disk() {
 }
 
 /// Says which live inodes one answer has and the other lacks.
-fn assert_same_live_inodes(paged: &[(u64, Vec<(Ino, u32, Daddr)>)], whole: &[(u64, Vec<(Ino, u32, Daddr)>)]) {
+fn assert_same_live_inodes(paged: &LiveInodes, whole: &LiveInodes) {
     use std::collections::BTreeSet;
-    let set = |refs: &[(u64, Vec<(Ino, u32, Daddr)>)]| -> BTreeSet<(u64, Ino, u32, Daddr)> {
+    let set = |refs: &LiveInodes| -> BTreeSet<(u64, Ino, u32, Daddr)> {
         refs.iter().flat_map(|(seg, inodes)| inodes.iter().map(move |&(i, v, d)| (*seg, i, v, d))).collect()
     };
     let (paged, whole) = (set(paged), set(whole));
