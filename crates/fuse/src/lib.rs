@@ -152,10 +152,13 @@ impl Default for MountConfig {
     }
 }
 
-/// The default bound on inodes the kernel holds looked up: about 20 MiB of
-/// the daemon's lookup table (19 bytes an entry, measured), and as many
-/// inodes as a kernel with a few GiB keeps cached anyway.
-pub const MAX_KERNEL_INODES: usize = 1 << 20;
+/// The default bound on inodes the kernel holds looked up: 262,144, whose
+/// entries in the daemon's lookup table take 6 to 12 MiB (the table's
+/// slots, 17 bytes each, number up to three times its entries as it grows
+/// and shrinks). A bound of 1,048,576 cost 24 to 46 MiB at ten million
+/// files, more than anything else beside the cache (`docs/lab/analysis.md`,
+/// "The daemon's memory").
+pub const MAX_KERNEL_INODES: usize = 1 << 18;
 
 /// The mount's subtype: the mount table shows its type as `fuse.fslab`,
 /// which is how `umount` finds `umount.fuse.fslab` and how `fslab sync`
