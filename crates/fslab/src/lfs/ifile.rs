@@ -36,7 +36,7 @@ pub(super) struct Ifile {
     pub(super) daddr: Daddr,
 }
 
-/// The ifile's tables. Invariant: `imap.len() == cleaner.ninodes`, a
+/// The ifile's tables. Invariant: `imap.ninodes() == cleaner.ninodes`, a
 /// multiple of the entries per block; every free inode other than 0, 1 is on
 /// the free list exactly once. The inode map is held a block at a time
 /// (`imap.rs`): what is not resident is read from the ifile by the file
@@ -116,18 +116,6 @@ impl Tables {
     /// Inode numbers the map has entries for.
     pub fn ninodes(&self) -> u64 {
         self.imap.ninodes()
-    }
-
-    /// What memory holds of `ino`'s map entry (`Lfs::imap_entry` reads
-    /// a block that is not resident).
-    pub fn slot(&self, ino: Ino) -> Slot {
-        self.imap.slot(ino)
-    }
-
-    /// Keeps up to `bytes` of map blocks in memory beside those that must
-    /// stay (changed, or just written).
-    pub fn set_imap_budget(&mut self, bytes: u64) {
-        self.imap.set_budget(bytes);
     }
 
     /// The segment usage table.

@@ -75,12 +75,6 @@ impl Imap {
         }
     }
 
-    /// Keeps up to `budget_bytes` of blocks that are not held.
-    pub fn set_budget(&mut self, budget_bytes: u64) {
-        self.budget_blocks = budget_blocks(self.per_block, budget_bytes);
-        self.evict();
-    }
-
     /// Entries in the map: the inode numbers it has.
     pub fn ninodes(&self) -> u64 {
         self.len
