@@ -184,25 +184,6 @@ fn a_wrong_block_count_is_set_right() {
     assert_eq!(inode(dev.as_ref(), tree.large).blocks, right);
 }
 
-/// A file whose type bits read as a block device's (garbled, its checksum
-/// recomputed, as a salvaged inode can be): a device holds no data, so the
-/// inode is cleared and its entry removed, rather than kept as a device
-/// node of 200 KiB that nothing can read.
-#[test]
-fn a_file_whose_type_reads_as_a_device_with_data_is_cleared() {
-    let (dev, tree) = populated();
-    rewrite_inode(dev.as_ref(), tree.medium, |i| i.attr.mode = fslab::format::inode::kind::BLK | 0o644);
-    let report = check(&dev);
-    assert!(
-        about(&report, Kind::Inode, tree.medium).contains(&Some(Fix::ClearInode { ino: tree.medium })),
-        "problems:\n{}",
-        listing(&report)
-    );
-    assert_removes_entry(&report, ROOT_INO, b"medium");
-    repaired_to_clean::<Ffs>(&dev);
-    with_fs(&dev, false, |fs| assert!(fs.lookup(ROOT_INO, b"medium").is_err()));
-}
-
 #[test]
 fn an_inode_whose_checksum_fails_but_whose_fields_hold_is_resealed_and_kept() {
     let (dev, tree) = populated();

@@ -95,29 +95,6 @@ fn an_inode_that_cannot_be_found_is_cleared_and_its_entry_removed() {
     });
 }
 
-/// A file whose type bits read as a block device's (garbled, its checksum
-/// recomputed, as a salvaged inode can be): a device holds no data, so the
-/// inode is cleared and, in the next round, its entry removed; what its
-/// blocks held stops counting, and everything else reads back.
-#[test]
-fn a_file_whose_type_reads_as_a_device_with_data_is_cleared() {
-    let (dev, tree) = populated();
-    rewrite_inode(dev.as_ref(), tree.medium, |i| i.attr.mode = fslab::format::inode::kind::BLK | 0o644);
-    let report = check(&dev);
-    assert!(
-        report.problems.iter().any(|p| p.fix == Some(fslab_check::Fix::ClearInode { ino: tree.medium })),
-        "problems:\n{}",
-        listing(&report)
-    );
-    repaired_to_clean::<Lfs>(&dev);
-    with_fs(&dev, false, |fs| {
-        assert_eq!(fs.lookup(ROOT_INO, b"medium").map(|e| e.ino).map_err(|e| e.errno()), Err(libc::ENOENT));
-        assert_eq!(fs.read(tree.large, 0, 16).expect("read"), pattern(16, 2));
-    });
-}
-
-/// The root's slot wrecked: a new, empty root is made under its number
-/// and what it named is reconnected into /lost+found, data intact.
 #[test]
 fn a_root_inode_that_cannot_be_found_is_made_again_and_its_files_reconnected() {
     let (dev, tree) = populated();

@@ -180,28 +180,49 @@ fn blocks_write_back_must_leave_do_not_keep_write_behind_due() {
 /// operation scans the cache for something it may write.
 #[test]
 fn a_burst_of_creates_in_a_small_cache_stays_within_it() {
-    let dev = Arc::new(MemDisk::new(512 << 20));
-    fslab::mkfs_ffs(dev.clone(), &MkfsOptions::default(), Creds::default()).expect("mkfs");
     const CACHE: u64 = 4 << 20;
-    let options = MountOptions { integrity: Integrity::Async, cache_bytes: CACHE, ..MountOptions::default() };
+    let mut most = 0;
+    creates_sampled(512 << 20, MkfsOptions::default(), CACHE, 40_000, 1000, |fs| {
+        most = most.max(memory_of(fs, "buffer cache: blocks").bytes);
+    });
+    // 40,000 inodes initialise 1,250 inode-table blocks, 10 MiB.
+    assert!(most <= 2 * CACHE, "the cache held {most} bytes of blocks with a limit of {CACHE}");
+}
+
+/// Makes `files` empty files in 40 directories of a new FFS-async file
+/// system on a `disk`-byte device with a `cache`-byte cache, handing the
+/// file system to `sample` after every `every` creates; then syncs, checks
+/// the cylinder groups and unmounts.
+fn creates_sampled(
+    disk: u64,
+    mkfs: MkfsOptions,
+    cache: u64,
+    files: usize,
+    every: usize,
+    mut sample: impl FnMut(&FileSystem<Ffs>),
+) {
+    let dev = Arc::new(MemDisk::new(disk));
+    fslab::mkfs_ffs(dev.clone(), &mkfs, Creds::default()).expect("mkfs");
+    let options = MountOptions { integrity: Integrity::Async, cache_bytes: cache, ..MountOptions::default() };
     let mut fs = FileSystem::new(Ffs::mount(dev, options).expect("mount"));
     let creds = Creds::default();
     let dirs: Vec<_> = (0..40)
         .map(|d| fs.mkdir(ROOT_INO, format!("d{d}").as_bytes(), 0o755, creds).expect("mkdir").ino)
         .collect();
-    let mut most = 0;
-    for i in 0..40_000 {
+    for i in 0..files {
         fs.mknod(dirs[i % dirs.len()], format!("f{i}").as_bytes(), 0o100644, 0, creds).expect("create");
-        if i % 1000 == 999 {
-            let held = fs.memory().iter().find(|p| p.what == "buffer cache: blocks").map_or(0, |p| p.bytes);
-            most = most.max(held);
+        if i % every == every - 1 {
+            sample(&fs);
         }
     }
-    // 40,000 inodes initialise 1,250 inode-table blocks, 10 MiB.
-    assert!(most <= 2 * CACHE, "the cache held {most} bytes of blocks with a limit of {CACHE}");
     fs.sync().expect("sync");
     fs.storage().check_groups().unwrap_or_else(|e| panic!("{e}"));
     fs.unmount().expect("unmount");
+}
+
+/// What `fs` says it spends on `what`.
+fn memory_of(fs: &FileSystem<Ffs>, what: &str) -> fslab::memory::MemoryUse {
+    fs.memory().into_iter().find(|p| p.what == what).unwrap_or_else(|| panic!("no {what} in memory()"))
 }
 
 /// New inode-table blocks that keep the dirty data over the start-write
@@ -211,30 +232,14 @@ fn a_burst_of_creates_in_a_small_cache_stays_within_it() {
 /// 6,600 a second).
 #[test]
 fn new_inode_blocks_that_hold_write_back_over_its_threshold_go_with_their_groups() {
-    let dev = Arc::new(MemDisk::new(384 << 20));
-    let mkfs = MkfsOptions { bytes_per_inode: 4096, ..MkfsOptions::default() };
-    fslab::mkfs_ffs(dev.clone(), &mkfs, Creds::default()).expect("mkfs");
     // Writes start at 4 MiB dirty; the cache holds 16 MiB.
-    let options =
-        MountOptions { integrity: Integrity::Async, cache_bytes: 16 << 20, ..MountOptions::default() };
-    let mut fs = FileSystem::new(Ffs::mount(dev, options).expect("mount"));
-    let creds = Creds::default();
-    let dirs: Vec<_> = (0..40)
-        .map(|d| fs.mkdir(ROOT_INO, format!("d{d}").as_bytes(), 0o755, creds).expect("mkdir").ino)
-        .collect();
+    let mkfs = MkfsOptions { bytes_per_inode: 4096, ..MkfsOptions::default() };
     let mut most = 0;
-    for i in 0..80_000 {
-        fs.mknod(dirs[i % dirs.len()], format!("f{i}").as_bytes(), 0o100644, 0, creds).expect("create");
-        if i % 500 == 499 {
-            let fresh = fs.memory().iter().find(|p| p.what == "fresh inode blocks").map_or(0, |p| p.entries);
-            most = most.max(fresh);
-        }
-    }
+    creates_sampled(384 << 20, mkfs, 16 << 20, 80_000, 500, |fs| {
+        most = most.max(memory_of(fs, "fresh inode blocks").entries);
+    });
     // 80,000 inodes initialise 2,500 blocks of 8 KiB; the threshold is 512.
     assert!(most <= 1024, "{most} new inode-table blocks waited at once");
-    fs.sync().expect("sync");
-    fs.storage().check_groups().unwrap_or_else(|e| panic!("{e}"));
-    fs.unmount().expect("unmount");
 }
 
 /// A write the device refuses makes the mount read-only until it is

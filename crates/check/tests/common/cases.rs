@@ -33,6 +33,7 @@ macro_rules! shared_cases {
             a_looping_orphan_list_stops_the_walk_and_the_mount_goes_on,
             a_looping_orphan_list_is_damage_that_repair_empties,
             a_name_listed_twice_keeps_the_first_entry_and_reconnects_the_other,
+            a_file_whose_type_reads_as_a_device_with_data_is_cleared,
         );
     };
     (@each $layout:ty: $($case:ident),* $(,)?) => {
@@ -510,4 +511,24 @@ pub fn assert_resets_chunk(report: &Report, dir: Ino, offset: u64) {
         "no fix resets the chunk at {offset} of {dir}; problems:\n{}",
         listing(report)
     );
+}
+
+/// A file whose type bits read as a block device's (garbled, its checksum
+/// recomputed, as a salvaged inode can be): a device holds no data, so the
+/// inode is cleared and its entry removed, rather than kept as a device
+/// node of 200 KiB that nothing can read; everything else reads back.
+pub fn a_file_whose_type_reads_as_a_device_with_data_is_cleared<L: Layout>() {
+    let (dev, tree) = L::populated();
+    L::rewrite_inode(&dev, tree.medium, |i| i.attr.mode = fslab::format::inode::kind::BLK | 0o644);
+    let report = check(&dev);
+    assert!(
+        report.problems.iter().any(|p| p.fix == Some(Fix::ClearInode { ino: tree.medium })),
+        "problems:\n{}",
+        listing(&report)
+    );
+    repaired_to_clean::<L>(&dev);
+    L::with_fs(&dev, false, |fs| {
+        assert_eq!(fs.lookup(ROOT_INO, b"medium").map(|e| e.ino).map_err(|e| e.errno()), Err(libc::ENOENT));
+        assert_eq!(fs.read(tree.large, 0, 16).expect("read"), pattern(16, 2));
+    });
 }

@@ -380,17 +380,10 @@ impl Lfs {
                 return Err(e);
             }
         }
-        let tables = match tables {
-            Some(t) => t.finish_load().map(|()| t),
-            None => Tables::decode_head(
-                self.sb.block_size,
-                self.sb.nsegments,
-                self.sb.blocks_per_segment(),
-                segtab_blocks,
-                &head,
-                self.mount.options.imap_resident_bytes,
-            ),
-        };
+        // The size check above left at least the head to read.
+        let tables = tables
+            .ok_or_else(|| Error::corrupt("ifile inode", daddr, "ifile shorter than its segment usage table"))
+            .and_then(|t| t.finish_load().map(|()| t));
         // The ifile's blocks were only needed to build the tables.
         for key in self.cache.keys_in(IFILE_INO, i64::MIN..=i64::MAX) {
             self.cache.remove(key);
