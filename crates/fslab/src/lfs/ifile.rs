@@ -7,7 +7,7 @@
 //! when the free-inode list runs dry (so the number of inodes grows with the
 //! ifile, §4.2).
 
-use super::imap::{decode_imap_block, Imap, Slot};
+use super::imap::{decode_imap_block, not_loaded, walk_free_list, Imap, Slot};
 use super::layout::{
     imap_entries_per_block, seal_ifile_block, segtab_entries_per_block, CleanerInfo, ImapEntry, SegUse,
     IMAP_BYTES, SEGUSE_BYTES, SEGUSE_CLEAN,
@@ -104,7 +104,7 @@ impl Tables {
     }
 
     /// The map block held in ifile block `lbn`, if it holds one.
-    fn imap_index(&self, lbn: u64) -> Option<u64> {
+    pub(super) fn imap_index(&self, lbn: u64) -> Option<u64> {
         lbn.checked_sub(1 + self.segtab_blocks)
     }
 
@@ -184,9 +184,7 @@ impl Tables {
             Slot::Beyond => {
                 Err(Error::corrupt_at("inode map", Location::Inode(ino), "inode number past the inode map"))
             }
-            Slot::NotResident(_) => {
-                Err(crate::error::errno(libc::EIO, "an inode map block is not in memory"))
-            }
+            Slot::NotResident(_) => Err(not_loaded(ino)),
         }
     }
 
@@ -303,21 +301,8 @@ impl Tables {
                 self.cleaner.ninodes
             ));
         }
-        let mut seen = std::collections::HashSet::new();
-        let mut ino = self.cleaner.free_head;
-        while ino != 0 {
-            let entry = match self.imap.slot(ino) {
-                Slot::Entry(entry) => entry,
-                Slot::NotResident(_) => break,
-                Slot::Beyond => return Err(format!("free inode {ino} is past the map")),
-            };
-            if ino <= IFILE_INO || entry.daddr.is_some() || !seen.insert(ino) {
-                return Err(format!(
-                    "inode {ino} on the free list is reserved, has an address or came twice"
-                ));
-            }
-            ino = entry.next_free as Ino;
-        }
+        walk_free_list(self.cleaner.free_head, self.imap.ninodes(), |ino| Ok(self.imap.slot(ino)))
+            .map_err(|e| e.to_string())??;
         self.usage.check_invariants()
     }
 
@@ -345,9 +330,8 @@ impl Tables {
             }
         } else {
             let index = self.imap_index(lbn).unwrap_or_default();
-            let entries = self.imap.block(index).ok_or_else(|| {
-                crate::error::errno(libc::EIO, "an inode map block to write is not in memory")
-            })?;
+            let entries =
+                self.imap.block(index).ok_or_else(|| not_loaded(index * self.imap.per_block() as u64))?;
             for (i, e) in entries.iter().enumerate() {
                 e.encode(out, i * IMAP_BYTES);
             }

@@ -257,9 +257,9 @@ fn budget_blocks(per_block: usize, bytes: u64) -> usize {
     usize::try_from(bytes / block_bytes).unwrap_or(usize::MAX).max(1)
 }
 
-/// A change to an entry whose block was not read first: a fault of the
-/// caller, never of the disk.
-fn not_loaded(_ino: Ino) -> Error {
+/// A change to (or write of) an entry whose block was not read first: a
+/// fault of the caller, never of the disk.
+pub(super) fn not_loaded(_ino: Ino) -> Error {
     errno(libc::EIO, "an inode map block is not in memory")
 }
 
@@ -283,7 +283,16 @@ impl Lfs {
     /// Makes the map block holding `ino` resident (nothing if there is no
     /// such number), so that the tables can change its entry.
     pub(super) fn imap_ready(&mut self, ino: Ino) -> Result<()> {
-        self.imap_entry(ino).map(|_| ())
+        self.imap_block_ready(self.ifile.tables.imap.block_of(ino))
+    }
+
+    /// Makes map block `index` resident (nothing if there is none).
+    pub(super) fn imap_block_ready(&mut self, index: u64) -> Result<()> {
+        let imap = &self.ifile.tables.imap;
+        if index < imap.nblocks() && imap.block(index).is_none() {
+            self.read_imap_block(index)?;
+        }
+        Ok(())
     }
 
     /// Reads map block `index` from the ifile into memory.
@@ -310,7 +319,7 @@ impl Lfs {
     fn imap_relink_each_block(&mut self, mut visit: impl FnMut(u64, &mut [ImapEntry]) -> bool) -> Result<()> {
         let per = self.ifile.tables.imap.per_block() as u64;
         for index in (0..self.ifile.tables.imap.nblocks()).rev() {
-            self.imap_ready(index * per)?;
+            self.imap_block_ready(index)?;
             self.ifile.tables.relink_imap_block(index, |entries| visit(index * per, entries))?;
         }
         Ok(())
@@ -321,7 +330,7 @@ impl Lfs {
     pub(super) fn imap_scan(&mut self, mut visit: impl FnMut(Ino, &ImapEntry)) -> Result<()> {
         let per = self.ifile.tables.imap.per_block() as u64;
         for index in 0..self.ifile.tables.imap.nblocks() {
-            self.imap_ready(index * per)?;
+            self.imap_block_ready(index)?;
             let block = self.ifile.tables.imap.block(index).ok_or_else(|| not_loaded(index * per))?;
             for (k, entry) in block.iter().enumerate() {
                 visit(index * per + k as u64, entry);
@@ -356,24 +365,38 @@ impl Lfs {
     /// Walks the free list: each number on it exists, is no reserved one,
     /// has no address and appears once. Says which one fails.
     pub(super) fn check_free_list(&mut self) -> Result<std::result::Result<(), String>> {
-        let len = self.ifile.tables.imap.ninodes();
-        let mut seen = vec![0u64; len.div_ceil(64) as usize];
-        let mut ino = self.ifile.tables.cleaner.free_head;
-        while ino != 0 {
-            let Some(entry) = self.imap_entry(ino)? else {
-                return Ok(Err(format!("free inode {ino} is past the map")));
-            };
-            let (word, bit) = ((ino / 64) as usize, 1u64 << (ino % 64));
-            if ino <= IFILE_INO || entry.daddr.is_some() || seen[word] & bit != 0 {
-                return Ok(Err(format!(
-                    "inode {ino} on the free list is reserved, has an address or came twice"
-                )));
-            }
-            seen[word] |= bit;
-            ino = entry.next_free as Ino;
-        }
-        Ok(Ok(()))
+        let (head, ninodes) = (self.ifile.tables.cleaner.free_head, self.ifile.tables.imap.ninodes());
+        walk_free_list(head, ninodes, |ino| Ok(self.imap_entry(ino)?.map_or(Slot::Beyond, Slot::Entry)))
     }
+}
+
+/// Walks the free list from `head` through `entry`, which gives a number's
+/// entry as far as it knows (a block not resident ends the walk there,
+/// unchecked): each number on it exists, is no reserved one, has no
+/// address and appears once. Says which one fails.
+pub(super) fn walk_free_list(
+    head: Ino,
+    ninodes: u64,
+    mut entry: impl FnMut(Ino) -> Result<Slot>,
+) -> Result<std::result::Result<(), String>> {
+    let mut seen = vec![0u64; ninodes.div_ceil(64) as usize];
+    let mut ino = head;
+    while ino != 0 {
+        let entry = match entry(ino)? {
+            Slot::Entry(entry) => entry,
+            Slot::NotResident(_) => break,
+            Slot::Beyond => return Ok(Err(format!("free inode {ino} is past the map"))),
+        };
+        let (word, bit) = ((ino / 64) as usize, 1u64 << (ino % 64));
+        if ino <= IFILE_INO || entry.daddr.is_some() || seen[word] & bit != 0 {
+            return Ok(Err(format!(
+                "inode {ino} on the free list is reserved, has an address or came twice"
+            )));
+        }
+        seen[word] |= bit;
+        ino = entry.next_free as Ino;
+    }
+    Ok(Ok(()))
 }
 
 /// Decodes the map entries of ifile block `lbn`, checking its trailer.

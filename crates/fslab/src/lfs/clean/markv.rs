@@ -335,9 +335,8 @@ impl Lfs {
     fn mark_ifile_block(&mut self, lbn: Lbn) -> Result<()> {
         if lbn >= 0 {
             let lbn = lbn as u64;
-            let per = self.ifile.tables.imap.per_block() as u64;
-            if let Some(index) = lbn.checked_sub(self.ifile.tables.imap_block_lbn(0)) {
-                self.imap_ready(index * per)?;
+            if let Some(index) = self.ifile.tables.imap_index(lbn) {
+                self.imap_block_ready(index)?;
             }
             self.ifile.tables.mark_dirty(lbn)?;
         } else if self.ensure_cached(IFILE_INO, lbn)? {
