@@ -7,7 +7,7 @@ use fslab::lfs::layout::WriteClock;
 use fslab::lfs::UserSeparation;
 
 /// A cleaning policy.
-pub trait Policy: Send {
+pub trait Policy: Send + Sync {
     /// The name `--policy` and the mount option use.
     fn name(&self) -> &'static str;
 

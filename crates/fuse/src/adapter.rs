@@ -22,9 +22,9 @@ use crate::shared::Shared;
 use crate::stale::{kept, Dropped};
 use fslab::error::errno;
 use fslab::format::inode::{kind, Inode};
-use fslab::format::ROOT_INO;
+use fslab::format::{Ino, ROOT_INO};
 use fslab::storage::{StatFs, StorageManager};
-use fslab::ufs::{BlockCopies, Creds, FileSystem, Privilege, RenameFlags, SetAttr};
+use fslab::ufs::{BlockCopies, Creds, DirEntry, FileSystem, Privilege, RenameFlags, SetAttr};
 use fslab::Result;
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -60,8 +60,10 @@ const MAX_COPY: u64 = 64 << 20;
 
 /// The FUSE side of a mounted file system.
 ///
-/// Holds the file system behind one lock (`Shared`); the library is
-/// single-threaded by design, so the transport's threads take turns.
+/// Holds the file system behind one reader-writer lock (`Shared`): a
+/// request that can be answered from memory (GETATTR, LOOKUP and READ of
+/// what is cached) holds it shared, beside others; every other request,
+/// and one that finds something missing, holds it exclusively.
 /// File handles are stateless (0, or `DIRECT_HANDLE`): every operation
 /// names its inode. Each request is answered by `serve` (the
 /// [`crate::kernel::Serve`] impl), whichever transport brought it.
@@ -173,6 +175,19 @@ impl<S: StorageManager> FuseAdapter<S> {
         })
     }
 
+    /// GETATTR of `ino`: from memory, holding the file system shared, if
+    /// its inode is cached.
+    fn getattr(&self, ino: u64) -> Result<Attr> {
+        let target = from_fuse(ino);
+        let block_size = self.block_size;
+        let cached =
+            self.shared.try_shared(|fs| fs.getattr_cached(target).map(|inode| file_attr(&inode, block_size)));
+        match cached {
+            Some(attr) => self.reported("getattr", ino, attr),
+            None => self.attr("getattr", ino, |fs| fs.getattr(target)),
+        }
+    }
+
     /// An entry for the inode `call` returns, pinned for the kernel.
     fn entry(
         &self,
@@ -198,7 +213,21 @@ impl<S: StorageManager> FuseAdapter<S> {
         let found = match name {
             b"." => self.entry("lookup", parent, |fs| fs.by_handle(dir)),
             b".." => self.entry("lookup", parent, |fs| fs.parent(dir)),
-            name => self.entry("lookup", parent, |fs| fs.lookup(dir, name)),
+            name => {
+                let block_size = self.block_size;
+                let cached = self.shared.try_shared(|fs| {
+                    let found = fs.lookup_cached(dir, name)?;
+                    Some(found.and_then(|inode| {
+                        let attr = file_attr(&inode, block_size)?;
+                        fs.pin(inode.ino);
+                        Ok(entry(attr, u64::from(inode.generation)))
+                    }))
+                });
+                match cached {
+                    Some(found) => self.reported("lookup", parent, found),
+                    None => self.entry("lookup", parent, |fs| fs.lookup(dir, name)),
+                }
+            }
         };
         match found {
             Err(e) if e.errno() == libc::ENOENT && name != b"." && name != b".." => Ok(absent_entry()),
@@ -346,41 +375,25 @@ impl<S: StorageManager> FuseAdapter<S> {
     }
 
     /// READDIRPLUS's entries from `offset`, with their attributes, each
-    /// but `.` and `..` pinned as a lookup the kernel will count.
+    /// but `.` and `..` pinned as a lookup the kernel will count: from
+    /// memory, holding the file system shared, if the listing and every
+    /// inode in it are cached.
     fn readdirplus_items(&self, ino: u64, offset: u64) -> Result<Vec<DirItemPlus>> {
+        let dir = from_fuse(ino);
+        let block_size = self.block_size;
+        let cached = self.shared.try_shared(|fs| {
+            let entries = fs.readdir_cached(dir, offset, READDIR_BATCH)?;
+            let items = plus_items(entries, block_size, |ino| fs.getattr_cached(ino).map(Ok))?;
+            pin_counted(&items, |ino| fs.pin(ino));
+            Some(items)
+        });
+        if let Some(items) = cached {
+            return Ok(items);
+        }
         self.run("readdirplus", ino, |fs| {
-            let entries = fs.readdir(from_fuse(ino), offset, READDIR_BATCH)?;
-            let block_size = fs.storage().block_size();
-            let mut items = Vec::with_capacity(entries.len());
-            let mut bytes = 0;
-            for e in entries {
-                bytes += DIRENTPLUS_HEADER + e.name.len().next_multiple_of(8);
-                if bytes > READDIRPLUS_BYTES && !items.is_empty() {
-                    break;
-                }
-                let type_bits = entry_type(fs, e.ino, e.kind);
-                let entry = match fs
-                    .getattr(e.ino)
-                    .and_then(|inode| Ok(entry(file_attr(&inode, block_size)?, u64::from(inode.generation))))
-                {
-                    Ok(entry) => entry,
-                    // Damage: the name still lists, as READDIR lists it,
-                    // and the kernel's next look at it meets the error.
-                    Err(_) => Entry {
-                        attr: Attr { ino: to_fuse(e.ino), mode: type_bits, nlink: 1, ..Attr::default() },
-                        generation: 0,
-                        entry_valid: Duration::ZERO,
-                        attr_valid: Duration::ZERO,
-                    },
-                };
-                let counted = e.name != b"." && e.name != b"..";
-                if counted {
-                    fs.pin(e.ino);
-                }
-                let kind = dirent_type(type_bits);
-                let item = DirItem { ino: to_fuse(e.ino), next_offset: e.next_offset, kind, name: e.name };
-                items.push(DirItemPlus { item, entry, counted });
-            }
+            let entries = fs.readdir(dir, offset, READDIR_BATCH)?;
+            let items = plus_items(entries, block_size, |ino| Some(fs.getattr(ino))).unwrap_or_default();
+            pin_counted(&items, |ino| fs.pin(ino));
             Ok(items)
         })
     }
@@ -395,18 +408,21 @@ impl<S: StorageManager> FuseAdapter<S> {
         }
     }
 
+    /// READDIR's entries from `offset`: from memory, holding the file
+    /// system shared, if the listing is cached (and the inode of any entry
+    /// whose type the directory does not record).
     fn readdir_items(&self, ino: u64, offset: u64) -> Result<Vec<DirItem>> {
+        let dir = from_fuse(ino);
+        let cached = self.shared.try_shared(|fs| {
+            let entries = fs.readdir_cached(dir, offset, READDIR_BATCH)?;
+            items(entries, |ino| fs.getattr_cached(ino).map(Ok))
+        });
+        if let Some(items) = cached {
+            return Ok(items);
+        }
         self.run("readdir", ino, |fs| {
-            let entries = fs.readdir(from_fuse(ino), offset, READDIR_BATCH)?;
-            Ok(entries
-                .into_iter()
-                .map(|e| DirItem {
-                    ino: to_fuse(e.ino),
-                    next_offset: e.next_offset,
-                    kind: dirent_type(entry_type(fs, e.ino, e.kind)),
-                    name: e.name,
-                })
-                .collect())
+            let entries = fs.readdir(dir, offset, READDIR_BATCH)?;
+            Ok(items(entries, |ino| Some(fs.getattr(ino))).unwrap_or_default())
         })
     }
 
@@ -467,10 +483,88 @@ fn report_damage(damage: &Mutex<DamageLog>, op: &'static str, ino: u64, error: &
 /// `DT_UNKNOWN`, which FUSE cannot send), its inode's; a regular file where
 /// neither can be told. Failing the request instead lost every entry from
 /// there on, since the kernel asks again from the same place.
-fn entry_type<S: StorageManager>(fs: &mut FileSystem<S>, ino: fslab::format::Ino, kind: u32) -> u32 {
+/// The type bits of a listed entry of `kind` (its directory's record), or
+/// if that is unknown, of its inode, which `inode` holds (`Err`: damage,
+/// listed as a regular file, as the kernel's next look meets the error).
+fn entry_type(kind: u32, inode: &Result<Inode>) -> u32 {
     file_type(kind)
-        .or_else(|_| fs.getattr(ino).and_then(|inode| file_type(inode.attr.mode)))
+        .ok()
+        .or_else(|| inode.as_ref().ok().and_then(|inode| file_type(inode.attr.mode).ok()))
         .unwrap_or(kind::REG)
+}
+
+/// READDIR's items for `entries`; `inode_of` gives an entry's inode where
+/// its directory does not record its type (`None`: only an exclusive
+/// caller can, and the listing is declined).
+fn items(
+    entries: Vec<DirEntry>,
+    mut inode_of: impl FnMut(Ino) -> Option<Result<Inode>>,
+) -> Option<Vec<DirItem>> {
+    entries
+        .into_iter()
+        .map(|e| {
+            let bits = match file_type(e.kind) {
+                Ok(bits) => bits,
+                Err(_) => entry_type(e.kind, &inode_of(e.ino)?),
+            };
+            Some(DirItem {
+                ino: to_fuse(e.ino),
+                next_offset: e.next_offset,
+                kind: dirent_type(bits),
+                name: e.name,
+            })
+        })
+        .collect()
+}
+
+/// READDIRPLUS's items for `entries`, as many as its reply holds, each
+/// with the attributes of the inode `inode_of` gives (`None`: only an
+/// exclusive caller can, and the listing is declined). A damaged inode
+/// still lists, as READDIR lists it, and the kernel's next look at it
+/// meets the error.
+fn plus_items(
+    entries: Vec<DirEntry>,
+    block_size: u32,
+    mut inode_of: impl FnMut(Ino) -> Option<Result<Inode>>,
+) -> Option<Vec<DirItemPlus>> {
+    let mut items = Vec::with_capacity(entries.len());
+    let mut bytes = 0;
+    for e in entries {
+        bytes += DIRENTPLUS_HEADER + e.name.len().next_multiple_of(8);
+        if bytes > READDIRPLUS_BYTES && !items.is_empty() {
+            break;
+        }
+        let inode = inode_of(e.ino)?;
+        let type_bits = entry_type(e.kind, &inode);
+        let entry = match inode
+            .and_then(|inode| Ok(entry(file_attr(&inode, block_size)?, u64::from(inode.generation))))
+        {
+            Ok(entry) => entry,
+            Err(_) => Entry {
+                attr: Attr { ino: to_fuse(e.ino), mode: type_bits, nlink: 1, ..Attr::default() },
+                generation: 0,
+                entry_valid: Duration::ZERO,
+                attr_valid: Duration::ZERO,
+            },
+        };
+        let counted = e.name != b"." && e.name != b"..";
+        let item = DirItem {
+            ino: to_fuse(e.ino),
+            next_offset: e.next_offset,
+            kind: dirent_type(type_bits),
+            name: e.name,
+        };
+        items.push(DirItemPlus { item, entry, counted });
+    }
+    Some(items)
+}
+
+/// Pins, with `pin`, every item of a READDIRPLUS the kernel will count as
+/// a lookup.
+fn pin_counted(items: &[DirItemPlus], mut pin: impl FnMut(Ino)) {
+    for item in items.iter().filter(|item| item.counted) {
+        pin(from_fuse(item.item.ino));
+    }
 }
 
 /// How Linux's rules see `caller` changing `ino`; worked out (which may
@@ -555,9 +649,9 @@ mod tests {
         let mut fs = FileSystem::new(MemStorage::new(4096));
         let root = fslab::format::ROOT_INO;
         let d = fs.mkdir(root, b"d", 0o755, Creds::default()).expect("mkdir").ino;
-        assert_eq!(entry_type(&mut fs, d, 0), kind::DIR, "the inode's type");
-        assert_eq!(entry_type(&mut fs, d, kind::LNK), kind::LNK, "the entry's own");
-        assert_eq!(entry_type(&mut fs, 9999, 0), kind::REG, "neither can be told");
+        assert_eq!(entry_type(0, &fs.getattr(d)), kind::DIR, "the inode's type");
+        assert_eq!(entry_type(kind::LNK, &fs.getattr(d)), kind::LNK, "the entry's own");
+        assert_eq!(entry_type(0, &fs.getattr(9999)), kind::REG, "neither can be told");
     }
 
     #[test]

@@ -1,5 +1,7 @@
-//! The one lock around the file system, shared by the kernel-request threads,
-//! the tick thread, the write-behind thread and the shutdown path.
+//! The lock around the file system, shared by the kernel-request threads,
+//! the tick thread, the write-behind thread and the shutdown path: held
+//! exclusively by every call that may change anything, and shared by the
+//! calls that answer from memory alone (`Shared::try_shared`).
 
 use fslab::durable::Ticket;
 use fslab::error::errno;
@@ -8,7 +10,8 @@ use fslab::ufs::FileSystem;
 use fslab::Result;
 use std::cell::RefCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -38,8 +41,8 @@ impl<S: StorageManager> FsHandle<S> {
     /// Whether the file system has been unmounted (rather than stopped by
     /// an internal error): calls fail from now on, and that is no fault.
     pub fn is_unmounted(&self) -> bool {
-        let state = self.shared.lock();
-        state.fs.is_none() && !state.broken
+        let state = self.shared.read();
+        state.fs.is_none() && !self.shared.is_broken()
     }
 }
 
@@ -73,10 +76,10 @@ pub fn deferring<T>(work: impl FnOnce() -> T) -> (T, Ticket) {
 /// Work to finish before the final checkpoint ([`Shared::before_unmount`]).
 type BeforeUnmount = Box<dyn FnOnce() + Send>;
 
-/// A mounted file system behind one lock.
+/// A mounted file system behind one reader-writer lock.
 ///
 /// Lifecycle: *serving* (the `FileSystem` is present; every call takes the
-/// lock, runs one library call and lets go) → *unmounted* (after
+/// lock, exclusively or shared, runs one library call and lets go) → *unmounted* (after
 /// [`Shared::shutdown`]; the `FileSystem` is gone and calls fail with EIO).
 /// A library call that panics moves the file system to *broken*: calls fail
 /// with EIO, ticks stop, and shutdown skips the final checkpoint so that the
@@ -86,12 +89,16 @@ type BeforeUnmount = Box<dyn FnOnce() + Send>;
 /// (stopping the mount's cleaner thread), so that nothing else works on the
 /// file system while its last checkpoint is written.
 ///
-/// Locking: `state` guards everything; `changed` is signalled when the
-/// state leaves *serving*, which wakes the tick thread so it can stop;
-/// `written` when a request leaves data to write behind, or the state
-/// leaves *serving*, which wakes the write-behind thread.
+/// Locking: `state` guards the file system; `broken` is read without it.
+/// `signals` is taken alone, never while waiting for `state`: `changed` is
+/// signalled when the state leaves *serving*, which wakes the tick thread
+/// so it can stop; `written` when a request leaves data to write behind,
+/// or the state leaves *serving*, which wakes the write-behind thread.
 pub struct Shared<S: StorageManager> {
-    state: Mutex<State<S>>,
+    state: RwLock<State<S>>,
+    /// Set when a library call panicked: calls fail from then on.
+    broken: AtomicBool,
+    signals: Mutex<Signals>,
     changed: Condvar,
     written: Condvar,
     /// Kept open while the kernel's mount serves, closed when it is gone,
@@ -116,9 +123,18 @@ const WRITE_BEHIND_POLL: Duration = Duration::from_secs(1);
 
 struct State<S: StorageManager> {
     fs: Option<FileSystem<S>>,
-    broken: bool,
     /// What the one and only unmount returned, once it has run.
     unmounted: Option<std::result::Result<(), String>>,
+}
+
+/// Why the background threads were woken, so that a wake-up sent while a
+/// thread was busy is not lost.
+#[derive(Default)]
+struct Signals {
+    /// A request left data to write behind.
+    write_behind: bool,
+    /// The file system left *serving*.
+    stopped: bool,
 }
 
 impl<S: StorageManager> Shared<S> {
@@ -137,7 +153,9 @@ impl<S: StorageManager> Shared<S> {
     pub fn with_group_commit(mut fs: FileSystem<S>, group_commit: bool) -> Shared<S> {
         fs.wait_outside(group_commit);
         Shared {
-            state: Mutex::new(State { fs: Some(fs), broken: false, unmounted: None }),
+            state: RwLock::new(State { fs: Some(fs), unmounted: None }),
+            broken: AtomicBool::new(false),
+            signals: Mutex::new(Signals::default()),
             changed: Condvar::new(),
             written: Condvar::new(),
             while_serving: Mutex::new(Vec::new()),
@@ -163,22 +181,65 @@ impl<S: StorageManager> Shared<S> {
         drop(std::mem::take(&mut *self.while_serving.lock().unwrap_or_else(PoisonError::into_inner)));
     }
 
-    fn lock(&self) -> MutexGuard<'_, State<S>> {
+    /// The file system held exclusively.
+    fn write(&self) -> RwLockWriteGuard<'_, State<S>> {
         // A poisoned lock means our own code panicked while holding it (the
         // library's panics are caught below): treat it as broken.
-        self.state.lock().unwrap_or_else(|poisoned| {
-            let mut state = poisoned.into_inner();
-            state.broken = true;
-            state
+        self.state.write().unwrap_or_else(|poisoned| {
+            self.broken.store(true, Ordering::Relaxed);
+            poisoned.into_inner()
         })
     }
 
-    /// Runs one library call under the lock. Fails with EIO once the file
-    /// system is unmounted or broken; a panic in `op` becomes EIO and marks
-    /// the file system broken.
+    /// The file system held shared.
+    fn read(&self) -> RwLockReadGuard<'_, State<S>> {
+        self.state.read().unwrap_or_else(|poisoned| {
+            self.broken.store(true, Ordering::Relaxed);
+            poisoned.into_inner()
+        })
+    }
+
+    fn is_broken(&self) -> bool {
+        self.broken.load(Ordering::Relaxed)
+    }
+
+    fn signals(&self) -> MutexGuard<'_, Signals> {
+        self.signals.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Marks the file system broken after a panic in a library call.
+    fn break_down(&self) {
+        self.broken.store(true, Ordering::Relaxed);
+        self.stopped();
+    }
+
+    /// Runs `op` holding the file system shared, beside other such calls:
+    /// a call that answers from memory alone (`FileSystem::getattr_cached`
+    /// and its kin). `None` when `op` cannot answer, or the file system is
+    /// not serving: the caller then asks [`Shared::with`], which answers
+    /// whatever the state. A panic in `op` marks the file system broken.
+    pub fn try_shared<T>(&self, op: impl FnOnce(&FileSystem<S>) -> Option<T>) -> Option<T> {
+        let state = self.read();
+        if self.is_broken() {
+            return None;
+        }
+        let fs = state.fs.as_ref()?;
+        match catch_unwind(AssertUnwindSafe(|| op(fs))) {
+            Ok(answer) => answer,
+            Err(_) => {
+                drop(state);
+                self.break_down();
+                None
+            }
+        }
+    }
+
+    /// Runs one library call holding the file system exclusively. Fails
+    /// with EIO once the file system is unmounted or broken; a panic in
+    /// `op` becomes EIO and marks the file system broken.
     pub fn with<T>(&self, op: impl FnOnce(&mut FileSystem<S>) -> Result<T>) -> Result<T> {
-        let mut state = self.lock();
-        if state.broken {
+        let mut state = self.write();
+        if self.is_broken() {
             return Err(errno(libc::EIO, "file system stopped after an internal error"));
         }
         let Some(fs) = state.fs.as_mut() else {
@@ -186,14 +247,16 @@ impl<S: StorageManager> Shared<S> {
         };
         match catch_unwind(AssertUnwindSafe(|| op(fs))) {
             Ok(result) => {
+                let due = fs.write_behind_due();
+                let durable = fs.take_ticket();
+                drop(state);
                 // The segment write a writer would otherwise do itself, once
                 // the start-write threshold is reached, happens on another
                 // core while the next request is on its way.
-                if fs.write_behind_due() {
+                if due {
+                    self.signals().write_behind = true;
                     self.written.notify_one();
                 }
-                let durable = fs.take_ticket();
-                drop(state);
                 // What the call promised durable, waited for without the
                 // lock: the next requests run meanwhile, and those that
                 // wait for the same flush share it. A thread that defers
@@ -211,8 +274,8 @@ impl<S: StorageManager> Shared<S> {
                 Ok(value)
             }
             Err(_) => {
-                state.broken = true;
-                self.stopped();
+                drop(state);
+                self.break_down();
                 Err(errno(libc::EIO, "internal error in the file system"))
             }
         }
@@ -235,15 +298,17 @@ impl<S: StorageManager> Shared<S> {
         for work in work {
             work();
         }
-        let mut state = self.lock();
+        let mut state = self.write();
         if let Some(done) = &state.unmounted {
             return done.clone();
         }
         let result = match state.fs.take() {
             None => Ok(()),
-            Some(_) if state.broken => Err("an internal error stopped the file system; the image is left \
+            Some(_) if self.is_broken() => {
+                Err("an internal error stopped the file system; the image is left \
                  at its last checkpoint"
-                .to_string()),
+                    .to_string())
+            }
             Some(mut fs) => match catch_unwind(AssertUnwindSafe(|| fs.unmount())) {
                 Ok(Ok(())) => Ok(()),
                 Ok(Err(e)) => Err(format!("unmount failed: {e}")),
@@ -251,6 +316,7 @@ impl<S: StorageManager> Shared<S> {
             },
         };
         state.unmounted = Some(result.clone());
+        drop(state);
         self.stopped();
         result
     }
@@ -258,6 +324,7 @@ impl<S: StorageManager> Shared<S> {
     /// Wakes the background threads so that they see the file system is no
     /// longer serving.
     fn stopped(&self) {
+        self.signals().stopped = true;
         self.changed.notify_all();
         self.written.notify_all();
     }
@@ -306,9 +373,13 @@ impl<S: StorageManager> Shared<S> {
     /// Waits `interval`, or until the file system stops serving; whether
     /// it still serves.
     fn serving_after(&self, interval: Duration) -> bool {
-        let state = self.lock();
-        let state = self.changed.wait_timeout(state, interval).unwrap_or_else(PoisonError::into_inner).0;
-        !state.broken && state.fs.is_some()
+        let signals = self.signals();
+        let signals = self
+            .changed
+            .wait_timeout_while(signals, interval, |s| !s.stopped)
+            .unwrap_or_else(PoisonError::into_inner)
+            .0;
+        !signals.stopped
     }
 
     fn start(self: &Arc<Self>, kind: Background, interval: Duration) -> std::io::Result<JoinHandle<()>>
@@ -326,14 +397,28 @@ impl<S: StorageManager> Shared<S> {
     }
 
     fn background_loop(&self, kind: Background, interval: Duration) {
-        let (wake, what) = match kind {
-            Background::Tick => (&self.changed, "periodic checkpoint"),
-            Background::WriteBehind => (&self.written, "write-behind"),
+        let what = match kind {
+            Background::Tick => "periodic checkpoint",
+            Background::WriteBehind => "write-behind",
         };
-        let mut state = self.lock();
         loop {
-            state = wake.wait_timeout(state, interval).unwrap_or_else(PoisonError::into_inner).0;
-            if state.broken {
+            {
+                let signals = self.signals();
+                let mut signals = match kind {
+                    Background::Tick => self.changed.wait_timeout_while(signals, interval, |s| !s.stopped),
+                    Background::WriteBehind => {
+                        self.written.wait_timeout_while(signals, interval, |s| !s.stopped && !s.write_behind)
+                    }
+                }
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+                if signals.stopped {
+                    return;
+                }
+                signals.write_behind = false;
+            }
+            let mut state = self.write();
+            if self.is_broken() {
                 return;
             }
             let Some(fs) = state.fs.as_mut() else { return };
@@ -350,29 +435,28 @@ impl<S: StorageManager> Shared<S> {
                 Ok(Err(e)) => {
                     // Reported without the lock: a log that blocks or
                     // fails must not hold up or break the requests.
-                    let line = format!("fslab: {what} failed: {e}");
                     drop(state);
-                    crate::report_line(&line);
-                    state = self.lock();
+                    crate::report_line(&format!("fslab: {what} failed: {e}"));
                     if let Background::WriteBehind = kind {
                         // Every request would wake it to fail again: rest
                         // for an interval, woken early only by a stop.
-                        state = self
-                            .changed
-                            .wait_timeout(state, interval)
-                            .unwrap_or_else(PoisonError::into_inner)
-                            .0;
+                        if !self.serving_after(interval) {
+                            return;
+                        }
                     }
                 }
                 Err(_) => {
-                    state.broken = true;
-                    self.stopped();
+                    drop(state);
+                    self.break_down();
                     return;
                 }
             }
         }
     }
 }
+
+#[cfg(test)]
+mod stress;
 
 #[cfg(test)]
 mod tests {

@@ -33,6 +33,7 @@ use crate::format::{Daddr, Ino, Lbn};
 use disk::AlignedBytes;
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// A block's name in the cache: a file's block by (inode, logical block
@@ -71,7 +72,10 @@ struct Buffer {
     data: BlockData,
     dirty: bool,
     /// Used since the eviction sweep last passed it: spared once more.
-    referenced: bool,
+    /// Atomic so that readers sharing the cache ([`BufferCache::peek`])
+    /// can note their use; only the sweep, which holds the cache
+    /// exclusively, clears it.
+    referenced: AtomicBool,
     /// The number of this buffer's entry in the sweep or probation queue, or
     /// [`NOT_QUEUED`]. Entries of buffers since removed or re-inserted carry
     /// other numbers and are skipped.
@@ -255,7 +259,7 @@ impl BufferCache {
             if b.entry == NOT_QUEUED {
                 self.entries += 1;
                 b.entry = self.entries;
-                if b.referenced || !written {
+                if *b.referenced.get_mut() || !written {
                     self.sweep.push_back((key, self.entries));
                 } else {
                     b.on_probation = true;
@@ -278,7 +282,16 @@ impl BufferCache {
     /// The contents of `key`, if cached.
     pub fn get(&mut self, key: BlockKey) -> Option<&[u8]> {
         let b = self.buffers.get_mut(&key)?;
-        b.referenced = true;
+        *b.referenced.get_mut() = true;
+        Some(&b.data[..])
+    }
+
+    /// The contents of `key`, if cached, for a reader that shares the cache
+    /// with other readers: it notes the use as [`BufferCache::get`] does,
+    /// so the sweep spares the block exactly as it would have.
+    pub fn peek(&self, key: BlockKey) -> Option<&[u8]> {
+        let b = self.buffers.get(&key)?;
+        b.referenced.store(true, Ordering::Relaxed);
         Some(&b.data[..])
     }
 
@@ -349,7 +362,7 @@ impl BufferCache {
             Buffer {
                 data,
                 dirty,
-                referenced: false,
+                referenced: AtomicBool::new(false),
                 entry: NOT_QUEUED,
                 on_probation: false,
                 written: 0,
@@ -626,7 +639,7 @@ impl BufferCache {
             if b.entry != entry || !b.on_probation {
                 continue;
             }
-            if b.referenced || b.pins > 0 {
+            if *b.referenced.get_mut() || b.pins > 0 {
                 b.on_probation = false;
                 self.on_probation -= 1;
                 self.sweep.push_back((key, entry));
@@ -664,11 +677,11 @@ impl BufferCache {
             if b.dirty {
                 // Queued again when it is written.
                 b.entry = NOT_QUEUED;
-            } else if b.referenced || b.pins > 0 || Arc::strong_count(&b.data) > 1 {
+            } else if *b.referenced.get_mut() || b.pins > 0 || Arc::strong_count(&b.data) > 1 {
                 // Used since the last pass, pinned, or shared with a write
                 // in flight (a read must find it here until the device has
                 // it).
-                b.referenced = false;
+                *b.referenced.get_mut() = false;
                 self.sweep.push_back((key, entry));
             } else {
                 if let Some(gone) = self.buffers.remove(&key) {

@@ -134,6 +134,17 @@ impl StorageManager for Ffs {
         Ok(*self.cached_inode(ino)?)
     }
 
+    fn peek_inode(&self, ino: Ino) -> Option<Inode> {
+        if self.is_free_pending(ino) {
+            return None;
+        }
+        self.inodes.get(ino).copied()
+    }
+
+    fn peek_block(&self, ino: Ino, lbn: Lbn) -> Option<&[u8]> {
+        self.cache.peek((ino, lbn))
+    }
+
     /// Replaces the attributes; a new size makes another block the tail,
     /// or none, and the blocks concerned are resized (`blocks.rs`).
     fn update(&mut self, ino: Ino, attr: &InodeAttr) -> Result<()> {

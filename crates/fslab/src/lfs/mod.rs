@@ -613,6 +613,20 @@ impl StorageManager for Lfs {
         Ok(*self.cached_inode(ino)?)
     }
 
+    fn peek_inode(&self, ino: Ino) -> Option<Inode> {
+        if ino == IFILE_INO {
+            return None;
+        }
+        self.inodes.get(ino).copied()
+    }
+
+    fn peek_block(&self, ino: Ino, lbn: Lbn) -> Option<&[u8]> {
+        if ino == IFILE_INO {
+            return None;
+        }
+        self.cache.peek((ino, lbn))
+    }
+
     fn update(&mut self, ino: Ino, attr: &InodeAttr) -> Result<()> {
         self.check_mounted()?;
         self.cached_inode(ino)?;

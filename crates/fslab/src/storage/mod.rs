@@ -74,7 +74,11 @@ pub struct StatFs {
 /// device fails or holds bad bytes. A method that fails leaves the file system
 /// as it was before the call, except that `write_block` over several calls may
 /// have stored some blocks and not others.
-pub trait StorageManager: Send {
+///
+/// `Sync`, so that callers holding the file system shared may use the
+/// `peek_*` methods, which change nothing a reader could see (DESIGN.md,
+/// "Locks").
+pub trait StorageManager: Send + Sync {
     /// Bytes in a block.
     fn block_size(&self) -> u32;
 
@@ -112,6 +116,24 @@ pub trait StorageManager: Send {
     /// The current inode `ino`. Fails with ENOENT (as `Error::Errno`) for an
     /// inode number that is not allocated.
     fn vget(&mut self, ino: Ino) -> Result<Inode>;
+
+    /// Inode `ino` if it is in memory and allocated, found without
+    /// changing anything: what [`StorageManager::vget`] would return. `None`
+    /// when it would have to be read, or freed, or when only `vget` can say
+    /// (the default); the caller then asks `vget` with the file system held
+    /// exclusively.
+    fn peek_inode(&self, _ino: Ino) -> Option<Inode> {
+        None
+    }
+
+    /// The contents of block `lbn` of `ino` if the buffer cache holds them
+    /// (a whole block, as [`StorageManager::read_block`] would fill it),
+    /// found changing nothing but the cache's note that the block was used.
+    /// `None` when it would have to be read, is a hole, or when only
+    /// `read_block` can say (the default).
+    fn peek_block(&self, _ino: Ino, _lbn: Lbn) -> Option<&[u8]> {
+        None
+    }
 
     /// Replaces the attributes of `ino`; its block map is left alone.
     fn update(&mut self, ino: Ino, attr: &InodeAttr) -> Result<()>;

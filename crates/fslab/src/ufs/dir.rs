@@ -516,27 +516,7 @@ impl<S: StorageManager> Ns<'_, S> {
         let mut lbn = offset / bs;
         while out.len() < max && lbn * bs < size {
             self.s.read_block(dir, lbn as Lbn, &mut block)?;
-            for (i, chunk) in block.chunks_exact(DIRBLKSIZ).enumerate() {
-                let chunk_offset = lbn * bs + (i * DIRBLKSIZ) as u64;
-                if chunk_offset + (DIRBLKSIZ as u64) <= offset {
-                    continue;
-                }
-                for e in parse_chunk(chunk, dir, chunk_offset)? {
-                    let at = chunk_offset + e.offset as u64;
-                    if e.ino == 0 || at < offset {
-                        continue;
-                    }
-                    if out.len() >= max {
-                        return Ok(out);
-                    }
-                    out.push(DirEntry {
-                        ino: e.ino,
-                        kind: kind_from_dt(e.dtype),
-                        name: e.name.to_vec(),
-                        next_offset: at + 1,
-                    });
-                }
-            }
+            entries_from(&block, dir, lbn * bs, offset, max, &mut out)?;
             lbn += 1;
         }
         Ok(out)
@@ -546,4 +526,39 @@ impl<S: StorageManager> Ns<'_, S> {
     pub(crate) fn dir_index_matches(&mut self, dir: Ino) -> Result<bool> {
         self.dirhash_matches(dir)
     }
+}
+
+/// Appends to `out` the live entries of the directory block `block` of
+/// `dir`, which starts at byte `start`, from `offset` on, until `out`
+/// holds `max`: one block of a `readdir`, whoever read the block.
+pub(crate) fn entries_from(
+    block: &[u8],
+    dir: Ino,
+    start: u64,
+    offset: u64,
+    max: usize,
+    out: &mut Vec<DirEntry>,
+) -> Result<()> {
+    for (i, chunk) in block.chunks_exact(DIRBLKSIZ).enumerate() {
+        let chunk_offset = start + (i * DIRBLKSIZ) as u64;
+        if chunk_offset + (DIRBLKSIZ as u64) <= offset {
+            continue;
+        }
+        for e in parse_chunk(chunk, dir, chunk_offset)? {
+            let at = chunk_offset + e.offset as u64;
+            if e.ino == 0 || at < offset {
+                continue;
+            }
+            if out.len() >= max {
+                return Ok(());
+            }
+            out.push(DirEntry {
+                ino: e.ino,
+                kind: kind_from_dt(e.dtype),
+                name: e.name.to_vec(),
+                next_offset: at + 1,
+            });
+        }
+    }
+    Ok(())
 }

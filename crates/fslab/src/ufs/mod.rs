@@ -23,12 +23,14 @@ mod file;
 mod names;
 mod rename;
 mod repair;
+mod shared;
 mod shift;
 #[cfg(test)]
 mod tests;
 mod xattr;
 
 use std::collections::{HashMap, HashSet};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use crate::error::errno;
 use crate::format::inode::{Inode, InodeAttr};
@@ -187,8 +189,11 @@ pub struct FileSystem<S: StorageManager> {
 pub(crate) struct State {
     /// Directory hashes (may be dropped at any time).
     dirs: dirhash::Dirhash,
-    /// Users of each inode (kernel lookups, open files).
-    pins: HashMap<Ino, u64>,
+    /// Users of each inode (kernel lookups, open files). Behind a lock of
+    /// its own, so that a lookup holding the file system shared can add
+    /// one ([`FileSystem::pin`]); everything else holds the file system
+    /// exclusively and reaches it through [`State::pins`].
+    pins: Mutex<HashMap<Ino, u64>>,
     /// Inodes with no links that are still pinned, or whose blocks are
     /// too many for one transaction (`StorageManager::blocks_per_tx`).
     orphans: HashSet<Ino>,
@@ -199,6 +204,18 @@ pub(crate) struct State {
     atime: AtimeOptions,
     /// Whether every change is refused (a read-only mount).
     read_only: bool,
+}
+
+impl State {
+    /// The pins, to a caller holding the file system exclusively.
+    fn pins(&mut self) -> &mut HashMap<Ino, u64> {
+        self.pins.get_mut().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The pins, to a caller holding the file system shared.
+    fn pins_shared(&self) -> MutexGuard<'_, HashMap<Ino, u64>> {
+        self.pins.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 /// One call's view of the file system: the storage manager (inside a
@@ -279,7 +296,7 @@ impl<S: StorageManager> Ns<'_, S> {
     /// `ino` lost its last link: free it now, or at its last unpin (an
     /// orphan until then).
     fn release(&mut self, ino: Ino) -> Result<()> {
-        let pinned = self.st.pins.get(&ino).is_some_and(|&n| n > 0);
+        let pinned = self.st.pins().get(&ino).is_some_and(|&n| n > 0);
         if !pinned && !self.too_large_for_one_tx(ino)? {
             return self.destroy(ino);
         }
@@ -818,14 +835,16 @@ impl<S: StorageManager> FileSystem<S> {
         self.tx(TxKind::Xattr, |ns| ns.removexattr(ino, name))
     }
 
-    /// Notes one more user of `ino` (a kernel lookup, an open file).
-    pub fn pin(&mut self, ino: Ino) {
-        *self.state.pins.entry(ino).or_insert(0) += 1;
+    /// Notes one more user of `ino` (a kernel lookup, an open file). Takes
+    /// the file system shared: a lookup that found `ino` without the
+    /// exclusive lock pins it so.
+    pub fn pin(&self, ino: Ino) {
+        *self.state.pins_shared().entry(ino).or_insert(0) += 1;
     }
 
     /// Drops `count` users of `ino`; frees it if it has no links and no users.
     pub fn unpin(&mut self, ino: Ino, count: u64) -> Result<()> {
-        let left = match self.state.pins.get_mut(&ino) {
+        let left = match self.state.pins().get_mut(&ino) {
             Some(n) => {
                 *n = n.saturating_sub(count);
                 *n
@@ -833,11 +852,11 @@ impl<S: StorageManager> FileSystem<S> {
             None => 0,
         };
         if left == 0 {
-            self.state.pins.remove(&ino);
             // A table grown while the kernel held a million inodes keeps
             // its slots after the kernel forgets them (29 MiB at 1,000,000
             // files): let it shrink once three quarters stand empty.
-            let pins = &mut self.state.pins;
+            let pins = self.state.pins();
+            pins.remove(&ino);
             if pins.capacity() > 1024 && pins.len() < pins.capacity() / 4 {
                 pins.shrink_to(pins.len() * 2);
             }
@@ -850,14 +869,14 @@ impl<S: StorageManager> FileSystem<S> {
 
     /// How many inodes are pinned (kernel lookups, open files).
     pub fn pinned(&self) -> usize {
-        self.state.pins.len()
+        self.state.pins_shared().len()
     }
 
     /// Up to `n` pinned inodes, from the `from`-th on in the table's own
     /// order (wrapping around): a caller that moves `from` on each time
     /// visits them all.
     pub fn pinned_from(&self, from: usize, n: usize) -> Vec<Ino> {
-        let pins = &self.state.pins;
+        let pins = self.state.pins_shared();
         let start = from.checked_rem(pins.len()).unwrap_or(0);
         pins.keys().skip(start).chain(pins.keys().take(start)).take(n).copied().collect()
     }
@@ -892,11 +911,9 @@ impl<S: StorageManager> FileSystem<S> {
         let mut parts = self.storage.memory();
         let dirhash = self.state.dirs.stats();
         parts.push(MemoryUse::new("directory hashes", dirhash.hashes as usize, dirhash.memory));
-        parts.push(MemoryUse::new(
-            "inodes in use (kernel, open files)",
-            self.state.pins.len(),
-            hash_map_bytes(&self.state.pins),
-        ));
+        let pins = self.state.pins_shared();
+        parts.push(MemoryUse::new("inodes in use (kernel, open files)", pins.len(), hash_map_bytes(&pins)));
+        drop(pins);
         parts.push(MemoryUse::new("orphans", self.state.orphans.len(), hash_set_bytes(&self.state.orphans)));
         parts
     }
@@ -941,7 +958,7 @@ impl<S: StorageManager> FileSystem<S> {
         orphans.sort_unstable();
         let mut failed = None;
         for ino in orphans {
-            self.state.pins.remove(&ino);
+            self.state.pins().remove(&ino);
             if let Err(e) = self.reclaim(ino) {
                 failed.get_or_insert(e);
             }

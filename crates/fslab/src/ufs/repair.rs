@@ -117,7 +117,7 @@ impl<S: StorageManager> FileSystem<S> {
     /// Frees inode `ino` and every block it holds, whatever its link count:
     /// for an inode no directory names (an orphan left by a crash).
     pub fn repair_free_inode(&mut self, ino: Ino) -> Result<()> {
-        self.state.pins.remove(&ino);
+        self.state.pins().remove(&ino);
         self.tx(TxKind::Reclaim, |ns| {
             ns.s.vget(ino)?;
             ns.destroy(ino)

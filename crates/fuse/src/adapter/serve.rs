@@ -171,7 +171,7 @@ impl<S: StorageManager + 'static> FuseAdapter<S> {
         match request.op {
             Op::Lookup { name } => wire::put_entry(out, &self.lookup(node, name).map_err(code)?)?,
             Op::Getattr { .. } => {
-                let attr = self.attr("getattr", node, |fs| fs.getattr(dir)).map_err(code)?;
+                let attr = self.getattr(node).map_err(code)?;
                 wire::put_attr_out(out, &attr, TTL)?;
             }
             Op::Setattr(ref set) => {

@@ -25,10 +25,16 @@ impl<S: StorageManager> FuseAdapter<S> {
         }
     }
 
-    /// The first half of a READ, under the lock: the data, or what must
-    /// still be read from the device ([`ReadRest::finish`]).
+    /// The first half of a READ: the data, from the cache holding the file
+    /// system shared if it is all there; otherwise, under the lock, the
+    /// data or what must still be read from the device
+    /// ([`ReadRest::finish`]).
     pub(super) fn read_begin(&self, ino: u64, offset: u64, len: usize, access: Access) -> Result<ReadStart> {
-        self.run("read", ino, |fs| fs.read_begin_as(from_fuse(ino), offset, len, access))
+        let target = from_fuse(ino);
+        if let Some(data) = self.shared.try_shared(|fs| fs.read_cached(target, offset, len, access)) {
+            return Ok(ReadStart::Done(data));
+        }
+        self.run("read", ino, |fs| fs.read_begin_as(target, offset, len, access))
     }
 
     /// What finishing a READ needs, which another thread may own.

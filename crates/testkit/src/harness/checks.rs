@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use fslab::format::Ino;
+use fslab::ufs::Access;
 
 use super::{first_difference, Harness, Subject};
 use crate::model::{Body, NodeId, ROOT};
@@ -117,6 +118,89 @@ impl<T: Subject> Harness<T> {
         }
     }
 
+    /// Compares what the calls that answer from memory, holding the file
+    /// system shared, say of node `id` (where they answer at all) with the
+    /// model: its listing, its attributes, its contents, and a lookup of
+    /// each of its names and of a name it lacks. They run with nothing else in between,
+    /// so they must agree exactly.
+    fn check_cached(&mut self, id: NodeId) {
+        let ino = self.ino(id);
+        let Some(node) = self.model.node(id) else { return };
+        let (mode, nlink, size) = (node.kind().mode_bits() | node.perm, node.nlink, node.size());
+        let contents = match &node.body {
+            Body::File(data) => Some(data.clone()),
+            _ => None,
+        };
+        let is_dir = matches!(node.body, Body::Dir { .. });
+        let names = if is_dir { self.model.list(id).unwrap_or_default() } else { Vec::new() };
+        let mut answers = [0; 4];
+        if is_dir {
+            if let Some(listed) = self.fs().readdir_cached(ino, 0, usize::MAX) {
+                answers[3] += 1;
+                let mut listed: Vec<(Vec<u8>, Ino)> = listed.into_iter().map(|e| (e.name, e.ino)).collect();
+                let parent = self.ino(self.model.parent_of(id).unwrap_or(ROOT));
+                let mut want: Vec<(Vec<u8>, Ino)> =
+                    names.iter().map(|(n, child)| (n.clone(), self.ino(*child))).collect();
+                want.extend([(b".".to_vec(), ino), (b"..".to_vec(), parent)]);
+                listed.sort();
+                want.sort();
+                if listed != want {
+                    self.fail(format!(
+                        "cached listing of node {id} (inode {ino}): {listed:?}, model {want:?}"
+                    ));
+                }
+            }
+        }
+        if let Some(inode) = self.fs().getattr_cached(ino) {
+            answers[0] += 1;
+            let a = inode.attr;
+            if (a.mode, a.nlink) != (mode, nlink) || size.is_some_and(|s| s != a.size) {
+                self.fail(format!(
+                    "cached attributes of node {id} (inode {ino}): mode {:o} nlink {} size {}, model mode {mode:o} \
+                     nlink {nlink} size {size:?}",
+                    a.mode, a.nlink, a.size
+                ));
+            }
+        }
+        if let Some(want) = contents {
+            if let Some(got) = self.fs().read_cached(ino, 0, want.len() + 4096, Access::NoAtime) {
+                answers[2] += 1;
+                if got != want {
+                    self.fail(format!(
+                        "cached contents of node {id} (inode {ino}): {}",
+                        first_difference(&want, &got)
+                    ));
+                }
+            }
+        }
+        // Checking mode (the model's subjects run in it) leaves every
+        // lookup to the exclusive call, which scans: off for these.
+        let dirhash = self.fs().dirhash_options();
+        self.fs().set_dirhash_options(fslab::ufs::DirhashOptions { check: false, ..dirhash });
+        for (name, child) in names {
+            let want = self.ino(child);
+            if let Some(found) = self.fs().lookup_cached(ino, &name) {
+                answers[1] += 1;
+                if !matches!(&found, Ok(inode) if inode.ino == want) {
+                    self.fail(format!(
+                        "cached lookup of {:?} in node {id} (inode {ino}): {found:?}, model inode {want}",
+                        String::from_utf8_lossy(&name)
+                    ));
+                }
+            }
+        }
+        if let Some(found) = self.fs().lookup_cached(ino, b"no such name in the model") {
+            answers[1] += 1;
+            if found.as_ref().err().map(|e| e.errno()) != Some(libc::ENOENT) {
+                self.fail(format!("cached lookup of an absent name in node {id} (inode {ino}): {found:?}"));
+            }
+        }
+        self.fs().set_dirhash_options(dirhash);
+        for (total, n) in self.stats.cached_answers.iter_mut().zip(answers) {
+            *total += n;
+        }
+    }
+
     /// Compares every live node: listings, attributes, contents, targets,
     /// xattrs, and the count of inodes in use.
     pub fn check_tree(&mut self) {
@@ -126,6 +210,7 @@ impl<T: Subject> Harness<T> {
         self.inos.retain(|id, _| ids.binary_search(id).is_ok());
         for &id in &ids {
             self.check_attr(id);
+            self.check_cached(id);
             self.check_xattrs(id);
             let ino = self.ino(id);
             let Some(node) = self.model.node(id) else { continue };

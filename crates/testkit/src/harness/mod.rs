@@ -62,6 +62,10 @@ pub struct RunStats {
     /// Calls the real file system refused with ENOSPC (or cut short) where
     /// the model said the space was short.
     pub enospc: usize,
+    /// Answers the calls that hold the file system shared gave in tree
+    /// checks, each compared with the model: attributes, lookups, reads,
+    /// listings.
+    pub cached_answers: [usize; 4],
 }
 
 /// How often each kind of op ended each way ("rename: ENOTEMPTY" → count),

@@ -198,7 +198,7 @@ pub enum Urgency {
 
 /// A cleaner the file system can run itself when it is short of clean
 /// segments. Implemented by the `cleaner` crate; `lfs` only calls it.
-pub trait SpaceMaker: Send {
+pub trait SpaceMaker: Send + Sync {
     /// Cleans what it judges worth cleaning, through the mechanism above.
     /// Returns whether any segment was cleaned.
     fn make_space(&mut self, lfs: &mut Lfs, urgency: Urgency) -> Result<bool>;

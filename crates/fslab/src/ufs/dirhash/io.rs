@@ -105,10 +105,10 @@ impl<S: StorageManager> Ns<'_, S> {
         // Ok(answer), or Err(the offset where no entry starts: stale).
         let mut answer = Ok(Answer::Absent);
         let mut failure = None;
-        for offset in hash.table.ordered_candidates(h, hash.seq_next) {
+        for offset in hash.table.ordered_candidates(h, hash.seq_next()) {
             match entry_at(storage, &mut last, dir, u64::from(offset), name) {
                 Ok(AtOffset::Match(slot, next)) => {
-                    hash.seq_next = u32::try_from(next).ok();
+                    hash.set_seq_next(u32::try_from(next).ok());
                     answer = Ok(Answer::Found(slot));
                     break;
                 }
@@ -227,10 +227,60 @@ fn entry_at<S: StorageManager>(
     if e.name != name {
         return Ok(AtOffset::Other);
     }
-    let next = if e.offset + e.reclen >= ENTRY_BYTES {
+    Ok(AtOffset::Match(Slot { offset, ino: e.ino }, entry_after(&e, chunk_offset, offset)))
+}
+
+/// The offset of the entry after `e`, which starts at `offset` in the
+/// chunk at `chunk_offset`: where a lookup of the next name in directory
+/// order looks first.
+fn entry_after(e: &Entry<'_>, chunk_offset: u64, offset: u64) -> u64 {
+    if e.offset + e.reclen >= ENTRY_BYTES {
         chunk_offset + DIRBLKSIZ as u64
     } else {
         offset + e.reclen as u64
-    };
-    Ok(AtOffset::Match(Slot { offset, ino: e.ino }, next))
+    }
+}
+
+/// A lookup of `name` in `dir` by its hash, holding the file system shared:
+/// `Some(Some(slot))` found, `Some(None)` absent, `None` when only an
+/// exclusive lookup can answer — no hash, a candidate's block not cached,
+/// a stale or damaged candidate (which the exclusive lookup drops or
+/// reports), or checking mode. It changes only what [`DirHash`] keeps
+/// atomic, as an exclusive lookup that answers would.
+pub(crate) fn lookup_cached<S: StorageManager>(
+    dirs: &super::Dirhash,
+    storage: &S,
+    dir: Ino,
+    name: &[u8],
+) -> Option<Option<Slot>> {
+    if dirs.checking() {
+        return None;
+    }
+    let hash = dirs.peek(dir)?;
+    let bs = u64::from(storage.block_size());
+    let h = hash.table.hash(name);
+    let mut chunks = 0;
+    let mut last_chunk = None;
+    for offset in hash.table.ordered_candidates(h, hash.seq_next()) {
+        let offset = u64::from(offset);
+        let chunk_offset = offset / DIRBLKSIZ as u64 * DIRBLKSIZ as u64;
+        if last_chunk != Some(chunk_offset) {
+            chunks += 1;
+            last_chunk = Some(chunk_offset);
+        }
+        let block = storage.peek_block(dir, (chunk_offset / bs) as Lbn)?;
+        let within = (chunk_offset % bs) as usize;
+        let chunk = block.get(within..within + DIRBLKSIZ)?;
+        let at = (offset - chunk_offset) as usize;
+        let e = entry_in_chunk(chunk, dir, chunk_offset, at).ok()?.filter(|e| e.ino != 0)?;
+        if e.name == name {
+            hash.set_seq_next(u32::try_from(entry_after(&e, chunk_offset, offset)).ok());
+            dirs.note_use(hash);
+            dirs.count_shared_hit(chunks);
+            return Some(Some(Slot { offset, ino: e.ino }));
+        }
+    }
+    dirs.note_use(hash);
+    dirs.count_shared_hit(chunks);
+    Some(None)
 }

@@ -16,10 +16,12 @@
 mod free;
 mod io;
 mod table;
+pub(crate) use io::lookup_cached;
 #[cfg(test)]
 mod tests;
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 
 use crate::format::dirent::{entry_size, DIRBLKSIZ};
 use crate::format::Ino;
@@ -110,15 +112,35 @@ const SCAN_HINTS: usize = 64;
 /// every live entry of the directory's blocks and nothing else, and `free`
 /// has one value per chunk of the directory, each the chunk's largest free
 /// record. Every change to the blocks updates both, or drops the hash.
+///
+/// What a lookup changes (the sequential hint, the score, the recency) is
+/// atomic, so that lookups holding the file system shared
+/// ([`lookup_cached`]) keep them as exclusive ones do.
 pub(super) struct DirHash {
     table: LookupTable,
     free: FreeSpace,
     /// The offset of the entry after the last one found: tried first by the
-    /// next lookup (§3.2's sequential optimisation).
-    seq_next: Option<u32>,
-    score: u32,
-    last_used: u64,
+    /// next lookup (§3.2's sequential optimisation); [`NO_HINT`] for none.
+    seq_next: AtomicU32,
+    score: AtomicU32,
+    last_used: AtomicU64,
     memory: u64,
+}
+
+/// `seq_next` of a hash with no sequential hint. No entry starts there: a
+/// hashed directory is smaller than 4 GiB ([`MAX_OFFSET_BYTES`]).
+const NO_HINT: u32 = u32::MAX;
+
+impl DirHash {
+    /// The offset the next lookup tries first.
+    fn seq_next(&self) -> Option<u32> {
+        Some(self.seq_next.load(Relaxed)).filter(|&o| o != NO_HINT)
+    }
+
+    /// Sets the offset the next lookup tries first.
+    fn set_seq_next(&self, next: Option<u32>) {
+        self.seq_next.store(next.unwrap_or(NO_HINT), Relaxed);
+    }
 }
 
 /// The sizes of a hash to build for a directory.
@@ -153,9 +175,9 @@ impl Plan {
         DirHash {
             table: LookupTable::new(self.slots, (self.chunk_capacity * DIRBLKSIZ) as u64),
             free: FreeSpace::new(self.chunk_capacity),
-            seq_next: None,
-            score: INITIAL_SCORE,
-            last_used: 0,
+            seq_next: AtomicU32::new(NO_HINT),
+            score: AtomicU32::new(INITIAL_SCORE),
+            last_used: AtomicU64::new(0),
             memory: 0,
         }
     }
@@ -183,8 +205,13 @@ pub(crate) struct Dirhash {
     options: DirhashOptions,
     hashes: HashMap<Ino, DirHash>,
     memory: u64,
-    clock: u64,
+    /// Lookups and builds so far: the recency of each hash's last use.
+    clock: AtomicU64,
     stats: DirhashStats,
+    /// Counters of lookups made holding the file system shared, added to
+    /// `stats` when read.
+    shared_hits: AtomicU64,
+    shared_blocks_read: AtomicU64,
     scan_hints: [(Ino, u64); SCAN_HINTS],
     /// What the last scan that missed saw: the directory, the entry size
     /// it could take, and the first chunk with room for that (`None`: the
@@ -198,8 +225,10 @@ impl Default for Dirhash {
             options: DirhashOptions::default(),
             hashes: HashMap::new(),
             memory: 0,
-            clock: 0,
+            clock: AtomicU64::new(0),
             stats: DirhashStats::default(),
+            shared_hits: AtomicU64::new(0),
+            shared_blocks_read: AtomicU64::new(0),
             scan_hints: [(0, 0); SCAN_HINTS],
             create_hint: None,
         }
@@ -234,7 +263,13 @@ impl Dirhash {
 
     /// The counters, with the memory in use now.
     pub fn stats(&self) -> DirhashStats {
-        DirhashStats { hashes: self.hashes.len() as u64, memory: self.memory, ..self.stats }
+        DirhashStats {
+            hashes: self.hashes.len() as u64,
+            memory: self.memory,
+            hits: self.stats.hits + self.shared_hits.load(Relaxed),
+            blocks_read: self.stats.blocks_read + self.shared_blocks_read.load(Relaxed),
+            ..self.stats
+        }
     }
 
     /// Forgets the hash of `dir` (changed behind its back, or freed).
@@ -271,17 +306,33 @@ impl Dirhash {
     }
 
     fn least_recently_used(&self) -> Option<Ino> {
-        self.hashes.iter().min_by_key(|(_, h)| h.last_used).map(|(&dir, _)| dir)
+        self.hashes.iter().min_by_key(|(_, h)| h.last_used.load(Relaxed)).map(|(&dir, _)| dir)
     }
 
     /// The hash of `dir` for a lookup: the use counts towards its score.
     pub(super) fn used(&mut self, dir: Ino) -> Option<&mut DirHash> {
-        self.clock += 1;
-        let now = self.clock;
-        let hash = self.hashes.get_mut(&dir)?;
-        hash.last_used = now;
-        hash.score = (hash.score + 1).min(MAX_SCORE);
-        Some(hash)
+        let hash = self.hashes.get(&dir)?;
+        self.note_use(hash);
+        self.hashes.get_mut(&dir)
+    }
+
+    /// The hash of `dir`, for a lookup holding the file system shared,
+    /// which notes its use ([`Dirhash::note_use`]) once it has answered.
+    pub(super) fn peek(&self, dir: Ino) -> Option<&DirHash> {
+        self.hashes.get(&dir)
+    }
+
+    /// A lookup's use of `hash`: its recency, and a point towards its score.
+    pub(super) fn note_use(&self, hash: &DirHash) {
+        hash.last_used.store(self.clock.fetch_add(1, Relaxed) + 1, Relaxed);
+        let _ = hash.score.fetch_update(Relaxed, Relaxed, |score| Some((score + 1).min(MAX_SCORE)));
+    }
+
+    /// Counts a lookup answered by a hash, holding the file system shared,
+    /// that read `blocks` directory chunks.
+    pub(super) fn count_shared_hit(&self, blocks: u64) {
+        self.shared_hits.fetch_add(1, Relaxed);
+        self.shared_blocks_read.fetch_add(blocks, Relaxed);
     }
 
     /// The hash of `dir`, if there is one, to keep in step with a change.
@@ -292,7 +343,7 @@ impl Dirhash {
     /// The offset the next lookup in `dir` tries first, for tests.
     #[cfg(test)]
     pub(crate) fn sequential_next(&self, dir: Ino) -> Option<u32> {
-        self.hashes.get(&dir)?.seq_next
+        self.hashes.get(&dir)?.seq_next()
     }
 
     /// Whether `dir` has a hash.
@@ -327,9 +378,9 @@ impl Dirhash {
         }
         while self.memory + need > self.options.max_memory {
             let victim = self.least_recently_used()?;
-            let hash = self.hashes.get_mut(&victim)?;
-            hash.score = hash.score.saturating_sub(1);
-            if hash.score > 0 {
+            let score = self.hashes.get_mut(&victim)?.score.get_mut();
+            *score = score.saturating_sub(1);
+            if *score > 0 {
                 self.stats.refused += 1;
                 return None;
             }
@@ -342,8 +393,8 @@ impl Dirhash {
     /// Keeps `hash`, just built for `dir` by `plan`.
     pub(super) fn insert(&mut self, dir: Ino, plan: Plan, mut hash: DirHash) {
         self.remove(dir);
-        self.clock += 1;
-        hash.last_used = self.clock;
+        *hash.last_used.get_mut() = *self.clock.get_mut() + 1;
+        *self.clock.get_mut() += 1;
         hash.memory = plan.memory();
         self.memory += hash.memory;
         self.stats.peak_memory = self.stats.peak_memory.max(self.memory);
@@ -385,8 +436,8 @@ impl Dirhash {
         let held = hash.table.remove(h, offset as u32);
         if held {
             hash.free.set(chunk, free);
-            if hash.seq_next == Some(offset as u32) {
-                hash.seq_next = None;
+            if hash.seq_next() == Some(offset as u32) {
+                hash.set_seq_next(None);
             }
         } else {
             self.remove(dir);
