@@ -79,8 +79,9 @@ type BeforeUnmount = Box<dyn FnOnce() + Send>;
 /// A mounted file system behind one reader-writer lock.
 ///
 /// Lifecycle: *serving* (the `FileSystem` is present; every call takes the
-/// lock, exclusively or shared, runs one library call and lets go) → *unmounted* (after
-/// [`Shared::shutdown`]; the `FileSystem` is gone and calls fail with EIO).
+/// lock, exclusively or shared, runs one library call and lets go) →
+/// *unmounted* (after [`Shared::shutdown`]; the `FileSystem` is gone and
+/// calls fail with EIO).
 /// A library call that panics moves the file system to *broken*: calls fail
 /// with EIO, ticks stop, and shutdown skips the final checkpoint so that the
 /// image stays at its last consistent checkpoint rather than recording
@@ -207,9 +208,12 @@ impl<S: StorageManager> Shared<S> {
         self.signals.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Marks the file system broken after a panic in a library call.
-    fn break_down(&self) {
+    /// Marks the file system broken after a panic in a library call, before
+    /// `state` (the guard the call ran under) lets the next caller in, and
+    /// wakes the background threads to stop.
+    fn break_down<G>(&self, state: G) {
         self.broken.store(true, Ordering::Relaxed);
+        drop(state);
         self.stopped();
     }
 
@@ -227,8 +231,7 @@ impl<S: StorageManager> Shared<S> {
         match catch_unwind(AssertUnwindSafe(|| op(fs))) {
             Ok(answer) => answer,
             Err(_) => {
-                drop(state);
-                self.break_down();
+                self.break_down(state);
                 None
             }
         }
@@ -274,8 +277,7 @@ impl<S: StorageManager> Shared<S> {
                 Ok(value)
             }
             Err(_) => {
-                drop(state);
-                self.break_down();
+                self.break_down(state);
                 Err(errno(libc::EIO, "internal error in the file system"))
             }
         }
@@ -446,8 +448,7 @@ impl<S: StorageManager> Shared<S> {
                     }
                 }
                 Err(_) => {
-                    drop(state);
-                    self.break_down();
+                    self.break_down(state);
                     return;
                 }
             }
@@ -567,5 +568,26 @@ mod tests {
         assert_eq!(*seen.lock().unwrap_or_else(PoisonError::into_inner), vec![(true, false)]);
         assert!(handle.is_unmounted(), "unmounted, not broken");
         assert_eq!(handle.with(|_| Ok(())).err().map(|e| e.errno()), Some(libc::EIO));
+    }
+
+    /// A panic in a library call, shared or exclusive, stops the file
+    /// system: every later call fails with EIO (shared ones decline), and
+    /// shutdown leaves the image at its last checkpoint.
+    #[test]
+    fn a_panic_in_a_call_holding_the_file_system_either_way_stops_it() {
+        for shared_panics in [true, false] {
+            let shared = Shared::new(FileSystem::new(MemStorage::new(4096)));
+            assert!(shared.try_shared(|fs| Some(fs.getattr_cached(ROOT_INO))).is_some(), "serving");
+            if shared_panics {
+                let answer: Option<()> = shared.try_shared(|_| panic!("a shared call panics"));
+                assert!(answer.is_none());
+            } else {
+                let answer: Result<()> = shared.with(|_| panic!("an exclusive call panics"));
+                assert_eq!(answer.err().map(|e| e.errno()), Some(libc::EIO));
+            }
+            assert!(shared.try_shared(|_| Some(())).is_none(), "a shared call after the panic");
+            assert_eq!(shared.with(|_| Ok(())).err().map(|e| e.errno()), Some(libc::EIO));
+            assert!(shared.shutdown().is_err(), "no final checkpoint after a panic");
+        }
     }
 }
