@@ -228,8 +228,9 @@ fn indirect_workloads() -> Vec<Workload> {
 
 /// Renames in chains and runs, beyond the pairs of the sampled families:
 /// a name renamed again before the first rename is durable, renamed back,
-/// renamed and then removed, a create renamed over, and a run of renames
-/// in one directory (the MH folder's pack), and directories renamed and
+/// renamed and then removed, a create renamed over, a run of renames
+/// in one directory (the MH folder's pack), two names swapped, and
+/// directories renamed and
 /// moved: soft updates keep each old name on the disk until its new one is
 /// there, a rename of a rename hands that wait on, and a moved directory's
 /// `..` waits for its new parent's count.
@@ -243,6 +244,11 @@ fn rename_workloads() -> Vec<Workload> {
         vec![Op::Create(s("A/n1")), r("A/n1", "A/n2"), r("A/foo", "A/n1")],
         vec![r("A/foo", "B/foo"), Op::Create(s("A/foo")), r("A/bar", "A/foo")],
         vec![r("A/foo", "A/p1"), r("A/bar", "A/p2"), r("B/baz", "A/p3"), r("A/p1", "A/foo")],
+        // Two files swap names through a temporary one; a file takes the
+        // name another's rename has just left: renames of names not yet
+        // durable whose new names wait for each other's old images.
+        vec![r("A/foo", "A/t"), r("A/bar", "A/foo"), r("A/t", "A/bar")],
+        vec![r("A/bar", "A/t1"), r("A/foo", "A/t2"), r("A/t1", "A/foo")],
         // A directory: renamed in its parent, then given a file; moved and
         // moved back; moved, its old name taken by a new directory; moved
         // over an empty directory; moved and removed.

@@ -390,6 +390,92 @@ fn unlink_on_a_full_disk<T: Subject>(mut subject: T) {
     assert_eq!(subject.fs().write(again.ino, 0, &fill(1, 1 << 20)).expect("write after freeing"), 1 << 20);
 }
 
+/// One step of [`renames_of_names_not_yet_durable_sync_and_fsck_clean`]:
+/// on names `n` of one directory, `Create(n)`, `Rename(from, to)`,
+/// `Unlink(n)`, or `Sync`.
+#[derive(Clone, Copy)]
+enum NameOp {
+    Create(u32),
+    Rename(u32, u32),
+    Unlink(u32),
+    Sync,
+}
+
+/// Renames of names no write has made durable yet, in the patterns that
+/// wedged soft updates: every sync after them failed with EIO, since a
+/// new name waited for a rename's image of its chunk to go while that
+/// rename waited in turn for the new name. Each ends with a sync, which
+/// must succeed, and a clean fsck; the names must be those of the ops.
+fn renames_of_names_not_yet_durable_sync_and_fsck_clean(layout: Layout) {
+    use NameOp::{Create as C, Rename as R, Sync as S, Unlink as U};
+    let sequences: [(&str, &[NameOp]); 5] = [
+        // Two files swap names through a temporary one.
+        ("a swap", &[C(1), C(2), S, R(1, 3), R(2, 1), R(3, 2)]),
+        // A file takes the name another file's rename has just left.
+        ("a name taken", &[C(2), C(6), S, R(6, 13), R(2, 14), R(13, 2)]),
+        // The same, through a removed file's name.
+        ("a removed name taken", &[C(7), C(10), C(13), S, R(10, 11), R(7, 10), U(13), R(11, 8), R(8, 13)]),
+        // A file renamed over another, moved on, its name taken.
+        ("a replaced name taken", &[C(3), C(0), C(1), S, R(0, 1), R(3, 4), R(1, 5), R(4, 1)]),
+        // A chain of renames whose names reuse one entry's space.
+        (
+            "a reused entry",
+            &[C(18), S, R(18, 0), C(26), U(0), C(17), S, R(17, 30), R(30, 8), R(8, 21), R(21, 10), R(26, 17)],
+        ),
+    ];
+    struct Body<'a>(&'a [(&'a str, &'a [NameOp])]);
+    impl WithSubject for Body<'_> {
+        fn run<T: Subject>(self, mut subject: T) {
+            // Long names, as in the run that found it: which chunk and
+            // offset each entry takes decides which renames wait for which.
+            let name = |n: u32| format!("coming-and-going-{n:03}").into_bytes();
+            let me = Creds::default();
+            let mut expected = Vec::new();
+            for (i, &(what, ops)) in self.0.iter().enumerate() {
+                let dir =
+                    subject.fs().mkdir(ROOT_INO, format!("d{i}").as_bytes(), 0o755, me).expect("mkdir").ino;
+                let mut names: BTreeMap<Vec<u8>, u64> = BTreeMap::new();
+                for &op in ops {
+                    let fs = subject.fs();
+                    match op {
+                        NameOp::Create(n) => {
+                            let ino =
+                                fs.mknod(dir, &name(n), libc::S_IFREG | 0o644, 0, me).expect("create").ino;
+                            names.insert(name(n), ino);
+                        }
+                        NameOp::Rename(from, to) => {
+                            fs.rename(dir, &name(from), dir, &name(to), Default::default())
+                                .unwrap_or_else(|e| panic!("{what}: rename: {e}"));
+                            let ino = names.remove(&name(from)).expect("renamed name");
+                            names.insert(name(to), ino);
+                        }
+                        NameOp::Unlink(n) => {
+                            fs.unlink(dir, &name(n)).unwrap_or_else(|e| panic!("{what}: unlink: {e}"));
+                            names.remove(&name(n));
+                        }
+                        NameOp::Sync => fs.sync().unwrap_or_else(|e| panic!("{what}: sync: {e}")),
+                    }
+                }
+                subject.fs().sync().unwrap_or_else(|e| panic!("{what}: the sync after the renames: {e}"));
+                expected.push((what, dir, names));
+            }
+            subject.fsck().unwrap_or_else(|e| panic!("{e}"));
+            for (what, dir, names) in expected {
+                let found: BTreeMap<Vec<u8>, u64> = subject
+                    .fs()
+                    .readdir(dir, 0, 1000)
+                    .expect("readdir")
+                    .into_iter()
+                    .filter(|e| e.name != b"." && e.name != b"..")
+                    .map(|e| (e.name, e.ino))
+                    .collect();
+                assert_eq!(found, names, "{what}: the names after a remount");
+            }
+        }
+    }
+    layout.with_subject(8 << 20, CACHE, None, Body(&sequences));
+}
+
 fn statfs_counts_a_new_inode_as_used_before_it_is_written(layout: Layout) {
     // Bug: `Tables::inodes_in_use` counts inode-map entries with a disk
     // address, and a new inode has none until the segment writer stores it.
@@ -899,6 +985,7 @@ on_every_layout!(
     every_write_accepted_before_enospc_reads_back_with_a_small_cache,
     unlink_on_a_full_disk_succeeds_so_space_can_be_freed,
     statfs_counts_a_new_inode_as_used_before_it_is_written,
+    renames_of_names_not_yet_durable_sync_and_fsck_clean,
     truncating_to_the_middle_of_a_block_works_on_a_full_disk,
     fallocate_refused_on_a_full_disk_changes_nothing,
     reads_fetched_outside_the_lock_see_the_file_as_it_was_or_read_again,

@@ -56,7 +56,11 @@
 //! (`dir_chunk_held`), and a new entry of a name a held image still shows
 //! waits for that image to go and for a durable write of its chunk
 //! without the name (`Cond::ImageGone`), so that the disk never
-//! shows one name twice.
+//! shows one name twice. An image leaves out the other files' entries the
+//! cache no longer holds (their removals may go first), and a rename of a
+//! file whose earlier rename's image a new name waits on makes that
+//! earlier new name durable first (decision 0006, item 15): kept whole,
+//! images of one chunk waited for each other's renames for ever.
 //!
 //! What is simpler than FreeBSD's, and why:
 //! * an exchange, or a rename over anything but a regular file (an empty
@@ -152,6 +156,9 @@ impl IntegrityMode<Ffs> for Softdep {
                     _ => return Ok(()),
                 };
                 let ino = if let Hint::LinkCount { ino, .. } = hint { ino } else { 0 };
+                if soft {
+                    self.settle_before_renaming(fs, ino)?;
+                }
                 self.state().rename =
                     if soft { Rename::Soft { moved: ino, new: None } } else { Rename::Ordered };
                 settle = !soft;
@@ -498,6 +505,7 @@ impl IntegrityMode<Ffs> for Softdep {
             tokens.retain(|i| i.alive.strong_count() > 0);
             !tokens.is_empty()
         });
+        state.prune_awaited(durable);
         let tracked: HashSet<Ino> = state.inodes.keys().copied().collect();
         state.blocks.retain(|_, inos| {
             inos.retain(|i| tracked.contains(i));

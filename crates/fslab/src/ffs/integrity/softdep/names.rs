@@ -90,7 +90,10 @@ impl Softdep {
             // whose copy of the chunk no longer holds it.
             let cleared = new_written();
             state.removals.entry(i.key).or_default().push((i.at, i.ino, cleared.clone()));
-            waits.push(Cond::ImageGone { guard: i.alive, cleared });
+            let cond = Cond::ImageGone { guard: i.alive, key: i.key, ino: i.ino, cleared };
+            state.awaited.entry(i.moved).or_default().push(cond.clone());
+            state.awaited.entry(i.ino).or_default().push(cond.clone());
+            waits.push(cond);
         }
         let add = Add { offset: (offset % bs) as usize, ino, previous, shown, waits, ghost: false };
         state.adds.entry(key).or_default().push(add);
@@ -312,7 +315,7 @@ impl Softdep {
         if let Ok(entries) = crate::format::dirent::parse_chunk(&image, key.0, chunk_offset) {
             for e in entries.iter().filter(|e| e.ino != 0) {
                 let at = chunk * DIRBLKSIZ + e.offset;
-                let imaged = Imaged { alive: Arc::downgrade(&token), key, chunk, at, ino: e.ino };
+                let imaged = Imaged { alive: Arc::downgrade(&token), key, chunk, at, ino: e.ino, moved };
                 state.imaged_names.entry(name_key(key.0, e.name)).or_default().push(imaged);
             }
         }
@@ -347,6 +350,28 @@ impl Softdep {
             })
             .unwrap_or_default();
         self.settle_new_names(fs, &hiding)
+    }
+
+    /// A rename of `moved` is beginning (its first hint; nothing of it is
+    /// changed yet). If an earlier rename of the file is not durable and
+    /// a new entry waits for that rename's image to go (`Cond::ImageGone`),
+    /// that rename's new name is made durable first. This rename may hand
+    /// the earlier one's wait on to its own new name (`unshown_gone`), and
+    /// that name may in turn wait for the image of the very rename whose
+    /// new entry waits on the earlier one: swapping two files through a
+    /// temporary name (`a` to `t`, `b` to `a`, `t` to `b`) leaves `b`'s
+    /// new entry waiting for the image that shows `b` naming the other
+    /// file, whose rename waits for `a`'s new entry, which waits for the
+    /// image that shows `a` naming this one. Two images of one chunk can
+    /// never both go, and a sync stalled there for ever. Images are
+    /// dependencies kept per chunk, coarser than the per-entry ones soft
+    /// updates are built on so that no cycle can form (2000 paper §4); a
+    /// cycle is kept from forming here instead, at the cost of a settle
+    /// in that rare case (a rename of a name not yet durable whose old
+    /// image another name waits on).
+    pub(super) fn settle_before_renaming(&self, fs: &mut Ffs, moved: Ino) -> Result<()> {
+        let awaited = self.state().awaited_renames_of(moved, fs.queue.durable());
+        self.settle_new_names(fs, &awaited)
     }
 
     /// What an fsync of `ino` still has to write (dirty blocks), and
@@ -459,6 +484,13 @@ impl Softdep {
                 entries.push((dir, (offset / bs) as Lbn));
             }
         }
+        // A new name waiting for an image of the same name in another
+        // chunk to go (`Cond::ImageGone`) waits for a write of that chunk
+        // without it, once the image's own rename is durable.
+        entries.extend(self.state().adds.values().flatten().flat_map(|a| &a.waits).filter_map(|c| match c {
+            Cond::ImageGone { key, .. } => Some(*key),
+            _ => None,
+        }));
         entries.sort_unstable();
         entries.dedup();
         fs.write_ordered(&entries)?;

@@ -135,6 +135,21 @@ impl Softdep {
             {
                 continue;
             }
+            // A ghost whose space a live entry of the same file took since
+            // (a name not yet durable renamed again, into the space the
+            // last one left): only a copy showing the ghost's own name
+            // rolls back; one showing the live entry as the cache holds it
+            // shows that entry, whose rename waits for it.
+            if add.ghost && adds.iter().any(|a| !a.ghost && a.offset == at && a.ino == add.ino) {
+                let chunk = at - at % DIRBLKSIZ;
+                let chunk_offset = key.1 as u64 * bs + chunk as u64;
+                let live = data
+                    .get(chunk..chunk + DIRBLKSIZ)
+                    .and_then(|c| entry_at(c, key.0, chunk_offset, at - chunk));
+                if live.is_some_and(|e| shows_entry(view, at, e)) {
+                    continue;
+                }
+            }
             let c = copy.get_or_insert_with(|| AlignedBytes::copy_of(data));
             let (ino, dtype) = add.previous.unwrap_or((0, dt::UNKNOWN));
             c[at..at + 4].copy_from_slice(&(ino as u32).to_le_bytes());
@@ -148,6 +163,41 @@ impl Softdep {
             for chunk in resealed {
                 let at = chunk * DIRBLKSIZ;
                 seal_chunk(&mut c[at..at + DIRBLKSIZ]);
+            }
+        }
+        // An image is the whole chunk as it was before its rename, other
+        // files' entries too. One the cache no longer holds, which nothing
+        // keeps, goes from the copy: a removal may always reach the disk
+        // first (its file's count stays raised until it has), and no later
+        // copy shows it again, so that what the removal frees is never
+        // named. Kept, a removal waited for the image's rename, whose new
+        // name could be waiting in turn for that removal (`Cond::ImageGone`:
+        // a name a file's rename left, taken by another file's rename,
+        // before either was durable).
+        let block_offset = key.1 as u64 * bs;
+        for &chunk in imaged.keys() {
+            let Some(c) = copy.as_mut() else { break };
+            let Some(bytes) = c.get_mut(chunk * DIRBLKSIZ..(chunk + 1) * DIRBLKSIZ) else { continue };
+            let chunk_offset = block_offset + (chunk * DIRBLKSIZ) as u64;
+            let Some(cached) = data.get(chunk * DIRBLKSIZ..(chunk + 1) * DIRBLKSIZ) else { continue };
+            let gone: Vec<usize> = match crate::format::dirent::parse_chunk(bytes, key.0, chunk_offset) {
+                Ok(entries) => entries
+                    .iter()
+                    .filter(|e| {
+                        let entry = (e.ino, e.dtype, e.name);
+                        e.ino != 0
+                            && entry_at(cached, key.0, chunk_offset, e.offset) != Some(entry)
+                            && !kept_entry(&guards, &adds, key.0, chunk_offset, chunk, e.offset, entry)
+                    })
+                    .map(|e| e.offset)
+                    .collect(),
+                Err(_) => continue,
+            };
+            for &within in &gone {
+                bytes[within..within + 4].copy_from_slice(&0u32.to_le_bytes());
+            }
+            if !gone.is_empty() {
+                seal_chunk(bytes);
             }
         }
         let view: &[u8] = copy.as_deref().unwrap_or(data);
@@ -224,6 +274,50 @@ impl Softdep {
         }
         Some(safe)
     }
+}
+
+/// An entry as rollbacks compare them: inode, type and name.
+type EntryId<'a> = (Ino, u8, &'a [u8]);
+
+/// The entry of `chunk` (at `chunk_offset` of directory `dir`) that starts
+/// at byte `within`, if one does (not the remains of one removed, which
+/// the entry before it took over).
+fn entry_at(chunk: &[u8], dir: Ino, chunk_offset: u64, within: usize) -> Option<EntryId<'_>> {
+    let entry = crate::format::dirent::entry_in_chunk(chunk, dir, chunk_offset, within).ok()??;
+    Some((entry.ino, entry.dtype, entry.name))
+}
+
+/// Whether the bytes at `at` of `block` are the header and name of `entry`
+/// (a copy being rolled back, whose chunks are sealed only at the end).
+fn shows_entry(block: &[u8], at: usize, (ino, dtype, name): EntryId<'_>) -> bool {
+    let header = block.get(at..at + ENTRY_HEADER);
+    let shown = block.get(at + ENTRY_HEADER..at + ENTRY_HEADER + name.len());
+    header.is_some_and(|h| {
+        u64::from(u32::from_le_bytes([h[0], h[1], h[2], h[3]])) == ino
+            && h[6] == dtype
+            && h[7] as usize == name.len()
+    }) && shown == Some(name)
+}
+
+/// Whether an image of chunk `chunk` (at `chunk_offset` of directory
+/// `dir`) must keep its `entry` at byte `within`, which the cache no
+/// longer holds: while that file's rename keeps it as its old name (the
+/// entry is in the image of a guard that moved it), or while another
+/// entry replaced it in place (a rename over it, not yet durable: the
+/// name names one of the two; not a ghost, whose file has moved on).
+fn kept_entry(
+    guards: &[Guard],
+    adds: &[Add],
+    dir: Ino,
+    chunk_offset: u64,
+    chunk: usize,
+    within: usize,
+    entry: EntryId<'_>,
+) -> bool {
+    let (ino, at) = (entry.0, chunk * DIRBLKSIZ + within);
+    guards.iter().any(|g| {
+        g.chunk == chunk && g.moved == ino && entry_at(&g.image, dir, chunk_offset, within) == Some(entry)
+    }) || adds.iter().any(|a| !a.ghost && a.offset == at && a.previous.is_some_and(|(p, _)| p == ino))
 }
 
 /// Whether a chunk as written (at `chunk_offset` of directory `dir`)

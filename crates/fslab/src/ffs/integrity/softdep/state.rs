@@ -27,12 +27,12 @@ pub(super) enum Cond {
     /// The same name in a rename's guard's image of another chunk (a name
     /// that may still be on the disk there): met once the guard is dropped,
     /// whatever ends it, and a write of that chunk without the entry
-    /// (`cleared`, a removal of it in `State::removals`) is durable. The
-    /// guard's end alone is not enough: the write that first leaves the
-    /// image out may also be the first to show the new entry, and a torn
-    /// write of the block would keep the old chunk's sector beside the
-    /// new one's: one name twice.
-    ImageGone { guard: Weak<()>, cleared: Written },
+    /// (`cleared`, a removal of it in `State::removals`: block `key`, the
+    /// entry naming `ino`) is durable. The guard's end alone is not
+    /// enough: the write that first leaves the image out may also be the
+    /// first to show the new entry, and a torn write of the block would
+    /// keep the old chunk's sector beside the new one's: one name twice.
+    ImageGone { guard: Weak<()>, key: BlockKey, ino: Ino, cleared: Written },
 }
 
 /// A block allocated since mount whose pointer must wait: for its contents
@@ -113,6 +113,8 @@ pub(super) struct Imaged {
     pub(super) at: usize,
     /// The inode the image's entry names.
     pub(super) ino: Ino,
+    /// The file the guard's rename moved.
+    pub(super) moved: Ino,
 }
 
 /// The key of a name in a directory in `State::imaged_names`.
@@ -244,6 +246,14 @@ pub(super) struct State {
     /// while the image may show the old one (two entries of one name).
     /// Entries of guards since dropped are cleared lazily.
     pub(super) imaged_names: HashMap<(Ino, u64), Vec<Imaged>>,
+    /// What new entries wait on for images to go (`Cond::ImageGone`), by
+    /// the files whose renames' guards keep those images on the disk: the
+    /// file each image's rename moved, and the file the image's entry
+    /// names (its own rename's guard keeps that entry, `kept_entry`). A
+    /// rename of such a file again settles its guards first
+    /// (`Softdep::settle_before_renaming`). Conditions met are cleared
+    /// lazily.
+    pub(super) awaited: HashMap<Ino, Vec<Cond>>,
     /// The rename in the open transaction.
     pub(super) rename: Rename,
     /// Directory blocks as they were before the open rename changed them.
@@ -262,8 +272,20 @@ impl State {
         match cond {
             Cond::Write(w) => is_durable(w, durable),
             Cond::Group { cg, since } => self.group_written_after(*cg, *since, durable),
-            Cond::ImageGone { guard, cleared } => guard.strong_count() == 0 && is_durable(cleared, durable),
+            Cond::ImageGone { guard, cleared, .. } => {
+                guard.strong_count() == 0 && is_durable(cleared, durable)
+            }
         }
+    }
+
+    /// Forgets what `awaited` holds that is met.
+    pub(super) fn prune_awaited(&mut self, durable: Seq) {
+        let mut awaited = std::mem::take(&mut self.awaited);
+        awaited.retain(|_, conds| {
+            conds.retain(|c| !self.cond_met(c, durable));
+            !conds.is_empty()
+        });
+        self.awaited = awaited;
     }
 
     pub(super) fn group_written_after(&self, cg: u32, since: Seq, durable: Seq) -> bool {
@@ -310,6 +332,7 @@ impl State {
     pub(super) fn unshown_gone(&mut self, add: &Add, moved_to: Option<&(Ino, u64, Written)>) {
         let Some(shown) = &add.shown else { return };
         let mut retargeted: Vec<Weak<()>> = Vec::new();
+        let mut moved: Vec<Ino> = Vec::new();
         for guards in self.guards.values_mut() {
             guards.retain_mut(|g| {
                 if !Arc::ptr_eq(&g.shown, shown) {
@@ -321,6 +344,7 @@ impl State {
                         g.new_dir = *dir;
                         g.new_offset = *offset;
                         retargeted.push(Arc::downgrade(&g._alive));
+                        moved.push(g.moved);
                         true
                     }
                     None => false,
@@ -333,16 +357,38 @@ impl State {
         // for it. Its `dir_chunk_keeping` chunk made the two one sector's
         // change; a new entry the chunk had no room for is shown without
         // that wait (a crash may then leave the name twice, which fsck
-        // repairs), rather than never.
+        // repairs), rather than never. The same holds for another image of
+        // the name naming the file (an older rename's, whose new name was
+        // written but not yet durable: foo -> bar -> foo -> baz -> foo):
+        // clearing it waits for a write of its chunk without the entry,
+        // which the guard keeps there as its old name.
         if let (Some((_, _, next)), false) = (moved_to, retargeted.is_empty()) {
             for adds in self.adds.values_mut() {
                 for a in adds.iter_mut().filter(|a| a.shown.as_ref().is_some_and(|w| Arc::ptr_eq(w, next))) {
-                    a.waits.retain(
-                        |c| !matches!(c, Cond::ImageGone { guard, .. } if retargeted.iter().any(|r| r.ptr_eq(guard))),
-                    );
+                    a.waits.retain(|c| {
+                        !matches!(c, Cond::ImageGone { guard, ino, .. }
+                            if retargeted.iter().any(|r| r.ptr_eq(guard)) || moved.contains(ino))
+                    });
                 }
             }
         }
+    }
+
+    /// The renames of `moved` whose new names are not durable yet, if a new
+    /// entry waits for one of their guards' images to go (each: the moved
+    /// inode, the new name's directory and offset, its first showing
+    /// write); none otherwise.
+    pub(super) fn awaited_renames_of(&mut self, moved: Ino, durable: Seq) -> Vec<(Ino, Ino, u64, Written)> {
+        self.prune_awaited(durable);
+        if !self.awaited.contains_key(&moved) {
+            return Vec::new();
+        }
+        self.guards
+            .values()
+            .flatten()
+            .filter(|g| g.moved == moved)
+            .map(|g| (g.moved, g.new_dir, g.new_offset, g.shown.clone()))
+            .collect()
     }
 
     /// The chunk (block, chunk in it) a guard's image of which still holds
