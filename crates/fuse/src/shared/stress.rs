@@ -168,7 +168,7 @@ fn run<S: StorageManager + 'static>(fs: FileSystem<S>) {
 #[test]
 fn readers_beside_writers_see_only_whole_states_and_leave_a_clean_image() {
     use disk::{BlockDevice, MemDisk};
-    for layout in ["lfs", "ffs-async", "ffs-journal"] {
+    for layout in ["lfs", "ffs-async", "ffs-softdep", "ffs-journal"] {
         let disk = Arc::new(MemDisk::new(64 << 20));
         let dev: Arc<dyn BlockDevice> = disk.clone();
         if layout == "lfs" {
