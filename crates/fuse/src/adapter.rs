@@ -61,8 +61,9 @@ const MAX_COPY: u64 = 64 << 20;
 /// The FUSE side of a mounted file system.
 ///
 /// Holds the file system behind one reader-writer lock (`Shared`): a
-/// request that can be answered from memory (GETATTR, LOOKUP and READ of
-/// what is cached) holds it shared, beside others; every other request,
+/// request that can be answered from memory (GETATTR, LOOKUP, READDIR,
+/// GETXATTR and READ of what is cached) holds it shared, beside others;
+/// every other request,
 /// and one that finds something missing, holds it exclusively.
 /// File handles are stateless (0, or `DIRECT_HANDLE`): every operation
 /// names its inode. Each request is answered by `serve` (the
@@ -338,9 +339,16 @@ impl<S: StorageManager> FuseAdapter<S> {
         })
     }
 
-    /// GETXATTR into a caller's buffer of `size` bytes.
+    /// GETXATTR into a caller's buffer of `size` bytes: from memory,
+    /// holding the file system shared, if the inode and its attributes are
+    /// cached (the kernel asks for `security.capability` before every
+    /// cached write).
     fn getxattr(&self, ino: u64, name: &[u8], size: u32) -> Result<XattrAnswer> {
-        let value = self.run("getxattr", ino, |fs| fs.getxattr(from_fuse(ino), name))?;
+        let target = from_fuse(ino);
+        let value = match self.shared.try_shared(|fs| fs.getxattr_cached(target, name)) {
+            Some(value) => value,
+            None => self.run("getxattr", ino, |fs| fs.getxattr(target, name)),
+        }?;
         xattr_answer(value, size)
     }
 

@@ -67,7 +67,7 @@ impl WithSubject for RandomRun<'_> {
         }
         // The tree checks' answers from memory (`FileSystem::*_cached`),
         // counted as operations so that the coverage floor holds them.
-        let cached = ["CachedGetattr", "CachedLookup", "CachedRead", "CachedReaddir"];
+        let cached = ["CachedGetattr", "CachedLookup", "CachedRead", "CachedReaddir", "CachedGetxattr"];
         for (what, n) in cached.into_iter().zip(stats.cached_answers) {
             *self.2.entry(format!("{what}: ok")).or_insert(0) += n;
         }
@@ -76,8 +76,9 @@ impl WithSubject for RandomRun<'_> {
 
 /// Operations the default random runs must have seen succeed: a run that
 /// never reaches one compares nothing about it, however long it is.
-const MUST_SUCCEED: [&str; 29] = [
+const MUST_SUCCEED: [&str; 30] = [
     "CachedGetattr",
+    "CachedGetxattr",
     "CachedLookup",
     "CachedRead",
     "CachedReaddir",
@@ -901,8 +902,8 @@ mod random_operations_with_realloc_at_every_block_match_the_model {
 /// answer from memory what the exclusive calls answer, and leave to those
 /// what only they can do. In a directory large enough for a hash: every
 /// name and an absent one, and its listing, whole and a page; each file's
-/// attributes and contents, once an
-/// exclusive read has cached them; a read that would update the access
+/// attributes and contents, once an exclusive read has cached them, and an
+/// extended attribute absent and set; a read that would update the access
 /// time is declined until the exclusive read has updated it; a name
 /// removed and its inode freed are no longer found.
 fn answers_from_memory_are_the_exclusive_answers_or_none(layout: Layout) {
@@ -953,6 +954,13 @@ fn answers_from_memory_are_the_exclusive_answers_or_none(layout: Layout) {
             assert_eq!(page, listed[41..48], "a page of the listing");
             let absent = fs.lookup_cached(d.ino, b"absent").expect("the hash answers for an absent name");
             assert_eq!(absent.err().map(|e| e.errno()), Some(libc::ENOENT));
+
+            let (_, ino, _) = &files[2];
+            let none = fs.getxattr_cached(*ino, b"user.a").expect("no attributes, from memory");
+            assert_eq!(none.err().map(|e| e.errno()), Some(libc::ENODATA));
+            fs.setxattr(*ino, b"user.a", b"value", 0).expect("setxattr");
+            let found = fs.getxattr_cached(*ino, b"user.a").expect("an attribute from memory");
+            assert_eq!(found.expect("the attribute"), b"value");
 
             fs.set_atime_options(AtimeOptions::RELATIME);
             let (_, ino, _) = &files[0];

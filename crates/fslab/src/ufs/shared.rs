@@ -1,5 +1,5 @@
-//! Calls that hold the file system shared: `stat`, a lookup, a listing
-//! and a read answered from memory alone, which callers run side by side with each
+//! Calls that hold the file system shared: `stat`, a lookup, a listing,
+//! an extended attribute and a read answered from memory alone, which callers run side by side with each
 //! other (DESIGN.md, "Locks").
 //!
 //! Each answers only when everything it needs is in memory and nothing
@@ -14,6 +14,7 @@ use super::atime::{needs_update, AtimePolicy};
 use super::dir::{entries_from, Slot};
 use super::{check_name, is_dot, Access, DirEntry, FileSystem};
 use crate::error::errno;
+use crate::format::blockno::XATTR_LBN;
 use crate::format::inode::Inode;
 use crate::format::{Ino, Lbn};
 use crate::storage::StorageManager;
@@ -68,6 +69,25 @@ impl<S: StorageManager> FileSystem<S> {
             lbn += 1;
         }
         Some(out)
+    }
+
+    /// [`FileSystem::getxattr`] from memory: the value, or ENODATA. `None`
+    /// if the inode, or its attribute block where it has one, is not cached,
+    /// or the name or the block is bad (the exclusive call reports it). The
+    /// kernel asks for `security.capability` before every cached write.
+    pub fn getxattr_cached(&self, ino: Ino, name: &[u8]) -> Option<Result<Vec<u8>>> {
+        super::xattr::check_name(name).ok()?;
+        let inode = self.storage.peek_inode(ino)?;
+        // A block not cached and with no address is a hole, no attributes:
+        // an attribute block not yet written (LFS places blocks when it
+        // writes them) is dirty, and a dirty block stays cached.
+        let attrs = match self.storage.peek_block(ino, XATTR_LBN) {
+            Some(block) => super::xattr::decode(block, ino).ok()?,
+            None if inode.xattr.is_none() => Vec::new(),
+            None => return None,
+        };
+        let found = attrs.into_iter().find(|(n, _)| n == name);
+        Some(found.map(|(_, v)| v).ok_or_else(|| errno(libc::ENODATA, "no such attribute")))
     }
 
     /// [`FileSystem::read_as`] from the buffer cache: `None` if a block of

@@ -42,7 +42,7 @@ type Attrs = Vec<(Vec<u8>, Vec<u8>)>;
 
 /// Checks an attribute name: too long → ERANGE, unknown namespace →
 /// EOPNOTSUPP, nothing after the prefix → EINVAL (as Linux).
-fn check_name(name: &[u8]) -> Result<()> {
+pub(super) fn check_name(name: &[u8]) -> Result<()> {
     if name.len() > 255 {
         return Err(errno(libc::ERANGE, "attribute name longer than 255 bytes"));
     }
@@ -73,7 +73,7 @@ fn is_hole(block: &[u8]) -> bool {
 }
 
 /// Decodes and validates an xattr block of inode `ino`.
-fn decode(block: &[u8], ino: Ino) -> Result<Attrs> {
+pub(super) fn decode(block: &[u8], ino: Ino) -> Result<Attrs> {
     if is_hole(block) {
         return Ok(Vec::new());
     }

@@ -38,13 +38,15 @@ fn next(x: &mut u64) -> usize {
     (*x >> 16) as usize
 }
 
-/// What the readers got from memory: attributes, lookups, reads, listings.
+/// What the readers got from memory: attributes, lookups, reads, listings,
+/// extended attributes.
 #[derive(Default)]
 struct Answers {
     attrs: AtomicUsize,
     lookups: AtomicUsize,
     reads: AtomicUsize,
     listings: AtomicUsize,
+    xattrs: AtomicUsize,
     /// And the writers' rewrites, so that a reader starving them shows.
     writes: AtomicUsize,
 }
@@ -139,6 +141,10 @@ fn run<S: StorageManager + 'static>(fs: FileSystem<S>) {
                         }
                     }
                 }
+                if let Some(found) = shared.try_shared(|fs| fs.getxattr_cached(ino, b"security.capability")) {
+                    answers.xattrs.fetch_add(1, Ordering::Relaxed);
+                    assert_eq!(found.err().map(|e| e.errno()), Some(libc::ENODATA), "an attribute never set");
+                }
                 if let Some(data) = shared.try_shared(|fs| fs.read_cached(ino, 0, LEN, Access::NoAtime)) {
                     answers.reads.fetch_add(1, Ordering::Relaxed);
                     assert_eq!(data.len(), LEN, "read length");
@@ -155,9 +161,16 @@ fn run<S: StorageManager + 'static>(fs: FileSystem<S>) {
     for thread in threads {
         thread.join().expect("a thread failed its checks");
     }
-    let counts = [&answers.attrs, &answers.lookups, &answers.reads, &answers.listings, &answers.writes]
-        .map(|n| n.load(Ordering::Relaxed));
-    eprintln!("from memory: attributes, lookups, reads, listings; rewrites: {counts:?}");
+    let counts = [
+        &answers.attrs,
+        &answers.lookups,
+        &answers.reads,
+        &answers.listings,
+        &answers.xattrs,
+        &answers.writes,
+    ]
+    .map(|n| n.load(Ordering::Relaxed));
+    eprintln!("from memory: attributes, lookups, reads, listings, xattrs; rewrites: {counts:?}");
     assert!(
         counts.iter().all(|&n| n > 0),
         "some call was never answered from memory, or never written: {counts:?}"

@@ -120,8 +120,9 @@ impl<T: Subject> Harness<T> {
 
     /// Compares what the calls that answer from memory, holding the file
     /// system shared, say of node `id` (where they answer at all) with the
-    /// model: its listing, its attributes, its contents, and a lookup of
-    /// each of its names and of a name it lacks. They run with nothing else in between,
+    /// model: its listing, its attributes, its contents, its extended
+    /// attributes and one it lacks, and a lookup of each of its names and of
+    /// a name it lacks. They run with nothing else in between,
     /// so they must agree exactly.
     fn check_cached(&mut self, id: NodeId) {
         let ino = self.ino(id);
@@ -133,7 +134,7 @@ impl<T: Subject> Harness<T> {
         };
         let is_dir = matches!(node.body, Body::Dir { .. });
         let names = if is_dir { self.model.list(id).unwrap_or_default() } else { Vec::new() };
-        let mut answers = [0; 4];
+        let mut answers = [0; 5];
         if is_dir {
             if let Some(listed) = self.fs().readdir_cached(ino, 0, usize::MAX) {
                 answers[3] += 1;
@@ -169,6 +170,25 @@ impl<T: Subject> Harness<T> {
                     self.fail(format!(
                         "cached contents of node {id} (inode {ino}): {}",
                         first_difference(&want, &got)
+                    ));
+                }
+            }
+        }
+        let xattrs = self.model.node(id).map(|n| n.xattrs.clone()).unwrap_or_default();
+        for (name, value) in
+            xattrs.iter().map(|(n, v)| (&n[..], Some(v))).chain([(&b"user.not-in-the-model"[..], None)])
+        {
+            if let Some(found) = self.fs().getxattr_cached(ino, name) {
+                answers[4] += 1;
+                let agrees = match (&found, value) {
+                    (Ok(got), Some(want)) => got == want,
+                    (Err(e), None) => e.errno() == libc::ENODATA,
+                    _ => false,
+                };
+                if !agrees {
+                    self.fail(format!(
+                        "cached xattr {:?} of node {id} (inode {ino}): {found:?}, model {value:?}",
+                        String::from_utf8_lossy(name)
                     ));
                 }
             }

@@ -64,8 +64,8 @@ pub struct RunStats {
     pub enospc: usize,
     /// Answers the calls that hold the file system shared gave in tree
     /// checks, each compared with the model: attributes, lookups, reads,
-    /// listings.
-    pub cached_answers: [usize; 4],
+    /// listings, extended attributes.
+    pub cached_answers: [usize; 5],
 }
 
 /// How often each kind of op ended each way ("rename: ENOTEMPTY" → count),
