@@ -9,8 +9,8 @@
 //!   call the library under the same lock as kernel requests.
 //! * `adapter` — [`FuseAdapter`]: one kernel request, one `ufs` call, one
 //!   reply, served through [`kernel::Serve`] by either transport.
-//! * `shared` — the one lock around the file system, the tick thread and the
-//!   write-behind thread.
+//! * `shared` — the reader-writer lock around the file system, the tick
+//!   thread and the write-behind thread.
 //! * `caller` — the caller's capabilities and groups, for clearing
 //!   set-user-ID and set-group-ID as Linux does.
 //! * `convert`, `reply` — inode numbers, attributes, times; replying once.

@@ -1,8 +1,8 @@
 //! Reads whose device transfers run after the file system's lock is let go.
 //!
 //! A read of blocks that are not cached spends most of its time waiting for
-//! the device. Under the one lock around a mounted file system, every other
-//! request waits with it. So a storage manager may plan such a read under
+//! the device. Under the exclusive lock around a mounted file system, every
+//! other request waits with it. So a storage manager may plan such a read under
 //! the lock — which blocks come from the cache, which are holes, which lie
 //! where on the device ([`StorageManager::read_blocks_later`]) — and leave
 //! the device transfers in a [`Fetches`], which the caller runs without the

@@ -161,8 +161,10 @@ pub struct DirEntry {
 /// The file system: a namespace over a storage manager.
 ///
 /// Lifecycle: [`FileSystem::new`] over a mounted storage manager; calls in
-/// any order; [`FileSystem::unmount`] last. Callers serialize calls (the FUSE
-/// adapter holds one lock around the whole file system).
+/// any order; [`FileSystem::unmount`] last. Callers serialize the calls on
+/// `&mut self`; the `*_cached` calls on `&self` may run beside each other
+/// (the FUSE adapter holds a reader-writer lock around the whole file
+/// system, exclusively for the first, shared for the second).
 ///
 /// Inodes whose link count reaches zero while pinned (an open file, or one the
 /// kernel still knows) are freed when the last pin goes: see [`FileSystem::pin`].

@@ -200,7 +200,8 @@ impl DirHash {
 /// no longer fits the directory (`discard_for_rebuild`), when the budget
 /// needs its memory, when the directory is freed (`forget`), after any
 /// error while changing the directory, or when dirhash is switched off.
-/// Callers hold the file system's one lock.
+/// Callers hold the file system's lock: exclusively, except for lookups
+/// by [`lookup_cached`], which hold it shared and change only atomics.
 pub(crate) struct Dirhash {
     options: DirhashOptions,
     hashes: HashMap<Ino, DirHash>,

@@ -223,7 +223,8 @@ pub(super) struct InodeDeps {
 }
 
 /// Everything the mode tracks, behind one lock (the file system's own lock
-/// is held around every call; this one is for the write hooks).
+/// is held exclusively around every call that changes anything; this one
+/// is for the write hooks).
 #[derive(Debug, Default)]
 pub(super) struct State {
     pub(super) fresh: HashMap<u64, Fresh>,
