@@ -210,6 +210,48 @@ fn a_chown_that_changes_no_id_still_clears_set_user_id(layout: Layout) {
     fx.finish();
 }
 
+/// A write, a truncate and a change of owner each take a file's
+/// capabilities (`security.capability`) away, as on ext4, and leave its
+/// other attributes: fslab drops them itself, since with
+/// `FUSE_HANDLE_KILLPRIV_V2` the kernel stops asking after a file's first
+/// write. Each change runs twice on the same file, the second after the
+/// capability is set again, so that the kernel has already checked it.
+fn a_write_truncate_or_chown_drops_the_files_capabilities(layout: Layout) {
+    let Some(fx) = Fixture::new(layout) else { return };
+    // VFS_CAP_REVISION_2 with the effective flag, CAP_NET_RAW permitted.
+    const CAPABILITY: [u8; 20] = [1, 0, 0, 2, 0, 0x20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+    let path = fx.p("capable");
+    fs::write(&path, b"0123456789").expect("create");
+    let c = cpath(&path);
+    let set = |what: &str| {
+        let flags = rustix::fs::XattrFlags::empty();
+        rustix::fs::setxattr(&c, c"security.capability", &CAPABILITY, flags)
+            .unwrap_or_else(|e| panic!("set the capability before the {what}: {e}"));
+        rustix::fs::setxattr(&c, c"user.kept", b"yes", flags).expect("setxattr user.kept");
+    };
+    let gone = |what: &str| {
+        let mut buf = [0u8; 64];
+        let capability = rustix::fs::getxattr(&c, c"security.capability", &mut buf);
+        assert_eq!(capability, Err(rustix::io::Errno::NODATA), "the capability after the {what}");
+        let n = rustix::fs::getxattr(&c, c"user.kept", &mut buf).expect("user.kept stays");
+        assert_eq!(&buf[..n], b"yes", "user.kept after the {what}");
+    };
+    let file = fs::OpenOptions::new().read(true).write(true).open(&path).expect("open read-write");
+    for round in 0..2 {
+        set("write");
+        std::os::unix::fs::FileExt::write_at(&file, b"x", round).expect("write");
+        gone("write");
+        set("truncate");
+        file.set_len(5 - round).expect("truncate");
+        gone("truncate");
+        set("chown");
+        std::os::unix::fs::chown(&path, Some(0), None).expect("chown");
+        gone("chown");
+    }
+    drop(file);
+    fx.finish();
+}
+
 /// A truncate's reply carries the new attributes; checked here so that a
 /// change in how truncate is answered cannot bring the bug back.
 fn a_truncate_that_clears_set_user_id_shows_at_once(layout: Layout) {
@@ -383,6 +425,7 @@ on_every_layout!(
     fallocate_and_copy_file_range_that_clear_set_user_id_show_at_once,
     a_truncate_that_clears_set_user_id_shows_at_once,
     a_chown_that_changes_no_id_still_clears_set_user_id,
+    a_write_truncate_or_chown_drops_the_files_capabilities,
     extended_attributes_that_take_or_free_a_block_show_in_the_block_count,
     the_kernel_checks_permissions_against_the_stored_mode,
     a_moved_directorys_dotdot_names_its_new_parent,

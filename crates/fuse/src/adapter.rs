@@ -264,8 +264,11 @@ impl<S: StorageManager> FuseAdapter<S> {
         // With HANDLE_KILLPRIV the kernel strips ATTR_KILL_SUID/SGID and the
         // mode it computed, and sends what is left: for chown(f, -1, -1),
         // and for a write by a caller without CAP_FSETID, nothing at all.
-        // Such a request is only ever sent to clear the bits.
-        change.kill_privileges = change == SetAttr::default();
+        // Such a request is only ever sent to clear the bits. With V2 it may
+        // say so (FATTR_KILL_SUIDGID); with a size, the truncate clears them
+        // by the caller's privilege anyway.
+        let kill = set.valid & crate::kernel::setattr_valid::KILL_SUIDGID != 0 && set.size.is_none();
+        change.kill_privileges = change == SetAttr::default() || kill;
         self.attr("setattr", ino, |fs| {
             if set.size.is_some() || set.uid.is_some() || set.gid.is_some() || change.kill_privileges {
                 change.who = privilege(fs, ino, caller)?;

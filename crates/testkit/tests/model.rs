@@ -983,7 +983,66 @@ fn answers_from_memory_are_the_exclusive_answers_or_none(layout: Layout) {
     layout.with_subject(DISK, CACHE, None, Body);
 }
 
+/// Every change of a file's contents or owner drops its capabilities
+/// (`security.capability`), as Linux's `file_remove_privs` and
+/// `chown_common` do, and keeps its other attributes; a change of its mode
+/// alone keeps them.
+fn a_change_of_contents_or_owner_drops_the_files_capabilities(layout: Layout) {
+    struct Body;
+    impl WithSubject for Body {
+        fn run<T: Subject>(self, mut subject: T) {
+            let fs = subject.fs();
+            let creds = Creds::default();
+            let f = fs.mknod(ROOT_INO, b"f", libc::S_IFREG | 0o755, 0, creds).expect("create").ino;
+            let src = fs.mknod(ROOT_INO, b"src", libc::S_IFREG | 0o644, 0, creds).expect("create").ino;
+            fs.write(src, 0, &[5; 8192]).expect("write src");
+            // (the file system, the file, a file to copy from)
+            type Change<S> = fn(&mut fslab::ufs::FileSystem<S>, u64, u64) -> fslab::Result<()>;
+            fn changes<S: fslab::storage::StorageManager>() -> Vec<(&'static str, Change<S>, bool)> {
+                vec![
+                    ("write", |fs, f, _| fs.write(f, 0, b"x").map(|_| ()), true),
+                    (
+                        "truncate",
+                        |fs, f, _| {
+                            fs.setattr(f, &SetAttr { size: Some(3), ..SetAttr::default() }).map(|_| ())
+                        },
+                        true,
+                    ),
+                    (
+                        "chown",
+                        |fs, f, _| fs.setattr(f, &SetAttr { uid: Some(7), ..SetAttr::default() }).map(|_| ()),
+                        true,
+                    ),
+                    ("fallocate", |fs, f, _| fs.fallocate(f, 0, 65536, 0), true),
+                    ("copy into", |fs, f, src| fs.copy_file_range(src, 0, f, 0, 4096).map(|_| ()), true),
+                    (
+                        "chmod",
+                        |fs, f, _| {
+                            fs.setattr(f, &SetAttr { mode: Some(0o700), ..SetAttr::default() }).map(|_| ())
+                        },
+                        false,
+                    ),
+                ]
+            }
+            for (what, change, drops) in changes::<T::S>() {
+                fs.setxattr(f, b"security.capability", b"caps", 0).expect("set the capability");
+                fs.setxattr(f, b"user.kept", b"yes", 0).expect("set user.kept");
+                change(fs, f, src).unwrap_or_else(|e| panic!("{what}: {e}"));
+                let capability = fs.getxattr(f, b"security.capability");
+                if drops {
+                    assert_eq!(capability.err().map(|e| e.errno()), Some(libc::ENODATA), "after the {what}");
+                } else {
+                    assert_eq!(capability.expect("kept"), b"caps", "after the {what}");
+                }
+                assert_eq!(fs.getxattr(f, b"user.kept").expect("user.kept"), b"yes", "after the {what}");
+            }
+        }
+    }
+    layout.with_subject(DISK, CACHE, None, Body);
+}
+
 on_every_layout!(
+    a_change_of_contents_or_owner_drops_the_files_capabilities,
     answers_from_memory_are_the_exclusive_answers_or_none,
     fallocate_writes_and_truncates_around_file_tails_match_the_model,
     random_collapse_insert_write_truncate_match_a_byte_model,

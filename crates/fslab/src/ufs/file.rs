@@ -614,8 +614,9 @@ impl<S: StorageManager> Ns<'_, S> {
 /// caller with `CAP_FSETID`; otherwise set-user-ID always, and
 /// set-group-ID where group-execute is set or the caller is outside the
 /// file's group. The FUSE adapter tells the kernel fslab does this
-/// (`FUSE_HANDLE_KILLPRIV`), which spares a
-/// `getxattr("security.capability")` round trip on every write.
+/// (`FUSE_HANDLE_KILLPRIV_V2`, with `FileSystem::drop_capability`), which
+/// spares a `getxattr("security.capability")` round trip on every write
+/// after a file's first.
 pub(super) fn remove_privileges(attr: &mut InodeAttr, who: Privilege) {
     if who.fsetid || !attr.is_reg() {
         return;

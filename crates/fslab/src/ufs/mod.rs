@@ -498,6 +498,9 @@ impl<S: StorageManager> FileSystem<S> {
 
     /// Changes attributes; a size change truncates or extends.
     pub fn setattr(&mut self, ino: Ino, change: &SetAttr) -> Result<Inode> {
+        if change.size.is_some() || change.uid.is_some() || change.gid.is_some() || change.kill_privileges {
+            self.drop_capability(ino)?;
+        }
         if let Some(size) = change.size {
             self.shrink_in_steps(ino, size, change.who)?;
         }
@@ -656,6 +659,7 @@ impl<S: StorageManager> FileSystem<S> {
 
     /// Writes `data` at `offset`; returns the bytes written.
     pub fn write(&mut self, ino: Ino, offset: u64, data: &[u8]) -> Result<usize> {
+        self.drop_capability(ino)?;
         let spec = self.write_spec(offset, data.len() as u64);
         self.tx(spec, |ns| ns.write(ino, offset, data, BlockCopies::default(), Privilege::default()))
     }
@@ -670,6 +674,7 @@ impl<S: StorageManager> FileSystem<S> {
         copies: BlockCopies,
         who: Privilege,
     ) -> Result<usize> {
+        self.drop_capability(ino)?;
         let spec = self.write_spec(offset, data.len() as u64);
         self.tx(spec, |ns| ns.write(ino, offset, data, copies, who))
     }
@@ -686,6 +691,7 @@ impl<S: StorageManager> FileSystem<S> {
 
     /// [`FileSystem::fallocate`] by a caller `who`.
     pub fn fallocate_by(&mut self, ino: Ino, offset: u64, len: u64, mode: i32, who: Privilege) -> Result<()> {
+        self.drop_capability(ino)?;
         let frees = libc::FALLOC_FL_PUNCH_HOLE
             | libc::FALLOC_FL_ZERO_RANGE
             | libc::FALLOC_FL_COLLAPSE_RANGE
@@ -767,6 +773,7 @@ impl<S: StorageManager> FileSystem<S> {
         len: u64,
         who: Privilege,
     ) -> Result<u64> {
+        self.drop_capability(to)?;
         let overlapping = file::copy_overlaps(from, from_offset, to, to_offset, len);
         if let Some((_, span)) = self.tx_span().filter(|&(_, span)| len > span && !overlapping) {
             // In steps, each its own transaction; a short step ends the copy.

@@ -142,6 +142,33 @@ fn encode(attrs: &Attrs, block_size: usize) -> Result<Vec<u8>> {
     Ok(block)
 }
 
+/// The attribute a change of a file's contents or owner takes away: the
+/// file capabilities that `execve` would grant (Linux's `cap_inode_killpriv`).
+pub const CAPABILITY_XATTR: &[u8] = b"security.capability";
+
+impl<S: StorageManager> super::FileSystem<S> {
+    /// Drops `ino`'s [`CAPABILITY_XATTR`], as Linux does before a write,
+    /// truncate, fallocate or copy into a file and on a change of its owner
+    /// (`file_remove_privs` and `chown_common` → `cap_inode_killpriv`): a
+    /// file's capabilities do not survive a change of what it runs. Done
+    /// first, in a transaction of its own, as Linux removes it before the
+    /// change; a file with no attribute block (nearly every file) costs a
+    /// look at its cached inode. The FUSE adapter relies on it
+    /// (`FUSE_HANDLE_KILLPRIV_V2`), which spares the kernel's GETXATTR of it
+    /// before every cached write.
+    pub(super) fn drop_capability(&mut self, ino: Ino) -> Result<()> {
+        let inode = self.storage.vget(ino)?;
+        let has_block = inode.xattr.is_some() || self.storage.peek_block(ino, XATTR_LBN).is_some();
+        if inode.attr.is_dir() || !has_block {
+            return Ok(());
+        }
+        match self.removexattr(ino, CAPABILITY_XATTR) {
+            Err(e) if e.errno() == libc::ENODATA => Ok(()),
+            done => done,
+        }
+    }
+}
+
 impl<S: StorageManager> Ns<'_, S> {
     fn load_xattrs(&mut self, ino: Ino) -> Result<Attrs> {
         self.s.vget(ino)?;

@@ -112,6 +112,7 @@ pub mod init_flag {
     pub const HANDLE_KILLPRIV: u64 = 1 << 19;
     pub const MAX_PAGES: u64 = 1 << 22;
     pub const NO_OPENDIR_SUPPORT: u64 = 1 << 24;
+    pub const HANDLE_KILLPRIV_V2: u64 = 1 << 28;
     pub const INIT_EXT: u64 = 1 << 30;
     pub const DIRECT_IO_ALLOW_MMAP: u64 = 1 << 36;
     pub const OVER_IO_URING: u64 = 1 << 41;
