@@ -144,7 +144,7 @@ fn encode(attrs: &Attrs, block_size: usize) -> Result<Vec<u8>> {
 
 /// The attribute a change of a file's contents or owner takes away: the
 /// file capabilities that `execve` would grant (Linux's `cap_inode_killpriv`).
-pub const CAPABILITY_XATTR: &[u8] = b"security.capability";
+pub(super) const CAPABILITY_XATTR: &[u8] = b"security.capability";
 
 impl<S: StorageManager> super::FileSystem<S> {
     /// Drops `ino`'s [`CAPABILITY_XATTR`], as Linux does before a write,
