@@ -63,8 +63,8 @@ const MAX_COPY: u64 = 64 << 20;
 /// Holds the file system behind one reader-writer lock (`Shared`): a
 /// request that can be answered from memory (GETATTR, LOOKUP, READDIR,
 /// GETXATTR and READ of what is cached) holds it shared, beside others;
-/// every other request,
-/// and one that finds something missing, holds it exclusively.
+/// every other request, and one that finds something missing, holds it
+/// exclusively.
 /// File handles are stateless (0, or `DIRECT_HANDLE`): every operation
 /// names its inode. Each request is answered by `serve` (the
 /// [`crate::kernel::Serve`] impl), whichever transport brought it.
@@ -489,14 +489,13 @@ fn report_damage(damage: &Mutex<DamageLog>, op: &'static str, ino: u64, error: &
     }
 }
 
-/// The type bits a directory entry lists: its own, or where the entry's
-/// type byte names none (a damaged or rolled-back entry: Linux's
-/// `DT_UNKNOWN`, which FUSE cannot send), its inode's; a regular file where
-/// neither can be told. Failing the request instead lost every entry from
-/// there on, since the kernel asks again from the same place.
-/// The type bits of a listed entry of `kind` (its directory's record), or
-/// if that is unknown, of its inode, which `inode` holds (`Err`: damage,
-/// listed as a regular file, as the kernel's next look meets the error).
+/// The type bits a directory entry of `kind` lists: its own, or where the
+/// entry's type byte names none (a damaged or rolled-back entry: Linux's
+/// `DT_UNKNOWN`, which FUSE cannot send), those of its inode, `inode`; a
+/// regular file where neither can be told (`inode` is an error: damage,
+/// which the kernel's next look at it meets). Failing the request instead
+/// lost every entry from there on, since the kernel asks again from the
+/// same place.
 fn entry_type(kind: u32, inode: &Result<Inode>) -> u32 {
     file_type(kind)
         .ok()

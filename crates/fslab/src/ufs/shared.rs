@@ -1,6 +1,6 @@
 //! Calls that hold the file system shared: `stat`, a lookup, a listing,
-//! an extended attribute and a read answered from memory alone, which callers run side by side with each
-//! other (DESIGN.md, "Locks").
+//! an extended attribute and a read answered from memory alone, which
+//! callers run side by side with each other (DESIGN.md, "Locks").
 //!
 //! Each answers only when everything it needs is in memory and nothing
 //! would change but what is kept atomic (the buffer cache's use bits,

@@ -143,6 +143,13 @@ impl DirHash {
     }
 }
 
+/// A lookup's use of `hash`, by the `clock` of all lookups: its recency,
+/// and a point towards its score.
+fn note_use(clock: &AtomicU64, hash: &DirHash) {
+    hash.last_used.store(clock.fetch_add(1, Relaxed) + 1, Relaxed);
+    let _ = hash.score.fetch_update(Relaxed, Relaxed, |score| Some((score + 1).min(MAX_SCORE)));
+}
+
 /// The sizes of a hash to build for a directory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Plan {
@@ -312,9 +319,9 @@ impl Dirhash {
 
     /// The hash of `dir` for a lookup: the use counts towards its score.
     pub(super) fn used(&mut self, dir: Ino) -> Option<&mut DirHash> {
-        let hash = self.hashes.get(&dir)?;
-        self.note_use(hash);
-        self.hashes.get_mut(&dir)
+        let hash = self.hashes.get_mut(&dir)?;
+        note_use(&self.clock, hash);
+        Some(hash)
     }
 
     /// The hash of `dir`, for a lookup holding the file system shared,
@@ -325,8 +332,7 @@ impl Dirhash {
 
     /// A lookup's use of `hash`: its recency, and a point towards its score.
     pub(super) fn note_use(&self, hash: &DirHash) {
-        hash.last_used.store(self.clock.fetch_add(1, Relaxed) + 1, Relaxed);
-        let _ = hash.score.fetch_update(Relaxed, Relaxed, |score| Some((score + 1).min(MAX_SCORE)));
+        note_use(&self.clock, hash);
     }
 
     /// Counts a lookup answered by a hash, holding the file system shared,
