@@ -93,6 +93,9 @@ pub(crate) struct Checker<'a> {
     cached_roles: usize,
     /// Segments walked (for nsums / ninos checks), kept after eviction.
     pub seg_counts: HashMap<u64, SegCount>,
+    /// Whether some indirect block could not be read or followed, so that
+    /// the blocks below it went uncounted.
+    pub unread_trees: bool,
     /// One bit per block of each segment holding a claimed block.
     claimed: HashMap<u64, Vec<u64>>,
     /// Live bytes recounted per segment.
@@ -219,6 +222,7 @@ impl<'a> Checker<'a> {
             segments: HashMap::new(),
             cached_roles: 0,
             seg_counts: HashMap::new(),
+            unread_trees: false,
             claimed: HashMap::new(),
             live: vec![0; best.nsegments as usize],
             cleaner: None,
@@ -284,6 +288,7 @@ impl<'a> Checker<'a> {
         self.segments.clear();
         self.cached_roles = 0;
         self.seg_counts.clear();
+        self.unread_trees = false;
         self.claimed.clear();
         self.live.iter_mut().for_each(|l| *l = 0);
         self.inode_blocks.clear();

@@ -266,16 +266,24 @@ impl Checker<'_> {
         } else {
             (Role::Nothing, true)
         };
+        let found = self.find_inode_or_fix(entry.daddr, ino);
         if !matches!(role, Role::Inodes { .. }) || !in_checkpoint {
             let at = entry.daddr;
-            self.damage(
-                Kind::Summary,
-                Some(ino),
-                format!("inode {ino}: block {at}, named by the inode map, is not an inode block of the log"),
-                None,
-            );
+            let what =
+                format!("inode {ino}: block {at}, named by the inode map, is not an inode block of the log");
+            // As a block no summary speaks of (`visit`): an inode found
+            // sound where its summary was lost is kept, written again.
+            let (what, fix) = if matches!(role, Role::Nothing) && found.is_ok() {
+                (
+                    format!("{what}; repair writes the inode again at the log's head"),
+                    Some(Fix::RewriteInode { ino }),
+                )
+            } else {
+                (what, None)
+            };
+            self.damage(Kind::Summary, Some(ino), what, fix);
         }
-        let inode = match self.find_inode_or_fix(entry.daddr, ino) {
+        let inode = match found {
             Ok(inode) => inode,
             Err(Missing::Seal(why, unsealed)) => {
                 self.damage(
@@ -402,29 +410,49 @@ impl Checker<'_> {
         w
     }
 
-    fn walk_problem(&mut self, w: &mut FileWalk, kind: Kind, what: String) {
-        w.problems += 1;
-        if w.problems <= MAX_PROBLEMS_PER_INODE {
-            let ino = w.ino;
-            self.damage(kind, Some(ino), format!("inode {ino}: {what}"), None);
+    /// Reports a problem with one of the walked file's pointers. Those
+    /// repair cannot mend are capped per file (a garbled inode would bury
+    /// the report); each one with a fix is reported, since a fix left out
+    /// would not be made, and there are no more of them than the file has
+    /// blocks.
+    fn walk_problem(&mut self, w: &mut FileWalk, kind: Kind, what: String, fix: Option<Fix>) {
+        if fix.is_none() {
+            w.problems += 1;
+            if w.problems > MAX_PROBLEMS_PER_INODE {
+                return;
+            }
         }
+        let ino = w.ino;
+        self.damage(kind, Some(ino), format!("inode {ino}: {what}"), fix);
     }
 
     /// Checks one pointer: block `lbn` of the walked file at `daddr`. Returns
     /// whether the block is the file's (in range and confirmed), so that
     /// it may be read and followed.
     fn visit(&mut self, w: &mut FileWalk, lbn: Lbn, daddr: Daddr) -> bool {
+        let ino = w.ino;
+        // Pointers the repair clears are not counted as held, so that the
+        // count it sets is the one it leaves.
         w.held += 1;
         if let Some(why) = self.bad_address(daddr) {
-            self.walk_problem(w, Kind::BlockPointer, format!("block {lbn} at {daddr} points {why}"));
+            w.held -= 1;
+            self.walk_problem(
+                w,
+                Kind::BlockPointer,
+                format!("block {lbn} at {daddr} points {why}; repair clears the pointer"),
+                Some(Fix::ClearPointer { ino, lbn }),
+            );
             return false;
         }
         self.report.counts.blocks += 1;
         if !self.claim(daddr) {
+            // No fix of its own: the claimer its summary does not confirm
+            // is reported below, and its pointer cleared.
             self.walk_problem(
                 w,
                 Kind::DuplicateBlock,
                 format!("block {lbn} at {daddr} is also claimed by another pointer"),
+                None,
             );
         }
         let (role, in_checkpoint) = self.role(daddr);
@@ -444,8 +472,6 @@ impl Checker<'_> {
                     Err(_) => None,
                 };
                 if let Some(why) = damage {
-                    let ino = w.ino;
-                    w.problems += 1;
                     self.damage(
                         Kind::BlockPointer,
                         Some(ino),
@@ -473,13 +499,32 @@ impl Checker<'_> {
         if !matches!(role, Role::Summary) {
             self.add_live(daddr, self.bs as u64);
         }
+        // Where no summary says anything of the block (one was lost), it
+        // is most likely still the file's: repair writes it again as it
+        // reads, and an indirect block is followed (its trailer must name
+        // this file and place). Where a summary gives it to something
+        // else, the log has written over it since: the pointer goes.
+        let (fix, how, follow) = match role {
+            Role::Nothing => (
+                Fix::RewriteBlock { ino, lbn },
+                "repair writes it again at the log's head, as it reads",
+                true,
+            ),
+            _ => {
+                w.held -= 1;
+                (Fix::ClearPointer { ino, lbn }, "repair clears the pointer", false)
+            }
+        };
         let expected = w.version;
         self.walk_problem(
             w,
             Kind::Summary,
-            format!("block {lbn} at {daddr} is not confirmed by its segment summary (version {expected} expected; {found})"),
+            format!(
+                "block {lbn} at {daddr} is not confirmed by its segment summary (version {expected} expected; {found}); {how}"
+            ),
+            Some(fix),
         );
-        false
+        follow
     }
 }
 
@@ -504,11 +549,19 @@ impl bmap::Visitor for WalkVisitor<'_, '_> {
         Ok(self.checker.read_block(addr)?)
     }
 
-    fn unreadable(&mut self, _lbn: Lbn, addr: Daddr, error: fslab::Error) {
-        let what = match error {
-            fslab::Error::Io(_) => format!("indirect block at {addr} cannot be read"),
-            e => e.to_string(),
+    /// A read that failed gets no repair (the device may answer next
+    /// time); a block read whole that is not this file's indirect block
+    /// at this place is cleared, a hole where its tree was.
+    fn unreadable(&mut self, lbn: Lbn, addr: Daddr, error: fslab::Error) {
+        self.checker.unread_trees = true;
+        let ino = self.w.ino;
+        let (what, fix) = match error {
+            fslab::Error::Io(_) => (format!("indirect block {lbn} at {addr} cannot be read"), None),
+            e => {
+                self.w.held -= 1;
+                (format!("{e}; repair clears the pointer"), Some(Fix::ClearPointer { ino, lbn }))
+            }
         };
-        self.checker.walk_problem(&mut self.w, Kind::BlockPointer, what);
+        self.checker.walk_problem(&mut self.w, Kind::BlockPointer, what, fix);
     }
 }

@@ -146,8 +146,19 @@ pub enum Fix {
     /// (FFS; fsck_ffs does the same for an inode whose check-hash fails).
     SealInode { ino: Ino },
     /// Clear the pointer to block `lbn` of `ino`: a hole where a bad,
-    /// duplicated or damaged block was (FFS).
+    /// duplicated or damaged block was (FFS), or where the log cannot back
+    /// the pointer (LFS: off the log, to a block the summaries give to
+    /// something else, to an indirect block that is not this file's).
     ClearPointer { ino: Ino, lbn: Lbn },
+    /// Write block `lbn` of `ino` again at the log's head as it reads: the
+    /// summary of its partial segment is lost, so the log no longer
+    /// confirms it where it is (LFS).
+    RewriteBlock { ino: Ino, lbn: Lbn },
+    /// Write inode `ino` again at the log's head, for the same reason (LFS).
+    RewriteInode { ino: Ino },
+    /// Set segment `segment`'s counts of summaries and inode blocks to what
+    /// its log holds (LFS).
+    SetSummaryCounts { segment: u64, nsums: u32, ninos: u32 },
     /// Set the size of `ino` to `size` bytes (FFS).
     SetSize { ino: Ino, size: u64 },
     /// Set the space `ino` records holding, in 512-byte units (FFS).

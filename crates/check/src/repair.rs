@@ -20,9 +20,12 @@
 //!
 //! An inode failing only its checksum is sealed again, one that cannot be
 //! found where the inode map says is cleared (its entries go in the next
-//! round, as entries naming a free inode). What cannot be fixed here
-//! (ifile blocks, summaries, flags) is left for the final report: exit
-//! status 4.
+//! round, as entries naming a free inode). A block pointer the log cannot
+//! back is cleared (a hole); a block or inode the log no longer confirms
+//! because its summary is lost is written again as it reads. Counts those
+//! change (blocks held, live bytes) are set right in the next round. What
+//! cannot be fixed here (ifile blocks, flags) is left for the final
+//! report: exit status 4.
 
 use crate::{check, ffs, layout_of, Fatal, Fix, Layout, Options, Outcome, Repaired, Report, Severity};
 use disk::BlockDevice;
@@ -191,7 +194,9 @@ fn apply(dev: Arc<dyn BlockDevice>, checked_serial: u64, fixes: &[Fix], outcome:
             "the mark of an earlier fsck's unrepaired damage cleared".into(),
         );
     }
-    // Counts only: each changes a number in memory, written by the unmount.
+    // Below the namespace: each changes the inode map, an inode, a block
+    // pointer or a count in memory, written by the segment writer and the
+    // unmount's checkpoint.
     for fix in fixes {
         let (subject, applied, what) = match *fix {
             Fix::SetBlocks { ino, blocks } => (
@@ -200,8 +205,13 @@ fn apply(dev: Arc<dyn BlockDevice>, checked_serial: u64, fixes: &[Fix], outcome:
                 format!("blocks held set to {blocks}"),
             ),
             Fix::SealInode { ino } => {
-                (format!("inode {ino}"), lfs.repair_seal_inode(ino), "checksum recomputed".to_string())
+                (format!("inode {ino}"), lfs.repair_rewrite_inode(ino), "checksum recomputed".to_string())
             }
+            Fix::RewriteInode { ino } => (
+                format!("inode {ino}"),
+                lfs.repair_rewrite_inode(ino),
+                "written again at the log's head".to_string(),
+            ),
             Fix::ClearInode { ino } => {
                 (format!("inode {ino}"), lfs.repair_clear_inode(ino), "cleared".to_string())
             }
@@ -210,10 +220,25 @@ fn apply(dev: Arc<dyn BlockDevice>, checked_serial: u64, fixes: &[Fix], outcome:
                 lfs.free_xattr(ino),
                 "its damaged extended attributes dropped".to_string(),
             ),
+            Fix::ClearPointer { ino, lbn } => (
+                format!("inode {ino}"),
+                lfs.repair_clear_pointer(ino, lbn),
+                format!("pointer to block {lbn} cleared (a hole now)"),
+            ),
+            Fix::RewriteBlock { ino, lbn } => (
+                format!("inode {ino}"),
+                lfs.repair_rewrite_block(ino, lbn),
+                format!("block {lbn} written again at the log's head"),
+            ),
             Fix::SetLiveBytes { segment, bytes } => (
                 format!("segment {segment}"),
                 lfs.repair_set_live_bytes(segment, bytes),
                 format!("live bytes set to {bytes}"),
+            ),
+            Fix::SetSummaryCounts { segment, nsums, ninos } => (
+                format!("segment {segment}"),
+                lfs.repair_set_summary_counts(segment, nsums, ninos),
+                format!("counts set to {nsums} summaries and {ninos} inode blocks"),
             ),
             _ => continue,
         };

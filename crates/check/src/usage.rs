@@ -21,10 +21,11 @@ impl Checker<'_> {
         let c = self.sb.checkpoint;
         let (mut clean, mut dirty) = (0u64, 0u64);
         let capacity = self.sb.segment_size as u64;
-        // An inode that cannot be read may hold blocks the count above did
-        // not see: no count is lowered then (a segment made to look empty
-        // would be reused, and that file's blocks overwritten).
-        let blind = self.inodes.values().any(|i| !i.readable);
+        // An inode or indirect block that cannot be read may hold blocks
+        // the count above did not see: no count is lowered then (a segment
+        // made to look empty would be reused, and that file's blocks
+        // overwritten).
+        let blind = self.unread_trees || self.inodes.values().any(|i| !i.readable);
         for seg in 0..self.sb.nsegments {
             let Some(u) = self.seguse.get(seg as usize).copied().flatten() else { continue };
             let live = self.live.get(seg as usize).copied().unwrap_or(0);
@@ -79,10 +80,16 @@ impl Checker<'_> {
             }
             if let Some(found) = self.seg_counts.get(&seg).copied() {
                 if !is_clean && (found.nsums != u.nsums || found.ninos != u.ninos) {
-                    flag_problems.push(format!(
-                        "table counts {} summaries and {} inode blocks, the log holds {} and {}",
-                        u.nsums, u.ninos, found.nsums, found.ninos
-                    ));
+                    let fix = Fix::SetSummaryCounts { segment: seg, nsums: found.nsums, ninos: found.ninos };
+                    self.damage(
+                        Kind::SegmentUsage,
+                        None,
+                        format!(
+                            "segment {seg}: table counts {} summaries and {} inode blocks, the log holds {} and {}",
+                            u.nsums, u.ninos, found.nsums, found.ninos
+                        ),
+                        Some(fix),
+                    );
                 }
             }
             for why in flag_problems {

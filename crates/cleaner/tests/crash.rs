@@ -605,7 +605,7 @@ fn check_power_cuts(run: &Run) {
 /// them. After a power cut, mount started from that checkpoint's table, in
 /// which they were still dirty, so roll-forward added the summaries it
 /// found there to the counts of the data they once held (fsck: "table
-/// counts N summaries, the log holds M", which it cannot repair), and a
+/// counts N summaries, the log holds M"), and a
 /// mount that found no segment flagged clean to continue in failed with
 /// ENOSPC.
 #[test]

@@ -192,22 +192,30 @@ pub fn rewrite_inode(dev: &dyn BlockDevice, ino: Ino, change: impl FnOnce(&mut I
 /// Recomputes the data checksum (and so the summary's own) of the partial
 /// segment holding block `daddr`, found by walking its segment's summaries.
 pub fn reseal_partial_of(dev: &dyn BlockDevice, daddr: Daddr) {
+    let at = summary_of(dev, daddr);
+    let mut summary = read(dev, at);
+    let n = Summary::decode(&summary, at).expect("a summary").nblocks as usize;
+    let mut data = vec![0u8; n * BS];
+    dev.read_at((at + 1).byte_offset(BS as u64), &mut data).expect("read");
+    summary[8..12].copy_from_slice(&crc32c(&data).to_le_bytes());
+    let crc = crc32c_skipping(&summary, 4);
+    summary[4..8].copy_from_slice(&crc.to_le_bytes());
+    dev.write_at(at.byte_offset(BS as u64), &summary).expect("write");
+}
+
+/// The summary of the partial segment holding block `daddr`.
+pub fn summary_of(dev: &dyn BlockDevice, daddr: Daddr) -> Daddr {
     let sb = superblock(dev);
     let bps = sb.blocks_per_segment();
     let seg = daddr.get() / bps;
     let holds_superblock = fslab::lfs::inspect::superblock_segments(sb.nsegments).contains(&seg);
     let mut at = seg * bps + u64::from(holds_superblock);
     while at < (seg + 1) * bps {
-        let mut summary = read(dev, Daddr::new(at));
-        let n = Summary::decode(&summary, Daddr::new(at)).expect("a summary on the chain").nblocks as u64;
+        let n = Summary::decode(&read(dev, Daddr::new(at)), Daddr::new(at))
+            .expect("a summary on the chain")
+            .nblocks as u64;
         if (at + 1..=at + n).contains(&daddr.get()) {
-            let mut data = vec![0u8; n as usize * BS];
-            dev.read_at(Daddr::new(at + 1).byte_offset(BS as u64), &mut data).expect("read");
-            summary[8..12].copy_from_slice(&crc32c(&data).to_le_bytes());
-            let crc = crc32c_skipping(&summary, 4);
-            summary[4..8].copy_from_slice(&crc.to_le_bytes());
-            dev.write_at(Daddr::new(at).byte_offset(BS as u64), &summary).expect("write");
-            return;
+            return Daddr::new(at);
         }
         at += 1 + n;
     }

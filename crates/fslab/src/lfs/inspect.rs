@@ -7,6 +7,11 @@
 //! * [`superblock_segments`] — where mkfs puts the copies for a segment count.
 //! * [`Lfs::repair_set_live_bytes`] — overwrite one segment usage entry's live
 //!   bytes; the next checkpoint writes it.
+//! * [`Lfs::repair_set_summary_counts`], [`Lfs::repair_rewrite_inode`],
+//!   [`Lfs::repair_clear_inode`], [`Lfs::repair_set_blocks`],
+//!   [`Lfs::repair_clear_pointer`], [`Lfs::repair_rewrite_block`] — the other
+//!   repairs below the namespace, each made in memory right after mount and
+//!   written by the segment writer and the unmount's checkpoint.
 
 use super::layout::{Superblock, MAX_SUPERBLOCKS, SEGUSE_CLEAN, SUPERBLOCK_BYTES};
 use super::Lfs;
@@ -124,11 +129,30 @@ impl Lfs {
         Ok(())
     }
 
-    /// fsck's repair of an inode whose slot fails only its checksum: takes
-    /// the slot as it is into the inode cache, marked to be written, so the
-    /// next segment write stores it sealed. The checker has checked its
-    /// fields as any inode's.
-    pub fn repair_seal_inode(&mut self, ino: Ino) -> Result<()> {
+    /// fsck's repair of a segment's counts of summaries and inode blocks
+    /// (bookkeeping the cleaner reads): sets them to what a walk of the
+    /// segment's log found, where a summary that cannot be read ended the
+    /// walk early. Call right after mount, as
+    /// [`repair_set_live_bytes`](Self::repair_set_live_bytes).
+    pub fn repair_set_summary_counts(&mut self, seg: u64, nsums: u32, ninos: u32) -> Result<()> {
+        self.ifile
+            .tables
+            .update_segment(seg, |s| {
+                s.nsums = nsums;
+                s.ninos = ninos;
+            })
+            .ok_or_else(|| {
+                Error::corrupt_at("segment usage table", Location::Segment(seg), "no such segment")
+            })
+    }
+
+    /// fsck's repair of an inode the log does not confirm where it is — its
+    /// slot fails only its checksum, or the summary of its partial segment
+    /// is lost: takes the slot as it is into the inode cache, marked to be
+    /// written, so the next segment write stores it sealed in a partial
+    /// segment whose summary names it. The checker has checked its fields
+    /// as any inode's.
+    pub fn repair_rewrite_inode(&mut self, ino: Ino) -> Result<()> {
         use crate::format::inode::INODE_SIZE;
         let entry = self.imap_entry(ino)?.ok_or_else(|| errno(libc::ENOENT, "no such inode number"))?;
         if entry.daddr.is_none() || ino == IFILE_INO {
@@ -165,6 +189,34 @@ impl Lfs {
         // Lowest first, as mkfs leaves it: a root cleared here is made
         // again (`create_root`) only under its own number.
         self.rebuild_free_list()
+    }
+
+    /// fsck's repair of a block pointer the log cannot back (off the file
+    /// system, into a block the log gave to something else, or to an
+    /// indirect block that is not this file's): block `lbn` of `ino`
+    /// becomes a hole, and so does everything an indirect block there
+    /// reached. The blocks it held stay counted, in the inode and in their
+    /// segments, until the next check lowers the counts: a count too high
+    /// only keeps a segment from being cleaned.
+    pub fn repair_clear_pointer(&mut self, ino: Ino, lbn: Lbn) -> Result<()> {
+        self.cached_inode(ino)?;
+        self.cache.remove((ino, lbn));
+        crate::bmap::set_pointer(self, ino, lbn, crate::format::Daddr::NONE)
+    }
+
+    /// fsck's repair of a block the log no longer confirms (the summary of
+    /// its partial segment is lost) though the file points at it: block
+    /// `lbn` of `ino` is read as it is and written again at the log's head
+    /// with the indirect blocks above it, in a partial segment whose
+    /// summary names it; its old place is counted dead (no-overwrite,
+    /// 1993 paper §2.1: the copy on disk is never written over).
+    pub fn repair_rewrite_block(&mut self, ino: Ino, lbn: Lbn) -> Result<()> {
+        self.cached_inode(ino)?;
+        let addr = self.pointer(ino, lbn)?;
+        if addr.is_none() {
+            return Err(errno(libc::ENOENT, "the block is a hole"));
+        }
+        crate::bmap::BlockTree::relocate(self, ino, lbn, lbn, addr).map(drop)
     }
 
     /// fsck's repair of an inode's count of space held: sets `ino`'s
