@@ -449,15 +449,17 @@ impl<S: StorageManager> FuseAdapter<S> {
     /// table, a map entry an inode the kernel caches, stays near `budget`.
     /// Fails with the kernel's refusal (a kernel before 7.45: EINVAL).
     pub(crate) fn prune_kernel_inodes(&self, budget: usize, from: &mut usize) -> std::io::Result<usize> {
-        let over = self.shared.with(|fs| {
+        // Shared: reading the pins changes nothing, and the check runs
+        // often (`start_pruner`).
+        let over = self.shared.try_shared(|fs| {
             let excess = fs.pinned().saturating_sub(budget);
             // A little below the budget, so that the next few lookups do
             // not start another round; at most 65,536 a round (a few
-            // milliseconds of the lock to gather).
+            // milliseconds to gather).
             let wanted = if excess == 0 { 0 } else { (excess + budget / 16).min(128 * PRUNE_BATCH) };
-            Ok(fs.pinned_from(*from, wanted))
+            Some(fs.pinned_from(*from, wanted))
         });
-        let Ok(nodes) = over else { return Ok(0) };
+        let Some(nodes) = over else { return Ok(0) };
         *from = from.wrapping_add(nodes.len());
         let nodes: Vec<u64> = nodes.into_iter().filter(|&ino| ino != ROOT_INO).map(to_fuse).collect();
         for batch in nodes.chunks(PRUNE_BATCH) {

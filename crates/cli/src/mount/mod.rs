@@ -86,6 +86,8 @@ pub struct MountArgs {
     ///   cleaner=POLICY|off       LFS: greedy, cost-benefit or hot-cold (default hot-cold)
     ///   imap_cache=SIZE          LFS: memory for the inode map (default 8M, 524,288
     ///                            inodes); a larger map is read a block at a time
+    ///   inode_cache=N            unchanged inodes kept in memory (default one per
+    ///                            16K of cache, 4096 to 100000: 16384 at 256M)
     ///   integrity=sync|async|softdep|journal   FFS: ordered synchronous metadata
     ///                            (default), all delayed, soft updates, or the
     ///                            journal (an image made with mkfs --journal)

@@ -74,6 +74,9 @@ pub(super) struct Options {
     pub realloc: Option<bool>,
     /// LFS: memory for the inode map's blocks (`imap_cache=SIZE`), if given.
     pub imap_cache: Option<u64>,
+    /// Clean inodes the daemon keeps (`inode_cache=N`), if given; else as
+    /// many as the cache's size calls for (`fslab::cache::clean_inodes_for_cache`).
+    pub inode_cache: Option<usize>,
     /// FFS: `cluster_push=every|sequential`, which runs a write breaks go
     /// to the disk at once.
     pub run_push: Option<fslab::ffs::RunPush>,
@@ -105,6 +108,7 @@ impl Default for Options {
             kernel_inodes: fslab_fuse::MountConfig::default().max_kernel_inodes,
             realloc: None,
             imap_cache: None,
+            inode_cache: None,
             run_push: None,
         }
     }
@@ -254,6 +258,11 @@ pub(super) fn parse(lists: &[String], sloppy: bool) -> Result<(Options, Vec<Stri
                     .find(|t| t.name() == name)
                     .ok_or_else(|| format!("option transport: '{name}' is not auto, device or ring"))?
             }
+            ("inode_cache", Some(n)) => {
+                options.inode_cache = Some(n.parse().ok().filter(|&n| n >= 64).ok_or_else(|| {
+                    format!("option inode_cache: '{n}' is not a number of inodes from 64 on")
+                })?)
+            }
             ("kernel_inodes", Some("off")) => options.kernel_inodes = None,
             ("kernel_inodes", Some(n)) => {
                 options.kernel_inodes = Some(n.parse().ok().filter(|&n| n >= 64).ok_or_else(|| {
@@ -303,7 +312,7 @@ pub(super) fn parse(lists: &[String], sloppy: bool) -> Result<(Options, Vec<Stri
                 "cache" | "checkpoint" | "cleaner" | "integrity" | "journal" | "journal_device"
                 | "group_commit" | "journal_batch" | "journal_data" | "threads" | "transport" | "log"
                 | "dirhash" | "dirhash_maxmem" | "dirhash_minsize" | "realloc" | "cluster_push"
-                | "imap_cache",
+                | "imap_cache" | "inode_cache",
                 None,
             ) => return Err(format!("option {key} needs a value ({key}=...)")),
             (name, Some(_)) if ACCEPTED.contains(&name) || is_flag(name) => {
@@ -369,6 +378,7 @@ impl Options {
             // Nothing a read-only mount writes reaches the image.
             allow_damaged: self.read_only,
             imap_resident_bytes: self.imap_cache.unwrap_or(fslab::lfs::ifile::IMAP_RESIDENT_BYTES),
+            clean_inodes: self.clean_inodes(),
             ..fslab::lfs::MountOptions::default()
         }
     }
@@ -384,8 +394,15 @@ impl Options {
             journal_data: self.journal_data,
             realloc: self.realloc,
             run_push: self.run_push.unwrap_or(fslab::ffs::MountOptions::default().run_push),
+            clean_inodes: self.clean_inodes(),
             ..fslab::ffs::MountOptions::default()
         }
+    }
+
+    /// Clean inodes kept: as given, or as many as the cache calls for, so
+    /// that a long-lived mount's memory follows its cache.
+    fn clean_inodes(&self) -> usize {
+        self.inode_cache.unwrap_or_else(|| fslab::cache::clean_inodes_for_cache(self.cache_bytes))
     }
 }
 
@@ -508,6 +525,19 @@ mod tests {
         assert!(one("integrity=journal,journal_data=maybe").is_err());
         assert!(one("integrity=journal,journal_batch=many").is_err());
         assert!(one("integrity=journal,journal_batch").is_err());
+    }
+
+    #[test]
+    fn the_inodes_kept_follow_the_cache_unless_given() {
+        assert_eq!(Options::default().lfs().clean_inodes, 16_384);
+        assert_eq!(one("cache=128M").map(|o| o.ffs().clean_inodes), Ok(8_192));
+        assert_eq!(
+            one("inode_cache=500000").map(|o| (o.lfs().clean_inodes, o.ffs().clean_inodes)),
+            Ok((500_000, 500_000))
+        );
+        for bad in ["inode_cache=10", "inode_cache=many", "inode_cache=", "inode_cache"] {
+            assert!(one(bad).is_err(), "{bad} accepted");
+        }
     }
 
     #[test]

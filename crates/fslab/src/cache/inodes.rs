@@ -13,24 +13,47 @@ use crate::format::Ino;
 use std::collections::hash_map::Entry;
 use std::collections::BTreeSet;
 
-/// Inodes in memory past which clean ones are dropped. An inode is 256
-/// bytes on disk and about as much here: 100,000 of them are ~25 MiB.
-const MAX_CLEAN_INODES: usize = 100_000;
+/// Clean inodes a storage manager keeps unless told otherwise
+/// (`MountOptions::clean_inodes`). An inode is 256 bytes on disk and about
+/// as much here: 100,000 of them are ~28 MiB with the table.
+pub const DEFAULT_CLEAN_INODES: usize = 100_000;
+
+/// Clean inodes kept beside a buffer cache of `cache_bytes`: one for each
+/// 16 KiB of cache (under 2% of it in memory), from 4,096 to
+/// [`DEFAULT_CLEAN_INODES`]. A long-lived mount's memory then follows its
+/// cache, not the files it has seen (`fslab mount`'s default; 16,384 at
+/// the default 256 MiB). A clean inode dropped costs a decode when next
+/// asked for if its block is cached, a read if not.
+pub fn clean_inodes_for_cache(cache_bytes: u64) -> usize {
+    (cache_bytes / (16 << 10)).clamp(4096, DEFAULT_CLEAN_INODES as u64) as usize
+}
 
 /// Inodes by number, with the set of those changed since they were last
 /// written. Each inode is boxed: the table's slots are then 16 bytes, not
 /// 240, and a table grown for 100,000 inodes has 262,144 of them (60 MiB
 /// of slots unboxed, 28 MiB boxed with the inodes).
-#[derive(Default)]
 pub struct InodeCache {
     inodes: IntMap<Ino, Box<Inode>>,
     dirty: BTreeSet<Ino>,
+    /// Clean inodes past which some are dropped.
+    clean_limit: usize,
+}
+
+impl Default for InodeCache {
+    fn default() -> InodeCache {
+        InodeCache::with_clean_limit(DEFAULT_CLEAN_INODES)
+    }
 }
 
 impl InodeCache {
-    /// An empty cache.
+    /// An empty cache keeping up to [`DEFAULT_CLEAN_INODES`] clean inodes.
     pub fn new() -> InodeCache {
         InodeCache::default()
+    }
+
+    /// An empty cache keeping up to `clean_limit` clean inodes (at least one).
+    pub fn with_clean_limit(clean_limit: usize) -> InodeCache {
+        InodeCache { inodes: IntMap::default(), dirty: BTreeSet::new(), clean_limit: clean_limit.max(1) }
     }
 
     /// The memory the inodes held take.
@@ -56,13 +79,24 @@ impl InodeCache {
     }
 
     /// Puts `inode` in memory: changed (a new inode, or one that must be
-    /// written) or as it is on disk. When the cache is full its clean
-    /// inodes are dropped first (never a changed one).
+    /// written) or as it is on disk. When the cache is full half of its
+    /// clean inodes are dropped first, whichever the table holds first
+    /// (never a changed one): dropping them all emptied the cache of what
+    /// a working set was using, and dropping one at a time would scan the
+    /// table at every insert.
     pub fn insert(&mut self, inode: Inode, dirty: bool) {
         let ino = inode.ino;
-        if self.inodes.len() >= MAX_CLEAN_INODES + self.dirty.len() && !self.inodes.contains_key(&ino) {
+        if self.inodes.len() >= self.clean_limit + self.dirty.len() && !self.inodes.contains_key(&ino) {
             let changed = &self.dirty;
-            self.inodes.retain(|i, _| changed.contains(i));
+            let mut kept = self.clean_limit / 2;
+            self.inodes.retain(|i, _| {
+                if changed.contains(i) {
+                    return true;
+                }
+                let keep = kept > 0;
+                kept = kept.saturating_sub(1);
+                keep
+            });
         }
         // One lookup; a held inode keeps its box.
         match self.inodes.entry(ino) {
@@ -130,18 +164,28 @@ mod tests {
     }
 
     #[test]
-    fn a_full_cache_drops_clean_inodes_and_keeps_changed_ones() {
-        let mut c = InodeCache::new();
+    fn a_full_cache_drops_half_its_clean_inodes_and_keeps_changed_ones() {
+        const LIMIT: usize = 1000;
+        let mut c = InodeCache::with_clean_limit(LIMIT);
         c.insert(inode(5), true);
-        for ino in 10..10 + MAX_CLEAN_INODES as Ino {
+        for ino in 10..10 + LIMIT as Ino {
             c.insert(inode(ino), false);
         }
-        assert!(c.get(10).is_some(), "nothing dropped below the limit");
+        let clean = |c: &InodeCache| c.numbers().filter(|&i| !c.is_dirty(i)).count();
+        assert_eq!(clean(&c), LIMIT, "nothing dropped below the limit");
         c.insert(inode(1), false);
-        assert!(c.get(10).is_none(), "clean inodes dropped when full");
+        assert_eq!(clean(&c), LIMIT / 2 + 1, "half the clean inodes dropped when full, the new one kept");
         assert_eq!(c.get(5).map(|i| i.ino), Some(5), "a changed inode is never dropped");
         assert!(c.is_dirty(5) && !c.is_dirty(1));
         assert_eq!(c.get(1).map(|i| i.ino), Some(1));
+    }
+
+    #[test]
+    fn the_clean_inodes_kept_follow_the_cache() {
+        assert_eq!(clean_inodes_for_cache(256 << 20), 16_384);
+        assert_eq!(clean_inodes_for_cache(128 << 20), 8_192);
+        assert_eq!(clean_inodes_for_cache(1 << 20), 4_096);
+        assert_eq!(clean_inodes_for_cache(64 << 30), DEFAULT_CLEAN_INODES);
     }
 
     #[test]

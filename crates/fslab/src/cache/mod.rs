@@ -25,7 +25,7 @@ mod queue;
 mod writeback;
 
 pub use crate::durable::Ticket;
-pub use inodes::InodeCache;
+pub use inodes::{clean_inodes_for_cache, InodeCache, DEFAULT_CLEAN_INODES};
 pub use queue::{DeviceReader, Header, Seq, WriteJob, WriteMode, WriteQueue};
 pub use writeback::{write_back, NoHooks, Placement, WriteAs, WriteDest, WriteHooks, WriteNow, WrittenBack};
 

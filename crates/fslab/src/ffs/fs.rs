@@ -215,7 +215,7 @@ impl Ffs {
             dev,
             sb,
             alloc,
-            inodes: crate::cache::InodeCache::new(),
+            inodes: crate::cache::InodeCache::with_clean_limit(options.clean_inodes),
             fresh_inode_blocks: BTreeSet::new(),
             tx: TxLog::recording(),
             mode: Ffs::mode_for(&options),

@@ -114,6 +114,9 @@ pub struct MountOptions {
     /// file's run moves the run, contiguous or not — so that a model test
     /// sees blocks move at every write where a move is allowed.
     pub realloc_always: bool,
+    /// Clean inodes kept in memory (`cache::InodeCache`); changed ones are
+    /// kept until written whatever this says.
+    pub clean_inodes: usize,
 }
 
 impl Default for MountOptions {
@@ -132,6 +135,7 @@ impl Default for MountOptions {
             realloc: None,
             run_push: RunPush::Sequential,
             realloc_always: false,
+            clean_inodes: crate::cache::DEFAULT_CLEAN_INODES,
         }
     }
 }

@@ -174,6 +174,9 @@ pub struct MountOptions {
     /// at a time (`imap.rs`), so a file system of millions of inodes does
     /// not hold 16 bytes for each.
     pub imap_resident_bytes: u64,
+    /// Clean inodes kept in memory (`cache::InodeCache`); changed ones are
+    /// kept until written whatever this says.
+    pub clean_inodes: usize,
 }
 
 /// The default [`MountOptions::max_dirty_inodes`]: 16,384 inodes are
@@ -192,6 +195,7 @@ impl Default for MountOptions {
             allow_damaged: false,
             max_dirty_inodes: Some(MAX_DIRTY_INODES),
             imap_resident_bytes: ifile::IMAP_RESIDENT_BYTES,
+            clean_inodes: crate::cache::DEFAULT_CLEAN_INODES,
         }
     }
 }

@@ -137,6 +137,7 @@ fn assemble(
 ) -> Lfs {
     let limits = CacheLimits::for_memory(options.cache_bytes);
     let writes = options.segment_writes;
+    let clean_inodes = options.clean_inodes;
     // Before the writer thread starts, as the schedule always was: the
     // first checkpoint is due an interval after this moment.
     let mount = Mounted::new(options);
@@ -146,7 +147,7 @@ fn assemble(
         geometry: Geometry::new(sb.block_size),
         block_size: sb.block_size as usize,
         cache: BufferCache::new(sb.block_size, limits),
-        inodes: crate::cache::InodeCache::new(),
+        inodes: crate::cache::InodeCache::with_clean_limit(clean_inodes),
         ifile: Ifile { tables, inode: ifile, daddr: ifile_daddr },
         writer: LogWriter::new(log, io),
         tx: Default::default(),
