@@ -96,6 +96,11 @@ pub(crate) struct Checker<'a> {
     /// Whether some indirect block could not be read or followed, so that
     /// the blocks below it went uncounted.
     pub unread_trees: bool,
+    /// Summaries found lost in a log head's segment, each reported once.
+    lost_summaries: HashSet<Daddr>,
+    /// Ifile blocks of the checkpoint checked that failed their trailer,
+    /// rebuilt in phase 2 (the inode map) or 5 (the rest): `ifile.rs`.
+    pub lost_ifile: Vec<crate::ifile::LostBlock>,
     /// One bit per block of each segment holding a claimed block.
     claimed: HashMap<u64, Vec<u64>>,
     /// Live bytes recounted per segment.
@@ -223,6 +228,8 @@ impl<'a> Checker<'a> {
             cached_roles: 0,
             seg_counts: HashMap::new(),
             unread_trees: false,
+            lost_ifile: Vec::new(),
+            lost_summaries: HashSet::new(),
             claimed: HashMap::new(),
             live: vec![0; best.nsegments as usize],
             cleaner: None,
@@ -430,6 +437,30 @@ impl<'a> Checker<'a> {
         (role, in_checkpoint)
     }
 
+    /// The role of `daddr` and the serial of its partial segment, if that
+    /// partial segment belongs to the checkpoint.
+    pub fn role_in_checkpoint(&mut self, daddr: Daddr) -> Option<(Role, u64)> {
+        let partial = self.partial_holding(daddr)?;
+        let (role, _) = self.role(daddr);
+        Some((role, partial.serial))
+    }
+
+    /// Where the summary of the checkpoint's partial segment holding
+    /// `daddr` lies.
+    pub fn partial_of(&mut self, daddr: Daddr) -> Option<Daddr> {
+        self.partial_holding(daddr).map(|p| p.start)
+    }
+
+    /// The checkpoint's partial segment holding block `daddr`.
+    fn partial_holding(&mut self, daddr: Daddr) -> Option<Partial> {
+        let (role, in_checkpoint) = self.role(daddr);
+        let partial = match role {
+            Role::Block { partial, .. } | Role::Inodes { partial } if in_checkpoint => partial as usize,
+            _ => return None,
+        };
+        self.segments.get(&(daddr.get() / self.bps))?.partials.get(partial).cloned()
+    }
+
     /// CRC32C of the `nblocks` blocks after the summary at `start`, read a
     /// few megabytes at a time; `None` if they cannot be read.
     fn data_crc(&self, start: Daddr, nblocks: u32) -> Option<u32> {
@@ -446,6 +477,62 @@ impl<'a> Checker<'a> {
             at += n;
         }
         Some(crc)
+    }
+
+    /// The summary at block `offset` of segment `seg`, if one of this file
+    /// system lies there that fits in the segment and follows a partial
+    /// segment of serial `after`.
+    fn summary_at(&self, seg: u64, offset: u64, after: Option<u64>) -> Option<Summary> {
+        let daddr = Daddr::new(seg * self.bps + offset);
+        let block = self.read_block(daddr).ok()?;
+        let summary = Summary::decode(&block, daddr).ok()?;
+        let fits = summary.nblocks >= 1 && offset + 1 + summary.nblocks as u64 <= self.bps;
+        let follows = after.is_none_or(|s| summary.serial > s);
+        (summary.fs_id == self.sb.fs_id && fits && follows).then_some(summary)
+    }
+
+    /// A log head's segment whose chain of summaries stops at block
+    /// `offset`, before the head at `head_end`: the summary there was lost.
+    /// Reports it with the repair that writes a summary naming no block in
+    /// its place (`Fix::FillLostPartial`), over the blocks up to the next
+    /// summary of the checkpoint or the head, so that the chain reaches
+    /// what follows again: the repair's own writes go there. Returns where
+    /// the walk goes on (`None`: nothing follows), or `None` if the gap is
+    /// not one a summary can cover.
+    fn lost_summary(
+        &mut self,
+        seg: u64,
+        offset: u64,
+        last: Option<u64>,
+        head_end: u64,
+    ) -> Option<Option<u64>> {
+        let next_serial = self.sb.checkpoint.next_summary_serial;
+        let next = (offset + 1..head_end - 1).find_map(|at| {
+            self.summary_at(seg, at, last).filter(|s| s.serial < next_serial).map(|s| (at, s.serial))
+        });
+        let end = next.map_or(head_end, |(at, _)| at);
+        let nblocks = (end - offset - 1) as u32;
+        let serial = match (last, next) {
+            (Some(last), _) => last + 1,
+            (None, Some((_, after))) => after.checked_sub(1)?,
+            (None, None) => next_serial.checked_sub(1)?,
+        };
+        if nblocks == 0 || next.is_some_and(|(_, after)| serial >= after) {
+            return None;
+        }
+        let at = Daddr::new(seg * self.bps + offset);
+        if self.lost_summaries.insert(at) {
+            self.damage(
+                Kind::Summary,
+                None,
+                format!(
+                    "segment {seg}: the summary at block {at} is lost (the chain stops short of the log head); \
+                     repair writes one naming no file's block among its {nblocks}, so that the chain reaches what follows"
+                ),
+                Some(Fix::FillLostPartial { at, nblocks, serial }),
+            );
+        }
+        Some(next.map(|(at, _)| at))
     }
 
     /// Walks the partial segments of segment `seg` (see the module comment).
@@ -465,14 +552,28 @@ impl<'a> Checker<'a> {
         } else {
             c.cold.filter(|h| h.segment == seg).map_or(bps, |h| h.offset)
         };
+        let is_head = seg == c.log_segment || c.cold.is_some_and(|h| h.segment == seg);
         while offset + 1 < bps {
             let daddr = Daddr::new(seg * bps + offset);
-            let Ok(block) = self.read_block(daddr) else { break };
-            let Ok(summary) = Summary::decode(&block, daddr) else { break };
-            let fits = summary.nblocks >= 1 && offset + 1 + summary.nblocks as u64 <= bps;
-            if summary.fs_id != self.sb.fs_id || !fits || last_serial.is_some_and(|s| summary.serial <= s) {
-                break;
-            }
+            let Some(summary) = self.summary_at(seg, offset, last_serial) else {
+                // In a log head's segment everything before the head is the
+                // checkpoint's log: a chain that stops short of it lost a
+                // summary (`lost_summary`). Elsewhere the chain's end is
+                // where it stops, and what a lost summary confirmed is
+                // written again at the log's head (`inodes.rs`).
+                if !is_head || offset + 1 >= head_end {
+                    break;
+                }
+                let Some(next) = self.lost_summary(seg, offset, last_serial, head_end) else { break };
+                count.nsums += 1;
+                match next {
+                    Some(resume) => {
+                        offset = resume;
+                        continue;
+                    }
+                    None => break,
+                }
+            };
             last_serial = Some(summary.serial);
             let partial = map.partials.len() as u32;
             map.roles[offset as usize] = Role::Summary;

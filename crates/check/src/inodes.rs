@@ -10,6 +10,7 @@
 //! An indirect block is only followed when confirmed, so a wild pointer costs
 //! one report, not a tree of garbage.
 
+use crate::ifile::LostBlock;
 use crate::image::{Checker, Role};
 use crate::tree::InodeInfo;
 use crate::{Fix, Kind};
@@ -63,11 +64,14 @@ impl Checker<'_> {
         let at = c.ifile_daddr;
         let (role, in_checkpoint) = self.role(at);
         if !matches!(role, Role::Inodes { .. }) || !in_checkpoint {
+            // Where no summary speaks of it (one was lost), the repair's
+            // checkpoint writes the inode again, with a summary.
+            let fix = matches!(role, Role::Nothing).then_some(Fix::RewriteInode { ino: IFILE_INO });
             self.damage(
                 Kind::Summary,
                 Some(IFILE_INO),
                 format!("checkpoint {serial}: block {at}, named as the ifile inode's, is not an inode block of the log"),
-                None,
+                fix,
             );
         }
         let inode = match self.find_inode(at, IFILE_INO) {
@@ -128,16 +132,27 @@ impl Checker<'_> {
         let nsegments = self.sb.nsegments as usize;
         let per_seg = segtab_entries_per_block(self.sb.block_size);
         let per_ino = imap_entries_per_block(self.sb.block_size);
+        self.lost_ifile.clear();
         for (lbn, daddr) in by_lbn.iter().enumerate() {
             self.progress.tick("phase 2 (ifile)", lbn as u64, by_lbn.len() as u64);
-            let block = match daddr.map(|d| self.read_block(d)) {
-                Some(Ok(block)) => match check_ifile_block(&block, lbn as u64) {
-                    Ok(()) => Some(block),
-                    Err(e) => {
-                        self.damage(Kind::Ifile, Some(IFILE_INO), format!("ifile block {lbn}: {e}"), None);
-                        None
+            let block = match daddr.map(|d| (d, self.read_block(d))) {
+                Some((_, Ok(block))) if check_ifile_block(&block, lbn as u64).is_ok() => Some(block),
+                Some((daddr, Ok(block))) => {
+                    // Read whole but not what was written: rebuilt (`ifile.rs`).
+                    let why = match check_ifile_block(&block, lbn as u64) {
+                        Err(fslab::Error::Corrupt { why, .. }) => format!("fails its check ({why})"),
+                        _ => "fails its check".to_string(),
+                    };
+                    let lost = LostBlock { lbn: lbn as u64, daddr, why };
+                    if lbn > segtab {
+                        let first = self.imap.len() as Ino;
+                        let entries = self.rebuild_imap_block(lost, first, per_ino);
+                        self.imap.extend(entries.into_iter().map(Some));
+                        continue;
                     }
-                },
+                    self.lost_ifile.push(lost);
+                    None
+                }
                 _ => {
                     self.damage(
                         Kind::Ifile,

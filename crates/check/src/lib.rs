@@ -32,6 +32,7 @@
 //! and every group is read, as fsck_ffs does.
 
 mod ffs;
+mod ifile;
 mod image;
 mod inodes;
 mod orphans;
@@ -159,6 +160,18 @@ pub enum Fix {
     /// Set segment `segment`'s counts of summaries and inode blocks to what
     /// its log holds (LFS).
     SetSummaryCounts { segment: u64, nsums: u32, ninos: u32 },
+    /// Write `block`, an ifile block rebuilt because the one at `daddr`
+    /// failed its trailer, in its place, and recompute the data checksum
+    /// of its partial segment, whose summary is at `partial` (LFS).
+    RewriteIfileBlock { daddr: fslab::format::Daddr, partial: fslab::format::Daddr, block: Vec<u8> },
+    /// Thread every free inode number onto the free list again, lowest
+    /// first (LFS).
+    RebuildFreeList,
+    /// Write a summary of serial `serial` at `at`, where one was lost,
+    /// naming no file's block among the `nblocks` after it: the chain of
+    /// partial segments in a log head's segment reaches what follows again
+    /// (LFS).
+    FillLostPartial { at: fslab::format::Daddr, nblocks: u32, serial: u64 },
     /// Set the size of `ino` to `size` bytes (FFS).
     SetSize { ino: Ino, size: u64 },
     /// Set the space `ino` records holding, in 512-byte units (FFS).

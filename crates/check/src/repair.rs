@@ -168,7 +168,11 @@ pub(crate) fn note(outcome: &mut Outcome, fix: Option<Fix>, message: String) {
 
 /// Applies `fixes` planned from a check of checkpoint `checked_serial`; returns how many steps were made.
 fn apply(dev: Arc<dyn BlockDevice>, checked_serial: u64, fixes: &[Fix], outcome: &mut Outcome) -> usize {
-    let resealed = reseal_partials(dev.as_ref(), fixes, outcome);
+    // Before anything mounts: a mount refuses an ifile block that fails
+    // its trailer.
+    let rebuilt = rewrite_ifile_blocks(dev.as_ref(), fixes, outcome);
+    let filled = fill_lost_partials(dev.as_ref(), fixes, outcome);
+    let resealed = rebuilt + filled + reseal_partials(dev.as_ref(), fixes, outcome);
     let mut lfs = match Lfs::mount(dev, repair_mount_options()) {
         Ok(lfs) => lfs,
         Err(e) => {
@@ -235,6 +239,11 @@ fn apply(dev: Arc<dyn BlockDevice>, checked_serial: u64, fixes: &[Fix], outcome:
                 lfs.repair_set_live_bytes(segment, bytes),
                 format!("live bytes set to {bytes}"),
             ),
+            Fix::RebuildFreeList => (
+                "the free-inode list".to_string(),
+                lfs.repair_rebuild_free_list(),
+                "threaded again through every free inode number".to_string(),
+            ),
             Fix::SetSummaryCounts { segment, nsums, ninos } => (
                 format!("segment {segment}"),
                 lfs.repair_set_summary_counts(segment, nsums, ninos),
@@ -264,34 +273,117 @@ fn apply(dev: Arc<dyn BlockDevice>, checked_serial: u64, fixes: &[Fix], outcome:
     done
 }
 
+/// The block size of the image on `dev`, from a valid superblock copy.
+fn image_block_size(dev: &dyn BlockDevice) -> Option<u64> {
+    let copies = fslab::lfs::inspect::superblock_copies(dev);
+    copies.into_iter().find_map(|c| c.result.ok()).map(|sb| u64::from(sb.block_size))
+}
+
+/// Recomputes the data checksum of the partial segment whose summary is at
+/// `start` over its blocks as they are, and writes the summary again;
+/// returns the files with blocks in it.
+fn reseal(dev: &dyn BlockDevice, start: fslab::format::Daddr, bs: u64) -> Result<Vec<Ino>, String> {
+    use fslab::format::codec::crc32c;
+    use fslab::lfs::layout::Summary;
+    let mut block = vec![0u8; bs as usize];
+    dev.read_at(start.byte_offset(bs), &mut block).map_err(|e| e.to_string())?;
+    let mut summary = Summary::decode(&block, start).map_err(|e| e.to_string())?;
+    let mut data = vec![0u8; summary.nblocks as usize * bs as usize];
+    dev.read_at((start + 1).byte_offset(bs), &mut data).map_err(|e| e.to_string())?;
+    summary.data_crc = crc32c(&data);
+    let encoded = summary.encode(bs as usize);
+    dev.write_at(start.byte_offset(bs), &encoded).map_err(|e| e.to_string())?;
+    dev.flush().map_err(|e| e.to_string())?;
+    let mut files: Vec<Ino> = summary.finfos.iter().map(|f| f.ino).collect();
+    files.sort_unstable();
+    files.dedup();
+    Ok(files)
+}
+
+/// `Fix::RewriteIfileBlock`: each rebuilt ifile block written in place of
+/// the one that failed, and its partial segment sealed again over it.
+/// Returns how many were written.
+fn rewrite_ifile_blocks(dev: &dyn BlockDevice, fixes: &[Fix], outcome: &mut Outcome) -> usize {
+    let Some(bs) = image_block_size(dev) else { return 0 };
+    let mut done = 0;
+    for fix in fixes {
+        let Fix::RewriteIfileBlock { daddr, partial, ref block } = *fix else { continue };
+        let written = dev
+            .write_at(daddr.byte_offset(bs), block)
+            .map_err(|e| e.to_string())
+            .and_then(|()| reseal(dev, partial, bs));
+        match written {
+            Ok(_) => {
+                done += 1;
+                let message = format!("ifile block at {daddr}: rebuilt, written in its place and sealed");
+                note(outcome, Some(fix.clone()), message);
+            }
+            Err(e) => outcome.failed.push(format!("ifile block at {daddr}: writing it again: {e}")),
+        }
+    }
+    done
+}
+
+/// `Fix::FillLostPartial`: a summary naming no file's block written where
+/// one was lost, its data checksum over the blocks it covers, so that the
+/// chain of summaries in its segment goes on past it. It calls them inode
+/// blocks, the one kind a summary counts without naming an owner: an inode
+/// in one is live only where the inode map names that block, and the check
+/// that planned this had every block and inode there written again
+/// elsewhere (`Fix::RewriteBlock`, `Fix::RewriteInode`). Returns how many
+/// were written.
+fn fill_lost_partials(dev: &dyn BlockDevice, fixes: &[Fix], outcome: &mut Outcome) -> usize {
+    use fslab::format::codec::crc32c;
+    use fslab::lfs::layout::Summary;
+    let copies = fslab::lfs::inspect::superblock_copies(dev);
+    let Some(sb) = copies.into_iter().filter_map(|c| c.result.ok()).max_by_key(|s| s.checkpoint.serial)
+    else {
+        return 0;
+    };
+    let bs = u64::from(sb.block_size);
+    let mut done = 0;
+    for fix in fixes {
+        let Fix::FillLostPartial { at, nblocks, serial } = *fix else { continue };
+        let written = (|| -> Result<(), String> {
+            let mut data = vec![0u8; nblocks as usize * bs as usize];
+            dev.read_at((at + 1).byte_offset(bs), &mut data).map_err(|e| e.to_string())?;
+            let summary = Summary {
+                fs_id: sb.fs_id,
+                serial,
+                clock: sb.checkpoint.write_clock,
+                next_segment: at.get() / sb.blocks_per_segment(),
+                flags: 0,
+                nblocks,
+                ninoblocks: nblocks,
+                data_crc: crc32c(&data),
+                finfos: Vec::new(),
+            };
+            dev.write_at(at.byte_offset(bs), &summary.encode(bs as usize)).map_err(|e| e.to_string())?;
+            dev.flush().map_err(|e| e.to_string())
+        })();
+        match written {
+            Ok(()) => {
+                done += 1;
+                let message = format!("block {at}: a summary naming no file's block among its {nblocks} written in place of the lost one");
+                note(outcome, Some(fix.clone()), message);
+            }
+            Err(e) => {
+                outcome.failed.push(format!("block {at}: writing a summary in place of the lost one: {e}"))
+            }
+        }
+    }
+    done
+}
+
 /// `Fix::ResealPartial`: each partial segment's data checksum recomputed
 /// over its blocks as they are, written into its summary before the mount
 /// (the log is read through the summaries). Returns how many were made.
 fn reseal_partials(dev: &dyn BlockDevice, fixes: &[Fix], outcome: &mut Outcome) -> usize {
-    use fslab::format::codec::crc32c;
-    use fslab::lfs::layout::Summary;
+    let Some(bs) = image_block_size(dev) else { return 0 };
     let mut done = 0;
-    let copies = fslab::lfs::inspect::superblock_copies(dev);
-    let Some(sb) = copies.into_iter().find_map(|c| c.result.ok()) else { return 0 };
-    let bs = u64::from(sb.block_size);
     for fix in fixes {
         let Fix::ResealPartial { start } = *fix else { continue };
-        let resealed = (|| -> Result<Vec<Ino>, String> {
-            let mut block = vec![0u8; bs as usize];
-            dev.read_at(start.byte_offset(bs), &mut block).map_err(|e| e.to_string())?;
-            let mut summary = Summary::decode(&block, start).map_err(|e| e.to_string())?;
-            let mut data = vec![0u8; summary.nblocks as usize * bs as usize];
-            dev.read_at((start + 1).byte_offset(bs), &mut data).map_err(|e| e.to_string())?;
-            summary.data_crc = crc32c(&data);
-            let encoded = summary.encode(bs as usize);
-            dev.write_at(start.byte_offset(bs), &encoded).map_err(|e| e.to_string())?;
-            dev.flush().map_err(|e| e.to_string())?;
-            let mut files: Vec<Ino> = summary.finfos.iter().map(|f| f.ino).collect();
-            files.sort_unstable();
-            files.dedup();
-            Ok(files)
-        })();
-        match resealed {
+        match reseal(dev, start, bs) {
             Ok(files) => {
                 done += 1;
                 let which = if files.is_empty() {

@@ -26,6 +26,10 @@ impl Checker<'_> {
         // made to look empty would be reused, and that file's blocks
         // overwritten).
         let blind = self.unread_trees || self.inodes.values().any(|i| !i.readable);
+        let lost = std::mem::take(&mut self.lost_ifile);
+        if !lost.is_empty() {
+            self.rebuild_usage_blocks(&lost, blind);
+        }
         for seg in 0..self.sb.nsegments {
             let Some(u) = self.seguse.get(seg as usize).copied().flatten() else { continue };
             let live = self.live.get(seg as usize).copied().unwrap_or(0);
@@ -126,13 +130,18 @@ impl Checker<'_> {
                     Kind::FreeList,
                     None,
                     format!("free-inode list names impossible inode {at}"),
-                    None,
+                    Some(Fix::RebuildFreeList),
                 );
                 whole = false;
                 break;
             }
             if on_list[at as usize] {
-                self.damage(Kind::FreeList, None, format!("free-inode list has a cycle at inode {at}"), None);
+                self.damage(
+                    Kind::FreeList,
+                    None,
+                    format!("free-inode list has a cycle at inode {at}"),
+                    Some(Fix::RebuildFreeList),
+                );
                 whole = false;
                 break;
             }
@@ -145,7 +154,7 @@ impl Checker<'_> {
                     Kind::FreeList,
                     Some(at),
                     format!("allocated inode {at} is on the free-inode list"),
-                    None,
+                    Some(Fix::RebuildFreeList),
                 );
                 whole = false;
                 break;
@@ -165,7 +174,7 @@ impl Checker<'_> {
                         Kind::FreeList,
                         Some(ino),
                         format!("free inode {ino} is not on the free-inode list"),
-                        None,
+                        Some(Fix::RebuildFreeList),
                     );
                 }
             }
@@ -176,7 +185,7 @@ impl Checker<'_> {
                 Kind::FreeList,
                 None,
                 format!("{more} more free inodes are not on the free-inode list"),
-                None,
+                Some(Fix::RebuildFreeList),
             );
         }
     }

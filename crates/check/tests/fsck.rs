@@ -146,19 +146,59 @@ fn no_live_count_is_lowered_while_an_inode_cannot_be_read() {
     );
 }
 
+/// An ifile block damaged on the medium — the cleaner info, the segment
+/// usage table, the inode map — left an image no mount would take, not
+/// even read-only. The repair rebuilds the block (the map from the
+/// newest copy of each inode in the log, the table from the live data
+/// counted), and every file is there again. A file removed before the
+/// damage comes back from its last copy in the log, into `/lost+found`:
+/// nothing in the log says it was removed.
 #[test]
-fn a_corrupted_ifile_block_is_found() {
-    let (dev, _) = populated();
-    let sb = superblock(dev.as_ref());
-    let first_imap_block = 1 + sb.segtab_blocks as usize;
-    flip(dev.as_ref(), ifile_block(dev.as_ref(), first_imap_block), 100, 8);
-    let report = check(&dev);
-    assert!(
-        report.problems.iter().any(|p| p.kind == Kind::Ifile && p.message.contains("checksum")),
-        "problems:\n{}",
-        listing(&report)
-    );
-    assert_eq!(repair(&dev).exit_code(), 4);
+fn a_damaged_ifile_block_is_rebuilt_and_every_file_kept() {
+    let (_, tree) = populated();
+    let segtab = superblock(populated().0.as_ref()).segtab_blocks as usize;
+    for (what, lbn) in [("cleaner info", 0), ("segment usage", 1), ("inode map", 1 + segtab)] {
+        let (dev, _) = populated();
+        let removed = with_fs(&dev, false, |fs| {
+            let gone = fs.mknod(ROOT_INO, b"gone", 0o644, 0, Creds::default()).expect("create").ino;
+            fs.write(gone, 0, b"removed before the damage").expect("write");
+            fs.sync().expect("sync");
+            fs.unlink(ROOT_INO, b"gone").expect("unlink");
+            gone
+        });
+        flip(dev.as_ref(), ifile_block(dev.as_ref(), lbn), 100, 8);
+        assert!(
+            fslab::lfs::Lfs::mount(dev.clone(), fslab::lfs::MountOptions::default()).is_err(),
+            "{what}: a mount refuses the damaged ifile"
+        );
+        let report = check(&dev);
+        assert!(
+            report
+                .problems
+                .iter()
+                .any(|p| p.kind == Kind::Ifile && matches!(p.fix, Some(Fix::RewriteIfileBlock { .. }))),
+            "{what}: problems:\n{}",
+            listing(&report)
+        );
+        let outcome = repair(&dev);
+        assert_eq!(outcome.exit_code(), 1, "{what}: left:\n{}", listing(&outcome.last));
+        assert!(check(&dev).is_clean(), "{what}: after:\n{}", listing(&check(&dev)));
+        with_fs(&dev, false, |fs| {
+            assert_eq!(fs.read(tree.medium, 0, 200 << 10).expect("read"), pattern(200 << 10, 1), "{what}");
+            assert_eq!(fs.read(tree.large, 0, 64 << 10).expect("read"), pattern(64 << 10, 2), "{what}");
+            assert_eq!(fs.read(tree.small, 0, 13).expect("read"), b"hello, world\n", "{what}");
+            assert!(fs.lookup(tree.docs, b"file39").is_ok(), "{what}");
+            let f = fs.mknod(ROOT_INO, b"after", 0o644, 0, Creds::default()).expect("create").ino;
+            fs.write(f, 0, b"written after the repair").expect("write");
+            if lbn == 1 + segtab {
+                let lf = fs.lookup(ROOT_INO, b"lost+found").expect("lost+found").ino;
+                let back =
+                    fs.lookup(lf, format!("#{removed}").as_bytes()).expect("the removed file is back").ino;
+                assert_eq!(fs.read(back, 0, 25).expect("read"), b"removed before the damage");
+            }
+        });
+        assert!(check(&dev).is_clean(), "{what}: after use:\n{}", listing(&check(&dev)));
+    }
 }
 
 #[test]
@@ -643,16 +683,20 @@ fn a_block_claimed_by_two_files_goes_to_the_one_its_summary_names() {
 /// and inodes of its partial segment (and of those after it in its
 /// segment), though they are intact. The repair writes each again at the
 /// log's head, as it reads, and every file is kept whole. Tried under a
-/// summary of data blocks, of the inode blocks, and of the double
-/// indirect tree.
+/// summary of data blocks, of the inode blocks, of the double indirect
+/// tree, and of the last partial segment before the log head (the ifile
+/// and its inode): in the head's segment the repair also writes a summary
+/// in the lost one's place, or the chain would stop there and never reach
+/// what the repair itself writes after it.
 #[test]
 fn blocks_a_destroyed_summary_no_longer_confirms_are_written_again_and_kept() {
     let (_, tree) = populated();
     type Target = fn(&dyn disk::BlockDevice, &common::Tree) -> Daddr;
-    let targets: [(&str, Target); 3] = [
+    let targets: [(&str, Target); 4] = [
         ("data", |dev, tree| inode_slot(dev, tree.medium).2.direct[5]),
         ("inodes", |dev, tree| inode_slot(dev, tree.large).0),
         ("double indirect", |dev, tree| inode_slot(dev, tree.large).2.indirect[1]),
+        ("before the log head", |dev, _| superblock(dev).checkpoint.ifile_daddr),
     ];
     for (what, target) in targets {
         let (dev, _) = populated();
@@ -665,6 +709,10 @@ fn blocks_a_destroyed_summary_no_longer_confirms_are_written_again_and_kept() {
             .filter(|p| matches!(p.fix, Some(Fix::RewriteBlock { .. } | Fix::RewriteInode { .. })))
             .count();
         assert!(rewrites > 0, "{what}: problems:\n{}", listing(&report));
+        let sb = superblock(dev.as_ref());
+        let in_head_segment = summary.get() / sb.blocks_per_segment() == sb.checkpoint.log_segment;
+        let filled = report.problems.iter().any(|p| matches!(p.fix, Some(Fix::FillLostPartial { .. })));
+        assert_eq!(filled, in_head_segment, "{what}: problems:\n{}", listing(&report));
         let outcome = repair(&dev);
         assert_eq!(outcome.exit_code(), 1, "{what}: left:\n{}", listing(&outcome.last));
         with_fs(&dev, false, |fs| {

@@ -8,6 +8,7 @@
 //! * [`Lfs::repair_set_live_bytes`] — overwrite one segment usage entry's live
 //!   bytes; the next checkpoint writes it.
 //! * [`Lfs::repair_set_summary_counts`], [`Lfs::repair_rewrite_inode`],
+//!   [`Lfs::repair_rebuild_free_list`],
 //!   [`Lfs::repair_clear_inode`], [`Lfs::repair_set_blocks`],
 //!   [`Lfs::repair_clear_pointer`], [`Lfs::repair_rewrite_block`] — the other
 //!   repairs below the namespace, each made in memory right after mount and
@@ -154,6 +155,10 @@ impl Lfs {
     /// as any inode's.
     pub fn repair_rewrite_inode(&mut self, ino: Ino) -> Result<()> {
         use crate::format::inode::INODE_SIZE;
+        if ino == IFILE_INO {
+            // Written at every checkpoint, the repair's unmount's too.
+            return Ok(());
+        }
         let entry = self.imap_entry(ino)?.ok_or_else(|| errno(libc::ENOENT, "no such inode number"))?;
         if entry.daddr.is_none() || ino == IFILE_INO {
             return Err(errno(libc::ENOENT, "inode is not allocated"));
@@ -211,12 +216,32 @@ impl Lfs {
     /// summary names it; its old place is counted dead (no-overwrite,
     /// 1993 paper §2.1: the copy on disk is never written over).
     pub fn repair_rewrite_block(&mut self, ino: Ino, lbn: Lbn) -> Result<()> {
+        if ino == IFILE_INO {
+            // The ifile's blocks are written from its tables at the next
+            // checkpoint, which counts the old places dead; its indirect
+            // blocks with them, so one of those is rewritten by rewriting
+            // every block.
+            if lbn >= 0 {
+                return self.ifile.tables.mark_dirty(lbn as u64);
+            }
+            for lbn in 0..self.ifile.tables.nblocks() {
+                self.ifile.tables.mark_dirty(lbn)?;
+            }
+            return Ok(());
+        }
         self.cached_inode(ino)?;
         let addr = self.pointer(ino, lbn)?;
         if addr.is_none() {
             return Err(errno(libc::ENOENT, "the block is a hole"));
         }
         crate::bmap::BlockTree::relocate(self, ino, lbn, lbn, addr).map(drop)
+    }
+
+    /// fsck's repair of the free-inode list: threads every free inode
+    /// number onto it again, lowest first (after an inode map block was
+    /// rebuilt, whose entries name no next free number).
+    pub fn repair_rebuild_free_list(&mut self) -> Result<()> {
+        self.rebuild_free_list()
     }
 
     /// fsck's repair of an inode's count of space held: sets `ino`'s
