@@ -1,4 +1,5 @@
-//! Rebuilding an ifile block whose trailer fails (decision 0032).
+//! Rebuilding an ifile block whose trailer fails, or the inode block
+//! holding the ifile's inode (decision 0032).
 //!
 //! Every mount reads the whole ifile and refuses one whose block fails its
 //! checksum, read-only mounts too: one damaged block left every file out
@@ -26,6 +27,15 @@
 //! * **Cleaner info** (block 0, phase 5): the clean and dirty counts of
 //!   the table, the number of inodes the map covers, and an empty free
 //!   list for the repair's mount to thread again.
+//! * **The ifile's inode** (phase 2), when the inode block the newest
+//!   checkpoint names for it reads whole but holds no sound copy, and no
+//!   older checkpoint's can be read instead (a mount would use that one,
+//!   and so does the check): from the newest
+//!   copy of each ifile block in the log, with the fields of its newest
+//!   older copy; the block is written again with it and with the newest
+//!   older copy of each other inode the map places there (of the same
+//!   generation; what changed in them since is lost, and a number with
+//!   no such copy is freed).
 
 use crate::image::{Checker, Role};
 use crate::{Fix, Kind};
@@ -53,7 +63,7 @@ impl Checker<'_> {
     /// `first .. first + count`, found again in the log (see the module
     /// comment), and the problem that rewrites the block with them.
     pub(crate) fn rebuild_imap_block(&mut self, lost: LostBlock, first: Ino, count: usize) -> Vec<ImapEntry> {
-        let newest = self.newest_inode_copies(first, first + count as Ino);
+        let newest = self.newest_inode_copies(first.max(IFILE_INO + 1), first + count as Ino);
         let entries: Vec<ImapEntry> = (0..count as Ino)
             .map(|i| match newest.get(&(first + i)) {
                 Some(&(daddr, version, _)) => ImapEntry { version, next_free: 0, daddr },
@@ -164,8 +174,8 @@ impl Checker<'_> {
     }
 
     /// For inode numbers `first .. end`, the newest copy of each in the
-    /// checkpoint's log: (its inode block, its generation, its partial
-    /// segment's serial). Walks every segment.
+    /// checkpoint's log outside a rebuilt inode block: (its inode block,
+    /// its generation, its partial segment's serial). Walks every segment.
     fn newest_inode_copies(&mut self, first: Ino, end: Ino) -> HashMap<Ino, (Daddr, u32, u64)> {
         let mut newest: HashMap<Ino, (Daddr, u32, u64)> = HashMap::new();
         for seg in 0..self.sb.nsegments {
@@ -174,7 +184,7 @@ impl Checker<'_> {
                 let Ok(block) = self.read_block(daddr) else { continue };
                 for slot in block.chunks_exact(INODE_SIZE) {
                     let Ok(inode) = Inode::decode(slot) else { continue };
-                    if inode.ino < first || inode.ino >= end || inode.ino <= IFILE_INO {
+                    if inode.ino < first || inode.ino >= end || daddr == self.lost_inode_block {
                         continue;
                     }
                     let newer = newest.get(&inode.ino).is_none_or(|&(_, _, s)| serial > s);
@@ -214,3 +224,114 @@ impl Checker<'_> {
             .collect()
     }
 }
+
+impl Checker<'_> {
+    /// Phase 2: the checkpoint's ifile inode cannot be found in its block
+    /// at `at`, which reads whole. Rebuilds it from the newest copy of each
+    /// ifile block in the checkpoint's log (the ifile's blocks and the
+    /// indirect blocks above them are written together at every
+    /// checkpoint, so the newest copies agree), with the fields of its
+    /// newest older copy, and puts it into the block the repair writes in
+    /// place of the one at `at` (`finish_inode_block` adds the block's
+    /// other inodes once the map says which). `None` if some ifile block
+    /// has no copy, or the ifile needs more than its single indirect tree.
+    pub(crate) fn rebuild_ifile_inode(&mut self, at: Daddr) -> Option<Inode> {
+        self.lost_inode_block = at;
+        let mut newest: HashMap<i64, (Daddr, u64)> = HashMap::new();
+        for seg in 0..self.sb.nsegments {
+            self.progress.tick("phase 2 (rebuilding the ifile's inode)", seg, self.sb.nsegments);
+            for offset in 0..self.bps {
+                let daddr = Daddr::new(seg * self.bps + offset);
+                let Some((Role::Block { ino, lbn, .. }, serial)) = self.role_in_checkpoint(daddr) else {
+                    continue;
+                };
+                if ino as Ino == IFILE_INO && newest.get(&lbn).is_none_or(|&(_, s)| serial > s) {
+                    newest.insert(lbn, (daddr, serial));
+                }
+            }
+        }
+        let nblocks = newest.keys().filter(|&&lbn| lbn >= 0).max().map_or(0, |&max| max as u64 + 1);
+        let nindir = self.geometry.nindir;
+        if nblocks == 0 || nblocks > NDIRECT + nindir {
+            return None;
+        }
+        let template = self.newest_inode_copies(IFILE_INO, IFILE_INO + 1).get(&IFILE_INO).copied();
+        let mut inode = template
+            .and_then(|(daddr, _, _)| self.read_block(daddr).ok())
+            .and_then(|block| {
+                block
+                    .chunks_exact(INODE_SIZE)
+                    .find_map(|slot| Inode::decode(slot).ok().filter(|i| i.ino == IFILE_INO))
+            })
+            .unwrap_or(Inode {
+                ino: IFILE_INO,
+                attr: fslab::format::inode::InodeAttr {
+                    mode: fslab::format::inode::kind::REG | 0o400,
+                    nlink: 1,
+                    ..Default::default()
+                },
+                ..Inode::default()
+            });
+        inode.direct = Default::default();
+        inode.indirect = Default::default();
+        for lbn in 0..nblocks {
+            let &(daddr, _) = newest.get(&(lbn as i64))?;
+            if lbn < NDIRECT {
+                inode.direct[lbn as usize] = daddr;
+            }
+        }
+        let mut held = nblocks;
+        if nblocks > NDIRECT {
+            let meta = fslab::format::blockno::Geometry::meta_lbn(1, NDIRECT);
+            inode.indirect[0] = newest.get(&meta)?.0;
+            held += 1;
+        }
+        inode.attr.size = nblocks * self.bs as u64;
+        inode.blocks = held * (self.bs as u64 / 512);
+        let mut block = vec![0u8; self.bs];
+        inode.encode(&mut block[..INODE_SIZE]).ok()?;
+        self.rebuilt_blocks.insert(at, block);
+        // The failed look at the block kept it as read.
+        self.inode_blocks.remove(&at);
+        Some(inode)
+    }
+
+    /// Phase 2, after the map is read: the rebuilt inode block at
+    /// `self.lost_inode_block` gets the newest older copy of every other
+    /// inode the map places there, and the problem whose repair writes it.
+    pub(crate) fn finish_inode_block(&mut self) {
+        let at = self.lost_inode_block;
+        let Some(mut block) = self.rebuilt_blocks.remove(&at) else { return };
+        let placed: Vec<Ino> = (IFILE_INO + 1..self.imap.len() as Ino)
+            .filter(|&ino| self.imap[ino as usize].is_some_and(|e| e.daddr == at))
+            .collect();
+        let mut kept = 0;
+        for (slot, &ino) in block.chunks_exact_mut(INODE_SIZE).skip(1).zip(&placed) {
+            // A copy of an earlier file of that number (another
+            // generation) is not this one: left out, the number is freed.
+            let version = self.imap[ino as usize].map_or(0, |e| e.version);
+            let copy = self.newest_inode_copies(ino, ino + 1).get(&ino).copied();
+            let inode = copy.and_then(|(daddr, _, _)| self.read_block(daddr).ok()).and_then(|b| {
+                b.chunks_exact(INODE_SIZE)
+                    .find_map(|s| Inode::decode(s).ok().filter(|i| i.ino == ino && i.generation == version))
+            });
+            if let Some(inode) = inode {
+                if inode.encode(slot).is_ok() {
+                    kept += 1;
+                }
+            }
+        }
+        let message = format!(
+            "inode block {at} holds no sound copy of the checkpoint's ifile inode; repair writes the block \
+             again: the ifile's inode from the newest copies of its blocks, and {kept} of the {} other \
+             inodes the map places there from their newest older copies (what changed in them since is lost)",
+            placed.len()
+        );
+        self.rebuilt_blocks.insert(at, block.clone());
+        self.inode_blocks.remove(&at);
+        self.push_rebuild(LostBlock { lbn: 0, daddr: at, why: String::new() }, block, message);
+    }
+}
+
+/// Direct block pointers of an inode.
+const NDIRECT: u64 = 12;

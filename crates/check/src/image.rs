@@ -96,6 +96,15 @@ pub(crate) struct Checker<'a> {
     /// Whether some indirect block could not be read or followed, so that
     /// the blocks below it went uncounted.
     pub unread_trees: bool,
+    /// Blocks rebuilt by the check, read in place of what the device
+    /// holds (`ifile.rs`): the repair writes them there.
+    pub rebuilt_blocks: HashMap<Daddr, Vec<u8>>,
+    /// Whether phase 2 may rebuild the checkpoint's ifile inode (only once
+    /// no checkpoint's can be read).
+    pub rebuild_ifile_inode_allowed: bool,
+    /// The inode block holding the checkpoint's ifile inode, if it had to
+    /// be rebuilt (`Daddr::NONE` if not).
+    pub lost_inode_block: Daddr,
     /// Summaries found lost in a log head's segment, each reported once.
     lost_summaries: HashSet<Daddr>,
     /// Ifile blocks of the checkpoint checked that failed their trailer,
@@ -230,6 +239,9 @@ impl<'a> Checker<'a> {
             unread_trees: false,
             lost_ifile: Vec::new(),
             lost_summaries: HashSet::new(),
+            rebuilt_blocks: HashMap::new(),
+            lost_inode_block: Daddr::NONE,
+            rebuild_ifile_inode_allowed: false,
             claimed: HashMap::new(),
             live: vec![0; best.nsegments as usize],
             cleaner: None,
@@ -241,6 +253,7 @@ impl<'a> Checker<'a> {
             inode_blocks: HashMap::new(),
         });
         let mut serials: Vec<u64> = Vec::new();
+        let before_attempts = checker.report.problems.len();
         for sb in valid.iter().filter(|s| s.fs_id == best.fs_id) {
             if serials.contains(&sb.checkpoint.serial) {
                 continue;
@@ -280,6 +293,25 @@ impl<'a> Checker<'a> {
             }
             checker.reset_walks();
         }
+        // No checkpoint's ifile inode could be read: the newest one's is
+        // rebuilt where its block reads whole (`ifile.rs`). Only now, so
+        // that an older checkpoint, which a mount would use, is preferred.
+        if let Some(newest) =
+            valid.iter().filter(|s| s.fs_id == best.fs_id).max_by_key(|s| s.checkpoint.serial)
+        {
+            checker.sb = *newest;
+            checker.rebuild_ifile_inode_allowed = true;
+            let found_before = checker.report.problems.len();
+            if checker.load_ifile() {
+                // What the failed attempts found is found again by this
+                // one, or repaired by it.
+                checker.report.problems.drain(before_attempts..found_before);
+                checker.report.checkpoint_serial = newest.checkpoint.serial;
+                checker.report.clean_unmount = newest.checkpoint.flags & SB_CLEAN != 0;
+                return Ok(Opened::Ready(checker));
+            }
+            checker.report.problems.truncate(found_before);
+        }
         let mut report = std::mem::take(&mut checker.report);
         report.push(
             Severity::Damage,
@@ -296,6 +328,8 @@ impl<'a> Checker<'a> {
         self.cached_roles = 0;
         self.seg_counts.clear();
         self.unread_trees = false;
+        self.rebuilt_blocks.clear();
+        self.lost_inode_block = Daddr::NONE;
         self.claimed.clear();
         self.live.iter_mut().for_each(|l| *l = 0);
         self.inode_blocks.clear();
@@ -344,6 +378,9 @@ impl<'a> Checker<'a> {
 
     /// Reads block `daddr`, which the caller has checked is on the file system.
     pub fn read_block(&self, daddr: Daddr) -> std::io::Result<Vec<u8>> {
+        if let Some(block) = self.rebuilt_blocks.get(&daddr) {
+            return Ok(block.clone());
+        }
         let mut buf = vec![0u8; self.bs];
         self.dev.read_at(daddr.byte_offset(self.bs as u64), &mut buf)?;
         Ok(buf)

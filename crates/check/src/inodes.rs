@@ -74,17 +74,32 @@ impl Checker<'_> {
                 fix,
             );
         }
+        let mut rebuilt = false;
         let inode = match self.find_inode(at, IFILE_INO) {
             Ok(inode) => inode,
-            Err(why) => {
-                self.damage(
-                    Kind::Ifile,
-                    Some(IFILE_INO),
-                    format!("checkpoint {serial}: ifile inode: {why}"),
-                    None,
-                );
-                return false;
-            }
+            Err(why) => match self
+                .read_block(at)
+                .ok()
+                .filter(|_| self.rebuild_ifile_inode_allowed)
+                .and_then(|_| self.rebuild_ifile_inode(at))
+            {
+                // The block reads whole but not as written: rebuilt
+                // (`ifile.rs`), its problem reported once the map says
+                // what else it held.
+                Some(inode) => {
+                    rebuilt = true;
+                    inode
+                }
+                None => {
+                    self.damage(
+                        Kind::Ifile,
+                        Some(IFILE_INO),
+                        format!("checkpoint {serial}: ifile inode: {why}"),
+                        None,
+                    );
+                    return false;
+                }
+            },
         };
         self.add_live(at, INODE_SIZE as u64);
         let bs = self.bs as u64;
@@ -122,6 +137,9 @@ impl Checker<'_> {
         }
         self.check_held(IFILE_INO, &inode, walk.held);
         self.decode_tables(&by_lbn);
+        if rebuilt {
+            self.finish_inode_block();
+        }
         true
     }
 

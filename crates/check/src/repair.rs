@@ -315,10 +315,10 @@ fn rewrite_ifile_blocks(dev: &dyn BlockDevice, fixes: &[Fix], outcome: &mut Outc
         match written {
             Ok(_) => {
                 done += 1;
-                let message = format!("ifile block at {daddr}: rebuilt, written in its place and sealed");
+                let message = format!("block {daddr}: rebuilt, written in its place and sealed");
                 note(outcome, Some(fix.clone()), message);
             }
-            Err(e) => outcome.failed.push(format!("ifile block at {daddr}: writing it again: {e}")),
+            Err(e) => outcome.failed.push(format!("block {daddr}: writing it again: {e}")),
         }
     }
     done

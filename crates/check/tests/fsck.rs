@@ -201,6 +201,38 @@ fn a_damaged_ifile_block_is_rebuilt_and_every_file_kept() {
     }
 }
 
+/// The inode block holding the checkpoint's ifile inode, damaged: no
+/// checkpoint had an ifile to read, and no mount took the image. The
+/// repair writes the block again — the ifile's inode from the newest
+/// copies of its blocks in the log, the other inodes the map places there
+/// from their newest older copies — and the image is whole again.
+#[test]
+fn the_block_of_the_ifiles_inode_is_rebuilt_and_the_image_mounts_again() {
+    let (dev, tree) = populated();
+    let at = superblock(dev.as_ref()).checkpoint.ifile_daddr;
+    flip(dev.as_ref(), at, 0, BS);
+    assert!(fslab::lfs::Lfs::mount(dev.clone(), fslab::lfs::MountOptions::default()).is_err());
+    let report = check(&dev);
+    assert!(
+        report
+            .problems
+            .iter()
+            .any(|p| matches!(&p.fix, Some(Fix::RewriteIfileBlock { daddr, .. }) if *daddr == at)),
+        "problems:\n{}",
+        listing(&report)
+    );
+    let outcome = repair(&dev);
+    assert_eq!(outcome.exit_code(), 1, "left:\n{}", listing(&outcome.last));
+    assert!(check(&dev).is_clean(), "after:\n{}", listing(&check(&dev)));
+    with_fs(&dev, false, |fs| {
+        assert_eq!(fs.read(tree.medium, 0, 200 << 10).expect("read"), pattern(200 << 10, 1));
+        assert_eq!(fs.read(tree.large, 0, 64 << 10).expect("read"), pattern(64 << 10, 2));
+        let f = fs.mknod(ROOT_INO, b"after", 0o644, 0, Creds::default()).expect("create").ino;
+        fs.write(f, 0, b"written after the repair").expect("write");
+    });
+    assert!(check(&dev).is_clean(), "after use:\n{}", listing(&check(&dev)));
+}
+
 #[test]
 fn a_block_pointer_out_of_range_or_into_a_superblock_is_found() {
     let (dev, tree) = populated();
