@@ -37,7 +37,7 @@
 //!   generation; what changed in them since is lost, and a number with
 //!   no such copy is freed).
 
-use crate::image::{Checker, Role};
+use crate::image::{Checker, LostBlock, Role};
 use crate::{Fix, Kind};
 use fslab::format::inode::{Inode, INODE_SIZE};
 use fslab::format::{Daddr, Ino, IFILE_INO};
@@ -46,17 +46,6 @@ use fslab::lfs::layout::{
     SEGUSE_BYTES, SEGUSE_CLEAN, SEGUSE_DIRTY, SEGUSE_SUPERBLOCK,
 };
 use std::collections::HashMap;
-
-/// An ifile block that failed its trailer, to be rebuilt.
-#[derive(Debug, Clone)]
-pub(crate) struct LostBlock {
-    /// Its logical block in the ifile.
-    pub lbn: u64,
-    /// Where it lies.
-    pub daddr: Daddr,
-    /// What the check said of it.
-    pub why: String,
-}
 
 impl Checker<'_> {
     /// Phase 2: entries for inode map block `lost`, covering inode numbers

@@ -63,6 +63,17 @@ pub(crate) struct SegMap {
     partials: Vec<Partial>,
 }
 
+/// An ifile block that failed its trailer, to be rebuilt.
+#[derive(Debug, Clone)]
+pub(crate) struct LostBlock {
+    /// Its logical block in the ifile.
+    pub lbn: u64,
+    /// Where it lies.
+    pub daddr: Daddr,
+    /// What the check said of it.
+    pub why: String,
+}
+
 /// Live data counted for one segment while walking inodes.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct SegCount {
@@ -109,7 +120,7 @@ pub(crate) struct Checker<'a> {
     lost_summaries: HashSet<Daddr>,
     /// Ifile blocks of the checkpoint checked that failed their trailer,
     /// rebuilt in phase 2 (the inode map) or 5 (the rest): `ifile.rs`.
-    pub lost_ifile: Vec<crate::ifile::LostBlock>,
+    pub lost_ifile: Vec<LostBlock>,
     /// One bit per block of each segment holding a claimed block.
     claimed: HashMap<u64, Vec<u64>>,
     /// Live bytes recounted per segment.

@@ -10,8 +10,7 @@
 //! An indirect block is only followed when confirmed, so a wild pointer costs
 //! one report, not a tree of garbage.
 
-use crate::ifile::LostBlock;
-use crate::image::{Checker, Role};
+use crate::image::{Checker, LostBlock, Role};
 use crate::tree::InodeInfo;
 use crate::{Fix, Kind};
 use fslab::bmap;
