@@ -538,13 +538,15 @@ impl Checker<'_> {
         // else, the log has written over it since: the pointer goes.
         let (fix, how, follow) = match role {
             Role::Nothing => (
-                Fix::RewriteBlock { ino, lbn },
+                Some(Fix::RewriteBlock { ino, lbn }),
                 "repair writes it again at the log's head, as it reads",
                 true,
             ),
+            // The ifile has no holes to give.
+            _ if ino == IFILE_INO => (None, "the ifile cannot do without it", false),
             _ => {
                 w.held -= 1;
-                (Fix::ClearPointer { ino, lbn }, "repair clears the pointer", false)
+                (Some(Fix::ClearPointer { ino, lbn }), "repair clears the pointer", false)
             }
         };
         let expected = w.version;
@@ -554,7 +556,7 @@ impl Checker<'_> {
             format!(
                 "block {lbn} at {daddr} is not confirmed by its segment summary (version {expected} expected; {found}); {how}"
             ),
-            Some(fix),
+            fix,
         );
         follow
     }

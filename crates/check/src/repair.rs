@@ -23,9 +23,11 @@
 //! round, as entries naming a free inode). A block pointer the log cannot
 //! back is cleared (a hole); a block or inode the log no longer confirms
 //! because its summary is lost is written again as it reads. Counts those
-//! change (blocks held, live bytes) are set right in the next round. What
-//! cannot be fixed here (ifile blocks, flags) is left for the final
-//! report: exit status 4.
+//! change (blocks held, live bytes) are set right in the next round. An
+//! ifile block, the inode block of the ifile's inode, or a summary lost
+//! before the log head is rebuilt and written in place before the mount
+//! (`ifile.rs`, `image.rs`). What cannot be fixed here (a block the device
+//! cannot read, flags) is left for the final report: exit status 4.
 
 use crate::{check, ffs, layout_of, Fatal, Fix, Layout, Options, Outcome, Repaired, Report, Severity};
 use disk::BlockDevice;

@@ -160,7 +160,7 @@ impl Lfs {
             return Ok(());
         }
         let entry = self.imap_entry(ino)?.ok_or_else(|| errno(libc::ENOENT, "no such inode number"))?;
-        if entry.daddr.is_none() || ino == IFILE_INO {
+        if entry.daddr.is_none() {
             return Err(errno(libc::ENOENT, "inode is not allocated"));
         }
         let mut block = vec![0u8; self.block_size];
