@@ -16,7 +16,7 @@
 //!   back (nothing in the log says it was removed): unreachable, it goes
 //!   to `/lost+found` in the same repair, and its blocks the log has
 //!   reused since lose their pointers (`inodes.rs`). The free list is
-//!   threaded again by the repair's mount.
+//!   threaded again by the repair (`Fix::RebuildFreeList`).
 //! * **Segment usage** (phase 5, once every live block is counted): each
 //!   segment's live bytes as counted, its summaries and inode blocks as
 //!   its walk finds them, clean where nothing is live and no log head is,
@@ -26,19 +26,19 @@
 //!   over.
 //! * **Cleaner info** (block 0, phase 5): the clean and dirty counts of
 //!   the table, the number of inodes the map covers, and an empty free
-//!   list for the repair's mount to thread again.
+//!   list for the repair to thread again.
 //! * **The ifile's inode** (phase 2), when the inode block the newest
 //!   checkpoint names for it reads whole but holds no sound copy, and no
 //!   older checkpoint's can be read instead (a mount would use that one,
-//!   and so does the check): from the newest
-//!   copy of each ifile block in the log, with the fields of its newest
-//!   older copy; the block is written again with it and with the newest
-//!   older copy of each other inode the map places there (of the same
-//!   generation; what changed in them since is lost, and a number with
-//!   no such copy is freed).
+//!   and so does the check): from the newest copy of each ifile block in
+//!   the log, with the fields of its newest older copy; the block is
+//!   written again with it and with the newest older copy of each other
+//!   inode the map places there (of the same generation; what changed in
+//!   them since is lost, and a number with no such copy is freed).
 
 use crate::image::{Checker, LostBlock, Role};
 use crate::{Fix, Kind};
+use fslab::format::blockno::NDADDR;
 use fslab::format::inode::{Inode, INODE_SIZE};
 use fslab::format::{Daddr, Ino, IFILE_INO};
 use fslab::lfs::layout::{
@@ -193,7 +193,7 @@ impl Checker<'_> {
         let message = if fix.is_some() {
             message
         } else {
-            format!("{message} — but no partial segment of the checkpoint holds it, so it is not")
+            format!("{message}; but no partial segment of the checkpoint holds it, so the repair cannot")
         };
         self.damage(Kind::Ifile, Some(IFILE_INO), message, fix);
     }
@@ -212,9 +212,7 @@ impl Checker<'_> {
             })
             .collect()
     }
-}
 
-impl Checker<'_> {
     /// Phase 2: the checkpoint's ifile inode cannot be found in its block
     /// at `at`, which reads whole. Rebuilds it from the newest copy of each
     /// ifile block in the checkpoint's log (the ifile's blocks and the
@@ -240,8 +238,8 @@ impl Checker<'_> {
             }
         }
         let nblocks = newest.keys().filter(|&&lbn| lbn >= 0).max().map_or(0, |&max| max as u64 + 1);
-        let nindir = self.geometry.nindir;
-        if nblocks == 0 || nblocks > NDIRECT + nindir {
+        let ndirect = NDADDR as u64;
+        if nblocks == 0 || nblocks > ndirect + self.geometry.nindir {
             return None;
         }
         let template = self.newest_inode_copies(IFILE_INO, IFILE_INO + 1).get(&IFILE_INO).copied();
@@ -265,13 +263,13 @@ impl Checker<'_> {
         inode.indirect = Default::default();
         for lbn in 0..nblocks {
             let &(daddr, _) = newest.get(&(lbn as i64))?;
-            if lbn < NDIRECT {
+            if lbn < ndirect {
                 inode.direct[lbn as usize] = daddr;
             }
         }
         let mut held = nblocks;
-        if nblocks > NDIRECT {
-            let meta = fslab::format::blockno::Geometry::meta_lbn(1, NDIRECT);
+        if nblocks > ndirect {
+            let meta = fslab::format::blockno::Geometry::meta_lbn(1, ndirect);
             inode.indirect[0] = newest.get(&meta)?.0;
             held += 1;
         }
@@ -321,6 +319,3 @@ impl Checker<'_> {
         self.push_rebuild(LostBlock { lbn: 0, daddr: at, why: String::new() }, block, message);
     }
 }
-
-/// Direct block pointers of an inode.
-const NDIRECT: u64 = 12;
