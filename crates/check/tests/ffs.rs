@@ -848,30 +848,12 @@ fn a_device_error_during_journal_replay_stops_fsck_and_keeps_the_log() {
 #[test]
 fn garbage_over_any_one_block_repairs_to_an_image_that_takes_writes() {
     const BLOCK: usize = 8192;
-    let (dev, _) = populated();
-    let image = dev.snapshot();
-    let garbage: Vec<u8> = (0..BLOCK).map(|i| (i as u8).wrapping_mul(167).wrapping_add(13)).collect();
-    let used: Vec<usize> = (0..image.len() / BLOCK)
-        .filter(|&b| image[b * BLOCK..(b + 1) * BLOCK].iter().any(|&x| x != 0))
-        .collect();
-    for block in used {
-        let dev = Arc::new(MemDisk::from_bytes(image.clone()));
-        dev.write_at((block * BLOCK) as u64, &garbage).expect("damage");
-        let outcome = repair(&dev);
-        assert!(
-            outcome.exit_code() <= 1,
-            "block {block}: left:\n{}{:?}",
-            listing(&outcome.last),
-            outcome.failed
-        );
-        assert!(check(&dev).is_clean(), "block {block}: after:\n{}", listing(&check(&dev)));
-        with_fs(&dev, false, |fs| {
-            let f = fs
-                .mknod(ROOT_INO, b"after-repair", 0o644, 0, fslab::ufs::Creds::default())
-                .unwrap_or_else(|e| panic!("block {block}: create after the repair: {e}"))
-                .ino;
-            fs.write(f, 0, b"written after the repair").expect("write");
-        });
-        assert!(check(&dev).is_clean(), "block {block}: after use:\n{}", listing(&check(&dev)));
-    }
+    let image = populated().0.snapshot();
+    let used =
+        (0..image.len() / BLOCK).filter(|&b| image[b * BLOCK..(b + 1) * BLOCK].iter().any(|&x| x != 0));
+    common::cases::garbage_at_each_offset_repairs_to_an_image_that_takes_writes::<common::cases::Ffs>(
+        &image,
+        used.map(|b| (b * BLOCK) as u64).collect::<Vec<_>>(),
+        BLOCK,
+    );
 }

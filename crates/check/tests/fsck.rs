@@ -769,27 +769,11 @@ fn blocks_a_destroyed_summary_no_longer_confirms_are_written_again_and_kept() {
 #[test]
 fn garbage_over_any_one_block_repairs_to_an_image_that_takes_writes() {
     let (dev, _) = populated();
-    let image = dev.snapshot();
     let sb = superblock(dev.as_ref());
     let head = sb.checkpoint.log_segment * sb.blocks_per_segment() + sb.checkpoint.log_offset;
-    let garbage: Vec<u8> = (0..BS).map(|i| (i as u8).wrapping_mul(167).wrapping_add(13)).collect();
-    for block in 0..head {
-        let dev = std::sync::Arc::new(disk::MemDisk::from_bytes(image.clone()));
-        disk::BlockDevice::write_at(dev.as_ref(), block * BS as u64, &garbage).expect("damage");
-        let outcome = repair(&dev);
-        assert!(
-            outcome.exit_code() <= 1,
-            "block {block}: left:\n{}{:?}",
-            listing(&outcome.last),
-            outcome.failed
-        );
-        assert!(check(&dev).is_clean(), "block {block}: after:\n{}", listing(&check(&dev)));
-        let lfs = fslab::lfs::Lfs::mount(dev.clone(), fslab::lfs::MountOptions::default())
-            .unwrap_or_else(|e| panic!("block {block}: mount after the repair: {e}"));
-        run_on(lfs, false, |fs| {
-            let f = fs.mknod(ROOT_INO, b"after-repair", 0o644, 0, Creds::default()).expect("create").ino;
-            fs.write(f, 0, b"written after the repair").expect("write");
-        });
-        assert!(check(&dev).is_clean(), "block {block}: after use:\n{}", listing(&check(&dev)));
-    }
+    common::cases::garbage_at_each_offset_repairs_to_an_image_that_takes_writes::<Lfs>(
+        &dev.snapshot(),
+        (0..head).map(|block| block * BS as u64),
+        BS,
+    );
 }

@@ -170,6 +170,33 @@ pub fn repaired_to_clean<L: Layout>(dev: &Arc<MemDisk>) -> Outcome {
     outcome
 }
 
+/// Writes `len` bytes of garbage over `image` at each of `offsets` in turn,
+/// on a copy of its own, and requires each to repair to an image that
+/// checks clean, takes a new file through the layout's mount and checks
+/// clean again.
+pub fn garbage_at_each_offset_repairs_to_an_image_that_takes_writes<L: Layout>(
+    image: &[u8],
+    offsets: impl IntoIterator<Item = u64>,
+    len: usize,
+) {
+    let garbage: Vec<u8> = (0..len).map(|i| (i as u8).wrapping_mul(167).wrapping_add(13)).collect();
+    for at in offsets {
+        let dev = Arc::new(MemDisk::from_bytes(image.to_vec()));
+        dev.write_at(at, &garbage).expect("damage");
+        let outcome = super::repair(&dev);
+        assert!(outcome.exit_code() <= 1, "byte {at}: left:\n{}{:?}", listing(&outcome.last), outcome.failed);
+        assert!(check(&dev).is_clean(), "byte {at}: after:\n{}", listing(&check(&dev)));
+        L::with_fs(&dev, false, |fs| {
+            let f = fs
+                .mknod(ROOT_INO, b"after-repair", 0o644, 0, Creds::default())
+                .unwrap_or_else(|e| panic!("byte {at}: create after the repair: {e}"))
+                .ino;
+            fs.write(f, 0, b"written after the repair").expect("write");
+        });
+        assert!(check(&dev).is_clean(), "byte {at}: after use:\n{}", listing(&check(&dev)));
+    }
+}
+
 /// Requires `outcome`, a repair of `dev`, to have ended with exit status 1
 /// and `dev` to check clean after it.
 #[track_caller]
