@@ -52,7 +52,8 @@ impl Checker<'_> {
     /// `first .. first + count`, found again in the log (see the module
     /// comment), and the problem that rewrites the block with them.
     pub(crate) fn rebuild_imap_block(&mut self, lost: LostBlock, first: Ino, count: usize) -> Vec<ImapEntry> {
-        let newest = self.newest_inode_copies(first.max(IFILE_INO + 1), first + count as Ino);
+        let end = first + count as Ino;
+        let newest = self.newest_inode_copies(|ino| ino > IFILE_INO && ino >= first && ino < end);
         let entries: Vec<ImapEntry> = (0..count as Ino)
             .map(|i| match newest.get(&(first + i)) {
                 Some(&(daddr, version, _)) => ImapEntry { version, next_free: 0, daddr },
@@ -162,10 +163,11 @@ impl Checker<'_> {
         }
     }
 
-    /// For inode numbers `first .. end`, the newest copy of each in the
+    /// For the inode numbers `wanted` says, the newest copy of each in the
     /// checkpoint's log outside a rebuilt inode block: (its inode block,
-    /// its generation, its partial segment's serial). Walks every segment.
-    fn newest_inode_copies(&mut self, first: Ino, end: Ino) -> HashMap<Ino, (Daddr, u32, u64)> {
+    /// its generation, its partial segment's serial). Walks every segment
+    /// once.
+    fn newest_inode_copies(&mut self, wanted: impl Fn(Ino) -> bool) -> HashMap<Ino, (Daddr, u32, u64)> {
         let mut newest: HashMap<Ino, (Daddr, u32, u64)> = HashMap::new();
         for seg in 0..self.sb.nsegments {
             self.progress.tick("phase 2 (rebuilding the inode map)", seg, self.sb.nsegments);
@@ -173,7 +175,7 @@ impl Checker<'_> {
                 let Ok(block) = self.read_block(daddr) else { continue };
                 for slot in block.chunks_exact(INODE_SIZE) {
                     let Ok(inode) = Inode::decode(slot) else { continue };
-                    if inode.ino < first || inode.ino >= end || daddr == self.lost_inode_block {
+                    if !wanted(inode.ino) || daddr == self.lost_inode_block {
                         continue;
                     }
                     let newer = newest.get(&inode.ino).is_none_or(|&(_, _, s)| serial > s);
@@ -242,7 +244,7 @@ impl Checker<'_> {
         if nblocks == 0 || nblocks > ndirect + self.geometry.nindir {
             return None;
         }
-        let template = self.newest_inode_copies(IFILE_INO, IFILE_INO + 1).get(&IFILE_INO).copied();
+        let template = self.newest_inode_copies(|ino| ino == IFILE_INO).get(&IFILE_INO).copied();
         let mut inode = template
             .and_then(|(daddr, _, _)| self.read_block(daddr).ok())
             .and_then(|block| {
@@ -293,11 +295,12 @@ impl Checker<'_> {
             .filter(|&ino| self.imap[ino as usize].is_some_and(|e| e.daddr == at))
             .collect();
         let mut kept = 0;
+        let copies = self.newest_inode_copies(|ino| placed.contains(&ino));
         for (slot, &ino) in block.chunks_exact_mut(INODE_SIZE).skip(1).zip(&placed) {
             // A copy of an earlier file of that number (another
             // generation) is not this one: left out, the number is freed.
             let version = self.imap[ino as usize].map_or(0, |e| e.version);
-            let copy = self.newest_inode_copies(ino, ino + 1).get(&ino).copied();
+            let copy = copies.get(&ino).copied();
             let inode = copy.and_then(|(daddr, _, _)| self.read_block(daddr).ok()).and_then(|b| {
                 b.chunks_exact(INODE_SIZE)
                     .find_map(|s| Inode::decode(s).ok().filter(|i| i.ino == ino && i.generation == version))

@@ -488,25 +488,24 @@ impl<'a> Checker<'a> {
     /// The role of `daddr` and the serial of its partial segment, if that
     /// partial segment belongs to the checkpoint.
     pub fn role_in_checkpoint(&mut self, daddr: Daddr) -> Option<(Role, u64)> {
-        let partial = self.partial_holding(daddr)?;
-        let (role, _) = self.role(daddr);
-        Some((role, partial.serial))
+        self.partial_holding(daddr).map(|(role, partial)| (role, partial.serial))
     }
 
     /// Where the summary of the checkpoint's partial segment holding
     /// `daddr` lies.
     pub fn partial_of(&mut self, daddr: Daddr) -> Option<Daddr> {
-        self.partial_holding(daddr).map(|p| p.start)
+        self.partial_holding(daddr).map(|(_, p)| p.start)
     }
 
-    /// The checkpoint's partial segment holding block `daddr`.
-    fn partial_holding(&mut self, daddr: Daddr) -> Option<Partial> {
+    /// The role of `daddr` and the checkpoint's partial segment holding it.
+    fn partial_holding(&mut self, daddr: Daddr) -> Option<(Role, Partial)> {
         let (role, in_checkpoint) = self.role(daddr);
         let partial = match role {
             Role::Block { partial, .. } | Role::Inodes { partial } if in_checkpoint => partial as usize,
             _ => return None,
         };
-        self.segments.get(&(daddr.get() / self.bps))?.partials.get(partial).cloned()
+        let found = self.segments.get(&(daddr.get() / self.bps))?.partials.get(partial).cloned()?;
+        Some((role, found))
     }
 
     /// CRC32C of the `nblocks` blocks after the summary at `start`, read a

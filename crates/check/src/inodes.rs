@@ -152,12 +152,13 @@ impl Checker<'_> {
         self.lost_ifile.clear();
         for (lbn, daddr) in by_lbn.iter().enumerate() {
             self.progress.tick("phase 2 (ifile)", lbn as u64, by_lbn.len() as u64);
-            let block = match daddr.map(|d| (d, self.read_block(d))) {
-                Some((_, Ok(block))) if check_ifile_block(&block, lbn as u64).is_ok() => Some(block),
-                Some((daddr, Ok(block))) => {
+            let read = daddr.map(|d| (d, self.read_block(d)));
+            let block = match read.map(|(d, r)| (d, r.map(|b| (check_ifile_block(&b, lbn as u64), b)))) {
+                Some((_, Ok((Ok(()), block)))) => Some(block),
+                Some((daddr, Ok((Err(e), _)))) => {
                     // Read whole but not what was written: rebuilt (`ifile.rs`).
-                    let why = match check_ifile_block(&block, lbn as u64) {
-                        Err(fslab::Error::Corrupt { why, .. }) => format!("fails its check ({why})"),
+                    let why = match e {
+                        fslab::Error::Corrupt { why, .. } => format!("fails its check ({why})"),
                         _ => "fails its check".to_string(),
                     };
                     let lost = LostBlock { lbn: lbn as u64, daddr, why };

@@ -32,6 +32,7 @@
 use crate::{check, ffs, layout_of, Fatal, Fix, Layout, Options, Outcome, Repaired, Report, Severity};
 use disk::BlockDevice;
 use fslab::format::{Ino, ROOT_INO};
+use fslab::lfs::layout::Superblock;
 use fslab::lfs::{Lfs, MountOptions};
 use fslab::storage::StorageManager;
 use fslab::ufs::{Creds, FileSystem};
@@ -172,9 +173,14 @@ pub(crate) fn note(outcome: &mut Outcome, fix: Option<Fix>, message: String) {
 fn apply(dev: Arc<dyn BlockDevice>, checked_serial: u64, fixes: &[Fix], outcome: &mut Outcome) -> usize {
     // Before anything mounts: a mount refuses an ifile block that fails
     // its trailer.
-    let rebuilt = rewrite_ifile_blocks(dev.as_ref(), fixes, outcome);
-    let filled = fill_lost_partials(dev.as_ref(), fixes, outcome);
-    let resealed = rebuilt + filled + reseal_partials(dev.as_ref(), fixes, outcome);
+    let copies = fslab::lfs::inspect::superblock_copies(dev.as_ref());
+    let newest = copies.into_iter().filter_map(|c| c.result.ok()).max_by_key(|s| s.checkpoint.serial);
+    let resealed = newest.map_or(0, |sb| {
+        let dev = dev.as_ref();
+        rewrite_ifile_blocks(dev, &sb, fixes, outcome)
+            + fill_lost_partials(dev, &sb, fixes, outcome)
+            + reseal_partials(dev, &sb, fixes, outcome)
+    });
     let mut lfs = match Lfs::mount(dev, repair_mount_options()) {
         Ok(lfs) => lfs,
         Err(e) => {
@@ -275,12 +281,6 @@ fn apply(dev: Arc<dyn BlockDevice>, checked_serial: u64, fixes: &[Fix], outcome:
     done
 }
 
-/// The block size of the image on `dev`, from a valid superblock copy.
-fn image_block_size(dev: &dyn BlockDevice) -> Option<u64> {
-    let copies = fslab::lfs::inspect::superblock_copies(dev);
-    copies.into_iter().find_map(|c| c.result.ok()).map(|sb| u64::from(sb.block_size))
-}
-
 /// Recomputes the data checksum of the partial segment whose summary is at
 /// `start` over its blocks as they are, and writes the summary again;
 /// returns the files with blocks in it.
@@ -305,8 +305,13 @@ fn reseal(dev: &dyn BlockDevice, start: fslab::format::Daddr, bs: u64) -> Result
 /// `Fix::RewriteIfileBlock`: each rebuilt ifile block written in place of
 /// the one that failed, and its partial segment sealed again over it.
 /// Returns how many were written.
-fn rewrite_ifile_blocks(dev: &dyn BlockDevice, fixes: &[Fix], outcome: &mut Outcome) -> usize {
-    let Some(bs) = image_block_size(dev) else { return 0 };
+fn rewrite_ifile_blocks(
+    dev: &dyn BlockDevice,
+    sb: &Superblock,
+    fixes: &[Fix],
+    outcome: &mut Outcome,
+) -> usize {
+    let bs = u64::from(sb.block_size);
     let mut done = 0;
     for fix in fixes {
         let Fix::RewriteIfileBlock { daddr, partial, ref block } = *fix else { continue };
@@ -334,14 +339,9 @@ fn rewrite_ifile_blocks(dev: &dyn BlockDevice, fixes: &[Fix], outcome: &mut Outc
 /// that planned this had every block and inode there written again
 /// elsewhere (`Fix::RewriteBlock`, `Fix::RewriteInode`). Returns how many
 /// were written.
-fn fill_lost_partials(dev: &dyn BlockDevice, fixes: &[Fix], outcome: &mut Outcome) -> usize {
+fn fill_lost_partials(dev: &dyn BlockDevice, sb: &Superblock, fixes: &[Fix], outcome: &mut Outcome) -> usize {
     use fslab::format::codec::crc32c;
     use fslab::lfs::layout::Summary;
-    let copies = fslab::lfs::inspect::superblock_copies(dev);
-    let Some(sb) = copies.into_iter().filter_map(|c| c.result.ok()).max_by_key(|s| s.checkpoint.serial)
-    else {
-        return 0;
-    };
     let bs = u64::from(sb.block_size);
     let mut done = 0;
     for fix in fixes {
@@ -380,8 +380,8 @@ fn fill_lost_partials(dev: &dyn BlockDevice, fixes: &[Fix], outcome: &mut Outcom
 /// `Fix::ResealPartial`: each partial segment's data checksum recomputed
 /// over its blocks as they are, written into its summary before the mount
 /// (the log is read through the summaries). Returns how many were made.
-fn reseal_partials(dev: &dyn BlockDevice, fixes: &[Fix], outcome: &mut Outcome) -> usize {
-    let Some(bs) = image_block_size(dev) else { return 0 };
+fn reseal_partials(dev: &dyn BlockDevice, sb: &Superblock, fixes: &[Fix], outcome: &mut Outcome) -> usize {
+    let bs = u64::from(sb.block_size);
     let mut done = 0;
     for fix in fixes {
         let Fix::ResealPartial { start } = *fix else { continue };
