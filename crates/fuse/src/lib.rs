@@ -152,13 +152,17 @@ impl Default for MountConfig {
     }
 }
 
-/// The default bound on inodes the kernel holds looked up: 262,144, whose
-/// entries in the daemon's lookup table take 6 to 12 MiB (the table's
-/// slots, 17 bytes each, number up to three times its entries as it grows
-/// and shrinks). A bound of 1,048,576 cost 24 to 46 MiB at ten million
-/// files, more than anything else beside the cache (`docs/lab/analysis.md`,
-/// "The daemon's memory").
-pub const MAX_KERNEL_INODES: usize = 1 << 18;
+/// The default bound on inodes the kernel holds looked up: 196,608, whose
+/// entries in the daemon's lookup table take 8.5 MiB (2^19 slots of 17
+/// bytes). The table's own rule sets the figure: when lookups and forgets
+/// have used up its free slots, it rehashes in place while it holds at
+/// most half its capacity (229,376 entries at 2^19 slots) and doubles
+/// otherwise. At 262,144 it doubled once the pruner's churn had used up
+/// the slots, and held 17 MiB for the same entries; three quarters of that
+/// leaves room for the pruner's overshoot below the half. A bound of
+/// 1,048,576 cost 24 to 46 MiB at ten million files, more than anything
+/// else beside the cache (`docs/lab/analysis.md`, "The daemon's memory").
+pub const MAX_KERNEL_INODES: usize = 3 << 16;
 
 /// The mount's subtype: the mount table shows its type as `fuse.fslab`,
 /// which is how `umount` finds `umount.fuse.fslab` and how `fslab sync`
@@ -570,5 +574,37 @@ impl Unmounter {
     /// The mount point (canonical path) it was mounted on.
     pub fn mountpoint(&self) -> &Path {
         &self.mountpoint
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::MAX_KERNEL_INODES;
+    use std::collections::HashMap;
+
+    /// The lookup table (`fslab::ufs`'s pins: a map from inode to count)
+    /// under the churn the pruner keeps it in: filled a little past the
+    /// budget, pruned to a sixteenth below it, over and over. It must keep
+    /// the 2^19 slots a table of that many entries starts with, not double
+    /// once lookups and forgets have used up its free slots.
+    #[test]
+    fn the_lookup_table_at_the_default_budget_keeps_its_size_under_churn() {
+        let mut pins: HashMap<u64, u64> = HashMap::new();
+        let (low, high) =
+            (MAX_KERNEL_INODES - MAX_KERNEL_INODES / 16, MAX_KERNEL_INODES + MAX_KERNEL_INODES / 64);
+        let (mut oldest, mut next) = (0u64, 0u64);
+        let mut largest = 0;
+        for _ in 0..400 {
+            while pins.len() < high {
+                pins.insert(next, 1);
+                next += 1;
+            }
+            largest = largest.max(pins.capacity());
+            while pins.len() > low {
+                pins.remove(&oldest);
+                oldest += 1;
+            }
+        }
+        assert!(largest <= (1 << 19) / 8 * 7, "the table grew to {largest} entries' capacity");
     }
 }

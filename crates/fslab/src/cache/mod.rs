@@ -22,6 +22,7 @@
 
 pub mod inodes;
 mod queue;
+mod slots;
 mod writeback;
 
 pub use crate::durable::Ticket;
@@ -163,7 +164,7 @@ pub struct BufferCache {
     limits: CacheLimits,
     /// Lookups are the hot path (several per block written), so the
     /// buffers are hashed; `keys` keeps them in order for per-file walks.
-    buffers: IntMap<BlockKey, Buffer>,
+    buffers: slots::Slots<Buffer>,
     keys: BTreeSet<BlockKey>,
     /// The CLOCK hand's path: the next buffer it looks at is at the front.
     sweep: VecDeque<(BlockKey, u64)>,
@@ -195,7 +196,7 @@ impl BufferCache {
         BufferCache {
             block_size: block_size as usize,
             limits,
-            buffers: HashMap::default(),
+            buffers: slots::Slots::default(),
             keys: BTreeSet::new(),
             sweep: VecDeque::new(),
             entries: NOT_QUEUED,
@@ -532,7 +533,7 @@ impl BufferCache {
     /// What the cache's memory is spent on: the buffers' blocks, and the
     /// tables and queues that find them.
     pub fn memory(&self) -> Vec<crate::memory::MemoryUse> {
-        use crate::memory::{btree_set_bytes, hash_map_bytes, MemoryUse};
+        use crate::memory::{btree_set_bytes, MemoryUse};
         let queued = |q: &VecDeque<(BlockKey, u64)>| {
             q.capacity() as u64 * std::mem::size_of::<(BlockKey, u64)>() as u64
         };
@@ -545,7 +546,7 @@ impl BufferCache {
             MemoryUse::new(
                 "buffer cache: index",
                 self.buffers.len(),
-                hash_map_bytes(&self.buffers) + btree_set_bytes(&self.keys) + btree_set_bytes(&self.dirty),
+                self.buffers.bytes() + btree_set_bytes(&self.keys) + btree_set_bytes(&self.dirty),
             ),
             MemoryUse::new(
                 "buffer cache: eviction queues",
