@@ -540,12 +540,16 @@ impl<'a> Checker<'a> {
 
     /// A log head's segment whose chain of summaries stops at block
     /// `offset`, before the head at `head_end`: the summary there was lost.
-    /// Reports it with the repair that writes a summary naming no block in
-    /// its place (`Fix::FillLostPartial`), over the blocks up to the next
-    /// summary of the checkpoint or the head, so that the chain reaches
-    /// what follows again: the repair's own writes go there. Returns where
-    /// the walk goes on (`None`: nothing follows), or `None` if the gap is
-    /// not one a summary can cover.
+    /// Reports it with the repair that moves the head on to a clean
+    /// segment (`Fix::LeaveSegment`): partial segments written after the
+    /// break would be found by no walk of this one. (Writing a summary in
+    /// the lost one's place, as the repair once did, wrote in place what
+    /// the checkpoint had not yet made good: a crash before the repair's
+    /// checkpoint left that summary calling the blocks after it inode
+    /// blocks, which the file and the ifile pointing at them then lost.)
+    /// Returns where the walk goes on, past the blocks the lost summary
+    /// covered: the next summary of the checkpoint (`None`: nothing
+    /// follows), or `None` if none can be told.
     fn lost_summary(
         &mut self,
         seg: u64,
@@ -558,13 +562,13 @@ impl<'a> Checker<'a> {
             self.summary_at(seg, at, last).filter(|s| s.serial < next_serial).map(|s| (at, s.serial))
         });
         let end = next.map_or(head_end, |(at, _)| at);
-        let nblocks = (end - offset - 1) as u32;
-        let serial = match (last, next) {
-            (Some(last), _) => last + 1,
-            (None, Some((_, after))) => after.checked_sub(1)?,
-            (None, None) => next_serial.checked_sub(1)?,
+        // A lost summary had a serial number between those around it.
+        let no_room = match (last, next) {
+            (Some(last), Some((_, after))) => after <= last.saturating_add(1),
+            (None, Some((_, after))) => after == 0,
+            _ => false,
         };
-        if nblocks == 0 || next.is_some_and(|(_, after)| serial >= after) {
+        if end <= offset + 1 || no_room {
             return None;
         }
         let at = Daddr::new(seg * self.bps + offset);
@@ -574,9 +578,9 @@ impl<'a> Checker<'a> {
                 None,
                 format!(
                     "segment {seg}: the summary at block {at} is lost (the chain stops short of the log head); \
-                     repair writes one naming no file's block among its {nblocks}, so that the chain reaches what follows"
+                     repair moves the log head on to a clean segment, so that what it writes again is found"
                 ),
-                Some(Fix::FillLostPartial { at, nblocks, serial }),
+                Some(Fix::LeaveSegment { segment: seg }),
             );
         }
         Some(next.map(|(at, _)| at))

@@ -167,11 +167,10 @@ pub enum Fix {
     /// Thread every free inode number onto the free list again, lowest
     /// first (LFS).
     RebuildFreeList,
-    /// Write a summary of serial `serial` at `at`, where one was lost,
-    /// naming no file's block among the `nblocks` after it: the chain of
-    /// partial segments in a log head's segment reaches what follows again
-    /// (LFS).
-    FillLostPartial { at: fslab::format::Daddr, nblocks: u32, serial: u64 },
+    /// Move the log head that writes in `segment`, whose chain of partial
+    /// segments lost a summary, on to a clean segment before the repair
+    /// writes anything: what it writes again is then found (LFS).
+    LeaveSegment { segment: u64 },
     /// Set the size of `ino` to `size` bytes (FFS).
     SetSize { ino: Ino, size: u64 },
     /// Set the space `ino` records holding, in 512-byte units (FFS).

@@ -24,9 +24,10 @@
 //! back is cleared (a hole); a block or inode the log no longer confirms
 //! because its summary is lost is written again as it reads. Counts those
 //! change (blocks held, live bytes) are set right in the next round. An
-//! ifile block, the inode block of the ifile's inode, or a summary lost
-//! before the log head is rebuilt and written in place before the mount
-//! (`ifile.rs`, `image.rs`). What cannot be fixed here (a block the device
+//! ifile block, or the inode block of the ifile's inode, is rebuilt and
+//! written in place before the mount (`ifile.rs`); a log head whose
+//! segment lost a summary moves on to a clean segment before the mount
+//! writes anything (`image.rs`). What cannot be fixed here (a block the device
 //! cannot read, flags) is left for the final report: exit status 4.
 
 use crate::{check, ffs, layout_of, Fatal, Fix, Layout, Options, Outcome, Repaired, Report, Severity};
@@ -177,9 +178,7 @@ fn apply(dev: Arc<dyn BlockDevice>, checked_serial: u64, fixes: &[Fix], outcome:
     let newest = copies.into_iter().filter_map(|c| c.result.ok()).max_by_key(|s| s.checkpoint.serial);
     let resealed = newest.map_or(0, |sb| {
         let dev = dev.as_ref();
-        rewrite_ifile_blocks(dev, &sb, fixes, outcome)
-            + fill_lost_partials(dev, &sb, fixes, outcome)
-            + reseal_partials(dev, &sb, fixes, outcome)
+        rewrite_ifile_blocks(dev, &sb, fixes, outcome) + reseal_partials(dev, &sb, fixes, outcome)
     });
     let mut lfs = match Lfs::mount(dev, repair_mount_options()) {
         Ok(lfs) => lfs,
@@ -196,6 +195,18 @@ fn apply(dev: Arc<dyn BlockDevice>, checked_serial: u64, fixes: &[Fix], outcome:
             outcome.failed.push(format!("unmount after roll-forward: {e}"));
         }
         return 1;
+    }
+    // Before anything this mount writes: the head leaves a segment whose
+    // chain of summaries is broken.
+    for fix in fixes {
+        let Fix::LeaveSegment { segment } = *fix else { continue };
+        match lfs.repair_leave_segment(segment) {
+            Ok(()) => {
+                done += 1;
+                note(outcome, Some(fix.clone()), format!("segment {segment}: the log head moved on from it"));
+            }
+            Err(e) => outcome.failed.push(format!("segment {segment}: moving the log head on: {e}")),
+        }
     }
     if fixes.contains(&Fix::ClearDamaged) {
         lfs.set_damaged(false);
@@ -326,52 +337,6 @@ fn rewrite_ifile_blocks(
                 note(outcome, Some(fix.clone()), message);
             }
             Err(e) => outcome.failed.push(format!("block {daddr}: writing it again: {e}")),
-        }
-    }
-    done
-}
-
-/// `Fix::FillLostPartial`: a summary naming no file's block written where
-/// one was lost, its data checksum over the blocks it covers, so that the
-/// chain of summaries in its segment goes on past it. It calls them inode
-/// blocks, the one kind a summary counts without naming an owner: an inode
-/// in one is live only where the inode map names that block, and the check
-/// that planned this had every block and inode there written again
-/// elsewhere (`Fix::RewriteBlock`, `Fix::RewriteInode`). Returns how many
-/// were written.
-fn fill_lost_partials(dev: &dyn BlockDevice, sb: &Superblock, fixes: &[Fix], outcome: &mut Outcome) -> usize {
-    use fslab::format::codec::crc32c;
-    use fslab::lfs::layout::Summary;
-    let bs = u64::from(sb.block_size);
-    let mut done = 0;
-    for fix in fixes {
-        let Fix::FillLostPartial { at, nblocks, serial } = *fix else { continue };
-        let written = (|| -> Result<(), String> {
-            let mut data = vec![0u8; nblocks as usize * bs as usize];
-            dev.read_at((at + 1).byte_offset(bs), &mut data).map_err(|e| e.to_string())?;
-            let summary = Summary {
-                fs_id: sb.fs_id,
-                serial,
-                clock: sb.checkpoint.write_clock,
-                next_segment: at.get() / sb.blocks_per_segment(),
-                flags: 0,
-                nblocks,
-                ninoblocks: nblocks,
-                data_crc: crc32c(&data),
-                finfos: Vec::new(),
-            };
-            dev.write_at(at.byte_offset(bs), &summary.encode(bs as usize)).map_err(|e| e.to_string())?;
-            dev.flush().map_err(|e| e.to_string())
-        })();
-        match written {
-            Ok(()) => {
-                done += 1;
-                let message = format!("block {at}: a summary naming no file's block among its {nblocks} written in place of the lost one");
-                note(outcome, Some(fix.clone()), message);
-            }
-            Err(e) => {
-                outcome.failed.push(format!("block {at}: writing a summary in place of the lost one: {e}"))
-            }
         }
     }
     done

@@ -11,6 +11,7 @@ use common::*;
 use fslab::format::{Daddr, Ino, ROOT_INO};
 use fslab::ufs::Creds;
 use fslab_check::{Fix, Kind};
+use std::sync::Arc;
 
 shared_cases!(Lfs);
 
@@ -717,9 +718,9 @@ fn a_block_claimed_by_two_files_goes_to_the_one_its_summary_names() {
 /// log's head, as it reads, and every file is kept whole. Tried under a
 /// summary of data blocks, of the inode blocks, of the double indirect
 /// tree, and of the last partial segment before the log head (the ifile
-/// and its inode): in the head's segment the repair also writes a summary
-/// in the lost one's place, or the chain would stop there and never reach
-/// what the repair itself writes after it.
+/// and its inode): in the head's segment the repair first moves the head
+/// on to a clean segment, or the chain would stop at the lost summary and
+/// never reach what the repair itself writes after it.
 #[test]
 fn blocks_a_destroyed_summary_no_longer_confirms_are_written_again_and_kept() {
     let (_, tree) = populated();
@@ -743,8 +744,8 @@ fn blocks_a_destroyed_summary_no_longer_confirms_are_written_again_and_kept() {
         assert!(rewrites > 0, "{what}: problems:\n{}", listing(&report));
         let sb = superblock(dev.as_ref());
         let in_head_segment = summary.get() / sb.blocks_per_segment() == sb.checkpoint.log_segment;
-        let filled = report.problems.iter().any(|p| matches!(p.fix, Some(Fix::FillLostPartial { .. })));
-        assert_eq!(filled, in_head_segment, "{what}: problems:\n{}", listing(&report));
+        let leaves = report.problems.iter().any(|p| matches!(p.fix, Some(Fix::LeaveSegment { .. })));
+        assert_eq!(leaves, in_head_segment, "{what}: problems:\n{}", listing(&report));
         let outcome = repair(&dev);
         assert_eq!(outcome.exit_code(), 1, "{what}: left:\n{}", listing(&outcome.last));
         with_fs(&dev, false, |fs| {
@@ -776,4 +777,73 @@ fn garbage_over_any_one_block_repairs_to_an_image_that_takes_writes() {
         (0..head).map(|block| block * BS as u64),
         BS,
     );
+}
+
+/// The inode `name` names in the root of the image on `dev`.
+fn dev_lookup(dev: &Arc<disk::MemDisk>, name: &[u8]) -> Ino {
+    with_fs(dev, false, |fs| fs.lookup(ROOT_INO, name).expect("lookup").ino)
+}
+
+/// The power cut during a repair, after each of its writes in turn (and,
+/// for every other one, with the first sectors of the next write landed,
+/// torn): the next fsck finishes the repair, and every file the damage
+/// left is kept, with its contents. The repairs cut here write in place
+/// what no mount writes there (a rebuilt ifile block and the summary of
+/// its partial segment, a summary filling a lost one) before the mount's
+/// own segments and checkpoint.
+#[test]
+fn a_repair_cut_after_any_of_its_writes_is_finished_by_the_next_fsck() {
+    type Damage = fn(&Arc<disk::MemDisk>);
+    let damages: [(&str, Damage); 3] = [
+        ("the summary of a file's data", |dev| {
+            let medium = dev_lookup(dev, b"medium");
+            let summary = summary_of(dev.as_ref(), inode_slot(dev.as_ref(), medium).2.direct[5]);
+            flip(dev.as_ref(), summary, 0, 64);
+        }),
+        ("an inode map block", |dev| {
+            let segtab = superblock(dev.as_ref()).segtab_blocks as usize;
+            flip(dev.as_ref(), ifile_block(dev.as_ref(), 1 + segtab), 100, 8);
+        }),
+        ("the summary before the log head", |dev| {
+            let summary = summary_of(dev.as_ref(), superblock(dev.as_ref()).checkpoint.ifile_daddr);
+            flip(dev.as_ref(), summary, 0, 64);
+        }),
+    ];
+    let (_, tree) = populated();
+    let options = fslab_check::Options { repair: true, ..fslab_check::Options::default() };
+    for (what, damage) in damages {
+        let (dev, _) = populated();
+        damage(&dev);
+        let image = dev.snapshot();
+        let mut writes = 0;
+        loop {
+            let copy = Arc::new(disk::MemDisk::from_bytes(image.clone()));
+            let torn = if writes % 2 == 1 { 2048 } else { 0 };
+            let cut: Arc<dyn disk::BlockDevice> =
+                Arc::new(disk::FaultyDisk::new(copy.clone()).cut_after_writes(writes, torn));
+            let finished = fslab_check::fsck(cut, &options, &mut |_| {})
+                .is_ok_and(|outcome| outcome.failed.is_empty() && outcome.exit_code() == 1);
+            let at = format!("{what}, cut after {writes} writes{}", if torn > 0 { ", torn" } else { "" });
+            let outcome = repair(&copy);
+            assert!(outcome.exit_code() <= 1, "{at}: left:\n{}{:?}", listing(&outcome.last), outcome.failed);
+            assert!(check(&copy).is_clean(), "{at}: after:\n{}", listing(&check(&copy)));
+            with_fs(&copy, false, |fs| {
+                assert_eq!(fs.read(tree.medium, 0, 200 << 10).expect("read"), pattern(200 << 10, 1), "{at}");
+                assert_eq!(fs.read(tree.large, 0, 64 << 10).expect("read"), pattern(64 << 10, 2), "{at}");
+                assert_eq!(fs.read(tree.small, 0, 13).expect("read"), b"hello, world\n", "{at}");
+                let last =
+                    fs.lookup(tree.docs, b"file39").unwrap_or_else(|e| panic!("{at}: file39: {e}")).ino;
+                assert_eq!(fs.read(last, 0, 20_000).expect("read"), pattern(1000 + 39 * 300, 39), "{at}");
+                fs.mknod(ROOT_INO, b"after", 0o644, 0, Creds::default())
+                    .unwrap_or_else(|e| panic!("{at}: {e}"));
+            });
+            assert!(check(&copy).is_clean(), "{at}: after use:\n{}", listing(&check(&copy)));
+            if finished {
+                assert!(writes > 2, "{what}: the repair wrote only {writes} times");
+                break;
+            }
+            writes += 1;
+            assert!(writes < 5_000, "{what}: the repair never finished");
+        }
+    }
 }

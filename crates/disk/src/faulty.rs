@@ -1,14 +1,15 @@
 //! A device with faults a test chooses: reads of a byte range that fail, as
-//! a bad sector's do, and a power cut after a number of flush barriers,
-//! after which every write and barrier fails while the medium keeps what
-//! came before. For tests of what a file system or its checker does when
+//! a bad sector's do, and a power cut after a number of flush barriers or
+//! of writes, after which every write and barrier fails while the medium
+//! keeps what came before (and, if asked, the first sectors of the write
+//! the cut fell in). For tests of what a file system or its checker does when
 //! the device, not the data, goes wrong (`CrashDisk` explores the states a
 //! cut can leave; this one lets the code run on past the fault).
 
 use crate::BlockDevice;
 use std::io;
 use std::ops::Range;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 /// `inner`, with the faults set by [`FaultyDisk::failing_reads`],
@@ -18,6 +19,12 @@ pub struct FaultyDisk<D> {
     bad_reads: Range<u64>,
     /// Flushes left before the cut; `u64::MAX` for none.
     flushes_left: AtomicU64,
+    /// Writes left before the cut; `u64::MAX` for none.
+    writes_left: AtomicU64,
+    /// Bytes of the write the cut falls in that reach the medium.
+    torn_bytes: u64,
+    /// The write the cut fell in has been torn.
+    torn: AtomicBool,
     /// Writes touching this range fail, so many more times
     /// ([`FaultyDisk::fail_writes`]).
     bad_writes: Mutex<(Range<u64>, u64)>,
@@ -30,6 +37,9 @@ impl<D: BlockDevice> FaultyDisk<D> {
             inner,
             bad_reads: 0..0,
             flushes_left: AtomicU64::new(u64::MAX),
+            writes_left: AtomicU64::new(u64::MAX),
+            torn_bytes: 0,
+            torn: AtomicBool::new(false),
             bad_writes: Mutex::new((0..0, 0)),
         }
     }
@@ -63,8 +73,24 @@ impl<D: BlockDevice> FaultyDisk<D> {
         self
     }
 
+    /// The power is cut after `writes` more writes succeed; of the write
+    /// it falls in, the first `torn_bytes` bytes (whole sectors of 512)
+    /// reach the medium, as a drive's sectors land one by one.
+    pub fn cut_after_writes(self, writes: u64, torn_bytes: u64) -> FaultyDisk<D> {
+        self.writes_left.store(writes, Ordering::SeqCst);
+        FaultyDisk { torn_bytes: torn_bytes / 512 * 512, ..self }
+    }
+
     fn cut(&self) -> bool {
-        self.flushes_left.load(Ordering::SeqCst) == 0
+        self.flushes_left.load(Ordering::SeqCst) == 0 || self.writes_left.load(Ordering::SeqCst) == 0
+    }
+
+    /// Counts a write against the cut; whether it may go whole.
+    fn write_allowed(&self) -> bool {
+        let counted = self
+            .writes_left
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n != u64::MAX && n > 0).then(|| n - 1));
+        counted.is_ok() || counted == Err(u64::MAX)
     }
 }
 
@@ -81,7 +107,15 @@ impl<D: BlockDevice> BlockDevice for FaultyDisk<D> {
     }
 
     fn write_at(&self, offset: u64, buf: &[u8]) -> io::Result<()> {
-        if self.cut() || self.write_fails(offset, buf.len() as u64) {
+        if self.write_fails(offset, buf.len() as u64) || self.flushes_left.load(Ordering::SeqCst) == 0 {
+            return Err(eio());
+        }
+        if !self.write_allowed() {
+            // The write the cut falls in: only its first sectors land.
+            let torn = (self.torn_bytes as usize).min(buf.len());
+            if torn > 0 && !self.torn.swap(true, Ordering::SeqCst) {
+                self.inner.write_at(offset, &buf[..torn])?;
+            }
             return Err(eio());
         }
         self.inner.write_at(offset, buf)
@@ -120,6 +154,20 @@ mod tests {
         assert!(disk.flush().is_err());
         disk.read_at(0, &mut buf).expect("reads go on");
         assert_eq!(buf, [1u8; 512], "the medium keeps what came before");
+    }
+
+    #[test]
+    fn the_cut_after_writes_tears_the_write_it_falls_in() {
+        let disk = FaultyDisk::new(MemDisk::new(8192)).cut_after_writes(1, 700);
+        disk.write_at(0, &[1u8; 1024]).expect("the one write");
+        assert!(disk.write_at(1024, &[2u8; 2048]).is_err(), "the write the cut falls in");
+        assert!(disk.write_at(4096, &[3u8; 512]).is_err(), "after the cut");
+        assert!(disk.flush().is_err());
+        let mut buf = [0u8; 4096];
+        disk.read_at(0, &mut buf).expect("reads go on");
+        assert_eq!(buf[..1024], [1u8; 1024], "before the cut");
+        assert_eq!(buf[1024..1536], [2u8; 512], "one whole sector of the torn write");
+        assert!(buf[1536..].iter().all(|&b| b == 0), "nothing after it");
     }
 
     #[test]

@@ -244,6 +244,24 @@ impl Lfs {
         self.rebuild_free_list()
     }
 
+    /// fsck's repair of a summary lost in the segment a log head writes
+    /// in: the head moves on to a clean segment before anything is
+    /// written. Partial segments written after the break in that
+    /// segment's chain of summaries would be found by no walk of it (a
+    /// checker's, a cleaner's), so what the repair writes again must go
+    /// elsewhere; and nothing is written in place, so a crash during the
+    /// repair leaves the image as it was or as the repair's checkpoint
+    /// says. A segment no head writes in needs nothing.
+    pub fn repair_leave_segment(&mut self, seg: u64) -> Result<()> {
+        if self.writer.log.head().segment == seg {
+            return self.advance_segment();
+        }
+        match self.writer.log.cold() {
+            Some(cold) if cold.segment == seg => self.close_cold_head(cold),
+            _ => Ok(()),
+        }
+    }
+
     /// fsck's repair of an inode's count of space held: sets `ino`'s
     /// `blocks` (512-byte units) to `units`, what its tree reaches, and
     /// marks it to be written. The count is bookkeeping (`stat`'s

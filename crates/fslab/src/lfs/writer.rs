@@ -132,7 +132,7 @@ impl Lfs {
     }
 
     /// Moves the log head into the next segment and chooses the one after.
-    fn advance_segment(&mut self) -> Result<()> {
+    pub(super) fn advance_segment(&mut self) -> Result<()> {
         let old = self.writer.log.head().segment;
         let new = self.writer.log.head().next_segment;
         if new == old {
@@ -143,6 +143,25 @@ impl Lfs {
         let next_segment = self.clean_after(new).unwrap_or(new);
         self.writer.log.move_head(HeadPosition { segment: new, offset, next_segment });
         self.clean.entered_segment(self.mount.options.clock.calendar_ns());
+        Ok(())
+    }
+
+    /// Closes the cold head, at `c`. The log of its segment ends there. A
+    /// partial segment may lie beyond it that a crash cut off from the log
+    /// (one before it, at the other head, was lost); an open head would
+    /// overwrite it, a closed one never will, so the block where it begins
+    /// is cleared: no one walking the segment's summaries (fsck, a cleaner)
+    /// takes it for log. The next checkpoint's barrier orders this before
+    /// the superblock that closes the head.
+    pub(super) fn close_cold_head(&mut self, c: HeadPosition) -> Result<()> {
+        let bps = self.sb.blocks_per_segment();
+        if c.offset < bps {
+            // Through the queue: a read planned without the lock must
+            // learn that this address was written.
+            self.writer.io.write_zeros(crate::format::Daddr::new(c.segment * bps + c.offset))?;
+        }
+        self.ifile.tables.update_segment(c.segment, |s| s.flags &= !SEGUSE_ACTIVE);
+        self.writer.log.set_cold(None);
         Ok(())
     }
 
@@ -191,21 +210,7 @@ impl Lfs {
         let wanted =
             (requested || self.separation_wanted()) && !(starved && self.writer.log.cold().is_some());
         if let Some(c) = self.writer.log.cold().filter(|_| !wanted) {
-            // The log of this segment ends here. A partial segment may lie
-            // beyond it that a crash cut off from the log (one before it,
-            // at the other head, was lost); an open head would overwrite it,
-            // a closed one never will, so the block where it begins is
-            // cleared: no one walking the segment's summaries (fsck, a
-            // cleaner) takes it for log. The checkpoint's barrier orders
-            // this before the superblock that closes the head.
-            let bps = self.sb.blocks_per_segment();
-            if c.offset < bps {
-                // Through the queue: a read planned without the lock must
-                // learn that this address was written.
-                self.writer.io.write_zeros(crate::format::Daddr::new(c.segment * bps + c.offset))?;
-            }
-            self.ifile.tables.update_segment(c.segment, |s| s.flags &= !SEGUSE_ACTIVE);
-            self.writer.log.set_cold(None);
+            self.close_cold_head(c)?;
         }
         if !wanted || self.writer.log.cold().is_some() || self.cold_head_share() == 0 {
             return Ok(());
