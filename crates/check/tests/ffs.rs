@@ -857,3 +857,37 @@ fn garbage_over_any_one_block_repairs_to_an_image_that_takes_writes() {
         BLOCK,
     );
 }
+
+/// The power cut during a repair, after each of its writes in turn (every
+/// other cut tearing the write it falls in): the next fsck finishes the
+/// repair, and every file the damage left is kept with its contents. The
+/// damages: an inode failing its checksum (cleared, its entry removed), a
+/// crash's unclean image (the groups rebuilt), and a group's bitmap that
+/// fails its checksum (rebuilt).
+#[test]
+fn a_repair_cut_after_any_of_its_writes_is_finished_by_the_next_fsck() {
+    type Damage = fn(&Arc<MemDisk>, &common::Tree);
+    let damages: [(&str, Damage); 3] = [
+        ("an inode failing its checksum", |dev, tree| {
+            flip_bytes(dev.as_ref(), inode_offset(dev.as_ref(), tree.link), 8)
+        }),
+        ("a crash's unclean image", |dev, tree| {
+            with_fs(dev, true, |fs| {
+                fs.unlink(tree.docs, b"file07").expect("unlink");
+                let c = fslab::ufs::Creds::default();
+                let new = fs.mknod(ROOT_INO, b"new", 0o644, 0, c).expect("create").ino;
+                fs.write(new, 0, &pattern(30_000, 9)).expect("write");
+            })
+        }),
+        ("a group's bitmap", |dev, _| flip_bytes(dev.as_ref(), group_area(dev.as_ref(), 0) + 300, 4)),
+    ];
+    for (what, damage) in damages {
+        let (dev, tree) = populated();
+        damage(&dev, &tree);
+        let writes = common::cases::a_repair_cut_after_any_write_is_finished_by_the_next::<Ffs>(
+            &dev.snapshot(),
+            |fs, at| common::cases::assert_tree_kept(fs, &tree, &format!("{what}, {at}")),
+        );
+        assert!(writes > 2, "{what}: the repair wrote only {writes} times");
+    }
+}

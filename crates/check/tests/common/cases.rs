@@ -197,6 +197,57 @@ pub fn garbage_at_each_offset_repairs_to_an_image_that_takes_writes<L: Layout>(
     }
 }
 
+/// Repairs a copy of `image` (damaged) with the power cut after each of
+/// the repair's writes in turn, every other cut tearing the write it falls
+/// in at 2 KiB; requires the next fsck to finish each to an image that
+/// checks clean, on which `kept` finds what the damage left (its second
+/// argument names the cut) and a new file can be made. Stops after the
+/// first repair the cut did not reach; returns how many writes it made.
+pub fn a_repair_cut_after_any_write_is_finished_by_the_next<L: Layout>(
+    image: &[u8],
+    kept: impl Fn(&mut FileSystem<L::S>, &str),
+) -> u64 {
+    let options = fslab_check::Options { repair: true, ..fslab_check::Options::default() };
+    let mut writes = 0;
+    loop {
+        let copy = Arc::new(MemDisk::from_bytes(image.to_vec()));
+        let torn = if writes % 2 == 1 { 2048 } else { 0 };
+        let cut: Arc<dyn BlockDevice> =
+            Arc::new(disk::FaultyDisk::new(copy.clone()).cut_after_writes(writes, torn));
+        let finished = fslab_check::fsck(cut, &options, &mut |_| {})
+            .is_ok_and(|outcome| outcome.failed.is_empty() && outcome.exit_code() == 1);
+        let at = format!("cut after {writes} writes{}", if torn > 0 { ", torn" } else { "" });
+        let outcome = super::repair(&copy);
+        assert!(outcome.exit_code() <= 1, "{at}: left:\n{}{:?}", listing(&outcome.last), outcome.failed);
+        assert!(check(&copy).is_clean(), "{at}: after:\n{}", listing(&check(&copy)));
+        L::with_fs(&copy, false, |fs| {
+            kept(fs, &at);
+            fs.mknod(ROOT_INO, b"after-repair", 0o644, 0, Creds::default())
+                .unwrap_or_else(|e| panic!("{at}: create after the repair: {e}"));
+        });
+        assert!(check(&copy).is_clean(), "{at}: after use:\n{}", listing(&check(&copy)));
+        if finished {
+            return writes;
+        }
+        writes += 1;
+        assert!(writes < 5_000, "the repair never finished");
+    }
+}
+
+/// Requires `fs` to hold [`Tree`]'s files with their contents: the
+/// medium file, the large one to its double indirect block, the small one
+/// and the last of the docs.
+pub fn assert_tree_kept<S: StorageManager>(fs: &mut FileSystem<S>, tree: &Tree, at: &str) {
+    let bs = fs.block_size() as u64;
+    assert_eq!(fs.read(tree.medium, 0, 200 << 10).expect("read"), pattern(200 << 10, 1), "{at}");
+    assert_eq!(fs.read(tree.large, 0, 64 << 10).expect("read"), pattern(64 << 10, 2), "{at}");
+    let far = (12 + (bs - 8) / 4 + 3) * bs;
+    assert_eq!(fs.read(tree.large, far, bs as usize).expect("read"), pattern(bs as usize, 3), "{at}");
+    assert_eq!(fs.read(tree.small, 0, 13).expect("read"), b"hello, world\n", "{at}");
+    let last = fs.lookup(tree.docs, b"file39").unwrap_or_else(|e| panic!("{at}: file39: {e}")).ino;
+    assert_eq!(fs.read(last, 0, 20_000).expect("read"), pattern(1000 + 39 * 300, 39), "{at}");
+}
+
 /// Requires `outcome`, a repair of `dev`, to have ended with exit status 1
 /// and `dev` to check clean after it.
 #[track_caller]
