@@ -13,7 +13,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 /// `inner`, with the faults set by [`FaultyDisk::failing_reads`],
-/// [`FaultyDisk::cut_after_flushes`] and [`FaultyDisk::fail_writes`].
+/// [`FaultyDisk::cut_after_flushes`], [`FaultyDisk::cut_after_writes`] and
+/// [`FaultyDisk::fail_writes`].
 pub struct FaultyDisk<D> {
     inner: D,
     bad_reads: Range<u64>,
