@@ -108,7 +108,7 @@ pub struct MountArgs {
     ///                            (a queue a CPU) where the kernel offers it (auto,
     ///                            the default), /dev/fuse, or the ring or no mount
     ///   kernel_inodes=N|off      inodes the kernel may keep looked up before it is
-    ///                            asked to let go of unused ones (default 262144;
+    ///                            asked to let go of unused ones (default 196608;
     ///                            Linux 6.18 on): each costs the daemon a table entry
     ///   threads=N                threads reading /dev/fuse (default 16): a
     ///                            request waiting for the disk holds one
