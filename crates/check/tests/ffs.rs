@@ -891,3 +891,34 @@ fn a_repair_cut_after_any_of_its_writes_is_finished_by_the_next_fsck() {
         assert!(writes > 2, "{what}: the repair wrote only {writes} times");
     }
 }
+
+/// A crash image of each mode whose repair writes the most — the journal's
+/// (a log to replay first) and soft updates' (leaks to give back) — with
+/// the repair cut after each of its writes in turn: the next fsck finishes
+/// it, and the populated files and one fsynced after them are kept.
+#[test]
+fn a_repair_of_a_crash_image_cut_after_any_write_is_finished_by_the_next_fsck() {
+    use fslab::ffs::Integrity;
+    for integrity in [Integrity::Journal, Integrity::Softdep] {
+        let dev = fresh_for(24 << 20, integrity);
+        let tree = with_fs_in(&dev, integrity, false, common::populate);
+        let kept = with_fs_in(&dev, integrity, true, |fs| {
+            let c = fslab::ufs::Creds::default();
+            let kept = fs.mknod(ROOT_INO, b"kept", 0o644, 0, c).expect("create").ino;
+            fs.write(kept, 0, &pattern(30_000, 4)).expect("write");
+            fs.fsync(kept, false).expect("fsync");
+            fs.unlink(tree.docs, b"file07").expect("unlink");
+            fs.rmdir(tree.deep, b"deeper").expect("rmdir");
+            kept
+        });
+        let writes = common::cases::a_repair_cut_after_any_write_is_finished_by_the_next::<Ffs>(
+            &dev.snapshot(),
+            |fs, at| {
+                let at = format!("{integrity:?}, {at}");
+                common::cases::assert_tree_kept(fs, &tree, &at);
+                assert_eq!(fs.read(kept, 0, 30_000).expect("read"), pattern(30_000, 4), "{at}");
+            },
+        );
+        assert!(writes > 2, "{integrity:?}: the repair wrote only {writes} times");
+    }
+}
