@@ -5,7 +5,7 @@
 //! checksum, read-only mounts too: one damaged block left every file out
 //! of reach. What the block held can be found again, each table its own
 //! way, and the block is rewritten in place, sealed, with its partial
-//! segment's data checksum recomputed (`repair::rewrite_ifile_blocks`):
+//! segment's data checksum recomputed (`repair::write_before_mount`):
 //!
 //! * **Inode map** (phase 2): for each inode number of the block, the
 //!   newest copy of that inode in the checkpoint's log — every segment's
@@ -48,33 +48,41 @@ use fslab::lfs::layout::{
 use std::collections::HashMap;
 
 impl Checker<'_> {
-    /// Phase 2: entries for inode map block `lost`, covering inode numbers
-    /// `first .. first + count`, found again in the log (see the module
-    /// comment), and the problem that rewrites the block with them.
-    pub(crate) fn rebuild_imap_block(&mut self, lost: LostBlock, first: Ino, count: usize) -> Vec<ImapEntry> {
-        let end = first + count as Ino;
-        let newest = self.newest_inode_copies(|ino| ino > IFILE_INO && ino >= first && ino < end);
-        let entries: Vec<ImapEntry> = (0..count as Ino)
-            .map(|i| match newest.get(&(first + i)) {
-                Some(&(daddr, version, _)) => ImapEntry { version, next_free: 0, daddr },
-                None => ImapEntry::default(),
-            })
-            .collect();
-        let mut block = vec![0u8; self.bs];
-        for (j, entry) in entries.iter().enumerate() {
-            entry.encode(&mut block, j * IMAP_BYTES);
+    /// Phase 2: the inode map blocks in `lost`, each with the first inode
+    /// number it covers (`per_block` of them), found again in the log from
+    /// one walk of it (see the module comment): their entries go into the
+    /// map, and a problem each rewrites the block with them.
+    pub(crate) fn rebuild_imap_blocks(&mut self, lost: Vec<(LostBlock, Ino)>, per_block: usize) {
+        let covered =
+            |ino: Ino| lost.iter().any(|&(_, first)| ino >= first && ino < first + per_block as Ino);
+        let newest = self.newest_inode_copies(|ino| ino > IFILE_INO && covered(ino));
+        for (block_lost, first) in lost {
+            let mut block = vec![0u8; self.bs];
+            let mut found = 0;
+            for i in 0..per_block {
+                let ino = first + i as Ino;
+                let entry = match newest.get(&ino) {
+                    Some(&(daddr, version, _)) => {
+                        found += 1;
+                        ImapEntry { version, next_free: 0, daddr }
+                    }
+                    None => ImapEntry::default(),
+                };
+                entry.encode(&mut block, i * IMAP_BYTES);
+                if let Some(slot) = self.imap.get_mut(ino as usize) {
+                    *slot = Some(entry);
+                }
+            }
+            seal_ifile_block(&mut block);
+            let message = format!(
+                "ifile block {} (inode map, inodes {first} to {}) {}; repair writes it again from the newest \
+                 copy of each inode in the log ({found} found)",
+                block_lost.lbn,
+                first + per_block as Ino - 1,
+                block_lost.why
+            );
+            self.push_rebuild(block_lost, block, message);
         }
-        seal_ifile_block(&mut block);
-        let found = newest.len();
-        let message = format!(
-            "ifile block {} (inode map, inodes {first} to {}) {}; repair writes it again from the newest \
-             copy of each inode in the log ({found} found)",
-            lost.lbn,
-            first + count as Ino - 1,
-            lost.why
-        );
-        self.push_rebuild(lost, block, message);
-        entries
     }
 
     /// Phase 5: the segment usage blocks and the cleaner info among

@@ -563,11 +563,8 @@ impl<'a> Checker<'a> {
         });
         let end = next.map_or(head_end, |(at, _)| at);
         // A lost summary had a serial number between those around it.
-        let no_room = match (last, next) {
-            (Some(last), Some((_, after))) => after <= last.saturating_add(1),
-            (None, Some((_, after))) => after == 0,
-            _ => false,
-        };
+        let no_room =
+            matches!((last, next), (Some(last), Some((_, after))) if after <= last.saturating_add(1));
         if end <= offset + 1 || no_room {
             return None;
         }

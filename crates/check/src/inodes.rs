@@ -150,6 +150,7 @@ impl Checker<'_> {
         let per_seg = segtab_entries_per_block(self.sb.block_size);
         let per_ino = imap_entries_per_block(self.sb.block_size);
         self.lost_ifile.clear();
+        let mut lost_maps = Vec::new();
         for (lbn, daddr) in by_lbn.iter().enumerate() {
             self.progress.tick("phase 2 (ifile)", lbn as u64, by_lbn.len() as u64);
             let read = daddr.map(|d| (d, self.read_block(d)));
@@ -163,9 +164,10 @@ impl Checker<'_> {
                     };
                     let lost = LostBlock { lbn: lbn as u64, daddr, why };
                     if lbn > segtab {
-                        let first = self.imap.len() as Ino;
-                        let entries = self.rebuild_imap_block(lost, first, per_ino);
-                        self.imap.extend(entries.into_iter().map(Some));
+                        // Rebuilt below, every such block from one walk of
+                        // the log; unknown meanwhile.
+                        lost_maps.push((lost, self.imap.len() as Ino));
+                        self.imap.resize(self.imap.len() + per_ino, None);
                         continue;
                     }
                     self.lost_ifile.push(lost);
@@ -197,6 +199,9 @@ impl Checker<'_> {
                     self.imap.push(entry);
                 }
             }
+        }
+        if !lost_maps.is_empty() {
+            self.rebuild_imap_blocks(lost_maps, per_ino);
         }
         if let Some(cleaner) = self.cleaner {
             if cleaner.ninodes != self.imap.len() as u64 {

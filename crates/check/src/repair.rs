@@ -176,10 +176,7 @@ fn apply(dev: Arc<dyn BlockDevice>, checked_serial: u64, fixes: &[Fix], outcome:
     // its trailer.
     let copies = fslab::lfs::inspect::superblock_copies(dev.as_ref());
     let newest = copies.into_iter().filter_map(|c| c.result.ok()).max_by_key(|s| s.checkpoint.serial);
-    let resealed = newest.map_or(0, |sb| {
-        let dev = dev.as_ref();
-        rewrite_ifile_blocks(dev, &sb, fixes, outcome) + reseal_partials(dev, &sb, fixes, outcome)
-    });
+    let resealed = newest.map_or(0, |sb| write_before_mount(dev.as_ref(), &sb, fixes, outcome));
     let mut lfs = match Lfs::mount(dev, repair_mount_options()) {
         Ok(lfs) => lfs,
         Err(e) => {
@@ -313,61 +310,62 @@ fn reseal(dev: &dyn BlockDevice, start: fslab::format::Daddr, bs: u64) -> Result
     Ok(files)
 }
 
-/// `Fix::RewriteIfileBlock`: each rebuilt ifile block written in place of
-/// the one that failed, and its partial segment sealed again over it.
-/// Returns how many were written.
-fn rewrite_ifile_blocks(
-    dev: &dyn BlockDevice,
-    sb: &Superblock,
-    fixes: &[Fix],
-    outcome: &mut Outcome,
-) -> usize {
+/// Before the mount: each rebuilt ifile block written in place of the one
+/// that failed (`Fix::RewriteIfileBlock`), then every partial segment
+/// holding one of them or failing its data checksum (`Fix::ResealPartial`)
+/// sealed again over its blocks as they are, once each (a damaged ifile
+/// block also fails its partial segment's checksum, so both are usually
+/// planned for it). Returns how many steps were made.
+fn write_before_mount(dev: &dyn BlockDevice, sb: &Superblock, fixes: &[Fix], outcome: &mut Outcome) -> usize {
     let bs = u64::from(sb.block_size);
     let mut done = 0;
+    let mut to_seal = Vec::new();
     for fix in fixes {
         let Fix::RewriteIfileBlock { daddr, partial, ref block } = *fix else { continue };
-        let written = dev
-            .write_at(daddr.byte_offset(bs), block)
-            .map_err(|e| e.to_string())
-            .and_then(|()| reseal(dev, partial, bs));
-        match written {
-            Ok(_) => {
+        match dev.write_at(daddr.byte_offset(bs), block) {
+            Ok(()) => {
                 done += 1;
-                let message = format!("block {daddr}: rebuilt, written in its place and sealed");
-                note(outcome, Some(fix.clone()), message);
+                note(outcome, Some(fix.clone()), format!("block {daddr}: rebuilt and written in its place"));
+                to_seal.push(partial);
             }
             Err(e) => outcome.failed.push(format!("block {daddr}: writing it again: {e}")),
         }
     }
-    done
-}
-
-/// `Fix::ResealPartial`: each partial segment's data checksum recomputed
-/// over its blocks as they are, written into its summary before the mount
-/// (the log is read through the summaries). Returns how many were made.
-fn reseal_partials(dev: &dyn BlockDevice, sb: &Superblock, fixes: &[Fix], outcome: &mut Outcome) -> usize {
-    let bs = u64::from(sb.block_size);
-    let mut done = 0;
-    for fix in fixes {
-        let Fix::ResealPartial { start } = *fix else { continue };
-        match reseal(dev, start, bs) {
-            Ok(files) => {
-                done += 1;
-                let which = if files.is_empty() {
-                    "no file's blocks are among them (inode blocks only)".to_string()
-                } else {
-                    format!("files that may hold damaged bytes: inodes {files:?}")
-                };
-                note(
-                    outcome,
-                    Some(fix.clone()),
-                    format!(
-                        "partial segment at block {start}: data checksum recomputed over its blocks; {which}"
-                    ),
-                );
+    let asked: Vec<_> = fixes
+        .iter()
+        .filter_map(|f| match *f {
+            Fix::ResealPartial { start } => Some(start),
+            _ => None,
+        })
+        .collect();
+    to_seal.extend(&asked);
+    to_seal.sort_unstable();
+    to_seal.dedup();
+    for start in to_seal {
+        let files = match reseal(dev, start, bs) {
+            Ok(files) => files,
+            Err(e) => {
+                outcome.failed.push(format!("partial segment at block {start}: resealing it: {e}"));
+                continue;
             }
-            Err(e) => outcome.failed.push(format!("partial segment at block {start}: resealing it: {e}")),
+        };
+        if !asked.contains(&start) {
+            let message =
+                format!("partial segment at block {start}: sealed again over its rebuilt ifile block");
+            note(outcome, None, message);
+            continue;
         }
+        done += 1;
+        let which = if files.is_empty() {
+            "no file's blocks are among them (inode blocks only)".to_string()
+        } else {
+            format!("files that may hold damaged bytes: inodes {files:?}")
+        };
+        note(
+            outcome,
+            Some(Fix::ResealPartial { start }),
+            format!("partial segment at block {start}: data checksum recomputed over its blocks; {which}"),
+        );
     }
     done
 }

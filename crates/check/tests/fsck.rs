@@ -185,10 +185,7 @@ fn a_damaged_ifile_block_is_rebuilt_and_every_file_kept() {
         assert_eq!(outcome.exit_code(), 1, "{what}: left:\n{}", listing(&outcome.last));
         assert!(check(&dev).is_clean(), "{what}: after:\n{}", listing(&check(&dev)));
         with_fs(&dev, false, |fs| {
-            assert_eq!(fs.read(tree.medium, 0, 200 << 10).expect("read"), pattern(200 << 10, 1), "{what}");
-            assert_eq!(fs.read(tree.large, 0, 64 << 10).expect("read"), pattern(64 << 10, 2), "{what}");
-            assert_eq!(fs.read(tree.small, 0, 13).expect("read"), b"hello, world\n", "{what}");
-            assert!(fs.lookup(tree.docs, b"file39").is_ok(), "{what}");
+            common::cases::assert_tree_kept(fs, &tree, what);
             let f = fs.mknod(ROOT_INO, b"after", 0o644, 0, Creds::default()).expect("create").ino;
             fs.write(f, 0, b"written after the repair").expect("write");
             if lbn == 1 + segtab {
@@ -749,11 +746,7 @@ fn blocks_a_destroyed_summary_no_longer_confirms_are_written_again_and_kept() {
         let outcome = repair(&dev);
         assert_eq!(outcome.exit_code(), 1, "{what}: left:\n{}", listing(&outcome.last));
         with_fs(&dev, false, |fs| {
-            assert_eq!(fs.read(tree.medium, 0, 200 << 10).expect("read"), pattern(200 << 10, 1), "{what}");
-            assert_eq!(fs.read(tree.large, 0, 64 << 10).expect("read"), pattern(64 << 10, 2), "{what}");
-            let far = (12 + (BS as u64 - 8) / 4 + 3) * BS as u64;
-            assert_eq!(fs.read(tree.large, far, BS).expect("read"), pattern(BS, 3), "{what}");
-            assert_eq!(fs.read(tree.small, 0, 13).expect("read"), b"hello, world\n", "{what}");
+            common::cases::assert_tree_kept(fs, &tree, what);
             fs.write(tree.small, 13, b"more").expect("write");
         });
         assert!(check(&dev).is_clean(), "{what}: after:\n{}", listing(&check(&dev)));

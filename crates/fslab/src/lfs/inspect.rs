@@ -8,7 +8,7 @@
 //! * [`Lfs::repair_set_live_bytes`] — overwrite one segment usage entry's live
 //!   bytes; the next checkpoint writes it.
 //! * [`Lfs::repair_set_summary_counts`], [`Lfs::repair_rewrite_inode`],
-//!   [`Lfs::repair_rebuild_free_list`],
+//!   [`Lfs::repair_rebuild_free_list`], [`Lfs::repair_leave_segment`],
 //!   [`Lfs::repair_clear_inode`], [`Lfs::repair_set_blocks`],
 //!   [`Lfs::repair_clear_pointer`], [`Lfs::repair_rewrite_block`] — the other
 //!   repairs below the namespace, each made in memory right after mount and
