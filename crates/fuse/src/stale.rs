@@ -41,12 +41,15 @@ pub enum Dropped {
 /// The attributes of an inode that the kernel keeps trusting after a
 /// request that drops `Dropped`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Kept(Vec<u64>);
+pub struct Kept([u64; 11]);
 
-/// What the kernel keeps of `inode` after a request of kind `dropped`.
+/// What the kernel keeps of `inode` after a request of kind `dropped`
+/// (after a write, the last three fields are zero: the kernel drops them).
 pub fn kept(inode: &Inode, dropped: Dropped) -> Kept {
     let a = &inode.attr;
-    let mut fields = vec![
+    let (size, blocks, mtime) =
+        if dropped == Dropped::Ctime { (a.size, inode.blocks, a.mtime as u64) } else { (0, 0, 0) };
+    Kept([
         u64::from(a.mode),
         u64::from(a.uid),
         u64::from(a.gid),
@@ -55,11 +58,10 @@ pub fn kept(inode: &Inode, dropped: Dropped) -> Kept {
         a.rdev,
         a.atime as u64,
         a.btime as u64,
-    ];
-    if dropped == Dropped::Ctime {
-        fields.extend([a.size, inode.blocks, a.mtime as u64]);
-    }
-    Kept(fields)
+        size,
+        blocks,
+        mtime,
+    ])
 }
 
 #[cfg(test)]

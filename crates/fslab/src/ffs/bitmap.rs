@@ -72,12 +72,31 @@ impl Bitmap {
         self.find_in(start, self.len, value).or_else(|| self.find_in(0, start, value))
     }
 
+    /// The `n` bits (at most 16) from bit `start`, bit `start` least
+    /// significant; bits past the end read as zero.
+    pub fn bits(&self, start: u32, n: u32) -> u32 {
+        debug_assert!(n <= 16);
+        let first = (start / 8) as usize;
+        let word = (0..3)
+            .fold(0u32, |w, k| w | u32::from(self.bytes.get(first + k).copied().unwrap_or(0)) << (8 * k));
+        (word >> (start % 8)) & ((1u32 << n) - 1)
+    }
+
     /// The first bit with value `value` in `from..to`.
     pub fn find_in(&self, from: u32, to: u32, value: bool) -> Option<u32> {
         let skip = if value { 0x00 } else { 0xff };
         let mut i = from;
         while i < to.min(self.len) {
-            // Whole bytes that cannot hold the value are skipped at once.
+            // Whole words, then whole bytes, that cannot hold the value are
+            // skipped at once: a nearly full group's map is searched for a
+            // free fragment on every allocation.
+            if i.is_multiple_of(64) {
+                let at = (i / 8) as usize;
+                if self.bytes.get(at..at + 8).is_some_and(|word| word.iter().all(|&b| b == skip)) {
+                    i += 64;
+                    continue;
+                }
+            }
             if i.is_multiple_of(8) && self.bytes[(i / 8) as usize] == skip {
                 i += 8;
                 continue;
@@ -122,5 +141,33 @@ mod tests {
         assert_eq!(m.find_wrapping(31, true), Some(3));
         assert_eq!(m.find_in(4, 30, true), None);
         assert_eq!(m.find_wrapping(3, false), Some(4));
+    }
+
+    #[test]
+    fn a_search_past_whole_words_finds_the_first_bit_after_them() {
+        let mut m = Bitmap::new(1000);
+        for i in [5, 130, 999] {
+            m.set(i);
+        }
+        assert_eq!(m.find_in(6, 1000, true), Some(130));
+        assert_eq!(m.find_in(131, 1000, true), Some(999));
+        assert_eq!(m.find_in(131, 999, true), None);
+        let full = Bitmap::from_bytes(&[0xff; 125], 1000).expect("a whole map");
+        assert_eq!(full.find_in(0, 1000, false), None);
+        let mut one_clear = full.clone();
+        one_clear.clear(700);
+        assert_eq!(one_clear.find_in(3, 1000, false), Some(700));
+    }
+
+    #[test]
+    fn bits_are_read_across_byte_boundaries() {
+        let mut m = Bitmap::new(20);
+        for i in [6, 7, 9, 19] {
+            m.set(i);
+        }
+        assert_eq!(m.bits(6, 4), 0b1011);
+        assert_eq!(m.bits(8, 8), 0b10);
+        assert_eq!(m.bits(16, 8), 0b1000, "bits past the end read as zero");
+        assert_eq!(m.bits(0, 6), 0);
     }
 }

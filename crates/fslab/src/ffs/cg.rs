@@ -307,8 +307,8 @@ impl CylinderGroup {
 
     /// The free map of block `b`: bit `i` set when fragment `i` is free.
     fn block_map(&self, b: u32) -> u8 {
-        let base = b * self.frags_per_block;
-        (0..self.frags_per_block).fold(0, |m, i| m | (u8::from(self.frags_free.get(base + i)) << i))
+        // At most 8 fragments a block, so the map fits in a byte.
+        self.frags_free.bits(b * self.frags_per_block, self.frags_per_block) as u8
     }
 
     fn full_map(&self) -> u8 {
@@ -371,16 +371,22 @@ impl CylinderGroup {
         if nblocks == 0 {
             return None;
         }
-        let first = (start / self.frags_per_block) % nblocks;
-        (first..nblocks).chain(0..first).find_map(|b| {
-            let map = self.block_map(b);
-            if map == 0 {
-                return None;
+        let frag = self.frags_per_block;
+        let first = (start / frag) % nblocks;
+        // Blocks with no free fragment are passed over a word of the map at
+        // a time, as 4.4BSD's `scanc` passes over bytes.
+        let search = |from: u32, to: u32| {
+            let mut at = from * frag;
+            while let Some(free) = self.frags_free.find_in(at, to * frag, true) {
+                let b = free / frag;
+                if let Some((s, _)) = runs(self.block_map(b), frag).find(|&(_, l)| l == len) {
+                    return Some(b * frag + s);
+                }
+                at = (b + 1) * frag;
             }
-            runs(map, self.frags_per_block)
-                .find(|&(_, l)| l == len)
-                .map(|(s, _)| b * self.frags_per_block + s)
-        })
+            None
+        };
+        search(first, nblocks).or_else(|| search(0, first))
     }
 
     /// Takes a whole block: the block at `pref` if it is free, else the

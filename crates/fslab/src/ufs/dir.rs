@@ -317,9 +317,12 @@ impl<S: StorageManager> Ns<'_, S> {
         let within = (c % per_block) * DIRBLKSIZ;
         let chunk_offset = (c * DIRBLKSIZ) as u64;
         let need = entry_size(name.len());
-        let mut block = vec![0u8; bs];
-        self.read_dir_block(dir, lbn, &mut block)?;
-        let chunk = &mut block[within..within + DIRBLKSIZ];
+        // Only the chunk is read and written back: a create copied its
+        // whole block twice.
+        let mut bytes = [0u8; DIRBLKSIZ];
+        let chunk = &mut bytes[..];
+        self.st.dirs.count_blocks_read(1);
+        self.s.read_block_part(dir, lbn, within, chunk)?;
         let (at, slot_ino, reclen, used) = {
             let entries = parse_chunk(chunk, dir, chunk_offset)?;
             self.dirhash_check_chunk(dir, c, &entries)?;
