@@ -16,7 +16,7 @@ use crate::size::human;
 use clap::Args;
 use fslab::ffs::{LeakReport, LeakScanState};
 use fslab::lfs::clean::{CleanerCounters, RECENT_SEGMENTS};
-use fslab_control::{DirhashReport, LayoutReport, MemoryReport, MountReport, Report};
+use fslab_control::{DirhashReport, LayoutReport, LockReport, MemoryReport, MountReport, Report};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
@@ -65,6 +65,13 @@ pub fn run(args: &StatArgs) -> Result<(), String> {
         Err(e) => return Err(failed(e)),
     };
     out!("{}", render_memory(memory.as_ref()))?;
+    // A mount older than the lock request answers EOPNOTSUPP.
+    let lock = match client.lock_report() {
+        Ok(l) => Some(l),
+        Err(e) if e.errno() == libc::EOPNOTSUPP => None,
+        Err(e) => return Err(failed(e)),
+    };
+    out!("{}", render_lock(lock.as_ref()))?;
     Ok(())
 }
 
@@ -256,6 +263,68 @@ fn render_memory(m: Option<&MemoryReport>) -> String {
     for p in parts {
         let _ =
             writeln!(out, "  {:<40}{:>12}  {}", p.what, human(p.bytes), count(p.entries, "entry", "entries"));
+    }
+    out
+}
+
+/// `ns` nanoseconds in the unit that shows them best.
+fn span(ns: u64) -> String {
+    let ns = ns as f64;
+    match ns {
+        n if n >= 1e9 => format!("{:.1} s", n / 1e9),
+        n if n >= 1e6 => format!("{:.1} ms", n / 1e6),
+        n if n >= 1e3 => format!("{:.1} µs", n / 1e3),
+        n => format!("{n:.0} ns"),
+    }
+}
+
+/// The lock around the file system: how much of the time since mount it
+/// was held exclusively (one call at a time), and how often and how long
+/// calls waited for it — what finer locks could win back at most.
+fn render_lock(l: Option<&LockReport>) -> String {
+    let mut out = String::from("\n");
+    let Some(l) = l else {
+        out.push_str("lock: not reported by this mount (an older fslab)\n");
+        return out;
+    };
+    let share = |part: u64, whole: u64| if whole == 0 { 0.0 } else { 100.0 * part as f64 / whole as f64 };
+    let each =
+        |total: u64, n: u64| total.checked_div(n).map(|t| format!(", {} each", span(t))).unwrap_or_default();
+    row(
+        &mut out,
+        "lock: held exclusively",
+        format!(
+            "{:.1}% of the {} since mount",
+            share(l.exclusive_held_ns, l.since_mount_ns),
+            span(l.since_mount_ns)
+        ),
+    );
+    row(
+        &mut out,
+        "lock: exclusive calls",
+        format!(
+            "{} ({} waited, {:.1}%: {} in all{})",
+            l.exclusive,
+            l.exclusive_waited,
+            share(l.exclusive_waited, l.exclusive),
+            span(l.exclusive_wait_ns),
+            each(l.exclusive_wait_ns, l.exclusive_waited)
+        ),
+    );
+    row(
+        &mut out,
+        "lock: shared calls",
+        format!(
+            "{} ({} declined to an exclusive call; {} waited: {} in all{})",
+            l.shared,
+            l.shared_declined,
+            l.shared_waited,
+            span(l.shared_wait_ns),
+            each(l.shared_wait_ns, l.shared_waited)
+        ),
+    );
+    if l.exclusive > 0 {
+        row(&mut out, "lock: longest hold", format!("{}, by {}", span(l.longest_hold_ns), l.longest_hold_by));
     }
     out
 }
@@ -533,5 +602,37 @@ syncs                     3
         assert!(lines.contains(&"directory blocks freed    40"), "{text}");
         assert!(lines.contains(&"directory blocks read     5000"), "{text}");
         assert!(render_dirhash(None).contains("not reported by this mount"));
+    }
+
+    #[test]
+    fn the_lock_section_gives_the_share_held_and_the_waits() {
+        let report = LockReport {
+            since_mount_ns: 10_000_000_000,
+            exclusive: 400,
+            exclusive_waited: 100,
+            exclusive_wait_ns: 5_000_000,
+            exclusive_held_ns: 2_500_000_000,
+            longest_hold_ns: 162_000_000,
+            longest_hold_by: "fallocate".into(),
+            shared: 50,
+            shared_declined: 5,
+            shared_waited: 0,
+            shared_wait_ns: 0,
+        };
+        let text = render_lock(Some(&report));
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines.contains(&"lock: held exclusively    25.0% of the 10.0 s since mount"), "{text}");
+        assert!(
+            lines.contains(&"lock: exclusive calls     400 (100 waited, 25.0%: 5.0 ms in all, 50.0 µs each)"),
+            "{text}"
+        );
+        assert!(
+            lines.contains(
+                &"lock: shared calls        50 (5 declined to an exclusive call; 0 waited: 0 ns in all)"
+            ),
+            "{text}"
+        );
+        assert!(lines.contains(&"lock: longest hold        162.0 ms, by fallocate"), "{text}");
+        assert!(render_lock(None).contains("not reported by this mount"));
     }
 }

@@ -114,6 +114,17 @@ fn stat_and_clean_on(layout: Layout) {
         .and_then(|n| n.replace(',', "").parse().ok())
         .unwrap_or(0);
     assert!(held > FILES, "{inode_cache}");
+    // The lock: every create held it exclusively, and the report names
+    // what held it longest.
+    let exclusive = |text: &str| figure(text, "lock: exclusive calls");
+    assert!(exclusive(&after) > exclusive(&before) + FILES, "{before}\n{after}");
+    let longest =
+        after.lines().find(|l| l.starts_with("lock: longest hold")).unwrap_or_else(|| panic!("{after}"));
+    assert!(longest.contains(", by "), "{longest}");
+    assert!(
+        after.lines().any(|l| l.starts_with("lock: held exclusively") && l.contains("% of the ")),
+        "{after}"
+    );
 
     let clean = fslab(&[OsStr::new("clean"), m.dir.as_os_str(), OsStr::new("--passes"), OsStr::new("1")]);
     if layout.is_lfs() {

@@ -99,6 +99,12 @@ pub trait SharedFs: Clone + Send + 'static {
         Ok(super::MemoryReport { resident: fslab::memory::resident_bytes(), parts })
     }
 
+    /// How the calls since mount took the lock. A mount that does not
+    /// count says so (EOPNOTSUPP).
+    fn lock_report(&self) -> Result<super::LockReport> {
+        Err(errno(libc::EOPNOTSUPP, "this mount does not count how its lock is taken"))
+    }
+
     /// The dirhash settings and counters, read under the lock.
     fn dirhash_report(&self) -> Result<super::DirhashReport> {
         self.with_fs(|fs| {

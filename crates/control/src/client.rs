@@ -3,7 +3,7 @@
 
 use super::path::find_socket;
 use super::wire::*;
-use super::{DirhashReport, MemoryReport, MountReport, Report};
+use super::{DirhashReport, LockReport, MemoryReport, MountReport, Report};
 use fslab::error::errno;
 use fslab::format::Daddr;
 use fslab::lfs::clean::{BlockRef, Destination, MarkBlock, Markv, SegmentTable};
@@ -83,6 +83,13 @@ impl Client {
     /// hold. EOPNOTSUPP from a mount that predates it.
     pub fn memory_report(&mut self) -> Result<MemoryReport> {
         self.ask(OP_MEMORY, decode_memory)
+    }
+
+    /// How the calls since mount took the lock around the file system.
+    /// EOPNOTSUPP from a mount that predates it, or one that does not
+    /// count.
+    pub fn lock_report(&mut self) -> Result<LockReport> {
+        self.ask(OP_LOCK, decode_lock)
     }
 
     /// Sends a request of `op` alone and decodes the whole answer.

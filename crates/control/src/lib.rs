@@ -20,9 +20,10 @@
 //! * [`Client`] — a [`Mechanism`](fslab_cleaner::Mechanism) over the socket, so
 //!   `Cleaner::pass` runs unchanged in another process, plus
 //!   [`Client::report`], [`Client::mount_report`],
-//!   [`Client::dirhash_report`] and [`Client::memory_report`].
+//!   [`Client::dirhash_report`], [`Client::memory_report`] and
+//!   [`Client::lock_report`].
 //!
-//! Protocol, version 10 (`wire`). Every integer is little-endian.
+//! Protocol, version 11 (`wire`). Every integer is little-endian.
 //!
 //! ```text
 //! frame    = u32 length, then `length` bytes (requests ≤ 16 MiB, responses ≤ 1 GiB + 1 MiB)
@@ -58,6 +59,8 @@
 //! op 12 memory                               → u64 resident bytes (0: unknown), u32 count,
 //!                                               count × (u8 length, name (UTF-8), u64 entries,
 //!                                               u64 bytes)
+//! op 13 lock                                 → 10 × u64 (the order of `LockReport`'s numbers),
+//!                                               u8 length, what held the lock longest (UTF-8)
 //! counters = 6 × u64 (the order of `CleanerCounters`' fields; `blocks_moved`, the sixth, since version 9)
 //! ref      = u64 ino, u32 version, u8 kind (0 block, 1 inode), i64 lbn, u64 daddr, i64 age
 //! ```
@@ -156,6 +159,35 @@ pub struct MemoryReport {
     pub resident: Option<u64>,
     /// The file system's structures, estimated ([`fslab::memory`]).
     pub parts: Vec<fslab::memory::MemoryUse>,
+}
+
+/// What `fslab stat` shows of the lock around a mounted file system: how
+/// the calls since mount took it, how long they waited for it and how long
+/// it was held exclusively (times in nanoseconds).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LockReport {
+    /// Time since the mount.
+    pub since_mount_ns: u64,
+    /// Calls that held it exclusively.
+    pub exclusive: u64,
+    /// Of those, the ones that found it taken.
+    pub exclusive_waited: u64,
+    /// Their waits, in all.
+    pub exclusive_wait_ns: u64,
+    /// Time it was held exclusively, in all.
+    pub exclusive_held_ns: u64,
+    /// The longest exclusive hold.
+    pub longest_hold_ns: u64,
+    /// What held it then (a request's name, or a background thread's work).
+    pub longest_hold_by: String,
+    /// Calls that took it shared, to answer from memory.
+    pub shared: u64,
+    /// Of those, the ones that could not and went on to hold it exclusively.
+    pub shared_declined: u64,
+    /// Shared calls that found it held exclusively.
+    pub shared_waited: u64,
+    /// Their waits, in all.
+    pub shared_wait_ns: u64,
 }
 
 /// A layout's counters since mount, with what names its configuration.

@@ -263,6 +263,10 @@ impl<F: SharedFs> Connection<'_, F> {
                 r.end()?;
                 encode_memory(&mut out, &self.fs.memory_report()?);
             }
+            OP_LOCK => {
+                r.end()?;
+                encode_lock(&mut out, &self.fs.lock_report()?);
+            }
             // Ops 1 to 9: the cleaner's, on the log.
             OP_MARKV | OP_SEGCLEAN if self.fs.is_read_only() => {
                 return Err(errno(libc::EROFS, "the mount is read-only: nothing is cleaned"));

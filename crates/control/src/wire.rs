@@ -3,7 +3,7 @@
 //! of every request and response. The protocol itself is drawn in the
 //! module doc of `control`.
 
-use super::{DirhashReport, LayoutReport, MemoryReport, MountReport, Report};
+use super::{DirhashReport, LayoutReport, LockReport, MemoryReport, MountReport, Report};
 use fslab::error::errno;
 use fslab::ffs::{Integrity, LeakReport, LeakScanState};
 use fslab::format::Daddr;
@@ -36,6 +36,7 @@ pub(super) const OP_SEGMENT_REFS: u8 = 9;
 pub(super) const OP_DIRHASH: u8 = 10;
 pub(super) const OP_MOUNT: u8 = 11;
 pub(super) const OP_MEMORY: u8 = 12;
+pub(super) const OP_LOCK: u8 = 13;
 
 pub(super) const STATUS_OK: u8 = 0;
 pub(super) const STATUS_ERROR: u8 = 1;
@@ -523,6 +524,56 @@ pub(super) fn decode_memory(r: &mut In) -> Result<MemoryReport> {
     Ok(MemoryReport { resident, parts })
 }
 
+/// The longest name of what held the lock longest that crosses the wire.
+const MAX_HOLDER_NAME: usize = 64;
+
+pub(super) fn encode_lock(out: &mut Out, r: &LockReport) {
+    for v in [
+        r.since_mount_ns,
+        r.exclusive,
+        r.exclusive_waited,
+        r.exclusive_wait_ns,
+        r.exclusive_held_ns,
+        r.longest_hold_ns,
+        r.shared,
+        r.shared_declined,
+        r.shared_waited,
+        r.shared_wait_ns,
+    ] {
+        out.u64(v);
+    }
+    let by = truncate_utf8(&r.longest_hold_by, MAX_HOLDER_NAME);
+    out.u8(by.len() as u8);
+    out.bytes(by.as_bytes());
+}
+
+pub(super) fn decode_lock(r: &mut In) -> Result<LockReport> {
+    let mut v = [0u64; 10];
+    for slot in &mut v {
+        *slot = r.u64()?;
+    }
+    let len = r.u8()? as usize;
+    if len > MAX_HOLDER_NAME {
+        return Err(malformed());
+    }
+    let longest_hold_by = r.text(len)?;
+    let [since_mount_ns, exclusive, exclusive_waited, exclusive_wait_ns, exclusive_held_ns, longest_hold_ns, shared, shared_declined, shared_waited, shared_wait_ns] =
+        v;
+    Ok(LockReport {
+        since_mount_ns,
+        exclusive,
+        exclusive_waited,
+        exclusive_wait_ns,
+        exclusive_held_ns,
+        longest_hold_ns,
+        longest_hold_by,
+        shared,
+        shared_declined,
+        shared_waited,
+        shared_wait_ns,
+    })
+}
+
 pub(super) fn encode_mount(out: &mut Out, r: &MountReport) {
     let s = &r.space;
     out.u8(match r.layout {
@@ -737,5 +788,37 @@ mod tests {
         }
         assert!(decode_leaks(&mut In(&[9])).is_err(), "an unknown state");
         assert!(decode_leaks(&mut In(&[3, 255])).is_err(), "a reason longer than any sent");
+    }
+
+    #[test]
+    fn a_lock_report_crosses_the_wire_and_a_long_name_is_cut() {
+        let sent = LockReport {
+            since_mount_ns: 1,
+            exclusive: 2,
+            exclusive_waited: 3,
+            exclusive_wait_ns: 4,
+            exclusive_held_ns: 5,
+            longest_hold_ns: 6,
+            longest_hold_by: "fallocate".into(),
+            shared: 7,
+            shared_declined: 8,
+            shared_waited: 9,
+            shared_wait_ns: 10,
+        };
+        let round_trip = |sent: &LockReport| {
+            let mut out = Out::new(0);
+            encode_lock(&mut out, sent);
+            let mut r = In(&out.0[5..]);
+            let got = decode_lock(&mut r).expect("decodes");
+            r.end().expect("nothing left over");
+            got
+        };
+        assert_eq!(round_trip(&sent), sent);
+        let long = LockReport { longest_hold_by: "é".repeat(MAX_HOLDER_NAME), ..sent.clone() };
+        let got = round_trip(&long);
+        assert_eq!(got.longest_hold_by, "é".repeat(MAX_HOLDER_NAME / 2), "cut at a character's edge");
+        let mut bad = vec![0u8; 80];
+        bad.push(MAX_HOLDER_NAME as u8 + 1);
+        assert!(decode_lock(&mut In(&bad)).is_err(), "a name longer than any sent");
     }
 }

@@ -114,7 +114,7 @@ impl<S: StorageManager> FuseAdapter<S> {
         ino: u64,
         call: impl FnOnce(&mut FileSystem<S>) -> Result<T>,
     ) -> Result<T> {
-        self.reported(op, ino, self.shared.with(call))
+        self.reported(op, ino, self.shared.with_as(op, call))
     }
 
     /// `result` of request `op` on node `ino`, after an error that is
@@ -141,7 +141,7 @@ impl<S: StorageManager> FuseAdapter<S> {
         call: impl FnOnce(&mut FileSystem<S>) -> Result<T>,
     ) -> Result<T> {
         let target = from_fuse(ino);
-        let outcome = self.shared.with(|fs| {
+        let outcome = self.shared.with_as(op, |fs| {
             let before = fs.getattr(target).map(|inode| kept(&inode, dropped));
             let result = call(fs);
             let after = fs.getattr(target).map(|inode| kept(&inode, dropped));
@@ -240,7 +240,7 @@ impl<S: StorageManager> FuseAdapter<S> {
     /// all under one lock. No reply carries an error; the library reports
     /// its own damage.
     fn forget(&self, nodes: impl Iterator<Item = (u64, u64)>) {
-        let _ = self.shared.with(|fs| {
+        let _ = self.shared.with_as("forget", |fs| {
             for (node, nlookup) in nodes {
                 let _ = fs.unpin(from_fuse(node), nlookup);
             }

@@ -39,7 +39,7 @@ mod stale;
 
 pub use adapter::FuseAdapter;
 pub use reply::TTL;
-pub use shared::FsHandle;
+pub use shared::{FsHandle, LockStats};
 
 /// Writes `line` to the mount's log (standard error), or nothing if it
 /// cannot be written: unlike `eprintln!`, which panics when standard error

@@ -11,9 +11,15 @@ use fslab::Result;
 use std::cell::RefCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{
+    Arc, Condvar, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard, TryLockError,
+};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+mod counters;
+pub use counters::LockStats;
+use counters::{LockCounters, Mode};
 
 /// A clonable handle on the lock around a mounted file system, for code
 /// outside the adapter that must call the library while the kernel's
@@ -35,7 +41,12 @@ impl<S: StorageManager> FsHandle<S> {
     /// Runs `op` on the file system under its lock. Fails with EIO once the
     /// file system is unmounted or broken; a panic in `op` becomes EIO.
     pub fn with<T>(&self, op: impl FnOnce(&mut FileSystem<S>) -> Result<T>) -> Result<T> {
-        self.shared.with(op)
+        self.shared.with_as("the cleaner or the control socket", op)
+    }
+
+    /// How the lock has been used since mount.
+    pub fn lock_stats(&self) -> LockStats {
+        self.shared.lock_stats()
     }
 
     /// Whether the file system has been unmounted (rather than stopped by
@@ -48,11 +59,11 @@ impl<S: StorageManager> FsHandle<S> {
 
 thread_local! {
     /// While this thread runs [`deferring`]: the durability its calls
-    /// through [`Shared::with`] promised, gathered rather than waited for.
+    /// through [`Shared::with_as`] promised, gathered rather than waited for.
     static DEFERRED: RefCell<Option<Ticket>> = const { RefCell::new(None) };
 }
 
-/// Runs `work`, whose calls through [`Shared::with`] on this thread gather
+/// Runs `work`, whose calls through [`Shared::with_as`] on this thread gather
 /// what they promised durable instead of waiting for it; returns its result
 /// and the gathered ticket, which the caller must wait for before it
 /// acknowledges anything `work` did (a ring queue, whose thread serves
@@ -107,6 +118,8 @@ pub struct Shared<S: StorageManager> {
     while_serving: Mutex<Vec<std::fs::File>>,
     /// Run once, in order, when shutdown begins.
     before_unmount: Mutex<Vec<BeforeUnmount>>,
+    /// How `state` has been used, for `fslab stat`.
+    counters: LockCounters,
 }
 
 /// The background threads, each woken by its own condition variable.
@@ -161,6 +174,7 @@ impl<S: StorageManager> Shared<S> {
             written: Condvar::new(),
             while_serving: Mutex::new(Vec::new()),
             before_unmount: Mutex::new(Vec::new()),
+            counters: LockCounters::new(),
         }
     }
 
@@ -186,18 +200,41 @@ impl<S: StorageManager> Shared<S> {
     fn write(&self) -> RwLockWriteGuard<'_, State<S>> {
         // A poisoned lock means our own code panicked while holding it (the
         // library's panics are caught below): treat it as broken.
-        self.state.write().unwrap_or_else(|poisoned| {
+        let poisoned = |poisoned: PoisonError<_>| {
             self.broken.store(true, Ordering::Relaxed);
             poisoned.into_inner()
-        })
+        };
+        self.counters.take(
+            Mode::Exclusive,
+            || match self.state.try_write() {
+                Ok(guard) => Some(guard),
+                Err(TryLockError::Poisoned(p)) => Some(poisoned(p)),
+                Err(TryLockError::WouldBlock) => None,
+            },
+            || self.state.write().unwrap_or_else(poisoned),
+        )
     }
 
     /// The file system held shared.
     fn read(&self) -> RwLockReadGuard<'_, State<S>> {
-        self.state.read().unwrap_or_else(|poisoned| {
+        let poisoned = |poisoned: PoisonError<_>| {
             self.broken.store(true, Ordering::Relaxed);
             poisoned.into_inner()
-        })
+        };
+        self.counters.take(
+            Mode::Shared,
+            || match self.state.try_read() {
+                Ok(guard) => Some(guard),
+                Err(TryLockError::Poisoned(p)) => Some(poisoned(p)),
+                Err(TryLockError::WouldBlock) => None,
+            },
+            || self.state.read().unwrap_or_else(poisoned),
+        )
+    }
+
+    /// How the lock has been used since mount.
+    pub fn lock_stats(&self) -> LockStats {
+        self.counters.snapshot()
     }
 
     fn is_broken(&self) -> bool {
@@ -220,7 +257,7 @@ impl<S: StorageManager> Shared<S> {
     /// Runs `op` holding the file system shared, beside other such calls:
     /// a call that answers from memory alone (`FileSystem::getattr_cached`
     /// and its kin). `None` when `op` cannot answer, or the file system is
-    /// not serving: the caller then asks [`Shared::with`], which answers
+    /// not serving: the caller then asks [`Shared::with_as`], which answers
     /// whatever the state. A panic in `op` marks the file system broken.
     pub fn try_shared<T>(&self, op: impl FnOnce(&FileSystem<S>) -> Option<T>) -> Option<T> {
         let state = self.read();
@@ -229,7 +266,12 @@ impl<S: StorageManager> Shared<S> {
         }
         let fs = state.fs.as_ref()?;
         match catch_unwind(AssertUnwindSafe(|| op(fs))) {
-            Ok(answer) => answer,
+            Ok(answer) => {
+                if answer.is_none() {
+                    self.counters.declined();
+                }
+                answer
+            }
             Err(_) => {
                 self.break_down(state);
                 None
@@ -237,11 +279,24 @@ impl<S: StorageManager> Shared<S> {
         }
     }
 
-    /// Runs one library call holding the file system exclusively. Fails
-    /// with EIO once the file system is unmounted or broken; a panic in
-    /// `op` becomes EIO and marks the file system broken.
+    /// [`Shared::with_as`] for a test's own calls.
+    #[cfg(test)]
     pub fn with<T>(&self, op: impl FnOnce(&mut FileSystem<S>) -> Result<T>) -> Result<T> {
+        self.with_as("a test", op)
+    }
+
+    /// Runs one library call holding the file system exclusively, on
+    /// behalf of `by` (a request's name, which the lock's counters give if
+    /// it holds the lock longest). Fails with EIO once the file system is
+    /// unmounted or broken; a panic in `op` becomes EIO and marks the file
+    /// system broken.
+    pub fn with_as<T>(
+        &self,
+        by: &'static str,
+        op: impl FnOnce(&mut FileSystem<S>) -> Result<T>,
+    ) -> Result<T> {
         let mut state = self.write();
+        let held = Instant::now();
         if self.is_broken() {
             return Err(errno(libc::EIO, "file system stopped after an internal error"));
         }
@@ -253,6 +308,7 @@ impl<S: StorageManager> Shared<S> {
                 let due = fs.write_behind_due();
                 let durable = fs.take_ticket();
                 drop(state);
+                self.counters.held(by, held);
                 // The segment write a writer would otherwise do itself, once
                 // the start-write threshold is reached, happens on another
                 // core while the next request is on its way.
@@ -420,6 +476,7 @@ impl<S: StorageManager> Shared<S> {
                 signals.write_behind = false;
             }
             let mut state = self.write();
+            let held = Instant::now();
             if self.is_broken() {
                 return;
             }
@@ -428,7 +485,9 @@ impl<S: StorageManager> Shared<S> {
                 Background::Tick => fs.tick(),
                 Background::WriteBehind => fs.write_behind(),
             };
-            match catch_unwind(AssertUnwindSafe(work)) {
+            let outcome = catch_unwind(AssertUnwindSafe(work));
+            self.counters.held(what, held);
+            match outcome {
                 Ok(Ok(())) => {}
                 // FFS keeps what failed to go dirty, so the next write or
                 // fsync meets the error again; LFS, whose failed segment

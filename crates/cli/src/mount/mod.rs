@@ -57,7 +57,7 @@ use fslab::Layout;
 use fslab::Result as FsResult;
 use fslab_cleaner::background::Background;
 use fslab_cleaner::{policy, Cleaner};
-use fslab_control::{LogAccess, ServedStorage, Server, SharedFs};
+use fslab_control::{LockReport, LogAccess, ServedStorage, Server, SharedFs};
 use fslab_fuse::{FsHandle, MountConfig, Mounted};
 use nix::sys::signal::{SigSet, Signal};
 use options::Options;
@@ -226,6 +226,24 @@ impl<S: ServedStorage> SharedFs for MountAccess<S> {
 
     fn is_read_only(&self) -> bool {
         self.1
+    }
+
+    fn lock_report(&self) -> FsResult<LockReport> {
+        let s = self.0.lock_stats();
+        let ns = |d: std::time::Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        Ok(LockReport {
+            since_mount_ns: ns(s.since_mount),
+            exclusive: s.exclusive,
+            exclusive_waited: s.exclusive_waited,
+            exclusive_wait_ns: ns(s.exclusive_wait),
+            exclusive_held_ns: ns(s.exclusive_held),
+            longest_hold_ns: ns(s.longest_hold),
+            longest_hold_by: s.longest_hold_by.to_string(),
+            shared: s.shared,
+            shared_declined: s.shared_declined,
+            shared_waited: s.shared_waited,
+            shared_wait_ns: ns(s.shared_wait),
+        })
     }
 }
 

@@ -99,14 +99,14 @@ impl<S: StorageManager> ReadRest<S> {
         if !matches!(pending.fetch(), Ok(true)) {
             let (ino, offset, len) = pending.request();
             // The access time was updated as the read began.
-            let again = self.shared.with(|fs| fs.read_as(ino, offset, len, Access::NoAtime));
+            let again = self.shared.with_as("read", |fs| fs.read_as(ino, offset, len, Access::NoAtime));
             if let Err(e) = &again {
                 super::report_damage(&self.damage, "read", to_fuse(ino), e);
             }
             return again;
         }
         // Caching is a hint: an unmounted or broken file system declines.
-        let _ = self.shared.with(|fs| {
+        let _ = self.shared.with_as("read", |fs| {
             fs.adopt_read(&pending);
             Ok(())
         });
