@@ -51,6 +51,8 @@ fn stat_and_clean_on(layout: Layout) {
     let m = Mount::new(&image, &dir, Mode::Background, layout.mount_args());
 
     let before = stat(&m.dir);
+    // The hashes' budget follows the default cache (256 MiB): a 32nd.
+    assert!(before.contains("\ndirhash                   on: 8 MiB budget, "), "{before}");
     let layout_line = before.lines().find(|l| l.starts_with("layout")).unwrap_or_default();
     match layout {
         Layout::Lfs => {

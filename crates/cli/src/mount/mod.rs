@@ -118,7 +118,7 @@ pub struct MountArgs {
     ///   exec, noexec             programs may run from the mount (default exec)
     ///   suid, dev                set-user-ID bits and device nodes take effect (root only)
     ///   dirhash=on|off           hash large directories (default on)
-    ///   dirhash_maxmem=SIZE      memory for all directory hashes (default 2M)
+    ///   dirhash_maxmem=SIZE      memory for all directory hashes (default: a 32nd of cache, at least 2M)
     ///   dirhash_minsize=SIZE     smallest directory hashed (default 2560)
     ///   dirhash_check            cross-check every dirhash answer (slow)
     ///   relatime, strictatime, noatime   when reads update access times (default relatime)
@@ -324,7 +324,7 @@ fn mount(image: &Path, dir: &Path, options: &Options) -> Result<Mount, String> {
                 cleaner(policy_name)?.install(&mut lfs);
             }
             let mut fs = FileSystem::new(lfs);
-            fs.set_dirhash_options(options.dirhash);
+            fs.set_dirhash_options(options.dirhash());
             fs.set_atime_options(atime);
             fs.set_read_only(options.read_only);
             let mounted = fslab_fuse::mount(fs, dir, &config).map_err(|e| e.to_string())?;
@@ -346,7 +346,7 @@ fn mount(image: &Path, dir: &Path, options: &Options) -> Result<Mount, String> {
                 ffs
             };
             let mut fs = FileSystem::new(ffs);
-            fs.set_dirhash_options(options.dirhash);
+            fs.set_dirhash_options(options.dirhash());
             fs.set_atime_options(atime);
             fs.set_read_only(options.read_only);
             let mounted = fslab_fuse::mount(fs, dir, &config).map_err(|e| e.to_string())?;
