@@ -8,8 +8,10 @@
 //! utilization each recently cleaned segment had, and the thresholds. Last
 //! the directory hashes (2002 paper §3), on either layout: their settings,
 //! lookups answered by a hash and by a scan, builds, drops and the memory
-//! they hold. Last, the daemon's memory: its resident size and what each
-//! structure that grows with the files seen holds.
+//! they hold. Then the daemon's memory: its resident size and what each
+//! structure that grows with the files seen holds. Last, the lock around
+//! the file system: the share of the time it was held exclusively, the
+//! calls that waited for it and how long, and its longest hold.
 
 use crate::out::count;
 use crate::size::human;
