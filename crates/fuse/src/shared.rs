@@ -198,38 +198,39 @@ impl<S: StorageManager> Shared<S> {
 
     /// The file system held exclusively.
     fn write(&self) -> RwLockWriteGuard<'_, State<S>> {
-        // A poisoned lock means our own code panicked while holding it (the
-        // library's panics are caught below): treat it as broken.
-        let poisoned = |poisoned: PoisonError<_>| {
-            self.broken.store(true, Ordering::Relaxed);
-            poisoned.into_inner()
-        };
         self.counters.take(
             Mode::Exclusive,
-            || match self.state.try_write() {
-                Ok(guard) => Some(guard),
-                Err(TryLockError::Poisoned(p)) => Some(poisoned(p)),
-                Err(TryLockError::WouldBlock) => None,
-            },
-            || self.state.write().unwrap_or_else(poisoned),
+            || self.taken_now(self.state.try_write()),
+            || self.recovered(self.state.write()),
         )
     }
 
     /// The file system held shared.
     fn read(&self) -> RwLockReadGuard<'_, State<S>> {
-        let poisoned = |poisoned: PoisonError<_>| {
-            self.broken.store(true, Ordering::Relaxed);
-            poisoned.into_inner()
-        };
         self.counters.take(
             Mode::Shared,
-            || match self.state.try_read() {
-                Ok(guard) => Some(guard),
-                Err(TryLockError::Poisoned(p)) => Some(poisoned(p)),
-                Err(TryLockError::WouldBlock) => None,
-            },
-            || self.state.read().unwrap_or_else(poisoned),
+            || self.taken_now(self.state.try_read()),
+            || self.recovered(self.state.read()),
         )
+    }
+
+    /// A guard from a lock that waited. A poisoned lock means our own code
+    /// panicked while holding it (the library's panics are caught below):
+    /// the file system is treated as broken.
+    fn recovered<G>(&self, taken: std::result::Result<G, PoisonError<G>>) -> G {
+        taken.unwrap_or_else(|poisoned| {
+            self.broken.store(true, Ordering::Relaxed);
+            poisoned.into_inner()
+        })
+    }
+
+    /// A guard from a lock that did not wait, or `None` if it was taken.
+    fn taken_now<G>(&self, tried: std::sync::TryLockResult<G>) -> Option<G> {
+        match tried {
+            Ok(guard) => Some(guard),
+            Err(TryLockError::Poisoned(poisoned)) => Some(self.recovered(Err(poisoned))),
+            Err(TryLockError::WouldBlock) => None,
+        }
     }
 
     /// How the lock has been used since mount.
