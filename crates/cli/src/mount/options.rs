@@ -32,7 +32,9 @@ use std::time::Duration;
 #[derive(Debug, PartialEq)]
 pub(super) struct Options {
     pub allow_other: bool,
-    /// Memory for the buffer cache.
+    /// `cache=`: memory for the buffer cache and, unless `dirhash_maxmem=`
+    /// is given, the directory hashes' share past 2 MiB
+    /// ([`Options::dirhash`]).
     pub cache_bytes: u64,
     /// Time between automatic checkpoints (LFS) or syncs (FFS).
     pub interval: Duration,
