@@ -46,12 +46,8 @@ fn a_summary_lost_at_the_cold_head_is_repaired_and_a_cut_repair_finished() {
     // here, all passed; the suite keeps to a sample), every other torn.
     let mut writes = 0;
     loop {
-        let copy = Arc::new(MemDisk::from_bytes(image.clone()));
         let torn = if writes % 16 == 8 { 2048 } else { 0 };
-        let cut: Arc<dyn BlockDevice> =
-            Arc::new(disk::FaultyDisk::new(copy.clone()).cut_after_writes(writes, torn));
-        let finished = fslab_check::fsck(cut, &repair, &mut |_| {})
-            .is_ok_and(|outcome| outcome.failed.is_empty() && outcome.exit_code() <= 1);
+        let (copy, finished) = testkit::crash::repair_cut_after(&image, writes, torn);
         let outcome = fslab_check::fsck(copy.clone(), &repair, &mut |_| {}).expect("fsck runs");
         assert!(outcome.exit_code() <= 1, "cut after {writes} writes: {:?}", outcome.failed);
         let again = fslab_check::check(copy.as_ref(), &Options::default(), &mut |_| {}).expect("check");

@@ -237,15 +237,10 @@ pub fn a_repair_cut_after_any_write_is_finished_by_the_next<L: Layout>(
     image: &[u8],
     kept: impl Fn(&mut FileSystem<L::S>, &str),
 ) -> u64 {
-    let options = fslab_check::Options { repair: true, ..fslab_check::Options::default() };
     let mut writes = 0;
     loop {
-        let copy = Arc::new(MemDisk::from_bytes(image.to_vec()));
         let torn = if writes % 2 == 1 { 2048 } else { 0 };
-        let cut: Arc<dyn BlockDevice> =
-            Arc::new(disk::FaultyDisk::new(copy.clone()).cut_after_writes(writes, torn));
-        let finished = fslab_check::fsck(cut, &options, &mut |_| {})
-            .is_ok_and(|outcome| outcome.failed.is_empty() && outcome.exit_code() <= 1);
+        let (copy, finished) = testkit::crash::repair_cut_after(image, writes, torn);
         let at = format!("cut after {writes} writes{}", if torn > 0 { ", torn" } else { "" });
         let outcome = super::repair(&copy);
         assert!(outcome.exit_code() <= 1, "{at}: left:\n{}{:?}", listing(&outcome.last), outcome.failed);

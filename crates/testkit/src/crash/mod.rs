@@ -60,7 +60,8 @@
 //! oracle model), `record.rs` (the setup image and a workload's recorded
 //! run), `observe.rs` (walking a mounted image into what it shows),
 //! `check.rs` (one crash state's checks, 1-7 below), `explore.rs`
-//! (enumerating crash states, the outcome). This file holds the geometry
+//! (enumerating crash states, the outcome), `repair_cut.rs` (an fsck
+//! repair the power cuts part way). This file holds the geometry
 //! every run uses and the byte pattern files are written with.
 
 mod check;
@@ -68,6 +69,7 @@ mod explore;
 mod observe;
 mod op;
 mod record;
+mod repair_cut;
 mod tree;
 mod workload;
 
@@ -76,6 +78,7 @@ pub use explore::{explore, explore_all, Budget, Outcome, Violation};
 pub use observe::{walk, Observed, Seen};
 pub use op::Op;
 pub use record::{apply_both, record, record_on, resolve, setup_image, setup_image_on, Point, Recorded};
+pub use repair_cut::repair_cut_after;
 pub use tree::{name_of, parent_of, Body, Node, NodeId, Tree};
 pub use workload::{
     alphabet, build, persist_options, setup_ops, setup_tree, workloads, Coverage, Persist, Step, Workload,
