@@ -577,12 +577,15 @@ fn reads_fetched_outside_the_lock_see_the_file_as_it_was_or_read_again(layout: L
 
 /// A write reads first the blocks it changes in part; with those blocks
 /// out of the cache, `write_edges_to_fetch` plans exactly those reads (not
-/// whole blocks, holes or blocks past the end), and a write after their
-/// transfers and `adopt_read` stores what a plain write would.
+/// whole blocks, holes or blocks past the end, nor, where FFS takes a block
+/// in part unread, whole fragments of a block inside the file), and a
+/// write after their transfers and `adopt_read` stores what a plain write
+/// would.
 fn writes_fetch_exactly_the_blocks_they_change_in_part(layout: Layout) {
-    struct Body;
+    struct Body(bool);
     impl WithSubject for Body {
         fn run<T: Subject>(self, mut subject: T) {
+            let parts_unread = self.0;
             let bs = subject.limits().block_size;
             let b = bs as u64;
             let fs = subject.fs();
@@ -593,12 +596,15 @@ fn writes_fetch_exactly_the_blocks_they_change_in_part(layout: Layout) {
             fs.write(g.ino, 0, &fill(7, 2 * CACHE as usize)).expect("write g");
             fs.sync().expect("sync");
             // (offset, length, blocks read first)
-            let cases: [(u64, usize, usize); 7] = [
+            let cases: [(u64, usize, usize); 8] = [
                 (0, bs, 0),
                 (1, 10, 1),
                 (b - 1, 2, 2),
                 (b, 2 * bs, 0),
-                (b / 2, 2 * bs, 2),
+                // Half a block at each end: whole fragments of FFS's 8 KiB
+                // blocks, of LFS's 4 KiB blocks none.
+                (b / 2, 2 * bs, if parts_unread { 0 } else { 2 }),
+                (b / 2 + 1, 2 * bs, 2),
                 (7 * b + 5, 10, 1),
                 (8 * b + 3, 5, 0),
             ];
@@ -632,7 +638,9 @@ fn writes_fetch_exactly_the_blocks_they_change_in_part(layout: Layout) {
             subject.fsck().expect("fsck clean");
         }
     }
-    layout.with_subject(24 << 20, CACHE, None, Body);
+    // The journal diffs whole blocks: it reads every block it changes.
+    let parts_unread = matches!(layout, Layout::FfsSync | Layout::FfsAsync | Layout::FfsSoftdep);
+    layout.with_subject(24 << 20, CACHE, None, Body(parts_unread));
 }
 
 /// Fills `subject` (a fresh 4 MiB disk, LFS without a cleaner) with

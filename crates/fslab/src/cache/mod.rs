@@ -99,6 +99,10 @@ struct Buffer {
     copy_on_disk: Option<Box<(Daddr, BlockData, Seq)>>,
     /// Holders that need it cached whatever its state ([`BufferCache::pin`]).
     pins: u32,
+    /// `Some((from, to))`: only these bytes are the block's; the rest of
+    /// `data` is zeros standing for what the disk holds
+    /// ([`BufferCache::write_partial`]). Such a buffer is always dirty.
+    partial: Option<(u32, u32)>,
 }
 
 /// Buffers on probation that one trim passes over because they are still
@@ -282,7 +286,7 @@ impl BufferCache {
 
     /// The contents of `key`, if cached.
     pub fn get(&mut self, key: BlockKey) -> Option<&[u8]> {
-        let b = self.buffers.get_mut(&key)?;
+        let b = self.buffers.get_mut(&key).filter(|b| b.partial.is_none())?;
         *b.referenced.get_mut() = true;
         Some(&b.data[..])
     }
@@ -291,12 +295,12 @@ impl BufferCache {
     /// with other readers: it notes the use as [`BufferCache::get`] does,
     /// so the sweep spares the block exactly as it would have.
     pub fn peek(&self, key: BlockKey) -> Option<&[u8]> {
-        let b = self.buffers.get(&key)?;
+        let b = self.buffers.get(&key).filter(|b| b.partial.is_none())?;
         b.referenced.store(true, Ordering::Relaxed);
         Some(&b.data[..])
     }
 
-    /// Whether `key` is cached.
+    /// Whether `key` is cached, whole or in part.
     pub fn contains(&self, key: BlockKey) -> bool {
         self.buffers.contains_key(&key)
     }
@@ -307,8 +311,11 @@ impl BufferCache {
     }
 
     /// Mutable contents of a cached block, which becomes dirty. Returns
-    /// `None` if `key` is not cached.
+    /// `None` if `key` is not cached, or only in part.
     pub fn get_mut_dirty(&mut self, key: BlockKey) -> Option<&mut [u8]> {
+        if self.partial(key).is_some() {
+            return None;
+        }
         if self.buffers.contains_key(&key) {
             self.changing(key);
         }
@@ -327,9 +334,83 @@ impl BufferCache {
         self.get_mut_dirty(key)
     }
 
-    /// A new reference to the contents of `key`, for a write in flight.
+    /// A new reference to the contents of `key`, for a write in flight;
+    /// `None` if it is not cached, or only in part.
     pub fn share(&self, key: BlockKey) -> Option<BlockData> {
-        self.buffers.get(&key).map(|b| b.data.clone())
+        self.buffers.get(&key).filter(|b| b.partial.is_none()).map(|b| b.data.clone())
+    }
+
+    /// The bytes of `key` that are cached, when only some are
+    /// ([`BufferCache::write_partial`]).
+    pub fn partial(&self, key: BlockKey) -> Option<std::ops::Range<usize>> {
+        let (from, to) = self.buffers.get(&key)?.partial?;
+        Some(from as usize..to as usize)
+    }
+
+    /// The contents of `key` and the bytes of them that are its, for
+    /// write-back: all of them unless it is cached only in part.
+    pub fn share_for_write(&self, key: BlockKey) -> Option<(BlockData, std::ops::Range<usize>)> {
+        let b = self.buffers.get(&key)?;
+        let valid = b.partial.map_or(0..b.data.len(), |(from, to)| from as usize..to as usize);
+        Some((b.data.clone(), valid))
+    }
+
+    /// Whether [`write_partial`](Self::write_partial) would take `len`
+    /// bytes at `offset` of `key`.
+    pub fn takes_partial(&self, key: BlockKey, offset: usize, len: usize) -> bool {
+        let end = offset.saturating_add(len);
+        if self.changes.is_some() || len == 0 || end > self.block_size {
+            return false;
+        }
+        match self.buffers.get(&key) {
+            None => true,
+            Some(b) => b.partial.is_some_and(|(from, to)| end >= from as usize && offset <= to as usize),
+        }
+    }
+
+    /// Writes `data` at byte `offset` of block `key` without the rest of
+    /// it: a block not cached becomes a dirty buffer holding only these
+    /// bytes, and one held in part takes them if they touch or overlap what
+    /// it holds (it is whole once they cover the block). The other bytes
+    /// are the disk's: a reader brings them in with
+    /// [`insert`](Self::insert), clean, which merges the two. So a write
+    /// of part of a block need not read the block first, as 4.4BSD's NFS
+    /// client keeps a buffer's valid and dirty ranges (`b_validoff`,
+    /// `b_dirtyoff`) instead of reading.
+    ///
+    /// Returns false, changing nothing, when the block is cached whole,
+    /// the bytes would leave a gap, or the cache keeps before-images of
+    /// changes (a journal diffs whole blocks): the caller then reads the
+    /// block and writes into it.
+    ///
+    /// Until the buffer is whole, `get`, `peek`, `share` and
+    /// `get_mut_dirty` do not return it; once written back it leaves the
+    /// cache, since its clean bytes would not be the whole block.
+    pub fn write_partial(&mut self, key: BlockKey, offset: usize, data: &[u8]) -> bool {
+        if !self.takes_partial(key, offset, data.len()) {
+            return false;
+        }
+        let end = offset + data.len();
+        match self.buffers.get_mut(&key) {
+            None => {
+                let mut block = AlignedBytes::zeroed(self.block_size);
+                block[offset..end].copy_from_slice(data);
+                self.insert(key, Arc::new(block), true);
+                if let Some(b) = self.buffers.get_mut(&key) {
+                    b.partial = Some((offset as u32, end as u32));
+                }
+                true
+            }
+            Some(b) => {
+                let Some((from, to)) = b.partial else { return false };
+                let (from, to) = (from as usize, to as usize);
+                Arc::make_mut(&mut b.data)[offset..end].copy_from_slice(data);
+                let (from, to) = (from.min(offset), to.max(end));
+                b.partial = (from > 0 || to < self.block_size).then_some((from as u32, to as u32));
+                b.parked = 0;
+                true
+            }
+        }
     }
 
     /// A zero-filled block to fill and insert.
@@ -339,8 +420,25 @@ impl BufferCache {
 
     /// Caches `data` (one block) under `key`, replacing what was there.
     /// Room is made first, so the block just inserted is never the one
-    /// evicted: a caller may use it right away.
+    /// evicted: a caller may use it right away. Clean `data` inserted over
+    /// a buffer held in part ([`write_partial`](Self::write_partial)) is
+    /// the disk's copy: the bytes written since go over it, and the buffer
+    /// is whole and still dirty.
     pub fn insert(&mut self, key: BlockKey, data: BlockData, dirty: bool) {
+        if !dirty {
+            if let Some(b) = self.buffers.get_mut(&key) {
+                if let Some((from, to)) = b.partial {
+                    let (from, to) = (from as usize, (to as usize).min(data.len()));
+                    let mut whole = AlignedBytes::copy_of(&data);
+                    if from < to {
+                        whole[from..to].copy_from_slice(&b.data[from..to]);
+                    }
+                    b.data = Arc::new(whole);
+                    b.partial = None;
+                    return;
+                }
+            }
+        }
         if dirty {
             self.changing(key);
         }
@@ -370,6 +468,7 @@ impl BufferCache {
                 parked: 0,
                 copy_on_disk: None,
                 pins,
+                partial: None,
             },
         );
         self.keys.insert(key);
@@ -402,7 +501,16 @@ impl BufferCache {
 
     /// Marks a cached block clean: write `seq` of the write queue took its
     /// contents to the device (0 for a write outside the queue).
+    /// A buffer held in part leaves the cache (unless pinned, when it
+    /// stays dirty): clean, it would pass for the whole block.
     pub fn mark_written(&mut self, key: BlockKey, seq: Seq) {
+        if let Some(pins) = self.buffers.get(&key).filter(|b| b.partial.is_some()).map(|b| b.pins) {
+            if pins == 0 {
+                self.remove(key);
+                self.evicted_written = self.evicted_written.max(seq);
+            }
+            return;
+        }
         if let Some(b) = self.buffers.get_mut(&key) {
             if b.dirty {
                 b.dirty = false;
@@ -576,6 +684,9 @@ impl BufferCache {
         let mut on_probation = 0;
         for (&key, b) in self.buffers.iter() {
             on_probation += usize::from(b.on_probation);
+            if b.partial.is_some() && !b.dirty {
+                return Err(format!("buffer {key:?} held in part is clean"));
+            }
             if b.dirty {
                 continue;
             }

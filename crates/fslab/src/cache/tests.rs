@@ -276,3 +276,56 @@ fn the_invariant_check_holds_through_use_and_finds_a_dirty_set_or_queue_out_of_s
     cache.buffers.get_mut(&key).expect("cached").entry = NOT_QUEUED;
     assert!(cache.check_invariants().is_err_and(|e| e.contains("no entry")));
 }
+
+#[test]
+fn a_block_written_in_part_is_hidden_from_readers_until_the_disk_copy_fills_it() {
+    let mut cache = small_cache();
+    assert!(cache.write_partial((5, 0), 1024, &[7; 1024]));
+    assert_eq!(cache.partial((5, 0)), Some(1024..2048));
+    assert!(cache.contains((5, 0)) && cache.is_dirty((5, 0)));
+    assert!(cache.get((5, 0)).is_none() && cache.peek((5, 0)).is_none() && cache.share((5, 0)).is_none());
+    assert!(cache.get_mut_dirty((5, 0)).is_none(), "nobody changes bytes it does not hold");
+    assert!(cache.write_partial((5, 0), 2048, &[8; 1024]), "touching what it holds");
+    assert!(!cache.write_partial((5, 0), 3072 + 512, &[9; 512]), "a gap");
+    assert!(cache.write_partial((5, 0), 512, &[6; 512]), "overlapping from below");
+    assert_eq!(cache.partial((5, 0)), Some(512..3072));
+    cache.check_invariants().expect("invariants");
+    // The disk's copy, read by whoever needs the block whole.
+    cache.insert((5, 0), block(1), false);
+    assert_eq!(cache.partial((5, 0)), None);
+    assert!(cache.is_dirty((5, 0)), "what was written is not on the disk yet");
+    let block = cache.get((5, 0)).expect("whole now").to_vec();
+    assert_eq!((block[0], block[600], block[1500], block[2500], block[3500]), (1, 6, 7, 8, 1));
+    assert!(!cache.write_partial((5, 0), 0, &[2; 512]), "a block cached whole is written in place");
+}
+
+#[test]
+fn a_block_written_in_part_becomes_whole_once_covered_and_leaves_the_cache_once_written() {
+    let mut cache = small_cache();
+    assert!(cache.write_partial((5, 0), 0, &[1; 2048]));
+    assert!(cache.write_partial((5, 0), 2048, &[2; 2048]));
+    assert_eq!(cache.partial((5, 0)), None, "covered: whole");
+    assert_eq!(cache.get((5, 0)).map(|b| (b[0], b[4095])), Some((1, 2)));
+    assert!(cache.write_partial((5, 1), 0, &[3; 1024]));
+    let (data, valid) = cache.share_for_write((5, 1)).expect("cached");
+    assert_eq!((valid, data[0]), (0..1024, 3));
+    cache.mark_written((5, 1), 4);
+    assert!(!cache.contains((5, 1)), "clean, it would pass for the whole block");
+    assert_eq!(cache.durable_after((5, 1)), Some(4), "durable once its write is");
+    assert!(cache.write_partial((5, 2), 0, &[3; 1024]));
+    cache.pin((5, 2));
+    cache.mark_written((5, 2), 5);
+    assert!(cache.is_dirty((5, 2)), "pinned: it stays, dirty");
+    cache.unpin((5, 2));
+    cache.remove((5, 2));
+    cache.check_invariants().expect("invariants");
+}
+
+#[test]
+fn a_cache_that_keeps_before_images_takes_no_block_in_part() {
+    let mut cache = small_cache();
+    cache.keep_changes();
+    assert!(!cache.takes_partial((5, 0), 0, 1024));
+    assert!(!cache.write_partial((5, 0), 0, &[1; 1024]));
+    assert!(!cache.contains((5, 0)));
+}

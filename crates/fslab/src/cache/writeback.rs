@@ -15,7 +15,7 @@
 //! not durable until the device's flush barrier follows: whoever needs
 //! durability (a synchronous write, fsync) issues it.
 
-use super::{BlockData, BlockKey, BufferCache, Seq, WriteJob, WriteQueue};
+use super::{block_of, BlockData, BlockKey, BufferCache, Seq, WriteJob, WriteQueue};
 use crate::error::errno;
 use crate::format::Daddr;
 use crate::Result;
@@ -166,12 +166,18 @@ pub fn write_back(
     let mut done = WrittenBack::default();
     let mut i = 0;
     while i < placements.len() {
+        if cache.partial(placements[i].key).is_some() {
+            write_partial_back(cache, dest, placements[i], unit_bytes, hooks, &mut done)?;
+            i += 1;
+            continue;
+        }
         let mut run = vec![placements[i]];
         let mut bytes = placements[i].bytes;
         while let Some(&next) = placements.get(i + run.len()) {
             let last = run[run.len() - 1];
             let adjacent = last.bytes == block && next.addr == last.addr + (block as u64 / unit_bytes);
-            if !adjacent || bytes + next.bytes > max_run_bytes.max(block) {
+            if !adjacent || bytes + next.bytes > max_run_bytes.max(block) || cache.partial(next.key).is_some()
+            {
                 break;
             }
             bytes += next.bytes;
@@ -241,6 +247,45 @@ pub fn write_back(
     Ok(done)
 }
 
+/// Writes back a buffer held in part ([`BufferCache::write_partial`]):
+/// only its bytes, at their place in the block, which stays the disk's
+/// elsewhere; it then leaves the cache. Its bytes past `p.bytes` (a block
+/// that became a tail since) lie past the file's end and are not written.
+fn write_partial_back(
+    cache: &mut BufferCache,
+    dest: &mut dyn WriteDest,
+    p: Placement,
+    unit_bytes: u64,
+    hooks: &mut dyn WriteHooks,
+    done: &mut WrittenBack,
+) -> Result<()> {
+    let Some((data, valid)) = cache.share_for_write(p.key) else { return Ok(()) };
+    match hooks.write_starting(p.key, p.addr, &data)? {
+        WriteAs::Cached => {}
+        WriteAs::Held => return Ok(()),
+        WriteAs::Sealed(_) | WriteAs::RolledBack(_) => {
+            return Err(errno(libc::EIO, "a block held in part was to be written as another copy"));
+        }
+    }
+    let end = valid.end.min(p.bytes);
+    let (from, unit) = (valid.start as u64, unit_bytes.max(1));
+    if !from.is_multiple_of(unit) {
+        return Err(errno(libc::EINVAL, "a block held in part starts inside a fragment"));
+    }
+    let mut seq = 0;
+    if valid.start < end {
+        let bytes = block_of(&data[valid.start..end]);
+        seq = dest.write(p.addr + from / unit, unit_bytes, vec![bytes], vec![end - valid.start])?;
+        done.writes += 1;
+        done.bytes += (end - valid.start) as u64;
+    }
+    done.last = done.last.max(seq);
+    cache.mark_written(p.key, seq);
+    hooks.write_done(p.key, p.addr, seq);
+    done.blocks += 1;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -305,6 +350,43 @@ mod tests {
         assert_eq!((at(10), at(12), at(14), at(16), at(20)), (1, 0xEE, 3, 4, 9), "the rolled-back copy went");
         assert_eq!(image[16 * 512 + 512], 0, "only the fragment's bytes of the tail");
         assert_eq!(cache.get((5, 1)).map(|b| b[0]), Some(2), "the cache keeps the current bytes");
+    }
+
+    #[test]
+    fn a_block_held_in_part_goes_alone_with_only_its_bytes_and_leaves_the_cache() {
+        let mut cache = BufferCache::new(1024, CacheLimits::for_memory(1 << 20));
+        let dev = MemDisk::new(64 * 1024);
+        dev.write_at(0, &[0x55; 64 * 1024]).expect("write");
+        // 10 and 14 whole, 12 between them held in part (its second half).
+        cache.insert((5, 0), block_of(&[1; 1024]), true);
+        assert!(cache.write_partial((5, 1), 512, &[2; 512]));
+        cache.insert((5, 2), block_of(&[3; 1024]), true);
+        let mut placements = vec![
+            Placement { key: (5, 0), addr: Daddr::new(10), bytes: 1024 },
+            Placement { key: (5, 1), addr: Daddr::new(12), bytes: 1024 },
+            Placement { key: (5, 2), addr: Daddr::new(14), bytes: 1024 },
+        ];
+        let mut hooks = Recorder::default();
+        let mut dest: &dyn BlockDevice = &dev;
+        let done =
+            write_back(&mut cache, &mut dest, &mut placements, 512, 4096, &mut hooks).expect("write back");
+        assert_eq!(
+            done,
+            WrittenBack { blocks: 3, writes: 3, bytes: 2048 + 512, last: 0 },
+            "no run through it"
+        );
+        assert_eq!(hooks.done, vec![(5, 0), (5, 1), (5, 2)]);
+        let mut image = vec![0u8; 64 * 1024];
+        dev.read_at(0, &mut image).expect("read");
+        assert_eq!(&image[12 * 512..13 * 512], &[0x55; 512][..], "the disk's half is left alone");
+        assert_eq!(&image[13 * 512..14 * 512], &[2; 512][..]);
+        assert!(!cache.contains((5, 1)) && cache.contains((5, 0)) && !cache.is_dirty((5, 0)));
+        // Made a tail of one fragment since: the bytes past it are not written.
+        assert!(cache.write_partial((5, 3), 512, &[4; 512]));
+        let mut tail = [Placement { key: (5, 3), addr: Daddr::new(20), bytes: 512 }];
+        let done = write_back(&mut cache, &mut dest, &mut tail, 512, 4096, &mut hooks).expect("write back");
+        assert_eq!((done.blocks, done.writes, done.bytes), (1, 0, 0));
+        assert!(!cache.contains((5, 3)));
     }
 
     /// A write queue's numbers, so that the first write's can be told.

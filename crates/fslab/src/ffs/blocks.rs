@@ -86,6 +86,7 @@ impl Ffs {
         if buf.len() != self.block_size() {
             return Err(errno(libc::EINVAL, "read buffer is not one block"));
         }
+        self.fill_partial(ino, lbn, None)?;
         if let Some(block) = self.cache.get((ino, lbn)) {
             buf.copy_from_slice(block);
             return Ok(());
@@ -232,6 +233,11 @@ impl Ffs {
             return Err(errno(libc::EFBIG, "file too large"));
         }
         let inode = *self.cached_inode(ino)?;
+        if let NewContents::Part { offset, data } = contents {
+            if self.write_without_reading(ino, lbn, &inode, offset, data)? {
+                return Ok(());
+            }
+        }
         let metadata = lbn == XATTR_LBN || !inode.attr.is_reg();
         let key = (ino, lbn);
         let end = contents.end();
@@ -281,8 +287,81 @@ impl Ffs {
         Ok(())
     }
 
+    /// Stores `data` at `offset` of block `lbn` of `ino` without reading
+    /// the block, if it may: part of a regular file's whole block already
+    /// on disk and not cached whole, inside the file, in whole fragments
+    /// (`BufferCache::write_partial`). The block keeps its place and the
+    /// file its size, so nothing else changes. A 4 KiB random write into
+    /// 8 KiB blocks otherwise reads each block it meets first, the
+    /// read-modify-write 4.4BSD's `ffs_write` does through `bread`. Returns
+    /// whether it did.
+    fn write_without_reading(
+        &mut self,
+        ino: Ino,
+        lbn: Lbn,
+        inode: &Inode,
+        offset: usize,
+        data: &[u8],
+    ) -> Result<bool> {
+        Ok(self.may_write_unread(ino, lbn, inode, offset, data.len())?
+            && self.cache.write_partial((ino, lbn), offset, data))
+    }
+
+    /// Whether [`Ffs::write_without_reading`] would store `len` bytes at
+    /// `offset` of block `lbn` of `ino`.
+    pub(super) fn may_write_unread(
+        &mut self,
+        ino: Ino,
+        lbn: Lbn,
+        inode: &Inode,
+        offset: usize,
+        len: usize,
+    ) -> Result<bool> {
+        let (bs, fsize) = (self.block_size() as u64, self.frag_size());
+        let aligned = (offset as u64).is_multiple_of(fsize) && (len as u64).is_multiple_of(fsize);
+        let inside = (lbn as u64 * bs).saturating_add(offset.saturating_add(len) as u64) <= inode.attr.size;
+        let key = (ino, lbn);
+        if lbn < 0
+            || !inode.attr.is_reg()
+            || !aligned
+            || !inside
+            || !self.cache.takes_partial(key, offset, len)
+        {
+            return Ok(false);
+        }
+        if self.cache.contains(key) {
+            return Ok(true);
+        }
+        Ok(bmap::pointer(self, ino, lbn)?.is_some() && self.block_bytes(ino, lbn)? == bs as usize)
+    }
+
+    /// Makes a block held in part in the cache whole: reads it (from
+    /// `at`, an address and its bytes, or where the file's map puts it)
+    /// under the bytes written since.
+    fn fill_partial(&mut self, ino: Ino, lbn: Lbn, at: Option<(Daddr, usize)>) -> Result<()> {
+        if self.cache.partial((ino, lbn)).is_none() {
+            return Ok(());
+        }
+        let (addr, bytes) = match at {
+            Some(at) => at,
+            None => (bmap::pointer(self, ino, lbn)?, self.block_bytes(ino, lbn)?),
+        };
+        if addr.is_none() {
+            return Err(Error::corrupt_at(
+                "block map",
+                Location::FileBlock { ino, lbn: lbn as u64 },
+                "a block written in part has no address",
+            ));
+        }
+        let mut buf = AlignedBytes::zeroed(self.block_size());
+        self.read_at(addr, &mut buf[..bytes])?;
+        self.cache.insert((ino, lbn), Arc::new(buf), false);
+        Ok(())
+    }
+
     /// Brings block `lbn` of `ino` into the cache if it is on disk.
     fn load_block(&mut self, ino: Ino, lbn: Lbn) -> Result<()> {
+        self.fill_partial(ino, lbn, None)?;
         if self.cache.contains((ino, lbn)) {
             return Ok(());
         }
@@ -298,6 +377,7 @@ impl Ffs {
     /// resized, whose size the rule no longer gives once the size or map
     /// has changed.
     fn load_block_of(&mut self, ino: Ino, lbn: Lbn, addr: Daddr, bytes: usize) -> Result<()> {
+        self.fill_partial(ino, lbn, Some((addr, bytes)))?;
         if self.cache.contains((ino, lbn)) {
             return Ok(());
         }
@@ -502,6 +582,9 @@ impl Ffs {
             if addr.is_none() || have == want {
                 continue;
             }
+            // Only a whole block is held in part (`may_write_unread`):
+            // one that changes size is made whole first.
+            self.fill_partial(ino, lbn as Lbn, Some((addr, have)))?;
             if want > have {
                 self.resize_block(ino, lbn as Lbn, addr, have, want, metadata)?;
             } else {
@@ -728,6 +811,9 @@ impl BlockTree for Ffs {
     /// place get space now, as `ffs_balloc` gives them. The block keeps
     /// its address.
     fn relocate(&mut self, ino: Ino, from: Lbn, to: Lbn, addr: Daddr) -> Result<Daddr> {
+        // Only a whole block is ever held in part.
+        let bs = self.block_size();
+        self.fill_partial(ino, from, Some((addr, bs)))?;
         if let Some(block) = self.cache.share((ino, from)) {
             let dirty = self.cache.is_dirty((ino, from));
             self.cache.remove((ino, from));

@@ -125,7 +125,9 @@ impl Ffs {
         for i in 0..len {
             let l = run.first + Lbn::from(i);
             let at = if l == lbn { addr } else { Daddr::new(run.addr.get() + u64::from(i) * fpb) };
-            if !self.cache.is_dirty((ino, l)) || bmap::pointer(self, ino, l)? != at {
+            // A block held in part has its other bytes at its old place.
+            let partial = self.cache.partial((ino, l)).is_some();
+            if partial || !self.cache.is_dirty((ino, l)) || bmap::pointer(self, ino, l)? != at {
                 return Ok(None);
             }
             old.push(at);

@@ -230,6 +230,12 @@ impl StorageManager for Ffs {
         self.maybe_write()
     }
 
+    fn writes_part_unread(&mut self, ino: Ino, lbn: Lbn, offset: usize, len: usize) -> Result<bool> {
+        self.check_mounted()?;
+        let inode = *self.cached_inode(ino)?;
+        self.may_write_unread(ino, lbn, &inode, offset, len)
+    }
+
     fn write_whole_block(&mut self, ino: Ino, lbn: Lbn, block: AlignedBytes) -> Result<()> {
         self.check_mounted()?;
         self.write_file_block(ino, lbn, NewContents::Whole(block))?;

@@ -188,6 +188,15 @@ pub trait StorageManager: Send + Sync {
     /// before changing anything if the block could not be stored.
     fn write_block(&mut self, ino: Ino, lbn: Lbn, offset: usize, data: &[u8]) -> Result<()>;
 
+    /// Whether [`StorageManager::write_block`] of `len` bytes at `offset`
+    /// of block `lbn` of `ino` would store them without the rest of the
+    /// block, so that nobody need read it first (a write that changes a
+    /// block in part reads it beforehand, without the lock, when this
+    /// says no). The default: no.
+    fn writes_part_unread(&mut self, _ino: Ino, _lbn: Lbn, _offset: usize, _len: usize) -> Result<bool> {
+        Ok(false)
+    }
+
     /// Stores `block`, the whole new contents of block `lbn` of `ino`, as
     /// [`StorageManager::write_block`] does. The caller copied it into its
     /// own buffer, possibly before taking the lock around the file system,

@@ -281,6 +281,13 @@ impl<S: StorageManager> Ns<'_, S> {
         }
         let mut pending = Vec::new();
         for start in edges {
+            // The part of the block the write covers.
+            let (from, to) = (offset.max(start), end.min(start + bs));
+            let lbn =
+                Lbn::try_from(start / bs).map_err(|_| errno(libc::EFBIG, "write past the largest file"))?;
+            if self.s.writes_part_unread(ino, lbn, (from - start) as usize, (to - from) as usize)? {
+                continue;
+            }
             if let ReadStart::Pending(read) = self.read_later(ino, start, bs as usize, true)? {
                 pending.push(read);
             }
