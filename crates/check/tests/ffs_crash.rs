@@ -126,7 +126,8 @@
 //!
 //! A sample: every `STRIDE`th workload, `STATES` crash states each (seeded),
 //! and every one of the workloads that give a file indirect blocks
-//! ([`indirect_workloads`]) and chains of renames ([`rename_workloads`]),
+//! ([`indirect_workloads`]), chains of renames ([`rename_workloads`]) and
+//! writes into part of a block not read ([`partial_block_workloads`]),
 //! `INDIRECT_STATES` states each.
 //! `FSLAB_FFS_CRASH_STRIDE` and `FSLAB_FFS_CRASH_STATES` change them.
 //!
@@ -222,6 +223,40 @@ fn indirect_workloads() -> Vec<Workload> {
             add(&[(write, None), (then, Some(p))]);
         }
         add(&[(write, Some(Persist::Fdatasync(s(file)))), (then, Some(Persist::Sync))]);
+    }
+    out
+}
+
+/// Workloads that write whole fragments into a block the fresh mount has
+/// not read (the first of `A/foo`'s 8 KiB blocks): FFS stores them without
+/// the rest of the block, outside the journal's mode, and writes back only
+/// them. Each persistence point after it, then a second write that touches
+/// the first (still only part of the block), a truncation that makes that
+/// block the file's tail, an append past the old tail, and a write that is
+/// not whole fragments (which reads the block and merges the two).
+fn partial_block_workloads() -> Vec<Workload> {
+    let s = |x: &str| x.to_string();
+    let w = |offset: u64, len: usize, tag: u8| Op::Write { path: s("A/foo"), offset, len, tag };
+    let part = w(4_096, 2_048, 17);
+    let then = [w(0, 4_096, 18), Op::Truncate(s("A/foo"), 5_000), w(12_000, 5_000, 19), w(100, 300, 20)];
+    let mut out = Vec::new();
+    let mut add = |core: &[(&Op, Option<Persist>)]| {
+        let name = format!("part-{:02}", out.len());
+        if let Some(w) = build(name, core) {
+            out.push(w);
+        }
+    };
+    for p in persist_options(&part) {
+        add(&[(&part, Some(p))]);
+    }
+    for next in &then {
+        add(&[(&part, None), (next, Some(Persist::Fsync(s("A/foo"))))]);
+    }
+    // Crash states after the fsync that leave `A/foo` alone from there on:
+    // the modes that order no data check its bytes only then.
+    let elsewhere = [Op::Create(s("B/new")), Op::Write { path: s("A/bar"), offset: 0, len: 2_000, tag: 21 }];
+    for next in &elsewhere {
+        add(&[(&part, Some(Persist::Fsync(s("A/foo")))), (next, Some(Persist::Sync))]);
     }
     out
 }
@@ -1317,8 +1352,8 @@ struct Shape {
 
 /// How much of the crash space a run samples: every `stride`th workload of
 /// the sampled family, starting at the `offset`th, `states` crash states
-/// each, and every one of the indirect and rename workloads, `special`
-/// states each.
+/// each, and every one of the indirect, rename and partial-block
+/// workloads, `special` states each.
 #[derive(Debug, Clone, Copy)]
 struct Budget {
     stride: usize,
@@ -1412,7 +1447,13 @@ fn explore_within(integrity: Integrity, drive: Drive, budget: Budget) -> Explore
         .step_by(budget.stride)
         .map(|w| (w, budget.states));
     let list: Vec<(Workload, usize)> = sampled
-        .chain(indirect_workloads().into_iter().chain(rename_workloads()).map(|w| (w, budget.special)))
+        .chain(
+            indirect_workloads()
+                .into_iter()
+                .chain(rename_workloads())
+                .chain(partial_block_workloads())
+                .map(|w| (w, budget.special)),
+        )
         .collect();
     let mut out = Explored {
         checked: 0,
