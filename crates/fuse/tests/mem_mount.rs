@@ -273,11 +273,15 @@ fn the_kernels_lookups_are_pruned_to_the_bound() {
     let server = std::thread::spawn(move || mounted.run());
     let result = std::panic::catch_unwind(|| {
         fs::create_dir(dir.join("many")).expect("mkdir");
+        let pinned = || handle.with(|fs| Ok(fs.pinned())).expect("count");
+        // Sampled after every create: on a slow machine the prune, every
+        // tick, may already have run by the end of them.
+        let mut most = 0;
         for i in 0..600 {
             fs::write(dir.join("many").join(format!("f{i}")), b"x").expect("create");
+            most = most.max(pinned());
         }
-        let pinned = || handle.with(|fs| Ok(fs.pinned())).expect("count");
-        assert!(pinned() > BOUND, "every created file is looked up: {}", pinned());
+        assert!(most > BOUND, "the created files are looked up: at most {most} at once");
         let started = Instant::now();
         while pinned() > BOUND && started.elapsed() < Duration::from_secs(10) {
             std::thread::sleep(Duration::from_millis(50));
