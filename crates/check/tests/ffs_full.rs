@@ -4,7 +4,9 @@
 //! giving space back works — rename over an existing file, truncate,
 //! punching a hole, unlink, rmdir — after a sync and a remount; once
 //! everything is deleted, `statfs` shows the space and inodes of the new
-//! file system and fsck finds nothing wrong.
+//! file system and fsck finds nothing wrong. Fragments written into
+//! blocks already on disk, which FFS takes without reading the block, fit
+//! at 100% and read back as written.
 
 mod common;
 
@@ -116,6 +118,52 @@ fn rewrite_all(fs: &mut FileSystem<Ffs>, files: &[(Ino, String)], what: &str) {
     }
 }
 
+/// The third block of every file that has one whole, as it should read.
+type ThirdBlocks = std::collections::BTreeMap<(Ino, String), Vec<u8>>;
+
+/// Writes two fragments of `byte` into the third block of every file that
+/// has it whole, then reads the block back. `blocks` holds what each
+/// block read as after the last call; a block found there is not read
+/// before the write, and after a remount it is not cached, so FFS takes
+/// the fragments without reading the block (`write_without_reading`) —
+/// on a disk with no space left, where such a write needs none. Returns
+/// the device reads the writes themselves made.
+fn write_fragments(
+    fs: &mut FileSystem<Ffs>,
+    files: &[(Ino, String)],
+    blocks: &mut ThirdBlocks,
+    byte: u8,
+    what: &str,
+) -> u64 {
+    const BLOCK: u64 = 3 * 8192;
+    let mut reads = 0;
+    for (dir, name) in files {
+        let f = fs.lookup(*dir, name.as_bytes()).expect("lookup").ino;
+        if fs.getattr(f).expect("getattr").attr.size < BLOCK + 8192 {
+            continue;
+        }
+        let key = (*dir, name.clone());
+        let mut expected = match blocks.get(&key) {
+            Some(block) => block.clone(),
+            None => fs.read(f, BLOCK, 8192).expect("read"),
+        };
+        let before = fs.storage().stats().reads;
+        if let Err(e) = fs.write(f, BLOCK + 1024, &[byte; 2048]) {
+            panic!("{what}: two fragments into a block of {name} at 100%: {e}");
+        }
+        reads += fs.storage().stats().reads - before;
+        expected[1024..3072].fill(byte);
+        let got = fs.read(f, BLOCK, 8192).expect("read");
+        assert!(
+            got == expected,
+            "{what}: {name}'s block written in part differs at byte {:?}",
+            got.iter().zip(&expected).position(|(a, b)| a != b)
+        );
+        blocks.insert(key, expected);
+    }
+    reads
+}
+
 /// Deletes everything on the full disk: a rename over an existing file, a
 /// truncate, a hole punched, then every file and directory.
 fn empty(fs: &mut FileSystem<Ffs>, files: &[(Ino, String)], what: &str) {
@@ -151,16 +199,33 @@ fn a_disk_filled_to_enospc_empties_to_the_space_it_had_new_and_checks_clean() {
             let what = format!("{integrity:?}, {how:?}");
             let dev = fresh_for(DISK, integrity);
             let new = with_fs_in(&dev, integrity, false, |fs| fs.statfs().expect("statfs"));
+            let mut third_blocks = ThirdBlocks::new();
             let files = with_fs_in(&dev, integrity, false, |fs| {
                 let files = fill(fs, how, &what);
                 assert_eq!(fs.statfs().expect("statfs").free_blocks, 0, "{what}: full, statfs shows room");
                 rewrite_all(fs, &files, &what);
+                write_fragments(fs, &files, &mut third_blocks, 0x3c, &what);
                 fs.sync().expect("sync");
                 files
             });
             let report = check(&dev);
             assert!(report.is_clean(), "{what}, full:\n{}", listing(&report));
+            assert!(
+                !third_blocks.is_empty() || matches!(how, Fill::ManySmall),
+                "{what}: no file has a third block"
+            );
+            let reads = with_fs_in(&dev, integrity, false, |fs| {
+                write_fragments(fs, &files, &mut third_blocks, 0xc3, &what)
+            });
+            // The journal's modes read what they change (its log keeps
+            // before-images); the others take the fragments unread.
+            if !matches!(integrity, Integrity::Journal | Integrity::JournalSync) {
+                assert_eq!(reads, 0, "{what}: fragments into blocks on disk read them first");
+            }
+            let report = check(&dev);
+            assert!(report.is_clean(), "{what}, fragments written:\n{}", listing(&report));
             with_fs_in(&dev, integrity, false, |fs| {
+                write_fragments(fs, &files, &mut third_blocks, 0x96, &what);
                 rewrite_all(fs, &files, &what);
                 empty(fs, &files, &what);
                 let now = fs.statfs().expect("statfs");

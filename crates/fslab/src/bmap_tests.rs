@@ -183,6 +183,22 @@ fn next_data_skips_holes_and_whole_absent_trees() {
 }
 
 #[test]
+fn next_data_among_the_direct_blocks_sees_blocks_held_in_memory_and_refuses_a_pointer_past_the_device() {
+    let mut t = Toy::new();
+    balloc(&mut t, 7, 5).expect("balloc");
+    t.flush();
+    // A block held in memory with no address yet (LFS's new blocks).
+    t.memory.insert(2, vec![0; BLOCK]);
+    assert_eq!(next_data(&mut t, 7, 0, 96).expect("search"), Some(2));
+    assert_eq!(next_data(&mut t, 7, 3, 96).expect("search"), Some(5));
+    assert_eq!(next_data(&mut t, 7, 3, 5).expect("search"), None, "the end bounds the search");
+    t.memory.insert(4, vec![0; BLOCK]);
+    assert_eq!(next_data(&mut t, 7, 3, 96).expect("search"), Some(4), "memory before the disk");
+    t.inode.direct[8] = Daddr::new(1 << 20);
+    assert!(next_data(&mut t, 7, 6, 96).is_err(), "a pointer past the device is corrupt");
+}
+
+#[test]
 fn a_run_stops_at_a_gap_on_disk_or_a_block_held_in_memory() {
     let mut t = Toy::new();
     for lbn in 0..6 {

@@ -621,6 +621,14 @@ impl BufferCache {
         }
     }
 
+    /// The first block of inode `ino` among `lbns` that is cached.
+    pub fn first_in(&self, ino: Ino, lbns: std::ops::Range<Lbn>) -> Option<Lbn> {
+        if lbns.is_empty() {
+            return None;
+        }
+        self.keys.range((ino, lbns.start)..(ino, lbns.end)).next().map(|&(_, lbn)| lbn)
+    }
+
     /// Cached keys of inode `ino` with logical block numbers in `lbns`.
     pub fn keys_in(&self, ino: Ino, lbns: std::ops::RangeInclusive<Lbn>) -> Vec<BlockKey> {
         self.keys.range((ino, *lbns.start())..=(ino, *lbns.end())).copied().collect()

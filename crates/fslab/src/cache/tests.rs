@@ -92,6 +92,11 @@ fn keys_in_lists_an_inodes_cached_blocks_in_order() {
     assert!(cache.remove((4, 3)));
     assert_eq!(cache.keys_in(4, Lbn::MIN..=Lbn::MAX), vec![(4, -1), (4, 0), (4, 7), (4, 1 << 40)]);
     assert_eq!(cache.keys_in(4, 0..=7), vec![(4, 0), (4, 7)]);
+    assert_eq!(cache.first_in(4, 1..8), Some(7));
+    assert_eq!(cache.first_in(4, 1..7), None, "the range's end is not in it");
+    assert_eq!(cache.first_in(4, 3..4), None, "a removed block is not cached");
+    assert_eq!(cache.first_in(5, 0..100), Some(2));
+    assert_eq!(cache.first_in(4, 7..7), None);
     // Eviction keeps the index: clean buffers of inode 6 push inode 4's
     // out once they are written.
     for lbn in [-1, 0, 7, 1 << 40] {

@@ -762,6 +762,10 @@ impl BlockTree for Ffs {
         self.cache.contains((ino, lbn))
     }
 
+    fn first_in_memory(&self, ino: Ino, lbns: std::ops::Range<Lbn>) -> Option<Lbn> {
+        self.cache.first_in(ino, lbns)
+    }
+
     fn read_indirect(&mut self, ino: Ino, meta: Lbn, addr: Daddr) -> Result<()> {
         let mut buf = AlignedBytes::zeroed(self.block_size());
         self.read_at(addr, &mut buf)?;

@@ -336,6 +336,10 @@ impl BlockTree for Lfs {
         self.cache.contains((ino, lbn))
     }
 
+    fn first_in_memory(&self, ino: Ino, lbns: std::ops::Range<Lbn>) -> Option<Lbn> {
+        self.cache.first_in(ino, lbns)
+    }
+
     fn read_indirect(&mut self, ino: Ino, meta: Lbn, addr: Daddr) -> Result<()> {
         self.cache_from_disk(ino, meta, addr)
     }
