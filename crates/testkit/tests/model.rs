@@ -569,6 +569,58 @@ fn reads_fetched_outside_the_lock_see_the_file_as_it_was_or_read_again(layout: L
                 // Rewritten in place: every overwritten block's fetch saw the write.
                 assert_eq!(stale, blocks / 2, "stale fetches caught on a layout that writes in place");
             }
+            // A small file's last block, on FFS a tail of fragments: its
+            // transfer is left undone too, overwritten before it runs it is
+            // caught, and left alone it is cached.
+            let tail_len = 1000;
+            let s = subject
+                .fs()
+                .mknod(ROOT_INO, b"s", libc::S_IFREG | 0o644, 0, Creds::default())
+                .expect("create s");
+            let mut contents: Vec<u8> = (0..3).flat_map(|lbn| stamp(lbn, 1)).collect();
+            contents.extend_from_slice(&stamp(3, 1)[..tail_len]);
+            subject.fs().write(s.ino, 0, &contents).expect("write s");
+            let at = 3 * bs as u64;
+            for overwrite in [false, true] {
+                subject.fs().sync().expect("sync");
+                for at in (0..2 * CACHE).step_by(bs) {
+                    subject.fs().read(g.ino, at, bs).expect("read g");
+                }
+                let start = subject.fs().read_begin(s.ino, at, bs).expect("read begins");
+                let ReadStart::Pending(mut pending) = start else {
+                    panic!("the last block of a small file, not cached, was read under the lock")
+                };
+                if overwrite {
+                    subject.fs().write(s.ino, at, &stamp(3, 2)[..tail_len]).expect("overwrite");
+                    subject.fs().sync().expect("sync");
+                    for at in (0..2 * CACHE).step_by(bs) {
+                        subject.fs().read(g.ino, at, bs).expect("read g");
+                    }
+                }
+                if pending.fetch().expect("fetch") {
+                    assert!(
+                        !overwrite || self.0 == Layout::Lfs,
+                        "a tail rewritten in place before its transfer was not caught"
+                    );
+                    subject.fs().adopt_read(&pending);
+                    assert!(
+                        pending.into_data() == stamp(3, 1)[..tail_len],
+                        "the tail's fetched bytes are not the file's"
+                    );
+                } else {
+                    assert!(overwrite, "a tail nothing wrote to went stale");
+                }
+                let version = if overwrite { 2 } else { 1 };
+                let read = subject.fs().read(s.ino, at, bs).expect("read");
+                assert!(
+                    read == stamp(3, version)[..tail_len],
+                    "the tail read after is not version {version}"
+                );
+                if !overwrite {
+                    let again = subject.fs().read_begin(s.ino, at, bs).expect("read begins");
+                    assert!(matches!(again, ReadStart::Done(_)), "a tail fetched alone was not cached");
+                }
+            }
             subject.fsck().expect("fsck clean");
         }
     }

@@ -135,6 +135,24 @@ impl Ffs {
         while i < count {
             let lbn = first + i as Lbn;
             let block = &mut buf[i * bs..(i + 1) * bs];
+            if Some(lbn) == tail && !self.cache.contains((ino, lbn)) {
+                if let Some(later) = later.as_deref_mut() {
+                    // A tail's fragments go alone, outside the lock too: a
+                    // small file is all tail, and read under the lock one
+                    // reader's device wait held up every other request.
+                    let addr = bmap::pointer(self, ino, lbn)?;
+                    if addr.is_some() {
+                        let bytes = self.block_bytes(ino, lbn)?;
+                        block[bytes..].fill(0);
+                        self.stats.reads += 1;
+                        later.push(Fetch { at: i * bs, addr, len: bytes, lbn });
+                    } else {
+                        block.fill(0);
+                    }
+                    i += 1;
+                    continue;
+                }
+            }
             if self.cache.contains((ino, lbn)) || Some(lbn) == tail {
                 self.read_file_block(ino, lbn, block)?;
                 i += 1;

@@ -201,9 +201,11 @@ impl StorageManager for Ffs {
     fn adopt_fetched(&mut self, ino: Ino, fetches: &Fetches, buf: &[u8]) {
         for (fetch, bytes) in fetches.unwritten_single_blocks(buf) {
             let key = (ino, fetch.lbn);
-            let whole = matches!(self.block_bytes(ino, fetch.lbn), Ok(n) if n == bytes.len());
+            // The block still takes as many bytes as were read: a tail
+            // that grew since is not cached as the fragments it was.
+            let same_size = matches!(self.block_bytes(ino, fetch.lbn), Ok(n) if n == fetch.len);
             if !self.cache.contains(key)
-                && whole
+                && same_size
                 && matches!(bmap::pointer(self, ino, fetch.lbn), Ok(a) if a == fetch.addr)
             {
                 self.cache.insert(key, block_of(bytes), false);

@@ -29,7 +29,8 @@ pub struct Fetch {
     pub at: usize,
     /// Where they lie on the device.
     pub addr: Daddr,
-    /// How many bytes: whole blocks.
+    /// How many bytes: whole blocks, or the fragments of a file's tail
+    /// (FFS), the rest of whose block in the buffer is zeros.
     pub len: usize,
     /// The file's block the transfer starts with.
     pub lbn: Lbn,
@@ -92,17 +93,18 @@ impl Fetches {
         self.reader.written_since(self.since, fetch.addr.get(), fetch.len)
     }
 
-    /// The transfers of a single block that no write since the plan may
-    /// have reached, with the bytes [`Fetches::run`] read into `buf`: what
-    /// may be cached, if the block still lies at the address read and is
-    /// not cached already.
+    /// The transfers of a single block (or a tail's fragments) that no
+    /// write since the plan may have reached, each with its whole block of
+    /// `buf` as [`Fetches::run`] left it: what may be cached, if the block
+    /// still lies at the address read, in as many bytes, and is not cached
+    /// already.
     pub fn unwritten_single_blocks<'a>(
         &'a self,
         buf: &'a [u8],
     ) -> impl Iterator<Item = (&'a Fetch, &'a [u8])> + 'a {
         self.list
             .iter()
-            .filter(|f| f.len == self.block_size && !self.written_since(f))
-            .filter_map(move |f| buf.get(f.at..f.at + f.len).map(|bytes| (f, bytes)))
+            .filter(|f| f.len <= self.block_size && !self.written_since(f))
+            .filter_map(move |f| buf.get(f.at..f.at + self.block_size).map(|bytes| (f, bytes)))
     }
 }
