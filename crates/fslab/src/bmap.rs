@@ -219,8 +219,12 @@ pub fn free_range<T: BlockTree + ?Sized>(t: &mut T, ino: Ino, first: u64, last: 
     if first > last {
         return Ok(());
     }
-    for lbn in first..=last.min(NDADDR as u64 - 1) {
+    // Only the direct blocks that hold data are visited: a freed block
+    // gives no other one data.
+    let mut from = first;
+    while let Some(lbn) = next_direct(t, ino, from, last.saturating_add(1))? {
         free_one(t, ino, lbn as Lbn)?;
+        from = lbn + 1;
     }
     for (i, &start) in tree_starts(&g).iter().enumerate() {
         let level = i + 1;
@@ -281,22 +285,10 @@ pub fn next_data<T: BlockTree + ?Sized>(t: &mut T, ino: Ino, from: u64, end: u64
     let end = end.min(g.max_blocks());
     let mut at = from;
     if at < NDADDR as u64 && at < end {
-        // The direct blocks from the inode's pointers, read once, and one
-        // search of memory: a small file's tail (`tail_of`) is looked for
-        // on every write, read and free of it, and a lookup a block was a
-        // tenth of an unlink's work.
-        let stop = end.min(NDADDR as u64);
-        let direct = t.inode(ino)?.direct;
-        let on_disk = (at..stop).find(|&lbn| direct[lbn as usize].is_some());
-        if let Some(lbn) = on_disk {
-            on_device(t, ino, lbn as Lbn, direct[lbn as usize])?;
-        }
-        let stop_in_memory = on_disk.unwrap_or(stop);
-        let in_memory = t.first_in_memory(ino, at as Lbn..stop_in_memory as Lbn).map(|lbn| lbn as u64);
-        if let Some(lbn) = in_memory.or(on_disk) {
+        if let Some(lbn) = next_direct(t, ino, at, end)? {
             return Ok(Some(lbn));
         }
-        at = stop;
+        at = end.min(NDADDR as u64);
     }
     'search: while at < end {
         let path = g.path(at).ok_or_else(|| errno(libc::EFBIG, "block out of range"))?;
@@ -314,6 +306,25 @@ pub fn next_data<T: BlockTree + ?Sized>(t: &mut T, ino: Ino, from: u64, end: u64
         at += 1;
     }
     Ok(None)
+}
+
+/// The first direct block of `ino` in `from..stop` that holds data, on
+/// disk or in memory: from one copy of the inode's pointers and one search
+/// of memory. A small file's tail (`tail_of`) is looked for on every
+/// write, read and free of it, and a lookup of pointer and memory a block
+/// was a tenth of an unlink's work.
+fn next_direct<T: BlockTree + ?Sized>(t: &mut T, ino: Ino, from: u64, stop: u64) -> Result<Option<u64>> {
+    let stop = stop.min(NDADDR as u64);
+    if from >= stop {
+        return Ok(None);
+    }
+    let direct = t.inode(ino)?.direct;
+    let on_disk = (from..stop).find(|&lbn| direct[lbn as usize].is_some());
+    if let Some(lbn) = on_disk {
+        on_device(t, ino, lbn as Lbn, direct[lbn as usize])?;
+    }
+    let in_memory = t.first_in_memory(ino, from as Lbn..on_disk.unwrap_or(stop) as Lbn);
+    Ok(in_memory.map(|lbn| lbn as u64).or(on_disk))
 }
 
 /// How many blocks from `lbn` (which lives at `addr`) on, at most `max`,
