@@ -148,6 +148,9 @@ impl BlockDevice for RemovedWhenDropped {
     fn flush(&self) -> io::Result<()> {
         self.dev.flush()
     }
+    fn joins_writes(&self) -> bool {
+        self.dev.joins_writes()
+    }
     fn size(&self) -> u64 {
         self.dev.size()
     }
@@ -233,6 +236,10 @@ impl BlockDevice for Partition {
 
     fn takes_read_ahead(&self) -> bool {
         self.inner.takes_read_ahead()
+    }
+
+    fn joins_writes(&self) -> bool {
+        self.inner.joins_writes()
     }
 
     fn size(&self) -> u64 {

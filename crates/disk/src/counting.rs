@@ -111,6 +111,9 @@ impl<D: BlockDevice> BlockDevice for CountingDisk<D> {
     fn takes_read_ahead(&self) -> bool {
         true
     }
+    fn joins_writes(&self) -> bool {
+        self.inner.joins_writes()
+    }
     fn size(&self) -> u64 {
         self.inner.size()
     }

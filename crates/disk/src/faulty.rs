@@ -133,6 +133,10 @@ impl<D: BlockDevice> BlockDevice for FaultyDisk<D> {
         Ok(())
     }
 
+    fn joins_writes(&self) -> bool {
+        self.inner.joins_writes()
+    }
+
     fn size(&self) -> u64 {
         self.inner.size()
     }

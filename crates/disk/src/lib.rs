@@ -91,6 +91,16 @@ pub trait BlockDevice: Send + Sync {
         false
     }
 
+    /// Whether writes that lie one after another on it are best sent as
+    /// one, whatever buffers they come from: yes (the default) where each
+    /// request costs a system call and nothing more, as on an image file
+    /// or a block device; no on a simulated disk that charges each request
+    /// as the papers' disks did, so that a layout issues there the
+    /// requests its paper's system issued.
+    fn joins_writes(&self) -> bool {
+        true
+    }
+
     /// The device's size in bytes.
     fn size(&self) -> u64;
 }
@@ -127,6 +137,9 @@ macro_rules! forward_block_device {
             }
             fn takes_read_ahead(&self) -> bool {
                 (**self).takes_read_ahead()
+            }
+            fn joins_writes(&self) -> bool {
+                (**self).joins_writes()
             }
             fn size(&self) -> u64 {
                 (**self).size()

@@ -107,6 +107,10 @@ impl BlockDevice for ReadOnlyOverlay {
         self.inner.takes_read_ahead()
     }
 
+    fn joins_writes(&self) -> bool {
+        self.inner.joins_writes()
+    }
+
     fn size(&self) -> u64 {
         self.inner.size()
     }

@@ -114,6 +114,10 @@ impl BlockDevice for DevicePair {
         self.first.takes_read_ahead()
     }
 
+    fn joins_writes(&self) -> bool {
+        self.first.joins_writes() && self.second.joins_writes()
+    }
+
     fn size(&self) -> u64 {
         self.base + self.second.size()
     }

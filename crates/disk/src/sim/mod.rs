@@ -317,6 +317,12 @@ impl BlockDevice for SimDisk {
         true
     }
 
+    /// No: each request is charged as the modelled disk charged it, and
+    /// the lab's layouts issue the requests their papers' systems did.
+    fn joins_writes(&self) -> bool {
+        false
+    }
+
     fn flush(&self) -> io::Result<()> {
         let mut inner = self.lock();
         let done = inner.engine.drain();

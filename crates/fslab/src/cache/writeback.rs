@@ -148,21 +148,30 @@ pub struct WrittenBack {
 }
 
 /// Writes the buffers of `placements` to `dest`, in address order, and
-/// marks them clean (all but those written rolled back, which stay dirty). Buffers whose addresses follow one another — each whole, and
-/// the next starting where it ends — go in one device write of at most
-/// `max_run_bytes` (a layout passes its `maxcontig`). `unit_bytes` is the
-/// size of an address unit (a fragment). A buffer no longer in the cache
-/// is skipped.
+/// marks them clean (all but those written rolled back, which stay
+/// dirty). Buffers whose addresses follow one another — the next starting
+/// where one ends — go in one device write of at most `max_run_bytes` (a
+/// layout passes its `maxcontig`): whole blocks always, and with
+/// `join_fragments` a file's tail of fragments too, with the fragments
+/// after it (another file's, in the same block). `unit_bytes` is the size
+/// of an address unit (a fragment). A buffer no longer in the cache is
+/// skipped.
 pub fn write_back(
     cache: &mut BufferCache,
     dest: &mut dyn WriteDest,
     placements: &mut [Placement],
     unit_bytes: u64,
     max_run_bytes: usize,
+    join_fragments: bool,
     hooks: &mut dyn WriteHooks,
 ) -> Result<WrittenBack> {
     placements.sort_by_key(|p| p.addr);
     let block = cache.block_size;
+    // Whether `next` goes in the same device write as `last`.
+    let follows = |last: &Placement, next: &Placement| {
+        (last.bytes == block || join_fragments)
+            && next.addr == last.addr + (last.bytes as u64).div_ceil(unit_bytes.max(1))
+    };
     let mut done = WrittenBack::default();
     let mut i = 0;
     while i < placements.len() {
@@ -175,8 +184,9 @@ pub fn write_back(
         let mut bytes = placements[i].bytes;
         while let Some(&next) = placements.get(i + run.len()) {
             let last = run[run.len() - 1];
-            let adjacent = last.bytes == block && next.addr == last.addr + (block as u64 / unit_bytes);
-            if !adjacent || bytes + next.bytes > max_run_bytes.max(block) || cache.partial(next.key).is_some()
+            if !follows(&last, &next)
+                || bytes + next.bytes > max_run_bytes.max(block)
+                || cache.partial(next.key).is_some()
             {
                 break;
             }
@@ -218,10 +228,7 @@ pub fn write_back(
         let mut start = 0;
         while start < written.len() {
             let mut end = start + 1;
-            while end < written.len()
-                && written[end].addr == written[end - 1].addr + (block as u64 / unit_bytes)
-                && written[end - 1].bytes == block
-            {
+            while end < written.len() && follows(&written[end - 1], &written[end]) {
                 end += 1;
             }
             let run_buffers = buffers[start..end].to_vec();
@@ -333,8 +340,8 @@ mod tests {
         ];
         let mut hooks = Recorder { roll_back: Some((5, 1)), ..Recorder::default() };
         let mut dest: &dyn BlockDevice = &dev;
-        let done =
-            write_back(&mut cache, &mut dest, &mut placements, 512, 2048, &mut hooks).expect("write back");
+        let done = write_back(&mut cache, &mut dest, &mut placements, 512, 2048, false, &mut hooks)
+            .expect("write back");
         assert_eq!(
             done,
             WrittenBack { blocks: 5, writes: 3, bytes: 4 * 1024 + 512, last: 0 },
@@ -353,6 +360,41 @@ mod tests {
     }
 
     #[test]
+    fn tails_of_fragments_join_the_writes_after_them_only_when_asked() {
+        for join in [false, true] {
+            let mut cache = BufferCache::new(1024, CacheLimits::for_memory(1 << 20));
+            let dev = MemDisk::new(64 * 1024);
+            // Two files' tails of one fragment sharing the block at 16, a
+            // third file's whole block at 18, a fourth's tail past a gap.
+            for (ino, byte) in [(5, 1u8), (6, 2), (7, 3), (8, 4)] {
+                cache.insert((ino, 0), block_of(&[byte; 1024]), true);
+            }
+            let mut placements = vec![
+                Placement { key: (6, 0), addr: Daddr::new(17), bytes: 512 },
+                Placement { key: (5, 0), addr: Daddr::new(16), bytes: 512 },
+                Placement { key: (8, 0), addr: Daddr::new(21), bytes: 512 },
+                Placement { key: (7, 0), addr: Daddr::new(18), bytes: 1024 },
+            ];
+            let mut hooks = Recorder::default();
+            let mut dest: &dyn BlockDevice = &dev;
+            let done = write_back(&mut cache, &mut dest, &mut placements, 512, 4096, join, &mut hooks)
+                .expect("write back");
+            let writes = if join { 2 } else { 4 };
+            assert_eq!(done, WrittenBack { blocks: 4, writes, bytes: 2560, last: 0 }, "joined: {join}");
+            assert_eq!(hooks.done, vec![(5, 0), (6, 0), (7, 0), (8, 0)]);
+            let mut image = vec![0u8; 64 * 1024];
+            dev.read_at(0, &mut image).expect("read");
+            let at = |unit: usize| (image[unit * 512], image[unit * 512 + 511]);
+            assert_eq!(
+                [at(16), at(17), at(18), at(19), at(20), at(21)],
+                [(1, 1), (2, 2), (3, 3), (3, 3), (0, 0), (4, 4)]
+            );
+            assert_eq!(image[22 * 512], 0, "only the last tail's fragment");
+            assert_eq!(cache.dirty_count(), 0);
+        }
+    }
+
+    #[test]
     fn a_block_held_in_part_goes_alone_with_only_its_bytes_and_leaves_the_cache() {
         let mut cache = BufferCache::new(1024, CacheLimits::for_memory(1 << 20));
         let dev = MemDisk::new(64 * 1024);
@@ -368,8 +410,8 @@ mod tests {
         ];
         let mut hooks = Recorder::default();
         let mut dest: &dyn BlockDevice = &dev;
-        let done =
-            write_back(&mut cache, &mut dest, &mut placements, 512, 4096, &mut hooks).expect("write back");
+        let done = write_back(&mut cache, &mut dest, &mut placements, 512, 4096, false, &mut hooks)
+            .expect("write back");
         assert_eq!(
             done,
             WrittenBack { blocks: 3, writes: 3, bytes: 2048 + 512, last: 0 },
@@ -384,7 +426,8 @@ mod tests {
         // Made a tail of one fragment since: the bytes past it are not written.
         assert!(cache.write_partial((5, 3), 512, &[4; 512]));
         let mut tail = [Placement { key: (5, 3), addr: Daddr::new(20), bytes: 512 }];
-        let done = write_back(&mut cache, &mut dest, &mut tail, 512, 4096, &mut hooks).expect("write back");
+        let done =
+            write_back(&mut cache, &mut dest, &mut tail, 512, 4096, false, &mut hooks).expect("write back");
         assert_eq!((done.blocks, done.writes, done.bytes), (1, 0, 0));
         assert!(!cache.contains((5, 3)));
     }
@@ -407,18 +450,18 @@ mod tests {
         let mut hooks = Recorder { roll_back: Some((5, 1)), ..Recorder::default() };
         let mut dest = Numbered(0);
         let first =
-            write_back(&mut cache, &mut dest, &mut [placement], 512, 2048, &mut hooks).expect("write");
+            write_back(&mut cache, &mut dest, &mut [placement], 512, 2048, false, &mut hooks).expect("write");
         assert_eq!((first.writes, first.last), (1, 1));
         let again =
-            write_back(&mut cache, &mut dest, &mut [placement], 512, 2048, &mut hooks).expect("write");
+            write_back(&mut cache, &mut dest, &mut [placement], 512, 2048, false, &mut hooks).expect("write");
         assert_eq!((again.writes, again.last, dest.0), (0, 1, 1), "the same bytes: write 1 stands for it");
         assert_eq!(hooks.done, vec![(5, 1), (5, 1)], "what the write would satisfy, write 1 does");
         let moved = Placement { addr: Daddr::new(20), ..placement };
         let elsewhere =
-            write_back(&mut cache, &mut dest, &mut [moved], 512, 2048, &mut hooks).expect("write");
+            write_back(&mut cache, &mut dest, &mut [moved], 512, 2048, false, &mut hooks).expect("write");
         assert_eq!((elsewhere.writes, elsewhere.last), (1, 2), "another address is written");
         hooks.roll_back = None;
-        write_back(&mut cache, &mut dest, &mut [placement], 512, 2048, &mut hooks).expect("write");
+        write_back(&mut cache, &mut dest, &mut [placement], 512, 2048, false, &mut hooks).expect("write");
         assert!(!cache.is_dirty((5, 1)), "written as it is: clean");
     }
 }

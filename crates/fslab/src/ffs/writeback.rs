@@ -154,7 +154,8 @@ impl Ffs {
             placements.iter().filter(|p| p.key.0 == DEVICE || is_indirect(p.key.1)).count() as u64;
         let (mut queued, mut direct) = (&*self.queue, WriteNow(&self.queue));
         let dest: &mut dyn WriteDest = if now { &mut direct } else { &mut queued };
-        let done = write_back(&mut self.cache, dest, placements, unit, max_run, &mut hooks)?;
+        let join = self.dev.joins_writes();
+        let done = write_back(&mut self.cache, dest, placements, unit, max_run, join, &mut hooks)?;
         for p in placements.iter() {
             // Still dirty: written rolled back.
             self.cache.park(p.key, ctx.durable);
