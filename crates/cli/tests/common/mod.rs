@@ -69,26 +69,44 @@ pub fn over_ring(work: impl FnOnce()) -> bool {
         println!("skipped: setting {ENABLE_URING} needs root");
         return false;
     }
-    let Ok(before) = std::fs::read_to_string(ENABLE_URING) else {
+    if std::fs::read_to_string(ENABLE_URING).is_err() {
         println!("skipped: this kernel has no FUSE over io_uring ({ENABLE_URING} is missing)");
         return false;
-    };
+    }
     if let Err(e) = fslab_fuse::kernel::queue::rings_allowed() {
         println!("skipped: io_uring is not allowed here: {e}");
         return false;
     }
-    if std::fs::write(ENABLE_URING, "Y").is_err() {
-        println!("skipped: {ENABLE_URING} cannot be set");
-        return false;
+    // Tests run on several threads: the setting is put back only when
+    // the last of them that needed it is done (one that put it back while
+    // another was still mounting made that mount fail), and to what it
+    // was before the first.
+    static USERS: std::sync::Mutex<(usize, String)> = std::sync::Mutex::new((0, String::new()));
+    let users = || USERS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    {
+        let mut held = users();
+        if held.0 == 0 {
+            let before = std::fs::read_to_string(ENABLE_URING).unwrap_or_default();
+            if std::fs::write(ENABLE_URING, "Y").is_err() {
+                println!("skipped: {ENABLE_URING} cannot be set");
+                return false;
+            }
+            held.1 = before.trim().to_string();
+        }
+        held.0 += 1;
     }
-    struct Restore(String);
-    impl Drop for Restore {
+    struct Restore<F: Fn() -> std::sync::MutexGuard<'static, (usize, String)>>(F);
+    impl<F: Fn() -> std::sync::MutexGuard<'static, (usize, String)>> Drop for Restore<F> {
         fn drop(&mut self) {
-            let _ = std::fs::write(ENABLE_URING, &self.0);
+            let mut held = (self.0)();
+            held.0 -= 1;
+            if held.0 == 0 {
+                let _ = std::fs::write(ENABLE_URING, &held.1);
+            }
             TRANSPORT.with(|t| t.set("device"));
         }
     }
-    let _restore = Restore(before.trim().to_string());
+    let _restore = Restore(users);
     TRANSPORT.with(|t| t.set("ring"));
     work();
     true
