@@ -4,9 +4,12 @@
 //! at random offsets: summaries, data, inodes, the ifile, cylinder groups,
 //! directories, indirect blocks). For every file whose bytes read back
 //! before the repair, they must read back the same after it; and, where the
-//! image may be written again, after the disk was filled and emptied twice
+//! image may be written again, after a fragment in each was overwritten
+//! from a fresh mount (a write into a block not yet read, which FFS keeps
+//! without reading the block) and the disk was filled and emptied twice
 //! (so that the log goes round the whole disk, or FFS allocates from every
-//! group) and remounted.
+//! group) and remounted: the overwritten bytes read as written, the rest
+//! as before.
 //!
 //! A repair that leaves damage leaves an image a plain mount refuses: LFS
 //! marks it damaged (a writer would reuse as clean the space a damaged file
@@ -192,13 +195,41 @@ fn fill_and_empty<S: StorageManager>(fs: &mut FileSystem<S>) -> fslab::Result<()
     Ok(())
 }
 
-/// Fills and empties the disk through `fs`, then checks the files read
-/// as `before` from the disk again (remounted with `remount`).
+/// Overwrites 1 KiB of each file in `before` longer than 3 KiB, at 2 KiB
+/// and in the middle (in an indirect block's range for the large file):
+/// fragment-aligned writes into blocks a fresh mount has not read. Returns
+/// what each file must then hold; a write refused with an error must leave
+/// its file as it was.
+fn overwrite_fragments<S: StorageManager>(
+    fs: &mut FileSystem<S>,
+    before: &BTreeMap<Ino, Vec<u8>>,
+) -> BTreeMap<Ino, Vec<u8>> {
+    const PIECE: usize = 1 << 10;
+    let mut expected = before.clone();
+    for (&ino, data) in expected.iter_mut() {
+        if data.len() < 3 * PIECE {
+            continue;
+        }
+        let middle = (data.len() / 2) / PIECE * PIECE;
+        for at in [2 * PIECE, middle.max(2 * PIECE)] {
+            let piece = bytes(ino ^ at as u64, PIECE.min(data.len() - at));
+            if fs.write(ino, at as u64, &piece).is_ok() {
+                data[at..at + piece.len()].copy_from_slice(&piece);
+            }
+        }
+    }
+    expected
+}
+
+/// Overwrites a fragment of each file, fills and empties the disk through
+/// `fs`, then checks the files read as expected from the disk again
+/// (remounted with `remount`).
 fn fill_empty_and_compare<S: StorageManager>(
     mut fs: FileSystem<S>,
     before: &BTreeMap<Ino, Vec<u8>>,
     remount: impl FnOnce() -> fslab::Result<S>,
 ) -> Result<(), String> {
+    let before = &overwrite_fragments(&mut fs, before);
     match fill_and_empty(&mut fs) {
         Ok(()) => {}
         // Damage left in the root directory: no file can be made there.
@@ -252,6 +283,9 @@ fn round<L: Layout>(image: &[u8], at: usize, seed: u64) -> Result<(), String> {
         Err(e) => return Err(format!("no mount after a repair that left the image clean: {e}")),
     };
     worse(&mut fs, &before, "after repair")?;
+    // Written from a fresh mount, so that no block written in part was read.
+    fs.unmount().map_err(|e| format!("unmount: {e}"))?;
+    let fs = FileSystem::new(L::mount(dev.clone()).map_err(|e| format!("remount after repair: {e}"))?);
     fill_empty_and_compare(fs, &before, || L::mount(dev))
 }
 
