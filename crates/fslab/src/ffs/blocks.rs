@@ -127,7 +127,8 @@ impl Ffs {
             return Err(errno(libc::EINVAL, "read buffer is not whole blocks"));
         }
         let size = self.cached_inode(ino)?.attr.size;
-        let tail = self.tail_of(ino, size)?.map(|(t, _)| t as Lbn);
+        let tail_and_bytes = self.tail_of(ino, size)?;
+        let tail = tail_and_bytes.map(|(t, _)| t as Lbn);
         let count = buf.len() / bs;
         let longest = (MAX_READ_RUN_BYTES / bs).max(1);
         let fpb = self.frags_per_block();
@@ -141,8 +142,8 @@ impl Ffs {
                     // small file is all tail, and read under the lock one
                     // reader's device wait held up every other request.
                     let addr = bmap::pointer(self, ino, lbn)?;
-                    if addr.is_some() {
-                        let bytes = self.block_bytes(ino, lbn)?;
+                    // The tail's size comes from the search above, not a second one.
+                    if let Some((_, bytes)) = tail_and_bytes.filter(|_| addr.is_some()) {
                         block[bytes..].fill(0);
                         self.stats.reads += 1;
                         later.push(Fetch { at: i * bs, addr, len: bytes, lbn });
