@@ -14,6 +14,11 @@ use fslab::ufs::{Creds, DirhashOptions, FileSystem};
 use crate::model::Limits;
 use crate::space::Capacity;
 
+/// Clean inodes a subject's storage manager keeps: few, so that every test
+/// meets inodes dropped from memory and found again (read from their
+/// blocks, or decoded by a shared call from a cached block).
+pub const SUBJECT_CLEAN_INODES: usize = 16;
+
 /// A file system under test.
 pub trait Subject {
     /// Its storage manager.
@@ -118,7 +123,8 @@ impl LfsSubject {
         let disk = Arc::new(MemDisk::new(disk_bytes));
         let dev: Arc<dyn BlockDevice> = disk.clone();
         fslab::mkfs_lfs(dev.clone(), &mkfs, Creds::default())?;
-        let mount = MountOptions { cache_bytes, ..MountOptions::default() };
+        let mount =
+            MountOptions { cache_bytes, clean_inodes: SUBJECT_CLEAN_INODES, ..MountOptions::default() };
         let fs = checked(FileSystem::new(Lfs::mount(dev, mount.clone())?));
         Ok(LfsSubject { disk, mount, mkfs, cleaner: None, fs })
     }
@@ -231,7 +237,12 @@ impl FfsSubject {
         cache_bytes: u64,
         integrity: fslab::ffs::Integrity,
     ) -> fslab::Result<FfsSubject> {
-        let mount = fslab::ffs::MountOptions { cache_bytes, integrity, ..Default::default() };
+        let mount = fslab::ffs::MountOptions {
+            cache_bytes,
+            integrity,
+            clean_inodes: SUBJECT_CLEAN_INODES,
+            ..Default::default()
+        };
         FfsSubject::with_mount(disk_bytes, mkfs, mount)
     }
 
@@ -272,6 +283,7 @@ impl FfsSubject {
             integrity,
             realloc: Some(true),
             realloc_always: true,
+            clean_inodes: SUBJECT_CLEAN_INODES,
             ..Default::default()
         };
         FfsSubject::with_mount(disk_bytes, small_mkfs(integrity), mount)

@@ -404,25 +404,29 @@ impl Lfs {
         }
         let mut block = vec![0u8; self.block_size];
         self.read_addr(entry.daddr, &mut block)?;
-        let mut found = false;
+        let mut wanted = None;
         for inode in block.chunks_exact(INODE_SIZE).filter_map(|slot| Inode::decode(slot).ok()) {
             let other = inode.ino;
-            let current =
-                other != IFILE_INO && self.imap_entry(other)?.is_some_and(|e| e.daddr == entry.daddr);
             if other == ino {
-                found = true;
-            } else if !current || self.inodes.get(other).is_some() {
+                wanted = Some(inode);
                 continue;
             }
-            self.inodes.insert(inode, false);
+            let current =
+                other != IFILE_INO && self.imap_entry(other)?.is_some_and(|e| e.daddr == entry.daddr);
+            if current && self.inodes.get(other).is_none() {
+                self.inodes.insert(inode, false);
+            }
         }
-        if !found {
+        let Some(inode) = wanted else {
             return Err(crate::Error::corrupt(
                 "inode block",
                 entry.daddr,
                 format!("inode {ino} is not in the block the inode map names"),
             ));
-        }
+        };
+        // Last: an insert into a full cache drops half of its clean
+        // inodes, and one of its neighbours' inserts could drop it.
+        self.inodes.insert(inode, false);
         Ok(())
     }
 

@@ -537,12 +537,17 @@ impl Lfs {
         batch.age_of(group);
         let mut block = AlignedBytes::zeroed(self.block_size);
         let partial = batch.only_data.is_some();
+        // Inodes written with fewer blocks than they count in memory.
+        let mut short = Vec::new();
         for (slot, &ino) in group.iter().enumerate() {
             let Some(&inode) = self.inodes.get(ino) else { continue };
             let mut image = inode;
             if partial {
                 image.blocks =
                     image.blocks.saturating_sub(self.unplaced_new_blocks(ino)? * self.bytes_per_frag());
+                if image.blocks != inode.blocks {
+                    short.push(ino);
+                }
             }
             image.encode(&mut block[slot * INODE_SIZE..])?;
         }
@@ -555,7 +560,12 @@ impl Lfs {
             }
             self.ifile.tables.set_inode_addr(ino, daddr)?;
             self.adjust_live(self.seg_of(daddr), INODE_SIZE as i64);
-            self.inodes.mark_clean(ino);
+            // One whose image counts fewer blocks stays changed: dropped
+            // as clean, it would come back with the image's count, and
+            // the blocks placed later would never be counted again.
+            if !short.contains(&ino) {
+                self.inodes.mark_clean(ino);
+            }
             if !partial {
                 self.tx.reshaped.remove(&ino);
             }
