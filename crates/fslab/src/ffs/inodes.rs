@@ -86,6 +86,21 @@ impl Ffs {
         }
     }
 
+    /// Inode `ino` decoded from its inode-table block, if that block is
+    /// cached, without keeping it: for a call that holds the file system
+    /// shared, when the inode cache has dropped the inode (it drops only
+    /// clean ones, whose block holds what they hold). `None` where
+    /// [`Ffs::read_inode`] would read the device or report an error.
+    pub(super) fn peek_inode_in_block(&self, ino: Ino) -> Option<Inode> {
+        if !self.is_allocated(ino) {
+            return None;
+        }
+        let (_, key) = self.inode_block(ino);
+        let at = self.sb.geometry.inode_offset_in_block(ino);
+        let slot = self.cache.peek(key)?.get(at..at + INODE_SIZE)?;
+        Inode::decode(slot).ok().filter(|inode| inode.ino == ino)
+    }
+
     /// The inode of `ino` as held in memory, read if needed.
     pub(super) fn cached_inode(&mut self, ino: Ino) -> Result<&mut Inode> {
         if self.inodes.get(ino).is_none() {

@@ -138,7 +138,9 @@ impl StorageManager for Ffs {
         if self.is_free_pending(ino) {
             return None;
         }
-        self.inodes.get(ino).copied()
+        // A stat of a file whose clean inode the cache dropped would
+        // otherwise take the file system exclusively to decode it again.
+        self.inodes.get(ino).copied().or_else(|| self.peek_inode_in_block(ino))
     }
 
     fn peek_block(&self, ino: Ino, lbn: Lbn) -> Option<&[u8]> {
