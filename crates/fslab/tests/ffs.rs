@@ -466,3 +466,40 @@ fn an_ordered_journal_never_shows_a_deleted_files_bytes_after_a_crash() {
         }
     }
 }
+
+/// A shared stat (`getattr_cached`) answers for a file whose clean inode
+/// the inode cache dropped, from the cached inode-table block, what the
+/// exclusive stat answers; and not for a file removed. In every mode.
+#[test]
+fn a_shared_stat_answers_for_an_inode_the_cache_dropped() {
+    const FILES: usize = 64;
+    for integrity in Integrity::ALL {
+        let disk = Arc::new(MemDisk::new(16 << 20));
+        let dev: Arc<dyn BlockDevice> = disk.clone();
+        let mkfs =
+            MkfsOptions { group_size: 4 << 20, journal: fslab::ffs::JournalKind::File, ..Default::default() };
+        fslab::mkfs_ffs(dev.clone(), &mkfs, ME).expect("mkfs");
+        let mount = MountOptions { clean_inodes: 8, ..options(integrity) };
+        let mut fs = FileSystem::new(Ffs::mount(dev, mount).expect("mount"));
+        let inos: Vec<Ino> = (0..FILES)
+            .map(|i| {
+                let ino = create(&mut fs, &format!("f{i}"));
+                fs.write(ino, 0, &pattern(i as u64, 100 + i)).expect("write");
+                ino
+            })
+            .collect();
+        fs.sync().expect("sync");
+        // A new inode after the others were written makes the cache
+        // drop all but a few of their clean inodes.
+        create(&mut fs, "last");
+        let shared: Vec<_> = inos.iter().map(|&ino| fs.getattr_cached(ino)).collect();
+        let answered = shared.iter().filter(|a| a.is_some()).count();
+        assert_eq!(answered, FILES, "{integrity:?}: shared stats answered");
+        for (&ino, answer) in inos.iter().zip(shared) {
+            assert_eq!(answer, Some(fs.getattr(ino).expect("getattr")), "{integrity:?}: inode {ino}");
+        }
+        fs.unlink(ROOT_INO, b"f0").expect("unlink");
+        assert_eq!(fs.getattr_cached(inos[0]), None, "{integrity:?}: a removed file");
+        fs.unmount().expect("unmount");
+    }
+}
