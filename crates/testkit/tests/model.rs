@@ -214,7 +214,15 @@ fn random_operations_on_a_disk_that_fills_up_get_enospc_only_when_it_is_full(lay
         ..Weights::with_remount()
     };
     let refused = std::rc::Rc::new(std::cell::Cell::new(0));
-    for seed in (0..seeds).map(|i| 0x66756c00 + i) {
+    const FIRST: u64 = 0x66756c00;
+    let mut chosen: Vec<u64> = (0..seeds).map(|i| FIRST + i).collect();
+    // Seed 9 runs whatever the count: on the journal, realloc's moves in
+    // one write each left their old places to be freed at the commit, and
+    // the write ran short with 44 blocks to spare.
+    if seeds <= 9 {
+        chosen.push(FIRST + 9);
+    }
+    for seed in chosen {
         let cfg = RunConfig { seed, ops, check_every: env_or("FSLAB_CHECK_EVERY", 100) as usize, weights };
         layout.with_subject(4 << 20, CACHE, Some(policy::DEFAULT), FullDiskRun(cfg, refused.clone()));
     }

@@ -544,7 +544,7 @@ impl Ffs {
             fs.alloc.realloccg(addr.get(), old_frags, new_frags, pref.get(), true)
         })?;
         match grown {
-            super::Realloc::Extended => self.mode().block_allocated(self, addr),
+            super::Realloc::Extended => self.mode().block_extended(self, addr),
             super::Realloc::Moved(new) => {
                 self.mode().block_allocated(self, Daddr::new(new));
                 bmap::set_pointer(self, ino, lbn, Daddr::new(new))?;

@@ -203,6 +203,12 @@ pub(super) trait IntegrityMode<Fs>: Send + Sync {
         let _ = (fs, addr);
     }
 
+    /// The fragment run at `addr` grew in place: as `block_allocated`,
+    /// unless the mode tells a new run from an older one grown.
+    fn block_extended(&self, fs: &mut Fs, addr: Daddr) {
+        self.block_allocated(fs, addr);
+    }
+
     /// Inode `ino` is about to be stored in its slot at byte `at` of the
     /// inode block at `addr`, which holds `old` now.
     fn inode_storing(&self, ino: Ino, addr: Daddr, at: usize, old: &[u8]) {

@@ -176,6 +176,10 @@ struct State {
     /// Set while those blocks are written: their write-back is not the
     /// end of a transaction (`writes_starting`), but part of logging one.
     ordering_data: bool,
+    /// Where runs were allocated (not grown) since a transaction was last
+    /// logged: no transaction in the log allocates them or names them,
+    /// and none logged what they hold (`realloc_free_when`).
+    fresh: std::collections::HashSet<u64>,
     /// File blocks whose contents are in the log, with the newest
     /// transaction that logged them: until the checkpoint passes it, replay
     /// would write that image, so every later change to them is logged too.
@@ -306,6 +310,10 @@ impl Journal {
         durable_soon: bool,
         may_checkpoint: bool,
     ) -> Result<()> {
+        // From here on the log may name what was allocated until now.
+        if let Some(st) = self.lock().as_mut() {
+            st.fresh.clear();
+        }
         let data_limit = self
             .lock()
             .as_ref()
@@ -821,6 +829,7 @@ impl IntegrityMode<Ffs> for Journal {
             making_room: false,
             new_data: BTreeSet::new(),
             ordering_data: false,
+            fresh: std::collections::HashSet::new(),
             logged_data: IntMap::default(),
             data_marks: BTreeMap::new(),
             displaced: Vec::new(),
@@ -954,6 +963,33 @@ impl IntegrityMode<Ffs> for Journal {
             }
         }
         Ok(FreeWhen::Committed(st.next_seq))
+    }
+
+    fn block_allocated(&self, _fs: &mut Ffs, addr: Daddr) {
+        if let Some(st) = self.lock().as_mut() {
+            st.fresh.insert(addr.get());
+        }
+    }
+
+    /// A grown run is as new as it was before.
+    fn block_extended(&self, _fs: &mut Ffs, _addr: Daddr) {}
+
+    /// At once for an old place allocated since a transaction was last
+    /// logged (it was never written: `realloc_run`): no transaction in
+    /// the log allocates it, names it or holds its contents, and what goes
+    /// home before the next is logged is as at the last commit. A free
+    /// that waited for the commit kept one operation's earlier moves from
+    /// its later allocations: near a full disk a write ran short where the
+    /// space was there. With `disorder` blocks go home as they are, so it
+    /// waits as any free.
+    fn realloc_free_when(&self, fs: &mut Ffs, ino: Ino, map: Option<Lbn>, what: Freed) -> Result<FreeWhen> {
+        let _ = map;
+        if let (false, Freed::Frags { start, .. }) = (self.disorder, what) {
+            if self.lock().as_mut().is_some_and(|st| st.fresh.remove(&start)) {
+                return Ok(FreeWhen::Now);
+            }
+        }
+        self.free_when(fs, ino, what)
     }
 
     fn committed_before(&self, durable: Seq) -> u64 {
