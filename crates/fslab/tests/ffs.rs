@@ -17,13 +17,18 @@ fn options(integrity: Integrity) -> MountOptions {
 
 /// A fresh FFS of `bytes` with 8 KiB blocks and 1 KiB fragments.
 fn fresh(bytes: u64, integrity: Integrity) -> (Arc<MemDisk>, FileSystem<Ffs>) {
+    fresh_with(bytes, options(integrity))
+}
+
+/// [`fresh`], mounted with `mount`.
+fn fresh_with(bytes: u64, mount: MountOptions) -> (Arc<MemDisk>, FileSystem<Ffs>) {
     let disk = Arc::new(MemDisk::new(bytes));
     let dev: Arc<dyn BlockDevice> = disk.clone();
     // A journal for the journal's modes; the others leave it alone.
     let journal = fslab::ffs::JournalKind::File;
     let mkfs = MkfsOptions { group_size: 4 << 20, journal, ..MkfsOptions::default() };
     fslab::mkfs_ffs(dev.clone(), &mkfs, ME).expect("mkfs");
-    let fs = FileSystem::new(Ffs::mount(dev, options(integrity)).expect("mount"));
+    let fs = FileSystem::new(Ffs::mount(dev, mount).expect("mount"));
     (disk, fs)
 }
 
@@ -474,13 +479,7 @@ fn an_ordered_journal_never_shows_a_deleted_files_bytes_after_a_crash() {
 fn a_shared_stat_answers_for_an_inode_the_cache_dropped() {
     const FILES: usize = 64;
     for integrity in Integrity::ALL {
-        let disk = Arc::new(MemDisk::new(16 << 20));
-        let dev: Arc<dyn BlockDevice> = disk.clone();
-        let mkfs =
-            MkfsOptions { group_size: 4 << 20, journal: fslab::ffs::JournalKind::File, ..Default::default() };
-        fslab::mkfs_ffs(dev.clone(), &mkfs, ME).expect("mkfs");
-        let mount = MountOptions { clean_inodes: 8, ..options(integrity) };
-        let mut fs = FileSystem::new(Ffs::mount(dev, mount).expect("mount"));
+        let (_disk, mut fs) = fresh_with(16 << 20, MountOptions { clean_inodes: 8, ..options(integrity) });
         let inos: Vec<Ino> = (0..FILES)
             .map(|i| {
                 let ino = create(&mut fs, &format!("f{i}"));

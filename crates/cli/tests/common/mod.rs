@@ -80,9 +80,11 @@ pub fn over_ring(work: impl FnOnce()) -> bool {
     // Tests run on several threads: the setting is put back only when
     // the last of them that needed it is done (one that put it back while
     // another was still mounting made that mount fail), and to what it
-    // was before the first.
+    // was before the first. (users, the setting before the first)
     static USERS: std::sync::Mutex<(usize, String)> = std::sync::Mutex::new((0, String::new()));
-    let users = || USERS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    fn users() -> std::sync::MutexGuard<'static, (usize, String)> {
+        USERS.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
     {
         let mut held = users();
         if held.0 == 0 {
@@ -95,10 +97,10 @@ pub fn over_ring(work: impl FnOnce()) -> bool {
         }
         held.0 += 1;
     }
-    struct Restore<F: Fn() -> std::sync::MutexGuard<'static, (usize, String)>>(F);
-    impl<F: Fn() -> std::sync::MutexGuard<'static, (usize, String)>> Drop for Restore<F> {
+    struct Restore;
+    impl Drop for Restore {
         fn drop(&mut self) {
-            let mut held = (self.0)();
+            let mut held = users();
             held.0 -= 1;
             if held.0 == 0 {
                 let _ = std::fs::write(ENABLE_URING, &held.1);
@@ -106,7 +108,7 @@ pub fn over_ring(work: impl FnOnce()) -> bool {
             TRANSPORT.with(|t| t.set("device"));
         }
     }
-    let _restore = Restore(users);
+    let _restore = Restore;
     TRANSPORT.with(|t| t.set("ring"));
     work();
     true

@@ -75,10 +75,17 @@ impl Ffs {
             return Err(errno(libc::ENOENT, "inode is not allocated"));
         }
         let key = self.load_inode_block(ino)?;
-        let at = self.sb.geometry.inode_offset_in_block(ino);
         let block = self.cache.get(key).ok_or_else(|| errno(libc::EIO, "inode block evicted"))?;
+        Self::inode_in_block(&self.sb.geometry, block, ino)
+    }
+
+    /// Inode `ino` from its slot in `block`, its inode-table block: a slot
+    /// that fails its checksum, or holds another inode, is corrupt.
+    fn inode_in_block(geo: &super::geometry::Geometry, block: &[u8], ino: Ino) -> Result<Inode> {
+        let at = geo.inode_offset_in_block(ino);
         let bad = |why: &str| Error::corrupt_at("inode", Location::Inode(ino), why.to_string());
-        match Inode::decode(&block[at..at + INODE_SIZE]) {
+        let slot = block.get(at..at + INODE_SIZE).ok_or_else(|| bad("short slot"))?;
+        match Inode::decode(slot) {
             Ok(inode) if inode.ino == ino => Ok(inode),
             Ok(other) => Err(bad(&format!("its slot holds inode {}", other.ino))),
             Err(InodeError::Checksum) => Err(bad("checksum mismatch")),
@@ -96,9 +103,7 @@ impl Ffs {
             return None;
         }
         let (_, key) = self.inode_block(ino);
-        let at = self.sb.geometry.inode_offset_in_block(ino);
-        let slot = self.cache.peek(key)?.get(at..at + INODE_SIZE)?;
-        Inode::decode(slot).ok().filter(|inode| inode.ino == ino)
+        Self::inode_in_block(&self.sb.geometry, self.cache.peek(key)?, ino).ok()
     }
 
     /// The inode of `ino` as held in memory, read if needed.

@@ -66,7 +66,7 @@ use crate::storage::{Hint, TxKind};
 use crate::Result;
 use commits::{issue_log, Commits};
 use disk::AlignedBytes;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -179,7 +179,7 @@ struct State {
     /// Where runs were allocated (not grown) since a transaction was last
     /// logged: no transaction in the log allocates them or names them,
     /// and none logged what they hold (`realloc_free_when`).
-    fresh: std::collections::HashSet<u64>,
+    fresh: HashSet<u64>,
     /// File blocks whose contents are in the log, with the newest
     /// transaction that logged them: until the checkpoint passes it, replay
     /// would write that image, so every later change to them is logged too.
@@ -829,7 +829,7 @@ impl IntegrityMode<Ffs> for Journal {
             making_room: false,
             new_data: BTreeSet::new(),
             ordering_data: false,
-            fresh: std::collections::HashSet::new(),
+            fresh: HashSet::new(),
             logged_data: IntMap::default(),
             data_marks: BTreeMap::new(),
             displaced: Vec::new(),
