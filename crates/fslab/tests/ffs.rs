@@ -502,3 +502,75 @@ fn a_shared_stat_answers_for_an_inode_the_cache_dropped() {
         fs.unmount().expect("unmount");
     }
 }
+
+/// The bytes the buffer cache holds and its buffers.
+fn cached_blocks(fs: &FileSystem<Ffs>) -> (u64, u64) {
+    let blocks = fs.memory().into_iter().find(|m| m.what == "buffer cache: blocks").expect("blocks counted");
+    (blocks.bytes, blocks.entries)
+}
+
+#[test]
+fn small_files_cached_as_their_fragments_read_and_change_as_whole_blocks() {
+    // Tails of one to seven fragments of 8 KiB blocks, and a file with a
+    // whole block before its tail.
+    let sizes = [1000usize, 2048, 3000, 4096, 5000, 7000, 8191, 8192 + 3000];
+    for integrity in Integrity::ALL {
+        let (disk, mut fs) =
+            fresh_with(16 << 20, MountOptions { cache_bytes: 4 << 20, ..options(integrity) });
+        let inos: Vec<Ino> = sizes
+            .iter()
+            .enumerate()
+            .map(|(i, &size)| {
+                let ino = create(&mut fs, &format!("f{i}"));
+                fs.write(ino, 0, &pattern(i as u64, size)).expect("write");
+                ino
+            })
+            .collect();
+        fs.sync().expect("sync");
+        let (bytes, buffers) = cached_blocks(&fs);
+        assert!(
+            bytes < buffers * 8192,
+            "{integrity:?}: written tails kept whole ({bytes} bytes in {buffers})"
+        );
+        let mut want: Vec<Vec<u8>> = sizes.iter().enumerate().map(|(i, &s)| pattern(i as u64, s)).collect();
+        for (i, &ino) in inos.iter().enumerate() {
+            let shared = fs.read_cached(ino, 0, 1 << 16, fslab::ufs::Access::NoAtime);
+            assert_eq!(shared.as_ref(), Some(&want[i]), "{integrity:?}: shared read of file {i}");
+            assert_eq!(fs.read(ino, 0, 1 << 16).expect("read"), want[i], "{integrity:?}: file {i}");
+        }
+
+        // Changed in the middle, appended past the tail's fragments, and
+        // extended with a hole: the zeros a short buffer stands for must
+        // be there, and nothing past them.
+        for (i, &ino) in inos.iter().enumerate() {
+            let w = &mut want[i];
+            fs.write(ino, 100, b"middle").expect("overwrite");
+            w[100..106].copy_from_slice(b"middle");
+            let end = w.len() as u64;
+            fs.write(ino, end + 700, b"after a gap").expect("append");
+            w.resize(w.len() + 700, 0);
+            w.extend_from_slice(b"after a gap");
+            assert_eq!(fs.read(ino, 0, 1 << 16).expect("read"), *w, "{integrity:?}: file {i} changed");
+        }
+        fs.sync().expect("sync");
+        let mut fs = remount(&disk, fs, integrity);
+        for (i, &ino) in inos.iter().enumerate() {
+            // Read from the device: cached as fragments, then grown.
+            assert_eq!(fs.read(ino, 0, 1 << 16).expect("read"), want[i], "{integrity:?}: file {i} remounted");
+            let size = want[i].len() as u64;
+            fs.setattr(ino, &SetAttr { size: Some(size + 3000), ..SetAttr::default() }).expect("extend");
+            want[i].resize(size as usize + 3000, 0);
+            assert_eq!(fs.read(ino, 0, 1 << 16).expect("read"), want[i], "{integrity:?}: file {i} extended");
+        }
+        check_groups(&mut fs);
+        let mut fs = remount(&disk, fs, integrity);
+        for (i, &ino) in inos.iter().enumerate() {
+            assert_eq!(
+                fs.read(ino, 0, 1 << 16).expect("read"),
+                want[i],
+                "{integrity:?}: file {i} at the end"
+            );
+        }
+        fs.unmount().expect("unmount");
+    }
+}

@@ -70,6 +70,8 @@ pub fn block_of(bytes: &[u8]) -> BlockData {
 }
 
 struct Buffer {
+    /// Its bytes: a whole block, or fewer when it is clean and the rest
+    /// are zeros ([`BufferCache::keep_only`]; a file's tail in fragments).
     data: BlockData,
     dirty: bool,
     /// Used since the eviction sweep last passed it: spared once more.
@@ -182,6 +184,10 @@ pub struct BufferCache {
     probation: VecDeque<(BlockKey, u64)>,
     /// Buffers whose entry is in `probation`.
     on_probation: usize,
+    /// The bytes of those buffers.
+    probation_bytes: u64,
+    /// The bytes of every buffer: what the memory limit bounds.
+    held_bytes: u64,
     /// The latest write of any buffer evicted since: what a block no longer
     /// cached waits for to be durable.
     evicted_written: Seq,
@@ -207,6 +213,8 @@ impl BufferCache {
             dirty: BTreeSet::new(),
             probation: VecDeque::new(),
             on_probation: 0,
+            probation_bytes: 0,
+            held_bytes: 0,
             evicted_written: 0,
             changes: None,
         }
@@ -251,6 +259,10 @@ impl BufferCache {
 
     /// Notes that `key` is about to change, keeping its contents first.
     fn changing(&mut self, key: BlockKey) {
+        if self.changes.is_some() {
+            // A journal diffs whole blocks against their contents before.
+            self.make_whole(key);
+        }
         if let Some(changes) = self.changes.as_mut() {
             let buffers = &self.buffers;
             changes.entry(key).or_insert_with(|| buffers.get(&key).map(|b| b.data.clone()));
@@ -269,6 +281,7 @@ impl BufferCache {
                 } else {
                     b.on_probation = true;
                     self.on_probation += 1;
+                    self.probation_bytes += b.data.len() as u64;
                     self.probation.push_back((key, self.entries));
                 }
             }
@@ -276,24 +289,76 @@ impl BufferCache {
     }
 
     /// Forgets the entry of `b` if it is on probation.
-    fn leave_probation(b: &mut Buffer, on_probation: &mut usize) {
+    fn leave_probation(b: &mut Buffer, on_probation: &mut usize, probation_bytes: &mut u64) {
         if b.on_probation {
             b.on_probation = false;
             b.entry = NOT_QUEUED;
             *on_probation -= 1;
+            *probation_bytes -= b.data.len() as u64;
         }
     }
 
-    /// The contents of `key`, if cached.
+    /// Takes `b` out of the counts of what is held, as it leaves the cache.
+    fn forget(&mut self, b: &mut Buffer) {
+        Self::leave_probation(b, &mut self.on_probation, &mut self.probation_bytes);
+        self.held_bytes -= b.data.len() as u64;
+    }
+
+    /// The contents of `key`, if cached: a whole block.
     pub fn get(&mut self, key: BlockKey) -> Option<&[u8]> {
+        self.make_whole(key);
+        self.get_held(key)
+    }
+
+    /// The bytes of `key` the cache holds, if cached: fewer than a block
+    /// when the rest are zeros ([`BufferCache::keep_only`]). For a reader
+    /// that copies them out, which need not make the block whole first.
+    pub fn get_held(&mut self, key: BlockKey) -> Option<&[u8]> {
         let b = self.buffers.get_mut(&key).filter(|b| b.partial.is_none())?;
         *b.referenced.get_mut() = true;
         Some(&b.data[..])
     }
 
-    /// The contents of `key`, if cached, for a reader that shares the cache
-    /// with other readers: it notes the use as [`BufferCache::get`] does,
-    /// so the sweep spares the block exactly as it would have.
+    /// Makes a buffer that holds fewer bytes than a block whole again,
+    /// zeros after them, before it is changed or shared as a block.
+    fn make_whole(&mut self, key: BlockKey) {
+        let bs = self.block_size;
+        let Some(b) = self.buffers.get_mut(&key).filter(|b| b.data.len() < bs) else { return };
+        let mut whole = AlignedBytes::zeroed(bs);
+        whole[..b.data.len()].copy_from_slice(&b.data);
+        let grown = (bs - b.data.len()) as u64;
+        b.data = Arc::new(whole);
+        self.held_bytes += grown;
+        if b.on_probation {
+            self.probation_bytes += grown;
+        }
+    }
+
+    /// Keeps only the first `len` bytes of clean `key` if every byte after
+    /// them is zero, as after a file's tail of fragments (4.4BSD sizes a
+    /// tail's buffer to its fragments, `bread(…, blksize)`): a small file
+    /// cached on FFS then takes its own size, not a block's. Readers see
+    /// the same block: [`get`](Self::get), [`share`](Self::share) and every
+    /// change make it whole again first; [`peek`](Self::peek) and
+    /// [`get_held`](Self::get_held) give the bytes held.
+    fn keep_only(&mut self, key: BlockKey, len: usize) {
+        let Some(b) = self.buffers.get_mut(&key) else { return };
+        if b.dirty || b.partial.is_some() || len >= b.data.len() || b.data[len..].iter().any(|&x| x != 0) {
+            return;
+        }
+        let shrunk = (b.data.len() - len) as u64;
+        b.data = block_of(&b.data[..len]);
+        self.held_bytes -= shrunk;
+        if b.on_probation {
+            self.probation_bytes -= shrunk;
+        }
+    }
+
+    /// The bytes of `key` the cache holds, if cached, for a reader that
+    /// shares the cache with other readers: fewer than a block when the
+    /// rest are zeros, as [`get_held`](Self::get_held). It notes the use as
+    /// [`BufferCache::get`] does, so the sweep spares the block exactly as
+    /// it would have.
     pub fn peek(&self, key: BlockKey) -> Option<&[u8]> {
         let b = self.buffers.get(&key).filter(|b| b.partial.is_none())?;
         b.referenced.store(true, Ordering::Relaxed);
@@ -317,6 +382,7 @@ impl BufferCache {
             return None;
         }
         if self.buffers.contains_key(&key) {
+            self.make_whole(key);
             self.changing(key);
         }
         self.mark_dirty(key);
@@ -335,9 +401,16 @@ impl BufferCache {
     }
 
     /// A new reference to the contents of `key`, for a write in flight;
-    /// `None` if it is not cached, or only in part.
+    /// `None` if it is not cached, or only in part. A whole block: one that
+    /// holds fewer bytes is copied out whole.
     pub fn share(&self, key: BlockKey) -> Option<BlockData> {
-        self.buffers.get(&key).filter(|b| b.partial.is_none()).map(|b| b.data.clone())
+        let b = self.buffers.get(&key).filter(|b| b.partial.is_none())?;
+        if b.data.len() == self.block_size {
+            return Some(b.data.clone());
+        }
+        let mut whole = AlignedBytes::zeroed(self.block_size);
+        whole[..b.data.len()].copy_from_slice(&b.data);
+        Some(Arc::new(whole))
     }
 
     /// The bytes of `key` that are cached, when only some are
@@ -351,6 +424,9 @@ impl BufferCache {
     /// write-back: all of them unless it is cached only in part.
     pub fn share_for_write(&self, key: BlockKey) -> Option<(BlockData, std::ops::Range<usize>)> {
         let b = self.buffers.get(&key)?;
+        if b.partial.is_none() {
+            return self.share(key).map(|data| (data, 0..self.block_size));
+        }
         let valid = b.partial.map_or(0..b.data.len(), |(from, to)| from as usize..to as usize);
         Some((b.data.clone(), valid))
     }
@@ -418,18 +494,26 @@ impl BufferCache {
         Arc::new(AlignedBytes::zeroed(self.block_size))
     }
 
-    /// Caches `data` (one block) under `key`, replacing what was there.
+    /// Caches `data` (one block, or clean and fewer bytes when the rest are
+    /// zeros, as [`keep_only`](Self::keep_only) leaves it) under `key`,
+    /// replacing what was there.
     /// Room is made first, so the block just inserted is never the one
     /// evicted: a caller may use it right away. Clean `data` inserted over
     /// a buffer held in part ([`write_partial`](Self::write_partial)) is
     /// the disk's copy: the bytes written since go over it, and the buffer
     /// is whole and still dirty.
-    pub fn insert(&mut self, key: BlockKey, data: BlockData, dirty: bool) {
+    pub fn insert(&mut self, key: BlockKey, mut data: BlockData, dirty: bool) {
+        if dirty && data.len() < self.block_size {
+            let mut whole = AlignedBytes::zeroed(self.block_size);
+            whole[..data.len()].copy_from_slice(&data);
+            data = Arc::new(whole);
+        }
         if !dirty {
             if let Some(b) = self.buffers.get_mut(&key) {
                 if let Some((from, to)) = b.partial {
-                    let (from, to) = (from as usize, (to as usize).min(data.len()));
-                    let mut whole = AlignedBytes::copy_of(&data);
+                    let (from, to) = (from as usize, to as usize);
+                    let mut whole = AlignedBytes::zeroed(self.block_size);
+                    whole[..data.len()].copy_from_slice(&data);
                     if from < to {
                         whole[from..to].copy_from_slice(&b.data[from..to]);
                     }
@@ -445,16 +529,17 @@ impl BufferCache {
         let mut pins = 0;
         if let Some(mut old) = self.buffers.remove(&key) {
             self.keys.remove(&key);
-            Self::leave_probation(&mut old, &mut self.on_probation);
+            self.forget(&mut old);
             if old.dirty && !dirty {
                 self.dirty.remove(&key);
             }
             pins = old.pins;
         }
-        self.evict_to(self.capacity().saturating_sub(1));
+        self.evict_to(self.capacity_bytes().saturating_sub(data.len() as u64));
         if dirty {
             self.dirty.insert(key);
         }
+        self.held_bytes += data.len() as u64;
         // A dirty buffer is queued when it is written out.
         self.buffers.insert(
             key,
@@ -479,6 +564,7 @@ impl BufferCache {
 
     /// Marks a cached block dirty; returns whether it was clean before.
     pub fn mark_dirty(&mut self, key: BlockKey) -> bool {
+        self.make_whole(key);
         if let Some(b) = self.buffers.get_mut(&key) {
             // Changed: a write would carry something new.
             b.parked = 0;
@@ -486,7 +572,7 @@ impl BufferCache {
         match self.buffers.get_mut(&key) {
             Some(b) if !b.dirty => {
                 b.dirty = true;
-                Self::leave_probation(b, &mut self.on_probation);
+                Self::leave_probation(b, &mut self.on_probation, &mut self.probation_bytes);
                 self.dirty.insert(key);
                 true
             }
@@ -504,6 +590,14 @@ impl BufferCache {
     /// A buffer held in part leaves the cache (unless pinned, when it
     /// stays dirty): clean, it would pass for the whole block.
     pub fn mark_written(&mut self, key: BlockKey, seq: Seq) {
+        self.mark_written_holding(key, seq, self.block_size);
+    }
+
+    /// [`mark_written`](Self::mark_written) for a write that took only the
+    /// first `len` bytes of `key` (a file's tail of fragments): the buffer
+    /// keeps only those if the rest are zeros ([`keep_only`](Self::keep_only)),
+    /// before it joins the probation queue and counts against its share.
+    pub fn mark_written_holding(&mut self, key: BlockKey, seq: Seq, len: usize) {
         if let Some(pins) = self.buffers.get(&key).filter(|b| b.partial.is_some()).map(|b| b.pins) {
             if pins == 0 {
                 self.remove(key);
@@ -520,10 +614,11 @@ impl BufferCache {
             b.parked = 0;
             b.copy_on_disk = None;
         }
+        self.keep_only(key, len);
         // The sweep dropped its entry while it was dirty; a clean buffer
         // needs one to be evictable.
         self.enqueue(key, true);
-        self.trim_probation(self.capacity());
+        self.trim_probation(self.capacity_bytes());
     }
 
     /// Notes that `key` was just written as a rolled-back copy, at durable
@@ -610,7 +705,7 @@ impl BufferCache {
         let mut removed = self.buffers.remove(&key);
         if let Some(b) = &mut removed {
             self.keys.remove(&key);
-            Self::leave_probation(b, &mut self.on_probation);
+            self.forget(b);
         }
         match removed {
             Some(b) if b.dirty => {
@@ -654,11 +749,7 @@ impl BufferCache {
             q.capacity() as u64 * std::mem::size_of::<(BlockKey, u64)>() as u64
         };
         vec![
-            MemoryUse::new(
-                "buffer cache: blocks",
-                self.buffers.len(),
-                self.buffers.len() as u64 * self.block_size as u64,
-            ),
+            MemoryUse::new("buffer cache: blocks", self.buffers.len(), self.held_bytes),
             MemoryUse::new(
                 "buffer cache: index",
                 self.buffers.len(),
@@ -689,11 +780,23 @@ impl BufferCache {
         }
         let swept: std::collections::HashSet<(BlockKey, u64)> = self.sweep.iter().copied().collect();
         let probation: std::collections::HashSet<(BlockKey, u64)> = self.probation.iter().copied().collect();
-        let mut on_probation = 0;
+        let (mut on_probation, mut probation_bytes, mut held_bytes) = (0, 0, 0);
         for (&key, b) in self.buffers.iter() {
             on_probation += usize::from(b.on_probation);
+            held_bytes += b.data.len() as u64;
+            if b.on_probation {
+                probation_bytes += b.data.len() as u64;
+            }
             if b.partial.is_some() && !b.dirty {
                 return Err(format!("buffer {key:?} held in part is clean"));
+            }
+            if b.data.len() > self.block_size
+                || (b.data.len() < self.block_size && (b.dirty || b.partial.is_some()))
+            {
+                return Err(format!(
+                    "buffer {key:?} holds {} bytes and is dirty or held in part",
+                    b.data.len()
+                ));
             }
             if b.dirty {
                 continue;
@@ -705,6 +808,12 @@ impl BufferCache {
         }
         if on_probation != self.on_probation {
             return Err(format!("{} buffers on probation counted as {}", on_probation, self.on_probation));
+        }
+        if (probation_bytes, held_bytes) != (self.probation_bytes, self.held_bytes) {
+            return Err(format!(
+                "{held_bytes} bytes held ({probation_bytes} on probation) counted as {} ({})",
+                self.held_bytes, self.probation_bytes
+            ));
         }
         Ok(())
     }
@@ -734,25 +843,26 @@ impl BufferCache {
         self.dirty_bytes() >= self.limits.start_write_bytes
     }
 
-    /// Buffers the memory limit allows.
-    fn capacity(&self) -> usize {
-        (self.limits.memory_bytes / self.block_size as u64).max(16) as usize
+    /// The bytes the memory limit allows the buffers, at least sixteen blocks.
+    fn capacity_bytes(&self) -> u64 {
+        self.limits.memory_bytes.max(16 * self.block_size as u64)
     }
 
-    /// Written buffers the probation queue may hold: a start-write
-    /// threshold's worth, the data of about the last segment write.
-    fn probation_capacity(&self) -> usize {
-        (self.limits.start_write_bytes / self.block_size as u64).max(16) as usize
+    /// The bytes of written buffers the probation queue may hold: a
+    /// start-write threshold's worth, the data of about the last segment
+    /// write, at least sixteen blocks.
+    fn probation_capacity_bytes(&self) -> u64 {
+        self.limits.start_write_bytes.max(16 * self.block_size as u64)
     }
 
-    /// Evicts buffers on probation, oldest first, while there are more
-    /// than their share or the cache is over `limit`. One used since it was
-    /// written joins the sweep instead.
-    fn trim_probation(&mut self, limit: usize) {
-        let share = self.probation_capacity();
+    /// Evicts buffers on probation, oldest first, while they hold more
+    /// than their share or the cache more than `limit` bytes. One used since
+    /// it was written joins the sweep instead.
+    fn trim_probation(&mut self, limit: u64) {
+        let share = self.probation_capacity_bytes();
         let mut looks = self.probation.len();
         let mut busy = 0;
-        while looks > 0 && busy < BUSY_LOOKS && (self.on_probation > share || self.buffers.len() > limit) {
+        while looks > 0 && busy < BUSY_LOOKS && (self.probation_bytes > share || self.held_bytes > limit) {
             looks -= 1;
             let Some((key, entry)) = self.probation.pop_front() else { break };
             let Some(b) = self.buffers.get_mut(&key) else { continue };
@@ -762,17 +872,14 @@ impl BufferCache {
             if *b.referenced.get_mut() || b.pins > 0 {
                 b.on_probation = false;
                 self.on_probation -= 1;
+                self.probation_bytes -= b.data.len() as u64;
                 self.sweep.push_back((key, entry));
             } else if Arc::strong_count(&b.data) > 1 {
                 // Still being written (a read must find it here).
                 self.probation.push_back((key, entry));
                 busy += 1;
             } else {
-                self.on_probation -= 1;
-                if let Some(gone) = self.buffers.remove(&key) {
-                    self.evicted_written = self.evicted_written.max(gone.written);
-                }
-                self.keys.remove(&key);
+                self.evict(key);
             }
         }
         if self.probation.len() > 4 * self.on_probation + 1024 {
@@ -782,12 +889,23 @@ impl BufferCache {
         }
     }
 
-    fn evict_to(&mut self, limit: usize) {
+    /// Drops clean `key`, which no one holds, to make room.
+    fn evict(&mut self, key: BlockKey) {
+        if let Some(mut gone) = self.buffers.remove(&key) {
+            self.forget(&mut gone);
+            self.evicted_written = self.evicted_written.max(gone.written);
+        }
+        self.keys.remove(&key);
+    }
+
+    /// Evicts clean buffers until the cache holds at most `limit` bytes,
+    /// or none is left that may go.
+    fn evict_to(&mut self, limit: u64) {
         self.trim_probation(limit);
         // Each entry is looked at most twice (once to clear its reference),
         // so a cache whose clean buffers are all busy costs one bounded pass.
         let mut looks = 2 * self.sweep.len();
-        while self.buffers.len() > limit && looks > 0 {
+        while self.held_bytes > limit && looks > 0 {
             looks -= 1;
             let Some((key, entry)) = self.sweep.pop_front() else { break };
             let Some(b) = self.buffers.get_mut(&key) else { continue };
@@ -804,10 +922,7 @@ impl BufferCache {
                 *b.referenced.get_mut() = false;
                 self.sweep.push_back((key, entry));
             } else {
-                if let Some(gone) = self.buffers.remove(&key) {
-                    self.evicted_written = self.evicted_written.max(gone.written);
-                }
-                self.keys.remove(&key);
+                self.evict(key);
             }
         }
         // Entries of removed buffers pile up under heavy unlinking; rebuild

@@ -334,3 +334,61 @@ fn a_cache_that_keeps_before_images_takes_no_block_in_part() {
     assert!(!cache.write_partial((5, 0), 0, &[1; 1024]));
     assert!(!cache.contains((5, 0)));
 }
+
+/// A block whose first `len` bytes are `byte` and the rest zeros: a
+/// file's tail of fragments as the cache holds it whole.
+fn tail(byte: u8, len: usize) -> BlockData {
+    let mut b = AlignedBytes::zeroed(4096);
+    b[..len].fill(byte);
+    Arc::new(b)
+}
+
+#[test]
+fn a_tail_kept_short_reads_as_the_whole_block_and_takes_its_own_size() {
+    let mut cache = small_cache();
+    cache.insert((5, 0), tail(7, 1024), true);
+    cache.keep_only((5, 0), 1024);
+    assert_eq!(cache.get_held((5, 0)).map(<[u8]>::len), Some(4096), "a dirty buffer stays whole");
+    cache.mark_written_holding((5, 0), 3, 512);
+    assert_eq!(cache.get_held((5, 0)).map(<[u8]>::len), Some(4096), "bytes that are not zeros stay");
+    cache.keep_only((5, 0), 1024);
+    assert_eq!(cache.get_held((5, 0)).map(<[u8]>::len), Some(1024));
+    assert_eq!(cache.peek((5, 0)).map(<[u8]>::len), Some(1024));
+    assert_eq!(cache.memory()[0].bytes, 1024, "it counts what it holds");
+    cache.check_invariants().expect("invariants");
+
+    // Every way of reading it as a block gives the block.
+    let shared = cache.share((5, 0)).expect("cached");
+    assert_eq!(&shared[..], &tail(7, 1024)[..]);
+    assert_eq!(cache.durable_after((5, 0)), Some(3));
+    assert_eq!(cache.get((5, 0)), Some(&tail(7, 1024)[..]));
+    assert_eq!(cache.memory()[0].bytes, 4096, "made whole to be read as a block");
+
+    // A change makes it whole first, and a journal's image before it is whole.
+    cache.keep_only((5, 0), 1024);
+    cache.keep_changes();
+    cache.get_mut_dirty((5, 0)).expect("cached")[2048] = 9;
+    assert_eq!(cache.before_changes((5, 0)).flatten().map(|b| b.to_vec()), Some(tail(7, 1024).to_vec()));
+    assert_eq!(cache.get((5, 0)).map(|b| (b.len(), b[1023], b[1024], b[2048])), Some((4096, 7, 0, 9)));
+    cache.check_invariants().expect("invariants");
+}
+
+#[test]
+fn written_tails_kept_short_share_probation_by_their_bytes() {
+    let mut cache = probation_cache();
+    // A start-write threshold's worth is 16 blocks; tails of a quarter block.
+    for i in 0..80 {
+        cache.insert((2, i), tail(1, 1024), true);
+        cache.mark_written_holding((2, i), 1, 1024);
+    }
+    let kept: Vec<i64> = (0..80).filter(|&i| cache.contains((2, i))).collect();
+    assert_eq!(kept, (16..80).collect::<Vec<_>>(), "four times as many tails stay as blocks would");
+    assert_eq!(cache.probation_bytes, 64 * 1024);
+    // Made whole, each counts as a block again, and the share holds.
+    for i in 16..80 {
+        cache.mark_dirty((2, i));
+        cache.mark_clean((2, i));
+    }
+    assert_eq!((0..80).filter(|&i| cache.contains((2, i))).count(), 16);
+    cache.check_invariants().expect("invariants");
+}

@@ -242,7 +242,10 @@ pub fn write_back(
                 if rolled {
                     cache.note_copy_written(p.key, p.addr, data.clone(), seq);
                 } else {
-                    cache.mark_written(p.key, seq);
+                    // A file's tail of fragments stays cached as what went
+                    // to the device: a small file takes its own size.
+                    let held = if p.key.0 == super::DEVICE { block } else { p.bytes };
+                    cache.mark_written_holding(p.key, seq, held);
                 }
                 hooks.write_done(p.key, p.addr, seq);
                 done.blocks += 1;

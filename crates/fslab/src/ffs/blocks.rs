@@ -87,8 +87,8 @@ impl Ffs {
             return Err(errno(libc::EINVAL, "read buffer is not one block"));
         }
         self.fill_partial(ino, lbn, None)?;
-        if let Some(block) = self.cache.get((ino, lbn)) {
-            buf.copy_from_slice(block);
+        if let Some(block) = self.cache.get_held((ino, lbn)) {
+            crate::storage::copy_block(block, buf);
             return Ok(());
         }
         let addr = bmap::pointer(self, ino, lbn)?;
@@ -99,7 +99,8 @@ impl Ffs {
         let bytes = self.block_bytes(ino, lbn)?;
         buf[bytes..].fill(0);
         self.read_at(addr, &mut buf[..bytes])?;
-        self.cache.insert((ino, lbn), block_of(buf), false);
+        // A tail is cached as its fragments; the rest are zeros.
+        self.cache.insert((ino, lbn), block_of(&buf[..bytes]), false);
         Ok(())
     }
 

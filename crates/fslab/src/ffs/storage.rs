@@ -177,12 +177,13 @@ impl StorageManager for Ffs {
 
     fn read_block_part(&mut self, ino: Ino, lbn: Lbn, offset: usize, buf: &mut [u8]) -> Result<()> {
         self.cached_inode(ino)?;
-        if let Some(block) = self.cache.get((ino, lbn)) {
-            return crate::storage::copy_part(block, offset, buf);
+        let bs = self.block_size();
+        if let Some(block) = self.cache.get_held((ino, lbn)) {
+            return crate::storage::copy_part(block, bs, offset, buf);
         }
-        let mut block = vec![0u8; self.block_size()];
+        let mut block = vec![0u8; bs];
         self.read_file_block(ino, lbn, &mut block)?;
-        crate::storage::copy_part(&block, offset, buf)
+        crate::storage::copy_part(&block, bs, offset, buf)
     }
 
     fn read_blocks(&mut self, ino: Ino, first: Lbn, buf: &mut [u8]) -> Result<()> {
@@ -210,7 +211,8 @@ impl StorageManager for Ffs {
                 && same_size
                 && matches!(bmap::pointer(self, ino, fetch.lbn), Ok(a) if a == fetch.addr)
             {
-                self.cache.insert(key, block_of(bytes), false);
+                // A tail keeps only its fragments' bytes: the rest are zeros.
+                self.cache.insert(key, block_of(&bytes[..fetch.len.min(bytes.len())]), false);
             }
         }
     }

@@ -654,12 +654,13 @@ impl StorageManager for Lfs {
 
     fn read_block_part(&mut self, ino: Ino, lbn: Lbn, offset: usize, buf: &mut [u8]) -> Result<()> {
         self.cached_inode(ino)?;
-        if let Some(block) = self.cache.get((ino, lbn)) {
-            return crate::storage::copy_part(block, offset, buf);
+        let bs = self.block_size() as usize;
+        if let Some(block) = self.cache.get_held((ino, lbn)) {
+            return crate::storage::copy_part(block, bs, offset, buf);
         }
-        let mut block = vec![0u8; self.block_size() as usize];
+        let mut block = vec![0u8; bs];
         self.read_file_block(ino, lbn, &mut block)?;
-        crate::storage::copy_part(&block, offset, buf)
+        crate::storage::copy_part(&block, bs, offset, buf)
     }
 
     fn read_blocks(&mut self, ino: Ino, first: Lbn, buf: &mut [u8]) -> Result<()> {

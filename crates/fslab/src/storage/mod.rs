@@ -39,15 +39,27 @@ pub use tx::{
     free_blocks_in_steps, free_blocks_past_in_steps, transaction, Hint, OverBound, TxKind, TxLog, TxSpec,
 };
 
-/// Copies bytes `offset .. offset + buf.len()` of `block` into `buf`;
+/// Copies bytes `offset .. offset + buf.len()` of a block of
+/// `block_size` bytes into `buf`, from `held`, its first bytes (the rest
+/// are zeros: a buffer the cache keeps short, [`crate::cache::BufferCache::keep_only`]);
 /// EINVAL if they pass the block's end.
-pub(crate) fn copy_part(block: &[u8], offset: usize, buf: &mut [u8]) -> Result<()> {
-    let part = offset
+pub(crate) fn copy_part(held: &[u8], block_size: usize, offset: usize, buf: &mut [u8]) -> Result<()> {
+    let end = offset
         .checked_add(buf.len())
-        .and_then(|end| block.get(offset..end))
+        .filter(|&end| end <= block_size)
         .ok_or_else(|| crate::error::errno(libc::EINVAL, "read past the end of the block"))?;
-    buf.copy_from_slice(part);
+    let part = held.get(offset..end.min(held.len())).unwrap_or_default();
+    buf[..part.len()].copy_from_slice(part);
+    buf[part.len()..].fill(0);
     Ok(())
+}
+
+/// Copies a block into `buf` (one block) from `held`, its first bytes;
+/// the rest are zeros (see [`copy_part`]).
+pub(crate) fn copy_block(held: &[u8], buf: &mut [u8]) {
+    let n = held.len().min(buf.len());
+    buf[..n].copy_from_slice(&held[..n]);
+    buf[n..].fill(0);
 }
 
 /// What `statfs` reports, in blocks of [`StatFs::block_size`] bytes.
@@ -127,7 +139,8 @@ pub trait StorageManager: Send + Sync {
     }
 
     /// The contents of block `lbn` of `ino` if the buffer cache holds them
-    /// (a whole block, as [`StorageManager::read_block`] would fill it),
+    /// (as [`StorageManager::read_block`] would fill it, but fewer bytes
+    /// than a block when the rest are zeros, as FFS keeps a file's tail),
     /// found changing nothing but the cache's note that the block was used.
     /// `None` when it would have to be read, is a hole, or when only
     /// `read_block` can say (the default).
@@ -150,7 +163,7 @@ pub trait StorageManager: Send + Sync {
     fn read_block_part(&mut self, ino: Ino, lbn: Lbn, offset: usize, buf: &mut [u8]) -> Result<()> {
         let mut block = vec![0u8; self.block_size() as usize];
         self.read_block(ino, lbn, &mut block)?;
-        copy_part(&block, offset, buf)
+        copy_part(&block, block.len(), offset, buf)
     }
 
     /// Reads the consecutive blocks `first ..` of `ino` into `buf` (a whole

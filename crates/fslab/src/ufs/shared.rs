@@ -118,7 +118,10 @@ impl<S: StorageManager> FileSystem<S> {
             let block = self.storage.peek_block(ino, Lbn::try_from(lbn).ok()?)?;
             let from = (at - lbn * bs) as usize;
             let to = (end.min((lbn + 1) * bs) - lbn * bs) as usize;
-            data.extend_from_slice(block.get(from..to)?);
+            // A buffer shorter than the block holds its first bytes; zeros follow.
+            let held = block.get(from..to.min(block.len())).unwrap_or_default();
+            data.extend_from_slice(held);
+            data.resize(data.len() + (to - from - held.len()), 0);
             at = (lbn + 1) * bs;
         }
         Some(data)
