@@ -343,7 +343,7 @@ impl BufferCache {
     /// [`get_held`](Self::get_held) give the bytes held.
     fn keep_only(&mut self, key: BlockKey, len: usize) {
         let Some(b) = self.buffers.get_mut(&key) else { return };
-        if b.dirty || b.partial.is_some() || len >= b.data.len() || b.data[len..].iter().any(|&x| x != 0) {
+        if b.dirty || b.partial.is_some() || len >= b.data.len() || !all_zeros(&b.data[len..]) {
             return;
         }
         let shrunk = (b.data.len() - len) as u64;
@@ -938,6 +938,15 @@ impl BufferCache {
             self.sweep = live.into();
         }
     }
+}
+
+/// Whether every byte of `bytes` is zero. Folded without an early exit, so
+/// that it compiles to wide loads: a byte-at-a-time search that stops at
+/// the first non-zero byte cost two microseconds a small file written.
+fn all_zeros(bytes: &[u8]) -> bool {
+    let mut words = bytes.chunks_exact(8);
+    let wide = words.by_ref().fold(0u64, |acc, w| acc | u64::from_ne_bytes(w.try_into().unwrap_or_default()));
+    wide == 0 && words.remainder().iter().fold(0u8, |acc, &x| acc | x) == 0
 }
 
 /// A hash map for keys made of integers (inode and block numbers), hashed
