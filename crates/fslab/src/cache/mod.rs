@@ -71,7 +71,8 @@ pub fn block_of(bytes: &[u8]) -> BlockData {
 
 struct Buffer {
     /// Its bytes: a whole block, or fewer when it is clean and the rest
-    /// are zeros ([`BufferCache::keep_only`]; a file's tail in fragments).
+    /// are zeros ([`BufferCache::mark_written_holding`]; a file's tail in
+    /// fragments).
     data: BlockData,
     dirty: bool,
     /// Used since the eviction sweep last passed it: spared once more.
@@ -311,7 +312,7 @@ impl BufferCache {
     }
 
     /// The bytes of `key` the cache holds, if cached: fewer than a block
-    /// when the rest are zeros ([`BufferCache::keep_only`]). For a reader
+    /// when the rest are zeros ([`BufferCache::mark_written_holding`]). For a reader
     /// that copies them out, which need not make the block whole first.
     pub fn get_held(&mut self, key: BlockKey) -> Option<&[u8]> {
         let b = self.buffers.get_mut(&key).filter(|b| b.partial.is_none())?;
@@ -340,7 +341,10 @@ impl BufferCache {
     /// cached on FFS then takes its own size, not a block's. Readers see
     /// the same block: [`get`](Self::get), [`share`](Self::share) and every
     /// change make it whole again first; [`peek`](Self::peek) and
-    /// [`get_held`](Self::get_held) give the bytes held.
+    /// [`get_held`](Self::get_held) give the bytes held. A write in flight
+    /// keeps the whole block it was given, so the short copy is not shared
+    /// with it and may be evicted before it completes: a read of the
+    /// address then waits for it (`queue`), as a read of any block does.
     fn keep_only(&mut self, key: BlockKey, len: usize) {
         let Some(b) = self.buffers.get_mut(&key) else { return };
         if b.dirty || b.partial.is_some() || len >= b.data.len() || !all_zeros(&b.data[len..]) {
@@ -382,9 +386,9 @@ impl BufferCache {
             return None;
         }
         if self.buffers.contains_key(&key) {
-            self.make_whole(key);
             self.changing(key);
         }
+        // Makes a buffer held short whole first.
         self.mark_dirty(key);
         self.buffers.get_mut(&key).map(|b| &mut Arc::make_mut(&mut b.data)[..])
     }
@@ -495,7 +499,7 @@ impl BufferCache {
     }
 
     /// Caches `data` (one block, or clean and fewer bytes when the rest are
-    /// zeros, as [`keep_only`](Self::keep_only) leaves it) under `key`,
+    /// zeros, as [`mark_written_holding`](Self::mark_written_holding) leaves it) under `key`,
     /// replacing what was there.
     /// Room is made first, so the block just inserted is never the one
     /// evicted: a caller may use it right away. Clean `data` inserted over
@@ -595,8 +599,11 @@ impl BufferCache {
 
     /// [`mark_written`](Self::mark_written) for a write that took only the
     /// first `len` bytes of `key` (a file's tail of fragments): the buffer
-    /// keeps only those if the rest are zeros ([`keep_only`](Self::keep_only)),
-    /// before it joins the probation queue and counts against its share.
+    /// keeps only those if the rest are zeros, before it joins the
+    /// probation queue and counts against its share. Readers see the same
+    /// block: [`get`](Self::get), [`share`](Self::share) and every change
+    /// make it whole again first; [`peek`](Self::peek) and
+    /// [`get_held`](Self::get_held) give the bytes held.
     pub fn mark_written_holding(&mut self, key: BlockKey, seq: Seq, len: usize) {
         if let Some(pins) = self.buffers.get(&key).filter(|b| b.partial.is_some()).map(|b| b.pins) {
             if pins == 0 {

@@ -41,7 +41,8 @@ pub use tx::{
 
 /// Copies bytes `offset .. offset + buf.len()` of a block of
 /// `block_size` bytes into `buf`, from `held`, its first bytes (the rest
-/// are zeros: a buffer the cache keeps short, [`crate::cache::BufferCache::keep_only`]);
+/// are zeros: a buffer the cache keeps short,
+/// [`crate::cache::BufferCache::mark_written_holding`]);
 /// EINVAL if they pass the block's end.
 pub(crate) fn copy_part(held: &[u8], block_size: usize, offset: usize, buf: &mut [u8]) -> Result<()> {
     let end = offset
