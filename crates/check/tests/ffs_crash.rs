@@ -943,8 +943,10 @@ fn check_acknowledged_names(rec: &Recorded, cut: usize, seen: &Observed) -> Resu
 ///   truncate the file may show zeros where the shorter size will end it:
 ///   a byte may be zero wherever some allowed version is shorter;
 /// * no mode writes a file's data before the inode that points at it (nor
-///   did 4.4BSD's), so past the length the file had when made durable a
-///   block given to it since may show what the disk held there;
+///   did 4.4BSD's), so past the shortest length the file has had since it
+///   was made durable a block given to it since may show what the disk
+///   held there (a truncate frees blocks below the durable length, and a
+///   write past the new end is given blocks again);
 /// * `async` mode orders nothing: a file changed after it was made durable
 ///   may have given up and lost fragments to the change (a tail moved), so
 ///   only files unchanged since are checked there.
@@ -993,7 +995,8 @@ fn check_durable_files(
         if unordered && versions.iter().any(|v| *v != first) {
             continue;
         }
-        let durable = first.len();
+        // Below the shortest length since, no block was freed and given again.
+        let durable = versions.iter().map(|v| v.len()).min().unwrap_or(0);
         let data = &found.data;
         if !versions.iter().any(|v| v.len() == data.len()) {
             return Err(format!(
