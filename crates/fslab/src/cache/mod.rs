@@ -307,8 +307,11 @@ impl BufferCache {
 
     /// The contents of `key`, if cached: a whole block.
     pub fn get(&mut self, key: BlockKey) -> Option<&[u8]> {
-        self.make_whole(key);
-        self.get_held(key)
+        // One lookup: this is on every hot path.
+        let b = self.buffers.get_mut(&key).filter(|b| b.partial.is_none())?;
+        *b.referenced.get_mut() = true;
+        Self::widen(b, self.block_size, &mut self.held_bytes, &mut self.probation_bytes);
+        Some(&b.data[..])
     }
 
     /// The bytes of `key` the cache holds, if cached: fewer than a block
@@ -323,15 +326,23 @@ impl BufferCache {
     /// Makes a buffer that holds fewer bytes than a block whole again,
     /// zeros after them, before it is changed or shared as a block.
     fn make_whole(&mut self, key: BlockKey) {
-        let bs = self.block_size;
-        let Some(b) = self.buffers.get_mut(&key).filter(|b| b.data.len() < bs) else { return };
-        let mut whole = AlignedBytes::zeroed(bs);
+        if let Some(b) = self.buffers.get_mut(&key) {
+            Self::widen(b, self.block_size, &mut self.held_bytes, &mut self.probation_bytes);
+        }
+    }
+
+    /// [`make_whole`](Self::make_whole) of a buffer already found.
+    fn widen(b: &mut Buffer, block_size: usize, held_bytes: &mut u64, probation_bytes: &mut u64) {
+        if b.data.len() >= block_size {
+            return;
+        }
+        let mut whole = AlignedBytes::zeroed(block_size);
         whole[..b.data.len()].copy_from_slice(&b.data);
-        let grown = (bs - b.data.len()) as u64;
+        let grown = (block_size - b.data.len()) as u64;
         b.data = Arc::new(whole);
-        self.held_bytes += grown;
+        *held_bytes += grown;
         if b.on_probation {
-            self.probation_bytes += grown;
+            *probation_bytes += grown;
         }
     }
 
